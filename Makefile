@@ -1,0 +1,49 @@
+# Set-up and checks. `make test` and `make demo` work on a fresh Debian machine with Python 3.10+
+# and Rust: they install what they need first.
+
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+# Debian packages the tests use: Apache prefork + mod_perl and strace (server-side tests),
+# nginx and wrk and ab (apache2-utils) for benchmarks/peers.py.
+APT_PACKAGES := apache2 libapache2-mod-perl2 strace
+APT_BENCH_PACKAGES := nginx wrk apache2-utils
+
+.PHONY: test demo build deps deps-system deps-python cargo-test pytest bench-peers clean
+
+test: deps build cargo-test pytest
+
+deps: deps-system deps-python
+
+# apt only when root and something is missing; otherwise say what to install.
+deps-system:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	else echo "note: missing Debian packages:$$missing (tests that need them are skipped)"; fi
+
+deps-python:
+	$(PIP) install -q --disable-pip-version-check "maturin>=1.7,<2" "pytest>=8" "jsonschema>=4.18" "gunicorn>=22"
+
+# Builds the Rust extension (release) and installs the package in editable mode.
+build:
+	$(PIP) install -q --disable-pip-version-check --no-build-isolation -e .
+
+cargo-test:
+	cargo test --workspace --exclude pounder-py -q
+
+pytest:
+	$(PYTHON) -m pytest -q
+
+demo: deps-python build
+	$(PYTHON) examples/demo/run_demo.py
+
+bench-peers: build
+	@missing=""; for p in $(APT_BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
+	$(PYTHON) benchmarks/peers.py
+
+clean:
+	cargo clean
+	rm -rf build dist python/pounder/*.so

@@ -1,0 +1,281 @@
+//! One client connection: connect, write a pre-serialized request, read and frame the response.
+//!
+//! A connection owns one fixed buffer for its whole life; the head is parsed in place and body
+//! bytes are counted and dropped, so an exchange allocates nothing.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpSocket, UnixStream};
+use tokio::time::Instant;
+
+use crate::http::{parse_head, BodyDecoder, MAX_HEAD};
+use crate::spec::{Addr, Target};
+use crate::stats::ErrorKind;
+
+/// Receive buffer asked of the kernel when throttling, so the server really waits on us.
+const THROTTLED_RCVBUF: u32 = 8 * 1024;
+/// The buffer holds a whole head and then some body.
+const BUF_SIZE: usize = MAX_HEAD + 16 * 1024;
+
+pub enum Stream {
+    Tcp(tokio::net::TcpStream),
+    Unix(UnixStream),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Stream::Unix(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}
+
+async fn connect(addr: &Addr, throttle: Option<u64>) -> io::Result<Stream> {
+    match addr {
+        Addr::Tcp(sa) => {
+            let socket = if sa.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+            if throttle.is_some() {
+                socket.set_recv_buffer_size(THROTTLED_RCVBUF)?;
+            }
+            let stream = socket.connect(*sa).await?;
+            stream.set_nodelay(true)?;
+            Ok(Stream::Tcp(stream))
+        }
+        Addr::Unix(path) => Ok(Stream::Unix(UnixStream::connect(path).await?)),
+    }
+}
+
+/// A successful exchange.
+#[derive(Clone, Copy, Debug)]
+pub struct Response {
+    pub status: u16,
+    /// Connect time, when this exchange opened the connection.
+    pub connect: Option<Duration>,
+    pub written: Instant,
+    pub first_byte: Instant,
+    pub bytes_in: u64,
+    pub body: u64,
+}
+
+/// A failed exchange: the category, and the bytes that did arrive.
+#[derive(Clone, Copy, Debug)]
+pub struct Failure {
+    pub kind: ErrorKind,
+    pub bytes_in: u64,
+}
+
+impl Failure {
+    fn new(kind: ErrorKind, bytes_in: u64) -> Failure {
+        Failure { kind, bytes_in }
+    }
+}
+
+/// How the connection is used between requests.
+#[derive(Clone, Copy, Debug)]
+pub struct Reuse {
+    pub keepalive: bool,
+    /// Close after this many responses (0: no limit).
+    pub calls_per_conn: u32,
+    pub throttle_bps: Option<u64>,
+}
+
+pub struct Connection {
+    stream: Option<Stream>,
+    /// Which address the open stream goes to (index into the run's distinct addresses).
+    addr_id: usize,
+    served: u32,
+    buf: Box<[u8]>,
+    reuse: Reuse,
+    /// Connections this one has opened (counted by the caller's stats).
+    pub opened: u64,
+}
+
+fn io_kind(e: &io::Error, connecting: bool) -> ErrorKind {
+    use io::ErrorKind as K;
+    match e.kind() {
+        K::ConnectionRefused | K::NotFound | K::HostUnreachable | K::NetworkUnreachable if connecting => {
+            ErrorKind::Refused
+        }
+        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof | K::NotConnected => {
+            ErrorKind::Reset
+        }
+        K::TimedOut => ErrorKind::Timeout,
+        _ => ErrorKind::Other,
+    }
+}
+
+impl Connection {
+    pub fn new(reuse: Reuse) -> Connection {
+        Connection {
+            stream: None,
+            addr_id: usize::MAX,
+            served: 0,
+            buf: vec![0u8; BUF_SIZE].into_boxed_slice(),
+            reuse,
+            opened: 0,
+        }
+    }
+
+    pub fn close(&mut self) {
+        self.stream = None;
+        self.served = 0;
+    }
+
+    /// Sends `target`'s request and reads its response. `addr_id` identifies the address, so a
+    /// connection open to another one is closed first. A request that fails on a reused
+    /// connection before any response byte (the server closed it while idle) is sent once more on
+    /// a new connection, as browsers do.
+    pub async fn exchange(&mut self, target: &Target, addr_id: usize) -> Result<Response, Failure> {
+        if self.addr_id != addr_id {
+            self.close();
+            self.addr_id = addr_id;
+        }
+        let reused = self.stream.is_some();
+        match self.attempt(target).await {
+            Err(f) if reused && f.bytes_in == 0 && f.kind == ErrorKind::Reset => {
+                self.close();
+                self.attempt(target).await
+            }
+            other => other,
+        }
+    }
+
+    async fn attempt(&mut self, target: &Target) -> Result<Response, Failure> {
+        let mut connect = None;
+        if self.stream.is_none() {
+            let t0 = Instant::now();
+            let stream = connect_to(&target.addr, self.reuse.throttle_bps).await?;
+            connect = Some(t0.elapsed());
+            self.stream = Some(stream);
+            self.opened += 1;
+        }
+        let result = self.roundtrip(target, connect).await;
+        match &result {
+            Ok(_) => {
+                self.served += 1;
+                let limit = self.reuse.calls_per_conn;
+                if !self.reuse.keepalive || (limit > 0 && self.served >= limit) {
+                    self.close();
+                }
+            }
+            Err(_) => self.close(),
+        }
+        result
+    }
+
+    async fn roundtrip(&mut self, target: &Target, connect: Option<Duration>) -> Result<Response, Failure> {
+        let stream = self.stream.as_mut().expect("connected");
+        stream.write_all(&target.request).await.map_err(|e| Failure::new(io_kind(&e, false), 0))?;
+        let written = Instant::now();
+
+        let throttle = self.reuse.throttle_bps;
+        // Under a throttle, read in small pieces so the pace is even.
+        let piece = throttle.map_or(BUF_SIZE, |bps| (bps as usize / 20).clamp(512, BUF_SIZE));
+        let mut pace = throttle.map(|bps| Pacing { bps, next: written });
+        let mut filled = 0usize;
+        let mut bytes_in = 0u64;
+        let mut first_byte = None;
+        let mut head = None;
+        let mut body = BodyDecoder::new(crate::http::Framing::Empty);
+        let mut reusable = false;
+        loop {
+            // Before the head is complete, bytes accumulate; after, each read reuses the buffer.
+            let start = if head.is_some() { 0 } else { filled };
+            let end = (start + piece).min(self.buf.len());
+            let n = stream.read(&mut self.buf[start..end]).await.map_err(|e| Failure::new(io_kind(&e, false), bytes_in))?;
+            if n == 0 {
+                if head.is_some() && body.ends_at_close() {
+                    break;
+                }
+                return Err(Failure::new(ErrorKind::Reset, bytes_in));
+            }
+            bytes_in += n as u64;
+            first_byte.get_or_insert_with(Instant::now);
+            let fresh = if head.is_none() {
+                filled += n;
+                match parse_head(&self.buf[..filled], target.head) {
+                    Ok(None) => {
+                        pace_read(&mut pace, n).await;
+                        continue;
+                    }
+                    Ok(Some(h)) => {
+                        body = BodyDecoder::new(h.framing);
+                        reusable = h.reusable;
+                        head = Some(h.status);
+                        h.len..filled
+                    }
+                    Err(_) => return Err(Failure::new(ErrorKind::BadResponse, bytes_in)),
+                }
+            } else {
+                0..n
+            };
+            let used = body.feed(&self.buf[fresh.clone()]).map_err(|_| Failure::new(ErrorKind::BadResponse, bytes_in))?;
+            if body.is_done() {
+                // Bytes past the response: nothing was asked for them, so the stream is out of step.
+                if used < fresh.len() {
+                    reusable = false;
+                }
+                break;
+            }
+            pace_read(&mut pace, n).await;
+        }
+        if !reusable {
+            self.stream = None;
+        }
+        Ok(Response {
+            status: head.expect("a complete response has a head"),
+            connect,
+            written,
+            first_byte: first_byte.expect("a complete response has bytes"),
+            bytes_in,
+            body: body.payload,
+        })
+    }
+}
+
+async fn connect_to(addr: &Addr, throttle: Option<u64>) -> Result<Stream, Failure> {
+    connect(addr, throttle).await.map_err(|e| Failure::new(io_kind(&e, true), 0))
+}
+
+/// Receive pacing for a throttled connection.
+struct Pacing {
+    bps: u64,
+    next: Instant,
+}
+
+async fn pace_read(pace: &mut Option<Pacing>, n: usize) {
+    if let Some(p) = pace {
+        p.next += Duration::from_secs_f64(n as f64 / p.bps as f64);
+        if p.next > Instant::now() {
+            tokio::time::sleep_until(p.next).await;
+        }
+    }
+}

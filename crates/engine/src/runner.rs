@@ -1,0 +1,795 @@
+//! Runs a spec: one OS thread per engine thread, each with its own single-threaded tokio runtime,
+//! its own connections and its own stats (wrk's design), merged when the run ends.
+//!
+//! Closed loop: each connection task claims the next request and sends it at once.
+//! Open loop: a pacer task per thread claims slots of the global schedule, waits for each slot's
+//! intended time and hands it to an idle connection, opening one if none is idle and the cap
+//! allows; otherwise the slot waits in a backlog and its latency keeps counting from the intended
+//! time. Slots still waiting when the run ends are counted as unsent.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, VecDeque};
+use std::fs::File;
+use std::io::Write as _;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::Notify;
+use tokio::task::{JoinHandle, LocalSet};
+use tokio::time::Instant;
+
+use crate::connection::{Connection, Failure, Response, Reuse};
+use crate::pacer::{Picker, Schedule};
+use crate::spec::{Addr, Spec, Stage, Warmup};
+use crate::stats::{ErrorKind, Interval, RunFacts, SecondStats, Stats, Timing};
+
+/// How long requests in flight at the end may take to finish before they count as aborted.
+const DRAIN: Duration = Duration::from_secs(1);
+/// How often a thread's controller looks at the cancel flag.
+const POLL: Duration = Duration::from_millis(10);
+const TSV_FLUSH: usize = 192 * 1024;
+const TSV_HEADER: &str =
+    "start_unix_us\tintended_offset_us\ttarget\tstatus\tlatency_us\tuncorrected_us\tconnect_us\twaiting_us\tbytes\terror\n";
+const UNKNOWN: u64 = u64::MAX;
+
+/// Live counters of one thread, on a cache line of its own.
+#[repr(align(64))]
+#[derive(Default)]
+struct Counters {
+    complete: AtomicU64,
+    failed: AtomicU64,
+}
+
+/// State shared by all threads of a run.
+struct Shared {
+    spec: Spec,
+    schedule: Option<Schedule>,
+    /// Distinct address index of each target.
+    addr_ids: Vec<usize>,
+    start: Instant,
+    start_unix_us: u64,
+    /// Measured phase start, in ns after `start`; `UNKNOWN` until the warm-up ends.
+    measure_start_ns: AtomicU64,
+    next_slot: AtomicU64,
+    /// Slots the run may claim, warm-up included.
+    slot_limit: u64,
+    cancel: AtomicBool,
+    stopped: AtomicBool,
+    counters: Vec<Counters>,
+    /// Completions in the last finished second (f64 bits).
+    last_rate: AtomicU64,
+    done: Mutex<Option<String>>,
+    done_cv: Condvar,
+    tsv: Option<File>,
+}
+
+impl Shared {
+    fn measure_start(&self) -> Option<Instant> {
+        match self.measure_start_ns.load(Ordering::Acquire) {
+            UNKNOWN => None,
+            ns => Some(self.start + Duration::from_nanos(ns)),
+        }
+    }
+
+    /// Marks the measured phase as started now, unless another thread did first.
+    fn begin_measure(&self, now: Instant) -> Instant {
+        let ns = now.saturating_duration_since(self.start).as_nanos() as u64;
+        let _ = self.measure_start_ns.compare_exchange(UNKNOWN, ns, Ordering::AcqRel, Ordering::Acquire);
+        self.measure_start().expect("just set")
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        match &self.schedule {
+            Some(s) => Some(self.start + s.length()),
+            None => Some(self.measure_start()? + self.spec.duration?),
+        }
+    }
+}
+
+/// What the caller sees while a run is in flight.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    pub phase: &'static str,
+    pub elapsed_s: f64,
+    pub complete: u64,
+    pub failed: u64,
+    pub rate: f64,
+}
+
+/// A run in flight. Dropping it cancels the run and waits for its threads.
+pub struct Run {
+    shared: Arc<Shared>,
+    supervisor: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Run {
+    /// Validates the spec and starts the run in background threads.
+    pub fn start(spec: Spec) -> Result<Run, String> {
+        spec.validate()?;
+        let (schedule, warmup_slots) = open_schedule(&spec);
+        let slot_limit = match (&schedule, spec.requests) {
+            (Some(s), Some(n)) => s.total().min(warmup_slots + n),
+            (Some(s), None) => s.total(),
+            (None, Some(n)) => warmup_slots + n,
+            (None, None) => u64::MAX,
+        };
+        let tsv = match &spec.tsv_path {
+            Some(p) => {
+                let mut f = File::options()
+                    .create(true)
+                    .write(true)
+                    .truncate(true)
+                    .open(p)
+                    .map_err(|e| format!("tsv: cannot write {}: {e}", p.display()))?;
+                f.write_all(TSV_HEADER.as_bytes()).map_err(|e| format!("tsv: {e}"))?;
+                // Threads append whole lines in batches; O_APPEND keeps each batch in one piece.
+                Some(File::options().append(true).open(p).map_err(|e| format!("tsv: {e}"))?)
+            }
+            None => None,
+        };
+        let hdr_log = match &spec.hdr_log_path {
+            Some(p) => Some(File::create(p).map_err(|e| format!("hdr log: cannot write {}: {e}", p.display()))?),
+            None => None,
+        };
+        let mut addrs: Vec<&Addr> = Vec::new();
+        let addr_ids = spec
+            .targets
+            .iter()
+            .map(|t| match addrs.iter().position(|a| **a == t.addr) {
+                Some(i) => i,
+                None => {
+                    addrs.push(&t.addr);
+                    addrs.len() - 1
+                }
+            })
+            .collect();
+        let start = Instant::now();
+        let start_unix_us = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros() as u64;
+        let measure_start_ns = match (&schedule, spec.warmup) {
+            (_, Warmup::None) => 0,
+            (Some(_), _) => schedule_warmup(&spec).as_nanos() as u64,
+            (None, Warmup::Time(w)) => w.as_nanos() as u64,
+            (None, Warmup::Requests(_)) => UNKNOWN,
+        };
+        let shared = Arc::new(Shared {
+            counters: (0..spec.threads).map(|_| Counters::default()).collect(),
+            schedule,
+            addr_ids,
+            start,
+            start_unix_us,
+            measure_start_ns: AtomicU64::new(measure_start_ns),
+            next_slot: AtomicU64::new(0),
+            slot_limit,
+            cancel: AtomicBool::new(false),
+            stopped: AtomicBool::new(false),
+            last_rate: AtomicU64::new(0),
+            done: Mutex::new(None),
+            done_cv: Condvar::new(),
+            tsv,
+            spec,
+        });
+        let sh = Arc::clone(&shared);
+        let supervisor = std::thread::Builder::new()
+            .name("pounder-supervisor".into())
+            .spawn(move || supervise(sh, hdr_log, warmup_slots))
+            .map_err(|e| format!("cannot start threads: {e}"))?;
+        Ok(Run { shared, supervisor: Some(supervisor) })
+    }
+
+    pub fn progress(&self) -> Progress {
+        let sh = &self.shared;
+        let now = Instant::now();
+        let (complete, failed) = sh.counters.iter().fold((0, 0), |(c, f), k| {
+            (c + k.complete.load(Ordering::Relaxed), f + k.failed.load(Ordering::Relaxed))
+        });
+        let phase = if sh.done.lock().map(|d| d.is_some()).unwrap_or(true) {
+            "done"
+        } else if sh.stopped.load(Ordering::Relaxed) {
+            "drain"
+        } else if sh.measure_start().is_some_and(|m| now >= m) {
+            "measure"
+        } else {
+            "warmup"
+        };
+        let elapsed = sh.measure_start().map_or(0.0, |m| now.saturating_duration_since(m).as_secs_f64());
+        Progress {
+            phase,
+            elapsed_s: elapsed,
+            complete,
+            failed,
+            rate: f64::from_bits(sh.last_rate.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// Asks the run to stop issuing requests; the result still comes, with what was measured.
+    pub fn cancel(&self) {
+        self.shared.cancel.store(true, Ordering::Relaxed);
+    }
+
+    /// Waits up to `timeout` for the run to finish; true when it has.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        let guard = self.shared.done.lock().unwrap_or_else(|e| e.into_inner());
+        let (guard, _) = self
+            .shared
+            .done_cv
+            .wait_timeout_while(guard, timeout, |d| d.is_none())
+            .unwrap_or_else(|e| e.into_inner());
+        guard.is_some()
+    }
+
+    /// The result JSON, once the run has finished.
+    pub fn result(&self) -> Option<String> {
+        self.shared.done.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        self.cancel();
+        if let Some(h) = self.supervisor.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Runs a spec to the end and returns the result JSON.
+pub fn run(spec: Spec) -> Result<String, String> {
+    let run = Run::start(spec)?;
+    while !run.wait(Duration::from_secs(1)) {}
+    run.result().ok_or_else(|| "the run ended without a result".into())
+}
+
+/// The open-loop schedule with the warm-up prepended, and the number of warm-up slots.
+fn open_schedule(spec: &Spec) -> (Option<Schedule>, u64) {
+    let Some(stages) = &spec.stages else {
+        let warm = if let Warmup::Requests(n) = spec.warmup { n } else { 0 };
+        return (None, warm);
+    };
+    let warm = schedule_warmup(spec);
+    let mut all = Vec::with_capacity(stages.len() + 1);
+    if !warm.is_zero() {
+        let r = stages[0].start_rate;
+        all.push(Stage { duration: warm, start_rate: r, end_rate: r });
+    }
+    all.extend_from_slice(stages);
+    let schedule = Schedule::new(&all);
+    let warm_slots = if warm.is_zero() { 0 } else { Schedule::new(&all[..1]).total() };
+    (Some(schedule), warm_slots)
+}
+
+/// Length of the open-loop warm-up: its time, or its requests at the first stage's rate.
+fn schedule_warmup(spec: &Spec) -> Duration {
+    let rate = spec.stages.as_ref().map_or(0.0, |s| s[0].start_rate);
+    match spec.warmup {
+        Warmup::None => Duration::ZERO,
+        Warmup::Time(d) => d,
+        Warmup::Requests(n) if rate > 0.0 => Duration::from_secs_f64(n as f64 / rate),
+        Warmup::Requests(_) => Duration::ZERO,
+    }
+}
+
+enum Msg {
+    Interval(Interval),
+    /// The thread has handed over every second before this one.
+    Passed { thread: usize, second: u64 },
+}
+
+struct ThreadOutput {
+    stats: Stats,
+    cpu: (f64, f64),
+    /// When its last measured request ended.
+    last_end: Option<Instant>,
+}
+
+fn supervise(sh: Arc<Shared>, hdr_log: Option<File>, warmup_slots: u64) {
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let threads = sh.spec.threads;
+    let collector = {
+        let sh = Arc::clone(&sh);
+        std::thread::Builder::new()
+            .name("pounder-collector".into())
+            .spawn(move || collect(&sh, rx, threads, hdr_log))
+    };
+    let workers: Vec<_> = (0..threads)
+        .map(|id| {
+            let sh = Arc::clone(&sh);
+            let tx = tx.clone();
+            std::thread::Builder::new()
+                .name(format!("pounder-{id}"))
+                .spawn(move || work(id, sh, tx, warmup_slots))
+        })
+        .collect();
+    drop(tx);
+    let mut total = Stats::new();
+    let mut facts = RunFacts::default();
+    let mut last_end: Option<Instant> = None;
+    let mut errors = Vec::new();
+    for w in workers {
+        match w.map_err(|e| e.to_string()).and_then(|h| h.join().map_err(|_| "an engine thread panicked".into())) {
+            Ok(out) => {
+                total.merge(&out.stats);
+                facts.cpu_user_s += out.cpu.0;
+                facts.cpu_sys_s += out.cpu.1;
+                last_end = last_end.max(out.last_end);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    let series = match collector {
+        Ok(h) => h.join().unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    if let Some(m) = sh.measure_start() {
+        let end = match (last_end, sh.deadline()) {
+            (Some(l), Some(d)) => l.max(d.min(Instant::now())),
+            (Some(l), None) => l,
+            (None, _) => m,
+        };
+        facts.elapsed_s = end.saturating_duration_since(m).as_secs_f64();
+        facts.warmup_s = m.saturating_duration_since(sh.start).as_secs_f64();
+    }
+    let mut doc = total.to_json(&facts, &series);
+    if !errors.is_empty() {
+        doc["engine_errors"] = serde_json::json!(errors);
+    }
+    let mut done = sh.done.lock().unwrap_or_else(|e| e.into_inner());
+    *done = Some(doc.to_string());
+    sh.done_cv.notify_all();
+}
+
+/// Merges the threads' seconds into the series (and the HDR log) as each second completes.
+fn collect(sh: &Shared, rx: mpsc::Receiver<Msg>, threads: usize, hdr_log: Option<File>) -> Vec<SecondStats> {
+    let mut pending: BTreeMap<u64, Interval> = BTreeMap::new();
+    let mut passed = vec![0u64; threads];
+    let mut series = Vec::new();
+    let mut file = hdr_log.map(std::io::BufWriter::new);
+    let mut serializer = hdrhistogram::serialization::V2DeflateSerializer::new();
+    let mut log = file.as_mut().and_then(|f| {
+        let base = SystemTime::UNIX_EPOCH + Duration::from_micros(sh.start_unix_us);
+        hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder::new()
+            .add_comment("pounder: corrected latency (from the intended send time) in microseconds")
+            .with_start_time(base)
+            .with_base_time(base)
+            .begin_log_with(f, &mut serializer)
+            .ok()
+    });
+    let mut finish = |iv: Interval, series: &mut Vec<SecondStats>| {
+        let s = iv.stats();
+        sh.last_rate.store((s.complete as f64).to_bits(), Ordering::Relaxed);
+        if let (Some(log), Some(m)) = (log.as_mut(), sh.measure_start()) {
+            let offset = m.saturating_duration_since(sh.start) + Duration::from_secs(iv.second);
+            let _ = log.write_histogram(iv.hist.inner(), offset, Duration::from_secs(1), None);
+        }
+        series.push(s);
+    };
+    for msg in rx.iter() {
+        match msg {
+            Msg::Interval(iv) => {
+                passed[iv.thread] = passed[iv.thread].max(iv.second);
+                let second = iv.second;
+                pending.entry(second).or_insert_with(|| Interval::new(0, second)).add(&iv);
+            }
+            Msg::Passed { thread, second } => passed[thread] = passed[thread].max(second),
+        }
+        let done_below = passed.iter().copied().min().unwrap_or(0);
+        while let Some(entry) = pending.first_entry() {
+            if *entry.key() >= done_below {
+                break;
+            }
+            finish(entry.remove(), &mut series);
+        }
+    }
+    // All threads are gone: what is left is complete.
+    for (_, iv) in std::mem::take(&mut pending) {
+        finish(iv, &mut series);
+    }
+    drop(log);
+    if let Some(mut f) = file {
+        let _ = f.flush();
+    }
+    series
+}
+
+/// A unit of work: one request slot.
+#[derive(Clone, Copy)]
+struct Job {
+    slot: u64,
+    intended: Instant,
+    measured: bool,
+}
+
+/// One engine thread's state, shared by its tasks (all on this thread).
+struct Worker {
+    id: usize,
+    sh: Arc<Shared>,
+    stats: RefCell<Stats>,
+    interval: RefCell<Interval>,
+    picker: RefCell<Picker>,
+    tx: mpsc::Sender<Msg>,
+    tsv: RefCell<Vec<u8>>,
+    /// No new request may start.
+    stopping: Cell<bool>,
+    /// Connection tasks alive.
+    live: Cell<usize>,
+    /// Connection tasks allowed on this thread.
+    cap: usize,
+    warmup_slots: u64,
+    last_end: Cell<Option<Instant>>,
+    // Open loop only:
+    backlog: RefCell<VecDeque<Job>>,
+    work: Notify,
+    idle: Cell<usize>,
+    pacer_done: Cell<bool>,
+    tasks: RefCell<Vec<JoinHandle<()>>>,
+}
+
+fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) -> ThreadOutput {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
+    let (n, t) = (sh.spec.connections, sh.spec.threads);
+    let cap = n / t + usize::from(id < n % t);
+    let picker = Picker::new(&sh.spec.targets, sh.spec.order, (sh.start_unix_us ^ id as u64).wrapping_add(1));
+    let w = Rc::new(Worker {
+        id,
+        stats: RefCell::new(Stats::new()),
+        interval: RefCell::new(Interval::new(id, 0)),
+        picker: RefCell::new(picker),
+        tx,
+        tsv: RefCell::new(if sh.tsv.is_some() { Vec::with_capacity(TSV_FLUSH + 4096) } else { Vec::new() }),
+        stopping: Cell::new(false),
+        live: Cell::new(0),
+        cap,
+        warmup_slots,
+        last_end: Cell::new(None),
+        backlog: RefCell::new(VecDeque::with_capacity(cap * 4)),
+        work: Notify::new(),
+        idle: Cell::new(0),
+        pacer_done: Cell::new(false),
+        tasks: RefCell::new(Vec::with_capacity(cap)),
+        sh,
+    });
+    let local = LocalSet::new();
+    local.block_on(&rt, Rc::clone(&w).control());
+    drop(local);
+    drop(rt);
+    w.flush_tsv();
+    let stats = w.stats.replace(Stats::new());
+    ThreadOutput { stats, cpu: thread_cpu(), last_end: w.last_end.get() }
+}
+
+impl Worker {
+    /// Starts the tasks, stops them at the deadline or on cancel, drains, and hands over the
+    /// last second.
+    async fn control(self: Rc<Self>) {
+        let ticker = tokio::task::spawn_local(Rc::clone(&self).tick());
+        if self.sh.schedule.is_some() {
+            let pacer = tokio::task::spawn_local(Rc::clone(&self).pace());
+            self.tasks.borrow_mut().push(pacer);
+        } else {
+            for _ in 0..self.cap {
+                self.spawn_connection();
+            }
+        }
+        loop {
+            let now = Instant::now();
+            let deadline = self.sh.deadline();
+            if self.sh.cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
+                break;
+            }
+            if self.live.get() == 0 && (self.sh.schedule.is_none() || self.pacer_done.get()) {
+                break;
+            }
+            let wake = deadline.map_or(now + POLL, |d| d.min(now + POLL));
+            tokio::time::sleep_until(wake).await;
+        }
+        self.stop();
+        let drain_end = Instant::now() + DRAIN;
+        while self.live.get() > 0 && Instant::now() < drain_end {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let tasks = std::mem::take(&mut *self.tasks.borrow_mut());
+        for t in &tasks {
+            t.abort();
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+        ticker.abort();
+        let _ = ticker.await;
+        self.hand_over_interval();
+    }
+
+    fn stop(&self) {
+        self.stopping.set(true);
+        self.sh.stopped.store(true, Ordering::Relaxed);
+        let unsent = self.backlog.borrow_mut().drain(..).filter(|j| j.measured).count() as u64;
+        self.stats.borrow_mut().unsent += unsent;
+        self.work.notify_waiters();
+    }
+
+    fn spawn_connection(self: &Rc<Self>) {
+        self.live.set(self.live.get() + 1);
+        let task = tokio::task::spawn_local(Rc::clone(self).connection());
+        self.tasks.borrow_mut().push(task);
+    }
+
+    /// A connection task: takes jobs until there are none or the run stops.
+    async fn connection(self: Rc<Self>) {
+        let _alive = Alive(&self.live);
+        let reuse = Reuse {
+            keepalive: self.sh.spec.keepalive,
+            calls_per_conn: self.sh.spec.calls_per_conn,
+            throttle_bps: self.sh.spec.throttle_bps,
+        };
+        let mut conn = Connection::new(reuse);
+        loop {
+            if self.stopping.get() {
+                break;
+            }
+            let job = if self.sh.schedule.is_some() {
+                let next = self.backlog.borrow_mut().pop_front();
+                match next {
+                    Some(job) => job,
+                    None if self.pacer_done.get() => break,
+                    None => {
+                        self.idle.set(self.idle.get() + 1);
+                        self.work.notified().await;
+                        continue;
+                    }
+                }
+            } else {
+                match self.claim() {
+                    Some(job) => job,
+                    None => break,
+                }
+            };
+            self.serve(&mut conn, job).await;
+        }
+    }
+
+    /// Closed loop: the next request, sent now.
+    fn claim(&self) -> Option<Job> {
+        let slot = self.sh.next_slot.fetch_add(1, Ordering::Relaxed);
+        if slot >= self.sh.slot_limit {
+            return None;
+        }
+        let now = Instant::now();
+        let measured = match self.sh.spec.warmup {
+            Warmup::None => true,
+            Warmup::Requests(_) => slot >= self.warmup_slots && {
+                self.sh.begin_measure(now);
+                true
+            },
+            Warmup::Time(_) => self.sh.measure_start().is_some_and(|m| now >= m),
+        };
+        Some(Job { slot, intended: now, measured })
+    }
+
+    /// Open loop: claims slots of the global schedule and dispatches each at its time.
+    async fn pace(self: Rc<Self>) {
+        let schedule = self.sh.schedule.as_ref().expect("open loop");
+        let measure_start = self.sh.measure_start().expect("known in open loop");
+        while !self.stopping.get() {
+            let slot = self.sh.next_slot.fetch_add(1, Ordering::Relaxed);
+            let Some(offset) = (slot < self.sh.slot_limit).then(|| schedule.time_of(slot)).flatten() else {
+                break;
+            };
+            let intended = self.sh.start + offset;
+            if intended > Instant::now() {
+                tokio::time::sleep_until(intended).await;
+            }
+            if self.stopping.get() {
+                break;
+            }
+            let measured = slot >= self.warmup_slots && intended >= measure_start;
+            self.backlog.borrow_mut().push_back(Job { slot, intended, measured });
+            if self.idle.get() > 0 {
+                self.idle.set(self.idle.get() - 1);
+                self.work.notify_one();
+            } else if self.live.get() < self.cap {
+                self.spawn_connection();
+            }
+        }
+        self.pacer_done.set(true);
+        self.work.notify_waiters();
+    }
+
+    async fn serve(&self, conn: &mut Connection, job: Job) {
+        let index = self.picker.borrow_mut().pick(job.slot);
+        let target = &self.sh.spec.targets[index];
+        let in_flight = InFlight { worker: self, measured: job.measured, armed: true };
+        let start = Instant::now();
+        let opened = conn.opened;
+        let result =
+            match tokio::time::timeout_at(start + self.sh.spec.timeout, conn.exchange(target, self.sh.addr_ids[index])).await {
+                Ok(r) => r,
+                Err(_) => {
+                    conn.close();
+                    Err(Failure { kind: ErrorKind::Timeout, bytes_in: 0 })
+                }
+            };
+        let end = Instant::now();
+        in_flight.disarm();
+        self.stats.borrow_mut().connections_opened += conn.opened - opened;
+        self.record(job, index, start, end, &result);
+    }
+
+    fn record(&self, job: Job, index: usize, start: Instant, end: Instant, result: &Result<Response, Failure>) {
+        let counters = &self.sh.counters[self.id];
+        if !job.measured {
+            let mut s = self.stats.borrow_mut();
+            match result {
+                Ok(_) => s.warmup_complete += 1,
+                Err(_) => s.warmup_failed += 1,
+            }
+            return;
+        }
+        let us = |d: Duration| d.as_micros() as u64;
+        let lag = self.sh.schedule.as_ref().map(|_| us(start.saturating_duration_since(job.intended)));
+        let corrected = us(end.saturating_duration_since(job.intended));
+        let total = us(end - start);
+        let mut stats = self.stats.borrow_mut();
+        let mut iv = self.interval.borrow_mut();
+        self.advance_interval(&mut iv, end);
+        let (status, bytes, timing) = match result {
+            Ok(r) => {
+                let timing = Timing {
+                    corrected,
+                    total,
+                    lag,
+                    connect: r.connect.map(us),
+                    waiting: us(r.first_byte.saturating_duration_since(r.written)),
+                    processing: us(end.saturating_duration_since(r.first_byte)),
+                };
+                stats.record_ok(r.status, &timing);
+                stats.bytes_total += r.bytes_in;
+                stats.bytes_body += r.body;
+                stats.bytes_sent += self.sh.spec.targets[index].request.len() as u64;
+                iv.complete += 1;
+                iv.bytes += r.bytes_in;
+                iv.hist.record(corrected);
+                counters.complete.fetch_add(1, Ordering::Relaxed);
+                (r.status, r.bytes_in, Some(timing))
+            }
+            Err(f) => {
+                stats.record_error(f.kind, lag);
+                stats.bytes_total += f.bytes_in;
+                iv.failed += 1;
+                iv.bytes += f.bytes_in;
+                counters.failed.fetch_add(1, Ordering::Relaxed);
+                (0, f.bytes_in, None)
+            }
+        };
+        self.last_end.set(Some(end));
+        if self.sh.tsv.is_some() {
+            let error = result.as_ref().err().map_or("", |f| f.kind.name());
+            self.write_tsv(job, index, start, status, bytes, timing, corrected, total, error);
+        }
+    }
+
+    /// Moves the open interval forward to the second `at` falls in, handing over finished ones.
+    fn advance_interval(&self, iv: &mut Interval, at: Instant) {
+        let Some(m) = self.sh.measure_start() else { return };
+        let second = at.saturating_duration_since(m).as_secs();
+        if second > iv.second {
+            if !iv.is_empty() {
+                let _ = self.tx.send(Msg::Interval(iv.clone()));
+            }
+            let _ = self.tx.send(Msg::Passed { thread: self.id, second });
+            iv.restart(second);
+        }
+    }
+
+    fn hand_over_interval(&self) {
+        let iv = self.interval.borrow();
+        if !iv.is_empty() {
+            let _ = self.tx.send(Msg::Interval(iv.clone()));
+        }
+        let _ = self.tx.send(Msg::Passed { thread: self.id, second: u64::MAX });
+    }
+
+    /// Hands over each second when it ends, also when nothing completed in it.
+    async fn tick(self: Rc<Self>) {
+        loop {
+            let next = match self.sh.measure_start() {
+                Some(m) => {
+                    let elapsed = Instant::now().saturating_duration_since(m).as_secs();
+                    m + Duration::from_secs(elapsed + 1) + Duration::from_millis(1)
+                }
+                None => Instant::now() + POLL,
+            };
+            tokio::time::sleep_until(next).await;
+            self.advance_interval(&mut self.interval.borrow_mut(), Instant::now());
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_tsv(
+        &self,
+        job: Job,
+        index: usize,
+        start: Instant,
+        status: u16,
+        bytes: u64,
+        timing: Option<Timing>,
+        corrected: u64,
+        total: u64,
+        error: &str,
+    ) {
+        let start_unix = self.sh.start_unix_us + start.saturating_duration_since(self.sh.start).as_micros() as u64;
+        let intended = job.intended.saturating_duration_since(self.sh.start).as_micros();
+        let mut buf = self.tsv.borrow_mut();
+        let _ = write!(buf, "{start_unix}\t{intended}\t{index}\t{status}\t{corrected}\t{total}\t");
+        if let Some(c) = timing.and_then(|t| t.connect) {
+            let _ = write!(buf, "{c}");
+        }
+        buf.push(b'\t');
+        if let Some(t) = timing {
+            let _ = write!(buf, "{}", t.waiting);
+        }
+        let _ = writeln!(buf, "\t{bytes}\t{error}");
+        if buf.len() >= TSV_FLUSH {
+            drop(buf);
+            self.flush_tsv();
+        }
+    }
+
+    fn flush_tsv(&self) {
+        let mut buf = self.tsv.borrow_mut();
+        if let Some(mut f) = self.sh.tsv.as_ref() {
+            if !buf.is_empty() {
+                let _ = f.write_all(&buf);
+            }
+        }
+        buf.clear();
+    }
+}
+
+/// Counts a connection task as alive until it ends, however it ends.
+struct Alive<'a>(&'a Cell<usize>);
+
+impl Drop for Alive<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() - 1);
+    }
+}
+
+/// A request in flight: if its task is aborted before it finishes, it counts as aborted.
+struct InFlight<'a> {
+    worker: &'a Worker,
+    measured: bool,
+    armed: bool,
+}
+
+impl InFlight<'_> {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let mut s = self.worker.stats.borrow_mut();
+        if self.measured {
+            s.record_error(ErrorKind::Aborted, None);
+            self.worker.sh.counters[self.worker.id].failed.fetch_add(1, Ordering::Relaxed);
+        } else {
+            s.warmup_failed += 1;
+        }
+    }
+}
+
+/// CPU time of the calling thread: (user, system) seconds.
+fn thread_cpu() -> (f64, f64) {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return (0.0, 0.0);
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(ru.ru_utime), secs(ru.ru_stime))
+}

@@ -1,0 +1,152 @@
+//! What a run is: targets with pre-serialized requests, the load model and its limits.
+//!
+//! The engine does no URL parsing or name resolution: its caller hands it resolved addresses and
+//! the exact bytes of each request, so the hot path only copies bytes into a socket.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where a target listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Addr {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+/// One request the engine sends, byte for byte.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub addr: Addr,
+    /// The complete HTTP/1.1 request: request line, headers, blank line, body.
+    pub request: Vec<u8>,
+    /// The request is HEAD: the response has no body whatever its headers say.
+    pub head: bool,
+    /// Relative weight when targets are picked at random.
+    pub weight: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    Sequential,
+    Random,
+}
+
+/// A stage of an open-loop schedule: the global rate ramps linearly from `start_rate` to
+/// `end_rate` (requests per second, all threads together) over `duration`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stage {
+    pub duration: Duration,
+    pub start_rate: f64,
+    pub end_rate: f64,
+}
+
+/// What ends the warm-up phase (not measured).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Warmup {
+    None,
+    Requests(u64),
+    Time(Duration),
+}
+
+#[derive(Clone, Debug)]
+pub struct Spec {
+    pub targets: Vec<Target>,
+    pub order: Order,
+    /// Closed loop: concurrent users. Open loop: cap on connections in flight.
+    pub connections: usize,
+    pub threads: usize,
+    /// Measured requests to run (warm-up excluded).
+    pub requests: Option<u64>,
+    /// Length of the measured phase.
+    pub duration: Option<Duration>,
+    pub warmup: Warmup,
+    /// `None`: closed loop. `Some`: open loop on this schedule.
+    pub stages: Option<Vec<Stage>>,
+    pub keepalive: bool,
+    /// Close a connection after this many responses (0: no limit).
+    pub calls_per_conn: u32,
+    /// Per request, from the start of the attempt (connect included) to the last byte.
+    pub timeout: Duration,
+    /// Receive bandwidth per connection, bytes per second.
+    pub throttle_bps: Option<u64>,
+    pub tsv_path: Option<PathBuf>,
+    pub hdr_log_path: Option<PathBuf>,
+}
+
+impl Spec {
+    /// A closed-loop spec with the given targets and defaults for everything else.
+    pub fn new(targets: Vec<Target>) -> Spec {
+        Spec {
+            targets,
+            order: Order::Sequential,
+            connections: 1,
+            threads: 1,
+            requests: None,
+            duration: None,
+            warmup: Warmup::None,
+            stages: None,
+            keepalive: true,
+            calls_per_conn: 0,
+            timeout: Duration::from_secs(30),
+            throttle_bps: None,
+            tsv_path: None,
+            hdr_log_path: None,
+        }
+    }
+
+    /// Checks what the engine relies on; the message names the offending field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.targets.is_empty() {
+            return Err("targets: at least one target is needed".into());
+        }
+        if self.targets.iter().any(|t| t.request.is_empty()) {
+            return Err("targets: a request is empty".into());
+        }
+        if self.targets.iter().any(|t| t.weight == 0) {
+            return Err("targets: weight must be at least 1".into());
+        }
+        if self.connections == 0 {
+            return Err("connections must be at least 1".into());
+        }
+        if self.threads == 0 || self.threads > self.connections {
+            return Err("threads must be between 1 and the number of connections".into());
+        }
+        if self.timeout.is_zero() {
+            return Err("timeout must be positive".into());
+        }
+        if self.throttle_bps == Some(0) {
+            return Err("throttle must be positive".into());
+        }
+        if self.requests == Some(0) {
+            return Err("requests must be at least 1".into());
+        }
+        if self.duration.is_some_and(|d| d.is_zero()) {
+            return Err("duration must be positive".into());
+        }
+        match &self.stages {
+            None if self.requests.is_none() && self.duration.is_none() => {
+                return Err("a closed-loop run needs requests or duration".into())
+            }
+            Some(stages) => {
+                if stages.is_empty() {
+                    return Err("stages: at least one stage is needed".into());
+                }
+                for s in stages {
+                    let ok = |r: f64| r.is_finite() && r >= 0.0;
+                    if !ok(s.start_rate) || !ok(s.end_rate) || s.duration.is_zero() {
+                        return Err("stages: each needs a positive duration and rates >= 0".into());
+                    }
+                }
+                if stages.iter().all(|s| s.start_rate == 0.0 && s.end_rate == 0.0) {
+                    return Err("stages: the schedule sends no request".into());
+                }
+                if self.warmup != Warmup::None && stages[0].start_rate == 0.0 {
+                    return Err("warmup runs at the first stage's rate, which is 0".into());
+                }
+            }
+            None => {}
+        }
+        Ok(())
+    }
+}

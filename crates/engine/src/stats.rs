@@ -1,0 +1,346 @@
+//! What a thread measures, merged across threads at the end of a run.
+//!
+//! Each thread owns its `Stats` (no locks, no atomics on the hot path) and a one-second
+//! `Interval` that it hands to the collector when the second is over.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::histogram::Hist;
+
+/// Why a request failed. Every failed request has exactly one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Connection refused or unreachable (nothing was received by the server).
+    Refused,
+    /// Reset, broken pipe, or the server closed before the response was complete.
+    Reset,
+    /// The per-request timeout passed.
+    Timeout,
+    /// Malformed status line or headers, head over 64 KiB, bad chunk framing.
+    BadResponse,
+    Other,
+    /// Still in flight when the run stopped, and not finished within the drain.
+    Aborted,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 6] = [
+        ErrorKind::Refused,
+        ErrorKind::Reset,
+        ErrorKind::Timeout,
+        ErrorKind::BadResponse,
+        ErrorKind::Other,
+        ErrorKind::Aborted,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Refused => "refused",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::BadResponse => "bad_response",
+            ErrorKind::Other => "other",
+            ErrorKind::Aborted => "aborted",
+        }
+    }
+}
+
+/// Status codes are three digits; anything else was rejected by the parser.
+const STATUS_SLOTS: usize = 1000;
+
+/// Times of one successful exchange, in microseconds.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timing {
+    /// From the intended send time to the last byte (= `total` in closed loop).
+    pub corrected: u64,
+    /// From the actual start of the attempt to the last byte.
+    pub total: u64,
+    /// Actual start − intended start; `None` in closed loop.
+    pub lag: Option<u64>,
+    /// Set when this request opened its connection.
+    pub connect: Option<u64>,
+    pub waiting: u64,
+    pub processing: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Stats {
+    pub complete: u64,
+    pub failed: u64,
+    pub non_2xx: u64,
+    pub late: u64,
+    pub unsent: u64,
+    pub bytes_total: u64,
+    pub bytes_body: u64,
+    pub bytes_sent: u64,
+    pub connections_opened: u64,
+    pub warmup_complete: u64,
+    pub warmup_failed: u64,
+    status: Vec<u64>,
+    errors: [u64; ErrorKind::ALL.len()],
+    corrected: Hist,
+    uncorrected: Hist,
+    lag: Hist,
+    connect: Hist,
+    waiting: Hist,
+    processing: Hist,
+    total: Hist,
+}
+
+/// Late: started more than this after the intended time (microseconds). The pacer sleeps on
+/// tokio's 1 ms timer wheel, so up to ~1 ms of lag is timer granularity, not a busy client.
+pub const LATE_US: u64 = 2000;
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats::new()
+    }
+}
+
+impl Stats {
+    pub fn new() -> Stats {
+        Stats {
+            complete: 0,
+            failed: 0,
+            non_2xx: 0,
+            late: 0,
+            unsent: 0,
+            bytes_total: 0,
+            bytes_body: 0,
+            bytes_sent: 0,
+            connections_opened: 0,
+            warmup_complete: 0,
+            warmup_failed: 0,
+            status: vec![0; STATUS_SLOTS],
+            errors: [0; ErrorKind::ALL.len()],
+            corrected: Hist::new(),
+            uncorrected: Hist::new(),
+            lag: Hist::new(),
+            connect: Hist::new(),
+            waiting: Hist::new(),
+            processing: Hist::new(),
+            total: Hist::new(),
+        }
+    }
+
+    #[inline]
+    pub fn record_ok(&mut self, status: u16, t: &Timing) {
+        self.complete += 1;
+        self.status[usize::from(status) % STATUS_SLOTS] += 1;
+        if !(200..300).contains(&status) {
+            self.non_2xx += 1;
+        }
+        self.corrected.record(t.corrected);
+        self.uncorrected.record(t.total);
+        if let Some(lag) = t.lag {
+            self.lag.record(lag);
+            if lag > LATE_US {
+                self.late += 1;
+            }
+        }
+        if let Some(c) = t.connect {
+            self.connect.record(c);
+        }
+        self.waiting.record(t.waiting);
+        self.processing.record(t.processing);
+        self.total.record(t.total);
+    }
+
+    #[inline]
+    pub fn record_error(&mut self, kind: ErrorKind, lag: Option<u64>) {
+        self.failed += 1;
+        self.errors[kind as usize] += 1;
+        if lag.is_some_and(|l| l > LATE_US) {
+            self.late += 1;
+        }
+    }
+
+    pub fn errors(&self, kind: ErrorKind) -> u64 {
+        self.errors[kind as usize]
+    }
+
+    pub fn status_count(&self, status: u16) -> u64 {
+        self.status[usize::from(status) % STATUS_SLOTS]
+    }
+
+    pub fn corrected(&self) -> &Hist {
+        &self.corrected
+    }
+
+    pub fn merge(&mut self, o: &Stats) {
+        self.complete += o.complete;
+        self.failed += o.failed;
+        self.non_2xx += o.non_2xx;
+        self.late += o.late;
+        self.unsent += o.unsent;
+        self.bytes_total += o.bytes_total;
+        self.bytes_body += o.bytes_body;
+        self.bytes_sent += o.bytes_sent;
+        self.connections_opened += o.connections_opened;
+        self.warmup_complete += o.warmup_complete;
+        self.warmup_failed += o.warmup_failed;
+        for (a, b) in self.status.iter_mut().zip(&o.status) {
+            *a += b;
+        }
+        for (a, b) in self.errors.iter_mut().zip(&o.errors) {
+            *a += b;
+        }
+        self.corrected.add(&o.corrected);
+        self.uncorrected.add(&o.uncorrected);
+        self.lag.add(&o.lag);
+        self.connect.add(&o.connect);
+        self.waiting.add(&o.waiting);
+        self.processing.add(&o.processing);
+        self.total.add(&o.total);
+    }
+
+    /// The result document (see docs/engine-contract.md).
+    pub fn to_json(&self, run: &RunFacts, series: &[SecondStats]) -> Value {
+        let status: serde_json::Map<String, Value> = self
+            .status
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(code, &n)| (code.to_string(), json!(n)))
+            .collect();
+        let errors: serde_json::Map<String, Value> =
+            ErrorKind::ALL.iter().map(|&k| (k.name().to_string(), json!(self.errors(k)))).collect();
+        json!({
+            "elapsed_s": run.elapsed_s,
+            "warmup": {
+                "complete": self.warmup_complete,
+                "failed": self.warmup_failed,
+                "elapsed_s": run.warmup_s,
+            },
+            "requests": {
+                "complete": self.complete,
+                "failed": self.failed,
+                "non_2xx": self.non_2xx,
+                "unsent": self.unsent,
+                "late": self.late,
+            },
+            "bytes": {"total": self.bytes_total, "body": self.bytes_body, "sent": self.bytes_sent},
+            "connections": {"opened": self.connections_opened},
+            "status": status,
+            "errors": errors,
+            "latency": {
+                "corrected": self.corrected.summary(),
+                "uncorrected": self.uncorrected.summary(),
+                "schedule_lag": self.lag.summary(),
+            },
+            "phases": {
+                "connect": self.connect.summary(),
+                "waiting": self.waiting.summary(),
+                "processing": self.processing.summary(),
+                "total": self.total.summary(),
+            },
+            "series": series,
+            "client_cpu": {"user_s": run.cpu_user_s, "sys_s": run.cpu_sys_s},
+            "histogram": self.corrected.encode(),
+        })
+    }
+}
+
+/// Facts about the run as a whole, for the result.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunFacts {
+    pub elapsed_s: f64,
+    pub warmup_s: f64,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+}
+
+/// One second of one thread's measured phase, by completion time.
+#[derive(Clone, Debug)]
+pub struct Interval {
+    pub thread: usize,
+    pub second: u64,
+    pub hist: Hist,
+    pub complete: u64,
+    pub failed: u64,
+    pub bytes: u64,
+}
+
+impl Interval {
+    pub fn new(thread: usize, second: u64) -> Interval {
+        Interval { thread, second, hist: Hist::new(), complete: 0, failed: 0, bytes: 0 }
+    }
+
+    pub fn add(&mut self, o: &Interval) {
+        self.hist.add(&o.hist);
+        self.complete += o.complete;
+        self.failed += o.failed;
+        self.bytes += o.bytes;
+    }
+
+    /// Starts the next second in place, keeping the histogram's memory.
+    pub fn restart(&mut self, second: u64) {
+        self.second = second;
+        self.hist.reset();
+        self.complete = 0;
+        self.failed = 0;
+        self.bytes = 0;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.complete == 0 && self.failed == 0
+    }
+
+    pub fn stats(&self) -> SecondStats {
+        SecondStats {
+            second: self.second,
+            complete: self.complete,
+            failed: self.failed,
+            bytes: self.bytes,
+            mean_us: self.hist.mean(),
+            p50_us: self.hist.percentile(50.0),
+            p99_us: self.hist.percentile(99.0),
+            max_us: self.hist.max(),
+        }
+    }
+}
+
+/// One entry of the per-second series.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SecondStats {
+    pub second: u64,
+    pub complete: u64,
+    pub failed: u64,
+    pub bytes: u64,
+    pub mean_us: f64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub max_us: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_adds_everything() {
+        let (mut a, mut b) = (Stats::new(), Stats::new());
+        let t = Timing { corrected: 900, total: 800, lag: Some(2000), connect: Some(50), waiting: 700, processing: 50 };
+        a.record_ok(200, &t);
+        b.record_ok(404, &t);
+        b.record_error(ErrorKind::Reset, None);
+        a.merge(&b);
+        assert_eq!((a.complete, a.failed, a.non_2xx, a.late), (2, 1, 1, 2));
+        assert_eq!(a.status_count(200), 1);
+        assert_eq!(a.status_count(404), 1);
+        assert_eq!(a.errors(ErrorKind::Reset), 1);
+        assert_eq!(a.corrected().count(), 2);
+    }
+
+    #[test]
+    fn json_has_every_error_category() {
+        let s = Stats::new();
+        let v = s.to_json(&RunFacts::default(), &[]);
+        for k in ErrorKind::ALL {
+            assert_eq!(v["errors"][k.name()], 0);
+        }
+        assert_eq!(v["latency"]["corrected"]["percentiles"]["99.9"], 0);
+        assert!(v["status"].as_object().unwrap().is_empty());
+    }
+}

@@ -1,0 +1,149 @@
+//! `pounder._engine`: the load engine for Python. It converts a spec dict into the engine's
+//! `Spec`, runs it in background threads, and releases the GIL while Python waits.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use pounder_engine::{Addr, Order, Run, Spec, Stage, Target, Warmup};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+fn bad(msg: impl Into<String>) -> PyErr {
+    PyValueError::new_err(msg.into())
+}
+
+/// `dict[key]`, or `None` when missing or None.
+fn item<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    Ok(d.get_item(key)?.filter(|v| !v.is_none()))
+}
+
+fn opt<'py, T>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<T>>
+where
+    T: for<'a> FromPyObject<'a, 'py>,
+{
+    match item(d, key)? {
+        Some(v) => v.extract::<T>().map(Some).map_err(|_| bad(format!("spec: {key} has the wrong type"))),
+        None => Ok(None),
+    }
+}
+
+fn req<'py, T>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T>
+where
+    T: for<'a> FromPyObject<'a, 'py>,
+{
+    opt(d, key)?.ok_or_else(|| bad(format!("spec: {key} is required")))
+}
+
+fn seconds(s: f64, key: &str) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(s).map_err(|_| bad(format!("spec: {key} must be a non-negative number of seconds")))
+}
+
+fn target(d: &Bound<'_, PyDict>) -> PyResult<Target> {
+    let addr = match (opt::<String>(d, "tcp")?, opt::<String>(d, "unix")?) {
+        (Some(tcp), None) => Addr::Tcp(tcp.parse().map_err(|_| bad(format!("spec: bad tcp address {tcp:?}")))?),
+        (None, Some(path)) => Addr::Unix(PathBuf::from(path)),
+        _ => return Err(bad("spec: a target needs exactly one of tcp and unix")),
+    };
+    Ok(Target {
+        addr,
+        request: req::<Vec<u8>>(d, "request")?,
+        head: opt(d, "head")?.unwrap_or(false),
+        weight: opt(d, "weight")?.unwrap_or(1),
+    })
+}
+
+fn spec(d: &Bound<'_, PyDict>) -> PyResult<Spec> {
+    let targets: Bound<'_, PyList> = req(d, "targets")?;
+    let targets = targets
+        .iter()
+        .map(|t| target(t.cast::<PyDict>().map_err(|_| bad("spec: each target must be a dict"))?))
+        .collect::<PyResult<Vec<_>>>()?;
+    let mut s = Spec::new(targets);
+    s.order = match opt::<String>(d, "order")?.as_deref() {
+        None | Some("sequential") => Order::Sequential,
+        Some("random") => Order::Random,
+        Some(o) => return Err(bad(format!("spec: unknown order {o:?}"))),
+    };
+    s.connections = req(d, "connections")?;
+    s.threads = opt(d, "threads")?.unwrap_or(1);
+    s.requests = opt(d, "requests")?;
+    s.duration = opt::<f64>(d, "duration_s")?.map(|v| seconds(v, "duration_s")).transpose()?;
+    let warm_n: u64 = opt(d, "warmup_requests")?.unwrap_or(0);
+    let warm_s: f64 = opt(d, "warmup_s")?.unwrap_or(0.0);
+    s.warmup = match (warm_n, warm_s) {
+        (0, s) if s == 0.0 => Warmup::None,
+        (n, s) if s == 0.0 => Warmup::Requests(n),
+        (0, s) => Warmup::Time(seconds(s, "warmup_s")?),
+        _ => return Err(bad("spec: warmup_requests and warmup_s exclude each other")),
+    };
+    s.stages = opt::<Vec<Vec<f64>>>(d, "stages")?
+        .map(|v| {
+            v.into_iter()
+                .map(|st| match st[..] {
+                    [dur, r0, r1] => Ok(Stage { duration: seconds(dur, "stages")?, start_rate: r0, end_rate: r1 }),
+                    _ => Err(bad("spec: each stage is [duration_s, start_rate, end_rate]")),
+                })
+                .collect::<PyResult<Vec<_>>>()
+        })
+        .transpose()?;
+    s.keepalive = opt(d, "keepalive")?.unwrap_or(true);
+    s.calls_per_conn = opt(d, "calls_per_conn")?.unwrap_or(0);
+    s.timeout = seconds(opt(d, "timeout_s")?.unwrap_or(30.0), "timeout_s")?;
+    s.throttle_bps = opt(d, "throttle_bps")?;
+    s.tsv_path = opt::<PathBuf>(d, "tsv_path")?;
+    s.hdr_log_path = opt::<PathBuf>(d, "hdr_log_path")?;
+    Ok(s)
+}
+
+/// A run in flight.
+#[pyclass(name = "Run", module = "pounder._engine", frozen)]
+struct PyRun {
+    inner: Run,
+}
+
+#[pymethods]
+impl PyRun {
+    /// Live counters: phase, elapsed_s, complete, failed, rate.
+    fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let p = self.inner.progress();
+        let d = PyDict::new(py);
+        d.set_item("phase", p.phase)?;
+        d.set_item("elapsed_s", p.elapsed_s)?;
+        d.set_item("complete", p.complete)?;
+        d.set_item("failed", p.failed)?;
+        d.set_item("rate", p.rate)?;
+        Ok(d)
+    }
+
+    /// Waits up to `timeout_s` seconds for the end, without holding the GIL; True when done.
+    fn wait(&self, py: Python<'_>, timeout_s: f64) -> bool {
+        let timeout = Duration::try_from_secs_f64(timeout_s).unwrap_or(Duration::ZERO);
+        py.detach(|| self.inner.wait(timeout))
+    }
+
+    /// Stops issuing requests; the result still comes with what was measured.
+    fn cancel(&self) {
+        self.inner.cancel();
+    }
+
+    /// The result JSON, or None while the run is in flight.
+    fn result(&self) -> Option<String> {
+        self.inner.result()
+    }
+}
+
+/// Validates `spec` and starts the run in background threads.
+#[pyfunction]
+fn start(spec_dict: &Bound<'_, PyDict>) -> PyResult<PyRun> {
+    let s = spec(spec_dict)?;
+    Run::start(s).map(|inner| PyRun { inner }).map_err(bad)
+}
+
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(start, m)?)?;
+    m.add_class::<PyRun>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,218 @@
+"""Shared pytest fixtures: misbehaving / known-latency HTTP test servers (tests/servers/testserver.py)
+run as subprocesses.
+
+    def test_something(testserver):
+        srv = testserver(mode="ok", delay_ms=20, body_size=100)
+        ...  # hit srv.url (or srv.unix)
+        assert srv.count() == 25
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import pytest
+
+SERVER_SCRIPT = Path(__file__).resolve().parent / "servers" / "testserver.py"
+READY_TIMEOUT_S = 10.0
+UNIX_PATH_MAX = 100  # sun_path is 108 bytes including the NUL; keep a margin
+
+
+class ServerHandle:
+    """A running testserver subprocess."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], mode: str, port: int | None,
+                 unix: str | None, count_file: Path, stderr_file: Path,
+                 cleanup_dir: str | None) -> None:
+        self.proc = proc
+        self.mode = mode
+        self.port = port        # None for a Unix socket server
+        self.unix = unix        # socket path for a Unix socket server, else None
+        self.count_file = count_file
+        self.stderr_file = stderr_file
+        self._cleanup_dir = cleanup_dir
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT`` (``http://localhost`` for a Unix socket server)."""
+        return f"http://127.0.0.1:{self.port}" if self.port is not None else "http://localhost"
+
+    @property
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def _read_stats(self) -> dict[str, int]:
+        data = json.loads(self.count_file.read_text())  # replaced atomically: always whole
+        return {"requests": int(data["requests"]), "connections": int(data["connections"])}
+
+    def stats(self, settle_s: float = 0.2, timeout_s: float = 5.0) -> dict[str, int]:
+        """``{"requests": n, "connections": n}`` once unchanged for ``settle_s`` (at most
+        ``timeout_s``; then the latest value). Immediate when the server has exited."""
+        current = self._read_stats()
+        if not self.running:
+            return current
+        deadline = time.monotonic() + timeout_s
+        stable_since = time.monotonic()
+        while time.monotonic() - stable_since < settle_s and time.monotonic() < deadline:
+            time.sleep(0.02)
+            latest = self._read_stats()
+            if latest != current:
+                current, stable_since = latest, time.monotonic()
+        return current
+
+    def count(self, settle_s: float = 0.2, timeout_s: float = 5.0) -> int:
+        """Complete requests received so far (see ``stats``)."""
+        return self.stats(settle_s, timeout_s)["requests"]
+
+    def connections(self, settle_s: float = 0.2, timeout_s: float = 5.0) -> int:
+        """Connections accepted so far (see ``stats``)."""
+        return self.stats(settle_s, timeout_s)["connections"]
+
+    def stderr(self) -> str:
+        """Everything the server wrote to stderr so far (tracebacks of server bugs land here)."""
+        try:
+            return self.stderr_file.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def stop(self, timeout_s: float = 5.0) -> int | None:
+        """SIGTERM, wait up to ``timeout_s``, then SIGKILL. Idempotent; returns the exit code.
+        The count file stays readable afterwards (final counts)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        if self._cleanup_dir is not None:
+            shutil.rmtree(self._cleanup_dir, ignore_errors=True)
+            self._cleanup_dir = None
+        return self.proc.returncode
+
+    def __repr__(self) -> str:
+        where = self.unix if self.unix is not None else self.port
+        return f"<testserver {self.mode} at {where} pid={self.proc.pid}>"
+
+
+def _read_ready_line(proc: subprocess.Popen[bytes], timeout_s: float) -> str:
+    """The ``READY ...`` line, or raise with a reason (stdout is unbuffered: bufsize=0)."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    deadline = time.monotonic() + timeout_s
+    buf = b""
+    while b"\n" not in buf:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"no READY line within {timeout_s} s (got {buf!r})")
+        readable, _, _ = select.select([fd], [], [], remaining)
+        if readable:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise RuntimeError(f"server exited before READY (got {buf!r})")
+            buf += chunk
+    line = buf.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    if not line.startswith("READY "):
+        raise RuntimeError(f"unexpected first line {line!r}")
+    return line[len("READY "):]
+
+
+def start_server(workdir: Path, mode: str = "ok", *, unix: bool = False,
+                 delay_ms: float | None = None, body_size: int | None = None,
+                 freeze_ms: float | None = None, freeze_every_ms: float | None = None,
+                 piece_delay_ms: float | None = None, max_lifetime_s: float | None = None,
+                 extra_args: Sequence[str] = ()) -> ServerHandle:
+    """Start a testserver with its files in ``workdir`` (created) and wait for READY.
+    Options left None use the server's defaults. Raises RuntimeError (with the server's stderr)
+    if it does not come up within READY_TIMEOUT_S."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    count_file = workdir / "counts.json"
+    stderr_file = workdir / "stderr.txt"
+    cleanup_dir: str | None = None
+    args = [sys.executable, str(SERVER_SCRIPT), "--mode", mode, "--count-file", str(count_file)]
+    sock_path: str | None = None
+    if unix:
+        sock_path = str(workdir / "srv.sock")
+        if len(os.fsencode(sock_path)) >= UNIX_PATH_MAX:
+            cleanup_dir = tempfile.mkdtemp(prefix="pounder-", dir="/tmp")
+            sock_path = os.path.join(cleanup_dir, "srv.sock")
+        args += ["--unix", sock_path]
+    else:
+        args += ["--port", "0"]
+    options = {"--delay-ms": delay_ms, "--body-size": body_size, "--freeze-ms": freeze_ms,
+               "--freeze-every-ms": freeze_every_ms, "--piece-delay-ms": piece_delay_ms,
+               "--max-lifetime": max_lifetime_s}
+    for flag, value in options.items():
+        if value is not None:
+            args += [flag, str(value)]
+    args += list(extra_args)
+
+    with open(stderr_file, "wb") as err:  # a file, not a pipe: a chatty server can't block
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=err, bufsize=0)
+    try:
+        where = _read_ready_line(proc, READY_TIMEOUT_S)
+    except Exception as e:
+        proc.kill()
+        proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+        if cleanup_dir is not None:
+            shutil.rmtree(cleanup_dir, ignore_errors=True)
+        stderr = stderr_file.read_text(errors="replace")
+        raise RuntimeError(f"testserver failed to start ({' '.join(args[1:])}): {e}; "
+                           f"exit code {proc.returncode}; stderr:\n{stderr}") from None
+    port = None if unix else int(where)
+    return ServerHandle(proc, mode, port, sock_path, count_file, stderr_file, cleanup_dir)
+
+
+class ServerPool:
+    """What the ``testserver`` fixture yields: call it to start a server; it remembers every
+    server it started so the fixture can stop them all."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.servers: list[ServerHandle] = []
+
+    def __call__(self, mode: str = "ok", *, unix: bool = False,
+                 delay_ms: float | None = None, body_size: int | None = None,
+                 freeze_ms: float | None = None, freeze_every_ms: float | None = None,
+                 piece_delay_ms: float | None = None, max_lifetime_s: float | None = None,
+                 extra_args: Sequence[str] = ()) -> ServerHandle:
+        srv = start_server(
+            self.workdir / f"testserver-{len(self.servers)}", mode, unix=unix,
+            delay_ms=delay_ms, body_size=body_size, freeze_ms=freeze_ms,
+            freeze_every_ms=freeze_every_ms, piece_delay_ms=piece_delay_ms,
+            max_lifetime_s=max_lifetime_s, extra_args=extra_args)
+        self.servers.append(srv)
+        return srv
+
+    def stop_all(self) -> None:
+        for srv in self.servers:  # signal them all first so they shut down in parallel
+            if srv.running:
+                srv.proc.send_signal(signal.SIGTERM)
+        for srv in self.servers:
+            srv.stop()
+
+
+@pytest.fixture
+def testserver(tmp_path: Path) -> Iterator[ServerPool]:
+    """Factory: ``srv = testserver(mode="ok", delay_ms=20, body_size=100)``. Any number of
+    servers per test; all are stopped at teardown (also when the test fails)."""
+    pool = ServerPool(tmp_path)
+    try:
+        yield pool
+    finally:
+        pool.stop_all()
