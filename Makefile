@@ -3,6 +3,7 @@
 
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
+export PIP_ROOT_USER_ACTION := ignore
 # Debian packages the tests use: Apache prefork + mod_perl and strace (server-side tests),
 # nginx and wrk and ab (apache2-utils) for benchmarks/peers.py.
 APT_PACKAGES := apache2 libapache2-mod-perl2 strace

@@ -85,16 +85,24 @@ pub struct Response {
     pub body: u64,
 }
 
-/// A failed exchange: the category, and the bytes that did arrive.
+/// A failed exchange: the category, the bytes that did arrive, and whether the request was
+/// written to the socket.
 #[derive(Clone, Copy, Debug)]
 pub struct Failure {
     pub kind: ErrorKind,
     pub bytes_in: u64,
+    pub sent: bool,
 }
 
 impl Failure {
+    /// A failure after the request was written.
     fn new(kind: ErrorKind, bytes_in: u64) -> Failure {
-        Failure { kind, bytes_in }
+        Failure { kind, bytes_in, sent: true }
+    }
+
+    /// A failure before the request was written.
+    pub fn unsent(kind: ErrorKind) -> Failure {
+        Failure { kind, bytes_in: 0, sent: false }
     }
 }
 
@@ -193,7 +201,7 @@ impl Connection {
 
     async fn roundtrip(&mut self, target: &Target, connect: Option<Duration>) -> Result<Response, Failure> {
         let stream = self.stream.as_mut().expect("connected");
-        stream.write_all(&target.request).await.map_err(|e| Failure::new(io_kind(&e, false), 0))?;
+        stream.write_all(&target.request).await.map_err(|e| Failure::unsent(io_kind(&e, false)))?;
         let written = Instant::now();
 
         let throttle = self.reuse.throttle_bps;
@@ -262,7 +270,7 @@ impl Connection {
 }
 
 async fn connect_to(addr: &Addr, throttle: Option<u64>) -> Result<Stream, Failure> {
-    connect(addr, throttle).await.map_err(|e| Failure::new(io_kind(&e, true), 0))
+    connect(addr, throttle).await.map_err(|e| Failure::unsent(io_kind(&e, true)))
 }
 
 /// Receive pacing for a throttled connection.

@@ -7,6 +7,7 @@ pub mod http;
 pub mod pacer;
 pub mod spec;
 pub mod stats;
+pub mod timer;
 pub mod runner;
 
 pub use runner::{run, Progress, Run};

@@ -24,6 +24,7 @@ use crate::connection::{Connection, Failure, Response, Reuse};
 use crate::pacer::{Picker, Schedule};
 use crate::spec::{Addr, Spec, Stage, Warmup};
 use crate::stats::{ErrorKind, Interval, RunFacts, SecondStats, Stats, Timing};
+use crate::timer::PreciseTimer;
 
 /// How long requests in flight at the end may take to finish before they count as aborted.
 const DRAIN: Duration = Duration::from_secs(1);
@@ -279,7 +280,7 @@ enum Msg {
 struct ThreadOutput {
     stats: Stats,
     cpu: (f64, f64),
-    /// When its last measured request ended.
+    /// When its last measured request ended, or it stopped issuing requests if later.
     last_end: Option<Instant>,
 }
 
@@ -322,11 +323,7 @@ fn supervise(sh: Arc<Shared>, hdr_log: Option<File>, warmup_slots: u64) {
         Err(_) => Vec::new(),
     };
     if let Some(m) = sh.measure_start() {
-        let end = match (last_end, sh.deadline()) {
-            (Some(l), Some(d)) => l.max(d.min(Instant::now())),
-            (Some(l), None) => l,
-            (None, _) => m,
-        };
+        let end = last_end.unwrap_or(m);
         facts.elapsed_s = end.saturating_duration_since(m).as_secs_f64();
         facts.warmup_s = m.saturating_duration_since(sh.start).as_secs_f64();
     }
@@ -484,6 +481,7 @@ impl Worker {
             tokio::time::sleep_until(wake).await;
         }
         self.stop();
+        self.last_end.set(self.last_end.get().max(Some(Instant::now())));
         let drain_end = Instant::now() + DRAIN;
         while self.live.get() > 0 && Instant::now() < drain_end {
             tokio::time::sleep(Duration::from_millis(2)).await;
@@ -570,6 +568,8 @@ impl Worker {
     async fn pace(self: Rc<Self>) {
         let schedule = self.sh.schedule.as_ref().expect("open loop");
         let measure_start = self.sh.measure_start().expect("known in open loop");
+        // Without a timerfd (never seen on Linux), fall back to tokio's 1 ms timer.
+        let timer = PreciseTimer::new().ok();
         while !self.stopping.get() {
             let slot = self.sh.next_slot.fetch_add(1, Ordering::Relaxed);
             let Some(offset) = (slot < self.sh.slot_limit).then(|| schedule.time_of(slot)).flatten() else {
@@ -577,7 +577,10 @@ impl Worker {
             };
             let intended = self.sh.start + offset;
             if intended > Instant::now() {
-                tokio::time::sleep_until(intended).await;
+                match &timer {
+                    Some(t) if t.sleep_until(intended).await.is_ok() => {}
+                    _ => tokio::time::sleep_until(intended).await,
+                }
             }
             if self.stopping.get() {
                 break;
@@ -606,7 +609,7 @@ impl Worker {
                 Ok(r) => r,
                 Err(_) => {
                     conn.close();
-                    Err(Failure { kind: ErrorKind::Timeout, bytes_in: 0 })
+                    Err(Failure { kind: ErrorKind::Timeout, bytes_in: 0, sent: true })
                 }
             };
         let end = Instant::now();
@@ -655,13 +658,16 @@ impl Worker {
             Err(f) => {
                 stats.record_error(f.kind, lag);
                 stats.bytes_total += f.bytes_in;
+                if f.sent {
+                    stats.bytes_sent += self.sh.spec.targets[index].request.len() as u64;
+                }
                 iv.failed += 1;
                 iv.bytes += f.bytes_in;
                 counters.failed.fetch_add(1, Ordering::Relaxed);
                 (0, f.bytes_in, None)
             }
         };
-        self.last_end.set(Some(end));
+        self.last_end.set(self.last_end.get().max(Some(end)));
         if self.sh.tsv.is_some() {
             let error = result.as_ref().err().map_or("", |f| f.kind.name());
             self.write_tsv(job, index, start, status, bytes, timing, corrected, total, error);

@@ -88,9 +88,8 @@ pub struct Stats {
     total: Hist,
 }
 
-/// Late: started more than this after the intended time (microseconds). The pacer sleeps on
-/// tokio's 1 ms timer wheel, so up to ~1 ms of lag is timer granularity, not a busy client.
-pub const LATE_US: u64 = 2000;
+/// Late: started more than this after the intended time (microseconds).
+pub const LATE_US: u64 = 1000;
 
 impl Default for Stats {
     fn default() -> Self {

@@ -1,0 +1,202 @@
+//! The engine against a real (tiny, in-process) HTTP server on loopback.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pounder_engine::{run, Addr, Order, Run, Spec, Stage, Target, Warmup};
+use serde_json::Value;
+
+/// Serves keep-alive requests with a 5-byte body; counts the requests it read.
+fn serve<S: std::io::Read + Write>(stream: S, count: &AtomicU64) {
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut close = false;
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            if h.eq_ignore_ascii_case("connection: close\r\n") {
+                close = true;
+            }
+            if h == "\r\n" {
+                break;
+            }
+        }
+        count.fetch_add(1, Ordering::SeqCst);
+        let stream = reader.get_mut();
+        if stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello").is_err() || close {
+            return;
+        }
+    }
+}
+
+fn tcp_server() -> (String, Arc<AtomicU64>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let count = Arc::new(AtomicU64::new(0));
+    let c = Arc::clone(&count);
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            let c = Arc::clone(&c);
+            std::thread::spawn(move || serve(s, &c));
+        }
+    });
+    (addr, count)
+}
+
+fn target(addr: Addr) -> Target {
+    Target { addr, request: b"GET / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec(), head: false, weight: 1 }
+}
+
+fn spec(addr: &str) -> Spec {
+    let mut s = Spec::new(vec![target(Addr::Tcp(addr.parse().unwrap()))]);
+    s.connections = 4;
+    s.threads = 2;
+    s
+}
+
+fn result(s: Spec) -> Value {
+    serde_json::from_str(&run(s).unwrap()).unwrap()
+}
+
+#[test]
+fn closed_loop_counts_are_exact() {
+    let (addr, count) = tcp_server();
+    let mut s = spec(&addr);
+    s.requests = Some(1000);
+    let r = result(s);
+    assert_eq!(r["requests"]["complete"], 1000);
+    assert_eq!(r["requests"]["failed"], 0);
+    assert_eq!(count.load(Ordering::SeqCst), 1000);
+    assert_eq!(r["status"]["200"], 1000);
+    assert_eq!(r["bytes"]["body"], 5000);
+    assert_eq!(r["connections"]["opened"], 4);
+    let series: u64 = r["series"].as_array().unwrap().iter().map(|s| s["complete"].as_u64().unwrap()).sum();
+    assert_eq!(series, 1000);
+}
+
+#[test]
+fn warmup_requests_are_run_but_not_measured() {
+    let (addr, count) = tcp_server();
+    let mut s = spec(&addr);
+    s.requests = Some(300);
+    s.warmup = Warmup::Requests(100);
+    let r = result(s);
+    assert_eq!(r["requests"]["complete"], 300);
+    assert_eq!(r["warmup"]["complete"], 100);
+    assert_eq!(count.load(Ordering::SeqCst), 400);
+}
+
+#[test]
+fn no_keepalive_opens_a_connection_per_request() {
+    let (addr, count) = tcp_server();
+    let mut s = spec(&addr);
+    s.requests = Some(50);
+    s.keepalive = false;
+    s.targets[0].request = b"GET / HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n".to_vec();
+    let r = result(s);
+    assert_eq!(r["requests"]["complete"], 50);
+    assert_eq!(r["connections"]["opened"], 50);
+    assert_eq!(r["phases"]["connect"]["count"], 50);
+    assert_eq!(count.load(Ordering::SeqCst), 50);
+}
+
+#[test]
+fn open_loop_sends_the_schedule() {
+    let (addr, count) = tcp_server();
+    let mut s = spec(&addr);
+    // 50 -> 150 req/s over 2 s: 200 requests.
+    s.stages = Some(vec![Stage { duration: Duration::from_secs(2), start_rate: 50.0, end_rate: 150.0 }]);
+    let t0 = Instant::now();
+    let r = result(s);
+    assert!(t0.elapsed() < Duration::from_secs(4));
+    assert_eq!(r["requests"]["complete"].as_u64().unwrap() + r["requests"]["unsent"].as_u64().unwrap(), 200);
+    assert_eq!(count.load(Ordering::SeqCst), r["requests"]["complete"].as_u64().unwrap());
+    assert_eq!(r["latency"]["schedule_lag"]["count"], r["requests"]["complete"]);
+}
+
+#[test]
+fn refused_connections_are_counted() {
+    // Bind then drop: nothing listens on this port any more.
+    let addr = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let mut s = spec(&addr);
+    s.requests = Some(20);
+    let r = result(s);
+    assert_eq!(r["requests"]["failed"], 20);
+    assert_eq!(r["errors"]["refused"], 20);
+    assert_eq!(r["bytes"]["sent"], 0);
+}
+
+#[test]
+fn unix_socket_target() {
+    let dir = std::env::temp_dir().join(format!("pounder-engine-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.sock");
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path).unwrap();
+    let count = Arc::new(AtomicU64::new(0));
+    let c = Arc::clone(&count);
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            let c = Arc::clone(&c);
+            std::thread::spawn(move || serve(s, &c));
+        }
+    });
+    let mut s = Spec::new(vec![target(Addr::Unix(path.clone()))]);
+    s.connections = 2;
+    s.requests = Some(100);
+    let r = result(s);
+    assert_eq!(r["requests"]["complete"], 100);
+    assert_eq!(count.load(Ordering::SeqCst), 100);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cancel_stops_a_long_run_and_keeps_the_result() {
+    let (addr, _) = tcp_server();
+    let mut s = spec(&addr);
+    s.duration = Some(Duration::from_secs(60));
+    let run = Run::start(s).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let t0 = Instant::now();
+    run.cancel();
+    assert!(run.wait(Duration::from_secs(5)));
+    assert!(t0.elapsed() < Duration::from_secs(3));
+    let r: Value = serde_json::from_str(&run.result().unwrap()).unwrap();
+    assert!(r["requests"]["complete"].as_u64().unwrap() > 0);
+    assert!(r["elapsed_s"].as_f64().unwrap() < 2.0);
+}
+
+#[test]
+fn duration_run_ends_on_time_and_writes_tsv_and_hdr_log() {
+    let (addr, _) = tcp_server();
+    let dir = std::env::temp_dir().join(format!("pounder-engine-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut s = spec(&addr);
+    s.duration = Some(Duration::from_millis(1500));
+    s.order = Order::Random;
+    s.tsv_path = Some(dir.join("r.tsv"));
+    s.hdr_log_path = Some(dir.join("r.hlog"));
+    let t0 = Instant::now();
+    let r = result(s);
+    assert!(t0.elapsed() < Duration::from_secs(3));
+    let elapsed = r["elapsed_s"].as_f64().unwrap();
+    assert!((1.5..1.7).contains(&elapsed), "{elapsed}");
+    let complete = r["requests"]["complete"].as_u64().unwrap();
+    let tsv = std::fs::read_to_string(dir.join("r.tsv")).unwrap();
+    assert_eq!(tsv.lines().count() as u64, complete + 1);
+    assert!(tsv.starts_with("start_unix_us\t"));
+    let log = std::fs::read_to_string(dir.join("r.hlog")).unwrap();
+    let intervals = log.lines().filter(|l| !l.starts_with('#') && !l.starts_with("\"")).count();
+    assert_eq!(intervals, r["series"].as_array().unwrap().len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
