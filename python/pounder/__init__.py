@@ -1,0 +1,73 @@
+"""pounder: benchmarking toolkit for pre-forking web servers.
+
+The library is the API; the ``pounder`` CLI is a thin layer over it::
+
+    import pounder
+
+    result = pounder.bench("http://127.0.0.1:8080/", connections=20, duration="30s")
+    print(result.derived.requests_per_s)
+    print(pounder.render_report(result))
+
+Importing this package does not load the Rust engine (``pounder._engine``); :func:`bench` does.
+"""
+
+from pounder._errors import PounderError, UsageError
+from pounder._version import __version__
+from pounder.load._bench import Progress, ProgressCallback, bench, run_bench
+from pounder.load._csv import render_csv
+from pounder.load._parse import Stage
+from pounder.load._report import render_report
+from pounder.load._result import (
+    SCHEMA,
+    BenchResult,
+    ByteCounts,
+    ClientCpu,
+    Derived,
+    ErrorCounts,
+    Histogram,
+    HttpOptions,
+    Latency,
+    LoadModel,
+    Phases,
+    ReplyRate,
+    RequestCounts,
+    RunOptions,
+    SecondSample,
+    TargetInfo,
+    WarmupCounts,
+    load_result,
+)
+from pounder.load._spec import BenchSpec, Target
+
+__all__ = [
+    "SCHEMA",
+    "BenchResult",
+    "BenchSpec",
+    "ByteCounts",
+    "ClientCpu",
+    "Derived",
+    "ErrorCounts",
+    "Histogram",
+    "HttpOptions",
+    "Latency",
+    "LoadModel",
+    "Phases",
+    "PounderError",
+    "Progress",
+    "ProgressCallback",
+    "ReplyRate",
+    "RequestCounts",
+    "RunOptions",
+    "SecondSample",
+    "Stage",
+    "Target",
+    "TargetInfo",
+    "UsageError",
+    "WarmupCounts",
+    "__version__",
+    "bench",
+    "load_result",
+    "render_csv",
+    "render_report",
+    "run_bench",
+]

@@ -1,0 +1,110 @@
+"""The ``pounder`` command line (typer), a thin layer over the library.
+
+Every error is one line on stderr, ``pounder: error: <message>``, never a traceback:
+
+* exit 2: bad input (pounder's :class:`~pounder.UsageError` and click's own parse errors);
+* exit 1: pounder could not run (e.g. the engine is missing) or could not write an output;
+* exit 130: interrupted by Ctrl-C (a bench still prints and writes its partial result).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from pounder._errors import PounderError, UsageError
+from pounder._version import __version__
+from pounder.cli._common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, print_error
+from pounder.cli.bench import BENCH_HELP, bench_command
+
+# typer either uses click or vendors it (typer._click): take the exception classes it really raises.
+_click_exceptions = importlib.import_module(typer.BadParameter.__module__)
+ClickException: type[Exception] = _click_exceptions.ClickException
+NoArgsIsHelpError: type[Exception] | None = getattr(_click_exceptions, "NoArgsIsHelpError", None)
+
+
+def _click_error(error: Exception) -> int:
+    """Print a click/typer error and return its exit code (2 for usage errors)."""
+    if NoArgsIsHelpError is not None and isinstance(error, NoArgsIsHelpError):
+        help_text = error.format_message()  # type: ignore[attr-defined]  # empty when rich printed it
+        sys.stderr.write(help_text + "\n" if help_text.strip() else "")
+    else:
+        print_error(error.format_message())  # type: ignore[attr-defined]
+    return int(getattr(error, "exit_code", EXIT_USAGE))
+
+
+def _run(group: TyperGroup, args: Sequence[str] | None, prog_name: str | None, **extra: Any) -> int:
+    """Run the CLI without click's standalone handling and map every outcome to an exit code."""
+    try:
+        outcome = TyperGroup.main(group, args=args, prog_name=prog_name or "pounder", standalone_mode=False, **extra)
+    except ClickException as error:
+        return _click_error(error)
+    except UsageError as error:
+        print_error(str(error))
+        return EXIT_USAGE
+    except PounderError as error:
+        print_error(str(error))
+        return EXIT_FAILURE
+    except typer.Abort:
+        print_error("aborted")
+        return EXIT_INTERRUPTED
+    return outcome if isinstance(outcome, int) else 0
+
+
+class PounderGroup(TyperGroup):
+    """A typer group whose errors are one line and exit 2 (see the module docstring)."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        code = _run(self, args, prog_name, complete_var=complete_var, **extra)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+app = typer.Typer(
+    cls=PounderGroup,
+    name="pounder",
+    help="Benchmark pre-forking web servers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["--help"]},
+)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"pounder {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", callback=_show_version, is_eager=True)
+    ] = False,
+) -> None:
+    """Benchmark pre-forking web servers."""
+
+
+app.command("bench", help=BENCH_HELP)(bench_command)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+__all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_USAGE", "app", "main", "print_error"]

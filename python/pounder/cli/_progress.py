@@ -1,0 +1,67 @@
+"""Live progress of a bench on stderr (only when stderr is a terminal)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, TextColumn
+from rich.progress import Progress as RichProgress
+
+from pounder.load._bench import Progress, ProgressCallback
+
+
+def _status(progress: Progress) -> str:
+    planned = f"/{progress.planned_s:g}" if progress.planned_s is not None and progress.phase == "measure" else ""
+    parts = [
+        f"{progress.complete:,} done",
+        f"{progress.failed:,} failed",
+        f"{progress.rate:,.0f} req/s",
+        f"{progress.elapsed_s:.1f}{planned} s",
+    ]
+    if progress.interrupted:
+        parts.append("interrupted, finishing")
+    return "  ".join(parts)
+
+
+def _fraction(progress: Progress) -> float | None:
+    """How far the measured phase is, 0..1, or None when unknown."""
+    if progress.phase != "measure":
+        return None
+    fractions = []
+    if progress.planned_s:
+        fractions.append(progress.elapsed_s / progress.planned_s)
+    if progress.planned_requests:
+        fractions.append((progress.complete + progress.failed) / progress.planned_requests)
+    return min(1.0, max(fractions)) if fractions else None
+
+
+@contextmanager
+def live_progress(enabled: bool) -> Iterator[ProgressCallback | None]:
+    """Yield a progress callback that draws a live line on stderr, or None when not ``enabled``.
+    The line disappears when the bench ends, so the report starts on a clean screen."""
+    if not enabled:
+        yield None
+        return
+    display = RichProgress(
+        TextColumn("{task.description:<8}"),
+        BarColumn(),
+        TextColumn("{task.fields[status]}"),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    with display:
+        task = display.add_task("starting", total=None, status="")
+
+        def update(progress: Progress) -> None:
+            fraction = _fraction(progress)
+            display.update(
+                task,
+                description=progress.phase,
+                total=None if fraction is None else 1.0,
+                completed=fraction or 0.0,
+                status=_status(progress),
+            )
+
+        yield update

@@ -1,0 +1,180 @@
+"""``pounder bench``: load a server and report what happened.
+
+The command only maps flags to :meth:`pounder.BenchSpec.from_options`, runs the bench with
+:func:`pounder.run_bench` and writes the outputs; all rules live in the library.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from pounder._errors import PounderError, UsageError
+from pounder.cli._common import EXIT_INTERRUPTED
+from pounder.cli._progress import live_progress
+from pounder.load._bench import run_bench
+from pounder.load._csv import render_csv
+from pounder.load._report import render_report
+from pounder.load._result import BenchResult
+from pounder.load._spec import BenchSpec, check_output_path
+
+_LOAD = "Load"
+_HTTP = "Requests"
+_OUT = "Output"
+
+BENCH_HELP = "\n\n".join(
+    [
+        "Load an HTTP server and report throughput, latency and errors.",
+        "Closed loop by default: -c connections each send their next request as soon as the previous one is "
+        "answered. Open loop with --rate or --stages: requests are sent on a schedule and latency is measured from "
+        "the intended send time, so a slow server cannot hide its queueing.",
+        "The target must be on this machine (127.0.0.0/8 or ::1) unless --allow-remote.",
+        "Exit status: 0 done, 1 could not run, 2 bad input, 130 interrupted (the partial result is still reported).",
+    ]
+)
+
+Text = str | None
+
+
+def _option(*names: str, panel: str, metavar: str | None = None, help: str) -> Any:  # noqa: A002
+    """A value option without a shown default (defaults are stated in the help text)."""
+    return typer.Option(*names, metavar=metavar, rich_help_panel=panel, help=help, show_default=False)
+
+
+# fmt: off
+URL_ARG = typer.Argument(metavar="URL", help="http:// URL to load (omit with -f).", show_default=False)
+URL_FILE = _option("-f", "--url-file", panel=_LOAD, metavar="FILE", help=(
+    "File of URLs, one per line, optionally preceded by a weight ('3 http://...'); blank lines and # comments are "
+    "skipped."))
+ORDER = _option("--order", panel=_LOAD, metavar="sequential|random", help=(
+    "How targets are picked: in turn (default), or at random weighted by their weight (weights only matter for "
+    "random)."))
+CONNECTIONS = _option("-c", "--connections", panel=_LOAD, metavar="N", help=(
+    "Closed loop: concurrent connections, default 10. Open loop: the cap on requests in flight, default 1000."))
+REQUESTS = _option("-n", "--requests", panel=_LOAD, metavar="N", help=(
+    "Stop after N measured requests (10k, 1M). Without -n, -d or --stages the run lasts 10 s."))
+DURATION = _option("-d", "--duration", panel=_LOAD, metavar="TIME", help=(
+    "Measure for this long: 30s, 2m, 1h, 500ms (a bare number is seconds). With -n too, the first limit reached "
+    "ends the run. Default 10s."))
+THREADS = _option("-t", "--threads", panel=_LOAD, metavar="N", help=(
+    "Engine threads; default: the CPUs available. Silently lowered to the number of connections."))
+RATE = _option("--rate", panel=_LOAD, metavar="RATE", help=(
+    "Open loop at a global rate in req/s: 500, a ramp over the run 50..500, or a ramp 50..500/60s (then held at "
+    "500 if -d is longer). Length: -d, else -n divided by the rate, else 10s."))
+STAGES = _option("--stages", panel=_LOAD, metavar="STAGES", help=(
+    "Open loop in stages: 30s@100,60s@400,30s@100 (constant) or 60s@100..400 (ramp). Excludes --rate, -n, -d."))
+MAX_IN_FLIGHT = _option("--max-in-flight", panel=_LOAD, metavar="N", help=(
+    "Open loop only: the cap on requests in flight (same as -c in open loop), default 1000. A request whose time "
+    "comes while the cap is reached is counted as unsent."))
+WARMUP = _option("--warmup", panel=_LOAD, metavar="TIME|N", help=(
+    "Run this long (5s) or this many requests (100) first, without measuring them."))
+NO_KEEPALIVE = _option("--no-keepalive", panel=_HTTP, help=(
+    "A new connection for every request (sends Connection: close)."))
+CALLS_PER_CONN = _option("--calls-per-conn", panel=_HTTP, metavar="N", help=(
+    "Close each connection after N responses (0 = never, the default)."))
+THROTTLE = _option("--throttle", panel=_HTTP, metavar="BANDWIDTH", help=(
+    "Read responses slowly, per connection: 33.6kbps, 1Mbps, 56kbit (bits, k = 1000), 4KB/s (bytes), 1MiB/s "
+    "(k = 1024); a bare number is bytes/s."))
+UNIX_SOCKET = _option("--unix-socket", panel=_HTTP, metavar="PATH", help=(
+    "Connect to this Unix socket; the URL then only gives the Host header and the path."))
+METHOD = _option("-m", "--method", panel=_HTTP, metavar="METHOD", help=(
+    "HTTP method; default GET, or POST when there is a body."))
+BODY = _option("-b", "--body", panel=_HTTP, metavar="TEXT|@FILE", help=(
+    "Request body: the text itself, or @FILE for a file's bytes."))
+CONTENT_TYPE = _option("-T", "--content-type", panel=_HTTP, metavar="TYPE", help="Content-Type header.")
+HEADER = _option("-H", "--header", panel=_HTTP, metavar="'NAME: VALUE'", help=(
+    "Add a header, or replace one pounder sends by default (Host, User-Agent, Accept...). Repeatable."))
+COOKIE = _option("--cookie", panel=_HTTP, metavar="NAME=VALUE", help="Send a cookie. Repeatable.")
+AUTH = _option("-A", "--auth", panel=_HTTP, metavar="USER:PASS", help="Basic authentication.")
+TIMEOUT = _option("--timeout", panel=_HTTP, metavar="TIME", help=(
+    "Per-request timeout, connect included (like ab). Default 30s."))
+ALLOW_REMOTE = _option("--allow-remote", panel=_HTTP, help=(
+    "Allow targets that are not loopback addresses (127.0.0.0/8, ::1)."))
+JSON = _option("--json", panel=_OUT, metavar="PATH", help=(
+    "Write the result as JSON (schema pounder/bench-result/1); '-' for stdout, which replaces the report."))
+CSV = _option("--csv", panel=_OUT, metavar="PATH", help=(
+    "Write the latency percentiles as CSV (percent,latency_ms), like ab -e; '-' for stdout."))
+TSV = _option("--tsv", panel=_OUT, metavar="PATH", help="Stream every request's timings to this TSV file.")
+HDR_LOG = _option("--hdr-log", panel=_OUT, metavar="PATH", help=(
+    "Write an HdrHistogram interval log (1 s intervals, corrected latency, microseconds)."))
+QUIET = _option("-q", "--quiet", panel=_OUT, help="No progress and no report (files are still written).")
+# fmt: on
+
+
+def _write(path: str, text: str, what: str) -> None:
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise PounderError(f"cannot write {what} {path}: {error.strerror}") from None
+
+
+def _outputs(json_path: str | None, csv_path: str | None) -> tuple[str | None, str | None]:
+    json_out = check_output_path(json_path, "--json")
+    csv_out = check_output_path(csv_path, "--csv")
+    if json_out == "-" and csv_out == "-":
+        raise UsageError("--json and --csv cannot both write to stdout ('-')")
+    return json_out, csv_out
+
+
+def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet: bool) -> None:
+    """Write the files first (so a broken pipe cannot lose them), then the report."""
+    if json_out is not None:
+        _write(json_out, result.to_json(), "--json")
+    if csv_out is not None:
+        _write(csv_out, render_csv(result), "--csv")
+    if not quiet and "-" not in (json_out, csv_out):
+        _write("-", render_report(result), "the report")
+
+
+def bench_command(
+    url: Annotated[Text, URL_ARG] = None,
+    url_file: Annotated[Text, URL_FILE] = None,
+    order: Annotated[str, ORDER] = "sequential",
+    connections: Annotated[Text, CONNECTIONS] = None,
+    requests: Annotated[Text, REQUESTS] = None,
+    duration: Annotated[Text, DURATION] = None,
+    threads: Annotated[Text, THREADS] = None,
+    rate: Annotated[Text, RATE] = None,
+    stages: Annotated[Text, STAGES] = None,
+    max_in_flight: Annotated[Text, MAX_IN_FLIGHT] = None,
+    warmup: Annotated[Text, WARMUP] = None,
+    no_keepalive: Annotated[bool, NO_KEEPALIVE] = False,
+    calls_per_conn: Annotated[Text, CALLS_PER_CONN] = None,
+    throttle: Annotated[Text, THROTTLE] = None,
+    unix_socket: Annotated[Text, UNIX_SOCKET] = None,
+    method: Annotated[Text, METHOD] = None,
+    body: Annotated[Text, BODY] = None,
+    content_type: Annotated[Text, CONTENT_TYPE] = None,
+    header: Annotated[list[str] | None, HEADER] = None,
+    cookie: Annotated[list[str] | None, COOKIE] = None,
+    auth: Annotated[Text, AUTH] = None,
+    timeout: Annotated[Text, TIMEOUT] = None,
+    allow_remote: Annotated[bool, ALLOW_REMOTE] = False,
+    json_path: Annotated[Text, JSON] = None,
+    csv_path: Annotated[Text, CSV] = None,
+    tsv_path: Annotated[Text, TSV] = None,
+    hdr_log: Annotated[Text, HDR_LOG] = None,
+    quiet: Annotated[bool, QUIET] = False,
+) -> None:
+    """Load an HTTP server and report throughput, latency and errors (help: BENCH_HELP)."""
+    json_out, csv_out = _outputs(json_path, csv_path)
+    spec = BenchSpec.from_options(
+        url,
+        url_file=url_file, order=order, connections=connections, requests=requests, duration=duration,
+        threads=threads, rate=rate, stages=stages, max_in_flight=max_in_flight, keepalive=not no_keepalive,
+        calls_per_conn=calls_per_conn, warmup=warmup, throttle=throttle, unix_socket=unix_socket,
+        method=method, body=body, content_type=content_type, headers=header or (), cookies=cookie or (),
+        auth=auth, timeout=timeout, allow_remote=allow_remote, tsv_path=tsv_path, hdr_log_path=hdr_log,
+    )  # fmt: skip
+    with live_progress(enabled=not quiet and sys.stderr.isatty()) as on_progress:
+        result = run_bench(spec, on_progress)
+    _emit(result, json_out, csv_out, quiet)
+    if result.interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)

@@ -1,0 +1,288 @@
+"""Parsing of what a human types: numbers, durations, rates, stages, bandwidths, headers, files.
+
+Every function takes the raw text plus ``what`` (the option's name, used in messages) and raises
+:class:`~pounder.UsageError` with one clear line when the text cannot be used. Ranges (how big a
+number may be) are checked later, in ``_spec``; this module only checks syntax and sign.
+
+Conventions chosen here:
+
+* counts: an integer with an optional suffix ``k``/``K`` (x1000), ``M`` (x1,000,000) or ``G``
+  (x1,000,000,000): ``10k``, ``1.5M``. A lowercase ``m`` is refused as a count suffix because it
+  means minutes in a duration.
+* durations: ``500ms``, ``30s``, ``2m``, ``1h`` and sums of them such as ``1m30s``; a bare number
+  is seconds.
+* rates (requests per second): a count-like number that may be fractional (``0.5``, ``2.5k``),
+  optionally followed by ``/s``.
+* bandwidths: decimal SI prefixes (``k`` = 1000, ``M`` = 10^6, ``G`` = 10^9) and binary ones
+  (``Ki`` = 1024, ``Mi``, ``Gi``); a lowercase ``b`` (``bps``, ``bit``, ``b/s``) counts bits, an
+  uppercase ``B`` (``B/s``, ``Bps``) counts bytes; a bare number is bytes per second.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pounder._errors import UsageError
+
+_NUM = r"(?:\d+(?:\.\d*)?|\.\d+)"
+_COUNT_SUFFIXES: dict[str, int] = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9}
+_COUNT_RE = re.compile(rf"(?P<num>{_NUM})(?P<suffix>[kKMG]?)")
+_RATE_RE = re.compile(rf"(?P<num>{_NUM})(?P<suffix>[kKMG]?)(?:/s)?")
+_DURATION_UNITS: dict[str, float] = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_PART_RE = re.compile(rf"(?P<num>{_NUM})(?P<unit>ms|s|m|h)")
+_BARE_NUMBER_RE = re.compile(_NUM)
+_BANDWIDTH_RE = re.compile(
+    rf"(?P<num>{_NUM})\s*(?P<prefix>Ki|Mi|Gi|k|K|M|G)?(?P<unit>bps|bits?/s|bits?|b/s|Bps|B/s|B)?"
+)
+_BANDWIDTH_PREFIXES: dict[str, int] = {
+    "": 1,
+    "k": 10**3,
+    "K": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+}
+_TOKEN_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_FORBIDDEN_IN_HEADER = ("\r", "\n", "\0")
+
+DURATION_HINT = "use e.g. 30s, 2m, 1h, 500ms; a bare number is seconds"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One open-loop stage: the global rate goes linearly from ``start_rate`` to ``end_rate``
+    (requests per second) over ``duration_s`` seconds. A constant stage has both rates equal."""
+
+    duration_s: float
+    start_rate: float
+    end_rate: float
+
+
+@dataclass(frozen=True)
+class RateSpec:
+    """What ``--rate`` says: a constant rate (``start == end``) or a ramp, with the ramp's own
+    length when it was given as ``A..B/60s`` (``over_s``), else ``None``."""
+
+    start: float
+    end: float
+    over_s: float | None = None
+
+    @property
+    def is_ramp(self) -> bool:
+        return self.start != self.end or self.over_s is not None
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """``--warmup``: either a number of requests or a time, never both (the other is 0)."""
+
+    requests: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class UrlLine:
+    """One URL read from a URL file, with its weight and ``file:line`` for messages."""
+
+    url: str
+    weight: int
+    where: str
+
+
+def _invalid(what: str, text: str, hint: str) -> UsageError:
+    return UsageError(f"invalid {what} {text!r} ({hint})")
+
+
+def parse_count(text: str, what: str) -> int:
+    """``"10k"`` → 10000, ``"1.5M"`` → 1500000, ``"250"`` → 250. The result must be whole."""
+    match = _COUNT_RE.fullmatch(text.strip())
+    if match is None:
+        raise _invalid(what, text, "use a whole number such as 100, 10k or 1M")
+    value = float(match["num"]) * _COUNT_SUFFIXES[match["suffix"]]
+    if not value.is_integer():
+        raise _invalid(what, text, "must be a whole number")
+    return int(value)
+
+
+def parse_duration(text: str, what: str) -> float:
+    """``"30s"`` → 30.0, ``"2m"`` → 120.0, ``"1h"``, ``"500ms"`` → 0.5, ``"1m30s"`` → 90.0,
+    ``"45"`` → 45.0 (a bare number is seconds). Returns seconds."""
+    cleaned = text.strip()
+    if _BARE_NUMBER_RE.fullmatch(cleaned):
+        return float(cleaned)
+    position, total = 0, 0.0
+    for match in _DURATION_PART_RE.finditer(cleaned):
+        if match.start() != position:
+            break
+        total += float(match["num"]) * _DURATION_UNITS[match["unit"]]
+        position = match.end()
+    if position == 0 or position != len(cleaned):
+        raise _invalid(what, text, DURATION_HINT)
+    return total
+
+
+def parse_rate(text: str, what: str) -> float:
+    """``"500"``, ``"2.5k"``, ``"500/s"`` → requests per second (fractions allowed: ``"0.5"``)."""
+    match = _RATE_RE.fullmatch(text.strip())
+    if match is None:
+        raise _invalid(what, text, "use requests per second, e.g. 500, 2.5k or 500/s")
+    return float(match["num"]) * _COUNT_SUFFIXES[match["suffix"]]
+
+
+def parse_rate_spec(text: str, what: str = "--rate") -> RateSpec:
+    """``"500"`` (constant), ``"50..500"`` (ramp over the whole run), ``"50..500/60s"`` (ramp
+    over 60 s)."""
+    hint = "use requests per second, e.g. 500, 50..500 or 50..500/60s"
+    ramp, slash, over = text.strip().rpartition("/")
+    if not slash or over == "s":  # no '/', or "500/s": a plain rate with its unit
+        ramp, over, slash = text.strip(), "", ""
+    start_text, dots, end_text = ramp.partition("..")
+    if slash and not dots:
+        raise _invalid(what, text, "a duration after '/' needs a ramp such as 50..500/60s")
+    try:
+        start = parse_rate(start_text, what)
+        end = parse_rate(end_text, what) if dots else start
+        over_s = parse_duration(over, what) if slash else None
+    except UsageError:
+        raise _invalid(what, text, hint) from None
+    return RateSpec(start=start, end=end, over_s=over_s)
+
+
+def parse_stages(text: str, what: str = "--stages") -> tuple[Stage, ...]:
+    """``"30s@100,60s@400,30s@100"``: comma-separated ``DURATION@RATE`` stages, each constant;
+    ``"60s@100..400"`` is a stage ramping from 100 to 400 req/s."""
+    stages = []
+    for part in text.split(","):
+        duration_text, at, rate_text = part.strip().partition("@")
+        if not at or not duration_text or not rate_text:
+            raise _invalid(what, part.strip(), "each stage is DURATION@RATE, e.g. 30s@100 or 60s@100..400")
+        rate = parse_rate_spec(rate_text, what)
+        if rate.over_s is not None:
+            raise _invalid(what, part.strip(), "a stage's length goes before '@', e.g. 60s@100..400")
+        stages.append(Stage(parse_duration(duration_text, what), rate.start, rate.end))
+    return tuple(stages)
+
+
+def parse_bandwidth(text: str, what: str = "--throttle") -> int:
+    """Bandwidth → whole bytes per second (rounded, at least 1).
+
+    ``"33.6kbps"`` → 4200 (33,600 bits/s), ``"1Mbps"`` → 125000, ``"56kbit"`` → 7000,
+    ``"4KB/s"`` → 4000, ``"1MiB/s"`` → 1048576, ``"2000"`` → 2000. ``k``/``K`` mean 1000 (as
+    modem and network speeds are quoted); use ``Ki`` for 1024.
+    """
+    match = _BANDWIDTH_RE.fullmatch(text.strip())
+    hint = "use e.g. 33.6kbps, 1Mbps, 56kbit, 4KB/s or a bare number of bytes/s"
+    if match is None or (match["prefix"] and not match["unit"]):
+        raise _invalid(what, text, hint)
+    value = float(match["num"]) * _BANDWIDTH_PREFIXES[match["prefix"] or ""]
+    unit = match["unit"] or "B"
+    bytes_per_s = value if unit.startswith("B") else value / 8
+    if bytes_per_s < 0.5:
+        raise _invalid(what, text, "must be at least 1 byte/s")
+    return round(bytes_per_s)
+
+
+def parse_warmup(text: str, what: str = "--warmup") -> Warmup:
+    """``"5s"`` (or any duration with a unit) → a warmup time; ``"100"``/``"1k"`` → requests."""
+    cleaned = text.strip()
+    if _COUNT_RE.fullmatch(cleaned):
+        return Warmup(requests=parse_count(cleaned, what))
+    try:
+        return Warmup(seconds=parse_duration(cleaned, what))
+    except UsageError:
+        raise _invalid(what, text, "a number of requests such as 100, or a time such as 5s") from None
+
+
+def check_token(name: str, what: str) -> str:
+    """An HTTP token (header name, method): returns it, or raises."""
+    if not _TOKEN_RE.fullmatch(name):
+        raise UsageError(f"invalid {what} {name!r}: only letters, digits and !#$%&'*+-.^_`|~ are allowed")
+    return name
+
+
+def _check_header_value(value: str, what: str) -> str:
+    if any(char in value for char in _FORBIDDEN_IN_HEADER):
+        raise UsageError(f"invalid {what}: line breaks and NUL are not allowed in a header value")
+    return value
+
+
+def parse_header(text: str, what: str = "-H") -> tuple[str, str]:
+    """``"Name: value"`` → ``("Name", "value")``; the value's surrounding spaces are dropped and it
+    may be empty."""
+    name, colon, value = text.partition(":")
+    if not colon or not name.strip():
+        raise UsageError(f"invalid {what} {text!r}: expected 'Name: value'")
+    if name != name.strip():
+        raise UsageError(f"invalid {what} {text!r}: no space allowed before the ':'")
+    return check_token(name, f"header name in {what}"), _check_header_value(value.strip(), what)
+
+
+def parse_cookie(text: str, what: str = "--cookie") -> str:
+    """``"name=value"`` (or several, ``"a=1; b=2"``) → the same text, checked."""
+    pairs = [pair.strip() for pair in text.split(";") if pair.strip()]
+    if not pairs or any("=" not in pair or pair.startswith("=") for pair in pairs):
+        raise UsageError(f"invalid {what} {text!r}: expected 'name=value'")
+    return _check_header_value("; ".join(pairs), what)
+
+
+def basic_auth(text: str, what: str = "--auth") -> str:
+    """``"user:pass"`` → the ``Authorization`` value ``"Basic dXNlcjpwYXNz"`` (UTF-8)."""
+    user, colon, _ = text.partition(":")
+    if not colon or not user:
+        raise UsageError(f"invalid {what}: expected 'user:password'")
+    return "Basic " + base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def _read_file(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{what} not found: {path}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what} is a directory: {path}") from None
+    except OSError as error:
+        raise UsageError(f"cannot read {what} {path}: {error.strerror}") from None
+
+
+def load_body(text: str | bytes, what: str = "--body") -> bytes:
+    """``"@file"`` → the file's bytes; any other text → its UTF-8 bytes; bytes are kept as is.
+    There is no escape for a literal leading ``@``: put such a body in a file."""
+    if isinstance(text, bytes):
+        return text
+    if text.startswith("@"):
+        return _read_file(Path(text[1:]), f"{what} file")
+    return text.encode("utf-8")
+
+
+def _parse_url_line(line: str, where: str) -> UrlLine:
+    fields = line.split()
+    if len(fields) == 1:
+        return UrlLine(fields[0], 1, where)
+    if len(fields) == 2 and fields[0].isdigit() and int(fields[0]) >= 1:
+        return UrlLine(fields[1], int(fields[0]), where)
+    raise UsageError(f"{where}: expected 'URL' or 'WEIGHT URL' (WEIGHT a whole number >= 1), got {line!r}")
+
+
+def read_url_file(path: str | Path) -> tuple[UrlLine, ...]:
+    """Read a URL file: one URL per line, optionally preceded by a whole weight (``3 http://...``);
+    blank lines and lines starting with ``#`` are skipped. Errors name ``file:line``."""
+    path = Path(path)
+    raw = _read_file(path, "URL file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UsageError(f"URL file {path} is not UTF-8 text ({error.reason})") from None
+    lines = (
+        _parse_url_line(line.strip(), f"{path}:{number}")
+        for number, line in enumerate(text.splitlines(), start=1)
+        if line.strip() and not line.lstrip().startswith("#")
+    )
+    urls = tuple(lines)
+    if not urls:
+        raise UsageError(f"URL file {path} has no URLs (only blank or # comment lines)")
+    return urls

@@ -1,0 +1,224 @@
+"""The text report of a bench, in the spirit of ab, wrk and httperf.
+
+Plain ASCII text with fixed columns (labels padded to 26 characters, table columns 12 wide) so
+that it reads the same in a terminal, a pipe or a log file, and scripts can parse it. Times are
+in milliseconds: 3 decimals below 10 ms, 2 below 100 ms, 1 below 1 s, none above.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pounder.load._result import (
+    ERROR_CATEGORIES,
+    PERCENTILES,
+    BenchResult,
+    Histogram,
+    LoadModel,
+    ReplyRate,
+)
+
+LABEL_WIDTH = 26
+COLUMN_WIDTH = 12
+MAX_LISTED_TARGETS = 5
+
+
+def format_ms(us: float) -> str:
+    """Microseconds → milliseconds text with a precision that suits the size."""
+    ms = us / 1000
+    for limit, decimals in ((10, 3), (100, 2), (1000, 1)):
+        if abs(ms) < limit:
+            return f"{ms:.{decimals}f}"
+    return f"{ms:.0f}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3f} s"
+
+
+def _number(value: float) -> str:
+    return f"{value:g}" if value < 1e6 else f"{value:,.0f}"
+
+
+def _line(label: str, value: str) -> str:
+    return f"{label + ':':<{LABEL_WIDTH}}{value}"
+
+
+def _continued(value: str) -> str:
+    return " " * LABEL_WIDTH + value
+
+
+def _row(label: str, cells: Iterable[str], label_width: int = 12) -> str:
+    return f"{label:<{label_width}}" + "".join(f"{cell:>{COLUMN_WIDTH}}" for cell in cells)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sections
+
+
+def _header(result: BenchResult) -> list[str]:
+    lines = [f"pounder {result.tool_version}, started {result.started_at}", ""]
+    targets = result.options.targets
+    if len(targets) == 1:
+        lines.append(_line("Target", f"{targets[0].url} ({targets[0].connect})"))
+    else:
+        lines.append(_line("Targets", f"{len(targets)}, {result.options.order} order"))
+        for target in targets[:MAX_LISTED_TARGETS]:
+            lines.append(_continued(f"{target.url} (weight {target.weight}, {target.connect})"))
+        if len(targets) > MAX_LISTED_TARGETS:
+            lines.append(_continued(f"... and {len(targets) - MAX_LISTED_TARGETS} more"))
+    lines.append(_line("Load model", _describe_load(result.options.load)))
+    lines.append(_line("Requests", _describe_http(result)))
+    lines.append(_line("Measured time", _describe_time(result)))
+    if result.options.load.warmup_requests or result.options.load.warmup_s:
+        warmup = result.warmup
+        counts = f"{warmup.complete} complete, {warmup.failed} failed"
+        lines.append(_line("Warmup", f"{counts} in {_seconds(warmup.elapsed_s)} (not measured)"))
+    if result.interrupted:
+        lines.append(_line("Interrupted", "yes (Ctrl-C): partial result"))
+    return lines
+
+
+def _describe_stages(load: LoadModel) -> str:
+    stages = load.stages or ()
+    rates = [rate for stage in stages for rate in (stage.start_rate, stage.end_rate)]
+    low, high = min(rates), max(rates)
+    rate = f"{_number(low)} req/s" if low == high else f"{_number(low)}..{_number(high)} req/s"
+    count = f" in {len(stages)} stages" if len(stages) > 1 else ("" if low == high else " ramp")
+    return f"{rate}{count}"
+
+
+def _describe_load(load: LoadModel) -> str:
+    threads = f"{load.threads} thread{'s' if load.threads != 1 else ''}"
+    if load.is_open:
+        return f"open loop, {_describe_stages(load)}, at most {load.connections} in flight, {threads}"
+    return f"closed loop, {load.connections} connections, {threads}"
+
+
+def _describe_http(result: BenchResult) -> str:
+    http = result.options.http
+    if not http.keepalive:
+        connection = "keep-alive off"
+    elif http.calls_per_conn:
+        connection = f"keep-alive, {http.calls_per_conn} per connection"
+    else:
+        connection = "keep-alive"
+    parts = [http.method, connection, f"timeout {http.timeout_s:g} s"]
+    if http.throttle_bps:
+        parts.append(f"throttled to {http.throttle_bps} bytes/s")
+    return ", ".join(parts)
+
+
+def _describe_time(result: BenchResult) -> str:
+    load = result.options.load
+    planned = []
+    if load.duration_s is not None:
+        planned.append(f"{load.duration_s:g} s")
+    if load.requests is not None:
+        planned.append(f"{load.requests} requests")
+    return f"{_seconds(result.elapsed_s)} (planned {' or '.join(planned)})"
+
+
+def _counts(result: BenchResult) -> list[str]:
+    requests, derived = result.requests, result.derived
+    lines = [_line("Complete requests", str(requests.complete)), _line("Failed requests", str(requests.failed))]
+    if requests.failed:
+        errors = ", ".join(f"{name.replace('_', ' ')} {getattr(result.errors, name)}" for name in ERROR_CATEGORIES)
+        lines.append(f"   ({errors})")
+    lines.append(_line("Non-2xx responses", str(requests.non_2xx)))
+    if result.options.load.is_open:
+        lines.append(_line("Unsent requests", f"{requests.unsent} (no free connection in time)"))
+        lines.append(_line("Late sends", f"{requests.late} (started more than 1 ms late)"))
+    lines += [
+        _line("Total transferred", f"{result.bytes.total} bytes"),
+        _line("Body transferred", f"{result.bytes.body} bytes"),
+        _line("Bytes sent", f"{result.bytes.sent} bytes"),
+        _line("Connections opened", str(result.connections_opened)),
+        _line("Requests per second", f"{derived.requests_per_s:.2f} [#/sec] (mean)"),
+    ]
+    if derived.time_per_request_ms is not None:
+        lines.append(_line("Time per request", f"{format_ms(derived.time_per_request_ms * 1000)} [ms] (mean)"))
+    elif result.options.load.is_open:
+        lines.append(_line("Time per request", "n/a (open loop: see the latency percentiles)"))
+    if derived.time_per_request_all_ms is not None:
+        lines.append(
+            _line(
+                "Time per request",
+                f"{format_ms(derived.time_per_request_all_ms * 1000)} [ms] (mean, across all concurrent requests)",
+            )
+        )
+    lines.append(_line("Transfer rate", f"{derived.received_kib_per_s:.2f} [Kbytes/sec] received"))
+    lines.append(_continued(f"{derived.sent_kib_per_s:.2f} [Kbytes/sec] sent"))
+    return lines
+
+
+def _connection_times(result: BenchResult) -> list[str]:
+    phases = result.phases
+    rows = [
+        ("Connect:", phases.connect),
+        ("Waiting:", phases.waiting),
+        ("Processing:", phases.processing),
+        ("Total:", phases.total),
+    ]
+    lines = ["Connection Times (ms)", _row("", ("min", "mean", "[+/-sd]", "median", "max"))]
+    for label, histogram in rows:
+        cells = (histogram.min_us, histogram.mean_us, histogram.stdev_us, histogram.percentiles["50"], histogram.max_us)
+        lines.append(_row(label, (format_ms(cell) for cell in cells)))
+    return lines
+
+
+def _percentiles(result: BenchResult) -> list[str]:
+    latency = result.latency
+    if latency.corrected.count == 0:
+        return ["Latency percentiles (ms): no completed requests"]
+    columns: list[tuple[str, Histogram]]
+    if result.options.load.is_open:
+        lines = [
+            "Latency percentiles (ms), open loop:",
+            "  corrected = from the intended send time, uncorrected = from the actual send",
+        ]
+        columns = [("corrected", latency.corrected), ("uncorrected", latency.uncorrected)]
+    else:
+        lines = ["Latency percentiles (ms), closed loop: latency from actual send"]
+        columns = [("latency", latency.corrected)]
+    lines.append(_row("", [name for name, _ in columns], label_width=8))
+    for percent in PERCENTILES:
+        cells = (format_ms(histogram.percentiles[percent]) for _, histogram in columns)
+        lines.append(_row(f"{percent}%", cells, label_width=8))
+    return lines
+
+
+def _status_codes(result: BenchResult) -> list[str]:
+    if not result.status:
+        return ["Status codes: none (no complete response)"]
+    return ["Status codes"] + [f"  {code}: {count}" for code, count in result.status.items()]
+
+
+def _reply_rate(rate: ReplyRate | None) -> str:
+    if rate is None:
+        return _line("Reply rate [replies/s]", "n/a (measured less than one full second)")
+    return _line(
+        "Reply rate [replies/s]",
+        f"min {rate.min:.1f} avg {rate.avg:.1f} max {rate.max:.1f} stddev {rate.stddev:.1f} ({rate.samples} s)",
+    )
+
+
+def _client(result: BenchResult) -> list[str]:
+    cpu, per_request = result.client_cpu, result.derived.client_cpu_us_per_request
+    text = f"user {cpu.user_s:.2f} s, sys {cpu.sys_s:.2f} s"
+    if per_request is not None:
+        text += f", {per_request:.1f} us per request"
+    return [_reply_rate(result.derived.reply_rate), _line("Client CPU", text)]
+
+
+def render_report(result: BenchResult) -> str:
+    """The whole text report, ending with a newline."""
+    sections = [
+        _header(result),
+        _counts(result),
+        _connection_times(result),
+        _percentiles(result),
+        _status_codes(result),
+        _client(result),
+    ]
+    return "\n\n".join("\n".join(section) for section in sections) + "\n"

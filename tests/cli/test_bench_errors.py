@@ -1,0 +1,142 @@
+"""Bad input to ``pounder bench``: exit status 2, one line ``pounder: error: ...`` on stderr, no
+traceback, nothing on stdout. Through typer's CliRunner and through a real ``python -m pounder``."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pounder.cli import app
+
+PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+URL = "http://127.0.0.1:8080/"
+
+
+def runner() -> CliRunner:
+    """A runner that keeps stderr apart from stdout (click < 8.2 needs mix_stderr=False for that)."""
+    try:
+        return CliRunner(mix_stderr=False)  # type: ignore[call-arg,unused-ignore]
+    except TypeError:  # click >= 8.2: always separate
+        return CliRunner()
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    result = runner().invoke(app, ["bench", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def assert_usage_error(code: int, stdout: str, stderr: str, fragment: str) -> None:
+    assert code == 2, (code, stdout, stderr)
+    assert "Traceback" not in stderr + stdout
+    assert stdout == ""
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("pounder: error: ")
+    assert fragment in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["https://127.0.0.1/"], "https is not supported yet"),
+        (["not-a-url"], "expected http://HOST[:PORT]/PATH"),
+        (["ftp://127.0.0.1/"], "expected http://"),
+        (["http://127.0.0.1:70000/"], "invalid URL"),
+        (["http://10.1.2.3/"], "--allow-remote"),
+        ([], "no URL given"),
+        (["-c", "0", URL], "-c/--connections must be between 1 and 100,000, got 0"),
+        (["-c", "-5", URL], "invalid -c/--connections '-5'"),
+        (["-c", "200k", URL], "-c/--connections must be between 1 and 100,000"),
+        (["-c", "ten", URL], "invalid -c/--connections 'ten'"),
+        (["-n", "0", URL], "-n/--requests must be between 1"),
+        (["-d", "0", URL], "-d/--duration must be more than 0"),
+        (["-d", "25h", URL], "at most 24h"),
+        (["-d", "soon", URL], "invalid -d/--duration 'soon'"),
+        (["--timeout", "0", URL], "--timeout must be more than 0"),
+        (["--rate", "20M", URL], "rates must be between 0 and 10,000,000"),
+        (["-t", "0", URL], "-t/--threads must be between 1"),
+        (["--throttle", "56k", URL], "invalid --throttle '56k'"),
+        (["--rate", "100", "--stages", "10s@100", URL], "--rate and --stages cannot be combined"),
+        (["-n", "100", "--stages", "10s@100", URL], "-n/--requests cannot be combined with --stages"),
+        (["--calls-per-conn", "10", "--no-keepalive", URL], "--calls-per-conn needs keep-alive"),
+        (["--max-in-flight", "10", URL], "--max-in-flight only applies to open loop"),
+        (["--order", "shuffle", URL], "--order must be 'sequential' or 'random'"),
+        (["-H", "NoColonHere", URL], "invalid -H 'NoColonHere': expected 'Name: value'"),
+        (["-A", "justuser", URL], "user:password"),
+        (["--json", "-", "--csv", "-", URL], "cannot both write to stdout"),
+        (["--json", "/no/such/dir/out.json", URL], "--json: directory /no/such/dir does not exist"),
+        (["--bogus", URL], "No such option: --bogus"),
+        (["-c"], "requires an argument"),
+        ([URL, "extra"], "unexpected extra argument"),
+    ],
+)
+def test_bad_input(args: list[str], fragment: str) -> None:
+    assert_usage_error(*run_cli(*args), fragment)
+
+
+def test_unresolvable_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*args: object, **kwargs: object) -> None:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", fail)
+    assert_usage_error(*run_cli("http://no-such-host.invalid/"), "cannot resolve host 'no-such-host.invalid'")
+
+
+def test_url_file_errors(tmp_path: Path) -> None:
+    assert_usage_error(*run_cli("-f", str(tmp_path / "missing.txt")), "URL file not found")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# only a comment\n\n")
+    assert_usage_error(*run_cli("-f", str(empty)), "has no URLs")
+    malformed = tmp_path / "urls.txt"
+    malformed.write_text(f"{URL}\n# comment\nzero {URL}\n")
+    assert_usage_error(*run_cli("-f", str(malformed)), f"{malformed}:3: expected 'URL' or 'WEIGHT URL'")
+    bad_url = tmp_path / "bad-url.txt"
+    bad_url.write_text(f"{URL}\n2 https://127.0.0.1/\n")
+    assert_usage_error(*run_cli("-f", str(bad_url)), f"{bad_url}:2: https is not supported yet")
+    assert_usage_error(*run_cli("-f", str(malformed), URL), "not both")
+
+
+def test_missing_body_file(tmp_path: Path) -> None:
+    assert_usage_error(*run_cli("-b", f"@{tmp_path / 'body.json'}", URL), "--body file not found")
+
+
+def test_unknown_command() -> None:
+    result = runner().invoke(app, ["bnch"])
+    assert_usage_error(result.exit_code, result.stdout, result.stderr, "No such command 'bnch'")
+
+
+# ---------------------------------------------------------------------------------------------
+# A real process
+
+
+def run_process(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
+    return subprocess.run(
+        [sys.executable, "-m", "pounder", "bench", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["https://127.0.0.1:8080/"], "https is not supported yet"),
+        (["-c", "0", URL], "-c/--connections must be between 1"),
+        (["--no-such-flag", URL], "No such option: --no-such-flag"),
+        (["http://10.1.2.3:8080/"], "not a loopback address (127.0.0.0/8 or ::1); pass --allow-remote"),
+    ],
+)
+def test_bad_input_in_a_real_process(args: list[str], fragment: str) -> None:
+    process = run_process(*args)
+    assert_usage_error(process.returncode, process.stdout, process.stderr, fragment)
