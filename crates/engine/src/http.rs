@@ -2,6 +2,8 @@
 //! body is counted through a streaming decoder (Content-Length, chunked, or until close) and
 //! never stored.
 
+use std::mem::MaybeUninit;
+
 /// The response head may not be larger than this (status line and headers).
 pub const MAX_HEAD: usize = 64 * 1024;
 const MAX_HEADERS: usize = 128;
@@ -47,9 +49,15 @@ pub struct Head {
 pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, Malformed> {
     let mut offset = 0;
     loop {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut res = httparse::Response::new(&mut headers);
-        let len = match res.parse(&buf[offset..]) {
+        // Uninitialised: zeroing 128 headers would be a 4 KiB memset per response.
+        let mut headers = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+        let mut res = httparse::Response::new(&mut []);
+        let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+            &mut res,
+            &buf[offset..],
+            &mut headers,
+        );
+        let len = match parsed {
             Ok(httparse::Status::Complete(len)) => len,
             Ok(httparse::Status::Partial) => {
                 return if buf.len() >= MAX_HEAD { Err(Malformed::HeadTooLarge) } else { Ok(None) };

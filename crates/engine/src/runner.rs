@@ -11,6 +11,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::io::Write as _;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
@@ -18,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::Notify;
 use tokio::task::{JoinHandle, LocalSet};
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 use crate::connection::{Connection, Failure, Response, Reuse};
 use crate::pacer::{Picker, Schedule};
@@ -521,6 +522,10 @@ impl Worker {
             throttle_bps: self.sh.spec.throttle_bps,
         };
         let mut conn = Connection::new(reuse);
+        // One timeout timer for the task's life, moved forward for each request: moving a tokio
+        // timer later is an atomic store, where a new timer per request is a wheel insertion.
+        let timeout = tokio::time::sleep(self.sh.spec.timeout);
+        tokio::pin!(timeout);
         loop {
             if self.stopping.get() {
                 break;
@@ -542,7 +547,7 @@ impl Worker {
                     None => break,
                 }
             };
-            self.serve(&mut conn, job).await;
+            self.serve(&mut conn, timeout.as_mut(), job).await;
         }
     }
 
@@ -598,20 +603,22 @@ impl Worker {
         self.work.notify_waiters();
     }
 
-    async fn serve(&self, conn: &mut Connection, job: Job) {
+    async fn serve(&self, conn: &mut Connection, mut timeout: Pin<&mut Sleep>, job: Job) {
         let index = self.picker.borrow_mut().pick(job.slot);
         let target = &self.sh.spec.targets[index];
         let in_flight = InFlight { worker: self, measured: job.measured, armed: true };
-        let start = Instant::now();
+        // Closed loop: the request is meant to go now, so its claim time is its start.
+        let start = if self.sh.schedule.is_some() { Instant::now() } else { job.intended };
         let opened = conn.opened;
-        let result =
-            match tokio::time::timeout_at(start + self.sh.spec.timeout, conn.exchange(target, self.sh.addr_ids[index])).await {
-                Ok(r) => r,
-                Err(_) => {
-                    conn.close();
-                    Err(Failure { kind: ErrorKind::Timeout, bytes_in: 0, sent: true })
-                }
-            };
+        timeout.as_mut().reset(start + self.sh.spec.timeout);
+        let result = tokio::select! {
+            biased;
+            r = conn.exchange(target, self.sh.addr_ids[index]) => r,
+            () = timeout => Err(Failure { kind: ErrorKind::Timeout, bytes_in: 0, sent: true }),
+        };
+        if result.as_ref().is_err_and(|f| f.kind == ErrorKind::Timeout) {
+            conn.close();
+        }
         let end = Instant::now();
         in_flight.disarm();
         self.stats.borrow_mut().connections_opened += conn.opened - opened;

@@ -10,6 +10,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 use tokio::time::Instant;
 
 pub struct PreciseTimer {
@@ -39,7 +40,9 @@ impl PreciseTimer {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let base = Instant::now();
         let base_ns = monotonic_ns();
-        Ok(PreciseTimer { fd: AsyncFd::new(fd)?, base, base_ns })
+        // SAFETY: the OwnedFd is moved into the AsyncFd and closed only when it is dropped.
+        let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE)? };
+        Ok(PreciseTimer { fd, base, base_ns })
     }
 
     /// Sleeps until `deadline`; returns at once when it has passed.

@@ -72,8 +72,8 @@ fn spec(d: &Bound<'_, PyDict>) -> PyResult<Spec> {
     let warm_n: u64 = opt(d, "warmup_requests")?.unwrap_or(0);
     let warm_s: f64 = opt(d, "warmup_s")?.unwrap_or(0.0);
     s.warmup = match (warm_n, warm_s) {
-        (0, s) if s == 0.0 => Warmup::None,
-        (n, s) if s == 0.0 => Warmup::Requests(n),
+        (0, 0.0) => Warmup::None,
+        (n, 0.0) => Warmup::Requests(n),
         (0, s) => Warmup::Time(seconds(s, "warmup_s")?),
         _ => return Err(bad("spec: warmup_requests and warmup_s exclude each other")),
     };
