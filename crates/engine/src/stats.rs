@@ -79,13 +79,14 @@ pub struct Stats {
     pub warmup_failed: u64,
     status: Vec<u64>,
     errors: [u64; ErrorKind::ALL.len()],
+    /// From the intended send time; open loop only (in closed loop it equals `uncorrected`).
     corrected: Hist,
+    /// From the actual start: also the `total` connection phase.
     uncorrected: Hist,
     lag: Hist,
     connect: Hist,
     waiting: Hist,
     processing: Hist,
-    total: Hist,
 }
 
 /// Late: started more than this after the intended time (microseconds).
@@ -119,7 +120,6 @@ impl Stats {
             connect: Hist::new(),
             waiting: Hist::new(),
             processing: Hist::new(),
-            total: Hist::new(),
         }
     }
 
@@ -130,9 +130,9 @@ impl Stats {
         if !(200..300).contains(&status) {
             self.non_2xx += 1;
         }
-        self.corrected.record(t.corrected);
         self.uncorrected.record(t.total);
         if let Some(lag) = t.lag {
+            self.corrected.record(t.corrected);
             self.lag.record(lag);
             if lag > LATE_US {
                 self.late += 1;
@@ -143,7 +143,6 @@ impl Stats {
         }
         self.waiting.record(t.waiting);
         self.processing.record(t.processing);
-        self.total.record(t.total);
     }
 
     #[inline]
@@ -163,8 +162,13 @@ impl Stats {
         self.status[usize::from(status) % STATUS_SLOTS]
     }
 
+    /// Latency from the intended send time (in closed loop, from the actual start).
     pub fn corrected(&self) -> &Hist {
-        &self.corrected
+        if self.lag.count() > 0 {
+            &self.corrected
+        } else {
+            &self.uncorrected
+        }
     }
 
     pub fn merge(&mut self, o: &Stats) {
@@ -191,7 +195,6 @@ impl Stats {
         self.connect.add(&o.connect);
         self.waiting.add(&o.waiting);
         self.processing.add(&o.processing);
-        self.total.add(&o.total);
     }
 
     /// The result document (see docs/engine-contract.md).
@@ -224,7 +227,7 @@ impl Stats {
             "status": status,
             "errors": errors,
             "latency": {
-                "corrected": self.corrected.summary(),
+                "corrected": self.corrected().summary(),
                 "uncorrected": self.uncorrected.summary(),
                 "schedule_lag": self.lag.summary(),
             },
@@ -232,11 +235,11 @@ impl Stats {
                 "connect": self.connect.summary(),
                 "waiting": self.waiting.summary(),
                 "processing": self.processing.summary(),
-                "total": self.total.summary(),
+                "total": self.uncorrected.summary(),
             },
             "series": series,
             "client_cpu": {"user_s": run.cpu_user_s, "sys_s": run.cpu_sys_s},
-            "histogram": self.corrected.encode(),
+            "histogram": self.corrected().encode(),
         })
     }
 }
