@@ -100,10 +100,11 @@ pub struct Progress {
     pub rate: f64,
 }
 
-/// A run in flight. Dropping it cancels the run and waits for its threads.
+/// A run in flight. Dropping it cancels the run without waiting: its threads drain (at most
+/// `DRAIN` plus a request timeout) and end by themselves, so a caller holding a lock (Python's
+/// GIL) is not blocked.
 pub struct Run {
     shared: Arc<Shared>,
-    supervisor: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Run {
@@ -173,11 +174,11 @@ impl Run {
             spec,
         });
         let sh = Arc::clone(&shared);
-        let supervisor = std::thread::Builder::new()
+        std::thread::Builder::new()
             .name("pounder-supervisor".into())
             .spawn(move || supervise(sh, hdr_log, warmup_slots))
             .map_err(|e| format!("cannot start threads: {e}"))?;
-        Ok(Run { shared, supervisor: Some(supervisor) })
+        Ok(Run { shared })
     }
 
     pub fn progress(&self) -> Progress {
@@ -230,9 +231,6 @@ impl Run {
 impl Drop for Run {
     fn drop(&mut self) {
         self.cancel();
-        if let Some(h) = self.supervisor.take() {
-            let _ = h.join();
-        }
     }
 }
 
@@ -353,9 +351,11 @@ fn collect(sh: &Shared, rx: mpsc::Receiver<Msg>, threads: usize, hdr_log: Option
             .begin_log_with(f, &mut serializer)
             .ok()
     });
-    let mut finish = |iv: Interval, series: &mut Vec<SecondStats>| {
+    let mut finish = |iv: Interval, series: &mut Vec<SecondStats>, whole: bool| {
         let s = iv.stats();
-        sh.last_rate.store((s.complete as f64).to_bits(), Ordering::Relaxed);
+        if whole {
+            sh.last_rate.store((s.complete as f64).to_bits(), Ordering::Relaxed);
+        }
         if let (Some(log), Some(m)) = (log.as_mut(), sh.measure_start()) {
             let offset = m.saturating_duration_since(sh.start) + Duration::from_secs(iv.second);
             let _ = log.write_histogram(iv.hist.inner(), offset, Duration::from_secs(1), None);
@@ -376,12 +376,12 @@ fn collect(sh: &Shared, rx: mpsc::Receiver<Msg>, threads: usize, hdr_log: Option
             if *entry.key() >= done_below {
                 break;
             }
-            finish(entry.remove(), &mut series);
+            finish(entry.remove(), &mut series, true);
         }
     }
-    // All threads are gone: what is left is complete.
+    // All threads are gone: what is left is complete (the last second may be partial).
     for (_, iv) in std::mem::take(&mut pending) {
-        finish(iv, &mut series);
+        finish(iv, &mut series, false);
     }
     drop(log);
     if let Some(mut f) = file {

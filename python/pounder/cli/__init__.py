@@ -104,7 +104,11 @@ app.command("bench", help=BENCH_HELP)(bench_command)
 
 def main() -> None:
     """Console-script entry point."""
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:  # Ctrl-C before a bench started (a running bench handles its own)
+        print_error("interrupted")
+        sys.exit(EXIT_INTERRUPTED)
 
 
 __all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_USAGE", "app", "main", "print_error"]

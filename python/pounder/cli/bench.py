@@ -124,13 +124,19 @@ def _outputs(json_path: str | None, csv_path: str | None) -> tuple[str | None, s
 
 
 def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet: bool) -> None:
-    """Write the files first (so a broken pipe cannot lose them), then the report."""
-    if json_out is not None:
-        _write(json_out, result.to_json(), "--json")
-    if csv_out is not None:
-        _write(csv_out, render_csv(result), "--csv")
+    """Write the files first (so a broken pipe cannot lose them), then the report; a file that
+    cannot be written after all is reported once the report is out, so the numbers still show."""
+    failures: list[PounderError] = []
+    for path, render, what in ((json_out, result.to_json, "--json"), (csv_out, lambda: render_csv(result), "--csv")):
+        if path is not None:
+            try:
+                _write(path, render(), what)
+            except PounderError as error:
+                failures.append(error)
     if not quiet and "-" not in (json_out, csv_out):
         _write("-", render_report(result), "the report")
+    if failures:
+        raise failures[0]
 
 
 def bench_command(

@@ -313,8 +313,8 @@ def _check_unix_socket(path: str) -> str:
 
 
 def check_output_path(path: str | Path | None, what: str) -> str | None:
-    """An output file's directory must exist (checked before a long run, not after); ``"-"``
-    (stdout) is accepted as is."""
+    """An output file must be writable: checked before a long run, not after. ``"-"`` (stdout)
+    is accepted as is. A file that did not exist is created to check and removed again."""
     if path is None or str(path) == "-":
         return None if path is None else str(path)
     target = Path(path)
@@ -322,6 +322,14 @@ def check_output_path(path: str | Path | None, what: str) -> str | None:
         raise UsageError(f"{what}: {target} is a directory")
     if not target.parent.is_dir():
         raise UsageError(f"{what}: directory {target.parent} does not exist")
+    existed = target.exists()
+    try:
+        with target.open("a"):
+            pass
+    except OSError as error:
+        raise UsageError(f"{what}: cannot write {target}: {error.strerror}") from None
+    if not existed:
+        target.unlink(missing_ok=True)
     return str(target)
 
 

@@ -1,0 +1,160 @@
+"""Helpers for the end-to-end tests: the real engine (``pounder.bench`` / ``python -m pounder bench``)
+against the real test servers of ``tests/servers/testserver.py`` (fixture ``testserver`` from
+``tests/conftest.py``), loopback only, every run a few seconds at most.
+
+    def test_something(testserver, run, assert_accounted):
+        srv = testserver(mode="ok")
+        result = run(srv.url + "/", connections=4, requests=100)
+        assert_accounted(srv, result)   # what the server received == what pounder attempted
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pounder
+from pounder import BenchResult
+
+TESTS_DIR = Path(__file__).resolve().parents[1]
+PYTHON_DIR = TESTS_DIR.parent / "python"
+RUN_LIMIT_S = 30.0
+"""A run that has not returned after this long is reported as hung (every run here is planned to
+last a few seconds; the limit only keeps a hung engine from hanging the suite)."""
+DEFAULT_TIMEOUT_S = 10.0
+"""Per-request timeout used unless a test sets one, so a misbehaving server cannot hold a run for
+the engine's default 30 s."""
+
+
+class Runner:
+    """``run(url, **options)``: :func:`pounder.bench` with the given options, quiet (no progress
+    callback), in a watchdog thread. Returns the :class:`BenchResult`; ``run.wall_s`` is the wall
+    time of the last call."""
+
+    def __init__(self) -> None:
+        self.wall_s = 0.0
+
+    def __call__(self, url: str | None = None, *, limit_s: float = RUN_LIMIT_S, **options: Any) -> BenchResult:
+        options.setdefault("timeout", DEFAULT_TIMEOUT_S)
+        outcome: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                outcome["result"] = pounder.bench(url, **options)
+            except BaseException as error:  # re-raised in the test's thread
+                outcome["error"] = error
+
+        thread = threading.Thread(target=target, name="pounder-bench", daemon=True)
+        started = time.monotonic()
+        thread.start()
+        thread.join(limit_s)
+        self.wall_s = time.monotonic() - started
+        if thread.is_alive():
+            pytest.fail(f"pounder.bench({url!r}, **{options!r}) still running after {limit_s} s: the run does not end")
+        if "error" in outcome:
+            raise outcome["error"]
+        result: BenchResult = outcome["result"]
+        return result
+
+
+@pytest.fixture
+def run() -> Runner:
+    return Runner()
+
+
+def attempted(result: BenchResult) -> int:
+    """Requests pounder attempted, warmup included (each one reached the server or failed)."""
+    return result.requests.complete + result.requests.failed + result.warmup.complete + result.warmup.failed
+
+
+def check_accounted(srv: Any, result: BenchResult) -> dict[str, int]:
+    """The server received exactly the requests pounder attempted; returns the server's stats."""
+    stats: dict[str, int] = srv.stats()
+    assert stats["requests"] == attempted(result), (
+        f"server received {stats['requests']} requests, pounder attempted {attempted(result)} "
+        f"(requests {result.requests}, warmup {result.warmup}, errors {result.errors.nonzero()})"
+    )
+    return stats
+
+
+@pytest.fixture(scope="session")
+def assert_accounted() -> Callable[[Any, BenchResult], dict[str, int]]:
+    """``assert_accounted(srv, result)``: server's request count == complete + failed (+ warmup)."""
+    return check_accounted
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A loopback TCP port with nothing listening on it (bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def run_cli(*args: str, timeout_s: float = 60.0, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m pounder bench ARGS`` in a subprocess: stdin closed, stdout and stderr captured
+    (so neither is a terminal)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
+    for name in ("FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE"):
+        env.pop(name, None)
+    return subprocess.run(
+        [sys.executable, "-m", "pounder", "bench", *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=env,
+        cwd=cwd,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``cli("http://...", "-n", "10")`` runs ``python -m pounder bench`` (see :func:`run_cli`)."""
+    return run_cli
+
+
+def assert_clean_exit(proc: subprocess.CompletedProcess[str]) -> None:
+    """Exit status 0, a report on stdout, nothing on stderr (not a terminal: no progress), no traceback."""
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert proc.stderr == "", f"stderr is not empty:\n{proc.stderr}"
+    assert "Complete requests:" in proc.stdout, proc.stdout
+
+
+@pytest.fixture(scope="session")
+def assert_cli_ok() -> Callable[[subprocess.CompletedProcess[str]], None]:
+    return assert_clean_exit
+
+
+def _load_root_conftest() -> Any:
+    """``tests/conftest.py`` as a module of its own name (``import conftest`` is ambiguous between
+    the two conftest files), for servers that outlive one test (module-scoped fixtures)."""
+    spec = importlib.util.spec_from_file_location("_pounder_tests_root_conftest", TESTS_DIR / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def module_testserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Like ``testserver`` but for the whole module: servers shared by the tests of one file."""
+    pool = _load_root_conftest().ServerPool(tmp_path_factory.mktemp("module-servers"))
+    try:
+        yield pool
+    finally:
+        pool.stop_all()
