@@ -9,9 +9,9 @@ export PIP_ROOT_USER_ACTION := ignore
 APT_PACKAGES := apache2 libapache2-mod-perl2 strace
 APT_BENCH_PACKAGES := nginx wrk apache2-utils
 
-.PHONY: test demo build deps deps-system deps-python cargo-test pytest bench-peers clean
+.PHONY: test demo build deps deps-system deps-python lint cargo-test pytest bench-peers clean
 
-test: deps build cargo-test pytest
+test: deps build lint cargo-test pytest
 
 deps: deps-system deps-python
 
@@ -25,11 +25,18 @@ deps-system:
 	else echo "note: missing Debian packages:$$missing (tests that need them are skipped)"; fi
 
 deps-python:
-	$(PIP) install -q --disable-pip-version-check "maturin>=1.7,<2" "pytest>=8" "jsonschema>=4.18" "gunicorn>=22"
+	$(PIP) install -q --disable-pip-version-check "maturin>=1.7,<2" "pytest>=8" "jsonschema>=4.18" "gunicorn>=22" \
+		"ruff>=0.5" "mypy>=1.10" typer rich psutil
 
 # Builds the Rust extension (release) and installs the package in editable mode.
 build:
 	$(PIP) install -q --disable-pip-version-check --no-build-isolation -e .
+
+lint:
+	$(PYTHON) -m ruff check python tests benchmarks examples
+	$(PYTHON) -m mypy
+	@if cargo clippy --version >/dev/null 2>&1; then cargo clippy --workspace -q -- -D warnings; \
+	else echo "note: cargo clippy is not installed (rustup component add clippy); skipped"; fi
 
 cargo-test:
 	cargo test --workspace --exclude pounder-py -q

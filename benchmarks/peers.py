@@ -97,7 +97,7 @@ def start_nginx(root: Path, port: int) -> subprocess.Popen[bytes]:
 class ChildCpu:
     """CPU time of reaped children, measured as a difference of RUSAGE_CHILDREN."""
 
-    def __enter__(self) -> "ChildCpu":
+    def __enter__(self) -> ChildCpu:
         r = os.times()
         self.start = r.children_user + r.children_system
         return self

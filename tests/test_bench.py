@@ -26,7 +26,7 @@ import pytest
 from typer.testing import CliRunner
 
 import pounder
-from pounder import BenchResult, PounderError, Progress, Stage, UsageError, bench
+from pounder import BenchResult, Progress, Stage, UsageError, bench
 from pounder.cli import app
 
 PYTHON_DIR = Path(__file__).resolve().parents[1] / "python"

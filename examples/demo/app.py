@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import parse_qs
 
 PRELOAD_MB = int(os.environ.get("DEMO_PRELOAD_MB", "20"))

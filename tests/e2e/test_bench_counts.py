@@ -133,3 +133,25 @@ def test_warmup_by_time(testserver, run, assert_accounted):
     assert result.latency.corrected.count == result.requests.complete
     # connections are opened during warmup and kept for the measured phase
     assert result.connections_opened == stats["connections"] == 4
+
+
+def test_open_loop_no_keepalive_with_warmup(testserver, run, assert_accounted):
+    srv = testserver(mode="ok", delay_ms=2)
+    result = run(srv.url + "/", rate=100, duration="1s", warmup="0.3s", keepalive=False)
+
+    assert result.warmup.complete > 0
+    assert result.requests.complete + result.requests.unsent == 100
+    stats = assert_accounted(srv, result)
+    # a connection per request, warmup included
+    assert stats["connections"] == result.connections_opened == stats["requests"]
+
+
+def test_open_loop_calls_per_conn(testserver, run, assert_accounted):
+    srv = testserver(mode="ok")
+    result = run(srv.url + "/", rate=100, duration="1s", connections=1, calls_per_conn=2)
+
+    assert result.requests.complete + result.requests.unsent == 100
+    assert result.requests.failed == 0
+    stats = assert_accounted(srv, result)
+    assert stats["connections"] == result.connections_opened
+    assert result.connections_opened == math.ceil(result.requests.complete / 2)  # one in flight at a time

@@ -67,9 +67,7 @@ def test_open_loop_latency_is_server_delay(testserver, run, assert_accounted):
 
 
 def _freeze_server(testserver):
-    srv = testserver(
-        mode="freeze", delay_ms=FREEZE_BASE_DELAY_MS, freeze_ms=FREEZE_MS, freeze_every_ms=FREEZE_EVERY_MS
-    )
+    srv = testserver(mode="freeze", delay_ms=FREEZE_BASE_DELAY_MS, freeze_ms=FREEZE_MS, freeze_every_ms=FREEZE_EVERY_MS)
     ready = time.monotonic()  # the server's clock started just before READY
     return srv, ready
 

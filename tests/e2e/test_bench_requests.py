@@ -85,7 +85,9 @@ class EchoTap:
                 assert sep, f"incomplete response head from the echo server: {head!r}"
                 lines = head.decode("latin-1").split("\r\n")
                 assert lines[0].startswith("HTTP/1.1 200 "), lines[0]
-                length = next(int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:"))
+                length = next(
+                    int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:")
+                )
                 body, rest = rest[:length], rest[length:]
                 seen.append(json.loads(body))
         return seen
@@ -116,6 +118,13 @@ def single(request: dict, name: str) -> str:
     return values[0]
 
 
+def wire_size(request: dict) -> int:
+    """Bytes of a request as the server parsed it, re-serialized the way pounder writes requests."""
+    head = f"{request['method']} {request['path']} {request['version']}\r\n"
+    head += "".join(f"{name}: {value}\r\n" for name, value in request["headers"]) + "\r\n"
+    return len(head.encode("latin-1")) + len(request["body"].encode("latin-1"))
+
+
 def run_echo(run, echo, path: str = "/", *, requests: int = 3, connections: int = 1, **options):
     """Run against the echo server; every request must complete. Returns the result and the
     requests as the server received them."""
@@ -127,6 +136,7 @@ def run_echo(run, echo, path: str = "/", *, requests: int = 3, connections: int 
     assert echo.server.count() == requests
     echoed = sum(len(json.dumps(request).encode()) for request in seen)
     assert result.bytes.body == echoed  # the bodies pounder read are the ones the relay saw
+    assert result.bytes.sent == sum(wire_size(request) for request in seen)  # nothing more was sent
     return result, seen
 
 
@@ -162,7 +172,7 @@ def test_method_body_and_content_type(run, echo):
 
 
 def test_body_defaults_to_post(run, echo):
-    result, seen = run_echo(run, echo, requests=1, body="a=1")
+    _, seen = run_echo(run, echo, requests=1, body="a=1")
 
     assert seen[0]["method"] == "POST"
     assert seen[0]["body"] == "a=1"
@@ -173,19 +183,22 @@ def test_body_from_file(run, echo, tmp_path: Path):
     payload = bytes(range(256)) * 40 + b"\r\n\r\nGET / HTTP/1.1\r\n\r\n"  # binary, and no framing tricks
     body_file = tmp_path / "body.bin"
     body_file.write_bytes(payload)
-    result, seen = run_echo(run, echo, body=f"@{body_file}", content_type="application/octet-stream", connections=2, requests=4)
+    result, seen = run_echo(
+        run, echo, body=f"@{body_file}", content_type="application/octet-stream", connections=2, requests=4
+    )
 
     for request in seen:
         assert request["method"] == "POST"
         assert request["body"].encode("latin-1") == payload
         assert single(request, "Content-Length") == str(len(payload))
         assert single(request, "Content-Type") == "application/octet-stream"
-    sent = result.bytes.sent
-    assert sent > 4 * len(payload)
+    assert result.bytes.sent > 4 * len(payload)
 
 
 def test_repeated_headers_and_user_agent_override(run, echo):
-    result, seen = run_echo(run, echo, headers=["X-Trace: one", "X-Trace: two", "User-Agent: custom-agent/2.0", "X-Other: 3"])
+    _, seen = run_echo(
+        run, echo, headers=["X-Trace: one", "X-Trace: two", "User-Agent: custom-agent/2.0", "X-Other: 3"]
+    )
 
     for request in seen:
         assert header_values(request, "X-Trace") == ["one", "two"]  # both, in the order given
@@ -195,7 +208,7 @@ def test_repeated_headers_and_user_agent_override(run, echo):
 
 
 def test_host_header_override(run, echo):
-    result, seen = run_echo(run, echo, requests=1, headers={"Host": "example.test"})
+    _, seen = run_echo(run, echo, requests=1, headers={"Host": "example.test"})
 
     assert single(seen[0], "Host") == "example.test"
 
@@ -257,8 +270,10 @@ def test_cli_request_options(echo, cli, assert_cli_ok, tmp_path: Path):
 # How responses are framed
 
 
-def test_head_has_no_body(testserver, run, assert_accounted):
-    srv = testserver(mode="ok", body_size=1000)  # HEAD answers carry Content-Length: 1000, no body
+@pytest.mark.parametrize(("mode", "connections"), [("ok", 2), ("chunked", 2), ("close", 20)])
+def test_head_has_no_body(testserver, run, assert_accounted, mode, connections):
+    # HEAD answers carry Content-Length: 1000 (ok) or Transfer-Encoding: chunked, but no body
+    srv = testserver(mode=mode, body_size=1000)
     result = run(srv.url + "/", method="HEAD", connections=2, requests=20, timeout=5)
 
     assert result.requests.complete == 20
@@ -266,7 +281,8 @@ def test_head_has_no_body(testserver, run, assert_accounted):
     assert result.bytes.body == 0
     assert result.status == {"200": 20}
     stats = assert_accounted(srv, result)
-    assert stats["connections"] == result.connections_opened == 2  # the connections stayed usable
+    # keep-alive connections stayed usable (close mode closes after every response)
+    assert stats["connections"] == result.connections_opened == connections
     assert result.latency.corrected.max_us < 4_000_000  # never waited for a body (timeout 5 s)
 
 

@@ -48,9 +48,9 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Callable
 
 MODES = (
     "ok", "chunked", "close", "freeze", "reset", "malformed", "bigheaders",

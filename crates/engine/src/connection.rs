@@ -3,6 +3,7 @@
 //! A connection owns one fixed buffer for its whole life; the head is parsed in place and body
 //! bytes are counted and dropped, so an exchange allocates nothing.
 
+use std::cell::Cell;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -115,15 +116,15 @@ pub struct Reuse {
     pub throttle_bps: Option<u64>,
 }
 
-pub struct Connection {
+pub struct Connection<'a> {
     stream: Option<Stream>,
     /// Which address the open stream goes to (index into the run's distinct addresses).
     addr_id: usize,
     served: u32,
     buf: Box<[u8]>,
     reuse: Reuse,
-    /// Connections this one has opened (counted by the caller's stats).
-    pub opened: u64,
+    /// Counts every connection opened, as soon as it is (also when the request on it is aborted).
+    opened: &'a Cell<u64>,
 }
 
 fn io_kind(e: &io::Error, connecting: bool) -> ErrorKind {
@@ -140,15 +141,15 @@ fn io_kind(e: &io::Error, connecting: bool) -> ErrorKind {
     }
 }
 
-impl Connection {
-    pub fn new(reuse: Reuse) -> Connection {
+impl<'a> Connection<'a> {
+    pub fn new(reuse: Reuse, opened: &'a Cell<u64>) -> Connection<'a> {
         Connection {
             stream: None,
             addr_id: usize::MAX,
             served: 0,
             buf: vec![0u8; BUF_SIZE].into_boxed_slice(),
             reuse,
-            opened: 0,
+            opened,
         }
     }
 
@@ -183,7 +184,7 @@ impl Connection {
             let stream = connect_to(&target.addr, self.reuse.throttle_bps).await?;
             connect = Some(t0.elapsed());
             self.stream = Some(stream);
-            self.opened += 1;
+            self.opened.set(self.opened.get() + 1);
         }
         let result = self.roundtrip(target, connect).await;
         match &result {

@@ -411,6 +411,8 @@ struct Worker {
     stopping: Cell<bool>,
     /// Connection tasks alive.
     live: Cell<usize>,
+    /// Connections opened by this thread (warm-up included).
+    opened: Cell<u64>,
     /// Connection tasks allowed on this thread.
     cap: usize,
     warmup_slots: u64,
@@ -437,6 +439,7 @@ fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) ->
         tsv: RefCell::new(if sh.tsv.is_some() { Vec::with_capacity(TSV_FLUSH + 4096) } else { Vec::new() }),
         stopping: Cell::new(false),
         live: Cell::new(0),
+        opened: Cell::new(0),
         cap,
         warmup_slots,
         last_end: Cell::new(None),
@@ -452,7 +455,8 @@ fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) ->
     drop(local);
     drop(rt);
     w.flush_tsv();
-    let stats = w.stats.replace(Stats::new());
+    let mut stats = w.stats.replace(Stats::new());
+    stats.connections_opened = w.opened.get();
     ThreadOutput { stats, cpu: thread_cpu(), last_end: w.last_end.get() }
 }
 
@@ -521,7 +525,7 @@ impl Worker {
             calls_per_conn: self.sh.spec.calls_per_conn,
             throttle_bps: self.sh.spec.throttle_bps,
         };
-        let mut conn = Connection::new(reuse);
+        let mut conn = Connection::new(reuse, &self.opened);
         // One timeout timer for the task's life, moved forward for each request: moving a tokio
         // timer later is an atomic store, where a new timer per request is a wheel insertion.
         let timeout = tokio::time::sleep(self.sh.spec.timeout);
@@ -603,13 +607,12 @@ impl Worker {
         self.work.notify_waiters();
     }
 
-    async fn serve(&self, conn: &mut Connection, mut timeout: Pin<&mut Sleep>, job: Job) {
+    async fn serve(&self, conn: &mut Connection<'_>, mut timeout: Pin<&mut Sleep>, job: Job) {
         let index = self.picker.borrow_mut().pick(job.slot);
         let target = &self.sh.spec.targets[index];
         let in_flight = InFlight { worker: self, measured: job.measured, armed: true };
         // Closed loop: the request is meant to go now, so its claim time is its start.
         let start = if self.sh.schedule.is_some() { Instant::now() } else { job.intended };
-        let opened = conn.opened;
         timeout.as_mut().reset(start + self.sh.spec.timeout);
         let result = tokio::select! {
             biased;
@@ -621,7 +624,6 @@ impl Worker {
         }
         let end = Instant::now();
         in_flight.disarm();
-        self.stats.borrow_mut().connections_opened += conn.opened - opened;
         self.record(job, index, start, end, &result);
     }
 
@@ -786,10 +788,14 @@ impl Drop for InFlight<'_> {
         if !self.armed {
             return;
         }
-        let mut s = self.worker.stats.borrow_mut();
+        let w = self.worker;
+        let mut s = w.stats.borrow_mut();
         if self.measured {
             s.record_error(ErrorKind::Aborted, None);
-            self.worker.sh.counters[self.worker.id].failed.fetch_add(1, Ordering::Relaxed);
+            w.sh.counters[w.id].failed.fetch_add(1, Ordering::Relaxed);
+            let mut iv = w.interval.borrow_mut();
+            w.advance_interval(&mut iv, Instant::now());
+            iv.failed += 1;
         } else {
             s.warmup_failed += 1;
         }

@@ -7,6 +7,7 @@ The command only maps flags to :meth:`pounder.BenchSpec.from_options`, runs the 
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -126,8 +127,9 @@ def _outputs(json_path: str | None, csv_path: str | None) -> tuple[str | None, s
 def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet: bool) -> None:
     """Write the files first (so a broken pipe cannot lose them), then the report; a file that
     cannot be written after all is reported once the report is out, so the numbers still show."""
+    outputs = ((json_out, "--json", result.to_json), (csv_out, "--csv", partial(render_csv, result)))
     failures: list[PounderError] = []
-    for path, render, what in ((json_out, result.to_json, "--json"), (csv_out, lambda: render_csv(result), "--csv")):
+    for path, what, render in outputs:
         if path is not None:
             try:
                 _write(path, render(), what)

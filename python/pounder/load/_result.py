@@ -476,6 +476,7 @@ class BenchResult:
         connections_opened = plain.pop("connections_opened")
         plain["options"]["load"]["stages"] = _stages_as_lists(self.options.load.stages)
         plain["options"]["http"]["headers"] = [list(pair) for pair in self.options.http.headers]
+        plain["options"]["targets"] = list(plain["options"]["targets"])
         return {
             "schema": SCHEMA,
             **plain,
