@@ -79,24 +79,30 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, Malfor
         let mut chunked = false;
         let mut close = http10;
         for h in res.headers.iter() {
-            if h.name.eq_ignore_ascii_case("content-length") {
-                let v = parse_content_length(h.value).ok_or(Malformed::ContentLength)?;
-                if length.is_some_and(|l| l != v) {
-                    return Err(Malformed::ContentLength);
+            // Most headers are none of these three: their length alone rules them out.
+            match h.name.len() {
+                14 if h.name.eq_ignore_ascii_case("content-length") => {
+                    let v = parse_content_length(h.value).ok_or(Malformed::ContentLength)?;
+                    if length.is_some_and(|l| l != v) {
+                        return Err(Malformed::ContentLength);
+                    }
+                    length = Some(v);
                 }
-                length = Some(v);
-            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
                 // Chunked must be the last coding; anything else is read until close.
-                chunked = last_token(h.value).eq_ignore_ascii_case(b"chunked");
-            } else if h.name.eq_ignore_ascii_case("connection") {
-                for token in h.value.split(|&b| b == b',') {
-                    let token = token.trim_ascii();
-                    if token.eq_ignore_ascii_case(b"close") {
-                        close = true;
-                    } else if token.eq_ignore_ascii_case(b"keep-alive") && http10 {
-                        close = false;
+                17 if h.name.eq_ignore_ascii_case("transfer-encoding") => {
+                    chunked = last_token(h.value).eq_ignore_ascii_case(b"chunked");
+                }
+                10 if h.name.eq_ignore_ascii_case("connection") => {
+                    for token in h.value.split(|&b| b == b',') {
+                        let token = token.trim_ascii();
+                        if token.eq_ignore_ascii_case(b"close") {
+                            close = true;
+                        } else if token.eq_ignore_ascii_case(b"keep-alive") && http10 {
+                            close = false;
+                        }
                     }
                 }
+                _ => {}
             }
         }
         let framing = if head_request || status == 204 || status == 304 || (100..200).contains(&status) {

@@ -5,10 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from rich.console import Console
-from rich.progress import BarColumn, TextColumn
-from rich.progress import Progress as RichProgress
-
 from pounder.load._bench import Progress, ProgressCallback
 
 
@@ -44,6 +40,11 @@ def live_progress(enabled: bool) -> Iterator[ProgressCallback | None]:
     if not enabled:
         yield None
         return
+    # Imported here: rich's console costs ~20 ms of start-up, needed only on a terminal.
+    from rich.console import Console
+    from rich.progress import BarColumn, TextColumn
+    from rich.progress import Progress as RichProgress
+
     display = RichProgress(
         TextColumn("{task.description:<8}"),
         BarColumn(),

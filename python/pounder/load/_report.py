@@ -162,8 +162,14 @@ def _connection_times(result: BenchResult) -> list[str]:
     ]
     lines = ["Connection Times (ms)", _row("", ("min", "mean", "[+/-sd]", "median", "max"))]
     for label, histogram in rows:
+        if histogram.count == 0:
+            # e.g. keep-alive connections all opened during the warm-up: nothing was measured.
+            lines.append(f"{label:<12}(none measured)")
+            continue
         cells = (histogram.min_us, histogram.mean_us, histogram.stdev_us, histogram.percentiles["50"], histogram.max_us)
         lines.append(_row(label, (format_ms(cell) for cell in cells)))
+    if 0 < phases.connect.count < phases.total.count:
+        lines.append(f"(Connect: {phases.connect.count:,} of {phases.total.count:,} requests opened a connection)")
     return lines
 
 
