@@ -1,0 +1,234 @@
+"""``pounder mem``: a server's memory per process (from smaps_rollup), the pool totals and
+MaxClients from the measured numbers; ``--watch`` refreshes it in place.
+
+The command maps flags to :func:`pounder.find_server`, :func:`pounder.snapshot` and
+:func:`pounder.max_clients`; the rules and the text live in ``pounder.procs``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from pounder._errors import PounderError, UsageError
+from pounder.load._parse import parse_duration
+from pounder.load._spec import check_output_path
+from pounder.procs._find import ServerTarget, find_server
+from pounder.procs._maxclients import MaxClients, max_clients, parse_ram
+from pounder.procs._render import render_mem
+from pounder.procs._snapshot import PoolSnapshot, snapshot
+
+if TYPE_CHECKING:
+    from rich.text import Text as RichText
+
+_WHICH = "Which server"
+_OUT = "Output"
+_MAX_COUNT = 1_000_000
+
+MEM_HELP = "\n\n".join(
+    [
+        "Show a pre-forking server's memory per process and what one more child costs.",
+        "Every figure comes from /proc/PID/smaps_rollup: shared = Shared_Clean + Shared_Dirty, private = USS "
+        "(Private_Clean + Private_Dirty, what the kernel frees when the child exits), PSS (each shared page divided "
+        "among the processes mapping it). The pool's footprint is the sum of PSS, never the sum of RSS.",
+        "MaxClients = (RAM - shared) / max child USS, with the median child's shared size; next to it the figure "
+        "without sharing, RAM / max child RSS. RAM is --ram, or MemAvailable plus what the server already uses.",
+        "Exit status: 0 done (also when --watch is stopped with Ctrl-C), 1 could not read, 2 bad input.",
+    ]
+)
+
+Text = str | None
+
+
+def _option(*names: str, panel: str, metavar: str | None = None, help: str) -> Any:  # noqa: A002
+    return typer.Option(*names, metavar=metavar, rich_help_panel=panel, help=help, show_default=False)
+
+
+# fmt: off
+PID = _option("--pid", panel=_WHICH, metavar="PID", help="The server's parent process.")
+PIDFILE = _option("--pidfile", panel=_WHICH, metavar="PATH", help=(
+    "A file holding the parent's pid (Apache's PidFile, gunicorn --pid, Starman --pid)."))
+NAME = _option("--name", panel=_WHICH, metavar="TEXT", help=(
+    "Part of the process name or command line; the top-most matching process is the parent. Several separate "
+    "matching trees is an error listing their pids."))
+RAM = _option("--ram", panel=_OUT, metavar="SIZE", help=(
+    "RAM budget for MaxClients: 512M, 4G, 1.5GiB (k/M/G/T are powers of 1024). Default: MemAvailable + the "
+    "server's footprint."))
+JSON = _option("--json", panel=_OUT, metavar="PATH", help=(
+    "Write the result as JSON (schema pounder/mem/1); '-' for stdout, which replaces the table. With --watch, "
+    "the file is rewritten at every refresh."))
+WATCH = _option("--watch", panel=_OUT, metavar="TIME", help=(
+    "Refresh every TIME (2s, 500ms) until Ctrl-C; in place on a terminal, one table after the other otherwise."))
+COUNT = _option("--count", panel=_OUT, metavar="N", help="With --watch: stop after N refreshes.")
+# fmt: on
+
+
+def _pid(text: str) -> int:
+    cleaned = text.strip()
+    if not cleaned.isascii() or not cleaned.isdigit() or int(cleaned) <= 0:
+        raise UsageError(f"invalid --pid {text!r}: expected a process id (a positive whole number)")
+    return int(cleaned)
+
+
+def _count(text: str) -> int:
+    cleaned = text.strip()
+    if not cleaned.isascii() or not cleaned.isdigit() or not 1 <= int(cleaned) <= _MAX_COUNT:
+        raise UsageError(f"invalid --count {text!r}: expected a whole number from 1 to {_MAX_COUNT:,}")
+    return int(cleaned)
+
+
+def _watch(text: str) -> float:
+    interval = parse_duration(text, "--watch")
+    if not 0.05 <= interval <= 86400:
+        raise UsageError(f"--watch must be between 50ms and 24h, got {text!r}")
+    return interval
+
+
+def _target(pid: Text, pidfile: Text, name: Text) -> ServerTarget:
+    given = [flag for flag, value in (("--pid", pid), ("--pidfile", pidfile), ("--name", name)) if value is not None]
+    if len(given) != 1:
+        got = f" (got {' and '.join(given)})" if given else ""
+        raise UsageError(f"give exactly one of --pid, --pidfile and --name{got}")
+    if pid is not None:
+        return find_server(pid=_pid(pid))
+    if pidfile is not None:
+        return find_server(pidfile=pidfile)
+    assert name is not None
+    return find_server(name=name)
+
+
+def _measure(target: ServerTarget, ram: int | None) -> tuple[PoolSnapshot, MaxClients | None, str | None]:
+    snap = snapshot(target)
+    try:
+        return snap, max_clients(ram, snap), None
+    except UsageError:
+        raise
+    except PounderError as error:
+        reason = str(error).removeprefix("cannot compute MaxClients: ")
+        return snap, None, reason
+
+
+def _json_text(target: ServerTarget, snap: PoolSnapshot, result: MaxClients | None) -> str:
+    return json.dumps(snap.to_dict(result, target), indent=2, ensure_ascii=False) + "\n"
+
+
+def _write(path: str, text: str) -> None:
+    """Write ``text`` to stdout ('-') or replace the file at once (a reader never sees half)."""
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    temporary = f"{path}.tmp{os.getpid()}"
+    try:
+        Path(temporary).write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        raise PounderError(f"cannot write --json {path}: {error.strerror}") from None
+
+
+class _Report:
+    """One measurement and its text (the JSON file, if any, is written when measured)."""
+
+    def __init__(self, target: ServerTarget, ram: int | None, json_out: str | None) -> None:
+        self.snap, self.result, self.reason = _measure(target, ram)
+        self.target = target
+        if json_out is not None:
+            _write(json_out, _json_text(target, self.snap, self.result))
+
+    def text(self, max_rows: int | None = None) -> str:
+        return render_mem(self.snap, self.result, target=self.target, max_clients_reason=self.reason, max_rows=max_rows)
+
+    def fitted(self, height: int) -> str:
+        """The text cut to ``height`` lines by leaving out process rows (the totals stay)."""
+        text = self.text()
+        lines = text.count("\n")
+        if lines <= height:
+            return text
+        rows = len(self.snap.processes)
+        return self.text(max_rows=max(1, rows - (lines - height)))
+
+
+def _styled(text: str) -> RichText:
+    """Bold title, column headers and MaxClients heading for a terminal."""
+    from rich.text import Text as RichTextClass
+
+    styled = RichTextClass()
+    for index, line in enumerate(text.splitlines(keepends=True)):
+        heading = index == 0 or line.lstrip().startswith("pid ") or line.startswith("MaxClients")
+        styled.append(line, style="bold" if heading else "")
+    return styled
+
+
+def _show(text: str) -> None:
+    if not sys.stdout.isatty():
+        _write("-", text)
+        return
+    # Imported here: rich's console costs start-up time, needed only on a terminal.
+    from rich.console import Console
+
+    Console(soft_wrap=True, highlight=False).print(_styled(text), end="")
+
+
+def _watch_loop(
+    target: ServerTarget, ram: int | None, json_out: str | None, interval: float, count: int | None
+) -> None:
+    """Refresh until Ctrl-C or ``count`` refreshes: in place (rich Live) on a terminal, one
+    report after the other otherwise."""
+    refreshes = 0
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.live import Live
+
+        console = Console(highlight=False)
+        with Live(console=console, auto_refresh=False, transient=False, vertical_overflow="crop") as live:
+            while True:
+                report = _Report(target, ram, json_out)
+                live.update(_styled(report.fitted(console.height - 1)), refresh=True)
+                refreshes += 1
+                if count is not None and refreshes >= count:
+                    return
+                time.sleep(interval)
+    while True:
+        report = _Report(target, ram, json_out)
+        _write("-", ("\n" if refreshes else "") + report.text())
+        refreshes += 1
+        if count is not None and refreshes >= count:
+            return
+        time.sleep(interval)
+
+
+def mem_command(
+    pid: Annotated[Text, PID] = None,
+    pidfile: Annotated[Text, PIDFILE] = None,
+    name: Annotated[Text, NAME] = None,
+    ram: Annotated[Text, RAM] = None,
+    json_path: Annotated[Text, JSON] = None,
+    watch: Annotated[Text, WATCH] = None,
+    count: Annotated[Text, COUNT] = None,
+) -> None:
+    """Show a server's memory per process (help: MEM_HELP)."""
+    ram_bytes = None if ram is None else parse_ram(ram)
+    interval = None if watch is None else _watch(watch)
+    refreshes = None if count is None else _count(count)
+    if refreshes is not None and interval is None:
+        raise UsageError("--count needs --watch")
+    json_out = check_output_path(json_path, "--json")
+    if json_out == "-" and interval is not None:
+        raise UsageError("--json - cannot be combined with --watch (give a file: it is rewritten at every refresh)")
+    target = _target(pid, pidfile, name)
+    if interval is None:
+        report = _Report(target, ram_bytes, json_out)
+        if json_out != "-":
+            _show(report.text())
+        return
+    try:
+        _watch_loop(target, ram_bytes, json_out, interval, refreshes)
+    except KeyboardInterrupt:
+        return

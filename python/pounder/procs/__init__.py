@@ -1,0 +1,74 @@
+"""A pre-forking server's processes: memory per process from ``/proc/PID/smaps_rollup`` (USS,
+shared, PSS: never summed RSS), the pool totals, MaxClients from measured numbers, and a
+background sampler for the length of a bench.
+
+::
+
+    import pounder
+
+    server = pounder.find_server(pidfile="/run/apache2/apache2.pid")
+    snap = pounder.snapshot(server)
+    print(snap.totals.footprint, snap.totals.max_child_uss)
+    print(pounder.max_clients("4G", snap).max_clients)
+
+    sampler = pounder.ServerSampler(server, interval_s=1.0)
+    sampler.start()
+    ...  # load the server
+    report = sampler.stop()
+    print(report.server_cpu_s, report.private_growth_total)
+"""
+
+from pounder.procs._find import ServerGone, ServerTarget, TreeMember, discover, find_server, read_pidfile
+from pounder.procs._maxclients import MaxClients, default_ram_budget, max_clients, parse_ram, parse_size
+from pounder.procs._read import ROLES, ProcessGone, ProcMem, Role, Rollup, mem_available, read_process, read_rollup
+from pounder.procs._render import render_mem
+from pounder.procs._sampler import (
+    LOAD_SCHEMA,
+    ChildSummary,
+    MalformedReportError,
+    MemPoint,
+    PerRequest,
+    ServerLoadReport,
+    ServerSampler,
+    per_request,
+)
+from pounder.procs._snapshot import MEM_SCHEMA, PoolSnapshot, PoolTotals, read_members, snapshot
+from pounder.procs._status import StatusPoint, parse_status
+
+__all__ = [
+    "LOAD_SCHEMA",
+    "MEM_SCHEMA",
+    "ROLES",
+    "ChildSummary",
+    "MalformedReportError",
+    "MaxClients",
+    "MemPoint",
+    "PerRequest",
+    "PoolSnapshot",
+    "PoolTotals",
+    "ProcMem",
+    "ProcessGone",
+    "Role",
+    "Rollup",
+    "ServerGone",
+    "ServerLoadReport",
+    "ServerSampler",
+    "ServerTarget",
+    "StatusPoint",
+    "TreeMember",
+    "default_ram_budget",
+    "discover",
+    "find_server",
+    "max_clients",
+    "mem_available",
+    "parse_ram",
+    "parse_size",
+    "parse_status",
+    "per_request",
+    "read_members",
+    "read_pidfile",
+    "read_process",
+    "read_rollup",
+    "render_mem",
+    "snapshot",
+]

@@ -1,0 +1,231 @@
+"""Reading one process: memory from ``/proc/PID/smaps_rollup``, the rest from psutil.
+
+Which figure means what (see ``docs/results.md``, section ``pounder/mem/1``):
+
+* ``rss``: resident pages, shared ones included. Never summed over a pool: every shared page
+  would be counted once per process.
+* ``shared`` = Shared_Clean + Shared_Dirty: resident pages also mapped by another process (after a
+  fork mostly the parent's pages not yet written, but also libc and other libraries).
+* ``private`` = Private_Clean + Private_Dirty, the USS: what the kernel frees when the process
+  exits, so what one more child costs.
+* ``pss``: each page divided by the number of processes mapping it; summed over a pool it is the
+  pool's real footprint.
+
+psutil supplies what it reads right (process discovery, names, start time, CPU times, VSZ). Its
+``memory_info().shared`` comes from ``/proc/PID/statm`` (file-backed pages, not copy-on-write
+sharing) and is never used.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import psutil
+
+from pounder._errors import PounderError
+
+Role = Literal["parent", "child", "grandchild"]
+ROLES: tuple[Role, ...] = ("parent", "child", "grandchild")
+
+_ROLLUP_FIELDS: dict[bytes, str] = {
+    b"Rss": "rss",
+    b"Pss": "pss",
+    b"Shared_Clean": "shared_clean",
+    b"Shared_Dirty": "shared_dirty",
+    b"Private_Clean": "private_clean",
+    b"Private_Dirty": "private_dirty",
+    b"Swap": "swap",
+}
+
+
+class ProcessGone(PounderError):
+    """The process exited (or is a zombie) between being listed and being read."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(f"process {pid} exited while being read")
+        self.pid = pid
+
+
+@dataclass(frozen=True)
+class Rollup:
+    """The fields of ``/proc/PID/smaps_rollup`` pounder uses, in bytes (the kernel gives kB)."""
+
+    rss: int
+    pss: int
+    shared_clean: int
+    shared_dirty: int
+    private_clean: int
+    private_dirty: int
+    swap: int
+
+    @property
+    def shared(self) -> int:
+        return self.shared_clean + self.shared_dirty
+
+    @property
+    def uss(self) -> int:
+        return self.private_clean + self.private_dirty
+
+
+def _permission_error(path: str) -> PounderError:
+    return PounderError(f"cannot read {path}: permission denied; run as the server's user or root")
+
+
+def read_rollup(pid: int) -> Rollup:
+    """Read ``/proc/PID/smaps_rollup`` (one read, kB converted to bytes).
+
+    Raises :class:`ProcessGone` when the process has exited or is a zombie, and
+    :class:`~pounder.PounderError` when the file cannot be read (permission, old kernel).
+    """
+    path = f"/proc/{pid}/smaps_rollup"
+    try:
+        with open(path, "rb", buffering=0) as file:
+            data = file.read(8192)
+    except PermissionError:
+        raise _permission_error(path) from None
+    except (FileNotFoundError, ProcessLookupError):
+        if os.path.isdir(f"/proc/{pid}") and not os.path.exists(path):
+            raise PounderError(f"{path} does not exist: pounder needs Linux 4.14 or later") from None
+        raise ProcessGone(pid) from None
+    except OSError as error:
+        if error.errno in (errno.ESRCH, errno.ENOENT):
+            raise ProcessGone(pid) from None
+        if error.errno == errno.EACCES:
+            raise _permission_error(path) from None
+        raise PounderError(f"cannot read {path}: {error.strerror}") from None
+    values = dict.fromkeys(_ROLLUP_FIELDS.values(), 0)
+    seen = False
+    for line in data.splitlines():
+        key, sep, rest = line.partition(b":")
+        field = _ROLLUP_FIELDS.get(key)
+        if sep and field is not None:
+            parts = rest.split()
+            if parts:
+                values[field] = int(parts[0]) * 1024
+                seen = True
+    if not seen:  # an exiting process (its memory already released) reads as an empty file
+        raise ProcessGone(pid)
+    return Rollup(**values)
+
+
+@dataclass(frozen=True)
+class ProcMem:
+    """One process at one instant. Sizes in bytes, times in seconds.
+
+    ``shared`` = Shared_Clean + Shared_Dirty and ``private`` (the USS) = Private_Clean +
+    Private_Dirty, from smaps_rollup; ``cpu_user_s``/``cpu_system_s`` are the process's own CPU
+    time (all its threads); ``children_cpu_s`` is the CPU of the children it has reaped
+    (cutime + cstime); ``age_s`` is the time since the process started.
+    """
+
+    pid: int
+    ppid: int
+    role: Role
+    name: str
+    vsz: int
+    rss: int
+    shared: int
+    private: int
+    pss: int
+    swap: int
+    cpu_user_s: float
+    cpu_system_s: float
+    children_cpu_s: float
+    age_s: float
+
+    @property
+    def uss(self) -> int:
+        """Same as ``private``."""
+        return self.private
+
+    @property
+    def cpu_s(self) -> float:
+        """User + system CPU time of the process itself."""
+        return self.cpu_user_s + self.cpu_system_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A :class:`ProcMem` plus what the sampler needs to tell processes apart (start time)."""
+
+    mem: ProcMem
+    create_time: float
+
+
+def read_reading(pid: int, role: Role, ppid: int | None = None) -> Reading:
+    """Read process ``pid`` (see :func:`read_process`), with its start time (epoch seconds)."""
+    try:
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            status = proc.status()
+            if status == psutil.STATUS_ZOMBIE:
+                raise ProcessGone(pid)
+            name = proc.name()
+            real_ppid = proc.ppid()
+            create_time = proc.create_time()
+            cpu = proc.cpu_times()
+            vsz = proc.memory_info().vms
+    except psutil.NoSuchProcess:  # ZombieProcess is a NoSuchProcess too
+        raise ProcessGone(pid) from None
+    except psutil.AccessDenied:
+        raise _permission_error(f"/proc/{pid}/stat") from None
+    rollup = read_rollup(pid)
+    mem = ProcMem(
+        pid=pid,
+        ppid=real_ppid if ppid is None else ppid,
+        role=role,
+        name=name,
+        vsz=vsz,
+        rss=rollup.rss,
+        shared=rollup.shared,
+        private=rollup.uss,
+        pss=rollup.pss,
+        swap=rollup.swap,
+        cpu_user_s=cpu.user,
+        cpu_system_s=cpu.system,
+        children_cpu_s=cpu.children_user + cpu.children_system,
+        age_s=max(0.0, time.time() - create_time),
+    )
+    return Reading(mem, create_time)
+
+
+def read_process(pid: int, role: Role = "parent") -> ProcMem:
+    """Read one process: memory from smaps_rollup, name, CPU times, VSZ and age from psutil.
+
+    Raises :class:`ProcessGone` if the process has exited or is a zombie (callers listing a pool
+    skip it), :class:`~pounder.PounderError` if it cannot be read (permission denied).
+    """
+    return read_reading(pid, role).mem
+
+
+def read_cpu(pid: int) -> tuple[float, float, float] | None:
+    """``(own CPU s, reaped children's CPU s, start time)`` of a live or zombie process, or None
+    when it is gone. A zombie still has its CPU times in ``/proc/PID/stat`` until it is reaped."""
+    try:
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            cpu = proc.cpu_times()
+            create_time = proc.create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+    return cpu.user + cpu.system, cpu.children_user + cpu.children_system, create_time
+
+
+def mem_available() -> int:
+    """``MemAvailable`` from ``/proc/meminfo``, in bytes: what can still be allocated without
+    swapping (page cache that can be dropped included), not MemFree."""
+    try:
+        with open("/proc/meminfo", "rb") as file:
+            for line in file:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError as error:
+        raise PounderError(f"cannot read /proc/meminfo: {error.strerror}") from None
+    raise PounderError("no MemAvailable in /proc/meminfo (Linux 3.14 or later is needed)")

@@ -1,0 +1,556 @@
+"""Sampling a server in the background during a bench: its memory per child over time, the CPU
+it used, children spawned and reaped, and (for Apache) mod_status.
+
+CPU accounting (``server_cpu_s``): the user + system time the server's processes used between the
+first and the last sample. Every process seen is tracked by pid (and start time, so a reused pid
+is a new process), with its own CPU (utime + stime) and the CPU of the children it reaped
+(cutime + cstime), as ``/proc/PID/stat`` gives them. Then
+
+    server_cpu_s = sum over processes alive at the last sample of (own + reaped) now - at the start
+                   - sum over processes that exited during the window of (own + reaped) at the start
+
+"At the start" is the first sample for a process present then, and zero for one spawned during
+the window (a new process starts with zero CPU). A process that exits is reaped by its parent
+(Apache's parent, gunicorn's arbiter, Starman's master do it at once), and the kernel then adds
+its whole CPU life, reaped children included, to the parent's cutime/cstime: the parent's delta
+counts it, and what it had used before the window is subtracted. Children spawned and reaped
+between two samples are counted too (through their parent), even though they were never seen.
+A zombie (exited, not yet reaped) still shows its CPU in /proc and is counted as alive.
+``server_cpu_reaped_s`` is the part that came in through cutime/cstime.
+
+Limits: CPU times are in clock ticks (10 ms) per process; a process whose parent ignores SIGCHLD
+(auto-reaping) or that is re-parented outside the tree (double fork, daemonising helpers) takes
+its CPU with it when it exits; CPU a child used before the first sample is excluded only if the
+child was seen in the first sample; if the root itself exits, the accounting stops there.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from pounder._errors import PounderError, UsageError
+from pounder._version import __version__
+from pounder.procs._find import ServerGone, ServerTarget, discover, find_server
+from pounder.procs._read import ProcessGone, Role, read_cpu, read_reading
+from pounder.procs._status import StatusError, StatusPoint, fetch_status, status_auto_url
+
+LOAD_SCHEMA = "pounder/server-load/1"
+SERIES_COLUMNS: tuple[str, ...] = ("t", "pid", "rss", "uss", "shared", "pss")
+STATUS_COLUMNS: tuple[str, ...] = ("t", "busy_workers", "idle_workers", "total_accesses")
+_PID_REUSE_SLACK_S = 0.5
+
+
+class MalformedReportError(PounderError):
+    """A server-load report dict does not have the expected shape."""
+
+
+@dataclass(frozen=True)
+class MemPoint:
+    """One process's memory at one sample, ``t`` seconds after the first sample (bytes)."""
+
+    t: float
+    pid: int
+    rss: int
+    uss: int
+    shared: int
+    pss: int
+
+
+@dataclass(frozen=True)
+class ChildSummary:
+    """One child (direct child of the root) over the window.
+
+    ``spawned``: first seen after the first sample; ``exited``: gone (or a zombie) at the last
+    sample. ``cpu_s``: its own CPU from the first sample (from its fork if spawned) to when it was
+    last seen. ``private_growth_bytes`` = last USS - first USS as read (None if read once or
+    never); the ``max_``/``min_`` fields are over the samples where it was read."""
+
+    pid: int
+    first_t: float
+    last_t: float
+    spawned: bool
+    exited: bool
+    cpu_s: float
+    first_uss: int | None
+    last_uss: int | None
+    private_growth_bytes: int | None
+    max_rss: int | None
+    max_uss: int | None
+    min_shared: int | None
+
+
+@dataclass(frozen=True)
+class PerRequest:
+    """A report's figures divided by the number of requests of the bench (None for 0 requests)."""
+
+    requests: int
+    server_cpu_us_per_request: float | None
+    private_growth_bytes_per_request: float | None
+
+
+@dataclass(frozen=True)
+class ServerLoadReport:
+    """What :class:`ServerSampler` measured. Times in seconds, sizes in bytes; ``t`` values are
+    seconds after the first sample. "Children" are the root's direct children.
+
+    ``private_growth_total`` sums ``last - first`` USS over the children read at both the first
+    and the last sample (a child recycled during the run starts again from its new size and is
+    not in the total); None when no child was present at both ends.
+    """
+
+    server_pid: int
+    started_at: str
+    interval_s: float
+    duration_s: float
+    samples: int
+    sampler_cpu_s: float
+    server_cpu_s: float
+    server_cpu_reaped_s: float
+    children_seen: int
+    children_spawned: int
+    children_exited: int
+    max_child_rss: int | None
+    max_child_uss: int | None
+    min_child_shared: int | None
+    private_growth_total: int | None
+    children: tuple[ChildSummary, ...]
+    series: tuple[MemPoint, ...]
+    status_url: str | None
+    status: tuple[StatusPoint, ...]
+    status_failures: int
+    skipped_reads: int
+    messages: tuple[str, ...]
+
+    @property
+    def private_growth_bytes(self) -> dict[int, int]:
+        """pid → last - first USS, for each child read at least twice."""
+        return {c.pid: c.private_growth_bytes for c in self.children if c.private_growth_bytes is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``python/pounder/schemas/server-load.schema.json``); the time series are
+        stored as column names plus rows of numbers."""
+        plain = {f.name: getattr(self, f.name) for f in fields(self)}
+        plain["children"] = [asdict(child) for child in self.children]
+        plain["series"] = {"columns": list(SERIES_COLUMNS), "rows": [list(_row(p)) for p in self.series]}
+        plain["status"] = {"columns": list(STATUS_COLUMNS), "rows": [list(_row(p)) for p in self.status]}
+        plain["messages"] = list(self.messages)
+        return {"schema": LOAD_SCHEMA, "tool_version": __version__, **plain}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ServerLoadReport:
+        """Read back what :meth:`to_dict` wrote. Raises :class:`MalformedReportError`."""
+        data = _as_dict(data, "the report")
+        if data.get("schema") != LOAD_SCHEMA:
+            raise MalformedReportError(f"'schema' is {data.get('schema')!r}, expected {LOAD_SCHEMA!r}")
+        special: dict[str, Callable[[object, str], Any]] = {
+            "children": lambda v, k: tuple(
+                _record(ChildSummary, item, f"{k}[{i}]") for i, item in enumerate(_as_list(v, k))
+            ),
+            "series": lambda v, k: _table(MemPoint, SERIES_COLUMNS, v, k),
+            "status": lambda v, k: _table(StatusPoint, STATUS_COLUMNS, v, k),
+            "messages": lambda v, k: tuple(_as_str(item, k) for item in _as_list(v, k)),
+        }
+        return _record(cls, data, "report", **special)  # type: ignore[no-any-return]
+
+
+def _row(point: MemPoint | StatusPoint) -> tuple[Any, ...]:
+    return tuple(getattr(point, f.name) for f in fields(point))
+
+
+def per_request(report: ServerLoadReport, requests: int) -> PerRequest:
+    """Server CPU (microseconds) and pool private-memory growth (bytes) per request."""
+    if isinstance(requests, bool) or not isinstance(requests, int) or requests < 0:
+        raise UsageError(f"requests must be a whole number >= 0, got {requests!r}")
+    if requests == 0:
+        return PerRequest(0, None, None)
+    growth = report.private_growth_total
+    return PerRequest(
+        requests=requests,
+        server_cpu_us_per_request=report.server_cpu_s * 1e6 / requests,
+        private_growth_bytes_per_request=None if growth is None else growth / requests,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a report back
+
+
+def _as_dict(value: object, key: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise MalformedReportError(f"'{key}' must be an object, got {type(value).__name__}")
+    return value
+
+
+def _as_list(value: object, key: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise MalformedReportError(f"'{key}' must be a list, got {type(value).__name__}")
+    return value
+
+
+def _as_str(value: object, key: str) -> str:
+    if not isinstance(value, str):
+        raise MalformedReportError(f"'{key}' must be a string, got {value!r}")
+    return value
+
+
+def _as_number(value: object, key: str, kind: str) -> int | float | None:
+    nullable = kind.endswith("| None")
+    if value is None and nullable:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise MalformedReportError(f"'{key}' must be a number, got {value!r}")
+    if kind.startswith("int"):
+        if isinstance(value, float) and not value.is_integer():
+            raise MalformedReportError(f"'{key}' must be a whole number, got {value!r}")
+        return int(value)
+    return float(value)
+
+
+def _convert(kind: str, value: object, key: str) -> Any:
+    if kind.startswith(("int", "float")):
+        return _as_number(value, key, kind)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise MalformedReportError(f"'{key}' must be true or false, got {value!r}")
+        return value
+    if kind == "str":
+        return _as_str(value, key)
+    if kind == "str | None":
+        return None if value is None else _as_str(value, key)
+    raise MalformedReportError(f"'{key}': unsupported field type {kind}")  # pragma: no cover
+
+
+def _record(cls: type[Any], value: object, key: str, **special: Callable[[object, str], Any]) -> Any:
+    data = _as_dict(value, key)
+    values = {}
+    for f in fields(cls):
+        if f.name not in data:
+            raise MalformedReportError(f"missing '{key}.{f.name}'")
+        raw = data[f.name]
+        convert = special.get(f.name)
+        values[f.name] = convert(raw, f"{key}.{f.name}") if convert else _convert(str(f.type), raw, f"{key}.{f.name}")
+    return cls(**values)
+
+
+def _table(cls: type[Any], columns: Sequence[str], value: object, key: str) -> tuple[Any, ...]:
+    data = _as_dict(value, key)
+    if _as_list(data.get("columns"), f"{key}.columns") != list(columns):
+        raise MalformedReportError(f"'{key}.columns' must be {list(columns)}")
+    rows = []
+    for index, row in enumerate(_as_list(data.get("rows"), f"{key}.rows")):
+        items = _as_list(row, f"{key}.rows[{index}]")
+        if len(items) != len(columns):
+            raise MalformedReportError(f"'{key}.rows[{index}]' must have {len(columns)} values")
+        rows.append(_record(cls, dict(zip(columns, items, strict=True)), f"{key}.rows[{index}]"))
+    return tuple(rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sampling
+
+
+@dataclass
+class _Track:
+    """Everything remembered about one process (one pid + start time)."""
+
+    pid: int
+    role: Role
+    create_time: float
+    first_sample: int
+    first_t: float
+    base_own: float  # CPU at the start of the window: first sight, or 0 if spawned during it
+    base_reaped: float
+    first_own: float
+    last_own: float = 0.0
+    last_reaped: float = 0.0
+    last_sample: int = 0
+    last_t: float = 0.0
+    zombie: bool = False
+    first_uss: int | None = None
+    first_uss_sample: int = -1
+    last_uss: int | None = None
+    last_uss_sample: int = -1
+    max_rss: int | None = None
+    max_uss: int | None = None
+    min_shared: int | None = None
+
+
+@dataclass
+class _State:
+    samples: int = 0
+    last_t: float = 0.0
+    tracks: list[_Track] = field(default_factory=list)
+    current: dict[int, _Track] = field(default_factory=dict)
+    series: list[MemPoint] = field(default_factory=list)
+    status: list[StatusPoint] = field(default_factory=list)
+    status_failures: int = 0
+    skipped_reads: int = 0
+    messages: list[str] = field(default_factory=list)
+
+
+class ServerSampler:
+    """Sample a server's processes every ``interval_s`` seconds in a daemon thread.
+
+    ::
+
+        sampler = ServerSampler(pounder.find_server(pidfile="/run/apache2.pid"), interval_s=1.0)
+        sampler.start()          # first sample now
+        ...                      # run the load
+        report = sampler.stop()  # final sample, ServerLoadReport
+
+    ``target`` is what :func:`find_server` returned, or the parent's pid. Children are listed
+    again at every sample. ``status_url`` (Apache ``/server-status``; ``?auto`` is added) is read
+    at every sample too; if it cannot be, one ``server-status: <reason>`` message is recorded and
+    sampling goes on. See the module documentation for how the server's CPU is counted.
+    """
+
+    def __init__(self, target: ServerTarget | int, interval_s: float = 1.0, status_url: str | None = None) -> None:
+        if isinstance(target, bool) or not isinstance(target, (ServerTarget, int)):
+            raise UsageError(f"target must be a ServerTarget or a pid, got {target!r}")
+        if isinstance(interval_s, bool) or not isinstance(interval_s, (int, float)) or not interval_s > 0:
+            raise UsageError(f"interval_s must be more than 0, got {interval_s!r}")
+        self._target = find_server(pid=target) if isinstance(target, int) else target
+        self._interval = float(interval_s)
+        self._status_url = None if status_url is None else status_auto_url(status_url)
+        self._status_timeout = min(2.0, max(0.2, self._interval))
+        self._lock = threading.Lock()
+        self._stop_event = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._state = _State()
+        self._sampler_cpu = 0.0
+        self._t0 = 0.0
+        self._wall0 = 0.0
+        self._report: ServerLoadReport | None = None
+
+    @property
+    def target(self) -> ServerTarget:
+        return self._target
+
+    def start(self) -> None:
+        """Take the first sample now (errors such as permission denied are raised here), then
+        sample every interval in a daemon thread."""
+        if self._thread is not None or self._report is not None:
+            raise PounderError("this ServerSampler was already started")
+        self._t0 = time.monotonic()
+        self._wall0 = time.time()
+        self._sample_timed(first=True)
+        self._thread = threading.Thread(target=self._run, name="pounder-server-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> ServerLoadReport:
+        """Stop the thread, take a final sample and return the report (the same report if
+        called again)."""
+        if self._report is not None:
+            return self._report
+        if self._thread is None:
+            raise PounderError("this ServerSampler was not started")
+        self._stop_event.set()
+        self._thread.join()
+        self._sample_timed(first=False)
+        self._report = self._build_report()
+        return self._report
+
+    def __enter__(self) -> ServerSampler:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- sampling -----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        next_at = time.monotonic() + self._interval
+        while not self._stop_event.wait(max(0.0, next_at - time.monotonic())):
+            self._sample_timed(first=False)
+            next_at += self._interval
+            now = time.monotonic()
+            if next_at < now:  # sampling took longer than the interval: do not try to catch up
+                next_at = now + self._interval
+
+    def _message(self, text: str) -> None:
+        with self._lock:
+            if text not in self._state.messages:
+                self._state.messages.append(text)
+
+    def _sample_timed(self, first: bool) -> None:
+        before = time.thread_time()
+        try:
+            self._sample(first)
+        except PounderError as error:
+            if first:
+                raise
+            self._message(str(error))
+        except Exception as error:  # never let the thread die silently
+            if first:
+                raise
+            self._message(f"sampler: {type(error).__name__}: {error}")
+        finally:
+            with self._lock:
+                self._sampler_cpu += time.thread_time() - before
+
+    def _sample(self, first: bool) -> None:
+        t = time.monotonic() - self._t0
+        members = discover(self._target)  # ServerGone when the root exited
+        state = self._state
+        index = state.samples
+        points: list[MemPoint] = []
+        skipped = 0
+        with self._lock:
+            for member in members:
+                try:
+                    reading = read_reading(member.pid, member.role, member.ppid)
+                except ProcessGone:
+                    cpu = read_cpu(member.pid)  # a zombie still has its CPU times
+                    if cpu is None:
+                        skipped += 1
+                        continue
+                    track = self._track(member.pid, member.role, cpu[2], cpu[0], cpu[1], index, t, first)
+                    track.zombie = True
+                    continue
+                mem = reading.mem
+                track = self._track(
+                    mem.pid, member.role, reading.create_time, mem.cpu_s, mem.children_cpu_s, index, t, first
+                )
+                track.zombie = False
+                if track.first_uss is None:
+                    track.first_uss, track.first_uss_sample = mem.private, index
+                track.last_uss, track.last_uss_sample = mem.private, index
+                track.max_rss = mem.rss if track.max_rss is None else max(track.max_rss, mem.rss)
+                track.max_uss = mem.private if track.max_uss is None else max(track.max_uss, mem.private)
+                track.min_shared = mem.shared if track.min_shared is None else min(track.min_shared, mem.shared)
+                points.append(MemPoint(round(t, 3), mem.pid, mem.rss, mem.private, mem.shared, mem.pss))
+            state.series.extend(points)
+            state.skipped_reads += skipped
+            state.samples += 1
+            state.last_t = t
+        if self._status_url is not None:
+            self._read_status(t)
+
+    def _track(
+        self, pid: int, role: Role, create_time: float, own: float, reaped: float, index: int, t: float, first: bool
+    ) -> _Track:
+        state = self._state
+        track = state.current.get(pid)
+        if track is not None and abs(track.create_time - create_time) > _PID_REUSE_SLACK_S:
+            track = None  # the pid was reused: the old process exited
+        if track is None:
+            track = _Track(
+                pid=pid,
+                role=role,
+                create_time=create_time,
+                first_sample=index,
+                first_t=t,
+                base_own=own if first else 0.0,
+                base_reaped=reaped if first else 0.0,
+                first_own=own if first else 0.0,
+            )
+            state.tracks.append(track)
+            state.current[pid] = track
+        track.last_own, track.last_reaped = own, reaped
+        track.last_sample, track.last_t = index, t
+        return track
+
+    def _read_status(self, t: float) -> None:
+        assert self._status_url is not None
+        try:
+            busy, idle, accesses = fetch_status(self._status_url, self._status_timeout)
+        except StatusError as error:
+            with self._lock:
+                self._state.status_failures += 1
+            self._message(f"server-status: {error}")
+            return
+        with self._lock:
+            self._state.status.append(StatusPoint(round(t, 3), busy, idle, accesses))
+
+    # -- the report ---------------------------------------------------------------------------
+
+    def _build_report(self) -> ServerLoadReport:
+        with self._lock:
+            state = self._state
+            last = state.samples - 1
+            own = reaped = 0.0
+            for track in state.tracks:
+                if track.last_sample == last:  # alive (or a zombie) at the end
+                    own += track.last_own - track.base_own
+                    reaped += track.last_reaped - track.base_reaped
+                else:  # exited: its whole life is in its reaper's cutime; take out the part before the window
+                    reaped -= track.base_own + track.base_reaped
+            children = [track for track in state.tracks if track.role == "child"]
+            summaries = tuple(self._summary(track, last) for track in children)
+            both_ends = [
+                track.last_uss - track.first_uss
+                for track in children
+                if track.first_uss is not None
+                and track.last_uss is not None
+                and track.first_uss_sample == 0
+                and track.last_uss_sample == last
+            ]
+            return ServerLoadReport(
+                server_pid=self._target.pid,
+                started_at=_iso(self._wall0),
+                interval_s=self._interval,
+                duration_s=round(max(0.0, state.last_t), 6),
+                samples=state.samples,
+                sampler_cpu_s=round(self._sampler_cpu, 6),
+                server_cpu_s=round(max(0.0, own + reaped), 6),
+                server_cpu_reaped_s=round(max(0.0, reaped), 6),
+                children_seen=len(children),
+                children_spawned=sum(1 for track in children if track.first_sample > 0),
+                children_exited=sum(1 for s in summaries if s.exited),
+                max_child_rss=max((t.max_rss for t in children if t.max_rss is not None), default=None),
+                max_child_uss=max((t.max_uss for t in children if t.max_uss is not None), default=None),
+                min_child_shared=min((t.min_shared for t in children if t.min_shared is not None), default=None),
+                private_growth_total=sum(both_ends) if both_ends else None,
+                children=summaries,
+                series=tuple(state.series),
+                status_url=self._status_url,
+                status=tuple(state.status),
+                status_failures=state.status_failures,
+                skipped_reads=state.skipped_reads,
+                messages=tuple(state.messages),
+            )
+
+    @staticmethod
+    def _summary(track: _Track, last: int) -> ChildSummary:
+        growth = None
+        read_twice = track.last_uss_sample > track.first_uss_sample
+        if track.first_uss is not None and track.last_uss is not None and read_twice:
+            growth = track.last_uss - track.first_uss
+        return ChildSummary(
+            pid=track.pid,
+            first_t=round(track.first_t, 3),
+            last_t=round(track.last_t, 3),
+            spawned=track.first_sample > 0,
+            exited=track.last_sample != last or track.zombie,
+            cpu_s=round(max(0.0, track.last_own - track.first_own), 6),
+            first_uss=track.first_uss,
+            last_uss=track.last_uss,
+            private_growth_bytes=growth,
+            max_rss=track.max_rss,
+            max_uss=track.max_uss,
+            min_shared=track.min_shared,
+        )
+
+
+def _iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
+
+
+__all__ = [
+    "LOAD_SCHEMA",
+    "ChildSummary",
+    "MalformedReportError",
+    "MemPoint",
+    "PerRequest",
+    "ServerGone",
+    "ServerLoadReport",
+    "ServerSampler",
+    "StatusPoint",
+    "per_request",
+]
