@@ -4,9 +4,9 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 export PIP_ROOT_USER_ACTION := ignore
-# Debian packages the tests use: Apache prefork + mod_perl and strace (server-side tests),
-# nginx and wrk and ab (apache2-utils) for benchmarks/peers.py.
-APT_PACKAGES := apache2 libapache2-mod-perl2 strace
+# Debian packages the tests use: Apache prefork + mod_perl, Starman (PSGI) and strace (server-side
+# tests), nginx and wrk and ab (apache2-utils) for benchmarks/peers.py.
+APT_PACKAGES := apache2 libapache2-mod-perl2 starman libplack-perl strace
 APT_BENCH_PACKAGES := nginx wrk apache2-utils
 
 .PHONY: test demo build deps deps-system deps-python lint cargo-test pytest bench-peers clean
@@ -26,7 +26,7 @@ deps-system:
 
 deps-python:
 	$(PIP) install -q --disable-pip-version-check "maturin>=1.7,<2" "pytest>=8" "jsonschema>=4.18" "gunicorn>=22" \
-		"ruff>=0.5" "mypy>=1.10" typer rich psutil
+		"ruff>=0.5" "mypy>=1.10" typer rich psutil types-psutil
 
 # Builds the Rust extension (release) and installs the package in editable mode.
 build:

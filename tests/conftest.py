@@ -5,6 +5,11 @@ run as subprocesses.
         srv = testserver(mode="ok", delay_ms=20, body_size=100)
         ...  # hit srv.url (or srv.unix)
         assert srv.count() == 25
+
+And real pre-forking servers (pounder.servers), each in its own directory on a free loopback port,
+stopped at teardown: ``apache_server`` (Apache prefork + mod_perl with the handlers of
+tests/apps/perl), ``gunicorn_server`` (tests/apps/wsgi_app.py), ``starman_server``
+(tests/apps/app.psgi); see their docstrings.
 """
 
 from __future__ import annotations
@@ -18,10 +23,21 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from pounder.servers import (
+    ApacheServer,
+    GunicornServer,
+    ManagedServer,
+    StarmanServer,
+    apache_missing,
+    gunicorn_missing,
+    starman_missing,
+)
 
 SERVER_SCRIPT = Path(__file__).resolve().parent / "servers" / "testserver.py"
 READY_TIMEOUT_S = 10.0
@@ -212,6 +228,119 @@ def testserver(tmp_path: Path) -> Iterator[ServerPool]:
     """Factory: ``srv = testserver(mode="ok", delay_ms=20, body_size=100)``. Any number of
     servers per test; all are stopped at teardown (also when the test fails)."""
     pool = ServerPool(tmp_path)
+    try:
+        yield pool
+    finally:
+        pool.stop_all()
+
+
+# --- real pre-forking servers (pounder.servers) -----------------------------------------------------
+#
+#     def test_something(apache_server):
+#         srv = apache_server(preload=True, start_servers=3)   # started; stopped at teardown
+#         urllib.request.urlopen(srv.url + "/hello")
+
+APPS_DIR = Path(__file__).resolve().parent / "apps"
+PERL_APPS_DIR = APPS_DIR / "perl"
+PERL_HANDLERS = {
+    "/hello": "PounderTest::Hello",
+    "/cpu": "PounderTest::Cpu",
+    "/leak": "PounderTest::Leak",
+    "/big": "PounderTest::Big",
+    "/data": "PounderTest::Data",
+}
+"""The mod_perl test handlers of tests/apps/perl/lib, by location."""
+
+
+class ManagedServerPool:
+    """What the server factory fixtures yield: call it to make a server (started unless
+    ``start=False``); every server it made is stopped at teardown, also when the test failed."""
+
+    def __init__(self, make: Callable[..., ManagedServer]) -> None:
+        self._make = make
+        self.servers: list[ManagedServer] = []
+
+    def __call__(self, *args: Any, start: bool = True, timeout_s: float = 30.0, **kwargs: Any) -> Any:
+        server = self._make(*args, **kwargs)
+        self.servers.append(server)
+        if start:
+            server.start(timeout_s=timeout_s)
+        return server
+
+    def stop_all(self) -> None:
+        errors = []
+        for server in self.servers:
+            try:
+                server.stop()
+            except Exception as error:  # stop the others all the same
+                errors.append(error)
+        if errors:
+            raise errors[0]
+
+
+def _make_apache(preload: bool = False, **kwargs: Any) -> ApacheServer:
+    """ApacheServer with the PounderTest handlers and tests/apps/perl/startup.pl (or
+    startup_preload.pl: ~40 MB built in the parent), in its own temporary directory (its
+    children run as www-data when we are root, and pytest's tmp_path is not reachable for them)."""
+    kwargs.setdefault("startup_pl", (PERL_APPS_DIR / ("startup_preload.pl" if preload else "startup.pl")).read_text())
+    kwargs.setdefault("perl_lib", PERL_APPS_DIR / "lib")
+    kwargs.setdefault("perl_handlers", PERL_HANDLERS)
+    return ApacheServer(kwargs.pop("workdir", None), **kwargs)
+
+
+def _make_gunicorn(app: str = "wsgi_app:app", workdir: Path | None = None, **kwargs: Any) -> GunicornServer:
+    kwargs.setdefault("pythonpath", str(APPS_DIR))
+    return GunicornServer(workdir, app, **kwargs)
+
+
+def _make_starman(psgi: str | Path = APPS_DIR / "app.psgi", workdir: Path | None = None,
+                  **kwargs: Any) -> StarmanServer:
+    return StarmanServer(workdir, psgi, **kwargs)
+
+
+@pytest.fixture
+def apache_server() -> Iterator[ManagedServerPool]:
+    """Factory: ``apache_server(preload=False, *, start=True, timeout_s=30, **ApacheServer kwargs)``
+    returns an :class:`ApacheServer` with the PounderTest mod_perl handlers (``PERL_HANDLERS``);
+    ``preload=True`` uses startup_preload.pl. Skips if Apache or mod_perl is missing."""
+    missing = apache_missing(perl=True)
+    if missing:
+        pytest.skip(missing)
+    pool = ManagedServerPool(_make_apache)
+    try:
+        yield pool
+    finally:
+        pool.stop_all()
+
+
+@pytest.fixture
+def gunicorn_server(tmp_path: Path) -> Iterator[ManagedServerPool]:
+    """Factory: ``gunicorn_server(app="wsgi_app:app", *, start=True, timeout_s=30, workers=2,
+    preload=False, env=None, ...)`` returns a :class:`GunicornServer` serving tests/apps (workdir
+    under tmp_path). Skips if gunicorn is missing."""
+    missing = gunicorn_missing()
+    if missing:
+        pytest.skip(missing)
+    count = iter(range(1000))
+    pool = ManagedServerPool(lambda *a, **k: _make_gunicorn(
+        *a, **{"workdir": tmp_path / f"gunicorn-{next(count)}", **k}))
+    try:
+        yield pool
+    finally:
+        pool.stop_all()
+
+
+@pytest.fixture
+def starman_server(tmp_path: Path) -> Iterator[ManagedServerPool]:
+    """Factory: ``starman_server(psgi=tests/apps/app.psgi, *, start=True, timeout_s=30, workers=2,
+    preload_app=False, env=None, ...)`` returns a :class:`StarmanServer` (workdir under tmp_path).
+    Skips if Starman is missing."""
+    missing = starman_missing()
+    if missing:
+        pytest.skip(missing)
+    count = iter(range(1000))
+    pool = ManagedServerPool(lambda *a, **k: _make_starman(
+        *a, **{"workdir": tmp_path / f"starman-{next(count)}", **k}))
     try:
         yield pool
     finally:

@@ -1,0 +1,45 @@
+"""Real pre-forking servers on a free loopback port, in their own directory, stopped for sure.
+
+    from pounder.servers import GunicornServer
+
+    with GunicornServer("/tmp/work", "app:app", pythonpath="/srv/app", workers=3) as server:
+        urllib.request.urlopen(server.url + "/")
+        server.children()    # the worker pids
+
+Each server class keeps the rendering of its configuration / command line in a pure function
+(``render_apache_conf``, ``gunicorn_command``, ``starman_command``) separate from the process
+handling of :class:`ManagedServer`.
+"""
+
+from pounder.servers._apache import (
+    ApacheServer,
+    ApacheSettings,
+    apache_command,
+    apache_missing,
+    find_apache,
+    render_apache_conf,
+)
+from pounder.servers._base import ManagedServer, ServerStartError, answers_http, free_port
+from pounder.servers._gunicorn import GunicornServer, GunicornSettings, gunicorn_command, gunicorn_missing
+from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_missing
+
+__all__ = [
+    "ApacheServer",
+    "ApacheSettings",
+    "GunicornServer",
+    "GunicornSettings",
+    "ManagedServer",
+    "ServerStartError",
+    "StarmanServer",
+    "StarmanSettings",
+    "answers_http",
+    "apache_command",
+    "apache_missing",
+    "find_apache",
+    "free_port",
+    "gunicorn_command",
+    "gunicorn_missing",
+    "render_apache_conf",
+    "starman_command",
+    "starman_missing",
+]

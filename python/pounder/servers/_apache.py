@@ -1,0 +1,305 @@
+"""Apache 2.4 with the prefork MPM (and mod_perl 2 when Perl is used), from a complete private
+httpd.conf: own ServerRoot, pid file and logs in the workdir, ``Listen 127.0.0.1:PORT``, no use
+of /etc/apache2 (so none of Debian's ``APACHE_*`` environment variables are needed).
+
+The server runs as ``apache2 -f CONF -k start -D FOREGROUND``: the parent stays our child process
+instead of daemonizing (so it is in our hands, see :mod:`pounder.servers._base`). It is stopped
+with ``apache2 -f CONF -k stop`` (SIGTERM to the pid in the pid file; mod_perl does not run
+startup.pl in that process), or SIGTERM directly if that fails; then the base class's checks.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pounder._errors import UsageError
+from pounder.servers._base import HOST, ManagedServer, ServerStartError
+
+MODULE_DIRS = ("/usr/lib/apache2/modules", "/usr/lib64/httpd/modules", "/usr/lib/httpd/modules")
+BINARIES = ("apache2", "httpd")
+DEFAULT_USER = "www-data"
+_PERL_PACKAGE = re.compile(r"^[A-Za-z_]\w*(?:::\w+)*$")
+_LOCATION = re.compile(r"^/[^\s\"<>]*$")
+
+
+@dataclass(frozen=True)
+class ApacheSettings:
+    """What can be tuned or chosen in a private Apache prefork instance (Apache's own names in
+    the comments). ``user``/``group``: the children's ``User``/``Group`` (needed when started as
+    root; ``None`` writes no directive)."""
+
+    start_servers: int = 2              # StartServers
+    min_spare: int = 1                  # MinSpareServers
+    max_spare: int = 4                  # MaxSpareServers
+    max_request_workers: int = 8        # MaxRequestWorkers (and ServerLimit)
+    max_connections_per_child: int = 0  # MaxConnectionsPerChild (0: unlimited)
+    keepalive: bool = True              # KeepAlive
+    max_keepalive_requests: int = 100   # MaxKeepAliveRequests (0: unlimited)
+    keepalive_timeout_s: int = 5        # KeepAliveTimeout
+    server_status: bool = True          # /server-status with ExtendedStatus On
+    perl_handlers: Mapping[str, str] = field(default_factory=dict)  # <Location> -> PerlResponseHandler
+    extra_conf: str = ""                # appended verbatim
+    user: str | None = None
+    group: str | None = None
+
+    def validate(self) -> None:
+        """Raise :class:`~pounder.UsageError` for values Apache would refuse or silently change."""
+        for name in ("start_servers", "min_spare", "max_spare", "max_request_workers"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"apache: {name} must be at least 1, not {getattr(self, name)}")
+        for name in ("max_connections_per_child", "max_keepalive_requests", "keepalive_timeout_s"):
+            if getattr(self, name) < 0:
+                raise UsageError(f"apache: {name} must not be negative, not {getattr(self, name)}")
+        if self.start_servers > self.max_request_workers:
+            raise UsageError(f"apache: start_servers ({self.start_servers}) must not be more than "
+                             f"max_request_workers ({self.max_request_workers})")
+        if self.max_spare <= self.min_spare:
+            raise UsageError(f"apache: max_spare ({self.max_spare}) must be more than min_spare ({self.min_spare}); "
+                             "Apache would raise it to min_spare + 1")
+        for location, package in self.perl_handlers.items():
+            if not _LOCATION.match(location):
+                raise UsageError(f"apache: bad location {location!r} (a path starting with /, no spaces or quotes)")
+            if not _PERL_PACKAGE.match(package):
+                raise UsageError(f"apache: bad Perl package name {package!r}")
+
+
+def _quoted(path: Path) -> str:
+    text = str(path)
+    if '"' in text or "\n" in text:
+        raise UsageError(f"apache: unusable path {text!r} (contains a quote or newline)")
+    return f'"{text}"'
+
+
+def apache_paths(workdir: Path) -> dict[str, Path]:
+    """Where a private instance in ``workdir`` keeps its files."""
+    return {"conf": workdir / "httpd.conf", "pidfile": workdir / "run" / "apache.pid",
+            "error_log": workdir / "logs" / "error.log", "docroot": workdir / "htdocs",
+            "perl_lib": workdir / "lib", "startup_pl": workdir / "startup.pl", "run": workdir / "run"}
+
+
+def render_apache_conf(settings: ApacheSettings, *, workdir: Path, port: int, modules_dir: Path,
+                       startup_pl: bool = False) -> str:
+    """The complete httpd.conf of a private prefork instance in ``workdir`` on 127.0.0.1:``port``
+    (a pure function). mod_perl is loaded when there are Perl handlers or a startup.pl (which is
+    expected at ``workdir/startup.pl``); ``workdir/lib`` is on Perl's @INC."""
+    settings.validate()
+    paths = apache_paths(workdir)
+    perl = startup_pl or bool(settings.perl_handlers)
+    if perl and any(c.isspace() for c in str(paths["perl_lib"])):
+        raise UsageError(f"apache: the Perl library path {paths['perl_lib']} must not contain spaces (PerlSwitches)")
+    modules = ["mpm_prefork", "authz_core", "mime", "dir"]
+    modules += ["status"] * settings.server_status + ["perl"] * perl
+    out = [
+        "# A private Apache prefork instance written by pounder.",
+        f"ServerRoot {_quoted(workdir)}",
+        f"DefaultRuntimeDir {_quoted(paths['run'])}",
+        f"PidFile {_quoted(paths['pidfile'])}",
+        f"ErrorLog {_quoted(paths['error_log'])}",
+        "LogLevel warn",
+        f"Listen {HOST}:{port}",
+        "ServerName localhost",
+    ]
+    if settings.user is not None:
+        out.append(f"User {settings.user}")
+    if settings.group is not None:
+        out.append(f"Group {settings.group}")
+    out.append("")
+    out += [f"LoadModule {name}_module {_quoted(modules_dir / f'mod_{name}.so')}" for name in modules]
+    out += [
+        "",
+        "TypesConfig /etc/mime.types",
+        f"DocumentRoot {_quoted(paths['docroot'])}",
+        "DirectoryIndex index.html",
+        "<Directory />",
+        "    AllowOverride None",
+        "    Require all denied",
+        "</Directory>",
+        f"<Directory {_quoted(paths['docroot'])}>",
+        "    Require all granted",
+        "</Directory>",
+        "",
+        f"StartServers {settings.start_servers}",
+        f"MinSpareServers {settings.min_spare}",
+        f"MaxSpareServers {settings.max_spare}",
+        f"ServerLimit {settings.max_request_workers}",
+        f"MaxRequestWorkers {settings.max_request_workers}",
+        f"MaxConnectionsPerChild {settings.max_connections_per_child}",
+        f"KeepAlive {'On' if settings.keepalive else 'Off'}",
+        f"MaxKeepAliveRequests {settings.max_keepalive_requests}",
+        f"KeepAliveTimeout {settings.keepalive_timeout_s}",
+        "Timeout 60",
+    ]
+    if perl:
+        out += ["", f"PerlSwitches -I{paths['perl_lib']}"]
+        if startup_pl:
+            out.append(f"PerlRequire {_quoted(paths['startup_pl'])}")
+        for location, package in settings.perl_handlers.items():
+            out += [f"<Location {location}>", "    SetHandler modperl", f"    PerlResponseHandler {package}",
+                    "</Location>"]
+    if settings.server_status:
+        out += ["", "ExtendedStatus On", "<Location /server-status>", "    SetHandler server-status",
+                "    Require all granted", "</Location>"]
+    if settings.extra_conf:
+        out += ["", settings.extra_conf.rstrip("\n")]
+    return "\n".join(out) + "\n"
+
+
+def apache_command(conf: Path, binary: str = "/usr/sbin/apache2") -> list[str]:
+    """The command line that runs the instance of ``conf`` in the foreground."""
+    return [binary, "-f", str(conf), "-k", "start", "-D", "FOREGROUND"]
+
+
+def find_apache() -> tuple[str, Path] | None:
+    """``(binary, modules_dir)`` of an installed Apache with the prefork MPM, or None."""
+    binary = next((b for b in (shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin")
+                               for name in BINARIES) if b), None)
+    modules = next((Path(d) for d in MODULE_DIRS if (Path(d) / "mod_mpm_prefork.so").exists()), None)
+    return (binary, modules) if binary and modules else None
+
+
+def apache_missing(perl: bool = True) -> str | None:
+    """Why a private Apache (with mod_perl if ``perl``) cannot run here, or None if it can."""
+    found = find_apache()
+    if found is None:
+        return "Apache with the prefork MPM is not installed (Debian: apt-get install apache2)"
+    if perl and not (found[1] / "mod_perl.so").exists():
+        return f"mod_perl is not installed (no mod_perl.so in {found[1]}; Debian: libapache2-mod-perl2)"
+    return None
+
+
+def _unreachable_for(user: str, path: Path) -> Path | None:
+    """The first directory on the way to ``path`` that ``user`` cannot enter (mode bits only)."""
+    entry = pwd.getpwnam(user)
+    gids = {entry.pw_gid} | {g.gr_gid for g in grp.getgrall() if user in g.gr_mem}
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    for directory in [*reversed(existing.parents), existing]:
+        st = directory.stat()
+        if entry.pw_uid == 0 or st.st_uid == entry.pw_uid:
+            ok = bool(st.st_mode & stat.S_IXUSR)
+        elif st.st_gid in gids:
+            ok = bool(st.st_mode & stat.S_IXGRP)
+        else:
+            ok = bool(st.st_mode & stat.S_IXOTH)
+        if not ok:
+            return directory
+    return None
+
+
+class ApacheServer(ManagedServer):
+    """A private Apache prefork (+ mod_perl) instance.
+
+    ``startup_pl``: Perl source written to ``workdir/startup.pl`` and loaded in the parent with
+    ``PerlRequire``. ``perl_handlers``: ``{"/hello": "PounderTest::Hello"}``. ``perl_lib``: a
+    directory copied to ``workdir/lib`` (on @INC). ``user``: the children's user when started as
+    root (default www-data; its primary group is the Group); the workdir must be reachable by it.
+    """
+
+    kind = "apache"
+
+    def __init__(self, workdir: str | os.PathLike[str] | None = None, *, startup_pl: str | None = None,
+                 perl_handlers: Mapping[str, str] | None = None, perl_lib: str | os.PathLike[str] | None = None,
+                 extra_conf: str = "", start_servers: int = 2, min_spare: int = 1, max_spare: int = 4,
+                 max_request_workers: int = 8, max_connections_per_child: int = 0, keepalive: bool = True,
+                 server_status: bool = True, user: str | None = None, binary: str | None = None,
+                 modules_dir: str | os.PathLike[str] | None = None, ready_path: str = "/",
+                 stop_timeout_s: float = 10.0, die_with_parent: bool = True) -> None:
+        super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
+                         die_with_parent=die_with_parent)
+        group: str | None = None
+        if os.geteuid() == 0:
+            user = user or DEFAULT_USER
+            try:
+                group = grp.getgrgid(pwd.getpwnam(user).pw_gid).gr_name
+            except KeyError:
+                raise UsageError(f"apache: no such user {user!r} to run the children as") from None
+        else:
+            user = None
+        self.settings = ApacheSettings(
+            start_servers=start_servers, min_spare=min_spare, max_spare=max_spare,
+            max_request_workers=max_request_workers, max_connections_per_child=max_connections_per_child,
+            keepalive=keepalive, server_status=server_status, perl_handlers=dict(perl_handlers or {}),
+            extra_conf=extra_conf, user=user, group=group)
+        self.settings.validate()
+        self.startup_pl = startup_pl
+        self.perl_lib = Path(perl_lib) if perl_lib is not None else None
+        found = find_apache()
+        self._binary = binary or (found[0] if found else "/usr/sbin/apache2")
+        self._modules_dir = Path(modules_dir) if modules_dir is not None else (
+            found[1] if found else Path(MODULE_DIRS[0]))
+
+    @property
+    def conf_path(self) -> Path:
+        return apache_paths(self.workdir)["conf"]
+
+    def _check_startable(self) -> None:
+        user = self.settings.user
+        if user is not None:
+            blocked = _unreachable_for(user, self.workdir)
+            if blocked is not None:
+                raise ServerStartError(
+                    f"apache: its children run as {user}, who cannot enter {blocked} "
+                    f"(mode {stat.S_IMODE(blocked.stat().st_mode):04o}) on the way to the workdir {self.workdir}; "
+                    "use a workdir that user can reach (e.g. under /tmp)")
+
+    def _expected_children(self) -> int:
+        return self.settings.start_servers
+
+    def _prepare(self, port: int) -> list[str]:
+        paths = apache_paths(self.workdir)
+        for name in ("docroot", "run"):
+            paths[name].mkdir(parents=True, exist_ok=True)
+        (paths["docroot"] / "index.html").write_text("pounder apache\n")
+        if self.perl_lib is not None:
+            shutil.copytree(self.perl_lib, paths["perl_lib"], dirs_exist_ok=True)
+        else:
+            paths["perl_lib"].mkdir(exist_ok=True)
+        if self.startup_pl is not None:
+            paths["startup_pl"].write_text(self.startup_pl)
+        paths["conf"].write_text(render_apache_conf(self.settings, workdir=self.workdir, port=port,
+                                                    modules_dir=self._modules_dir,
+                                                    startup_pl=self.startup_pl is not None))
+        if self.settings.user is not None:
+            _make_readable(self.workdir)
+        return apache_command(paths["conf"], self._binary)
+
+    def _graceful_stop(self, pid: int) -> None:
+        if self.read_pidfile() != pid:  # not written yet: -k stop would find nothing to stop
+            os.kill(pid, signal.SIGTERM)
+            return
+        try:
+            done = subprocess.run([self._binary, "-f", str(self.conf_path), "-k", "stop"], stdin=subprocess.DEVNULL,
+                                  capture_output=True, timeout=10, check=False)
+            if done.returncode == 0:
+                return
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        os.kill(pid, signal.SIGTERM)
+
+    def status(self) -> dict[str, str]:
+        """``/server-status?auto`` as a dict (``BusyWorkers``, ``IdleWorkers``, ``Scoreboard``...)."""
+        with urllib.request.urlopen(f"{self.url}/server-status?auto", timeout=5) as response:
+            text: str = response.read().decode("utf-8", "replace")
+        return dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+
+
+def _make_readable(root: Path) -> None:
+    """Let every user read ``root``'s files and enter its directories (a+rX)."""
+    for directory, _dirs, files in os.walk(root):
+        os.chmod(directory, stat.S_IMODE(os.stat(directory).st_mode) | 0o555)
+        for name in files:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) | 0o444)

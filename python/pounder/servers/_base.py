@@ -1,0 +1,495 @@
+"""A real server in its own directory and process group, on a free loopback port.
+
+:class:`ManagedServer` does the process handling shared by every server; a subclass only says how
+to write its configuration and command line (``_prepare``) and which logs to show when it fails.
+
+Start: the server runs in the foreground (no daemonizing) as our child, in a new session, so its
+process group id is its pid and every worker it forks is in that group. ``start`` waits until the
+server process itself holds a listening socket on the port *and* answers an HTTP request there.
+
+Stop: a graceful signal (``_graceful_stop``), a wait, then SIGKILL to the whole process group and
+to every process of the tree seen so far (also those that left the group, recognised by pid and
+start time, so a reused pid is never hit). The parent is not reaped before the group is killed:
+while it is an unreaped zombie its pid - the group id - cannot be reused. Orphans of a parent that
+died earlier are still in the group and are killed the same way.
+
+If this Python process dies without calling ``stop``: the server's parent gets SIGTERM from the
+kernel (``PR_SET_PDEATHSIG``, on by default; note that the kernel sends it when the *thread* that
+started the server exits, so start servers from a long-lived thread), and servers still running at
+interpreter exit are stopped by an ``atexit`` hook.
+"""
+
+from __future__ import annotations
+
+import abc
+import atexit
+import contextlib
+import ctypes
+import http.client
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import ClassVar, NoReturn, TypeVar
+
+from pounder._errors import PounderError
+from pounder.servers._proc import ProcStat, all_stats, children_of, descendants_of, group_members, still_running
+
+HOST = "127.0.0.1"
+LOG_TAIL_LINES = 20
+_POLL_S = 0.02
+_KILL_WAIT_S = 5.0
+_CRASH_LOOP_CHILDREN = 20
+_FAILED_START_GRACE_S = 2.0
+_ADDRESS_IN_USE = re.compile(r"Address already in use|Connection in use|could not bind", re.IGNORECASE)
+_PR_SET_PDEATHSIG = 1
+
+
+class ServerStartError(PounderError):
+    """A server did not come up. ``str(error)`` is the reason on its first line, then the last
+    lines of the server's own logs (``log_tail``) - never a Python traceback."""
+
+    def __init__(self, reason: str, log_tail: str = "") -> None:
+        self.reason = reason
+        self.log_tail = log_tail
+        super().__init__(f"{reason}\n{log_tail}" if log_tail else reason)
+
+
+class _PortTaken(Exception):
+    """The chosen port was taken between choosing and binding it (retried once)."""
+
+    def __init__(self, log_tail: str) -> None:
+        super().__init__(log_tail)
+        self.log_tail = log_tail
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on TCP ``port`` (any local address)."""
+    inodes = set()
+    with contextlib.suppress(OSError), open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                inodes.add(inode)
+    return inodes
+
+
+def owns_listener(pid: int, port: int) -> bool:
+    """True if process ``pid`` holds a socket listening on TCP ``port``."""
+    wanted = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
+    if not wanted:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
+                return True
+    return False
+
+
+def answers_http(port: int, path: str = "/", timeout_s: float = 2.0) -> bool:
+    """True if an HTTP GET of ``path`` on 127.0.0.1:``port`` gets any HTTP response."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=timeout_s)
+    try:
+        conn.request("GET", path, headers={"Connection": "close"})
+        conn.getresponse().read()
+        return True
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
+
+
+class _HttpProbe:
+    """One GET in flight, polled without blocking: True once an HTTP status line arrived, False if
+    the connection failed or closed without one (start another probe), None while pending."""
+
+    def __init__(self, port: int, path: str) -> None:
+        self._buf = b""
+        self._sock: socket.socket | None = None
+        try:
+            self._sock = socket.create_connection((HOST, port), timeout=1.0)
+            self._sock.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode())
+            self._sock.setblocking(False)
+        except OSError:
+            self.close()
+
+    def poll(self) -> bool | None:
+        if self._sock is None:
+            return False
+        try:
+            chunk = self._sock.recv(4096)
+        except BlockingIOError:
+            return None
+        except OSError:
+            chunk = b""
+        self._buf += chunk
+        if re.match(rb"HTTP/\d\.\d \d{3}", self._buf):
+            self.close()
+            return True
+        if not chunk:
+            self.close()
+            return False
+        return None
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+
+def _tail(path: Path, since: int, lines: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(since)
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip("\n").splitlines()[-lines:]) if text.strip() else ""
+
+
+def _die_with_parent_hook(signum: int) -> Callable[[], None]:
+    """A ``preexec_fn`` asking the kernel to send ``signum`` to the child when this process
+    (thread) dies."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def hook() -> None:
+        prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the prctl took effect
+            os.kill(os.getpid(), signum)
+
+    return hook
+
+
+_RUNNING: set[ManagedServer] = set()
+_S = TypeVar("_S", bound="ManagedServer")
+
+
+@atexit.register
+def _stop_running_servers() -> None:
+    for server in list(_RUNNING):
+        server.stop()
+
+
+class ManagedServer(abc.ABC):
+    """A pre-forking server run as a child of this process; a context manager that starts it on
+    entry (unless already started) and always stops it on exit.
+
+    ``workdir`` holds everything the server writes (configuration, ``run/`` with the pid file,
+    ``logs/``); ``None`` makes a private temporary directory (mode 0755), removed by ``stop``
+    (so call ``stop`` also on a server that was never started, or use ``with``).
+    """
+
+    kind: ClassVar[str] = "server"
+    """Short name used in messages and temporary directory names."""
+    stop_signal: ClassVar[signal.Signals] = signal.SIGTERM
+    """The parent's graceful stop signal: sent by ``stop`` and by the kernel when we die."""
+
+    def __init__(self, workdir: str | os.PathLike[str] | None = None, *, ready_path: str = "/",
+                 stop_timeout_s: float = 10.0, die_with_parent: bool = True) -> None:
+        self._owns_workdir = workdir is None
+        if workdir is None:
+            workdir = tempfile.mkdtemp(prefix=f"pounder-{self.kind}-")
+            os.chmod(workdir, 0o755)
+        self._workdir = Path(workdir).resolve()
+        self._ready_path = ready_path
+        self._stop_timeout_s = stop_timeout_s
+        self._die_with_parent = die_with_parent
+        self._port: int | None = None
+        self._pid: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._known: dict[int, ProcStat] = {}
+        self._log_offsets: dict[Path, int] = {}
+
+    # -- what a subclass provides -------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _prepare(self, port: int) -> list[str]:
+        """Write the configuration for ``port`` into the workdir; return the command line."""
+
+    def _environment(self) -> Mapping[str, str]:
+        """The server's environment (default: ours)."""
+        return os.environ
+
+    def _log_files(self) -> list[Path]:
+        """Logs worth showing when the server fails, most useful first."""
+        return [self.error_log, self.console_log]
+
+    def _expected_children(self) -> int:
+        """How many workers the parent starts with (``start`` waits for them)."""
+        return 0
+
+    def _check_startable(self) -> None:
+        """Raise :class:`ServerStartError` if the server cannot start here (checked first)."""
+        return None
+
+    def _graceful_stop(self, pid: int) -> None:
+        """Ask the parent ``pid`` to stop its workers and exit (default: ``stop_signal``)."""
+        os.kill(pid, self.stop_signal)
+
+    # -- properties ---------------------------------------------------------------------------
+
+    @property
+    def workdir(self) -> Path:
+        return self._workdir
+
+    @property
+    def port(self) -> int:
+        """The port of the latest start (it stays set after ``stop``)."""
+        if self._port is None:
+            raise RuntimeError(f"{self.kind} has not been started")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT`` (no trailing slash)."""
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        """The parent (master) process of the latest start (it stays set after ``stop``)."""
+        if self._pid is None:
+            raise RuntimeError(f"{self.kind} has not been started")
+        return self._pid
+
+    @property
+    def pidfile(self) -> Path:
+        return self._workdir / "run" / f"{self.kind}.pid"
+
+    @property
+    def error_log(self) -> Path:
+        """The server's own error log."""
+        return self._workdir / "logs" / "error.log"
+
+    @property
+    def console_log(self) -> Path:
+        """The parent's stdout and stderr (start-up errors written before the error log opens)."""
+        return self._workdir / "logs" / "console.log"
+
+    @property
+    def running(self) -> bool:
+        """True while the parent process runs."""
+        return self._proc is not None and not self._parent_exited()
+
+    def children(self) -> list[int]:
+        """Pids of the parent's live child processes (the workers), ascending."""
+        if not self.running:
+            return []
+        stats = children_of(self.pid)
+        self._known.update((s.pid, s) for s in stats)
+        return [s.pid for s in stats]
+
+    def wait_for_children(self, count: int, timeout_s: float = 10.0) -> list[int]:
+        """Wait until the parent has at least ``count`` children (at most ``timeout_s``); returns
+        the children then (fewer than ``count`` on timeout)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            pids = self.children()
+            if len(pids) >= count or time.monotonic() >= deadline or not self.running:
+                return pids
+            time.sleep(_POLL_S)
+
+    def read_pidfile(self) -> int | None:
+        """The pid the server wrote to its pid file, if any."""
+        try:
+            return int(self.pidfile.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        """The last ``lines`` lines written to each log since the latest start, with headers."""
+        parts = []
+        for path in self._log_files():
+            text = _tail(path, self._log_offsets.get(path, 0), lines)
+            if text:
+                parts.append(f"--- last lines of {path} ---\n{text}")
+        return "\n".join(parts) if parts else f"(the {self.kind} wrote nothing to its logs)"
+
+    # -- start / stop -------------------------------------------------------------------------
+
+    def start(self: _S, timeout_s: float = 30.0) -> _S:
+        """Start on a free port and wait until it answers HTTP and its initial workers run (all
+        ``timeout_s`` at most); returns self. Raises
+        :class:`ServerStartError` (with the end of the server's logs) if it exits or does not
+        answer within ``timeout_s``; nothing is left running then."""
+        if self.running:
+            raise RuntimeError(f"{self.kind} is already running (pid {self._pid})")
+        self.stop()  # reap and clean up after a parent that exited by itself
+        self._check_startable()
+        deadline = time.monotonic() + timeout_s
+        for attempt in (1, 2):
+            try:
+                self._launch(free_port(), deadline, timeout_s)
+                return self
+            except _PortTaken as taken:
+                if attempt == 2:
+                    raise ServerStartError(f"{self.kind}: port {self._port} was taken before the server could "
+                                           f"bind it, twice", taken.log_tail) from None
+            except BaseException:  # Ctrl-C, a bad setting...: nothing may be left running
+                self.stop(_FAILED_START_GRACE_S)
+                raise
+        raise AssertionError("unreachable")
+
+    def _launch(self, port: int, deadline: float, timeout_s: float) -> None:
+        (self._workdir / "logs").mkdir(parents=True, exist_ok=True)
+        (self._workdir / "run").mkdir(parents=True, exist_ok=True)
+        self.pidfile.unlink(missing_ok=True)
+        self._port = port
+        argv = self._prepare(port)
+        self._log_offsets = {p: (p.stat().st_size if p.exists() else 0) for p in self._log_files()}
+        with open(self.console_log, "ab") as console:
+            try:
+                self._proc = subprocess.Popen(
+                    argv, cwd=self._workdir, env=dict(self._environment()), stdin=subprocess.DEVNULL,
+                    stdout=console, stderr=subprocess.STDOUT, start_new_session=True,
+                    preexec_fn=_die_with_parent_hook(self.stop_signal) if self._die_with_parent else None)
+            except OSError as error:
+                raise ServerStartError(f"{self.kind}: cannot run {argv[0]}: {error.strerror or error}") from None
+        self._pid = self._proc.pid
+        self._known = {}
+        _RUNNING.add(self)
+        listening = False
+        probe: _HttpProbe | None = None
+        seen: set[int] = set()
+        expected = self._expected_children()
+        try:
+            while True:
+                if self._parent_exited():
+                    code = self._exit_status()
+                    tail = self.log_tail()
+                    self.stop(_FAILED_START_GRACE_S)
+                    if _ADDRESS_IN_USE.search(tail):
+                        raise _PortTaken(tail)
+                    raise ServerStartError(f"{self.kind} exited with status {code} while starting on {self.url}",
+                                           tail)
+                seen.update(s.pid for s in all_stats() if s.ppid == self._pid)  # exited ones too
+                if len(seen) >= max(_CRASH_LOOP_CHILDREN, 5 * expected):
+                    self._fail(f"{self.kind}: its workers keep exiting while starting on {self.url} "
+                               f"({len(seen)} started so far)")
+                listening = listening or owns_listener(self._pid, port)
+                if listening:
+                    probe = probe or _HttpProbe(port, self._ready_path)
+                    answered = probe.poll()
+                    if answered:
+                        started = self.wait_for_children(expected, deadline - time.monotonic())
+                        if len(started) < expected:
+                            self._fail(f"{self.kind}: only {len(started)} of its {expected} workers were running "
+                                       f"after {timeout_s:g} s")
+                        return
+                    if answered is False:
+                        probe = None
+                if time.monotonic() >= deadline:
+                    self._fail(f"{self.kind} did not {'answer HTTP' if listening else 'listen'} on {self.url} "
+                               f"within {timeout_s:g} s")
+                time.sleep(_POLL_S)
+        finally:
+            if probe is not None:
+                probe.close()
+
+    def _fail(self, reason: str) -> NoReturn:
+        tail = self.log_tail()
+        self.stop(_FAILED_START_GRACE_S)
+        raise ServerStartError(reason, tail)
+
+    def _parent_exited(self) -> bool:
+        """Has the parent exited? Does not reap it (see the module docstring)."""
+        assert self._proc is not None
+        if self._proc.returncode is not None:
+            return True
+        try:
+            info = os.waitid(os.P_PID, self._proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return True
+        return info is not None and info.si_pid != 0
+
+    def _exit_status(self) -> str:
+        assert self._proc is not None
+        try:
+            info = os.waitid(os.P_PID, self._proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return str(self._proc.returncode)
+        if info is None:
+            return "?"
+        if info.si_code == os.CLD_EXITED:
+            return str(info.si_status)
+        return f"signal {info.si_status}"
+
+    def _remember_tree(self) -> None:
+        if self._pid is None:
+            return
+        stats = all_stats()
+        for s in descendants_of(self._pid, stats) + group_members(self._pid, stats):
+            self._known.setdefault(s.pid, s)
+
+    def stop(self, timeout_s: float | None = None) -> None:
+        """Stop the server and every process it started: the graceful signal, up to ``timeout_s``
+        (default: the constructor's ``stop_timeout_s``) for the parent to exit, then SIGKILL to
+        whatever is left. Idempotent; never raises for a server that already died."""
+        proc = self._proc
+        if proc is None:
+            self._remove_own_workdir()
+            return
+        grace = self._stop_timeout_s if timeout_s is None else timeout_s
+        try:
+            self._remember_tree()
+            if not self._parent_exited():
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    self._graceful_stop(proc.pid)
+                end = time.monotonic() + grace
+                while not self._parent_exited() and time.monotonic() < end:
+                    time.sleep(_POLL_S)
+            self._remember_tree()
+            # The parent is an unreaped zombie (or still running): its pid is the group id, safe to signal.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            for stat in self._known.values():
+                if still_running(stat):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(stat.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(_KILL_WAIT_S)
+            end = time.monotonic() + _KILL_WAIT_S
+            while any(still_running(s) for s in self._known.values()) and time.monotonic() < end:
+                time.sleep(_POLL_S)
+        finally:
+            self._proc = None
+            _RUNNING.discard(self)
+            self._remove_own_workdir()
+
+    def _remove_own_workdir(self) -> None:
+        if self._owns_workdir:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def __enter__(self: _S) -> _S:
+        if not self.running:
+            self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = f"running on {self.url} pid {self._pid}" if self.running else "stopped"
+        return f"<{type(self).__name__} {state} in {self._workdir}>"

@@ -1,0 +1,110 @@
+"""gunicorn with sync workers, run by this interpreter (``sys.executable -m gunicorn``)."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pounder._errors import UsageError
+from pounder.servers._base import HOST, ManagedServer
+
+
+@dataclass(frozen=True)
+class GunicornSettings:
+    """What can be tuned or chosen in a gunicorn instance (its own option names in comments)."""
+
+    workers: int = 2                    # --workers
+    max_requests: int = 0               # --max-requests (0: unlimited)
+    max_requests_jitter: int = 0        # --max-requests-jitter
+    preload: bool = False               # --preload (import the app in the arbiter before forking)
+    timeout_s: int = 30                 # --timeout (a worker silent this long is killed)
+    graceful_timeout_s: int = 5         # --graceful-timeout (on stop)
+    extra_args: tuple[str, ...] = ()    # appended before the app
+
+    def validate(self) -> None:
+        if self.workers < 1:
+            raise UsageError(f"gunicorn: workers must be at least 1, not {self.workers}")
+        for name in ("max_requests", "max_requests_jitter", "timeout_s", "graceful_timeout_s"):
+            if getattr(self, name) < 0:
+                raise UsageError(f"gunicorn: {name} must not be negative, not {getattr(self, name)}")
+
+
+def gunicorn_command(settings: GunicornSettings, *, app: str, port: int, pidfile: Path, error_log: Path,
+                     pythonpath: str | None = None, python: str = sys.executable,
+                     no_control_socket: bool = False) -> list[str]:
+    """The command line of a gunicorn instance on 127.0.0.1:``port`` (a pure function).
+    ``no_control_socket``: pass ``--no-control-socket`` (gunicorn versions that have a control
+    socket put it in ~/.gunicorn by default, shared by every instance of the user)."""
+    settings.validate()
+    if ":" not in app:
+        raise UsageError(f"gunicorn: the app must be given as module:callable, not {app!r}")
+    argv = [python, "-m", "gunicorn", "--bind", f"{HOST}:{port}", "--workers", str(settings.workers),
+            "--worker-class", "sync", "--pid", str(pidfile), "--error-logfile", str(error_log),
+            "--log-level", "info", "--timeout", str(settings.timeout_s),
+            "--graceful-timeout", str(settings.graceful_timeout_s), "--max-requests", str(settings.max_requests)]
+    if settings.max_requests_jitter:
+        argv += ["--max-requests-jitter", str(settings.max_requests_jitter)]
+    if settings.preload:
+        argv.append("--preload")
+    if pythonpath:
+        argv += ["--pythonpath", pythonpath]
+    if no_control_socket:
+        argv.append("--no-control-socket")
+    return argv + list(settings.extra_args) + [app]
+
+
+@functools.lru_cache(maxsize=1)
+def _has_control_socket() -> bool:
+    """Does the installed gunicorn know ``--no-control-socket``?"""
+    try:
+        config = importlib.import_module("gunicorn.config")
+    except ImportError:
+        return False
+    return any(getattr(s, "name", "") == "control_socket_disable" for s in getattr(config, "KNOWN_SETTINGS", []))
+
+
+def gunicorn_missing() -> str | None:
+    """Why gunicorn cannot run here (with this interpreter), or None if it can."""
+    if importlib.util.find_spec("gunicorn") is None:
+        return f"gunicorn is not installed for {sys.executable} (pip install gunicorn)"
+    return None
+
+
+class GunicornServer(ManagedServer):
+    """gunicorn serving the WSGI ``app`` ("module:callable") with sync workers. ``pythonpath``:
+    where to import it from; ``env``: added to our environment."""
+
+    kind = "gunicorn"
+
+    def __init__(self, workdir: str | os.PathLike[str] | None, app: str, *, pythonpath: str | None = None,
+                 workers: int = 2, max_requests: int = 0, preload: bool = False,
+                 env: Mapping[str, str] | None = None, extra_args: Sequence[str] = (),
+                 python: str = sys.executable, ready_path: str = "/", stop_timeout_s: float = 10.0,
+                 die_with_parent: bool = True) -> None:
+        super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
+                         die_with_parent=die_with_parent)
+        self.app = app
+        # absolute: gunicorn runs in the workdir
+        self.pythonpath = ",".join(str(Path(p).resolve()) for p in pythonpath.split(",")) if pythonpath else None
+        self.env = dict(env or {})
+        self.python = python
+        self.settings = GunicornSettings(workers=workers, max_requests=max_requests, preload=preload,
+                                         extra_args=tuple(extra_args))
+        self.settings.validate()
+
+    def _environment(self) -> Mapping[str, str]:
+        return {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
+
+    def _expected_children(self) -> int:
+        return self.settings.workers
+
+    def _prepare(self, port: int) -> list[str]:
+        return gunicorn_command(self.settings, app=self.app, port=port, pidfile=self.pidfile,
+                                error_log=self.error_log, pythonpath=self.pythonpath, python=self.python,
+                                no_control_socket=_has_control_socket())

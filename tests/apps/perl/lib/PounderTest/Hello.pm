@@ -1,0 +1,17 @@
+package PounderTest::Hello;
+# GET /hello: a tiny text answer naming the child that served it.
+use strict;
+use warnings;
+
+use Apache2::RequestRec ();
+use Apache2::RequestIO ();
+use Apache2::Const -compile => qw(OK);
+
+sub handler {
+    my $r = shift;
+    $r->content_type('text/plain');
+    $r->print("hello from pid $$\n");
+    return Apache2::Const::OK;
+}
+
+1;

@@ -1,0 +1,63 @@
+"""WSGI test app for the gunicorn tests (``wsgi_app:app``), configured by environment variables.
+
+- ``APP_DATA_MB`` (default 0): that many MB of data built at import, as one large immutable
+  ``bytes`` object (written, so resident). Under ``gunicorn --preload`` it is built once in the
+  arbiter and shared copy-on-write by the workers: reference counting only writes the object's
+  header page, and ``gc.freeze()`` keeps the collector off the preloaded objects. Without
+  ``--preload`` every worker builds its own copy.
+
+Paths: ``/`` trivial answer; ``/pid`` the worker's pid; ``/cpu?ms=N`` burns about N ms of CPU
+(default 20); ``/leak`` keeps ~100 KB per request for the life of the worker; ``/data`` the data
+size and the pid that built it.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from collections.abc import Callable, Iterable
+from urllib.parse import parse_qs
+
+DATA_MB = int(os.environ.get("APP_DATA_MB", "0"))
+DATA = bytes(range(256)) * (DATA_MB * 4096)
+BUILT_IN = os.getpid()
+LEAK: list[bytes] = []
+
+StartResponse = Callable[[str, list[tuple[str, str]]], object]
+
+gc.freeze()
+
+
+def burn(ms: float) -> int:
+    """Spends about ``ms`` milliseconds of CPU time; returns a checksum."""
+    end = time.thread_time() + ms / 1000.0
+    acc = 0
+    while time.thread_time() < end:
+        for i in range(200):
+            acc = (acc * 31 + i) & 0xFFFFFFFF
+    return acc
+
+
+def app(environ: dict[str, object], start_response: StartResponse) -> Iterable[bytes]:
+    path = str(environ.get("PATH_INFO", "/"))
+    query = parse_qs(str(environ.get("QUERY_STRING", "")))
+    pid = os.getpid()
+    status = "200 OK"
+    if path == "/":
+        body = "hello\n"
+    elif path == "/pid":
+        body = f"{pid}\n"
+    elif path == "/cpu":
+        ms = float(query.get("ms", ["20"])[0])
+        body = f"pid {pid} cpu_ms {ms:g} checksum {burn(ms)}\n"
+    elif path == "/leak":
+        LEAK.append(b"x" * 102400)
+        body = f"pid {pid} leaked {len(LEAK)} x 100 KB\n"
+    elif path == "/data":
+        body = f"pid {pid} bytes {len(DATA)} built_in {BUILT_IN}\n"
+    else:
+        status, body = "404 Not Found", "not found\n"
+    data = body.encode()
+    start_response(status, [("Content-Type", "text/plain"), ("Content-Length", str(len(data)))])
+    return [data]

@@ -1,0 +1,136 @@
+"""Helpers for the tests of pounder.servers: HTTP GET, process checks, smaps_rollup figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterable
+from pathlib import Path
+
+import psutil
+
+from pounder.servers import ManagedServer
+
+MB = 1024 * 1024
+REPO = Path(__file__).resolve().parents[2]
+
+
+def get(url: str, timeout_s: float = 10.0) -> str:
+    """The body of a GET (raises on a non-2xx answer)."""
+    with urllib.request.urlopen(url, timeout=timeout_s) as response:
+        assert response.status == 200
+        body: bytes = response.read()
+    return body.decode()
+
+
+def fields(body: str) -> dict[str, str]:
+    """``"pid 12 bytes 34"`` -> ``{"pid": "12", "bytes": "34"}``."""
+    words = body.split()
+    return dict(zip(words[0::2], words[1::2], strict=False))
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and all its descendants."""
+    return [pid] + [p.pid for p in psutil.Process(pid).children(recursive=True)]
+
+
+def running(pid: int) -> bool:
+    """Exists and is not a zombie (an orphan's zombie waits for init to reap it; it runs nothing)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_not_running(pids: Iterable[int], timeout_s: float = 10.0) -> list[int]:
+    """The pids still running after up to ``timeout_s``."""
+    pids = list(pids)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = [p for p in pids if running(p)]
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.05)
+
+
+def stop_and_check(server: ManagedServer) -> None:
+    """Stop the server; assert that none of its processes exists any more (not even a zombie)."""
+    pids = tree(server.pid)
+    assert len(pids) > 1, f"no children: {pids}"
+    server.stop()
+    assert [p for p in pids if psutil.pid_exists(p)] == []
+    assert not server.running
+    server.stop()  # idempotent
+
+
+def smaps_kb(pid: int) -> dict[str, int]:
+    """``/proc/PID/smaps_rollup`` in kB."""
+    out = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+        name, value = line.split(":", 1)
+        out[name] = int(value.split()[0])
+    return out
+
+
+def shared_mb(pid: int) -> float:
+    m = smaps_kb(pid)
+    return (m["Shared_Clean"] + m["Shared_Dirty"]) / 1024
+
+
+def private_mb(pid: int) -> float:
+    m = smaps_kb(pid)
+    return (m["Private_Clean"] + m["Private_Dirty"]) / 1024
+
+
+def warm_every_child(server: ManagedServer, path: str, attempts: int = 200) -> dict[int, str]:
+    """GET ``path`` (one connection each) until every current child has answered it at least
+    once; ``{child pid: its first answer}``. The answer must start with ``pid N``."""
+    children = set(server.children())
+    answers: dict[int, str] = {}
+    for _ in range(attempts):
+        body = get(server.url + path)
+        answers.setdefault(int(fields(body)["pid"]), body)
+        if children <= answers.keys():
+            return answers
+    raise AssertionError(f"children {sorted(children)} not all reached in {attempts} requests: {sorted(answers)}")
+
+
+def kill_starter_and_check(kind: str, workdir: Path, timeout_s: float = 10.0) -> None:
+    """A separate Python process starts a ``kind`` server (see ``_starter``) and is SIGKILLed: the
+    server (parent and workers) must go away by itself (PR_SET_PDEATHSIG)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "python"), str(REPO / "tests")])}
+    proc = subprocess.Popen([sys.executable, __file__, kind, str(workdir)], stdout=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line, "the starter process printed nothing"
+        pids = json.loads(line)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert len(pids) > 1
+    left = wait_not_running(pids, timeout_s)
+    for pid in left:  # do not leave them behind even when failing
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], f"still running after the starting process was killed: {left}"
+
+
+def _starter(kind: str, workdir: str) -> None:
+    import conftest  # tests/ is on PYTHONPATH
+
+    makers = {"apache": conftest._make_apache, "gunicorn": conftest._make_gunicorn,
+              "starman": conftest._make_starman}
+    server = makers[kind](workdir=Path(workdir)).start()
+    print(json.dumps(tree(server.pid)), flush=True)
+    time.sleep(60)
+
+
+if __name__ == "__main__":
+    _starter(sys.argv[1], sys.argv[2])
