@@ -15,6 +15,7 @@ import pounder
 from pounder import BenchResult, BenchSpec, SecondSample, UsageError, load_result, render_csv, render_report
 from pounder.load._report import format_ms
 from pounder.load._result import PERCENTILES, MalformedResultError, reply_rate
+from schemas import REGISTRY
 
 DATA = Path(__file__).parent / "data"
 SCHEMA_PATH = Path(pounder.__file__).parent / "schemas" / "bench-result.schema.json"
@@ -173,7 +174,7 @@ def test_round_trip(fixture: str, request: pytest.FixtureRequest) -> None:
 
 
 def test_json_matches_schema(open_result: BenchResult, closed_result: BenchResult, schema: dict[str, Any]) -> None:
-    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker(), registry=REGISTRY)
     for result in (open_result, closed_result, make_result(empty_engine_json(), interrupted=True)):
         document = json.loads(result.to_json())
         validator.validate(document)
@@ -199,7 +200,7 @@ def test_schema_rejects_what_to_json_never_writes(open_result: BenchResult, sche
         {key: value for key, value in document.items() if key != "schema"},
     ):
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(broken, schema)
+            jsonschema.Draft202012Validator(schema, registry=REGISTRY).validate(broken)
 
 
 def test_load_result(tmp_path: Path, open_result: BenchResult) -> None:

@@ -48,7 +48,8 @@ def app(environ: dict[str, object], start_response: StartResponse) -> Iterable[b
         cpu_ms = float(query.get("cpu_ms", [CPU_MS])[0])
         checksum = burn(cpu_ms)
         if LEAK_KB:
-            _leak.append(bytes(LEAK_KB * 1024))
+            # Written, not just allocated: calloc'd zero pages would not be resident.
+            _leak.append(b"x" * (LEAK_KB * 1024))
         body = f"pid {os.getpid()} checksum {checksum} data {len(DATA)}\n".encode()
     start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
     return [body]

@@ -38,6 +38,7 @@ from pounder.load._result import (
     load_result,
 )
 from pounder.load._spec import BenchSpec, Target
+from pounder.procs import PoolSnapshot, ServerLoadReport, ServerSampler, find_server, max_clients, snapshot
 
 __all__ = [
     "SCHEMA",
@@ -52,6 +53,7 @@ __all__ = [
     "Latency",
     "LoadModel",
     "Phases",
+    "PoolSnapshot",
     "PounderError",
     "Progress",
     "ProgressCallback",
@@ -59,6 +61,8 @@ __all__ = [
     "RequestCounts",
     "RunOptions",
     "SecondSample",
+    "ServerLoadReport",
+    "ServerSampler",
     "Stage",
     "Target",
     "TargetInfo",
@@ -66,8 +70,11 @@ __all__ = [
     "WarmupCounts",
     "__version__",
     "bench",
+    "find_server",
     "load_result",
+    "max_clients",
     "render_csv",
     "render_report",
     "run_bench",
+    "snapshot",
 ]

@@ -21,6 +21,7 @@ import pytest
 
 import pounder
 from pounder import BenchResult
+from schemas import REGISTRY
 
 SCHEMA_PATH = Path(pounder.__file__).resolve().parent / "schemas" / "bench-result.schema.json"
 TSV_COLUMNS = [
@@ -165,7 +166,7 @@ def test_cli_exits_cleanly_without_progress(cli_bench, assert_cli_ok):
 
 def test_json_matches_schema(cli_bench):
     schema = json.loads(SCHEMA_PATH.read_text())
-    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker(), registry=REGISTRY)
     errors = sorted(validator.iter_errors(cli_bench.data), key=lambda e: list(e.path))
     assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors)
 
@@ -355,7 +356,7 @@ def test_tsv_errors_and_library_outputs(testserver, run, tmp_path):
     assert all(row["error"] == "reset" for row in rows)
     assert sum(hdr_.total for *_, hdr_ in _hdr_log_intervals(hdr)) == 0  # no latency from failures
     schema = json.loads(SCHEMA_PATH.read_text())
-    jsonschema.validate(json.loads(result.to_json()), schema)
+    jsonschema.Draft202012Validator(schema, registry=REGISTRY).validate(json.loads(result.to_json()))
 
 
 def test_tsv_open_loop_intended_offsets(testserver, run, tmp_path):
@@ -372,5 +373,5 @@ def test_tsv_open_loop_intended_offsets(testserver, run, tmp_path):
         uncorrected = int(row[TSV_COLUMNS.index("uncorrected_us")])
         assert corrected >= uncorrected
     schema = json.loads(SCHEMA_PATH.read_text())
-    jsonschema.validate(json.loads(result.to_json()), schema)
+    jsonschema.Draft202012Validator(schema, registry=REGISTRY).validate(json.loads(result.to_json()))
     assert srv.count() == 100

@@ -16,7 +16,7 @@ import typer
 from pounder._errors import PounderError, UsageError
 from pounder.cli._common import EXIT_INTERRUPTED
 from pounder.cli._progress import live_progress
-from pounder.load._bench import run_bench
+from pounder.load._bench import run_bench, server_sampler
 from pounder.load._csv import render_csv
 from pounder.load._report import render_report
 from pounder.load._result import BenchResult
@@ -25,6 +25,7 @@ from pounder.load._spec import BenchSpec, check_output_path
 _LOAD = "Load"
 _HTTP = "Requests"
 _OUT = "Output"
+_SERVER = "Server sampling"
 
 BENCH_HELP = "\n\n".join(
     [
@@ -101,6 +102,17 @@ CSV = _option("--csv", panel=_OUT, metavar="PATH", help=(
 TSV = _option("--tsv", panel=_OUT, metavar="PATH", help="Stream every request's timings to this TSV file.")
 HDR_LOG = _option("--hdr-log", panel=_OUT, metavar="PATH", help=(
     "Write an HdrHistogram interval log (1 s intervals, corrected latency, microseconds)."))
+SERVER_PID = _option("--server-pid", panel=_SERVER, metavar="PID", help=(
+    "Sample this server's processes (the parent and all its children) while the load runs: server CPU per "
+    "request, children spawned, memory per child and its growth."))
+SERVER_PIDFILE = _option("--server-pidfile", panel=_SERVER, metavar="FILE", help=(
+    "Like --server-pid, with the pid read from the server's pid file."))
+SERVER_NAME = _option("--server-name", panel=_SERVER, metavar="TEXT", help=(
+    "Like --server-pid, with the parent found by process name or command line."))
+SERVER_STATUS = _option("--server-status", panel=_SERVER, metavar="URL", help=(
+    "Also read Apache's mod_status page (?auto) at each sample: busy and idle children."))
+SAMPLE_INTERVAL = _option("--sample-interval", panel=_SERVER, metavar="TIME", help=(
+    "How often the server is sampled; default 1s."))
 QUIET = _option("-q", "--quiet", panel=_OUT, help="No progress and no report (files are still written).")
 # fmt: on
 
@@ -169,6 +181,11 @@ def bench_command(
     csv_path: Annotated[Text, CSV] = None,
     tsv_path: Annotated[Text, TSV] = None,
     hdr_log: Annotated[Text, HDR_LOG] = None,
+    server_pid: Annotated[int | None, SERVER_PID] = None,
+    server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
+    server_name: Annotated[Text, SERVER_NAME] = None,
+    server_status: Annotated[Text, SERVER_STATUS] = None,
+    sample_interval: Annotated[Text, SAMPLE_INTERVAL] = None,
     quiet: Annotated[bool, QUIET] = False,
 ) -> None:
     """Load an HTTP server and report throughput, latency and errors (help: BENCH_HELP)."""
@@ -181,8 +198,12 @@ def bench_command(
         method=method, body=body, content_type=content_type, headers=header or (), cookies=cookie or (),
         auth=auth, timeout=timeout, allow_remote=allow_remote, tsv_path=tsv_path, hdr_log_path=hdr_log,
     )  # fmt: skip
+    sampler = server_sampler(
+        pid=server_pid, pidfile=server_pidfile, name=server_name, status_url=server_status,
+        interval=sample_interval, allow_remote=allow_remote,
+    )  # fmt: skip
     with live_progress(enabled=not quiet and sys.stderr.isatty()) as on_progress:
-        result = run_bench(spec, on_progress)
+        result = run_bench(spec, on_progress, sampler)
     _emit(result, json_out, csv_out, quiet)
     if result.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)

@@ -14,11 +14,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from pounder._errors import PounderError
+from pounder._errors import PounderError, UsageError
 from pounder._version import __version__
-from pounder.load._parse import Stage
+from pounder.load._parse import Stage, parse_duration
 from pounder.load._result import BenchResult, LoadModel, MalformedResultError
-from pounder.load._spec import BenchSpec, Number
+from pounder.load._spec import BenchSpec, Number, parse_url, resolve
+from pounder.procs import ServerSampler, find_server
 
 if TYPE_CHECKING:
     from pounder._engine import ProgressInfo, Run
@@ -94,15 +95,23 @@ def _follow(run: Run, load: LoadModel, on_progress: ProgressCallback | None) -> 
         return True
 
 
-def run_bench(spec: BenchSpec, on_progress: ProgressCallback | None = None) -> BenchResult:
-    """Run a validated spec and return its result."""
+def run_bench(
+    spec: BenchSpec, on_progress: ProgressCallback | None = None, sampler: ServerSampler | None = None
+) -> BenchResult:
+    """Run a validated spec and return its result. With a ``sampler``, the server's processes are
+    sampled from just before the first request to just after the last one."""
     engine = _load_engine()
     started_at = _now_iso()
+    if sampler is not None:
+        sampler.start()
     try:
-        run: Run = engine.start(spec.engine_spec())
-    except ValueError as error:
-        raise PounderError(f"the engine rejected the spec: {error}") from None
-    interrupted = _follow(run, spec.load, on_progress)
+        try:
+            run: Run = engine.start(spec.engine_spec())
+        except ValueError as error:
+            raise PounderError(f"the engine rejected the spec: {error}") from None
+        interrupted = _follow(run, spec.load, on_progress)
+    finally:
+        server = sampler.stop() if sampler is not None else None
     try:
         return BenchResult.from_engine(
             run.result(),
@@ -110,9 +119,45 @@ def run_bench(spec: BenchSpec, on_progress: ProgressCallback | None = None) -> B
             started_at=started_at,
             interrupted=interrupted,
             tool_version=__version__,
+            server=server,
         )
     except MalformedResultError as error:
         raise PounderError(f"the engine returned a malformed result: {error}") from None
+
+
+def server_sampler(
+    *,
+    pid: int | None = None,
+    pidfile: str | Path | None = None,
+    name: str | None = None,
+    status_url: str | None = None,
+    interval: Number | None = None,
+    allow_remote: bool = False,
+) -> ServerSampler | None:
+    """The sampler for ``bench``'s server options, or None when no server is named. The server
+    is looked up now, so a wrong pid is a :class:`~pounder.UsageError` before anything is sent."""
+    if pid is None and pidfile is None and name is None:
+        if status_url is not None or interval is not None:
+            raise UsageError(
+                "--server-status and --sample-interval need --server-pid, --server-pidfile or --server-name"
+            )
+        return None
+    target = find_server(pid=pid, pidfile=pidfile, name=name)
+    interval_s = parse_interval(interval)
+    if status_url is not None:
+        url = parse_url(status_url)
+        resolve(url.host, url.port, allow_remote=allow_remote)
+    return ServerSampler(target, interval_s=interval_s, status_url=status_url)
+
+
+def parse_interval(value: Number | None) -> float:
+    """The sampling interval: default 1 s, between 0.05 s and 60 s."""
+    if value is None:
+        return 1.0
+    seconds = parse_duration(value, "--sample-interval") if isinstance(value, str) else float(value)
+    if not 0.05 <= seconds <= 60:
+        raise UsageError(f"--sample-interval must be between 50ms and 60s, got {seconds:g}s")
+    return seconds
 
 
 def bench(
@@ -142,6 +187,11 @@ def bench(
     allow_remote: bool = False,
     tsv_path: str | Path | None = None,
     hdr_log_path: str | Path | None = None,
+    server_pid: int | None = None,
+    server_pidfile: str | Path | None = None,
+    server_name: str | None = None,
+    server_status: str | None = None,
+    sample_interval: Number | None = None,
     on_progress: ProgressCallback | None = None,
 ) -> BenchResult:
     """Benchmark an HTTP server; the keyword arguments mirror ``pounder bench``'s options.
@@ -151,6 +201,11 @@ def bench(
     bytes per second). ``headers`` are ``"Name: value"`` strings or a mapping; ``body`` is text,
     ``"@file"`` or bytes. Defaults: closed loop with 10 connections for 10 s, 30 s timeout,
     keep-alive on. See :class:`BenchSpec` for the rules.
+
+    ``server_pid``, ``server_pidfile`` or ``server_name`` name the server's parent process: its
+    processes are then sampled while the load runs (every ``sample_interval``, default 1 s) and
+    ``result.server`` holds their CPU time and memory; ``server_status`` is an Apache mod_status
+    URL (``?auto`` is added) read at each sample.
 
     Raises :class:`~pounder.UsageError` on bad input (before anything is sent) and
     :class:`~pounder.PounderError` if the engine cannot run. On Ctrl-C the partial result is
@@ -183,4 +238,12 @@ def bench(
         tsv_path=tsv_path,
         hdr_log_path=hdr_log_path,
     )
-    return run_bench(spec, on_progress)
+    sampler = server_sampler(
+        pid=server_pid,
+        pidfile=server_pidfile,
+        name=server_name,
+        status_url=server_status,
+        interval=sample_interval,
+        allow_remote=allow_remote,
+    )
+    return run_bench(spec, on_progress, sampler)

@@ -17,6 +17,7 @@ from pounder.load._result import (
     LoadModel,
     ReplyRate,
 )
+from pounder.procs._render import mib
 
 LABEL_WIDTH = 26
 COLUMN_WIDTH = 12
@@ -217,6 +218,46 @@ def _client(result: BenchResult) -> list[str]:
     return [_reply_rate(result.derived.reply_rate), _line("Client CPU", text)]
 
 
+def _kib(size: float | None) -> str:
+    return "n/a" if size is None else f"{size / 1024:,.1f} KiB"
+
+
+def _server(result: BenchResult) -> list[str]:
+    """The server's processes during the run (only with --server-*)."""
+    server = result.server
+    if server is None:
+        return []
+    derived = result.derived
+    per_request = derived.server_cpu_us_per_request
+    cpu = f"{server.server_cpu_s:.2f} s"
+    if per_request is not None:
+        cpu += f", {per_request:.1f} us per request"
+    lines = [
+        f"Server (pid {server.server_pid}, {server.samples} samples every {server.interval_s:g} s)",
+        _line("Server CPU", cpu + " (parent and children, user + sys)"),
+        _line(
+            "Children",
+            f"{server.children_seen} seen, {server.children_spawned} spawned, {server.children_exited} exited",
+        ),
+        _line("Largest child", f"RSS {mib(server.max_child_rss)} MiB, private (USS) {mib(server.max_child_uss)} MiB"),
+        _line("Least shared", f"{mib(server.min_child_shared)} MiB in one child"),
+    ]
+    growth = server.private_growth_total
+    if growth is not None:
+        text = f"{_kib(growth)} in all"
+        if derived.server_private_growth_bytes_per_request is not None:
+            text += f", {_kib(derived.server_private_growth_bytes_per_request)} per request"
+        lines.append(_line("Private growth", text))
+    if server.status:
+        busy = [p.busy_workers for p in server.status if p.busy_workers is not None]
+        idle = [p.idle_workers for p in server.status if p.idle_workers is not None]
+        if busy and idle:
+            lines.append(_line("Busy / idle workers", f"max {max(busy)} busy, min {min(idle)} idle (server-status)"))
+    lines.append(_line("Sampler CPU", f"{server.sampler_cpu_s:.3f} s"))
+    lines += [f"Note: {message}" for message in server.messages]
+    return lines
+
+
 def render_report(result: BenchResult) -> str:
     """The whole text report, ending with a newline."""
     sections = [
@@ -226,5 +267,7 @@ def render_report(result: BenchResult) -> str:
         _percentiles(result),
         _status_codes(result),
         _client(result),
+        _server(result),
     ]
+    sections = [section for section in sections if section]
     return "\n\n".join("\n".join(section) for section in sections) + "\n"

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pounder._errors import PounderError, UsageError
 from pounder.load._parse import Stage
+from pounder.procs import MalformedReportError, ServerLoadReport, per_request
 
 SCHEMA = "pounder/bench-result/1"
 PERCENTILES: tuple[str, ...] = ("50", "66", "75", "80", "90", "95", "98", "99", "99.9", "100")
@@ -369,6 +370,12 @@ class Derived:
     """None when the measured phase lasted less than one full second."""
     client_cpu_us_per_request: float | None
     """Engine CPU (user + sys) per attempted request, warmup included (the CPU time covers it)."""
+    server_cpu_us_per_request: float | None = None
+    """Server CPU (parent and children, user + sys) per attempted request, warmup included (the
+    sampling covers it); None without ``--server-*`` or with no request."""
+    server_private_growth_bytes_per_request: float | None = None
+    """Growth of the children's private memory (USS, summed over the children present from the
+    first to the last sample) per attempted request: a leak shows as a steady positive value."""
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -417,12 +424,15 @@ class BenchResult:
     series: tuple[SecondSample, ...]
     client_cpu: ClientCpu
     histogram: str
+    server: ServerLoadReport | None = None
+    """The server's processes sampled during the run (``--server-pid`` and co.), else None."""
 
     @cached_property
     def derived(self) -> Derived:
         complete, elapsed = self.requests.complete, self.elapsed_s
         attempted = complete + self.requests.failed + self.warmup.complete + self.warmup.failed
         cpu_s = self.client_cpu.user_s + self.client_cpu.sys_s
+        server = None if self.server is None else per_request(self.server, attempted)
         return Derived(
             requests_per_s=_ratio(complete, elapsed),
             time_per_request_ms=(
@@ -435,21 +445,33 @@ class BenchResult:
             sent_kib_per_s=_ratio(self.bytes.sent / 1024, elapsed),
             reply_rate=reply_rate(self.series, elapsed),
             client_cpu_us_per_request=None if attempted == 0 else cpu_s * 1e6 / attempted,
+            server_cpu_us_per_request=None if server is None else server.server_cpu_us_per_request,
+            server_private_growth_bytes_per_request=(
+                None if server is None else server.private_growth_bytes_per_request
+            ),
         )
 
     # -- construction ---------------------------------------------------------------------
 
     @classmethod
     def from_engine(
-        cls, engine_json: str, *, options: RunOptions, started_at: str, interrupted: bool, tool_version: str
+        cls,
+        engine_json: str,
+        *,
+        options: RunOptions,
+        started_at: str,
+        interrupted: bool,
+        tool_version: str,
+        server: ServerLoadReport | None = None,
     ) -> BenchResult:
-        """Combine the engine's result JSON with the run's metadata. Raises
-        :class:`MalformedResultError` if the engine's JSON does not follow the contract."""
+        """Combine the engine's result JSON with the run's metadata (and the server sampling).
+        Raises :class:`MalformedResultError` if the engine's JSON does not follow the contract."""
         return cls(
             tool_version=tool_version,
             started_at=started_at,
             interrupted=interrupted,
             options=options,
+            server=server,
             **_measurements(_decode(engine_json)),
         )
 
@@ -465,6 +487,7 @@ class BenchResult:
             started_at=_as_str(_get(data, "started_at"), "started_at"),
             interrupted=_as_bool(_get(data, "interrupted"), "interrupted"),
             options=_run_options(_get(data, "options"), "options"),
+            server=_server(data.get("server")),
             **_measurements(data),
         )
 
@@ -474,6 +497,7 @@ class BenchResult:
         """The JSON-ready dict :meth:`to_json` writes (see the schema)."""
         plain = asdict(self)
         connections_opened = plain.pop("connections_opened")
+        plain["server"] = None if self.server is None else self.server.to_dict()
         plain["options"]["load"]["stages"] = _stages_as_lists(self.options.load.stages)
         plain["options"]["http"]["headers"] = [list(pair) for pair in self.options.http.headers]
         plain["options"]["targets"] = list(plain["options"]["targets"])
@@ -527,6 +551,15 @@ _MEASUREMENTS: dict[str, tuple[str, Callable[[object, str], Any]]] = {
 def _measurements(data: Mapping[str, Any]) -> dict[str, Any]:
     """The engine's measurements as :class:`BenchResult` fields."""
     return {field: convert(_get(data, key), key) for field, (key, convert) in _MEASUREMENTS.items()}
+
+
+def _server(value: object) -> ServerLoadReport | None:
+    if value is None:
+        return None
+    try:
+        return ServerLoadReport.from_dict(_as_dict(value, "server"))
+    except MalformedReportError as error:
+        raise MalformedResultError(f"server: {error}") from None
 
 
 def _stages_as_lists(stages: tuple[Stage, ...] | None) -> list[list[float]] | None:
