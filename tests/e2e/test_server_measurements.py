@@ -1,0 +1,198 @@
+"""What pounder reports about real pre-forking servers: memory shared with the parent
+(`pounder mem`), and server CPU and private growth per request (`bench --server-*`), each
+checked against the configured sizes or an independent measurement."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import psutil
+import pytest
+from schemas import validate
+from servers.srvutil import warm_every_child
+
+import pounder
+
+MB = 1024 * 1024
+LEAK_BYTES = 102400  # what the /leak handlers keep per request
+
+
+def mem_json(pidfile: str) -> dict[str, Any]:
+    """`pounder mem --pidfile F --json -`, run as a user would."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pounder", "mem", "--pidfile", pidfile, "--json", "-"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    document: dict[str, Any] = json.loads(proc.stdout)
+    validate(document, "mem")
+    return document
+
+
+def children(document: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for p in document["processes"] if p["role"] == "child"]
+
+
+def own_cpu_s(pids: list[int]) -> float:
+    """User + system CPU of these processes, read by psutil (the second method)."""
+    total = 0.0
+    for pid in pids:
+        times = psutil.Process(pid).cpu_times()
+        total += times.user + times.system
+    return total
+
+
+# -- memory shared with the parent ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("preload", [True, False])
+def test_apache_mod_perl_preload_is_shared_by_every_child(apache_server: Any, preload: bool) -> None:
+    # startup_preload.pl allocates and writes ~40 MB in the parent; without it every child builds
+    # the same data on its first /data request.
+    srv = apache_server(preload=preload, start_servers=3, min_spare=1, max_spare=3, max_request_workers=3)
+    warm_every_child(srv, "/data")
+    document = mem_json(str(srv.pidfile))
+    kids = children(document)
+    assert len(kids) == 3
+    for child in kids:
+        if preload:
+            assert child["shared"] >= 35 * MB, child
+            assert child["private"] < 10 * MB, child
+        else:
+            assert child["private"] >= 35 * MB, child
+    totals = document["totals"]
+    # The footprint counts the shared data once, not once per child.
+    if preload:
+        assert totals["footprint"] < 2 * document["processes"][0]["rss"]
+
+
+@pytest.mark.parametrize("preload", [True, False])
+def test_gunicorn_preload_is_shared(gunicorn_server: Any, preload: bool) -> None:
+    srv = gunicorn_server(workers=3, preload=preload, env={"APP_DATA_MB": "40"})
+    warm_every_child(srv, "/data")
+    snap = pounder.snapshot(pounder.find_server(pidfile=srv.pidfile))
+    assert len(snap.children) == 3
+    for child in snap.children:
+        if preload:
+            assert child.shared >= 30 * MB, child
+        else:
+            assert child.private >= 30 * MB, child
+
+
+# -- growth per request ------------------------------------------------------------------------
+
+
+def bench_with_server(srv: Any, path: str, requests: int, **options: Any) -> pounder.BenchResult:
+    return pounder.bench(
+        srv.url + path,
+        connections=2,
+        threads=1,
+        requests=requests,
+        server_pidfile=str(srv.pidfile),
+        sample_interval="200ms",
+        **options,
+    )
+
+
+def test_gunicorn_leak_per_request_is_measured(gunicorn_server: Any) -> None:
+    srv = gunicorn_server(workers=2)
+    result = bench_with_server(srv, "/leak", 400)
+    assert result.requests.complete == 400
+    growth = result.derived.server_private_growth_bytes_per_request
+    assert growth is not None
+    assert growth == pytest.approx(LEAK_BYTES, rel=0.25)
+
+
+def test_apache_mod_perl_leak_per_request_is_measured(apache_server: Any) -> None:
+    # Two children that live through the run (no recycling), each keeping 100 KB per request.
+    srv = apache_server(start_servers=2, min_spare=1, max_spare=2, max_request_workers=2)
+    result = bench_with_server(srv, "/leak", 400)
+    assert result.requests.complete == 400
+    growth = result.derived.server_private_growth_bytes_per_request
+    assert growth is not None
+    assert growth == pytest.approx(LEAK_BYTES, rel=0.25)
+
+
+def test_no_leak_reports_near_zero_growth(gunicorn_server: Any) -> None:
+    srv = gunicorn_server(workers=2)
+    warm_every_child(srv, "/data")
+    result = bench_with_server(srv, "/", 400)
+    growth = result.derived.server_private_growth_bytes_per_request
+    assert growth is not None
+    assert abs(growth) < 0.05 * LEAK_BYTES
+
+
+# -- CPU per request ---------------------------------------------------------------------------
+
+
+def test_gunicorn_cpu_per_request_against_a_second_method(gunicorn_server: Any) -> None:
+    srv = gunicorn_server(workers=2)
+    warm_every_child(srv, "/data")
+    pids = [srv.pid, *srv.children()]
+    before = own_cpu_s(pids)
+    heavy = bench_with_server(srv, "/cpu?ms=20", 60)
+    after = own_cpu_s(pids)
+    assert sorted(srv.children()) == sorted(pids[1:])  # no worker was replaced meanwhile
+    light = bench_with_server(srv, "/", 60)
+
+    assert heavy.server is not None and light.server is not None
+    heavy_us = heavy.derived.server_cpu_us_per_request
+    light_us = light.derived.server_cpu_us_per_request
+    assert heavy_us is not None and light_us is not None
+    assert heavy_us > light_us
+    # The handler burns 20 ms of its own CPU per request, so that is a floor.
+    assert heavy_us >= 0.95 * 20_000
+    # psutil's reading of the same processes before and after, over the same requests.
+    second_us = (after - before) * 1e6 / 60
+    assert heavy_us == pytest.approx(second_us, rel=0.30)
+
+
+def test_apache_cpu_counts_children_that_exit_during_the_run(apache_server: Any) -> None:
+    # Each child exits after 10 connections; without keep-alive every request is a connection,
+    # so children are replaced throughout the run and their CPU must still be counted (through
+    # the parent's cutime/cstime when Apache reaps them).
+    srv = apache_server(
+        start_servers=2, min_spare=1, max_spare=2, max_request_workers=2, max_connections_per_child=10
+    )
+    result = bench_with_server(srv, "/cpu?ms=20", 60, keepalive=False)
+    assert result.requests.complete == 60
+    server = result.server
+    assert server is not None
+    assert server.children_exited >= 3 and server.children_spawned >= 3
+    per_request = result.derived.server_cpu_us_per_request
+    assert per_request is not None
+    # At least the 20 ms each request burns, and not much more (Apache's own work is small).
+    assert 0.95 * 20_000 <= per_request <= 1.30 * 20_000 + 5_000
+
+
+def test_server_section_is_in_the_json_and_the_report(gunicorn_server: Any, tmp_path: Any) -> None:
+    srv = gunicorn_server(workers=2)
+    out = tmp_path / "r.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pounder", "bench", srv.url + "/cpu?ms=2", "-n", "50", "-c", "2",
+         "--server-pidfile", str(srv.pidfile), "--json", str(out)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Server (pid " in proc.stdout and "us per request" in proc.stdout
+    document = json.loads(out.read_text())
+    validate(document, "bench-result")
+    assert document["server"]["server_pid"] == srv.pid
+    assert document["derived"]["server_cpu_us_per_request"] > 0
+    again = pounder.load_result(out)
+    assert again.server == pounder.BenchResult.from_json(out.read_text()).server
+
+
+def test_bad_server_options_send_nothing(testserver: Any, tmp_path: Any) -> None:
+    srv = testserver()
+    garbage = tmp_path / "garbage.pid"
+    garbage.write_text("not a pid\n")
+    for options in ({"server_pid": 999_999_999}, {"server_pidfile": str(garbage)}, {"server_status": srv.url}):
+        with pytest.raises(pounder.UsageError):
+            pounder.bench(srv.url + "/", requests=5, **options)
+    assert srv.count(settle_s=0.3) == 0
