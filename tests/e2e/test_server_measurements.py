@@ -174,7 +174,7 @@ def test_server_section_is_in_the_json_and_the_report(gunicorn_server: Any, tmp_
     srv = gunicorn_server(workers=2)
     out = tmp_path / "r.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pounder", "bench", srv.url + "/cpu?ms=2", "-n", "50", "-c", "2",
+        [sys.executable, "-m", "pounder", "bench", srv.url + "/", "-n", "50", "-c", "2",
          "--server-pidfile", str(srv.pidfile), "--json", str(out)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip

@@ -77,6 +77,19 @@ def test_server_cpu_counts_live_exited_and_spawned_children(trees: TreeFactory) 
     check_json(report)
 
 
+def test_cpu_below_one_clock_tick_is_measured(trees: TreeFactory) -> None:
+    # /proc/PID/stat counts CPU in 10 ms ticks: 3 ms would read as 0 or 10 ms. The sampler reads
+    # the process CPU clock (ns) for live processes.
+    tree = trees.start()
+    (child,) = tree.spawn(1)
+    sampler = ServerSampler(find_server(pid=tree.pid), interval_s=10)
+    sampler.start()
+    measured = tree.burn(child, 0.003)
+    report = sampler.stop()
+    by_pid = {c.pid: c for c in report.children}
+    assert by_pid[child].cpu_s == pytest.approx(measured, abs=0.002), (by_pid[child].cpu_s, measured)
+
+
 def test_private_growth_of_a_leaking_child(trees: TreeFactory) -> None:
     tree = trees.start(mb=8)
     kids = tree.spawn(3)

@@ -3,8 +3,9 @@ it used, children spawned and reaped, and (for Apache) mod_status.
 
 CPU accounting (``server_cpu_s``): the user + system time the server's processes used between the
 first and the last sample. Every process seen is tracked by pid (and start time, so a reused pid
-is a new process), with its own CPU (utime + stime) and the CPU of the children it reaped
-(cutime + cstime), as ``/proc/PID/stat`` gives them. Then
+is a new process), with its own CPU (user + system, from the kernel's per-process CPU clock, in
+nanoseconds; ``/proc/PID/stat``'s utime + stime if the clock cannot be read) and the CPU of the
+children it reaped (cutime + cstime from ``/proc/PID/stat``). Then
 
     server_cpu_s = sum over processes alive at the last sample of (own + reaped) now - at the start
                    - sum over processes that exited during the window of (own + reaped) at the start
@@ -18,7 +19,7 @@ between two samples are counted too (through their parent), even though they wer
 A zombie (exited, not yet reaped) still shows its CPU in /proc and is counted as alive.
 ``server_cpu_reaped_s`` is the part that came in through cutime/cstime.
 
-Limits: CPU times are in clock ticks (10 ms) per process; a process whose parent ignores SIGCHLD
+Limits: reaped children's CPU comes in clock ticks (10 ms per reaped child); a process whose parent ignores SIGCHLD
 (auto-reaping) or that is re-parented outside the tree (double fork, daemonising helpers) takes
 its CPU with it when it exits; CPU a child used before the first sample is excluded only if the
 child was seen in the first sample; if the root itself exits, the accounting stops there.
@@ -36,7 +37,7 @@ from typing import Any
 from pounder._errors import PounderError, UsageError
 from pounder._version import __version__
 from pounder.procs._find import ServerGone, ServerTarget, discover, find_server
-from pounder.procs._read import ProcessGone, Role, read_cpu, read_reading
+from pounder.procs._read import ProcessGone, Role, process_cpu_clock, read_cpu, read_reading
 from pounder.procs._status import StatusError, StatusPoint, fetch_status, status_auto_url
 
 LOAD_SCHEMA = "pounder/server-load/1"
@@ -414,8 +415,17 @@ class ServerSampler:
                     track.zombie = True
                     continue
                 mem = reading.mem
+                # The process CPU clock has ns resolution; stat's utime + stime only 10 ms ticks.
+                own = process_cpu_clock(mem.pid)
                 track = self._track(
-                    mem.pid, member.role, reading.create_time, mem.cpu_s, mem.children_cpu_s, index, t, first
+                    mem.pid,
+                    member.role,
+                    reading.create_time,
+                    mem.cpu_s if own is None else own,
+                    mem.children_cpu_s,
+                    index,
+                    t,
+                    first,
                 )
                 track.zombie = False
                 if track.first_uss is None:
