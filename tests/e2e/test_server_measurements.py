@@ -11,10 +11,10 @@ from typing import Any
 
 import psutil
 import pytest
-from schemas import validate
-from servers.srvutil import warm_every_child
 
 import pounder
+from schemas import validate
+from servers.srvutil import warm_every_child
 
 MB = 1024 * 1024
 LEAK_BYTES = 102400  # what the /leak handlers keep per request
