@@ -196,3 +196,25 @@ def test_bad_server_options_send_nothing(testserver: Any, tmp_path: Any) -> None
         with pytest.raises(pounder.UsageError):
             pounder.bench(srv.url + "/", requests=5, **options)
     assert srv.count(settle_s=0.3) == 0
+
+
+def test_apache_server_status_is_read_during_the_bench(apache_server: Any) -> None:
+    # Spare children, so the status request does not queue behind the 3 keep-alive connections.
+    srv = apache_server(start_servers=5, min_spare=3, max_spare=6, max_request_workers=6)
+    result = pounder.bench(
+        srv.url + "/cpu?ms=5",
+        connections=3,
+        threads=1,
+        duration="1.5s",
+        server_pidfile=str(srv.pidfile),
+        server_status=srv.url + "/server-status",
+        sample_interval="250ms",
+    )
+    server = result.server
+    assert server is not None and server.messages == ()
+    assert len(server.status) >= 4
+    busy = [point.busy_workers for point in server.status if point.busy_workers is not None]
+    # 3 connections keep 3 children busy (the status request itself takes a fourth).
+    assert max(busy) >= 3
+    accesses = [point.total_accesses for point in server.status if point.total_accesses is not None]
+    assert accesses[-1] - accesses[0] >= 0.8 * result.requests.complete
