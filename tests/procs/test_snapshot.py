@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from pounder import PounderError
@@ -196,3 +197,23 @@ def test_permission_denied_is_one_clear_line() -> None:
     if "No module named" in result.stderr:
         pytest.skip("pounder is not importable by user nobody")
     assert result.stdout.strip() == expected.format(pid=os.getpid()), result.stderr
+
+
+def test_a_truncated_self_set_name_shows_the_program() -> None:
+    # mod_perl sets $0 to the binary's full path; the kernel keeps its first 15 bytes as the name.
+    script = (
+        "import ctypes, sys, time\n"
+        "ctypes.CDLL(None).prctl(15, sys.executable.encode()[:15], 0, 0, 0)\n"  # PR_SET_NAME
+        "print('ready', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        if len(sys.executable) <= 15:
+            pytest.skip("the interpreter's path is too short to be truncated")
+        assert psutil.Process(proc.pid).name() == sys.executable[:15]
+        assert read_process(proc.pid).name == os.path.basename(sys.executable)
+    finally:
+        proc.kill()
+        proc.wait()

@@ -159,6 +159,20 @@ class Reading:
     create_time: float
 
 
+def display_name(proc: psutil.Process) -> str:
+    """The process's name. The kernel keeps 15 bytes of it, and a process that renames itself
+    (mod_perl sets ``$0``, so ``/usr/sbin/apache2`` shows as ``/usr/sbin/apach``) loses the end:
+    then the program named in its command line, when the kept part is a prefix of it."""
+    name = proc.name()
+    try:
+        cmdline = proc.cmdline()
+    except (psutil.AccessDenied, psutil.ZombieProcess):
+        return name
+    if len(name) >= 15 and cmdline and cmdline[0].startswith(name):
+        return os.path.basename(cmdline[0]) or name
+    return name
+
+
 def read_reading(pid: int, role: Role, ppid: int | None = None) -> Reading:
     """Read process ``pid`` (see :func:`read_process`), with its start time (epoch seconds)."""
     try:
@@ -167,7 +181,7 @@ def read_reading(pid: int, role: Role, ppid: int | None = None) -> Reading:
             status = proc.status()
             if status == psutil.STATUS_ZOMBIE:
                 raise ProcessGone(pid)
-            name = proc.name()
+            name = display_name(proc)
             real_ppid = proc.ppid()
             create_time = proc.create_time()
             cpu = proc.cpu_times()
