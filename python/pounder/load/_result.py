@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+from pounder._document import readers
 from pounder._errors import PounderError, UsageError
 from pounder.load._parse import Stage
 from pounder.procs import MalformedReportError, ServerLoadReport, per_request
@@ -50,27 +51,12 @@ def _as_float(value: object, key: str) -> float:
     return float(value)
 
 
-def _as_str(value: object, key: str) -> str:
-    if not isinstance(value, str):
-        raise MalformedResultError(f"'{key}' must be a string, got {value!r}")
-    return value
+_as_dict, _as_list, _as_str = readers(MalformedResultError)
 
 
 def _as_bool(value: object, key: str) -> bool:
     if not isinstance(value, bool):
         raise MalformedResultError(f"'{key}' must be true or false, got {value!r}")
-    return value
-
-
-def _as_dict(value: object, key: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise MalformedResultError(f"'{key}' must be an object, got {value!r}")
-    return value
-
-
-def _as_list(value: object, key: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise MalformedResultError(f"'{key}' must be a list, got {value!r}")
     return value
 
 

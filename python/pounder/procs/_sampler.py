@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from pounder._document import readers
 from pounder._errors import PounderError, UsageError
 from pounder._version import __version__
 from pounder.procs._find import ServerGone, ServerTarget, discover, find_server
@@ -181,22 +182,7 @@ def per_request(report: ServerLoadReport, requests: int) -> PerRequest:
 # Reading a report back
 
 
-def _as_dict(value: object, key: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise MalformedReportError(f"'{key}' must be an object, got {type(value).__name__}")
-    return value
-
-
-def _as_list(value: object, key: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise MalformedReportError(f"'{key}' must be a list, got {type(value).__name__}")
-    return value
-
-
-def _as_str(value: object, key: str) -> str:
-    if not isinstance(value, str):
-        raise MalformedReportError(f"'{key}' must be a string, got {value!r}")
-    return value
+_as_dict, _as_list, _as_str = readers(MalformedReportError)
 
 
 def _as_number(value: object, key: str, kind: str) -> int | float | None:
