@@ -121,6 +121,8 @@ pub struct Connection<'a> {
     /// Which address the open stream goes to (index into the run's distinct addresses).
     addr_id: usize,
     served: u32,
+    /// The current attempt's request has been written to the socket.
+    written: bool,
     buf: Box<[u8]>,
     reuse: Reuse,
     /// Counts every connection opened, as soon as it is (also when the request on it is aborted).
@@ -147,6 +149,7 @@ impl<'a> Connection<'a> {
             stream: None,
             addr_id: usize::MAX,
             served: 0,
+            written: false,
             buf: vec![0u8; BUF_SIZE].into_boxed_slice(),
             reuse,
             opened,
@@ -177,7 +180,13 @@ impl<'a> Connection<'a> {
         }
     }
 
+    /// Whether the last attempt wrote its request (for a request cut short by the timeout).
+    pub fn request_written(&self) -> bool {
+        self.written
+    }
+
     async fn attempt(&mut self, target: &Target) -> Result<Response, Failure> {
+        self.written = false;
         let mut connect = None;
         if self.stream.is_none() {
             let t0 = Instant::now();
@@ -203,6 +212,7 @@ impl<'a> Connection<'a> {
     async fn roundtrip(&mut self, target: &Target, connect: Option<Duration>) -> Result<Response, Failure> {
         let stream = self.stream.as_mut().expect("connected");
         stream.write_all(&target.request).await.map_err(|e| Failure::unsent(io_kind(&e, false)))?;
+        self.written = true;
         let written = Instant::now();
 
         let throttle = self.reuse.throttle_bps;

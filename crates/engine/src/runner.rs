@@ -564,8 +564,11 @@ impl Worker {
         let now = Instant::now();
         let measured = match self.sh.spec.warmup {
             Warmup::None => true,
+            // A plain load first: only the first measured claim writes the shared start time.
             Warmup::Requests(_) => slot >= self.warmup_slots && {
-                self.sh.begin_measure(now);
+                if self.sh.measure_start_ns.load(Ordering::Relaxed) == UNKNOWN {
+                    self.sh.begin_measure(now);
+                }
                 true
             },
             Warmup::Time(_) => self.sh.measure_start().is_some_and(|m| now >= m),
@@ -614,13 +617,17 @@ impl Worker {
         // Closed loop: the request is meant to go now, so its claim time is its start.
         let start = if self.sh.schedule.is_some() { Instant::now() } else { job.intended };
         timeout.as_mut().reset(start + self.sh.spec.timeout);
-        let result = tokio::select! {
+        let mut result = tokio::select! {
             biased;
             r = conn.exchange(target, self.sh.addr_ids[index]) => r,
-            () = timeout => Err(Failure { kind: ErrorKind::Timeout, bytes_in: 0, sent: true }),
+            () = timeout => Err(Failure { kind: ErrorKind::Timeout, bytes_in: 0, sent: false }),
         };
-        if result.as_ref().is_err_and(|f| f.kind == ErrorKind::Timeout) {
-            conn.close();
+        if let Err(f) = &mut result {
+            if f.kind == ErrorKind::Timeout {
+                // Timed out while connecting, or after the request went out: only the latter sent it.
+                f.sent = conn.request_written();
+                conn.close();
+            }
         }
         let end = Instant::now();
         in_flight.disarm();
