@@ -45,7 +45,8 @@ pytest:
 	$(PYTHON) -m pytest -q
 
 demo: deps-python build
-	$(PYTHON) examples/demo/run_demo.py
+	rm -rf pounder-demo-results
+	$(PYTHON) -m pounder tune --demo --results pounder-demo-results
 
 bench-peers: build
 	@missing=""; for p in $(APT_BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -4,9 +4,11 @@ handlers of tests/apps/perl: start, answer, children, memory sharing, failure, s
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,7 +27,10 @@ from srvutil import (
 )
 
 import pounder.servers._base as servers_base
-from pounder.servers import ApacheServer, ServerStartError, apache_missing
+from pounder import UsageError
+from pounder.servers import ApacheServer, ServerStartError, apache_missing, find_apache
+
+PERL_APPS_DIR = Path(__file__).resolve().parents[1] / "apps" / "perl"
 
 
 def test_starts_with_its_children_and_stops(apache_server) -> None:
@@ -154,3 +159,70 @@ def test_port_taken_meanwhile_is_retried_once(apache_server, monkeypatch: pytest
         with pytest.raises(ServerStartError, match="taken") as caught:
             again.start(timeout_s=15)
         assert "Address already in use" in str(caught.value)
+
+
+def test_users_own_configuration_file() -> None:
+    missing = apache_missing(perl=True)
+    if missing:
+        pytest.skip(missing)
+    found = find_apache()
+    assert found is not None
+    app = Path(tempfile.mkdtemp(prefix="pounder-apache-conf-", dir="/tmp"))  # reachable by www-data
+    os.chmod(app, 0o755)
+    try:
+        shutil.copytree(PERL_APPS_DIR / "lib", app / "lib")
+        shutil.copy(PERL_APPS_DIR / "startup.pl", app / "startup.pl")
+        conf = app / "app.conf"
+        conf.write_text(f"""\
+# The application's own Apache configuration.
+LoadModule perl_module {found[1] / "mod_perl.so"}
+Listen 80
+StartServers 7
+MaxRequestWorkers 3
+PerlSwitches -I{app / "lib"}
+PerlRequire startup.pl
+<Location /hello>
+    SetHandler modperl
+    PerlResponseHandler PounderTest::Hello
+</Location>
+""")
+        srv = ApacheServer(None, conf=conf, start_servers=2, max_request_workers=4)
+        assert srv.server_root == app
+        with srv:
+            rendered = srv.conf_path.read_text()
+            assert "Listen 80\n" not in rendered and "StartServers 7" not in rendered
+            assert "MaxRequestWorkers 3" not in rendered and "MaxRequestWorkers 4" in rendered
+            assert f'ServerRoot "{app}"' in rendered
+            assert rendered.count("mod_perl.so") == 1  # loaded by the user's line only
+            hello = fields(get(srv.url + "/hello"))
+            assert len(srv.children()) == 2
+            assert int(hello["pid"]) in srv.children()
+            assert get(srv.url + "/") == "pounder apache\n"  # pounder's own part is still there
+            stop_and_check(srv)
+        assert not srv.workdir.exists()
+        assert sorted(p.name for p in app.iterdir()) == ["app.conf", "lib", "startup.pl"]  # nothing written there
+    finally:
+        shutil.rmtree(app, ignore_errors=True)
+
+
+def test_users_configuration_file_refused(tmp_path: Path) -> None:
+    conf = tmp_path / "app.conf"
+    conf.write_text("PerlRequire startup.pl\nIncludeOptional conf.d/*.conf\n")
+    refused = f"apache: {conf} uses IncludeOptional conf.d/*.conf: give pounder one self-contained file"
+    with pytest.raises(UsageError, match=re.escape(refused)):
+        ApacheServer(None, conf=conf)
+    with pytest.raises(UsageError, match="cannot read the configuration file"):
+        ApacheServer(None, conf=tmp_path / "missing.conf")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the children as another user")
+def test_users_configuration_the_children_cannot_reach(tmp_path: Path) -> None:
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / "app.conf").write_text("# nothing\n")
+    server = ApacheServer(None, conf=private / "app.conf", start_servers=1)
+    try:
+        with pytest.raises(ServerStartError, match="cannot enter .* on the way to the configuration's directory"):
+            server.start()
+    finally:
+        server.stop()

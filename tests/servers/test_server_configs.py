@@ -17,6 +17,7 @@ from pounder.servers import (
     gunicorn_command,
     render_apache_conf,
     starman_command,
+    strip_owned_directives,
 )
 from pounder.servers._starman import UNLIMITED_REQUESTS
 
@@ -128,3 +129,114 @@ def test_free_port_is_bindable() -> None:
     assert 1024 <= port < 65536
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
+
+
+USER_CONF = """\
+# my mod_perl application
+LoadModule perl_module /usr/lib/apache2/modules/mod_perl.so
+LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
+Listen 80
+  listen 127.0.0.1:8080
+PidFile /var/run/apache2.pid
+ServerRoot /etc/apache2
+User nobody
+Group nogroup
+StartServers 7
+<IfModule mpm_prefork_module>
+    MinSpareServers 5
+    MaxSpareServers 10
+    MaxRequestWorkers \\
+        150
+    MaxClients 150
+    ServerLimit 150
+    MaxConnectionsPerChild 0
+    MaxRequestsPerChild 0
+</IfModule>
+KeepAlive On
+MaxKeepAliveRequests 100
+KeepAliveTimeout 5
+Timeout 300
+ErrorLog logs/error.log
+DefaultRuntimeDir run
+ServerName www.example.com
+PerlSwitches -Ilib
+PerlRequire startup.pl
+#Listen 9000
+TimeOut2 3
+<Location /hello>
+    SetHandler modperl
+    PerlResponseHandler My::Hello
+</Location>
+"""
+
+
+def test_strip_owned_directives() -> None:
+    text, removed = strip_owned_directives(USER_CONF)
+    assert removed == [
+        "LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so", "Listen 80",
+        "listen 127.0.0.1:8080", "PidFile /var/run/apache2.pid", "ServerRoot /etc/apache2", "User nobody",
+        "Group nogroup", "StartServers 7", "MinSpareServers 5", "MaxSpareServers 10", "MaxRequestWorkers 150",
+        "MaxClients 150", "ServerLimit 150", "MaxConnectionsPerChild 0", "MaxRequestsPerChild 0", "KeepAlive On",
+        "MaxKeepAliveRequests 100", "KeepAliveTimeout 5", "Timeout 300", "ErrorLog logs/error.log",
+        "DefaultRuntimeDir run", "ServerName www.example.com"]
+    assert text == """\
+# my mod_perl application
+LoadModule perl_module /usr/lib/apache2/modules/mod_perl.so
+<IfModule mpm_prefork_module>
+</IfModule>
+PerlSwitches -Ilib
+PerlRequire startup.pl
+#Listen 9000
+TimeOut2 3
+<Location /hello>
+    SetHandler modperl
+    PerlResponseHandler My::Hello
+</Location>
+"""
+    assert strip_owned_directives(text) == (text, [])  # idempotent
+    assert strip_owned_directives("") == ("", [])
+    # a continued comment line swallows the next line, as in Apache
+    assert strip_owned_directives("# note \\\nListen 80\nListen 81") == ("# note \\\nListen 80\n", ["Listen 81"])
+
+
+@pytest.mark.parametrize("line", ["Include conf.d/*.conf", "  IncludeOptional /etc/apache2/mods-enabled/*.load",
+                                  "include other.conf"])
+def test_strip_owned_directives_refuses_includes(line: str) -> None:
+    with pytest.raises(UsageError, match=r"apache: /srv/app.conf uses \S+ \S+: give pounder one self-contained file"):
+        strip_owned_directives(f"PerlRequire x.pl\n{line}\n", source="/srv/app.conf")
+
+
+def test_apache_conf_with_the_users_file() -> None:
+    settings = ApacheSettings(start_servers=2, max_request_workers=4, extra_conf="# extra")
+    text = render_apache_conf(settings, workdir=W, port=8123, modules_dir=MODS, server_root=Path("/srv/app"),
+                              user_conf=USER_CONF, user_conf_name="/srv/app/app.conf")
+    lines = [line.strip() for line in text.splitlines()]
+    assert 'ServerRoot "/srv/app"' in lines and lines.count("ServerRoot \"/srv/app\"") == 1
+    assert not any(line.startswith("ServerRoot") and "/srv/w" in line for line in lines)
+    for owned in ("Listen 80", "StartServers 7", "MaxRequestWorkers 150", "Timeout 300", "mpm_event", "nobody",
+                  "/var/run/apache2.pid", "www.example.com"):
+        assert owned not in text
+    assert [line for line in lines if line.startswith(("Listen", "StartServers", "MaxRequestWorkers"))] == [
+        "Listen 127.0.0.1:8123", "StartServers 2", "MaxRequestWorkers 4"]
+    # the user's file loads mod_perl; pounder does not (no handlers or startup.pl of its own)
+    assert [line for line in lines if "mod_perl.so" in line] == [
+        "LoadModule perl_module /usr/lib/apache2/modules/mod_perl.so"]
+    at = lines.index("# From /srv/app/app.conf (without the directives set above by pounder):")
+    assert lines[at + 1] == "# my mod_perl application"
+    assert lines.index("PerlRequire startup.pl") > lines.index("Listen 127.0.0.1:8123")
+    assert lines.index("PerlRequire startup.pl") > lines.index("</Location>")  # after /server-status
+    assert lines[-1] == "# extra"
+    # every path pounder writes is absolute, so a ServerRoot elsewhere changes none of them
+    for line in lines[:at]:
+        words = line.split()
+        if words and words[0] in ("DefaultRuntimeDir", "PidFile", "ErrorLog", "DocumentRoot", "TypesConfig",
+                                  "LoadModule", "<Directory"):
+            assert words[-1].strip('">').startswith("/"), line
+    assert text.replace('ServerRoot "/srv/app"', 'ServerRoot "/srv/w"') == render_apache_conf(
+        settings, workdir=W, port=8123, modules_dir=MODS, user_conf=USER_CONF,
+        user_conf_name="/srv/app/app.conf")
+
+
+def test_apache_conf_refuses_a_users_file_with_include() -> None:
+    with pytest.raises(UsageError, match="Include"):
+        render_apache_conf(ApacheSettings(), workdir=W, port=1, modules_dir=MODS, user_conf="Include x.conf\n")

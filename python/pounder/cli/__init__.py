@@ -22,6 +22,7 @@ from pounder._version import __version__
 from pounder.cli._common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, print_error
 from pounder.cli.bench import BENCH_HELP, bench_command
 from pounder.cli.mem import MEM_HELP, mem_command
+from pounder.cli.tune import TUNE_HELP, tune_command
 
 # typer either uses click or vendors it (typer._click): take the exception classes it really raises.
 _click_exceptions = importlib.import_module(typer.BadParameter.__module__)
@@ -102,6 +103,7 @@ def _root(
 
 app.command("bench", help=BENCH_HELP)(bench_command)
 app.command("mem", help=MEM_HELP)(mem_command)
+app.command("tune", help=TUNE_HELP)(tune_command)
 
 
 def main() -> None:

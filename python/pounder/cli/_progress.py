@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from pounder.load._bench import Progress, ProgressCallback
@@ -66,3 +66,39 @@ def live_progress(enabled: bool) -> Iterator[ProgressCallback | None]:
             )
 
         yield update
+
+
+@contextmanager
+def live_status() -> Iterator[tuple[Callable[[str], None], Callable[[str], None], ProgressCallback]]:
+    """For a long run of several benches (``pounder tune``), on a terminal: ``(log, status,
+    progress)``. ``log`` prints a line above the live display, ``status`` names what is measured
+    now, ``progress`` draws the running bench."""
+    from rich.console import Console
+    from rich.progress import BarColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as RichProgress
+
+    console = Console(stderr=True)
+    display = RichProgress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+    with display:
+        task = display.add_task("starting", total=None, status="")
+
+        def log(line: str) -> None:
+            display.console.print(line, highlight=False, markup=False)
+
+        def status(label: str) -> None:
+            display.update(task, description=label, total=None, completed=0, status="")
+
+        def update(progress: Progress) -> None:
+            fraction = _fraction(progress)
+            display.update(task, total=None if fraction is None else 1.0, completed=fraction or 0.0,
+                           status=_status(progress))
+
+        yield log, status, update

@@ -2,7 +2,8 @@
 
 Ctrl-C (``KeyboardInterrupt``) during a run cancels it: the engine stops issuing requests, drains
 for at most a second, and the partial result is returned with ``interrupted=True``. A second
-Ctrl-C while draining propagates.
+Ctrl-C while draining propagates. Any other exception raised by the ``on_progress`` callback
+cancels the run too (waiting up to 5 s for the engine to stop) and propagates.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from pounder._engine import ProgressInfo, Run
 
 POLL_INTERVAL_S = 0.25
+CANCEL_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,10 @@ def _follow(run: Run, load: LoadModel, on_progress: ProgressCallback | None) -> 
         run.cancel()
         _poll(run, load, on_progress, interrupted=True)
         return True
+    except BaseException:  # the progress callback stopped the run (e.g. memory ran low)
+        run.cancel()
+        run.wait(CANCEL_WAIT_S)
+        raise
 
 
 def run_bench(

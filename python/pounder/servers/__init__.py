@@ -7,8 +7,11 @@
         server.children()    # the worker pids
 
 Each server class keeps the rendering of its configuration / command line in a pure function
-(``render_apache_conf``, ``gunicorn_command``, ``starman_command``) separate from the process
-handling of :class:`ManagedServer`.
+(``render_apache_conf``, ``gunicorn_command``, ``starman_command``, ``render_command``) separate
+from the process handling of :class:`ManagedServer`. :class:`CommandServer` runs any other
+pre-forking server from a command template (``... --bind {host}:{port} --workers {workers}``), and
+:class:`ApacheServer` can add the user's own Apache configuration file (``conf=``) to its private
+httpd.conf, minus the directives pounder sets itself (``strip_owned_directives``).
 """
 
 from pounder.servers._apache import (
@@ -18,14 +21,17 @@ from pounder.servers._apache import (
     apache_missing,
     find_apache,
     render_apache_conf,
+    strip_owned_directives,
 )
 from pounder.servers._base import ManagedServer, ServerStartError, answers_http, free_port
+from pounder.servers._command import CommandServer, command_placeholders, render_command
 from pounder.servers._gunicorn import GunicornServer, GunicornSettings, gunicorn_command, gunicorn_missing
 from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_missing
 
 __all__ = [
     "ApacheServer",
     "ApacheSettings",
+    "CommandServer",
     "GunicornServer",
     "GunicornSettings",
     "ManagedServer",
@@ -35,11 +41,14 @@ __all__ = [
     "answers_http",
     "apache_command",
     "apache_missing",
+    "command_placeholders",
     "find_apache",
     "free_port",
     "gunicorn_command",
     "gunicorn_missing",
     "render_apache_conf",
+    "render_command",
     "starman_command",
     "starman_missing",
+    "strip_owned_directives",
 ]

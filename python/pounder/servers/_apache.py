@@ -6,6 +6,11 @@ The server runs as ``apache2 -f CONF -k start -D FOREGROUND``: the parent stays 
 instead of daemonizing (so it is in our hands, see :mod:`pounder.servers._base`). It is stopped
 with ``apache2 -f CONF -k stop`` (SIGTERM to the pid in the pid file; mod_perl does not run
 startup.pl in that process), or SIGTERM directly if that fails; then the base class's checks.
+
+The user's own configuration file (``ApacheServer(conf=...)``: their mod_perl set-up, handlers,
+``<Location>`` blocks...) is added to that httpd.conf after pounder's part, minus the directives
+pounder sets itself (``strip_owned_directives``: Listen, PidFile, the prefork sizes...). Its
+relative paths resolve against its own directory (the instance's ServerRoot then).
 """
 
 from __future__ import annotations
@@ -31,6 +36,13 @@ BINARIES = ("apache2", "httpd")
 DEFAULT_USER = "www-data"
 _PERL_PACKAGE = re.compile(r"^[A-Za-z_]\w*(?:::\w+)*$")
 _LOCATION = re.compile(r"^/[^\s\"<>]*$")
+OWNED_DIRECTIVES = frozenset(name.lower() for name in (
+    "Listen", "PidFile", "ErrorLog", "ServerRoot", "DefaultRuntimeDir", "User", "Group", "ServerName",
+    "StartServers", "MinSpareServers", "MaxSpareServers", "MaxRequestWorkers", "MaxClients", "ServerLimit",
+    "MaxConnectionsPerChild", "MaxRequestsPerChild", "KeepAlive", "MaxKeepAliveRequests", "KeepAliveTimeout",
+    "Timeout"))
+"""Directives (lower case) that a private instance sets itself: removed from the user's file."""
+_INCLUDES = frozenset({"include", "includeoptional"})
 
 
 @dataclass(frozen=True)
@@ -81,6 +93,47 @@ def _quoted(path: Path) -> str:
     return f'"{text}"'
 
 
+def _logical_lines(text: str) -> list[list[str]]:
+    """``text``'s physical lines (with their line ends) grouped into directives: a line whose
+    last non-blank character is a backslash continues on the next line (as Apache reads it)."""
+    groups: list[list[str]] = []
+    current: list[str] = []
+    for line in text.splitlines(keepends=True):
+        current.append(line)
+        if not line.rstrip().endswith("\\"):
+            groups.append(current)
+            current = []
+    if current:
+        groups.append(current)
+    return groups
+
+
+def strip_owned_directives(conf_text: str, *, source: str = "the configuration") -> tuple[str, list[str]]:
+    """Remove from an Apache configuration the directives a private pounder instance sets itself
+    (a pure function): ``OWNED_DIRECTIVES`` (Listen, PidFile, ErrorLog, ServerRoot, User, the
+    prefork sizes, KeepAlive...; case-insensitive, wherever they are, also inside containers) and
+    ``LoadModule mpm_*`` (a second MPM is fatal). Returns the remaining text (everything else
+    unchanged: comments, other LoadModule lines, Perl* directives, containers...) and the removed
+    directives, stripped (a continued one on one line). ``Include``/``IncludeOptional`` raise
+    :class:`~pounder.UsageError` (``source`` names the file in the message): pounder takes one
+    self-contained file. A ``LoadModule`` of a module pounder loads too is harmless: Apache 2.4
+    warns "module X is already loaded, skipping" (AH01574) and goes on."""
+    kept: list[str] = []
+    removed: list[str] = []
+    for group in _logical_lines(conf_text):
+        words = " ".join(line.strip().removesuffix("\\").strip() for line in group).split()
+        directive = words[0].lower() if words else ""
+        if directive in _INCLUDES:
+            raise UsageError(f"apache: {source} uses {' '.join(words)}: give pounder one self-contained file "
+                             "(Include and IncludeOptional are not followed)")
+        if directive in OWNED_DIRECTIVES or (
+                directive == "loadmodule" and len(words) > 1 and words[1].lower().startswith("mpm_")):
+            removed.append(" ".join(words))
+        else:
+            kept.extend(group)
+    return "".join(kept), removed
+
+
 def apache_paths(workdir: Path) -> dict[str, Path]:
     """Where a private instance in ``workdir`` keeps its files."""
     return {"conf": workdir / "httpd.conf", "pidfile": workdir / "run" / "apache.pid",
@@ -89,11 +142,19 @@ def apache_paths(workdir: Path) -> dict[str, Path]:
 
 
 def render_apache_conf(settings: ApacheSettings, *, workdir: Path, port: int, modules_dir: Path,
-                       startup_pl: bool = False) -> str:
+                       startup_pl: bool = False, server_root: Path | None = None, user_conf: str = "",
+                       user_conf_name: str = "the configuration") -> str:
     """The complete httpd.conf of a private prefork instance in ``workdir`` on 127.0.0.1:``port``
     (a pure function). mod_perl is loaded when there are Perl handlers or a startup.pl (which is
-    expected at ``workdir/startup.pl``); ``workdir/lib`` is on Perl's @INC."""
+    expected at ``workdir/startup.pl``); ``workdir/lib`` is on Perl's @INC.
+
+    ``user_conf``: the text of the user's own configuration file (``user_conf_name``, for error
+    messages), added after pounder's part and before ``settings.extra_conf`` without the
+    directives pounder sets (see :func:`strip_owned_directives`). ``server_root``: the
+    ``ServerRoot``, against which Apache resolves relative paths (default: ``workdir``); every
+    path pounder writes itself is absolute."""
     settings.validate()
+    user_text, _removed = strip_owned_directives(user_conf, source=user_conf_name)
     paths = apache_paths(workdir)
     perl = startup_pl or bool(settings.perl_handlers)
     if perl and any(c.isspace() for c in str(paths["perl_lib"])):
@@ -102,7 +163,7 @@ def render_apache_conf(settings: ApacheSettings, *, workdir: Path, port: int, mo
     modules += ["status"] * settings.server_status + ["perl"] * perl
     out = [
         "# A private Apache prefork instance written by pounder.",
-        f"ServerRoot {_quoted(workdir)}",
+        f"ServerRoot {_quoted(workdir if server_root is None else server_root)}",
         f"DefaultRuntimeDir {_quoted(paths['run'])}",
         f"PidFile {_quoted(paths['pidfile'])}",
         f"ErrorLog {_quoted(paths['error_log'])}",
@@ -150,6 +211,10 @@ def render_apache_conf(settings: ApacheSettings, *, workdir: Path, port: int, mo
     if settings.server_status:
         out += ["", "ExtendedStatus On", "<Location /server-status>", "    SetHandler server-status",
                 "    Require all granted", "</Location>"]
+    if user_text.strip():
+        name = " ".join(user_conf_name.split())  # one comment line
+        out += ["", f"# From {name} (without the directives set above by pounder):",
+                user_text.rstrip("\n")]
     if settings.extra_conf:
         out += ["", settings.extra_conf.rstrip("\n")]
     return "\n".join(out) + "\n"
@@ -205,6 +270,13 @@ class ApacheServer(ManagedServer):
     ``PerlRequire``. ``perl_handlers``: ``{"/hello": "PounderTest::Hello"}``. ``perl_lib``: a
     directory copied to ``workdir/lib`` (on @INC). ``user``: the children's user when started as
     root (default www-data; its primary group is the Group); the workdir must be reachable by it.
+
+    ``conf``: the user's own configuration file, added to the private httpd.conf after pounder's
+    part without the directives pounder sets (see :func:`strip_owned_directives`; it may load
+    mod_perl itself with ``LoadModule perl_module``); it is read again at every start.
+    ``server_root``: the ServerRoot, against which Apache and mod_perl resolve the relative paths
+    of ``conf`` (``PerlRequire startup.pl``; default: ``conf``'s directory, or the workdir without
+    ``conf``). Both directories must be reachable by ``user`` too.
     """
 
     kind = "apache"
@@ -214,8 +286,11 @@ class ApacheServer(ManagedServer):
                  extra_conf: str = "", start_servers: int = 2, min_spare: int = 1, max_spare: int = 4,
                  max_request_workers: int = 8, max_connections_per_child: int = 0, keepalive: bool = True,
                  server_status: bool = True, user: str | None = None, binary: str | None = None,
-                 modules_dir: str | os.PathLike[str] | None = None, ready_path: str = "/",
+                 modules_dir: str | os.PathLike[str] | None = None, conf: str | os.PathLike[str] | None = None,
+                 server_root: str | os.PathLike[str] | None = None, ready_path: str = "/",
                  stop_timeout_s: float = 10.0, die_with_parent: bool = True) -> None:
+        self.conf = Path(conf).resolve() if conf is not None else None
+        self._conf_text()  # refuse an unreadable or unusable file before making a workdir
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
                          die_with_parent=die_with_parent)
         group: str | None = None
@@ -237,8 +312,24 @@ class ApacheServer(ManagedServer):
         self.perl_lib = Path(perl_lib) if perl_lib is not None else None
         found = find_apache()
         self._binary = binary or (found[0] if found else "/usr/sbin/apache2")
-        self._modules_dir = Path(modules_dir) if modules_dir is not None else (
+        self._modules_dir = Path(modules_dir).resolve() if modules_dir is not None else (
             found[1] if found else Path(MODULE_DIRS[0]))
+        if server_root is not None:
+            self.server_root = Path(server_root).resolve()
+        else:
+            self.server_root = self.conf.parent if self.conf is not None else self.workdir
+
+    def _conf_text(self) -> str:
+        """The text of ``conf`` ("" without one), checked with :func:`strip_owned_directives`."""
+        if self.conf is None:
+            return ""
+        try:
+            text = self.conf.read_text()
+        except (OSError, UnicodeDecodeError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            raise UsageError(f"apache: cannot read the configuration file {self.conf}: {reason}") from None
+        strip_owned_directives(text, source=str(self.conf))
+        return text
 
     @property
     def conf_path(self) -> Path:
@@ -246,13 +337,20 @@ class ApacheServer(ManagedServer):
 
     def _check_startable(self) -> None:
         user = self.settings.user
-        if user is not None:
-            blocked = _unreachable_for(user, self.workdir)
+        if user is None:
+            return
+        places = [("the workdir", self.workdir, "use a workdir that user can reach (e.g. under /tmp)")]
+        if self.conf is not None:
+            places.append(("the configuration's directory", self.conf.parent,
+                           "put the configuration (and what it uses) where that user can reach it"))
+        if self.server_root not in [place[1] for place in places]:
+            places.append(("the ServerRoot", self.server_root, "use a server_root that user can reach"))
+        for what, path, advice in places:
+            blocked = _unreachable_for(user, path)
             if blocked is not None:
                 raise ServerStartError(
                     f"apache: its children run as {user}, who cannot enter {blocked} "
-                    f"(mode {stat.S_IMODE(blocked.stat().st_mode):04o}) on the way to the workdir {self.workdir}; "
-                    "use a workdir that user can reach (e.g. under /tmp)")
+                    f"(mode {stat.S_IMODE(blocked.stat().st_mode):04o}) on the way to {what} {path}; {advice}")
 
     def _expected_children(self) -> int:
         return self.settings.start_servers
@@ -270,7 +368,9 @@ class ApacheServer(ManagedServer):
             paths["startup_pl"].write_text(self.startup_pl)
         paths["conf"].write_text(render_apache_conf(self.settings, workdir=self.workdir, port=port,
                                                     modules_dir=self._modules_dir,
-                                                    startup_pl=self.startup_pl is not None))
+                                                    startup_pl=self.startup_pl is not None,
+                                                    server_root=self.server_root, user_conf=self._conf_text(),
+                                                    user_conf_name=str(self.conf or "the configuration")))
         if self.settings.user is not None:
             _make_readable(self.workdir)
         return apache_command(paths["conf"], self._binary)

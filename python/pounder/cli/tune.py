@@ -1,0 +1,242 @@
+"""``pounder tune``: start the real server, sweep its five parameters, recommend a configuration.
+
+The command maps flags to an adapter (:mod:`pounder.tune._adapters`) and
+:func:`pounder.tune.make_options`, then runs :func:`pounder.tune.tune` (or ``resume``); the steps
+and the rules live in ``pounder.tune``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+
+from pounder._errors import PounderError, UsageError
+from pounder.cli._common import EXIT_FAILURE, EXIT_INTERRUPTED, print_error
+from pounder.cli._progress import live_status
+from pounder.load._bench import Progress
+from pounder.servers import ServerStartError
+from pounder.tune import (
+    Adapter,
+    ApacheAdapter,
+    CommandAdapter,
+    GunicornAdapter,
+    StarmanAdapter,
+    TuneResult,
+    demo_adapter,
+    make_options,
+    render_tune,
+    resume,
+    tune,
+)
+
+SERVERS = ("apache", "gunicorn", "starman", "command")
+_SERVER = "Server"
+_RUN = "Run"
+_GOALS = "Goals"
+
+TUNE_HELP = "\n\n".join([
+    "Start a pre-forking server on a free loopback port, measure it, and recommend its five parameters "
+    "(MaxClients, MaxRequestsPerChild, StartServers, MinSpareServers, MaxSpareServers) in its own syntax.",
+    "SERVER TARGET is one of: apache HTTPD.CONF (your configuration; pounder replaces Listen, PidFile, the five "
+    "directives and their kin), gunicorn MODULE:APP (sync workers), starman APP.PSGI, or command 'CMD' (any "
+    "server, with {port}, {workers} and {max_requests} in the command).",
+    "Steps: child sizes after warm-up and after K requests each; the memory bound (RAM - shared) / child USS; "
+    "a sweep of the number of children; a MaxRequestsPerChild sweep; a step from idle to full load for the spare "
+    "servers (Apache). Every point is written to the results directory as it is measured: after Ctrl-C, "
+    "'pounder tune --resume DIR' continues.",
+    "Exit status: 0 done, 1 the server or a measurement failed, 2 bad input, 130 interrupted.",
+])
+
+
+def _option(*names: str, panel: str, metavar: str | None = None, help: str) -> Any:  # noqa: A002
+    return typer.Option(*names, metavar=metavar, rich_help_panel=panel, help=help, show_default=False)
+
+
+# fmt: off
+PYTHONPATH = _option("--pythonpath", panel=_SERVER, metavar="DIR", help="gunicorn: where to import the app from.")
+PRELOAD = typer.Option("--preload/--no-preload", rich_help_panel=_SERVER, show_default=False, help=(
+    "gunicorn --preload / Starman --preload-app: load the app in the parent before forking (default off, as "
+    "in the servers). The other setting is measured too, for comparison, unless --quick."))
+ENV = _option("--env", panel=_SERVER, metavar="NAME=VALUE", help="Set in the server's environment (repeatable).")
+STOP_SIGNAL = _option("--stop-signal", panel=_SERVER, metavar="SIG", help=(
+    "command: the signal that stops the server gracefully (default TERM)."))
+PATH = _option("--path", panel=_RUN, metavar="PATH", help="What each request asks for (default /).")
+RESULTS = _option("--results", panel=_RUN, metavar="DIR", help=(
+    "Where to write the results (default ./pounder-tune-DATE-TIME); must not exist or be empty."))
+RESUME = _option("--resume", panel=_RUN, metavar="DIR", help="Continue the interrupted run in DIR.")
+DEMO = _option("--demo", panel=_RUN, help=(
+    "Tune the bundled demo app (gunicorn, 64 MB preloaded, ~4 ms of CPU and a 16 KB leak per request) with a "
+    "512M budget."))
+QUICK = _option("--quick", panel=_RUN, help="Shorter steps (3 s per point, fewer MaxRequestsPerChild values).")
+POINT = _option("--point-duration", panel=_RUN, metavar="TIME", help="How long each sweep point runs (default 6s).")
+K = _option("--requests-per-child", panel=_RUN, metavar="N", help=(
+    "Requests each child serves in the size measurement (default 200; 100 with --quick)."))
+MEASURE_CHILDREN = _option("--measure-children", panel=_RUN, metavar="N", help=(
+    "Children started for the size measurement (default 4)."))
+MAX_CHILDREN = _option("--max-children", panel=_RUN, metavar="N", help=(
+    "The most children the sweep tries, whatever the memory allows (default 32 per CPU)."))
+MRPC = _option("--mrpc", panel=_RUN, metavar="LIST", help=(
+    "MaxRequestsPerChild values to sweep, 0 = unlimited (default 0,10000,1000,100,10)."))
+RAM = _option("--ram", panel=_GOALS, metavar="SIZE", help=(
+    "RAM budget for the server: 512M, 4G (powers of 1024). Default: MemAvailable + the server's footprint, "
+    "less a safety margin."))
+CLIENTS = _option("--clients", panel=_GOALS, metavar="N", help=(
+    "Expected concurrent clients: the sweep runs at this concurrency, and the recommendation keeps a child "
+    "for each when memory allows."))
+P99 = _option("--p99", panel=_GOALS, metavar="TIME", help="Latency target for the 99th percentile (300ms).")
+# fmt: on
+
+
+def _env(items: list[str] | None) -> dict[str, str]:
+    env = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not name.replace("_", "a").isalnum():
+            raise UsageError(f"invalid --env {item!r}: expected NAME=VALUE")
+        env[name] = value
+    return env
+
+
+def _adapter(server: str | None, target: str | None, *, pythonpath: str | None, preload: bool | None,
+             env: dict[str, str], stop_signal: str | None) -> Adapter:
+    if server is None or target is None:
+        raise UsageError("give SERVER TARGET (e.g. 'gunicorn app:app' or 'apache httpd.conf'), --demo or --resume DIR")
+    if server not in SERVERS:
+        raise UsageError(f"unknown server {server!r}: use one of {', '.join(SERVERS)}")
+    if stop_signal is not None and server != "command":
+        raise UsageError("--stop-signal is for the command server only")
+    if pythonpath is not None and server != "gunicorn":
+        raise UsageError("--pythonpath is for gunicorn only")
+    if preload is not None and server not in ("gunicorn", "starman"):
+        raise UsageError("--preload is for gunicorn and starman (Apache preloads with PerlRequire in its conf)")
+    if server == "gunicorn":
+        return GunicornAdapter(target, pythonpath=pythonpath, preload=bool(preload), env=env)
+    if server == "starman":
+        return StarmanAdapter(target, preload=bool(preload), env=env)
+    if server == "apache":
+        if env:
+            raise UsageError("--env is not supported for apache (use SetEnv / PerlSetEnv in the conf)")
+        return ApacheAdapter(target)
+    return CommandAdapter(target, env=env, stop_signal=stop_signal or "TERM")
+
+
+def _int(text: str | None, what: str) -> int | None:
+    if text is None:
+        return None
+    cleaned = text.strip().lower()
+    scale = 1000 if cleaned.endswith("k") else 1
+    try:
+        return int(cleaned.removesuffix("k")) * scale
+    except ValueError:
+        raise UsageError(f"invalid {what} {text!r}: expected a whole number") from None
+
+
+@contextmanager
+def _display(enabled: bool) -> Iterator[tuple[Callable[[str], None], Callable[[str], None],
+                                              Callable[[Progress], None] | None]]:
+    """(log, status, progress): live on a terminal; plain lines on stderr otherwise."""
+    if not enabled:
+        def plain(line: str) -> None:
+            sys.stderr.write(f"pounder: {line}\n")
+            sys.stderr.flush()
+
+        yield plain, (lambda label: None), None
+        return
+    with live_status() as (log, status, progress):
+        yield log, status, progress
+
+
+def tune_command(
+    server: Annotated[str | None, typer.Argument(metavar="[SERVER]", show_default=False)] = None,
+    target: Annotated[str | None, typer.Argument(metavar="[TARGET]", show_default=False)] = None,
+    pythonpath: Annotated[str | None, PYTHONPATH] = None,
+    preload: Annotated[bool | None, PRELOAD] = None,
+    env: Annotated[list[str] | None, ENV] = None,
+    stop_signal: Annotated[str | None, STOP_SIGNAL] = None,
+    path: Annotated[str, PATH] = "/",
+    results: Annotated[str | None, RESULTS] = None,
+    resume_dir: Annotated[str | None, RESUME] = None,
+    demo: Annotated[bool, DEMO] = False,
+    quick: Annotated[bool, QUICK] = False,
+    point_duration: Annotated[str | None, POINT] = None,
+    requests_per_child: Annotated[str | None, K] = None,
+    measure_children: Annotated[str | None, MEASURE_CHILDREN] = None,
+    max_children: Annotated[str | None, MAX_CHILDREN] = None,
+    mrpc: Annotated[str | None, MRPC] = None,
+    ram: Annotated[str | None, RAM] = None,
+    clients: Annotated[str | None, CLIENTS] = None,
+    p99: Annotated[str | None, P99] = None,
+) -> int:
+    where, go = _plan(server, target, pythonpath=pythonpath, preload=preload, env=env, stop_signal=stop_signal,
+                      path=path, results=results, resume_dir=resume_dir, demo=demo, quick=quick,
+                      point_duration=point_duration, requests_per_child=requests_per_child,
+                      measure_children=measure_children, max_children=max_children, mrpc=mrpc, ram=ram,
+                      clients=clients, p99=p99)
+    with _display(sys.stderr.isatty()) as (log, status, progress):
+        try:
+            result = go(log, status, progress)
+        except ServerStartError as error:
+            print_error(f"the server did not start: {error.reason}")
+            if error.log_tail:
+                sys.stderr.write(error.log_tail.rstrip("\n") + "\n")
+            return EXIT_FAILURE
+        except KeyboardInterrupt:
+            print_error(f"interrupted; every server was stopped; continue with: pounder tune --resume {where}")
+            return EXIT_INTERRUPTED
+        except UsageError:
+            raise
+        except PounderError as error:
+            raise PounderError(f"{error} (what was measured is in {where}; continue with --resume)") from None
+    sys.stdout.write(render_tune(result))
+    return 0
+
+
+Go = Callable[[Callable[[str], None], Callable[[str], None], Callable[[Progress], None] | None], TuneResult]
+
+
+def _plan(server: str | None, target: str | None, *, pythonpath: str | None, preload: bool | None,
+          env: list[str] | None, stop_signal: str | None, path: str, results: str | None, resume_dir: str | None,
+          demo: bool, quick: bool, point_duration: str | None, requests_per_child: str | None,
+          measure_children: str | None, max_children: str | None, mrpc: str | None, ram: str | None,
+          clients: str | None, p99: str | None) -> tuple[str, Go]:
+    """Check every input (UsageError before anything starts); return the results directory and
+    the function that runs."""
+    if resume_dir is not None:
+        given = [server, target, pythonpath, preload, env, stop_signal, results, point_duration, requests_per_child,
+                 measure_children, max_children, mrpc, ram, clients, p99]
+        if demo or quick or path != "/" or any(v is not None and v != [] for v in given):
+            raise UsageError("--resume DIR takes no other option: the run goes on with the settings stored in DIR")
+        folder = resume_dir
+
+        def go_on(log: Callable[[str], None], status: Callable[[str], None],
+                  progress: Callable[[Progress], None] | None) -> TuneResult:
+            log(f"resuming the run in {folder}")
+            return resume(folder, log=log, progress=progress, status=status)
+
+        return folder, go_on
+    if demo:
+        if server is not None or target is not None:
+            raise UsageError("--demo takes no SERVER TARGET")
+        adapter: Adapter = demo_adapter()
+        ram = ram or "512M"
+    else:
+        adapter = _adapter(server, target, pythonpath=pythonpath, preload=preload, env=_env(env),
+                           stop_signal=stop_signal)
+    options = make_options(path=path, ram=ram, clients=_int(clients, "--clients"), p99=p99, quick=quick,
+                           point_duration=point_duration,
+                           requests_per_child=_int(requests_per_child, "--requests-per-child"),
+                           measure_children=_int(measure_children, "--measure-children"),
+                           max_children=_int(max_children, "--max-children"), mrpc=mrpc)
+    where = results or f"pounder-tune-{datetime.now():%Y%m%d-%H%M%S}"
+
+    def go(log: Callable[[str], None], status: Callable[[str], None],
+           progress: Callable[[Progress], None] | None) -> TuneResult:
+        log(f"tuning {adapter.describe()}; results in {where}")
+        return tune(adapter, options, results=where, log=log, progress=progress, status=status)
+
+    return where, go

@@ -1,0 +1,93 @@
+"""``pounder tune``: start the real server, sweep its five parameters, recommend a configuration.
+
+::
+
+    import pounder
+    from pounder.tune import GunicornAdapter, make_options
+
+    result = pounder.tune(GunicornAdapter("app:app", pythonpath="/srv/app", preload=True),
+                          make_options(ram="2G", clients=50), results="tune-out")
+    print(result.params.max_clients, result.params.max_requests)
+    print(pounder.render_tune(result))
+
+Each measured point is written to the results directory as it is measured; ``resume(DIR)``
+continues an interrupted run. See :mod:`pounder.tune._session` for the steps and
+:mod:`pounder.tune._analysis` for the rules behind each decision.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pounder.load._bench import ProgressCallback
+from pounder.tune._adapters import (
+    Adapter,
+    ApacheAdapter,
+    CommandAdapter,
+    GunicornAdapter,
+    PoolParams,
+    StarmanAdapter,
+    adapter_from_dict,
+    demo_adapter,
+)
+from pounder.tune._analysis import ChildrenChoice, MaxRequestsChoice, MemoryBound
+from pounder.tune._measure import MemoryFloorError
+from pounder.tune._options import TuneOptions, make_options
+from pounder.tune._render import render_tune
+from pounder.tune._session import Log, TuneResult, TuneSession, manifest
+from pounder.tune._store import POINT_SCHEMA, RESULT_SCHEMA, TUNE_SCHEMA, ResultsDir
+
+
+def _finish(session: TuneSession) -> TuneResult:
+    result = session.run()
+    session.results.save_result(result.to_dict(), render_tune(result))
+    return result
+
+
+def tune(adapter: Adapter, options: TuneOptions | None = None, *, results: str | os.PathLike[str],
+         log: Log | None = None, progress: ProgressCallback | None = None, status: Log | None = None) -> TuneResult:
+    """Run every step for ``adapter`` and return the recommendation. ``results`` must not exist
+    yet (or be an empty directory). Raises :class:`~pounder.UsageError` on bad input,
+    :class:`~pounder.servers.ServerStartError` when the server does not start (with its own log
+    lines), :class:`MemoryFloorError` when memory runs low; on ``KeyboardInterrupt`` every server
+    is stopped and what was measured stays in ``results`` for :func:`resume`."""
+    options = options or TuneOptions()
+    options.validate()
+    store = ResultsDir.create(results, manifest(adapter, options))
+    return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status))
+
+
+def resume(results: str | os.PathLike[str], *, log: Log | None = None, progress: ProgressCallback | None = None,
+           status: Log | None = None) -> TuneResult:
+    """Continue the run stored in ``results``: measure only the points not stored yet."""
+    store, stored = ResultsDir.open(results)
+    adapter = adapter_from_dict(stored.get("adapter") or {})
+    options = TuneOptions.from_dict(stored.get("options") or {})
+    return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status))
+
+
+__all__ = [
+    "POINT_SCHEMA",
+    "RESULT_SCHEMA",
+    "TUNE_SCHEMA",
+    "Adapter",
+    "ApacheAdapter",
+    "ChildrenChoice",
+    "CommandAdapter",
+    "GunicornAdapter",
+    "MaxRequestsChoice",
+    "MemoryBound",
+    "MemoryFloorError",
+    "PoolParams",
+    "ResultsDir",
+    "StarmanAdapter",
+    "TuneOptions",
+    "TuneResult",
+    "TuneSession",
+    "adapter_from_dict",
+    "demo_adapter",
+    "make_options",
+    "render_tune",
+    "resume",
+    "tune",
+]

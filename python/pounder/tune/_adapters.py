@@ -1,0 +1,332 @@
+"""Server adapters: one small class per server behind one interface.
+
+An adapter knows how to make a :class:`~pounder.servers.ManagedServer` for a set of pool
+parameters (:class:`PoolParams`, the five classic knobs plus preloading), and how to write the
+final recommendation in the server's own syntax. Starting, warming, measuring and stopping are the
+same for every server and live in :mod:`pounder.tune._measure`.
+
+Adapters are plain data (``to_dict`` / :func:`adapter_from_dict`), so a results directory can
+rebuild the adapter it was run with (``pounder tune --resume``).
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import shlex
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pounder._errors import UsageError
+from pounder.servers import ApacheServer, GunicornServer, ManagedServer, StarmanServer
+
+DEMO_APP = "pounder.demo.app:app"
+DEMO_ENV = {"DEMO_PRELOAD_MB": "64", "DEMO_CPU_MS": "4", "DEMO_LEAK_KB": "16"}
+
+
+@dataclass(frozen=True)
+class PoolParams:
+    """The pool settings of one server start, in the classic (Apache 1.3 / mod_perl guide) names.
+
+    * ``max_clients``: the most children (MaxRequestWorkers, gunicorn/Starman ``--workers``).
+    * ``max_requests``: requests (Apache: connections) a child serves before it is replaced;
+      0 means unlimited.
+    * ``start_servers``, ``min_spare``, ``max_spare``: only for servers that spawn children with
+      the load (Apache); None means "keep exactly ``max_clients`` children" (a fixed pool).
+    * ``preload``: load the application in the parent before forking (None: the adapter's own).
+    """
+
+    max_clients: int
+    max_requests: int = 0
+    start_servers: int | None = None
+    min_spare: int | None = None
+    max_spare: int | None = None
+    preload: bool | None = None
+
+    def fixed(self) -> tuple[int, int, int]:
+        """(StartServers, MinSpareServers, MaxSpareServers), with a fixed pool for None."""
+        start = self.start_servers if self.start_servers is not None else self.max_clients
+        low = self.min_spare if self.min_spare is not None else self.max_clients
+        high = self.max_spare if self.max_spare is not None else max(self.max_clients, low) + 1
+        return start, low, max(high, low + 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_clients": self.max_clients,
+            "max_requests": self.max_requests,
+            "start_servers": self.start_servers,
+            "min_spare": self.min_spare,
+            "max_spare": self.max_spare,
+            "preload": self.preload,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PoolParams:
+        return cls(**{key: data.get(key) for key in ("start_servers", "min_spare", "max_spare", "preload")},
+                   max_clients=int(data["max_clients"]), max_requests=int(data["max_requests"]))
+
+
+class Adapter(abc.ABC):
+    """What ``pounder tune`` needs from a server."""
+
+    kind: ClassVar[str]
+    on_demand: ClassVar[bool] = False
+    """The server spawns children as the load grows (StartServers / Min/MaxSpareServers apply)."""
+    preload_toggle: ClassVar[bool] = False
+    """The adapter can start the server with and without preloading, to compare."""
+    max_requests_counts: ClassVar[str] = "requests"
+    """What the server's MaxRequestsPerChild counts: "requests" or "connections"."""
+    names: ClassVar[Mapping[str, str]]
+    """The server's own names for max_clients, max_requests, start_servers, min_spare,
+    max_spare, preload ("-" where it has none)."""
+
+    preload: bool = False
+    """Whether the user's configuration preloads (the default for :class:`PoolParams`)."""
+
+    @abc.abstractmethod
+    def server(self, params: PoolParams, workdir: Path) -> ManagedServer:
+        """A server (not started) with these settings, writing its files under ``workdir``."""
+
+    @abc.abstractmethod
+    def render(self, params: PoolParams) -> str:
+        """``params`` as a snippet of the server's own configuration or command line."""
+
+    @abc.abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        """Everything needed to rebuild this adapter (JSON-ready, with a "kind")."""
+
+    def describe(self) -> str:
+        """One line naming the server and the application."""
+        return self.kind
+
+    def with_preload(self, params: PoolParams) -> bool:
+        return self.preload if params.preload is None else params.preload
+
+
+def _env(data: Mapping[str, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (data.get("env") or {}).items()}
+
+
+class GunicornAdapter(Adapter):
+    """gunicorn with sync workers serving ``app`` ("module:callable")."""
+
+    kind = "gunicorn"
+    preload_toggle = True
+    names: ClassVar[Mapping[str, str]] = {
+        "max_clients": "--workers", "max_requests": "--max-requests", "start_servers": "-",
+        "min_spare": "-", "max_spare": "-", "preload": "--preload"}
+
+    def __init__(self, app: str, *, pythonpath: str | None = None, preload: bool = False,
+                 env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> None:
+        if ":" not in app:
+            raise UsageError(f"gunicorn: the app must be given as module:callable, not {app!r}")
+        self.app = app
+        self.pythonpath = pythonpath
+        self.preload = preload
+        self.env = dict(env or {})
+        self.extra_args = tuple(extra_args)
+
+    def server(self, params: PoolParams, workdir: Path) -> ManagedServer:
+        return GunicornServer(workdir, self.app, pythonpath=self.pythonpath, workers=params.max_clients,
+                              max_requests=params.max_requests, preload=self.with_preload(params), env=self.env,
+                              extra_args=self.extra_args)
+
+    def render(self, params: PoolParams) -> str:
+        jitter = params.max_requests // 10
+        flags = [f"--workers {params.max_clients}", f"--max-requests {params.max_requests}"]
+        lines = ["# gunicorn.conf.py", f"workers = {params.max_clients}", f"max_requests = {params.max_requests}"]
+        if jitter:
+            flags.append(f"--max-requests-jitter {jitter}")
+            lines.append(f"max_requests_jitter = {jitter}  # spreads the restarts out")
+        if self.with_preload(params):
+            flags.append("--preload")
+            lines.append("preload_app = True")
+        return "\n".join([*lines, "", "# or on the command line", f"gunicorn {' '.join(flags)} {self.app}"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "app": self.app, "pythonpath": self.pythonpath, "preload": self.preload,
+                "env": self.env, "extra_args": list(self.extra_args)}
+
+    def describe(self) -> str:
+        return f"gunicorn (sync workers) serving {self.app}{' with --preload' if self.preload else ''}"
+
+
+class StarmanAdapter(Adapter):
+    """Starman serving the PSGI file ``psgi``."""
+
+    kind = "starman"
+    preload_toggle = True
+    max_requests_counts = "connections"
+    names: ClassVar[Mapping[str, str]] = {
+        "max_clients": "--workers", "max_requests": "--max-requests", "start_servers": "-",
+        "min_spare": "-", "max_spare": "-", "preload": "--preload-app"}
+
+    def __init__(self, psgi: str | os.PathLike[str], *, preload: bool = False,
+                 env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> None:
+        self.psgi = Path(psgi).resolve()
+        if not self.psgi.is_file():
+            raise UsageError(f"starman: no such PSGI file {psgi}")
+        self.preload = preload
+        self.env = dict(env or {})
+        self.extra_args = tuple(extra_args)
+
+    def server(self, params: PoolParams, workdir: Path) -> ManagedServer:
+        return StarmanServer(workdir, self.psgi, workers=params.max_clients, max_requests=params.max_requests,
+                             preload_app=self.with_preload(params), keepalive=False, env=self.env,
+                             extra_args=self.extra_args)
+
+    def render(self, params: PoolParams) -> str:
+        limit = params.max_requests or 1_000_000_000
+        note = "  # Starman reads 0 as its default, 1000" if not params.max_requests else ""
+        flags = f"--workers {params.max_clients} --max-requests {limit}"
+        if self.with_preload(params):
+            flags += " --preload-app"
+        return f"starman {flags} {shlex.quote(str(self.psgi))}{note}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "psgi": str(self.psgi), "preload": self.preload, "env": self.env,
+                "extra_args": list(self.extra_args)}
+
+    def describe(self) -> str:
+        return f"Starman serving {self.psgi}{' with --preload-app' if self.preload else ''}"
+
+
+class ApacheAdapter(Adapter):
+    """Apache httpd prefork (+ mod_perl): the user's configuration file ``conf`` with the
+    directives pounder owns replaced, or (from Python) handlers given directly."""
+
+    kind = "apache"
+    on_demand = True
+    max_requests_counts = "connections"
+    names: ClassVar[Mapping[str, str]] = {
+        "max_clients": "MaxRequestWorkers", "max_requests": "MaxConnectionsPerChild",
+        "start_servers": "StartServers", "min_spare": "MinSpareServers", "max_spare": "MaxSpareServers",
+        "preload": "PerlRequire startup.pl"}
+
+    def __init__(self, conf: str | os.PathLike[str] | None = None, *, perl_handlers: Mapping[str, str] | None = None,
+                 startup_pl: str | os.PathLike[str] | None = None, perl_lib: str | os.PathLike[str] | None = None,
+                 extra_conf: str = "") -> None:
+        self.conf = Path(conf).resolve() if conf is not None else None
+        if self.conf is not None and not self.conf.is_file():
+            raise UsageError(f"apache: no such configuration file {conf}")
+        self.perl_handlers = dict(perl_handlers or {})
+        self.startup_pl = Path(startup_pl).resolve() if startup_pl is not None else None
+        self.perl_lib = Path(perl_lib).resolve() if perl_lib is not None else None
+        self.extra_conf = extra_conf
+        self.preload = self.startup_pl is not None
+
+    def server(self, params: PoolParams, workdir: Path) -> ManagedServer:
+        start, low, high = params.fixed()
+        extra: dict[str, Any] = {}
+        if self.conf is not None:
+            extra["conf"] = self.conf
+        return ApacheServer(
+            workdir, perl_handlers=self.perl_handlers,
+            startup_pl=self.startup_pl.read_text() if self.startup_pl is not None else None,
+            perl_lib=self.perl_lib, extra_conf=self.extra_conf, start_servers=min(start, params.max_clients),
+            min_spare=low, max_spare=high, max_request_workers=params.max_clients,
+            max_connections_per_child=params.max_requests, keepalive=False, **extra)
+
+    def render(self, params: PoolParams) -> str:
+        start, low, high = params.fixed()
+        rows = [("StartServers", start), ("MinSpareServers", low), ("MaxSpareServers", high),
+                ("ServerLimit", params.max_clients), ("MaxRequestWorkers", params.max_clients),
+                ("MaxConnectionsPerChild", params.max_requests)]
+        body = [f"    {name:<23}{value:>6}" for name, value in rows]
+        return "\n".join([
+            "<IfModule mpm_prefork_module>", *body, "</IfModule>",
+            "# MaxConnectionsPerChild counts connections: with KeepAlive On one connection carries up to",
+            "# MaxKeepAliveRequests requests (pounder measured with keep-alive off).",
+        ])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "conf": None if self.conf is None else str(self.conf),
+                "perl_handlers": self.perl_handlers,
+                "startup_pl": None if self.startup_pl is None else str(self.startup_pl),
+                "perl_lib": None if self.perl_lib is None else str(self.perl_lib), "extra_conf": self.extra_conf}
+
+    def describe(self) -> str:
+        what = f"with {self.conf}" if self.conf is not None else f"with handlers {self.perl_handlers}"
+        return f"Apache prefork + mod_perl {what}"
+
+
+class CommandAdapter(Adapter):
+    """Any pre-forking server started by a command with ``{port}``, ``{workers}`` and
+    ``{max_requests}`` placeholders (see :class:`~pounder.servers.CommandServer`)."""
+
+    kind = "command"
+    names: ClassVar[Mapping[str, str]] = {
+        "max_clients": "{workers}", "max_requests": "{max_requests}", "start_servers": "-",
+        "min_spare": "-", "max_spare": "-", "preload": "-"}
+
+    def __init__(self, command: str, *, env: Mapping[str, str] | None = None, stop_signal: str = "TERM") -> None:
+        from pounder.servers import render_command
+
+        render_command(command, port=1, workers=1, max_requests=0, host="127.0.0.1", workdir="/", pidfile="/p",
+                       error_log="/e")  # checks the placeholders now: a bad template is a usage error
+        try:
+            self.stop_signal = signal.Signals[f"SIG{stop_signal.upper().removeprefix('SIG')}"]
+        except KeyError:
+            raise UsageError(f"command: unknown stop signal {stop_signal!r} (e.g. TERM, QUIT, INT)") from None
+        self.command = command
+        self.env = dict(env or {})
+
+    def server(self, params: PoolParams, workdir: Path) -> ManagedServer:
+        from pounder.servers import CommandServer
+
+        return CommandServer(workdir, self.command, workers=params.max_clients, max_requests=params.max_requests,
+                             env=self.env, stop_signal=self.stop_signal)
+
+    def render(self, params: PoolParams) -> str:
+        filled = self.command.replace("{workers}", str(params.max_clients))
+        return filled.replace("{max_requests}", str(params.max_requests))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "command": self.command, "env": self.env, "stop_signal": self.stop_signal.name}
+
+    def describe(self) -> str:
+        return f"command: {self.command}"
+
+
+def adapter_from_dict(data: Mapping[str, Any]) -> Adapter:
+    """Rebuild an adapter from its ``to_dict``; :class:`~pounder.UsageError` if it cannot be."""
+    kind = data.get("kind")
+    try:
+        if kind == "gunicorn":
+            return GunicornAdapter(str(data["app"]), pythonpath=data.get("pythonpath"),
+                                   preload=bool(data.get("preload")), env=_env(data),
+                                   extra_args=tuple(data.get("extra_args") or ()))
+        if kind == "starman":
+            return StarmanAdapter(str(data["psgi"]), preload=bool(data.get("preload")), env=_env(data),
+                                  extra_args=tuple(data.get("extra_args") or ()))
+        if kind == "apache":
+            return ApacheAdapter(data.get("conf"), perl_handlers=data.get("perl_handlers") or {},
+                                 startup_pl=data.get("startup_pl"), perl_lib=data.get("perl_lib"),
+                                 extra_conf=str(data.get("extra_conf") or ""))
+        if kind == "command":
+            return CommandAdapter(str(data["command"]), env=_env(data),
+                                  stop_signal=str(data.get("stop_signal") or "TERM"))
+    except (KeyError, TypeError) as error:
+        raise UsageError(f"the results directory describes its {kind} server badly ({error})") from None
+    raise UsageError(f"the results directory names an unknown server kind {kind!r}")
+
+
+def demo_adapter() -> GunicornAdapter:
+    """The bundled demo: a WSGI app on gunicorn with 64 MB of preloaded data, ~4 ms of CPU per
+    request and a 16 KB leak per request."""
+    return GunicornAdapter(DEMO_APP, preload=True, env=DEMO_ENV)
+
+
+__all__ = [
+    "Adapter",
+    "ApacheAdapter",
+    "CommandAdapter",
+    "GunicornAdapter",
+    "PoolParams",
+    "StarmanAdapter",
+    "adapter_from_dict",
+    "demo_adapter",
+]

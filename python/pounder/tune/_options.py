@@ -1,0 +1,152 @@
+"""What a tuning run is asked to do (:class:`TuneOptions`), checked before anything starts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from pounder._errors import UsageError
+from pounder.load._parse import parse_duration
+from pounder.procs import parse_ram
+
+MIB = 1024 * 1024
+FULL_MRPC = (0, 10000, 1000, 100, 10)
+QUICK_MRPC = (0, 1000, 100, 10)
+
+
+def _mem_total() -> int:
+    with open("/proc/meminfo", "rb") as file:
+        for line in file:
+            if line.startswith(b"MemTotal:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """The knobs of a tuning run (sizes in bytes, times in seconds).
+
+    * ``path``: what each request asks for (path and query), on the server pounder started.
+    * ``ram``: the RAM budget for the server; None: MemAvailable + the server's own footprint
+      at the time of the measurement, less ``safety_margin``.
+    * ``clients``: the expected number of concurrent clients (None: unknown).
+    * ``p99_s``: a latency target for the 99th percentile at ``clients`` concurrency.
+    * ``point_s``: how long each sweep point runs; ``requests_per_child``: the K requests each
+      child serves in the size measurement (half before, half after the middle snapshot).
+    * ``measure_children``: children started for the size measurement.
+    * ``max_children``: the most children the sweep tries, whatever the memory allows.
+    * ``mrpc_values``: the MaxRequestsPerChild values swept (0 = unlimited).
+    * ``max_loss``: the largest throughput loss to respawning accepted (a fraction).
+    * ``tolerance``: "within a few percent" of the best throughput (a fraction).
+    * ``memory_floor``: a step stops at once if MemAvailable falls below it.
+    * ``compare_preload``: also measure the sizes with the other preload setting (when the
+      adapter can start the server both ways).
+    """
+
+    path: str = "/"
+    ram: int | None = None
+    clients: int | None = None
+    p99_s: float | None = None
+    quick: bool = False
+    point_s: float = 6.0
+    requests_per_child: int = 200
+    measure_children: int = 4
+    max_children: int = 64
+    mrpc_values: tuple[int, ...] = FULL_MRPC
+    max_loss: float = 0.02
+    tolerance: float = 0.05
+    safety_margin: int = 256 * MIB
+    memory_floor: int = 256 * MIB
+    compare_preload: bool = True
+    timeout_s: float = 30.0
+
+    def to_dict(self) -> dict[str, Any]:
+        plain = asdict(self)
+        plain["mrpc_values"] = list(self.mrpc_values)
+        return plain
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TuneOptions:
+        known = {f.name for f in fields(cls)}
+        values = {key: value for key, value in data.items() if key in known}
+        if "mrpc_values" in values:
+            values["mrpc_values"] = tuple(int(v) for v in values["mrpc_values"])
+        options = cls(**values)
+        options.validate()
+        return options
+
+    def validate(self) -> None:
+        if not self.path.startswith("/") or any(c.isspace() for c in self.path):
+            raise UsageError(f"--path must start with / and hold no spaces, got {self.path!r}")
+        if self.clients is not None and not 1 <= self.clients <= 10000:
+            raise UsageError(f"--clients must be between 1 and 10000, got {self.clients}")
+        if self.p99_s is not None and not 0 < self.p99_s <= 600:
+            raise UsageError(f"--p99 must be more than 0 and at most 10m, got {self.p99_s:g}s")
+        if not 0.5 <= self.point_s <= 600:
+            raise UsageError(f"--point-duration must be between 500ms and 10m, got {self.point_s:g}s")
+        if not 10 <= self.requests_per_child <= 100000:
+            raise UsageError(f"--requests-per-child must be between 10 and 100000, got {self.requests_per_child}")
+        if not 1 <= self.measure_children <= 64:
+            raise UsageError(f"--measure-children must be between 1 and 64, got {self.measure_children}")
+        if not 1 <= self.max_children <= 4096:
+            raise UsageError(f"--max-children must be between 1 and 4096, got {self.max_children}")
+        if not self.mrpc_values or any(v < 0 for v in self.mrpc_values):
+            raise UsageError("--mrpc needs values >= 0 (0 = unlimited), e.g. 0,10000,1000,100,10")
+        if not 0 < self.max_loss < 1 or not 0 < self.tolerance < 1:
+            raise UsageError("--max-loss and --tolerance are fractions between 0 and 1")
+        if self.ram is not None and self.ram < 16 * MIB:
+            raise UsageError(f"--ram must be at least 16M, got {self.ram} bytes")
+
+
+def parse_count_list(text: str, what: str) -> tuple[int, ...]:
+    """``"0,10000,1000"`` → (0, 10000, 1000), with ``k`` for thousands."""
+    values = []
+    for item in text.split(","):
+        item = item.strip().lower()
+        scale = 1000 if item.endswith("k") else 1
+        try:
+            values.append(int(item.removesuffix("k")) * scale)
+        except ValueError:
+            raise UsageError(f"invalid {what} {text!r}: give whole numbers separated by commas") from None
+    return tuple(values)
+
+
+def make_options(*, path: str = "/", ram: str | int | None = None, clients: int | None = None,
+                 p99: str | float | None = None, quick: bool = False, point_duration: str | float | None = None,
+                 requests_per_child: int | None = None, measure_children: int | None = None,
+                 max_children: int | None = None, mrpc: str | Sequence[int] | None = None,
+                 compare_preload: bool | None = None) -> TuneOptions:
+    """:class:`TuneOptions` from values as a user types them (``ram="4G"``, ``p99="300ms"``,
+    ``mrpc="0,10k,1000"``); ``quick`` shortens every step. Raises :class:`~pounder.UsageError`."""
+    total = _mem_total()
+    values: dict[str, Any] = {
+        "path": path,
+        "clients": clients,
+        "quick": quick,
+        "point_s": 3.0 if quick else 6.0,
+        "requests_per_child": 100 if quick else 200,
+        "mrpc_values": QUICK_MRPC if quick else FULL_MRPC,
+        "compare_preload": not quick,
+        "safety_margin": max(256 * MIB, total // 20),
+        "memory_floor": max(256 * MIB, total // 50),
+    }
+    if ram is not None:
+        values["ram"] = parse_ram(ram) if isinstance(ram, str) else int(ram)
+    if p99 is not None:
+        values["p99_s"] = parse_duration(p99, "--p99") if isinstance(p99, str) else float(p99)
+    if point_duration is not None:
+        values["point_s"] = (parse_duration(point_duration, "--point-duration")
+                             if isinstance(point_duration, str) else float(point_duration))
+    for key, value in (("requests_per_child", requests_per_child), ("measure_children", measure_children),
+                       ("max_children", max_children), ("compare_preload", compare_preload)):
+        if value is not None:
+            values[key] = value
+    if mrpc is not None:
+        values["mrpc_values"] = parse_count_list(mrpc, "--mrpc") if isinstance(mrpc, str) else tuple(mrpc)
+    if values.get("max_children") is None:
+        values["max_children"] = max(16, 32 * (os.cpu_count() or 1))
+    options = TuneOptions(**values)
+    options.validate()
+    return options

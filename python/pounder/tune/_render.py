@@ -1,0 +1,129 @@
+"""The text of a tuning run: the tables the classic guides print (MC = children, NC = concurrent
+clients, NR = requests, MRPC = MaxRequestsPerChild, RPS), then the recommendation, the numbers
+behind it, the advice, and the configuration in the server's own syntax."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pounder.tune._session import TuneResult
+
+MIB = 1024 * 1024
+WIDTH = 100
+
+
+def _mib(value: float | None) -> str:
+    return "-" if value is None else f"{value / MIB:,.1f}"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    cells = [[str(c) for c in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return ["  " + "  ".join(cell.rjust(widths[i]) for i, cell in enumerate(row)) for row in cells]
+
+
+def _bullets(items: Sequence[str]) -> list[str]:
+    out = []
+    for item in items:
+        out += textwrap.wrap(item, WIDTH, initial_indent="  - ", subsequent_indent="    ")
+    return out
+
+
+def _cpu(point: Mapping[str, Any]) -> str:
+    value = point.get("server_cpu_us")
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:+.1f}%"
+
+
+def render_tune(result: TuneResult) -> str:
+    """The whole text ``pounder tune`` prints (also saved as recommendation.txt)."""
+    names = result.adapter.names
+    measure = result.measure
+    memory = result.memory
+    out = [f"pounder tune: {result.adapter.describe()}", f"results in {result.results_dir}", ""]
+
+    out.append(f"1. Child sizes ({measure['children']} children; MiB; after warm-up and after "
+               f"{measure['requests_first'] + measure['requests_second']:,} more requests)")
+    rows = []
+    for name, stage in (("started", "cold"), ("warmed", "warm"), ("half-way", "mid"), ("end", "end")):
+        sizes = measure[stage]
+        rows.append([name, _mib(sizes["median_uss"]), _mib(sizes["max_uss"]), _mib(sizes["median_shared"]),
+                     _mib(sizes["max_rss"]), _mib(sizes["footprint"])])
+    out += _table(["", "USS med", "USS max", "shared med", "RSS max", "footprint (PSS)"], rows)
+    out.append(f"  parent: RSS {_mib(measure['parent']['rss'])}, USS {_mib(measure['parent']['uss'])} MiB; "
+               f"growth per request {measure['growth_first']:,.0f} B then {measure['growth_second']:,.0f} B")
+    if result.other_measure is not None:
+        other = result.other_measure
+        out.append(f"  with preload {'on' if other['preload'] else 'off'}: child USS max "
+                   f"{_mib(other['end']['max_uss'])} MiB, shared {_mib(other['end']['median_shared'])} MiB")
+    out.append("")
+
+    out.append("2. Memory bound")
+    out.append(f"  RAM budget {_mib(memory.ram)} MiB ({memory.ram_source})")
+    out.append(f"  MaxClients = (RAM - shared) / child USS = ({_mib(memory.ram)} - {_mib(memory.shared)}) / "
+               f"{_mib(memory.child_uss)} = {memory.max_clients}")
+    out.append(f"  without sharing: RAM / child RSS = {_mib(memory.ram)} / {_mib(memory.child_rss)} = "
+               f"{memory.max_clients_no_sharing}")
+    out.append("")
+
+    out.append(f"3. Children ({names['max_clients']}); closed loop, keep-alive off, latency in ms")
+    rows = [[p["children"], p["connections"], f"{p['complete'] + p['failed']:,}", f"{p['rps']:,.0f}",
+             f"{p['p50_ms']:,.1f}", f"{p['p95_ms']:,.1f}", f"{p['p99_ms']:,.1f}", _cpu(p),
+             f"{p['server_cores']:.2f}", _mib(p.get("max_child_uss")), p["failed"]] for p in result.sweep]
+    out += _table(["MC", "NC", "NR", "RPS", "p50", "p95", "p99", "srv CPU us/req", "srv cores", "max USS MiB",
+                   "failed"], rows)
+    out.append("")
+
+    out.append(f"4. {names['max_requests']} (MRPC) with {result.mrpc_points[0]['children']} children"
+               if result.mrpc_points else f"4. {names['max_requests']}")
+    rows = [[p["max_requests"] or "unlimited", p["connections"], f"{p['complete'] + p['failed']:,}", f"{p['rps']:,.0f}",
+             f"{p['p99_ms']:,.1f}", p["respawns"], _pct(-p["loss_measured"] if p.get("loss_measured") is not None
+                                                          else None),
+             _pct(-p.get("loss_model", 0.0)), _mib(p.get("max_child_uss")), p["failed"]] for p in result.mrpc_points]
+    out += _table(["MRPC", "NC", "NR", "RPS", "p99", "NR/MRPC", "RPS vs unl.", "model", "max USS MiB", "failed"],
+                  rows)
+    out.append("")
+
+    if result.spare:
+        out.append("5. Spare servers: a step from idle to full load")
+        rows = [[p["name"], p["start_servers"], p["min_spare"], p["max_spare"], p["idle_children"], p["connections"],
+                 f"{p['rps']:,.0f}", "-" if p["first_p99_ms"] is None else f"{p['first_p99_ms']:,.1f}",
+                 f"{p['p99_ms']:,.1f}", p["burst_s"]] for p in result.spare]
+        out += _table(["", "Start", "MinSpare", "MaxSpare", "idle children", "NC", "RPS", "p99 1st s", "p99",
+                       "slow s"], rows)
+        out.append("")
+    else:
+        out.append(f"5. Spare servers: {result.adapter.kind} starts all its workers at once (a fixed pool); "
+                   "nothing to tune")
+        out.append("")
+
+    params = result.params
+    out.append("Recommendation")
+    start, low, high = params.fixed()
+    items: list[tuple[str, object]] = [(names["max_clients"], params.max_clients),
+                                       (names["max_requests"], params.max_requests or "0 (unlimited)")]
+    if result.spare:
+        items += [(names["start_servers"], start), (names["min_spare"], low), (names["max_spare"], high)]
+    out += [f"  {name:<24}{value}" for name, value in items]
+    out.append("")
+    out.append("Why")
+    out += _bullets([*result.children.reasons, *result.max_requests.reasons])
+    if result.spare:
+        before, after = result.spare[0], result.spare[-1]
+        out += _bullets([f"spare servers: from idle to {after['connections']} clients, latency stayed high for "
+                         f"{before['burst_s']} s with the defaults (StartServers {before['start_servers']}) and "
+                         f"{after['burst_s']} s with StartServers {after['start_servers']}, MinSpareServers "
+                         f"{after['min_spare']}, MaxSpareServers {after['max_spare']}"])
+    if result.advice:
+        out.append("")
+        out.append("Advice")
+        out += _bullets(result.advice)
+    out.append("")
+    out.append(f"Configuration ({result.adapter.kind})")
+    out += ["  " + line for line in result.config.splitlines()]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,139 @@
+"""The results directory of a tuning run, written as it is measured.
+
+::
+
+    DIR/tune.json                 what was asked: adapter, options, machine (schema pounder/tune/1)
+    DIR/points/<key>.json         one file per measured point (pounder/tune-point/1), in run order
+    DIR/recommendation.json       the outcome (pounder/tune-result/1), written last
+    DIR/recommendation.txt        the same as the text ``pounder tune`` printed
+    DIR/servers/                  the servers' own directories (configuration, logs) while they run
+
+Every file is written to a temporary name and renamed, so an interruption leaves either the whole
+file or none. A point that exists is never measured again: ``pounder tune --resume DIR`` replays
+the decisions from the stored points and measures only what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pounder._errors import PounderError, UsageError
+
+TUNE_SCHEMA = "pounder/tune/1"
+POINT_SCHEMA = "pounder/tune-point/1"
+RESULT_SCHEMA = "pounder/tune-result/1"
+_KEY = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+def write_json(path: Path, document: Mapping[str, Any]) -> None:
+    """Write ``document`` to ``path`` atomically (a temporary file in the same directory, renamed)."""
+    write_text(path, json.dumps(document, indent=2) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except OSError as error:
+        raise PounderError(f"cannot read {path}: {error.strerror or error}") from None
+    except ValueError as error:
+        raise PounderError(f"{path} is not valid JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise PounderError(f"{path} does not hold a JSON object")
+    return data
+
+
+class ResultsDir:
+    """A tuning run's directory (see the module documentation)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path).resolve()
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / "tune.json"
+
+    @property
+    def result_path(self) -> Path:
+        return self.path / "recommendation.json"
+
+    @property
+    def servers_dir(self) -> Path:
+        return self.path / "servers"
+
+    def point_path(self, key: str) -> Path:
+        if not _KEY.match(key):
+            raise ValueError(f"bad point key {key!r}")
+        return self.path / "points" / f"{key}.json"
+
+    @classmethod
+    def create(cls, path: str | os.PathLike[str], manifest: Mapping[str, Any]) -> ResultsDir:
+        """A new results directory; :class:`~pounder.UsageError` if ``path`` exists and is not an
+        empty directory (a finished or interrupted run is never overwritten)."""
+        target = Path(path)
+        if target.exists() and (not target.is_dir() or any(target.iterdir())):
+            raise UsageError(f"the results directory {path} already exists and is not empty "
+                             "(use --resume to continue a run there, or another --results)")
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise UsageError(f"cannot create the results directory {path}: {error.strerror or error}") from None
+        if not os.access(target, os.W_OK | os.X_OK):
+            raise UsageError(f"cannot write to the results directory {path}")
+        results = cls(target)
+        write_json(results.manifest_path, {"schema": TUNE_SCHEMA, **manifest})
+        return results
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> tuple[ResultsDir, dict[str, Any]]:
+        """An existing results directory and its manifest (``--resume``)."""
+        results = cls(path)
+        if not results.manifest_path.is_file():
+            raise UsageError(f"{path} is not a pounder tune results directory (no tune.json in it)")
+        manifest = _read_json(results.manifest_path)
+        if manifest.get("schema") != TUNE_SCHEMA:
+            raise UsageError(f"{results.manifest_path} is not a {TUNE_SCHEMA} document")
+        return results, manifest
+
+    def load_point(self, key: str) -> dict[str, Any] | None:
+        path = self.point_path(key)
+        if not path.is_file():
+            return None
+        point = _read_json(path)
+        if point.get("schema") != POINT_SCHEMA or point.get("key") != key:
+            raise PounderError(f"{path} is not the {POINT_SCHEMA} document of point {key!r}")
+        return point
+
+    def save_point(self, key: str, point: Mapping[str, Any]) -> None:
+        write_json(self.point_path(key), {"schema": POINT_SCHEMA, "key": key, **point})
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every stored point, in the order they were measured."""
+        folder = self.path / "points"
+        if not folder.is_dir():
+            return []
+        found = [_read_json(p) for p in folder.glob("*.json")]
+        return sorted(found, key=lambda p: (str(p.get("finished_at", "")), str(p.get("key"))))
+
+    def save_result(self, result: Mapping[str, Any], text: str) -> None:
+        write_json(self.result_path, {"schema": RESULT_SCHEMA, **result})
+        write_text(self.path / "recommendation.txt", text)
