@@ -248,6 +248,7 @@ PERL_HANDLERS = {
     "/leak": "PounderTest::Leak",
     "/big": "PounderTest::Big",
     "/data": "PounderTest::Data",
+    "/grow": "PounderTest::Grow",
 }
 """The mod_perl test handlers of tests/apps/perl/lib, by location."""
 

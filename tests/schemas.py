@@ -1,8 +1,13 @@
-"""Validating documents against pounder's JSON schemas, with cross-file ``$ref`` resolved."""
+"""Validating documents against pounder's JSON schemas, with cross-file ``$ref`` resolved.
+
+    validate(document, "bench-result")     # raises jsonschema.ValidationError
+    validate_results_dir(path)             # every file of a ``pounder tune`` results directory
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -41,3 +46,49 @@ def validator(name: str) -> jsonschema.protocols.Validator:
 def validate(document: Any, name: str) -> None:
     """Raise ``jsonschema.ValidationError`` if ``document`` does not follow schema ``name``."""
     validator(name).validate(document)
+
+
+def validate_results_dir(path: str | os.PathLike[str], *, finished: bool | None = None) -> list[Path]:
+    """Check a ``pounder tune`` results directory: ``tune.json`` (schema "tune"), every
+    ``points/*.json`` ("tune-point", each named after its ``key``) and ``recommendation.json``
+    ("tune-result", with ``recommendation.txt`` next to it) when present. ``finished``: True
+    requires the recommendation, False requires its absence (an interrupted run), None accepts
+    either. Raises ``AssertionError`` listing every problem, file by file (date-time formats
+    included); returns the files checked."""
+    root = Path(path)
+    checks: list[tuple[Path, str]] = [(root / "tune.json", "tune")]
+    checks += [(point, "tune-point") for point in sorted((root / "points").glob("*.json"))]
+    result = root / "recommendation.json"
+    problems: list[str] = []
+    if result.exists():
+        checks.append((result, "tune-result"))
+        if not (root / "recommendation.txt").is_file():
+            problems.append("recommendation.txt: missing next to recommendation.json")
+        if finished is False:
+            problems.append("recommendation.json: present, but the run should not have finished")
+    elif finished:
+        problems.append("recommendation.json: missing")
+    format_checker = jsonschema.FormatChecker()
+    for file, name in checks:
+        where = file.relative_to(root)
+        try:
+            document = json.loads(file.read_text())
+        except (OSError, ValueError) as error:
+            problems.append(f"{where}: cannot be read as JSON ({error})")
+            continue
+        checker = validator(name).evolve(format_checker=format_checker)
+        errors = sorted(checker.iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
+        for error in errors:
+            at = "/".join(str(part) for part in error.absolute_path) or "(top)"
+            if error.validator == "unevaluatedProperties" and any(
+                    other.absolute_path == error.absolute_path and other.validator != "unevaluatedProperties"
+                    for other in errors):
+                continue  # a failed $ref evaluates nothing: its properties all show up as "unevaluated"
+            message = error.message if len(error.message) <= 300 else error.message[:300] + "..."
+            problems.append(f"{where}: {at}: {message}")
+        if name == "tune-point" and isinstance(document, dict) and document.get("key") != file.stem:
+            problems.append(f"{where}: key {document.get('key')!r} does not match the file name")
+    if problems:
+        shown = problems[:25] + ([f"... and {len(problems) - 25} more"] if len(problems) > 25 else [])
+        raise AssertionError(f"{root} is not a valid pounder tune results directory:\n  " + "\n  ".join(shown))
+    return [file for file, _ in checks]

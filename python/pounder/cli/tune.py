@@ -25,10 +25,12 @@ from pounder.tune import (
     ApacheAdapter,
     CommandAdapter,
     GunicornAdapter,
+    ResultsDir,
     StarmanAdapter,
     TuneResult,
     demo_adapter,
     make_options,
+    open_run,
     render_tune,
     resume,
     tune,
@@ -212,6 +214,7 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
         if demo or quick or path != "/" or any(v is not None and v != [] for v in given):
             raise UsageError("--resume DIR takes no other option: the run goes on with the settings stored in DIR")
         folder = resume_dir
+        open_run(folder)  # a bad directory is bad input, found before anything starts
 
         def go_on(log: Callable[[str], None], status: Callable[[str], None],
                   progress: Callable[[Progress], None] | None) -> TuneResult:
@@ -222,6 +225,8 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
     if demo:
         if server is not None or target is not None:
             raise UsageError("--demo takes no SERVER TARGET")
+        if pythonpath is not None or preload is not None or env or stop_signal is not None:
+            raise UsageError("--demo takes no server option (--pythonpath, --preload, --env, --stop-signal)")
         adapter: Adapter = demo_adapter()
         ram = ram or "512M"
     else:
@@ -232,7 +237,8 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
                            requests_per_child=_int(requests_per_child, "--requests-per-child"),
                            measure_children=_int(measure_children, "--measure-children"),
                            max_children=_int(max_children, "--max-children"), mrpc=mrpc)
-    where = results or f"pounder-tune-{datetime.now():%Y%m%d-%H%M%S}"
+    where = f"pounder-tune-{datetime.now():%Y%m%d-%H%M%S}" if results is None else results
+    ResultsDir.check_new(where)
 
     def go(log: Callable[[str], None], status: Callable[[str], None],
            progress: Callable[[Progress], None] | None) -> TuneResult:

@@ -324,10 +324,11 @@ class ApacheServer(ManagedServer):
         if self.conf is None:
             return ""
         try:
-            text = self.conf.read_text()
-        except (OSError, UnicodeDecodeError) as error:
-            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-            raise UsageError(f"apache: cannot read the configuration file {self.conf}: {reason}") from None
+            # Apache reads bytes: a Latin-1 comment is fine, and is written back unchanged
+            text = self.conf.read_text(encoding="utf-8", errors="surrogateescape")
+        except OSError as error:
+            raise UsageError(f"apache: cannot read the configuration file {self.conf}: "
+                             f"{error.strerror or error}") from None
         strip_owned_directives(text, source=str(self.conf))
         return text
 
@@ -370,7 +371,8 @@ class ApacheServer(ManagedServer):
                                                     modules_dir=self._modules_dir,
                                                     startup_pl=self.startup_pl is not None,
                                                     server_root=self.server_root, user_conf=self._conf_text(),
-                                                    user_conf_name=str(self.conf or "the configuration")))
+                                                    user_conf_name=str(self.conf or "the configuration")),
+                                 encoding="utf-8", errors="surrogateescape")  # the user's bytes, as they were
         if self.settings.user is not None:
             _make_readable(self.workdir)
         return apache_command(paths["conf"], self._binary)

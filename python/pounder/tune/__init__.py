@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 
+from pounder._errors import UsageError
 from pounder.load._bench import ProgressCallback
 from pounder.tune._adapters import (
     Adapter,
@@ -57,12 +58,20 @@ def tune(adapter: Adapter, options: TuneOptions | None = None, *, results: str |
     return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status))
 
 
+def open_run(results: str | os.PathLike[str]) -> tuple[ResultsDir, Adapter, TuneOptions]:
+    """The results directory of an earlier run, with the adapter and options it was run with;
+    :class:`~pounder.UsageError` if ``results`` does not hold a readable run."""
+    store, stored = ResultsDir.open(results)
+    adapter_data, options_data = stored.get("adapter"), stored.get("options")
+    if not isinstance(adapter_data, dict) or not isinstance(options_data, dict):
+        raise UsageError(f"{store.manifest_path} has no adapter or options to resume with")
+    return store, adapter_from_dict(adapter_data), TuneOptions.from_dict(options_data)
+
+
 def resume(results: str | os.PathLike[str], *, log: Log | None = None, progress: ProgressCallback | None = None,
            status: Log | None = None) -> TuneResult:
     """Continue the run stored in ``results``: measure only the points not stored yet."""
-    store, stored = ResultsDir.open(results)
-    adapter = adapter_from_dict(stored.get("adapter") or {})
-    options = TuneOptions.from_dict(stored.get("options") or {})
+    store, adapter, options = open_run(results)
     return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status))
 
 
@@ -87,6 +96,7 @@ __all__ = [
     "adapter_from_dict",
     "demo_adapter",
     "make_options",
+    "open_run",
     "render_tune",
     "resume",
     "tune",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import os
+import re
 import shlex
 import signal
 from collections.abc import Mapping
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pounder._errors import UsageError
-from pounder.servers import ApacheServer, GunicornServer, ManagedServer, StarmanServer
+from pounder.servers import ApacheServer, GunicornServer, ManagedServer, StarmanServer, strip_owned_directives
 
 DEMO_APP = "pounder.demo.app:app"
 DEMO_ENV = {"DEMO_PRELOAD_MB": "64", "DEMO_CPU_MS": "4", "DEMO_LEAK_KB": "16"}
@@ -135,12 +136,15 @@ class GunicornAdapter(Adapter):
                               extra_args=self.extra_args)
 
     def render(self, params: PoolParams) -> str:
+        # gunicorn replaces a worker after max_requests + randint(0, jitter) requests: keep the sum
+        # within the recommended limit (for a leak, the most a child may serve)
         jitter = params.max_requests // 10
-        flags = [f"--workers {params.max_clients}", f"--max-requests {params.max_requests}"]
-        lines = ["# gunicorn.conf.py", f"workers = {params.max_clients}", f"max_requests = {params.max_requests}"]
+        limit = params.max_requests - jitter
+        flags = [f"--workers {params.max_clients}", f"--max-requests {limit}"]
+        lines = ["# gunicorn.conf.py", f"workers = {params.max_clients}", f"max_requests = {limit}"]
         if jitter:
             flags.append(f"--max-requests-jitter {jitter}")
-            lines.append(f"max_requests_jitter = {jitter}  # spreads the restarts out")
+            lines.append(f"max_requests_jitter = {jitter}  # restarts spread over {limit}..{params.max_requests}")
         if self.with_preload(params):
             flags.append("--preload")
             lines.append("preload_app = True")
@@ -216,7 +220,15 @@ class ApacheAdapter(Adapter):
         self.startup_pl = Path(startup_pl).resolve() if startup_pl is not None else None
         self.perl_lib = Path(perl_lib).resolve() if perl_lib is not None else None
         self.extra_conf = extra_conf
-        self.preload = self.startup_pl is not None
+        conf_text = ""
+        if self.conf is not None:  # checked now: a bad file is bad input, before anything starts
+            try:
+                conf_text = self.conf.read_text(encoding="utf-8", errors="surrogateescape")
+            except OSError as error:
+                raise UsageError(f"apache: cannot read the configuration file {self.conf}: "
+                                 f"{error.strerror or error}") from None
+            strip_owned_directives(conf_text, source=str(self.conf))
+        self.preload = self.startup_pl is not None or _preloads(conf_text)
 
     def server(self, params: PoolParams, workdir: Path) -> ManagedServer:
         start, low, high = params.fixed()
@@ -253,6 +265,12 @@ class ApacheAdapter(Adapter):
         return f"Apache prefork + mod_perl {what}"
 
 
+def _preloads(conf_text: str) -> bool:
+    """Does an Apache configuration load Perl code in the parent (PerlRequire / PerlModule /
+    PerlPostConfigRequire)?"""
+    return bool(re.search(r"^\s*Perl(Require|Module|PostConfigRequire)\s", conf_text, re.IGNORECASE | re.MULTILINE))
+
+
 class CommandAdapter(Adapter):
     """Any pre-forking server started by a command with ``{port}``, ``{workers}`` and
     ``{max_requests}`` placeholders (see :class:`~pounder.servers.CommandServer`)."""
@@ -281,8 +299,12 @@ class CommandAdapter(Adapter):
                              env=self.env, stop_signal=self.stop_signal)
 
     def render(self, params: PoolParams) -> str:
-        filled = self.command.replace("{workers}", str(params.max_clients))
-        return filled.replace("{max_requests}", str(params.max_requests))
+        values = {"workers": params.max_clients, "max_requests": params.max_requests}
+
+        def fill(match: re.Match[str]) -> str:
+            return format(values[match[1]], match[2] or "")
+
+        return re.sub(r"(?<!\{)\{(workers|max_requests)(?::([^{}]*))?\}", fill, self.command)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "command": self.command, "env": self.env, "stop_signal": self.stop_signal.name}
@@ -309,7 +331,7 @@ def adapter_from_dict(data: Mapping[str, Any]) -> Adapter:
         if kind == "command":
             return CommandAdapter(str(data["command"]), env=_env(data),
                                   stop_signal=str(data.get("stop_signal") or "TERM"))
-    except (KeyError, TypeError) as error:
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise UsageError(f"the results directory describes its {kind} server badly ({error})") from None
     raise UsageError(f"the results directory names an unknown server kind {kind!r}")
 

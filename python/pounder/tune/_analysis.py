@@ -36,6 +36,10 @@ LEAK_STILL_GROWING = 0.25
 BURST_FACTOR = 1.5
 """A second is part of the burst while its p99 exceeds the steady p99 by this factor."""
 CPU_SATURATED = 0.8
+MAX_MODELLED = 1_000_000
+"""The largest MaxRequestsPerChild recommended from the model alone (beyond it: unlimited)."""
+LOSS_NOISE = 0.05
+"""A throughput difference smaller than this between two runs is within this machine's noise."""
 CPU_IDLE = 0.5
 FIRST_REQUEST_GROWTH = 4 * MIB
 COW_BROKEN = 0.5
@@ -46,6 +50,14 @@ Summary = Mapping[str, Any]
 
 def _mib(value: float) -> str:
     return f"{value / MIB:.1f} MiB"
+
+
+def _round_up(value: int) -> int:
+    """Up to one significant digit: 7448 -> 8000, 12 -> 20, 3 -> 3."""
+    if value < 10:
+        return max(1, value)
+    scale: int = 10 ** (len(str(value)) - 1)
+    return -(-value // scale) * scale
 
 
 def _round_down(value: int) -> int:
@@ -108,7 +120,7 @@ def memory_bound(measure: Summary, ram: int | None, safety_margin: int) -> Memor
     """MaxClients from the sizes at the end of the size measurement (after K requests per child)."""
     end = measure["end"]
     if ram is None:
-        ram = int(measure["mem_available"]) + int(end["footprint"]) - safety_margin
+        ram = max(0, int(measure["mem_available"]) + int(end["footprint"]) - safety_margin)
         source = "MemAvailable + server footprint - safety margin"
     else:
         source = "given"
@@ -217,18 +229,23 @@ def choose_children(points: Sequence[Summary], memory_cap: int, *, clients: int 
 
 def respawn_cost(points: Sequence[Summary]) -> float:
     """``k``: the throughput one respawn costs, in requests' worth, fitted as
-    rps(0) / rps(v) - 1 = k / v on the smallest ``v`` that respawned (the strongest signal).
-    0 when nothing respawned or the difference is within noise (negative)."""
+    rps(0) / rps(v) - 1 = k / v. The fit uses the largest ``v`` whose loss stands out of the noise
+    (``LOSS_NOISE``): the closest to the values worth recommending (at small ``v`` the server's own
+    spawn-rate limits add to the cost). When no loss stands out, the smallest ``v`` that
+    respawned. 0 when nothing respawned or the difference is negative (noise)."""
     base = next((p for p in points if int(p["max_requests"]) == 0), None)
     if base is None:
         base = max(points, key=lambda p: int(p["max_requests"]))
-    respawned = [p for p in points if int(p["max_requests"]) > 0 and int(p["respawns"]) > 0 and float(p["rps"]) > 0]
+    base_rps = float(base["rps"])
     # "respawns" = requests / MaxRequestsPerChild: every child is replaced after that many
-    if not respawned or float(base["rps"]) <= 0:
+    respawned = [p for p in points if int(p["max_requests"]) > 0 and int(p["respawns"]) > 0 and float(p["rps"]) > 0]
+    if not respawned or base_rps <= 0:
         return 0.0
-    smallest = min(respawned, key=lambda p: int(p["max_requests"]))
-    overhead = float(base["rps"]) / float(smallest["rps"]) - 1
-    return max(0.0, overhead * int(smallest["max_requests"]))
+    visible = [p for p in respawned if 1 - float(p["rps"]) / base_rps >= LOSS_NOISE]
+    chosen = (max(visible, key=lambda p: int(p["max_requests"])) if visible
+              else min(respawned, key=lambda p: int(p["max_requests"])))
+    overhead = base_rps / float(chosen["rps"]) - 1
+    return max(0.0, overhead * int(chosen["max_requests"]))
 
 
 def predicted_loss(max_requests: int, cost: float) -> float:
@@ -298,10 +315,22 @@ def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: Mem
     else:
         finite = sorted((int(p["max_requests"]) for p in points if int(p["max_requests"]) > 0), reverse=True)
         value = next((v for v in finite if predicted_loss(v, cost) <= max_loss), 0)
+        modelled = False
+        if not value and finite and cost > 0:
+            # every value swept costs too much: the smallest round value the model says is cheap enough
+            value = _round_up(math.ceil(cost * (1 - max_loss) / max_loss))
+            modelled = value <= MAX_MODELLED
+            value = value if modelled else 0
         loss = predicted_loss(value, cost)
         reasons.append(f"no leak: private memory grew {grown.second:,.0f} bytes per request in the second half of "
                        f"the measurement (a leak is called from {LEAK_BYTES_PER_REQUEST} bytes/request)")
-        if value:
+        if not finite:
+            reasons.append("no finite value was swept: unlimited (0)")
+        elif modelled:
+            reasons.append(f"every value swept costs more than {max_loss:.0%} of the throughput; by the fitted cost, "
+                           f"{value:,} {unit} costs about {loss:.1%} (modelled, above the values measured) and "
+                           "still bounds any slow growth a short run cannot see")
+        elif value:
             reasons.append(f"{value:,} {unit} costs about {loss:.1%} of the throughput and still replaces children "
                            "now and then, which bounds any slow growth a short run cannot see")
         else:
@@ -317,17 +346,20 @@ def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: Mem
 # Step 5: spare servers
 
 
-def burst_seconds(series: Sequence[Mapping[str, Any]]) -> int:
-    """Leading seconds of a step from idle to full load whose p99 stays above ``BURST_FACTOR``
-    times the steady p99 (the median p99 of the second half of the run)."""
+def steady_p99_us(series: Sequence[Mapping[str, Any]]) -> float | None:
+    """The median p99 of the second half of a run's seconds (None without a completed second)."""
     seconds = [s for s in series if int(s["complete"]) > 0]
-    if len(seconds) < 2:
-        return 0
-    tail = seconds[len(seconds) // 2:]
-    steady = statistics.median(int(s["p99_us"]) for s in tail)
+    if not seconds:
+        return None
+    return float(statistics.median(int(s["p99_us"]) for s in seconds[len(seconds) // 2:]))
+
+
+def burst_seconds(series: Sequence[Mapping[str, Any]], reference_us: float) -> int:
+    """Leading seconds of a step from idle to full load whose p99 stays above ``BURST_FACTOR``
+    times ``reference_us`` (the steady p99 with every child ready)."""
     count = 0
-    for sample in seconds:
-        if int(sample["p99_us"]) > BURST_FACTOR * steady:
+    for sample in series:
+        if int(sample["complete"]) == 0 or int(sample["p99_us"]) > BURST_FACTOR * reference_us:
             count += 1
         else:
             break

@@ -2,8 +2,11 @@
 
 Warming follows the classic method: every child serves at least one request before anything is
 measured, so start-up and first-request costs (compiling, building caches) are not counted. A
-child has served a request when the bytes it read (``rchar`` in ``/proc/PID/io``) grew by at least
-one request's size; load at concurrency = number of children is repeated until every child has.
+child has served a request when its CPU time (the kernel's per-process clock) grew by at least
+``SERVED_CPU_S`` during a round of load at concurrency = number of children: an idle child blocks
+in accept() or wakes for a heartbeat, which costs far less. (The bytes read, ``rchar`` in
+``/proc/PID/io``, would be exact but do not count socket ``recv()``.) Rounds repeat until every
+child has served one.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from pounder.load._bench import Progress, ProgressCallback, run_bench
 from pounder.load._result import BenchResult
 from pounder.load._spec import BenchSpec
 from pounder.procs import PoolSnapshot, ServerSampler, find_server, mem_available, snapshot
+from pounder.procs._read import process_cpu_clock
 from pounder.servers import ManagedServer
 from pounder.tune._adapters import Adapter, PoolParams
 
 WARM_ROUNDS = 30
 WARM_TIMEOUT_S = 60.0
 SAMPLE_INTERVAL_S = 0.5
+SERVED_CPU_S = 50e-6
 
 
 class MemoryFloorError(PounderError):
@@ -39,17 +44,6 @@ class Warmed:
     children: int
     warmed: int
     requests: int
-
-
-def _rchar(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/io", "rb") as file:
-            for line in file:
-                if line.startswith(b"rchar:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
 
 
 class Runner:
@@ -127,20 +121,20 @@ class Runner:
     def warm(self, server: ManagedServer, rounds: int | None = None) -> Warmed:
         """Load the server until every child has served at least one request (at most ``rounds``
         rounds, default 30, and 60 s). Children that appear meanwhile are watched from then on."""
-        baseline: dict[int, int | None] = {}
+        baseline: dict[int, float | None] = {}
         warmed: set[int] = set()
         sent = 0
         alive = server.children()
         deadline = time.monotonic() + WARM_TIMEOUT_S
         for _ in range(rounds or WARM_ROUNDS):
             for pid in alive:
-                baseline.setdefault(pid, _rchar(pid))
+                baseline.setdefault(pid, process_cpu_clock(pid))
             count = max(1, len(alive))
             result = self.bench(server, count, requests=2 * count, sample=False)
             sent += result.requests.complete + result.requests.failed
             for pid in alive:
-                start, now = baseline[pid], _rchar(pid)
-                if start is not None and now is not None and now - start >= 16:
+                start, now = baseline[pid], process_cpu_clock(pid)
+                if start is not None and now is not None and now - start >= SERVED_CPU_S:
                     warmed.add(pid)
             alive = server.children()
             if warmed >= set(alive) or time.monotonic() > deadline:

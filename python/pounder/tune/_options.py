@@ -69,12 +69,26 @@ class TuneOptions:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TuneOptions:
-        known = {f.name for f in fields(cls)}
-        values = {key: value for key, value in data.items() if key in known}
-        if "mrpc_values" in values:
-            values["mrpc_values"] = tuple(int(v) for v in values["mrpc_values"])
-        options = cls(**values)
-        options.validate()
+        """Read back :meth:`to_dict` (``tune.json``); :class:`~pounder.UsageError` if it is not."""
+        values = {}
+        try:
+            for f in fields(cls):
+                if f.name not in data:
+                    continue
+                value = data[f.name]
+                kind = str(f.type)
+                if f.name == "mrpc_values":
+                    value = tuple(_exact(v, int, f.name) for v in value)
+                elif value is None and "None" in kind:
+                    pass
+                else:
+                    value = _exact(value, {"str": str, "bool": bool, "int": int}.get(kind.split(" ")[0], float),
+                                   f.name)
+                values[f.name] = value
+            options = cls(**values)
+            options.validate()
+        except (TypeError, ValueError) as error:
+            raise UsageError(f"the stored options are not valid ({error})") from None
         return options
 
     def validate(self) -> None:
@@ -98,6 +112,15 @@ class TuneOptions:
             raise UsageError("--max-loss and --tolerance are fractions between 0 and 1")
         if self.ram is not None and self.ram < 16 * MIB:
             raise UsageError(f"--ram must be at least 16M, got {self.ram} bytes")
+
+
+def _exact(value: Any, kind: type, name: str) -> Any:
+    """``value`` if it is of ``kind`` (an int is a float too; a bool is no number); else TypeError."""
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise TypeError(f"{name} must be {kind.__name__}, got {value!r}")
+    return value
 
 
 def parse_count_list(text: str, what: str) -> tuple[int, ...]:

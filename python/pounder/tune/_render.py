@@ -8,6 +8,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pounder.tune._analysis import BURST_FACTOR
 from pounder.tune._session import TuneResult
 
 MIB = 1024 * 1024
@@ -118,12 +119,14 @@ def render_tune(result: TuneResult) -> str:
         out += _bullets([f"spare servers: from idle to {after['connections']} clients, latency stayed high for "
                          f"{before['burst_s']} s with the defaults (StartServers {before['start_servers']}) and "
                          f"{after['burst_s']} s with StartServers {after['start_servers']}, MinSpareServers "
-                         f"{after['min_spare']}, MaxSpareServers {after['max_spare']}"])
+                         f"{after['min_spare']}, MaxSpareServers {after['max_spare']} (high: p99 above "
+                         f"{BURST_FACTOR:g} x {after['reference_p99_ms']:,.1f} ms, the steady p99 with every child "
+                         "ready)"])
     if result.advice:
         out.append("")
         out.append("Advice")
         out += _bullets(result.advice)
     out.append("")
     out.append(f"Configuration ({result.adapter.kind})")
-    out += ["  " + line for line in result.config.splitlines()]
+    out += ["  " + line if line else "" for line in result.config.splitlines()]
     return "\n".join(out) + "\n"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -44,6 +44,7 @@ from pounder.tune._analysis import (
     predicted_loss,
     respawn_cost,
     spare_settings,
+    steady_p99_us,
     sweep_connections,
     sweep_counts,
     sweep_done,
@@ -115,9 +116,9 @@ class TuneResult:
     other_memory: MemoryBound | None
     sweep: list[Mapping[str, Any]]
     children: ChildrenChoice
-    mrpc_points: list[Mapping[str, Any]]
+    mrpc_points: list[dict[str, Any]]
     max_requests: MaxRequestsChoice
-    spare: list[Mapping[str, Any]]
+    spare: list[dict[str, Any]]
     advice: list[str]
     cores: int
     results_dir: str
@@ -189,7 +190,7 @@ class TuneSession:
         if step == "max-requests":
             text += f", {summary['respawns']} respawns"
         if step == "spare":
-            text += f", latency high for {summary['burst_s']} s"
+            text += f", {summary['idle_children']} children ready at the start"
         return text
 
     def _sizes_point(self, key: str, params: PoolParams) -> dict[str, Any]:
@@ -201,7 +202,10 @@ class TuneSession:
                 cold = runner.snapshot(server)
                 warmed = runner.warm(server)
                 warm = runner.snapshot(server)
-                count = max(1, warm.totals.children)
+                count = warm.totals.children
+                if count < 1:
+                    raise PounderError(f"the server (pid {server.pid}) runs no child process to measure: is it a "
+                                       "pre-forking server, and does it fork before answering?")
                 first = runner.bench(server, count, requests=half * count)
                 mid = runner.snapshot(server)
                 second = runner.bench(server, count, requests=half * count)
@@ -257,10 +261,13 @@ class TuneSession:
                 time.sleep(1.0)  # idle: the parent settles its spare children
                 idle = len(server.children())
                 result = runner.bench(server, burst, duration=max(4.0, self.options.point_s))
-            series = [asdict(s) for s in result.series]
+            series = [{"second": s.second, "complete": s.complete, "p99_us": s.p99_us} for s in result.series]
+            steady = steady_p99_us(series)
             summary = {"children": params.max_clients, "start_servers": start, "min_spare": low, "max_spare": high,
-                       "connections": burst, "idle_children": idle, "burst_s": burst_seconds(series),
-                       "first_p99_ms": series[0]["p99_us"] / 1000 if series else None, **_load_summary(result)}
+                       "connections": burst, "idle_children": idle, "series": series,
+                       "steady_p99_ms": None if steady is None else steady / 1000,
+                       "first_p99_ms": series[0]["p99_us"] / 1000 if series and series[0]["complete"] else None,
+                       **_load_summary(result)}
             return summary, {"bench": result.to_dict()}
 
         return self._point(key, "spare", params, label, measure)
@@ -271,8 +278,6 @@ class TuneSession:
         options, adapter = self.options, self.adapter
         measure_n = min(options.measure_children, options.max_children)
         measure = self._sizes_point("sizes", PoolParams(measure_n))
-        if measure["children"] < 1:
-            raise PounderError("the server started no child process to measure: is it a pre-forking server?")
         other = other_memory = None
         if adapter.preload_toggle and options.compare_preload:
             flipped = not adapter.preload
@@ -299,24 +304,25 @@ class TuneSession:
                                  tolerance=options.tolerance)
 
         mrpc_n = min(choice.chosen, options.max_children)
-        mrpc_points: list[Mapping[str, Any]] = []
+        self._check_fits(mrpc_n, memory)
+        mrpc_points: list[dict[str, Any]] = []
         for value in options.mrpc_values:
             connections = sweep_connections(mrpc_n, None)
             mrpc_points.append(self._load_point(f"mrpc-{mrpc_n}-{value}", "max-requests",
                                                 PoolParams(mrpc_n, max_requests=value), connections,
                                                 f"MaxRequestsPerChild {value or 'unlimited'} ({mrpc_n} children)",
                                                 warm_rounds=False))
+        cost = respawn_cost(mrpc_points)
         for point in mrpc_points:
-            point_loss = measured_loss(point, mrpc_points)
-            if isinstance(point, dict):
-                point["loss_measured"] = point_loss
-                point["loss_model"] = predicted_loss(int(point["max_requests"]), respawn_cost(mrpc_points))
+            point["loss_measured"] = measured_loss(point, mrpc_points)
+            point["loss_model"] = predicted_loss(int(point["max_requests"]), cost)
         mrpc = choose_max_requests(mrpc_points, measure, memory, choice.chosen, max_loss=options.max_loss,
                                    counts=adapter.max_requests_counts)
 
-        spare: list[Mapping[str, Any]] = []
+        spare: list[dict[str, Any]] = []
         spares: tuple[int | None, int | None, int | None] = (None, None, None)
         if adapter.on_demand:
+            self._check_fits(choice.chosen, memory)
             burst = min(options.clients or choice.chosen, options.max_children)
             before = default_spares(choice.chosen)
             after = spare_settings(choice.chosen, burst)
@@ -329,6 +335,11 @@ class TuneSession:
                 point["name"] = name
                 spare.append(point)
             spares = after
+            steady = [float(p["steady_p99_ms"]) for p in spare if p["steady_p99_ms"] is not None]
+            reference = min(steady) * 1000 if steady else 0.0
+            for point in spare:  # against the best steady latency: the "before" run may never get there
+                point["reference_p99_ms"] = reference / 1000
+                point["burst_s"] = burst_seconds(point["series"], reference)
         params = PoolParams(choice.chosen, max_requests=mrpc.value, start_servers=spares[0], min_spare=spares[1],
                             max_spare=spares[2], preload=adapter.preload)
         said = advice(adapter.kind, measure, other, memory, other_memory, sweep, choice, self.cores)

@@ -40,6 +40,7 @@ def write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # like any file we write (mkstemp makes it 0600)
         with os.fdopen(fd, "w") as file:
             file.write(text)
             file.flush()
@@ -85,14 +86,22 @@ class ResultsDir:
             raise ValueError(f"bad point key {key!r}")
         return self.path / "points" / f"{key}.json"
 
-    @classmethod
-    def create(cls, path: str | os.PathLike[str], manifest: Mapping[str, Any]) -> ResultsDir:
-        """A new results directory; :class:`~pounder.UsageError` if ``path`` exists and is not an
-        empty directory (a finished or interrupted run is never overwritten)."""
+    @staticmethod
+    def check_new(path: str | os.PathLike[str]) -> None:
+        """:class:`~pounder.UsageError` if ``path`` cannot be a new results directory: it exists
+        and is not an empty directory (a finished or interrupted run is never overwritten)."""
         target = Path(path)
+        if not str(path).strip():
+            raise UsageError("the results directory must not be an empty name")
         if target.exists() and (not target.is_dir() or any(target.iterdir())):
             raise UsageError(f"the results directory {path} already exists and is not empty "
                              "(use --resume to continue a run there, or another --results)")
+
+    @classmethod
+    def create(cls, path: str | os.PathLike[str], manifest: Mapping[str, Any]) -> ResultsDir:
+        """A new results directory (see :meth:`check_new`) holding ``tune.json``."""
+        cls.check_new(path)
+        target = Path(path)
         try:
             target.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -109,7 +118,10 @@ class ResultsDir:
         results = cls(path)
         if not results.manifest_path.is_file():
             raise UsageError(f"{path} is not a pounder tune results directory (no tune.json in it)")
-        manifest = _read_json(results.manifest_path)
+        try:
+            manifest = _read_json(results.manifest_path)
+        except PounderError as error:
+            raise UsageError(str(error)) from None
         if manifest.get("schema") != TUNE_SCHEMA:
             raise UsageError(f"{results.manifest_path} is not a {TUNE_SCHEMA} document")
         return results, manifest

@@ -10,5 +10,6 @@ use PounderTest::Cpu ();
 use PounderTest::Leak ();
 use PounderTest::Big ();
 use PounderTest::Data ();
+use PounderTest::Grow ();
 
 1;

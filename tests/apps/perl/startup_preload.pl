@@ -10,6 +10,7 @@ use PounderTest::Cpu ();
 use PounderTest::Leak ();
 use PounderTest::Big ();
 use PounderTest::Data ();
+use PounderTest::Grow ();
 
 PounderTest::Data::build();
 

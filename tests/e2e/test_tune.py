@@ -1,0 +1,253 @@
+"""``pounder tune`` end to end, on real servers (Apache prefork + mod_perl, gunicorn), loopback only.
+
+Each run is ``--quick`` (3 s points) with a short MaxRequestsPerChild list where that step is not
+under test; the expected figures are computed here from the configured sizes and from an
+independent reading of ``/proc/PID/smaps_rollup``, never from pounder's own numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from pounder.servers import apache_missing, find_apache, gunicorn_missing
+from schemas import validate_results_dir
+
+MIB = 1024 * 1024
+APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
+PERL_APPS_DIR = APPS_DIR / "perl"
+GROW_BYTES = 8 * MIB  # PounderTest::Grow's own string per child
+DATA_BYTES = 32 * MIB + 8192 * 1024  # PounderTest::Data: built in the parent with startup_preload.pl
+RAM = 256 * MIB
+TUNE_LIMIT_S = 400
+
+
+def _tune(*args: str, timeout_s: float = TUNE_LIMIT_S) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pounder", "tune", *args], capture_output=True, text=True,
+                          timeout=timeout_s, check=False)
+
+
+def _recommendation(results: Path) -> dict[str, Any]:
+    validate_results_dir(results)
+    data: dict[str, Any] = json.loads((results / "recommendation.json").read_text())
+    return data
+
+
+def _processes_mentioning(text: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline", "cwd"]):
+        with_text = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["cwd"] or "")
+        if text in with_text and proc.pid != os.getpid():
+            found.append(proc)
+    return found
+
+
+@pytest.fixture
+def public_dir() -> Iterator[Path]:
+    """A directory under /tmp the Apache children (www-data when we are root) can read."""
+    path = Path(tempfile.mkdtemp(prefix="pounder-tune-test-", dir="/tmp"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        for proc in _processes_mentioning(str(path)):  # never leave a server behind, even on failure
+            proc.kill()
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _apache_conf(folder: Path, preload: bool) -> Path:
+    """The user's side of an httpd.conf for the PounderTest handlers, as pounder tune takes it."""
+    found = find_apache()
+    assert found is not None
+    shutil.copytree(PERL_APPS_DIR / "lib", folder / "lib")
+    startup = "startup_preload.pl" if preload else "startup.pl"
+    shutil.copy(PERL_APPS_DIR / startup, folder / startup)
+    conf = folder / "app.conf"
+    conf.write_text("\n".join([
+        f"LoadModule perl_module {found[1]}/mod_perl.so",
+        f"PerlSwitches -I{folder}/lib",
+        f"PerlRequire {startup}",
+        "<Location /grow>", "    SetHandler modperl", "    PerlResponseHandler PounderTest::Grow", "</Location>",
+        "<Location /hello>", "    SetHandler modperl", "    PerlResponseHandler PounderTest::Hello", "</Location>",
+        "StartServers 10",  # owned by pounder: replaced
+        "",
+    ]))
+    for path in folder.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return conf
+
+
+def _rollup(pid: int) -> dict[str, int]:
+    """This test's own reading of smaps_rollup (kB lines), independent of pounder.procs."""
+    values = {}
+    with open(f"/proc/{pid}/smaps_rollup") as file:
+        for line in file:
+            parts = line.split()
+            if len(parts) == 3 and parts[2] == "kB":
+                values[parts[0].rstrip(":")] = int(parts[1]) * 1024
+    return values
+
+
+def _baseline_child(apache_server: Any, preload: bool) -> tuple[int, int]:
+    """(max child USS, median child shared) of the same app's children before /grow: each child
+    answered /hello (its first request) and nothing else."""
+    server = apache_server(preload=preload, start_servers=3, min_spare=3, max_spare=4, max_request_workers=3)
+    children = set(server.children())
+    seen: set[int] = set()
+    for _ in range(300):
+        with urllib.request.urlopen(server.url + "/hello", timeout=10) as response:
+            seen.add(int(response.read().split()[-1]))
+        if children <= seen:
+            break
+    uss, shared = [], []
+    for pid in children:
+        rollup = _rollup(pid)
+        uss.append(rollup["Private_Clean"] + rollup["Private_Dirty"])
+        shared.append(rollup["Shared_Clean"] + rollup["Shared_Dirty"])
+    server.stop()
+    return max(uss), sorted(shared)[len(shared) // 2]
+
+
+@pytest.mark.skipif(apache_missing(perl=True) is not None, reason=str(apache_missing(perl=True)))
+def test_apache_max_clients_follows_the_formula_and_preload_raises_it(apache_server: Any,
+                                                                      public_dir: Path) -> None:
+    recommended = {}
+    for preload in (False, True):
+        base_uss, base_shared = _baseline_child(apache_server, preload)
+        # configured: every child writes 8 MB of its own on its first /grow; without preloading it
+        # also builds its own copy of the ~40 MB of PounderTest::Data
+        child = base_uss + GROW_BYTES + (0 if preload else DATA_BYTES)
+        expected = (RAM - base_shared) // child
+        folder = public_dir / ("preload" if preload else "plain")
+        folder.mkdir()
+        conf = _apache_conf(folder, preload)
+        results = public_dir / f"results-{folder.name}"
+        done = _tune("apache", str(conf), "--path", "/grow", "--ram", "256M", "--clients", "100", "--quick",
+                     "--mrpc", "0,100", "--results", str(results))
+        assert done.returncode == 0, done.stderr
+        data = _recommendation(results)
+        assert abs(data["memory"]["max_clients"] - expected) <= 1, (data["memory"], expected)
+        # --clients 100 wants more children than memory allows: the memory bound is the answer
+        assert data["params"]["max_clients"] == data["memory"]["max_clients"]
+        assert any("memory" in reason for reason in data["children"]["reasons"])
+        assert "MaxRequestWorkers" in done.stdout and "MaxConnectionsPerChild" in done.stdout
+        snippet = re.search(r"^\s+MaxRequestWorkers\s+(\d+)$", done.stdout, re.MULTILINE)
+        assert snippet is not None and int(snippet[1]) == data["params"]["max_clients"]
+        assert data["spare"] and {p["name"] for p in data["spare"]} == {"before", "after"}
+        recommended[preload] = data["memory"]["max_clients"]
+        assert not _processes_mentioning(str(results))
+    # preloading moves the 40 MB from every child into the parent, shared: many more children fit
+    assert recommended[True] >= 3 * recommended[False]
+
+
+@pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
+def test_cpu_bound_handler_stays_near_the_core_count(tmp_path: Path) -> None:
+    results = tmp_path / "cpu"
+    done = _tune("gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--path", "/cpu?ms=10", "--quick",
+                 "--mrpc", "0", "--results", str(results))
+    assert done.returncode == 0, done.stderr
+    data = _recommendation(results)
+    cores = os.cpu_count() or 1
+    assert data["memory"]["max_clients"] > 8 * cores  # memory would allow far more
+    assert 1 <= data["params"]["max_clients"] <= 2 * cores
+    assert len(data["sweep"]) >= 3
+    assert any("CPU-bound" in line for line in data["advice"]), data["advice"]
+
+
+@pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
+@pytest.mark.parametrize(("path", "leaks"), [("/leak", True), ("/", False)])
+def test_leak_gets_a_finite_max_requests_per_child(tmp_path: Path, path: str, leaks: bool) -> None:
+    results = tmp_path / "leak"
+    done = _tune("gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--path", path, "--quick",
+                 "--ram", "1G", "--mrpc", "0,1000,100", "--max-children", "4", "--results", str(results))
+    assert done.returncode == 0, done.stderr
+    data = _recommendation(results)
+    choice = data["max_requests"]
+    assert choice["leak"] is leaks
+    if leaks:
+        # /leak keeps 100 KiB per request
+        assert 90 * 1024 <= choice["growth_bytes_per_request"] <= 120 * 1024
+        headroom = choice["child_limit_bytes"] - choice["child_start_bytes"]
+        assert 1 <= data["params"]["max_requests"] <= headroom / (90 * 1024)
+        assert "leak" in done.stdout
+    else:
+        assert data["params"]["max_requests"] >= 1000
+
+
+@pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
+def test_sigint_leaves_no_server_and_resume_finishes(tmp_path: Path) -> None:
+    results = tmp_path / "interrupted"
+    argv = [sys.executable, "-m", "pounder", "tune", "gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR),
+            "--quick", "--mrpc", "0,100", "--max-children", "4", "--results", str(results)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (results / "points" / "children-1.json").exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no point measured in time"
+            time.sleep(0.1)
+        time.sleep(1.0)  # in the middle of the next point
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert "--resume" in err and "Traceback" not in err
+    assert not _processes_mentioning(str(results)), "a server process outlived pounder tune"
+    measured = {p.name: p.read_bytes() for p in (results / "points").glob("*.json")}
+    assert "sizes.json" in measured and "children-1.json" in measured
+    assert not (results / "recommendation.json").exists()
+
+    done = _tune("--resume", str(results))
+    assert done.returncode == 0, done.stderr
+    data = _recommendation(results)
+    assert data["params"]["max_clients"] >= 1
+    for name, content in measured.items():  # what was measured before is kept, not measured again
+        assert (results / "points" / name).read_bytes() == content
+    assert not _processes_mentioning(str(results))
+
+
+@pytest.mark.skipif(apache_missing(perl=True) is not None, reason=str(apache_missing(perl=True)))
+def test_a_server_that_does_not_start_is_reported_with_its_own_log_lines(public_dir: Path) -> None:
+    conf = public_dir / "broken.conf"
+    found = find_apache()
+    assert found is not None
+    conf.write_text(f"LoadModule perl_module {found[1]}/mod_perl.so\nPerlRequire /nonexistent/startup.pl\n")
+    results = public_dir / "results"
+    done = _tune("apache", str(conf), "--quick", "--results", str(results), timeout_s=120)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert "\npounder: error: the server did not start: " in done.stderr
+    assert "/nonexistent/startup.pl" in done.stderr  # Apache's / mod_perl's own words
+    assert not _processes_mentioning(str(results))
+
+
+@pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
+def test_command_adapter_tunes_any_server(tmp_path: Path) -> None:
+    results = tmp_path / "command"
+    command = (f"{sys.executable} -m gunicorn --bind {{host}}:{{port}} --workers {{workers}} "
+               f"--max-requests {{max_requests}} --chdir {APPS_DIR} wsgi_app:app")
+    done = _tune("command", command, "--path", "/cpu?ms=5", "--quick", "--mrpc", "0,100", "--max-children", "4",
+                 "--results", str(results))
+    assert done.returncode == 0, done.stderr
+    data = _recommendation(results)
+    assert [p["children"] for p in data["sweep"]][:3] == [1, 2, 4]
+    assert f"--workers {data['params']['max_clients']} " in data["config"]
+    assert f"--max-requests {data['params']['max_requests']} " in data["config"]
+    assert not _processes_mentioning(str(results))
