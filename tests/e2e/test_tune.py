@@ -251,3 +251,34 @@ def test_command_adapter_tunes_any_server(tmp_path: Path) -> None:
     assert f"--workers {data['params']['max_clients']} " in data["config"]
     assert f"--max-requests {data['params']['max_requests']} " in data["config"]
     assert not _processes_mentioning(str(results))
+
+
+@pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
+def test_memory_floor_stops_the_step_and_the_server(tmp_path: Path) -> None:
+    """With a floor above what the machine has available, nothing may run: the step stops with
+    MemoryFloorError and no server process is left; what was written stays readable."""
+    from pounder.procs import mem_available
+    from pounder.tune import GunicornAdapter, MemoryFloorError, TuneOptions, tune
+
+    results = tmp_path / "floor"
+    options = TuneOptions(quick=True, point_s=1.0, mrpc_values=(0,), memory_floor=mem_available() + 2**40)
+    with pytest.raises(MemoryFloorError, match="below the floor"):
+        tune(GunicornAdapter("wsgi_app:app", pythonpath=str(APPS_DIR)), options, results=results)
+    assert not _processes_mentioning(str(results))
+    validate_results_dir(results, finished=False)
+
+
+@pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
+def test_memory_floor_stops_a_running_step(tmp_path: Path) -> None:
+    """The floor is watched while the load runs: a 10 s step ends long before its time."""
+    from pounder.tune import GunicornAdapter, MemoryFloorError, PoolParams
+    from pounder.tune._measure import Runner
+
+    runner = Runner(GunicornAdapter("wsgi_app:app", pythonpath=str(APPS_DIR)), tmp_path / "servers", "/", 0, 10.0)
+    with runner.started(PoolParams(2)) as server:
+        runner.memory_floor = 2**60  # as if memory ran out once the step is under way
+        started = time.monotonic()
+        with pytest.raises(MemoryFloorError):
+            runner.bench(server, 4, duration=10.0)
+        assert time.monotonic() - started < 5.0
+    assert not _processes_mentioning(str(tmp_path / "servers"))
