@@ -33,7 +33,7 @@ build:
 	$(PIP) install -q --disable-pip-version-check --no-build-isolation -e .
 
 lint:
-	$(PYTHON) -m ruff check python tests benchmarks examples
+	$(PYTHON) -m ruff check python tests benchmarks
 	$(PYTHON) -m mypy
 	@if cargo clippy --version >/dev/null 2>&1; then cargo clippy --workspace -q -- -D warnings; \
 	else echo "note: cargo clippy is not installed (rustup component add clippy); skipped"; fi
