@@ -88,7 +88,9 @@ def read_rollup(pid: int) -> Rollup:
     except PermissionError:
         raise _permission_error(path) from None
     except (FileNotFoundError, ProcessLookupError):
-        if os.path.isdir(f"/proc/{pid}") and not os.path.exists(path):
+        # A process in the middle of exiting can still have its /proc directory without the file:
+        # only our own process tells whether the kernel has smaps_rollup at all.
+        if not os.path.exists("/proc/self/smaps_rollup"):
             raise PounderError(f"{path} does not exist: pounder needs Linux 4.14 or later") from None
         raise ProcessGone(pid) from None
     except OSError as error:
