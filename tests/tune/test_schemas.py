@@ -326,7 +326,7 @@ def test_schemas_are_packaged() -> None:
     tomllib = pytest.importorskip("tomllib")
     root = Path(__file__).resolve().parents[2]
     include = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["maturin"]["include"]
-    for path in SCHEMA_DIR.glob("*.schema.json"):
+    for path in (root / "python" / "pounder" / "schemas").glob("*.schema.json"):
         relative = str(path.relative_to(root))
         assert any(fnmatch.fnmatch(relative, rule) for rule in include), relative
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
+
+import typer
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -14,3 +17,8 @@ def print_error(message: str) -> None:
     line = " ".join(message.split())
     sys.stderr.write(f"pounder: error: {line}\n")
     sys.stderr.flush()
+
+
+def option(*names: str, panel: str, metavar: str | None = None, help: str) -> Any:  # noqa: A002
+    """A value option without a shown default (defaults are stated in the help text)."""
+    return typer.Option(*names, metavar=metavar, rich_help_panel=panel, help=help, show_default=False)

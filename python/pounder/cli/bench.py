@@ -9,12 +9,12 @@ from __future__ import annotations
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from pounder._errors import PounderError, UsageError
-from pounder.cli._common import EXIT_INTERRUPTED
+from pounder.cli._common import EXIT_INTERRUPTED, option
 from pounder.cli._progress import live_progress
 from pounder.load._bench import run_bench, server_sampler
 from pounder.load._csv import render_csv
@@ -41,79 +41,74 @@ BENCH_HELP = "\n\n".join(
 Text = str | None
 
 
-def _option(*names: str, panel: str, metavar: str | None = None, help: str) -> Any:  # noqa: A002
-    """A value option without a shown default (defaults are stated in the help text)."""
-    return typer.Option(*names, metavar=metavar, rich_help_panel=panel, help=help, show_default=False)
-
-
 # fmt: off
 URL_ARG = typer.Argument(metavar="URL", help="http:// URL to load (omit with -f).", show_default=False)
-URL_FILE = _option("-f", "--url-file", panel=_LOAD, metavar="FILE", help=(
+URL_FILE = option("-f", "--url-file", panel=_LOAD, metavar="FILE", help=(
     "File of URLs, one per line, optionally preceded by a weight ('3 http://...'); blank lines and # comments are "
     "skipped."))
-ORDER = _option("--order", panel=_LOAD, metavar="sequential|random", help=(
+ORDER = option("--order", panel=_LOAD, metavar="sequential|random", help=(
     "How targets are picked: in turn (default), or at random weighted by their weight (weights only matter for "
     "random)."))
-CONNECTIONS = _option("-c", "--connections", panel=_LOAD, metavar="N", help=(
+CONNECTIONS = option("-c", "--connections", panel=_LOAD, metavar="N", help=(
     "Closed loop: concurrent connections, default 10. Open loop: the cap on requests in flight, default 1000."))
-REQUESTS = _option("-n", "--requests", panel=_LOAD, metavar="N", help=(
+REQUESTS = option("-n", "--requests", panel=_LOAD, metavar="N", help=(
     "Stop after N measured requests (10k, 1M). Without -n, -d or --stages the run lasts 10 s."))
-DURATION = _option("-d", "--duration", panel=_LOAD, metavar="TIME", help=(
+DURATION = option("-d", "--duration", panel=_LOAD, metavar="TIME", help=(
     "Measure for this long: 30s, 2m, 1h, 500ms (a bare number is seconds). With -n too, the first limit reached "
     "ends the run. Default 10s."))
-THREADS = _option("-t", "--threads", panel=_LOAD, metavar="N", help=(
+THREADS = option("-t", "--threads", panel=_LOAD, metavar="N", help=(
     "Engine threads; default: the CPUs available. Silently lowered to the number of connections."))
-RATE = _option("--rate", panel=_LOAD, metavar="RATE", help=(
+RATE = option("--rate", panel=_LOAD, metavar="RATE", help=(
     "Open loop at a global rate in req/s: 500, a ramp over the run 50..500, or a ramp 50..500/60s (then held at "
     "500 if -d is longer). Length: -d, else -n divided by the rate, else 10s."))
-STAGES = _option("--stages", panel=_LOAD, metavar="STAGES", help=(
+STAGES = option("--stages", panel=_LOAD, metavar="STAGES", help=(
     "Open loop in stages: 30s@100,60s@400,30s@100 (constant) or 60s@100..400 (ramp). Excludes --rate, -n, -d."))
-MAX_IN_FLIGHT = _option("--max-in-flight", panel=_LOAD, metavar="N", help=(
+MAX_IN_FLIGHT = option("--max-in-flight", panel=_LOAD, metavar="N", help=(
     "Open loop only: the cap on requests in flight (same as -c in open loop), default 1000. A request whose time "
     "comes while the cap is reached is counted as unsent."))
-WARMUP = _option("--warmup", panel=_LOAD, metavar="TIME|N", help=(
+WARMUP = option("--warmup", panel=_LOAD, metavar="TIME|N", help=(
     "Run this long (5s) or this many requests (100) first, without measuring them."))
-NO_KEEPALIVE = _option("--no-keepalive", panel=_HTTP, help=(
+NO_KEEPALIVE = option("--no-keepalive", panel=_HTTP, help=(
     "A new connection for every request (sends Connection: close)."))
-CALLS_PER_CONN = _option("--calls-per-conn", panel=_HTTP, metavar="N", help=(
+CALLS_PER_CONN = option("--calls-per-conn", panel=_HTTP, metavar="N", help=(
     "Close each connection after N responses (0 = never, the default)."))
-THROTTLE = _option("--throttle", panel=_HTTP, metavar="BANDWIDTH", help=(
+THROTTLE = option("--throttle", panel=_HTTP, metavar="BANDWIDTH", help=(
     "Read responses slowly, per connection: 33.6kbps, 1Mbps, 56kbit (bits, k = 1000), 4KB/s (bytes), 1MiB/s "
     "(k = 1024); a bare number is bytes/s."))
-UNIX_SOCKET = _option("--unix-socket", panel=_HTTP, metavar="PATH", help=(
+UNIX_SOCKET = option("--unix-socket", panel=_HTTP, metavar="PATH", help=(
     "Connect to this Unix socket; the URL then only gives the Host header and the path."))
-METHOD = _option("-m", "--method", panel=_HTTP, metavar="METHOD", help=(
+METHOD = option("-m", "--method", panel=_HTTP, metavar="METHOD", help=(
     "HTTP method; default GET, or POST when there is a body."))
-BODY = _option("-b", "--body", panel=_HTTP, metavar="TEXT|@FILE", help=(
+BODY = option("-b", "--body", panel=_HTTP, metavar="TEXT|@FILE", help=(
     "Request body: the text itself, or @FILE for a file's bytes."))
-CONTENT_TYPE = _option("-T", "--content-type", panel=_HTTP, metavar="TYPE", help="Content-Type header.")
-HEADER = _option("-H", "--header", panel=_HTTP, metavar="'NAME: VALUE'", help=(
+CONTENT_TYPE = option("-T", "--content-type", panel=_HTTP, metavar="TYPE", help="Content-Type header.")
+HEADER = option("-H", "--header", panel=_HTTP, metavar="'NAME: VALUE'", help=(
     "Add a header, or replace one pounder sends by default (Host, User-Agent, Accept...). Repeatable."))
-COOKIE = _option("--cookie", panel=_HTTP, metavar="NAME=VALUE", help="Send a cookie. Repeatable.")
-AUTH = _option("-A", "--auth", panel=_HTTP, metavar="USER:PASS", help="Basic authentication.")
-TIMEOUT = _option("--timeout", panel=_HTTP, metavar="TIME", help=(
+COOKIE = option("--cookie", panel=_HTTP, metavar="NAME=VALUE", help="Send a cookie. Repeatable.")
+AUTH = option("-A", "--auth", panel=_HTTP, metavar="USER:PASS", help="Basic authentication.")
+TIMEOUT = option("--timeout", panel=_HTTP, metavar="TIME", help=(
     "Per-request timeout, connect included (like ab). Default 30s."))
-ALLOW_REMOTE = _option("--allow-remote", panel=_HTTP, help=(
+ALLOW_REMOTE = option("--allow-remote", panel=_HTTP, help=(
     "Allow targets that are not loopback addresses (127.0.0.0/8, ::1)."))
-JSON = _option("--json", panel=_OUT, metavar="PATH", help=(
+JSON = option("--json", panel=_OUT, metavar="PATH", help=(
     "Write the result as JSON (schema pounder/bench-result/1); '-' for stdout, which replaces the report."))
-CSV = _option("--csv", panel=_OUT, metavar="PATH", help=(
+CSV = option("--csv", panel=_OUT, metavar="PATH", help=(
     "Write the latency percentiles as CSV (percent,latency_ms), like ab -e; '-' for stdout."))
-TSV = _option("--tsv", panel=_OUT, metavar="PATH", help="Stream every request's timings to this TSV file.")
-HDR_LOG = _option("--hdr-log", panel=_OUT, metavar="PATH", help=(
+TSV = option("--tsv", panel=_OUT, metavar="PATH", help="Stream every request's timings to this TSV file.")
+HDR_LOG = option("--hdr-log", panel=_OUT, metavar="PATH", help=(
     "Write an HdrHistogram interval log (1 s intervals, corrected latency, microseconds)."))
-SERVER_PID = _option("--server-pid", panel=_SERVER, metavar="PID", help=(
+SERVER_PID = option("--server-pid", panel=_SERVER, metavar="PID", help=(
     "Sample this server's processes (the parent and all its children) while the load runs: server CPU per "
     "request, children spawned, memory per child and its growth."))
-SERVER_PIDFILE = _option("--server-pidfile", panel=_SERVER, metavar="FILE", help=(
+SERVER_PIDFILE = option("--server-pidfile", panel=_SERVER, metavar="FILE", help=(
     "Like --server-pid, with the pid read from the server's pid file."))
-SERVER_NAME = _option("--server-name", panel=_SERVER, metavar="TEXT", help=(
+SERVER_NAME = option("--server-name", panel=_SERVER, metavar="TEXT", help=(
     "Like --server-pid, with the parent found by process name or command line."))
-SERVER_STATUS = _option("--server-status", panel=_SERVER, metavar="URL", help=(
+SERVER_STATUS = option("--server-status", panel=_SERVER, metavar="URL", help=(
     "Also read Apache's mod_status page (?auto) at each sample: busy and idle children."))
-SAMPLE_INTERVAL = _option("--sample-interval", panel=_SERVER, metavar="TIME", help=(
+SAMPLE_INTERVAL = option("--sample-interval", panel=_SERVER, metavar="TIME", help=(
     "How often the server is sampled; default 1s."))
-QUIET = _option("-q", "--quiet", panel=_OUT, help="No progress and no report (files are still written).")
+QUIET = option("-q", "--quiet", panel=_OUT, help="No progress and no report (files are still written).")
 # fmt: on
 
 

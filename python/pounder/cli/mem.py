@@ -12,11 +12,10 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
-
-import typer
+from typing import TYPE_CHECKING, Annotated
 
 from pounder._errors import PounderError, UsageError
+from pounder.cli._common import option
 from pounder.load._parse import parse_duration
 from pounder.load._spec import check_output_path
 from pounder.procs._find import ServerTarget, find_server
@@ -46,26 +45,22 @@ MEM_HELP = "\n\n".join(
 Text = str | None
 
 
-def _option(*names: str, panel: str, metavar: str | None = None, help: str) -> Any:  # noqa: A002
-    return typer.Option(*names, metavar=metavar, rich_help_panel=panel, help=help, show_default=False)
-
-
 # fmt: off
-PID = _option("--pid", panel=_WHICH, metavar="PID", help="The server's parent process.")
-PIDFILE = _option("--pidfile", panel=_WHICH, metavar="PATH", help=(
+PID = option("--pid", panel=_WHICH, metavar="PID", help="The server's parent process.")
+PIDFILE = option("--pidfile", panel=_WHICH, metavar="PATH", help=(
     "A file holding the parent's pid (Apache's PidFile, gunicorn --pid, Starman --pid)."))
-NAME = _option("--name", panel=_WHICH, metavar="TEXT", help=(
+NAME = option("--name", panel=_WHICH, metavar="TEXT", help=(
     "Part of the process name or command line; the top-most matching process is the parent. Several separate "
     "matching trees is an error listing their pids."))
-RAM = _option("--ram", panel=_OUT, metavar="SIZE", help=(
+RAM = option("--ram", panel=_OUT, metavar="SIZE", help=(
     "RAM budget for MaxClients: 512M, 4G, 1.5GiB (k/M/G/T are powers of 1024). Default: MemAvailable + the "
     "server's footprint."))
-JSON = _option("--json", panel=_OUT, metavar="PATH", help=(
+JSON = option("--json", panel=_OUT, metavar="PATH", help=(
     "Write the result as JSON (schema pounder/mem/1); '-' for stdout, which replaces the table. With --watch, "
     "the file is rewritten at every refresh."))
-WATCH = _option("--watch", panel=_OUT, metavar="TIME", help=(
+WATCH = option("--watch", panel=_OUT, metavar="TIME", help=(
     "Refresh every TIME (2s, 500ms) until Ctrl-C; in place on a terminal, one table after the other otherwise."))
-COUNT = _option("--count", panel=_OUT, metavar="N", help="With --watch: stop after N refreshes.")
+COUNT = option("--count", panel=_OUT, metavar="N", help="With --watch: stop after N refreshes.")
 # fmt: on
 
 

@@ -11,12 +11,12 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from pounder._errors import PounderError, UsageError
-from pounder.cli._common import EXIT_FAILURE, EXIT_INTERRUPTED, print_error
+from pounder.cli._common import EXIT_FAILURE, EXIT_INTERRUPTED, option, print_error
 from pounder.cli._progress import live_status
 from pounder.load._bench import Progress
 from pounder.servers import ServerStartError
@@ -55,42 +55,38 @@ TUNE_HELP = "\n\n".join([
 ])
 
 
-def _option(*names: str, panel: str, metavar: str | None = None, help: str) -> Any:  # noqa: A002
-    return typer.Option(*names, metavar=metavar, rich_help_panel=panel, help=help, show_default=False)
-
-
 # fmt: off
-PYTHONPATH = _option("--pythonpath", panel=_SERVER, metavar="DIR", help="gunicorn: where to import the app from.")
+PYTHONPATH = option("--pythonpath", panel=_SERVER, metavar="DIR", help="gunicorn: where to import the app from.")
 PRELOAD = typer.Option("--preload/--no-preload", rich_help_panel=_SERVER, show_default=False, help=(
     "gunicorn --preload / Starman --preload-app: load the app in the parent before forking (default off, as "
     "in the servers). The other setting is measured too, for comparison, unless --quick."))
-ENV = _option("--env", panel=_SERVER, metavar="NAME=VALUE", help="Set in the server's environment (repeatable).")
-STOP_SIGNAL = _option("--stop-signal", panel=_SERVER, metavar="SIG", help=(
+ENV = option("--env", panel=_SERVER, metavar="NAME=VALUE", help="Set in the server's environment (repeatable).")
+STOP_SIGNAL = option("--stop-signal", panel=_SERVER, metavar="SIG", help=(
     "command: the signal that stops the server gracefully (default TERM)."))
-PATH = _option("--path", panel=_RUN, metavar="PATH", help="What each request asks for (default /).")
-RESULTS = _option("--results", panel=_RUN, metavar="DIR", help=(
+PATH = option("--path", panel=_RUN, metavar="PATH", help="What each request asks for (default /).")
+RESULTS = option("--results", panel=_RUN, metavar="DIR", help=(
     "Where to write the results (default ./pounder-tune-DATE-TIME); must not exist or be empty."))
-RESUME = _option("--resume", panel=_RUN, metavar="DIR", help="Continue the interrupted run in DIR.")
-DEMO = _option("--demo", panel=_RUN, help=(
+RESUME = option("--resume", panel=_RUN, metavar="DIR", help="Continue the interrupted run in DIR.")
+DEMO = option("--demo", panel=_RUN, help=(
     "Tune the bundled demo app (gunicorn, 64 MB preloaded, ~4 ms of CPU and a 16 KB leak per request) with a "
     "512M budget."))
-QUICK = _option("--quick", panel=_RUN, help="Shorter steps (3 s per point, fewer MaxRequestsPerChild values).")
-POINT = _option("--point-duration", panel=_RUN, metavar="TIME", help="How long each sweep point runs (default 6s).")
-K = _option("--requests-per-child", panel=_RUN, metavar="N", help=(
+QUICK = option("--quick", panel=_RUN, help="Shorter steps (3 s per point, fewer MaxRequestsPerChild values).")
+POINT = option("--point-duration", panel=_RUN, metavar="TIME", help="How long each sweep point runs (default 6s).")
+K = option("--requests-per-child", panel=_RUN, metavar="N", help=(
     "Requests each child serves in the size measurement (default 200; 100 with --quick)."))
-MEASURE_CHILDREN = _option("--measure-children", panel=_RUN, metavar="N", help=(
+MEASURE_CHILDREN = option("--measure-children", panel=_RUN, metavar="N", help=(
     "Children started for the size measurement (default 4)."))
-MAX_CHILDREN = _option("--max-children", panel=_RUN, metavar="N", help=(
+MAX_CHILDREN = option("--max-children", panel=_RUN, metavar="N", help=(
     "The most children the sweep tries, whatever the memory allows (default 32 per CPU)."))
-MRPC = _option("--mrpc", panel=_RUN, metavar="LIST", help=(
+MRPC = option("--mrpc", panel=_RUN, metavar="LIST", help=(
     "MaxRequestsPerChild values to sweep, 0 = unlimited (default 0,10000,1000,100,10)."))
-RAM = _option("--ram", panel=_GOALS, metavar="SIZE", help=(
+RAM = option("--ram", panel=_GOALS, metavar="SIZE", help=(
     "RAM budget for the server: 512M, 4G (powers of 1024). Default: MemAvailable + the server's footprint, "
     "less a safety margin."))
-CLIENTS = _option("--clients", panel=_GOALS, metavar="N", help=(
+CLIENTS = option("--clients", panel=_GOALS, metavar="N", help=(
     "Expected concurrent clients: the sweep runs at this concurrency, and the recommendation keeps a child "
     "for each when memory allows."))
-P99 = _option("--p99", panel=_GOALS, metavar="TIME", help="Latency target for the 99th percentile (300ms).")
+P99 = option("--p99", panel=_GOALS, metavar="TIME", help="Latency target for the 99th percentile (300ms).")
 # fmt: on
 
 

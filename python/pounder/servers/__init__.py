@@ -20,6 +20,7 @@ from pounder.servers._apache import (
     apache_command,
     apache_missing,
     find_apache,
+    read_user_conf,
     render_apache_conf,
     strip_owned_directives,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "free_port",
     "gunicorn_command",
     "gunicorn_missing",
+    "read_user_conf",
     "render_apache_conf",
     "render_command",
     "starman_command",

@@ -263,6 +263,18 @@ def _unreachable_for(user: str, path: Path) -> Path | None:
     return None
 
 
+def read_user_conf(path: Path) -> str:
+    """The user's configuration file, checked with :func:`strip_owned_directives` (which refuses
+    ``Include``); :class:`~pounder.UsageError` if it cannot be read. Apache reads bytes: a Latin-1
+    comment is fine, and is written back unchanged (surrogate escapes)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError as error:
+        raise UsageError(f"apache: cannot read the configuration file {path}: {error.strerror or error}") from None
+    strip_owned_directives(text, source=str(path))
+    return text
+
+
 class ApacheServer(ManagedServer):
     """A private Apache prefork (+ mod_perl) instance.
 
@@ -321,16 +333,7 @@ class ApacheServer(ManagedServer):
 
     def _conf_text(self) -> str:
         """The text of ``conf`` ("" without one), checked with :func:`strip_owned_directives`."""
-        if self.conf is None:
-            return ""
-        try:
-            # Apache reads bytes: a Latin-1 comment is fine, and is written back unchanged
-            text = self.conf.read_text(encoding="utf-8", errors="surrogateescape")
-        except OSError as error:
-            raise UsageError(f"apache: cannot read the configuration file {self.conf}: "
-                             f"{error.strerror or error}") from None
-        strip_owned_directives(text, source=str(self.conf))
-        return text
+        return "" if self.conf is None else read_user_conf(self.conf)
 
     @property
     def conf_path(self) -> Path:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pounder._errors import UsageError
-from pounder.servers import ApacheServer, GunicornServer, ManagedServer, StarmanServer, strip_owned_directives
+from pounder.servers import ApacheServer, GunicornServer, ManagedServer, StarmanServer, read_user_conf
 
 DEMO_APP = "pounder.demo.app:app"
 DEMO_ENV = {"DEMO_PRELOAD_MB": "64", "DEMO_CPU_MS": "4", "DEMO_LEAK_KB": "16"}
@@ -220,14 +220,8 @@ class ApacheAdapter(Adapter):
         self.startup_pl = Path(startup_pl).resolve() if startup_pl is not None else None
         self.perl_lib = Path(perl_lib).resolve() if perl_lib is not None else None
         self.extra_conf = extra_conf
-        conf_text = ""
-        if self.conf is not None:  # checked now: a bad file is bad input, before anything starts
-            try:
-                conf_text = self.conf.read_text(encoding="utf-8", errors="surrogateescape")
-            except OSError as error:
-                raise UsageError(f"apache: cannot read the configuration file {self.conf}: "
-                                 f"{error.strerror or error}") from None
-            strip_owned_directives(conf_text, source=str(self.conf))
+        # checked now: a bad file is bad input, before anything starts
+        conf_text = read_user_conf(self.conf) if self.conf is not None else ""
         self.preload = self.startup_pl is not None or _preloads(conf_text)
 
     def server(self, params: PoolParams, workdir: Path) -> ManagedServer:
