@@ -63,7 +63,7 @@ from pounder.tune._analysis import (
 )
 from pounder.tune._session import _growth_per_request, _load_summary, _now, _sizes
 from proctree import TreeFactory
-from schemas import SCHEMA_DIR, schema, validate, validate_results_dir
+from schemas import schema, validate, validate_results_dir
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TUNE_SCHEMAS = ("tune", "tune-point", "tune-result")

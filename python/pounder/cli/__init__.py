@@ -21,7 +21,10 @@ from pounder._errors import PounderError, UsageError
 from pounder._version import __version__
 from pounder.cli._common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, print_error
 from pounder.cli.bench import BENCH_HELP, bench_command
+from pounder.cli.compare import COMPARE_HELP, compare_command
 from pounder.cli.mem import MEM_HELP, mem_command
+from pounder.cli.run import RUN_HELP, run_command
+from pounder.cli.syscalls import SYSCALLS_HELP, syscalls_command
 from pounder.cli.tune import TUNE_HELP, tune_command
 
 # typer either uses click or vendors it (typer._click): take the exception classes it really raises.
@@ -102,8 +105,11 @@ def _root(
 
 
 app.command("bench", help=BENCH_HELP)(bench_command)
+app.command("compare", help=COMPARE_HELP)(compare_command)
 app.command("mem", help=MEM_HELP)(mem_command)
+app.command("syscalls", help=SYSCALLS_HELP)(syscalls_command)
 app.command("tune", help=TUNE_HELP)(tune_command)
+app.command("run", help=RUN_HELP)(run_command)
 
 
 def main() -> None:

@@ -1,0 +1,244 @@
+"""``pounder compare``: is A faster than B, and by how much.
+
+The command maps flags to :func:`pounder.compare.compare` and writes its outputs; the trials and the
+statistics live in ``pounder.compare``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+
+from pounder._errors import PounderError, UsageError
+from pounder.cli._common import EXIT_INTERRUPTED, option
+from pounder.cli._progress import live_status
+from pounder.compare._chart import chart_format, render_chart, require_matplotlib
+from pounder.compare._report import format_rate, render_compare
+from pounder.compare._trials import (
+    DEFAULT_TRIALS,
+    MIN_TRIALS,
+    CompareResult,
+    Trial,
+    TrialCallback,
+    Variant,
+    check_trials,
+    compare,
+    default_labels,
+    trial_plan,
+)
+from pounder.load._bench import ProgressCallback
+from pounder.load._report import format_ms
+from pounder.load._spec import check_output_path
+from pounder.procs import find_server
+
+_TRIALS = "Trials"
+_LOAD = "Load (every trial)"
+_OUT = "Output"
+_SERVER = "Server sampling"
+
+COMPARE_HELP = "\n\n".join(
+    [
+        "Is one URL faster than another, and by how much: the same load against each URL, repeated in "
+        "interleaved trials (A B A B ...) after a warm-up trial each, so that drift hits every URL alike.",
+        "Reports each URL's median requests/s, p50 and p99 latency (and the server's CPU per request with "
+        "--server-*), and against the baseline (the first URL, or --baseline) the ratio of the medians with a 95 % "
+        "bootstrap interval over the trials: faster, slower, or no clear difference when the interval contains 1 "
+        "or the ratio is within --min-effect of 1. In open loop (--rate) the verdict comes from the p99 latency.",
+        "Targets must be on this machine (127.0.0.0/8 or ::1) unless --allow-remote.",
+        "Exit status: 0 done, 1 could not run, 2 bad input, 130 interrupted (the trials done are still reported).",
+    ]
+)
+
+Text = str | None
+
+# fmt: off
+URLS = typer.Argument(metavar="URL", help="Two or more http:// URLs to compare.", show_default=False)
+LABEL = option("--label", panel=_TRIALS, metavar="NAME", help=(
+    "A name for each URL, in order (repeat once per URL). Default: the URL's path (host:port/path when two "
+    "paths are alike)."))
+BASELINE = option("--baseline", panel=_TRIALS, metavar="LABEL", help=(
+    "The label the others are compared with; default the first URL."))
+TRIALS = option("--trials", panel=_TRIALS, metavar="N", help=(
+    f"Measured trials per URL, default {DEFAULT_TRIALS} (at least {MIN_TRIALS})."))
+NO_WARMUP = option("--no-warmup", panel=_TRIALS, help="Skip the warm-up trial of each URL.")
+MIN_EFFECT = option("--min-effect", panel=_TRIALS, metavar="PERCENT", help=(
+    "A ratio within this many percent of 1 is 'no clear difference' even when its interval excludes 1; "
+    "default 1 (0 for the interval alone)."))
+CONNECTIONS = option("-c", "--connections", panel=_LOAD, metavar="N", help=(
+    "Closed loop: concurrent connections, default 10. Open loop: the cap on requests in flight, default 1000."))
+REQUESTS = option("-n", "--requests", panel=_LOAD, metavar="N", help=(
+    "Each trial stops after N measured requests (10k)."))
+DURATION = option("-d", "--duration", panel=_LOAD, metavar="TIME", help=(
+    "Each trial measures for this long: 5s, 500ms (a bare number is seconds). Default 5s when neither -n nor "
+    "-d is given; with both the first limit reached ends the trial."))
+THREADS = option("-t", "--threads", panel=_LOAD, metavar="N", help=(
+    "Engine threads; default: the CPUs available, at most the connections."))
+RATE = option("--rate", panel=_LOAD, metavar="RATE", help=(
+    "Open loop at this global rate in req/s (500, or a ramp 50..500/5s); latency is measured from each "
+    "request's intended send time."))
+NO_KEEPALIVE = option("--no-keepalive", panel=_LOAD, help="A new connection for every request.")
+TIMEOUT = option("--timeout", panel=_LOAD, metavar="TIME", help="Per-request timeout, connect included. Default 30s.")
+ALLOW_REMOTE = option("--allow-remote", panel=_LOAD, help=(
+    "Allow targets that are not loopback addresses (127.0.0.0/8, ::1)."))
+SERVER_PID = option("--server-pid", panel=_SERVER, metavar="PID", help=(
+    "The server behind every URL (its parent process): sampled during each trial for its CPU per request."))
+SERVER_PIDFILE = option("--server-pidfile", panel=_SERVER, metavar="FILE", help=(
+    "Like --server-pid, with the pid read from the server's pid file."))
+SERVER_NAME = option("--server-name", panel=_SERVER, metavar="TEXT", help=(
+    "Like --server-pid, with the parent found by process name or command line."))
+JSON = option("--json", panel=_OUT, metavar="PATH", help=(
+    "Write the comparison as JSON (schema pounder/compare/1), rewritten after every trial so nothing measured "
+    "is lost; '-' prints it on stdout at the end instead of the report."))
+CHART = option("--chart", panel=_OUT, metavar="PATH.png|.svg", help=(
+    "Draw median requests/s and p99 latency per URL with their 95 % intervals (needs matplotlib)."))
+QUIET = option("-q", "--quiet", panel=_OUT, help="No progress and no report (files are still written).")
+# fmt: on
+
+
+def parse_min_effect(text: str | None) -> float:
+    """``--min-effect`` in percent (``2``, ``2%``, ``0.5``) as a fraction."""
+    if text is None:
+        return 0.01
+    stripped = text.strip().removesuffix("%").strip()
+    try:
+        percent = float(stripped)
+    except ValueError:
+        raise UsageError(f"invalid --min-effect {text!r}: expected a percentage such as 1 or 2.5%") from None
+    if not 0 <= percent < 100:
+        raise UsageError(f"--min-effect must be at least 0 and less than 100 (percent), got {text}")
+    return percent / 100
+
+
+def parse_trials(text: str | None) -> int:
+    if text is None:
+        return DEFAULT_TRIALS
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise UsageError(f"invalid --trials {text!r}: expected a whole number") from None
+
+
+def labels_for(urls: list[str], labels: list[str] | None) -> list[str]:
+    """The variants' labels: ``--label`` once per URL, else :func:`default_labels`."""
+    if len(urls) < 2:
+        raise UsageError(f"compare needs at least 2 URLs, got {len(urls)}")
+    if labels and len(labels) != len(urls):
+        raise UsageError(f"give one --label per URL: {len(urls)} URLs, {len(labels)} labels")
+    return labels or default_labels(urls)
+
+
+def _server_pid(pid: int | None, pidfile: str | None, name: str | None) -> int | None:
+    if pid is None and pidfile is None and name is None:
+        return None
+    return find_server(pid=pid, pidfile=pidfile, name=name).pid
+
+
+def _trial_line(trial: Trial, planned: int) -> str:
+    kind = "warm-up" if trial.round == 0 else f"trial {trial.round}"
+    flag = ", interrupted" if trial.interrupted else ""
+    failed = f", {trial.failed:,} failed" if trial.failed else ""
+    return (
+        f"{trial.seq}/{planned}  {trial.label}  {kind}: {format_rate(trial.requests_per_s)} req/s, "
+        f"p99 {format_ms(trial.p99_us)} ms{failed}{flag}"
+    )
+
+
+@contextmanager
+def _progress(
+    enabled: bool, plan: list[tuple[str, int]]
+) -> Iterator[tuple[TrialCallback | None, ProgressCallback | None]]:
+    """On a terminal: a line per finished trial and a live bar for the running one."""
+    if not enabled:
+        yield None, None
+        return
+    with live_status() as (log, status, progress):
+
+        def describe(index: int) -> None:
+            if index < len(plan):
+                label, round_ = plan[index]
+                kind = "warm-up" if round_ == 0 else f"trial {round_}"
+                status(f"{index + 1}/{len(plan)} {label} {kind}")
+
+        def on_trial(trial: Trial, planned: int) -> None:
+            log(_trial_line(trial, planned))
+            describe(trial.seq)
+
+        describe(0)
+        yield on_trial, progress
+
+
+def _emit(result: CompareResult, json_out: str | None, chart_out: str | None, quiet: bool) -> None:
+    """The chart first, then the report (or the JSON on stdout); a chart that cannot be drawn is
+    reported once the report is out, so the numbers still show."""
+    failure: PounderError | None = None
+    if chart_out is not None:
+        try:
+            render_chart(result, chart_out)
+        except PounderError as error:
+            failure = error
+    if json_out == "-":
+        sys.stdout.write(result.to_json())
+    elif not quiet:
+        sys.stdout.write(render_compare(result))
+    sys.stdout.flush()
+    if failure is not None:
+        raise failure
+
+
+def _check_chart(path: str | None) -> str | None:
+    if path is None:
+        return None
+    chart_format(path)
+    checked = check_output_path(path, "--chart")
+    if checked == "-":
+        raise UsageError("--chart needs a file, not '-'")
+    require_matplotlib()
+    return checked
+
+
+def compare_command(
+    urls: Annotated[list[str], URLS],
+    label: Annotated[list[str] | None, LABEL] = None,
+    baseline: Annotated[Text, BASELINE] = None,
+    trials: Annotated[Text, TRIALS] = None,
+    no_warmup: Annotated[bool, NO_WARMUP] = False,
+    min_effect: Annotated[Text, MIN_EFFECT] = None,
+    connections: Annotated[Text, CONNECTIONS] = None,
+    requests: Annotated[Text, REQUESTS] = None,
+    duration: Annotated[Text, DURATION] = None,
+    threads: Annotated[Text, THREADS] = None,
+    rate: Annotated[Text, RATE] = None,
+    no_keepalive: Annotated[bool, NO_KEEPALIVE] = False,
+    timeout: Annotated[Text, TIMEOUT] = None,
+    allow_remote: Annotated[bool, ALLOW_REMOTE] = False,
+    server_pid: Annotated[int | None, SERVER_PID] = None,
+    server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
+    server_name: Annotated[Text, SERVER_NAME] = None,
+    json_path: Annotated[Text, JSON] = None,
+    chart_path: Annotated[Text, CHART] = None,
+    quiet: Annotated[bool, QUIET] = False,
+) -> None:
+    """Compare URLs in interleaved trials (help: COMPARE_HELP)."""
+    labels = labels_for(urls, label)
+    count = check_trials(parse_trials(trials))
+    effect = parse_min_effect(min_effect)
+    json_out = check_output_path(json_path, "--json")
+    chart_out = _check_chart(chart_path)
+    pid = _server_pid(server_pid, server_pidfile, server_name)
+    variants = [Variant(name, url, pid) for name, url in zip(labels, urls, strict=True)]
+    plan = trial_plan(labels, count, not no_warmup)
+    with _progress(not quiet and sys.stderr.isatty(), plan) as (on_trial, on_progress):
+        result = compare(
+            variants,
+            trials=count, warmup=not no_warmup, baseline=baseline, min_effect=effect, connections=connections,
+            requests=requests, duration=duration, threads=threads, rate=rate, keepalive=not no_keepalive,
+            timeout=timeout, allow_remote=allow_remote, results=None if json_out in (None, "-") else json_out,
+            on_trial=on_trial, on_progress=on_progress,
+        )  # fmt: skip
+    _emit(result, json_out, chart_out, quiet)
+    if result.interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)

@@ -1,0 +1,126 @@
+"""``pounder syscalls``: a server's system calls per request, by name, and the failing ones with
+their errno and path, from strace attached to its children while a bounded load runs.
+
+The command maps flags to :func:`pounder.syscalls.trace_syscalls`; the rules and the text live
+in ``pounder.syscalls``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pounder._errors import PounderError, UsageError
+from pounder.cli._common import option
+from pounder.cli._progress import live_progress
+from pounder.load._spec import check_output_path
+from pounder.syscalls._report import SyscallReport, render_syscalls
+from pounder.syscalls._trace import DEFAULT_CONNECTIONS, DEFAULT_REQUESTS, DEFAULT_WARMUP, trace_syscalls
+
+_WHICH = "Which server"
+_LOAD = "Load"
+_OUT = "Output"
+_MAX_TOP = 100_000
+
+SYSCALLS_HELP = "\n\n".join(
+    [
+        "Count a server's system calls per request, by name, and list the failing ones with their errno and path "
+        "(e.g. ENOENT from stat/open looking for .htaccess or for the path components of a virtual URI).",
+        "pounder sends the warm-up requests (not traced), attaches strace -f to the server's parent and every "
+        "child, runs -n requests (keep-alive off: each request is a connection of its own), waits until the "
+        "children are idle, detaches strace and divides each count by the requests completed. The parent's own "
+        "calls are not counted (children it starts during the run are, with a note); calls still blocked when "
+        "strace detaches (an idle child in accept) are not counted.",
+        "Only pounder may talk to the server meanwhile: more connections accepted than pounder opened, or a "
+        "failed request, is an error. strace slows the server a lot; the counts, not the times, are the result.",
+        "Needs strace (apt-get install strace) and permission to trace the server's processes (root or the "
+        "server's user). The URL must be on this machine.",
+        "Exit status: 0 done, 1 could not trace or count, 2 bad input or something to fix first, 130 interrupted.",
+    ]
+)
+
+Text = str | None
+
+
+# fmt: off
+URL_ARG = typer.Argument(metavar="URL", help="http:// URL to request (on this machine).", show_default=False)
+SERVER_PID = option("--server-pid", panel=_WHICH, metavar="PID", help="The server's parent process.")
+SERVER_PIDFILE = option("--server-pidfile", panel=_WHICH, metavar="FILE", help=(
+    "A file holding the parent's pid (Apache's PidFile, gunicorn --pid, Starman --pid)."))
+SERVER_NAME = option("--server-name", panel=_WHICH, metavar="TEXT", help=(
+    "Part of the process name or command line; the top-most matching process is the parent."))
+REQUESTS = option("-n", "--requests", panel=_LOAD, metavar="N", help=(
+    f"Requests to trace (default {DEFAULT_REQUESTS:,}; at most 100k: strace writes a few kB per request)."))
+CONNECTIONS = option("-c", "--connections", panel=_LOAD, metavar="N", help=(
+    f"Concurrent connections (default {DEFAULT_CONNECTIONS}). Keep it at or below the server's idle children, "
+    "so that none is started during the trace."))
+KEEPALIVE = option("--keepalive", panel=_LOAD, help=(
+    "Keep connections open between requests (default: off, a new connection for every request)."))
+WARMUP = option("--warmup", panel=_LOAD, metavar="N", help=(
+    f"Requests sent before strace attaches, not traced (default {DEFAULT_WARMUP}; 0 for none)."))
+DURATION = option("-d", "--duration", panel=_LOAD, metavar="TIME", help=(
+    "Stop the traced load after this long even if -n is not reached (default 60s)."))
+TIMEOUT = option("--timeout", panel=_LOAD, metavar="TIME", help="Per-request timeout (default 30s).")
+JSON = option("--json", panel=_OUT, metavar="PATH", help=(
+    "Write the result as JSON (schema pounder/syscalls/1); '-' for stdout, which replaces the tables."))
+TOP = option("--top", panel=_OUT, metavar="N", help="Show only the N most frequent calls and failures.")
+LOG = option("--log", panel=_OUT, metavar="PATH", help="Keep strace's raw log in this file.")
+# fmt: on
+
+
+def _positive(text: str, what: str, high: int) -> int:
+    cleaned = text.strip()
+    if not cleaned.isascii() or not cleaned.isdigit() or not 1 <= int(cleaned) <= high:
+        raise UsageError(f"invalid {what} {text!r}: expected a whole number from 1 to {high:,}")
+    return int(cleaned)
+
+
+def _write(path: str, text: str, what: str) -> None:
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        Path(path).write_text(text, encoding="utf-8", errors="surrogateescape")
+    except OSError as error:
+        raise PounderError(f"cannot write {what} {path}: {error.strerror}") from None
+
+
+def _json_text(report: SyscallReport) -> str:
+    # Paths that are not UTF-8 keep their bytes as \udcXX escapes (ensure_ascii), never an error.
+    return json.dumps(report.to_dict(), indent=2) + "\n"
+
+
+def syscalls_command(
+    url: Annotated[str, URL_ARG],
+    server_pid: Annotated[Text, SERVER_PID] = None,
+    server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
+    server_name: Annotated[Text, SERVER_NAME] = None,
+    requests: Annotated[str, REQUESTS] = str(DEFAULT_REQUESTS),
+    connections: Annotated[str, CONNECTIONS] = str(DEFAULT_CONNECTIONS),
+    keepalive: Annotated[bool, KEEPALIVE] = False,
+    warmup: Annotated[str, WARMUP] = str(DEFAULT_WARMUP),
+    duration: Annotated[str, DURATION] = "60s",
+    timeout: Annotated[Text, TIMEOUT] = None,
+    json_path: Annotated[Text, JSON] = None,
+    top: Annotated[Text, TOP] = None,
+    log: Annotated[Text, LOG] = None,
+) -> None:
+    """Count a server's system calls per request (help: SYSCALLS_HELP)."""
+    json_out = check_output_path(json_path, "--json")
+    rows = None if top is None else _positive(top, "--top", _MAX_TOP)
+    pid = None if server_pid is None else _positive(server_pid, "--server-pid", 2**31 - 1)
+    with live_progress(enabled=sys.stderr.isatty()) as on_progress:
+        report = trace_syscalls(
+            url, server_pid=pid, server_pidfile=server_pidfile, server_name=server_name, requests=requests,
+            connections=connections, keepalive=keepalive, warmup=warmup, duration=duration, timeout=timeout,
+            log_path=log, on_progress=on_progress,
+        )  # fmt: skip
+    if json_out is not None:
+        _write(json_out, _json_text(report), "--json")
+    if json_out != "-":
+        _write("-", render_syscalls(report, top=rows), "the report")

@@ -1,0 +1,57 @@
+"""``pounder compare``: is A faster than B, and by how much.
+
+::
+
+    from pounder.compare import Variant, compare, render_compare
+
+    result = compare(
+        [Variant("before", "http://127.0.0.1:8080/"), Variant("after", "http://127.0.0.1:8081/")],
+        trials=5, connections=20, duration="5s", results="compare.json",
+    )
+    print(render_compare(result))
+    print(result.comparison("after").verdict)      # "faster", "slower", "no clear difference", "unknown"
+
+The same load runs against every variant, ``trials`` times each, interleaved (A B A B ...) after a
+warm-up trial each; each variant's figures are medians over its trials, and each ratio against the
+baseline (requests/s, p99 latency) has a 95 % percentile-bootstrap interval over the trials. See
+:mod:`pounder.compare._trials` for the run and :mod:`pounder.compare._stats` for the statistics.
+"""
+
+from __future__ import annotations
+
+from pounder.compare._chart import render_chart
+from pounder.compare._report import render_compare
+from pounder.compare._stats import Estimate, RatioEstimate, Verdict, median_interval, ratio_interval, verdict
+from pounder.compare._trials import (
+    SCHEMA,
+    CompareOptions,
+    CompareResult,
+    Comparison,
+    Trial,
+    TrialCallback,
+    Variant,
+    VariantSummary,
+    compare,
+    default_labels,
+)
+
+__all__ = [
+    "SCHEMA",
+    "CompareOptions",
+    "CompareResult",
+    "Comparison",
+    "Estimate",
+    "RatioEstimate",
+    "Trial",
+    "TrialCallback",
+    "Variant",
+    "VariantSummary",
+    "Verdict",
+    "compare",
+    "default_labels",
+    "median_interval",
+    "ratio_interval",
+    "render_chart",
+    "render_compare",
+    "verdict",
+]

@@ -1,0 +1,180 @@
+"""The text report of ``pounder compare``: plain ASCII tables with columns sized to their contents.
+
+Sections: what ran (load, trials, baseline); one row per variant (medians over its counted trials
+and 95 % intervals); one row per variant against the baseline (ratios, intervals, verdicts); one
+sentence per comparison; every trial's requests/s in order; notes (interruption, failures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pounder.compare._stats import Estimate, RatioEstimate
+from pounder.compare._trials import CompareResult, Comparison
+from pounder.load._report import _describe_load, format_ms
+
+_GAP = "  "
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """First column left-aligned, the others right-aligned, each as wide as its widest cell."""
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
+        lines.append(_GAP.join(cells).rstrip())
+    return lines
+
+
+def format_rate(value: float) -> str:
+    """Requests per second: 3 significant digits at least, thousands separated."""
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def format_ratio(value: float | None) -> str:
+    """A ratio as ``0.512x``, ``1.013x``, ``17.6x``; ``-`` when unknown."""
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:,.0f}x"
+    if value >= 10:
+        return f"{value:.1f}x"
+    return f"{value:.3f}x"
+
+
+def _interval(estimate: Estimate | None, *, ms: bool = False) -> str:
+    if estimate is None or estimate.low is None or estimate.high is None:
+        return "-"
+    render = format_ms if ms else format_rate
+    return f"{render(estimate.low)}-{render(estimate.high)}"
+
+
+def _median(estimate: Estimate | None, *, ms: bool = False) -> str:
+    if estimate is None:
+        return "-"
+    return format_ms(estimate.median) if ms else format_rate(estimate.median)
+
+
+def _cpu(estimate: Estimate | None) -> str:
+    return "-" if estimate is None else f"{estimate.median:,.1f}"
+
+
+def _ratio_interval(ratio: RatioEstimate) -> str:
+    if ratio.low is None or ratio.high is None:
+        return "-"
+    return f"{format_ratio(ratio.low)}-{format_ratio(ratio.high)}"
+
+
+def _header(result: CompareResult) -> list[str]:
+    options = result.options
+    load = options.load
+    planned = []
+    if load.duration_s is not None:
+        planned.append(f"{load.duration_s:g} s")
+    if load.requests is not None:
+        planned.append(f"{load.requests:,} requests")
+    http = options.http
+    connection = "keep-alive" if http.keepalive else "keep-alive off"
+    order = " ".join(variant.label for variant in result.variants[:3]) + (" ..." if len(result.variants) > 3 else "")
+    warmup = ", after a warm-up trial each" if options.warmup else ", no warm-up"
+    counted = sum(trial.counted for trial in result.trials)
+    lines = [
+        f"pounder {result.tool_version} compare, started {result.started_at}",
+        "",
+        f"Load per trial:  {_describe_load(load)}; {' or '.join(planned)}; {http.method}, {connection}",
+        f"Trials:          {options.trials} per variant, interleaved ({order}){warmup}",
+        f"Baseline:        {options.baseline}",
+    ]
+    if result.interrupted:
+        planned_total = options.trials * len(result.variants)
+        lines.append(f"Interrupted:     yes (Ctrl-C) after {counted} of {planned_total} trials: partial result")
+    return lines
+
+
+def _variants(result: CompareResult) -> list[str]:
+    rows = [["variant", "trials", "req/s", "95% interval", "p50 ms", "p99 ms", "95% interval", "CPU us/req", "failed"]]
+    for summary in result.summaries:
+        rows.append([
+            summary.label,
+            str(summary.trials),
+            _median(summary.requests_per_s),
+            _interval(summary.requests_per_s),
+            _median(summary.p50_us, ms=True),
+            _median(summary.p99_us, ms=True),
+            _interval(summary.p99_us, ms=True),
+            _cpu(summary.server_cpu_us_per_request),
+            f"{summary.failed:,}",
+        ])  # fmt: skip
+    lines = _table(rows)
+    lines.append("(medians over the trials; intervals: 95 % bootstrap; CPU: the server's, per request)")
+    return lines
+
+
+def _comparisons(result: CompareResult) -> list[str]:
+    rows = [[f"vs {result.options.baseline}", "req/s ratio", "95% interval", "p99 ratio", "95% interval", "verdict"]]
+    for comparison in result.comparisons:
+        rows.append([
+            comparison.label,
+            format_ratio(comparison.requests_per_s.ratio),
+            _ratio_interval(comparison.requests_per_s),
+            format_ratio(comparison.p99_us.ratio),
+            _ratio_interval(comparison.p99_us),
+            comparison.verdict,
+        ])  # fmt: skip
+    return _table(rows)
+
+
+def _sentence(comparison: Comparison, min_effect: float) -> str:
+    label, base = comparison.label, comparison.baseline
+    ratio = comparison.p99_us if comparison.by == "p99_us" else comparison.requests_per_s
+    what = "the p99 latency" if comparison.by == "p99_us" else "the requests/s"
+    figures = f"{format_ratio(ratio.ratio)} {what} of {base}"
+    if ratio.low is not None and ratio.high is not None:
+        figures += f" (95 % interval {format_ratio(ratio.low)} to {format_ratio(ratio.high)})"
+    if comparison.verdict in ("faster", "slower"):
+        return f"{label} is {comparison.verdict} than {base}: {figures}."
+    if comparison.verdict == "no clear difference":
+        low, high = ratio.low, ratio.high
+        if low is not None and high is not None and not low <= 1.0 <= high:
+            figures += f"; within the {min_effect:.0%} minimum effect"
+        return f"{label} vs {base}: no clear difference, {figures}."
+    return f"{label} vs {base}: unknown, too few trials measured something for an interval."
+
+
+def _trials(result: CompareResult) -> list[str]:
+    lines = ["Trials (req/s, in order; * not counted: warm-up or interrupted):"]
+    width = max(len(variant.label) for variant in result.variants)
+    for variant in result.variants:
+        cells = [
+            format_rate(trial.requests_per_s) + ("" if trial.counted else "*")
+            for trial in result.trials
+            if trial.label == variant.label
+        ]
+        lines.append(f"  {variant.label:<{width}}  {' '.join(cells) if cells else '-'}")
+    return lines
+
+
+def _notes(result: CompareResult) -> list[str]:
+    notes = []
+    for summary in result.summaries:
+        if summary.failed or summary.non_2xx:
+            notes.append(
+                f"Note: {summary.label} had {summary.failed:,} failed requests and {summary.non_2xx:,} non-2xx "
+                "responses in its counted trials; its figures include them."
+            )
+    return notes
+
+
+def render_compare(result: CompareResult) -> str:
+    """The whole text report, ending with a newline."""
+    sections = [_header(result), _variants(result), _comparisons(result)]
+    sections.append([_sentence(comparison, result.options.min_effect) for comparison in result.comparisons])
+    sections.append(_trials(result))
+    notes = _notes(result)
+    if notes:
+        sections.append(notes)
+    return "\n\n".join("\n".join(section) for section in sections) + "\n"

@@ -1,0 +1,345 @@
+"""Experiment files: a small TOML format describing a server, its variants and the loads to
+compare them under.
+
+::
+
+    title = "Custom handler against ModPerl::Registry"
+    description = "What the experiment shows, one paragraph."
+
+    [server]
+    adapter = "apache"          # apache | gunicorn | starman | command | url
+    conf = "apps/handlers.conf" # apache: relative to this file
+    workers = 4                 # children of every variant (MaxClients)
+    max_requests = 0            # MaxRequestsPerChild of every variant (0 = unlimited)
+
+    [[load]]                    # one or more: every variant runs under each
+    connections = 10
+    duration = "3s"             # or requests = 2000; rate = 200 for open loop
+    keepalive = false
+
+    [[variant]]
+    label = "handler"
+    path = "/perl/hello"
+
+    [[variant]]
+    label = "registry"
+    path = "/registry/hello.pl"
+    config = "PerlSetVar Example 1"   # apache: lines added to the conf for this variant only
+
+Variants with the same server settings share one server; each different setting gets its own
+server, all running side by side on their own ports while the trials are interleaved.
+
+Every mistake is reported as ``FILE:LINE: KEY: what is wrong`` (one line): the line is the key's
+own line, or the line of its table when the key is missing.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pounder._errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ADAPTERS = ("apache", "gunicorn", "starman", "command", "url")
+RECORD = ("rps", "latency", "cpu", "memory", "syscalls")
+DEFAULT_RECORD = ("rps", "latency", "cpu", "memory")
+_KEY_LINE = re.compile(r"^\s*(?P<key>[A-Za-z0-9_-]+|\"[^\"]*\")\s*=")
+_TABLE_LINE = re.compile(r"^\s*(?P<open>\[\[?)\s*(?P<name>[A-Za-z0-9_.-]+)\s*\]\]?")
+
+
+class ExperimentError(UsageError):
+    """A bad experiment file: ``str(error)`` is ``FILE:LINE: KEY: reason``."""
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """``[server]``: the adapter and what it needs (paths already resolved against the file)."""
+
+    adapter: str
+    conf: Path | None = None
+    app: str | None = None
+    pythonpath: str | None = None
+    psgi: Path | None = None
+    command: str | None = None
+    preload: bool = False
+    workers: int = 4
+    max_requests: int = 0
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """One ``[[load]]``: the bench options every variant runs with."""
+
+    connections: int = 10
+    requests: int | None = None
+    duration: str | None = None
+    rate: float | None = None
+    keepalive: bool = False
+    trials: int = 5
+
+    @property
+    def label(self) -> str:
+        parts = [f"NC {self.connections}"]
+        if self.rate is not None:
+            parts.append(f"rate {self.rate:g}/s")
+        if self.requests is not None:
+            parts.append(f"NR {self.requests}")
+        if self.duration is not None:
+            parts.append(self.duration)
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """One ``[[variant]]``: its label, what it requests, and its own server settings."""
+
+    label: str
+    path: str | None = None
+    url: str | None = None
+    config: str = ""
+    workers: int | None = None
+    max_requests: int | None = None
+    preload: bool | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def server_key(self) -> tuple[Any, ...]:
+        """Variants with equal keys share one server."""
+        return (self.config, self.workers, self.max_requests, self.preload, tuple(sorted(self.env.items())))
+
+
+@dataclass(frozen=True)
+class Experiment:
+    path: Path
+    title: str
+    description: str
+    server: ServerSpec
+    loads: tuple[LoadSpec, ...]
+    variants: tuple[VariantSpec, ...]
+    baseline: str
+    record: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path), "title": self.title, "description": self.description,
+            "server": {k: (str(v) if isinstance(v, Path) else (dict(v) if isinstance(v, Mapping) else v))
+                       for k, v in self.server.__dict__.items()},
+            "loads": [dict(load.__dict__) for load in self.loads],
+            "variants": [{**v.__dict__, "env": dict(v.env)} for v in self.variants],
+            "baseline": self.baseline, "record": list(self.record),
+        }
+
+
+class _Lines:
+    """Where each key of a TOML text is written: ``"variant[1].label"`` → line number."""
+
+    def __init__(self, text: str) -> None:
+        self.keys: dict[str, int] = {}
+        table = ""
+        counts: dict[str, int] = {}
+        for number, line in enumerate(text.splitlines(), start=1):
+            stripped = line.split("#", 1)[0] if '"' not in line else line
+            header = _TABLE_LINE.match(stripped)
+            if header:
+                name = header["name"]
+                if header["open"] == "[[":
+                    index = counts.get(name, 0)
+                    counts[name] = index + 1
+                    table = f"{name}[{index}]"
+                    self.keys.setdefault(name, number)
+                else:
+                    table = name
+                self.keys.setdefault(table, number)
+                continue
+            key = _KEY_LINE.match(stripped)
+            if key:
+                name = key["key"].strip('"')
+                self.keys.setdefault(f"{table}.{name}" if table else name, number)
+
+    def line(self, key: str) -> int:
+        """The key's line, else its table's, else 1."""
+        while key:
+            if key in self.keys:
+                return self.keys[key]
+            key = key.rsplit(".", 1)[0] if "." in key else ""
+        return 1
+
+
+class _Reader:
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.lines = _Lines(text)
+
+    def fail(self, key: str, reason: str) -> ExperimentError:
+        return ExperimentError(f"{self.path}:{self.lines.line(key)}: {key}: {reason}")
+
+    def table(self, data: Mapping[str, Any], key: str, allowed: set[str]) -> None:
+        for name in data:
+            if name not in allowed:
+                raise self.fail(f"{key}.{name}" if key else name,
+                                f"unknown key (expected one of: {', '.join(sorted(allowed))})")
+
+    def get(self, data: Mapping[str, Any], table: str, name: str, kind: type | tuple[type, ...], *,
+            required: bool = False, default: Any = None) -> Any:
+        key = f"{table}.{name}" if table else name
+        if name not in data:
+            if required:
+                raise self.fail(table or name, f"missing key '{name}'")
+            return default
+        value = data[name]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+            names = " or ".join({int: "a whole number", float: "a number", str: "a string", bool: "true or false",
+                                 dict: "a table", list: "a list"}.get(k, k.__name__) for k in kinds)
+            raise self.fail(key, f"expected {names}, got {value!r}")
+        return value
+
+    def count(self, data: Mapping[str, Any], table: str, name: str, low: int, high: int,
+              default: int | None = None) -> int | None:
+        value = self.get(data, table, name, int, default=default)
+        if value is not None and not low <= value <= high:
+            raise self.fail(f"{table}.{name}", f"must be between {low} and {high}, got {value}")
+        return value  # type: ignore[no-any-return]
+
+    def env(self, data: Mapping[str, Any], table: str) -> dict[str, str]:
+        env = self.get(data, table, "env", dict, default={})
+        for name, value in env.items():
+            if not isinstance(value, str):
+                raise self.fail(f"{table}.env.{name}", f"expected a string, got {value!r}")
+        return dict(env)
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Read and check an experiment file; :class:`ExperimentError` (a UsageError) names the
+    file, line and key of the first mistake."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ExperimentError(f"{path}: cannot read: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise ExperimentError(f"{path}: not UTF-8 text") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        message = str(error)
+        where = re.search(r"\(at line (\d+), column \d+\)", message)
+        line = where[1] if where else "1"
+        reason = re.sub(r" \(at .*\)$", "", message)
+        raise ExperimentError(f"{path}:{line}: invalid TOML: {reason}") from None
+    r = _Reader(path, text)
+    base = path.resolve().parent
+    r.table(data, "", {"title", "description", "server", "load", "variant", "baseline", "record"})
+    title = r.get(data, "", "title", str, required=True)
+    description = r.get(data, "", "description", str, default="")
+
+    server_data = r.get(data, "", "server", dict, required=True)
+    adapter = r.get(server_data, "server", "adapter", str, required=True)
+    if adapter not in ADAPTERS:
+        raise r.fail("server.adapter", f"unknown adapter {adapter!r} (one of: {', '.join(ADAPTERS)})")
+    needs = {"apache": "conf", "gunicorn": "app", "starman": "psgi", "command": "command"}
+    allowed = {"adapter", "workers", "max_requests", "env", "preload"}
+    if adapter in needs:
+        allowed.add(needs[adapter])
+    if adapter == "gunicorn":
+        allowed.add("pythonpath")
+    r.table(server_data, "server", allowed)
+
+    def file_of(name: str) -> Path:
+        value = str(r.get(server_data, "server", name, str, required=True))
+        resolved = (base / value).resolve()
+        if not resolved.is_file():
+            raise r.fail(f"server.{name}", f"no such file {value} (paths are relative to the experiment file)")
+        return resolved
+
+    pythonpath = r.get(server_data, "server", "pythonpath", str)
+    server = ServerSpec(
+        adapter=adapter,
+        conf=file_of("conf") if adapter == "apache" else None,
+        app=r.get(server_data, "server", "app", str, required=True) if adapter == "gunicorn" else None,
+        pythonpath=str((base / pythonpath).resolve()) if pythonpath is not None else None,
+        psgi=file_of("psgi") if adapter == "starman" else None,
+        command=r.get(server_data, "server", "command", str, required=True) if adapter == "command" else None,
+        preload=r.get(server_data, "server", "preload", bool, default=False),
+        workers=r.count(server_data, "server", "workers", 1, 1024, default=4) or 4,
+        max_requests=r.count(server_data, "server", "max_requests", 0, 10**9, default=0) or 0,
+        env=r.env(server_data, "server"),
+    )
+
+    loads_data = r.get(data, "", "load", list, required=True)
+    loads: list[LoadSpec] = []
+    for index, item in enumerate(loads_data):
+        key = f"load[{index}]"
+        if not isinstance(item, dict):
+            raise r.fail(key, "expected a table ([[load]])")
+        r.table(item, key, {"connections", "requests", "duration", "rate", "keepalive", "trials"})
+        load = LoadSpec(
+            connections=r.count(item, key, "connections", 1, 10000, default=10) or 10,
+            requests=r.count(item, key, "requests", 1, 10**8),
+            duration=r.get(item, key, "duration", str),
+            rate=r.get(item, key, "rate", (int, float)),
+            keepalive=r.get(item, key, "keepalive", bool, default=False),
+            trials=r.count(item, key, "trials", 3, 100, default=5) or 5,
+        )
+        if load.requests is None and load.duration is None:
+            raise r.fail(key, "give 'requests' or 'duration' (every load is bounded)")
+        loads.append(load)
+    if not loads:
+        raise r.fail("load", "at least one [[load]] is needed")
+
+    variants_data = r.get(data, "", "variant", list, required=True)
+    variants: list[VariantSpec] = []
+    for index, item in enumerate(variants_data):
+        key = f"variant[{index}]"
+        if not isinstance(item, dict):
+            raise r.fail(key, "expected a table ([[variant]])")
+        r.table(item, key, {"label", "path", "url", "config", "workers", "max_requests", "preload", "env"})
+        variant = VariantSpec(
+            label=r.get(item, key, "label", str, required=True),
+            path=r.get(item, key, "path", str),
+            url=r.get(item, key, "url", str),
+            config=r.get(item, key, "config", str, default=""),
+            workers=r.count(item, key, "workers", 1, 1024),
+            max_requests=r.count(item, key, "max_requests", 0, 10**9),
+            preload=r.get(item, key, "preload", bool),
+            env=r.env(item, key),
+        )
+        if adapter == "url":
+            if variant.url is None or variant.path is not None:
+                raise r.fail(key, "with adapter 'url' every variant gives 'url' (and no 'path')")
+            if variant.server_key() != VariantSpec(label="").server_key():
+                raise r.fail(key, "with adapter 'url' a variant cannot change server settings")
+        elif variant.path is None or variant.url is not None:
+            raise r.fail(key, "give 'path' (what to request from the server pounder starts), not 'url'")
+        elif not variant.path.startswith("/"):
+            raise r.fail(f"{key}.path", f"must start with /, got {variant.path!r}")
+        if variant.config and adapter != "apache":
+            raise r.fail(f"{key}.config", "config lines are for the apache adapter")
+        if variant.preload is not None and adapter not in ("gunicorn", "starman"):
+            raise r.fail(f"{key}.preload", "preload is for gunicorn and starman (Apache: PerlRequire in config)")
+        if any(v.label == variant.label for v in variants):
+            raise r.fail(f"{key}.label", f"the label {variant.label!r} is used twice")
+        variants.append(variant)
+    if len(variants) < 2:
+        raise r.fail("variant", "at least two [[variant]] tables are needed to compare")
+
+    baseline = r.get(data, "", "baseline", str, default=variants[0].label)
+    if baseline not in {v.label for v in variants}:
+        raise r.fail("baseline", f"no variant is labelled {baseline!r}")
+    record = r.get(data, "", "record", list, default=list(DEFAULT_RECORD))
+    for item in record:
+        if item not in RECORD:
+            raise r.fail("record", f"unknown item {item!r} (one of: {', '.join(RECORD)})")
+        if item == "syscalls" and adapter == "url":
+            raise r.fail("record", "syscalls are traced on the servers pounder starts, not with adapter 'url'")
+    return Experiment(path=path.resolve(), title=title, description=description, server=server, loads=tuple(loads),
+                      variants=tuple(variants), baseline=baseline, record=tuple(record))

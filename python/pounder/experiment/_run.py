@@ -1,0 +1,197 @@
+"""Running an experiment file: start one server per distinct variant setting (all side by side,
+each on its own loopback port), warm them, compare the variants under each load with interleaved
+trials, and record the children's memory.
+
+The results directory is written as it goes::
+
+    DIR/experiment.json     the experiment as read (pounder/experiment/1)
+    DIR/load-<N>.json       the comparison under load N (pounder/compare/1), after each load
+    DIR/memory.json         each server's children after warm-up and after the loads
+    DIR/syscalls-<N>.json   variant N's system calls per request (pounder/syscalls/1), when recorded
+    DIR/summary.txt         the text ``pounder run`` printed
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pounder._version import __version__
+from pounder.compare import CompareResult, TrialCallback, Variant, compare, render_compare
+from pounder.experiment._file import Experiment, LoadSpec, VariantSpec
+from pounder.procs import PoolSnapshot
+from pounder.servers import ManagedServer
+from pounder.syscalls import SyscallReport, trace_syscalls
+from pounder.tune._adapters import (
+    Adapter,
+    ApacheAdapter,
+    CommandAdapter,
+    GunicornAdapter,
+    PoolParams,
+    StarmanAdapter,
+)
+from pounder.tune._measure import Runner
+from pounder.tune._store import ResultsDir, write_json, write_text
+
+EXPERIMENT_SCHEMA = "pounder/experiment/1"
+MIB = 1024 * 1024
+MEMORY_FLOOR = 256 * MIB
+SYSCALL_REQUESTS = 200
+STAT_CALLS = frozenset({"stat", "lstat", "newfstatat", "fstatat64", "statx", "stat64", "lstat64"})
+OPEN_CALLS = frozenset({"open", "openat", "openat2"})
+QUICK_TRIALS = 3
+QUICK_DURATION = "1s"
+
+Log = Callable[[str], None]
+
+
+def _sizes(snap: PoolSnapshot) -> dict[str, Any]:
+    totals = snap.totals
+    return {"children": totals.children, "max_child_uss": totals.max_child_uss,
+            "median_child_shared": totals.median_child_shared, "max_child_rss": totals.max_child_rss,
+            "footprint": totals.footprint, "parent_rss": snap.parent.rss}
+
+
+def _adapter(exp: Experiment, variant: VariantSpec) -> Adapter:
+    server = exp.server
+    env = {**server.env, **variant.env}
+    preload = server.preload if variant.preload is None else variant.preload
+    if server.adapter == "apache":
+        return ApacheAdapter(server.conf, extra_conf=variant.config)
+    if server.adapter == "gunicorn":
+        assert server.app is not None
+        return GunicornAdapter(server.app, pythonpath=server.pythonpath, preload=preload, env=env)
+    if server.adapter == "starman":
+        assert server.psgi is not None
+        return StarmanAdapter(server.psgi, preload=preload, env=env)
+    assert server.command is not None
+    return CommandAdapter(server.command, env=env)
+
+
+@dataclass
+class ExperimentResult:
+    """The comparisons (one per load) and the memory of each variant's server."""
+
+    experiment: Experiment
+    comparisons: list[tuple[LoadSpec, CompareResult]]
+    memory: dict[str, dict[str, Any]]
+    results_dir: Path
+    syscalls: dict[str, SyscallReport] = field(default_factory=dict)
+
+    def render(self) -> str:
+        exp = self.experiment
+        out = [exp.title, "=" * len(exp.title)]
+        if exp.description:
+            out.append(exp.description)
+        out.append(f"results in {self.results_dir}")
+        for index, (load, result) in enumerate(self.comparisons, start=1):
+            out += ["", f"Load {index}: {load.label}, keep-alive {'on' if load.keepalive else 'off'}",
+                    render_compare(result).rstrip("\n")]
+        if "memory" in exp.record and self.memory:
+            out += ["", "Children's memory (MiB; after warm-up -> after the loads)"]
+            width = max(len(label) for label in self.memory)
+            out.append(f"  {'':<{width}}  {'children':>8}  {'max USS':>16}  {'shared (median)':>16}  {'footprint':>16}")
+            for label, sizes in self.memory.items():
+                before, after = sizes["warm"], sizes["after"]
+
+                def pair(key: str, before: dict[str, Any] = before, after: dict[str, Any] = after) -> str:
+                    return f"{(before[key] or 0) / MIB:7.1f} ->{(after[key] or 0) / MIB:7.1f}"
+
+                out.append(f"  {label:<{width}}  {after['children']:>8}  {pair('max_child_uss'):>16}  "
+                           f"{pair('median_child_shared'):>16}  {pair('footprint'):>16}")
+        if self.syscalls:
+            out += ["", f"System calls per request (strace on the children, {SYSCALL_REQUESTS} requests per variant)"]
+            width = max(len(label) for label in self.syscalls)
+            out.append(f"  {'':<{width}}  {'all':>7}  {'stat':>7}  {'open':>7}  {'failing':>7}")
+            for label, report in self.syscalls.items():
+                stat = sum(c.per_request for c in report.calls if c.name in STAT_CALLS)
+                opened = sum(c.per_request for c in report.calls if c.name in OPEN_CALLS)
+                failing = sum(f.per_request for f in report.failures)
+                out.append(f"  {label:<{width}}  {report.total_per_request:7.2f}  {stat:7.2f}  {opened:7.2f}  "
+                           f"{failing:7.2f}")
+            for label, report in self.syscalls.items():
+                for failure in report.failures[:6]:
+                    out.append(f"  {label}: {failure.name} {failure.errno} {failure.path or '-'} "
+                               f"{failure.per_request:.2f}/request")
+        return "\n".join(out) + "\n"
+
+
+def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False, log: Log | None = None,
+                   on_trial: TrialCallback | None = None) -> ExperimentResult:
+    """Run every load of ``exp``; everything measured is in ``results`` as it comes."""
+    say = log or (lambda line: None)
+    ResultsDir.check_new(results)
+    folder = Path(results)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(folder / "experiment.json", {
+        "schema": EXPERIMENT_SCHEMA, "tool_version": __version__,
+        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "quick": quick, "experiment": exp.to_dict()})
+    comparisons: list[tuple[LoadSpec, CompareResult]] = []
+    memory: dict[str, dict[str, Any]] = {}
+    syscalls: dict[str, SyscallReport] = {}
+    with contextlib.ExitStack() as stack:
+        urls: dict[str, tuple[str, int | None]] = {}
+        runners: list[tuple[list[VariantSpec], Runner, ManagedServer]] = []
+        if exp.server.adapter == "url":
+            urls = {v.label: (str(v.url), None) for v in exp.variants}
+        else:
+            groups: dict[tuple[Any, ...], list[VariantSpec]] = {}
+            for variant in exp.variants:
+                groups.setdefault(variant.server_key(), []).append(variant)
+            for number, members in enumerate(groups.values(), start=1):
+                first = members[0]
+                params = PoolParams(first.workers or exp.server.workers,
+                                    max_requests=exp.server.max_requests if first.max_requests is None
+                                    else first.max_requests)
+                runner = Runner(_adapter(exp, first), folder / "servers" / f"server-{number}", first.path or "/",
+                                MEMORY_FLOOR, 30.0)
+                say(f"starting the server for {', '.join(v.label for v in members)}")
+                server = stack.enter_context(runner.started(params))
+                runners.append((members, runner, server))
+                for variant in members:
+                    urls[variant.label] = (server.url + str(variant.path), server.pid)
+            for members, runner, server in runners:
+                for variant in members:
+                    runner.path = str(variant.path)
+                    runner.warm(server)
+                sizes = _sizes(runner.snapshot(server))
+                for variant in members:
+                    memory[variant.label] = {"warm": sizes}
+        variants = [Variant(label=v.label, url=urls[v.label][0], server_pid=urls[v.label][1]) for v in exp.variants]
+        for index, load in enumerate(exp.loads, start=1):
+            say(f"load {index}: {load.label}")
+            result = _compare(variants, exp.baseline, load, quick, on_trial)
+            comparisons.append((load, result))
+            write_json(folder / f"load-{index}.json", result.to_dict())
+        for members, runner, server in runners:
+            sizes = _sizes(runner.snapshot(server))
+            for variant in members:
+                memory[variant.label]["after"] = sizes
+        if "syscalls" in exp.record:
+            for number, variant in enumerate(exp.variants, start=1):
+                say(f"tracing the system calls of {variant.label}")
+                url, pid = urls[variant.label]
+                report = trace_syscalls(url, server_pid=pid, requests=SYSCALL_REQUESTS, connections=2)
+                syscalls[variant.label] = report
+                write_json(folder / f"syscalls-{number}.json", report.to_dict())
+        if memory:
+            write_json(folder / "memory.json", {"schema": "pounder/experiment-memory/1", "variants": memory})
+    outcome = ExperimentResult(exp, comparisons, memory, folder, syscalls)
+    write_text(folder / "summary.txt", outcome.render())
+    return outcome
+
+
+def _compare(variants: Sequence[Variant], baseline: str, load: LoadSpec, quick: bool,
+             on_trial: TrialCallback | None) -> CompareResult:
+    duration = load.duration
+    if quick and duration is not None:
+        duration = QUICK_DURATION
+    return compare(list(variants), baseline=baseline, trials=min(load.trials, QUICK_TRIALS) if quick else load.trials,
+                   connections=load.connections, requests=None if quick and duration else load.requests,
+                   duration=duration, rate=load.rate, keepalive=load.keepalive, on_trial=on_trial)
+

@@ -1,0 +1,210 @@
+"""``pounder compare`` end to end: the real engine against the raw-socket test servers
+(tests/servers/testserver.py) on 127.0.0.1, every trial bounded by a request count and a duration.
+
+The figures are checked against what the servers saw: each trial's requests equal the growth of
+the server's own request count during that trial, and a server that sleeps 20 ms before every
+answer cannot be loaded faster than connections / 20 ms.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pounder.compare import CompareResult, Trial, Variant, compare, render_chart, render_compare
+from schemas import validate
+
+TESTS_DIR = Path(__file__).resolve().parents[1]
+PYTHON_DIR = TESTS_DIR.parent / "python"
+TIMEOUT = "10s"
+
+
+def test_slower_server_is_reported_slower_and_counts_match(testserver: Any, tmp_path: Path) -> None:
+    fast = testserver(mode="ok")
+    slow = testserver(mode="ok", delay_ms=20)
+    servers = {"fast": fast, "slow": slow}
+    seen = {"fast": fast.count(), "slow": slow.count()}
+    results = tmp_path / "compare.json"
+    checks: list[tuple[Trial, int, float]] = []  # trial, requests the server saw, wall time since the last trial
+    last = time.monotonic()
+
+    def on_trial(trial: Trial, planned: int) -> None:
+        nonlocal last
+        wall = time.monotonic() - last
+        now = servers[trial.label].count(settle_s=0.1)
+        checks.append((trial, now - seen[trial.label], wall))
+        seen[trial.label] = now
+        document = json.loads(results.read_text())  # already rewritten with this trial
+        assert document["trials"][-1]["seq"] == trial.seq and document["finished_at"] is None
+        validate(document, "compare")
+        last = time.monotonic()
+
+    result = compare(
+        [Variant("fast", fast.url + "/", fast.proc.pid), Variant("slow", slow.url + "/", slow.proc.pid)],
+        trials=5, connections=4, requests=100, duration=5, timeout=TIMEOUT, results=results, on_trial=on_trial,
+    )  # fmt: skip
+
+    assert len(checks) == 12 and [trial.seq for trial, _, _ in checks] == list(range(1, 13))
+    assert [trial.label for trial, _, _ in checks] == ["fast", "slow"] * 6  # interleaved
+    assert [trial.round for trial, _, _ in checks] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    for trial, server_saw, wall in checks:
+        assert trial.failed == 0 and trial.complete == 100, trial
+        assert server_saw == trial.complete, (trial, server_saw)
+        assert trial.elapsed_s <= wall, (trial, wall)  # the engine's clock against ours
+    slow_rates = [trial.requests_per_s for trial, _, _ in checks if trial.label == "slow" and trial.counted]
+    assert all(50 <= rate <= 4 / 0.020 for rate in slow_rates), slow_rates  # 4 connections, 20 ms each
+
+    summary = {label: result.summary(label) for label in ("fast", "slow")}
+    for label in ("fast", "slow"):
+        counted = [(trial, saw) for trial, saw, _ in checks if trial.label == label and trial.round > 0]
+        assert summary[label].trials == 5
+        assert summary[label].complete == sum(saw for _, saw in counted)
+        rate = summary[label].requests_per_s
+        assert rate is not None
+        assert rate.median == pytest.approx(statistics.median(saw / trial.elapsed_s for trial, saw in counted))
+        cpu = summary[label].server_cpu_us_per_request
+        assert cpu is not None and cpu.median > 0
+    assert summary["slow"].p50_us is not None and summary["slow"].p50_us.median >= 20_000
+
+    comparison = result.comparison("slow")
+    assert comparison.verdict == "slower"
+    rps = comparison.requests_per_s
+    assert rps.high is not None and rps.ratio is not None and rps.high < 1.0
+    assert rps.ratio == pytest.approx(summary["slow"].requests_per_s.median / summary["fast"].requests_per_s.median)
+    assert comparison.p99_us.verdict == "slower"
+    assert result.complete and not result.interrupted and result.finished_at is not None
+
+    document = json.loads(results.read_text())
+    validate(document, "compare")
+    assert document == json.loads(result.to_json())
+    assert "slow is slower than fast" in render_compare(result)
+
+
+def test_a_url_against_itself_is_no_clear_difference(testserver: Any, tmp_path: Path) -> None:
+    """Each trial runs ~1 s against a server that sleeps 20 ms per request: trial-to-trial noise
+    is about 0.5 %, well under the 1 % minimum effect."""
+    srv = testserver(mode="ok", delay_ms=20)
+    url = srv.url + "/"
+
+    result = compare([Variant("A", url), Variant("B", url)], connections=4, requests=200, duration=5,
+                     timeout=TIMEOUT)  # fmt: skip
+
+    comparison = result.comparison("B")
+    assert comparison.verdict == "no clear difference", render_compare(result)
+    assert comparison.requests_per_s.ratio == pytest.approx(1.0, abs=0.01)
+    assert srv.count() == sum(trial.complete + trial.failed for trial in result.trials) == 12 * 200
+    assert result.summary("A").server_cpu_us_per_request is None  # no pid given
+    for suffix in (".png", ".svg"):
+        chart = render_chart(result, tmp_path / f"same{suffix}").read_bytes()
+        assert chart.startswith(b"\x89PNG\r\n\x1a\n") if suffix == ".png" else b"</svg>" in chart
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line
+
+
+def pounder_process(*args: str) -> subprocess.Popen[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
+    return subprocess.Popen(
+        [sys.executable, "-m", "pounder", "compare", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def finish(process: subprocess.Popen[str], timeout_s: float = 60.0) -> tuple[int, str, str]:
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        pytest.fail(f"pounder compare still running after {timeout_s} s")
+    return process.returncode, stdout, stderr
+
+
+def test_cli_writes_json_and_chart(testserver: Any, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    fast = testserver(mode="ok")
+    slow = testserver(mode="ok", delay_ms=5)
+    json_path, chart_path = tmp_path / "compare.json", tmp_path / "compare.png"
+
+    code, stdout, stderr = finish(pounder_process(
+        fast.url + "/", slow.url + "/", "--label", "fast", "--label", "slow", "--trials", "3", "-c", "4",
+        "-n", "100", "-d", "5s", "--timeout", TIMEOUT, "--server-pid", str(fast.proc.pid),
+        "--json", str(json_path), "--chart", str(chart_path),
+    ))  # fmt: skip
+
+    assert code == 0, (stdout, stderr)
+    assert stderr == ""  # not a terminal: no progress
+    document = json.loads(json_path.read_text())
+    validate(document, "compare")
+    assert [variant["label"] for variant in document["variants"]] == ["fast", "slow"]
+    assert len(document["trials"]) == 8 and sum(trial["counted"] for trial in document["trials"]) == 6
+    assert document["comparisons"][0]["verdict"] == "slower"
+    assert all(variant["server_pid"] == fast.proc.pid for variant in document["variants"])  # one server for all
+    assert document["variants"][0]["server_cpu_us_per_request"]["median"] > 0
+    assert chart_path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert "slow is slower than fast" in stdout
+    assert fast.count() + slow.count() == sum(t["complete"] + t["failed"] for t in document["trials"]) == 800
+
+
+def test_cli_ctrl_c_keeps_the_trials_done(testserver: Any, tmp_path: Path) -> None:
+    srv = testserver(mode="ok", delay_ms=20)
+    json_path = tmp_path / "compare.json"
+    process = pounder_process(
+        srv.url + "/a", srv.url + "/b", "-c", "2", "-n", "10000", "-d", "1s", "--timeout", TIMEOUT,
+        "--json", str(json_path),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if json_path.exists() and len(json.loads(json_path.read_text())["trials"]) >= 3:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("no 3 trials written within 30 s")
+        time.sleep(0.3)  # into the 4th trial
+        process.send_signal(signal.SIGINT)
+        code, stdout, stderr = finish(process, timeout_s=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+    assert code == 130, (stdout, stderr)
+    assert "Traceback" not in stdout + stderr
+    document = json.loads(json_path.read_text())
+    validate(document, "compare")
+    assert document["interrupted"] is True and document["complete"] is False
+    assert document["finished_at"] is not None
+    trials = document["trials"]
+    assert len(trials) >= 4
+    assert [trial["seq"] for trial in trials] == list(range(1, len(trials) + 1))
+    assert trials[-1]["interrupted"] is True and trials[-1]["counted"] is False
+    assert all(not trial["interrupted"] for trial in trials[:-1])
+    assert "Interrupted:     yes (Ctrl-C)" in stdout
+    assert srv.count() == sum(trial["complete"] + trial["failed"] for trial in trials)
+
+
+def test_result_of_a_real_run_round_trips_through_json(testserver: Any) -> None:
+    srv = testserver(mode="ok")
+    result: CompareResult = compare(
+        [Variant("x", srv.url + "/x"), Variant("y", srv.url + "/y")], trials=3, warmup=False, requests=20,
+        duration=2, connections=2, timeout=TIMEOUT,
+    )  # fmt: skip
+    assert [trial.round for trial in result.trials] == [1, 1, 2, 2, 3, 3]
+    validate(json.loads(result.to_json()), "compare")
+    assert srv.count() == 6 * 20

@@ -1,0 +1,131 @@
+"""``pounder run EXPERIMENT.toml`` end to end: servers per distinct variant setting, side by side,
+interleaved trials, memory recorded, results written, nothing left running."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pounder.servers import apache_missing, gunicorn_missing
+
+APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "experiments"
+MIB = 1024 * 1024
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pounder", "run", *args], capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def _left(text: str) -> list[int]:
+    return [p.pid for p in psutil.process_iter(["cmdline"]) if text in " ".join(p.info["cmdline"] or [])]
+
+
+@pytest.fixture
+def public_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="pounder-run-test-", dir="/tmp"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        for pid in _left(str(path)):
+            psutil.Process(pid).kill()
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
+def test_variants_with_their_own_settings_get_their_own_servers(public_dir: Path) -> None:
+    experiment = public_dir / "e.toml"
+    experiment.write_text(f"""
+title = "cheap against costly"
+[server]
+adapter = "gunicorn"
+app = "wsgi_app:app"
+pythonpath = "{APPS_DIR}"
+workers = 2
+
+[[load]]
+connections = 2
+requests = 60
+trials = 3
+
+[[variant]]
+label = "cheap"
+path = "/"
+
+[[variant]]
+label = "costly"
+path = "/cpu?ms=5"
+
+[[variant]]
+label = "one worker"
+path = "/"
+workers = 1
+""")
+    results = public_dir / "results"
+    done = _run(str(experiment), "--results", str(results))
+    assert done.returncode == 0, done.stderr
+    assert "costly" in done.stdout and "slower" in done.stdout
+    load = json.loads((results / "load-1.json").read_text())
+    assert [v["label"] for v in load["variants"]] == ["cheap", "costly", "one worker"]
+    memory = json.loads((results / "memory.json").read_text())["variants"]
+    assert memory["cheap"]["after"]["children"] == 2 and memory["one worker"]["after"]["children"] == 1
+    # two servers: the variants that share settings share one (same parent pid)
+    pids = {v["label"]: v["server_pid"] for v in load["variants"]}
+    assert pids["cheap"] == pids["costly"] != pids["one worker"]
+    assert (results / "summary.txt").read_text() == done.stdout
+    assert not _left(str(results))
+
+
+@pytest.mark.skipif(apache_missing(perl=True) is not None, reason=str(apache_missing(perl=True)))
+def test_classic_preload_experiment_shows_the_memory_saved(public_dir: Path) -> None:
+    """examples/experiments/preload.toml, quick: loading Example::Big in the parent leaves each child
+    far less private memory than loading it on first use in every child."""
+    shutil.copytree(EXAMPLES, public_dir / "experiments")
+    for path in (public_dir / "experiments").rglob("*"):
+        path.chmod(0o755 if path.is_dir() or path.suffix == ".pl" else 0o644)
+    results = public_dir / "results"
+    done = _run(str(public_dir / "experiments" / "preload.toml"), "--quick", "--results", str(results))
+    assert done.returncode == 0, done.stderr
+    memory = json.loads((results / "memory.json").read_text())["variants"]
+    lazy, preloaded = memory["on first use"]["after"], memory["preloaded"]["after"]
+    assert lazy["max_child_uss"] - preloaded["max_child_uss"] > 10 * MIB
+    assert preloaded["median_child_shared"] - lazy["median_child_shared"] > 10 * MIB
+    assert not _left(str(results))
+
+
+@pytest.mark.skipif(apache_missing(perl=True) is not None or shutil.which("strace") is None,
+                    reason="needs Apache + mod_perl and strace")
+def test_classic_stat_experiment_counts_the_lookups(public_dir: Path) -> None:
+    """examples/experiments/stat-calls.toml, quick: the per-request system calls of each variant."""
+    shutil.copytree(EXAMPLES, public_dir / "experiments")
+    for path in (public_dir / "experiments").rglob("*"):
+        path.chmod(0o755 if path.is_dir() or path.suffix == ".pl" else 0o644)
+    results = public_dir / "results"
+    done = _run(str(public_dir / "experiments" / "stat-calls.toml"), "--quick", "--results", str(results))
+    assert done.returncode == 0, done.stderr
+    # syscalls-N.json: the Nth variant of the file
+    reports = [json.loads((results / f"syscalls-{n}.json").read_text()) for n in range(1, 6)]
+
+    def lookups(report: dict[str, object]) -> float:
+        calls = report["calls"]
+        assert isinstance(calls, list)
+        return sum(c["per_request"] for c in calls if c["name"] in ("newfstatat", "stat", "lstat", "statx", "openat"))
+
+    by_label = dict(zip(["All", "None", "Alias", "Trans", "All+Trans"], reports, strict=True))
+    assert lookups(by_label["All"]) > lookups(by_label["None"]) > lookups(by_label["Alias"]) > 0
+    for name in ("Trans", "All+Trans"):
+        assert lookups(by_label[name]) == 0
+        assert not [f for f in by_label[name]["failures"] if f["path"] and "news" in f["path"]]
+    assert any(f["path"] and f["path"].endswith(".htaccess") for f in by_label["All"]["failures"])
+    for report in reports:  # whole numbers per request: every request makes the same calls
+        assert all(c["per_request"] == int(c["per_request"]) for c in report["calls"])
