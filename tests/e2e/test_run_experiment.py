@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from pounder.servers import apache_missing, gunicorn_missing
+from schemas import validate
 
 APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "experiments"
@@ -83,6 +84,9 @@ workers = 1
     pids = {v["label"]: v["server_pid"] for v in load["variants"]}
     assert pids["cheap"] == pids["costly"] != pids["one worker"]
     assert (results / "summary.txt").read_text() == done.stdout
+    validate(json.loads((results / "experiment.json").read_text()), "experiment")
+    validate(json.loads((results / "memory.json").read_text()), "experiment")
+    validate(load, "compare")
     assert not _left(str(results))
 
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import typer
+
+from pounder._errors import PounderError, UsageError
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -22,3 +26,27 @@ def print_error(message: str) -> None:
 def option(*names: str, panel: str, metavar: str | None = None, help: str) -> Any:  # noqa: A002
     """A value option without a shown default (defaults are stated in the help text)."""
     return typer.Option(*names, metavar=metavar, rich_help_panel=panel, help=help, show_default=False)
+
+
+@contextmanager
+def measured_run(next_step: str) -> Iterator[None]:
+    """Around a long run that starts servers and writes its results as it goes: a server that
+    does not start is reported with its own log lines (exit 1); Ctrl-C stops it (every server is
+    stopped by then) with exit 130; any other failure keeps its message. ``next_step`` says where
+    the results are and what to do with them (e.g. how to resume); it ends the message."""
+    from pounder.servers import ServerStartError
+
+    try:
+        yield
+    except ServerStartError as error:
+        print_error(f"the server did not start: {error.reason}")
+        if error.log_tail:
+            sys.stderr.write(error.log_tail.rstrip("\n") + "\n")
+        raise typer.Exit(EXIT_FAILURE) from None
+    except KeyboardInterrupt:
+        print_error(f"interrupted; every server was stopped; {next_step}")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except UsageError:
+        raise
+    except PounderError as error:
+        raise PounderError(f"{error} ({next_step})") from None

@@ -8,10 +8,8 @@ from typing import Annotated
 
 import typer
 
-from pounder._errors import PounderError, UsageError
-from pounder.cli._common import EXIT_FAILURE, EXIT_INTERRUPTED, option, print_error
+from pounder.cli._common import measured_run, option
 from pounder.experiment import load_experiment
-from pounder.servers import ServerStartError
 from pounder.tune._store import ResultsDir
 
 RUN_HELP = "\n\n".join([
@@ -45,19 +43,7 @@ def run_command(
         sys.stderr.write(f"pounder: {line}\n")
         sys.stderr.flush()
 
-    try:
+    with measured_run(f"what was measured is in {where}"):
         outcome = run_experiment(exp, where, quick=quick, log=log)
-    except ServerStartError as error:
-        print_error(f"the server did not start: {error.reason}")
-        if error.log_tail:
-            sys.stderr.write(error.log_tail.rstrip("\n") + "\n")
-        return EXIT_FAILURE
-    except KeyboardInterrupt:
-        print_error(f"interrupted; every server was stopped; what was measured is in {where}")
-        return EXIT_INTERRUPTED
-    except UsageError:
-        raise
-    except PounderError as error:
-        raise PounderError(f"{error} (what was measured is in {where})") from None
     sys.stdout.write(outcome.render())
     return 0

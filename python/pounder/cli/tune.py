@@ -15,11 +15,10 @@ from typing import Annotated
 
 import typer
 
-from pounder._errors import PounderError, UsageError
-from pounder.cli._common import EXIT_FAILURE, EXIT_INTERRUPTED, option, print_error
+from pounder._errors import UsageError
+from pounder.cli._common import measured_run, option
 from pounder.cli._progress import live_status
 from pounder.load._bench import Progress
-from pounder.servers import ServerStartError
 from pounder.tune import (
     Adapter,
     ApacheAdapter,
@@ -175,21 +174,9 @@ def tune_command(
                       point_duration=point_duration, requests_per_child=requests_per_child,
                       measure_children=measure_children, max_children=max_children, mrpc=mrpc, ram=ram,
                       clients=clients, p99=p99)
-    with _display(sys.stderr.isatty()) as (log, status, progress):
-        try:
-            result = go(log, status, progress)
-        except ServerStartError as error:
-            print_error(f"the server did not start: {error.reason}")
-            if error.log_tail:
-                sys.stderr.write(error.log_tail.rstrip("\n") + "\n")
-            return EXIT_FAILURE
-        except KeyboardInterrupt:
-            print_error(f"interrupted; every server was stopped; continue with: pounder tune --resume {where}")
-            return EXIT_INTERRUPTED
-        except UsageError:
-            raise
-        except PounderError as error:
-            raise PounderError(f"{error} (what was measured is in {where}; continue with --resume)") from None
+    next_step = f"what was measured is in {where}; continue with: pounder tune --resume {where}"
+    with _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step):
+        result = go(log, status, progress)
     sys.stdout.write(render_tune(result))
     return 0
 

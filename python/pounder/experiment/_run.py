@@ -114,7 +114,7 @@ class ExperimentResult:
                 out.append(f"  {label:<{width}}  {report.total_per_request:7.2f}  {stat:7.2f}  {opened:7.2f}  "
                            f"{failing:7.2f}")
             for label, report in self.syscalls.items():
-                for failure in report.failures[:6]:
+                for failure in report.failures[:12]:
                     out.append(f"  {label}: {failure.name} {failure.errno} {failure.path or '-'} "
                                f"{failure.per_request:.2f}/request")
         return "\n".join(out) + "\n"
