@@ -23,6 +23,7 @@ from pounder.cli._common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, prin
 from pounder.cli.bench import BENCH_HELP, bench_command
 from pounder.cli.compare import COMPARE_HELP, compare_command
 from pounder.cli.mem import MEM_HELP, mem_command
+from pounder.cli.report import REPORT_HELP, report_command
 from pounder.cli.run import RUN_HELP, run_command
 from pounder.cli.syscalls import SYSCALLS_HELP, syscalls_command
 from pounder.cli.tune import TUNE_HELP, tune_command
@@ -110,6 +111,7 @@ app.command("mem", help=MEM_HELP)(mem_command)
 app.command("syscalls", help=SYSCALLS_HELP)(syscalls_command)
 app.command("tune", help=TUNE_HELP)(tune_command)
 app.command("run", help=RUN_HELP)(run_command)
+app.command("report", help=REPORT_HELP)(report_command)
 
 
 def main() -> None:

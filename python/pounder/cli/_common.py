@@ -50,3 +50,13 @@ def measured_run(next_step: str) -> Iterator[None]:
         raise
     except PounderError as error:
         raise PounderError(f"{error} ({next_step})") from None
+
+
+def write_html_report(results: list[Any], path: str) -> None:
+    """``--report PATH`` of the commands that measure: the HTML page, and its path on stderr."""
+    from pathlib import Path
+
+    from pounder.report import write_report
+
+    written = write_report(results, path)
+    sys.stderr.write(f"pounder: report: {Path(written).resolve()}\n")

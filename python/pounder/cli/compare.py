@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from pounder._errors import PounderError, UsageError
-from pounder.cli._common import EXIT_INTERRUPTED, option
+from pounder.cli._common import EXIT_INTERRUPTED, option, write_html_report
 from pounder.cli._progress import live_status
 from pounder.compare._chart import chart_format, render_chart, require_matplotlib
 from pounder.compare._report import format_rate, render_compare
@@ -93,6 +93,8 @@ SERVER_NAME = option("--server-name", panel=_SERVER, metavar="TEXT", help=(
 JSON = option("--json", panel=_OUT, metavar="PATH", help=(
     "Write the comparison as JSON (schema pounder/compare/1), rewritten after every trial so nothing measured "
     "is lost; '-' prints it on stdout at the end instead of the report."))
+REPORT = option("--report", panel=_OUT, metavar="PATH", help=(
+    "Also write the comparison as one self-contained HTML page with charts (see pounder report)."))
 CHART = option("--chart", panel=_OUT, metavar="PATH.png|.svg", help=(
     "Draw median requests/s and p99 latency per URL with their 95 % intervals (needs matplotlib)."))
 QUIET = option("-q", "--quiet", panel=_OUT, help="No progress and no report (files are still written).")
@@ -221,6 +223,7 @@ def compare_command(
     json_path: Annotated[Text, JSON] = None,
     chart_path: Annotated[Text, CHART] = None,
     quiet: Annotated[bool, QUIET] = False,
+    report: Annotated[Text, REPORT] = None,
 ) -> None:
     """Compare URLs in interleaved trials (help: COMPARE_HELP)."""
     labels = labels_for(urls, label)
@@ -228,6 +231,7 @@ def compare_command(
     effect = parse_min_effect(min_effect)
     json_out = check_output_path(json_path, "--json")
     chart_out = _check_chart(chart_path)
+    check_output_path(report, "--report")
     pid = _server_pid(server_pid, server_pidfile, server_name)
     variants = [Variant(name, url, pid) for name, url in zip(labels, urls, strict=True)]
     plan = trial_plan(labels, count, not no_warmup)
@@ -240,5 +244,7 @@ def compare_command(
             on_trial=on_trial, on_progress=on_progress,
         )  # fmt: skip
     _emit(result, json_out, chart_out, quiet)
+    if report is not None:
+        write_html_report([result.to_dict()], report)
     if result.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)

@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
-from pounder.cli._common import measured_run, option
+from pounder.cli._common import measured_run, option, write_html_report
 from pounder.experiment import load_experiment
+from pounder.load._spec import check_output_path
 from pounder.tune._store import ResultsDir
 
 RUN_HELP = "\n\n".join([
@@ -25,6 +26,8 @@ RUN_HELP = "\n\n".join([
 
 RESULTS = option("--results", panel="Output", metavar="DIR", help=(
     "Where to write the results (default ./pounder-run-NAME-DATE-TIME); must not exist or be empty."))
+REPORT = option("--report", panel="Output", metavar="PATH", help=(
+    "Also write the results as one self-contained HTML page with charts (see pounder report)."))
 QUICK = option("--quick", panel="Run", help="At most 3 trials of 1 s per variant and load.")
 
 
@@ -32,12 +35,14 @@ def run_command(
     experiment: Annotated[str, typer.Argument(metavar="EXPERIMENT.toml", show_default=False)],
     results: Annotated[str | None, RESULTS] = None,
     quick: Annotated[bool, QUICK] = False,
+    report: Annotated[str | None, REPORT] = None,
 ) -> int:
     from pounder.experiment._run import run_experiment
 
     exp = load_experiment(experiment)
     where = results if results is not None else f"pounder-run-{exp.path.stem}-{datetime.now():%Y%m%d-%H%M%S}"
     ResultsDir.check_new(where)
+    check_output_path(report, "--report")
 
     def log(line: str) -> None:
         sys.stderr.write(f"pounder: {line}\n")
@@ -46,4 +51,6 @@ def run_command(
     with measured_run(f"what was measured is in {where}"):
         outcome = run_experiment(exp, where, quick=quick, log=log)
     sys.stdout.write(outcome.render())
+    if report is not None:
+        write_html_report([where], report)
     return 0

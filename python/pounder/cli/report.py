@@ -1,0 +1,39 @@
+"""``pounder report``: results as one self-contained HTML page (see :mod:`pounder.report`)."""
+
+from __future__ import annotations
+
+import sys
+import webbrowser
+from typing import Annotated
+
+import typer
+
+from pounder.cli._common import option
+from pounder.load._spec import check_output_path
+
+REPORT_HELP = "\n\n".join([
+    "Make one self-contained HTML page (inline SVG charts and CSS, nothing fetched when viewed) from results "
+    "pounder wrote: bench --json files (several are overlaid, labelled), a pounder tune or pounder run results "
+    "directory, a pounder compare --json file.",
+    "Exit status: 0 written, 1 could not write, 2 bad input.",
+])
+
+OUT = option("-o", "--output", panel="Output", metavar="PATH", help="The HTML file to write (default report.html).")
+TITLE = option("--title", panel="Output", metavar="TEXT", help="The page's title.")
+OPEN = option("--open", panel="Output", help="Open the page in the default browser once written.")
+
+
+def report_command(
+    paths: Annotated[list[str], typer.Argument(metavar="RESULT...", show_default=False)],
+    output: Annotated[str, OUT] = "report.html",
+    title: Annotated[str | None, TITLE] = None,
+    open_page: Annotated[bool, OPEN] = False,
+) -> int:
+    from pounder.report import write_report
+
+    check_output_path(output, "--output")
+    written = write_report(paths, output, title).resolve()
+    sys.stdout.write(f"report: {written}\n")
+    if open_page:
+        webbrowser.open(written.as_uri())
+    return 0

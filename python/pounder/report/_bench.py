@@ -1,0 +1,289 @@
+"""Report parts for bench results (``pounder/bench-result/1``): one page, several results overlaid
+(one color each, labelled).
+
+Charts, by id: ``bench-percentiles`` (latency by percentile on a "nines" scale), ``bench-throughput``
+and ``bench-latency-time`` (per second), ``bench-errors`` (failed requests per second),
+``bench-phases`` (connection phases); for the N-th result (from 1) with a server report,
+``bench-memory-N`` (USS and shared memory per process) and, with Apache mod_status readings,
+``bench-workers-N``. A chart whose data is missing is replaced by a one-line note.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from pounder.load._report import _describe_load
+from pounder.load._result import ERROR_CATEGORIES, BenchResult, Histogram
+from pounder.procs import ServerLoadReport
+from pounder.report._html import Section, bullets, chart, label_axes, paragraph, table
+
+MIB = 1024 * 1024
+NINES = {"50": 2.0, "90": 10.0, "99": 100.0, "99.9": 1000.0, "100": 10000.0}
+"""Where the labelled percentiles sit on the x axis: 1 / (1 - p); 100 % (the max) one decade on."""
+PHASES = ("connect", "waiting", "processing", "total")
+
+Results = Sequence[tuple[str, BenchResult]]
+
+
+def bench_sections(results: Results) -> list[Section]:
+    """The summary table and the charts of ``results`` (label, result), curves overlaid."""
+    overview = Section("Bench results" if len(results) > 1 else "Bench result")
+    overview.add(_summary(results))
+    notes = [f"{label}: interrupted (Ctrl-C), partial result" for label, r in results if r.interrupted]
+    if notes:
+        overview.add(bullets(notes))
+    latency = Section("Latency")
+    _percentile_chart(results, latency)
+    _latency_time_chart(results, latency)
+    throughput = Section("Throughput and errors")
+    _throughput_chart(results, throughput)
+    _errors_chart(results, throughput)
+    throughput.add(_status_table(results))
+    phases = Section("Connection phases")
+    _phases_chart(results, phases)
+    sections = [overview, latency, throughput, phases]
+    for number, (label, result) in enumerate(results, start=1):
+        if result.server is not None:
+            sections.append(_server_section(number, label, result.server, result))
+    return sections
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:,.3f}"
+
+
+def _color(index: int) -> str:
+    return f"C{index % 10}"
+
+
+def _full_seconds(result: BenchResult) -> int:
+    """Seconds of the measured phase that were measured whole (a final partial one is not)."""
+    return math.floor(result.elapsed_s + 0.001)
+
+
+def _with_series(results: Results, section: Section, what: str) -> list[tuple[int, str, BenchResult]]:
+    """(index, label, result) of the results with a per-second series; a note for the others."""
+    kept = [(i, label, r) for i, (label, r) in enumerate(results) if r.series]
+    missing = [label for label, r in results if not r.series]
+    if missing:
+        section.add(paragraph(f"No {what} for {', '.join(missing)}: no per-second series in the result."))
+    return kept
+
+
+def _legend_text(label: str) -> str:
+    """``label`` as matplotlib shows it: "$" not taken for mathtext, a leading "_" not hidden."""
+    label = label.replace("$", r"\$")
+    return " " + label if label.startswith("_") else label
+
+
+def _legend(ax: Any, count: int) -> None:
+    if count:
+        ax.legend(fontsize=7, ncol=2 if count > 4 else 1)
+
+
+# -- tables ---------------------------------------------------------------------------------------
+
+
+def _summary(results: Results) -> str:
+    rows = []
+    for label, r in results:
+        p = r.latency.corrected.percentiles
+        done = r.latency.corrected.count > 0
+        rows.append([
+            label, f"{r.requests.complete + r.requests.failed:,}", f"{r.requests.complete:,} / {r.requests.failed:,}",
+            _fmt(r.derived.requests_per_s, 1),
+            *(_ms(p[key]) if done else "-" for key in ("50", "90", "99", "99.9", "100")),
+            _describe_load(r.options.load), _fmt(r.derived.client_cpu_us_per_request, 1),
+            _fmt(r.derived.server_cpu_us_per_request, 1),
+        ])
+    return table(["result", "requests", "complete / failed", "req/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms",
+                  "max ms", "load", "client CPU us/req", "server CPU us/req"], rows)
+
+
+def _status_table(results: Results) -> str:
+    """Responses by status code and failures by category, a column per result."""
+    codes = sorted({code for _, r in results for code in r.status})
+    errors = [name for name in ERROR_CATEGORIES if any(getattr(r.errors, name) for _, r in results)]
+    rows: list[list[object]] = [[f"status {code}", *(f"{r.status.get(code, 0):,}" for _, r in results)]
+                                for code in codes]
+    rows += [[f"failed: {name}", *(f"{getattr(r.errors, name):,}" for _, r in results)] for name in errors]
+    if not rows:
+        return paragraph("No response and no failure recorded.")
+    return table(["", *(label for label, _ in results)], rows)
+
+
+# -- charts ---------------------------------------------------------------------------------------
+
+
+def _nines(percent: str) -> float:
+    return NINES["100"] if percent == "100" else 1 / (1 - float(percent) / 100)
+
+
+def _curve(ax: Any, histogram: Histogram, **style: Any) -> None:
+    keys = list(histogram.percentiles)
+    ax.plot([_nines(k) for k in keys], [histogram.percentiles[k] / 1000 for k in keys], marker="o", ms=3, **style)
+
+
+def _percentile_chart(results: Results, section: Section) -> None:
+    measured = [(i, label, r) for i, (label, r) in enumerate(results) if r.latency.corrected.count]
+    if not measured:
+        section.add(paragraph("No latency percentiles: no request completed."))
+        return
+    with chart("bench-percentiles", "Latency by percentile (corrected: from the intended send time; dashed: "
+               "uncorrected, from the actual send, open loop only)", section.body) as ax:
+        for i, label, r in measured:
+            corrected, uncorrected = r.latency.corrected, r.latency.uncorrected
+            both = r.options.load.is_open and uncorrected.count > 0 and uncorrected.percentiles != corrected.percentiles
+            _curve(ax, corrected, color=_color(i), label=_legend_text(f"{label} corrected" if both else label))
+            if both:
+                _curve(ax, uncorrected, color=_color(i), ls="--", label=_legend_text(f"{label} uncorrected"))
+        ax.set_xscale("log")
+        ax.set_xticks(list(NINES.values()), [f"{k}%" for k in NINES])
+        ax.minorticks_off()
+        ax.set_ylim(bottom=0)
+        label_axes(ax, "percentile", "latency (ms)")
+        _legend(ax, len(ax.get_lines()))
+
+
+def _throughput_chart(results: Results, section: Section) -> None:
+    _per_second_chart(results, section, "complete", "bench-throughput", "throughput over time",
+                      "Requests completed per second", "complete requests / s")
+
+
+def _errors_chart(results: Results, section: Section) -> None:
+    _per_second_chart(results, section, "failed", "bench-errors", "failures over time",
+                      "Failed requests per second (by category in the table below)", "failed requests / s")
+
+
+def _per_second_chart(results: Results, section: Section, count: str, chart_id: str, what: str, caption: str,
+                      ylabel: str) -> None:
+    """A count of the per-second series (a second with no sample counts 0), for the full seconds."""
+    kept = _with_series(results, section, what)
+    if not kept:
+        return
+    with chart(chart_id, f"{caption} (a final partial second is left out)", section.body) as ax:
+        for i, label, r in kept:
+            by_second = {s.second: getattr(s, count) for s in r.series}
+            seconds = list(range(max(_full_seconds(r), 1)))
+            ax.plot(seconds, [by_second.get(s, 0) for s in seconds], marker="o", ms=3, color=_color(i),
+                    label=_legend_text(label))
+        ax.set_ylim(0, max(1, ax.get_ylim()[1]))  # counts: 0 to 0.05 would look like a measurement
+        ax.locator_params(axis="x", integer=True)
+        label_axes(ax, "second of the measured phase", ylabel)
+        _legend(ax, len(kept))
+
+
+def _latency_time_chart(results: Results, section: Section) -> None:
+    kept = [(i, label, r) for i, label, r in _with_series(results, section, "latency over time")
+            if any(s.complete for s in r.series)]
+    if not kept:
+        section.add(paragraph("No latency over time: no request completed."))
+        return
+    with chart("bench-latency-time", "Latency per second of completion: p50 (solid) and p99 (dashed)",
+               section.body) as ax:
+        for i, label, r in kept:
+            answered = [s for s in r.series if s.complete]
+            seconds = [s.second for s in answered]
+            ax.plot(seconds, [s.p50_us / 1000 for s in answered], marker="o", ms=3, color=_color(i),
+                    label=_legend_text(f"{label} p50"))
+            ax.plot(seconds, [s.p99_us / 1000 for s in answered], marker="o", ms=3, ls="--", color=_color(i),
+                    label=_legend_text(f"{label} p99"))
+        ax.set_ylim(bottom=0)
+        ax.locator_params(axis="x", integer=True)
+        label_axes(ax, "second of the measured phase", "latency (ms)")
+        _legend(ax, 2 * len(kept))
+
+
+def _phases_chart(results: Results, section: Section) -> None:
+    measured = [(i, label, r) for i, (label, r) in enumerate(results) if r.phases.total.count]
+    if not measured:
+        section.add(paragraph("No connection phases: no request completed."))
+        return
+    caption = ("Per request: connect (requests that opened a connection), waiting (send to first byte), "
+               "processing (first to last byte), total; mean and p99")
+    width = 0.8 / len(measured)
+    with chart("bench-phases", caption, section.body, cols=2) as axes:
+        for ax, stat in zip(axes, ("mean", "p99"), strict=True):
+            for slot, (i, label, r) in enumerate(measured):
+                histograms = [getattr(r.phases, name) for name in PHASES]
+                values = [(h.mean_us if stat == "mean" else h.percentiles["99"]) / 1000 for h in histograms]
+                ax.bar([p + (slot - (len(measured) - 1) / 2) * width for p in range(len(PHASES))], values,
+                       width=width, color=_color(i), label=_legend_text(label))
+            ax.set_xticks(range(len(PHASES)), PHASES)
+            label_axes(ax, "", "ms", stat)
+        _legend(axes[0], len(measured))
+
+
+# -- the server -----------------------------------------------------------------------------------
+
+
+def _server_section(number: int, label: str, server: ServerLoadReport, result: BenchResult) -> Section:
+    section = Section(f"Server: {label} (pid {server.server_pid})")
+    _memory_chart(number, server, section)
+    _workers_chart(number, server, section)
+    growth = result.derived.server_private_growth_bytes_per_request
+    rows = [
+        ["server CPU per request", f"{_fmt(result.derived.server_cpu_us_per_request, 1)} us"],
+        ["server CPU", f"{server.server_cpu_s:.3f} s (reaped children: {server.server_cpu_reaped_s:.3f} s)"],
+        ["children seen / spawned / exited",
+         f"{server.children_seen} / {server.children_spawned} / {server.children_exited}"],
+        ["max child USS", f"{_fmt(_mib(server.max_child_uss), 1)} MiB"],
+        ["max child RSS", f"{_fmt(_mib(server.max_child_rss), 1)} MiB"],
+        ["min child shared", f"{_fmt(_mib(server.min_child_shared), 1)} MiB"],
+        ["children's private growth per request", "-" if growth is None else f"{growth:,.0f} bytes"],
+        ["samples", f"{server.samples} every {server.interval_s:g} s over {server.duration_s:.1f} s"],
+    ]
+    section.add(table(["server", label], rows))
+    if server.messages:
+        section.add(bullets(list(server.messages)))
+    return section
+
+
+def _mib(size: int | None) -> float | None:
+    return None if size is None else size / MIB
+
+
+def _memory_chart(number: int, server: ServerLoadReport, section: Section) -> None:
+    if not server.series:
+        section.add(paragraph("No memory chart: the sampler read no process's memory."))
+        return
+    pids = sorted({p.pid for p in server.series}, key=lambda pid: (pid != server.server_pid, pid))
+    children = {child.pid for child in server.children}
+    caption = "Private memory (USS, solid) and memory shared with other processes (dashed) per process, MiB"
+    with chart(f"bench-memory-{number}", caption, section.body) as ax:
+        for slot, pid in enumerate(pids):
+            points = [p for p in server.series if p.pid == pid]
+            name = "parent" if pid == server.server_pid else "child" if pid in children else "grandchild"
+            color = "black" if pid == server.server_pid else _color(slot)
+            times = [p.t for p in points]
+            ax.plot(times, [p.uss / MIB for p in points], marker=".", color=color, label=f"{name} {pid}")
+            ax.plot(times, [p.shared / MIB for p in points], ls="--", lw=0.8, color=color)
+        ax.set_ylim(bottom=0)
+        label_axes(ax, "seconds since the first sample", "MiB")
+        _legend(ax, len(pids))
+
+
+def _workers_chart(number: int, server: ServerLoadReport, section: Section) -> None:
+    points = [p for p in server.status if p.busy_workers is not None or p.idle_workers is not None]
+    if not points:
+        return
+    caption = f"Apache mod_status ({server.status_url or 'server-status'}): busy and idle workers"
+    with chart(f"bench-workers-{number}", caption, section.body) as ax:
+        times = [p.t for p in points]
+        ax.plot(times, [math.nan if p.busy_workers is None else p.busy_workers for p in points], marker=".",
+                label="busy")
+        ax.plot(times, [math.nan if p.idle_workers is None else p.idle_workers for p in points], marker=".",
+                ls="--", label="idle")
+        ax.set_ylim(bottom=0)
+        label_axes(ax, "seconds since the first sample", "workers")
+        _legend(ax, 2)
+

@@ -1,0 +1,151 @@
+"""Report parts for comparisons (``pounder/compare/1``) and experiments (``pounder run``
+results directories): bars with their 95 % intervals, and the tables."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pounder.report._html import Section, chart, esc, label_axes, paragraph, pre, table
+
+MIB = 1024 * 1024
+
+
+def _fmt(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _estimate(variant: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    value = variant.get(key)
+    return value if isinstance(value, Mapping) and value.get("median") is not None else None
+
+
+def _bars(ax: Any, labels: Sequence[str], estimates: Sequence[Mapping[str, Any] | None], scale: float,
+          ylabel: str, title: str) -> None:
+    medians = [(e["median"] / scale) if e else 0.0 for e in estimates]
+    low = [max(0.0, m - e["low"] / scale) if e and e.get("low") is not None else 0.0
+           for m, e in zip(medians, estimates, strict=True)]
+    high = [max(0.0, e["high"] / scale - m) if e and e.get("high") is not None else 0.0
+            for m, e in zip(medians, estimates, strict=True)]
+    positions = range(len(labels))
+    ax.bar(positions, medians, yerr=[low, high], capsize=4, color="#4c78a8")
+    ax.set_xticks(list(positions), labels, rotation=20 if max(len(x) for x in labels) > 10 else 0, ha="right"
+                  if max(len(x) for x in labels) > 10 else "center")
+    label_axes(ax, "", ylabel, title)
+
+
+def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "compare",
+                     heading: str | None = None) -> list[Section]:
+    """The comparison: the bar charts (requests/s and p99 with their intervals) and the tables."""
+    variants = list(doc.get("variants") or [])
+    section = Section(heading or f"Comparison: {source}")
+    options = doc.get("options") or {}
+    trials = options.get("trials")
+    if doc.get("interrupted") or not doc.get("complete", True):
+        section.add(paragraph("This comparison was interrupted: the figures cover the trials done."))
+    if trials:
+        section.add(paragraph(f"{trials} trials per variant, interleaved, after a warm-up trial each; medians over "
+                              "the trials with 95 % bootstrap intervals."))
+    if not variants:
+        return [section.add(paragraph("No variant was measured."))]
+    labels = [str(v["label"]) for v in variants]
+    out: list[str] = []
+    with chart(f"{chart_prefix}-bars", "Median requests/s and p99 latency per variant, with 95 % intervals",
+               out, cols=2) as axes:
+        _bars(axes[0], labels, [_estimate(v, "requests_per_s") for v in variants], 1.0, "requests/s", "Throughput")
+        _bars(axes[1], labels, [_estimate(v, "p99_us") for v in variants], 1000.0, "ms", "p99 latency")
+    section.body += out
+    rows = []
+    for v in variants:
+        rps, p50, p99 = _estimate(v, "requests_per_s"), _estimate(v, "p50_us"), _estimate(v, "p99_us")
+        cpu = _estimate(v, "server_cpu_us_per_request")
+        rows.append([v["label"], v.get("trials", "-"), _fmt(rps["median"] if rps else None),
+                     f"{_fmt(rps['low'] if rps else None)}-{_fmt(rps['high'] if rps else None)}",
+                     _fmt(p50["median"] / 1000 if p50 else None, 3), _fmt(p99["median"] / 1000 if p99 else None, 3),
+                     _fmt(cpu["median"] if cpu else None, 1), v.get("failed", 0)])
+    section.add(table(["variant", "trials", "req/s", "95% interval", "p50 ms", "p99 ms", "server CPU us/req",
+                       "failed"], rows))
+    comparisons = list(doc.get("comparisons") or [])
+    if comparisons:
+        rows = []
+        for c in comparisons:
+            r = c.get("requests_per_s") or {}
+            p = c.get("p99_us") or {}
+            rows.append([f"{c['label']} vs {c['baseline']}", f"{r.get('ratio', 0):.3f}x",
+                         f"{r.get('low', 0):.3f}x-{r.get('high', 0):.3f}x", f"{p.get('ratio', 0):.3f}x",
+                         f"{p.get('low', 0):.3f}x-{p.get('high', 0):.3f}x", c.get("verdict", "-")])
+        section.add(table(["", "req/s ratio", "95% interval", "p99 ratio", "95% interval", "verdict"], rows))
+    return [section]
+
+
+def experiment_sections(path: Path) -> list[Section]:
+    """An experiment results directory: what it is, each load's comparison, the memory and the
+    system calls recorded."""
+    manifest = json.loads((path / "experiment.json").read_text())
+    exp = manifest.get("experiment") or {}
+    head = Section(f"Experiment: {exp.get('title', path.name)}")
+    if exp.get("description"):
+        head.add(paragraph(str(exp["description"])))
+    server = exp.get("server") or {}
+    what = server.get("conf") or server.get("app") or server.get("psgi") or server.get("command") or "URLs"
+    head.add(paragraph(f"Server: {server.get('adapter')} ({what}); {len(exp.get('variants') or [])} variants; "
+                       f"results in {path}."))
+    sections = [head]
+    loads = sorted(path.glob("load-*.json"), key=lambda p: int(p.stem.split("-")[1]))
+    for number, load_path in enumerate(loads, start=1):
+        doc = json.loads(load_path.read_text())
+        sections += compare_sections(doc, str(load_path), chart_prefix=f"experiment-load-{number}",
+                                     heading=f"Load {number}")
+    memory_path = path / "memory.json"
+    if memory_path.is_file():
+        memory = json.loads(memory_path.read_text()).get("variants") or {}
+        section = Section("Children's memory")
+        labels = list(memory)
+        out: list[str] = []
+        with chart("experiment-memory", "Per child after the loads: private (USS, the cost of one more child) and "
+                   "shared with the parent (MiB)", out) as ax:
+            uss = [(memory[label]["after"].get("max_child_uss") or 0) / MIB for label in labels]
+            shared = [(memory[label]["after"].get("median_child_shared") or 0) / MIB for label in labels]
+            positions = list(range(len(labels)))
+            ax.bar([p - 0.2 for p in positions], uss, width=0.4, label="max child USS", color="#e45756")
+            ax.bar([p + 0.2 for p in positions], shared, width=0.4, label="median child shared", color="#4c78a8")
+            ax.set_xticks(positions, labels)
+            ax.legend()
+            label_axes(ax, "", "MiB")
+        section.body += out
+        rows = [[label, sizes["after"]["children"], _fmt((sizes["warm"]["max_child_uss"] or 0) / MIB, 1),
+                 _fmt((sizes["after"]["max_child_uss"] or 0) / MIB, 1),
+                 _fmt((sizes["after"]["median_child_shared"] or 0) / MIB, 1),
+                 _fmt(sizes["after"]["footprint"] / MIB, 1)]
+                for label, sizes in memory.items()]
+        section.add(table(["variant", "children", "max USS warm MiB", "max USS after MiB", "shared MiB",
+                           "footprint MiB"], rows))
+        sections.append(section)
+    traces = sorted(path.glob("syscalls-*.json"), key=lambda p: int(p.stem.split("-")[1]))
+    if traces:
+        section = Section("System calls per request")
+        variants = exp.get("variants") or []
+        rows = []
+        failing: list[str] = []
+        for trace_path in traces:
+            report = json.loads(trace_path.read_text())
+            index = int(trace_path.stem.split("-")[1]) - 1
+            label = variants[index]["label"] if index < len(variants) else trace_path.stem
+            calls = report.get("calls") or []
+            total = sum(float(c["per_request"]) for c in calls)
+            rows.append([label, f"{total:.2f}"] + [
+                f"{sum(float(c['per_request']) for c in calls if c['name'] in names):.2f}"
+                for names in (("stat", "lstat", "newfstatat", "statx", "fstatat64"), ("open", "openat", "openat2"))])
+            failing += [f"{label}: {f['name']} {f['errno']} {f.get('path') or '-'} "
+                        f"{float(f['per_request']):.2f}/request" for f in report.get("failures") or []]
+        section.add(table(["variant", "all", "stat", "open"], rows))
+        if failing:
+            section.add(f"<h3>{esc('Failing calls')}</h3>")
+            section.add(pre("\n".join(failing)))
+        sections.append(section)
+    summary = path / "summary.txt"
+    if summary.is_file():
+        sections.append(Section("As printed").add(pre(summary.read_text())))
+    return sections

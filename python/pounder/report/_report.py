@@ -1,0 +1,120 @@
+"""``pounder report``: any result pounder wrote, as one self-contained HTML page.
+
+What each path is, by its content: a bench result (``pounder/bench-result/1``; several are
+overlaid on one page), a comparison (``pounder/compare/1``), a tuning results directory (with
+``tune.json``, or its ``recommendation.json``), an experiment results directory (with
+``experiment.json``). Several paths of different kinds make one page with a part for each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pounder._errors import UsageError
+from pounder.load._result import SCHEMA as BENCH_SCHEMA
+from pounder.load._result import BenchResult, MalformedResultError
+from pounder.report._html import Section, page
+
+COMPARE_SCHEMA = "pounder/compare/1"
+
+
+def _kind(path: Path) -> tuple[str, Any]:
+    """(kind, what the section builder takes) for one path; UsageError if it is no pounder result."""
+    if path.is_dir():
+        if (path / "tune.json").is_file():
+            return "tune", path
+        if (path / "experiment.json").is_file():
+            return "experiment", path
+        raise UsageError(f"{path} is no pounder results directory (no tune.json or experiment.json in it)")
+    if path.name in ("tune.json", "recommendation.json") and (path.parent / "tune.json").is_file():
+        return "tune", path.parent
+    if path.name == "experiment.json":
+        return "experiment", path.parent
+    try:
+        text = path.read_text()
+        data = json.loads(text)
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
+    except (ValueError, UnicodeDecodeError):
+        raise UsageError(f"{path} is not a pounder JSON result (not JSON)") from None
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema == BENCH_SCHEMA:
+        try:
+            return "bench", BenchResult.from_json(text)
+        except MalformedResultError as error:
+            raise UsageError(f"{path}: {error}") from None
+    if schema == COMPARE_SCHEMA:
+        return "compare", data
+    raise UsageError(f"{path} is not a result pounder can report on (schema {schema!r}; expected "
+                     f"{BENCH_SCHEMA}, {COMPARE_SCHEMA}, or a tune or experiment results directory)")
+
+
+Result = str | os.PathLike[str] | BenchResult | Mapping[str, Any]
+"""A path, or a result in memory: a BenchResult or a comparison's ``to_dict()``."""
+
+
+def _found(item: Result) -> tuple[Path, str, Any]:
+    if isinstance(item, BenchResult):
+        return Path("bench"), "bench", item
+    if isinstance(item, Mapping):
+        if item.get("schema") != COMPARE_SCHEMA:
+            raise UsageError(f"a result in memory must be a {COMPARE_SCHEMA} document or a BenchResult")
+        return Path("compare"), "compare", item
+    return (Path(item), *_kind(Path(item)))
+
+
+def render_report(paths: Sequence[Result], title: str | None = None) -> str:
+    """The HTML page for ``paths`` (see the module documentation); a BenchResult or a
+    comparison's ``to_dict()`` may stand in for its file."""
+    from pounder.report._bench import bench_sections
+    from pounder.report._compare import compare_sections, experiment_sections
+    from pounder.report._tune import tune_sections
+
+    if not paths:
+        raise UsageError("give at least one result to report on")
+    found = [_found(item) for item in paths]
+    sections: list[Section] = []
+    benches = [(path, value) for path, kind, value in found if kind == "bench"]
+    if benches:
+        sections += bench_sections([(_label(path, benches), value) for path, value in benches])
+    for path, kind, value in found:
+        if kind == "tune":
+            sections += tune_sections(value)
+        elif kind == "compare":
+            sections += compare_sections(value, str(path))
+        elif kind == "experiment":
+            sections += experiment_sections(value)
+    kinds = sorted({kind for _, kind, _ in found})
+    heading = title or _title(found)
+    made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return page(heading, f"{', '.join(kinds)} report of {', '.join(str(p) for p, _, _ in found)}; made {made}",
+                sections)
+
+
+def _label(path: Path, benches: Sequence[tuple[Path, Any]]) -> str:
+    """A short label: the file name, or the path when two files share a name."""
+    names = [p.name for p, _ in benches]
+    return path.stem if names.count(path.name) == 1 else str(path)
+
+
+def _title(found: Sequence[tuple[Path, str, Any]]) -> str:
+    if len(found) == 1:
+        path, kind, _ = found[0]
+        return {"bench": "pounder bench", "tune": "pounder tune", "compare": "pounder compare",
+                "experiment": "pounder run"}[kind] + f": {path.name}"
+    return f"pounder report: {len(found)} results"
+
+
+def write_report(paths: Sequence[Result], out: str | os.PathLike[str],
+                 title: str | None = None) -> Path:
+    """Write the page for ``paths`` to ``out`` (atomically); returns the path written."""
+    from pounder.tune._store import write_text
+
+    target = Path(out)
+    write_text(target, render_report(paths, title))
+    return target
