@@ -82,9 +82,11 @@ def render_report(paths: Sequence[Result], title: str | None = None) -> str:
     benches = [(path, value) for path, kind, value in found if kind == "bench"]
     if benches:
         sections += bench_sections([(_label(path, benches), value) for path, value in benches])
+    tunes = 0
     for path, kind, value in found:
         if kind == "tune":
-            sections += tune_sections(value)
+            tunes += 1  # chart ids stay unique with several tuning runs on one page
+            sections += tune_sections(value, chart_prefix="tune" if tunes == 1 else f"tune{tunes}")
         elif kind == "compare":
             sections += compare_sections(value, str(path))
         elif kind == "experiment":
