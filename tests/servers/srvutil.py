@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psutil
 
@@ -87,17 +89,45 @@ def private_mb(pid: int) -> float:
     return (m["Private_Clean"] + m["Private_Dirty"]) / 1024
 
 
-def warm_every_child(server: ManagedServer, path: str, attempts: int = 200) -> dict[int, str]:
-    """GET ``path`` (one connection each) until every current child has answered it at least
-    once; ``{child pid: its first answer}``. The answer must start with ``pid N``."""
+def _get_at_once(url: str, path: str, count: int, timeout_s: float = 10.0) -> list[str]:
+    """``count`` GETs of ``path`` held open together, so that a pre-forking server needs ``count``
+    children for them: each request's first line goes out on its own connection before any
+    request is finished (a child that accepted one, also behind Apache's deferred accept, waits
+    for the rest of it and cannot take another). The bodies, in order; each answer must be 200."""
+    parts = urlsplit(url)
+    address = (parts.hostname or "127.0.0.1", parts.port or 80)
+    sockets = [socket.create_connection(address, timeout=timeout_s) for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.sendall(f"GET {path} HTTP/1.0\r\n".encode())
+        for sock in sockets:
+            sock.sendall(b"Host: 127.0.0.1\r\n\r\n")
+        bodies = []
+        for sock in sockets:
+            data = b""
+            while chunk := sock.recv(65536):  # HTTP/1.0: the server closes after the answer
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            assert head.split(b" ", 2)[1:2] == [b"200"], head[:200]
+            bodies.append(body.decode())
+        return bodies
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def warm_every_child(server: ManagedServer, path: str, attempts: int = 20) -> dict[int, str]:
+    """GET ``path`` until every current child has answered it at least once; ``{child pid: its
+    first answer}``. The answer must start with ``pid N``. Each attempt holds one request per child
+    open at once (see ``_get_at_once``): a child that is awake cannot take them all."""
     children = set(server.children())
     answers: dict[int, str] = {}
     for _ in range(attempts):
-        body = get(server.url + path)
-        answers.setdefault(int(fields(body)["pid"]), body)
+        for body in _get_at_once(server.url, path, len(children)):
+            answers.setdefault(int(fields(body)["pid"]), body)
         if children <= answers.keys():
             return answers
-    raise AssertionError(f"children {sorted(children)} not all reached in {attempts} requests: {sorted(answers)}")
+    raise AssertionError(f"children {sorted(children)} not all reached in {attempts} rounds: {sorted(answers)}")
 
 
 def kill_starter_and_check(kind: str, workdir: Path, timeout_s: float = 10.0) -> None:
