@@ -122,7 +122,7 @@ def test_reply_rate_ignores_final_partial_second(open_result: BenchResult) -> No
 
 
 def sample(second: int, complete: int) -> SecondSample:
-    return SecondSample(second, complete, 0, 0, 0.0, 0, 0, 0)
+    return SecondSample(second, complete, 0, 0, 0, 0.0, 0, 0, 0)
 
 
 def test_reply_rate_edges() -> None:

@@ -324,6 +324,8 @@ def test_mixed_statuses(testserver, run, assert_accounted, tmp_path: Path):
     assert result.status == {"200": 10, "201": 10, "404": 10, "503": 10}
     assert result.requests.non_2xx == 20
     assert result.requests.complete == 40
+    assert sum(s.non_2xx for s in result.series) == 20  # per second too
+    assert sum(s.complete for s in result.series) == 40
     assert_accounted(srv, result)
 
 

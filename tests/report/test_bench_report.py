@@ -136,8 +136,10 @@ def test_two_results_overlay(testserver: Any) -> None:
     assert rows[1]["load"].startswith("open loop, 200 req/s, at most 2 in flight")
     percentiles = svg_texts(charts["bench-percentiles"])
     assert {"closed loop", "open loop corrected", "open loop uncorrected"} <= set(percentiles)
-    for chart_id in ("bench-throughput", "bench-errors", "bench-phases"):
+    for chart_id in ("bench-throughput", "bench-phases"):
         assert {"closed loop", "open loop"} <= set(svg_texts(charts[chart_id])), chart_id
+    assert {f"{label} {line}" for label in ("closed loop", "open loop") for line in ("failed", "non-2xx")} <= set(
+        svg_texts(charts["bench-errors"]))
     assert {"closed loop p99", "open loop p99"} <= set(svg_texts(charts["bench-latency-time"]))
     statuses = table_starting(page_html, "")
     assert statuses == [{"": "status 200", "closed loop": f"{closed.status['200']:,}",

@@ -24,7 +24,7 @@ use tokio::time::{Instant, Sleep};
 use crate::connection::{Connection, Failure, Response, Reuse};
 use crate::pacer::{Picker, Schedule};
 use crate::spec::{Addr, Spec, Stage, Warmup};
-use crate::stats::{ErrorKind, Interval, RunFacts, SecondStats, Stats, Timing};
+use crate::stats::{is_2xx, ErrorKind, Interval, RunFacts, SecondStats, Stats, Timing};
 use crate::timer::PreciseTimer;
 
 /// How long requests in flight at the end may take to finish before they count as aborted.
@@ -666,6 +666,7 @@ impl Worker {
                 stats.bytes_body += r.body;
                 stats.bytes_sent += self.sh.spec.targets[index].request.len() as u64;
                 iv.complete += 1;
+                iv.non_2xx += u64::from(!is_2xx(r.status));
                 iv.bytes += r.bytes_in;
                 iv.hist.record(corrected);
                 counters.complete.fetch_add(1, Ordering::Relaxed);

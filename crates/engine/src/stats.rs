@@ -49,6 +49,12 @@ impl ErrorKind {
 /// Status codes are three digits; anything else was rejected by the parser.
 const STATUS_SLOTS: usize = 1000;
 
+/// A success status (the others are counted as `non_2xx`, in the totals and per second).
+#[inline]
+pub fn is_2xx(status: u16) -> bool {
+    (200..300).contains(&status)
+}
+
 /// Times of one successful exchange, in microseconds.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Timing {
@@ -127,9 +133,7 @@ impl Stats {
     pub fn record_ok(&mut self, status: u16, t: &Timing) {
         self.complete += 1;
         self.status[usize::from(status) % STATUS_SLOTS] += 1;
-        if !(200..300).contains(&status) {
-            self.non_2xx += 1;
-        }
+        self.non_2xx += u64::from(!is_2xx(status));
         self.uncorrected.record(t.total);
         if let Some(lag) = t.lag {
             self.corrected.record(t.corrected);
@@ -260,18 +264,21 @@ pub struct Interval {
     pub second: u64,
     pub hist: Hist,
     pub complete: u64,
+    /// Complete requests whose status was not 2xx (counted in `complete` too).
+    pub non_2xx: u64,
     pub failed: u64,
     pub bytes: u64,
 }
 
 impl Interval {
     pub fn new(thread: usize, second: u64) -> Interval {
-        Interval { thread, second, hist: Hist::new(), complete: 0, failed: 0, bytes: 0 }
+        Interval { thread, second, hist: Hist::new(), complete: 0, non_2xx: 0, failed: 0, bytes: 0 }
     }
 
     pub fn add(&mut self, o: &Interval) {
         self.hist.add(&o.hist);
         self.complete += o.complete;
+        self.non_2xx += o.non_2xx;
         self.failed += o.failed;
         self.bytes += o.bytes;
     }
@@ -281,6 +288,7 @@ impl Interval {
         self.second = second;
         self.hist.reset();
         self.complete = 0;
+        self.non_2xx = 0;
         self.failed = 0;
         self.bytes = 0;
     }
@@ -293,6 +301,7 @@ impl Interval {
         SecondStats {
             second: self.second,
             complete: self.complete,
+            non_2xx: self.non_2xx,
             failed: self.failed,
             bytes: self.bytes,
             mean_us: self.hist.mean(),
@@ -308,6 +317,8 @@ impl Interval {
 pub struct SecondStats {
     pub second: u64,
     pub complete: u64,
+    /// Of `complete`, the responses whose status was not 2xx.
+    pub non_2xx: u64,
     pub failed: u64,
     pub bytes: u64,
     pub mean_us: f64,

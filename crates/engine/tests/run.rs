@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use pounder_engine::{run, Addr, Order, Run, Spec, Stage, Target, Warmup};
 use serde_json::Value;
 
-/// Serves keep-alive requests with a 5-byte body; counts the requests it read.
+/// Serves keep-alive requests with a 5-byte body (404 for `/missing`, else 200); counts the
+/// requests it read.
 fn serve<S: std::io::Read + Write>(stream: S, count: &AtomicU64) {
     let mut reader = BufReader::new(stream);
     loop {
@@ -33,7 +34,12 @@ fn serve<S: std::io::Read + Write>(stream: S, count: &AtomicU64) {
         }
         count.fetch_add(1, Ordering::SeqCst);
         let stream = reader.get_mut();
-        if stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello").is_err() || close {
+        let answer: &[u8] = if line.starts_with("GET /missing ") {
+            b"HTTP/1.1 404 Not Found\r\nContent-Length: 5\r\n\r\nnope!"
+        } else {
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
+        };
+        if stream.write_all(answer).is_err() || close {
             return;
         }
     }
@@ -82,6 +88,22 @@ fn closed_loop_counts_are_exact() {
     assert_eq!(r["connections"]["opened"], 4);
     let series: u64 = r["series"].as_array().unwrap().iter().map(|s| s["complete"].as_u64().unwrap()).sum();
     assert_eq!(series, 1000);
+}
+
+#[test]
+fn non_2xx_responses_are_counted_per_second_too() {
+    let (addr, _) = tcp_server();
+    let mut s = spec(&addr);
+    let mut missing = target(Addr::Tcp(addr.parse().unwrap()));
+    missing.request = b"GET /missing HTTP/1.1\r\nHost: test\r\n\r\n".to_vec();
+    s.targets.push(missing);
+    s.order = Order::Sequential;
+    s.requests = Some(1000);
+    let r = result(s);
+    assert_eq!((r["status"]["200"].as_u64(), r["status"]["404"].as_u64()), (Some(500), Some(500)));
+    assert_eq!(r["requests"]["non_2xx"], 500);
+    let sum = |key: &str| -> u64 { r["series"].as_array().unwrap().iter().map(|s| s[key].as_u64().unwrap()).sum() };
+    assert_eq!((sum("complete"), sum("non_2xx"), sum("failed")), (1000, 500, 0));
 }
 
 #[test]

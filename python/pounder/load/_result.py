@@ -202,6 +202,8 @@ class SecondSample:
 
     second: int
     complete: int
+    non_2xx: int
+    """Of ``complete``, the responses whose status was not 2xx."""
     failed: int
     bytes: int
     mean_us: float

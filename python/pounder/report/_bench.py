@@ -2,7 +2,7 @@
 (one color each, labelled).
 
 Charts, by id: ``bench-percentiles`` (latency by percentile on a "nines" scale), ``bench-throughput``
-and ``bench-latency-time`` (per second), ``bench-errors`` (failed requests per second),
+and ``bench-latency-time`` (per second), ``bench-errors`` (failed requests and non-2xx answers per second),
 ``bench-phases`` (connection phases); for the N-th result (from 1) with a server report,
 ``bench-memory-N`` (USS and shared memory per process) and, with Apache mod_status readings,
 ``bench-workers-N``. A chart whose data is missing is replaced by a one-line note.
@@ -155,31 +155,34 @@ def _percentile_chart(results: Results, section: Section) -> None:
 
 
 def _throughput_chart(results: Results, section: Section) -> None:
-    _per_second_chart(results, section, "complete", "bench-throughput", "throughput over time",
+    _per_second_chart(results, section, [("complete", "", "-")], "bench-throughput", "throughput over time",
                       "Requests completed per second", "complete requests / s")
 
 
 def _errors_chart(results: Results, section: Section) -> None:
-    _per_second_chart(results, section, "failed", "bench-errors", "failures over time",
-                      "Failed requests per second (by category in the table below)", "failed requests / s")
+    _per_second_chart(results, section, [("failed", " failed", "-"), ("non_2xx", " non-2xx", "--")], "bench-errors",
+                      "failures over time", "Per second: failed requests (solid; by category in the table below) "
+                      "and complete answers whose status was not 2xx (dashed)", "requests / s")
 
 
-def _per_second_chart(results: Results, section: Section, count: str, chart_id: str, what: str, caption: str,
-                      ylabel: str) -> None:
-    """A count of the per-second series (a second with no sample counts 0), for the full seconds."""
+def _per_second_chart(results: Results, section: Section, counts: Sequence[tuple[str, str, str]], chart_id: str,
+                      what: str, caption: str, ylabel: str) -> None:
+    """Counts of the per-second series, (attribute, label suffix, line style) each, for the full
+    seconds (a second with no sample counts 0)."""
     kept = _with_series(results, section, what)
     if not kept:
         return
     with chart(chart_id, f"{caption} (a final partial second is left out)", section.body) as ax:
         for i, label, r in kept:
-            by_second = {s.second: getattr(s, count) for s in r.series}
             seconds = list(range(max(_full_seconds(r), 1)))
-            ax.plot(seconds, [by_second.get(s, 0) for s in seconds], marker="o", ms=3, color=_color(i),
-                    label=_legend_text(label))
+            for count, suffix, style in counts:
+                by_second = {s.second: getattr(s, count) for s in r.series}
+                ax.plot(seconds, [by_second.get(s, 0) for s in seconds], marker="o", ms=3, color=_color(i), ls=style,
+                        label=_legend_text(label + suffix))
         ax.set_ylim(0, max(1, ax.get_ylim()[1]))  # counts: 0 to 0.05 would look like a measurement
         ax.locator_params(axis="x", integer=True)
         label_axes(ax, "second of the measured phase", ylabel)
-        _legend(ax, len(kept))
+        _legend(ax, len(kept) * len(counts))
 
 
 def _latency_time_chart(results: Results, section: Section) -> None:
