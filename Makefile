@@ -26,7 +26,7 @@ deps-system:
 
 deps-python:
 	$(PIP) install -q --disable-pip-version-check "maturin>=1.7,<2" "pytest>=8" "jsonschema>=4.18" "gunicorn>=22" \
-		"ruff>=0.5" "mypy>=1.10" typer rich psutil types-psutil "matplotlib>=3.8"
+		"ruff>=0.5" "mypy>=1.10" typer rich psutil types-psutil "jinja2>=3.1" "matplotlib>=3.8"
 
 # Builds the Rust extension (release) and installs the package in editable mode.
 build:
@@ -46,7 +46,7 @@ pytest:
 
 demo: deps-python build
 	rm -rf pounder-demo-results
-	$(PYTHON) -m pounder tune --demo --results pounder-demo-results
+	$(PYTHON) -m pounder tune --demo --results pounder-demo-results --report pounder-demo-report.html
 
 bench-peers: build
 	@missing=""; for p in $(APT_BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -9,8 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cliutil
 import pytest
-from typer.testing import CliRunner
+from cliutil import assert_usage_error, runner
 
 from pounder.cli import app
 
@@ -18,27 +19,8 @@ PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 URL = "http://127.0.0.1:8080/"
 
 
-def runner() -> CliRunner:
-    """A runner that keeps stderr apart from stdout (click < 8.2 needs mix_stderr=False for that)."""
-    try:
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg,unused-ignore]
-    except TypeError:  # click >= 8.2: always separate
-        return CliRunner()
-
-
 def run_cli(*args: str) -> tuple[int, str, str]:
-    result = runner().invoke(app, ["bench", *args])
-    return result.exit_code, result.stdout, result.stderr
-
-
-def assert_usage_error(code: int, stdout: str, stderr: str, fragment: str) -> None:
-    assert code == 2, (code, stdout, stderr)
-    assert "Traceback" not in stderr + stdout
-    assert stdout == ""
-    lines = stderr.splitlines()
-    assert len(lines) == 1, stderr
-    assert lines[0].startswith("pounder: error: ")
-    assert fragment in lines[0], lines[0]
+    return cliutil.run_cli("bench", *args)
 
 
 @pytest.mark.parametrize(

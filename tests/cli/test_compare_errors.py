@@ -10,27 +10,16 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import cliutil
 import pytest
-from typer.testing import CliRunner
-
-from pounder.cli import app
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 A = "http://127.0.0.1:8080/a"
 B = "http://127.0.0.1:8080/b"
 
 
-def runner() -> CliRunner:
-    """A runner that keeps stderr apart from stdout (click < 8.2 needs mix_stderr=False for that)."""
-    try:
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg,unused-ignore]
-    except TypeError:  # click >= 8.2: always separate
-        return CliRunner()
-
-
 def run_cli(*args: str) -> tuple[int, str, str]:
-    result = runner().invoke(app, ["compare", *args])
-    return result.exit_code, result.stdout, result.stderr
+    return cliutil.run_cli("compare", *args)
 
 
 def assert_error(code: int, stdout: str, stderr: str, fragment: str, expected_code: int = 2) -> None:

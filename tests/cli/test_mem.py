@@ -13,11 +13,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import cliutil
 import jsonschema
 import pytest
-from typer.testing import CliRunner
+from cliutil import assert_usage_error
 
-from pounder.cli import app
 from proctree import TreeFactory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +29,10 @@ ROW = re.compile(
 )
 
 
+def run_cli(*args: str) -> tuple[int, str, str]:
+    return cliutil.run_cli("mem", *args)
+
+
 @pytest.fixture
 def trees() -> Iterator[TreeFactory]:
     factory = TreeFactory()
@@ -36,24 +40,6 @@ def trees() -> Iterator[TreeFactory]:
         yield factory
     finally:
         factory.stop_all()
-
-
-def run_cli(*args: str) -> tuple[int, str, str]:
-    try:
-        runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg,unused-ignore]
-    except TypeError:  # click >= 8.2: always separate
-        runner = CliRunner()
-    result = runner.invoke(app, ["mem", *args])
-    return result.exit_code, result.stdout, result.stderr
-
-
-def assert_usage_error(code: int, stdout: str, stderr: str, fragment: str) -> str:
-    assert code == 2, (code, stdout, stderr)
-    assert stdout == "" and "Traceback" not in stderr
-    lines = stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("pounder: error: "), stderr
-    assert fragment in lines[0], lines[0]
-    return lines[0]
 
 
 def parse_rows(text: str) -> list[dict[str, str]]:

@@ -12,37 +12,17 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import cliutil
 import pytest
-from typer.testing import CliRunner
+from cliutil import assert_usage_error
 
-from pounder.cli import app
 from proctree import TreeFactory
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
 
-def runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg,unused-ignore]
-    except TypeError:  # click >= 8.2: always separate
-        return CliRunner()
-
-
 def run_cli(*args: str) -> tuple[int, str, str]:
-    result = runner().invoke(app, ["syscalls", *args])
-    return result.exit_code, result.stdout, result.stderr
-
-
-def assert_usage_error(code: int, stdout: str, stderr: str, *fragments: str) -> str:
-    assert code == 2, (code, stdout, stderr)
-    assert "Traceback" not in stderr + stdout
-    assert stdout == ""
-    lines = stderr.splitlines()
-    assert len(lines) == 1, stderr
-    assert lines[0].startswith("pounder: error: ")
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
+    return cliutil.run_cli("syscalls", *args)
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Every report kind, made from real results, loaded in headless Chromium with no network: no
 console errors, every chart present in the rendered page, a screenshot kept as a test artifact
-(``test-artifacts/report-<kind>.png``, or under ``$POUNDER_ARTIFACTS``)."""
+(``test-artifacts/report-<kind>.png``, 1280 x 6000 pixels, or under ``$POUNDER_ARTIFACTS``)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from pounder.experiment import load_experiment
 from pounder.experiment._run import run_experiment
 from pounder.report import render_report
 from pounder.servers import gunicorn_missing
-from pounder.tune import demo_adapter, make_options, tune
 
 REPO = Path(__file__).resolve().parents[2]
 APPS = REPO / "tests" / "apps"
@@ -39,25 +38,41 @@ def _chromium(html: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
-def check_in_chromium(html: Path, kind: str, charts: int) -> str:
-    """Load ``html``; return the DOM Chromium rendered. Fails on any console message of the page."""
+def _console(stderr: str) -> list[str]:
+    """The page's console messages (errors, warnings, logs) among Chromium's log lines."""
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
+
+
+def check_in_chromium(html: Path, kind: str, charts: set[str]) -> str:
+    """Load ``html``; return the DOM Chromium rendered. Fails on any console message of the page
+    and unless the charts drawn are exactly ``charts`` (each once, each an inline SVG)."""
     done = _chromium(html, "--dump-dom")
     assert done.returncode == 0, done.stderr[-2000:]
-    console = [line for line in done.stderr.splitlines() if "CONSOLE" in line]
-    assert not console, console
+    assert not _console(done.stderr), _console(done.stderr)
     dom = done.stdout
     figures = re.findall(r'<figure class="chart" id="([^"]+)">\s*<svg', dom)
-    assert len(figures) == charts == len(set(figures)), figures
+    assert len(figures) == len(set(figures)), figures
+    assert set(figures) == charts, figures
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / f"report-{kind}.png"
     shot.unlink(missing_ok=True)
-    taken = _chromium(html, f"--screenshot={shot}", "--window-size=1280,2400", "--hide-scrollbars")
+    taken = _chromium(html, f"--screenshot={shot}", "--window-size=1280,6000", "--hide-scrollbars")
     assert taken.returncode == 0 and shot.stat().st_size > 10_000, taken.stderr[-2000:]
     return dom
 
 
-def _chart_count(text: str) -> int:
-    return len(re.findall(r'<figure class="chart" id="', text))
+def test_a_console_error_would_be_seen(tmp_path: Path) -> None:
+    """The check above can fail: this Chromium reports a page's console messages on stderr."""
+    page = tmp_path / "broken.html"
+    page.write_text('<!DOCTYPE html><html><body><script>console.error("pounder-check"); nothing();</script>'
+                    "</body></html>")
+    messages = _console(_chromium(page, "--dump-dom").stderr)
+    assert any("pounder-check" in line for line in messages), messages
+    assert any("nothing is not defined" in line for line in messages), messages
+
+
+BENCH_CHARTS = {"bench-percentiles", "bench-latency-time", "bench-throughput", "bench-errors", "bench-phases"}
+TUNE_CHARTS = {"tune-leak", "tune-memory", "tune-children", "tune-max-requests"}
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +84,33 @@ def gunicorn_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
         yield server.url, server.pid
 
 
+@pytest.fixture(scope="module")
+def bench_files(tmp_path_factory: pytest.TempPathFactory, gunicorn_url: tuple[str, int]) -> list[Path]:
+    """Two bench --json results against gunicorn, its processes sampled; the second asks for a
+    path the app does not have (404) half of the time."""
+    url, pid = gunicorn_url
+    folder = tmp_path_factory.mktemp("bench")
+    urls = folder / "urls.txt"
+    urls.write_text(f"{url}/cpu?ms=2\n{url}/no-such-page\n")
+    paths = []
+    for name, target in (("cheap", {"url": url + "/"}), ("costly", {"url_file": urls, "order": "sequential"})):
+        result = pounder.bench(**target, connections=4, duration="1.5s", keepalive=False, server_pid=pid,
+                               sample_interval="250ms")
+        assert result.server is not None and result.requests.complete > 0
+        paths.append(folder / f"{name}.json")
+        paths[-1].write_text(result.to_json())
+    return paths
+
+
+@pytest.fixture(scope="module")
+def compare_file(tmp_path_factory: pytest.TempPathFactory, gunicorn_url: tuple[str, int]) -> Path:
+    url, pid = gunicorn_url
+    out = tmp_path_factory.mktemp("compare") / "compare.json"
+    compare([Variant("cheap", url + "/", pid), Variant("costly", url + "/cpu?ms=2", pid)], trials=3,
+            connections=2, duration="0.5s", keepalive=False, results=out)
+    return out
+
+
 def _write(tmp_path: Path, kind: str, paths: list[Any]) -> Path:
     html = tmp_path / f"{kind}.html"
     html.write_text(render_report(paths))
@@ -76,27 +118,16 @@ def _write(tmp_path: Path, kind: str, paths: list[Any]) -> Path:
     return html
 
 
-def test_bench_report(tmp_path: Path, gunicorn_url: tuple[str, int]) -> None:
-    url, pid = gunicorn_url
-    paths = []
-    for name, path in (("cheap", "/"), ("costly", "/cpu?ms=2")):
-        result = pounder.bench(url + path, connections=4, duration="1.5s", keepalive=False, server_pid=pid,
-                               sample_interval="250ms")
-        target = tmp_path / f"{name}.json"
-        target.write_text(result.to_json())
-        paths.append(target)
-    html = _write(tmp_path, "bench", paths)
-    dom = check_in_chromium(html, "bench", _chart_count(html.read_text()))
+def test_bench_report(tmp_path: Path, bench_files: list[Path]) -> None:
+    html = _write(tmp_path, "bench", bench_files)
+    dom = check_in_chromium(html, "bench", BENCH_CHARTS | {"bench-memory-1", "bench-memory-2"})
     assert "cheap" in dom and "costly" in dom
+    assert "status 404" in dom
 
 
-def test_compare_report(tmp_path: Path, gunicorn_url: tuple[str, int]) -> None:
-    url, pid = gunicorn_url
-    out = tmp_path / "compare.json"
-    compare([Variant("cheap", url + "/", pid), Variant("costly", url + "/cpu?ms=2", pid)], trials=3,
-            connections=2, duration="0.5s", keepalive=False, results=out)
-    html = _write(tmp_path, "compare", [out])
-    check_in_chromium(html, "compare", _chart_count(html.read_text()))
+def test_compare_report(tmp_path: Path, compare_file: Path) -> None:
+    html = _write(tmp_path, "compare", [compare_file])
+    check_in_chromium(html, "compare", {"compare-bars"})
 
 
 def test_experiment_report(tmp_path: Path) -> None:
@@ -122,13 +153,25 @@ path = "/cpu?ms=2"
 """)
     run_experiment(load_experiment(experiment), tmp_path / "results")
     html = _write(tmp_path, "experiment", [tmp_path / "results"])
-    check_in_chromium(html, "experiment", _chart_count(html.read_text()))
+    check_in_chromium(html, "experiment", {"experiment-load-1-bars", "experiment-memory"})
 
 
-def test_tune_report(tmp_path: Path) -> None:
-    results = tmp_path / "tune"
-    options = make_options(quick=True, ram="512M", point_duration="1s", mrpc="0,100", max_children=4)
-    tune(demo_adapter(), options, results=results)
-    html = _write(tmp_path, "tune", [results])
-    dom = check_in_chromium(html, "tune", _chart_count(html.read_text()))
+def test_tune_report(tmp_path: Path, demo_run: Path) -> None:
+    html = _write(tmp_path, "tune", [demo_run])
+    dom = check_in_chromium(html, "tune", TUNE_CHARTS)
     assert "--workers" in dom
+
+
+def test_apache_tune_report(tmp_path: Path, apache_run: Path) -> None:
+    html = _write(tmp_path, "tune-apache", [apache_run])
+    dom = check_in_chromium(html, "tune-apache", TUNE_CHARTS | {"tune-spare"})
+    assert "MaxRequestWorkers" in dom
+
+
+def test_several_results_on_one_page(tmp_path: Path, bench_files: list[Path], compare_file: Path,
+                                     demo_run: Path) -> None:
+    """Every kind at once, two of some: each chart keeps an id of its own."""
+    html = _write(tmp_path, "mixed", [*bench_files, compare_file, compare_file, demo_run, demo_run])
+    check_in_chromium(html, "mixed", BENCH_CHARTS | {"bench-memory-1", "bench-memory-2", "compare-bars",
+                                                     "compare2-bars"} | TUNE_CHARTS
+                      | {chart.replace("tune", "tune2", 1) for chart in TUNE_CHARTS})

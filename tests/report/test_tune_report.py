@@ -1,7 +1,7 @@
-"""``pounder report`` on tuning results directories, from real runs: the gunicorn demo (a fixed pool,
-a leak) and Apache prefork + mod_perl (spare servers, so the burst chart too). Each run is made
-once per module (``--quick``; the Apache one with 1 s points) and only read afterwards: the tests
-that change a directory work on a copy.
+"""``pounder report`` on tuning results directories, from real runs (``demo_run`` and ``apache_run``
+in conftest.py): the gunicorn demo (a fixed pool, a leak) and Apache prefork + mod_perl (spare
+servers, so the burst chart too). The runs are only read: the tests that change a directory work
+on a copy.
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ import html
 import json
 import re
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +18,6 @@ import pytest
 from pounder.report import render_report
 from pounder.report._html import ReportError, page
 from pounder.report._tune import tune_sections
-from pounder.servers import apache_missing, gunicorn_missing
-from pounder.tune import ApacheAdapter, demo_adapter, make_options, tune
 
 PERL = Path(__file__).resolve().parents[1] / "apps" / "perl"
 CHARTS = ("tune-leak", "tune-memory", "tune-children", "tune-max-requests")
@@ -67,37 +63,6 @@ def _self_contained(text: str) -> None:
         assert value.startswith("#"), value
     for value in re.findall(r"url\(\s*([^)]*)\)", text):
         assert value.strip("'\"").startswith("#"), value
-
-
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``pounder tune --demo --quick --ram 512M``: gunicorn, a fixed pool, 16 KB leaked per request."""
-    missing = gunicorn_missing()
-    if missing:
-        pytest.skip(missing)
-    results = tmp_path_factory.mktemp("tune-report") / "demo"
-    tune(demo_adapter(), make_options(quick=True, ram="512M"), results=results)
-    return results
-
-
-@pytest.fixture(scope="module")
-def apache_run() -> Iterator[Path]:
-    """Apache + mod_perl answering /hello, 8 clients expected: the spare-server step runs. In a
-    directory under /tmp that the children (www-data when we are root) can reach."""
-    missing = apache_missing(perl=True)
-    if missing:
-        pytest.skip(missing)
-    folder = Path(tempfile.mkdtemp(prefix="pounder-tune-report-", dir="/tmp"))
-    folder.chmod(0o755)
-    try:
-        adapter = ApacheAdapter(perl_handlers={"/hello": "PounderTest::Hello"}, startup_pl=PERL / "startup.pl",
-                                perl_lib=PERL / "lib")
-        options = make_options(path="/hello", ram="256M", clients=8, quick=True, point_duration="1s",
-                               mrpc="0,1000", max_children=8)
-        tune(adapter, options, results=folder / "apache")
-        yield folder / "apache"
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_demo_run_has_every_chart_but_the_burst(demo_run: Path) -> None:
@@ -191,11 +156,11 @@ def test_a_document_of_another_kind_is_refused(demo_run: Path, tmp_path: Path) -
     data = _recommendation(copy)
     (copy / "recommendation.json").write_text(json.dumps({**data, "schema": "pounder/other/1"}))
     with pytest.raises(ReportError, match="pounder/tune-result/1"):
-        tune_sections(copy)
+        render_report([copy])
     del data["sweep"]
     (copy / "recommendation.json").write_text(json.dumps(data))
     with pytest.raises(ReportError, match="sweep"):
-        tune_sections(copy)
+        render_report([copy])
 
 
 def test_apache_run_has_the_burst_chart(apache_run: Path) -> None:

@@ -52,8 +52,23 @@ def measured_run(next_step: str) -> Iterator[None]:
         raise PounderError(f"{error} ({next_step})") from None
 
 
+def report_option(panel: str, what: str) -> Any:
+    """``--report PATH`` of the commands that measure."""
+    return option("--report", panel=panel, metavar="PATH", help=(
+        f"Also write the {what} as one self-contained HTML page with charts (see pounder report)."))
+
+
+def check_report_path(path: str | None) -> None:
+    """``--report PATH`` of the commands that measure: a writable file, checked before the run."""
+    from pounder.load._spec import check_output_path
+
+    if path == "-":
+        raise UsageError("--report: give a file name (the page is not written to stdout)")
+    check_output_path(path, "--report")
+
+
 def write_html_report(results: list[Any], path: str) -> None:
-    """``--report PATH`` of the commands that measure: the HTML page, and its path on stderr."""
+    """``--report PATH`` once measured: the HTML page, and its path on stderr."""
     from pathlib import Path
 
     from pounder.report import write_report

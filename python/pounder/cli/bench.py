@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from pounder._errors import PounderError, UsageError
-from pounder.cli._common import EXIT_INTERRUPTED, option, write_html_report
+from pounder.cli._common import EXIT_INTERRUPTED, check_report_path, option, report_option, write_html_report
 from pounder.cli._progress import live_progress
 from pounder.load._bench import run_bench, server_sampler
 from pounder.load._csv import render_csv
@@ -92,8 +92,7 @@ ALLOW_REMOTE = option("--allow-remote", panel=_HTTP, help=(
     "Allow targets that are not loopback addresses (127.0.0.0/8, ::1)."))
 JSON = option("--json", panel=_OUT, metavar="PATH", help=(
     "Write the result as JSON (schema pounder/bench-result/1); '-' for stdout, which replaces the report."))
-REPORT = option("--report", panel=_OUT, metavar="PATH", help=(
-    "Also write the result as one self-contained HTML page with charts (see pounder report)."))
+REPORT = report_option(_OUT, "result")
 CSV = option("--csv", panel=_OUT, metavar="PATH", help=(
     "Write the latency percentiles as CSV (percent,latency_ms), like ab -e; '-' for stdout."))
 TSV = option("--tsv", panel=_OUT, metavar="PATH", help="Stream every request's timings to this TSV file.")
@@ -188,7 +187,7 @@ def bench_command(
 ) -> None:
     """Load an HTTP server and report throughput, latency and errors (help: BENCH_HELP)."""
     json_out, csv_out = _outputs(json_path, csv_path)
-    check_output_path(report, "--report")
+    check_report_path(report)
     spec = BenchSpec.from_options(
         url,
         url_file=url_file, order=order, connections=connections, requests=requests, duration=duration,

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from pounder._errors import PounderError, UsageError
-from pounder.cli._common import EXIT_INTERRUPTED, option, write_html_report
+from pounder.cli._common import EXIT_INTERRUPTED, check_report_path, option, report_option, write_html_report
 from pounder.cli._progress import live_status
 from pounder.compare._chart import chart_format, render_chart, require_matplotlib
 from pounder.compare._report import format_rate, render_compare
@@ -93,8 +93,7 @@ SERVER_NAME = option("--server-name", panel=_SERVER, metavar="TEXT", help=(
 JSON = option("--json", panel=_OUT, metavar="PATH", help=(
     "Write the comparison as JSON (schema pounder/compare/1), rewritten after every trial so nothing measured "
     "is lost; '-' prints it on stdout at the end instead of the report."))
-REPORT = option("--report", panel=_OUT, metavar="PATH", help=(
-    "Also write the comparison as one self-contained HTML page with charts (see pounder report)."))
+REPORT = report_option(_OUT, "comparison")
 CHART = option("--chart", panel=_OUT, metavar="PATH.png|.svg", help=(
     "Draw median requests/s and p99 latency per URL with their 95 % intervals (needs matplotlib)."))
 QUIET = option("-q", "--quiet", panel=_OUT, help="No progress and no report (files are still written).")
@@ -231,7 +230,7 @@ def compare_command(
     effect = parse_min_effect(min_effect)
     json_out = check_output_path(json_path, "--json")
     chart_out = _check_chart(chart_path)
-    check_output_path(report, "--report")
+    check_report_path(report)
     pid = _server_pid(server_pid, server_pidfile, server_name)
     variants = [Variant(name, url, pid) for name, url in zip(labels, urls, strict=True)]
     plan = trial_plan(labels, count, not no_warmup)

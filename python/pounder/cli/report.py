@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from pounder._errors import UsageError
 from pounder.cli._common import option
 from pounder.load._spec import check_output_path
 
@@ -15,10 +16,12 @@ REPORT_HELP = "\n\n".join([
     "Make one self-contained HTML page (inline SVG charts and CSS, nothing fetched when viewed) from results "
     "pounder wrote: bench --json files (several are overlaid, labelled), a pounder tune or pounder run results "
     "directory, a pounder compare --json file.",
-    "Exit status: 0 written, 1 could not write, 2 bad input.",
+    "Exit status: 0 written, 1 could not write (or matplotlib is missing), 2 bad input (a path that is no "
+    "pounder result, or a result that is incomplete or malformed).",
 ])
 
-OUT = option("-o", "--output", panel="Output", metavar="PATH", help="The HTML file to write (default report.html).")
+OUT = option("-o", "--output", panel="Output", metavar="PATH", help=(
+    "The HTML file to write (default report.html); '-' for stdout."))
 TITLE = option("--title", panel="Output", metavar="TEXT", help="The page's title.")
 OPEN = option("--open", panel="Output", help="Open the page in the default browser once written.")
 
@@ -29,8 +32,13 @@ def report_command(
     title: Annotated[str | None, TITLE] = None,
     open_page: Annotated[bool, OPEN] = False,
 ) -> int:
-    from pounder.report import write_report
+    from pounder.report import render_report, write_report
 
+    if output == "-":
+        if open_page:
+            raise UsageError("--open needs a file to open: give -o PATH")
+        sys.stdout.write(render_report(paths, title))
+        return 0
     check_output_path(output, "--output")
     written = write_report(paths, output, title).resolve()
     sys.stdout.write(f"report: {written}\n")

@@ -8,9 +8,8 @@ from typing import Annotated
 
 import typer
 
-from pounder.cli._common import measured_run, option, write_html_report
+from pounder.cli._common import check_report_path, measured_run, option, report_option, write_html_report
 from pounder.experiment import load_experiment
-from pounder.load._spec import check_output_path
 from pounder.tune._store import ResultsDir
 
 RUN_HELP = "\n\n".join([
@@ -26,8 +25,7 @@ RUN_HELP = "\n\n".join([
 
 RESULTS = option("--results", panel="Output", metavar="DIR", help=(
     "Where to write the results (default ./pounder-run-NAME-DATE-TIME); must not exist or be empty."))
-REPORT = option("--report", panel="Output", metavar="PATH", help=(
-    "Also write the results as one self-contained HTML page with charts (see pounder report)."))
+REPORT = report_option("Output", "results")
 QUICK = option("--quick", panel="Run", help="At most 3 trials of 1 s per variant and load.")
 
 
@@ -42,7 +40,7 @@ def run_command(
     exp = load_experiment(experiment)
     where = results if results is not None else f"pounder-run-{exp.path.stem}-{datetime.now():%Y%m%d-%H%M%S}"
     ResultsDir.check_new(where)
-    check_output_path(report, "--report")
+    check_report_path(report)
 
     def log(line: str) -> None:
         sys.stderr.write(f"pounder: {line}\n")

@@ -16,10 +16,9 @@ from typing import Annotated
 import typer
 
 from pounder._errors import UsageError
-from pounder.cli._common import measured_run, option, write_html_report
+from pounder.cli._common import check_report_path, measured_run, option, report_option, write_html_report
 from pounder.cli._progress import live_status
 from pounder.load._bench import Progress
-from pounder.load._spec import check_output_path
 from pounder.tune import (
     Adapter,
     ApacheAdapter,
@@ -87,8 +86,7 @@ CLIENTS = option("--clients", panel=_GOALS, metavar="N", help=(
     "Expected concurrent clients: the sweep runs at this concurrency, and the recommendation keeps a child "
     "for each when memory allows."))
 P99 = option("--p99", panel=_GOALS, metavar="TIME", help="Latency target for the 99th percentile (300ms).")
-REPORT = option("--report", panel=_RUN, metavar="PATH", help=(
-    "Also write the results as one self-contained HTML page with charts (see pounder report)."))
+REPORT = report_option(_RUN, "results")
 # fmt: on
 
 
@@ -178,7 +176,7 @@ def tune_command(
                       point_duration=point_duration, requests_per_child=requests_per_child,
                       measure_children=measure_children, max_children=max_children, mrpc=mrpc, ram=ram,
                       clients=clients, p99=p99)
-    check_output_path(report, "--report")
+    check_report_path(report)
     next_step = f"what was measured is in {where}; continue with: pounder tune --resume {where}"
     with _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step):
         result = go(log, status, progress)

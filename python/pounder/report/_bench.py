@@ -124,6 +124,15 @@ def _status_table(results: Results) -> str:
 # -- charts ---------------------------------------------------------------------------------------
 
 
+def _seconds_axis(ax: Any, last: int) -> None:
+    """Whole seconds 0 .. ``last`` on the x axis, half a second of margin (one second alone is
+    not drawn on an axis of hundredths)."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.set_xlim(-0.5, max(last, 0) + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+
+
 def _nines(percent: str) -> float:
     return NINES["100"] if percent == "100" else 1 / (1 - float(percent) / 100)
 
@@ -180,7 +189,7 @@ def _per_second_chart(results: Results, section: Section, counts: Sequence[tuple
                 ax.plot(seconds, [by_second.get(s, 0) for s in seconds], marker="o", ms=3, color=_color(i), ls=style,
                         label=_legend_text(label + suffix))
         ax.set_ylim(0, max(1, ax.get_ylim()[1]))  # counts: 0 to 0.05 would look like a measurement
-        ax.locator_params(axis="x", integer=True)
+        _seconds_axis(ax, max(_full_seconds(r) for _, _, r in kept) - 1)
         label_axes(ax, "second of the measured phase", ylabel)
         _legend(ax, len(kept) * len(counts))
 
@@ -201,7 +210,7 @@ def _latency_time_chart(results: Results, section: Section) -> None:
             ax.plot(seconds, [s.p99_us / 1000 for s in answered], marker="o", ms=3, ls="--", color=_color(i),
                     label=_legend_text(f"{label} p99"))
         ax.set_ylim(bottom=0)
-        ax.locator_params(axis="x", integer=True)
+        _seconds_axis(ax, max(s.second for _, _, r in kept for s in r.series))
         label_axes(ax, "second of the measured phase", "latency (ms)")
         _legend(ax, 2 * len(kept))
 

@@ -80,9 +80,9 @@ def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "c
     return [section]
 
 
-def experiment_sections(path: Path) -> list[Section]:
+def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Section]:
     """An experiment results directory: what it is, each load's comparison, the memory and the
-    system calls recorded."""
+    system calls recorded (chart ids start with ``chart_prefix``)."""
     manifest = json.loads((path / "experiment.json").read_text())
     exp = manifest.get("experiment") or {}
     head = Section(f"Experiment: {exp.get('title', path.name)}")
@@ -96,7 +96,7 @@ def experiment_sections(path: Path) -> list[Section]:
     loads = sorted(path.glob("load-*.json"), key=lambda p: int(p.stem.split("-")[1]))
     for number, load_path in enumerate(loads, start=1):
         doc = json.loads(load_path.read_text())
-        sections += compare_sections(doc, str(load_path), chart_prefix=f"experiment-load-{number}",
+        sections += compare_sections(doc, str(load_path), chart_prefix=f"{chart_prefix}-load-{number}",
                                      heading=f"Load {number}")
     memory_path = path / "memory.json"
     if memory_path.is_file():
@@ -104,7 +104,7 @@ def experiment_sections(path: Path) -> list[Section]:
         section = Section("Children's memory")
         labels = list(memory)
         out: list[str] = []
-        with chart("experiment-memory", "Per child after the loads: private (USS, the cost of one more child) and "
+        with chart(f"{chart_prefix}-memory", "Per child after the loads: private (USS, the cost of one more child) and "
                    "shared with the parent (MiB)", out) as ax:
             uss = [(memory[label]["after"].get("max_child_uss") or 0) / MIB for label in labels]
             shared = [(memory[label]["after"].get("median_child_shared") or 0) / MIB for label in labels]
@@ -112,7 +112,8 @@ def experiment_sections(path: Path) -> list[Section]:
             ax.bar([p - 0.2 for p in positions], uss, width=0.4, label="max child USS", color="#e45756")
             ax.bar([p + 0.2 for p in positions], shared, width=0.4, label="median child shared", color="#4c78a8")
             ax.set_xticks(positions, labels)
-            ax.legend()
+            ax.set_ylim(0, max([*uss, *shared]) * 1.3 or 1)  # room for the legend above the bars
+            ax.legend(loc="upper right", ncol=2)
             label_axes(ax, "", "MiB")
         section.body += out
         rows = [[label, sizes["after"]["children"], _fmt((sizes["warm"]["max_child_uss"] or 0) / MIB, 1),

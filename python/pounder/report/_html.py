@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pounder._errors import PounderError
+from pounder._errors import PounderError, UsageError
 from pounder._version import __version__
 
 if TYPE_CHECKING:
@@ -47,8 +47,9 @@ ul.reasons li { margin: 0.2em 0; }
 """
 
 
-class ReportError(PounderError):
-    """A report cannot be made (matplotlib missing, an unreadable result)."""
+class ReportError(UsageError):
+    """A result given cannot be reported on: unreadable, incomplete or malformed (the CLI exits
+    with status 2)."""
 
 
 @dataclass
@@ -89,7 +90,7 @@ def _pyplot() -> Any:
     try:
         import matplotlib
     except ImportError:
-        raise ReportError("HTML reports need matplotlib: pip install matplotlib") from None
+        raise PounderError("HTML reports need matplotlib, which is not installed: pip install matplotlib") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import UsageError
+from pounder._errors import PounderError, UsageError
 from pounder.load._result import SCHEMA as BENCH_SCHEMA
 from pounder.load._result import BenchResult, MalformedResultError
-from pounder.report._html import Section, page
+from pounder.report._html import ReportError, Section, page
 
 COMPARE_SCHEMA = "pounder/compare/1"
 
@@ -70,7 +71,8 @@ def _found(item: Result) -> tuple[Path, str, Any]:
 
 def render_report(paths: Sequence[Result], title: str | None = None) -> str:
     """The HTML page for ``paths`` (see the module documentation); a BenchResult or a
-    comparison's ``to_dict()`` may stand in for its file."""
+    comparison's ``to_dict()`` may stand in for its file. :class:`ReportError` (one line) when a
+    result is incomplete or malformed."""
     from pounder.report._bench import bench_sections
     from pounder.report._compare import compare_sections, experiment_sections
     from pounder.report._tune import tune_sections
@@ -82,20 +84,39 @@ def render_report(paths: Sequence[Result], title: str | None = None) -> str:
     benches = [(path, value) for path, kind, value in found if kind == "bench"]
     if benches:
         sections += bench_sections([(_label(path, benches), value) for path, value in benches])
-    tunes = 0
+    seen: dict[str, int] = {}
     for path, kind, value in found:
-        if kind == "tune":
-            tunes += 1  # chart ids stay unique with several tuning runs on one page
-            sections += tune_sections(value, chart_prefix="tune" if tunes == 1 else f"tune{tunes}")
-        elif kind == "compare":
-            sections += compare_sections(value, str(path))
-        elif kind == "experiment":
-            sections += experiment_sections(value)
+        if kind == "bench":
+            continue
+        seen[kind] = seen.get(kind, 0) + 1
+        prefix = kind if seen[kind] == 1 else f"{kind}{seen[kind]}"  # chart ids unique on the page
+        with _reading(path, kind):
+            if kind == "tune":
+                sections += tune_sections(value, chart_prefix=prefix)
+            elif kind == "compare":
+                sections += compare_sections(value, str(path), chart_prefix=prefix)
+            else:
+                sections += experiment_sections(value, chart_prefix=prefix)
     kinds = sorted({kind for _, kind, _ in found})
     heading = title or _title(found)
     made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return page(heading, f"{', '.join(kinds)} report of {', '.join(str(p) for p, _, _ in found)}; made {made}",
                 sections)
+
+
+@contextmanager
+def _reading(path: Path, kind: str) -> Iterator[None]:
+    """What a result that lacks a field or holds one of the wrong type raises while its part of
+    the page is made, as one :class:`ReportError` line naming the file."""
+    try:
+        yield
+    except PounderError:
+        raise
+    except OSError as error:
+        raise ReportError(f"cannot read {error.filename or path}: {error.strerror or error}") from None
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
+        raise ReportError(f"{path} does not hold a complete pounder {kind} result ({type(error).__name__}: "
+                          f"{error})") from None
 
 
 def _label(path: Path, benches: Sequence[tuple[Path, Any]]) -> str:
@@ -118,5 +139,9 @@ def write_report(paths: Sequence[Result], out: str | os.PathLike[str],
     from pounder.tune._store import write_text
 
     target = Path(out)
-    write_text(target, render_report(paths, title))
+    text = render_report(paths, title)
+    try:
+        write_text(target, text)
+    except OSError as error:
+        raise PounderError(f"cannot write {target}: {error.strerror or error}") from None
     return target

@@ -214,12 +214,7 @@ class _Run:
 def tune_sections(path: Path, chart_prefix: str = "tune") -> list[Section]:
     """The parts of the page for the tuning results directory ``path`` (chart ids start with
     ``chart_prefix``: give each directory its own when several share a page)."""
-    try:
-        run = _Run(Path(path))
-        return _sections(run, chart_prefix)
-    except (KeyError, TypeError, ValueError) as error:
-        raise ReportError(f"{path} does not hold a complete pounder tune result ({type(error).__name__}: "
-                          f"{error})") from None
+    return _sections(_Run(Path(path)), chart_prefix)
 
 
 def _sections(run: _Run, prefix: str) -> list[Section]:
