@@ -40,6 +40,7 @@ from pounder.tune._analysis import (
     respawn_cost,
     steady_p99_us,
 )
+from pounder.tune._session import describe_point
 from pounder.tune._store import RESULT_SCHEMA, TUNE_SCHEMA, ResultsDir
 
 if TYPE_CHECKING:
@@ -294,23 +295,6 @@ def _top(run: _Run) -> Section:
     return section
 
 
-def _headline(point: Mapping[str, Any]) -> str:
-    summary = point.get("summary") or {}
-    step = point.get("step")
-    if step == "sizes":
-        end = summary.get("end") or {}
-        return (f"child USS {_mib(end.get('max_uss'))} MiB (max), shared {_mib(end.get('median_shared'))} MiB, "
-                f"growth {float(summary.get('growth_second', 0)):,.0f} B/request")
-    text = f"{float(summary.get('rps', 0)):,.0f} req/s, p99 {_ms(summary.get('p99_ms'))} ms"
-    if summary.get("failed"):
-        text += f", {summary['failed']} failed"
-    if step == "max-requests":
-        text += f", {summary.get('respawns', 0)} respawns"
-    if step == "spare":
-        text += f", {summary.get('idle_children', '?')} children ready at the start"
-    return text
-
-
 def _interrupted(run: _Run) -> Section:
     section = Section(f"Tuning run without a recommendation: {run.described}")
     section.add(paragraph(_run_line(run)))
@@ -319,7 +303,8 @@ def _interrupted(run: _Run) -> Section:
                 f"measured so far; <code>pounder tune --resume {esc(run.path)}</code> measures only the missing ones "
                 "and recommends.</p></div>")
     if run.points:
-        rows = [[p.get("key", "?"), p.get("step", "?"), p.get("finished_at", "-"), _headline(p)] for p in run.points]
+        rows = [[p.get("key", "?"), p.get("step", "?"), p.get("finished_at", "-"),
+                 describe_point(str(p.get("step")), p.get("summary") or {})] for p in run.points]
         section.add(table(["point", "step", "finished", "result"], rows))
     else:
         section.add(paragraph("No point was measured."))

@@ -102,6 +102,22 @@ def _load_summary(result: BenchResult) -> dict[str, Any]:
     }
 
 
+def describe_point(step: str, summary: Mapping[str, Any]) -> str:
+    """One line for a measured point (the log line of the run, a row of an interrupted run's report)."""
+    if step == "sizes":
+        end = summary["end"]
+        return (f"child USS {end['max_uss'] / 2**20:.1f} MiB (max), shared {end['median_shared'] / 2**20:.1f} MiB, "
+                f"growth {summary['growth_second']:,.0f} B/request")
+    text = f"{summary['rps']:,.0f} req/s, p99 {summary['p99_ms']:,.1f} ms"
+    if summary.get("failed"):
+        text += f", {summary['failed']} failed"
+    if step == "max-requests":
+        text += f", {summary['respawns']} respawns"
+    if step == "spare":
+        text += f", {summary['idle_children']} children ready at the start"
+    return text
+
+
 @dataclass(frozen=True)
 class TuneResult:
     """What a tuning run recommends, with everything behind it."""
@@ -175,23 +191,8 @@ class TuneSession:
         summary, detail = measure()
         self.results.save_point(key, {"step": step, "params": params.to_dict(), "started_at": started,
                                       "finished_at": _now(), "summary": summary, **detail})
-        self._log(f"{label}: {self._describe(step, summary)}")
+        self._log(f"{label}: {describe_point(step, summary)}")
         return summary
-
-    @staticmethod
-    def _describe(step: str, summary: Mapping[str, Any]) -> str:
-        if step == "sizes":
-            end = summary["end"]
-            return (f"child USS {end['max_uss'] / 2**20:.1f} MiB (max), shared {end['median_shared'] / 2**20:.1f} MiB, "
-                    f"growth {summary['growth_second']:,.0f} B/request")
-        text = f"{summary['rps']:,.0f} req/s, p99 {summary['p99_ms']:,.1f} ms"
-        if summary.get("failed"):
-            text += f", {summary['failed']} failed"
-        if step == "max-requests":
-            text += f", {summary['respawns']} respawns"
-        if step == "spare":
-            text += f", {summary['idle_children']} children ready at the start"
-        return text
 
     def _sizes_point(self, key: str, params: PoolParams) -> dict[str, Any]:
         runner = self.runner
