@@ -111,3 +111,17 @@ def test_real_process_prints_no_traceback(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("pounder: error: ") and len(done.stderr.splitlines()) == 1, done.stderr
     assert "label" in done.stderr
+
+
+def test_missing_matplotlib_is_known_before_the_run(monkeypatch: pytest.MonkeyPatch, testserver: Any,
+                                                     bench_json: Path, tmp_path: Path) -> None:
+    srv = testserver()
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    code, stdout, stderr = run_cli("bench", srv.url + "/", "-n", "10", "--report", str(tmp_path / "x.html"))
+    assert (code, stdout) == (1, "")
+    assert stderr == "pounder: error: --report needs matplotlib, which is not installed: pip install matplotlib\n"
+    assert srv.count(settle_s=0.3) == 0
+    code, stdout, stderr = run_cli("report", str(bench_json), "-o", str(tmp_path / "y.html"))
+    assert (code, stdout) == (1, "")
+    assert stderr.startswith("pounder: error: an HTML report needs matplotlib") and len(stderr.splitlines()) == 1
+    assert list(tmp_path.glob("*.html")) == []

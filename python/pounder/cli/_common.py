@@ -60,11 +60,14 @@ def report_option(panel: str, what: str) -> Any:
 
 def check_report_path(path: str | None) -> None:
     """``--report PATH`` of the commands that measure: a writable file, checked before the run."""
+    from pounder.compare._chart import require_matplotlib
     from pounder.load._spec import check_output_path
 
     if path == "-":
         raise UsageError("--report: give a file name (the page is not written to stdout)")
     check_output_path(path, "--report")
+    if path is not None:
+        require_matplotlib("--report")  # known before a run of minutes, not after it
 
 
 def write_html_report(results: list[Any], path: str) -> None:

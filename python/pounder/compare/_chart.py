@@ -38,12 +38,13 @@ def chart_format(path: str | os.PathLike[str]) -> str:
     return suffix[1:]
 
 
-def require_matplotlib() -> ModuleType:
-    """The matplotlib module, or :class:`~pounder.PounderError` (one line) when it is missing."""
+def require_matplotlib(what: str = "--chart") -> ModuleType:
+    """The matplotlib module, or :class:`~pounder.PounderError` (one line, saying that ``what``
+    needs it) when it is missing."""
     try:
         import matplotlib
     except ImportError:
-        raise PounderError("--chart needs matplotlib, which is not installed: pip install matplotlib") from None
+        raise PounderError(f"{what} needs matplotlib, which is not installed: pip install matplotlib") from None
     return matplotlib
 
 

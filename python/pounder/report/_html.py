@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import UsageError
 from pounder._version import __version__
 
 if TYPE_CHECKING:
@@ -87,10 +87,9 @@ def bullets(items: Sequence[str], css: str = "reasons") -> str:
 
 
 def _pyplot() -> Any:
-    try:
-        import matplotlib
-    except ImportError:
-        raise PounderError("HTML reports need matplotlib, which is not installed: pip install matplotlib") from None
+    from pounder.compare._chart import require_matplotlib
+
+    matplotlib = require_matplotlib("an HTML report")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
