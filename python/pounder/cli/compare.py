@@ -14,9 +14,10 @@ from typing import Annotated
 import typer
 
 from pounder._errors import PounderError, UsageError
+from pounder._matplotlib import require_matplotlib
 from pounder.cli._common import EXIT_INTERRUPTED, check_report_path, option, report_option, write_html_report
 from pounder.cli._progress import live_status
-from pounder.compare._chart import chart_format, render_chart, require_matplotlib
+from pounder.compare._chart import chart_format, render_chart
 from pounder.compare._report import format_rate, render_compare
 from pounder.compare._trials import (
     DEFAULT_TRIALS,

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 from pounder._errors import PounderError, UsageError
+from pounder._matplotlib import require_matplotlib
 from pounder.compare._report import format_ratio
 from pounder.compare._stats import Estimate
 from pounder.compare._trials import CompareResult
@@ -37,15 +37,6 @@ def chart_format(path: str | os.PathLike[str]) -> str:
         raise UsageError(f"--chart: {path} must end in .png or .svg")
     return suffix[1:]
 
-
-def require_matplotlib(what: str = "--chart") -> ModuleType:
-    """The matplotlib module, or :class:`~pounder.PounderError` (one line, saying that ``what``
-    needs it) when it is missing."""
-    try:
-        import matplotlib
-    except ImportError:
-        raise PounderError(f"{what} needs matplotlib, which is not installed: pip install matplotlib") from None
-    return matplotlib
 
 
 def _errors(estimates: list[Estimate | None], scale: float) -> tuple[list[float], list[list[float]]]:

@@ -87,7 +87,7 @@ def bullets(items: Sequence[str], css: str = "reasons") -> str:
 
 
 def _pyplot() -> Any:
-    from pounder.compare._chart import require_matplotlib
+    from pounder._matplotlib import require_matplotlib
 
     matplotlib = require_matplotlib("an HTML report")
     matplotlib.use("Agg")

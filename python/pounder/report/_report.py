@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from pounder._errors import PounderError, UsageError
+from pounder.compare._trials import SCHEMA as COMPARE_SCHEMA
 from pounder.load._result import SCHEMA as BENCH_SCHEMA
 from pounder.load._result import BenchResult, MalformedResultError
 from pounder.report._html import ReportError, Section, page
-
-COMPARE_SCHEMA = "pounder/compare/1"
 
 
 def _kind(path: Path) -> tuple[str, Any]:
