@@ -1,6 +1,50 @@
-"""Type stub of the Rust engine (``crates/py``); see docs/engine-contract.md."""
+"""Type stub of the Rust engine (``crates/py``); see docs/engine-contract.md.
 
-from typing import Any, Literal, TypedDict
+The spec types follow what ``crates/py/src/lib.rs`` parses: a key it reads with a default is
+``NotRequired`` and may be None (None counts as missing); a required key may not be None.
+"""
+
+from collections.abc import Sequence
+from os import PathLike
+from typing import Literal, TypedDict, final
+
+from typing_extensions import NotRequired
+
+__version__: str
+
+class EngineTarget(TypedDict):
+    """One target. Exactly one of ``tcp`` and ``unix`` is set (checked by the engine)."""
+
+    tcp: NotRequired[str | None]  # a socket address: "127.0.0.1:8080", "[::1]:8080"
+    unix: NotRequired[str | None]  # a Unix socket path
+    request: bytes  # the complete HTTP/1.1 request, sent byte for byte
+    head: NotRequired[bool | None]  # default False: the response has no body whatever its headers say
+    weight: NotRequired[int | None]  # default 1; ≥ 1
+
+# [duration_s, start_rate, end_rate]: exactly three numbers (checked by the engine).
+EngineStage = Sequence[float]
+
+class EngineSpec(TypedDict):
+    """What ``start`` takes (docs/engine-contract.md, "The spec")."""
+
+    targets: list[EngineTarget]  # at least one; a list of dicts
+    order: NotRequired[Literal["sequential", "random"] | None]  # default "sequential"
+    # Load model
+    connections: int
+    threads: NotRequired[int | None]  # default 1
+    requests: NotRequired[int | None]
+    duration_s: NotRequired[float | None]
+    warmup_requests: NotRequired[int | None]  # default 0; excludes warmup_s
+    warmup_s: NotRequired[float | None]  # default 0.0
+    stages: NotRequired[Sequence[EngineStage] | None]  # None: closed loop
+    # HTTP
+    keepalive: NotRequired[bool | None]  # default True
+    calls_per_conn: NotRequired[int | None]  # default 0 (no limit)
+    timeout_s: NotRequired[float | None]  # default 30.0
+    throttle_bps: NotRequired[int | None]
+    # Outputs
+    tsv_path: NotRequired[str | PathLike[str] | None]
+    hdr_log_path: NotRequired[str | PathLike[str] | None]
 
 class ProgressInfo(TypedDict):
     phase: Literal["warmup", "measure", "drain", "done"]
@@ -9,10 +53,14 @@ class ProgressInfo(TypedDict):
     failed: int
     rate: float
 
+@final
 class Run:
+    """A run in flight (made by ``start``, not constructible)."""
+
     def progress(self) -> ProgressInfo: ...
     def wait(self, timeout_s: float) -> bool: ...
     def cancel(self) -> None: ...
-    def result(self) -> str: ...
+    def result(self) -> str | None: ...  # None until wait() has returned True
 
-def start(spec: dict[str, Any]) -> Run: ...
+def start(spec_dict: EngineSpec) -> Run:
+    """Validates the spec (ValueError when it is bad) and starts the run in background threads."""

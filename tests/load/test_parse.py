@@ -1,4 +1,4 @@
-"""Parsing of human input (pounder.load._parse)."""
+"""Parsing of human input (pounder._units and pounder.load._parse)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pounder import UsageError
+from pounder._units import parse_bandwidth, parse_count, parse_duration, parse_rate
 from pounder.load._parse import (
     RateSpec,
     Stage,
@@ -15,12 +16,8 @@ from pounder.load._parse import (
     Warmup,
     basic_auth,
     load_body,
-    parse_bandwidth,
     parse_cookie,
-    parse_count,
-    parse_duration,
     parse_header,
-    parse_rate,
     parse_rate_spec,
     parse_stages,
     parse_warmup,

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 from pounder._errors import PounderError, UsageError
+from pounder._units import parse_duration
 from pounder.cli._common import option
-from pounder.load._parse import parse_duration
 from pounder.load._spec import check_output_path
 from pounder.procs._find import ServerTarget, find_server
 from pounder.procs._maxclients import MaxClients, max_clients, parse_ram

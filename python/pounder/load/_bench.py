@@ -16,8 +16,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from pounder._errors import PounderError, UsageError
+from pounder._units import parse_duration
 from pounder._version import __version__
-from pounder.load._parse import Stage, parse_duration
+from pounder.load._parse import Stage
 from pounder.load._result import BenchResult, LoadModel, MalformedResultError
 from pounder.load._spec import BenchSpec, Number, parse_url, resolve
 from pounder.procs import ServerSampler, find_server

@@ -1,21 +1,10 @@
-"""Parsing of what a human types: numbers, durations, rates, stages, bandwidths, headers, files.
+"""Parsing of what a human types for a load: rates and stages, warm-ups, headers, bodies, URL
+files. Numbers, durations, sizes and bandwidths are read by :mod:`pounder._units` (one suffix
+rule for every option).
 
 Every function takes the raw text plus ``what`` (the option's name, used in messages) and raises
 :class:`~pounder.UsageError` with one clear line when the text cannot be used. Ranges (how big a
 number may be) are checked later, in ``_spec``; this module only checks syntax and sign.
-
-Conventions chosen here:
-
-* counts: an integer with an optional suffix ``k``/``K`` (x1000), ``M`` (x1,000,000) or ``G``
-  (x1,000,000,000): ``10k``, ``1.5M``. A lowercase ``m`` is refused as a count suffix because it
-  means minutes in a duration.
-* durations: ``500ms``, ``30s``, ``2m``, ``1h`` and sums of them such as ``1m30s``; a bare number
-  is seconds.
-* rates (requests per second): a count-like number that may be fractional (``0.5``, ``2.5k``),
-  optionally followed by ``/s``.
-* bandwidths: decimal SI prefixes (``k`` = 1000, ``M`` = 10^6, ``G`` = 10^9) and binary ones
-  (``Ki`` = 1024, ``Mi``, ``Gi``); a lowercase ``b`` (``bps``, ``bit``, ``b/s``) counts bits, an
-  uppercase ``B`` (``B/s``, ``Bps``) counts bytes; a bare number is bytes per second.
 """
 
 from __future__ import annotations
@@ -26,31 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pounder._errors import UsageError
+from pounder._units import invalid as _invalid
+from pounder._units import is_count, parse_count, parse_duration, parse_rate
 
-_NUM = r"(?:\d+(?:\.\d*)?|\.\d+)"
-_COUNT_SUFFIXES: dict[str, int] = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9}
-_COUNT_RE = re.compile(rf"(?P<num>{_NUM})(?P<suffix>[kKMG]?)")
-_RATE_RE = re.compile(rf"(?P<num>{_NUM})(?P<suffix>[kKMG]?)(?:/s)?")
-_DURATION_UNITS: dict[str, float] = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART_RE = re.compile(rf"(?P<num>{_NUM})(?P<unit>ms|s|m|h)")
-_BARE_NUMBER_RE = re.compile(_NUM)
-_BANDWIDTH_RE = re.compile(
-    rf"(?P<num>{_NUM})\s*(?P<prefix>Ki|Mi|Gi|k|K|M|G)?(?P<unit>bps|bits?/s|bits?|b/s|Bps|B/s|B)?"
-)
-_BANDWIDTH_PREFIXES: dict[str, int] = {
-    "": 1,
-    "k": 10**3,
-    "K": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-}
 _TOKEN_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _FORBIDDEN_IN_HEADER = ("\r", "\n", "\0")
-
-DURATION_HINT = "use e.g. 30s, 2m, 1h, 500ms; a bare number is seconds"
 
 
 @dataclass(frozen=True)
@@ -94,46 +63,6 @@ class UrlLine:
     where: str
 
 
-def _invalid(what: str, text: str, hint: str) -> UsageError:
-    return UsageError(f"invalid {what} {text!r} ({hint})")
-
-
-def parse_count(text: str, what: str) -> int:
-    """``"10k"`` → 10000, ``"1.5M"`` → 1500000, ``"250"`` → 250. The result must be whole."""
-    match = _COUNT_RE.fullmatch(text.strip())
-    if match is None:
-        raise _invalid(what, text, "use a whole number such as 100, 10k or 1M")
-    value = float(match["num"]) * _COUNT_SUFFIXES[match["suffix"]]
-    if not value.is_integer():
-        raise _invalid(what, text, "must be a whole number")
-    return int(value)
-
-
-def parse_duration(text: str, what: str) -> float:
-    """``"30s"`` → 30.0, ``"2m"`` → 120.0, ``"1h"``, ``"500ms"`` → 0.5, ``"1m30s"`` → 90.0,
-    ``"45"`` → 45.0 (a bare number is seconds). Returns seconds."""
-    cleaned = text.strip()
-    if _BARE_NUMBER_RE.fullmatch(cleaned):
-        return float(cleaned)
-    position, total = 0, 0.0
-    for match in _DURATION_PART_RE.finditer(cleaned):
-        if match.start() != position:
-            break
-        total += float(match["num"]) * _DURATION_UNITS[match["unit"]]
-        position = match.end()
-    if position == 0 or position != len(cleaned):
-        raise _invalid(what, text, DURATION_HINT)
-    return total
-
-
-def parse_rate(text: str, what: str) -> float:
-    """``"500"``, ``"2.5k"``, ``"500/s"`` → requests per second (fractions allowed: ``"0.5"``)."""
-    match = _RATE_RE.fullmatch(text.strip())
-    if match is None:
-        raise _invalid(what, text, "use requests per second, e.g. 500, 2.5k or 500/s")
-    return float(match["num"]) * _COUNT_SUFFIXES[match["suffix"]]
-
-
 def parse_rate_spec(text: str, what: str = "--rate") -> RateSpec:
     """``"500"`` (constant), ``"50..500"`` (ramp over the whole run), ``"50..500/60s"`` (ramp
     over 60 s)."""
@@ -168,29 +97,10 @@ def parse_stages(text: str, what: str = "--stages") -> tuple[Stage, ...]:
     return tuple(stages)
 
 
-def parse_bandwidth(text: str, what: str = "--throttle") -> int:
-    """Bandwidth → whole bytes per second (rounded, at least 1).
-
-    ``"33.6kbps"`` → 4200 (33,600 bits/s), ``"1Mbps"`` → 125000, ``"56kbit"`` → 7000,
-    ``"4KB/s"`` → 4000, ``"1MiB/s"`` → 1048576, ``"2000"`` → 2000. ``k``/``K`` mean 1000 (as
-    modem and network speeds are quoted); use ``Ki`` for 1024.
-    """
-    match = _BANDWIDTH_RE.fullmatch(text.strip())
-    hint = "use e.g. 33.6kbps, 1Mbps, 56kbit, 4KB/s or a bare number of bytes/s"
-    if match is None or (match["prefix"] and not match["unit"]):
-        raise _invalid(what, text, hint)
-    value = float(match["num"]) * _BANDWIDTH_PREFIXES[match["prefix"] or ""]
-    unit = match["unit"] or "B"
-    bytes_per_s = value if unit.startswith("B") else value / 8
-    if bytes_per_s < 0.5:
-        raise _invalid(what, text, "must be at least 1 byte/s")
-    return round(bytes_per_s)
-
-
 def parse_warmup(text: str, what: str = "--warmup") -> Warmup:
     """``"5s"`` (or any duration with a unit) → a warmup time; ``"100"``/``"1k"`` → requests."""
     cleaned = text.strip()
-    if _COUNT_RE.fullmatch(cleaned):
+    if is_count(cleaned):
         return Warmup(requests=parse_count(cleaned, what))
     try:
         return Warmup(seconds=parse_duration(cleaned, what))

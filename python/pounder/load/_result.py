@@ -18,8 +18,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from pounder._document import readers
 from pounder._errors import PounderError, UsageError
+from pounder._records import Reader
 from pounder.load._parse import Stage
 from pounder.procs import MalformedReportError, ServerLoadReport, per_request
 
@@ -51,7 +51,8 @@ def _as_float(value: object, key: str) -> float:
     return float(value)
 
 
-_as_dict, _as_list, _as_str = readers(MalformedResultError)
+_READ = Reader(MalformedResultError)
+_as_dict, _as_list, _as_str = _READ.as_dict, _READ.as_list, _READ.as_str
 
 
 def _as_bool(value: object, key: str) -> bool:

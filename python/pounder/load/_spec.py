@@ -31,6 +31,7 @@ from typing import Any, Literal
 from urllib.parse import quote, urlsplit
 
 from pounder._errors import UsageError
+from pounder._units import available_cpus, parse_bandwidth, parse_count, parse_duration
 from pounder._version import __version__
 from pounder.load._parse import (
     RateSpec,
@@ -40,10 +41,7 @@ from pounder.load._parse import (
     basic_auth,
     check_token,
     load_body,
-    parse_bandwidth,
     parse_cookie,
-    parse_count,
-    parse_duration,
     parse_header,
     parse_rate_spec,
     parse_stages,
@@ -114,13 +112,6 @@ def _check_stages(stages: tuple[Stage, ...], what: str) -> tuple[Stage, ...]:
     if all(stage.start_rate == 0 and stage.end_rate == 0 for stage in stages):
         raise UsageError(f"{what}: the rate is 0 throughout, nothing would be sent")
     return stages
-
-
-def available_cpus() -> int:
-    """CPUs this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 # ---------------------------------------------------------------------------------------------

@@ -34,8 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from pounder._document import readers
 from pounder._errors import PounderError, UsageError
+from pounder._records import Reader
 from pounder._version import __version__
 from pounder.procs._find import ServerGone, ServerTarget, discover, find_server
 from pounder.procs._read import ProcessGone, Role, process_cpu_clock, read_cpu, read_reading
@@ -182,7 +182,8 @@ def per_request(report: ServerLoadReport, requests: int) -> PerRequest:
 # Reading a report back
 
 
-_as_dict, _as_list, _as_str = readers(MalformedReportError)
+_READ = Reader(MalformedReportError)
+_as_dict, _as_list, _as_str = _READ.as_dict, _READ.as_list, _READ.as_str
 
 
 def _as_number(value: object, key: str, kind: str) -> int | float | None:

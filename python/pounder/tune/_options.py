@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from pounder._errors import UsageError
-from pounder.load._parse import parse_duration
+from pounder._units import parse_count_list, parse_duration
 from pounder.procs import parse_ram
 
 MIB = 1024 * 1024
@@ -121,19 +121,6 @@ def _exact(value: Any, kind: type, name: str) -> Any:
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
         raise TypeError(f"{name} must be {kind.__name__}, got {value!r}")
     return value
-
-
-def parse_count_list(text: str, what: str) -> tuple[int, ...]:
-    """``"0,10000,1000"`` → (0, 10000, 1000), with ``k`` for thousands."""
-    values = []
-    for item in text.split(","):
-        item = item.strip().lower()
-        scale = 1000 if item.endswith("k") else 1
-        try:
-            values.append(int(item.removesuffix("k")) * scale)
-        except ValueError:
-            raise UsageError(f"invalid {what} {text!r}: give whole numbers separated by commas") from None
-    return tuple(values)
 
 
 def make_options(*, path: str = "/", ram: str | int | None = None, clients: int | None = None,
