@@ -81,11 +81,14 @@ def count_in_range(value: int | str, what: str, low: int, high: int) -> int:
 
 
 def parse_count_list(text: str, what: str) -> tuple[int, ...]:
-    """``"0,10000,1k,1M"`` → (0, 10000, 1000, 1000000): counts separated by commas."""
+    """``"0,10000,1k,1M"`` → (0, 10000, 1000, 1000000): counts separated by commas. A minus sign
+    is read (``"-1"`` → -1) so that the caller can say which values its option takes."""
     values = []
     for item in text.split(","):
+        negative = item.strip().startswith("-")
         try:
-            values.append(parse_count(item, what))
+            value = parse_count(item.strip().removeprefix("-"), what)
+            values.append(-value if negative else value)
         except UsageError:
             raise UsageError(f"invalid {what} {text!r}: give whole numbers separated by commas") from None
     return tuple(values)

@@ -119,9 +119,11 @@ def run_bench(
         interrupted = _follow(run, spec.load, on_progress)
     finally:
         server = sampler.stop() if sampler is not None else None
+    engine_json = run.result()
+    assert engine_json is not None  # None only while in flight, and _follow returned once wait() said done
     try:
         return BenchResult.from_engine(
-            run.result(),
+            engine_json,
             options=spec.run_options(),
             started_at=started_at,
             interrupted=interrupted,

@@ -27,7 +27,7 @@ import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import quote, urlsplit
 
 from pounder._errors import UsageError
@@ -49,6 +49,9 @@ from pounder.load._parse import (
     read_url_file,
 )
 from pounder.load._result import HttpOptions, LoadModel, RunOptions, TargetInfo
+
+if TYPE_CHECKING:
+    from pounder._engine import EngineSpec, EngineTarget
 
 DEFAULT_CONNECTIONS = 10
 DEFAULT_OPEN_LOOP_CAP = 1000
@@ -432,7 +435,7 @@ class Target:
     request: bytes
     head: bool
 
-    def engine_dict(self) -> dict[str, Any]:
+    def engine_dict(self) -> EngineTarget:
         return {"tcp": self.tcp, "unix": self.unix, "request": self.request, "head": self.head, "weight": self.weight}
 
     def info(self) -> TargetInfo:
@@ -578,7 +581,7 @@ class BenchSpec:
             http=self.http,
         )
 
-    def engine_spec(self) -> dict[str, Any]:
+    def engine_spec(self) -> EngineSpec:
         """The dict ``pounder._engine.start`` takes (docs/engine-contract.md)."""
         load, http = self.load, self.http
         return {
