@@ -10,6 +10,8 @@ from typing import Literal, TypedDict, final
 
 from typing_extensions import NotRequired
 
+__all__ = ["start", "Run", "__version__"]  # as at runtime; the TypedDicts below exist only for type checkers
+
 __version__: str
 
 class EngineTarget(TypedDict):
