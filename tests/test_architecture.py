@@ -1,0 +1,89 @@
+"""The import rule of docs/architecture.md, checked on the source: a package of pounder uses
+another only through its public face (``pounder.X``), never a private module (``pounder.X._y``),
+and only a package below it in the layers."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pounder
+
+PACKAGE = Path(pounder.__file__).parent
+
+# Each package's layer, bottom up (docs/architecture.md): a package imports only packages of a
+# lower layer. Top-level modules (pounder._units, _files, _records, _errors, ...) are open to all.
+LAYERS: dict[str, int] = {
+    "servers": 0,
+    "procs": 1,
+    "load": 2,
+    "pool": 3,
+    "compare": 4,
+    "syscalls": 4,
+    "tune": 5,
+    "experiment": 5,
+    "demo": 0,
+    "report": 6,
+    "cli": 7,
+}
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import of a pounder module in ``path``, also inside functions."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+            found.extend((node.lineno, f"{node.module}.{alias.name}") for alias in node.names
+                         if node.module == "pounder")
+        elif isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+    return [(line, name) for line, name in found if name.split(".")[0] == "pounder"]
+
+
+def _sources() -> list[tuple[str, Path]]:
+    """(package, file) for every module inside a package of pounder."""
+    return [(path.relative_to(PACKAGE).parts[0], path) for path in sorted(PACKAGE.glob("*/**/*.py"))]
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    assert packages == set(LAYERS)
+
+
+def test_no_package_imports_another_packages_private_module() -> None:
+    offences = []
+    for package, path in _sources():
+        for line, name in _imports(path):
+            parts = name.split(".")
+            if len(parts) >= 3 and parts[1] != package and parts[2].startswith("_"):
+                offences.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {name}")
+    assert offences == [], "import through the public face (pounder.X) instead:\n" + "\n".join(offences)
+
+
+def test_packages_import_only_lower_layers() -> None:
+    offences = []
+    for package, path in _sources():
+        for line, name in _imports(path):
+            other = name.split(".")[1] if "." in name else ""
+            if other in LAYERS and other != package and LAYERS[other] >= LAYERS[package]:
+                offences.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {package} imports {other}")
+    assert offences == [], "\n".join(offences)
+
+
+def test_the_top_level_face_imports_only_faces() -> None:
+    offences = [
+        f"pounder/__init__.py:{line}: {name}"
+        for line, name in _imports(PACKAGE / "__init__.py")
+        if len(name.split(".")) >= 3 and name.split(".")[2].startswith("_")
+    ]
+    assert offences == []
+
+
+def test_every_face_declares_all() -> None:
+    for face in sorted(PACKAGE.glob("*/__init__.py")):
+        tree = ast.parse(face.read_text(encoding="utf-8"))
+        names = {target.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                 for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                 if isinstance(target, ast.Name)}
+        assert "__all__" in names, f"{face.relative_to(PACKAGE.parent)} has no __all__"

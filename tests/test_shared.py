@@ -1,0 +1,187 @@
+"""The shared top-level modules: pounder._units (one suffix rule), pounder._files (atomic writes,
+file-or-stdout, output checks, timestamps) and pounder._records (the typed JSON reader)."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pounder import PounderError, UsageError
+from pounder._files import check_output_path, replacing, utc_timestamp, write_atomic, write_output
+from pounder._records import Reader
+from pounder._units import (
+    MIB,
+    available_cpus,
+    count_in_range,
+    mib,
+    mib_unit,
+    parse_count,
+    parse_count_list,
+    parse_ram,
+    parse_size,
+)
+
+# ---------------------------------------------------------------------------------------------
+# units
+
+
+@pytest.mark.parametrize(("text", "count"), [("1", 1), ("1k", 1000), ("1K", 1000), ("1M", 10**6), ("1G", 10**9),
+                                             ("2.5k", 2500), ("1.5M", 1_500_000)])
+def test_one_suffix_rule_for_every_count(text: str, count: int) -> None:
+    """-n, --mrpc, --requests-per-child, --clients: the same letters, the same values."""
+    assert parse_count(text, "-n") == count
+    assert count_in_range(text, "--requests-per-child", 0, 10**10) == count
+    assert parse_count_list(f"0,{text}", "--mrpc") == (0, count)
+
+
+@pytest.mark.parametrize(("text", "size"), [("2G", 2 << 30), ("2g", 2 << 30), ("2GiB", 2 << 30), ("512M", 512 * MIB),
+                                            ("1k", 1024), ("1T", 1 << 40)])
+def test_sizes_take_the_same_letters_as_powers_of_1024(text: str, size: int) -> None:
+    assert parse_size(text) == size
+    assert parse_ram("2G") == 2 << 30
+
+
+@pytest.mark.parametrize("text", ["1m", "ten", "-1", "1.5", "1kk", ""])
+def test_counts_refused_in_one_line(text: str) -> None:
+    with pytest.raises(UsageError, match=r"^invalid -n ") as caught:
+        parse_count(text, "-n")
+    assert "\n" not in str(caught.value)
+
+
+def test_count_in_range_names_the_range() -> None:
+    with pytest.raises(UsageError, match=r"^--top must be between 1 and 1,000, got 2,000$"):
+        count_in_range("2k", "--top", 1, 1000)
+    with pytest.raises(UsageError, match="must be a whole number"):
+        count_in_range(True, "--top", 1, 1000)  # type: ignore[arg-type]
+
+
+def test_count_list_reads_a_minus_sign_for_the_caller_to_refuse() -> None:
+    assert parse_count_list("0, -1, 10k", "--mrpc") == (0, -1, 10_000)
+    with pytest.raises(UsageError, match="give whole numbers separated by commas"):
+        parse_count_list("0,,1", "--mrpc")
+
+
+def test_mib_formatters() -> None:
+    assert mib(None) == "-"
+    assert mib(40 * MIB + MIB // 3) == "40.3"
+    assert mib(1024 * MIB) == "1,024.0"
+    assert mib_unit(1.5 * MIB) == "1.5 MiB"
+
+
+def test_available_cpus_is_the_affinity_mask() -> None:
+    assert available_cpus() == len(os.sched_getaffinity(0))
+
+
+# ---------------------------------------------------------------------------------------------
+# files
+
+
+def test_utc_timestamp() -> None:
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", utc_timestamp())
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", utc_timestamp("seconds"))
+
+
+def test_write_atomic_replaces_whole_and_leaves_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    write_atomic(target, "new\n")
+    assert target.read_text() == "new\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+    write_atomic(target, b"\x00bytes")
+    assert target.read_bytes() == b"\x00bytes"
+
+
+def test_an_error_while_writing_keeps_the_old_file(tmp_path: Path) -> None:
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    with pytest.raises(RuntimeError), replacing(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("interrupted")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_write_errors_are_one_line_naming_the_option(tmp_path: Path) -> None:
+    with pytest.raises(PounderError, match=r"^cannot write --json .*missing/out.json: No such file or directory$"):
+        write_atomic(tmp_path / "missing" / "out.json", "x", "--json")
+
+
+def test_write_output_dash_is_stdout(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    write_output("-", "to stdout\n")
+    assert capsys.readouterr().out == "to stdout\n"
+    write_output(tmp_path / "f", "to file")
+    assert (tmp_path / "f").read_text() == "to file"
+
+
+def test_check_output_path(tmp_path: Path) -> None:
+    assert check_output_path(None, "--json") is None
+    assert check_output_path("-", "--json") == "-"
+    assert check_output_path(tmp_path / "new.json", "--json") == str(tmp_path / "new.json")
+    assert not (tmp_path / "new.json").exists()
+    with pytest.raises(UsageError, match="is a directory"):
+        check_output_path(tmp_path, "--json")
+    with pytest.raises(UsageError, match="does not exist"):
+        check_output_path(tmp_path / "no" / "x", "--json")
+
+
+# ---------------------------------------------------------------------------------------------
+# records
+
+
+class _Malformed(PounderError):
+    pass
+
+
+@dataclass(frozen=True)
+class _Row:
+    name: str
+    count: int
+    share: float | None
+    ok: bool
+
+
+READ = Reader(_Malformed)
+
+
+def test_record_reads_by_type() -> None:
+    row = READ.record(_Row, {"name": "a", "count": 3.0, "share": None, "ok": True}, "")
+    assert row == _Row("a", 3, None, True)
+    assert isinstance(row.count, int)
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"count": 1, "share": 1, "ok": True}, "missing 'row.name'"),
+    ({"name": "a", "count": 1.5, "share": 1, "ok": True}, "'row.count' must be a whole number, got 1.5"),
+    ({"name": "a", "count": True, "share": 1, "ok": True}, "'row.count' must be a whole number"),
+    ({"name": "a", "count": 1, "share": float("nan"), "ok": True}, "'row.share' must be a number"),
+    ({"name": "a", "count": 1, "share": 1, "ok": 1}, "'row.ok' must be true or false"),
+    ({"name": 1, "count": 1, "share": 1, "ok": True}, "'row.name' must be a string"),
+])  # fmt: skip
+def test_record_errors_name_the_key(data: dict[str, object], message: str) -> None:
+    with pytest.raises(_Malformed, match=re.escape(message)):
+        READ.record(_Row, data, "row")
+
+
+def test_table_checks_columns_and_row_length() -> None:
+    columns = ("name", "count", "share", "ok")
+    rows = READ.table(_Row, columns, {"columns": list(columns), "rows": [["a", 1, 0.5, False]]}, "t")
+    assert rows == (_Row("a", 1, 0.5, False),)
+    with pytest.raises(_Malformed, match=r"'t.rows\[0\]' must have 4 values"):
+        READ.table(_Row, columns, {"columns": list(columns), "rows": [["a", 1]]}, "t")
+    with pytest.raises(_Malformed, match="'t.columns' must be"):
+        READ.table(_Row, columns, {"columns": ["x"], "rows": []}, "t")
+
+
+def test_converters_choice_and_lists() -> None:
+    assert READ.list_of(READ.as_int)([1, 2], "k") == (1, 2)
+    assert READ.choice("a", "b")("a", "k") == "a"
+    with pytest.raises(_Malformed, match=r"'k' must be one of a, b; got 'c'"):
+        READ.choice("a", "b")("c", "k")
+    with pytest.raises(_Malformed, match=r"'k\[1\]' must be a whole number"):
+        READ.list_of(READ.as_int)([1, "x"], "k")
