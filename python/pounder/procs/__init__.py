@@ -20,8 +20,17 @@ background sampler for the length of a bench.
 
 from pounder.procs._find import ServerGone, ServerTarget, TreeMember, discover, find_server, read_pidfile
 from pounder.procs._maxclients import MaxClients, default_ram_budget, max_clients, parse_ram, parse_size
-from pounder.procs._read import ROLES, ProcessGone, ProcMem, Role, Rollup, mem_available, read_process, read_rollup
-from pounder.procs._read import process_cpu_clock
+from pounder.procs._read import (
+    ROLES,
+    ProcessGone,
+    ProcMem,
+    Role,
+    Rollup,
+    mem_available,
+    process_cpu_clock,
+    read_process,
+    read_rollup,
+)
 from pounder.procs._render import render_mem
 from pounder.procs._sampler import (
     LOAD_SCHEMA,
