@@ -24,7 +24,7 @@ from pounder.servers._apache import (
     render_apache_conf,
     strip_owned_directives,
 )
-from pounder.servers._base import ManagedServer, ServerStartError, answers_http, free_port
+from pounder.servers._base import ManagedServer, ServerStartError, answers_http, die_with_parent_hook, free_port
 from pounder.servers._command import CommandServer, command_placeholders, render_command
 from pounder.servers._gunicorn import GunicornServer, GunicornSettings, gunicorn_command, gunicorn_missing
 from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_missing
@@ -43,6 +43,7 @@ __all__ = [
     "apache_command",
     "apache_missing",
     "command_placeholders",
+    "die_with_parent_hook",
     "find_apache",
     "free_port",
     "gunicorn_command",

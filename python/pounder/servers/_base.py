@@ -168,7 +168,7 @@ def _tail(path: Path, since: int, lines: int) -> str:
     return "\n".join(text.rstrip("\n").splitlines()[-lines:]) if text.strip() else ""
 
 
-def _die_with_parent_hook(signum: int) -> Callable[[], None]:
+def die_with_parent_hook(signum: int) -> Callable[[], None]:
     """A ``preexec_fn`` asking the kernel to send ``signum`` to the child when this process
     (thread) dies."""
     prctl = ctypes.CDLL(None, use_errno=True).prctl
@@ -254,12 +254,15 @@ class ManagedServer(abc.ABC):
     def workdir(self) -> Path:
         return self._workdir
 
+    def _started(self, value: int | None) -> int:
+        if value is None:
+            raise RuntimeError(f"{self.kind} has not been started")
+        return value
+
     @property
     def port(self) -> int:
         """The port of the latest start (it stays set after ``stop``)."""
-        if self._port is None:
-            raise RuntimeError(f"{self.kind} has not been started")
-        return self._port
+        return self._started(self._port)
 
     @property
     def url(self) -> str:
@@ -269,9 +272,7 @@ class ManagedServer(abc.ABC):
     @property
     def pid(self) -> int:
         """The parent (master) process of the latest start (it stays set after ``stop``)."""
-        if self._pid is None:
-            raise RuntimeError(f"{self.kind} has not been started")
-        return self._pid
+        return self._started(self._pid)
 
     @property
     def pidfile(self) -> Path:
@@ -363,7 +364,7 @@ class ManagedServer(abc.ABC):
                 self._proc = subprocess.Popen(
                     argv, cwd=self._workdir, env=dict(self._environment()), stdin=subprocess.DEVNULL,
                     stdout=console, stderr=subprocess.STDOUT, start_new_session=True,
-                    preexec_fn=_die_with_parent_hook(self.stop_signal) if self._die_with_parent else None)
+                    preexec_fn=die_with_parent_hook(self.stop_signal) if self._die_with_parent else None)
             except OSError as error:
                 raise ServerStartError(f"{self.kind}: cannot run {argv[0]}: {error.strerror or error}") from None
         self._pid = self._proc.pid

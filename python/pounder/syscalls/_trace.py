@@ -47,8 +47,8 @@ from pounder.load._bench import ProgressCallback, run_bench
 from pounder.load._result import BenchResult
 from pounder.load._spec import BenchSpec, Number, check_output_path
 from pounder.load._spec import _count as count_option
-from pounder.procs._find import ServerGone, ServerTarget, TreeMember, discover, find_server
-from pounder.servers._base import _die_with_parent_hook
+from pounder.procs import ServerGone, ServerTarget, TreeMember, discover, find_server
+from pounder.servers import die_with_parent_hook
 from pounder.syscalls._parse import TraceCounts, parse_strace_log
 from pounder.syscalls._report import SyscallReport, count_tables
 
@@ -372,7 +372,7 @@ def trace_syscalls(
             try:
                 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
                                         start_new_session=True,  # Ctrl-C reaches pounder only: it stops strace
-                                        preexec_fn=_die_with_parent_hook(signal.SIGTERM))  # fmt: skip
+                                        preexec_fn=die_with_parent_hook(signal.SIGTERM))  # fmt: skip
             except OSError as error:
                 raise PounderError(f"cannot run {binary}: {error.strerror or error}") from None
         try:
