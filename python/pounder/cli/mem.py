@@ -8,20 +8,24 @@ The command maps flags to :func:`pounder.find_server`, :func:`pounder.snapshot` 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 from pounder._errors import PounderError, UsageError
-from pounder._units import parse_duration
+from pounder._files import STDOUT, check_output_path, write_output
+from pounder._units import parse_count, parse_duration, parse_ram
 from pounder.cli._common import option
-from pounder.load._spec import check_output_path
-from pounder.procs._find import ServerTarget, find_server
-from pounder.procs._maxclients import MaxClients, max_clients, parse_ram
-from pounder.procs._render import render_mem
-from pounder.procs._snapshot import PoolSnapshot, snapshot
+from pounder.procs import (
+    MaxClients,
+    NoChildrenError,
+    PoolSnapshot,
+    ServerTarget,
+    find_server,
+    max_clients,
+    render_mem,
+    snapshot,
+)
 
 if TYPE_CHECKING:
     from rich.text import Text as RichText
@@ -64,18 +68,23 @@ COUNT = option("--count", panel=_OUT, metavar="N", help="With --watch: stop afte
 # fmt: on
 
 
+def _whole(text: str, what: str, high: int | None, expected: str) -> int:
+    """A count (:func:`~pounder._units.parse_count`: ``100``, ``1k``) from 1 to ``high``."""
+    try:
+        value = parse_count(text, what)
+    except UsageError:
+        value = 0
+    if value < 1 or (high is not None and value > high):
+        raise UsageError(f"invalid {what} {text!r}: expected {expected}")
+    return value
+
+
 def _pid(text: str) -> int:
-    cleaned = text.strip()
-    if not cleaned.isascii() or not cleaned.isdigit() or int(cleaned) <= 0:
-        raise UsageError(f"invalid --pid {text!r}: expected a process id (a positive whole number)")
-    return int(cleaned)
+    return _whole(text, "--pid", None, "a process id (a positive whole number)")
 
 
 def _count(text: str) -> int:
-    cleaned = text.strip()
-    if not cleaned.isascii() or not cleaned.isdigit() or not 1 <= int(cleaned) <= _MAX_COUNT:
-        raise UsageError(f"invalid --count {text!r}: expected a whole number from 1 to {_MAX_COUNT:,}")
-    return int(cleaned)
+    return _whole(text, "--count", _MAX_COUNT, f"a whole number from 1 to {_MAX_COUNT:,}")
 
 
 def _watch(text: str) -> float:
@@ -102,30 +111,16 @@ def _measure(target: ServerTarget, ram: int | None) -> tuple[PoolSnapshot, MaxCl
     snap = snapshot(target)
     try:
         return snap, max_clients(ram, snap), None
+    except NoChildrenError as error:
+        return snap, None, error.reason
     except UsageError:
         raise
-    except PounderError as error:
-        reason = str(error).removeprefix("cannot compute MaxClients: ")
-        return snap, None, reason
+    except PounderError as error:  # e.g. /proc/meminfo unreadable: the table is shown all the same
+        return snap, None, str(error)
 
 
 def _json_text(target: ServerTarget, snap: PoolSnapshot, result: MaxClients | None) -> str:
     return json.dumps(snap.to_dict(result, target), indent=2, ensure_ascii=False) + "\n"
-
-
-def _write(path: str, text: str) -> None:
-    """Write ``text`` to stdout ('-') or replace the file at once (a reader never sees half)."""
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    temporary = f"{path}.tmp{os.getpid()}"
-    try:
-        Path(temporary).write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-    except OSError as error:
-        Path(temporary).unlink(missing_ok=True)
-        raise PounderError(f"cannot write --json {path}: {error.strerror}") from None
 
 
 class _Report:
@@ -135,7 +130,7 @@ class _Report:
         self.snap, self.result, self.reason = _measure(target, ram)
         self.target = target
         if json_out is not None:
-            _write(json_out, _json_text(target, self.snap, self.result))
+            write_output(json_out, _json_text(target, self.snap, self.result), "--json")
 
     def text(self, max_rows: int | None = None) -> str:
         return render_mem(self.snap, self.result, target=self.target, max_clients_reason=self.reason, max_rows=max_rows)
@@ -163,7 +158,7 @@ def _styled(text: str) -> RichText:
 
 def _show(text: str) -> None:
     if not sys.stdout.isatty():
-        _write("-", text)
+        write_output(STDOUT, text)
         return
     # Imported here: rich's console costs start-up time, needed only on a terminal.
     from rich.console import Console
@@ -192,7 +187,7 @@ def _watch_loop(
                 time.sleep(interval)
     while True:
         report = _Report(target, ram, json_out)
-        _write("-", ("\n" if refreshes else "") + report.text())
+        write_output(STDOUT, ("\n" if refreshes else "") + report.text())
         refreshes += 1
         if count is not None and refreshes >= count:
             return
@@ -215,12 +210,12 @@ def mem_command(
     if refreshes is not None and interval is None:
         raise UsageError("--count needs --watch")
     json_out = check_output_path(json_path, "--json")
-    if json_out == "-" and interval is not None:
+    if json_out == STDOUT and interval is not None:
         raise UsageError("--json - cannot be combined with --watch (give a file: it is rewritten at every refresh)")
     target = _target(pid, pidfile, name)
     if interval is None:
         report = _Report(target, ram_bytes, json_out)
-        if json_out != "-":
+        if json_out != STDOUT:
             _show(report.text())
         return
     try:

@@ -10,6 +10,7 @@ background sampler for the length of a bench.
     snap = pounder.snapshot(server)
     print(snap.totals.footprint, snap.totals.max_child_uss)
     print(pounder.max_clients("4G", snap).max_clients)
+    print(pounder.procs.max_clients_from(4 << 30, shared=80 << 20, child_uss=20 << 20, child_rss=110 << 20))
 
     sampler = pounder.ServerSampler(server, interval_s=1.0)
     sampler.start()
@@ -18,8 +19,26 @@ background sampler for the length of a bench.
     print(report.server_cpu_s, report.private_growth_total)
 """
 
+from pounder._units import parse_ram, parse_size
 from pounder.procs._find import ServerGone, ServerTarget, TreeMember, discover, find_server, read_pidfile
-from pounder.procs._maxclients import MaxClients, default_ram_budget, max_clients, parse_ram, parse_size
+from pounder.procs._load_report import (
+    LOAD_SCHEMA,
+    ChildSummary,
+    MalformedReportError,
+    MemPoint,
+    PerRequest,
+    ServerLoadReport,
+    per_request,
+)
+from pounder.procs._maxclients import (
+    PAGE_SIZE,
+    ClientLimit,
+    MaxClients,
+    NoChildrenError,
+    default_ram_budget,
+    max_clients,
+    max_clients_from,
+)
 from pounder.procs._read import (
     ROLES,
     ProcessGone,
@@ -27,32 +46,27 @@ from pounder.procs._read import (
     Role,
     Rollup,
     mem_available,
+    mem_total,
     process_cpu_clock,
     read_process,
     read_rollup,
 )
 from pounder.procs._render import render_mem
-from pounder.procs._sampler import (
-    LOAD_SCHEMA,
-    ChildSummary,
-    MalformedReportError,
-    MemPoint,
-    PerRequest,
-    ServerLoadReport,
-    ServerSampler,
-    per_request,
-)
+from pounder.procs._sampler import ServerSampler
 from pounder.procs._snapshot import MEM_SCHEMA, PoolSnapshot, PoolTotals, read_members, snapshot
 from pounder.procs._status import StatusPoint, parse_status
 
 __all__ = [
     "LOAD_SCHEMA",
     "MEM_SCHEMA",
+    "PAGE_SIZE",
     "ROLES",
     "ChildSummary",
+    "ClientLimit",
     "MalformedReportError",
     "MaxClients",
     "MemPoint",
+    "NoChildrenError",
     "PerRequest",
     "PoolSnapshot",
     "PoolTotals",
@@ -70,7 +84,9 @@ __all__ = [
     "discover",
     "find_server",
     "max_clients",
+    "max_clients_from",
     "mem_available",
+    "mem_total",
     "parse_ram",
     "parse_size",
     "parse_status",

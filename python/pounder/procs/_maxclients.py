@@ -13,43 +13,54 @@ the more cautious of the two.
 The figure without any sharing, RAM / max child RSS, is given next to it: it is what a tool that
 sums RSS would conclude.
 
-Sizes: ``k``, ``M``, ``G``, ``T`` are powers of 1024 here (``512M`` = 512 MiB, ``4G`` = 4 GiB,
-``1.5GiB``), as RAM is sold and as ``free -h`` and ``top`` show it.
+The arithmetic is :func:`max_clients_from` (pure: numbers in, numbers out), used by ``pounder mem``
+(:func:`max_clients`, from a snapshot) and ``pounder tune`` (``memory_bound``, from its stored
+size measurement).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from pounder._errors import PounderError, UsageError
+from pounder._units import parse_ram
 from pounder.procs._read import mem_available
 from pounder.procs._snapshot import PoolSnapshot
 
-MIB = 1024 * 1024
 PAGE_SIZE = 4096
 SHARED_BASIS = "median child shared"
-_SIZE_RE = re.compile(r"(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?:(?P<prefix>[kKmMgGtT])(?:i?[bB])?|[bB])?")
-_PREFIX = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 
-def parse_size(text: str, what: str = "--ram") -> int:
-    """A size in bytes: ``512M``, ``4G``, ``1.5GiB``, ``4gb``, ``2048k``, ``1000000`` (a bare number
-    is bytes). Every prefix is a power of 1024 (``G`` = ``GiB`` = 2**30). Raises
-    :class:`~pounder.UsageError` for anything else."""
-    match = _SIZE_RE.fullmatch(text.strip())
-    if match is None:
-        raise UsageError(f"invalid {what} {text!r}: use e.g. 512M, 4G, 1.5GiB (k/M/G/T are powers of 1024)")
-    return round(float(match["num"]) * _PREFIX[(match["prefix"] or "").lower()])
+class NoChildrenError(PounderError):
+    """The server has no child process, so there is no child size to compute MaxClients from."""
+
+    reason = "the server has no child processes to measure"
+
+    def __init__(self) -> None:
+        super().__init__(f"cannot compute MaxClients: {self.reason}")
 
 
-def parse_ram(text: str, what: str = "--ram") -> int:
-    """:func:`parse_size` for a RAM budget: at least 1 MiB (``--ram 4`` is surely a missing unit)."""
-    size = parse_size(text, what)
-    if size < MIB:
-        raise UsageError(f"{what} {text!r} is less than 1 MiB: give a unit, e.g. 4G or 512M")
-    return size
+@dataclass(frozen=True)
+class ClientLimit:
+    """What :func:`max_clients_from` computed: ``ram``, the budget the counts are for (the RAM
+    less the safety margin, at least 0), and the two counts."""
+
+    ram: int
+    max_clients: int
+    max_clients_no_sharing: int
+
+
+def max_clients_from(ram: int, shared: int, child_uss: int, child_rss: int, safety_margin: int = 0) -> ClientLimit:
+    """MaxClients for ``ram`` bytes less ``safety_margin``: floor((budget - shared) / child USS),
+    and without sharing floor(budget / child RSS), both at least 0. A child is taken as at least
+    one page (no child runs in less)."""
+    budget = max(0, ram - safety_margin)
+    return ClientLimit(
+        ram=budget,
+        max_clients=max(0, (budget - shared) // max(child_uss, PAGE_SIZE)),
+        max_clients_no_sharing=max(0, budget // max(child_rss, PAGE_SIZE)),
+    )
 
 
 def default_ram_budget(snapshot: PoolSnapshot) -> tuple[int, int]:
@@ -90,7 +101,7 @@ class MaxClients:
 def max_clients(ram_bytes: int | str | None, snapshot: PoolSnapshot) -> MaxClients:
     """MaxClients for a RAM budget (bytes, or a size such as ``"4G"``; None: MemAvailable plus
     the server's own footprint) from a snapshot's measured child sizes. Raises
-    :class:`~pounder.PounderError` when the server has no children to measure."""
+    :class:`NoChildrenError` when the server has no children to measure."""
     totals = snapshot.totals
     if (
         totals.children == 0
@@ -98,7 +109,7 @@ def max_clients(ram_bytes: int | str | None, snapshot: PoolSnapshot) -> MaxClien
         or totals.max_child_rss is None
         or totals.median_child_shared is None
     ):
-        raise PounderError("cannot compute MaxClients: the server has no child processes to measure")
+        raise NoChildrenError
     available: int | None = None
     if ram_bytes is None:
         ram, available = default_ram_budget(snapshot)
@@ -108,19 +119,17 @@ def max_clients(ram_bytes: int | str | None, snapshot: PoolSnapshot) -> MaxClien
         if isinstance(ram, bool) or not isinstance(ram, int) or ram <= 0:
             raise UsageError(f"the RAM budget must be a positive number of bytes, got {ram_bytes!r}")
         source = "given"
-    shared = totals.median_child_shared
-    uss = max(totals.max_child_uss, PAGE_SIZE)  # no child runs in less than a page
-    rss = max(totals.max_child_rss, PAGE_SIZE)
+    limit = max_clients_from(ram, totals.median_child_shared, totals.max_child_uss, totals.max_child_rss)
     return MaxClients(
         ram=ram,
         ram_source=source,
         mem_available=available,
         footprint=totals.footprint,
-        shared=shared,
+        shared=totals.median_child_shared,
         shared_basis=SHARED_BASIS,
         max_child_uss=totals.max_child_uss,
         max_child_rss=totals.max_child_rss,
         children=totals.children,
-        max_clients=max(0, (ram - shared) // uss),
-        max_clients_no_sharing=ram // rss,
+        max_clients=limit.max_clients,
+        max_clients_no_sharing=limit.max_clients_no_sharing,
     )

@@ -249,14 +249,25 @@ def read_cpu(pid: int) -> tuple[float, float, float] | None:
     return cpu.user + cpu.system if own is None else own, cpu.children_user + cpu.children_system, create_time
 
 
-def mem_available() -> int:
-    """``MemAvailable`` from ``/proc/meminfo``, in bytes: what can still be allocated without
-    swapping (page cache that can be dropped included), not MemFree."""
+def _meminfo(key: bytes, needs: str) -> int:
+    """The ``key`` line of ``/proc/meminfo`` (``b"MemTotal"``), in bytes (the kernel gives kB);
+    ``needs`` is the kernel that has the line, named when it is missing."""
     try:
         with open("/proc/meminfo", "rb") as file:
             for line in file:
-                if line.startswith(b"MemAvailable:"):
+                if line.startswith(key + b":"):
                     return int(line.split()[1]) * 1024
     except OSError as error:
         raise PounderError(f"cannot read /proc/meminfo: {error.strerror}") from None
-    raise PounderError("no MemAvailable in /proc/meminfo (Linux 3.14 or later is needed)")
+    raise PounderError(f"no {key.decode()} in /proc/meminfo ({needs} is needed)")
+
+
+def mem_available() -> int:
+    """``MemAvailable`` from ``/proc/meminfo``, in bytes: what can still be allocated without
+    swapping (page cache that can be dropped included), not MemFree."""
+    return _meminfo(b"MemAvailable", "Linux 3.14 or later")
+
+
+def mem_total() -> int:
+    """``MemTotal`` from ``/proc/meminfo``, in bytes: the machine's usable RAM."""
+    return _meminfo(b"MemTotal", "Linux")

@@ -4,13 +4,13 @@ columns are separated by spaces and no cell contains a space, except the last on
 
 from __future__ import annotations
 
+from pounder._units import MIB
 from pounder._version import __version__
 from pounder.procs._find import ServerTarget
-from pounder.procs._maxclients import MaxClients
+from pounder.procs._maxclients import MaxClients, NoChildrenError
 from pounder.procs._read import ProcMem
 from pounder.procs._snapshot import PoolSnapshot
 
-MIB = 1024 * 1024
 COLUMNS: tuple[tuple[str, int], ...] = (
     # (header, width); a negative width is left-aligned
     ("pid", 8),
@@ -28,7 +28,8 @@ _LABEL = 30
 
 
 def mib(size: int | None) -> str:
-    """Bytes as MiB with one decimal ("40.3"); "-" for None."""
+    """Bytes as MiB with one decimal ("40.3", "4096.0"); "-" for None. No thousands separator
+    (``pounder._units.mib`` has one): a cell is a number a script can read as it is."""
     return "-" if size is None else f"{size / MIB:.1f}"
 
 
@@ -86,7 +87,7 @@ def _line(label: str, value: str) -> str:
 
 def _max_clients_lines(result: MaxClients | None, reason: str | None, children: int) -> list[str]:
     if result is None:
-        reason = reason or ("the server has no child processes to measure" if children == 0 else "not computed")
+        reason = reason or (NoChildrenError.reason if children == 0 else "not computed")
         return [_line("MaxClients", f"n/a ({reason})")]
     if result.ram_source == "given":
         budget = f"{mib(result.ram)} MiB (--ram)"

@@ -27,219 +27,18 @@ child was seen in the first sample; if the root itself exits, the accounting sto
 
 from __future__ import annotations
 
-import math
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
 
 from pounder._errors import PounderError, UsageError
-from pounder._records import Reader
-from pounder._version import __version__
-from pounder.procs._find import ServerGone, ServerTarget, discover, find_server
+from pounder._files import utc_timestamp
+from pounder.procs._find import ServerTarget, discover, find_server
+from pounder.procs._load_report import ChildSummary, MemPoint, ServerLoadReport
 from pounder.procs._read import ProcessGone, Role, process_cpu_clock, read_cpu, read_reading
 from pounder.procs._status import StatusError, StatusPoint, fetch_status, status_auto_url
 
-LOAD_SCHEMA = "pounder/server-load/1"
-SERIES_COLUMNS: tuple[str, ...] = ("t", "pid", "rss", "uss", "shared", "pss")
-STATUS_COLUMNS: tuple[str, ...] = ("t", "busy_workers", "idle_workers", "total_accesses")
 _PID_REUSE_SLACK_S = 0.5
-
-
-class MalformedReportError(PounderError):
-    """A server-load report dict does not have the expected shape."""
-
-
-@dataclass(frozen=True)
-class MemPoint:
-    """One process's memory at one sample, ``t`` seconds after the first sample (bytes)."""
-
-    t: float
-    pid: int
-    rss: int
-    uss: int
-    shared: int
-    pss: int
-
-
-@dataclass(frozen=True)
-class ChildSummary:
-    """One child (direct child of the root) over the window.
-
-    ``spawned``: first seen after the first sample; ``exited``: gone (or a zombie) at the last
-    sample. ``cpu_s``: its own CPU from the first sample (from its fork if spawned) to when it was
-    last seen. ``private_growth_bytes`` = last USS - first USS as read (None if read once or
-    never); the ``max_``/``min_`` fields are over the samples where it was read."""
-
-    pid: int
-    first_t: float
-    last_t: float
-    spawned: bool
-    exited: bool
-    cpu_s: float
-    first_uss: int | None
-    last_uss: int | None
-    private_growth_bytes: int | None
-    max_rss: int | None
-    max_uss: int | None
-    min_shared: int | None
-
-
-@dataclass(frozen=True)
-class PerRequest:
-    """A report's figures divided by the number of requests of the bench (None for 0 requests)."""
-
-    requests: int
-    server_cpu_us_per_request: float | None
-    private_growth_bytes_per_request: float | None
-
-
-@dataclass(frozen=True)
-class ServerLoadReport:
-    """What :class:`ServerSampler` measured. Times in seconds, sizes in bytes; ``t`` values are
-    seconds after the first sample. "Children" are the root's direct children.
-
-    ``private_growth_total`` sums ``last - first`` USS over the children read at both the first
-    and the last sample (a child recycled during the run starts again from its new size and is
-    not in the total); None when no child was present at both ends.
-    """
-
-    server_pid: int
-    started_at: str
-    interval_s: float
-    duration_s: float
-    samples: int
-    sampler_cpu_s: float
-    server_cpu_s: float
-    server_cpu_reaped_s: float
-    children_seen: int
-    children_spawned: int
-    children_exited: int
-    max_child_rss: int | None
-    max_child_uss: int | None
-    min_child_shared: int | None
-    private_growth_total: int | None
-    children: tuple[ChildSummary, ...]
-    series: tuple[MemPoint, ...]
-    status_url: str | None
-    status: tuple[StatusPoint, ...]
-    status_failures: int
-    skipped_reads: int
-    messages: tuple[str, ...]
-
-    @property
-    def private_growth_bytes(self) -> dict[int, int]:
-        """pid → last - first USS, for each child read at least twice."""
-        return {c.pid: c.private_growth_bytes for c in self.children if c.private_growth_bytes is not None}
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (``python/pounder/schemas/server-load.schema.json``); the time series are
-        stored as column names plus rows of numbers."""
-        plain = {f.name: getattr(self, f.name) for f in fields(self)}
-        plain["children"] = [asdict(child) for child in self.children]
-        plain["series"] = {"columns": list(SERIES_COLUMNS), "rows": [list(_row(p)) for p in self.series]}
-        plain["status"] = {"columns": list(STATUS_COLUMNS), "rows": [list(_row(p)) for p in self.status]}
-        plain["messages"] = list(self.messages)
-        return {"schema": LOAD_SCHEMA, "tool_version": __version__, **plain}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ServerLoadReport:
-        """Read back what :meth:`to_dict` wrote. Raises :class:`MalformedReportError`."""
-        data = _as_dict(data, "the report")
-        if data.get("schema") != LOAD_SCHEMA:
-            raise MalformedReportError(f"'schema' is {data.get('schema')!r}, expected {LOAD_SCHEMA!r}")
-        special: dict[str, Callable[[object, str], Any]] = {
-            "children": lambda v, k: tuple(
-                _record(ChildSummary, item, f"{k}[{i}]") for i, item in enumerate(_as_list(v, k))
-            ),
-            "series": lambda v, k: _table(MemPoint, SERIES_COLUMNS, v, k),
-            "status": lambda v, k: _table(StatusPoint, STATUS_COLUMNS, v, k),
-            "messages": lambda v, k: tuple(_as_str(item, k) for item in _as_list(v, k)),
-        }
-        return _record(cls, data, "report", **special)  # type: ignore[no-any-return]
-
-
-def _row(point: MemPoint | StatusPoint) -> tuple[Any, ...]:
-    return tuple(getattr(point, f.name) for f in fields(point))
-
-
-def per_request(report: ServerLoadReport, requests: int) -> PerRequest:
-    """Server CPU (microseconds) and pool private-memory growth (bytes) per request."""
-    if isinstance(requests, bool) or not isinstance(requests, int) or requests < 0:
-        raise UsageError(f"requests must be a whole number >= 0, got {requests!r}")
-    if requests == 0:
-        return PerRequest(0, None, None)
-    growth = report.private_growth_total
-    return PerRequest(
-        requests=requests,
-        server_cpu_us_per_request=report.server_cpu_s * 1e6 / requests,
-        private_growth_bytes_per_request=None if growth is None else growth / requests,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading a report back
-
-
-_READ = Reader(MalformedReportError)
-_as_dict, _as_list, _as_str = _READ.as_dict, _READ.as_list, _READ.as_str
-
-
-def _as_number(value: object, key: str, kind: str) -> int | float | None:
-    nullable = kind.endswith("| None")
-    if value is None and nullable:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise MalformedReportError(f"'{key}' must be a number, got {value!r}")
-    if kind.startswith("int"):
-        if isinstance(value, float) and not value.is_integer():
-            raise MalformedReportError(f"'{key}' must be a whole number, got {value!r}")
-        return int(value)
-    return float(value)
-
-
-def _convert(kind: str, value: object, key: str) -> Any:
-    if kind.startswith(("int", "float")):
-        return _as_number(value, key, kind)
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise MalformedReportError(f"'{key}' must be true or false, got {value!r}")
-        return value
-    if kind == "str":
-        return _as_str(value, key)
-    if kind == "str | None":
-        return None if value is None else _as_str(value, key)
-    raise MalformedReportError(f"'{key}': unsupported field type {kind}")  # pragma: no cover
-
-
-def _record(cls: type[Any], value: object, key: str, **special: Callable[[object, str], Any]) -> Any:
-    data = _as_dict(value, key)
-    values = {}
-    for f in fields(cls):
-        if f.name not in data:
-            raise MalformedReportError(f"missing '{key}.{f.name}'")
-        raw = data[f.name]
-        convert = special.get(f.name)
-        values[f.name] = convert(raw, f"{key}.{f.name}") if convert else _convert(str(f.type), raw, f"{key}.{f.name}")
-    return cls(**values)
-
-
-def _table(cls: type[Any], columns: Sequence[str], value: object, key: str) -> tuple[Any, ...]:
-    data = _as_dict(value, key)
-    if _as_list(data.get("columns"), f"{key}.columns") != list(columns):
-        raise MalformedReportError(f"'{key}.columns' must be {list(columns)}")
-    rows = []
-    for index, row in enumerate(_as_list(data.get("rows"), f"{key}.rows")):
-        items = _as_list(row, f"{key}.rows[{index}]")
-        if len(items) != len(columns):
-            raise MalformedReportError(f"'{key}.rows[{index}]' must have {len(columns)} values")
-        rows.append(_record(cls, dict(zip(columns, items, strict=True)), f"{key}.rows[{index}]"))
-    return tuple(rows)
-
-
-# ---------------------------------------------------------------------------------------------
-# Sampling
 
 
 @dataclass
@@ -312,7 +111,7 @@ class ServerSampler:
         self._state = _State()
         self._sampler_cpu = 0.0
         self._t0 = 0.0
-        self._wall0 = 0.0
+        self._started_at = ""
         self._report: ServerLoadReport | None = None
 
     @property
@@ -325,7 +124,7 @@ class ServerSampler:
         if self._thread is not None or self._report is not None:
             raise PounderError("this ServerSampler was already started")
         self._t0 = time.monotonic()
-        self._wall0 = time.time()
+        self._started_at = utc_timestamp()
         self._sample_timed(first=True)
         self._thread = threading.Thread(target=self._run, name="pounder-server-sampler", daemon=True)
         self._thread.start()
@@ -490,7 +289,7 @@ class ServerSampler:
             ]
             return ServerLoadReport(
                 server_pid=self._target.pid,
-                started_at=_iso(self._wall0),
+                started_at=self._started_at,
                 interval_s=self._interval,
                 duration_s=round(max(0.0, state.last_t), 6),
                 samples=state.samples,
@@ -534,20 +333,3 @@ class ServerSampler:
             min_shared=track.min_shared,
         )
 
-
-def _iso(epoch: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
-
-
-__all__ = [
-    "LOAD_SCHEMA",
-    "ChildSummary",
-    "MalformedReportError",
-    "MemPoint",
-    "PerRequest",
-    "ServerGone",
-    "ServerLoadReport",
-    "ServerSampler",
-    "StatusPoint",
-    "per_request",
-]

@@ -25,8 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pounder.procs import max_clients_from
+
 MIB = 1024 * 1024
-PAGE_SIZE = 4096
 LEAK_BYTES_PER_REQUEST = 512
 """Growth per request (per child) below which no leak is called: allocator noise (a few pages per
 child over the measurement) stays under it."""
@@ -119,17 +120,16 @@ class MemoryBound:
 def memory_bound(measure: Summary, ram: int | None, safety_margin: int) -> MemoryBound:
     """MaxClients from the sizes at the end of the size measurement (after K requests per child)."""
     end = measure["end"]
+    shared, child_uss, child_rss = int(end["median_shared"]), int(end["max_uss"]), int(end["max_rss"])
     if ram is None:
-        ram = max(0, int(measure["mem_available"]) + int(end["footprint"]) - safety_margin)
+        ram = int(measure["mem_available"]) + int(end["footprint"])
         source = "MemAvailable + server footprint - safety margin"
-    else:
-        source = "given"
-    shared = int(end["median_shared"])
-    uss = max(int(end["max_uss"]), PAGE_SIZE)
-    rss = max(int(end["max_rss"]), PAGE_SIZE)
+    else:  # a given budget is taken as it is: the safety margin is for the default one only
+        safety_margin, source = 0, "given"
+    limit = max_clients_from(ram, shared, child_uss, child_rss, safety_margin)
     return MemoryBound(
-        ram=ram, ram_source=source, shared=shared, child_uss=int(end["max_uss"]), child_rss=int(end["max_rss"]),
-        max_clients=max(0, (ram - shared) // uss), max_clients_no_sharing=max(0, ram // rss),
+        ram=limit.ram, ram_source=source, shared=shared, child_uss=child_uss, child_rss=child_rss,
+        max_clients=limit.max_clients, max_clients_no_sharing=limit.max_clients_no_sharing,
         parent_uss=int(measure["parent"]["uss"]))
 
 

@@ -1,0 +1,161 @@
+"""What :class:`~pounder.procs.ServerSampler` measured during a bench (:class:`ServerLoadReport`,
+schema ``pounder/server-load/1``), read back from JSON, and its figures per request."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from pounder._errors import PounderError, UsageError
+from pounder._records import Reader
+from pounder._version import __version__
+from pounder.procs._status import StatusPoint
+
+LOAD_SCHEMA = "pounder/server-load/1"
+SERIES_COLUMNS: tuple[str, ...] = ("t", "pid", "rss", "uss", "shared", "pss")
+STATUS_COLUMNS: tuple[str, ...] = ("t", "busy_workers", "idle_workers", "total_accesses")
+
+
+class MalformedReportError(PounderError):
+    """A server-load report dict does not have the expected shape."""
+
+
+@dataclass(frozen=True)
+class MemPoint:
+    """One process's memory at one sample, ``t`` seconds after the first sample (bytes)."""
+
+    t: float
+    pid: int
+    rss: int
+    uss: int
+    shared: int
+    pss: int
+
+
+@dataclass(frozen=True)
+class ChildSummary:
+    """One child (direct child of the root) over the window.
+
+    ``spawned``: first seen after the first sample; ``exited``: gone (or a zombie) at the last
+    sample. ``cpu_s``: its own CPU from the first sample (from its fork if spawned) to when it was
+    last seen. ``private_growth_bytes`` = last USS - first USS as read (None if read once or
+    never); the ``max_``/``min_`` fields are over the samples where it was read."""
+
+    pid: int
+    first_t: float
+    last_t: float
+    spawned: bool
+    exited: bool
+    cpu_s: float
+    first_uss: int | None
+    last_uss: int | None
+    private_growth_bytes: int | None
+    max_rss: int | None
+    max_uss: int | None
+    min_shared: int | None
+
+
+@dataclass(frozen=True)
+class PerRequest:
+    """A report's figures divided by the number of requests of the bench (None for 0 requests)."""
+
+    requests: int
+    server_cpu_us_per_request: float | None
+    private_growth_bytes_per_request: float | None
+
+
+@dataclass(frozen=True)
+class ServerLoadReport:
+    """What :class:`ServerSampler` measured. Times in seconds, sizes in bytes; ``t`` values are
+    seconds after the first sample. "Children" are the root's direct children.
+
+    ``private_growth_total`` sums ``last - first`` USS over the children read at both the first
+    and the last sample (a child recycled during the run starts again from its new size and is
+    not in the total); None when no child was present at both ends.
+    """
+
+    server_pid: int
+    started_at: str
+    interval_s: float
+    duration_s: float
+    samples: int
+    sampler_cpu_s: float
+    server_cpu_s: float
+    server_cpu_reaped_s: float
+    children_seen: int
+    children_spawned: int
+    children_exited: int
+    max_child_rss: int | None
+    max_child_uss: int | None
+    min_child_shared: int | None
+    private_growth_total: int | None
+    children: tuple[ChildSummary, ...]
+    series: tuple[MemPoint, ...]
+    status_url: str | None
+    status: tuple[StatusPoint, ...]
+    status_failures: int
+    skipped_reads: int
+    messages: tuple[str, ...]
+
+    @property
+    def private_growth_bytes(self) -> dict[int, int]:
+        """pid → last - first USS, for each child read at least twice."""
+        return {c.pid: c.private_growth_bytes for c in self.children if c.private_growth_bytes is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (``python/pounder/schemas/server-load.schema.json``); the time series are
+        stored as column names plus rows of numbers."""
+        plain = {f.name: getattr(self, f.name) for f in fields(self)}
+        plain["children"] = [asdict(child) for child in self.children]
+        plain["series"] = {"columns": list(SERIES_COLUMNS), "rows": [list(_row(p)) for p in self.series]}
+        plain["status"] = {"columns": list(STATUS_COLUMNS), "rows": [list(_row(p)) for p in self.status]}
+        plain["messages"] = list(self.messages)
+        return {"schema": LOAD_SCHEMA, "tool_version": __version__, **plain}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ServerLoadReport:
+        """Read back what :meth:`to_dict` wrote. Raises :class:`MalformedReportError`."""
+        data = _READ.as_dict(data, "the report")
+        if data.get("schema") != LOAD_SCHEMA:
+            raise MalformedReportError(f"'schema' is {data.get('schema')!r}, expected {LOAD_SCHEMA!r}")
+        missing = next((f.name for f in fields(cls) if f.name not in data), None)
+        if missing is not None:  # the fields read by a converter are required too
+            raise MalformedReportError(f"missing 'report.{missing}'")
+        return _READ.record(  # type: ignore[no-any-return]
+            cls, data, "report", children=_children, series=_series, status=_status, messages=_messages
+        )
+
+
+def _row(point: MemPoint | StatusPoint) -> tuple[Any, ...]:
+    return tuple(getattr(point, f.name) for f in fields(point))
+
+
+def per_request(report: ServerLoadReport, requests: int) -> PerRequest:
+    """Server CPU (microseconds) and pool private-memory growth (bytes) per request."""
+    if isinstance(requests, bool) or not isinstance(requests, int) or requests < 0:
+        raise UsageError(f"requests must be a whole number >= 0, got {requests!r}")
+    if requests == 0:
+        return PerRequest(0, None, None)
+    growth = report.private_growth_total
+    return PerRequest(
+        requests=requests,
+        server_cpu_us_per_request=report.server_cpu_s * 1e6 / requests,
+        private_growth_bytes_per_request=None if growth is None else growth / requests,
+    )
+
+
+_READ = Reader(MalformedReportError)
+_children = _READ.list_of(lambda value, key: _READ.record(ChildSummary, value, key))
+
+
+def _series(value: object, key: str) -> tuple[MemPoint, ...]:
+    return _READ.table(MemPoint, SERIES_COLUMNS, value, key)
+
+
+def _status(value: object, key: str) -> tuple[StatusPoint, ...]:
+    return _READ.table(StatusPoint, STATUS_COLUMNS, value, key)
+
+
+def _messages(value: object, key: str) -> tuple[str, ...]:
+    return tuple(_READ.as_str(item, key) for item in _READ.as_list(value, key))
