@@ -121,15 +121,8 @@ def max_clients(ram_bytes: int | str | None, snapshot: PoolSnapshot) -> MaxClien
         source = "given"
     limit = max_clients_from(ram, totals.median_child_shared, totals.max_child_uss, totals.max_child_rss)
     return MaxClients(
-        ram=ram,
-        ram_source=source,
-        mem_available=available,
-        footprint=totals.footprint,
-        shared=totals.median_child_shared,
-        shared_basis=SHARED_BASIS,
-        max_child_uss=totals.max_child_uss,
-        max_child_rss=totals.max_child_rss,
-        children=totals.children,
-        max_clients=limit.max_clients,
-        max_clients_no_sharing=limit.max_clients_no_sharing,
-    )
+        ram=ram, ram_source=source, mem_available=available, footprint=totals.footprint,
+        shared=totals.median_child_shared, shared_basis=SHARED_BASIS,
+        max_child_uss=totals.max_child_uss, max_child_rss=totals.max_child_rss, children=totals.children,
+        max_clients=limit.max_clients, max_clients_no_sharing=limit.max_clients_no_sharing,
+    )  # fmt: skip

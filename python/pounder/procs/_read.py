@@ -194,21 +194,11 @@ def read_reading(pid: int, role: Role, ppid: int | None = None) -> Reading:
         raise _permission_error(f"/proc/{pid}/stat") from None
     rollup = read_rollup(pid)
     mem = ProcMem(
-        pid=pid,
-        ppid=real_ppid if ppid is None else ppid,
-        role=role,
-        name=name,
-        vsz=vsz,
-        rss=rollup.rss,
-        shared=rollup.shared,
-        private=rollup.uss,
-        pss=rollup.pss,
-        swap=rollup.swap,
-        cpu_user_s=cpu.user,
-        cpu_system_s=cpu.system,
-        children_cpu_s=cpu.children_user + cpu.children_system,
+        pid=pid, ppid=real_ppid if ppid is None else ppid, role=role, name=name,
+        vsz=vsz, rss=rollup.rss, shared=rollup.shared, private=rollup.uss, pss=rollup.pss, swap=rollup.swap,
+        cpu_user_s=cpu.user, cpu_system_s=cpu.system, children_cpu_s=cpu.children_user + cpu.children_system,
         age_s=max(0.0, time.time() - create_time),
-    )
+    )  # fmt: skip
     return Reading(mem, create_time)
 
 

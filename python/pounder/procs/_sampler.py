@@ -319,17 +319,10 @@ class ServerSampler:
         if track.first_uss is not None and track.last_uss is not None and read_twice:
             growth = track.last_uss - track.first_uss
         return ChildSummary(
-            pid=track.pid,
-            first_t=round(track.first_t, 3),
-            last_t=round(track.last_t, 3),
-            spawned=track.first_sample > 0,
-            exited=track.last_sample != last or track.zombie,
+            pid=track.pid, first_t=round(track.first_t, 3), last_t=round(track.last_t, 3),
+            spawned=track.first_sample > 0, exited=track.last_sample != last or track.zombie,
             cpu_s=round(max(0.0, track.last_own - track.first_own), 6),
-            first_uss=track.first_uss,
-            last_uss=track.last_uss,
-            private_growth_bytes=growth,
-            max_rss=track.max_rss,
-            max_uss=track.max_uss,
-            min_shared=track.min_shared,
-        )
+            first_uss=track.first_uss, last_uss=track.last_uss, private_growth_bytes=growth,
+            max_rss=track.max_rss, max_uss=track.max_uss, min_shared=track.min_shared,
+        )  # fmt: skip
 
