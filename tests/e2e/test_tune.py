@@ -271,8 +271,8 @@ def test_memory_floor_stops_the_step_and_the_server(tmp_path: Path) -> None:
 @pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
 def test_memory_floor_stops_a_running_step(tmp_path: Path) -> None:
     """The floor is watched while the load runs: a 10 s step ends long before its time."""
+    from pounder.pool import Runner
     from pounder.tune import GunicornAdapter, MemoryFloorError, PoolParams
-    from pounder.tune._measure import Runner
 
     runner = Runner(GunicornAdapter("wsgi_app:app", pythonpath=str(APPS_DIR)), tmp_path / "servers", "/", 0, 10.0)
     with runner.started(PoolParams(2)) as server:

@@ -16,8 +16,7 @@ import pytest
 
 import pounder
 from pounder.compare import Variant, compare
-from pounder.experiment import load_experiment
-from pounder.experiment._run import run_experiment
+from pounder.experiment import load_experiment, run_experiment
 from pounder.report import render_report
 from pounder.servers import gunicorn_missing
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from pounder import BenchResult, BenchSpec
-from pounder.procs import snapshot
+from pounder.pool import child_sizes
+from pounder.procs import PAGE_SIZE, snapshot
 from pounder.tune._analysis import (
     BURST_FACTOR,
     COW_BROKEN,
@@ -22,7 +23,6 @@ from pounder.tune._analysis import (
     LEAK_MIN_TOTAL,
     LEAK_STILL_GROWING,
     LOSS_NOISE,
-    PAGE_SIZE,
     ChildrenChoice,
     MemoryBound,
     advice,
@@ -41,7 +41,7 @@ from pounder.tune._analysis import (
     sweep_counts,
     sweep_done,
 )
-from pounder.tune._session import _load_summary, _sizes
+from pounder.tune._session import _load_summary
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 KIB = 1024
@@ -53,7 +53,7 @@ MIB = 1024 * 1024
 
 def sizes(*, max_uss: int = 20 * MIB, median_uss: int | None = None, median_shared: int = 30 * MIB,
           max_rss: int | None = None, footprint: int = 150 * MIB, children: int = 4) -> dict[str, Any]:
-    """``_session._sizes``: one snapshot's figures."""
+    """``pounder.pool.child_sizes``: one snapshot's figures."""
     return {
         "children": children,
         "max_uss": max_uss,
@@ -138,7 +138,7 @@ def bound(ram: int = 1024 * MIB, *, shared: int = 100 * MIB, child_uss: int = 20
 
 
 def test_summaries_have_the_session_keys() -> None:
-    """The helpers above make what the session makes: ``_sizes`` of a real snapshot, and
+    """The helpers above make what the session makes: ``child_sizes`` of a real snapshot, and
     ``_load_point``'s keys around ``_load_summary`` of a real bench result."""
     spec = BenchSpec.from_options("http://127.0.0.1:8080/", connections=4, duration=3.0, keepalive=False,
                                   timeout=30.0, threads=1)
@@ -147,7 +147,7 @@ def test_summaries_have_the_session_keys() -> None:
                                      server=None)
     point_keys = {"children", "max_requests", "connections", "warmed", "respawns"}
     assert set(load_summary(4, 100.0)) == point_keys | set(_load_summary(result))
-    assert set(sizes()) == set(_sizes(snapshot(os.getpid())))
+    assert set(sizes()) == set(child_sizes(snapshot(os.getpid())))
     assert set(second(0, 1)) == {"second", "complete", "p99_us"}
 
 

@@ -25,7 +25,9 @@ import jsonschema
 import pytest
 
 from pounder import BenchResult, BenchSpec
+from pounder._files import utc_timestamp
 from pounder._version import __version__
+from pounder.pool import child_sizes, growth_per_request
 from pounder.procs import PoolSnapshot, ServerLoadReport, ServerSampler, mem_available, snapshot
 from pounder.tune import (
     POINT_SCHEMA,
@@ -61,7 +63,7 @@ from pounder.tune._analysis import (
     sweep_counts,
     sweep_done,
 )
-from pounder.tune._session import _growth_per_request, _load_summary, _now, _sizes
+from pounder.tune._session import _load_summary
 from proctree import TreeFactory
 from schemas import schema, validate, validate_results_dir
 
@@ -113,7 +115,7 @@ def bench(measured: Measured, connections: int, *, requests: int | None = None) 
     spec = BenchSpec.from_options("http://127.0.0.1:8080/", connections=connections, requests=requests,
                                   duration=None if requests else 3.0, keepalive=False, timeout=30.0, threads=1)
     return BenchResult.from_engine((DATA / "engine_result.json").read_text(), options=spec.run_options(),
-                                   started_at=_now(), interrupted=False, tool_version=__version__,
+                                   started_at=utc_timestamp(), interrupted=False, tool_version=__version__,
                                    server=measured.report)
 
 
@@ -135,12 +137,12 @@ def sizes_measurement(measured: Measured, adapter: Adapter, params: PoolParams) 
         "preload": adapter.with_preload(params),
         "parent": {"rss": end.parent.rss, "uss": end.parent.private, "shared": end.parent.shared,
                    "pss": end.parent.pss},
-        "cold": _sizes(cold), "warm": _sizes(warm), "mid": _sizes(mid), "end": _sizes(end),
+        "cold": child_sizes(cold), "warm": child_sizes(warm), "mid": child_sizes(mid), "end": child_sizes(end),
         "requests_first": done_first,
         "requests_second": done_second,
         "failed": first.requests.failed + second.requests.failed,
-        "growth_first": _growth_per_request(warm, mid, done_first),
-        "growth_second": _growth_per_request(mid, end, done_second),
+        "growth_first": growth_per_request(warm, mid, done_first),
+        "growth_second": growth_per_request(mid, end, done_second),
         "sharing": end.totals.median_sharing,
         "mem_available": mem_available(),
     }

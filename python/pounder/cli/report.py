@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from pounder._errors import UsageError
+from pounder._files import check_output_path
 from pounder.cli._common import option
-from pounder.load._spec import check_output_path
 
 REPORT_HELP = "\n\n".join([
     "Make one self-contained HTML page (inline SVG charts and CSS, nothing fetched when viewed) from results "

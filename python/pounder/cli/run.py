@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from pounder.cli._common import check_report_path, measured_run, option, report_option, write_html_report
-from pounder.experiment import load_experiment
-from pounder.tune._store import ResultsDir
+from pounder.experiment import load_experiment, run_experiment
+from pounder.pool import ResultsDir
 
 RUN_HELP = "\n\n".join([
     "Run an experiment file: a server (apache, gunicorn, starman, command, or plain URLs), its variants "
@@ -35,8 +35,6 @@ def run_command(
     quick: Annotated[bool, QUICK] = False,
     report: Annotated[str | None, REPORT] = None,
 ) -> int:
-    from pounder.experiment._run import run_experiment
-
     exp = load_experiment(experiment)
     where = results if results is not None else f"pounder-run-{exp.path.stem}-{datetime.now():%Y%m%d-%H%M%S}"
     ResultsDir.check_new(where)

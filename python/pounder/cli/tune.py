@@ -1,6 +1,6 @@
 """``pounder tune``: start the real server, sweep its five parameters, recommend a configuration.
 
-The command maps flags to an adapter (:mod:`pounder.tune._adapters`) and
+The command maps flags to an adapter (:func:`pounder.pool.make_adapter`) and
 :func:`pounder.tune.make_options`, then runs :func:`pounder.tune.tune` (or ``resume``); the steps
 and the rules live in ``pounder.tune``.
 """
@@ -16,26 +16,13 @@ from typing import Annotated
 import typer
 
 from pounder._errors import UsageError
+from pounder._units import parse_count
 from pounder.cli._common import check_report_path, measured_run, option, report_option, write_html_report
 from pounder.cli._progress import live_status
-from pounder.load._bench import Progress
-from pounder.tune import (
-    Adapter,
-    ApacheAdapter,
-    CommandAdapter,
-    GunicornAdapter,
-    ResultsDir,
-    StarmanAdapter,
-    TuneResult,
-    demo_adapter,
-    make_options,
-    open_run,
-    render_tune,
-    resume,
-    tune,
-)
+from pounder.load import Progress
+from pounder.pool import KINDS, Adapter, ResultsDir, demo_adapter, make_adapter
+from pounder.tune import TuneResult, make_options, open_run, render_tune, resume, tune
 
-SERVERS = ("apache", "gunicorn", "starman", "command")
 _SERVER = "Server"
 _RUN = "Run"
 _GOALS = "Goals"
@@ -104,34 +91,22 @@ def _adapter(server: str | None, target: str | None, *, pythonpath: str | None, 
              env: dict[str, str], stop_signal: str | None) -> Adapter:
     if server is None or target is None:
         raise UsageError("give SERVER TARGET (e.g. 'gunicorn app:app' or 'apache httpd.conf'), --demo or --resume DIR")
-    if server not in SERVERS:
-        raise UsageError(f"unknown server {server!r}: use one of {', '.join(SERVERS)}")
+    if server not in KINDS:
+        raise UsageError(f"unknown server {server!r}: use one of {', '.join(KINDS)}")
     if stop_signal is not None and server != "command":
         raise UsageError("--stop-signal is for the command server only")
     if pythonpath is not None and server != "gunicorn":
         raise UsageError("--pythonpath is for gunicorn only")
     if preload is not None and server not in ("gunicorn", "starman"):
         raise UsageError("--preload is for gunicorn and starman (Apache preloads with PerlRequire in its conf)")
-    if server == "gunicorn":
-        return GunicornAdapter(target, pythonpath=pythonpath, preload=bool(preload), env=env)
-    if server == "starman":
-        return StarmanAdapter(target, preload=bool(preload), env=env)
-    if server == "apache":
-        if env:
-            raise UsageError("--env is not supported for apache (use SetEnv / PerlSetEnv in the conf)")
-        return ApacheAdapter(target)
-    return CommandAdapter(target, env=env, stop_signal=stop_signal or "TERM")
+    if env and server == "apache":
+        raise UsageError("--env is not supported for apache (use SetEnv / PerlSetEnv in the conf)")
+    return make_adapter(server, target, pythonpath=pythonpath, preload=bool(preload), env=env,
+                        stop_signal=stop_signal or "TERM")
 
 
 def _int(text: str | None, what: str) -> int | None:
-    if text is None:
-        return None
-    cleaned = text.strip().lower()
-    scale = 1000 if cleaned.endswith("k") else 1
-    try:
-        return int(cleaned.removesuffix("k")) * scale
-    except ValueError:
-        raise UsageError(f"invalid {what} {text!r}: expected a whole number") from None
+    return None if text is None else parse_count(text, what)
 
 
 @contextmanager

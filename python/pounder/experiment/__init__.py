@@ -1,6 +1,7 @@
 """Experiment files (``pounder run EXPERIMENT.toml``): a server, its variants and the loads to
 compare them under, in a small TOML format (see :mod:`pounder.experiment._file`); the classic
-experiments ship under ``examples/experiments/``."""
+experiments ship under ``examples/experiments/``. :func:`run_experiment` runs one on the servers
+of :mod:`pounder.pool`."""
 
 from pounder.experiment._file import (
     Experiment,
@@ -10,5 +11,16 @@ from pounder.experiment._file import (
     VariantSpec,
     load_experiment,
 )
+from pounder.experiment._run import EXPERIMENT_SCHEMA, ExperimentResult, run_experiment
 
-__all__ = ["Experiment", "ExperimentError", "LoadSpec", "ServerSpec", "VariantSpec", "load_experiment"]
+__all__ = [
+    "EXPERIMENT_SCHEMA",
+    "Experiment",
+    "ExperimentError",
+    "ExperimentResult",
+    "LoadSpec",
+    "ServerSpec",
+    "VariantSpec",
+    "load_experiment",
+    "run_experiment",
+]

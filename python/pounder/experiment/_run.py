@@ -16,29 +16,19 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pounder._files import utc_timestamp
+from pounder._units import MIB
 from pounder._version import __version__
 from pounder.compare import CompareResult, TrialCallback, Variant, compare, render_compare
 from pounder.experiment._file import Experiment, LoadSpec, VariantSpec
-from pounder.procs import PoolSnapshot
+from pounder.pool import Adapter, PoolParams, ResultsDir, Runner, make_adapter, pool_memory, write_file, write_json
 from pounder.servers import ManagedServer
 from pounder.syscalls import SyscallReport, trace_syscalls
-from pounder.tune._adapters import (
-    Adapter,
-    ApacheAdapter,
-    CommandAdapter,
-    GunicornAdapter,
-    PoolParams,
-    StarmanAdapter,
-)
-from pounder.tune._measure import Runner
-from pounder.tune._store import ResultsDir, write_json, write_text
 
 EXPERIMENT_SCHEMA = "pounder/experiment/1"
-MIB = 1024 * 1024
 MEMORY_FLOOR = 256 * MIB
 SYSCALL_REQUESTS = 200
 STAT_CALLS = frozenset({"stat", "lstat", "newfstatat", "fstatat64", "statx", "stat64", "lstat64"})
@@ -49,27 +39,12 @@ QUICK_DURATION = "1s"
 Log = Callable[[str], None]
 
 
-def _sizes(snap: PoolSnapshot) -> dict[str, Any]:
-    totals = snap.totals
-    return {"children": totals.children, "max_child_uss": totals.max_child_uss,
-            "median_child_shared": totals.median_child_shared, "max_child_rss": totals.max_child_rss,
-            "footprint": totals.footprint, "parent_rss": snap.parent.rss}
-
-
 def _adapter(exp: Experiment, variant: VariantSpec) -> Adapter:
     server = exp.server
-    env = {**server.env, **variant.env}
-    preload = server.preload if variant.preload is None else variant.preload
-    if server.adapter == "apache":
-        return ApacheAdapter(server.conf, extra_conf=variant.config)
-    if server.adapter == "gunicorn":
-        assert server.app is not None
-        return GunicornAdapter(server.app, pythonpath=server.pythonpath, preload=preload, env=env)
-    if server.adapter == "starman":
-        assert server.psgi is not None
-        return StarmanAdapter(server.psgi, preload=preload, env=env)
-    assert server.command is not None
-    return CommandAdapter(server.command, env=env)
+    target = {"apache": server.conf, "gunicorn": server.app, "starman": server.psgi}.get(server.adapter, server.command)
+    return make_adapter(server.adapter, target, pythonpath=server.pythonpath,
+                        preload=server.preload if variant.preload is None else variant.preload,
+                        env={**server.env, **variant.env}, extra_conf=variant.config)
 
 
 @dataclass
@@ -129,7 +104,7 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
     folder.mkdir(parents=True, exist_ok=True)
     write_json(folder / "experiment.json", {
         "schema": EXPERIMENT_SCHEMA, "tool_version": __version__,
-        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "started_at": utc_timestamp("seconds"),
         "quick": quick, "experiment": exp.to_dict()})
     comparisons: list[tuple[LoadSpec, CompareResult]] = []
     memory: dict[str, dict[str, Any]] = {}
@@ -159,7 +134,7 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
                 for variant in members:
                     runner.path = str(variant.path)
                     runner.warm(server)
-                sizes = _sizes(runner.snapshot(server))
+                sizes = pool_memory(runner.snapshot(server))
                 for variant in members:
                     memory[variant.label] = {"warm": sizes}
         variants = [Variant(label=v.label, url=urls[v.label][0], server_pid=urls[v.label][1]) for v in exp.variants]
@@ -169,7 +144,7 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
             comparisons.append((load, result))
             write_json(folder / f"load-{index}.json", result.to_dict())
         for members, runner, server in runners:
-            sizes = _sizes(runner.snapshot(server))
+            sizes = pool_memory(runner.snapshot(server))
             for variant in members:
                 memory[variant.label]["after"] = sizes
         if "syscalls" in exp.record:
@@ -182,7 +157,7 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
         if memory:
             write_json(folder / "memory.json", {"schema": "pounder/experiment-memory/1", "variants": memory})
     outcome = ExperimentResult(exp, comparisons, memory, folder, syscalls)
-    write_text(folder / "summary.txt", outcome.render())
+    write_file(folder / "summary.txt", outcome.render())
     return outcome
 
 

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from pounder._errors import PounderError, UsageError
-from pounder.compare._trials import SCHEMA as COMPARE_SCHEMA
-from pounder.load._result import SCHEMA as BENCH_SCHEMA
-from pounder.load._result import BenchResult, MalformedResultError
+from pounder._files import write_atomic
+from pounder.compare import SCHEMA as COMPARE_SCHEMA
+from pounder.load import SCHEMA as BENCH_SCHEMA
+from pounder.load import BenchResult, MalformedResultError
 from pounder.report._html import ReportError, Section, page
 
 
@@ -134,13 +135,13 @@ def _title(found: Sequence[tuple[Path, str, Any]]) -> str:
 
 def write_report(paths: Sequence[Result], out: str | os.PathLike[str],
                  title: str | None = None) -> Path:
-    """Write the page for ``paths`` to ``out`` (atomically); returns the path written."""
-    from pounder.tune._store import write_text
-
+    """Write the page for ``paths`` to ``out`` (atomically, its directory created if need be);
+    returns the path written."""
     target = Path(out)
     text = render_report(paths, title)
     try:
-        write_text(target, text)
+        target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise PounderError(f"cannot write {target}: {error.strerror or error}") from None
+    write_atomic(target, text)
     return target

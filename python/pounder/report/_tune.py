@@ -28,11 +28,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pounder._errors import PounderError
+from pounder._units import KIB, MIB, mib
+from pounder.pool import ADAPTERS, RESULT_SCHEMA, TUNE_SCHEMA, ResultsDir, adapter_from_dict
 from pounder.report._html import ReportError, Section, bullets, chart, esc, label_axes, paragraph, pre, table
-from pounder.tune._adapters import ApacheAdapter, CommandAdapter, GunicornAdapter, StarmanAdapter, adapter_from_dict
-from pounder.tune._analysis import (
+from pounder.tune import (
     BURST_FACTOR,
     burst_seconds,
+    describe_point,
     growth,
     measured_loss,
     memory_bound,
@@ -40,30 +42,21 @@ from pounder.tune._analysis import (
     respawn_cost,
     steady_p99_us,
 )
-from pounder.tune._session import describe_point
-from pounder.tune._store import RESULT_SCHEMA, TUNE_SCHEMA, ResultsDir
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-MIB = 1024 * 1024
-KIB = 1024
 PARAMS = ("max_clients", "max_requests", "start_servers", "min_spare", "max_spare")
 _GENERIC = {"max_clients": "children (MaxClients)", "max_requests": "requests per child (MaxRequestsPerChild)",
             "start_servers": "children at start (StartServers)", "min_spare": "idle children, at least (MinSpare)",
             "max_spare": "idle children, at most (MaxSpare)", "preload": "preload the application in the parent"}
-_ADAPTERS = (GunicornAdapter, StarmanAdapter, ApacheAdapter, CommandAdapter)
-_NAMES = {cls.kind: cls.names for cls in _ADAPTERS}
-_ON_DEMAND = {cls.kind for cls in _ADAPTERS if cls.on_demand}
+_NAMES = {kind: cls.names for kind, cls in ADAPTERS.items()}
+_ON_DEMAND = {kind for kind, cls in ADAPTERS.items() if cls.on_demand}
 _BLUE, _ORANGE, _GREEN, _RED, _GREY = "#4c78a8", "#f58518", "#54a24b", "#e45756", "#8c8c8c"
 
 
 # ---------------------------------------------------------------------------------------------
 # formatting (as the text report)
-
-
-def _mib(value: float | None) -> str:
-    return "-" if value is None else f"{value / MIB:,.1f}"
 
 
 def _pct(value: float | None) -> str:
@@ -241,7 +234,7 @@ def _run_line(run: _Run) -> str:
         parts.append(f"started {run.manifest['started_at']}")
     if options:
         ram = options.get("ram")
-        asked = [f"RAM budget {'from MemAvailable' if ram is None else _mib(ram) + ' MiB'}",
+        asked = [f"RAM budget {'from MemAvailable' if ram is None else mib(ram) + ' MiB'}",
                  f"path {options.get('path', '/')}"]
         if options.get("clients") is not None:
             asked.append(f"{options['clients']} clients")
@@ -334,8 +327,8 @@ def _sizes_section(run: _Run, prefix: str) -> Section:
     rows = []
     for name, stage in (("started", "cold"), ("warmed", "warm"), ("half-way", "mid"), ("end", "end")):
         sizes = measure[stage]
-        rows.append([name, _mib(sizes["median_uss"]), _mib(sizes["max_uss"]), _mib(sizes["median_shared"]),
-                     _mib(sizes["max_rss"]), _mib(sizes["footprint"])])
+        rows.append([name, mib(sizes["median_uss"]), mib(sizes["max_uss"]), mib(sizes["median_shared"]),
+                     mib(sizes["max_rss"]), mib(sizes["footprint"])])
     children = max(1, int(measure["children"]))
     xs = [0.0, int(measure["requests_first"]) / children, total / children]
     stages = [measure["warm"], measure["mid"], measure["end"]]
@@ -349,7 +342,7 @@ def _sizes_section(run: _Run, prefix: str) -> Section:
                f"{slope / KIB:,.1f} KiB/request ({'a leak' if verdict.leak else 'no leak'}; pounder measured "
                f"{verdict.first:,.0f} then {verdict.second:,.0f} B/request).")
     if choice.get("memory_limit"):
-        caption += (f" At that rate a child reaches its share of the budget ({_mib(choice['child_limit_bytes'])} MiB) "
+        caption += (f" At that rate a child reaches its share of the budget ({mib(choice['child_limit_bytes'])} MiB) "
                     f"after {int(choice['memory_limit']):,} requests.")
     with chart(f"{prefix}-leak", caption, section.body) as ax:
         ax.plot(xs, [v / MIB for v in median], "o", color=_BLUE, label="median child USS")
@@ -365,12 +358,12 @@ def _sizes_section(run: _Run, prefix: str) -> Section:
     section.add(f"<h3>Sizes ({children} children; MiB)</h3>")
     section.add(table(["", "USS med", "USS max", "shared med", "RSS max", "footprint (PSS)"], rows))
     parent = measure["parent"]
-    section.add(paragraph(f"parent: RSS {_mib(parent['rss'])}, USS {_mib(parent['uss'])} MiB; growth per request "
+    section.add(paragraph(f"parent: RSS {mib(parent['rss'])}, USS {mib(parent['uss'])} MiB; growth per request "
                           f"{float(measure['growth_first']):,.0f} B then {float(measure['growth_second']):,.0f} B"))
     other = run.other_measure
     if other is not None:
         section.add(paragraph(f"with preload {'on' if other['preload'] else 'off'}: child USS max "
-                              f"{_mib(other['end']['max_uss'])} MiB, shared {_mib(other['end']['median_shared'])} MiB"))
+                              f"{mib(other['end']['max_uss'])} MiB, shared {mib(other['end']['median_shared'])} MiB"))
     return section
 
 
@@ -390,10 +383,10 @@ def _memory_section(run: _Run, prefix: str) -> Section:
     ram, shared, uss, rss = (float(memory[k]) for k in ("ram", "shared", "child_uss", "child_rss"))
     bound, no_sharing = int(memory["max_clients"]), int(memory["max_clients_no_sharing"])
     section = Section("2. Memory bound (MaxClients)")
-    section.add(paragraph(f"RAM budget {_mib(ram)} MiB ({memory['ram_source']})"))
-    section.add(paragraph(f"MaxClients = (RAM - shared) / child USS = ({_mib(ram)} - {_mib(shared)}) / {_mib(uss)} "
+    section.add(paragraph(f"RAM budget {mib(ram)} MiB ({memory['ram_source']})"))
+    section.add(paragraph(f"MaxClients = (RAM - shared) / child USS = ({mib(ram)} - {mib(shared)}) / {mib(uss)} "
                           f"= {bound}"))
-    section.add(paragraph(f"without sharing: RAM / child RSS = {_mib(ram)} / {_mib(rss)} = {no_sharing}"))
+    section.add(paragraph(f"without sharing: RAM / child RSS = {mib(ram)} / {mib(rss)} = {no_sharing}"))
     chosen = int(run.children["chosen"]) if run.children else None
     knee = int(run.children["throughput"]) if run.children else None
     swept = max([chosen or 1, *(int(p["children"]) for p in run.sweep)])
@@ -401,8 +394,8 @@ def _memory_section(run: _Run, prefix: str) -> Section:
     # far more children fit than the sweep ran: a log scale keeps the sweep readable
     log_x = bound > 6 * swept
     xs = [top ** (i / 100) for i in range(101)] if log_x else [0.0, top]
-    caption = (f"Memory needed for n children (shared {_mib(shared)} MiB once + n x {_mib(uss)} MiB child USS) against "
-               f"the RAM budget of {_mib(ram)} MiB: at most {bound} children.")
+    caption = (f"Memory needed for n children (shared {mib(shared)} MiB once + n x {mib(uss)} MiB child USS) against "
+               f"the RAM budget of {mib(ram)} MiB: at most {bound} children.")
     if knee is not None:
         last = max((int(p["children"]) for p in run.sweep), default=0)
         caption += (f" Throughput (right axis) was still growing at {knee} children, the most the sweep ran"
@@ -414,7 +407,7 @@ def _memory_section(run: _Run, prefix: str) -> Section:
         ax.plot(xs, [(shared + x * uss) / MIB for x in xs], "-", color=_BLUE, label="shared + n x child USS")
         ax.plot(xs, [x * rss / MIB for x in xs], ":", color=_GREY,
                 label=f"n x child RSS (summing RSS): {no_sharing}")
-        ax.axhline(ram / MIB, color=_RED, linestyle="--", label=f"RAM budget {_mib(ram)} MiB")
+        ax.axhline(ram / MIB, color=_RED, linestyle="--", label=f"RAM budget {mib(ram)} MiB")
         ax.axvline(bound, color=_BLUE, linestyle="--", alpha=0.7)
         low = not log_x and bound < top * 0.3
         ax.annotate(f"memory bound: {bound}", (bound, ram / MIB), textcoords="offset points",
@@ -484,7 +477,7 @@ def _children_section(run: _Run, prefix: str) -> Section:
                 ax.legend(loc="best", fontsize=8)
     rows = [[p["children"], p["connections"], f"{int(p['complete']) + int(p['failed']):,}", f"{float(p['rps']):,.0f}",
              _ms(p["p50_ms"]), _ms(p["p95_ms"]), _ms(p["p99_ms"]), _cpu(p), f"{float(p['server_cores']):.2f}",
-             _mib(p.get("max_child_uss")), p["failed"]] for p in run.sweep]
+             mib(p.get("max_child_uss")), p["failed"]] for p in run.sweep]
     section.add(table(["MC", "NC", "NR", "RPS", "p50", "p95", "p99", "srv CPU us/req", "srv cores", "max USS MiB",
                        "failed"], rows))
     section.add(paragraph("MC = children, NC = concurrent clients, NR = requests; latency in ms."))
@@ -558,7 +551,7 @@ def _mrpc_section(run: _Run, prefix: str) -> Section:
     rows = [[_mrpc_label(int(p["max_requests"])), p["connections"], f"{int(p['complete']) + int(p['failed']):,}",
              f"{float(p['rps']):,.0f}", _ms(p["p99_ms"]), p["respawns"],
              _pct(-p["loss_measured"] if p.get("loss_measured") is not None else None),
-             _pct(-float(p.get("loss_model", 0.0))), _mib(p.get("max_child_uss")), p["failed"]] for p in points]
+             _pct(-float(p.get("loss_model", 0.0))), mib(p.get("max_child_uss")), p["failed"]] for p in points]
     section.add(table(["MRPC", "NC", "NR", "RPS", "p99", "NR/MRPC", "RPS vs unl.", "model", "max USS MiB", "failed"],
                       rows))
     return section

@@ -2,17 +2,18 @@
 
 ::
 
-    import pounder
-    from pounder.tune import GunicornAdapter, make_options
+    from pounder.tune import GunicornAdapter, make_options, render_tune, tune
 
-    result = pounder.tune(GunicornAdapter("app:app", pythonpath="/srv/app", preload=True),
-                          make_options(ram="2G", clients=50), results="tune-out")
+    result = tune(GunicornAdapter("app:app", pythonpath="/srv/app", preload=True),
+                  make_options(ram="2G", clients=50), results="tune-out")
     print(result.params.max_clients, result.params.max_requests)
-    print(pounder.render_tune(result))
+    print(render_tune(result))
 
 Each measured point is written to the results directory as it is measured; ``resume(DIR)``
 continues an interrupted run. See :mod:`pounder.tune._session` for the steps and
-:mod:`pounder.tune._analysis` for the rules behind each decision.
+:mod:`pounder.tune._analysis` for the rules behind each decision. The server under test is run by
+:mod:`pounder.pool` (adapters, the runner, the results directory); its adapters are re-exported
+here.
 """
 
 from __future__ import annotations
@@ -20,23 +21,38 @@ from __future__ import annotations
 import os
 
 from pounder._errors import UsageError
-from pounder.load._bench import ProgressCallback
-from pounder.tune._adapters import (
+from pounder.load import ProgressCallback
+from pounder.pool import (
+    POINT_SCHEMA,
+    RESULT_SCHEMA,
+    TUNE_SCHEMA,
     Adapter,
     ApacheAdapter,
     CommandAdapter,
     GunicornAdapter,
+    MemoryFloorError,
     PoolParams,
+    ResultsDir,
     StarmanAdapter,
     adapter_from_dict,
     demo_adapter,
 )
-from pounder.tune._analysis import ChildrenChoice, MaxRequestsChoice, MemoryBound
-from pounder.tune._measure import MemoryFloorError
+from pounder.tune._analysis import (
+    BURST_FACTOR,
+    ChildrenChoice,
+    MaxRequestsChoice,
+    MemoryBound,
+    burst_seconds,
+    growth,
+    measured_loss,
+    memory_bound,
+    predicted_loss,
+    respawn_cost,
+    steady_p99_us,
+)
 from pounder.tune._options import TuneOptions, make_options
 from pounder.tune._render import render_tune
-from pounder.tune._session import Log, TuneResult, TuneSession, manifest
-from pounder.tune._store import POINT_SCHEMA, RESULT_SCHEMA, TUNE_SCHEMA, ResultsDir
+from pounder.tune._session import Log, TuneResult, TuneSession, describe_point, manifest
 
 
 def _finish(session: TuneSession) -> TuneResult:
@@ -76,6 +92,7 @@ def resume(results: str | os.PathLike[str], *, log: Log | None = None, progress:
 
 
 __all__ = [
+    "BURST_FACTOR",
     "POINT_SCHEMA",
     "RESULT_SCHEMA",
     "TUNE_SCHEMA",
@@ -94,10 +111,18 @@ __all__ = [
     "TuneResult",
     "TuneSession",
     "adapter_from_dict",
+    "burst_seconds",
     "demo_adapter",
+    "describe_point",
+    "growth",
     "make_options",
+    "measured_loss",
+    "memory_bound",
     "open_run",
+    "predicted_loss",
     "render_tune",
+    "respawn_cost",
     "resume",
+    "steady_p99_us",
     "tune",
 ]

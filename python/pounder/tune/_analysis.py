@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pounder._units import MIB, mib_unit
 from pounder.procs import max_clients_from
 
-MIB = 1024 * 1024
 LEAK_BYTES_PER_REQUEST = 512
 """Growth per request (per child) below which no leak is called: allocator noise (a few pages per
 child over the measurement) stays under it."""
@@ -47,10 +47,6 @@ COW_BROKEN = 0.5
 """Below this median (child shared / parent RSS) a preloading server has lost most sharing."""
 
 Summary = Mapping[str, Any]
-
-
-def _mib(value: float) -> str:
-    return f"{value / MIB:.1f} MiB"
 
 
 def _round_up(value: int) -> int:
@@ -304,7 +300,7 @@ def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: Mem
             f"({grown.first / 1024:,.1f} KiB/request in the first half of the measurement, "
             f"{grown.second / 1024:,.1f} in the second)")
         reasons.append(
-            f"a child starts at {_mib(start)} and may reach {_mib(limit)} ({children} children in the budget): "
+            f"a child starts at {mib_unit(start)} and may reach {mib_unit(limit)} ({children} children in the budget): "
             f"at most {memory_limit:,} {unit}, rounded to {value:,}")
         if loss > max_loss:
             forced = True
@@ -409,7 +405,7 @@ def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBou
                         "or --preload-app (Starman)",
                 "python": "import the application and build its data in the arbiter with --preload",
             }.get(language, "load the code and data in the parent before it forks")
-        said.append(f"each child grows {_mib(first)} on its first requests: code or data is loaded on first use, "
+        said.append(f"each child grows {mib_unit(first)} on its first requests: code or data is loaded on first use, "
                     f"in every child, instead of once in the parent. Remedy: {remedy}.")
     sharing = measure.get("sharing")
     if measure.get("preload") and sharing is not None and float(sharing) < COW_BROKEN:
@@ -423,15 +419,15 @@ def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBou
                       "gc.freeze() at the end of the preload (before the fork) and prefer few large objects "
                       "(bytes, arrays) to many small ones",
         }.get(language, "the children write to memory they inherited")
-        said.append(f"copy-on-write is broken early: the children still share only {_mib(shared)} of the parent's "
-                    f"{_mib(parent_rss)} ({float(sharing):.0%}). Cause: {cause}.")
+        said.append(f"copy-on-write is broken early: the children still share only {mib_unit(shared)} of the parent's "
+                    f"{mib_unit(parent_rss)} ({float(sharing):.0%}). Cause: {cause}.")
     if other is not None and other_memory is not None:
         on, off = (measure, other) if measure.get("preload") else (other, measure)
         mem_on, mem_off = (memory, other_memory) if measure.get("preload") else (other_memory, memory)
         saved = int(off["end"]["max_uss"]) - int(on["end"]["max_uss"])
         verb = "saves" if saved > 0 else "costs"
-        said.append(f"preloading {verb} {_mib(abs(saved))} of private memory per child (max child USS "
-                    f"{_mib(int(off['end']['max_uss']))} without, {_mib(int(on['end']['max_uss']))} with): "
+        said.append(f"preloading {verb} {mib_unit(abs(saved))} of private memory per child (max child USS "
+                    f"{mib_unit(int(off['end']['max_uss']))} without, {mib_unit(int(on['end']['max_uss']))} with): "
                     f"MaxClients {mem_off.max_clients} without, {mem_on.max_clients} with"
                     + ("" if measure.get("preload") or saved <= 0 else " - turn it on"))
     if len(sweep) >= 2:
@@ -455,5 +451,5 @@ def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBou
                         "server; a smaller child or more RAM means more throughput")
     if memory.max_clients_no_sharing < memory.max_clients:
         said.append(f"summing RSS (as ps and top suggest) would allow only {memory.max_clients_no_sharing} children "
-                    f"instead of {memory.max_clients}: {_mib(memory.shared)} per child is shared with the parent")
+                    f"instead of {memory.max_clients}: {mib_unit(memory.shared)} per child is shared with the parent")
     return said

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from pounder._errors import UsageError
-from pounder._units import parse_count_list, parse_duration
-from pounder.procs import parse_ram
+from pounder._units import MIB, available_cpus, parse_count_list, parse_duration, parse_ram
+from pounder.procs import mem_total
 
-MIB = 1024 * 1024
 FULL_MRPC = (0, 10000, 1000, 100, 10)
 QUICK_MRPC = (0, 1000, 100, 10)
-
-
-def _mem_total() -> int:
-    with open("/proc/meminfo", "rb") as file:
-        for line in file:
-            if line.startswith(b"MemTotal:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 @dataclass(frozen=True)
@@ -130,7 +120,7 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
                  compare_preload: bool | None = None) -> TuneOptions:
     """:class:`TuneOptions` from values as a user types them (``ram="4G"``, ``p99="300ms"``,
     ``mrpc="0,10k,1000"``); ``quick`` shortens every step. Raises :class:`~pounder.UsageError`."""
-    total = _mem_total()
+    total = mem_total()
     values: dict[str, Any] = {
         "path": path,
         "clients": clients,
@@ -156,7 +146,7 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
     if mrpc is not None:
         values["mrpc_values"] = parse_count_list(mrpc, "--mrpc") if isinstance(mrpc, str) else tuple(mrpc)
     if values.get("max_children") is None:
-        values["max_children"] = max(16, 32 * (os.cpu_count() or 1))
+        values["max_children"] = max(16, 32 * available_cpus())
     options = TuneOptions(**values)
     options.validate()
     return options

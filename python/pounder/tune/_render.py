@@ -8,15 +8,11 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pounder._units import mib
 from pounder.tune._analysis import BURST_FACTOR
 from pounder.tune._session import TuneResult
 
-MIB = 1024 * 1024
 WIDTH = 100
-
-
-def _mib(value: float | None) -> str:
-    return "-" if value is None else f"{value / MIB:,.1f}"
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
@@ -53,29 +49,29 @@ def render_tune(result: TuneResult) -> str:
     rows = []
     for name, stage in (("started", "cold"), ("warmed", "warm"), ("half-way", "mid"), ("end", "end")):
         sizes = measure[stage]
-        rows.append([name, _mib(sizes["median_uss"]), _mib(sizes["max_uss"]), _mib(sizes["median_shared"]),
-                     _mib(sizes["max_rss"]), _mib(sizes["footprint"])])
+        rows.append([name, mib(sizes["median_uss"]), mib(sizes["max_uss"]), mib(sizes["median_shared"]),
+                     mib(sizes["max_rss"]), mib(sizes["footprint"])])
     out += _table(["", "USS med", "USS max", "shared med", "RSS max", "footprint (PSS)"], rows)
-    out.append(f"  parent: RSS {_mib(measure['parent']['rss'])}, USS {_mib(measure['parent']['uss'])} MiB; "
+    out.append(f"  parent: RSS {mib(measure['parent']['rss'])}, USS {mib(measure['parent']['uss'])} MiB; "
                f"growth per request {measure['growth_first']:,.0f} B then {measure['growth_second']:,.0f} B")
     if result.other_measure is not None:
         other = result.other_measure
         out.append(f"  with preload {'on' if other['preload'] else 'off'}: child USS max "
-                   f"{_mib(other['end']['max_uss'])} MiB, shared {_mib(other['end']['median_shared'])} MiB")
+                   f"{mib(other['end']['max_uss'])} MiB, shared {mib(other['end']['median_shared'])} MiB")
     out.append("")
 
     out.append("2. Memory bound")
-    out.append(f"  RAM budget {_mib(memory.ram)} MiB ({memory.ram_source})")
-    out.append(f"  MaxClients = (RAM - shared) / child USS = ({_mib(memory.ram)} - {_mib(memory.shared)}) / "
-               f"{_mib(memory.child_uss)} = {memory.max_clients}")
-    out.append(f"  without sharing: RAM / child RSS = {_mib(memory.ram)} / {_mib(memory.child_rss)} = "
+    out.append(f"  RAM budget {mib(memory.ram)} MiB ({memory.ram_source})")
+    out.append(f"  MaxClients = (RAM - shared) / child USS = ({mib(memory.ram)} - {mib(memory.shared)}) / "
+               f"{mib(memory.child_uss)} = {memory.max_clients}")
+    out.append(f"  without sharing: RAM / child RSS = {mib(memory.ram)} / {mib(memory.child_rss)} = "
                f"{memory.max_clients_no_sharing}")
     out.append("")
 
     out.append(f"3. Children ({names['max_clients']}); closed loop, keep-alive off, latency in ms")
     rows = [[p["children"], p["connections"], f"{p['complete'] + p['failed']:,}", f"{p['rps']:,.0f}",
              f"{p['p50_ms']:,.1f}", f"{p['p95_ms']:,.1f}", f"{p['p99_ms']:,.1f}", _cpu(p),
-             f"{p['server_cores']:.2f}", _mib(p.get("max_child_uss")), p["failed"]] for p in result.sweep]
+             f"{p['server_cores']:.2f}", mib(p.get("max_child_uss")), p["failed"]] for p in result.sweep]
     out += _table(["MC", "NC", "NR", "RPS", "p50", "p95", "p99", "srv CPU us/req", "srv cores", "max USS MiB",
                    "failed"], rows)
     out.append("")
@@ -85,7 +81,7 @@ def render_tune(result: TuneResult) -> str:
     rows = [[p["max_requests"] or "unlimited", p["connections"], f"{p['complete'] + p['failed']:,}", f"{p['rps']:,.0f}",
              f"{p['p99_ms']:,.1f}", p["respawns"], _pct(-p["loss_measured"] if p.get("loss_measured") is not None
                                                           else None),
-             _pct(-p.get("loss_model", 0.0)), _mib(p.get("max_child_uss")), p["failed"]] for p in result.mrpc_points]
+             _pct(-p.get("loss_model", 0.0)), mib(p.get("max_child_uss")), p["failed"]] for p in result.mrpc_points]
     out += _table(["MRPC", "NC", "NR", "RPS", "p99", "NR/MRPC", "RPS vs unl.", "model", "max USS MiB", "failed"],
                   rows)
     out.append("")

@@ -10,7 +10,7 @@
 5. spare servers (servers that spawn children with the load): a step from idle to full load with
    the server's default spare settings and with the recommended ones.
 
-Every point is a file in the results directory (:mod:`pounder.tune._store`); a point already there
+Every point is a file in the results directory (:class:`pounder.pool.ResultsDir`); a point already there
 is read instead of measured, so an interrupted run resumes where it stopped.
 """
 
@@ -20,15 +20,15 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from pounder._errors import PounderError
+from pounder._files import utc_timestamp
+from pounder._units import MIB, available_cpus, mib_unit
 from pounder._version import __version__
-from pounder.load._bench import ProgressCallback
-from pounder.load._result import BenchResult
-from pounder.procs import PoolSnapshot, mem_available
-from pounder.tune._adapters import Adapter, PoolParams
+from pounder.load import BenchResult, ProgressCallback
+from pounder.pool import Adapter, PoolParams, ResultsDir, Runner, child_sizes, growth_per_request
+from pounder.procs import mem_available
 from pounder.tune._analysis import (
     ChildrenChoice,
     MaxRequestsChoice,
@@ -49,34 +49,9 @@ from pounder.tune._analysis import (
     sweep_counts,
     sweep_done,
 )
-from pounder.tune._measure import Runner
 from pounder.tune._options import TuneOptions
-from pounder.tune._store import ResultsDir
 
 Log = Callable[[str], None]
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _sizes(snap: PoolSnapshot) -> dict[str, int]:
-    totals = snap.totals
-    return {
-        "children": totals.children,
-        "max_uss": totals.max_child_uss or 0,
-        "median_uss": totals.median_child_uss or 0,
-        "median_shared": totals.median_child_shared or 0,
-        "max_rss": totals.max_child_rss or 0,
-        "footprint": totals.footprint,
-    }
-
-
-def _growth_per_request(before: PoolSnapshot, after: PoolSnapshot, requests: int) -> float:
-    """Sum over the children read in both snapshots of their USS change, per request served."""
-    first = {c.pid: c.private for c in before.children}
-    delta = sum(c.private - first[c.pid] for c in after.children if c.pid in first)
-    return delta / requests if requests else 0.0
 
 
 def _load_summary(result: BenchResult) -> dict[str, Any]:
@@ -106,7 +81,7 @@ def describe_point(step: str, summary: Mapping[str, Any]) -> str:
     """One line for a measured point (the log line of the run, a row of an interrupted run's report)."""
     if step == "sizes":
         end = summary["end"]
-        return (f"child USS {end['max_uss'] / 2**20:.1f} MiB (max), shared {end['median_shared'] / 2**20:.1f} MiB, "
+        return (f"child USS {mib_unit(end['max_uss'])} (max), shared {mib_unit(end['median_shared'])}, "
                 f"growth {summary['growth_second']:,.0f} B/request")
     text = f"{summary['rps']:,.0f} req/s, p99 {summary['p99_ms']:,.1f} ms"
     if summary.get("failed"):
@@ -175,7 +150,7 @@ class TuneSession:
         self._status = status or (lambda line: None)
         self.runner = Runner(adapter, results.servers_dir, options.path, options.memory_floor, options.timeout_s,
                              progress)
-        self.cores = os.cpu_count() or 1
+        self.cores = available_cpus()
 
     # -- points -----------------------------------------------------------------------------
 
@@ -187,10 +162,10 @@ class TuneSession:
             summary: dict[str, Any] = stored["summary"]
             return summary
         self._status(label)
-        started = _now()
+        started = utc_timestamp()
         summary, detail = measure()
         self.results.save_point(key, {"step": step, "params": params.to_dict(), "started_at": started,
-                                      "finished_at": _now(), "summary": summary, **detail})
+                                      "finished_at": utc_timestamp(), "summary": summary, **detail})
         self._log(f"{label}: {describe_point(step, summary)}")
         return summary
 
@@ -221,12 +196,12 @@ class TuneSession:
                 "preload": self.adapter.with_preload(params),
                 "parent": {"rss": end.parent.rss, "uss": end.parent.private, "shared": end.parent.shared,
                            "pss": end.parent.pss},
-                "cold": _sizes(cold), "warm": _sizes(warm), "mid": _sizes(mid), "end": _sizes(end),
+                "cold": child_sizes(cold), "warm": child_sizes(warm), "mid": child_sizes(mid), "end": child_sizes(end),
                 "requests_first": done_first,
                 "requests_second": done_second,
                 "failed": first.requests.failed + second.requests.failed,
-                "growth_first": _growth_per_request(warm, mid, done_first),
-                "growth_second": _growth_per_request(mid, end, done_second),
+                "growth_first": growth_per_request(warm, mid, done_first),
+                "growth_second": growth_per_request(mid, end, done_second),
                 "sharing": end.totals.median_sharing,
                 "mem_available": available,
             }
@@ -287,9 +262,9 @@ class TuneSession:
             other_memory = memory_bound(other, options.ram, options.safety_margin)
         memory = memory_bound(measure, options.ram, options.safety_margin)
         if memory.max_clients < 1:
-            raise PounderError(f"not even one child fits the RAM budget of {memory.ram / 2**20:.0f} MiB "
-                               f"(shared {memory.shared / 2**20:.0f} MiB, child {memory.child_uss / 2**20:.0f} MiB)")
-        self._log(f"memory bound: {memory.max_clients} children in {memory.ram / 2**20:,.0f} MiB "
+            raise PounderError(f"not even one child fits the RAM budget of {memory.ram / MIB:.0f} MiB "
+                               f"(shared {memory.shared / MIB:.0f} MiB, child {memory.child_uss / MIB:.0f} MiB)")
+        self._log(f"memory bound: {memory.max_clients} children in {memory.ram / MIB:,.0f} MiB "
                   f"({memory.max_clients_no_sharing} if nothing were shared)")
 
         cap = min(memory.max_clients, options.max_children)
@@ -356,12 +331,12 @@ class TuneSession:
         """Never start a configuration whose predicted memory exceeds the budget."""
         predicted = memory.shared + children * memory.child_uss
         if predicted > memory.ram:
-            raise PounderError(f"{children} children would need {predicted / 2**20:,.0f} MiB, more than the budget "
-                               f"of {memory.ram / 2**20:,.0f} MiB")
+            raise PounderError(f"{children} children would need {predicted / MIB:,.0f} MiB, more than the budget "
+                               f"of {memory.ram / MIB:,.0f} MiB")
 
 
 def manifest(adapter: Adapter, options: TuneOptions) -> dict[str, Any]:
     """What ``tune.json`` records about a run (enough to resume it)."""
-    return {"tool_version": __version__, "started_at": _now(), "adapter": adapter.to_dict(),
+    return {"tool_version": __version__, "started_at": utc_timestamp(), "adapter": adapter.to_dict(),
             "options": options.to_dict(),
-            "machine": {"cpus": os.cpu_count(), "mem_available": mem_available(), "hostname": os.uname().nodename}}
+            "machine": {"cpus": available_cpus(), "mem_available": mem_available(), "hostname": os.uname().nodename}}

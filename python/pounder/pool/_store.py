@@ -1,4 +1,5 @@
-"""The results directory of a tuning run, written as it is measured.
+"""The results directory of a tuning run, written as it is measured (an experiment's results
+directory is checked and written with the same :meth:`ResultsDir.check_new` and :func:`write_json`).
 
 ::
 
@@ -18,12 +19,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pounder._errors import PounderError, UsageError
+from pounder._files import write_atomic
 
 TUNE_SCHEMA = "pounder/tune/1"
 POINT_SCHEMA = "pounder/tune-point/1"
@@ -31,24 +32,24 @@ RESULT_SCHEMA = "pounder/tune-result/1"
 _KEY = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
-def write_json(path: Path, document: Mapping[str, Any]) -> None:
-    """Write ``document`` to ``path`` atomically (a temporary file in the same directory, renamed)."""
-    write_text(path, json.dumps(document, indent=2) + "\n")
+class ResultsWriteError(PounderError, OSError):
+    """A file of a results directory could not be written: one line for the CLI, and still the
+    OSError it always was for a caller that catches that."""
 
 
-def write_text(path: Path, text: str) -> None:
+def write_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` at once (:func:`pounder._files.write_atomic`), creating its
+    directory if need be."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        os.fchmod(fd, 0o644)  # like any file we write (mkstemp makes it 0600)
-        with os.fdopen(fd, "w") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        write_atomic(path, text)
+    except PounderError as error:
+        raise ResultsWriteError(str(error)) from None
+
+
+def write_json(path: Path, document: Mapping[str, Any]) -> None:
+    """:func:`write_file` of ``document`` as indented JSON."""
+    write_file(path, json.dumps(document, indent=2) + "\n")
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -148,4 +149,4 @@ class ResultsDir:
 
     def save_result(self, result: Mapping[str, Any], text: str) -> None:
         write_json(self.result_path, {"schema": RESULT_SCHEMA, **result})
-        write_text(self.path / "recommendation.txt", text)
+        write_file(self.path / "recommendation.txt", text)

@@ -3,8 +3,10 @@
 An adapter knows how to make a :class:`~pounder.servers.ManagedServer` for a set of pool
 parameters (:class:`PoolParams`, the five classic knobs plus preloading), and how to write the
 final recommendation in the server's own syntax. Starting, warming, measuring and stopping are the
-same for every server and live in :mod:`pounder.tune._measure`.
+same for every server and live in :mod:`pounder.pool._runner`.
 
+:func:`make_adapter` is the one place an adapter is built from a server kind and its target
+(``pounder tune SERVER TARGET``, an experiment file's ``[server]``, a stored ``to_dict``).
 Adapters are plain data (``to_dict`` / :func:`adapter_from_dict`), so a results directory can
 rebuild the adapter it was run with (``pounder tune --resume``).
 """
@@ -307,27 +309,51 @@ class CommandAdapter(Adapter):
         return f"command: {self.command}"
 
 
+ADAPTERS: Mapping[str, type[Adapter]] = {
+    "apache": ApacheAdapter, "gunicorn": GunicornAdapter, "starman": StarmanAdapter, "command": CommandAdapter}
+"""Every adapter class by its kind."""
+KINDS = tuple(ADAPTERS)
+_TARGETS = {"apache": "conf", "gunicorn": "app", "starman": "psgi", "command": "command"}
+
+
+def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath: str | None = None,
+                 preload: bool = False, env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),
+                 stop_signal: str = "TERM", extra_conf: str = "", perl_handlers: Mapping[str, str] | None = None,
+                 startup_pl: str | os.PathLike[str] | None = None,
+                 perl_lib: str | os.PathLike[str] | None = None) -> Adapter:
+    """The adapter of server ``kind`` (one of :data:`KINDS`) for ``target``: the apache
+    configuration file (None: handlers given directly), the gunicorn ``module:callable``, the
+    Starman PSGI file, or the command. Options a kind does not use are ignored (Apache takes its
+    environment and preloading from its configuration)."""
+    if kind not in ADAPTERS:
+        raise UsageError(f"unknown server kind {kind!r}: use one of {', '.join(KINDS)}")
+    if kind == "apache":
+        return ApacheAdapter(target, perl_handlers=perl_handlers, startup_pl=startup_pl, perl_lib=perl_lib,
+                             extra_conf=extra_conf)
+    if target is None:
+        raise UsageError(f"{kind}: no {_TARGETS[kind]} given")
+    if kind == "gunicorn":
+        return GunicornAdapter(str(target), pythonpath=pythonpath, preload=preload, env=env, extra_args=extra_args)
+    if kind == "starman":
+        return StarmanAdapter(target, preload=preload, env=env, extra_args=extra_args)
+    return CommandAdapter(str(target), env=env, stop_signal=stop_signal)
+
+
 def adapter_from_dict(data: Mapping[str, Any]) -> Adapter:
     """Rebuild an adapter from its ``to_dict``; :class:`~pounder.UsageError` if it cannot be."""
     kind = data.get("kind")
+    if kind not in _TARGETS:
+        raise UsageError(f"the results directory names an unknown server kind {kind!r}")
     try:
-        if kind == "gunicorn":
-            return GunicornAdapter(str(data["app"]), pythonpath=data.get("pythonpath"),
-                                   preload=bool(data.get("preload")), env=_env(data),
-                                   extra_args=tuple(data.get("extra_args") or ()))
-        if kind == "starman":
-            return StarmanAdapter(str(data["psgi"]), preload=bool(data.get("preload")), env=_env(data),
-                                  extra_args=tuple(data.get("extra_args") or ()))
-        if kind == "apache":
-            return ApacheAdapter(data.get("conf"), perl_handlers=data.get("perl_handlers") or {},
-                                 startup_pl=data.get("startup_pl"), perl_lib=data.get("perl_lib"),
-                                 extra_conf=str(data.get("extra_conf") or ""))
-        if kind == "command":
-            return CommandAdapter(str(data["command"]), env=_env(data),
-                                  stop_signal=str(data.get("stop_signal") or "TERM"))
+        target = data.get("conf") if kind == "apache" else str(data[_TARGETS[kind]])
+        return make_adapter(kind, target, pythonpath=data.get("pythonpath"), preload=bool(data.get("preload")),
+                            env=_env(data), extra_args=tuple(data.get("extra_args") or ()),
+                            stop_signal=str(data.get("stop_signal") or "TERM"),
+                            extra_conf=str(data.get("extra_conf") or ""),
+                            perl_handlers=data.get("perl_handlers") or {}, startup_pl=data.get("startup_pl"),
+                            perl_lib=data.get("perl_lib"))
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise UsageError(f"the results directory describes its {kind} server badly ({error})") from None
-    raise UsageError(f"the results directory names an unknown server kind {kind!r}")
 
 
 def demo_adapter() -> GunicornAdapter:
@@ -337,6 +363,8 @@ def demo_adapter() -> GunicornAdapter:
 
 
 __all__ = [
+    "ADAPTERS",
+    "KINDS",
     "Adapter",
     "ApacheAdapter",
     "CommandAdapter",
@@ -345,4 +373,5 @@ __all__ = [
     "StarmanAdapter",
     "adapter_from_dict",
     "demo_adapter",
+    "make_adapter",
 ]

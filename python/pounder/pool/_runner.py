@@ -19,13 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pounder._errors import PounderError
-from pounder.load._bench import Progress, ProgressCallback, run_bench
-from pounder.load._result import BenchResult
-from pounder.load._spec import BenchSpec
-from pounder.procs import PoolSnapshot, ServerSampler, find_server, mem_available, snapshot
-from pounder.procs._read import process_cpu_clock
+from pounder.load import BenchResult, BenchSpec, Progress, ProgressCallback, run_bench
+from pounder.pool._adapters import Adapter, PoolParams
+from pounder.procs import PoolSnapshot, ServerSampler, find_server, mem_available, process_cpu_clock, snapshot
 from pounder.servers import ManagedServer
-from pounder.tune._adapters import Adapter, PoolParams
 
 WARM_ROUNDS = 30
 WARM_TIMEOUT_S = 60.0
@@ -47,8 +44,9 @@ class Warmed:
 
 
 class Runner:
-    """Runs servers for a tuning session: each start gets a fresh directory under ``root``;
-    ``progress`` receives every bench's live progress; the memory floor is watched throughout."""
+    """Runs servers for a tuning session or an experiment: each start gets a fresh directory
+    under ``root``; ``progress`` receives every bench's live progress; the memory floor is watched
+    throughout."""
 
     def __init__(self, adapter: Adapter, root: Path, path: str, memory_floor: int, timeout_s: float,
                  progress: ProgressCallback | None = None) -> None:

@@ -1,0 +1,66 @@
+"""Running a server under test: what ``pounder tune`` and ``pounder run`` (experiments) both stand on.
+
+* adapters (:class:`Adapter` and one class per server) and their one factory,
+  :func:`make_adapter`; :func:`adapter_from_dict` rebuilds a stored one;
+* :class:`Runner`: start a configuration (:class:`PoolParams`) in a fresh directory, warm every
+  child, load it, snapshot it, stop it, with the machine's memory floor watched throughout
+  (:class:`MemoryFloorError`);
+* the children's sizes and their growth per request (:func:`child_sizes`, :func:`pool_memory`,
+  :func:`growth_per_request`);
+* the results directory (:class:`ResultsDir`; :func:`write_json` and :func:`write_file` write a
+  file of one at once).
+
+::
+
+    from pathlib import Path
+    from pounder.pool import PoolParams, Runner, make_adapter
+
+    runner = Runner(make_adapter("gunicorn", "app:app", preload=True), Path("servers"), "/",
+                    memory_floor=256 * 2**20, timeout_s=30.0)
+    with runner.started(PoolParams(4)) as server:
+        runner.warm(server)
+        print(runner.bench(server, 4, duration=5.0).derived.requests_per_s)
+"""
+
+from pounder.pool._adapters import (
+    ADAPTERS,
+    KINDS,
+    Adapter,
+    ApacheAdapter,
+    CommandAdapter,
+    GunicornAdapter,
+    PoolParams,
+    StarmanAdapter,
+    adapter_from_dict,
+    demo_adapter,
+    make_adapter,
+)
+from pounder.pool._runner import MemoryFloorError, Runner, Warmed
+from pounder.pool._sizes import child_sizes, growth_per_request, pool_memory
+from pounder.pool._store import POINT_SCHEMA, RESULT_SCHEMA, TUNE_SCHEMA, ResultsDir, write_file, write_json
+
+__all__ = [
+    "ADAPTERS",
+    "KINDS",
+    "POINT_SCHEMA",
+    "RESULT_SCHEMA",
+    "TUNE_SCHEMA",
+    "Adapter",
+    "ApacheAdapter",
+    "CommandAdapter",
+    "GunicornAdapter",
+    "MemoryFloorError",
+    "PoolParams",
+    "ResultsDir",
+    "Runner",
+    "StarmanAdapter",
+    "Warmed",
+    "adapter_from_dict",
+    "child_sizes",
+    "demo_adapter",
+    "growth_per_request",
+    "make_adapter",
+    "pool_memory",
+    "write_file",
+    "write_json",
+]

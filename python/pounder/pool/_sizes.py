@@ -1,0 +1,36 @@
+"""The sizes of a running pool, as the results record them: the children's memory in one
+snapshot, and how much a child's private memory grew per request between two snapshots."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pounder.procs import PoolSnapshot
+
+
+def child_sizes(snap: PoolSnapshot) -> dict[str, int]:
+    """The children's sizes in a tuning point (bytes; 0 where no child was read)."""
+    totals = snap.totals
+    return {
+        "children": totals.children,
+        "max_uss": totals.max_child_uss or 0,
+        "median_uss": totals.median_child_uss or 0,
+        "median_shared": totals.median_child_shared or 0,
+        "max_rss": totals.max_child_rss or 0,
+        "footprint": totals.footprint,
+    }
+
+
+def pool_memory(snap: PoolSnapshot) -> dict[str, Any]:
+    """The pool's memory in an experiment's ``memory.json`` (bytes; None where no child was read)."""
+    totals = snap.totals
+    return {"children": totals.children, "max_child_uss": totals.max_child_uss,
+            "median_child_shared": totals.median_child_shared, "max_child_rss": totals.max_child_rss,
+            "footprint": totals.footprint, "parent_rss": snap.parent.rss}
+
+
+def growth_per_request(before: PoolSnapshot, after: PoolSnapshot, requests: int) -> float:
+    """Sum over the children read in both snapshots of their USS change, per request served."""
+    first = {c.pid: c.private for c in before.children}
+    delta = sum(c.private - first[c.pid] for c in after.children if c.pid in first)
+    return delta / requests if requests else 0.0

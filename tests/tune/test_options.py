@@ -1,0 +1,188 @@
+"""``pounder tune``'s inputs, without starting a server: :func:`make_options` /
+:class:`TuneOptions`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pounder import UsageError
+from pounder.tune import TuneOptions, _options, make_options
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+
+
+# ---------------------------------------------------------------------------------------------
+# make_options / TuneOptions
+
+
+@pytest.fixture
+def machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 64 GiB, 2-CPU machine: the defaults that depend on the machine are known."""
+    monkeypatch.setattr(_options, "mem_total", lambda: 64 * GIB)
+    monkeypatch.setattr(_options, "available_cpus", lambda: 2)
+
+
+@pytest.mark.usefixtures("machine")
+def test_defaults() -> None:
+    options = make_options()
+    assert options == TuneOptions(
+        path="/", ram=None, clients=None, p99_s=None, quick=False, point_s=6.0, requests_per_child=200,
+        measure_children=4, max_children=64, mrpc_values=(0, 10000, 1000, 100, 10), max_loss=0.02, tolerance=0.05,
+        safety_margin=64 * GIB // 20, memory_floor=64 * GIB // 50, compare_preload=True, timeout_s=30.0)
+
+
+@pytest.mark.usefixtures("machine")
+def test_quick_defaults() -> None:
+    options = make_options(quick=True)
+    assert options.quick
+    assert options.point_s == 3.0
+    assert options.requests_per_child == 100
+    assert options.mrpc_values == (0, 1000, 100, 10)
+    assert options.compare_preload is False
+    # what quick does not change
+    assert (options.measure_children, options.max_children, options.max_loss, options.tolerance) == (4, 64, 0.02, 0.05)
+
+
+@pytest.mark.usefixtures("machine")
+def test_quick_with_explicit_values() -> None:
+    options = make_options(quick=True, point_duration="5s", requests_per_child=50, mrpc="0,500",
+                           compare_preload=True)
+    assert (options.point_s, options.requests_per_child, options.mrpc_values, options.compare_preload) == (
+        5.0, 50, (0, 500), True)
+
+
+def test_small_machine_margins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_options, "mem_total", lambda: 2 * GIB)
+    monkeypatch.setattr(_options, "available_cpus", lambda: 1)  # the affinity mask holds one CPU at least
+    options = make_options()
+    assert options.safety_margin == 256 * MIB and options.memory_floor == 256 * MIB  # the floors
+    assert options.max_children == 32  # 32 per CPU, one CPU when unknown
+
+
+def test_max_children_default_at_least_16(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_options, "available_cpus", lambda: 1)
+    assert make_options().max_children == 32
+    monkeypatch.setattr(_options, "available_cpus", lambda: 8)
+    assert make_options().max_children == 256
+    assert make_options(max_children=3).max_children == 3
+
+
+@pytest.mark.parametrize(("ram", "expected"), [
+    ("256M", 256 * MIB), ("256m", 256 * MIB), ("4G", 4 * GIB), ("1.5GiB", 3 * GIB // 2), ("16M", 16 * MIB),
+    ("20480k", 20 * MIB), (512 * MIB, 512 * MIB), (None, None)])
+def test_ram(ram: str | int | None, expected: int | None) -> None:
+    assert make_options(ram=ram).ram == expected
+
+
+@pytest.mark.parametrize(("p99", "expected"), [
+    ("300ms", 0.3), ("1s", 1.0), ("1.5s", 1.5), ("2", 2.0), ("1m", 60.0), (0.25, 0.25), ("10m", 600.0)])
+def test_p99(p99: str | float, expected: float) -> None:
+    assert make_options(p99=p99).p99_s == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("mrpc", "expected"), [
+    ("0,10k,100", (0, 10000, 100)),
+    ("0, 10K , 1000", (0, 10000, 1000)),
+    ("0", (0,)),
+    ("500", (500,)),
+    ([0, 20, 5], (0, 20, 5)),
+    ((100,), (100,)),
+])
+def test_mrpc(mrpc: str | list[int] | tuple[int, ...], expected: tuple[int, ...]) -> None:
+    options = make_options(mrpc=mrpc)
+    assert options.mrpc_values == expected
+    assert isinstance(options.mrpc_values, tuple)
+
+
+def test_point_duration_and_counts() -> None:
+    options = make_options(point_duration="500ms", requests_per_child=10, measure_children=64, max_children=4096,
+                           clients=10000, path="/app?x=1")
+    assert (options.point_s, options.requests_per_child, options.measure_children, options.max_children) == (
+        0.5, 10, 64, 4096)
+    assert (options.clients, options.path) == (10000, "/app?x=1")
+    assert make_options(point_duration=2).point_s == 2.0
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"ram": "lots"}, "invalid --ram 'lots': use e.g. 512M, 4G"),
+    ({"ram": "4"}, "--ram '4' is less than 1 MiB: give a unit, e.g. 4G or 512M"),
+    ({"ram": "8M"}, "--ram must be at least 16M, got 8388608 bytes"),
+    ({"ram": 1000}, "--ram must be at least 16M"),
+    ({"ram": "-1G"}, "invalid --ram '-1G'"),
+    ({"p99": "soon"}, "invalid --p99 'soon'"),
+    ({"p99": "0"}, "--p99 must be more than 0 and at most 10m, got 0s"),
+    ({"p99": "0ms"}, "--p99 must be more than 0"),
+    ({"p99": "11m"}, "--p99 must be more than 0 and at most 10m, got 660s"),
+    ({"p99": -1.0}, "--p99 must be more than 0"),
+    ({"mrpc": "0,ten"}, "invalid --mrpc '0,ten': give whole numbers separated by commas"),
+    ({"mrpc": ""}, "invalid --mrpc '': give whole numbers"),
+    ({"mrpc": "0,,10"}, "invalid --mrpc '0,,10'"),
+    ({"mrpc": "1.5"}, "invalid --mrpc '1.5'"),
+    ({"mrpc": "-5"}, "--mrpc needs values >= 0 (0 = unlimited)"),
+    ({"mrpc": []}, "--mrpc needs values >= 0"),
+    ({"point_duration": "100ms"}, "--point-duration must be between 500ms and 10m, got 0.1s"),
+    ({"point_duration": "1h"}, "--point-duration must be between 500ms and 10m, got 3600s"),
+    ({"point_duration": "later"}, "invalid --point-duration 'later'"),
+    ({"clients": 0}, "--clients must be between 1 and 10000, got 0"),
+    ({"clients": 10001}, "--clients must be between 1 and 10000, got 10001"),
+    ({"requests_per_child": 9}, "--requests-per-child must be between 10 and 100000, got 9"),
+    ({"measure_children": 0}, "--measure-children must be between 1 and 64, got 0"),
+    ({"measure_children": 65}, "--measure-children must be between 1 and 64, got 65"),
+    ({"max_children": 0}, "--max-children must be between 1 and 4096, got 0"),
+    ({"max_children": 4097}, "--max-children must be between 1 and 4096"),
+    ({"path": "app"}, "--path must start with / and hold no spaces, got 'app'"),
+    ({"path": "/a b"}, "--path must start with / and hold no spaces, got '/a b'"),
+    ({"path": ""}, "--path must start with /"),
+])
+def test_bad_values(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        make_options(**kwargs)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_bad_fractions() -> None:
+    for options in (TuneOptions(max_loss=0.0), TuneOptions(max_loss=1.0), TuneOptions(tolerance=0.0),
+                    TuneOptions(tolerance=1.5)):
+        with pytest.raises(UsageError, match="--max-loss and --tolerance are fractions between 0 and 1"):
+            options.validate()
+
+
+@pytest.mark.usefixtures("machine")
+def test_to_dict_from_dict_round_trip() -> None:
+    options = make_options(path="/cpu?ms=5", ram="2G", clients=50, p99="300ms", quick=True, mrpc="0,10k,100",
+                           max_children=24)
+    plain = options.to_dict()
+    assert plain["mrpc_values"] == [0, 10000, 100]
+    assert plain["ram"] == 2 * GIB and plain["p99_s"] == 0.3 and plain["clients"] == 50
+    assert set(plain) == {
+        "path", "ram", "clients", "p99_s", "quick", "point_s", "requests_per_child", "measure_children",
+        "max_children", "mrpc_values", "max_loss", "tolerance", "safety_margin", "memory_floor", "compare_preload",
+        "timeout_s"}
+    again = TuneOptions.from_dict(json.loads(json.dumps(plain)))
+    assert again == options
+    assert isinstance(again.mrpc_values, tuple)
+    assert TuneOptions.from_dict(TuneOptions().to_dict()) == TuneOptions()
+
+
+def test_from_dict_ignores_unknown_keys_and_fills_defaults() -> None:
+    got = TuneOptions.from_dict({"clients": 8, "from_a_newer_version": True})
+    assert got == TuneOptions(clients=8)
+    assert TuneOptions.from_dict({}) == TuneOptions()
+
+
+def test_from_dict_validates() -> None:
+    with pytest.raises(UsageError, match="--clients must be between 1 and 10000, got 0"):
+        TuneOptions.from_dict({"clients": 0})
+    with pytest.raises(UsageError, match="--mrpc needs values"):
+        TuneOptions.from_dict({"mrpc_values": []})
+
+
+@pytest.mark.parametrize("data", [{"mrpc_values": None}, {"clients": "ten"}, {"p99_s": "300ms"}])
+def test_from_dict_wrong_types_are_usage_errors(data: dict[str, Any]) -> None:
+    with pytest.raises(UsageError):
+        TuneOptions.from_dict(data)
