@@ -13,13 +13,10 @@ Importing this package does not load the Rust engine (``pounder._engine``); :fun
 
 from pounder._errors import PounderError, UsageError
 from pounder._version import __version__
-from pounder.load._bench import Progress, ProgressCallback, bench, run_bench
-from pounder.load._csv import render_csv
-from pounder.load._parse import Stage
-from pounder.load._report import render_report
-from pounder.load._result import (
+from pounder.load import (
     SCHEMA,
     BenchResult,
+    BenchSpec,
     ByteCounts,
     ClientCpu,
     Derived,
@@ -28,16 +25,24 @@ from pounder.load._result import (
     HttpOptions,
     Latency,
     LoadModel,
+    LoadOptions,
     Phases,
+    Progress,
+    ProgressCallback,
     ReplyRate,
     RequestCounts,
     RunOptions,
     SecondSample,
+    Stage,
+    Target,
     TargetInfo,
     WarmupCounts,
+    bench,
     load_result,
+    render_csv,
+    render_report,
+    run_bench,
 )
-from pounder.load._spec import BenchSpec, Target
 from pounder.procs import PoolSnapshot, ServerLoadReport, ServerSampler, find_server, max_clients, snapshot
 
 __all__ = [
@@ -52,6 +57,7 @@ __all__ = [
     "HttpOptions",
     "Latency",
     "LoadModel",
+    "LoadOptions",
     "Phases",
     "PoolSnapshot",
     "PounderError",

@@ -31,7 +31,7 @@ from pounder.compare import (
     verdict,
 )
 from pounder.compare._stats import quantile
-from pounder.load._result import HttpOptions, LoadModel
+from pounder.load import HttpOptions, LoadModel
 from schemas import schema, validate
 
 # ---------------------------------------------------------------------------------------------

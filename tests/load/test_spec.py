@@ -1,4 +1,4 @@
-"""Validation of bench options and the engine spec (pounder.load._spec)."""
+"""Validation of bench options and the engine spec (pounder.load._spec, _model, _url, _request)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from pounder import BenchSpec, Stage, UsageError, __version__
-from pounder.load import _spec
-from pounder.load._spec import parse_url, resolve
+from pounder.load import _model, parse_url, resolve
 
 URL = "http://127.0.0.1:8080/"
 
@@ -45,7 +44,7 @@ def unix_socket_path(tmp_path: Path) -> Iterator[str]:
 
 
 def test_defaults_closed_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_spec, "available_cpus", lambda: 4)
+    monkeypatch.setattr(_model, "available_cpus", lambda: 4)
     engine = spec().engine_spec()
     assert engine == {
         "targets": [
@@ -79,7 +78,7 @@ def test_defaults_closed_loop(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_threads_default_and_clamp(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_spec, "available_cpus", lambda: 8)
+    monkeypatch.setattr(_model, "available_cpus", lambda: 8)
     assert spec(connections=3).load.threads == 3
     assert spec(connections=100).load.threads == 8
     assert spec(connections=2, threads=16).load.threads == 2
@@ -98,7 +97,7 @@ def test_open_loop_constant_rate() -> None:
     assert load.kind == "open"
     assert load.stages == (Stage(10.0, 500, 500),)
     assert load.duration_s == 10.0
-    assert load.connections == _spec.DEFAULT_OPEN_LOOP_CAP
+    assert load.connections == _model.DEFAULT_OPEN_LOOP_CAP
     assert spec(rate=200, requests=1000).load.stages == (Stage(5.0, 200, 200),)
     assert spec(rate="200", duration="30s", requests=1000).load.stages == (Stage(30.0, 200, 200),)
 

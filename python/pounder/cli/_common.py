@@ -60,8 +60,8 @@ def report_option(panel: str, what: str) -> Any:
 
 def check_report_path(path: str | None) -> None:
     """``--report PATH`` of the commands that measure: a writable file, checked before the run."""
+    from pounder._files import check_output_path
     from pounder._matplotlib import require_matplotlib
-    from pounder.load._spec import check_output_path
 
     if path == "-":
         raise UsageError("--report: give a file name (the page is not written to stdout)")

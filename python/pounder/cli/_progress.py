@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from pounder.load._bench import Progress, ProgressCallback
+from pounder.load import Progress, ProgressCallback
 
 
 def _status(progress: Progress) -> str:

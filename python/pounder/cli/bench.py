@@ -8,19 +8,16 @@ from __future__ import annotations
 
 import sys
 from functools import partial
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from pounder._errors import PounderError, UsageError
+from pounder._files import check_output_path, write_output
 from pounder.cli._common import EXIT_INTERRUPTED, check_report_path, option, report_option, write_html_report
+from pounder.cli._load_options import load_option, load_options
 from pounder.cli._progress import live_progress
-from pounder.load._bench import run_bench, server_sampler
-from pounder.load._csv import render_csv
-from pounder.load._report import render_report
-from pounder.load._result import BenchResult
-from pounder.load._spec import BenchSpec, check_output_path
+from pounder.load import BenchResult, BenchSpec, render_csv, render_report, run_bench, server_sampler
 
 _LOAD = "Load"
 _HTTP = "Requests"
@@ -49,47 +46,28 @@ URL_FILE = option("-f", "--url-file", panel=_LOAD, metavar="FILE", help=(
 ORDER = option("--order", panel=_LOAD, metavar="sequential|random", help=(
     "How targets are picked: in turn (default), or at random weighted by their weight (weights only matter for "
     "random)."))
-CONNECTIONS = option("-c", "--connections", panel=_LOAD, metavar="N", help=(
-    "Closed loop: concurrent connections, default 10. Open loop: the cap on requests in flight, default 1000."))
-REQUESTS = option("-n", "--requests", panel=_LOAD, metavar="N", help=(
-    "Stop after N measured requests (10k, 1M). Without -n, -d or --stages the run lasts 10 s."))
-DURATION = option("-d", "--duration", panel=_LOAD, metavar="TIME", help=(
-    "Measure for this long: 30s, 2m, 1h, 500ms (a bare number is seconds). With -n too, the first limit reached "
-    "ends the run. Default 10s."))
-THREADS = option("-t", "--threads", panel=_LOAD, metavar="N", help=(
-    "Engine threads; default: the CPUs available. Silently lowered to the number of connections."))
-RATE = option("--rate", panel=_LOAD, metavar="RATE", help=(
-    "Open loop at a global rate in req/s: 500, a ramp over the run 50..500, or a ramp 50..500/60s (then held at "
-    "500 if -d is longer). Length: -d, else -n divided by the rate, else 10s."))
-STAGES = option("--stages", panel=_LOAD, metavar="STAGES", help=(
-    "Open loop in stages: 30s@100,60s@400,30s@100 (constant) or 60s@100..400 (ramp). Excludes --rate, -n, -d."))
-MAX_IN_FLIGHT = option("--max-in-flight", panel=_LOAD, metavar="N", help=(
-    "Open loop only: the cap on requests in flight (same as -c in open loop), default 1000. A request whose time "
-    "comes while the cap is reached is counted as unsent."))
+CONNECTIONS = load_option("connections", _LOAD)
+REQUESTS = load_option("requests", _LOAD, "Without -n, -d or --stages the run lasts 10 s.")
+DURATION = load_option("duration", _LOAD, "Default 10s.")
+THREADS = load_option("threads", _LOAD)
+RATE = load_option("rate", _LOAD, "Length: -d, else -n divided by the rate, else 10s.")
+STAGES = load_option("stages", _LOAD)
+MAX_IN_FLIGHT = load_option("max_in_flight", _LOAD)
 WARMUP = option("--warmup", panel=_LOAD, metavar="TIME|N", help=(
     "Run this long (5s) or this many requests (100) first, without measuring them."))
-NO_KEEPALIVE = option("--no-keepalive", panel=_HTTP, help=(
-    "A new connection for every request (sends Connection: close)."))
-CALLS_PER_CONN = option("--calls-per-conn", panel=_HTTP, metavar="N", help=(
-    "Close each connection after N responses (0 = never, the default)."))
-THROTTLE = option("--throttle", panel=_HTTP, metavar="BANDWIDTH", help=(
-    "Read responses slowly, per connection: 33.6kbps, 1Mbps, 56kbit (bits, k = 1000), 4KB/s (bytes), 1MiB/s "
-    "(k = 1024); a bare number is bytes/s."))
+NO_KEEPALIVE = load_option("no_keepalive", _HTTP)
+CALLS_PER_CONN = load_option("calls_per_conn", _HTTP)
+THROTTLE = load_option("throttle", _HTTP)
 UNIX_SOCKET = option("--unix-socket", panel=_HTTP, metavar="PATH", help=(
     "Connect to this Unix socket; the URL then only gives the Host header and the path."))
-METHOD = option("-m", "--method", panel=_HTTP, metavar="METHOD", help=(
-    "HTTP method; default GET, or POST when there is a body."))
-BODY = option("-b", "--body", panel=_HTTP, metavar="TEXT|@FILE", help=(
-    "Request body: the text itself, or @FILE for a file's bytes."))
-CONTENT_TYPE = option("-T", "--content-type", panel=_HTTP, metavar="TYPE", help="Content-Type header.")
-HEADER = option("-H", "--header", panel=_HTTP, metavar="'NAME: VALUE'", help=(
-    "Add a header, or replace one pounder sends by default (Host, User-Agent, Accept...). Repeatable."))
-COOKIE = option("--cookie", panel=_HTTP, metavar="NAME=VALUE", help="Send a cookie. Repeatable.")
-AUTH = option("-A", "--auth", panel=_HTTP, metavar="USER:PASS", help="Basic authentication.")
-TIMEOUT = option("--timeout", panel=_HTTP, metavar="TIME", help=(
-    "Per-request timeout, connect included (like ab). Default 30s."))
-ALLOW_REMOTE = option("--allow-remote", panel=_HTTP, help=(
-    "Allow targets that are not loopback addresses (127.0.0.0/8, ::1)."))
+METHOD = load_option("method", _HTTP)
+BODY = load_option("body", _HTTP)
+CONTENT_TYPE = load_option("content_type", _HTTP)
+HEADER = load_option("header", _HTTP)
+COOKIE = load_option("cookie", _HTTP)
+AUTH = load_option("auth", _HTTP)
+TIMEOUT = load_option("timeout", _HTTP)
+ALLOW_REMOTE = load_option("allow_remote", _HTTP)
 JSON = option("--json", panel=_OUT, metavar="PATH", help=(
     "Write the result as JSON (schema pounder/bench-result/1); '-' for stdout, which replaces the report."))
 REPORT = report_option(_OUT, "result")
@@ -101,27 +79,14 @@ HDR_LOG = option("--hdr-log", panel=_OUT, metavar="PATH", help=(
 SERVER_PID = option("--server-pid", panel=_SERVER, metavar="PID", help=(
     "Sample this server's processes (the parent and all its children) while the load runs: server CPU per "
     "request, children spawned, memory per child and its growth."))
-SERVER_PIDFILE = option("--server-pidfile", panel=_SERVER, metavar="FILE", help=(
-    "Like --server-pid, with the pid read from the server's pid file."))
-SERVER_NAME = option("--server-name", panel=_SERVER, metavar="TEXT", help=(
-    "Like --server-pid, with the parent found by process name or command line."))
+SERVER_PIDFILE = load_option("server_pidfile", _SERVER)
+SERVER_NAME = load_option("server_name", _SERVER)
 SERVER_STATUS = option("--server-status", panel=_SERVER, metavar="URL", help=(
     "Also read Apache's mod_status page (?auto) at each sample: busy and idle children."))
 SAMPLE_INTERVAL = option("--sample-interval", panel=_SERVER, metavar="TIME", help=(
     "How often the server is sampled; default 1s."))
 QUIET = option("-q", "--quiet", panel=_OUT, help="No progress and no report (files are still written).")
 # fmt: on
-
-
-def _write(path: str, text: str, what: str) -> None:
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise PounderError(f"cannot write {what} {path}: {error.strerror}") from None
 
 
 def _outputs(json_path: str | None, csv_path: str | None) -> tuple[str | None, str | None]:
@@ -140,11 +105,11 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
     for path, what, render in outputs:
         if path is not None:
             try:
-                _write(path, render(), what)
+                write_output(path, render(), what)
             except PounderError as error:
                 failures.append(error)
     if not quiet and "-" not in (json_out, csv_out):
-        _write("-", render_report(result), "the report")
+        write_output("-", render_report(result))
     if failures:
         raise failures[0]
 
@@ -186,15 +151,12 @@ def bench_command(
     report: Annotated[Text, REPORT] = None,
 ) -> None:
     """Load an HTTP server and report throughput, latency and errors (help: BENCH_HELP)."""
+    load = load_options(locals())
     json_out, csv_out = _outputs(json_path, csv_path)
     check_report_path(report)
     spec = BenchSpec.from_options(
-        url,
-        url_file=url_file, order=order, connections=connections, requests=requests, duration=duration,
-        threads=threads, rate=rate, stages=stages, max_in_flight=max_in_flight, keepalive=not no_keepalive,
-        calls_per_conn=calls_per_conn, warmup=warmup, throttle=throttle, unix_socket=unix_socket,
-        method=method, body=body, content_type=content_type, headers=header or (), cookies=cookie or (),
-        auth=auth, timeout=timeout, allow_remote=allow_remote, tsv_path=tsv_path, hdr_log_path=hdr_log,
+        url, url_file=url_file, order=order, warmup=warmup, unix_socket=unix_socket, tsv_path=tsv_path,
+        hdr_log_path=hdr_log, options=load,
     )  # fmt: skip
     sampler = server_sampler(
         pid=server_pid, pidfile=server_pidfile, name=server_name, status_url=server_status,

@@ -14,26 +14,29 @@ from typing import Annotated
 import typer
 
 from pounder._errors import PounderError, UsageError
+from pounder._files import check_output_path, write_output
 from pounder._matplotlib import require_matplotlib
+from pounder._units import parse_count
 from pounder.cli._common import EXIT_INTERRUPTED, check_report_path, option, report_option, write_html_report
+from pounder.cli._load_options import load_option, load_options
 from pounder.cli._progress import live_status
-from pounder.compare._chart import chart_format, render_chart
-from pounder.compare._report import format_rate, render_compare
-from pounder.compare._trials import (
+from pounder.compare import (
     DEFAULT_TRIALS,
     MIN_TRIALS,
     CompareResult,
     Trial,
     TrialCallback,
     Variant,
+    chart_format,
     check_trials,
     compare,
     default_labels,
+    format_rate,
+    render_chart,
+    render_compare,
     trial_plan,
 )
-from pounder.load._bench import ProgressCallback
-from pounder.load._report import format_ms
-from pounder.load._spec import check_output_path
+from pounder.load import ProgressCallback, format_ms
 from pounder.procs import find_server
 
 _TRIALS = "Trials"
@@ -69,28 +72,18 @@ NO_WARMUP = option("--no-warmup", panel=_TRIALS, help="Skip the warm-up trial of
 MIN_EFFECT = option("--min-effect", panel=_TRIALS, metavar="PERCENT", help=(
     "A ratio within this many percent of 1 is 'no clear difference' even when its interval excludes 1; "
     "default 1 (0 for the interval alone)."))
-CONNECTIONS = option("-c", "--connections", panel=_LOAD, metavar="N", help=(
-    "Closed loop: concurrent connections, default 10. Open loop: the cap on requests in flight, default 1000."))
-REQUESTS = option("-n", "--requests", panel=_LOAD, metavar="N", help=(
-    "Each trial stops after N measured requests (10k)."))
-DURATION = option("-d", "--duration", panel=_LOAD, metavar="TIME", help=(
-    "Each trial measures for this long: 5s, 500ms (a bare number is seconds). Default 5s when neither -n nor "
-    "-d is given; with both the first limit reached ends the trial."))
-THREADS = option("-t", "--threads", panel=_LOAD, metavar="N", help=(
-    "Engine threads; default: the CPUs available, at most the connections."))
-RATE = option("--rate", panel=_LOAD, metavar="RATE", help=(
-    "Open loop at this global rate in req/s (500, or a ramp 50..500/5s); latency is measured from each "
-    "request's intended send time."))
-NO_KEEPALIVE = option("--no-keepalive", panel=_LOAD, help="A new connection for every request.")
-TIMEOUT = option("--timeout", panel=_LOAD, metavar="TIME", help="Per-request timeout, connect included. Default 30s.")
-ALLOW_REMOTE = option("--allow-remote", panel=_LOAD, help=(
-    "Allow targets that are not loopback addresses (127.0.0.0/8, ::1)."))
+CONNECTIONS = load_option("connections", _LOAD)
+REQUESTS = load_option("requests", _LOAD)
+DURATION = load_option("duration", _LOAD, "Default 5s when neither -n nor -d is given.")
+THREADS = load_option("threads", _LOAD)
+RATE = load_option("rate", _LOAD, "Length: -d, else -n divided by the rate, else 5s.")
+NO_KEEPALIVE = load_option("no_keepalive", _LOAD)
+TIMEOUT = load_option("timeout", _LOAD)
+ALLOW_REMOTE = load_option("allow_remote", _LOAD)
 SERVER_PID = option("--server-pid", panel=_SERVER, metavar="PID", help=(
     "The server behind every URL (its parent process): sampled during each trial for its CPU per request."))
-SERVER_PIDFILE = option("--server-pidfile", panel=_SERVER, metavar="FILE", help=(
-    "Like --server-pid, with the pid read from the server's pid file."))
-SERVER_NAME = option("--server-name", panel=_SERVER, metavar="TEXT", help=(
-    "Like --server-pid, with the parent found by process name or command line."))
+SERVER_PIDFILE = load_option("server_pidfile", _SERVER)
+SERVER_NAME = load_option("server_name", _SERVER)
 JSON = option("--json", panel=_OUT, metavar="PATH", help=(
     "Write the comparison as JSON (schema pounder/compare/1), rewritten after every trial so nothing measured "
     "is lost; '-' prints it on stdout at the end instead of the report."))
@@ -116,12 +109,7 @@ def parse_min_effect(text: str | None) -> float:
 
 
 def parse_trials(text: str | None) -> int:
-    if text is None:
-        return DEFAULT_TRIALS
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise UsageError(f"invalid --trials {text!r}: expected a whole number") from None
+    return DEFAULT_TRIALS if text is None else parse_count(text, "--trials")
 
 
 def labels_for(urls: list[str], labels: list[str] | None) -> list[str]:
@@ -183,10 +171,9 @@ def _emit(result: CompareResult, json_out: str | None, chart_out: str | None, qu
         except PounderError as error:
             failure = error
     if json_out == "-":
-        sys.stdout.write(result.to_json())
+        write_output("-", result.to_json())
     elif not quiet:
-        sys.stdout.write(render_compare(result))
-    sys.stdout.flush()
+        write_output("-", render_compare(result))
     if failure is not None:
         raise failure
 
@@ -226,6 +213,7 @@ def compare_command(
     report: Annotated[Text, REPORT] = None,
 ) -> None:
     """Compare URLs in interleaved trials (help: COMPARE_HELP)."""
+    load = load_options(locals())
     labels = labels_for(urls, label)
     count = check_trials(parse_trials(trials))
     effect = parse_min_effect(min_effect)
@@ -238,10 +226,9 @@ def compare_command(
     with _progress(not quiet and sys.stderr.isatty(), plan) as (on_trial, on_progress):
         result = compare(
             variants,
-            trials=count, warmup=not no_warmup, baseline=baseline, min_effect=effect, connections=connections,
-            requests=requests, duration=duration, threads=threads, rate=rate, keepalive=not no_keepalive,
-            timeout=timeout, allow_remote=allow_remote, results=None if json_out in (None, "-") else json_out,
-            on_trial=on_trial, on_progress=on_progress,
+            trials=count, warmup=not no_warmup, baseline=baseline, min_effect=effect,
+            results=None if json_out in (None, "-") else json_out, on_trial=on_trial, on_progress=on_progress,
+            options=load,
         )  # fmt: skip
     _emit(result, json_out, chart_out, quiet)
     if report is not None:

@@ -9,17 +9,25 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import UsageError
+from pounder._files import check_output_path, write_output
+from pounder._units import count_in_range
 from pounder.cli._common import option
+from pounder.cli._load_options import load_option, load_options
 from pounder.cli._progress import live_progress
-from pounder.load._spec import check_output_path
-from pounder.syscalls._report import SyscallReport, render_syscalls
-from pounder.syscalls._trace import DEFAULT_CONNECTIONS, DEFAULT_REQUESTS, DEFAULT_WARMUP, trace_syscalls
+from pounder.syscalls import (
+    DEFAULT_CONNECTIONS,
+    DEFAULT_DURATION_S,
+    DEFAULT_REQUESTS,
+    DEFAULT_WARMUP,
+    SyscallReport,
+    render_syscalls,
+    trace_syscalls,
+)
 
 _WHICH = "Which server"
 _LOAD = "Load"
@@ -49,22 +57,20 @@ Text = str | None
 # fmt: off
 URL_ARG = typer.Argument(metavar="URL", help="http:// URL to request (on this machine).", show_default=False)
 SERVER_PID = option("--server-pid", panel=_WHICH, metavar="PID", help="The server's parent process.")
-SERVER_PIDFILE = option("--server-pidfile", panel=_WHICH, metavar="FILE", help=(
+SERVER_PIDFILE = load_option("server_pidfile", _WHICH, help=(
     "A file holding the parent's pid (Apache's PidFile, gunicorn --pid, Starman --pid)."))
-SERVER_NAME = option("--server-name", panel=_WHICH, metavar="TEXT", help=(
+SERVER_NAME = load_option("server_name", _WHICH, help=(
     "Part of the process name or command line; the top-most matching process is the parent."))
-REQUESTS = option("-n", "--requests", panel=_LOAD, metavar="N", help=(
+REQUESTS = load_option("requests", _LOAD, help=(
     f"Requests to trace (default {DEFAULT_REQUESTS:,}; at most 100k: strace writes a few kB per request)."))
-CONNECTIONS = option("-c", "--connections", panel=_LOAD, metavar="N", help=(
+CONNECTIONS = load_option("connections", _LOAD, help=(
     f"Concurrent connections (default {DEFAULT_CONNECTIONS}). Keep it at or below the server's idle children, "
     "so that none is started during the trace."))
-KEEPALIVE = option("--keepalive", panel=_LOAD, help=(
-    "Keep connections open between requests (default: off, a new connection for every request)."))
+KEEPALIVE = load_option("keepalive", _LOAD)
 WARMUP = option("--warmup", panel=_LOAD, metavar="N", help=(
     f"Requests sent before strace attaches, not traced (default {DEFAULT_WARMUP}; 0 for none)."))
-DURATION = option("-d", "--duration", panel=_LOAD, metavar="TIME", help=(
-    "Stop the traced load after this long even if -n is not reached (default 60s)."))
-TIMEOUT = option("--timeout", panel=_LOAD, metavar="TIME", help="Per-request timeout (default 30s).")
+DURATION = load_option("duration", _LOAD, f"Default {DEFAULT_DURATION_S:g}s.")
+TIMEOUT = load_option("timeout", _LOAD)
 JSON = option("--json", panel=_OUT, metavar="PATH", help=(
     "Write the result as JSON (schema pounder/syscalls/1); '-' for stdout, which replaces the tables."))
 TOP = option("--top", panel=_OUT, metavar="N", help="Show only the N most frequent calls and failures.")
@@ -73,21 +79,10 @@ LOG = option("--log", panel=_OUT, metavar="PATH", help="Keep strace's raw log in
 
 
 def _positive(text: str, what: str, high: int) -> int:
-    cleaned = text.strip()
-    if not cleaned.isascii() or not cleaned.isdigit() or not 1 <= int(cleaned) <= high:
-        raise UsageError(f"invalid {what} {text!r}: expected a whole number from 1 to {high:,}")
-    return int(cleaned)
-
-
-def _write(path: str, text: str, what: str) -> None:
-    if path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
     try:
-        Path(path).write_text(text, encoding="utf-8", errors="surrogateescape")
-    except OSError as error:
-        raise PounderError(f"cannot write {what} {path}: {error.strerror}") from None
+        return count_in_range(text, what, 1, high)
+    except UsageError:
+        raise UsageError(f"invalid {what} {text!r}: expected a whole number from 1 to {high:,}") from None
 
 
 def _json_text(report: SyscallReport) -> str:
@@ -104,23 +99,23 @@ def syscalls_command(
     connections: Annotated[str, CONNECTIONS] = str(DEFAULT_CONNECTIONS),
     keepalive: Annotated[bool, KEEPALIVE] = False,
     warmup: Annotated[str, WARMUP] = str(DEFAULT_WARMUP),
-    duration: Annotated[str, DURATION] = "60s",
+    duration: Annotated[str, DURATION] = f"{DEFAULT_DURATION_S:g}s",
     timeout: Annotated[Text, TIMEOUT] = None,
     json_path: Annotated[Text, JSON] = None,
     top: Annotated[Text, TOP] = None,
     log: Annotated[Text, LOG] = None,
 ) -> None:
     """Count a server's system calls per request (help: SYSCALLS_HELP)."""
+    load = load_options(locals())
     json_out = check_output_path(json_path, "--json")
     rows = None if top is None else _positive(top, "--top", _MAX_TOP)
     pid = None if server_pid is None else _positive(server_pid, "--server-pid", 2**31 - 1)
     with live_progress(enabled=sys.stderr.isatty()) as on_progress:
         report = trace_syscalls(
-            url, server_pid=pid, server_pidfile=server_pidfile, server_name=server_name, requests=requests,
-            connections=connections, keepalive=keepalive, warmup=warmup, duration=duration, timeout=timeout,
-            log_path=log, on_progress=on_progress,
+            url, server_pid=pid, server_pidfile=server_pidfile, server_name=server_name, warmup=warmup,
+            log_path=log, on_progress=on_progress, options=load,
         )  # fmt: skip
     if json_out is not None:
-        _write(json_out, _json_text(report), "--json")
+        write_output(json_out, _json_text(report), "--json")
     if json_out != "-":
-        _write("-", render_syscalls(report, top=rows), "the report")
+        write_output("-", render_syscalls(report, top=rows))

@@ -14,15 +14,15 @@
 The same load runs against every variant, ``trials`` times each, interleaved (A B A B ...) after a
 warm-up trial each; each variant's figures are medians over its trials, and each ratio against the
 baseline (requests/s, p99 latency) has a 95 % percentile-bootstrap interval over the trials. See
-:mod:`pounder.compare._trials` for the run and :mod:`pounder.compare._stats` for the statistics.
+:mod:`pounder.compare._trials` for the run, :mod:`pounder.compare._result` for the result and
+:mod:`pounder.compare._stats` for the statistics.
 """
 
 from __future__ import annotations
 
-from pounder.compare._chart import render_chart
-from pounder.compare._report import render_compare
-from pounder.compare._stats import Estimate, RatioEstimate, Verdict, median_interval, ratio_interval, verdict
-from pounder.compare._trials import (
+from pounder.compare._chart import chart_format, render_chart
+from pounder.compare._report import format_rate, format_ratio, render_compare
+from pounder.compare._result import (
     SCHEMA,
     CompareOptions,
     CompareResult,
@@ -31,11 +31,13 @@ from pounder.compare._trials import (
     TrialCallback,
     Variant,
     VariantSummary,
-    compare,
-    default_labels,
 )
+from pounder.compare._stats import Estimate, RatioEstimate, Verdict, median_interval, ratio_interval, verdict
+from pounder.compare._trials import DEFAULT_TRIALS, MIN_TRIALS, check_trials, compare, default_labels, trial_plan
 
 __all__ = [
+    "DEFAULT_TRIALS",
+    "MIN_TRIALS",
     "SCHEMA",
     "CompareOptions",
     "CompareResult",
@@ -47,11 +49,16 @@ __all__ = [
     "Variant",
     "VariantSummary",
     "Verdict",
+    "chart_format",
+    "check_trials",
     "compare",
     "default_labels",
+    "format_rate",
+    "format_ratio",
     "median_interval",
     "ratio_interval",
     "render_chart",
     "render_compare",
+    "trial_plan",
     "verdict",
 ]

@@ -10,15 +10,15 @@ name and renamed.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import UsageError
+from pounder._files import replacing
 from pounder._matplotlib import require_matplotlib
 from pounder.compare._report import format_ratio
+from pounder.compare._result import CompareResult
 from pounder.compare._stats import Estimate
-from pounder.compare._trials import CompareResult
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -36,7 +36,6 @@ def chart_format(path: str | os.PathLike[str]) -> str:
     if suffix not in FORMATS:
         raise UsageError(f"--chart: {path} must end in .png or .svg")
     return suffix[1:]
-
 
 
 def _errors(estimates: list[Estimate | None], scale: float) -> tuple[list[float], list[list[float]]]:
@@ -121,19 +120,6 @@ def render_chart(result: CompareResult, path: str | os.PathLike[str]) -> Path:
         f"{result.options.baseline}{partial}",
         fontsize=10,
     )
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
-        os.close(fd)
-    except OSError as error:
-        raise PounderError(f"cannot write --chart {target}: {error.strerror or error}") from None
-    try:
+    with replacing(target, "--chart", suffix=target.suffix) as tmp:
         figure.savefig(tmp, format=kind)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except OSError as error:
-        Path(tmp).unlink(missing_ok=True)
-        raise PounderError(f"cannot write --chart {target}: {error.strerror or error}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return target

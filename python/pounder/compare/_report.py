@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pounder.compare._result import CompareResult, Comparison
 from pounder.compare._stats import Estimate, RatioEstimate
-from pounder.compare._trials import CompareResult, Comparison
-from pounder.load._report import _describe_load, format_ms
+from pounder.load import describe_load, format_ms
 
 _GAP = "  "
 
@@ -85,7 +85,7 @@ def _header(result: CompareResult) -> list[str]:
     lines = [
         f"pounder {result.tool_version} compare, started {result.started_at}",
         "",
-        f"Load per trial:  {_describe_load(load)}; {' or '.join(planned)}; {http.method}, {connection}",
+        f"Load per trial:  {describe_load(load)}; {' or '.join(planned)}; {http.method}, {connection}",
         f"Trials:          {options.trials} per variant, interleaved ({order}){warmup}",
         f"Baseline:        {options.baseline}",
     ]

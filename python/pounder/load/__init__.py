@@ -1,9 +1,77 @@
-"""Load generation for ``pounder bench``: option parsing and validation (``_parse``, ``_spec``),
-running the engine (``_bench``), results (``_result``) and their text and CSV forms (``_report``,
-``_csv``). The public names are re-exported by :mod:`pounder`."""
+"""Load generation for ``pounder bench``: the load options (``_options``, declared once), their
+parsing and validation (``_parse``; the load model ``_model``, URLs ``_url``, the request
+``_request``, put together in ``_spec``), running the engine (``_bench``), results (``_result``)
+and their text and CSV forms (``_report``, ``_csv``). The public names are re-exported by
+:mod:`pounder`."""
 
-from pounder.load._bench import Progress, ProgressCallback, run_bench
-from pounder.load._result import SCHEMA, BenchResult, MalformedResultError
-from pounder.load._spec import BenchSpec
+from pounder.load._bench import Progress, ProgressCallback, bench, run_bench, server_sampler
+from pounder.load._csv import render_csv
+from pounder.load._model import Number
+from pounder.load._options import LoadOptions
+from pounder.load._parse import Stage
+from pounder.load._report import describe_load, format_ms, render_report
+from pounder.load._result import (
+    ERROR_CATEGORIES,
+    PERCENTILES,
+    SCHEMA,
+    BenchResult,
+    ByteCounts,
+    ClientCpu,
+    Derived,
+    ErrorCounts,
+    Histogram,
+    HttpOptions,
+    Latency,
+    LoadModel,
+    MalformedResultError,
+    Phases,
+    ReplyRate,
+    RequestCounts,
+    RunOptions,
+    SecondSample,
+    TargetInfo,
+    WarmupCounts,
+    load_result,
+)
+from pounder.load._spec import BenchSpec, Target
+from pounder.load._url import parse_url, resolve
 
-__all__ = ["SCHEMA", "BenchResult", "BenchSpec", "MalformedResultError", "Progress", "ProgressCallback", "run_bench"]
+__all__ = [
+    "ERROR_CATEGORIES",
+    "PERCENTILES",
+    "SCHEMA",
+    "BenchResult",
+    "BenchSpec",
+    "ByteCounts",
+    "ClientCpu",
+    "Derived",
+    "ErrorCounts",
+    "Histogram",
+    "HttpOptions",
+    "Latency",
+    "LoadModel",
+    "LoadOptions",
+    "MalformedResultError",
+    "Number",
+    "Phases",
+    "Progress",
+    "ProgressCallback",
+    "ReplyRate",
+    "RequestCounts",
+    "RunOptions",
+    "SecondSample",
+    "Stage",
+    "Target",
+    "TargetInfo",
+    "WarmupCounts",
+    "bench",
+    "describe_load",
+    "format_ms",
+    "load_result",
+    "parse_url",
+    "render_csv",
+    "render_report",
+    "resolve",
+    "run_bench",
+    "server_sampler",
+]

@@ -8,19 +8,21 @@ cancels the run too (waiting up to 5 s for the engine to stop) and propagates.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pounder._errors import PounderError, UsageError
+from pounder._files import utc_timestamp
 from pounder._units import parse_duration
 from pounder._version import __version__
-from pounder.load._parse import Stage
+from pounder.load._model import Number
+from pounder.load._options import LoadOptions
 from pounder.load._result import BenchResult, LoadModel, MalformedResultError
-from pounder.load._spec import BenchSpec, Number, parse_url, resolve
+from pounder.load._spec import BenchSpec
+from pounder.load._url import parse_url, resolve
 from pounder.procs import ServerSampler, find_server
 
 if TYPE_CHECKING:
@@ -59,10 +61,6 @@ def _load_engine() -> ModuleType:
     except ImportError as error:
         raise PounderError(f"the load engine pounder._engine cannot be loaded ({error}); is pounder built?") from None
     return _engine
-
-
-def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _snapshot(info: ProgressInfo, load: LoadModel, interrupted: bool) -> Progress:
@@ -108,7 +106,7 @@ def run_bench(
     """Run a validated spec and return its result. With a ``sampler``, the server's processes are
     sampled from just before the first request to just after the last one."""
     engine = _load_engine()
-    started_at = _now_iso()
+    started_at = utc_timestamp()
     if sampler is not None:
         sampler.start()
     try:
@@ -174,26 +172,8 @@ def bench(
     *,
     url_file: str | Path | None = None,
     order: str = "sequential",
-    connections: int | str | None = None,
-    requests: int | str | None = None,
-    duration: Number | None = None,
-    threads: int | str | None = None,
-    rate: float | int | str | None = None,
-    stages: str | Sequence[Stage] | None = None,
-    max_in_flight: int | str | None = None,
-    keepalive: bool = True,
-    calls_per_conn: int | str | None = None,
     warmup: int | str | None = None,
-    throttle: int | str | None = None,
     unix_socket: str | None = None,
-    method: str | None = None,
-    body: str | bytes | None = None,
-    content_type: str | None = None,
-    headers: Sequence[str] | Mapping[str, str] = (),
-    cookies: Sequence[str] = (),
-    auth: str | None = None,
-    timeout: Number | None = None,
-    allow_remote: bool = False,
     tsv_path: str | Path | None = None,
     hdr_log_path: str | Path | None = None,
     server_pid: int | None = None,
@@ -202,14 +182,18 @@ def bench(
     server_status: str | None = None,
     sample_interval: Number | None = None,
     on_progress: ProgressCallback | None = None,
+    options: LoadOptions | None = None,
+    **load: Any,
 ) -> BenchResult:
     """Benchmark an HTTP server; the keyword arguments mirror ``pounder bench``'s options.
 
-    Values may be given as a user types them (``requests="10k"``, ``duration="2m"``,
-    ``rate="50..500/60s"``, ``throttle="56kbit"``) or as numbers (seconds, requests per second,
-    bytes per second). ``headers`` are ``"Name: value"`` strings or a mapping; ``body`` is text,
-    ``"@file"`` or bytes. Defaults: closed loop with 10 connections for 10 s, 30 s timeout,
-    keep-alive on. See :class:`BenchSpec` for the rules.
+    The load options (``connections``, ``requests``, ``duration``, ``rate``, ``headers``, ...) are
+    the fields of :class:`LoadOptions`, given as ``options`` or as keyword arguments (both: the
+    keywords win). Values may be given as a user types them (``requests="10k"``,
+    ``duration="2m"``, ``rate="50..500/60s"``, ``throttle="56kbit"``) or as numbers (seconds,
+    requests per second, bytes per second). ``headers`` are ``"Name: value"`` strings or a mapping;
+    ``body`` is text, ``"@file"`` or bytes. Defaults: closed loop with 10 connections for 10 s,
+    30 s timeout, keep-alive on. See :class:`BenchSpec` for the rules.
 
     ``server_pid``, ``server_pidfile`` or ``server_name`` name the server's parent process: its
     processes are then sampled while the load runs (every ``sample_interval``, default 1 s) and
@@ -220,39 +204,13 @@ def bench(
     :class:`~pounder.PounderError` if the engine cannot run. On Ctrl-C the partial result is
     returned with ``interrupted=True``.
     """
+    given = LoadOptions.of(options, **load)
     spec = BenchSpec.from_options(
-        url,
-        url_file=url_file,
-        order=order,
-        connections=connections,
-        requests=requests,
-        duration=duration,
-        threads=threads,
-        rate=rate,
-        stages=stages,
-        max_in_flight=max_in_flight,
-        keepalive=keepalive,
-        calls_per_conn=calls_per_conn,
-        warmup=warmup,
-        throttle=throttle,
-        unix_socket=unix_socket,
-        method=method,
-        body=body,
-        content_type=content_type,
-        headers=headers,
-        cookies=cookies,
-        auth=auth,
-        timeout=timeout,
-        allow_remote=allow_remote,
-        tsv_path=tsv_path,
-        hdr_log_path=hdr_log_path,
-    )
+        url, url_file=url_file, order=order, warmup=warmup, unix_socket=unix_socket, tsv_path=tsv_path,
+        hdr_log_path=hdr_log_path, options=given,
+    )  # fmt: skip
     sampler = server_sampler(
-        pid=server_pid,
-        pidfile=server_pidfile,
-        name=server_name,
-        status_url=server_status,
-        interval=sample_interval,
-        allow_remote=allow_remote,
-    )
+        pid=server_pid, pidfile=server_pidfile, name=server_name, status_url=server_status,
+        interval=sample_interval, allow_remote=given.allow_remote,
+    )  # fmt: skip
     return run_bench(spec, on_progress, sampler)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pounder._units import mib
 from pounder.load._result import (
     ERROR_CATEGORIES,
     PERCENTILES,
@@ -17,7 +18,6 @@ from pounder.load._result import (
     LoadModel,
     ReplyRate,
 )
-from pounder.procs._render import mib
 
 LABEL_WIDTH = 26
 COLUMN_WIDTH = 12
@@ -68,7 +68,7 @@ def _header(result: BenchResult) -> list[str]:
             lines.append(_continued(f"{target.url} (weight {target.weight}, {target.connect})"))
         if len(targets) > MAX_LISTED_TARGETS:
             lines.append(_continued(f"... and {len(targets) - MAX_LISTED_TARGETS} more"))
-    lines.append(_line("Load model", _describe_load(result.options.load)))
+    lines.append(_line("Load model", describe_load(result.options.load)))
     lines.append(_line("Requests", _describe_http(result)))
     lines.append(_line("Measured time", _describe_time(result)))
     if result.options.load.warmup_requests or result.options.load.warmup_s:
@@ -89,7 +89,8 @@ def _describe_stages(load: LoadModel) -> str:
     return f"{rate}{count}"
 
 
-def _describe_load(load: LoadModel) -> str:
+def describe_load(load: LoadModel) -> str:
+    """The load model in words: "closed loop, 10 connections, 4 threads"."""
     threads = f"{load.threads} thread{'s' if load.threads != 1 else ''}"
     if load.is_open:
         return f"open loop, {_describe_stages(load)}, at most {load.connections} in flight, {threads}"

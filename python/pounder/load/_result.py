@@ -33,76 +33,7 @@ class MalformedResultError(PounderError):
     """A result JSON (from the engine or a file) does not have the expected shape."""
 
 
-# ---------------------------------------------------------------------------------------------
-# Reading typed values out of decoded JSON
-
-
-def _as_int(value: object, key: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise MalformedResultError(f"'{key}' must be a whole number, got {value!r}")
-    if isinstance(value, float) and not value.is_integer():
-        raise MalformedResultError(f"'{key}' must be a whole number, got {value!r}")
-    return int(value)
-
-
-def _as_float(value: object, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise MalformedResultError(f"'{key}' must be a number, got {value!r}")
-    return float(value)
-
-
 _READ = Reader(MalformedResultError)
-_as_dict, _as_list, _as_str = _READ.as_dict, _READ.as_list, _READ.as_str
-
-
-def _as_bool(value: object, key: str) -> bool:
-    if not isinstance(value, bool):
-        raise MalformedResultError(f"'{key}' must be true or false, got {value!r}")
-    return value
-
-
-def _get(data: Mapping[str, Any], key: str) -> Any:
-    if key not in data:
-        raise MalformedResultError(f"missing '{key}'")
-    return data[key]
-
-
-def _nullable(convert: Callable[[object, str], Any]) -> Callable[[object, str], Any]:
-    """``convert`` that lets ``null`` through."""
-    return lambda value, key: None if value is None else convert(value, key)
-
-
-def _list_of(convert: Callable[[object, str], Any]) -> Callable[[object, str], tuple[Any, ...]]:
-    return lambda value, key: tuple(convert(item, f"{key}[{index}]") for index, item in enumerate(_as_list(value, key)))
-
-
-def _choice(*allowed: str) -> Callable[[object, str], str]:
-    def convert(value: object, key: str) -> str:
-        if value not in allowed:
-            raise MalformedResultError(f"'{key}' must be one of {', '.join(allowed)}; got {value!r}")
-        return str(value)
-
-    return convert
-
-
-_SCALARS: dict[object, Callable[[object, str], object]] = {
-    "int": _as_int,
-    "float": _as_float,
-    "str": _as_str,
-    "bool": _as_bool,
-}
-
-
-def _record(cls: type[Any], value: object, key: str, **converters: Callable[[object, str], Any]) -> Any:
-    """Build dataclass ``cls`` from a JSON object: every field is read with its converter from
-    ``converters``, or by its type when it is int/float/str/bool. A ``null`` may be left out."""
-    data = _as_dict(value, key)
-    values = {}
-    for field in fields(cls):
-        convert = converters.get(field.name) or _SCALARS[field.type]
-        raw = data.get(field.name) if field.name in converters else _get(data, field.name)
-        values[field.name] = convert(raw, f"{key}.{field.name}")
-    return cls(**values)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,13 +54,13 @@ class Histogram:
 
     @classmethod
     def from_dict(cls, value: object, key: str) -> Histogram:
-        histogram: Histogram = _record(cls, value, key, percentiles=_percentiles)
+        histogram: Histogram = _READ.record(cls, value, key, percentiles=_percentiles)
         return histogram
 
 
 def _percentiles(value: object, key: str) -> dict[str, int]:
-    data = _as_dict(value, key)
-    return {percent: _as_int(_get(data, percent), f"{key}.{percent}") for percent in PERCENTILES}
+    data = _READ.as_dict(value, key)
+    return {percent: _READ.as_int(_READ.get(data, percent), f"{key}.{percent}") for percent in PERCENTILES}
 
 
 @dataclass(frozen=True)
@@ -280,44 +211,46 @@ class RunOptions:
 
 
 def _stage(value: object, key: str) -> Stage:
-    items = _as_list(value, key)
+    items = _READ.as_list(value, key)
     if len(items) != 3:
         raise MalformedResultError(f"'{key}' must be [duration_s, start_rate, end_rate]")
-    return Stage(*(_as_float(item, key) for item in items))
+    return Stage(*(_READ.as_float(item, key) for item in items))
 
 
 def _header(value: object, key: str) -> tuple[str, str]:
-    items = _as_list(value, key)
+    items = _READ.as_list(value, key)
     if len(items) != 2:
         raise MalformedResultError(f"'{key}' must be [name, value]")
-    return _as_str(items[0], key), _as_str(items[1], key)
+    return _READ.as_str(items[0], key), _READ.as_str(items[1], key)
 
 
 def _load_model(value: object, key: str) -> LoadModel:
-    model: LoadModel = _record(
+    model: LoadModel = _READ.record(
         LoadModel,
         value,
         key,
-        kind=_choice("closed", "open"),
-        requests=_nullable(_as_int),
-        duration_s=_nullable(_as_float),
-        stages=_nullable(_list_of(_stage)),
+        kind=_READ.choice("closed", "open"),
+        requests=_READ.nullable(_READ.as_int),
+        duration_s=_READ.nullable(_READ.as_float),
+        stages=_READ.nullable(_READ.list_of(_stage)),
     )
     return model
 
 
 def _http_options(value: object, key: str) -> HttpOptions:
-    options: HttpOptions = _record(HttpOptions, value, key, throttle_bps=_nullable(_as_int), headers=_list_of(_header))
+    options: HttpOptions = _READ.record(
+        HttpOptions, value, key, throttle_bps=_READ.nullable(_READ.as_int), headers=_READ.list_of(_header)
+    )
     return options
 
 
 def _run_options(value: object, key: str) -> RunOptions:
-    options: RunOptions = _record(
+    options: RunOptions = _READ.record(
         RunOptions,
         value,
         key,
-        targets=_list_of(lambda item, where: _record(TargetInfo, item, where)),
-        order=_choice("sequential", "random"),
+        targets=_READ.list_of(lambda item, where: _READ.record(TargetInfo, item, where)),
+        order=_READ.choice("sequential", "random"),
         load=_load_model,
         http=_http_options,
     )
@@ -472,10 +405,10 @@ class BenchResult:
         if schema != SCHEMA:
             raise MalformedResultError(f"'schema' is {schema!r}, expected {SCHEMA!r}")
         return cls(
-            tool_version=_as_str(_get(data, "tool_version"), "tool_version"),
-            started_at=_as_str(_get(data, "started_at"), "started_at"),
-            interrupted=_as_bool(_get(data, "interrupted"), "interrupted"),
-            options=_run_options(_get(data, "options"), "options"),
+            tool_version=_READ.as_str(_READ.get(data, "tool_version"), "tool_version"),
+            started_at=_READ.as_str(_READ.get(data, "started_at"), "started_at"),
+            interrupted=_READ.as_bool(_READ.get(data, "interrupted"), "interrupted"),
+            options=_run_options(_READ.get(data, "options"), "options"),
             server=_server(data.get("server")),
             **_measurements(data),
         )
@@ -503,26 +436,26 @@ class BenchResult:
 
 
 def _record_of(cls: type[Any]) -> Callable[[object, str], Any]:
-    return lambda value, key: _record(cls, value, key)
+    return lambda value, key: _READ.record(cls, value, key)
 
 
 def _histograms(cls: type[Any]) -> Callable[[object, str], Any]:
     """Converter for a group of histograms (:class:`Latency`, :class:`Phases`)."""
-    converters = dict.fromkeys((field.name for field in fields(cls)), Histogram.from_dict)
-    return lambda value, key: _record(cls, value, key, **converters)
+    converters: dict[str, Any] = dict.fromkeys((field.name for field in fields(cls)), Histogram.from_dict)
+    return lambda value, key: _READ.record(cls, value, key, **converters)
 
 
 def _status(value: object, key: str) -> dict[str, int]:
-    return {code: _as_int(count, f"{key}.{code}") for code, count in sorted(_as_dict(value, key).items())}
+    return {code: _READ.as_int(count, f"{key}.{code}") for code, count in sorted(_READ.as_dict(value, key).items())}
 
 
 def _opened(value: object, key: str) -> int:
-    return _as_int(_get(_as_dict(value, key), "opened"), f"{key}.opened")
+    return _READ.as_int(_READ.get(_READ.as_dict(value, key), "opened"), f"{key}.opened")
 
 
 _MEASUREMENTS: dict[str, tuple[str, Callable[[object, str], Any]]] = {
     # BenchResult field: (engine JSON key, converter)
-    "elapsed_s": ("elapsed_s", _as_float),
+    "elapsed_s": ("elapsed_s", _READ.as_float),
     "warmup": ("warmup", _record_of(WarmupCounts)),
     "requests": ("requests", _record_of(RequestCounts)),
     "bytes": ("bytes", _record_of(ByteCounts)),
@@ -531,22 +464,22 @@ _MEASUREMENTS: dict[str, tuple[str, Callable[[object, str], Any]]] = {
     "errors": ("errors", _record_of(ErrorCounts)),
     "latency": ("latency", _histograms(Latency)),
     "phases": ("phases", _histograms(Phases)),
-    "series": ("series", _list_of(_record_of(SecondSample))),
+    "series": ("series", _READ.list_of(_record_of(SecondSample))),
     "client_cpu": ("client_cpu", _record_of(ClientCpu)),
-    "histogram": ("histogram", _as_str),
+    "histogram": ("histogram", _READ.as_str),
 }
 
 
 def _measurements(data: Mapping[str, Any]) -> dict[str, Any]:
     """The engine's measurements as :class:`BenchResult` fields."""
-    return {field: convert(_get(data, key), key) for field, (key, convert) in _MEASUREMENTS.items()}
+    return {field: convert(_READ.get(data, key), key) for field, (key, convert) in _MEASUREMENTS.items()}
 
 
 def _server(value: object) -> ServerLoadReport | None:
     if value is None:
         return None
     try:
-        return ServerLoadReport.from_dict(_as_dict(value, "server"))
+        return ServerLoadReport.from_dict(_READ.as_dict(value, "server"))
     except MalformedReportError as error:
         raise MalformedResultError(f"server: {error}") from None
 
@@ -562,7 +495,7 @@ def _decode(text: str) -> Mapping[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise MalformedResultError(f"not valid JSON ({error.msg} at line {error.lineno})") from None
-    return _as_dict(data, "the top level")
+    return _READ.as_dict(data, "the top level")
 
 
 def load_result(path: str | Path) -> BenchResult:

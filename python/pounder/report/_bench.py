@@ -14,12 +14,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from pounder.load._report import _describe_load
-from pounder.load._result import ERROR_CATEGORIES, BenchResult, Histogram
+from pounder._units import MIB, mib, number
+from pounder.load import ERROR_CATEGORIES, BenchResult, Histogram, describe_load
 from pounder.procs import ServerLoadReport
 from pounder.report._html import Section, bullets, chart, label_axes, paragraph, table
 
-MIB = 1024 * 1024
 NINES = {"50": 2.0, "90": 10.0, "99": 100.0, "99.9": 1000.0, "100": 10000.0}
 """Where the labelled percentiles sit on the x axis: 1 / (1 - p); 100 % (the max) one decade on."""
 PHASES = ("connect", "waiting", "processing", "total")
@@ -44,17 +43,13 @@ def bench_sections(results: Results) -> list[Section]:
     phases = Section("Connection phases")
     _phases_chart(results, phases)
     sections = [overview, latency, throughput, phases]
-    for number, (label, result) in enumerate(results, start=1):
+    for index, (label, result) in enumerate(results, start=1):
         if result.server is not None:
-            sections.append(_server_section(number, label, result.server, result))
+            sections.append(_server_section(index, label, result.server, result))
     return sections
 
 
 # -- helpers --------------------------------------------------------------------------------------
-
-
-def _fmt(value: float | None, digits: int = 0) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
 
 
 def _ms(us: float) -> str:
@@ -100,10 +95,10 @@ def _summary(results: Results) -> str:
         done = r.latency.corrected.count > 0
         rows.append([
             label, f"{r.requests.complete + r.requests.failed:,}", f"{r.requests.complete:,} / {r.requests.failed:,}",
-            _fmt(r.derived.requests_per_s, 1),
+            number(r.derived.requests_per_s, 1),
             *(_ms(p[key]) if done else "-" for key in ("50", "90", "99", "99.9", "100")),
-            _describe_load(r.options.load), _fmt(r.derived.client_cpu_us_per_request, 1),
-            _fmt(r.derived.server_cpu_us_per_request, 1),
+            describe_load(r.options.load), number(r.derived.client_cpu_us_per_request, 1),
+            number(r.derived.server_cpu_us_per_request, 1),
         ])
     return table(["result", "requests", "complete / failed", "req/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms",
                   "max ms", "load", "client CPU us/req", "server CPU us/req"], rows)
@@ -238,19 +233,19 @@ def _phases_chart(results: Results, section: Section) -> None:
 # -- the server -----------------------------------------------------------------------------------
 
 
-def _server_section(number: int, label: str, server: ServerLoadReport, result: BenchResult) -> Section:
+def _server_section(index: int, label: str, server: ServerLoadReport, result: BenchResult) -> Section:
     section = Section(f"Server: {label} (pid {server.server_pid})")
-    _memory_chart(number, server, section)
-    _workers_chart(number, server, section)
+    _memory_chart(index, server, section)
+    _workers_chart(index, server, section)
     growth = result.derived.server_private_growth_bytes_per_request
     rows = [
-        ["server CPU per request", f"{_fmt(result.derived.server_cpu_us_per_request, 1)} us"],
+        ["server CPU per request", f"{number(result.derived.server_cpu_us_per_request, 1)} us"],
         ["server CPU", f"{server.server_cpu_s:.3f} s (reaped children: {server.server_cpu_reaped_s:.3f} s)"],
         ["children seen / spawned / exited",
          f"{server.children_seen} / {server.children_spawned} / {server.children_exited}"],
-        ["max child USS", f"{_fmt(_mib(server.max_child_uss), 1)} MiB"],
-        ["max child RSS", f"{_fmt(_mib(server.max_child_rss), 1)} MiB"],
-        ["min child shared", f"{_fmt(_mib(server.min_child_shared), 1)} MiB"],
+        ["max child USS", f"{mib(server.max_child_uss)} MiB"],
+        ["max child RSS", f"{mib(server.max_child_rss)} MiB"],
+        ["min child shared", f"{mib(server.min_child_shared)} MiB"],
         ["children's private growth per request", "-" if growth is None else f"{growth:,.0f} bytes"],
         ["samples", f"{server.samples} every {server.interval_s:g} s over {server.duration_s:.1f} s"],
     ]
@@ -260,18 +255,14 @@ def _server_section(number: int, label: str, server: ServerLoadReport, result: B
     return section
 
 
-def _mib(size: int | None) -> float | None:
-    return None if size is None else size / MIB
-
-
-def _memory_chart(number: int, server: ServerLoadReport, section: Section) -> None:
+def _memory_chart(index: int, server: ServerLoadReport, section: Section) -> None:
     if not server.series:
         section.add(paragraph("No memory chart: the sampler read no process's memory."))
         return
     pids = sorted({p.pid for p in server.series}, key=lambda pid: (pid != server.server_pid, pid))
     children = {child.pid for child in server.children}
     caption = "Private memory (USS, solid) and memory shared with other processes (dashed) per process, MiB"
-    with chart(f"bench-memory-{number}", caption, section.body) as ax:
+    with chart(f"bench-memory-{index}", caption, section.body) as ax:
         for slot, pid in enumerate(pids):
             points = [p for p in server.series if p.pid == pid]
             name = "parent" if pid == server.server_pid else "child" if pid in children else "grandchild"
@@ -284,12 +275,12 @@ def _memory_chart(number: int, server: ServerLoadReport, section: Section) -> No
         _legend(ax, len(pids))
 
 
-def _workers_chart(number: int, server: ServerLoadReport, section: Section) -> None:
+def _workers_chart(index: int, server: ServerLoadReport, section: Section) -> None:
     points = [p for p in server.status if p.busy_workers is not None or p.idle_workers is not None]
     if not points:
         return
     caption = f"Apache mod_status ({server.status_url or 'server-status'}): busy and idle workers"
-    with chart(f"bench-workers-{number}", caption, section.body) as ax:
+    with chart(f"bench-workers-{index}", caption, section.body) as ax:
         times = [p.t for p in points]
         ax.plot(times, [math.nan if p.busy_workers is None else p.busy_workers for p in points], marker=".",
                 label="busy")

@@ -8,13 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pounder._units import MIB, number
 from pounder.report._html import Section, chart, esc, label_axes, paragraph, pre, table
-
-MIB = 1024 * 1024
-
-
-def _fmt(value: float | None, digits: int = 0) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
 
 
 def _estimate(variant: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
@@ -61,10 +56,10 @@ def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "c
     for v in variants:
         rps, p50, p99 = _estimate(v, "requests_per_s"), _estimate(v, "p50_us"), _estimate(v, "p99_us")
         cpu = _estimate(v, "server_cpu_us_per_request")
-        rows.append([v["label"], v.get("trials", "-"), _fmt(rps["median"] if rps else None),
-                     f"{_fmt(rps['low'] if rps else None)}-{_fmt(rps['high'] if rps else None)}",
-                     _fmt(p50["median"] / 1000 if p50 else None, 3), _fmt(p99["median"] / 1000 if p99 else None, 3),
-                     _fmt(cpu["median"] if cpu else None, 1), v.get("failed", 0)])
+        rows.append([v["label"], v.get("trials", "-"), number(rps["median"] if rps else None),
+                     f"{number(rps['low'] if rps else None)}-{number(rps['high'] if rps else None)}",
+                     number(p50["median"] / 1000 if p50 else None, 3), number(p99["median"] / 1000 if p99 else None, 3),
+                     number(cpu["median"] if cpu else None, 1), v.get("failed", 0)])
     section.add(table(["variant", "trials", "req/s", "95% interval", "p50 ms", "p99 ms", "server CPU us/req",
                        "failed"], rows))
     comparisons = list(doc.get("comparisons") or [])
@@ -94,10 +89,10 @@ def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Se
                        f"results in {path}."))
     sections = [head]
     loads = sorted(path.glob("load-*.json"), key=lambda p: int(p.stem.split("-")[1]))
-    for number, load_path in enumerate(loads, start=1):
+    for index, load_path in enumerate(loads, start=1):
         doc = json.loads(load_path.read_text())
-        sections += compare_sections(doc, str(load_path), chart_prefix=f"{chart_prefix}-load-{number}",
-                                     heading=f"Load {number}")
+        sections += compare_sections(doc, str(load_path), chart_prefix=f"{chart_prefix}-load-{index}",
+                                     heading=f"Load {index}")
     memory_path = path / "memory.json"
     if memory_path.is_file():
         memory = json.loads(memory_path.read_text()).get("variants") or {}
@@ -116,10 +111,10 @@ def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Se
             ax.legend(loc="upper right", ncol=2)
             label_axes(ax, "", "MiB")
         section.body += out
-        rows = [[label, sizes["after"]["children"], _fmt((sizes["warm"]["max_child_uss"] or 0) / MIB, 1),
-                 _fmt((sizes["after"]["max_child_uss"] or 0) / MIB, 1),
-                 _fmt((sizes["after"]["median_child_shared"] or 0) / MIB, 1),
-                 _fmt(sizes["after"]["footprint"] / MIB, 1)]
+        rows = [[label, sizes["after"]["children"], number((sizes["warm"]["max_child_uss"] or 0) / MIB, 1),
+                 number((sizes["after"]["max_child_uss"] or 0) / MIB, 1),
+                 number((sizes["after"]["median_child_shared"] or 0) / MIB, 1),
+                 number(sizes["after"]["footprint"] / MIB, 1)]
                 for label, sizes in memory.items()]
         section.add(table(["variant", "children", "max USS warm MiB", "max USS after MiB", "shared MiB",
                            "footprint MiB"], rows))

@@ -24,9 +24,23 @@ from pounder.syscalls._report import (
     count_tables,
     render_syscalls,
 )
-from pounder.syscalls._trace import find_strace, strace_version, trace_syscalls
+from pounder.syscalls._trace import (
+    DEFAULT_CONNECTIONS,
+    DEFAULT_DURATION_S,
+    DEFAULT_LOAD,
+    DEFAULT_REQUESTS,
+    DEFAULT_WARMUP,
+    find_strace,
+    strace_version,
+    trace_syscalls,
+)
 
 __all__ = [
+    "DEFAULT_CONNECTIONS",
+    "DEFAULT_DURATION_S",
+    "DEFAULT_LOAD",
+    "DEFAULT_REQUESTS",
+    "DEFAULT_WARMUP",
     "PATH_CALLS",
     "SYSCALLS_SCHEMA",
     "Call",

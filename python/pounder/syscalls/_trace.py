@@ -36,17 +36,16 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import psutil
 
 from pounder._errors import PounderError, UsageError
+from pounder._files import check_output_path, utc_timestamp
+from pounder._units import count_in_range
 from pounder._version import __version__
-from pounder.load._bench import ProgressCallback, run_bench
-from pounder.load._result import BenchResult
-from pounder.load._spec import BenchSpec, Number, check_output_path
-from pounder.load._spec import _count as count_option
+from pounder.load import BenchResult, BenchSpec, LoadOptions, ProgressCallback, run_bench
 from pounder.procs import ServerGone, ServerTarget, TreeMember, discover, find_server
 from pounder.servers import die_with_parent_hook
 from pounder.syscalls._parse import TraceCounts, parse_strace_log
@@ -68,14 +67,9 @@ _POLL_S = 0.02
 _VERSION = re.compile(r"version\s+(\S+)")
 
 
-def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _count(value: int | str, what: str, low: int, high: int) -> int:
-    number = count_option(value, what, low, high)
-    assert number is not None
-    return number
+DEFAULT_LOAD = LoadOptions(requests=DEFAULT_REQUESTS, connections=DEFAULT_CONNECTIONS, keepalive=False,
+                           duration=DEFAULT_DURATION_S)  # fmt: skip
+"""The traced load unless told otherwise: bounded, and every request a connection of its own."""
 
 
 def find_strace(strace: str | os.PathLike[str] | None = None) -> str:
@@ -317,20 +311,19 @@ def trace_syscalls(
     server_pid: int | None = None,
     server_pidfile: str | os.PathLike[str] | None = None,
     server_name: str | None = None,
-    requests: int | str = DEFAULT_REQUESTS,
-    connections: int | str = DEFAULT_CONNECTIONS,
-    keepalive: bool = False,
     warmup: int | str = DEFAULT_WARMUP,
-    duration: Number = DEFAULT_DURATION_S,
-    timeout: Number | None = None,
     strace: str | os.PathLike[str] | None = None,
     log_path: str | os.PathLike[str] | None = None,
     on_progress: ProgressCallback | None = None,
+    options: LoadOptions | None = None,
+    **load: Any,
 ) -> SyscallReport:
     """Trace the system calls of a server's processes while pounder sends it ``requests``
     requests (closed loop, ``connections`` connections, keep-alive off by default, at most
     ``duration`` long), and count them per request. See the module's docstring for how.
 
+    The load options are :func:`pounder.bench`'s (:class:`~pounder.LoadOptions`, as ``options`` or
+    as keyword arguments), by default :data:`DEFAULT_LOAD` (``requests`` always has a bound: 1000 when not given).
     ``server_pid``, ``server_pidfile`` or ``server_name`` (exactly one) name the server's parent.
     ``warmup`` requests are sent before strace attaches and are not traced. ``strace``: the
     program (default: ``strace`` on PATH); ``log_path``: keep strace's raw log there.
@@ -340,12 +333,13 @@ def trace_syscalls(
     when the trace cannot be counted (a request failed, other traffic reached the server), and
     ``KeyboardInterrupt`` after stopping strace when the load was interrupted.
     """
-    count = _count(requests, "-n/--requests", 1, MAX_REQUESTS)
-    warm = _count(warmup, "--warmup", 0, MAX_REQUESTS)
-    spec = BenchSpec.from_options(url, connections=connections, requests=count, duration=duration,
-                                  keepalive=keepalive, timeout=timeout)  # fmt: skip
-    warm_spec = None if warm == 0 else BenchSpec.from_options(
-        url, connections=connections, requests=warm, keepalive=keepalive, timeout=timeout)  # fmt: skip
+    given = LoadOptions.of(DEFAULT_LOAD if options is None else options, **load)
+    requests = DEFAULT_REQUESTS if given.requests is None else given.requests
+    count = count_in_range(requests, "-n/--requests", 1, MAX_REQUESTS)
+    warm = count_in_range(warmup, "--warmup", 0, MAX_REQUESTS)
+    spec = BenchSpec.from_options(url, options=LoadOptions.of(given, requests=count))
+    warm_spec = None if warm == 0 else BenchSpec.from_options(url, options=LoadOptions.of(given, requests=warm,
+                                                                                          duration=None))  # fmt: skip
     if log_path is not None:
         check_output_path(os.fspath(log_path), "--log")
     target = _target(server_pid, server_pidfile, server_name)
@@ -377,7 +371,7 @@ def trace_syscalls(
                 raise PounderError(f"cannot run {binary}: {error.strerror or error}") from None
         try:
             _wait_attached(proc, stderr_path, [target.pid, *children], target.pid)
-            started_at = _now_iso()
+            started_at = utc_timestamp()
             result = run_bench(spec, on_progress)
             settled = _settle(target) if not result.interrupted else True
         finally:
@@ -413,7 +407,7 @@ def trace_syscalls(
         requests=result.requests.complete,
         non_2xx=result.requests.non_2xx,
         connections=spec.load.connections,
-        keepalive=keepalive,
+        keepalive=given.keepalive,
         warmup_requests=0 if warm_spec is None else warm,
         elapsed_s=result.elapsed_s,
         connections_opened=result.connections_opened,

@@ -13,11 +13,11 @@ import pytest
 
 import pounder
 from pounder import BenchResult, BenchSpec, SecondSample, UsageError, load_result, render_csv, render_report
-from pounder.load._report import format_ms
-from pounder.load._result import PERCENTILES, MalformedResultError, reply_rate
+from pounder.load import PERCENTILES, MalformedResultError, format_ms
+from pounder.load._result import reply_rate
 from schemas import REGISTRY
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 SCHEMA_PATH = Path(pounder.__file__).parent / "schemas" / "bench-result.schema.json"
 STARTED = "2025-01-01T12:00:00.000Z"
 

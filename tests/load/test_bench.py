@@ -29,7 +29,7 @@ import pounder
 from pounder import BenchResult, Progress, Stage, UsageError, bench
 from pounder.cli import app
 
-PYTHON_DIR = Path(__file__).resolve().parents[1] / "python"
+PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 PHASES = ("warmup", "measure", "drain", "done")
 INTERRUPTED_LINE = "Interrupted:              yes (Ctrl-C): partial result"
 TSV_COLUMNS = [

@@ -1,0 +1,81 @@
+"""The load options of the commands that load a server (``bench``, ``compare``, ``syscalls``),
+declared once: each flag with its one help text. A command takes the ones it offers, in the panel
+it shows them in, and may add the sentence that states its own default where that default differs
+(or, rarely, replace the text). :func:`load_options` turns the command's values into the library's
+:class:`~pounder.LoadOptions`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any
+
+from pounder.cli._common import option
+from pounder.load import LoadOptions
+
+# name: (flags, metavar, help)
+# fmt: off
+_DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
+    "connections": (("-c", "--connections"), "N",
+                    "Closed loop: concurrent connections, default 10. Open loop: the cap on requests in flight, "
+                    "default 1000."),
+    "requests": (("-n", "--requests"), "N", "Stop after N measured requests (10k, 1M)."),
+    "duration": (("-d", "--duration"), "TIME",
+                 "Measure for this long: 30s, 2m, 1h, 500ms (a bare number is seconds). With -n too, the first "
+                 "limit reached ends the run."),
+    "threads": (("-t", "--threads"), "N",
+                "Engine threads; default: the CPUs available. Silently lowered to the number of connections."),
+    "rate": (("--rate",), "RATE",
+             "Open loop at a global rate in req/s: 500, a ramp over the run 50..500, or a ramp 50..500/60s (then "
+             "held at 500 if -d is longer); latency is measured from each request's intended send time."),
+    "stages": (("--stages",), "STAGES",
+               "Open loop in stages: 30s@100,60s@400,30s@100 (constant) or 60s@100..400 (ramp). Excludes --rate, "
+               "-n, -d."),
+    "max_in_flight": (("--max-in-flight",), "N",
+                      "Open loop only: the cap on requests in flight (same as -c in open loop), default 1000. A "
+                      "request whose time comes while the cap is reached is counted as unsent."),
+    "no_keepalive": (("--no-keepalive",), None, "A new connection for every request (sends Connection: close)."),
+    "keepalive": (("--keepalive",), None,
+                  "Keep connections open between requests (default: off, a new connection for every request)."),
+    "calls_per_conn": (("--calls-per-conn",), "N", "Close each connection after N responses (0 = never, the default)."),
+    "throttle": (("--throttle",), "BANDWIDTH",
+                 "Read responses slowly, per connection: 33.6kbps, 1Mbps, 56kbit (bits, k = 1000), 4KB/s (bytes), "
+                 "1MiB/s (k = 1024); a bare number is bytes/s."),
+    "method": (("-m", "--method"), "METHOD", "HTTP method; default GET, or POST when there is a body."),
+    "body": (("-b", "--body"), "TEXT|@FILE", "Request body: the text itself, or @FILE for a file's bytes."),
+    "content_type": (("-T", "--content-type"), "TYPE", "Content-Type header."),
+    "header": (("-H", "--header"), "'NAME: VALUE'",
+               "Add a header, or replace one pounder sends by default (Host, User-Agent, Accept...). Repeatable."),
+    "cookie": (("--cookie",), "NAME=VALUE", "Send a cookie. Repeatable."),
+    "auth": (("-A", "--auth"), "USER:PASS", "Basic authentication."),
+    "timeout": (("--timeout",), "TIME", "Per-request timeout, connect included (like ab). Default 30s."),
+    "allow_remote": (("--allow-remote",), None, "Allow targets that are not loopback addresses (127.0.0.0/8, ::1)."),
+    "server_pidfile": (("--server-pidfile",), "FILE",
+                       "Like --server-pid, with the pid read from the server's pid file."),
+    "server_name": (("--server-name",), "TEXT",
+                    "Like --server-pid, with the parent found by process name or command line."),
+}
+# fmt: on
+
+_FIELDS = frozenset(field.name for field in fields(LoadOptions))
+
+
+def load_option(name: str, panel: str, default: str = "", *, help: str | None = None) -> Any:  # noqa: A002
+    """The option ``name`` (a key of the declarations above) shown in ``panel``: its help text, then
+    ``default`` (the command's own default, a sentence), or ``help`` instead of both."""
+    flags, metavar, text = _DECLARED[name]
+    return option(*flags, panel=panel, metavar=metavar, help=help or " ".join(filter(None, (text, default))))
+
+
+def load_options(values: Mapping[str, Any]) -> LoadOptions:
+    """The :class:`~pounder.LoadOptions` of a command's parameters (its ``locals()`` on entry): the
+    load options it offers, with ``no_keepalive``, ``header`` and ``cookie`` read as ``keepalive``,
+    ``headers`` and ``cookies``; those it does not offer keep the library's defaults."""
+    given = {name: value for name, value in values.items() if name in _FIELDS}
+    if "no_keepalive" in values:
+        given["keepalive"] = not values["no_keepalive"]
+    if "header" in values:
+        given["headers"] = values["header"] or ()
+    if "cookie" in values:
+        given["cookies"] = values["cookie"] or ()
+    return LoadOptions(**given)

@@ -1,0 +1,301 @@
+"""The result of a comparison (schema ``pounder/compare/1``): the variants, every trial, and the
+statistics over them, computed on first use (:class:`CompareResult`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import cached_property, lru_cache
+from typing import Any, Literal
+
+from pounder.compare._stats import (
+    CONFIDENCE,
+    MIN_EFFECT,
+    RESAMPLES,
+    SEED,
+    Estimate,
+    RatioEstimate,
+    Verdict,
+    median_interval,
+    ratio_interval,
+)
+from pounder.load import BenchResult, HttpOptions, LoadModel, Stage
+
+SCHEMA = "pounder/compare/1"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One thing to compare: a ``label`` (unique, shown in the tables), the ``url`` loaded, and
+    optionally the pid of the server's parent process, sampled during each trial for its CPU."""
+
+    label: str
+    url: str
+    server_pid: int | None = None
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One run of the load against one variant, reduced to the figures the comparison uses.
+
+    ``seq`` is the run's position (1-based, warm-ups included); ``round`` 0 is the warm-up, 1..N
+    the measured rounds. ``requests_per_s`` is complete / elapsed_s; ``p50_us``/``p99_us`` the
+    corrected latency percentiles (µs, 0 when nothing completed); ``server_cpu_us_per_request``
+    None without a server pid."""
+
+    seq: int
+    round: int
+    label: str
+    started_at: str
+    interrupted: bool
+    elapsed_s: float
+    complete: int
+    failed: int
+    non_2xx: int
+    unsent: int
+    late: int
+    errors: Mapping[str, int]
+    requests_per_s: float
+    p50_us: int
+    p99_us: int
+    server_cpu_us_per_request: float | None
+
+    @property
+    def counted(self) -> bool:
+        """Part of the statistics: a measured round that ran to its end."""
+        return self.round > 0 and not self.interrupted
+
+    @classmethod
+    def from_bench(cls, seq: int, round_: int, label: str, result: BenchResult) -> Trial:
+        corrected = result.latency.corrected.percentiles
+        return cls(
+            seq=seq,
+            round=round_,
+            label=label,
+            started_at=result.started_at,
+            interrupted=result.interrupted,
+            elapsed_s=result.elapsed_s,
+            complete=result.requests.complete,
+            failed=result.requests.failed,
+            non_2xx=result.requests.non_2xx,
+            unsent=result.requests.unsent,
+            late=result.requests.late,
+            errors=result.errors.nonzero(),
+            requests_per_s=result.derived.requests_per_s,
+            p50_us=corrected["50"],
+            p99_us=corrected["99"],
+            server_cpu_us_per_request=result.derived.server_cpu_us_per_request,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "errors": dict(self.errors), "counted": self.counted}
+
+
+TrialCallback = Callable[[Trial, int], None]
+"""Called after every trial (warm-ups included) with the trial and the number of runs planned."""
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """How the comparison ran: the trials, the statistics' settings and the load of every trial."""
+
+    trials: int
+    warmup: bool
+    baseline: str
+    load: LoadModel
+    http: HttpOptions
+    min_effect: float = MIN_EFFECT
+    confidence: float = CONFIDENCE
+    resamples: int = RESAMPLES
+    seed: int = SEED
+
+    def to_dict(self) -> dict[str, Any]:
+        plain = asdict(self)
+        plain["load"]["stages"] = _stages(self.load.stages)
+        plain["http"]["headers"] = [list(pair) for pair in self.http.headers]
+        return plain
+
+
+@dataclass(frozen=True)
+class VariantSummary:
+    """One variant over its counted trials: medians with their bootstrap intervals (None without
+    a counted trial; latency over the trials that completed something; server CPU only with a
+    pid) and the request counts summed."""
+
+    label: str
+    url: str
+    connect: str
+    server_pid: int | None
+    trials: int
+    complete: int
+    failed: int
+    non_2xx: int
+    requests_per_s: Estimate | None
+    p50_us: Estimate | None
+    p99_us: Estimate | None
+    server_cpu_us_per_request: Estimate | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A variant against the baseline: requests/s and p99 latency ratios (variant / baseline) with
+    their intervals and verdicts. ``by`` names the one that gives the headline ``verdict``:
+    requests/s in closed loop, p99 latency in open loop (where the rate is fixed by the schedule)."""
+
+    label: str
+    baseline: str
+    by: Literal["requests_per_s", "p99_us"]
+    verdict: Verdict
+    requests_per_s: RatioEstimate
+    p99_us: RatioEstimate
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """Every trial of a comparison and the statistics over them (computed on first use).
+
+    ``finished_at`` is None while the comparison runs (the documents written during the run);
+    ``interrupted`` is True after Ctrl-C; ``complete`` says whether every planned trial counted."""
+
+    tool_version: str
+    started_at: str
+    finished_at: str | None
+    interrupted: bool
+    options: CompareOptions
+    variants: tuple[Variant, ...]
+    connect: tuple[str, ...]
+    """Where pounder connected for each variant ("ip:port")."""
+    trials: tuple[Trial, ...] = field(default=())
+
+    @property
+    def complete(self) -> bool:
+        counted = sum(trial.counted for trial in self.trials)
+        return counted == self.options.trials * len(self.variants)
+
+    def counted(self, label: str) -> list[Trial]:
+        """The counted trials of the variant ``label``, in order."""
+        return [trial for trial in self.trials if trial.label == label and trial.counted]
+
+    @cached_property
+    def summaries(self) -> tuple[VariantSummary, ...]:
+        pairs = zip(self.variants, self.connect, strict=True)
+        return tuple(self._summary(variant, connect) for variant, connect in pairs)
+
+    @cached_property
+    def comparisons(self) -> tuple[Comparison, ...]:
+        base = self.options.baseline
+        return tuple(self._compare(variant.label, base) for variant in self.variants if variant.label != base)
+
+    def summary(self, label: str) -> VariantSummary:
+        for summary in self.summaries:
+            if summary.label == label:
+                return summary
+        raise KeyError(label)
+
+    def comparison(self, label: str) -> Comparison:
+        for comparison in self.comparisons:
+            if comparison.label == label:
+                return comparison
+        raise KeyError(label)
+
+    def _estimate(self, values: Sequence[float]) -> Estimate | None:
+        if not values:
+            return None
+        options = self.options
+        return _median_interval(tuple(values), options.resamples, options.confidence, options.seed)
+
+    def _summary(self, variant: Variant, connect: str) -> VariantSummary:
+        trials = self.counted(variant.label)
+        answered = [trial for trial in trials if trial.complete > 0]
+        cpu = [trial.server_cpu_us_per_request for trial in trials if trial.server_cpu_us_per_request is not None]
+        return VariantSummary(
+            label=variant.label,
+            url=variant.url,
+            connect=connect,
+            server_pid=variant.server_pid,
+            trials=len(trials),
+            complete=sum(trial.complete for trial in trials),
+            failed=sum(trial.failed for trial in trials),
+            non_2xx=sum(trial.non_2xx for trial in trials),
+            requests_per_s=self._estimate([trial.requests_per_s for trial in trials]),
+            p50_us=self._estimate([trial.p50_us for trial in answered]),
+            p99_us=self._estimate([trial.p99_us for trial in answered]),
+            server_cpu_us_per_request=self._estimate(cpu),
+        )
+
+    def _ratio(self, ours: Sequence[float], theirs: Sequence[float], higher_is_better: bool) -> RatioEstimate:
+        options = self.options
+        if not ours or not theirs:
+            return RatioEstimate(None, None, None, higher_is_better, "unknown")
+        return _ratio_interval(
+            tuple(ours), tuple(theirs), higher_is_better, options.min_effect, options.resamples, options.confidence,
+            options.seed,
+        )  # fmt: skip
+
+    def _compare(self, label: str, base: str) -> Comparison:
+        ours, theirs = self.counted(label), self.counted(base)
+        rate = self._ratio([t.requests_per_s for t in ours], [t.requests_per_s for t in theirs], True)
+        p99 = self._ratio([t.p99_us for t in ours if t.complete], [t.p99_us for t in theirs if t.complete], False)
+        by: Literal["requests_per_s", "p99_us"] = "p99_us" if self.options.load.is_open else "requests_per_s"
+        return Comparison(
+            label=label,
+            baseline=base,
+            by=by,
+            verdict=p99.verdict if by == "p99_us" else rate.verdict,
+            requests_per_s=rate,
+            p99_us=p99,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict (schema ``pounder/compare/1``, see docs/results.md)."""
+        return {
+            "schema": SCHEMA,
+            "tool_version": self.tool_version,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "interrupted": self.interrupted,
+            "complete": self.complete,
+            "options": self.options.to_dict(),
+            "variants": [summary.to_dict() for summary in self.summaries],
+            "comparisons": [comparison.to_dict() for comparison in self.comparisons],
+            "trials": [trial.to_dict() for trial in self.trials],
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False) + "\n"
+
+
+@lru_cache(maxsize=256)
+def _median_interval(values: tuple[float, ...], resamples: int, confidence: float, seed: int) -> Estimate:
+    """:func:`median_interval`, remembered: the results file is rewritten after every trial, and
+    only the variant that just ran has new trials."""
+    return median_interval(values, resamples=resamples, confidence=confidence, seed=seed)
+
+
+@lru_cache(maxsize=256)
+def _ratio_interval(
+    ours: tuple[float, ...],
+    theirs: tuple[float, ...],
+    higher_is_better: bool,
+    min_effect: float,
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> RatioEstimate:
+    return ratio_interval(
+        ours, theirs, higher_is_better=higher_is_better, min_effect=min_effect, resamples=resamples,
+        confidence=confidence, seed=seed,
+    )  # fmt: skip
+
+
+def _stages(stages: tuple[Stage, ...] | None) -> list[list[float]] | None:
+    if stages is None:
+        return None
+    return [[stage.duration_s, stage.start_rate, stage.end_rate] for stage in stages]

@@ -1,0 +1,110 @@
+"""The request every connection sends, serialized once per target (:class:`RequestTemplate`).
+
+Method: GET, or POST when there is a body. A header given by the user replaces the header pounder
+would generate with the same name (case-insensitive); ``Connection`` is controlled by
+``keepalive`` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pounder._errors import UsageError
+from pounder._version import __version__
+from pounder.load._parse import basic_auth, check_token, load_body, parse_cookie, parse_header
+from pounder.load._url import ParsedUrl
+
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+REDACTED_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+
+
+@dataclass(frozen=True)
+class RequestTemplate:
+    """Everything of a request except the target-specific request line and Host header."""
+
+    method: str
+    body: bytes
+    keepalive: bool
+    generated: tuple[tuple[str, str], ...]
+    """Headers pounder adds after Host, User-Agent and Accept (Cookie, Authorization, Content-Type,
+    Content-Length, Connection)."""
+    user: tuple[tuple[str, str], ...]
+    """-H headers: each replaces a generated header of the same name, the others are added."""
+
+    def render(self, url: ParsedUrl) -> bytes:
+        """The complete HTTP/1.1 request for ``url``."""
+        generated = [("Host", url.host_header), ("User-Agent", f"pounder/{__version__}"), ("Accept", "*/*")]
+        headers = _merge_headers(generated, self.user, list(self.generated))
+        head = f"{self.method} {url.request_target} HTTP/1.1\r\n"
+        head += "".join(f"{name}: {value}\r\n" for name, value in headers) + "\r\n"
+        return head.encode("utf-8") + self.body
+
+
+def _merge_headers(
+    first: list[tuple[str, str]], user: Sequence[tuple[str, str]], last: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """``first`` + the user headers that replace none + ``last``, where a user header replaces
+    the generated header of the same name in place."""
+    user_by_name: dict[str, list[tuple[str, str]]] = {}
+    for name, value in user:
+        user_by_name.setdefault(name.lower(), []).append((name, value))
+
+    def replaced(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        merged: list[tuple[str, str]] = []
+        for name, value in headers:
+            merged.extend(user_by_name.pop(name.lower(), [(name, value)]))
+        return merged
+
+    head, tail = replaced(first), replaced(last)
+    extra = [pair for pairs in user_by_name.values() for pair in pairs]
+    return head + extra + tail
+
+
+def _user_headers(headers: Sequence[str] | Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    pairs = (
+        [parse_header(f"{name}: {value}") for name, value in headers.items()]
+        if isinstance(headers, Mapping)
+        else [parse_header(text) for text in headers]
+    )
+    if any(name.lower() == "connection" for name, _ in pairs):
+        raise UsageError("-H Connection is not allowed: keep-alive is set with --no-keepalive")
+    return tuple(pairs)
+
+
+def build_request_template(
+    *,
+    method: str | None,
+    body: str | bytes | None,
+    content_type: str | None,
+    headers: Sequence[str] | Mapping[str, str],
+    cookies: Sequence[str],
+    auth: str | None,
+    keepalive: bool,
+) -> RequestTemplate:
+    """Validate the request options into a :class:`RequestTemplate`."""
+    payload = load_body(body) if body is not None else b""
+    verb = check_token((method or ("POST" if body is not None else "GET")).upper(), "-m/--method")
+    if verb == "HEAD" and payload:
+        raise UsageError("a HEAD request cannot have a body")
+    generated: list[tuple[str, str]] = []
+    if cookies:
+        generated.append(("Cookie", "; ".join(parse_cookie(cookie) for cookie in cookies)))
+    if auth is not None:
+        generated.append(("Authorization", basic_auth(auth)))
+    if content_type is not None:
+        generated.append(parse_header(f"Content-Type: {content_type}", "-T/--content-type"))
+    if payload or verb in BODY_METHODS:
+        generated.append(("Content-Length", str(len(payload))))
+    if not keepalive:
+        generated.append(("Connection", "close"))
+    return RequestTemplate(verb, payload, keepalive, tuple(generated), _user_headers(headers))
+
+
+def recorded_headers(template: RequestTemplate) -> tuple[tuple[str, str], ...]:
+    """The headers the user asked for, credentials redacted, for the result's options."""
+    asked = [pair for pair in template.generated if pair[0] not in ("Content-Length", "Connection")]
+    asked += template.user
+    return tuple((name, "<redacted>" if name.lower() in REDACTED_HEADERS else value) for name, value in asked)
+
+

@@ -1,0 +1,90 @@
+"""Targets' URLs and addresses: an http:// URL checked and split (:func:`parse_url`), its host
+resolved under the loopback rule (:func:`resolve`), a Unix socket checked.
+
+Targets must resolve to a loopback address (127.0.0.0/8 or ::1) unless ``allow_remote``; the
+first IPv4 address is used when a name has several, else the first address.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import stat
+from dataclasses import dataclass
+from urllib.parse import quote, urlsplit
+
+from pounder._errors import UsageError
+
+_URL_SAFE = "!#$%&'()*+,/:;=?@[]~"
+
+
+@dataclass(frozen=True)
+class ParsedUrl:
+    """An http:// URL split into what pounder needs."""
+
+    text: str
+    host: str
+    port: int
+    host_header: str
+    request_target: str
+
+
+def parse_url(text: str, where: str = "") -> ParsedUrl:
+    """Check an http:// URL; ``where`` (e.g. ``"urls.txt:3: "``) prefixes messages."""
+    text = text.strip()
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as error:
+        raise UsageError(f"{where}invalid URL {text!r}: {error}") from None
+    scheme = parts.scheme.lower()
+    if scheme == "https":
+        raise UsageError(f"{where}https is not supported yet: {text!r} (only http:// URLs)")
+    if scheme != "http" or not parts.hostname:
+        raise UsageError(f"{where}invalid URL {text!r}: expected http://HOST[:PORT]/PATH")
+    if parts.username is not None or parts.password is not None:
+        raise UsageError(f"{where}credentials in a URL are not supported: use -A/--auth user:password")
+    if port == 0:
+        raise UsageError(f"{where}invalid URL {text!r}: port 0")
+    path = quote(parts.path or "/", safe=_URL_SAFE)
+    query = quote(parts.query, safe=_URL_SAFE)
+    return ParsedUrl(
+        text=text,
+        host=parts.hostname,
+        port=port or 80,
+        host_header=parts.netloc,
+        request_target=f"{path}?{query}" if query else path,
+    )
+
+
+def resolve(host: str, port: int, *, allow_remote: bool) -> str:
+    """Resolve ``host`` to the ``"ip:port"`` (``"[ip6]:port"``) pounder connects to, enforcing
+    the loopback rule unless ``allow_remote``."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as error:
+        reason = error.strerror if isinstance(error, socket.gaierror) else str(error)
+        raise UsageError(f"cannot resolve host {host!r}: {reason}") from None
+    addresses = [str(info[4][0]) for info in infos]
+    chosen = next((address for address in addresses if ":" not in address), addresses[0])
+    if not allow_remote and not ipaddress.ip_address(chosen.split("%")[0]).is_loopback:
+        subject = host if host == chosen else f"{host} ({chosen})"
+        raise UsageError(
+            f"{subject} is not a loopback address (127.0.0.0/8 or ::1); pass --allow-remote to load another machine"
+        )
+    return f"[{chosen}]:{port}" if ":" in chosen else f"{chosen}:{port}"
+
+
+def check_unix_socket(path: str) -> str:
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise UsageError(f"--unix-socket: no such file: {path}") from None
+    except OSError as error:
+        raise UsageError(f"--unix-socket: cannot use {path}: {error.strerror}") from None
+    if not stat.S_ISSOCK(mode):
+        raise UsageError(f"--unix-socket: {path} is not a socket")
+    return path
+
+
