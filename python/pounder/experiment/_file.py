@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,6 +203,16 @@ class _Reader:
             raise self.fail(key, f"expected {names}, got {value!r}")
         return value
 
+    def tables(self, data: Mapping[str, Any], name: str, allowed: set[str]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        """Each ``[[name]]`` table as (its key, e.g. ``load[0]``, the table), its keys checked
+        against ``allowed`` as it comes (so the first mistake in file order is reported)."""
+        for index, item in enumerate(self.get(data, "", name, list, required=True)):
+            key = f"{name}[{index}]"
+            if not isinstance(item, dict):
+                raise self.fail(key, f"expected a table ([[{name}]])")
+            self.table(item, key, allowed)
+            yield key, item
+
     def count(self, data: Mapping[str, Any], table: str, name: str, low: int, high: int,
               default: int | None = None) -> int | None:
         value = self.get(data, table, name, int, default=default)
@@ -275,13 +285,8 @@ def load_experiment(path: str | Path) -> Experiment:
         env=r.env(server_data, "server"),
     )
 
-    loads_data = r.get(data, "", "load", list, required=True)
     loads: list[LoadSpec] = []
-    for index, item in enumerate(loads_data):
-        key = f"load[{index}]"
-        if not isinstance(item, dict):
-            raise r.fail(key, "expected a table ([[load]])")
-        r.table(item, key, {"connections", "requests", "duration", "rate", "keepalive", "trials"})
+    for key, item in r.tables(data, "load", {"connections", "requests", "duration", "rate", "keepalive", "trials"}):
         load = LoadSpec(
             connections=r.count(item, key, "connections", 1, 10000, default=10) or 10,
             requests=r.count(item, key, "requests", 1, 10**8),
@@ -296,13 +301,9 @@ def load_experiment(path: str | Path) -> Experiment:
     if not loads:
         raise r.fail("load", "at least one [[load]] is needed")
 
-    variants_data = r.get(data, "", "variant", list, required=True)
     variants: list[VariantSpec] = []
-    for index, item in enumerate(variants_data):
-        key = f"variant[{index}]"
-        if not isinstance(item, dict):
-            raise r.fail(key, "expected a table ([[variant]])")
-        r.table(item, key, {"label", "path", "url", "config", "workers", "max_requests", "preload", "env"})
+    allowed = {"label", "path", "url", "config", "workers", "max_requests", "preload", "env"}
+    for key, item in r.tables(data, "variant", allowed):
         variant = VariantSpec(
             label=r.get(item, key, "label", str, required=True),
             path=r.get(item, key, "path", str),

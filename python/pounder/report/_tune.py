@@ -27,21 +27,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pounder import tune
 from pounder._errors import PounderError
 from pounder._units import KIB, MIB, mib
 from pounder.pool import ADAPTERS, RESULT_SCHEMA, TUNE_SCHEMA, ResultsDir, adapter_from_dict
 from pounder.report._html import ReportError, Section, bullets, chart, esc, label_axes, paragraph, pre, table
-from pounder.tune import (
-    BURST_FACTOR,
-    burst_seconds,
-    describe_point,
-    growth,
-    measured_loss,
-    memory_bound,
-    predicted_loss,
-    respawn_cost,
-    steady_p99_us,
-)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -150,7 +140,7 @@ class _Run:
         self.memory = None
         if self.measure is not None and "safety_margin" in self.options:
             ram = self.options.get("ram")
-            self.memory = memory_bound(self.measure, None if ram is None else int(ram),
+            self.memory = tune.memory_bound(self.measure, None if ram is None else int(ram),
                                        int(self.options["safety_margin"])).to_dict()
         by_step: dict[str, list[Mapping[str, Any]]] = {}
         for point in self.points:
@@ -161,10 +151,10 @@ class _Run:
         mrpc = [dict(p) for p in by_step.get("max-requests", [])]
         mrpc.sort(key=lambda p: order.index(int(p["max_requests"])) if int(p["max_requests"]) in order else 1 << 40)
         if mrpc:
-            cost = respawn_cost(mrpc)
+            cost = tune.respawn_cost(mrpc)
             for point in mrpc:
-                point["loss_measured"] = measured_loss(point, mrpc)
-                point["loss_model"] = predicted_loss(int(point["max_requests"]), cost)
+                point["loss_measured"] = tune.measured_loss(point, mrpc)
+                point["loss_model"] = tune.predicted_loss(int(point["max_requests"]), cost)
         self.mrpc = list(mrpc)
         self.max_requests = None
         self.spare = []
@@ -190,11 +180,11 @@ class _Run:
         self.recomputed = bool(self.spare) and not all("reference_p99_ms" in p for p in self.spare)
         if not self.recomputed:
             return
-        steady = [s for s in (steady_p99_us(p["series"]) for p in self.spare) if s is not None]
+        steady = [s for s in (tune.steady_p99_us(p["series"]) for p in self.spare) if s is not None]
         reference = min(steady) if steady else 0.0
         for point in self.spare:
             point["reference_p99_ms"] = reference / 1000
-            point["burst_s"] = burst_seconds(point["series"], reference)
+            point["burst_s"] = tune.burst_seconds(point["series"], reference)
 
     @property
     def finished(self) -> bool:
@@ -277,7 +267,7 @@ def _top(run: _Run) -> Section:
                        f"{before['burst_s']} s with the defaults (StartServers {before['start_servers']}) and "
                        f"{after['burst_s']} s with StartServers {after['start_servers']}, MinSpareServers "
                        f"{after['min_spare']}, MaxSpareServers {after['max_spare']} (high: p99 above "
-                       f"{BURST_FACTOR:g} x {float(after['reference_p99_ms']):,.1f} ms, the steady p99 with every "
+                       f"{tune.BURST_FACTOR:g} x {float(after['reference_p99_ms']):,.1f} ms, the steady p99 with every "
                        "child ready)")
     if reasons:
         section.add("<h3>Why</h3>")
@@ -297,7 +287,7 @@ def _interrupted(run: _Run) -> Section:
                 "and recommends.</p></div>")
     if run.points:
         rows = [[p.get("key", "?"), p.get("step", "?"), p.get("finished_at", "-"),
-                 describe_point(str(p.get("step")), p.get("summary") or {})] for p in run.points]
+                 tune.describe_point(str(p.get("step")), p.get("summary") or {})] for p in run.points]
         section.add(table(["point", "step", "finished", "result"], rows))
     else:
         section.add(paragraph("No point was measured."))
@@ -335,7 +325,7 @@ def _sizes_section(run: _Run, prefix: str) -> Section:
     median = [float(s["median_uss"]) for s in stages]
     biggest = [float(s["max_uss"]) for s in stages]
     slope, intercept = _leak_fit(xs, median)
-    verdict = growth(measure)
+    verdict = tune.growth(measure)
     choice = run.max_requests or {}
     caption = (f"Private memory (USS) of a child against the requests it served: {children} children after the "
                f"warm-up, half-way and at the end of {total:,} requests. Fitted on the medians: "
@@ -518,7 +508,7 @@ def _mrpc_section(run: _Run, prefix: str) -> Section:
               "a child serves before it is replaced)"
     if base_rps is not None:
         caption += ("; above each bar the loss against unlimited, measured (and modelled: one respawn costs "
-                    f"{float(choice.get('respawn_cost_requests', respawn_cost(points))):,.1f} requests' worth)")
+                    f"{float(choice.get('respawn_cost_requests', tune.respawn_cost(points))):,.1f} requests' worth)")
     if recommended is not None:
         caption += f"; recommended: {_mrpc_label(recommended)}"
         caption += " (not swept: its bar is the model's)." if recommended not in swept else "."
@@ -574,8 +564,8 @@ def _spare_section(run: _Run, prefix: str) -> Section:
     caption = ("p99 latency of each second after a step from idle to "
                f"{run.spare[-1]['connections']} clients, with each run's spare settings")
     if reference:
-        caption += (f"; reference: the best steady p99, {reference:,.1f} ms; a second above {BURST_FACTOR:g} x the "
-                    "reference counts as slow")
+        caption += (f"; reference: the best steady p99, {reference:,.1f} ms; a second above "
+                    f"{tune.BURST_FACTOR:g} x the reference counts as slow")
     caption += ". A second that completed no request is drawn at the bottom as x."
     with chart(f"{prefix}-spare", caption, section.body, height=3.8) as ax:
         highest = 0.0
@@ -592,8 +582,9 @@ def _spare_section(run: _Run, prefix: str) -> Section:
                 ax.plot(empty, [0] * len(empty), "x", color=color, markersize=8, clip_on=False)
         if reference:
             ax.axhline(reference, color=_GREY, linestyle="--", label=f"reference {reference:,.1f} ms")
-            ax.axhline(reference * BURST_FACTOR, color=_RED, linestyle=":", label=f"slow: > {BURST_FACTOR:g} x")
-            highest = max(highest, reference * BURST_FACTOR)
+            ax.axhline(reference * tune.BURST_FACTOR, color=_RED, linestyle=":",
+                       label=f"slow: > {tune.BURST_FACTOR:g} x")
+            highest = max(highest, reference * tune.BURST_FACTOR)
         ax.set_ylim(0, highest * 1.15 or 1)
         ax.get_xaxis().get_major_locator().set_params(integer=True)
         label_axes(ax, "second of the burst", "p99 (ms)", "From idle to full load")
