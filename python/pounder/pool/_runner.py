@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pounder._errors import PounderError
+from pounder._units import MIB
 from pounder.load import BenchResult, BenchSpec, Progress, ProgressCallback, run_bench
 from pounder.pool._adapters import Adapter, PoolParams
 from pounder.procs import PoolSnapshot, ServerSampler, find_server, mem_available, process_cpu_clock, snapshot
@@ -62,8 +63,8 @@ class Runner:
         available = mem_available()
         if available < self.memory_floor:
             raise MemoryFloorError(
-                f"the machine's available memory fell to {available / 2**20:.0f} MiB, below the floor of "
-                f"{self.memory_floor / 2**20:.0f} MiB: the step was stopped")
+                f"the machine's available memory fell to {available / MIB:.0f} MiB, below the floor of "
+                f"{self.memory_floor / MIB:.0f} MiB: the step was stopped")
 
     @contextlib.contextmanager
     def started(self, params: PoolParams) -> Iterator[ManagedServer]:

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pounder._units import MIB, mib_unit
+from pounder._units import KIB, MIB, mib_unit
 from pounder.procs import max_clients_from
 
 LEAK_BYTES_PER_REQUEST = 512
@@ -296,9 +296,9 @@ def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: Mem
         value = _round_down(min(memory_limit, 1_000_000))
         loss = predicted_loss(value, cost)
         reasons.append(
-            f"leak: each child's private memory grows {grown.second / 1024:,.1f} KiB per request and keeps growing "
-            f"({grown.first / 1024:,.1f} KiB/request in the first half of the measurement, "
-            f"{grown.second / 1024:,.1f} in the second)")
+            f"leak: each child's private memory grows {grown.second / KIB:,.1f} KiB per request and keeps growing "
+            f"({grown.first / KIB:,.1f} KiB/request in the first half of the measurement, "
+            f"{grown.second / KIB:,.1f} in the second)")
         reasons.append(
             f"a child starts at {mib_unit(start)} and may reach {mib_unit(limit)} ({children} children in the budget): "
             f"at most {memory_limit:,} {unit}, rounded to {value:,}")
