@@ -1,14 +1,16 @@
 """The load options of the commands that load a server (``bench``, ``compare``, ``syscalls``),
 declared once: each flag with its one help text. A command takes the ones it offers, in the panel
 it shows them in, and may add the sentence that states its own default where that default differs
-(or, rarely, replace the text). :func:`load_options` turns the command's values into the library's
+(or, rarely, replace the text). :func:`takes_load_options` gives them to the command as the library's one
 :class:`~pounder.LoadOptions`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+import inspect
+from collections.abc import Callable, Mapping
 from dataclasses import fields
-from typing import Any
+from typing import Annotated, Any
 
 from pounder.cli._common import option
 from pounder.load import LoadOptions
@@ -57,7 +59,11 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
 }
 # fmt: on
 
+_REPEATABLE = frozenset({"header", "cookie"})
 _FIELDS = frozenset(field.name for field in fields(LoadOptions))
+_UNSET: Any = object()
+
+Command = Callable[..., None]
 
 
 def load_option(name: str, panel: str, default: str = "", *, help: str | None = None) -> Any:  # noqa: A002
@@ -67,10 +73,21 @@ def load_option(name: str, panel: str, default: str = "", *, help: str | None = 
     return option(*flags, panel=panel, metavar=metavar, help=help or " ".join(filter(None, (text, default))))
 
 
+def load_parameter(name: str, panel: str, default: str = "", *, help: str | None = None,  # noqa: A002
+                   value: Any = _UNSET) -> inspect.Parameter:  # fmt: skip
+    """:func:`load_option` as the command parameter typer reads (``value``: its default when the
+    command's differs from the library's, as text)."""
+    flags, metavar, _ = _DECLARED[name]
+    kind: Any = bool if metavar is None else list[str] | None if name in _REPEATABLE else str | None
+    empty = False if metavar is None else None
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=empty if value is _UNSET else value,
+                             annotation=Annotated[kind, load_option(name, panel, default, help=help)])  # fmt: skip
+
+
 def load_options(values: Mapping[str, Any]) -> LoadOptions:
-    """The :class:`~pounder.LoadOptions` of a command's parameters (its ``locals()`` on entry): the
-    load options it offers, with ``no_keepalive``, ``header`` and ``cookie`` read as ``keepalive``,
-    ``headers`` and ``cookies``; those it does not offer keep the library's defaults."""
+    """The :class:`~pounder.LoadOptions` of a command's load parameters: those it offers, with
+    ``no_keepalive``, ``header`` and ``cookie`` read as ``keepalive``, ``headers`` and ``cookies``;
+    those it does not offer keep the library's defaults."""
     given = {name: value for name, value in values.items() if name in _FIELDS}
     if "no_keepalive" in values:
         given["keepalive"] = not values["no_keepalive"]
@@ -79,3 +96,26 @@ def load_options(values: Mapping[str, Any]) -> LoadOptions:
     if "cookie" in values:
         given["cookies"] = values["cookie"] or ()
     return LoadOptions(**given)
+
+
+def takes_load_options(*declared: inspect.Parameter) -> Callable[[Command], Command]:
+    """A command whose keyword-only parameter ``load: LoadOptions`` stands for the ``declared``
+    load parameters: typer shows those options in its place, the command gets their values as one
+    :class:`~pounder.LoadOptions`."""
+    names = [parameter.name for parameter in declared]
+
+    def decorate(command: Command) -> Command:
+        signature = inspect.signature(command, eval_str=True)
+
+        @functools.wraps(command)
+        def run(**values: Any) -> None:
+            load = load_options({name: values.pop(name) for name in names})
+            command(load=load, **values)
+
+        parameters = [item for parameter in signature.parameters.values()
+                      for item in ([one.replace(kind=parameter.kind) for one in declared] if parameter.name == "load"
+                                   else [parameter])]  # fmt: skip
+        run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+        return run
+
+    return decorate

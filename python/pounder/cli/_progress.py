@@ -36,7 +36,8 @@ def _fraction(progress: Progress) -> float | None:
 @contextmanager
 def live_progress(enabled: bool) -> Iterator[ProgressCallback | None]:
     """Yield a progress callback that draws a live line on stderr, or None when not ``enabled``.
-    The line disappears when the bench ends, so the report starts on a clean screen."""
+    The line appears with the first progress (so a run refused for bad input draws nothing) and
+    disappears when the bench ends, so the report starts on a clean screen."""
     if not enabled:
         yield None
         return
@@ -52,20 +53,25 @@ def live_progress(enabled: bool) -> Iterator[ProgressCallback | None]:
         console=Console(stderr=True),
         transient=True,
     )
-    with display:
-        task = display.add_task("starting", total=None, status="")
+    task = display.add_task("starting", total=None, status="")
 
-        def update(progress: Progress) -> None:
-            fraction = _fraction(progress)
-            display.update(
-                task,
-                description=progress.phase,
-                total=None if fraction is None else 1.0,
-                completed=fraction or 0.0,
-                status=_status(progress),
-            )
+    def update(progress: Progress) -> None:
+        if not display.live.is_started:
+            display.start()
+        fraction = _fraction(progress)
+        display.update(
+            task,
+            description=progress.phase,
+            total=None if fraction is None else 1.0,
+            completed=fraction or 0.0,
+            status=_status(progress),
+        )
 
+    try:
         yield update
+    finally:
+        if display.live.is_started:
+            display.stop()
 
 
 @contextmanager

@@ -1,7 +1,7 @@
 """``pounder bench``: load a server and report what happened.
 
-The command only maps flags to :meth:`pounder.BenchSpec.from_options`, runs the bench with
-:func:`pounder.run_bench` and writes the outputs; all rules live in the library.
+The command only maps flags to :func:`pounder.bench` and writes the outputs; all rules live in the
+library.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import typer
 from pounder._errors import PounderError, UsageError
 from pounder._files import check_output_path, write_output
 from pounder.cli._common import EXIT_INTERRUPTED, check_report_path, option, report_option, write_html_report
-from pounder.cli._load_options import load_option, load_options
+from pounder.cli._load_options import load_option, load_parameter, takes_load_options
 from pounder.cli._progress import live_progress
-from pounder.load import BenchResult, BenchSpec, render_csv, render_report, run_bench, server_sampler
+from pounder.load import BenchResult, LoadOptions, bench, render_csv, render_report
 
 _LOAD = "Load"
 _HTTP = "Requests"
@@ -46,28 +46,10 @@ URL_FILE = option("-f", "--url-file", panel=_LOAD, metavar="FILE", help=(
 ORDER = option("--order", panel=_LOAD, metavar="sequential|random", help=(
     "How targets are picked: in turn (default), or at random weighted by their weight (weights only matter for "
     "random)."))
-CONNECTIONS = load_option("connections", _LOAD)
-REQUESTS = load_option("requests", _LOAD, "Without -n, -d or --stages the run lasts 10 s.")
-DURATION = load_option("duration", _LOAD, "Default 10s.")
-THREADS = load_option("threads", _LOAD)
-RATE = load_option("rate", _LOAD, "Length: -d, else -n divided by the rate, else 10s.")
-STAGES = load_option("stages", _LOAD)
-MAX_IN_FLIGHT = load_option("max_in_flight", _LOAD)
 WARMUP = option("--warmup", panel=_LOAD, metavar="TIME|N", help=(
     "Run this long (5s) or this many requests (100) first, without measuring them."))
-NO_KEEPALIVE = load_option("no_keepalive", _HTTP)
-CALLS_PER_CONN = load_option("calls_per_conn", _HTTP)
-THROTTLE = load_option("throttle", _HTTP)
 UNIX_SOCKET = option("--unix-socket", panel=_HTTP, metavar="PATH", help=(
     "Connect to this Unix socket; the URL then only gives the Host header and the path."))
-METHOD = load_option("method", _HTTP)
-BODY = load_option("body", _HTTP)
-CONTENT_TYPE = load_option("content_type", _HTTP)
-HEADER = load_option("header", _HTTP)
-COOKIE = load_option("cookie", _HTTP)
-AUTH = load_option("auth", _HTTP)
-TIMEOUT = load_option("timeout", _HTTP)
-ALLOW_REMOTE = load_option("allow_remote", _HTTP)
 JSON = option("--json", panel=_OUT, metavar="PATH", help=(
     "Write the result as JSON (schema pounder/bench-result/1); '-' for stdout, which replaces the report."))
 REPORT = report_option(_OUT, "result")
@@ -114,30 +96,25 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
         raise failures[0]
 
 
+@takes_load_options(
+    load_parameter("connections", _LOAD),
+    load_parameter("requests", _LOAD, "Without -n, -d or --stages the run lasts 10 s."),
+    load_parameter("duration", _LOAD, "Default 10s."),
+    load_parameter("threads", _LOAD),
+    load_parameter("rate", _LOAD, "Length: -d, else -n divided by the rate, else 10s."),
+    load_parameter("stages", _LOAD),
+    load_parameter("max_in_flight", _LOAD),
+    *(load_parameter(name, _HTTP) for name in ("no_keepalive", "calls_per_conn", "throttle", "method", "body",
+                                              "content_type", "header", "cookie", "auth", "timeout", "allow_remote")),
+)  # fmt: skip
 def bench_command(
     url: Annotated[Text, URL_ARG] = None,
     url_file: Annotated[Text, URL_FILE] = None,
     order: Annotated[str, ORDER] = "sequential",
-    connections: Annotated[Text, CONNECTIONS] = None,
-    requests: Annotated[Text, REQUESTS] = None,
-    duration: Annotated[Text, DURATION] = None,
-    threads: Annotated[Text, THREADS] = None,
-    rate: Annotated[Text, RATE] = None,
-    stages: Annotated[Text, STAGES] = None,
-    max_in_flight: Annotated[Text, MAX_IN_FLIGHT] = None,
+    *,
+    load: LoadOptions,
     warmup: Annotated[Text, WARMUP] = None,
-    no_keepalive: Annotated[bool, NO_KEEPALIVE] = False,
-    calls_per_conn: Annotated[Text, CALLS_PER_CONN] = None,
-    throttle: Annotated[Text, THROTTLE] = None,
     unix_socket: Annotated[Text, UNIX_SOCKET] = None,
-    method: Annotated[Text, METHOD] = None,
-    body: Annotated[Text, BODY] = None,
-    content_type: Annotated[Text, CONTENT_TYPE] = None,
-    header: Annotated[list[str] | None, HEADER] = None,
-    cookie: Annotated[list[str] | None, COOKIE] = None,
-    auth: Annotated[Text, AUTH] = None,
-    timeout: Annotated[Text, TIMEOUT] = None,
-    allow_remote: Annotated[bool, ALLOW_REMOTE] = False,
     json_path: Annotated[Text, JSON] = None,
     csv_path: Annotated[Text, CSV] = None,
     tsv_path: Annotated[Text, TSV] = None,
@@ -151,19 +128,15 @@ def bench_command(
     report: Annotated[Text, REPORT] = None,
 ) -> None:
     """Load an HTTP server and report throughput, latency and errors (help: BENCH_HELP)."""
-    load = load_options(locals())
     json_out, csv_out = _outputs(json_path, csv_path)
     check_report_path(report)
-    spec = BenchSpec.from_options(
-        url, url_file=url_file, order=order, warmup=warmup, unix_socket=unix_socket, tsv_path=tsv_path,
-        hdr_log_path=hdr_log, options=load,
-    )  # fmt: skip
-    sampler = server_sampler(
-        pid=server_pid, pidfile=server_pidfile, name=server_name, status_url=server_status,
-        interval=sample_interval, allow_remote=allow_remote,
-    )  # fmt: skip
     with live_progress(enabled=not quiet and sys.stderr.isatty()) as on_progress:
-        result = run_bench(spec, on_progress, sampler)
+        result = bench(
+            url, url_file=url_file, order=order, warmup=warmup, unix_socket=unix_socket, tsv_path=tsv_path,
+            hdr_log_path=hdr_log, options=load, server_pid=server_pid, server_pidfile=server_pidfile,
+            server_name=server_name, server_status=server_status, sample_interval=sample_interval,
+            on_progress=on_progress,
+        )  # fmt: skip
     _emit(result, json_out, csv_out, quiet)
     if report is not None:
         write_html_report([result], report)

@@ -18,7 +18,7 @@ from pounder._files import check_output_path, write_output
 from pounder._matplotlib import require_matplotlib
 from pounder._units import parse_count
 from pounder.cli._common import EXIT_INTERRUPTED, check_report_path, option, report_option, write_html_report
-from pounder.cli._load_options import load_option, load_options
+from pounder.cli._load_options import load_option, load_parameter, takes_load_options
 from pounder.cli._progress import live_status
 from pounder.compare import (
     DEFAULT_TRIALS,
@@ -36,7 +36,7 @@ from pounder.compare import (
     render_compare,
     trial_plan,
 )
-from pounder.load import ProgressCallback, format_ms
+from pounder.load import LoadOptions, ProgressCallback, format_ms
 from pounder.procs import find_server
 
 _TRIALS = "Trials"
@@ -72,14 +72,6 @@ NO_WARMUP = option("--no-warmup", panel=_TRIALS, help="Skip the warm-up trial of
 MIN_EFFECT = option("--min-effect", panel=_TRIALS, metavar="PERCENT", help=(
     "A ratio within this many percent of 1 is 'no clear difference' even when its interval excludes 1; "
     "default 1 (0 for the interval alone)."))
-CONNECTIONS = load_option("connections", _LOAD)
-REQUESTS = load_option("requests", _LOAD)
-DURATION = load_option("duration", _LOAD, "Default 5s when neither -n nor -d is given.")
-THREADS = load_option("threads", _LOAD)
-RATE = load_option("rate", _LOAD, "Length: -d, else -n divided by the rate, else 5s.")
-NO_KEEPALIVE = load_option("no_keepalive", _LOAD)
-TIMEOUT = load_option("timeout", _LOAD)
-ALLOW_REMOTE = load_option("allow_remote", _LOAD)
 SERVER_PID = option("--server-pid", panel=_SERVER, metavar="PID", help=(
     "The server behind every URL (its parent process): sampled during each trial for its CPU per request."))
 SERVER_PIDFILE = load_option("server_pidfile", _SERVER)
@@ -189,6 +181,14 @@ def _check_chart(path: str | None) -> str | None:
     return checked
 
 
+@takes_load_options(
+    load_parameter("connections", _LOAD),
+    load_parameter("requests", _LOAD),
+    load_parameter("duration", _LOAD, "Default 5s when neither -n nor -d is given."),
+    load_parameter("threads", _LOAD),
+    load_parameter("rate", _LOAD, "Length: -d, else -n divided by the rate, else 5s."),
+    *(load_parameter(name, _LOAD) for name in ("no_keepalive", "timeout", "allow_remote")),
+)
 def compare_command(
     urls: Annotated[list[str], URLS],
     label: Annotated[list[str] | None, LABEL] = None,
@@ -196,14 +196,8 @@ def compare_command(
     trials: Annotated[Text, TRIALS] = None,
     no_warmup: Annotated[bool, NO_WARMUP] = False,
     min_effect: Annotated[Text, MIN_EFFECT] = None,
-    connections: Annotated[Text, CONNECTIONS] = None,
-    requests: Annotated[Text, REQUESTS] = None,
-    duration: Annotated[Text, DURATION] = None,
-    threads: Annotated[Text, THREADS] = None,
-    rate: Annotated[Text, RATE] = None,
-    no_keepalive: Annotated[bool, NO_KEEPALIVE] = False,
-    timeout: Annotated[Text, TIMEOUT] = None,
-    allow_remote: Annotated[bool, ALLOW_REMOTE] = False,
+    *,
+    load: LoadOptions,
     server_pid: Annotated[int | None, SERVER_PID] = None,
     server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
     server_name: Annotated[Text, SERVER_NAME] = None,
@@ -213,7 +207,6 @@ def compare_command(
     report: Annotated[Text, REPORT] = None,
 ) -> None:
     """Compare URLs in interleaved trials (help: COMPARE_HELP)."""
-    load = load_options(locals())
     labels = labels_for(urls, label)
     count = check_trials(parse_trials(trials))
     effect = parse_min_effect(min_effect)

@@ -17,8 +17,9 @@ from pounder._errors import UsageError
 from pounder._files import check_output_path, write_output
 from pounder._units import count_in_range
 from pounder.cli._common import option
-from pounder.cli._load_options import load_option, load_options
+from pounder.cli._load_options import load_option, load_parameter, takes_load_options
 from pounder.cli._progress import live_progress
+from pounder.load import LoadOptions
 from pounder.syscalls import (
     DEFAULT_CONNECTIONS,
     DEFAULT_DURATION_S,
@@ -61,16 +62,8 @@ SERVER_PIDFILE = load_option("server_pidfile", _WHICH, help=(
     "A file holding the parent's pid (Apache's PidFile, gunicorn --pid, Starman --pid)."))
 SERVER_NAME = load_option("server_name", _WHICH, help=(
     "Part of the process name or command line; the top-most matching process is the parent."))
-REQUESTS = load_option("requests", _LOAD, help=(
-    f"Requests to trace (default {DEFAULT_REQUESTS:,}; at most 100k: strace writes a few kB per request)."))
-CONNECTIONS = load_option("connections", _LOAD, help=(
-    f"Concurrent connections (default {DEFAULT_CONNECTIONS}). Keep it at or below the server's idle children, "
-    "so that none is started during the trace."))
-KEEPALIVE = load_option("keepalive", _LOAD)
 WARMUP = option("--warmup", panel=_LOAD, metavar="N", help=(
     f"Requests sent before strace attaches, not traced (default {DEFAULT_WARMUP}; 0 for none)."))
-DURATION = load_option("duration", _LOAD, f"Default {DEFAULT_DURATION_S:g}s.")
-TIMEOUT = load_option("timeout", _LOAD)
 JSON = option("--json", panel=_OUT, metavar="PATH", help=(
     "Write the result as JSON (schema pounder/syscalls/1); '-' for stdout, which replaces the tables."))
 TOP = option("--top", panel=_OUT, metavar="N", help="Show only the N most frequent calls and failures.")
@@ -90,23 +83,29 @@ def _json_text(report: SyscallReport) -> str:
     return json.dumps(report.to_dict(), indent=2) + "\n"
 
 
+@takes_load_options(
+    load_parameter("requests", _LOAD, value=str(DEFAULT_REQUESTS), help=(
+        f"Requests to trace (default {DEFAULT_REQUESTS:,}; at most 100k: strace writes a few kB per request).")),
+    load_parameter("connections", _LOAD, value=str(DEFAULT_CONNECTIONS), help=(
+        f"Concurrent connections (default {DEFAULT_CONNECTIONS}). Keep it at or below the server's idle children, "
+        "so that none is started during the trace.")),
+    load_parameter("keepalive", _LOAD),
+    load_parameter("duration", _LOAD, f"Default {DEFAULT_DURATION_S:g}s.", value=f"{DEFAULT_DURATION_S:g}s"),
+    load_parameter("timeout", _LOAD),
+)  # fmt: skip
 def syscalls_command(
     url: Annotated[str, URL_ARG],
     server_pid: Annotated[Text, SERVER_PID] = None,
     server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
     server_name: Annotated[Text, SERVER_NAME] = None,
-    requests: Annotated[str, REQUESTS] = str(DEFAULT_REQUESTS),
-    connections: Annotated[str, CONNECTIONS] = str(DEFAULT_CONNECTIONS),
-    keepalive: Annotated[bool, KEEPALIVE] = False,
+    *,
+    load: LoadOptions,
     warmup: Annotated[str, WARMUP] = str(DEFAULT_WARMUP),
-    duration: Annotated[str, DURATION] = f"{DEFAULT_DURATION_S:g}s",
-    timeout: Annotated[Text, TIMEOUT] = None,
     json_path: Annotated[Text, JSON] = None,
     top: Annotated[Text, TOP] = None,
     log: Annotated[Text, LOG] = None,
 ) -> None:
     """Count a server's system calls per request (help: SYSCALLS_HELP)."""
-    load = load_options(locals())
     json_out = check_output_path(json_path, "--json")
     rows = None if top is None else _positive(top, "--top", _MAX_TOP)
     pid = None if server_pid is None else _positive(server_pid, "--server-pid", 2**31 - 1)

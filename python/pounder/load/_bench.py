@@ -19,7 +19,6 @@ from pounder._files import utc_timestamp
 from pounder._units import parse_duration
 from pounder._version import __version__
 from pounder.load._model import Number
-from pounder.load._options import LoadOptions
 from pounder.load._result import BenchResult, LoadModel, MalformedResultError
 from pounder.load._spec import BenchSpec
 from pounder.load._url import parse_url, resolve
@@ -170,30 +169,24 @@ def parse_interval(value: Number | None) -> float:
 def bench(
     url: str | None = None,
     *,
-    url_file: str | Path | None = None,
-    order: str = "sequential",
-    warmup: int | str | None = None,
-    unix_socket: str | None = None,
-    tsv_path: str | Path | None = None,
-    hdr_log_path: str | Path | None = None,
     server_pid: int | None = None,
     server_pidfile: str | Path | None = None,
     server_name: str | None = None,
     server_status: str | None = None,
     sample_interval: Number | None = None,
     on_progress: ProgressCallback | None = None,
-    options: LoadOptions | None = None,
-    **load: Any,
+    **spec_options: Any,
 ) -> BenchResult:
     """Benchmark an HTTP server; the keyword arguments mirror ``pounder bench``'s options.
 
-    The load options (``connections``, ``requests``, ``duration``, ``rate``, ``headers``, ...) are
-    the fields of :class:`LoadOptions`, given as ``options`` or as keyword arguments (both: the
-    keywords win). Values may be given as a user types them (``requests="10k"``,
-    ``duration="2m"``, ``rate="50..500/60s"``, ``throttle="56kbit"``) or as numbers (seconds,
-    requests per second, bytes per second). ``headers`` are ``"Name: value"`` strings or a mapping;
-    ``body`` is text, ``"@file"`` or bytes. Defaults: closed loop with 10 connections for 10 s,
-    30 s timeout, keep-alive on. See :class:`BenchSpec` for the rules.
+    ``spec_options`` are :meth:`BenchSpec.from_options`'s: ``url_file``, ``order``, ``warmup``,
+    ``unix_socket``, ``tsv_path``, ``hdr_log_path``, and the load options (``connections``,
+    ``requests``, ``duration``, ``rate``, ``headers``, ...: the fields of :class:`LoadOptions`, as
+    keyword arguments or as ``options=LoadOptions(...)``). Values may be given as a user types them
+    (``requests="10k"``, ``duration="2m"``, ``rate="50..500/60s"``, ``throttle="56kbit"``) or as
+    numbers (seconds, requests per second, bytes per second). ``headers`` are ``"Name: value"``
+    strings or a mapping; ``body`` is text, ``"@file"`` or bytes. Defaults: closed loop with 10
+    connections for 10 s, 30 s timeout, keep-alive on. See :class:`BenchSpec` for the rules.
 
     ``server_pid``, ``server_pidfile`` or ``server_name`` name the server's parent process: its
     processes are then sampled while the load runs (every ``sample_interval``, default 1 s) and
@@ -204,13 +197,9 @@ def bench(
     :class:`~pounder.PounderError` if the engine cannot run. On Ctrl-C the partial result is
     returned with ``interrupted=True``.
     """
-    given = LoadOptions.of(options, **load)
-    spec = BenchSpec.from_options(
-        url, url_file=url_file, order=order, warmup=warmup, unix_socket=unix_socket, tsv_path=tsv_path,
-        hdr_log_path=hdr_log_path, options=given,
-    )  # fmt: skip
+    spec = BenchSpec.from_options(url, **spec_options)
     sampler = server_sampler(
         pid=server_pid, pidfile=server_pidfile, name=server_name, status_url=server_status,
-        interval=sample_interval, allow_remote=given.allow_remote,
+        interval=sample_interval, allow_remote=spec.allow_remote,
     )  # fmt: skip
     return run_bench(spec, on_progress, sampler)

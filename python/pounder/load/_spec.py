@@ -96,6 +96,8 @@ class BenchSpec:
     http: HttpOptions
     tsv_path: str | None = None
     hdr_log_path: str | None = None
+    allow_remote: bool = False
+    """Whether targets off this machine were allowed (so is a server-status URL then)."""
 
     @classmethod
     def from_options(
@@ -149,6 +151,7 @@ class BenchSpec:
             http=http,
             tsv_path=tsv,
             hdr_log_path=hdr_log,
+            allow_remote=given.allow_remote,
         )
 
     def run_options(self) -> RunOptions:
