@@ -19,6 +19,7 @@ from pounder.pool import (
     PoolParams,
     StarmanAdapter,
     adapter_from_dict,
+    make_adapter,
 )
 from pounder.tune._analysis import choose_max_requests, memory_bound
 
@@ -154,6 +155,30 @@ def test_constructor_errors(tmp_path: Path) -> None:
         CommandAdapter("server {port} -t {threads}")
     with pytest.raises(UsageError, match="command: the command template is empty"):
         CommandAdapter("")
+
+
+# ---------------------------------------------------------------------------------------------
+# make_adapter: the one factory
+
+
+def test_make_adapter_builds_each_kind() -> None:
+    gunicorn = make_adapter("gunicorn", "wsgi_app:app", pythonpath=str(APPS), preload=True, env={"A": "1"})
+    assert isinstance(gunicorn, GunicornAdapter) and gunicorn.preload and gunicorn.env == {"A": "1"}
+    assert gunicorn.pythonpath == str(APPS)
+    starman = make_adapter("starman", PSGI, extra_args=("--x",))
+    assert isinstance(starman, StarmanAdapter) and starman.psgi == PSGI and starman.extra_args == ("--x",)
+    apache = make_adapter("apache", None, perl_handlers={"/hello": "PounderTest::Hello"}, perl_lib=PERL,
+                          extra_conf="KeepAlive Off", env={"IGNORED": "1"})
+    assert isinstance(apache, ApacheAdapter) and apache.extra_conf == "KeepAlive Off"
+    command = make_adapter("command", "server {port}", stop_signal="QUIT")
+    assert isinstance(command, CommandAdapter) and command.stop_signal == signal.SIGQUIT
+
+
+def test_make_adapter_errors() -> None:
+    with pytest.raises(UsageError, match="unknown server kind 'nginx': use one of apache, gunicorn, starman, command"):
+        make_adapter("nginx", "nginx.conf")
+    with pytest.raises(UsageError, match="gunicorn: no app given"):
+        make_adapter("gunicorn", None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,36 @@
+"""``pounder tune``'s counts take the suffixes every count takes (``-n 1k``, ``--mrpc 1M``): read
+in-process, up to the options the run would be given, without starting anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pounder.cli import tune as cli_tune
+from pounder.tune import TuneOptions
+
+
+def _options(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **counts: str) -> TuneOptions:
+    given: dict[str, Any] = {}
+    monkeypatch.setattr(cli_tune, "tune", lambda adapter, options, **kwargs: given.setdefault("options", options))
+    plan: dict[str, Any] = {
+        "pythonpath": None, "preload": None, "env": None, "stop_signal": None, "path": "/",
+        "results": str(tmp_path / "run"), "resume_dir": None, "demo": False, "quick": False,
+        "point_duration": None, "requests_per_child": None, "measure_children": None, "max_children": None,
+        "mrpc": None, "ram": "1G", "clients": None, "p99": None}
+    _, go = cli_tune._plan("gunicorn", "app:app", **{**plan, **counts})
+    go(lambda line: None, lambda line: None, None)
+    assert not (tmp_path / "run").exists()
+    options: TuneOptions = given["options"]
+    return options
+
+
+def test_counts_take_k_and_m(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    options = _options(monkeypatch, tmp_path, requests_per_child="1k", clients="2K", max_children="1k",
+                       measure_children="8", mrpc="0,1M,10k")
+    assert (options.requests_per_child, options.clients, options.max_children, options.measure_children) == (
+        1000, 2000, 1000, 8)
+    assert options.mrpc_values == (0, 1_000_000, 10_000)
+    assert options.ram == 2**30
