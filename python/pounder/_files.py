@@ -87,3 +87,23 @@ def write_output(path: str | os.PathLike[str], text: str, what: str = "") -> Non
         sys.stdout.flush()
         return
     write_atomic(path, text, what)
+
+
+def write_output_file(path: str | os.PathLike[str], text: str, what: str = "") -> None:
+    """:func:`write_output`, except that a path naming something other than a regular file
+    (``/dev/null``, ``/dev/stdout``, a FIFO) is written in place, as a shell redirection would:
+    replacing it atomically would put a regular file where the device or the pipe was."""
+    import stat
+
+    try:
+        special = os.fspath(path) != STDOUT and not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:  # not there yet (or not reachable): the atomic write creates it or says why not
+        special = False
+    if not special:
+        write_output(path, text, what)
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text)
+    except OSError as error:
+        raise _cannot(Path(path), what, error) from None
