@@ -24,14 +24,13 @@ from pounder.syscalls._report import (
     count_tables,
     render_syscalls,
 )
+from pounder.syscalls._strace import find_strace, strace_version
 from pounder.syscalls._trace import (
     DEFAULT_CONNECTIONS,
     DEFAULT_DURATION_S,
     DEFAULT_LOAD,
     DEFAULT_REQUESTS,
     DEFAULT_WARMUP,
-    find_strace,
-    strace_version,
     trace_syscalls,
 )
 
