@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pounder import BenchSpec, Stage, UsageError, __version__
+from pounder import BenchSpec, LoadOptions, Stage, UsageError, __version__
 from pounder.load import _model, parse_url, resolve
 
 URL = "http://127.0.0.1:8080/"
@@ -385,3 +385,13 @@ def test_output_paths(tmp_path: Path) -> None:
         spec(hdr_log_path=tmp_path)
     with pytest.raises(UsageError, match="need a file, not '-'"):
         spec(tsv_path="-")
+
+
+def test_load_options_as_one_object_or_as_keywords(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_model, "available_cpus", lambda: 4)
+    as_object = BenchSpec.from_options(URL, options=LoadOptions(connections=3, duration="2s", keepalive=False))
+    assert as_object == spec(connections=3, duration="2s", keepalive=False)
+    overridden = BenchSpec.from_options(URL, options=LoadOptions(connections=3), connections="5")
+    assert overridden.load.connections == 5
+    with pytest.raises(TypeError, match="no_such_option"):
+        spec(no_such_option=1)
