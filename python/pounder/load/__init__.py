@@ -1,38 +1,31 @@
 """Load generation for ``pounder bench``: the load options (``_options``, declared once), their
 parsing and validation (``_parse``; the load model ``_model``, URLs ``_url``, the request
-``_request``, put together in ``_spec``), running the engine (``_bench``), results (``_result``)
-and their text and CSV forms (``_report``, ``_csv``). The public names are re-exported by
-:mod:`pounder`."""
+``_request``, put together in ``_spec``), running the engine (``_bench``), results (``_result``,
+with the engine's measurements in ``_measured`` and the options it ran with in ``_run_options``) and their
+text and CSV forms (``_report``, ``_csv``). The public names are re-exported by :mod:`pounder`."""
 
 from pounder.load._bench import Progress, ProgressCallback, bench, run_bench, server_sampler
 from pounder.load._csv import render_csv
+from pounder.load._measured import (
+    ERROR_CATEGORIES,
+    PERCENTILES,
+    ByteCounts,
+    ClientCpu,
+    ErrorCounts,
+    Histogram,
+    Latency,
+    MalformedResultError,
+    Phases,
+    RequestCounts,
+    SecondSample,
+    WarmupCounts,
+)
 from pounder.load._model import Number
 from pounder.load._options import LoadOptions
 from pounder.load._parse import Stage
 from pounder.load._report import describe_load, format_ms, render_report
-from pounder.load._result import (
-    ERROR_CATEGORIES,
-    PERCENTILES,
-    SCHEMA,
-    BenchResult,
-    ByteCounts,
-    ClientCpu,
-    Derived,
-    ErrorCounts,
-    Histogram,
-    HttpOptions,
-    Latency,
-    LoadModel,
-    MalformedResultError,
-    Phases,
-    ReplyRate,
-    RequestCounts,
-    RunOptions,
-    SecondSample,
-    TargetInfo,
-    WarmupCounts,
-    load_result,
-)
+from pounder.load._result import SCHEMA, BenchResult, Derived, ReplyRate, load_result
+from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
 from pounder.load._spec import BenchSpec, Target
 from pounder.load._url import parse_url, resolve
 

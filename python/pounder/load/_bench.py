@@ -18,8 +18,10 @@ from pounder._errors import PounderError, UsageError
 from pounder._files import utc_timestamp
 from pounder._units import parse_duration
 from pounder._version import __version__
+from pounder.load._measured import MalformedResultError
 from pounder.load._model import Number
-from pounder.load._result import BenchResult, LoadModel, MalformedResultError
+from pounder.load._result import BenchResult
+from pounder.load._run_options import LoadModel
 from pounder.load._spec import BenchSpec
 from pounder.load._url import parse_url, resolve
 from pounder.procs import ServerSampler, find_server

@@ -9,7 +9,8 @@ request only the header is written.
 
 from __future__ import annotations
 
-from pounder.load._result import PERCENTILES, BenchResult
+from pounder.load._measured import PERCENTILES
+from pounder.load._result import BenchResult
 
 CSV_HEADER = "percent,latency_ms"
 

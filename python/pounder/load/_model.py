@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pounder._errors import UsageError
 from pounder._units import available_cpus, count_in_range, parse_duration
 from pounder.load._parse import RateSpec, Stage, Warmup, parse_rate_spec, parse_stages, parse_warmup
-from pounder.load._result import LoadModel
+from pounder.load._run_options import LoadModel
 
 DEFAULT_CONNECTIONS = 10
 DEFAULT_OPEN_LOOP_CAP = 1000

@@ -10,14 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pounder._units import mib
-from pounder.load._result import (
-    ERROR_CATEGORIES,
-    PERCENTILES,
-    BenchResult,
-    Histogram,
-    LoadModel,
-    ReplyRate,
-)
+from pounder.load._measured import ERROR_CATEGORIES, PERCENTILES, Histogram
+from pounder.load._result import BenchResult, ReplyRate
+from pounder.load._run_options import LoadModel
 
 LABEL_WIDTH = 26
 COLUMN_WIDTH = 12

@@ -1,5 +1,5 @@
-"""The result of a bench: typed, frozen records of the engine's measurements plus what the Python
-side adds (tool version, start time, the options used, whether the run was interrupted), and the
+"""The result of a bench: the engine's measurements (``_measured``) plus what the Python side adds
+(tool version, start time, the options used (``_run_options``), whether the run was interrupted), and the
 figures derived from them. ``docs/results.md`` documents every field; the JSON written by
 :meth:`BenchResult.to_json` follows ``pounder/schemas/bench-result.schema.json``.
 
@@ -12,249 +12,31 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pounder._errors import PounderError, UsageError
-from pounder._records import Reader
-from pounder.load._parse import Stage
+from pounder._errors import UsageError
+from pounder.load._measured import (
+    READ,
+    ByteCounts,
+    ClientCpu,
+    ErrorCounts,
+    Latency,
+    MalformedResultError,
+    Phases,
+    RequestCounts,
+    SecondSample,
+    WarmupCounts,
+    measurements,
+)
+from pounder.load._run_options import RunOptions, read_run_options, stages_as_lists
 from pounder.procs import MalformedReportError, ServerLoadReport, per_request
 
 SCHEMA = "pounder/bench-result/1"
-PERCENTILES: tuple[str, ...] = ("50", "66", "75", "80", "90", "95", "98", "99", "99.9", "100")
-ERROR_CATEGORIES: tuple[str, ...] = ("refused", "reset", "timeout", "bad_response", "other", "aborted")
 _FULL_SECOND_SLACK_S = 0.001
-
-
-class MalformedResultError(PounderError):
-    """A result JSON (from the engine or a file) does not have the expected shape."""
-
-
-_READ = Reader(MalformedResultError)
-
-
-# ---------------------------------------------------------------------------------------------
-# The engine's measurements
-
-
-@dataclass(frozen=True)
-class Histogram:
-    """A latency distribution, all in microseconds (all zero when ``count`` is 0).
-    ``percentiles`` maps "50", "66", …, "99.9", "100" to µs."""
-
-    count: int
-    min_us: int
-    max_us: int
-    mean_us: float
-    stdev_us: float
-    percentiles: Mapping[str, int]
-
-    @classmethod
-    def from_dict(cls, value: object, key: str) -> Histogram:
-        histogram: Histogram = _READ.record(cls, value, key, percentiles=_percentiles)
-        return histogram
-
-
-def _percentiles(value: object, key: str) -> dict[str, int]:
-    data = _READ.as_dict(value, key)
-    return {percent: _READ.as_int(_READ.get(data, percent), f"{key}.{percent}") for percent in PERCENTILES}
-
-
-@dataclass(frozen=True)
-class WarmupCounts:
-    """The unmeasured warmup phase."""
-
-    complete: int
-    failed: int
-    elapsed_s: float
-
-
-@dataclass(frozen=True)
-class RequestCounts:
-    """Measured requests. ``complete + failed`` = requests attempted; ``non_2xx`` ⊂ complete;
-    ``unsent`` and ``late`` only happen in open loop."""
-
-    complete: int
-    failed: int
-    non_2xx: int
-    unsent: int
-    late: int
-
-
-@dataclass(frozen=True)
-class ByteCounts:
-    """Bytes received (``total``: headers + bodies; ``body``: bodies only) and ``sent``."""
-
-    total: int
-    body: int
-    sent: int
-
-
-@dataclass(frozen=True)
-class ErrorCounts:
-    """Failed requests by category; each failed request has exactly one."""
-
-    refused: int
-    reset: int
-    timeout: int
-    bad_response: int
-    other: int
-    aborted: int
-
-    def nonzero(self) -> dict[str, int]:
-        return {name: count for name, count in asdict(self).items() if count}
-
-
-@dataclass(frozen=True)
-class Latency:
-    """``corrected``: from the intended send time; ``uncorrected``: from the actual start;
-    ``schedule_lag``: actual start - intended start (open loop)."""
-
-    corrected: Histogram
-    uncorrected: Histogram
-    schedule_lag: Histogram
-
-
-@dataclass(frozen=True)
-class Phases:
-    """Per-request phases like ab's "Connection Times"."""
-
-    connect: Histogram
-    waiting: Histogram
-    processing: Histogram
-    total: Histogram
-
-
-@dataclass(frozen=True)
-class SecondSample:
-    """One second of the measured phase, by completion time."""
-
-    second: int
-    complete: int
-    non_2xx: int
-    """Of ``complete``, the responses whose status was not 2xx."""
-    failed: int
-    bytes: int
-    mean_us: float
-    p50_us: int
-    p99_us: int
-    max_us: int
-
-
-@dataclass(frozen=True)
-class ClientCpu:
-    """CPU time of the engine threads, seconds."""
-
-    user_s: float
-    sys_s: float
-
-
-# ---------------------------------------------------------------------------------------------
-# What the Python side adds: the options used
-
-
-@dataclass(frozen=True)
-class TargetInfo:
-    """A target as given (``url``), its ``weight`` and where pounder connects: ``"host:port"``
-    (resolved address) or ``"unix:/path"``."""
-
-    url: str
-    weight: int
-    connect: str
-
-
-@dataclass(frozen=True)
-class LoadModel:
-    """How load was generated. ``kind`` "closed": ``connections`` users each send the next request
-    when the previous one finished; "open": requests are sent on a schedule (``stages``), with at
-    most ``connections`` in flight."""
-
-    kind: Literal["closed", "open"]
-    connections: int
-    threads: int
-    requests: int | None
-    duration_s: float | None
-    stages: tuple[Stage, ...] | None
-    warmup_requests: int
-    warmup_s: float
-
-    @property
-    def is_open(self) -> bool:
-        return self.kind == "open"
-
-
-@dataclass(frozen=True)
-class HttpOptions:
-    """Request options. ``headers`` are those the user asked for (-H, -T, --cookie, -A), with
-    the values of ``Authorization`` and ``Cookie`` replaced by ``"<redacted>"``."""
-
-    method: str
-    keepalive: bool
-    calls_per_conn: int
-    timeout_s: float
-    throttle_bps: int | None
-    body_bytes: int
-    headers: tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """The options a bench ran with."""
-
-    targets: tuple[TargetInfo, ...]
-    order: Literal["sequential", "random"]
-    load: LoadModel
-    http: HttpOptions
-
-
-def _stage(value: object, key: str) -> Stage:
-    items = _READ.as_list(value, key)
-    if len(items) != 3:
-        raise MalformedResultError(f"'{key}' must be [duration_s, start_rate, end_rate]")
-    return Stage(*(_READ.as_float(item, key) for item in items))
-
-
-def _header(value: object, key: str) -> tuple[str, str]:
-    items = _READ.as_list(value, key)
-    if len(items) != 2:
-        raise MalformedResultError(f"'{key}' must be [name, value]")
-    return _READ.as_str(items[0], key), _READ.as_str(items[1], key)
-
-
-def _load_model(value: object, key: str) -> LoadModel:
-    model: LoadModel = _READ.record(
-        LoadModel,
-        value,
-        key,
-        kind=_READ.choice("closed", "open"),
-        requests=_READ.nullable(_READ.as_int),
-        duration_s=_READ.nullable(_READ.as_float),
-        stages=_READ.nullable(_READ.list_of(_stage)),
-    )
-    return model
-
-
-def _http_options(value: object, key: str) -> HttpOptions:
-    options: HttpOptions = _READ.record(
-        HttpOptions, value, key, throttle_bps=_READ.nullable(_READ.as_int), headers=_READ.list_of(_header)
-    )
-    return options
-
-
-def _run_options(value: object, key: str) -> RunOptions:
-    options: RunOptions = _READ.record(
-        RunOptions,
-        value,
-        key,
-        targets=_READ.list_of(lambda item, where: _READ.record(TargetInfo, item, where)),
-        order=_READ.choice("sequential", "random"),
-        load=_load_model,
-        http=_http_options,
-    )
-    return options
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,7 +176,7 @@ class BenchResult:
             interrupted=interrupted,
             options=options,
             server=server,
-            **_measurements(_decode(engine_json)),
+            **measurements(_decode(engine_json)),
         )
 
     @classmethod
@@ -405,12 +187,12 @@ class BenchResult:
         if schema != SCHEMA:
             raise MalformedResultError(f"'schema' is {schema!r}, expected {SCHEMA!r}")
         return cls(
-            tool_version=_READ.as_str(_READ.get(data, "tool_version"), "tool_version"),
-            started_at=_READ.as_str(_READ.get(data, "started_at"), "started_at"),
-            interrupted=_READ.as_bool(_READ.get(data, "interrupted"), "interrupted"),
-            options=_run_options(_READ.get(data, "options"), "options"),
+            tool_version=READ.as_str(READ.get(data, "tool_version"), "tool_version"),
+            started_at=READ.as_str(READ.get(data, "started_at"), "started_at"),
+            interrupted=READ.as_bool(READ.get(data, "interrupted"), "interrupted"),
+            options=read_run_options(READ.get(data, "options"), "options"),
             server=_server(data.get("server")),
-            **_measurements(data),
+            **measurements(data),
         )
 
     # -- output ---------------------------------------------------------------------------
@@ -420,7 +202,7 @@ class BenchResult:
         plain = asdict(self)
         connections_opened = plain.pop("connections_opened")
         plain["server"] = None if self.server is None else self.server.to_dict()
-        plain["options"]["load"]["stages"] = _stages_as_lists(self.options.load.stages)
+        plain["options"]["load"]["stages"] = stages_as_lists(self.options.load.stages)
         plain["options"]["http"]["headers"] = [list(pair) for pair in self.options.http.headers]
         plain["options"]["targets"] = list(plain["options"]["targets"])
         return {
@@ -435,59 +217,13 @@ class BenchResult:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False) + "\n"
 
 
-def _record_of(cls: type[Any]) -> Callable[[object, str], Any]:
-    return lambda value, key: _READ.record(cls, value, key)
-
-
-def _histograms(cls: type[Any]) -> Callable[[object, str], Any]:
-    """Converter for a group of histograms (:class:`Latency`, :class:`Phases`)."""
-    converters: dict[str, Any] = dict.fromkeys((field.name for field in fields(cls)), Histogram.from_dict)
-    return lambda value, key: _READ.record(cls, value, key, **converters)
-
-
-def _status(value: object, key: str) -> dict[str, int]:
-    return {code: _READ.as_int(count, f"{key}.{code}") for code, count in sorted(_READ.as_dict(value, key).items())}
-
-
-def _opened(value: object, key: str) -> int:
-    return _READ.as_int(_READ.get(_READ.as_dict(value, key), "opened"), f"{key}.opened")
-
-
-_MEASUREMENTS: dict[str, tuple[str, Callable[[object, str], Any]]] = {
-    # BenchResult field: (engine JSON key, converter)
-    "elapsed_s": ("elapsed_s", _READ.as_float),
-    "warmup": ("warmup", _record_of(WarmupCounts)),
-    "requests": ("requests", _record_of(RequestCounts)),
-    "bytes": ("bytes", _record_of(ByteCounts)),
-    "connections_opened": ("connections", _opened),
-    "status": ("status", _status),
-    "errors": ("errors", _record_of(ErrorCounts)),
-    "latency": ("latency", _histograms(Latency)),
-    "phases": ("phases", _histograms(Phases)),
-    "series": ("series", _READ.list_of(_record_of(SecondSample))),
-    "client_cpu": ("client_cpu", _record_of(ClientCpu)),
-    "histogram": ("histogram", _READ.as_str),
-}
-
-
-def _measurements(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The engine's measurements as :class:`BenchResult` fields."""
-    return {field: convert(_READ.get(data, key), key) for field, (key, convert) in _MEASUREMENTS.items()}
-
-
 def _server(value: object) -> ServerLoadReport | None:
     if value is None:
         return None
     try:
-        return ServerLoadReport.from_dict(_READ.as_dict(value, "server"))
+        return ServerLoadReport.from_dict(READ.as_dict(value, "server"))
     except MalformedReportError as error:
         raise MalformedResultError(f"server: {error}") from None
-
-
-def _stages_as_lists(stages: tuple[Stage, ...] | None) -> list[list[float]] | None:
-    if stages is None:
-        return None
-    return [[stage.duration_s, stage.start_rate, stage.end_rate] for stage in stages]
 
 
 def _decode(text: str) -> Mapping[str, Any]:
@@ -495,7 +231,7 @@ def _decode(text: str) -> Mapping[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise MalformedResultError(f"not valid JSON ({error.msg} at line {error.lineno})") from None
-    return _READ.as_dict(data, "the top level")
+    return READ.as_dict(data, "the top level")
 
 
 def load_result(path: str | Path) -> BenchResult:

@@ -15,7 +15,7 @@ from pounder.load._model import build_load_model, count, seconds
 from pounder.load._options import LoadOptions
 from pounder.load._parse import UrlLine, read_url_file
 from pounder.load._request import RequestTemplate, build_request_template, recorded_headers
-from pounder.load._result import HttpOptions, LoadModel, RunOptions, TargetInfo
+from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
 from pounder.load._url import check_unix_socket, parse_url, resolve
 
 if TYPE_CHECKING:

@@ -1,0 +1,175 @@
+"""The engine's measurements in a bench result: typed, frozen records (counts, histograms, the
+per-second series, the client's CPU), read from the engine's JSON (or a saved result) with
+:data:`READ`, which names the offending key of a malformation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from pounder._errors import PounderError
+from pounder._records import Reader
+
+PERCENTILES: tuple[str, ...] = ("50", "66", "75", "80", "90", "95", "98", "99", "99.9", "100")
+ERROR_CATEGORIES: tuple[str, ...] = ("refused", "reset", "timeout", "bad_response", "other", "aborted")
+
+
+class MalformedResultError(PounderError):
+    """A result JSON (from the engine or a file) does not have the expected shape."""
+
+
+READ = Reader(MalformedResultError)
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """A latency distribution, all in microseconds (all zero when ``count`` is 0).
+    ``percentiles`` maps "50", "66", …, "99.9", "100" to µs."""
+
+    count: int
+    min_us: int
+    max_us: int
+    mean_us: float
+    stdev_us: float
+    percentiles: Mapping[str, int]
+
+    @classmethod
+    def from_dict(cls, value: object, key: str) -> Histogram:
+        histogram: Histogram = READ.record(cls, value, key, percentiles=_percentiles)
+        return histogram
+
+
+def _percentiles(value: object, key: str) -> dict[str, int]:
+    data = READ.as_dict(value, key)
+    return {percent: READ.as_int(READ.get(data, percent), f"{key}.{percent}") for percent in PERCENTILES}
+
+
+@dataclass(frozen=True)
+class WarmupCounts:
+    """The unmeasured warmup phase."""
+
+    complete: int
+    failed: int
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class RequestCounts:
+    """Measured requests. ``complete + failed`` = requests attempted; ``non_2xx`` ⊂ complete;
+    ``unsent`` and ``late`` only happen in open loop."""
+
+    complete: int
+    failed: int
+    non_2xx: int
+    unsent: int
+    late: int
+
+
+@dataclass(frozen=True)
+class ByteCounts:
+    """Bytes received (``total``: headers + bodies; ``body``: bodies only) and ``sent``."""
+
+    total: int
+    body: int
+    sent: int
+
+
+@dataclass(frozen=True)
+class ErrorCounts:
+    """Failed requests by category; each failed request has exactly one."""
+
+    refused: int
+    reset: int
+    timeout: int
+    bad_response: int
+    other: int
+    aborted: int
+
+    def nonzero(self) -> dict[str, int]:
+        return {name: count for name, count in asdict(self).items() if count}
+
+
+@dataclass(frozen=True)
+class Latency:
+    """``corrected``: from the intended send time; ``uncorrected``: from the actual start;
+    ``schedule_lag``: actual start - intended start (open loop)."""
+
+    corrected: Histogram
+    uncorrected: Histogram
+    schedule_lag: Histogram
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Per-request phases like ab's "Connection Times"."""
+
+    connect: Histogram
+    waiting: Histogram
+    processing: Histogram
+    total: Histogram
+
+
+@dataclass(frozen=True)
+class SecondSample:
+    """One second of the measured phase, by completion time."""
+
+    second: int
+    complete: int
+    non_2xx: int
+    """Of ``complete``, the responses whose status was not 2xx."""
+    failed: int
+    bytes: int
+    mean_us: float
+    p50_us: int
+    p99_us: int
+    max_us: int
+
+
+@dataclass(frozen=True)
+class ClientCpu:
+    """CPU time of the engine threads, seconds."""
+
+    user_s: float
+    sys_s: float
+
+
+
+def _record_of(cls: type[Any]) -> Callable[[object, str], Any]:
+    return lambda value, key: READ.record(cls, value, key)
+
+
+def _histograms(cls: type[Any]) -> Callable[[object, str], Any]:
+    """Converter for a group of histograms (:class:`Latency`, :class:`Phases`)."""
+    converters: dict[str, Any] = dict.fromkeys((field.name for field in fields(cls)), Histogram.from_dict)
+    return lambda value, key: READ.record(cls, value, key, **converters)
+
+
+def _status(value: object, key: str) -> dict[str, int]:
+    return {code: READ.as_int(count, f"{key}.{code}") for code, count in sorted(READ.as_dict(value, key).items())}
+
+
+def _opened(value: object, key: str) -> int:
+    return READ.as_int(READ.get(READ.as_dict(value, key), "opened"), f"{key}.opened")
+
+
+_MEASUREMENTS: dict[str, tuple[str, Callable[[object, str], Any]]] = {
+    # BenchResult field: (engine JSON key, converter)
+    "elapsed_s": ("elapsed_s", READ.as_float),
+    "warmup": ("warmup", _record_of(WarmupCounts)),
+    "requests": ("requests", _record_of(RequestCounts)),
+    "bytes": ("bytes", _record_of(ByteCounts)),
+    "connections_opened": ("connections", _opened),
+    "status": ("status", _status),
+    "errors": ("errors", _record_of(ErrorCounts)),
+    "latency": ("latency", _histograms(Latency)),
+    "phases": ("phases", _histograms(Phases)),
+    "series": ("series", READ.list_of(_record_of(SecondSample))),
+    "client_cpu": ("client_cpu", _record_of(ClientCpu)),
+    "histogram": ("histogram", READ.as_str),
+}
+
+
+def measurements(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The engine's measurements as :class:`BenchResult` fields."""
+    return {field: convert(READ.get(data, key), key) for field, (key, convert) in _MEASUREMENTS.items()}

@@ -1,0 +1,120 @@
+"""What a bench result records of the options it ran with (:class:`RunOptions`): the targets, the
+load model and the request options, and their reading from a saved result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pounder.load._measured import READ, MalformedResultError
+from pounder.load._parse import Stage
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """A target as given (``url``), its ``weight`` and where pounder connects: ``"host:port"``
+    (resolved address) or ``"unix:/path"``."""
+
+    url: str
+    weight: int
+    connect: str
+
+
+@dataclass(frozen=True)
+class LoadModel:
+    """How load was generated. ``kind`` "closed": ``connections`` users each send the next request
+    when the previous one finished; "open": requests are sent on a schedule (``stages``), with at
+    most ``connections`` in flight."""
+
+    kind: Literal["closed", "open"]
+    connections: int
+    threads: int
+    requests: int | None
+    duration_s: float | None
+    stages: tuple[Stage, ...] | None
+    warmup_requests: int
+    warmup_s: float
+
+    @property
+    def is_open(self) -> bool:
+        return self.kind == "open"
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """Request options. ``headers`` are those the user asked for (-H, -T, --cookie, -A), with
+    the values of ``Authorization`` and ``Cookie`` replaced by ``"<redacted>"``."""
+
+    method: str
+    keepalive: bool
+    calls_per_conn: int
+    timeout_s: float
+    throttle_bps: int | None
+    body_bytes: int
+    headers: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options a bench ran with."""
+
+    targets: tuple[TargetInfo, ...]
+    order: Literal["sequential", "random"]
+    load: LoadModel
+    http: HttpOptions
+
+
+def _stage(value: object, key: str) -> Stage:
+    items = READ.as_list(value, key)
+    if len(items) != 3:
+        raise MalformedResultError(f"'{key}' must be [duration_s, start_rate, end_rate]")
+    return Stage(*(READ.as_float(item, key) for item in items))
+
+
+def _header(value: object, key: str) -> tuple[str, str]:
+    items = READ.as_list(value, key)
+    if len(items) != 2:
+        raise MalformedResultError(f"'{key}' must be [name, value]")
+    return READ.as_str(items[0], key), READ.as_str(items[1], key)
+
+
+def _load_model(value: object, key: str) -> LoadModel:
+    model: LoadModel = READ.record(
+        LoadModel,
+        value,
+        key,
+        kind=READ.choice("closed", "open"),
+        requests=READ.nullable(READ.as_int),
+        duration_s=READ.nullable(READ.as_float),
+        stages=READ.nullable(READ.list_of(_stage)),
+    )
+    return model
+
+
+def _http_options(value: object, key: str) -> HttpOptions:
+    options: HttpOptions = READ.record(
+        HttpOptions, value, key, throttle_bps=READ.nullable(READ.as_int), headers=READ.list_of(_header)
+    )
+    return options
+
+
+def read_run_options(value: object, key: str) -> RunOptions:
+    options: RunOptions = READ.record(
+        RunOptions,
+        value,
+        key,
+        targets=READ.list_of(lambda item, where: READ.record(TargetInfo, item, where)),
+        order=READ.choice("sequential", "random"),
+        load=_load_model,
+        http=_http_options,
+    )
+    return options
+
+
+
+
+def stages_as_lists(stages: tuple[Stage, ...] | None) -> list[list[float]] | None:
+    """The stages as the JSON holds them: ``[duration_s, start_rate, end_rate]`` each."""
+    if stages is None:
+        return None
+    return [[stage.duration_s, stage.start_rate, stage.end_rate] for stage in stages]
