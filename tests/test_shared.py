@@ -185,3 +185,29 @@ def test_converters_choice_and_lists() -> None:
         READ.choice("a", "b")("c", "k")
     with pytest.raises(_Malformed, match=r"'k\[1\]' must be a whole number"):
         READ.list_of(READ.as_int)([1, "x"], "k")
+
+
+def test_a_device_or_a_pipe_is_written_in_place_not_replaced(tmp_path: Path) -> None:
+    """Run as root, replacing /dev/null atomically would put a regular file in its place."""
+    link = tmp_path / "null"
+    link.symlink_to("/dev/null")
+    write_atomic(link, "discarded")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        write_output(fifo, "through the pipe")
+        assert os.read(reader, 100) == b"through the pipe"
+    finally:
+        os.close(reader)
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_a_symlink_to_a_file_stays_a_link(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    write_atomic(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"

@@ -4,6 +4,7 @@ UTC timestamp every result carries."""
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -73,9 +74,27 @@ def replacing(path: str | os.PathLike[str], what: str = "", *, suffix: str = "")
 
 
 def write_atomic(path: str | os.PathLike[str], data: str | bytes, what: str = "") -> None:
-    """Replace the file at ``path`` with ``data`` (text is UTF-8) at once, synced to disk."""
-    with replacing(path, what) as tmp, open(tmp, "wb") as file:
-        file.write(data.encode("utf-8") if isinstance(data, str) else data)
+    """Replace the file at ``path`` with ``data`` (text is UTF-8) at once, synced to disk.
+
+    A symbolic link is followed (the file it names is replaced, the link stays). A path naming
+    something other than a regular file (``/dev/null``, ``/dev/stdout``, a FIFO) is written in
+    place, as a shell redirection would: replacing it would put a regular file where the device
+    or the pipe was."""
+    target = Path(os.path.realpath(path))
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        special = not stat.S_ISREG(target.stat().st_mode)
+    except OSError:  # not there yet (or not reachable): the atomic write creates it or says why not
+        special = False
+    if special:
+        try:
+            with open(target, "wb") as file:
+                file.write(raw)
+        except OSError as error:
+            raise _cannot(Path(path), what, error) from None
+        return
+    with replacing(target, what) as tmp, open(tmp, "wb") as file:
+        file.write(raw)
         file.flush()
         os.fsync(file.fileno())
 
@@ -87,23 +106,3 @@ def write_output(path: str | os.PathLike[str], text: str, what: str = "") -> Non
         sys.stdout.flush()
         return
     write_atomic(path, text, what)
-
-
-def write_output_file(path: str | os.PathLike[str], text: str, what: str = "") -> None:
-    """:func:`write_output`, except that a path naming something other than a regular file
-    (``/dev/null``, ``/dev/stdout``, a FIFO) is written in place, as a shell redirection would:
-    replacing it atomically would put a regular file where the device or the pipe was."""
-    import stat
-
-    try:
-        special = os.fspath(path) != STDOUT and not stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:  # not there yet (or not reachable): the atomic write creates it or says why not
-        special = False
-    if not special:
-        write_output(path, text, what)
-        return
-    try:
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(text)
-    except OSError as error:
-        raise _cannot(Path(path), what, error) from None

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from pounder._errors import PounderError, UsageError
-from pounder._files import check_output_path, write_output, write_output_file
+from pounder._files import check_output_path, write_output
 from pounder.cli._common import EXIT_INTERRUPTED, check_report_path, option, report_option, write_html_report
 from pounder.cli._load_options import load_option, load_parameter, takes_load_options
 from pounder.cli._progress import live_progress
@@ -87,7 +87,7 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
     for path, what, render in outputs:
         if path is not None:
             try:
-                write_output_file(path, render(), what)
+                write_output(path, render(), what)
             except PounderError as error:
                 failures.append(error)
     if not quiet and "-" not in (json_out, csv_out):

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from pounder._errors import UsageError
-from pounder._files import check_output_path, write_output, write_output_file
+from pounder._files import check_output_path, write_output
 from pounder._units import count_in_range
 from pounder.cli._common import option
 from pounder.cli._load_options import load_option, load_parameter, takes_load_options
@@ -115,6 +115,6 @@ def syscalls_command(
             log_path=log, on_progress=on_progress, options=load,
         )  # fmt: skip
     if json_out is not None:
-        write_output_file(json_out, _json_text(report), "--json")
+        write_output(json_out, _json_text(report), "--json")
     if json_out != "-":
         write_output("-", render_syscalls(report, top=rows))
