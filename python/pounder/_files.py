@@ -23,6 +23,23 @@ def utc_timestamp(timespec: Literal["seconds", "milliseconds"] = "milliseconds")
     return datetime.now(timezone.utc).isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
+def read_input(path: str | os.PathLike[str], what: str, *, limit: int | None = None,
+               missing: str = "{what} not found: {path}") -> bytes:
+    """The bytes of an input file the user named (at most ``limit`` + 1 of them when ``limit`` is
+    given, so that the caller can tell a file over its limit). A missing file, a directory or an
+    unreadable one is a :class:`~pounder.UsageError` naming ``what`` and the path (``missing`` is
+    the message for a file that is not there)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read() if limit is None else file.read(limit + 1)
+    except FileNotFoundError:
+        raise UsageError(missing.format(what=what, path=path)) from None
+    except IsADirectoryError:
+        raise UsageError(f"{what} is a directory: {path}") from None
+    except OSError as error:
+        raise UsageError(f"cannot read {what} {path}: {error.strerror}") from None
+
+
 def check_output_path(path: str | os.PathLike[str] | None, what: str) -> str | None:
     """An output file must be writable: checked before a long run, not after. ``"-"`` (stdout)
     is accepted as is. A file that did not exist is created to check and removed again."""

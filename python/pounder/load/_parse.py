@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pounder._errors import UsageError
+from pounder._files import read_input
 from pounder._units import invalid as _invalid
 from pounder._units import is_count, parse_count, parse_duration, parse_rate
 
@@ -148,24 +149,13 @@ def basic_auth(text: str, what: str = "--auth") -> str:
     return "Basic " + base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 
-def _read_file(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{what} not found: {path}") from None
-    except IsADirectoryError:
-        raise UsageError(f"{what} is a directory: {path}") from None
-    except OSError as error:
-        raise UsageError(f"cannot read {what} {path}: {error.strerror}") from None
-
-
 def load_body(text: str | bytes, what: str = "--body") -> bytes:
     """``"@file"`` → the file's bytes; any other text → its UTF-8 bytes; bytes are kept as is.
     There is no escape for a literal leading ``@``: put such a body in a file."""
     if isinstance(text, bytes):
         return text
     if text.startswith("@"):
-        return _read_file(Path(text[1:]), f"{what} file")
+        return read_input(text[1:], f"{what} file")
     return text.encode("utf-8")
 
 
@@ -182,7 +172,7 @@ def read_url_file(path: str | Path) -> tuple[UrlLine, ...]:
     """Read a URL file: one URL per line, optionally preceded by a whole weight (``3 http://...``);
     blank lines and lines starting with ``#`` are skipped. Errors name ``file:line``."""
     path = Path(path)
-    raw = _read_file(path, "URL file")
+    raw = read_input(path, "URL file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import psutil
 
 from pounder._errors import PounderError, UsageError
+from pounder._files import read_input
 from pounder.procs._read import Role
 
 _PIDFILE_MAX_BYTES = 4096
@@ -56,15 +57,7 @@ def read_pidfile(path: str | os.PathLike[str]) -> int:
     write them). Raises :class:`~pounder.UsageError` naming the file when it is missing,
     unreadable or does not hold a pid."""
     where = str(path)
-    try:
-        with open(path, "rb") as file:
-            data = file.read(_PIDFILE_MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise UsageError(f"pidfile {where} does not exist") from None
-    except IsADirectoryError:
-        raise UsageError(f"pidfile {where} is a directory") from None
-    except OSError as error:
-        raise UsageError(f"cannot read pidfile {where}: {error.strerror}") from None
+    data = read_input(path, "pidfile", limit=_PIDFILE_MAX_BYTES, missing="pidfile {path} does not exist")
     text = data.decode("utf-8", "replace").strip()
     if len(data) > _PIDFILE_MAX_BYTES or not text.isascii() or not text.isdigit() or int(text) <= 0:
         shown = text if len(text) <= 40 else text[:37] + "..."
