@@ -1,4 +1,4 @@
-"""Shared pytest fixtures: misbehaving / known-latency HTTP test servers (tests/servers/testserver.py)
+"""Shared pytest fixtures: misbehaving / known-latency HTTP test servers (tests/support/testserver.py)
 run as subprocesses.
 
     def test_something(testserver):
@@ -39,7 +39,7 @@ from pounder.servers import (
     starman_missing,
 )
 
-SERVER_SCRIPT = Path(__file__).resolve().parent / "servers" / "testserver.py"
+SERVER_SCRIPT = Path(__file__).resolve().parent / "support" / "testserver.py"
 READY_TIMEOUT_S = 10.0
 UNIX_PATH_MAX = 100  # sun_path is 108 bytes including the NUL; keep a margin
 

@@ -9,11 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import cliutil
 import pytest
-from cliutil import assert_usage_error, runner
 
 from pounder.cli import app
+from support import cliutil
+from support.cliutil import assert_usage_error, runner
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 URL = "http://127.0.0.1:8080/"

@@ -10,8 +10,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import cliutil
 import pytest
+
+from support import cliutil
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 A = "http://127.0.0.1:8080/a"

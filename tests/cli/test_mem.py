@@ -13,12 +13,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import cliutil
 import jsonschema
 import pytest
-from cliutil import assert_usage_error
 
-from proctree import TreeFactory
+from support import cliutil
+from support.cliutil import assert_usage_error
+from support.proctree import TreeFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "python/pounder/schemas/mem.schema.json").read_text())

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cliutil import assert_usage_error, run_cli
 
 import pounder
+from support.cliutil import assert_usage_error, run_cli
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 

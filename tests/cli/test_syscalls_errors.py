@@ -12,11 +12,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import cliutil
 import pytest
-from cliutil import assert_usage_error
 
-from proctree import TreeFactory
+from support import cliutil
+from support.cliutil import assert_usage_error
+from support.proctree import TreeFactory
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 

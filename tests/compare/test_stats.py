@@ -32,7 +32,7 @@ from pounder.compare import (
 )
 from pounder.compare._stats import quantile
 from pounder.load import HttpOptions, LoadModel
-from schemas import schema, validate
+from support.schemas import schema, validate
 
 # ---------------------------------------------------------------------------------------------
 # Exact bootstrap distributions, by enumeration

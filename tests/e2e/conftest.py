@@ -1,5 +1,5 @@
 """Helpers for the end-to-end tests: the real engine (``pounder.bench`` / ``python -m pounder bench``)
-against the real test servers of ``tests/servers/testserver.py`` (fixture ``testserver`` from
+against the real test servers of ``tests/support/testserver.py`` (fixture ``testserver`` from
 ``tests/conftest.py``), loopback only, every run a few seconds at most.
 
     def test_something(testserver, run, assert_accounted):

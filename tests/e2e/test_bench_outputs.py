@@ -21,7 +21,7 @@ import pytest
 
 import pounder
 from pounder import BenchResult
-from schemas import REGISTRY
+from support.schemas import REGISTRY
 
 SCHEMA_PATH = Path(pounder.__file__).resolve().parent / "schemas" / "bench-result.schema.json"
 TSV_COLUMNS = [

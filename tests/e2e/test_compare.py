@@ -1,5 +1,5 @@
 """``pounder compare`` end to end: the real engine against the raw-socket test servers
-(tests/servers/testserver.py) on 127.0.0.1, every trial bounded by a request count and a duration.
+(tests/support/testserver.py) on 127.0.0.1, every trial bounded by a request count and a duration.
 
 The figures are checked against what the servers saw: each trial's requests equal the growth of
 the server's own request count during that trial, and a server that sleeps 20 ms before every
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from pounder.compare import CompareResult, Trial, Variant, compare, render_chart, render_compare
-from schemas import validate
+from support.schemas import validate
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 PYTHON_DIR = TESTS_DIR.parent / "python"

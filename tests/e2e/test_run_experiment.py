@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from pounder.servers import apache_missing, gunicorn_missing
-from schemas import validate
+from support.schemas import validate
 
 APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "experiments"

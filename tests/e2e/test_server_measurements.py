@@ -13,8 +13,8 @@ import psutil
 import pytest
 
 import pounder
-from schemas import validate
-from servers.srvutil import warm_every_child
+from support.schemas import validate
+from support.srvutil import warm_every_child
 
 MB = 1024 * 1024
 LEAK_BYTES = 102400  # what the /leak handlers keep per request

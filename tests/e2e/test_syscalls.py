@@ -40,7 +40,7 @@ import pytest
 import pounder
 from pounder.servers import ApacheServer, apache_missing, find_apache
 from pounder.syscalls import SyscallReport, render_syscalls, trace_syscalls
-from schemas import validate
+from support.schemas import validate
 
 URI = "/news/perl/mod_perl/summary"
 REQUESTS = 300

@@ -25,7 +25,7 @@ import psutil
 import pytest
 
 from pounder.servers import apache_missing, find_apache, gunicorn_missing
-from schemas import validate_results_dir
+from support.schemas import validate_results_dir
 
 MIB = 1024 * 1024
 APPS_DIR = Path(__file__).resolve().parents[1] / "apps"

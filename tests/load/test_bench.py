@@ -1,5 +1,5 @@
 """Running a bench for real: ``pounder.bench()`` and ``pounder bench`` with the Rust engine against the
-test servers of tests/servers/testserver.py (the ``testserver`` fixture), on loopback.
+test servers of tests/support/testserver.py (the ``testserver`` fixture), on loopback.
 
 Progress callbacks, Ctrl-C (a real interrupt of the main thread, a real SIGINT to the CLI), output
 files, and what happens before anything is sent (bad input, unwritable outputs, no engine). Each test

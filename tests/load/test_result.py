@@ -15,7 +15,7 @@ import pounder
 from pounder import BenchResult, BenchSpec, SecondSample, UsageError, load_result, render_csv, render_report
 from pounder.load import PERCENTILES, MalformedResultError, format_ms
 from pounder.load._result import reply_rate
-from schemas import REGISTRY
+from support.schemas import REGISTRY
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SCHEMA_PATH = Path(pounder.__file__).parent / "schemas" / "bench-result.schema.json"

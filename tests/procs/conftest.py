@@ -1,4 +1,4 @@
-"""Fixtures for the ``pounder.procs`` tests: real process trees (see ``tests/proctree.py``)."""
+"""Fixtures for the ``pounder.procs`` tests: real process trees (see ``tests/support/proctree.py``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from proctree import TreeFactory
+from support.proctree import TreeFactory
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 
 from pounder import UsageError
 from pounder.procs import find_server, read_pidfile
-from proctree import TreeFactory
+from support.proctree import TreeFactory
 
 
 def dead_pid() -> int:

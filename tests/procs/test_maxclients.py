@@ -8,7 +8,7 @@ import pytest
 
 from pounder import PounderError, UsageError
 from pounder.procs import PoolSnapshot, ProcMem, max_clients, mem_available, parse_ram, parse_size, snapshot
-from proctree import TreeFactory
+from support.proctree import TreeFactory
 
 MIB = 1 << 20
 

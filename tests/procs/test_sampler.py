@@ -19,7 +19,7 @@ import pytest
 
 from pounder import ServerLoadReport, ServerSampler, UsageError, find_server
 from pounder.procs import per_request, snapshot
-from proctree import TreeFactory
+from support.proctree import TreeFactory
 
 MIB = 1 << 20
 SCHEMA = json.loads(

@@ -23,7 +23,7 @@ from pounder.procs import (
     snapshot,
 )
 from pounder.procs._snapshot import PoolSnapshot
-from proctree import TreeFactory, wait_gone
+from support.proctree import TreeFactory, wait_gone
 
 MIB = 1 << 20
 

@@ -14,7 +14,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-from srvutil import (
+
+import pounder.servers._base as servers_base
+from pounder import UsageError
+from pounder.servers import ApacheServer, ServerStartError, apache_missing, find_apache
+from support.srvutil import (
     MB,
     fields,
     get,
@@ -25,10 +29,6 @@ from srvutil import (
     wait_not_running,
     warm_every_child,
 )
-
-import pounder.servers._base as servers_base
-from pounder import UsageError
-from pounder.servers import ApacheServer, ServerStartError, apache_missing, find_apache
 
 PERL_APPS_DIR = Path(__file__).resolve().parents[1] / "apps" / "perl"
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-from srvutil import get, stop_and_check
 
 from pounder import UsageError
 from pounder.servers import CommandServer, ServerStartError, command_placeholders, gunicorn_missing, render_command
 from pounder.servers._gunicorn import _has_control_socket
+from support.srvutil import get, stop_and_check
 
 APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
 

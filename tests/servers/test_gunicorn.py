@@ -9,7 +9,9 @@ from pathlib import Path
 
 import psutil
 import pytest
-from srvutil import (
+
+from pounder.servers import ServerStartError, gunicorn_missing
+from support.srvutil import (
     MB,
     fields,
     get,
@@ -20,8 +22,6 @@ from srvutil import (
     wait_not_running,
     warm_every_child,
 )
-
-from pounder.servers import ServerStartError, gunicorn_missing
 
 
 def test_starts_with_its_workers_and_stops(gunicorn_server) -> None:

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import psutil
 import pytest
-from srvutil import (
+
+from pounder.servers import ServerStartError, starman_missing
+from support.srvutil import (
     MB,
     fields,
     get,
@@ -19,8 +21,6 @@ from srvutil import (
     wait_not_running,
     warm_every_child,
 )
-
-from pounder.servers import ServerStartError, starman_missing
 
 
 def test_starts_with_its_workers_and_stops(starman_server) -> None:

@@ -26,7 +26,7 @@ from pounder.syscalls import (
     render_syscalls,
 )
 from pounder.syscalls._parse import first_string_argument, parse_call
-from schemas import validate
+from support.schemas import validate
 
 # One request served by child 8640 while child 8639 waits in accept4 and then serves the next
 # one: the calls of the two children interleave and are split in unfinished/resumed halves.

@@ -6,7 +6,7 @@ canned measurements: real snapshots and a real sampler report of a small process
 results made from the engine fixture (tests/data), the summaries shaped as the session's measuring
 closures shape them (with the session's own helpers), every decision by the functions of
 ``pounder.tune._analysis``, each point stored by ``TuneSession._point`` and the manifest and
-recommendation by ``ResultsDir``. ``validate_results_dir`` (tests/schemas.py) then checks every file;
+recommendation by ``ResultsDir``. ``validate_results_dir`` (tests/support/schemas.py) then checks every file;
 the end-to-end tests call it on real runs.
 """
 
@@ -64,8 +64,8 @@ from pounder.tune._analysis import (
     sweep_done,
 )
 from pounder.tune._session import _load_summary
-from proctree import TreeFactory
-from schemas import schema, validate, validate_results_dir
+from support.proctree import TreeFactory
+from support.schemas import schema, validate, validate_results_dir
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TUNE_SCHEMAS = ("tune", "tune-point", "tune-result")

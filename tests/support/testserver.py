@@ -4,8 +4,8 @@
 Stdlib only, raw sockets, one daemon thread per connection, so every byte on the wire is under
 our control (http.server would normalise exactly the things we want to break).
 
-    python tests/servers/testserver.py --port 0 --mode MODE [options]
-    python tests/servers/testserver.py --unix /tmp/x.sock --mode MODE [options]
+    python tests/support/testserver.py --port 0 --mode MODE [options]
+    python tests/support/testserver.py --unix /tmp/x.sock --mode MODE [options]
 
 Once listening it prints exactly one line, ``READY <port-or-path>``, to stdout. It exits with
 status 0 on SIGTERM/SIGINT or after ``--max-lifetime`` seconds.

@@ -1,4 +1,4 @@
-"""Self-tests of tests/servers/testserver.py and the ``testserver`` fixture, with stdlib clients."""
+"""Self-tests of tests/support/testserver.py and the ``testserver`` fixture, with stdlib clients."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 if TYPE_CHECKING:  # conftest is not importable under every import mode: types only
     from conftest import ServerHandle, ServerPool
 
-SERVER_SCRIPT = Path(__file__).resolve().parent / "servers" / "testserver.py"
+SERVER_SCRIPT = Path(__file__).resolve().parent / "testserver.py"
 BODY = b"hello, world\n"
 
 
