@@ -22,6 +22,7 @@ from pounder._units import (
     mib_unit,
     parse_count,
     parse_count_list,
+    parse_pid,
     parse_ram,
     parse_size,
 )
@@ -53,6 +54,21 @@ def test_counts_refused_in_one_line(text: str) -> None:
     assert "\n" not in str(caught.value)
 
 
+def test_one_message_for_a_count_that_cannot_be_read() -> None:
+    for text in ("ten", "1.5", "-5", "1m"):
+        with pytest.raises(UsageError) as caught:
+            parse_count(text, "-n")
+        assert str(caught.value) == f"invalid -n {text!r}: expected a whole number such as 100, 10k or 1M"
+
+
+@pytest.mark.parametrize("text", ["1k", "31.136k", "31136.0", "0", "-1", "abc", "2147483648", ""])
+def test_a_pid_takes_no_suffix(text: str) -> None:
+    """--server-pid 1k must not attach strace to pid 1000."""
+    with pytest.raises(UsageError, match=r"expected a process id \(a positive whole number\)$"):
+        parse_pid(text, "--pid")
+    assert parse_pid(" 31136 ", "--pid") == 31136
+
+
 def test_count_in_range_names_the_range() -> None:
     with pytest.raises(UsageError, match=r"^--top must be between 1 and 1,000, got 2,000$"):
         count_in_range("2k", "--top", 1, 1000)
@@ -70,6 +86,7 @@ def test_mib_formatters() -> None:
     assert mib(None) == "-"
     assert mib(40 * MIB + MIB // 3) == "40.3"
     assert mib(1024 * MIB) == "1,024.0"
+    assert mib(1024 * MIB, grouped=False) == "1024.0"
     assert mib_unit(1.5 * MIB) == "1.5 MiB"
 
 

@@ -31,6 +31,7 @@ from pounder._errors import UsageError
 KIB = 1024
 MIB = 1024 * 1024
 GIB = 1024 * MIB
+PID_MAX = 2**31 - 1
 
 _NUM = r"(?:\d+(?:\.\d*)?|\.\d+)"
 _COUNT_SUFFIXES: dict[str, int] = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9}
@@ -62,11 +63,9 @@ def invalid(what: str, text: str, hint: str) -> UsageError:
 def parse_count(text: str, what: str) -> int:
     """``"10k"`` → 10000, ``"1.5M"`` → 1500000, ``"250"`` → 250. The result must be whole."""
     match = _COUNT_RE.fullmatch(text.strip())
-    if match is None:
-        raise UsageError(f"invalid {what} {text!r}: {COUNT_HINT}")
-    value = float(match["num"]) * _COUNT_SUFFIXES[match["suffix"]]
+    value = 0.5 if match is None else float(match["num"]) * _COUNT_SUFFIXES[match["suffix"]]
     if not value.is_integer():
-        raise invalid(what, text, "must be a whole number")
+        raise UsageError(f"invalid {what} {text!r}: {COUNT_HINT}")
     return int(value)
 
 
@@ -92,6 +91,14 @@ def parse_count_list(text: str, what: str) -> tuple[int, ...]:
         except UsageError:
             raise UsageError(f"invalid {what} {text!r}: give whole numbers separated by commas") from None
     return tuple(values)
+
+
+def parse_pid(text: str, what: str) -> int:
+    """A process id: digits only (no suffix: ``1k`` is no pid anyone means), at least 1."""
+    cleaned = text.strip()
+    if not cleaned.isascii() or not cleaned.isdigit() or not 1 <= int(cleaned) <= PID_MAX:
+        raise UsageError(f"invalid {what} {text!r}: expected a process id (a positive whole number)")
+    return int(cleaned)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,9 +179,12 @@ def parse_bandwidth(text: str, what: str = "--throttle") -> int:
 # Formatters
 
 
-def mib(size: float | None) -> str:
-    """Bytes as MiB with one decimal and thousands separators ("40.3", "1,024.0"); "-" for None."""
-    return "-" if size is None else f"{size / MIB:,.1f}"
+def mib(size: float | None, *, grouped: bool = True) -> str:
+    """Bytes as MiB with one decimal, with thousands separators ("1,024.0") unless not ``grouped``
+    ("1024.0": a cell of ``pounder mem`` a script reads as it is); "-" for None."""
+    if size is None:
+        return "-"
+    return f"{size / MIB:,.1f}" if grouped else f"{size / MIB:.1f}"
 
 
 def mib_unit(size: float) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pounder._errors import PounderError, UsageError
 from pounder._files import STDOUT, check_output_path, write_output
-from pounder._units import parse_count, parse_duration, parse_ram
+from pounder._units import parse_count, parse_duration, parse_pid, parse_ram
 from pounder.cli._common import option
 from pounder.procs import (
     MaxClients,
@@ -80,7 +80,7 @@ def _whole(text: str, what: str, high: int | None, expected: str) -> int:
 
 
 def _pid(text: str) -> int:
-    return _whole(text, "--pid", None, "a process id (a positive whole number)")
+    return parse_pid(text, "--pid")
 
 
 def _count(text: str) -> int:

@@ -15,7 +15,7 @@ import typer
 
 from pounder._errors import UsageError
 from pounder._files import check_output_path, write_output
-from pounder._units import count_in_range
+from pounder._units import count_in_range, parse_pid
 from pounder.cli._common import option
 from pounder.cli._load_options import load_option, load_parameter, takes_load_options
 from pounder.cli._progress import live_progress
@@ -90,7 +90,8 @@ def _json_text(report: SyscallReport) -> str:
         f"Concurrent connections (default {DEFAULT_CONNECTIONS}). Keep it at or below the server's idle children, "
         "so that none is started during the trace.")),
     load_parameter("keepalive", _LOAD),
-    load_parameter("duration", _LOAD, f"Default {DEFAULT_DURATION_S:g}s.", value=f"{DEFAULT_DURATION_S:g}s"),
+    load_parameter("duration", _LOAD, value=f"{DEFAULT_DURATION_S:g}s", help=(
+        f"Stop the traced load after this long even if -n is not reached (default {DEFAULT_DURATION_S:g}s).")),
     load_parameter("timeout", _LOAD),
 )  # fmt: skip
 def syscalls_command(
@@ -108,7 +109,7 @@ def syscalls_command(
     """Count a server's system calls per request (help: SYSCALLS_HELP)."""
     json_out = check_output_path(json_path, "--json")
     rows = None if top is None else _positive(top, "--top", _MAX_TOP)
-    pid = None if server_pid is None else _positive(server_pid, "--server-pid", 2**31 - 1)
+    pid = None if server_pid is None else parse_pid(server_pid, "--server-pid")
     with live_progress(enabled=sys.stderr.isatty()) as on_progress:
         report = trace_syscalls(
             url, server_pid=pid, server_pidfile=server_pidfile, server_name=server_name, warmup=warmup,

@@ -235,8 +235,9 @@ def _server(result: BenchResult) -> list[str]:
             "Children",
             f"{server.children_seen} seen, {server.children_spawned} spawned, {server.children_exited} exited",
         ),
-        _line("Largest child", f"RSS {mib(server.max_child_rss)} MiB, private (USS) {mib(server.max_child_uss)} MiB"),
-        _line("Least shared", f"{mib(server.min_child_shared)} MiB in one child"),
+        _line("Largest child", f"RSS {mib(server.max_child_rss, grouped=False)} MiB, "
+              f"private (USS) {mib(server.max_child_uss, grouped=False)} MiB"),
+        _line("Least shared", f"{mib(server.min_child_shared, grouped=False)} MiB in one child"),
     ]
     growth = server.private_growth_total
     if growth is not None:

@@ -4,7 +4,7 @@ columns are separated by spaces and no cell contains a space, except the last on
 
 from __future__ import annotations
 
-from pounder._units import MIB
+from pounder import _units as units
 from pounder._version import __version__
 from pounder.procs._find import ServerTarget
 from pounder.procs._maxclients import MaxClients, NoChildrenError
@@ -28,9 +28,8 @@ _LABEL = 30
 
 
 def mib(size: int | None) -> str:
-    """Bytes as MiB with one decimal ("40.3", "4096.0"); "-" for None. No thousands separator
-    (``pounder._units.mib`` has one): a cell is a number a script can read as it is."""
-    return "-" if size is None else f"{size / MIB:.1f}"
+    """A cell in MiB without thousands separators ("4096.0"): a number a script reads as it is."""
+    return units.mib(size, grouped=False)
 
 
 def age(seconds: float) -> str:
