@@ -58,6 +58,18 @@ def report_option(panel: str, what: str) -> Any:
         f"Also write the {what} as one self-contained HTML page with charts (see pounder report)."))
 
 
+def json_option(panel: str, schema: str, replaces: str, more: str = "") -> Any:
+    """``--json PATH`` of a command whose result has the JSON schema ``schema``; ``-`` prints it
+    instead of the ``replaces`` (the report, the table); ``more``: a sentence of the command's own."""
+    return option("--json", panel=panel, metavar="PATH", help=" ".join(filter(None, (
+        f"Write the result as JSON (schema {schema}); '-' for stdout, which replaces the {replaces}.", more))))
+
+
+def quiet_option(panel: str) -> Any:
+    """``-q/--quiet`` of the commands that show progress and a report."""
+    return option("-q", "--quiet", panel=panel, help="No progress and no report (files are still written).")
+
+
 def check_report_path(path: str | None) -> None:
     """``--report PATH`` of the commands that measure: a writable file, checked before the run."""
     from pounder._files import check_output_path

@@ -14,7 +14,15 @@ import typer
 
 from pounder._errors import PounderError, UsageError
 from pounder._files import check_output_path, write_output
-from pounder.cli._common import EXIT_INTERRUPTED, check_report_path, option, report_option, write_html_report
+from pounder.cli._common import (
+    EXIT_INTERRUPTED,
+    check_report_path,
+    json_option,
+    option,
+    quiet_option,
+    report_option,
+    write_html_report,
+)
 from pounder.cli._load_options import load_option, load_parameter, takes_load_options
 from pounder.cli._progress import live_progress
 from pounder.load import BenchResult, LoadOptions, bench, render_csv, render_report
@@ -50,8 +58,7 @@ WARMUP = option("--warmup", panel=_LOAD, metavar="TIME|N", help=(
     "Run this long (5s) or this many requests (100) first, without measuring them."))
 UNIX_SOCKET = option("--unix-socket", panel=_HTTP, metavar="PATH", help=(
     "Connect to this Unix socket; the URL then only gives the Host header and the path."))
-JSON = option("--json", panel=_OUT, metavar="PATH", help=(
-    "Write the result as JSON (schema pounder/bench-result/1); '-' for stdout, which replaces the report."))
+JSON = json_option(_OUT, "pounder/bench-result/1", "report")
 REPORT = report_option(_OUT, "result")
 CSV = option("--csv", panel=_OUT, metavar="PATH", help=(
     "Write the latency percentiles as CSV (percent,latency_ms), like ab -e; '-' for stdout."))
@@ -67,7 +74,7 @@ SERVER_STATUS = option("--server-status", panel=_SERVER, metavar="URL", help=(
     "Also read Apache's mod_status page (?auto) at each sample: busy and idle children."))
 SAMPLE_INTERVAL = option("--sample-interval", panel=_SERVER, metavar="TIME", help=(
     "How often the server is sampled; default 1s."))
-QUIET = option("-q", "--quiet", panel=_OUT, help="No progress and no report (files are still written).")
+QUIET = quiet_option(_OUT)
 # fmt: on
 
 

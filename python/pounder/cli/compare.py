@@ -17,7 +17,14 @@ from pounder._errors import PounderError, UsageError
 from pounder._files import check_output_path, write_output
 from pounder._matplotlib import require_matplotlib
 from pounder._units import parse_count
-from pounder.cli._common import EXIT_INTERRUPTED, check_report_path, option, report_option, write_html_report
+from pounder.cli._common import (
+    EXIT_INTERRUPTED,
+    check_report_path,
+    option,
+    quiet_option,
+    report_option,
+    write_html_report,
+)
 from pounder.cli._load_options import load_option, load_parameter, takes_load_options
 from pounder.cli._progress import live_status
 from pounder.compare import (
@@ -82,7 +89,7 @@ JSON = option("--json", panel=_OUT, metavar="PATH", help=(
 REPORT = report_option(_OUT, "comparison")
 CHART = option("--chart", panel=_OUT, metavar="PATH.png|.svg", help=(
     "Draw median requests/s and p99 latency per URL with their 95 % intervals (needs matplotlib)."))
-QUIET = option("-q", "--quiet", panel=_OUT, help="No progress and no report (files are still written).")
+QUIET = quiet_option(_OUT)
 # fmt: on
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 from pounder._errors import PounderError, UsageError
 from pounder._files import STDOUT, check_output_path, write_output
 from pounder._units import parse_count, parse_duration, parse_pid, parse_ram
-from pounder.cli._common import option
+from pounder.cli._common import json_option, option
 from pounder.procs import (
     MaxClients,
     NoChildrenError,
@@ -59,9 +59,7 @@ NAME = option("--name", panel=_WHICH, metavar="TEXT", help=(
 RAM = option("--ram", panel=_OUT, metavar="SIZE", help=(
     "RAM budget for MaxClients: 512M, 4G, 1.5GiB (k/M/G/T are powers of 1024). Default: MemAvailable + the "
     "server's footprint."))
-JSON = option("--json", panel=_OUT, metavar="PATH", help=(
-    "Write the result as JSON (schema pounder/mem/1); '-' for stdout, which replaces the table. With --watch, "
-    "the file is rewritten at every refresh."))
+JSON = json_option(_OUT, "pounder/mem/1", "table", "With --watch, the file is rewritten at every refresh.")
 WATCH = option("--watch", panel=_OUT, metavar="TIME", help=(
     "Refresh every TIME (2s, 500ms) until Ctrl-C; in place on a terminal, one table after the other otherwise."))
 COUNT = option("--count", panel=_OUT, metavar="N", help="With --watch: stop after N refreshes.")

@@ -16,7 +16,7 @@ import typer
 from pounder._errors import UsageError
 from pounder._files import check_output_path, write_output
 from pounder._units import count_in_range, parse_pid
-from pounder.cli._common import option
+from pounder.cli._common import json_option, option
 from pounder.cli._load_options import load_option, load_parameter, takes_load_options
 from pounder.cli._progress import live_progress
 from pounder.load import LoadOptions
@@ -64,8 +64,7 @@ SERVER_NAME = load_option("server_name", _WHICH, help=(
     "Part of the process name or command line; the top-most matching process is the parent."))
 WARMUP = option("--warmup", panel=_LOAD, metavar="N", help=(
     f"Requests sent before strace attaches, not traced (default {DEFAULT_WARMUP}; 0 for none)."))
-JSON = option("--json", panel=_OUT, metavar="PATH", help=(
-    "Write the result as JSON (schema pounder/syscalls/1); '-' for stdout, which replaces the tables."))
+JSON = json_option(_OUT, "pounder/syscalls/1", "tables")
 TOP = option("--top", panel=_OUT, metavar="N", help="Show only the N most frequent calls and failures.")
 LOG = option("--log", panel=_OUT, metavar="PATH", help="Keep strace's raw log in this file.")
 # fmt: on
