@@ -34,8 +34,9 @@ def _imports(path: Path) -> list[tuple[int, str]]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.append((node.lineno, node.module))
+            # ``from pounder import load`` and ``from pounder.tune import _analysis`` name modules too
             found.extend((node.lineno, f"{node.module}.{alias.name}") for alias in node.names
-                         if node.module == "pounder")
+                         if node.module == "pounder" or alias.name.startswith("_"))
         elif isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names)
     return [(line, name) for line, name in found if name.split(".")[0] == "pounder"]
@@ -56,7 +57,7 @@ def test_no_package_imports_another_packages_private_module() -> None:
     for package, path in _sources():
         for line, name in _imports(path):
             parts = name.split(".")
-            if len(parts) >= 3 and parts[1] != package and parts[2].startswith("_"):
+            if len(parts) >= 3 and parts[1] in LAYERS and parts[1] != package and parts[2].startswith("_"):
                 offences.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {name}")
     assert offences == [], "import through the public face (pounder.X) instead:\n" + "\n".join(offences)
 
@@ -75,7 +76,18 @@ def test_the_top_level_face_imports_only_faces() -> None:
     offences = [
         f"pounder/__init__.py:{line}: {name}"
         for line, name in _imports(PACKAGE / "__init__.py")
-        if len(name.split(".")) >= 3 and name.split(".")[2].startswith("_")
+        if len(name.split(".")) >= 3 and name.split(".")[1] in LAYERS and name.split(".")[2].startswith("_")
+    ]
+    assert offences == []
+
+
+def test_shared_top_level_modules_import_no_package() -> None:
+    """pounder._units, _files, _records, ... sit below every package: they import none."""
+    offences = [
+        f"pounder/{path.name}:{line}: {name}"
+        for path in sorted(PACKAGE.glob("_*.py")) if path.name not in ("__init__.py", "__main__.py")
+        for line, name in _imports(path)
+        if "." in name and name.split(".")[1] in LAYERS
     ]
     assert offences == []
 

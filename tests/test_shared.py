@@ -228,3 +228,28 @@ def test_a_symlink_to_a_file_stays_a_link(tmp_path: Path) -> None:
     link.symlink_to(real)
     write_atomic(link, "new")
     assert link.is_symlink() and real.read_text() == "new"
+
+
+def test_dev_stdout_into_a_pipe_is_written_in_place(tmp_path: Path) -> None:
+    """`pounder bench URL --json /dev/stdout | jq`: /dev/stdout resolves to a pipe."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "from pounder._files import write_output; "
+                           "write_output('/dev/stdout', 'through /dev/stdout', '--json')"],
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, "through /dev/stdout", "")
+    redirected = tmp_path / "out.txt"
+    with redirected.open("w") as out:  # stdout redirected to a file: written there, not swapped for a new one
+        subprocess.run([sys.executable, "-c", "from pounder._files import write_output; "
+                        "write_output('/dev/stdout', 'json\\n'); print('report')"],
+                       stdout=out, timeout=60, check=True)  # fmt: skip
+    assert redirected.read_text() == "json\nreport\n"
+
+
+def test_an_existing_file_keeps_its_permission_bits(tmp_path: Path) -> None:
+    target = tmp_path / "private.json"
+    target.write_text("old")
+    target.chmod(0o600)
+    write_atomic(target, "new")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600 and target.read_text() == "new"

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TextIO
 
 from pounder._errors import PounderError, UsageError
 
@@ -24,18 +24,18 @@ def utc_timestamp(timespec: Literal["seconds", "milliseconds"] = "milliseconds")
 
 
 def read_input(path: str | os.PathLike[str], what: str, *, limit: int | None = None,
-               missing: str = "{what} not found: {path}") -> bytes:
+               missing: str = "{what} not found: {path}", directory: str = "{what} is a directory: {path}") -> bytes:
     """The bytes of an input file the user named (at most ``limit`` + 1 of them when ``limit`` is
     given, so that the caller can tell a file over its limit). A missing file, a directory or an
-    unreadable one is a :class:`~pounder.UsageError` naming ``what`` and the path (``missing`` is
-    the message for a file that is not there)."""
+    unreadable one is a :class:`~pounder.UsageError` naming ``what`` and the path (``missing`` and
+    ``directory``: the messages for a file that is not there and for a directory)."""
     try:
         with open(path, "rb") as file:
             return file.read() if limit is None else file.read(limit + 1)
     except FileNotFoundError:
         raise UsageError(missing.format(what=what, path=path)) from None
     except IsADirectoryError:
-        raise UsageError(f"{what} is a directory: {path}") from None
+        raise UsageError(directory.format(what=what, path=path)) from None
     except OSError as error:
         raise UsageError(f"cannot read {what} {path}: {error.strerror}") from None
 
@@ -67,10 +67,11 @@ def _cannot(path: Path, what: str, error: OSError) -> PounderError:
 
 
 @contextmanager
-def replacing(path: str | os.PathLike[str], what: str = "", *, suffix: str = "") -> Iterator[Path]:
+def replacing(path: str | os.PathLike[str], what: str = "", *, suffix: str = "", mode: int = 0o644) -> Iterator[Path]:
     """A temporary path in ``path``'s directory to write to; when the block ends without an
-    error it becomes ``path`` at once (renamed, mode 0644), so a reader or a crash sees the
-    previous whole file or the new one, never half of one. Errors are one line naming ``what``."""
+    error it becomes ``path`` at once (renamed), so a reader or a crash sees the
+    previous whole file or the new one, never half of one. Errors are one line naming ``what``;
+    ``mode``: the new file's permission bits."""
     target = Path(path)
     try:
         fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
@@ -80,7 +81,7 @@ def replacing(path: str | os.PathLike[str], what: str = "", *, suffix: str = "")
     tmp = Path(name)
     try:
         yield tmp
-        os.chmod(tmp, 0o644)  # like any file we write (mkstemp makes it 0600)
+        os.chmod(tmp, mode)  # mkstemp makes it 0600
         os.replace(tmp, target)
     except OSError as error:
         tmp.unlink(missing_ok=True)
@@ -90,27 +91,65 @@ def replacing(path: str | os.PathLike[str], what: str = "", *, suffix: str = "")
         raise
 
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes, what: str = "") -> None:
-    """Replace the file at ``path`` with ``data`` (text is UTF-8) at once, synced to disk.
-
-    A symbolic link is followed (the file it names is replaced, the link stays). A path naming
-    something other than a regular file (``/dev/null``, ``/dev/stdout``, a FIFO) is written in
-    place, as a shell redirection would: replacing it would put a regular file where the device
-    or the pipe was."""
-    target = Path(os.path.realpath(path))
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+def _in_place(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` must be written where it is rather than replaced: a device or a pipe
+    (``/dev/null``, a FIFO), or a path through ``/dev`` or ``/proc`` (``/dev/stdout``,
+    ``/dev/fd/3``: replacing what it resolves to would swap the file or pipe the shell set up)."""
+    name = os.path.abspath(path)
+    if name.startswith(("/dev/", "/proc/")):
+        return True
     try:
-        special = not stat.S_ISREG(target.stat().st_mode)
+        return not stat.S_ISREG(os.stat(path).st_mode)
     except OSError:  # not there yet (or not reachable): the atomic write creates it or says why not
-        special = False
-    if special:
+        return False
+
+
+def _standard_stream(path: str | os.PathLike[str]) -> TextIO | None:
+    """``sys.stdout`` or ``sys.stderr`` when ``path`` is the file one of them writes to
+    (``/dev/stdout``, ``/dev/fd/2``): written through the stream, what else goes there stays in
+    order (a second descriptor on a redirected file would write over it)."""
+    for stream in (sys.stdout, sys.stderr):
         try:
-            with open(target, "wb") as file:
-                file.write(raw)
-        except OSError as error:
-            raise _cannot(Path(path), what, error) from None
+            if os.path.samestat(os.stat(path), os.fstat(stream.fileno())):
+                return stream
+        except (OSError, ValueError, AttributeError):  # no such path, or a stream without a descriptor
+            continue
+    return None
+
+
+def _write_in_place(path: str | os.PathLike[str], raw: bytes, what: str, *, append: bool = False) -> None:
+    """Write where ``path`` is; ``append`` for a device, a pipe or a descriptor."""
+    stream = _standard_stream(path) if append else None
+    if stream is not None:
+        stream.flush()
+        stream.buffer.write(raw)
+        stream.flush()
         return
-    with replacing(target, what) as tmp, open(tmp, "wb") as file:
+    try:
+        with open(path, "ab" if append else "wb") as file:
+            file.write(raw)
+    except OSError as error:
+        raise _cannot(Path(path), what, error) from None
+
+
+def write_atomic(path: str | os.PathLike[str], data: str | bytes, what: str = "") -> None:
+    """Replace the file at ``path`` with ``data`` (text is UTF-8) at once, synced to disk: a
+    reader or a crash sees the old whole file or the new one.
+
+    A symbolic link is followed (the file it names is replaced, the link stays); an existing
+    file keeps its permission bits. Written in place instead: a device, a pipe or a path through
+    ``/dev`` or ``/proc`` (see :func:`_in_place`), and a file whose directory takes no new file
+    (a writable file in a directory the user cannot write)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if _in_place(path):
+        _write_in_place(path, raw, what, append=True)
+        return
+    target = Path(os.path.realpath(path))
+    if target.exists() and not os.access(target.parent, os.W_OK):
+        _write_in_place(target, raw, what)
+        return
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o644
+    with replacing(target, what, mode=mode) as tmp, open(tmp, "wb") as file:
         file.write(raw)
         file.flush()
         os.fsync(file.fileno())

@@ -90,16 +90,16 @@ class Reader:
             raise self.error(f"unsupported field type {kind}")  # pragma: no cover
         return self.nullable(convert) if rest else convert
 
-    def record(self, cls: type[Any], value: object, key: str, *, optional: Sequence[str] = (),
+    def record(self, cls: type[Any], value: object, key: str, *, strict: bool = False,
                **converters: Convert) -> Any:
         """Dataclass ``cls`` from a JSON object: each field read by its converter in ``converters``
-        or by its type. A field is required unless it has a converter or is named in ``optional``
-        (then a missing one reads as ``null``)."""
+        or by its type. A field read by its type is required; one with a converter is too when
+        ``strict``, else a missing one reads as ``null`` (the converter decides what that means)."""
         data = self.as_dict(value, key)
         values = {}
         for field in fields(cls):
             where = join(key, field.name)
-            if field.name not in data and field.name not in converters and field.name not in optional:
+            if field.name not in data and (strict or field.name not in converters):
                 raise self.error(f"missing '{where}'")
             convert = converters.get(field.name) or self.by_type(str(field.type))
             values[field.name] = convert(data.get(field.name), where)

@@ -58,6 +58,16 @@ def report_option(panel: str, what: str) -> Any:
         f"Also write the {what} as one self-contained HTML page with charts (see pounder report)."))
 
 
+def whole_number(text: str, what: str, high: int) -> int:
+    """A count from 1 to ``high`` (``10``, ``1k``), or one line saying so."""
+    from pounder._units import count_in_range
+
+    try:
+        return count_in_range(text, what, 1, high)
+    except UsageError:
+        raise UsageError(f"invalid {what} {text!r}: expected a whole number from 1 to {high:,}") from None
+
+
 def json_option(panel: str, schema: str, replaces: str, more: str = "") -> Any:
     """``--json PATH`` of a command whose result has the JSON schema ``schema``; ``-`` prints it
     instead of the ``replaces`` (the report, the table); ``more``: a sentence of the command's own."""

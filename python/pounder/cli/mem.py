@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 
 from pounder._errors import PounderError, UsageError
 from pounder._files import STDOUT, check_output_path, write_output
-from pounder._units import parse_count, parse_duration, parse_pid, parse_ram
-from pounder.cli._common import json_option, option
+from pounder._units import parse_duration, parse_pid, parse_ram
+from pounder.cli._common import json_option, option, whole_number
 from pounder.procs import (
     MaxClients,
     NoChildrenError,
@@ -66,25 +66,6 @@ COUNT = option("--count", panel=_OUT, metavar="N", help="With --watch: stop afte
 # fmt: on
 
 
-def _whole(text: str, what: str, high: int | None, expected: str) -> int:
-    """A count (:func:`~pounder._units.parse_count`: ``100``, ``1k``) from 1 to ``high``."""
-    try:
-        value = parse_count(text, what)
-    except UsageError:
-        value = 0
-    if value < 1 or (high is not None and value > high):
-        raise UsageError(f"invalid {what} {text!r}: expected {expected}")
-    return value
-
-
-def _pid(text: str) -> int:
-    return parse_pid(text, "--pid")
-
-
-def _count(text: str) -> int:
-    return _whole(text, "--count", _MAX_COUNT, f"a whole number from 1 to {_MAX_COUNT:,}")
-
-
 def _watch(text: str) -> float:
     interval = parse_duration(text, "--watch")
     if not 0.05 <= interval <= 86400:
@@ -98,7 +79,7 @@ def _target(pid: Text, pidfile: Text, name: Text) -> ServerTarget:
         got = f" (got {' and '.join(given)})" if given else ""
         raise UsageError(f"give exactly one of --pid, --pidfile and --name{got}")
     if pid is not None:
-        return find_server(pid=_pid(pid))
+        return find_server(pid=parse_pid(pid, "--pid"))
     if pidfile is not None:
         return find_server(pidfile=pidfile)
     assert name is not None
@@ -204,7 +185,7 @@ def mem_command(
     """Show a server's memory per process (help: MEM_HELP)."""
     ram_bytes = None if ram is None else parse_ram(ram)
     interval = None if watch is None else _watch(watch)
-    refreshes = None if count is None else _count(count)
+    refreshes = None if count is None else whole_number(count, "--count", _MAX_COUNT)
     if refreshes is not None and interval is None:
         raise UsageError("--count needs --watch")
     json_out = check_output_path(json_path, "--json")

@@ -13,10 +13,9 @@ from typing import Annotated
 
 import typer
 
-from pounder._errors import UsageError
 from pounder._files import check_output_path, write_output
-from pounder._units import count_in_range, parse_pid
-from pounder.cli._common import json_option, option
+from pounder._units import parse_pid
+from pounder.cli._common import json_option, option, whole_number
 from pounder.cli._load_options import load_option, load_parameter, takes_load_options
 from pounder.cli._progress import live_progress
 from pounder.load import LoadOptions
@@ -70,13 +69,6 @@ LOG = option("--log", panel=_OUT, metavar="PATH", help="Keep strace's raw log in
 # fmt: on
 
 
-def _positive(text: str, what: str, high: int) -> int:
-    try:
-        return count_in_range(text, what, 1, high)
-    except UsageError:
-        raise UsageError(f"invalid {what} {text!r}: expected a whole number from 1 to {high:,}") from None
-
-
 def _json_text(report: SyscallReport) -> str:
     # Paths that are not UTF-8 keep their bytes as \udcXX escapes (ensure_ascii), never an error.
     return json.dumps(report.to_dict(), indent=2) + "\n"
@@ -107,7 +99,7 @@ def syscalls_command(
 ) -> None:
     """Count a server's system calls per request (help: SYSCALLS_HELP)."""
     json_out = check_output_path(json_path, "--json")
-    rows = None if top is None else _positive(top, "--top", _MAX_TOP)
+    rows = None if top is None else whole_number(top, "--top", _MAX_TOP)
     pid = None if server_pid is None else parse_pid(server_pid, "--server-pid")
     with live_progress(enabled=sys.stderr.isatty()) as on_progress:
         report = trace_syscalls(

@@ -43,13 +43,14 @@ from pathlib import Path
 from typing import Any
 
 from pounder._errors import UsageError
+from pounder.pool import KINDS, TARGET_FIELDS
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-ADAPTERS = ("apache", "gunicorn", "starman", "command", "url")
+ADAPTERS = (*KINDS, "url")
 RECORD = ("rps", "latency", "cpu", "memory", "syscalls")
 DEFAULT_RECORD = ("rps", "latency", "cpu", "memory")
 _KEY_LINE = re.compile(r"^\s*(?P<key>[A-Za-z0-9_-]+|\"[^\"]*\")\s*=")
@@ -256,10 +257,9 @@ def load_experiment(path: str | Path) -> Experiment:
     adapter = r.get(server_data, "server", "adapter", str, required=True)
     if adapter not in ADAPTERS:
         raise r.fail("server.adapter", f"unknown adapter {adapter!r} (one of: {', '.join(ADAPTERS)})")
-    needs = {"apache": "conf", "gunicorn": "app", "starman": "psgi", "command": "command"}
     allowed = {"adapter", "workers", "max_requests", "env", "preload"}
-    if adapter in needs:
-        allowed.add(needs[adapter])
+    if adapter in TARGET_FIELDS:
+        allowed.add(TARGET_FIELDS[adapter])
     if adapter == "gunicorn":
         allowed.add("pythonpath")
     r.table(server_data, "server", allowed)

@@ -24,7 +24,17 @@ from pounder._units import MIB
 from pounder._version import __version__
 from pounder.compare import CompareResult, TrialCallback, Variant, compare, render_compare
 from pounder.experiment._file import Experiment, LoadSpec, VariantSpec
-from pounder.pool import Adapter, PoolParams, ResultsDir, Runner, make_adapter, pool_memory, write_file, write_json
+from pounder.pool import (
+    TARGET_FIELDS,
+    Adapter,
+    PoolParams,
+    ResultsDir,
+    Runner,
+    make_adapter,
+    pool_memory,
+    write_file,
+    write_json,
+)
 from pounder.servers import ManagedServer
 from pounder.syscalls import SyscallReport, trace_syscalls
 
@@ -41,7 +51,7 @@ Log = Callable[[str], None]
 
 def _adapter(exp: Experiment, variant: VariantSpec) -> Adapter:
     server = exp.server
-    target = {"apache": server.conf, "gunicorn": server.app, "starman": server.psgi}.get(server.adapter, server.command)
+    target = getattr(server, TARGET_FIELDS[server.adapter])
     return make_adapter(server.adapter, target, pythonpath=server.pythonpath,
                         preload=server.preload if variant.preload is None else variant.preload,
                         env={**server.env, **variant.env}, extra_conf=variant.config)

@@ -25,6 +25,7 @@
 from pounder.pool._adapters import (
     ADAPTERS,
     KINDS,
+    TARGET_FIELDS,
     Adapter,
     ApacheAdapter,
     CommandAdapter,
@@ -54,6 +55,7 @@ __all__ = [
     "ResultsDir",
     "Runner",
     "StarmanAdapter",
+    "TARGET_FIELDS",
     "Warmed",
     "adapter_from_dict",
     "child_sizes",

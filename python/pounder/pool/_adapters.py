@@ -313,7 +313,8 @@ ADAPTERS: Mapping[str, type[Adapter]] = {
     "apache": ApacheAdapter, "gunicorn": GunicornAdapter, "starman": StarmanAdapter, "command": CommandAdapter}
 """Every adapter class by its kind."""
 KINDS = tuple(ADAPTERS)
-_TARGETS = {"apache": "conf", "gunicorn": "app", "starman": "psgi", "command": "command"}
+TARGET_FIELDS: Mapping[str, str] = {"apache": "conf", "gunicorn": "app", "starman": "psgi", "command": "command"}
+"""What each kind runs, by the name its results and experiment files give it."""
 
 
 def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath: str | None = None,
@@ -331,7 +332,7 @@ def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath
         return ApacheAdapter(target, perl_handlers=perl_handlers, startup_pl=startup_pl, perl_lib=perl_lib,
                              extra_conf=extra_conf)
     if target is None:
-        raise UsageError(f"{kind}: no {_TARGETS[kind]} given")
+        raise UsageError(f"{kind}: no {TARGET_FIELDS[kind]} given")
     if kind == "gunicorn":
         return GunicornAdapter(str(target), pythonpath=pythonpath, preload=preload, env=env, extra_args=extra_args)
     if kind == "starman":
@@ -342,10 +343,10 @@ def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath
 def adapter_from_dict(data: Mapping[str, Any]) -> Adapter:
     """Rebuild an adapter from its ``to_dict``; :class:`~pounder.UsageError` if it cannot be."""
     kind = data.get("kind")
-    if kind not in _TARGETS:
+    if not isinstance(kind, str) or kind not in TARGET_FIELDS:
         raise UsageError(f"the results directory names an unknown server kind {kind!r}")
     try:
-        target = data.get("conf") if kind == "apache" else str(data[_TARGETS[kind]])
+        target = data.get("conf") if kind == "apache" else str(data[TARGET_FIELDS[kind]])
         return make_adapter(kind, target, pythonpath=data.get("pythonpath"), preload=bool(data.get("preload")),
                             env=_env(data), extra_args=tuple(data.get("extra_args") or ()),
                             stop_signal=str(data.get("stop_signal") or "TERM"),

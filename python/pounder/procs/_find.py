@@ -57,7 +57,8 @@ def read_pidfile(path: str | os.PathLike[str]) -> int:
     write them). Raises :class:`~pounder.UsageError` naming the file when it is missing,
     unreadable or does not hold a pid."""
     where = str(path)
-    data = read_input(path, "pidfile", limit=_PIDFILE_MAX_BYTES, missing="pidfile {path} does not exist")
+    data = read_input(path, "pidfile", limit=_PIDFILE_MAX_BYTES, missing="pidfile {path} does not exist",
+                      directory="pidfile {path} is a directory")
     text = data.decode("utf-8", "replace").strip()
     if len(data) > _PIDFILE_MAX_BYTES or not text.isascii() or not text.isdigit() or int(text) <= 0:
         shown = text if len(text) <= 40 else text[:37] + "..."

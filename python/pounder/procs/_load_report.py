@@ -119,11 +119,8 @@ class ServerLoadReport:
         data = _READ.as_dict(data, "the report")
         if data.get("schema") != LOAD_SCHEMA:
             raise MalformedReportError(f"'schema' is {data.get('schema')!r}, expected {LOAD_SCHEMA!r}")
-        missing = next((f.name for f in fields(cls) if f.name not in data), None)
-        if missing is not None:  # the fields read by a converter are required too
-            raise MalformedReportError(f"missing 'report.{missing}'")
         return _READ.record(  # type: ignore[no-any-return]
-            cls, data, "report", children=_children, series=_series, status=_status, messages=_messages
+            cls, data, "report", strict=True, children=_children, series=_series, status=_status, messages=_messages
         )
 
 

@@ -173,7 +173,8 @@ def trace_syscalls(
     ``duration`` long), and count them per request. See the module's docstring for how.
 
     The load options are :func:`pounder.bench`'s (:class:`~pounder.LoadOptions`, as ``options`` or
-    as keyword arguments), by default :data:`DEFAULT_LOAD` (``requests`` always has a bound: 1000 when not given).
+    as keyword arguments), by default :data:`DEFAULT_LOAD`; keywords change single options of it, while
+    ``options`` replaces it whole (``requests`` always has a bound: 1000 when not given).
     ``server_pid``, ``server_pidfile`` or ``server_name`` (exactly one) name the server's parent.
     ``warmup`` requests are sent before strace attaches and are not traced. ``strace``: the
     program (default: ``strace`` on PATH); ``log_path``: keep strace's raw log there.
