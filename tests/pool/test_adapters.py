@@ -335,3 +335,9 @@ def test_names() -> None:
     for cls in (ApacheAdapter, GunicornAdapter, StarmanAdapter, CommandAdapter):
         assert set(cls.names) == {"max_clients", "max_requests", "start_servers", "min_spare", "max_spare",
                                   "preload"}
+
+
+@pytest.mark.parametrize("kind", [[], {}, None, 3, "nginx"])
+def test_a_malformed_kind_in_a_results_directory_is_a_usage_error(kind: object) -> None:
+    with pytest.raises(UsageError, match="unknown server kind"):
+        adapter_from_dict({"kind": kind})
