@@ -253,3 +253,19 @@ def test_an_existing_file_keeps_its_permission_bits(tmp_path: Path) -> None:
     target.chmod(0o600)
     write_atomic(target, "new")
     assert stat.S_IMODE(target.stat().st_mode) == 0o600 and target.read_text() == "new"
+
+
+def test_check_distinct(tmp_path: Path) -> None:
+    from pounder._files import check_distinct
+
+    check_distinct([("--json", "/dev/null"), ("--csv", "/dev/null"), ("--tsv", "-"), ("--x", None)])
+    check_distinct([("--json", tmp_path / "a")], [("--body", tmp_path / "b")])
+    with pytest.raises(UsageError, match=r"^--csv .*/a would overwrite the --json output: give another file$"):
+        check_distinct([("--json", tmp_path / "a"), ("--csv", tmp_path / "x" / ".." / "a")])
+
+
+def test_size_text() -> None:
+    from pounder._units import size_text
+
+    assert [size_text(n) for n in (512, 4096, 1536 * 1024, 64 * MIB, 3 << 30)] == [
+        "512 bytes", "4 KiB", "1.5 MiB", "64 MiB", "3 GiB"]

@@ -7,13 +7,14 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, TextIO
 
 from pounder._errors import PounderError, UsageError
+from pounder._units import MIB, size_text
 
 STDOUT = "-"
 
@@ -23,15 +24,41 @@ def utc_timestamp(timespec: Literal["seconds", "milliseconds"] = "milliseconds")
     return datetime.now(timezone.utc).isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
-def read_input(path: str | os.PathLike[str], what: str, *, limit: int | None = None,
+INPUT_LIMIT = 64 * MIB
+"""The largest input file read whole (a body, a URL file) unless a kind names its own."""
+RESULT_LIMIT = 256 * MIB
+"""The largest result file read back (a bench result of a day's run is about 20 MiB)."""
+SMALL_LIMIT = 1 * MIB
+"""The largest experiment file."""
+
+
+def check_input_file(path: str | os.PathLike[str], what: str, limit: int = INPUT_LIMIT) -> None:
+    """An input file must be a regular file of at most ``limit`` bytes: a FIFO would block the read
+    and ``/dev/zero`` would never end it. Raises :class:`~pounder.UsageError` naming the limit. A
+    path that cannot be looked at is left to the read, which says why."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        return  # each reader has its own words for a directory
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"{what} {os.fspath(path)} is not a regular file")
+    if info.st_size > limit:
+        raise UsageError(f"{what} {os.fspath(path)} is larger than the limit of {size_text(limit)} "
+                         f"({size_text(info.st_size)})")
+
+
+def read_input(path: str | os.PathLike[str], what: str, *, limit: int = INPUT_LIMIT,
                missing: str = "{what} not found: {path}", directory: str = "{what} is a directory: {path}") -> bytes:
-    """The bytes of an input file the user named (at most ``limit`` + 1 of them when ``limit`` is
-    given, so that the caller can tell a file over its limit). A missing file, a directory or an
-    unreadable one is a :class:`~pounder.UsageError` naming ``what`` and the path (``missing`` and
-    ``directory``: the messages for a file that is not there and for a directory)."""
+    """The bytes of an input file the user named: a regular file of at most ``limit`` bytes
+    (:func:`check_input_file`). A missing file, a directory or an unreadable one is a
+    :class:`~pounder.UsageError` naming ``what`` and the path (``missing`` and ``directory``: the
+    messages for a file that is not there and for a directory)."""
+    check_input_file(path, what, limit)
     try:
         with open(path, "rb") as file:
-            return file.read() if limit is None else file.read(limit + 1)
+            return file.read(limit + 1)
     except FileNotFoundError:
         raise UsageError(missing.format(what=what, path=path)) from None
     except IsADirectoryError:
@@ -56,9 +83,42 @@ def check_output_path(path: str | os.PathLike[str] | None, what: str) -> str | N
             pass
     except OSError as error:
         raise UsageError(f"{what}: cannot write {target}: {error.strerror}") from None
-    if not existed:
-        target.unlink(missing_ok=True)
+    if not existed:  # remove what the check created (through a dangling link: the file, not the link)
+        Path(os.path.realpath(target)).unlink(missing_ok=True)
     return str(target)
+
+
+Named = tuple[str, str | os.PathLike[str] | None]
+
+
+def _same_file_key(path: str | os.PathLike[str]) -> str | None:
+    """What identifies the regular file ``path`` names (None for stdout, a device or a pipe, which
+    several outputs may share)."""
+    if os.fspath(path) == STDOUT:
+        return None
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+    except OSError:
+        pass  # not there yet: its resolved name identifies it
+    return os.path.realpath(path)
+
+
+def check_distinct(outputs: Iterable[Named], inputs: Iterable[Named] = ()) -> None:
+    """No output of a run overwrites one of its inputs or another of its outputs: each is a
+    ``(what, path)`` pair (a path of None is not given). Checked before anything runs; raises
+    :class:`~pounder.UsageError` naming both."""
+    taken: dict[str, str] = {}
+    for what, path in inputs:
+        key = None if path is None else _same_file_key(path)
+        if key is not None:
+            taken.setdefault(key, f"the {what} input")
+    for what, path in outputs:
+        if path is None or (key := _same_file_key(path)) is None:
+            continue
+        if key in taken:
+            raise UsageError(f"{what} {os.fspath(path)} would overwrite {taken[key]}: give another file")
+        taken[key] = f"the {what} output"
 
 
 def _cannot(path: Path, what: str, error: OSError) -> PounderError:

@@ -192,6 +192,14 @@ def mib_unit(size: float) -> str:
     return f"{size / MIB:.1f} MiB"
 
 
+def size_text(size: int) -> str:
+    """A size in the largest binary unit it fills: "512 bytes", "4 KiB", "1.5 MiB", "64 MiB"."""
+    for unit, scale in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
+        if size >= scale:
+            return f"{size / scale:.1f}".removesuffix(".0") + f" {unit}"
+    return f"{size} bytes"
+
+
 def number(value: float | None, digits: int = 0) -> str:
     """A number with thousands separators and ``digits`` decimals; "-" for None."""
     return "-" if value is None else f"{value:,.{digits}f}"

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from pounder._errors import PounderError, UsageError
-from pounder._files import check_output_path, write_output
+from pounder._files import check_distinct, check_output_path, write_output
 from pounder.cli._common import (
     EXIT_INTERRUPTED,
     check_report_path,
@@ -137,6 +137,8 @@ def bench_command(
     """Load an HTTP server and report throughput, latency and errors (help: BENCH_HELP)."""
     json_out, csv_out = _outputs(json_path, csv_path)
     check_report_path(report)
+    check_distinct([("--json", json_out), ("--csv", csv_out), ("--tsv", tsv_path), ("--hdr-log", hdr_log),
+                    ("--report", report)], [("-f/--url-file", url_file), *load.input_files()])
     with live_progress(enabled=not quiet and sys.stderr.isatty()) as on_progress:
         result = bench(
             url, url_file=url_file, order=order, warmup=warmup, unix_socket=unix_socket, tsv_path=tsv_path,

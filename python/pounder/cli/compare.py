@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from pounder._errors import PounderError, UsageError
-from pounder._files import check_output_path, write_output
+from pounder._files import check_distinct, check_output_path, write_output
 from pounder._matplotlib import require_matplotlib
 from pounder._units import parse_count
 from pounder.cli._common import (
@@ -220,6 +220,7 @@ def compare_command(
     json_out = check_output_path(json_path, "--json")
     chart_out = _check_chart(chart_path)
     check_report_path(report)
+    check_distinct([("--json", json_out), ("--chart", chart_out), ("--report", report)], load.input_files())
     pid = _server_pid(server_pid, server_pidfile, server_name)
     variants = [Variant(name, url, pid) for name, url in zip(labels, urls, strict=True)]
     plan = trial_plan(labels, count, not no_warmup)

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from pounder._files import check_distinct
 from pounder.cli._common import check_report_path, measured_run, option, report_option, write_html_report
 from pounder.experiment import load_experiment, run_experiment
 from pounder.pool import ResultsDir
@@ -39,6 +40,7 @@ def run_command(
     where = results if results is not None else f"pounder-run-{exp.path.stem}-{datetime.now():%Y%m%d-%H%M%S}"
     ResultsDir.check_new(where)
     check_report_path(report)
+    check_distinct([("--report", report)], [("experiment", experiment)])
 
     def log(line: str) -> None:
         sys.stderr.write(f"pounder: {line}\n")

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from pounder._files import check_output_path, write_output
+from pounder._files import check_distinct, check_output_path, write_output
 from pounder._units import parse_pid
 from pounder.cli._common import json_option, option, whole_number
 from pounder.cli._load_options import load_option, load_parameter, takes_load_options
@@ -99,6 +99,7 @@ def syscalls_command(
 ) -> None:
     """Count a server's system calls per request (help: SYSCALLS_HELP)."""
     json_out = check_output_path(json_path, "--json")
+    check_distinct([("--json", json_out), ("--log", log)], load.input_files())
     rows = None if top is None else whole_number(top, "--top", _MAX_TOP)
     pid = None if server_pid is None else parse_pid(server_pid, "--server-pid")
     with live_progress(enabled=sys.stderr.isatty()) as on_progress:

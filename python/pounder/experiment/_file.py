@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from pounder._errors import UsageError
+from pounder._files import SMALL_LIMIT, check_input_file
 from pounder.pool import KINDS, TARGET_FIELDS
 
 if sys.version_info >= (3, 11):
@@ -233,6 +234,7 @@ def load_experiment(path: str | Path) -> Experiment:
     """Read and check an experiment file; :class:`ExperimentError` (a UsageError) names the
     file, line and key of the first mistake."""
     path = Path(path)
+    check_input_file(path, "experiment file", SMALL_LIMIT)
     try:
         text = path.read_text()
     except OSError as error:

@@ -41,6 +41,13 @@ class LoadOptions:
     timeout: Number | None = None
     allow_remote: bool = False
 
+    def input_files(self) -> list[tuple[str, str]]:
+        """The files these options read (``body="@FILE"``), as ``(option, path)``: no output of
+        the run may overwrite them."""
+        if isinstance(self.body, str) and self.body.startswith("@"):
+            return [("--body", self.body[1:])]
+        return []
+
     @classmethod
     def of(cls, options: LoadOptions | None = None, /, **changes: Any) -> LoadOptions:
         """``options`` (default: every default) with ``changes``, keyword arguments named as the

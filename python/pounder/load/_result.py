@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pounder._errors import UsageError
+from pounder._files import RESULT_LIMIT, check_input_file
 from pounder.load._measured import (
     READ,
     ByteCounts,
@@ -240,6 +241,7 @@ def load_result(path: str | Path) -> BenchResult:
     Raises :class:`~pounder.UsageError` if the file is missing or is not a pounder bench result.
     """
     path = Path(path)
+    check_input_file(path, "result file", RESULT_LIMIT)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

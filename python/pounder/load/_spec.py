@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pounder._errors import UsageError
-from pounder._files import check_output_path
+from pounder._files import check_distinct, check_output_path
 from pounder._units import parse_bandwidth
 from pounder.load._model import build_load_model, count, seconds
 from pounder.load._options import LoadOptions
@@ -142,6 +142,7 @@ class BenchSpec:
         )
         tsv = check_output_path(tsv_path, "--tsv")
         hdr_log = check_output_path(hdr_log_path, "--hdr-log")
+        check_distinct([("--tsv", tsv), ("--hdr-log", hdr_log)], [("-f/--url-file", url_file), *given.input_files()])
         if "-" in (tsv, hdr_log):
             raise UsageError("--tsv and --hdr-log need a file, not '-'")
         return cls(

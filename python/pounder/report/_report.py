@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pounder._errors import PounderError, UsageError
-from pounder._files import write_atomic
+from pounder._files import RESULT_LIMIT, check_distinct, check_input_file, write_atomic
 from pounder.compare import SCHEMA as COMPARE_SCHEMA
 from pounder.load import SCHEMA as BENCH_SCHEMA
 from pounder.load import BenchResult, MalformedResultError
@@ -36,6 +36,7 @@ def _kind(path: Path) -> tuple[str, Any]:
         return "tune", path.parent
     if path.name == "experiment.json":
         return "experiment", path.parent
+    check_input_file(path, "result", RESULT_LIMIT)
     try:
         text = path.read_text()
         data = json.loads(text)
@@ -138,6 +139,7 @@ def write_report(paths: Sequence[Result], out: str | os.PathLike[str],
     """Write the page for ``paths`` to ``out`` (atomically, its directory created if need be);
     returns the path written."""
     target = Path(out)
+    check_distinct([("-o/--output", target)], [("result", p) for p in paths if isinstance(p, (str, os.PathLike))])
     text = render_report(paths, title)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,101 @@
+"""Files a command reads and writes: no output overwrites an input or another output of the same
+run, and an input is a regular file under a size limit named in the error. All refused before
+anything is sent (the URL is a closed port) with one line and exit status 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import cliutil
+from support.cliutil import assert_usage_error
+
+URL = "http://127.0.0.1:9/"
+A, B = "http://127.0.0.1:9/a", "http://127.0.0.1:9/b"
+PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+
+
+def _python_pounder(*args: str) -> tuple[int, str, str]:
+    """A real ``python -m pounder`` bounded in time: a FIFO read by mistake would hang it."""
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
+    done = subprocess.run([sys.executable, "-m", "pounder", *args], capture_output=True, text=True, timeout=60,
+                          env=env, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["bench", "--json", "{x}", "--csv", "{x}", URL], "--csv {x} would overwrite the --json output"),
+    (["bench", "--json", "{x}", "--report", "{x}", URL], "--report {x} would overwrite the --json output"),
+    (["bench", "--csv", "{x}", "--tsv", "{x}", URL], "--tsv {x} would overwrite the --csv output"),
+    (["bench", "--tsv", "{x}", "--hdr-log", "{x}", URL], "--hdr-log {x} would overwrite the --tsv output"),
+    (["bench", "-b", "@{x}", "--json", "{x}", URL], "--json {x} would overwrite the --body input"),
+    (["bench", "-f", "{x}", "--csv", "{x}"], "--csv {x} would overwrite the -f/--url-file input"),
+    (["compare", "--json", "{x}.svg", "--chart", "{x}.svg", A, B], "--chart {x}.svg would overwrite the --json output"),
+    (["compare", "--json", "{x}", "--report", "{x}", A, B], "--report {x} would overwrite the --json output"),
+    (["syscalls", "--json", "{x}", "--log", "{x}", URL, "--server-pid", "1"], "--log {x} would overwrite"),
+    (["report", "{x}", "-o", "{x}"], "-o/--output {x} would overwrite the result input"),
+])  # fmt: skip
+def test_an_output_never_overwrites_an_input_or_another_output(tmp_path: Path, args: list[str], fragment: str) -> None:
+    target = tmp_path / "kept.json"
+    target.write_text("http://127.0.0.1:9/\n")
+    before = target.read_bytes()
+    filled = [arg.replace("{x}", str(target)) for arg in args]
+    assert_usage_error(*cliutil.run_cli(*filled), fragment.replace("{x}", str(target)))
+    assert target.read_bytes() == before
+
+
+def test_an_output_through_a_symlink_is_the_same_file(tmp_path: Path) -> None:
+    real = tmp_path / "out.json"
+    (tmp_path / "link.json").symlink_to(real)
+    assert_usage_error(*cliutil.run_cli("bench", "--json", str(real), "--csv", str(tmp_path / "link.json"), URL),
+                       "would overwrite the --json output")  # fmt: skip
+
+
+def test_run_report_never_overwrites_the_experiment(tmp_path: Path) -> None:
+    experiment = tmp_path / "e.toml"
+    experiment.write_text('title = "t"\n[server]\nadapter = "url"\n[[load]]\nrequests = 10\n'
+                          '[[variant]]\nlabel = "a"\nurl = "http://127.0.0.1:9/a"\n'
+                          '[[variant]]\nlabel = "b"\nurl = "http://127.0.0.1:9/b"\n')  # fmt: skip
+    before = experiment.read_bytes()
+    code, out, err = cliutil.run_cli("run", str(experiment), "--results", str(tmp_path / "r"), "--report",
+                                     str(experiment))  # fmt: skip
+    assert_usage_error(code, out, err, f"--report {experiment} would overwrite the experiment input")
+    assert experiment.read_bytes() == before
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("command", [
+    ["bench", "-n", "5", "-b", "@{fifo}", URL],
+    ["bench", "-n", "5", "-f", "{fifo}"],
+    ["run", "{fifo}"],
+    ["report", "{fifo}"],
+])  # fmt: skip
+def test_a_fifo_is_no_input_file(tmp_path: Path, command: list[str]) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    code, out, err = _python_pounder(*(arg.replace("{fifo}", str(fifo)) for arg in command))
+    assert_usage_error(code, out, err, f"{fifo} is not a regular file")
+
+
+def test_dev_zero_is_no_body() -> None:
+    """It would be read until memory ran out."""
+    assert_usage_error(*_python_pounder("bench", "-n", "5", "-b", "@/dev/zero", URL),
+                       "--body file /dev/zero is not a regular file")  # fmt: skip
+
+
+@pytest.mark.parametrize(("command", "size", "limit"), [
+    (["bench", "-n", "5", "-b", "@{big}", URL], 64 * 2**20 + 1, "64 MiB"),
+    (["bench", "-n", "5", "-f", "{big}"], 64 * 2**20 + 1, "64 MiB"),
+    (["run", "{big}"], 2**20 + 1, "1 MiB"),
+    (["report", "{big}"], 256 * 2**20 + 1, "256 MiB"),
+])  # fmt: skip
+def test_an_input_over_its_limit_names_the_limit(tmp_path: Path, command: list[str], size: int, limit: str) -> None:
+    big = tmp_path / "big"
+    with big.open("wb") as file:  # sparse: no disk space used
+        file.truncate(size)
+    code, out, err = cliutil.run_cli(*(arg.replace("{big}", str(big)) for arg in command))
+    assert_usage_error(code, out, err, f"{big} is larger than the limit of {limit}")
