@@ -7,6 +7,8 @@ import dataclasses
 
 import pytest
 
+import pounder
+
 REQUESTS = 40
 CATEGORIES = ("refused", "reset", "timeout", "bad_response", "other", "aborted")
 
@@ -132,15 +134,22 @@ def test_refused_duration_ends(run, free_port):
 # Through the CLI in a subprocess: exit 0, the report, no traceback
 
 
+def _assert_nothing_succeeded(proc, message):
+    """A run where nothing succeeded is no success: exit 1, the report still printed, one line."""
+    assert proc.returncode == 1, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert "Complete requests:        0" in proc.stdout, proc.stdout
+    assert proc.stderr == f"pounder: error: {message}\n"
+
+
 @pytest.mark.parametrize(
     ("mode", "category", "label"),
     [("reset", "reset", "reset"), ("malformed", "bad_response", "bad response"), ("truncated", "reset", "reset")],
 )
-def test_cli_misbehaviour(testserver, cli, assert_cli_ok, mode, category, label):
+def test_cli_misbehaviour(testserver, cli, mode, category, label):
     srv = testserver(mode=mode)
     proc = cli(srv.url + "/", "-c", "2", "-n", "20", "--timeout", "5s")
 
-    assert_cli_ok(proc)
+    _assert_nothing_succeeded(proc, f"no request succeeded (20 failed: {label} 20)")
     assert "Failed requests:          20" in proc.stdout, proc.stdout
     assert "Complete requests:        0" in proc.stdout, proc.stdout
     breakdown = [line for line in proc.stdout.splitlines() if line.strip().startswith("(refused")]
@@ -149,20 +158,22 @@ def test_cli_misbehaviour(testserver, cli, assert_cli_ok, mode, category, label)
     assert srv.count() == 20
 
 
-def test_cli_silent_timeout(testserver, cli, assert_cli_ok):
+def test_cli_silent_timeout(testserver, cli):
     srv = testserver(mode="silent")
     proc = cli(srv.url + "/", "-c", "2", "-n", "4", "--timeout", "0.5s")
 
-    assert_cli_ok(proc)
+    _assert_nothing_succeeded(proc, "no request succeeded (4 failed: timeout 4)")
     assert "Failed requests:          4" in proc.stdout, proc.stdout
     assert "timeout 4" in proc.stdout, proc.stdout
     assert srv.count() == 4
 
 
-def test_cli_refused(cli, assert_cli_ok, free_port):
-    proc = cli(f"http://127.0.0.1:{free_port}/", "-c", "1", "-n", "5")
+def test_cli_refused(cli, free_port, tmp_path):
+    out = tmp_path / "r.json"
+    proc = cli(f"http://127.0.0.1:{free_port}/", "-c", "1", "-n", "5", "--json", str(out))
 
-    assert_cli_ok(proc)
+    _assert_nothing_succeeded(proc, "no request succeeded (5 failed: refused 5)")
+    assert pounder.load_result(out).requests.failed == 5  # written all the same
     assert "Failed requests:          5" in proc.stdout, proc.stdout
     assert "refused 5" in proc.stdout, proc.stdout
     assert "Status codes: none" in proc.stdout, proc.stdout

@@ -39,7 +39,8 @@ BENCH_HELP = "\n\n".join(
         "answered. Open loop with --rate or --stages: requests are sent on a schedule and latency is measured from "
         "the intended send time, so a slow server cannot hide its queueing.",
         "The target must be on this machine (127.0.0.0/8 or ::1) unless --allow-remote.",
-        "Exit status: 0 done, 1 could not run, 2 bad input, 130 interrupted (the partial result is still reported).",
+        "Exit status: 0 done, 1 could not run or no request succeeded (the result is still reported and written), "
+        "2 bad input, 130 interrupted (the partial result is still reported).",
     ]
 )
 
@@ -151,3 +152,6 @@ def bench_command(
         write_html_report([result], report)
     if result.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
+    if result.requests.complete == 0:  # the outputs are written; the run still did not work
+        failed = ", ".join(f"{name.replace('_', ' ')} {count:,}" for name, count in result.errors.nonzero().items())
+        raise PounderError(f"no request succeeded ({result.requests.failed:,} failed{': ' + failed if failed else ''})")
