@@ -208,3 +208,23 @@ def test_result_of_a_real_run_round_trips_through_json(testserver: Any) -> None:
     assert [trial.round for trial in result.trials] == [1, 1, 2, 2, 3, 3]
     validate(json.loads(result.to_json()), "compare")
     assert srv.count() == 6 * 20
+
+
+def test_a_variant_where_nothing_succeeded_is_no_comparison(testserver: Any, tmp_path: Path) -> None:
+    """Every request to "broken" is reset: its requests/s are 0, which is no "0.000x slower"."""
+    good = testserver(mode="ok")
+    broken = testserver(mode="reset")
+    json_path = tmp_path / "compare.json"
+    code, stdout, stderr = finish(pounder_process(
+        good.url + "/", broken.url + "/", "--label", "good", "--label", "broken", "--trials", "3", "-c", "2",
+        "-n", "20", "--timeout", TIMEOUT, "--json", str(json_path),
+    ))  # fmt: skip
+    assert code == 1, (stdout, stderr)
+    assert stderr == "pounder: error: no request succeeded to broken (60 failed): no comparison with it\n"
+    document = json.loads(json_path.read_text())  # written all the same
+    validate(document, "compare")
+    comparison = document["comparisons"][0]
+    assert comparison["verdict"] == "unknown"
+    assert comparison["requests_per_s"]["ratio"] is None and comparison["p99_us"]["ratio"] is None
+    assert "broken vs good: unknown" in stdout and "slower" not in stdout
+    assert broken.count() == 80  # a warm-up trial and 3 counted, 20 requests each

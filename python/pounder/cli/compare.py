@@ -60,7 +60,8 @@ COMPARE_HELP = "\n\n".join(
         "bootstrap interval over the trials: faster, slower, or no clear difference when the interval contains 1 "
         "or the ratio is within --min-effect of 1. In open loop (--rate) the verdict comes from the p99 latency.",
         "Targets must be on this machine (127.0.0.0/8 or ::1) unless --allow-remote.",
-        "Exit status: 0 done, 1 could not run, 2 bad input, 130 interrupted (the trials done are still reported).",
+        "Exit status: 0 done, 1 could not run or nothing succeeded for a URL (the results are still written), 2 bad "
+        "input, 130 interrupted (the trials done are still reported).",
     ]
 )
 
@@ -236,3 +237,7 @@ def compare_command(
         write_html_report([result.to_dict()], report)
     if result.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
+    unanswered = [summary for summary in result.summaries if summary.complete == 0]
+    if unanswered:  # written and reported; still no comparison
+        named = ", ".join(f"{summary.label} ({summary.failed:,} failed)" for summary in unanswered)
+        raise PounderError(f"no request succeeded to {named}: no comparison with it")

@@ -241,6 +241,8 @@ class CompareResult:
 
     def _compare(self, label: str, base: str) -> Comparison:
         ours, theirs = self.counted(label), self.counted(base)
+        if not any(t.complete for t in ours) or not any(t.complete for t in theirs):
+            ours, theirs = [], []  # a side where nothing was answered: no comparison, not "0.000x slower"
         rate = self._ratio([t.requests_per_s for t in ours], [t.requests_per_s for t in theirs], True)
         p99 = self._ratio([t.p99_us for t in ours if t.complete], [t.p99_us for t in theirs if t.complete], False)
         by: Literal["requests_per_s", "p99_us"] = "p99_us" if self.options.load.is_open else "requests_per_s"
