@@ -44,7 +44,7 @@ from pounder.compare import (
     trial_plan,
 )
 from pounder.load import LoadOptions, ProgressCallback, format_ms
-from pounder.procs import find_server
+from pounder.procs import SERVER_OPTIONS, find_server
 
 _TRIALS = "Trials"
 _LOAD = "Load (every trial)"
@@ -124,7 +124,7 @@ def labels_for(urls: list[str], labels: list[str] | None) -> list[str]:
 def _server_pid(pid: int | None, pidfile: str | None, name: str | None) -> int | None:
     if pid is None and pidfile is None and name is None:
         return None
-    return find_server(pid=pid, pidfile=pidfile, name=name).pid
+    return find_server(pid=pid, pidfile=pidfile, name=name, options=SERVER_OPTIONS).pid
 
 
 def _trial_line(trial: Trial, planned: int) -> str:

@@ -38,7 +38,7 @@ def run_command(
 ) -> int:
     exp = load_experiment(experiment)
     where = results if results is not None else f"pounder-run-{exp.path.stem}-{datetime.now():%Y%m%d-%H%M%S}"
-    ResultsDir.check_new(where)
+    ResultsDir.check_new(where, resumable=False)
     check_report_path(report)
     check_distinct([("--report", report)], [("experiment", experiment)])
 

@@ -44,6 +44,7 @@ from typing import Any
 
 from pounder._errors import UsageError
 from pounder._files import SMALL_LIMIT, check_input_file
+from pounder.load import NotLoopbackError, parse_url, resolve
 from pounder.pool import KINDS, TARGET_FIELDS
 
 if sys.version_info >= (3, 11):
@@ -230,6 +231,19 @@ class _Reader:
         return dict(env)
 
 
+def _check_url(r: _Reader, key: str, url: str) -> None:
+    """An experiment loads this machine only (it has no --allow-remote): checked with the file's
+    line, before a results directory exists or anything is sent."""
+    try:
+        parsed = parse_url(url)
+        resolve(parsed.host, parsed.port, allow_remote=False)
+    except NotLoopbackError as error:
+        raise r.fail(key, f"{error.address} is not a loopback address (127.0.0.0/8 or ::1): experiments load "
+                          "this machine only") from None
+    except UsageError as error:
+        raise r.fail(key, str(error)) from None
+
+
 def load_experiment(path: str | Path) -> Experiment:
     """Read and check an experiment file; :class:`ExperimentError` (a UsageError) names the
     file, line and key of the first mistake."""
@@ -319,6 +333,7 @@ def load_experiment(path: str | Path) -> Experiment:
         if adapter == "url":
             if variant.url is None or variant.path is not None:
                 raise r.fail(key, "with adapter 'url' every variant gives 'url' (and no 'path')")
+            _check_url(r, f"{key}.url", variant.url)
             if variant.server_key() != VariantSpec(label="").server_key():
                 raise r.fail(key, "with adapter 'url' a variant cannot change server settings")
         elif variant.path is None or variant.url is not None:

@@ -27,7 +27,7 @@ from pounder.load._report import describe_load, format_ms, render_report
 from pounder.load._result import SCHEMA, BenchResult, Derived, ReplyRate, load_result
 from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
 from pounder.load._spec import BenchSpec, Target
-from pounder.load._url import parse_url, resolve
+from pounder.load._url import NotLoopbackError, parse_url, resolve
 
 __all__ = [
     "ERROR_CATEGORIES",
@@ -45,6 +45,7 @@ __all__ = [
     "LoadModel",
     "LoadOptions",
     "MalformedResultError",
+    "NotLoopbackError",
     "Number",
     "Phases",
     "Progress",

@@ -24,7 +24,7 @@ from pounder.load._result import BenchResult
 from pounder.load._run_options import LoadModel
 from pounder.load._spec import BenchSpec
 from pounder.load._url import parse_url, resolve
-from pounder.procs import ServerSampler, find_server
+from pounder.procs import SERVER_OPTIONS, ServerSampler, find_server
 
 if TYPE_CHECKING:
     from pounder._engine import ProgressInfo, Run
@@ -150,7 +150,7 @@ def server_sampler(
                 "--server-status and --sample-interval need --server-pid, --server-pidfile or --server-name"
             )
         return None
-    target = find_server(pid=pid, pidfile=pidfile, name=name)
+    target = find_server(pid=pid, pidfile=pidfile, name=name, options=SERVER_OPTIONS)
     interval_s = parse_interval(interval)
     if status_url is not None:
         url = parse_url(status_url)

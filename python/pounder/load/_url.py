@@ -58,6 +58,16 @@ def parse_url(text: str, where: str = "") -> ParsedUrl:
     )
 
 
+class NotLoopbackError(UsageError):
+    """A target that is not on this machine, without ``allow_remote``: ``address`` says which
+    (``host`` or ``host (ip)``). A command without ``--allow-remote`` says so in its own words."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        super().__init__(f"{address} is not a loopback address (127.0.0.0/8 or ::1); pass --allow-remote to load "
+                         "another machine")
+
+
 def resolve(host: str, port: int, *, allow_remote: bool) -> str:
     """Resolve ``host`` to the ``"ip:port"`` (``"[ip6]:port"``) pounder connects to, enforcing
     the loopback rule unless ``allow_remote``."""
@@ -69,10 +79,7 @@ def resolve(host: str, port: int, *, allow_remote: bool) -> str:
     addresses = [str(info[4][0]) for info in infos]
     chosen = next((address for address in addresses if ":" not in address), addresses[0])
     if not allow_remote and not ipaddress.ip_address(chosen.split("%")[0]).is_loopback:
-        subject = host if host == chosen else f"{host} ({chosen})"
-        raise UsageError(
-            f"{subject} is not a loopback address (127.0.0.0/8 or ::1); pass --allow-remote to load another machine"
-        )
+        raise NotLoopbackError(host if host == chosen else f"{host} ({chosen})")
     return f"[{chosen}]:{port}" if ":" in chosen else f"{chosen}:{port}"
 
 

@@ -88,15 +88,18 @@ class ResultsDir:
         return self.path / "points" / f"{key}.json"
 
     @staticmethod
-    def check_new(path: str | os.PathLike[str]) -> None:
+    def check_new(path: str | os.PathLike[str], *, resumable: bool = True) -> None:
         """:class:`~pounder.UsageError` if ``path`` cannot be a new results directory: it exists
-        and is not an empty directory (a finished or interrupted run is never overwritten)."""
+        and is not an empty directory (a finished or interrupted run is never overwritten).
+        ``resumable``: the command has ``--resume`` to continue a run there."""
         target = Path(path)
         if not str(path).strip():
             raise UsageError("the results directory must not be an empty name")
         if target.exists() and (not target.is_dir() or any(target.iterdir())):
-            raise UsageError(f"the results directory {path} already exists and is not empty "
-                             "(use --resume to continue a run there, or another --results)")
+            hint = "give another --results"
+            if resumable:
+                hint = "use --resume to continue a run there, or another --results"
+            raise UsageError(f"the results directory {path} already exists and is not empty ({hint})")
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], manifest: Mapping[str, Any]) -> ResultsDir:

@@ -20,7 +20,16 @@ background sampler for the length of a bench.
 """
 
 from pounder._units import parse_ram, parse_size
-from pounder.procs._find import ServerGone, ServerTarget, TreeMember, discover, find_server, read_pidfile
+from pounder.procs._find import (
+    MEM_OPTIONS,
+    SERVER_OPTIONS,
+    ServerGone,
+    ServerTarget,
+    TreeMember,
+    discover,
+    find_server,
+    read_pidfile,
+)
 from pounder.procs._load_report import (
     LOAD_SCHEMA,
     ChildSummary,
@@ -57,6 +66,8 @@ from pounder.procs._snapshot import MEM_SCHEMA, PoolSnapshot, PoolTotals, read_m
 from pounder.procs._status import StatusPoint, parse_status
 
 __all__ = [
+    "MEM_OPTIONS",
+    "SERVER_OPTIONS",
     "LOAD_SCHEMA",
     "MEM_SCHEMA",
     "PAGE_SIZE",

@@ -154,26 +154,34 @@ def _matches(text: str, exclude: set[int]) -> Iterable[int]:
             yield proc.pid
 
 
-def _by_name(text: str) -> int:
+MEM_OPTIONS = ("--pid", "--pidfile", "--name")
+"""How ``pounder mem`` names the three ways to find a server (the other commands say --server-*)."""
+SERVER_OPTIONS = ("--server-pid", "--server-pidfile", "--server-name")
+
+
+def _by_name(text: str, options: tuple[str, str, str]) -> int:
+    pid_option, _, name_option = options
     if not text.strip():
-        raise UsageError("--name must not be empty")
+        raise UsageError(f"{name_option} must not be empty")
     table = _ppid_map()
     # pounder itself (and the shell or runner that started it) may have the text on its command line
     me = _ancestors(os.getpid(), table)
     matched = set(_matches(text, me))
     roots = sorted(pid for pid in matched if not (_ancestors(table.get(pid, (0, ""))[0], table) & matched))
     if not roots:
-        raise UsageError(f"no process matches --name {text!r}")
+        raise UsageError(f"no process matches {name_option} {text!r}")
     if len(roots) > 1:
         listed = ", ".join(str(pid) for pid in roots[:20]) + (", ..." if len(roots) > 20 else "")
         raise UsageError(
-            f"--name {text!r} matches {len(roots)} separate process trees (pids {listed}); pick one with --pid"
+            f"{name_option} {text!r} matches {len(roots)} separate process trees (pids {listed}); pick one with "
+            f"{pid_option}"
         )
     return roots[0]
 
 
 def find_server(
-    *, pid: int | None = None, pidfile: str | os.PathLike[str] | None = None, name: str | None = None
+    *, pid: int | None = None, pidfile: str | os.PathLike[str] | None = None, name: str | None = None,
+    options: tuple[str, str, str] = MEM_OPTIONS,
 ) -> ServerTarget:
     """Find a server's root process and its tree. Give exactly one of:
 
@@ -183,22 +191,24 @@ def find_server(
       the top-most ones are kept (a worker whose parent matches too is part of that parent's
       tree). Several independent trees is an error listing their pids.
 
-    Raises :class:`~pounder.UsageError` (one line) when nothing matches or the input is bad.
+    Raises :class:`~pounder.UsageError` (one line) when nothing matches or the input is bad; its
+    messages name the three ways as ``options`` (:data:`MEM_OPTIONS`, or :data:`SERVER_OPTIONS`
+    for the commands that load a server).
     """
-    given = [what for what, value in (("--pid", pid), ("--pidfile", pidfile), ("--name", name)) if value is not None]
+    given = [what for what, value in zip(options, (pid, pidfile, name), strict=True) if value is not None]
     if len(given) != 1:
         got = f" (got {', '.join(given)})" if given else ""
-        raise UsageError(f"give exactly one of --pid, --pidfile and --name{got}")
+        raise UsageError(f"give exactly one of {options[0]}, {options[1]} and {options[2]}{got}")
     if pid is not None:
         if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-            raise UsageError(f"--pid must be a positive process id, got {pid!r}")
+            raise UsageError(f"{options[0]} must be a positive process id, got {pid!r}")
         root_pid, what, found_by = pid, "", f"pid {pid}"
     elif pidfile is not None:
         root_pid = read_pidfile(pidfile)
         what, found_by = f"pidfile {pidfile}: ", f"pidfile {pidfile}"
     else:
         assert name is not None
-        root_pid, what, found_by = _by_name(name), "", f"name {name!r}"
+        root_pid, what, found_by = _by_name(name, options), "", f"name {name!r}"
     proc = _process(root_pid, what)
     try:
         with proc.oneshot():

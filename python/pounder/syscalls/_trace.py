@@ -39,8 +39,8 @@ from pounder._errors import PounderError, UsageError
 from pounder._files import check_output_path, utc_timestamp
 from pounder._units import count_in_range
 from pounder._version import __version__
-from pounder.load import BenchResult, BenchSpec, LoadOptions, ProgressCallback, run_bench
-from pounder.procs import ServerGone, ServerTarget, TreeMember, discover, find_server
+from pounder.load import BenchResult, BenchSpec, LoadOptions, NotLoopbackError, ProgressCallback, run_bench
+from pounder.procs import SERVER_OPTIONS, ServerGone, ServerTarget, TreeMember, discover, find_server
 from pounder.syscalls._parse import TraceCounts, parse_strace_log
 from pounder.syscalls._report import SyscallReport, count_tables
 from pounder.syscalls._strace import find_strace, log_place, read_text, start, stop, strace_version, wait_attached
@@ -115,7 +115,7 @@ def _target(pid: int | None, pidfile: str | os.PathLike[str] | None, name: str |
         got = f" (got {' and '.join(given)})" if given else ""
         raise UsageError(f"name the server to trace with exactly one of --server-pid, --server-pidfile and "
                          f"--server-name{got}")  # fmt: skip
-    return find_server(pid=pid, pidfile=pidfile, name=name)
+    return find_server(pid=pid, pidfile=pidfile, name=name, options=SERVER_OPTIONS)
 
 
 def _check_result(result: BenchResult) -> None:
@@ -188,9 +188,13 @@ def trace_syscalls(
     requests = DEFAULT_REQUESTS if given.requests is None else given.requests
     count = count_in_range(requests, "-n/--requests", 1, MAX_REQUESTS)
     warm = count_in_range(warmup, "--warmup", 0, MAX_REQUESTS)
-    spec = BenchSpec.from_options(url, options=LoadOptions.of(given, requests=count))
-    warm_spec = None if warm == 0 else BenchSpec.from_options(url, options=LoadOptions.of(given, requests=warm,
-                                                                                          duration=None))  # fmt: skip
+    try:
+        spec = BenchSpec.from_options(url, options=LoadOptions.of(given, requests=count))
+        warm_options = LoadOptions.of(given, requests=warm, duration=None)
+        warm_spec = None if warm == 0 else BenchSpec.from_options(url, options=warm_options)
+    except NotLoopbackError as error:  # (syscalls has no --allow-remote: strace runs here)
+        raise UsageError(f"{error.address} is not a loopback address (127.0.0.0/8 or ::1): strace traces a "
+                         "server on this machine only") from None
     if log_path is not None:
         check_output_path(os.fspath(log_path), "--log")
     target = _target(server_pid, server_pidfile, server_name)
