@@ -27,7 +27,7 @@ def utc_timestamp(timespec: Literal["seconds", "milliseconds"] = "milliseconds")
 INPUT_LIMIT = 64 * MIB
 """The largest input file read whole (a body, a URL file) unless a kind names its own."""
 RESULT_LIMIT = 256 * MIB
-"""The largest result file read back (a bench result of a day's run is about 20 MiB)."""
+"""The largest result file read back."""
 SMALL_LIMIT = 1 * MIB
 """The largest experiment file."""
 
@@ -192,15 +192,21 @@ def _write_in_place(path: str | os.PathLike[str], raw: bytes, what: str, *, appe
         raise _cannot(Path(path), what, error) from None
 
 
-def write_atomic(path: str | os.PathLike[str], data: str | bytes, what: str = "") -> None:
+def write_atomic(path: str | os.PathLike[str], data: str | bytes, what: str = "", *, parents: bool = False) -> None:
     """Replace the file at ``path`` with ``data`` (text is UTF-8) at once, synced to disk: a
     reader or a crash sees the old whole file or the new one.
 
     A symbolic link is followed (the file it names is replaced, the link stays); an existing
     file keeps its permission bits. Written in place instead: a device, a pipe or a path through
     ``/dev`` or ``/proc`` (see :func:`_in_place`), and a file whose directory takes no new file
-    (a writable file in a directory the user cannot write)."""
+    (a writable file in a directory the user cannot write). ``parents``: create the missing
+    directories first."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    if parents:
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise _cannot(Path(path), what, error) from None
     if _in_place(path):
         _write_in_place(path, raw, what, append=True)
         return

@@ -40,9 +40,8 @@ class ResultsWriteError(PounderError, OSError):
 def write_file(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` at once (:func:`pounder._files.write_atomic`), creating its
     directory if need be."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        write_atomic(path, text)
+        write_atomic(path, text, parents=True)
     except PounderError as error:
         raise ResultsWriteError(str(error)) from None
 

@@ -140,10 +140,5 @@ def write_report(paths: Sequence[Result], out: str | os.PathLike[str],
     returns the path written."""
     target = Path(out)
     check_distinct([("-o/--output", target)], [("result", p) for p in paths if isinstance(p, (str, os.PathLike))])
-    text = render_report(paths, title)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise PounderError(f"cannot write {target}: {error.strerror or error}") from None
-    write_atomic(target, text)
+    write_atomic(target, render_report(paths, title), parents=True)
     return target
