@@ -328,7 +328,7 @@ def test_interrupted_trial_is_kept_but_not_counted() -> None:
     assert result.summary("slow").trials == 1
     assert result.comparison("slow").verdict == "unknown"  # one slow trial: no interval
     report = render_compare(result)
-    assert "Interrupted:     yes (Ctrl-C) after 2 of 10 trials: partial result" in report
+    assert "Interrupted:     yes, after 2 of 10 trials: partial result" in report
 
 
 def test_report_text() -> None:

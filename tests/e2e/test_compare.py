@@ -195,7 +195,7 @@ def test_cli_ctrl_c_keeps_the_trials_done(testserver: Any, tmp_path: Path) -> No
     assert [trial["seq"] for trial in trials] == list(range(1, len(trials) + 1))
     assert trials[-1]["interrupted"] is True and trials[-1]["counted"] is False
     assert all(not trial["interrupted"] for trial in trials[:-1])
-    assert "Interrupted:     yes (Ctrl-C)" in stdout
+    assert "Interrupted:     yes, after" in stdout
     assert srv.count() == sum(trial["complete"] + trial["failed"] for trial in trials)
 
 

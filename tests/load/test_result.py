@@ -296,7 +296,7 @@ def test_report_interrupted_and_many_targets(tmp_path: Path) -> None:
     urls.write_text("".join(f"http://127.0.0.1:{8000 + i}/\n" for i in range(7)))
     result = make_result(interrupted=True, url=None, url_file=urls, duration="10s")
     report = render_report(BenchResult.from_json(result.to_json()))
-    assert report_value(report, "Interrupted") == "yes (Ctrl-C): partial result"
+    assert report_value(report, "Interrupted") == "yes: partial result"
     assert report_value(report, "Targets") == "7, sequential order"
     assert "... and 2 more" in report
 

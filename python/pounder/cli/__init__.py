@@ -4,7 +4,8 @@ Every error is one line on stderr, ``pounder: error: <message>``, never a traceb
 
 * exit 2: bad input (pounder's :class:`~pounder.UsageError` and click's own parse errors);
 * exit 1: pounder could not run (e.g. the engine is missing) or could not write an output;
-* exit 130: interrupted by Ctrl-C (a bench still prints and writes its partial result).
+* exit 130: interrupted by Ctrl-C or SIGHUP, 143 by SIGTERM: what was measured is still written
+  and printed, and every server pounder started is stopped (see :mod:`pounder.cli._interrupt`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typer.core import TyperGroup
 
 from pounder._errors import PounderError, UsageError
 from pounder._version import __version__
+from pounder.cli import _interrupt
 from pounder.cli._common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, print_error
 from pounder.cli.bench import BENCH_HELP, bench_command
 from pounder.cli.compare import COMPARE_HELP, compare_command
@@ -47,7 +49,9 @@ def _click_error(error: Exception) -> int:
 def _run(group: TyperGroup, args: Sequence[str] | None, prog_name: str | None, **extra: Any) -> int:
     """Run the CLI without click's standalone handling and map every outcome to an exit code."""
     try:
-        outcome = TyperGroup.main(group, args=args, prog_name=prog_name or "pounder", standalone_mode=False, **extra)
+        with _interrupt.handled():
+            outcome = TyperGroup.main(group, args=args, prog_name=prog_name or "pounder", standalone_mode=False,
+                                      **extra)
     except ClickException as error:
         return _click_error(error)
     except UsageError as error:
@@ -56,9 +60,9 @@ def _run(group: TyperGroup, args: Sequence[str] | None, prog_name: str | None, *
     except PounderError as error:
         print_error(str(error))
         return EXIT_FAILURE
-    except typer.Abort:
-        print_error("aborted")
-        return EXIT_INTERRUPTED
+    except (typer.Abort, KeyboardInterrupt):  # click turns KeyboardInterrupt into Abort
+        print_error(f"interrupted by {_interrupt.cause()}")
+        return _interrupt.exit_code()
     return outcome if isinstance(outcome, int) else 0
 
 

@@ -3,24 +3,35 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import typer
 
 from pounder._errors import PounderError, UsageError
+from pounder.cli import _interrupt
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = _interrupt.EXIT_INTERRUPTED
 
 
 def print_error(message: str) -> None:
     """Print ``pounder: error: <message>`` on one line to stderr."""
     line = " ".join(message.split())
-    sys.stderr.write(f"pounder: error: {line}\n")
-    sys.stderr.flush()
+    try:
+        sys.stderr.write(f"pounder: error: {line}\n")
+        sys.stderr.flush()
+    except OSError:  # stderr is gone (the terminal hung up): the exit status still says it
+        pass
+
+
+def interrupted(kept: str) -> typer.Exit:
+    """After a signal stopped the run: one line saying what stopped it and ``kept`` (where what was
+    measured is), and the exit to raise (130, or 143 for SIGTERM)."""
+    print_error(f"interrupted by {_interrupt.cause()}; {kept}")
+    return typer.Exit(_interrupt.exit_code())
 
 
 def option(*names: str, panel: str, metavar: str | None = None, help: str) -> Any:  # noqa: A002
@@ -28,12 +39,23 @@ def option(*names: str, panel: str, metavar: str | None = None, help: str) -> An
     return typer.Option(*names, metavar=metavar, rich_help_panel=panel, help=help, show_default=False)
 
 
+def kept_outputs(paths: list[str | None], quiet: bool) -> str:
+    """Where an interrupted command's partial result is: the report above (unless ``-q``) and the files."""
+    files = [path for path in paths if path is not None and path != "-"]
+    where = [] if quiet else ["reported above"]
+    if files:
+        where.append("written to " + ", ".join(files))
+    return "the partial result is " + " and ".join(where) if where else "nothing was asked to be kept (-q)"
+
+
 @contextmanager
-def measured_run(next_step: str) -> Iterator[None]:
+def measured_run(next_step: str, keep: Callable[[], None] | None = None) -> Iterator[None]:
     """Around a long run that starts servers and writes its results as it goes: a server that
-    does not start is reported with its own log lines (exit 1); Ctrl-C stops it (every server is
-    stopped by then) with exit 130; any other failure keeps its message. ``next_step`` says where
-    the results are and what to do with them (e.g. how to resume); it ends the message."""
+    does not start is reported with its own log lines (exit 1); Ctrl-C, SIGTERM or SIGHUP stop it
+    (every server is stopped by then) with exit 130 or 143; any other failure keeps its message.
+    ``next_step`` says where the results are and what to do with them (e.g. how to resume); it ends
+    the message. ``keep``: what to write when interrupted (e.g. the ``--report`` page of what was
+    measured), before the message; a second signal waits until it is written."""
     from pounder.servers import ServerStartError
 
     try:
@@ -44,8 +66,13 @@ def measured_run(next_step: str) -> Iterator[None]:
             sys.stderr.write(error.log_tail.rstrip("\n") + "\n")
         raise typer.Exit(EXIT_FAILURE) from None
     except KeyboardInterrupt:
-        print_error(f"interrupted; every server was stopped; {next_step}")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        if keep is not None:
+            with _interrupt.deferred():
+                try:
+                    keep()
+                except PounderError as error:
+                    print_error(str(error))
+        raise interrupted(f"every server was stopped; {next_step}") from None
     except UsageError:
         raise
     except PounderError as error:

@@ -14,10 +14,12 @@ import typer
 
 from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_output
+from pounder.cli import _interrupt
 from pounder.cli._common import (
-    EXIT_INTERRUPTED,
     check_report_path,
+    interrupted,
     json_option,
+    kept_outputs,
     option,
     quiet_option,
     report_option,
@@ -147,11 +149,12 @@ def bench_command(
             server_name=server_name, server_status=server_status, sample_interval=sample_interval,
             on_progress=on_progress,
         )  # fmt: skip
-    _emit(result, json_out, csv_out, quiet)
-    if report is not None:
-        write_html_report([result], report)
+    with _interrupt.deferred():  # a signal now waits until every output is whole
+        _emit(result, json_out, csv_out, quiet)
+        if report is not None:
+            write_html_report([result], report)
     if result.interrupted:
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise interrupted(kept_outputs([json_out, csv_out, tsv_path, hdr_log, report], quiet))
     if result.requests.complete == 0:  # the outputs are written; the run still did not work
         failed = ", ".join(f"{name.replace('_', ' ')} {count:,}" for name, count in result.errors.nonzero().items())
         raise PounderError(f"no request succeeded ({result.requests.failed:,} failed{': ' + failed if failed else ''})")

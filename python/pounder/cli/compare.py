@@ -17,9 +17,11 @@ from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_output
 from pounder._matplotlib import require_matplotlib
 from pounder._units import parse_count
+from pounder.cli import _interrupt
 from pounder.cli._common import (
-    EXIT_INTERRUPTED,
     check_report_path,
+    interrupted,
+    kept_outputs,
     option,
     quiet_option,
     report_option,
@@ -232,11 +234,12 @@ def compare_command(
             results=None if json_out in (None, "-") else json_out, on_trial=on_trial, on_progress=on_progress,
             options=load,
         )  # fmt: skip
-    _emit(result, json_out, chart_out, quiet)
-    if report is not None:
-        write_html_report([result.to_dict()], report)
+    with _interrupt.deferred():  # a signal now waits until every output is whole
+        _emit(result, json_out, chart_out, quiet)
+        if report is not None:
+            write_html_report([result.to_dict()], report)
     if result.interrupted:
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise interrupted(kept_outputs([json_out, chart_out, report], quiet))
     unanswered = [summary for summary in result.summaries if summary.complete == 0]
     if unanswered:  # written and reported; still no comparison
         named = ", ".join(f"{summary.label} ({summary.failed:,} failed)" for summary in unanswered)

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from pounder._files import check_distinct
-from pounder.cli._common import check_report_path, measured_run, option, report_option, write_html_report
+from pounder.cli import _interrupt
+from pounder.cli._common import (
+    check_report_path,
+    interrupted,
+    measured_run,
+    option,
+    report_option,
+    write_html_report,
+)
 from pounder.experiment import load_experiment, run_experiment
 from pounder.pool import ResultsDir
 
@@ -46,9 +55,16 @@ def run_command(
         sys.stderr.write(f"pounder: {line}\n")
         sys.stderr.flush()
 
-    with measured_run(f"what was measured is in {where}"):
+    def keep() -> None:
+        if report is not None and Path(where, "experiment.json").is_file():
+            write_html_report([where], report)
+
+    measured = f"what was measured is in {where}"
+    with measured_run(measured, keep):
         outcome = run_experiment(exp, where, quick=quick, log=log)
-    sys.stdout.write(outcome.render())
-    if report is not None:
-        write_html_report([where], report)
+    with _interrupt.deferred():  # a signal now waits until the summary and the page are out
+        sys.stdout.write(outcome.render())
+        keep()
+    if outcome.interrupted:
+        raise interrupted(f"every server was stopped; {measured}")
     return 0

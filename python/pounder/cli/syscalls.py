@@ -8,6 +8,7 @@ in ``pounder.syscalls``.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Annotated
 
@@ -15,7 +16,8 @@ import typer
 
 from pounder._files import check_distinct, check_output_path, write_output
 from pounder._units import parse_pid
-from pounder.cli._common import json_option, option, whole_number
+from pounder.cli import _interrupt
+from pounder.cli._common import interrupted, json_option, option, whole_number
 from pounder.cli._load_options import load_option, load_parameter, takes_load_options
 from pounder.cli._progress import live_progress
 from pounder.load import LoadOptions
@@ -102,12 +104,18 @@ def syscalls_command(
     check_distinct([("--json", json_out), ("--log", log)], load.input_files())
     rows = None if top is None else whole_number(top, "--top", _MAX_TOP)
     pid = None if server_pid is None else parse_pid(server_pid, "--server-pid")
-    with live_progress(enabled=sys.stderr.isatty()) as on_progress:
-        report = trace_syscalls(
-            url, server_pid=pid, server_pidfile=server_pidfile, server_name=server_name, warmup=warmup,
-            log_path=log, on_progress=on_progress, options=load,
-        )  # fmt: skip
-    if json_out is not None:
-        write_output(json_out, _json_text(report), "--json")
-    if json_out != "-":
-        write_output("-", render_syscalls(report, top=rows))
+    try:
+        with live_progress(enabled=sys.stderr.isatty()) as on_progress:
+            report = trace_syscalls(
+                url, server_pid=pid, server_pidfile=server_pidfile, server_name=server_name, warmup=warmup,
+                log_path=log, on_progress=on_progress, options=load,
+            )  # fmt: skip
+    except KeyboardInterrupt:  # strace is stopped and detached by now
+        kept = f"; strace's own log is in {log}" if log is not None and os.path.isfile(log) else ""
+        raise interrupted("strace was stopped; a trace cut short is not divided among requests, so nothing was "
+                          f"counted{kept}") from None
+    with _interrupt.deferred():  # a signal now waits until the outputs are whole
+        if json_out is not None:
+            write_output(json_out, _json_text(report), "--json")
+        if json_out != "-":
+            write_output("-", render_syscalls(report, top=rows))

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -153,11 +154,15 @@ def tune_command(
                       clients=clients, p99=p99)
     check_report_path(report)
     next_step = f"what was measured is in {where}; continue with: pounder tune --resume {where}"
-    with _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step):
+
+    def keep() -> None:
+        if report is not None and Path(where, "tune.json").is_file():
+            write_html_report([where], report)
+
+    with _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step, keep):
         result = go(log, status, progress)
     sys.stdout.write(render_tune(result))
-    if report is not None:
-        write_html_report([where], report)
+    keep()
     return 0
 
 

@@ -91,7 +91,7 @@ def _header(result: CompareResult) -> list[str]:
     ]
     if result.interrupted:
         planned_total = options.trials * len(result.variants)
-        lines.append(f"Interrupted:     yes (Ctrl-C) after {counted} of {planned_total} trials: partial result")
+        lines.append(f"Interrupted:     yes, after {counted} of {planned_total} trials: partial result")
     return lines
 
 

@@ -5,7 +5,7 @@ trials, and record the children's memory.
 The results directory is written as it goes::
 
     DIR/experiment.json     the experiment as read (pounder/experiment/1)
-    DIR/load-<N>.json       the comparison under load N (pounder/compare/1), after each load
+    DIR/load-<N>.json       the comparison under load N (pounder/compare/1), after each trial
     DIR/memory.json         each server's children after warm-up and after the loads
     DIR/syscalls-<N>.json   variant N's system calls per request (pounder/syscalls/1), when recorded
     DIR/summary.txt         the text ``pounder run`` printed
@@ -66,6 +66,8 @@ class ExperimentResult:
     memory: dict[str, dict[str, Any]]
     results_dir: Path
     syscalls: dict[str, SyscallReport] = field(default_factory=dict)
+    interrupted: bool = False
+    """A signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run: what was measured until then is here."""
 
     def render(self) -> str:
         exp = self.experiment
@@ -73,6 +75,9 @@ class ExperimentResult:
         if exp.description:
             out.append(exp.description)
         out.append(f"results in {self.results_dir}")
+        if self.interrupted:
+            out.append(f"interrupted after {len(self.comparisons)} of {len(exp.loads)} loads "
+                       f"(the last one partly): partial result")
         for index, (load, result) in enumerate(self.comparisons, start=1):
             out += ["", f"Load {index}: {load.label}, keep-alive {'on' if load.keepalive else 'off'}",
                     render_compare(result).rstrip("\n")]
@@ -81,7 +86,7 @@ class ExperimentResult:
             width = max(len(label) for label in self.memory)
             out.append(f"  {'':<{width}}  {'children':>8}  {'max USS':>16}  {'shared (median)':>16}  {'footprint':>16}")
             for label, sizes in self.memory.items():
-                before, after = sizes["warm"], sizes["after"]
+                before, after = sizes["warm"], sizes.get("after", sizes["warm"])  # no "after": stopped before a load
 
                 def pair(key: str, before: dict[str, Any] = before, after: dict[str, Any] = after) -> str:
                     return f"{(before[key] or 0) / MIB:7.1f} ->{(after[key] or 0) / MIB:7.1f}"
@@ -107,7 +112,9 @@ class ExperimentResult:
 
 def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False, log: Log | None = None,
                    on_trial: TrialCallback | None = None) -> ExperimentResult:
-    """Run every load of ``exp``; everything measured is in ``results`` as it comes."""
+    """Run every load of ``exp``; everything measured is in ``results`` as it comes. Ctrl-C (or
+    any ``KeyboardInterrupt``) stops it: every server is stopped, what was measured is written and
+    returned with ``interrupted=True``."""
     say = log or (lambda line: None)
     ResultsDir.check_new(results)
     folder = Path(results)
@@ -119,64 +126,88 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
     comparisons: list[tuple[LoadSpec, CompareResult]] = []
     memory: dict[str, dict[str, Any]] = {}
     syscalls: dict[str, SyscallReport] = {}
-    with contextlib.ExitStack() as stack:
-        urls: dict[str, tuple[str, int | None]] = {}
-        runners: list[tuple[list[VariantSpec], Runner, ManagedServer]] = []
-        if exp.server.adapter == "url":
-            urls = {v.label: (str(v.url), None) for v in exp.variants}
-        else:
-            groups: dict[tuple[Any, ...], list[VariantSpec]] = {}
-            for variant in exp.variants:
-                groups.setdefault(variant.server_key(), []).append(variant)
-            for number, members in enumerate(groups.values(), start=1):
-                first = members[0]
-                params = PoolParams(first.workers or exp.server.workers,
-                                    max_requests=exp.server.max_requests if first.max_requests is None
-                                    else first.max_requests)
-                runner = Runner(_adapter(exp, first), folder / "servers" / f"server-{number}", first.path or "/",
-                                MEMORY_FLOOR, 30.0)
-                say(f"starting the server for {', '.join(v.label for v in members)}")
-                server = stack.enter_context(runner.started(params))
-                runners.append((members, runner, server))
-                for variant in members:
-                    urls[variant.label] = (server.url + str(variant.path), server.pid)
-            for members, runner, server in runners:
-                for variant in members:
-                    runner.path = str(variant.path)
-                    runner.warm(server)
-                sizes = pool_memory(runner.snapshot(server))
-                for variant in members:
-                    memory[variant.label] = {"warm": sizes}
-        variants = [Variant(label=v.label, url=urls[v.label][0], server_pid=urls[v.label][1]) for v in exp.variants]
-        for index, load in enumerate(exp.loads, start=1):
-            say(f"load {index}: {load.label}")
-            result = _compare(variants, exp.baseline, load, quick, on_trial)
-            comparisons.append((load, result))
-            write_json(folder / f"load-{index}.json", result.to_dict())
-        for members, runner, server in runners:
-            sizes = pool_memory(runner.snapshot(server))
-            for variant in members:
-                memory[variant.label]["after"] = sizes
-        if "syscalls" in exp.record:
-            for number, variant in enumerate(exp.variants, start=1):
-                say(f"tracing the system calls of {variant.label}")
-                url, pid = urls[variant.label]
-                report = trace_syscalls(url, server_pid=pid, requests=SYSCALL_REQUESTS, connections=2)
-                syscalls[variant.label] = report
-                write_json(folder / f"syscalls-{number}.json", report.to_dict())
+    interrupted = False
+    try:
+        with contextlib.ExitStack() as stack:
+            urls: dict[str, tuple[str, int | None]] = {}
+            runners: Started = []
+            if exp.server.adapter == "url":
+                urls = {v.label: (str(v.url), None) for v in exp.variants}
+            else:
+                runners = _start_servers(exp, folder, stack, urls, memory, say)
+            variants = [Variant(label=v.label, url=urls[v.label][0], server_pid=urls[v.label][1])
+                        for v in exp.variants]
+            try:
+                for index, load in enumerate(exp.loads, start=1):
+                    say(f"load {index}: {load.label}")
+                    result = _compare(variants, exp.baseline, load, quick, on_trial, folder / f"load-{index}.json")
+                    comparisons.append((load, result))
+                    if result.interrupted:
+                        interrupted = True
+                        break
+            finally:  # the children after the loads, also when a signal cut them short
+                for members, runner, server in runners:
+                    sizes = pool_memory(runner.snapshot(server))
+                    for variant in members:
+                        memory[variant.label]["after"] = sizes
+            if "syscalls" in exp.record and not interrupted:
+                for number, variant in enumerate(exp.variants, start=1):
+                    say(f"tracing the system calls of {variant.label}")
+                    url, pid = urls[variant.label]
+                    report = trace_syscalls(url, server_pid=pid, requests=SYSCALL_REQUESTS, connections=2)
+                    syscalls[variant.label] = report
+                    write_json(folder / f"syscalls-{number}.json", report.to_dict())
+    except KeyboardInterrupt:  # every server is stopped by now; what was measured is written below
+        interrupted = True
+    finally:
         if memory:
             write_json(folder / "memory.json", {"schema": "pounder/experiment-memory/1", "variants": memory})
-    outcome = ExperimentResult(exp, comparisons, memory, folder, syscalls)
+    outcome = ExperimentResult(exp, comparisons, memory, folder, syscalls, interrupted)
     write_file(folder / "summary.txt", outcome.render())
     return outcome
 
 
+Started = list[tuple[list[VariantSpec], Runner, ManagedServer]]
+
+
+def _start_servers(exp: Experiment, folder: Path, stack: contextlib.ExitStack,
+                   urls: dict[str, tuple[str, int | None]], memory: dict[str, dict[str, Any]], say: Log) -> Started:
+    """One server per distinct server setting (stopped by ``stack``), warmed; their URLs and the
+    children's memory after warm-up."""
+    groups: dict[tuple[Any, ...], list[VariantSpec]] = {}
+    for variant in exp.variants:
+        groups.setdefault(variant.server_key(), []).append(variant)
+    runners: Started = []
+    for number, members in enumerate(groups.values(), start=1):
+        first = members[0]
+        params = PoolParams(first.workers or exp.server.workers,
+                            max_requests=exp.server.max_requests if first.max_requests is None
+                            else first.max_requests)
+        runner = Runner(_adapter(exp, first), folder / "servers" / f"server-{number}", first.path or "/",
+                        MEMORY_FLOOR, 30.0)
+        say(f"starting the server for {', '.join(v.label for v in members)}")
+        server = stack.enter_context(runner.started(params))
+        runners.append((members, runner, server))
+        for variant in members:
+            urls[variant.label] = (server.url + str(variant.path), server.pid)
+    for members, runner, server in runners:
+        for variant in members:
+            runner.path = str(variant.path)
+            runner.warm(server)
+        sizes = pool_memory(runner.snapshot(server))
+        for variant in members:
+            memory[variant.label] = {"warm": sizes}
+    return runners
+
+
 def _compare(variants: Sequence[Variant], baseline: str, load: LoadSpec, quick: bool,
-             on_trial: TrialCallback | None) -> CompareResult:
+             on_trial: TrialCallback | None, results: Path) -> CompareResult:
+    """The comparison under ``load``, written to ``results`` after every trial."""
     duration = load.duration
     if quick and duration is not None:
         duration = QUICK_DURATION
     return compare(list(variants), baseline=baseline, trials=min(load.trials, QUICK_TRIALS) if quick else load.trials,
                    connections=load.connections, requests=None if quick and duration else load.requests,
-                   duration=duration, rate=load.rate, keepalive=load.keepalive, on_trial=on_trial)
+                   duration=duration, rate=load.rate, keepalive=load.keepalive, on_trial=on_trial,
+                   results=results)
 

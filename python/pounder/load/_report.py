@@ -71,7 +71,7 @@ def _header(result: BenchResult) -> list[str]:
         counts = f"{warmup.complete} complete, {warmup.failed} failed"
         lines.append(_line("Warmup", f"{counts} in {_seconds(warmup.elapsed_s)} (not measured)"))
     if result.interrupted:
-        lines.append(_line("Interrupted", "yes (Ctrl-C): partial result"))
+        lines.append(_line("Interrupted", "yes: partial result"))
     return lines
 
 

@@ -30,7 +30,7 @@ def bench_sections(results: Results) -> list[Section]:
     """The summary table and the charts of ``results`` (label, result), curves overlaid."""
     overview = Section("Bench results" if len(results) > 1 else "Bench result")
     overview.add(_summary(results))
-    notes = [f"{label}: interrupted (Ctrl-C), partial result" for label, r in results if r.interrupted]
+    notes = [f"{label}: interrupted, partial result" for label, r in results if r.interrupted]
     if notes:
         overview.add(bullets(notes))
     latency = Section("Latency")

@@ -31,6 +31,11 @@ def _bars(ax: Any, labels: Sequence[str], estimates: Sequence[Mapping[str, Any] 
     label_axes(ax, "", ylabel, title)
 
 
+def _ratio(value: Any) -> str:
+    """A ratio as ``1.234x``; ``-`` where there is none (too few trials, nothing answered)."""
+    return "-" if value is None else f"{float(value):.3f}x"
+
+
 def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "compare",
                      heading: str | None = None) -> list[Section]:
     """The comparison: the bar charts (requests/s and p99 with their intervals) and the tables."""
@@ -46,6 +51,9 @@ def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "c
     if not variants:
         return [section.add(paragraph("No variant was measured."))]
     labels = [str(v["label"]) for v in variants]
+    if not any(_estimate(v, "requests_per_s") for v in variants):
+        section.add(paragraph("No trial was counted (the warm-up trials are not): there is no figure to show yet."))
+        return [section]
     out: list[str] = []
     with chart(f"{chart_prefix}-bars", "Median requests/s and p99 latency per variant, with 95 % intervals",
                out, cols=2) as axes:
@@ -68,9 +76,9 @@ def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "c
         for c in comparisons:
             r = c.get("requests_per_s") or {}
             p = c.get("p99_us") or {}
-            rows.append([f"{c['label']} vs {c['baseline']}", f"{r.get('ratio', 0):.3f}x",
-                         f"{r.get('low', 0):.3f}x-{r.get('high', 0):.3f}x", f"{p.get('ratio', 0):.3f}x",
-                         f"{p.get('low', 0):.3f}x-{p.get('high', 0):.3f}x", c.get("verdict", "-")])
+            rows.append([f"{c['label']} vs {c['baseline']}", _ratio(r.get("ratio")),
+                         f"{_ratio(r.get('low'))}-{_ratio(r.get('high'))}", _ratio(p.get("ratio")),
+                         f"{_ratio(p.get('low'))}-{_ratio(p.get('high'))}", c.get("verdict", "-")])
         section.add(table(["", "req/s ratio", "95% interval", "p99 ratio", "95% interval", "verdict"], rows))
     return [section]
 
@@ -97,6 +105,10 @@ def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Se
     if memory_path.is_file():
         memory = json.loads(memory_path.read_text()).get("variants") or {}
         section = Section("Children's memory")
+        early = [label for label, sizes in memory.items() if "after" not in sizes]
+        if early:
+            section.add(paragraph(f"Stopped before a load ran: {', '.join(early)} (figures after warm-up only)."))
+        memory = {label: {**sizes, "after": sizes.get("after", sizes["warm"])} for label, sizes in memory.items()}
         labels = list(memory)
         out: list[str] = []
         with chart(f"{chart_prefix}-memory", "Per child after the loads: private (USS, the cost of one more child) and "

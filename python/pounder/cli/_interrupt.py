@@ -1,0 +1,99 @@
+"""SIGINT, SIGTERM and SIGHUP stop a command alike.
+
+While a command runs, SIGTERM and SIGHUP raise :class:`Stopped` (a ``KeyboardInterrupt``) in the
+main thread, as Ctrl-C does: every code path that keeps a partial result on Ctrl-C keeps it on
+them too, and every server is stopped by the ``finally`` blocks that already run on Ctrl-C. A
+signal the caller set to be ignored (``nohup``, a background job) stays ignored. The exit status
+says which one stopped the run: 143 for SIGTERM, 130 for SIGINT and SIGHUP.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+_received: list[int] = []
+_deferring: list[bool] = [False]
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (or SIGINT) arrived: handled as Ctrl-C is."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
+    if not _deferring[0]:
+        raise Stopped(signum)
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """While what was measured is written: a signal waits until the block ends, then stops the
+    command (so the files are whole)."""
+    seen = len(_received)
+    _deferring[0] = True
+    try:
+        yield
+    finally:
+        _deferring[0] = False
+    if len(_received) > seen:
+        raise Stopped(_received[seen])
+
+
+def _on_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """A :class:`Stopped` raised where Python cannot raise (e.g. in ``os.fork``'s after-fork hooks,
+    as a server starts) is ignored by Python: deliver the signal again a moment later, where it is
+    raised, instead of losing it (and print no traceback)."""
+    if isinstance(unraisable.exc_value, Stopped):
+        threading.Timer(0.01, os.kill, (os.getpid(), unraisable.exc_value.signum)).start()
+        return
+    _previous_hook[0](unraisable)
+
+
+_previous_hook = [sys.unraisablehook]
+
+
+@contextmanager
+def handled() -> Iterator[None]:
+    """Around one command: the three signals raise :class:`Stopped`; the handlers before are put back."""
+    _received.clear()
+    _deferring[0] = False
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.getsignal(signum) for signum in SIGNALS}
+    for signum, handler in previous.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(signum, _on_signal)
+    _previous_hook[0], sys.unraisablehook = sys.unraisablehook, _on_unraisable
+    try:
+        yield
+    finally:
+        sys.unraisablehook = _previous_hook[0]
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+
+def exit_code() -> int:
+    """The exit status of an interrupted command: 143 when the first signal was SIGTERM, else 130."""
+    return EXIT_TERMINATED if _received[:1] == [signal.SIGTERM] else EXIT_INTERRUPTED
+
+
+def cause() -> str:
+    """What stopped the command, for the message: ``SIGTERM``, ``SIGHUP`` or ``Ctrl-C``."""
+    if not _received or _received[0] == signal.SIGINT:
+        return "Ctrl-C"
+    return signal.Signals(_received[0]).name

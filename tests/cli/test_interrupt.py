@@ -1,0 +1,71 @@
+"""The signal handling every command runs under (pounder.cli._interrupt), with real signals sent
+to this process: SIGTERM and SIGHUP raise as Ctrl-C does, the exit status names the first one,
+a signal Python would swallow is delivered again, a signal while outputs are written waits, and
+a signal set to be ignored stays ignored."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from pounder.cli import _interrupt
+
+
+def wait_for_signal(seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+    pytest.fail("no signal raised")
+
+
+@pytest.mark.parametrize(("signum", "code", "cause"), [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM"),
+                                                       (signal.SIGHUP, 130, "SIGHUP")])
+def test_each_signal_raises_a_keyboard_interrupt_and_names_itself(signum: int, code: int, cause: str) -> None:
+    before = signal.getsignal(signum)
+    with pytest.raises(KeyboardInterrupt), _interrupt.handled():
+        os.kill(os.getpid(), signum)
+        wait_for_signal()
+    assert (_interrupt.exit_code(), _interrupt.cause()) == (code, cause)
+    assert signal.getsignal(signum) is before  # put back
+
+
+def test_a_signal_python_swallows_is_delivered_again() -> None:
+    """A signal whose handler runs inside ``__del__`` (as in os.fork's after-fork hooks) raises
+    where Python ignores exceptions: it must not be lost."""
+
+    class SignalledOnDelete:
+        def __del__(self) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):  # the handler runs in here; its exception is "ignored"
+                time.sleep(0.0001)
+
+    with pytest.raises(_interrupt.Stopped) as caught, _interrupt.handled():
+        SignalledOnDelete()  # deleted at once
+        wait_for_signal()
+    assert caught.value.signum == signal.SIGTERM
+    assert _interrupt.exit_code() == 143
+
+
+def test_a_signal_while_writing_waits_for_the_end_of_the_block() -> None:
+    written = []
+    with pytest.raises(_interrupt.Stopped), _interrupt.handled(), _interrupt.deferred():
+        os.kill(os.getpid(), signal.SIGHUP)
+        time.sleep(0.2)  # the handler has run by now, and did not raise
+        written.append("whole file")
+    assert written == ["whole file"]
+    assert _interrupt.cause() == "SIGHUP"
+
+
+def test_an_ignored_signal_stays_ignored() -> None:
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with _interrupt.handled():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN  # nohup: pounder runs on
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(0.1)
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)

@@ -1,0 +1,287 @@
+"""SIGINT, SIGTERM and SIGHUP sent to a real ``pounder`` process stop it alike: it writes
+everything measured, says so on one line, exits 130 (143 for SIGTERM) and leaves nothing
+running; what it wrote renders with ``pounder report``.
+
+Every signal is sent once the process has measured something (its own files say so), so the
+tests do not depend on timing; every load is bounded and every server stopped, also on failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+import pounder
+from pounder.servers import gunicorn_missing
+from support.schemas import validate
+
+PYTHON_DIR = Path(pounder.__file__).resolve().parents[1]
+APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
+EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 130}
+CAUSE = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
+SIGNALS = [pytest.param(signum, id=signum.name) for signum in EXIT]
+needs_gunicorn = pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
+
+
+def start(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
+    return subprocess.Popen([sys.executable, "-m", "pounder", *args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+
+
+def signal_when(proc: subprocess.Popen[str], ready: Callable[[], bool], signum: int,
+                timeout_s: float = 120.0) -> tuple[int, str, str]:
+    """Send ``signum`` once ``ready()``; (exit status, stdout, stderr). Kills the process on failure."""
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not ready():
+            if proc.poll() is not None:
+                out, err = proc.communicate()
+                pytest.fail(f"pounder ended ({proc.returncode}) before the signal:\n{out}\n{err}")
+            assert time.monotonic() < deadline, "nothing measured in time"
+            time.sleep(0.05)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, out, err
+
+
+def last_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def json_holds(path: Path, check: Callable[[Any], bool]) -> Callable[[], bool]:
+    def ready() -> bool:
+        try:
+            return check(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            return False
+
+    return ready
+
+
+def processes_mentioning(text: str) -> list[int]:
+    found = []
+    for proc in psutil.process_iter(["cmdline", "cwd"]):
+        try:
+            if text in " ".join(proc.info["cmdline"] or []) or text in (proc.info["cwd"] or ""):
+                found.append(proc.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
+def render(tmp_path: Path, *results: Path) -> str:
+    page = tmp_path / f"page-{len(list(tmp_path.glob('page-*')))}.html"
+    done = subprocess.run([sys.executable, "-m", "pounder", "report", *map(str, results), "-o", str(page)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return page.read_text()
+
+
+@pytest.fixture
+def public_dir() -> Iterator[Path]:
+    """A directory the servers' children can read (pytest's tmp_path may not be), removed after."""
+    path = Path(tempfile.mkdtemp(prefix="pounder-signal-test-", dir="/tmp"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        for pid in processes_mentioning(str(path)):
+            psutil.Process(pid).kill()
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# -- bench and compare -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("signum", SIGNALS)
+def test_bench_writes_every_output_and_the_count_is_exact(testserver: Any, tmp_path: Path,
+                                                          signum: signal.Signals) -> None:
+    pytest.importorskip("matplotlib")
+    srv = testserver(mode="ok", delay_ms=2)
+    json_path, csv_path, page = tmp_path / "o.json", tmp_path / "o.csv", tmp_path / "o.html"
+    proc = start("bench", srv.url + "/", "-c", "2", "-d", "30s", "--json", str(json_path), "--csv", str(csv_path),
+                 "--report", str(page))
+    code, out, err = signal_when(proc, lambda: srv.count(settle_s=0) >= 50, signum)
+
+    assert code == EXIT[signum], err
+    assert "Traceback" not in out + err
+    assert last_line(err) == (f"pounder: error: interrupted by {CAUSE[signum]}; the partial result is reported "
+                              f"above and written to {json_path}, {csv_path}, {page}")
+    document = json.loads(json_path.read_text())
+    validate(document, "bench-result")
+    assert document["interrupted"] is True
+    requests = document["requests"]
+    assert requests["complete"] >= 50 and requests["failed"] == 0
+    warmup = document["warmup"]
+    attempted = requests["complete"] + requests["failed"] + warmup["complete"] + warmup["failed"]
+    assert srv.count() == attempted  # the server's own count
+    assert csv_path.read_text().splitlines()[-1].startswith("100,")  # the percentiles of what was measured
+    assert "interrupted" in page.read_text()
+    assert "Interrupted:" in out
+
+
+def test_a_signal_while_the_outputs_are_written_waits_for_them(testserver: Any, tmp_path: Path) -> None:
+    """SIGTERM right after the run ends, as the files are being written: every file is whole."""
+    srv = testserver(mode="ok")
+    json_path = tmp_path / "o.json"
+    proc = start("bench", srv.url + "/", "-n", "200", "-c", "2", "--json", str(json_path), "-q")
+    code, _out, err = signal_when(proc, lambda: srv.count(settle_s=0) >= 200, signal.SIGTERM)
+    assert code in (0, 143, -signal.SIGTERM), err  # 0 or killed when it was already ending
+    assert "Traceback" not in err
+    document = json.loads(json_path.read_text())
+    assert document["requests"]["complete"] + document["requests"]["failed"] <= 200
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_compare_keeps_the_trials_done_and_they_render(testserver: Any, tmp_path: Path,
+                                                       signum: signal.Signals) -> None:
+    pytest.importorskip("matplotlib")
+    srv = testserver(mode="ok", delay_ms=5)
+    json_path, page = tmp_path / "c.json", tmp_path / "c.html"
+    proc = start("compare", srv.url + "/a", srv.url + "/b", "-c", "2", "-d", "1s", "--trials", "5",
+                 "--json", str(json_path), "--report", str(page))
+    # after the warm-ups and a counted trial of each, before the end: ratios exist, the plan is not done
+    code, out, err = signal_when(proc, json_holds(json_path, lambda d: len(d["trials"]) >= 4), signum)
+
+    assert code == EXIT[signum], err
+    assert last_line(err).startswith(f"pounder: error: interrupted by {CAUSE[signum]}; the partial result is")
+    document = json.loads(json_path.read_text())
+    validate(document, "compare")
+    assert document["interrupted"] is True and document["complete"] is False
+    assert srv.count() == sum(trial["complete"] + trial["failed"] for trial in document["trials"])
+    assert "Interrupted:     yes, after" in out
+    assert "interrupted" in page.read_text()
+    assert "interrupted" in render(tmp_path, json_path)
+
+
+def test_compare_stopped_before_any_trial_counted_renders(testserver: Any, tmp_path: Path) -> None:
+    """No trial counted yet: the ratios are null; the report says there is no figure (it was a
+    TypeError on None)."""
+    srv = testserver(mode="ok", delay_ms=5)
+    json_path = tmp_path / "c.json"
+    proc = start("compare", srv.url + "/a", srv.url + "/b", "-c", "2", "-d", "2s", "--json", str(json_path), "-q")
+    code, _out, err = signal_when(proc, json_holds(json_path, lambda d: len(d["trials"]) >= 1), signal.SIGTERM)
+    assert code == 143, err
+    document = json.loads(json_path.read_text())
+    assert document["comparisons"][0]["requests_per_s"]["ratio"] is None
+    assert "No trial was counted" in render(tmp_path, json_path)
+
+
+# -- run, tune, syscalls: servers pounder started or traces --------------------------------
+
+
+EXPERIMENT = """
+title = "two loads"
+[server]
+adapter = "gunicorn"
+app = "wsgi_app:app"
+pythonpath = "{apps}"
+workers = 2
+
+[[load]]
+connections = 2
+requests = 40
+trials = 3
+
+[[load]]
+connections = 2
+duration = "3s"
+trials = 5
+
+[[variant]]
+label = "cheap"
+path = "/"
+
+[[variant]]
+label = "costly"
+path = "/cpu?ms=2"
+"""
+
+
+@needs_gunicorn
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_run_writes_what_was_measured_and_stops_its_servers(public_dir: Path, signum: signal.Signals) -> None:
+    pytest.importorskip("matplotlib")
+    experiment = public_dir / "e.toml"
+    experiment.write_text(EXPERIMENT.format(apps=APPS_DIR))
+    results, page = public_dir / "results", public_dir / "r.html"
+    proc = start("run", str(experiment), "--results", str(results), "--report", str(page))
+    # the first load is done; the second one has a trial done
+    code, out, err = signal_when(proc, json_holds(results / "load-2.json", lambda d: len(d["trials"]) >= 1), signum)
+
+    assert code == EXIT[signum], err
+    assert "Traceback" not in out + err
+    assert last_line(err) == (f"pounder: error: interrupted by {CAUSE[signum]}; every server was stopped; what was "
+                              f"measured is in {results}")
+    validate(json.loads((results / "load-1.json").read_text()), "compare")
+    second = json.loads((results / "load-2.json").read_text())
+    validate(second, "compare")
+    assert second["interrupted"] is True
+    memory = json.loads((results / "memory.json").read_text())
+    validate(memory, "experiment")
+    assert memory["variants"]["cheap"]["after"]["children"] == 2
+    assert "interrupted after 2 of 2 loads" in out
+    assert (results / "summary.txt").read_text() == out
+    assert "Load 2" in page.read_text()
+    assert "Load 2" in render(public_dir, results)
+    assert not processes_mentioning(str(results)), "a server outlived pounder run"
+
+
+@needs_gunicorn
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_tune_says_how_to_resume_and_writes_its_report(public_dir: Path, signum: signal.Signals) -> None:
+    pytest.importorskip("matplotlib")
+    results, page = public_dir / "results", public_dir / "t.html"
+    proc = start("tune", "gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--quick", "--mrpc", "0,100",
+                 "--max-children", "4", "--results", str(results), "--report", str(page))
+    code, out, err = signal_when(proc, lambda: (results / "points" / "children-1.json").is_file(), signum)
+
+    assert code == EXIT[signum], err
+    assert "Traceback" not in out + err
+    assert last_line(err) == (f"pounder: error: interrupted by {CAUSE[signum]}; every server was stopped; what was "
+                              f"measured is in {results}; continue with: pounder tune --resume {results}")
+    assert f"pounder: report: {page}" in err
+    assert "children-1" in page.read_text() or "1 child" in page.read_text()
+    assert not (results / "recommendation.json").exists()
+    assert not processes_mentioning(str(results)), "a server outlived pounder tune"
+
+
+@needs_gunicorn
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_syscalls_stops_strace_and_the_server_runs_on(gunicorn_server: Any, tmp_path: Path) -> None:
+    server = gunicorn_server(workers=2)
+    log = tmp_path / "strace.log"
+    proc = start("syscalls", server.url + "/cpu?ms=5", "--server-pid", str(server.pid), "-n", "100000", "-c", "1",
+                 "--warmup", "0", "--log", str(log))
+    code, out, err = signal_when(proc, lambda: log.is_file() and log.stat().st_size > 10_000, signal.SIGTERM)
+
+    assert code == 143, err
+    assert last_line(err) == ("pounder: error: interrupted by SIGTERM; strace was stopped; a trace cut short is not "
+                              f"divided among requests, so nothing was counted; strace's own log is in {log}")
+    assert out == ""
+    deadline = time.monotonic() + 10
+    while processes_mentioning(str(log)):  # strace -o LOG ...
+        assert time.monotonic() < deadline, "strace outlived pounder syscalls"
+        time.sleep(0.1)
+    for pid in [server.pid, *server.children()]:  # detached: no tracer left on the server
+        status = Path(f"/proc/{pid}/status").read_text()
+        assert "TracerPid:\t0" in status, (pid, status)
