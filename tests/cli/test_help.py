@@ -1,0 +1,85 @@
+"""What ``pounder X --help`` and the usage errors show: flags without a ``<bool>`` placeholder,
+usage lines as ``pounder tune [OPTIONS] [SERVER] [TARGET]``, every positional argument described."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import typer
+
+from pounder.cli import app
+from support import cliutil
+from support.cliutil import assert_usage_error
+
+COMMANDS = ["bench", "compare", "mem", "tune", "run", "syscalls", "report"]
+USAGE = {
+    "bench": "pounder bench [OPTIONS] [URL]",
+    "compare": "pounder compare [OPTIONS] URL...",
+    "mem": "pounder mem [OPTIONS]",
+    "tune": "pounder tune [OPTIONS] [SERVER] [TARGET]",
+    "run": "pounder run [OPTIONS] EXPERIMENT.toml",
+    "syscalls": "pounder syscalls [OPTIONS] URL",
+    "report": "pounder report [OPTIONS] RESULT...",
+}
+PLACEHOLDER = re.compile(r"<(bool|str|int|list\[[a-z]+\])>")
+
+
+def _command(name: str) -> Any:
+    group: Any = typer.main.get_command(app)
+    return group.commands[name]
+
+
+def _help(*args: str) -> str:
+    code, out, err = cliutil.run_cli(*args, "--help")
+    assert code == 0 and err == "", err
+    return out
+
+
+def _flat(text: str) -> str:
+    """The help text without rich's box drawing, on one line."""
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", text).split())
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_help_shows_no_type_placeholders_and_a_plain_usage_line(name: str) -> None:
+    out = _help(name)
+    assert not PLACEHOLDER.search(out), PLACEHOLDER.search(out)
+    usage = next(line.strip() for line in out.splitlines() if "Usage:" in line)
+    assert usage == f"Usage: {USAGE[name]}"
+    assert "[[" not in usage and "{" not in usage
+    flat = _flat(out)
+    assert "--help Show this message and exit." in flat
+    if name in ("bench", "report", "compare", "tune"):  # a flag of the command's own: no placeholder either
+        flag = {"bench": "--quiet -q", "report": "--open", "compare": "--no-warmup", "tune": "--quick"}[name]
+        assert re.search(re.escape(flag) + r" [A-Z]", flat), flat
+
+
+def test_the_group_help_shows_flags_plainly() -> None:
+    flat = _flat(_help())
+    assert "--version Print the version and exit." in flat
+    assert not PLACEHOLDER.search(flat)
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_positional_argument_is_described(name: str) -> None:
+    flat = _flat(_help(name))
+    arguments = [param for param in _command(name).params if param.param_type_name == "argument"]
+    for param in arguments:
+        assert param.help, param.name
+        assert f"{param.metavar} {param.help}"[:60] in flat, (param.metavar, flat)
+    assert bool(arguments) == (name != "mem")
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["compare"], "Missing argument 'URL...'"),
+    (["syscalls"], "Missing argument 'URL'"),
+    (["run"], "Missing argument 'EXPERIMENT.toml'"),
+    (["report"], "Missing argument 'RESULT...'"),
+    (["tune", "gunicorn", "app:app", "extra"], "Got unexpected extra argument"),
+    (["bench", "--quiet=yes", "http://127.0.0.1:9/"], "Option '--quiet' does not take a value"),
+])  # fmt: skip
+def test_usage_errors_name_arguments_plainly(args: list[str], fragment: str) -> None:
+    line = assert_usage_error(*cliutil.run_cli(*args), fragment)
+    assert "[[" not in line and "{" not in line and not PLACEHOLDER.search(line)
