@@ -1,14 +1,17 @@
 """What ``pounder X --help`` and the usage errors show: flags without a ``<bool>`` placeholder,
-usage lines as ``pounder tune [OPTIONS] [SERVER] [TARGET]``, every positional argument described."""
+usage lines as ``pounder tune [OPTIONS] [SERVER] [TARGET]``, every positional argument described;
+the ``-t`` warning."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import pytest
 import typer
 
+from pounder._units import available_cpus
 from pounder.cli import app
 from support import cliutil
 from support.cliutil import assert_usage_error
@@ -83,3 +86,35 @@ def test_every_positional_argument_is_described(name: str) -> None:
 def test_usage_errors_name_arguments_plainly(args: list[str], fragment: str) -> None:
     line = assert_usage_error(*cliutil.run_cli(*args), fragment)
     assert "[[" not in line and "{" not in line and not PLACEHOLDER.search(line)
+
+
+def _many_threads() -> int:
+    return max(30, 2 * available_cpus() + 1)
+
+
+def test_many_threads_warn_that_t_is_not_a_time_limit(testserver: Any) -> None:
+    srv = testserver()
+    threads = _many_threads()
+    code, out, err = cliutil.run_cli("bench", f"{srv.url}/", "-n", "20", "-c", "2", "-t", str(threads),
+                                     "--json", "-")  # fmt: skip
+    assert code == 0, err
+    assert err.splitlines() == [f"pounder: warning: -t {threads} is threads (the CPUs here: {available_cpus()}); "
+                                f"for a time limit use -d {threads}s"]  # fmt: skip
+    result = json.loads(out)
+    assert result["requests"]["complete"] == 20  # it still ran, as given (threads lowered to the connections)
+    assert srv.count() == 20
+
+
+@pytest.mark.parametrize("threads", ["2", str(2 * available_cpus())])
+def test_few_threads_do_not_warn(testserver: Any, threads: str) -> None:
+    srv = testserver()
+    code, _, err = cliutil.run_cli("bench", f"{srv.url}/", "-n", "20", "-c", "2", "-t", threads, "-q")
+    assert code == 0 and err == "", err
+
+
+def test_compare_warns_about_threads_too() -> None:
+    # a usage error found later (one URL) comes after the warning; nothing is sent
+    code, out, err = cliutil.run_cli("compare", "http://127.0.0.1:9/", "-t", str(_many_threads()))
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    assert [line.split(":")[1] for line in lines] == [" warning", " error"], err

@@ -24,6 +24,13 @@ def print_error(message: str) -> None:
     sys.stderr.flush()
 
 
+def print_warning(message: str) -> None:
+    """Print ``pounder: warning: <message>`` on one line to stderr (the command goes on)."""
+    line = " ".join(message.split())
+    sys.stderr.write(f"pounder: warning: {line}\n")
+    sys.stderr.flush()
+
+
 class _Argument(TyperArgument):
     """A positional argument shown by its metavar alone: ``URL``, ``[SERVER]``, ``RESULT...``
     in the usage line (typer writes ``{URL}`` and ``{RESULT...}...``), no type in --help."""

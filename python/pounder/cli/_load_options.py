@@ -12,7 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Annotated, Any
 
-from pounder.cli._common import option
+from pounder._errors import UsageError
+from pounder._units import available_cpus, count_in_range
+from pounder.cli._common import option, print_warning
 from pounder.load import LoadOptions
 
 # name: (flags, metavar, help)
@@ -98,6 +100,21 @@ def load_options(values: Mapping[str, Any]) -> LoadOptions:
     return LoadOptions(**given)
 
 
+def warn_many_threads(threads: int | str | None) -> None:
+    """ab's -t is a time limit, pounder's the engine threads: ``-t 30`` far above the CPUs (more
+    than twice as many) is most likely meant as 30 s, so say so on stderr; the run goes on as given.
+    A value that cannot be read is left to the library's one error line."""
+    if threads is None:
+        return
+    try:
+        count = count_in_range(threads, "-t/--threads", 1, 1 << 30)
+    except UsageError:
+        return
+    cpus = available_cpus()
+    if count > 2 * cpus:
+        print_warning(f"-t {count} is threads (the CPUs here: {cpus}); for a time limit use -d {count}s")
+
+
 def takes_load_options(*declared: inspect.Parameter) -> Callable[[Command], Command]:
     """A command whose keyword-only parameter ``load: LoadOptions`` stands for the ``declared``
     load parameters: typer shows those options in its place, the command gets their values as one
@@ -110,6 +127,7 @@ def takes_load_options(*declared: inspect.Parameter) -> Callable[[Command], Comm
         @functools.wraps(command)
         def run(**values: Any) -> None:
             load = load_options({name: values.pop(name) for name in names})
+            warn_many_threads(load.threads)
             command(load=load, **values)
 
         parameters = [item for parameter in signature.parameters.values()
