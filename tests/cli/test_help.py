@@ -1,6 +1,6 @@
 """What ``pounder X --help`` and the usage errors show: flags without a ``<bool>`` placeholder,
 usage lines as ``pounder tune [OPTIONS] [SERVER] [TARGET]``, every positional argument described;
-the ``-t`` warning."""
+one spelling of each option across commands (the old ones still work); the ``-t`` warning."""
 
 from __future__ import annotations
 
@@ -118,3 +118,58 @@ def test_compare_warns_about_threads_too() -> None:
     assert code == 2 and out == ""
     lines = err.splitlines()
     assert [line.split(":")[1] for line in lines] == [" warning", " error"], err
+
+
+@pytest.mark.parametrize(("flag", "closes"), [("--no-keepalive", True), ("--keepalive", False), (None, False)])
+def test_bench_keepalive_pair(testserver: Any, flag: str | None, closes: bool) -> None:
+    srv = testserver()
+    args = ["bench", f"{srv.url}/", "-n", "20", "-c", "2", "-q", *([flag] if flag else [])]
+    code, _, err = cliutil.run_cli(*args)
+    assert code == 0 and err == "", err
+    stats = srv.stats()
+    assert stats["requests"] == 20
+    assert stats["connections"] == 20 if closes else stats["connections"] <= 2
+
+
+@pytest.mark.parametrize("command", ["compare", "syscalls"])
+@pytest.mark.parametrize("flag", ["--keepalive", "--no-keepalive"])
+def test_compare_and_syscalls_take_both_keepalive_flags(command: str, flag: str) -> None:
+    urls = ["https://127.0.0.1:9/"] + (["http://127.0.0.1:9/b"] if command == "compare" else [])
+    assert_usage_error(*cliutil.run_cli(command, flag, *urls), "https is not supported")
+
+
+@pytest.mark.parametrize("command", ["bench", "compare", "syscalls"])
+def test_keepalive_is_one_pair_in_every_help(command: str) -> None:
+    assert "--keepalive --no-keepalive Keep connections open between requests" in _flat(_help(command))
+
+
+def test_mem_help_names_the_server_options() -> None:
+    flat = _flat(_help("mem"))
+    for flag in ("--server-pid", "--server-pidfile", "--server-name"):
+        assert f"{flag} " in flat
+    for old in ("--pid ", "--pidfile ", "--name "):
+        assert old not in flat  # hidden aliases
+
+
+@pytest.mark.parametrize("spelling", ["new", "old"])
+def test_mem_finds_a_real_gunicorn_by_either_spelling(gunicorn_server: Any, spelling: str) -> None:
+    srv = gunicorn_server(workers=2, preload=True)
+    for flag, value in (("pid", str(srv.pid)), ("pidfile", str(srv.pidfile)), ("name", str(srv.pidfile.parent))):
+        option = f"--server-{flag}" if spelling == "new" else f"--{flag}"
+        code, out, err = cliutil.run_cli("mem", option, value, "--json", "-")
+        assert code == 0 and err == "", (option, err)
+        found = json.loads(out)
+        assert found["target"]["pid"] == srv.pid, (option, found["target"])
+        assert len(found["processes"]) == 3  # the parent and its 2 workers
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--server-pid", "1", "--pid", "1"], "give exactly one of --server-pid, --server-pidfile and --server-name "
+                                          "(got --server-pid and --pid)"),
+    (["--pid", "0"], "invalid --pid '0'"),
+    (["--server-pid", "0"], "invalid --server-pid '0'"),
+    (["--name", "pounder-no-such-process-4711"], "no process matches --name"),
+    (["--server-name", "pounder-no-such-process-4711"], "no process matches --server-name"),
+])  # fmt: skip
+def test_mem_errors_name_the_flag_given(args: list[str], fragment: str) -> None:
+    assert_usage_error(*cliutil.run_cli("mem", *args), fragment)

@@ -38,9 +38,9 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
     "max_in_flight": (("--max-in-flight",), "N",
                       "Open loop only: the cap on requests in flight (same as -c in open loop), default 1000. A "
                       "request whose time comes while the cap is reached is counted as unsent."),
-    "no_keepalive": (("--no-keepalive",), None, "A new connection for every request (sends Connection: close)."),
-    "keepalive": (("--keepalive",), None,
-                  "Keep connections open between requests (default: off, a new connection for every request)."),
+    "keepalive": (("--keepalive/--no-keepalive",), None,
+                  "Keep connections open between requests (--keepalive) or open a new one for every request "
+                  "(--no-keepalive, sends Connection: close)."),
     "calls_per_conn": (("--calls-per-conn",), "N", "Close each connection after N responses (0 = never, the default)."),
     "throttle": (("--throttle",), "BANDWIDTH",
                  "Read responses slowly, per connection: 33.6kbps, 1Mbps, 56kbit (bits, k = 1000), 4KB/s (bytes), "
@@ -88,11 +88,9 @@ def load_parameter(name: str, panel: str, default: str = "", *, help: str | None
 
 def load_options(values: Mapping[str, Any]) -> LoadOptions:
     """The :class:`~pounder.LoadOptions` of a command's load parameters: those it offers, with
-    ``no_keepalive``, ``header`` and ``cookie`` read as ``keepalive``, ``headers`` and ``cookies``;
-    those it does not offer keep the library's defaults."""
+    ``header`` and ``cookie`` read as ``headers`` and ``cookies``; those it does not offer keep the
+    library's defaults."""
     given = {name: value for name, value in values.items() if name in _FIELDS}
-    if "no_keepalive" in values:
-        given["keepalive"] = not values["no_keepalive"]
     if "header" in values:
         given["headers"] = values["header"] or ()
     if "cookie" in values:

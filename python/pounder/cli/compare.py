@@ -195,7 +195,8 @@ def _check_chart(path: str | None) -> str | None:
     load_parameter("duration", _LOAD, "Default 5s when neither -n nor -d is given."),
     load_parameter("threads", _LOAD),
     load_parameter("rate", _LOAD, "Length: -d, else -n divided by the rate, else 5s."),
-    *(load_parameter(name, _LOAD) for name in ("no_keepalive", "timeout", "allow_remote")),
+    load_parameter("keepalive", _LOAD, "Default: on.", value=True),
+    *(load_parameter(name, _LOAD) for name in ("timeout", "allow_remote")),
 )
 def compare_command(
     urls: Annotated[list[str], URLS],
