@@ -36,7 +36,7 @@ def assert_error(code: int, stdout: str, stderr: str, fragment: str, expected_co
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        ([], "Missing argument 'URL'"),
+        ([], "Missing argument 'URL...'"),
         ([A], "compare needs at least 2 URLs, got 1"),
         ([A, "https://127.0.0.1/"], "https is not supported yet"),
         ([A, "not-a-url"], "expected http://HOST[:PORT]/PATH"),

@@ -19,14 +19,14 @@ def _options(command: str) -> dict[str, str]:
             for name in param.opts}  # fmt: skip
 
 
-@pytest.mark.parametrize("flag", ["-c", "-t", "--rate", "--no-keepalive", "--timeout", "--allow-remote"])
+@pytest.mark.parametrize("flag", ["-c", "-t", "--rate", "--keepalive", "--timeout", "--allow-remote"])
 def test_bench_and_compare_share_the_help(flag: str) -> None:
     bench, compare = _options("bench")[flag], _options("compare")[flag]
     shared = bench.split(" Length:")[0]
     assert compare.startswith(shared), (bench, compare)
 
 
-@pytest.mark.parametrize("flag", ["--timeout"])
+@pytest.mark.parametrize("flag", ["--timeout", "--keepalive"])
 def test_syscalls_shares_the_help(flag: str) -> None:
     """(syscalls' -d has a text of its own: -n always applies there, so -d is only a cap.)"""
     bench, syscalls = _options("bench")[flag], _options("syscalls")[flag]

@@ -61,7 +61,7 @@ def dead_pid() -> int:
 def test_table_and_totals(trees: TreeFactory) -> None:
     tree = trees.start(mb=40)
     kids = tree.spawn(3)
-    code, out, err = run_cli("--pid", str(tree.pid), "--ram", "4G")
+    code, out, err = run_cli("--server-pid", str(tree.pid), "--ram", "4G")
     assert code == 0 and err == "", err
     rows = parse_rows(out)
     assert [(int(r["pid"]), r["role"]) for r in rows] == [(tree.pid, "parent")] + [(k, "child") for k in sorted(kids)]
@@ -91,7 +91,7 @@ def test_table_and_totals(trees: TreeFactory) -> None:
 def test_json_to_stdout_follows_the_schema(trees: TreeFactory, tmp_path: Path) -> None:
     tree = trees.start(mb=40)
     tree.spawn(2)
-    code, out, err = run_cli("--pidfile", _pidfile(tmp_path, tree.pid), "--json", "-")
+    code, out, err = run_cli("--server-pidfile", _pidfile(tmp_path, tree.pid), "--json", "-")
     assert code == 0, err
     data = json.loads(out)  # nothing but the JSON on stdout
     jsonschema.validate(data, SCHEMA)
@@ -108,7 +108,7 @@ def test_json_to_stdout_follows_the_schema(trees: TreeFactory, tmp_path: Path) -
 def test_json_file_and_the_table(trees: TreeFactory, tmp_path: Path) -> None:
     tree = trees.start()
     path = tmp_path / "mem.json"
-    code, out, err = run_cli("--pid", str(tree.pid), "--json", str(path))
+    code, out, err = run_cli("--server-pid", str(tree.pid), "--json", str(path))
     assert code == 0, err
     data = json.loads(path.read_text())
     jsonschema.validate(data, SCHEMA)
@@ -125,52 +125,55 @@ def _pidfile(tmp_path: Path, content: int | str) -> str:
 
 def test_no_such_pid() -> None:
     pid = dead_pid()
-    assert_usage_error(*run_cli("--pid", str(pid)), f"no process with pid {pid}")
+    assert_usage_error(*run_cli("--server-pid", str(pid)), f"no process with pid {pid}")
 
 
 def test_pidfile_with_garbage(tmp_path: Path) -> None:
     path = _pidfile(tmp_path, "not a pid")
-    line = assert_usage_error(*run_cli("--pidfile", path), "does not contain a process id")
+    line = assert_usage_error(*run_cli("--server-pidfile", path), "does not contain a process id")
     assert path in line
 
 
 def test_pidfile_of_a_dead_process(tmp_path: Path) -> None:
     pid = dead_pid()
     path = _pidfile(tmp_path, pid)
-    assert_usage_error(*run_cli("--pidfile", path), f"pidfile {path}: no process with pid {pid} (stale pid file?)")
+    assert_usage_error(*run_cli("--server-pidfile", path),
+                       f"pidfile {path}: no process with pid {pid} (stale pid file?)")
 
 
 def test_missing_pidfile(tmp_path: Path) -> None:
-    assert_usage_error(*run_cli("--pidfile", str(tmp_path / "none.pid")), "none.pid does not exist")
+    assert_usage_error(*run_cli("--server-pidfile", str(tmp_path / "none.pid")), "none.pid does not exist")
 
 
 def test_name(trees: TreeFactory) -> None:
     tree = trees.start()
     tree.spawn(2)
-    code, out, err = run_cli("--name", tree.marker, "--ram", "1G")
+    code, out, err = run_cli("--server-name", tree.marker, "--ram", "1G")
     assert code == 0, err
     assert f"(pid {tree.pid}, found by name '{tree.marker}')" in out.splitlines()[0]
     assert [r["role"] for r in parse_rows(out)] == ["parent", "child", "child"]
-    assert_usage_error(*run_cli("--name", "pounder-nothing-" + os.urandom(4).hex()), "no process matches --name")
+    assert_usage_error(*run_cli("--server-name", "pounder-nothing-" + os.urandom(4).hex()),
+                       "no process matches --server-name")
     twin = trees.start(marker=tree.marker)
-    line = assert_usage_error(*run_cli("--name", tree.marker), "matches 2 separate process trees")
+    line = assert_usage_error(*run_cli("--server-name", tree.marker), "matches 2 separate process trees")
     assert str(tree.pid) in line and str(twin.pid) in line
 
 
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        ([], "give exactly one of --pid, --pidfile and --name"),
-        (["--pid", "1", "--name", "x"], "give exactly one of --pid, --pidfile and --name (got --pid and --name)"),
-        (["--pid", "abc"], "invalid --pid 'abc'"),
-        (["--pid", "0"], "invalid --pid '0'"),
-        (["--pid", "1", "--ram", "lots"], "invalid --ram 'lots'"),
-        (["--pid", "1", "--ram", "4"], "less than 1 MiB"),
-        (["--pid", "1", "--count", "2"], "--count needs --watch"),
-        (["--pid", "1", "--watch", "2s", "--count", "0"], "invalid --count '0'"),
-        (["--pid", "1", "--watch", "soon"], "invalid --watch 'soon'"),
-        (["--pid", "1", "--watch", "1s", "--json", "-"], "--json - cannot be combined with --watch"),
-        (["--pid", "1", "--json", "/nonexistent-dir/x.json"], "directory /nonexistent-dir does not exist"),
+        ([], "give exactly one of --server-pid, --server-pidfile and --server-name"),
+        (["--server-pid", "1", "--server-name", "x"],
+         "give exactly one of --server-pid, --server-pidfile and --server-name (got --server-pid and --server-name)"),
+        (["--server-pid", "abc"], "invalid --server-pid 'abc'"),
+        (["--server-pid", "0"], "invalid --server-pid '0'"),
+        (["--server-pid", "1", "--ram", "lots"], "invalid --ram 'lots'"),
+        (["--server-pid", "1", "--ram", "4"], "less than 1 MiB"),
+        (["--server-pid", "1", "--count", "2"], "--count needs --watch"),
+        (["--server-pid", "1", "--watch", "2s", "--count", "0"], "invalid --count '0'"),
+        (["--server-pid", "1", "--watch", "soon"], "invalid --watch 'soon'"),
+        (["--server-pid", "1", "--watch", "1s", "--json", "-"], "--json - cannot be combined with --watch"),
+        (["--server-pid", "1", "--json", "/nonexistent-dir/x.json"], "directory /nonexistent-dir does not exist"),
     ],
 )
 def test_bad_input(args: list[str], fragment: str) -> None:
@@ -181,7 +184,7 @@ def test_watch_with_count(trees: TreeFactory, tmp_path: Path) -> None:
     tree = trees.start()
     tree.spawn(1)
     path = tmp_path / "last.json"
-    code, out, err = run_cli("--pid", str(tree.pid), "--watch", "100ms", "--count", "3", "--json", str(path))
+    code, out, err = run_cli("--server-pid", str(tree.pid), "--watch", "100ms", "--count", "3", "--json", str(path))
     assert code == 0, err
     assert out.count("Footprint (sum of PSS):") == 3
     assert len(parse_rows(out)) == 6
@@ -191,7 +194,7 @@ def test_watch_with_count(trees: TreeFactory, tmp_path: Path) -> None:
 def test_short_lived_children_are_skipped_not_errors(trees: TreeFactory) -> None:
     tree = trees.start(mode="churn")
     for _ in range(15):
-        code, out, err = run_cli("--pid", str(tree.pid))
+        code, out, err = run_cli("--server-pid", str(tree.pid))
         assert code == 0, err
         skipped = [line for line in out.splitlines() if line.startswith("Skipped:")]
         assert len(skipped) <= 1
@@ -203,7 +206,7 @@ def test_ctrl_c_stops_watch_with_status_0(trees: TreeFactory) -> None:
     tree = trees.start()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pounder", "mem", "--pid", str(tree.pid), "--watch", "100ms"],
+        [sys.executable, "-m", "pounder", "mem", "--server-pid", str(tree.pid), "--watch", "100ms"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -21,7 +21,14 @@ from typer.core import TyperGroup
 from pounder._errors import PounderError, UsageError
 from pounder._version import __version__
 from pounder.cli import _interrupt
-from pounder.cli._common import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, print_error
+from pounder.cli._common import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    PlainHelpGroup,
+    PounderCommand,
+    print_error,
+)
 from pounder.cli.bench import BENCH_HELP, bench_command
 from pounder.cli.compare import COMPARE_HELP, compare_command
 from pounder.cli.mem import MEM_HELP, mem_command
@@ -66,7 +73,7 @@ def _run(group: TyperGroup, args: Sequence[str] | None, prog_name: str | None, *
     return outcome if isinstance(outcome, int) else 0
 
 
-class PounderGroup(TyperGroup):
+class PounderGroup(PlainHelpGroup):
     """A typer group whose errors are one line and exit 2 (see the module docstring)."""
 
     def main(  # type: ignore[override]
@@ -109,13 +116,16 @@ def _root(
     """Benchmark pre-forking web servers."""
 
 
-app.command("bench", help=BENCH_HELP)(bench_command)
-app.command("compare", help=COMPARE_HELP)(compare_command)
-app.command("mem", help=MEM_HELP)(mem_command)
-app.command("syscalls", help=SYSCALLS_HELP)(syscalls_command)
-app.command("tune", help=TUNE_HELP)(tune_command)
-app.command("run", help=RUN_HELP)(run_command)
-app.command("report", help=REPORT_HELP)(report_command)
+for _name, _help, _command in (
+    ("bench", BENCH_HELP, bench_command),
+    ("compare", COMPARE_HELP, compare_command),
+    ("mem", MEM_HELP, mem_command),
+    ("syscalls", SYSCALLS_HELP, syscalls_command),
+    ("tune", TUNE_HELP, tune_command),
+    ("run", RUN_HELP, run_command),
+    ("report", REPORT_HELP, report_command),
+):
+    app.command(_name, help=_help, cls=PounderCommand)(_command)
 
 
 def main() -> None:

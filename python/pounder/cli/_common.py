@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import typer
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from pounder._errors import PounderError, UsageError
 from pounder.cli import _interrupt
@@ -32,6 +33,58 @@ def interrupted(kept: str) -> typer.Exit:
     measured is), and the exit to raise (130, or 143 for SIGTERM)."""
     print_error(f"interrupted by {_interrupt.cause()}; {kept}")
     return typer.Exit(_interrupt.exit_code())
+
+
+def print_warning(message: str) -> None:
+    """Print ``pounder: warning: <message>`` on one line to stderr (the command goes on)."""
+    line = " ".join(message.split())
+    sys.stderr.write(f"pounder: warning: {line}\n")
+    sys.stderr.flush()
+
+
+class _Argument(TyperArgument):
+    """A positional argument shown by its metavar alone: ``URL``, ``[SERVER]``, ``RESULT...``
+    in the usage line (typer writes ``{URL}`` and ``{RESULT...}...``), no type in --help."""
+
+    def get_usage_pieces(self, ctx: Any) -> list[str]:
+        name = self.metavar or (self.name or "").upper()
+        if self.nargs != 1 and not name.endswith("..."):
+            name += "..."
+        return [name if self.required else f"[{name}]"]
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+
+class _Option(TyperOption):
+    """An option whose flags (``--quiet``, ``--help``) show no value placeholder such as ``<bool>``."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        if self.is_flag or self.count:
+            return None
+        return super().display_type_rich(ctx)  # type: ignore[no-any-return,unused-ignore]
+
+
+class _PlainHelp:
+    """Every command's parameters (its --help included) as :class:`_Argument` and :class:`_Option`:
+    typer builds them itself, so their class is set where click collects them."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params: list[Any] = super().get_params(ctx)  # type: ignore[misc]
+        for param in params:
+            if type(param) is TyperArgument:
+                param.__class__ = _Argument
+            elif type(param) is TyperOption:
+                param.__class__ = _Option
+        return params
+
+
+class PounderCommand(_PlainHelp, TyperCommand):
+    """The class of every subcommand (``app.command(..., cls=PounderCommand)``)."""
+
+
+class PlainHelpGroup(_PlainHelp, TyperGroup):
+    """The base of the ``pounder`` group: its --version and --help are flags like the commands'."""
 
 
 def option(*names: str, panel: str, metavar: str | None = None, help: str) -> Any:  # noqa: A002

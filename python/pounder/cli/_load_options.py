@@ -12,7 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Annotated, Any
 
-from pounder.cli._common import option
+from pounder._errors import UsageError
+from pounder._units import available_cpus, count_in_range
+from pounder.cli._common import option, print_warning
 from pounder.load import LoadOptions
 
 # name: (flags, metavar, help)
@@ -36,9 +38,9 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
     "max_in_flight": (("--max-in-flight",), "N",
                       "Open loop only: the cap on requests in flight (same as -c in open loop), default 1000. A "
                       "request whose time comes while the cap is reached is counted as unsent."),
-    "no_keepalive": (("--no-keepalive",), None, "A new connection for every request (sends Connection: close)."),
-    "keepalive": (("--keepalive",), None,
-                  "Keep connections open between requests (default: off, a new connection for every request)."),
+    "keepalive": (("--keepalive/--no-keepalive",), None,
+                  "Keep connections open between requests (--keepalive) or open a new one for every request "
+                  "(--no-keepalive, sends Connection: close)."),
     "calls_per_conn": (("--calls-per-conn",), "N", "Close each connection after N responses (0 = never, the default)."),
     "throttle": (("--throttle",), "BANDWIDTH",
                  "Read responses slowly, per connection: 33.6kbps, 1Mbps, 56kbit (bits, k = 1000), 4KB/s (bytes), "
@@ -86,16 +88,29 @@ def load_parameter(name: str, panel: str, default: str = "", *, help: str | None
 
 def load_options(values: Mapping[str, Any]) -> LoadOptions:
     """The :class:`~pounder.LoadOptions` of a command's load parameters: those it offers, with
-    ``no_keepalive``, ``header`` and ``cookie`` read as ``keepalive``, ``headers`` and ``cookies``;
-    those it does not offer keep the library's defaults."""
+    ``header`` and ``cookie`` read as ``headers`` and ``cookies``; those it does not offer keep the
+    library's defaults."""
     given = {name: value for name, value in values.items() if name in _FIELDS}
-    if "no_keepalive" in values:
-        given["keepalive"] = not values["no_keepalive"]
     if "header" in values:
         given["headers"] = values["header"] or ()
     if "cookie" in values:
         given["cookies"] = values["cookie"] or ()
     return LoadOptions(**given)
+
+
+def warn_many_threads(threads: int | str | None) -> None:
+    """ab's -t is a time limit, pounder's the engine threads: ``-t 30`` far above the CPUs (more
+    than twice as many) is most likely meant as 30 s, so say so on stderr; the run goes on as given.
+    A value that cannot be read is left to the library's one error line."""
+    if threads is None:
+        return
+    try:
+        count = count_in_range(threads, "-t/--threads", 1, 1 << 30)
+    except UsageError:
+        return
+    cpus = available_cpus()
+    if count > 2 * cpus:
+        print_warning(f"-t {count} is threads (the CPUs here: {cpus}); for a time limit use -d {count}s")
 
 
 def takes_load_options(*declared: inspect.Parameter) -> Callable[[Command], Command]:
@@ -110,6 +125,7 @@ def takes_load_options(*declared: inspect.Parameter) -> Callable[[Command], Comm
         @functools.wraps(command)
         def run(**values: Any) -> None:
             load = load_options({name: values.pop(name) for name in names})
+            warn_many_threads(load.threads)
             command(load=load, **values)
 
         parameters = [item for parameter in signature.parameters.values()

@@ -114,8 +114,9 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
     load_parameter("rate", _LOAD, "Length: -d, else -n divided by the rate, else 10s."),
     load_parameter("stages", _LOAD),
     load_parameter("max_in_flight", _LOAD),
-    *(load_parameter(name, _HTTP) for name in ("no_keepalive", "calls_per_conn", "throttle", "method", "body",
-                                              "content_type", "header", "cookie", "auth", "timeout", "allow_remote")),
+    load_parameter("keepalive", _HTTP, "Default: on.", value=True),
+    *(load_parameter(name, _HTTP) for name in ("calls_per_conn", "throttle", "method", "body", "content_type",
+                                              "header", "cookie", "auth", "timeout", "allow_remote")),
 )  # fmt: skip
 def bench_command(
     url: Annotated[Text, URL_ARG] = None,

@@ -70,7 +70,7 @@ COMPARE_HELP = "\n\n".join(
 Text = str | None
 
 # fmt: off
-URLS = typer.Argument(metavar="URL", help="Two or more http:// URLs to compare.", show_default=False)
+URLS = typer.Argument(metavar="URL...", help="Two or more http:// URLs to compare.", show_default=False)
 LABEL = option("--label", panel=_TRIALS, metavar="NAME", help=(
     "A name for each URL, in order (repeat once per URL). Default: the URL's path (host:port/path when two "
     "paths are alike)."))
@@ -197,7 +197,8 @@ def _check_chart(path: str | None) -> str | None:
     load_parameter("duration", _LOAD, "Default 5s when neither -n nor -d is given."),
     load_parameter("threads", _LOAD),
     load_parameter("rate", _LOAD, "Length: -d, else -n divided by the rate, else 5s."),
-    *(load_parameter(name, _LOAD) for name in ("no_keepalive", "timeout", "allow_remote")),
+    load_parameter("keepalive", _LOAD, "Default: on.", value=True),
+    *(load_parameter(name, _LOAD) for name in ("timeout", "allow_remote")),
 )
 def compare_command(
     urls: Annotated[list[str], URLS],

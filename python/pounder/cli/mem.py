@@ -12,11 +12,15 @@ import sys
 import time
 from typing import TYPE_CHECKING, Annotated
 
+import typer
+
 from pounder._errors import PounderError, UsageError
 from pounder._files import STDOUT, check_output_path, write_output
 from pounder._units import parse_duration, parse_pid, parse_ram
 from pounder.cli._common import json_option, option, whole_number
 from pounder.procs import (
+    MEM_OPTIONS,
+    SERVER_OPTIONS,
     MaxClients,
     NoChildrenError,
     PoolSnapshot,
@@ -50,12 +54,14 @@ Text = str | None
 
 
 # fmt: off
-PID = option("--pid", panel=_WHICH, metavar="PID", help="The server's parent process.")
-PIDFILE = option("--pidfile", panel=_WHICH, metavar="PATH", help=(
+SERVER_PID = option("--server-pid", panel=_WHICH, metavar="PID", help="The server's parent process.")
+SERVER_PIDFILE = option("--server-pidfile", panel=_WHICH, metavar="FILE", help=(
     "A file holding the parent's pid (Apache's PidFile, gunicorn --pid, Starman --pid)."))
-NAME = option("--name", panel=_WHICH, metavar="TEXT", help=(
+SERVER_NAME = option("--server-name", panel=_WHICH, metavar="TEXT", help=(
     "Part of the process name or command line; the top-most matching process is the parent. Several separate "
     "matching trees is an error listing their pids."))
+# The spellings of pounder 0.1 (--pid, --pidfile, --name), still accepted; not shown.
+OLD_PID, OLD_PIDFILE, OLD_NAME = (typer.Option(flag, hidden=True) for flag in MEM_OPTIONS)
 RAM = option("--ram", panel=_OUT, metavar="SIZE", help=(
     "RAM budget for MaxClients: 512M, 4G, 1.5GiB (k/M/G/T are powers of 1024). Default: MemAvailable + the "
     "server's footprint."))
@@ -73,17 +79,22 @@ def _watch(text: str) -> float:
     return interval
 
 
-def _target(pid: Text, pidfile: Text, name: Text) -> ServerTarget:
-    given = [flag for flag, value in (("--pid", pid), ("--pidfile", pidfile), ("--name", name)) if value is not None]
-    if len(given) != 1:
-        got = f" (got {' and '.join(given)})" if given else ""
-        raise UsageError(f"give exactly one of --pid, --pidfile and --name{got}")
-    if pid is not None:
-        return find_server(pid=parse_pid(pid, "--pid"))
-    if pidfile is not None:
-        return find_server(pidfile=pidfile)
-    assert name is not None
-    return find_server(name=name)
+def _target(given: dict[str, Text]) -> ServerTarget:
+    """The server named by exactly one of the options ``given`` (flag: value; --server-* or
+    the old spellings)."""
+    named = [flag for flag, value in given.items() if value is not None]
+    if len(named) != 1:
+        got = f" (got {' and '.join(named)})" if named else ""
+        raise UsageError(f"give exactly one of --server-pid, --server-pidfile and --server-name{got}")
+    flag = named[0]
+    value = given[flag]
+    assert value is not None
+    options = SERVER_OPTIONS if flag in SERVER_OPTIONS else MEM_OPTIONS  # messages name the flag typed
+    if flag == options[0]:
+        return find_server(pid=parse_pid(value, flag), options=options)
+    if flag == options[1]:
+        return find_server(pidfile=value, options=options)
+    return find_server(name=value, options=options)
 
 
 def _measure(target: ServerTarget, ram: int | None) -> tuple[PoolSnapshot, MaxClients | None, str | None]:
@@ -174,13 +185,16 @@ def _watch_loop(
 
 
 def mem_command(
-    pid: Annotated[Text, PID] = None,
-    pidfile: Annotated[Text, PIDFILE] = None,
-    name: Annotated[Text, NAME] = None,
+    server_pid: Annotated[Text, SERVER_PID] = None,
+    server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
+    server_name: Annotated[Text, SERVER_NAME] = None,
     ram: Annotated[Text, RAM] = None,
     json_path: Annotated[Text, JSON] = None,
     watch: Annotated[Text, WATCH] = None,
     count: Annotated[Text, COUNT] = None,
+    old_pid: Annotated[Text, OLD_PID] = None,
+    old_pidfile: Annotated[Text, OLD_PIDFILE] = None,
+    old_name: Annotated[Text, OLD_NAME] = None,
 ) -> None:
     """Show a server's memory per process (help: MEM_HELP)."""
     ram_bytes = None if ram is None else parse_ram(ram)
@@ -191,7 +205,8 @@ def mem_command(
     json_out = check_output_path(json_path, "--json")
     if json_out == STDOUT and interval is not None:
         raise UsageError("--json - cannot be combined with --watch (give a file: it is rewritten at every refresh)")
-    target = _target(pid, pidfile, name)
+    given = (server_pid, server_pidfile, server_name, old_pid, old_pidfile, old_name)
+    target = _target(dict(zip((*SERVER_OPTIONS, *MEM_OPTIONS), given, strict=True)))
     if interval is None:
         report = _Report(target, ram_bytes, json_out)
         if json_out != STDOUT:

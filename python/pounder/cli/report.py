@@ -20,6 +20,8 @@ REPORT_HELP = "\n\n".join([
     "pounder result, or a result that is incomplete or malformed).",
 ])
 
+RESULTS = typer.Argument(metavar="RESULT...", show_default=False, help=(
+    "A bench or compare --json file, or a tune or run results directory; several are put on one page."))
 OUT = option("-o", "--output", panel="Output", metavar="PATH", help=(
     "The HTML file to write (default report.html); '-' for stdout."))
 TITLE = option("--title", panel="Output", metavar="TEXT", help="The page's title.")
@@ -27,7 +29,7 @@ OPEN = option("--open", panel="Output", help="Open the page in the default brows
 
 
 def report_command(
-    paths: Annotated[list[str], typer.Argument(metavar="RESULT...", show_default=False)],
+    paths: Annotated[list[str], RESULTS],
     output: Annotated[str, OUT] = "report.html",
     title: Annotated[str | None, TITLE] = None,
     open_page: Annotated[bool, OPEN] = False,

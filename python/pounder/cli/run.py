@@ -33,6 +33,8 @@ RUN_HELP = "\n\n".join([
     "130 interrupted.",
 ])
 
+EXPERIMENT = typer.Argument(metavar="EXPERIMENT.toml", show_default=False, help=(
+    "The experiment file (TOML; examples in examples/experiments/)."))
 RESULTS = option("--results", panel="Output", metavar="DIR", help=(
     "Where to write the results (default ./pounder-run-NAME-DATE-TIME); must not exist or be empty."))
 REPORT = report_option("Output", "results")
@@ -40,7 +42,7 @@ QUICK = option("--quick", panel="Run", help="At most 3 trials of 1 s per variant
 
 
 def run_command(
-    experiment: Annotated[str, typer.Argument(metavar="EXPERIMENT.toml", show_default=False)],
+    experiment: Annotated[str, EXPERIMENT],
     results: Annotated[str | None, RESULTS] = None,
     quick: Annotated[bool, QUICK] = False,
     report: Annotated[str | None, REPORT] = None,

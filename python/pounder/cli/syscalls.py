@@ -82,7 +82,7 @@ def _json_text(report: SyscallReport) -> str:
     load_parameter("connections", _LOAD, value=str(DEFAULT_CONNECTIONS), help=(
         f"Concurrent connections (default {DEFAULT_CONNECTIONS}). Keep it at or below the server's idle children, "
         "so that none is started during the trace.")),
-    load_parameter("keepalive", _LOAD),
+    load_parameter("keepalive", _LOAD, "Default: off (each request is a connection of its own)."),
     load_parameter("duration", _LOAD, value=f"{DEFAULT_DURATION_S:g}s", help=(
         f"Stop the traced load after this long even if -n is not reached (default {DEFAULT_DURATION_S:g}s).")),
     load_parameter("timeout", _LOAD),

@@ -43,6 +43,10 @@ TUNE_HELP = "\n\n".join([
 
 
 # fmt: off
+SERVER_ARG = typer.Argument(metavar="SERVER", show_default=False, help=(
+    f"The server to start: {', '.join(KINDS)} (omit with --demo or --resume)."))
+TARGET_ARG = typer.Argument(metavar="TARGET", show_default=False, help=(
+    "What it runs: HTTPD.CONF, MODULE:APP, APP.PSGI or 'CMD' (see above)."))
 PYTHONPATH = option("--pythonpath", panel=_SERVER, metavar="DIR", help="gunicorn: where to import the app from.")
 PRELOAD = typer.Option("--preload/--no-preload", rich_help_panel=_SERVER, show_default=False, help=(
     "gunicorn --preload / Starman --preload-app: load the app in the parent before forking (default off, as "
@@ -126,8 +130,8 @@ def _display(enabled: bool) -> Iterator[tuple[Callable[[str], None], Callable[[s
 
 
 def tune_command(
-    server: Annotated[str | None, typer.Argument(metavar="[SERVER]", show_default=False)] = None,
-    target: Annotated[str | None, typer.Argument(metavar="[TARGET]", show_default=False)] = None,
+    server: Annotated[str | None, SERVER_ARG] = None,
+    target: Annotated[str | None, TARGET_ARG] = None,
     pythonpath: Annotated[str | None, PYTHONPATH] = None,
     preload: Annotated[bool | None, PRELOAD] = None,
     env: Annotated[list[str] | None, ENV] = None,

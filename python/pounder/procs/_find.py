@@ -155,7 +155,7 @@ def _matches(text: str, exclude: set[int]) -> Iterable[int]:
 
 
 MEM_OPTIONS = ("--pid", "--pidfile", "--name")
-"""How ``pounder mem`` names the three ways to find a server (the other commands say --server-*)."""
+"""The old spellings of ``pounder mem``'s --server-* options, still accepted (hidden)."""
 SERVER_OPTIONS = ("--server-pid", "--server-pidfile", "--server-name")
 
 
