@@ -19,6 +19,7 @@ from pounder.pool import (
     PoolParams,
     StarmanAdapter,
     adapter_from_dict,
+    demo_adapter,
     make_adapter,
 )
 from pounder.tune._analysis import choose_max_requests, memory_bound
@@ -170,7 +171,7 @@ def test_make_adapter_builds_each_kind() -> None:
     apache = make_adapter("apache", None, perl_handlers={"/hello": "PounderTest::Hello"}, perl_lib=PERL,
                           extra_conf="KeepAlive Off", env={"IGNORED": "1"})
     assert isinstance(apache, ApacheAdapter) and apache.extra_conf == "KeepAlive Off"
-    command = make_adapter("command", "server {port}", stop_signal="QUIT")
+    command = make_adapter("command", "true {port}", stop_signal="QUIT")  # a program on PATH
     assert isinstance(command, CommandAdapter) and command.stop_signal == signal.SIGQUIT
 
 
@@ -341,3 +342,61 @@ def test_names() -> None:
 def test_a_malformed_kind_in_a_results_directory_is_a_usage_error(kind: object) -> None:
     with pytest.raises(UsageError, match="unknown server kind"):
         adapter_from_dict({"kind": kind})
+
+
+# ---------------------------------------------------------------------------------------------
+# check: what the server needs is there, before anything starts (issue 14, item 13)
+
+
+def test_check_finds_the_gunicorn_module_without_importing_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "__init__.py").write_text("raise SystemExit('imported')\n")
+    (tmp_path / "src" / "pkg" / "wsgi.py").write_text("raise SystemExit('imported')\n")
+    (tmp_path / "here.py").write_text("app = None\n")
+    monkeypatch.chdir(tmp_path)
+    make_adapter("gunicorn", "pkg.wsgi:app", pythonpath="src")  # relative to the working directory
+    make_adapter("gunicorn", "pounder.demo.app:app")  # on this interpreter's path
+    demo_adapter().check()
+    with pytest.raises(UsageError, match="cannot find the module 'pkg.other' of pkg.other:app in --pythonpath "
+                                         f"{tmp_path / 'src'}, on PYTHONPATH"):
+        make_adapter("gunicorn", "pkg.other:app", pythonpath="src")
+    with pytest.raises(UsageError, match="cannot find the module 'here'.*give --pythonpath DIR"):
+        make_adapter("gunicorn", "here:app")  # gunicorn runs elsewhere: the current directory is not its path
+    make_adapter("gunicorn", "here:app", env={"PYTHONPATH": str(tmp_path)})
+    make_adapter("gunicorn", "wsgi:app", extra_args=("--chdir", str(tmp_path / "src" / "pkg")))
+    with pytest.raises(UsageError, match="gunicorn: --chdir /nonexistent is not a directory"):
+        make_adapter("gunicorn", "wsgi:app", extra_args=("--chdir=/nonexistent",))
+    with pytest.raises(UsageError, match="gunicorn: --pythonpath /nonexistent is not a directory"):
+        make_adapter("gunicorn", "pkg.wsgi:app", pythonpath="src,/nonexistent")
+
+
+def test_check_of_each_kind(tmp_path: Path) -> None:
+    psgi = tmp_path / "app.psgi"
+    psgi.write_text("sub { [200, [], ['ok']] }\n")
+    starman = make_adapter("starman", psgi)
+    psgi.unlink()  # gone by the time a run starts
+    with pytest.raises(UsageError, match=f"starman: no such PSGI file {psgi}"):
+        starman.check()
+    with pytest.raises(UsageError, match="apache: no such startup file /nonexistent/startup.pl"):
+        make_adapter("apache", None, perl_handlers={"/": "My::App"}, startup_pl="/nonexistent/startup.pl")
+    with pytest.raises(UsageError, match="apache: the Perl library /nonexistent is not a directory"):
+        make_adapter("apache", None, perl_handlers={"/": "My::App"}, perl_lib="/nonexistent")
+    with pytest.raises(UsageError, match="command: cannot find pounder-no-such-server on PATH"):
+        make_adapter("command", "pounder-no-such-server {port}")
+    make_adapter("command", "./server {port}")  # relative to the server's own directory: cannot tell
+    make_adapter("command", "{workdir}/server {port}")
+
+
+def test_stored_adapters_are_rebuilt_unchecked_unless_asked() -> None:
+    data = {"kind": "gunicorn", "app": "gone:app", "pythonpath": "/nonexistent"}
+    assert adapter_from_dict(data).describe().startswith("gunicorn")  # a report of an old run
+    with pytest.raises(UsageError, match="--pythonpath /nonexistent is not a directory"):
+        adapter_from_dict(data, check=True)
+
+
+def test_tune_checks_before_the_results_directory(tmp_path: Path) -> None:
+    from pounder.tune import tune
+
+    with pytest.raises(UsageError, match="gunicorn: --pythonpath /nonexistent is not a directory"):
+        tune(GunicornAdapter("app:app", pythonpath="/nonexistent"), results=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
