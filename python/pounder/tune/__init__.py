@@ -77,13 +77,15 @@ def tune(adapter: Adapter, options: TuneOptions | None = None, *, results: str |
 
 def open_run(results: str | os.PathLike[str]) -> tuple[ResultsDir, Adapter, TuneOptions]:
     """The results directory of an earlier run, with the adapter and options it was run with;
-    :class:`~pounder.UsageError` if ``results`` does not hold a readable run or what the run's
+    :class:`~pounder.UsageError` if ``results`` does not hold a readable run (a stored point
+    that cannot be read back is named, to be removed and measured again) or what the run's
     server needs is no longer there."""
     store, stored = ResultsDir.open(results)
     adapter_data, options_data = stored.get("adapter"), stored.get("options")
     if not isinstance(adapter_data, dict) or not isinstance(options_data, dict):
         raise UsageError(f"{store.manifest_path} has no adapter or options to resume with")
     options = TuneOptions.from_dict(options_data)
+    store.check_points()
     return store, adapter_from_dict(adapter_data, check=True), options
 
 
