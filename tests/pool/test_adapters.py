@@ -248,10 +248,36 @@ def test_gunicorn_render() -> None:
         "max_requests = 900",
         "max_requests_jitter = 100  # restarts spread over 900..1000",
         "preload_app = True",
+        f"pythonpath = '{APPS}'",
+        "# run with: gunicorn -c gunicorn.conf.py wsgi_app:app",
         "",
         "# or on the command line",
-        "gunicorn --workers 4 --max-requests 900 --max-requests-jitter 100 --preload wsgi_app:app",
+        f"gunicorn --workers 4 --max-requests 900 --max-requests-jitter 100 --preload --pythonpath {APPS} "
+        "wsgi_app:app",
     ])
+
+
+def test_gunicorn_render_carries_what_the_server_needs_to_start(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recommendation, pasted, starts the server as it was measured (issue 14, item 17): the
+    pythonpath (absolute, whatever was given), the environment and the extra arguments."""
+    monkeypatch.chdir(tmp_path)
+    adapter = GunicornAdapter("wsgi_app:app", pythonpath="apps", env={"APP_DATA_MB": "1", "MSG": "a b"},
+                              extra_args=("--chdir", "/srv"))
+    text = adapter.render(PoolParams(2))
+    assert f"pythonpath = '{tmp_path / 'apps'}'" in text.splitlines()
+    assert "raw_env = ['APP_DATA_MB=1', 'MSG=a b']" in text.splitlines()
+    assert "# run with: gunicorn -c gunicorn.conf.py --chdir /srv wsgi_app:app" in text.splitlines()
+    assert text.splitlines()[-1] == (f"gunicorn --workers 2 --max-requests 0 --pythonpath {tmp_path / 'apps'} "
+                                     "--env APP_DATA_MB=1 --env 'MSG=a b' --chdir /srv wsgi_app:app")
+
+
+def test_starman_and_command_render_carry_the_environment() -> None:
+    starman = StarmanAdapter(PSGI, env={"PLACK_ENV": "deployment"}, extra_args=("-I", "/srv/lib"))
+    assert starman.render(PoolParams(3, max_requests=10)) == (
+        f"env PLACK_ENV=deployment starman --workers 3 --max-requests 10 -I /srv/lib {PSGI}")
+    command = CommandAdapter("server --port {port} --workers {workers}", env={"A": "1 2"})
+    assert command.render(PoolParams(3)) == "env 'A=1 2' server --port {port} --workers 3"
 
 
 def test_gunicorn_render_unlimited_without_preload() -> None:

@@ -185,7 +185,17 @@ class GunicornAdapter(Adapter):
         if self.with_preload(params):
             flags.append("--preload")
             lines.append("preload_app = True")
-        return "\n".join([*lines, "", "# or on the command line", f"gunicorn {' '.join(flags)} {self.app}"])
+        # everything else the server needs to start as it was measured
+        if self.pythonpath:
+            flags.append(f"--pythonpath {shlex.quote(self.pythonpath)}")
+            lines.append(f"pythonpath = {self.pythonpath!r}")
+        if self.env:
+            pairs = [f"{k}={v}" for k, v in self.env.items()]
+            flags += [f"--env {shlex.quote(pair)}" for pair in pairs]
+            lines.append(f"raw_env = {pairs!r}")
+        tail = " ".join(shlex.quote(word) for word in (*self.extra_args, self.app))
+        lines.append(f"# run with: gunicorn -c gunicorn.conf.py {tail}")
+        return "\n".join([*lines, "", "# or on the command line", f"gunicorn {' '.join(flags)} {tail}"])
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "app": self.app, "pythonpath": self.pythonpath, "preload": self.preload,
@@ -233,7 +243,8 @@ class StarmanAdapter(Adapter):
         flags = f"--workers {params.max_clients} --max-requests {limit}"
         if self.with_preload(params):
             flags += " --preload-app"
-        return f"starman {flags} {shlex.quote(str(self.psgi))}{note}"
+        tail = " ".join(shlex.quote(word) for word in (*self.extra_args, str(self.psgi)))
+        return f"{_env_prefix(self.env)}starman {flags} {tail}{note}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "psgi": str(self.psgi), "preload": self.preload, "env": self.env,
@@ -361,7 +372,7 @@ class CommandAdapter(Adapter):
         def fill(match: re.Match[str]) -> str:
             return format(values[match[1]], match[2] or "")
 
-        return re.sub(r"(?<!\{)\{(workers|max_requests)(?::([^{}]*))?\}", fill, self.command)
+        return _env_prefix(self.env) + re.sub(r"(?<!\{)\{(workers|max_requests)(?::([^{}]*))?\}", fill, self.command)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "command": self.command, "env": self.env, "stop_signal": self.stop_signal.name}
