@@ -219,3 +219,57 @@ def test_apache_conf_that_is_not_utf8(cwd: Path, tmp_path: Path) -> None:
     conf.write_bytes(b"# Configuration de l'\xe9quipe\nPerlModule My::App\n")
     # --ram 1M: once the conf is read, the run stops at the RAM check, before anything starts
     check(cwd, ["apache", str(conf), "--ram", "1M"], "--ram must be at least 16M")
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 14, item 13: what the server needs (its program, the application, the paths it is given)
+# is checked before anything starts
+
+
+def _no_process_mentions(text: str) -> bool:
+    import psutil
+
+    return not any(text in " ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"]))
+
+
+@pytest.mark.parametrize(("where", "fragment"), [
+    ("/nonexistent", "gunicorn: --pythonpath /nonexistent is not a directory"),
+    ("file", "gunicorn: --pythonpath {tmp}/app.py is not a directory"),
+    ("empty", "gunicorn: cannot find the module '{module}' of {module}:app in --pythonpath {tmp}/empty, on "
+              "PYTHONPATH or in site-packages"),
+    (None, "gunicorn: cannot find the module '{module}' of {module}:app on PYTHONPATH or in site-packages (gunicorn "
+           "runs in a directory of its own: give --pythonpath DIR for a module there)"),
+])
+def test_gunicorn_app_and_pythonpath_are_checked_first(cwd: Path, tmp_path: Path, where: str | None,
+                                                        fragment: str) -> None:
+    module = f"pounder_item13_{tmp_path.name.replace('-', '_')}"  # no other test's process names it
+    (tmp_path / "app.py").write_text("def app(environ, start_response): ...\n")
+    (tmp_path / "empty").mkdir()
+    (cwd / f"{module}.py").write_text("def app(environ, start_response): ...\n")  # gunicorn would not see it
+    args = ["gunicorn", f"{module}:app"]
+    if where is not None:
+        args += ["--pythonpath", {"file": str(tmp_path / "app.py"), "empty": str(tmp_path / "empty")}.get(where, where)]
+    line = assert_usage_error(run_tune(cwd, *args, "--quick"),
+                              fragment.format(tmp=tmp_path, module=module))
+    assert "--resume" not in line
+    assert sorted(p.name for p in cwd.iterdir()) == [f"{module}.py"], "a results directory was created"
+    assert _no_process_mentions(module), "a server was started"
+
+
+def test_gunicorn_module_in_a_package_on_a_relative_pythonpath(cwd: Path) -> None:
+    (cwd / "src" / "pkg").mkdir(parents=True)
+    (cwd / "src" / "pkg" / "__init__.py").write_text("")
+    (cwd / "src" / "pkg" / "wsgi.py").write_text("def app(environ, start_response): ...\n")
+    line = assert_usage_error(run_tune(cwd, "gunicorn", "pkg.nowsgi:app", "--pythonpath", "src"),
+                              "cannot find the module 'pkg.nowsgi'")
+    assert f"--pythonpath {cwd / 'src'}" in line  # absolute: where it was looked for
+    assert sorted(p.name for p in cwd.iterdir()) == ["src"]
+
+
+@pytest.mark.parametrize(("command", "fragment"), [
+    ("pounder-no-such-server --port {port}", "command: cannot find pounder-no-such-server on PATH"),
+    ("/nonexistent/server --port {port}", "command: /nonexistent/server is not an executable file"),
+])
+def test_command_program_is_checked_first(cwd: Path, command: str, fragment: str) -> None:
+    check(cwd, ["command", command], fragment)
+    assert _no_process_mentions(command.split()[0])

@@ -354,7 +354,8 @@ def test_cli_ctrl_c_exits_130_with_partial_report(testserver: Any, tmp_path: Pat
     assert time.monotonic() - interrupted_at < 5
     assert proc.returncode == 130, (proc.returncode, stderr)
     assert "Traceback" not in stderr
-    assert stderr == f"pounder: error: interrupted by Ctrl-C; the partial result is reported above and written to {out}\n"
+    assert stderr == ("pounder: error: interrupted by Ctrl-C; the partial result is reported above and written to "
+                      f"{out}\n")
     assert INTERRUPTED_LINE in stdout
     saved = json.loads(out.read_text())
     assert saved["interrupted"] is True

@@ -19,6 +19,7 @@ from pounder.pool import (
     PoolParams,
     StarmanAdapter,
     adapter_from_dict,
+    demo_adapter,
     make_adapter,
 )
 from pounder.tune._analysis import choose_max_requests, memory_bound
@@ -170,7 +171,7 @@ def test_make_adapter_builds_each_kind() -> None:
     apache = make_adapter("apache", None, perl_handlers={"/hello": "PounderTest::Hello"}, perl_lib=PERL,
                           extra_conf="KeepAlive Off", env={"IGNORED": "1"})
     assert isinstance(apache, ApacheAdapter) and apache.extra_conf == "KeepAlive Off"
-    command = make_adapter("command", "server {port}", stop_signal="QUIT")
+    command = make_adapter("command", "true {port}", stop_signal="QUIT")  # a program on PATH
     assert isinstance(command, CommandAdapter) and command.stop_signal == signal.SIGQUIT
 
 
@@ -247,10 +248,36 @@ def test_gunicorn_render() -> None:
         "max_requests = 900",
         "max_requests_jitter = 100  # restarts spread over 900..1000",
         "preload_app = True",
+        f"pythonpath = '{APPS}'",
+        "# run with: gunicorn -c gunicorn.conf.py wsgi_app:app",
         "",
         "# or on the command line",
-        "gunicorn --workers 4 --max-requests 900 --max-requests-jitter 100 --preload wsgi_app:app",
+        f"gunicorn --workers 4 --max-requests 900 --max-requests-jitter 100 --preload --pythonpath {APPS} "
+        "wsgi_app:app",
     ])
+
+
+def test_gunicorn_render_carries_what_the_server_needs_to_start(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recommendation, pasted, starts the server as it was measured (issue 14, item 17): the
+    pythonpath (absolute, whatever was given), the environment and the extra arguments."""
+    monkeypatch.chdir(tmp_path)
+    adapter = GunicornAdapter("wsgi_app:app", pythonpath="apps", env={"APP_DATA_MB": "1", "MSG": "a b"},
+                              extra_args=("--chdir", "/srv"))
+    text = adapter.render(PoolParams(2))
+    assert f"pythonpath = '{tmp_path / 'apps'}'" in text.splitlines()
+    assert "raw_env = ['APP_DATA_MB=1', 'MSG=a b']" in text.splitlines()
+    assert "# run with: gunicorn -c gunicorn.conf.py --chdir /srv wsgi_app:app" in text.splitlines()
+    assert text.splitlines()[-1] == (f"gunicorn --workers 2 --max-requests 0 --pythonpath {tmp_path / 'apps'} "
+                                     "--env APP_DATA_MB=1 --env 'MSG=a b' --chdir /srv wsgi_app:app")
+
+
+def test_starman_and_command_render_carry_the_environment() -> None:
+    starman = StarmanAdapter(PSGI, env={"PLACK_ENV": "deployment"}, extra_args=("-I", "/srv/lib"))
+    assert starman.render(PoolParams(3, max_requests=10)) == (
+        f"env PLACK_ENV=deployment starman --workers 3 --max-requests 10 -I /srv/lib {PSGI}")
+    command = CommandAdapter("server --port {port} --workers {workers}", env={"A": "1 2"})
+    assert command.render(PoolParams(3)) == "env 'A=1 2' server --port {port} --workers 3"
 
 
 def test_gunicorn_render_unlimited_without_preload() -> None:
@@ -341,3 +368,61 @@ def test_names() -> None:
 def test_a_malformed_kind_in_a_results_directory_is_a_usage_error(kind: object) -> None:
     with pytest.raises(UsageError, match="unknown server kind"):
         adapter_from_dict({"kind": kind})
+
+
+# ---------------------------------------------------------------------------------------------
+# check: what the server needs is there, before anything starts (issue 14, item 13)
+
+
+def test_check_finds_the_gunicorn_module_without_importing_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "__init__.py").write_text("raise SystemExit('imported')\n")
+    (tmp_path / "src" / "pkg" / "wsgi.py").write_text("raise SystemExit('imported')\n")
+    (tmp_path / "here.py").write_text("app = None\n")
+    monkeypatch.chdir(tmp_path)
+    make_adapter("gunicorn", "pkg.wsgi:app", pythonpath="src")  # relative to the working directory
+    make_adapter("gunicorn", "pounder.demo.app:app")  # on this interpreter's path
+    demo_adapter().check()
+    with pytest.raises(UsageError, match="cannot find the module 'pkg.other' of pkg.other:app in --pythonpath "
+                                         f"{tmp_path / 'src'}, on PYTHONPATH"):
+        make_adapter("gunicorn", "pkg.other:app", pythonpath="src")
+    with pytest.raises(UsageError, match="cannot find the module 'here'.*give --pythonpath DIR"):
+        make_adapter("gunicorn", "here:app")  # gunicorn runs elsewhere: the current directory is not its path
+    make_adapter("gunicorn", "here:app", env={"PYTHONPATH": str(tmp_path)})
+    make_adapter("gunicorn", "wsgi:app", extra_args=("--chdir", str(tmp_path / "src" / "pkg")))
+    with pytest.raises(UsageError, match="gunicorn: --chdir /nonexistent is not a directory"):
+        make_adapter("gunicorn", "wsgi:app", extra_args=("--chdir=/nonexistent",))
+    with pytest.raises(UsageError, match="gunicorn: --pythonpath /nonexistent is not a directory"):
+        make_adapter("gunicorn", "pkg.wsgi:app", pythonpath="src,/nonexistent")
+
+
+def test_check_of_each_kind(tmp_path: Path) -> None:
+    psgi = tmp_path / "app.psgi"
+    psgi.write_text("sub { [200, [], ['ok']] }\n")
+    starman = make_adapter("starman", psgi)
+    psgi.unlink()  # gone by the time a run starts
+    with pytest.raises(UsageError, match=f"starman: no such PSGI file {psgi}"):
+        starman.check()
+    with pytest.raises(UsageError, match="apache: no such startup file /nonexistent/startup.pl"):
+        make_adapter("apache", None, perl_handlers={"/": "My::App"}, startup_pl="/nonexistent/startup.pl")
+    with pytest.raises(UsageError, match="apache: the Perl library /nonexistent is not a directory"):
+        make_adapter("apache", None, perl_handlers={"/": "My::App"}, perl_lib="/nonexistent")
+    with pytest.raises(UsageError, match="command: cannot find pounder-no-such-server on PATH"):
+        make_adapter("command", "pounder-no-such-server {port}")
+    make_adapter("command", "./server {port}")  # relative to the server's own directory: cannot tell
+    make_adapter("command", "{workdir}/server {port}")
+
+
+def test_stored_adapters_are_rebuilt_unchecked_unless_asked() -> None:
+    data = {"kind": "gunicorn", "app": "gone:app", "pythonpath": "/nonexistent"}
+    assert adapter_from_dict(data).describe().startswith("gunicorn")  # a report of an old run
+    with pytest.raises(UsageError, match="--pythonpath /nonexistent is not a directory"):
+        adapter_from_dict(data, check=True)
+
+
+def test_tune_checks_before_the_results_directory(tmp_path: Path) -> None:
+    from pounder.tune import tune
+
+    with pytest.raises(UsageError, match="gunicorn: --pythonpath /nonexistent is not a directory"):
+        tune(GunicornAdapter("app:app", pythonpath="/nonexistent"), results=tmp_path / "run")
+    assert not (tmp_path / "run").exists()

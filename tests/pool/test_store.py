@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -135,11 +136,62 @@ def test_load_point_checks_its_key_and_schema(tmp_path: Path) -> None:
     results = ResultsDir.create(tmp_path / "run", MANIFEST)
     results.save_point("children-2", POINT)
     (tmp_path / "run" / "points" / "children-2.json").rename(tmp_path / "run" / "points" / "children-8.json")
-    with pytest.raises(PounderError, match="is not the pounder/tune-point/1 document of point 'children-8'"):
+    with pytest.raises(UsageError, match="children-8.json is not a pounder point \\(key 'children-2', not "
+                                         "'children-8' as its name says\\); remove it to measure that point again"):
         results.load_point("children-8")
     (tmp_path / "run" / "points" / "children-1.json").write_text(json.dumps({"key": "children-1"}))
-    with pytest.raises(PounderError, match="is not the pounder/tune-point/1 document"):
+    with pytest.raises(UsageError, match="\\(schema None, not pounder/tune-point/1\\)"):
         results.load_point("children-1")
+
+
+def _corrupt(path: Path, how: str) -> None:
+    path.unlink()
+    if how == "directory":
+        path.mkdir()
+    elif how == "fifo":
+        os.mkfifo(path)
+    elif how == "dangling link":
+        path.symlink_to(path.parent / "gone.json")
+    else:
+        path.write_bytes({"empty": b"", "truncated": b'{"schema": "pounder/tune-point/1",\n  "key": "si',
+                          "not utf-8": b'{"a": "\xff"}', "a list": b"[1, 2]",
+                          "no summary": json.dumps({"schema": POINT_SCHEMA, "key": "sizes"}).encode()}[how])
+
+
+@pytest.mark.parametrize(("how", "problem"), [
+    ("empty", "(empty)"), ("truncated", "(line 2: Unterminated string starting at column 10)"),
+    ("not utf-8", "(not UTF-8 text)"), ("a list", "(not a JSON object)"), ("no summary", "(no step or summary)"),
+    ("directory", "(not a regular file)"), ("fifo", "(not a regular file)"), ("dangling link", "(not a regular file)"),
+])
+def test_a_corrupt_point_is_named_with_what_to_do(tmp_path: Path, how: str, problem: str) -> None:
+    """Issue 14, item 14: bad input (UsageError) naming the file, never "resume again"; found by
+    check_points before a resumed run starts anything, and by load_point."""
+    results = ResultsDir.create(tmp_path / "run", MANIFEST)
+    results.save_point("sizes", POINT)
+    results.save_point("children-1", POINT)
+    path = tmp_path / "run" / "points" / "sizes.json"
+    _corrupt(path, how)
+    expected = f"{path} is not a pounder point {problem}; remove it to measure that point again"
+    with pytest.raises(UsageError) as raised:
+        results.check_points()
+    assert str(raised.value) == expected
+    with pytest.raises(UsageError) as raised:
+        results.load_point("sizes")
+    assert str(raised.value) == expected
+    assert results.load_point("children-1") is not None
+    if path.is_dir():
+        path.rmdir()
+    else:
+        path.unlink()
+    results.check_points()
+    assert results.load_point("sizes") is None
+
+
+def test_points_that_is_not_a_directory(tmp_path: Path) -> None:
+    results = ResultsDir.create(tmp_path / "run", MANIFEST)
+    (tmp_path / "run" / "points").write_text("")
+    with pytest.raises(UsageError, match="points is not a directory; remove it to measure every point again"):
+        results.check_points()
 
 
 def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -107,7 +107,7 @@ def _adapter(server: str | None, target: str | None, *, pythonpath: str | None, 
     if env and server == "apache":
         raise UsageError("--env is not supported for apache (use SetEnv / PerlSetEnv in the conf)")
     return make_adapter(server, target, pythonpath=pythonpath, preload=bool(preload), env=env,
-                        stop_signal=stop_signal or "TERM")
+                        stop_signal=stop_signal or "TERM", check=False)  # checked in _plan, after the options
 
 
 def _int(text: str | None, what: str) -> int | None:
@@ -211,6 +211,7 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
                            max_children=_int(max_children, "--max-children"), mrpc=mrpc)
     where = f"pounder-tune-{datetime.now():%Y%m%d-%H%M%S}" if results is None else results
     ResultsDir.check_new(where)
+    adapter.check()  # the program, the application, the paths it names: before anything starts
 
     def go(log: Callable[[str], None], status: Callable[[str], None],
            progress: Callable[[Progress], None] | None) -> TuneResult:

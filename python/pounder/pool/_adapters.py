@@ -24,7 +24,18 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pounder._errors import UsageError
-from pounder.servers import ApacheServer, GunicornServer, ManagedServer, StarmanServer, read_user_conf
+from pounder.servers import (
+    ApacheServer,
+    GunicornServer,
+    ManagedServer,
+    StarmanServer,
+    apache_missing,
+    command_missing,
+    gunicorn_app_missing,
+    gunicorn_missing,
+    read_user_conf,
+    starman_missing,
+)
 
 DEMO_APP = "pounder.demo.app:app"
 DEMO_ENV = {"DEMO_PRELOAD_MB": "64", "DEMO_CPU_MS": "4", "DEMO_LEAK_KB": "16"}
@@ -105,12 +116,34 @@ class Adapter(abc.ABC):
         """One line naming the server and the application."""
         return self.kind
 
+    def check(self) -> None:
+        """:class:`~pounder.UsageError` if a file, directory or program this adapter names is
+        missing (the server binary, the application, a path option): found before anything
+        starts. Nothing of the user's code is run."""
+        return None
+
     def with_preload(self, params: PoolParams) -> bool:
         return self.preload if params.preload is None else params.preload
 
 
 def _env(data: Mapping[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in (data.get("env") or {}).items()}
+
+
+def _env_prefix(env: Mapping[str, str]) -> str:
+    """``env NAME=VALUE ... `` in front of a command line (nothing without variables)."""
+    return "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " " if env else ""
+
+
+def _option_value(args: tuple[str, ...], name: str) -> str | None:
+    """The value of ``name`` (``--name VALUE`` or ``--name=VALUE``) in a command line's words."""
+    found = None
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            found = args[i + 1]
+        elif arg.startswith(name + "="):
+            found = arg[len(name) + 1:]
+    return found
 
 
 class GunicornAdapter(Adapter):
@@ -127,7 +160,9 @@ class GunicornAdapter(Adapter):
         if ":" not in app:
             raise UsageError(f"gunicorn: the app must be given as module:callable, not {app!r}")
         self.app = app
-        self.pythonpath = pythonpath
+        # absolute: the server runs elsewhere, a resumed run may start elsewhere, and the
+        # recommended command line must work wherever it is pasted
+        self.pythonpath = ",".join(str(Path(p).resolve()) for p in pythonpath.split(",") if p) if pythonpath else None
         self.preload = preload
         self.env = dict(env or {})
         self.extra_args = tuple(extra_args)
@@ -150,7 +185,17 @@ class GunicornAdapter(Adapter):
         if self.with_preload(params):
             flags.append("--preload")
             lines.append("preload_app = True")
-        return "\n".join([*lines, "", "# or on the command line", f"gunicorn {' '.join(flags)} {self.app}"])
+        # everything else the server needs to start as it was measured
+        if self.pythonpath:
+            flags.append(f"--pythonpath {shlex.quote(self.pythonpath)}")
+            lines.append(f"pythonpath = {self.pythonpath!r}")
+        if self.env:
+            pairs = [f"{k}={v}" for k, v in self.env.items()]
+            flags += [f"--env {shlex.quote(pair)}" for pair in pairs]
+            lines.append(f"raw_env = {pairs!r}")
+        tail = " ".join(shlex.quote(word) for word in (*self.extra_args, self.app))
+        lines.append(f"# run with: gunicorn -c gunicorn.conf.py {tail}")
+        return "\n".join([*lines, "", "# or on the command line", f"gunicorn {' '.join(flags)} {tail}"])
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "app": self.app, "pythonpath": self.pythonpath, "preload": self.preload,
@@ -158,6 +203,14 @@ class GunicornAdapter(Adapter):
 
     def describe(self) -> str:
         return f"gunicorn (sync workers) serving {self.app}{' with --preload' if self.preload else ''}"
+
+    def check(self) -> None:
+        missing = gunicorn_missing()
+        if missing is None:
+            missing = gunicorn_app_missing(self.app, pythonpath=self.pythonpath, env=self.env,
+                                           chdir=_option_value(self.extra_args, "--chdir"))
+        if missing is not None:
+            raise UsageError(f"gunicorn: {missing}")
 
 
 class StarmanAdapter(Adapter):
@@ -190,7 +243,8 @@ class StarmanAdapter(Adapter):
         flags = f"--workers {params.max_clients} --max-requests {limit}"
         if self.with_preload(params):
             flags += " --preload-app"
-        return f"starman {flags} {shlex.quote(str(self.psgi))}{note}"
+        tail = " ".join(shlex.quote(word) for word in (*self.extra_args, str(self.psgi)))
+        return f"{_env_prefix(self.env)}starman {flags} {tail}{note}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "psgi": str(self.psgi), "preload": self.preload, "env": self.env,
@@ -198,6 +252,13 @@ class StarmanAdapter(Adapter):
 
     def describe(self) -> str:
         return f"Starman serving {self.psgi}{' with --preload-app' if self.preload else ''}"
+
+    def check(self) -> None:
+        if not self.psgi.is_file():
+            raise UsageError(f"starman: no such PSGI file {self.psgi}")
+        missing = starman_missing()
+        if missing is not None:
+            raise UsageError(f"starman: {missing}")
 
 
 class ApacheAdapter(Adapter):
@@ -260,6 +321,17 @@ class ApacheAdapter(Adapter):
         what = f"with {self.conf}" if self.conf is not None else f"with handlers {self.perl_handlers}"
         return f"Apache prefork + mod_perl {what}"
 
+    def check(self) -> None:
+        if self.conf is not None and not self.conf.is_file():
+            raise UsageError(f"apache: no such configuration file {self.conf}")
+        if self.startup_pl is not None and not self.startup_pl.is_file():
+            raise UsageError(f"apache: no such startup file {self.startup_pl}")
+        if self.perl_lib is not None and not self.perl_lib.is_dir():
+            raise UsageError(f"apache: the Perl library {self.perl_lib} is not a directory")
+        missing = apache_missing(perl=bool(self.perl_handlers or self.startup_pl is not None))
+        if missing is not None:
+            raise UsageError(f"apache: {missing}")
+
 
 def _preloads(conf_text: str) -> bool:
     """Does an Apache configuration load Perl code in the parent (PerlRequire / PerlModule /
@@ -300,13 +372,18 @@ class CommandAdapter(Adapter):
         def fill(match: re.Match[str]) -> str:
             return format(values[match[1]], match[2] or "")
 
-        return re.sub(r"(?<!\{)\{(workers|max_requests)(?::([^{}]*))?\}", fill, self.command)
+        return _env_prefix(self.env) + re.sub(r"(?<!\{)\{(workers|max_requests)(?::([^{}]*))?\}", fill, self.command)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "command": self.command, "env": self.env, "stop_signal": self.stop_signal.name}
 
     def describe(self) -> str:
         return f"command: {self.command}"
+
+    def check(self) -> None:
+        missing = command_missing(self.command, self.env)
+        if missing is not None:
+            raise UsageError(f"command: {missing}")
 
 
 ADAPTERS: Mapping[str, type[Adapter]] = {
@@ -321,11 +398,24 @@ def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath
                  preload: bool = False, env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),
                  stop_signal: str = "TERM", extra_conf: str = "", perl_handlers: Mapping[str, str] | None = None,
                  startup_pl: str | os.PathLike[str] | None = None,
-                 perl_lib: str | os.PathLike[str] | None = None) -> Adapter:
+                 perl_lib: str | os.PathLike[str] | None = None, check: bool = True) -> Adapter:
     """The adapter of server ``kind`` (one of :data:`KINDS`) for ``target``: the apache
     configuration file (None: handlers given directly), the gunicorn ``module:callable``, the
     Starman PSGI file, or the command. Options a kind does not use are ignored (Apache takes its
-    environment and preloading from its configuration)."""
+    environment and preloading from its configuration). ``check``: :meth:`Adapter.check` that
+    what it names is there (False: only describe a stored run)."""
+    adapter = _build_adapter(kind, target, pythonpath=pythonpath, preload=preload, env=env, extra_args=extra_args,
+                             stop_signal=stop_signal, extra_conf=extra_conf, perl_handlers=perl_handlers,
+                             startup_pl=startup_pl, perl_lib=perl_lib)
+    if check:
+        adapter.check()
+    return adapter
+
+
+def _build_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath: str | None, preload: bool,
+                   env: Mapping[str, str] | None, extra_args: tuple[str, ...], stop_signal: str, extra_conf: str,
+                   perl_handlers: Mapping[str, str] | None, startup_pl: str | os.PathLike[str] | None,
+                   perl_lib: str | os.PathLike[str] | None) -> Adapter:
     if kind not in ADAPTERS:
         raise UsageError(f"unknown server kind {kind!r}: use one of {', '.join(KINDS)}")
     if kind == "apache":
@@ -340,8 +430,9 @@ def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath
     return CommandAdapter(str(target), env=env, stop_signal=stop_signal)
 
 
-def adapter_from_dict(data: Mapping[str, Any]) -> Adapter:
-    """Rebuild an adapter from its ``to_dict``; :class:`~pounder.UsageError` if it cannot be."""
+def adapter_from_dict(data: Mapping[str, Any], *, check: bool = False) -> Adapter:
+    """Rebuild an adapter from its ``to_dict``; :class:`~pounder.UsageError` if it cannot be
+    (``check``: or if what it names is no longer there, see :meth:`Adapter.check`)."""
     kind = data.get("kind")
     if not isinstance(kind, str) or kind not in TARGET_FIELDS:
         raise UsageError(f"the results directory names an unknown server kind {kind!r}")
@@ -352,7 +443,7 @@ def adapter_from_dict(data: Mapping[str, Any]) -> Adapter:
                             stop_signal=str(data.get("stop_signal") or "TERM"),
                             extra_conf=str(data.get("extra_conf") or ""),
                             perl_handlers=data.get("perl_handlers") or {}, startup_pl=data.get("startup_pl"),
-                            perl_lib=data.get("perl_lib"))
+                            perl_lib=data.get("perl_lib"), check=check)
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise UsageError(f"the results directory describes its {kind} server badly ({error})") from None
 

@@ -63,6 +63,36 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
+def _point_problem(path: Path, key: str) -> str | None:
+    """Why ``path`` is not the stored point ``key`` (a few words), or None if it is one."""
+    if not path.is_file():  # a directory, a FIFO (reading it would block), a dangling link
+        return "not a regular file"
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as error:
+        return f"cannot read it: {error.strerror or error}"
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    if not text.strip():
+        return "empty"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        at = "" if error.msg.endswith(" at") else " at"
+        return f"line {error.lineno}: {error.msg}{at} column {error.colno}"
+    except ValueError as error:
+        return str(error)
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if data.get("schema") != POINT_SCHEMA:
+        return f"schema {data.get('schema')!r}, not {POINT_SCHEMA}"
+    if data.get("key") != key:
+        return f"key {data.get('key')!r}, not {key!r} as its name says"
+    if not isinstance(data.get("step"), str) or not isinstance(data.get("summary"), dict):
+        return "no step or summary"
+    return None
+
+
 class ResultsDir:
     """A tuning run's directory (see the module documentation)."""
 
@@ -129,14 +159,31 @@ class ResultsDir:
             raise UsageError(f"{results.manifest_path} is not a {TUNE_SCHEMA} document")
         return results, manifest
 
+    def _bad_point(self, path: Path, problem: str) -> UsageError:
+        return UsageError(f"{path} is not a pounder point ({problem}); remove it to measure that point again")
+
+    def check_points(self) -> None:
+        """:class:`~pounder.UsageError` naming the first stored point file that cannot be read
+        back (not a regular file, empty, not JSON, another document), so that ``--resume`` stops
+        before anything starts and says which file to remove."""
+        folder = self.path / "points"
+        if folder.exists() and not folder.is_dir():
+            raise UsageError(f"{folder} is not a directory; remove it to measure every point again")
+        if not folder.is_dir():
+            return
+        for path in sorted(folder.glob("*.json")):
+            problem = _point_problem(path, path.stem)
+            if problem is not None:
+                raise self._bad_point(path, problem)
+
     def load_point(self, key: str) -> dict[str, Any] | None:
         path = self.point_path(key)
-        if not path.is_file():
+        if not path.exists() and not path.is_symlink():
             return None
-        point = _read_json(path)
-        if point.get("schema") != POINT_SCHEMA or point.get("key") != key:
-            raise PounderError(f"{path} is not the {POINT_SCHEMA} document of point {key!r}")
-        return point
+        problem = _point_problem(path, key)
+        if problem is not None:
+            raise self._bad_point(path, problem)
+        return _read_json(path)
 
     def save_point(self, key: str, point: Mapping[str, Any]) -> None:
         write_json(self.point_path(key), {"schema": POINT_SCHEMA, "key": key, **point})

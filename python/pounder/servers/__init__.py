@@ -25,8 +25,14 @@ from pounder.servers._apache import (
     strip_owned_directives,
 )
 from pounder.servers._base import ManagedServer, ServerStartError, answers_http, die_with_parent_hook, free_port
-from pounder.servers._command import CommandServer, command_placeholders, render_command
-from pounder.servers._gunicorn import GunicornServer, GunicornSettings, gunicorn_command, gunicorn_missing
+from pounder.servers._command import CommandServer, command_missing, command_placeholders, render_command
+from pounder.servers._gunicorn import (
+    GunicornServer,
+    GunicornSettings,
+    gunicorn_app_missing,
+    gunicorn_command,
+    gunicorn_missing,
+)
 from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_missing
 
 __all__ = [
@@ -42,10 +48,12 @@ __all__ = [
     "answers_http",
     "apache_command",
     "apache_missing",
+    "command_missing",
     "command_placeholders",
     "die_with_parent_hook",
     "find_apache",
     "free_port",
+    "gunicorn_app_missing",
     "gunicorn_command",
     "gunicorn_missing",
     "read_user_conf",

@@ -121,6 +121,19 @@ def _find_executable(program: str, cwd: Path, env: Mapping[str, str]) -> bool:
     return shutil.which(program, path=env.get("PATH", os.defpath)) is not None
 
 
+def command_missing(command: str, env: Mapping[str, str] | None = None) -> str | None:
+    """Why the program of the command template ``command`` cannot be found (a name not on PATH,
+    an absolute path that is not an executable file), or None if it can or we cannot tell (a
+    path relative to the server's own directory)."""
+    program = render_command(command, port=1, workers=1, max_requests=0, host=HOST, workdir="/w", pidfile="/p",
+                             error_log="/e")[0]
+    if ("/" in program and not program.startswith("/")) or "{" in shlex.split(command)[0]:
+        return None  # relative to the server's own directory, or made of placeholders
+    if _find_executable(program, Path("/"), {**os.environ, **(env or {})}):
+        return None
+    return f"cannot find {program} on PATH" if "/" not in program else f"{program} is not an executable file"
+
+
 class CommandServer(ManagedServer):
     """A pre-forking server started from the command template ``command`` (see the module's
     documentation for the placeholders). ``env``: added to our environment. ``stop_signal``: the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -74,6 +75,44 @@ def gunicorn_missing() -> str | None:
     if importlib.util.find_spec("gunicorn") is None:
         return f"gunicorn is not installed for {sys.executable} (pip install gunicorn)"
     return None
+
+
+def gunicorn_app_missing(app: str, *, pythonpath: str | None = None, env: Mapping[str, str] | None = None,
+                         chdir: str | None = None) -> str | None:
+    """Why gunicorn (run by :class:`GunicornServer`, in a directory of its own) could not find the
+    module of ``app`` ("module:callable"), or None if it can or we cannot tell. Each directory of
+    ``pythonpath`` (comma-separated, as gunicorn's ``--pythonpath``) and ``chdir`` must exist; the
+    module is looked for, without importing anything, on them, the environment's absolute
+    ``PYTHONPATH`` entries and this interpreter's path (less the current directory, which
+    gunicorn does not see)."""
+    dirs = []
+    for option, value in (("--pythonpath", pythonpath), ("--chdir", chdir)):
+        for entry in filter(None, (value or "").split(",") if option == "--pythonpath" else [value]):
+            if not Path(entry).is_dir():
+                return f"{option} {entry} is not a directory"
+            dirs.append(str(Path(entry).resolve()))
+    if chdir is not None and not Path(chdir).is_absolute():
+        return None  # relative to the server's own directory: cannot tell from here
+    environ = {**os.environ, **(env or {})}
+    dirs += [d for d in environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(d)]
+    here = Path.cwd()
+    dirs += [d for d in sys.path if d and os.path.isabs(d) and Path(d) != here]
+    module = app.partition(":")[0]
+    locations: list[str] | None = dirs
+    found = None
+    for depth, part in enumerate(module.split(".")):
+        if locations is None or not part.isidentifier():
+            found = None
+            break
+        found = importlib.machinery.PathFinder.find_spec(".".join(module.split(".")[:depth + 1]), locations)
+        if found is None:
+            break
+        locations = list(found.submodule_search_locations or []) or None
+    if found is not None:
+        return None
+    where = f"in --pythonpath {pythonpath}, " if pythonpath else ""
+    hint = "" if pythonpath else " (gunicorn runs in a directory of its own: give --pythonpath DIR for a module there)"
+    return f"cannot find the module {module!r} of {app} {where}on PYTHONPATH or in site-packages{hint}"
 
 
 class GunicornServer(ManagedServer):

@@ -70,18 +70,23 @@ def tune(adapter: Adapter, options: TuneOptions | None = None, *, results: str |
     is stopped and what was measured stays in ``results`` for :func:`resume`."""
     options = options or TuneOptions()
     options.validate()
+    adapter.check()
     store = ResultsDir.create(results, manifest(adapter, options))
     return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status))
 
 
 def open_run(results: str | os.PathLike[str]) -> tuple[ResultsDir, Adapter, TuneOptions]:
     """The results directory of an earlier run, with the adapter and options it was run with;
-    :class:`~pounder.UsageError` if ``results`` does not hold a readable run."""
+    :class:`~pounder.UsageError` if ``results`` does not hold a readable run (a stored point
+    that cannot be read back is named, to be removed and measured again) or what the run's
+    server needs is no longer there."""
     store, stored = ResultsDir.open(results)
     adapter_data, options_data = stored.get("adapter"), stored.get("options")
     if not isinstance(adapter_data, dict) or not isinstance(options_data, dict):
         raise UsageError(f"{store.manifest_path} has no adapter or options to resume with")
-    return store, adapter_from_dict(adapter_data), TuneOptions.from_dict(options_data)
+    options = TuneOptions.from_dict(options_data)
+    store.check_points()
+    return store, adapter_from_dict(adapter_data, check=True), options
 
 
 def resume(results: str | os.PathLike[str], *, log: Log | None = None, progress: ProgressCallback | None = None,
