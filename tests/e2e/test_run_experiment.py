@@ -133,3 +133,35 @@ def test_classic_stat_experiment_counts_the_lookups(public_dir: Path) -> None:
     assert any(f["path"] and f["path"].endswith(".htaccess") for f in by_label["All"]["failures"])
     for report in reports:  # whole numbers per request: every request makes the same calls
         assert all(c["per_request"] == int(c["per_request"]) for c in report["calls"])
+
+
+@pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
+def test_a_server_input_that_cannot_work_is_bad_input_before_anything_is_created(public_dir: Path) -> None:
+    """gunicorn's pythonpath does not exist: exit 2, one line, no results directory, no server."""
+    experiment = public_dir / "e.toml"
+    experiment.write_text("""
+title = "a server that cannot start"
+[server]
+adapter = "gunicorn"
+app = "wsgi_app:app"
+pythonpath = "/nonexistent"
+
+[[load]]
+requests = 20
+
+[[variant]]
+label = "one"
+path = "/"
+
+[[variant]]
+label = "two"
+path = "/"
+workers = 1
+""")
+    results = public_dir / "results"
+    done = _run(str(experiment), "--results", str(results))
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == "" and len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("pounder: error: ") and "/nonexistent" in done.stderr
+    assert not results.exists()
+    assert not _left(str(public_dir))

@@ -117,6 +117,7 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
     returned with ``interrupted=True``."""
     say = log or (lambda line: None)
     ResultsDir.check_new(results)
+    planned = _servers(exp)  # every server's inputs checked (UsageError) before anything is created
     folder = Path(results)
     folder.mkdir(parents=True, exist_ok=True)
     write_json(folder / "experiment.json", {
@@ -134,7 +135,7 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
             if exp.server.adapter == "url":
                 urls = {v.label: (str(v.url), None) for v in exp.variants}
             else:
-                runners = _start_servers(exp, folder, stack, urls, memory, say)
+                runners = _start_servers(exp, planned, folder, stack, urls, memory, say)
             variants = [Variant(label=v.label, url=urls[v.label][0], server_pid=urls[v.label][1])
                         for v in exp.variants]
             try:
@@ -170,21 +171,29 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
 Started = list[tuple[list[VariantSpec], Runner, ManagedServer]]
 
 
-def _start_servers(exp: Experiment, folder: Path, stack: contextlib.ExitStack,
-                   urls: dict[str, tuple[str, int | None]], memory: dict[str, dict[str, Any]], say: Log) -> Started:
-    """One server per distinct server setting (stopped by ``stack``), warmed; their URLs and the
-    children's memory after warm-up."""
+def _servers(exp: Experiment) -> list[tuple[list[VariantSpec], Adapter]]:
+    """The variants of each distinct server setting, with the adapter that starts their server
+    (its inputs checked); none for plain URLs."""
+    if exp.server.adapter == "url":
+        return []
     groups: dict[tuple[Any, ...], list[VariantSpec]] = {}
     for variant in exp.variants:
         groups.setdefault(variant.server_key(), []).append(variant)
+    return [(members, _adapter(exp, members[0])) for members in groups.values()]
+
+
+def _start_servers(exp: Experiment, planned: list[tuple[list[VariantSpec], Adapter]], folder: Path,
+                   stack: contextlib.ExitStack, urls: dict[str, tuple[str, int | None]],
+                   memory: dict[str, dict[str, Any]], say: Log) -> Started:
+    """One server per distinct server setting (stopped by ``stack``), warmed; their URLs and the
+    children's memory after warm-up."""
     runners: Started = []
-    for number, members in enumerate(groups.values(), start=1):
+    for number, (members, adapter) in enumerate(planned, start=1):
         first = members[0]
         params = PoolParams(first.workers or exp.server.workers,
                             max_requests=exp.server.max_requests if first.max_requests is None
                             else first.max_requests)
-        runner = Runner(_adapter(exp, first), folder / "servers" / f"server-{number}", first.path or "/",
-                        MEMORY_FLOOR, 30.0)
+        runner = Runner(adapter, folder / "servers" / f"server-{number}", first.path or "/", MEMORY_FLOOR, 30.0)
         say(f"starting the server for {', '.join(v.label for v in members)}")
         server = stack.enter_context(runner.started(params))
         runners.append((members, runner, server))
