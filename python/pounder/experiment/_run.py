@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pounder._errors import check_callable, check_instance, check_path
 from pounder._files import utc_timestamp
 from pounder._units import MIB
 from pounder._version import __version__
@@ -108,6 +109,10 @@ class ExperimentResult:
 def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False, log: Log | None = None,
                    on_trial: TrialCallback | None = None) -> ExperimentResult:
     """Run every load of ``exp``; everything measured is in ``results`` as it comes."""
+    check_instance(exp, Experiment, "run_experiment: exp (see load_experiment)")
+    check_path(results, "run_experiment: results")
+    check_callable(log, "run_experiment: log")
+    check_callable(on_trial, "run_experiment: on_trial")
     say = log or (lambda line: None)
     ResultsDir.check_new(results)
     folder = Path(results)

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import PounderError, UsageError, check_path, check_text
 from pounder._files import RESULT_LIMIT, check_distinct, check_input_file, write_atomic
 from pounder.compare import SCHEMA as COMPARE_SCHEMA
 from pounder.load import SCHEMA as BENCH_SCHEMA
@@ -60,6 +60,19 @@ Result = str | os.PathLike[str] | BenchResult | Mapping[str, Any]
 """A path, or a result in memory: a BenchResult or a comparison's ``to_dict()``."""
 
 
+def _results(paths: Result | Sequence[Result]) -> list[Result]:
+    """``paths`` as a list: one path or one result stands for a list of one."""
+    if isinstance(paths, (str, os.PathLike, BenchResult, Mapping)):
+        return [paths]
+    if not isinstance(paths, Sequence):
+        raise UsageError(f"the results must be a list of paths or results, not {type(paths).__name__}")
+    for item in paths:
+        if not isinstance(item, (str, os.PathLike, BenchResult, Mapping)):
+            raise UsageError(f"a result must be a path, a BenchResult or a comparison's to_dict(), "
+                             f"not {type(item).__name__}")
+    return list(paths)
+
+
 def _found(item: Result) -> tuple[Path, str, Any]:
     if isinstance(item, BenchResult):
         return Path("bench"), "bench", item
@@ -70,14 +83,17 @@ def _found(item: Result) -> tuple[Path, str, Any]:
     return (Path(item), *_kind(Path(item)))
 
 
-def render_report(paths: Sequence[Result], title: str | None = None) -> str:
+def render_report(paths: Result | Sequence[Result], title: str | None = None) -> str:
     """The HTML page for ``paths`` (see the module documentation); a BenchResult or a
-    comparison's ``to_dict()`` may stand in for its file. :class:`ReportError` (one line) when a
-    result is incomplete or malformed."""
+    comparison's ``to_dict()`` may stand in for its file, and one path or result for a list of
+    one. :class:`ReportError` (one line) when a result is incomplete or malformed,
+    :class:`~pounder.UsageError` when an argument is of the wrong type."""
     from pounder.report._bench import bench_sections
     from pounder.report._compare import compare_sections, experiment_sections
     from pounder.report._tune import tune_sections
 
+    paths = _results(paths)
+    check_text(title, "title", optional=True)
     if not paths:
         raise UsageError("give at least one result to report on")
     found = [_found(item) for item in paths]
@@ -134,11 +150,12 @@ def _title(found: Sequence[tuple[Path, str, Any]]) -> str:
     return f"pounder report: {len(found)} results"
 
 
-def write_report(paths: Sequence[Result], out: str | os.PathLike[str],
+def write_report(paths: Result | Sequence[Result], out: str | os.PathLike[str],
                  title: str | None = None) -> Path:
     """Write the page for ``paths`` to ``out`` (atomically, its directory created if need be);
     returns the path written."""
-    target = Path(out)
+    paths = _results(paths)
+    target = Path(check_path(out, "write_report: out"))
     check_distinct([("-o/--output", target)], [("result", p) for p in paths if isinstance(p, (str, os.PathLike))])
     write_atomic(target, render_report(paths, title), parents=True)
     return target
