@@ -17,7 +17,6 @@ import psutil
 import pytest
 
 import pounder
-from conftest import ServerHandle, start_server
 from pounder import compare as compare_pkg
 from pounder import experiment, pool, procs, report, syscalls, tune
 
@@ -134,6 +133,8 @@ CASES: dict[str, Case] = {
     "sampler-none": lambda c: pounder.ServerSampler(None),
     "sampler-interval-negative": lambda c: pounder.ServerSampler(c.pid, interval_s=-1),
     "render-mem-none": lambda c: procs.render_mem(None),
+    "load-mem-none": lambda c: procs.load_mem(None),
+    "load-mem-missing": lambda c: procs.load_mem(c.tmp / "missing.json"),
     # pounder.pool / pounder.tune: adapters and options
     "gunicorn-adapter-none": lambda c: pool.GunicornAdapter(None),
     "gunicorn-adapter-int": lambda c: pool.GunicornAdapter(123),
@@ -183,9 +184,14 @@ CASES: dict[str, Case] = {
 }
 
 
+ServerHandle = Any  # tests/conftest.py's (not imported by name: tests/procs has a conftest too)
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
-    srv = start_server(tmp_path_factory.mktemp("library-inputs"), "ok")
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
+    """One test server for the whole table, started by tests/conftest.py's ``start_server``."""
+    root_conftest = request.config.pluginmanager.get_plugin(str(Path(__file__).parent / "conftest.py"))
+    srv = root_conftest.start_server(tmp_path_factory.mktemp("library-inputs"), "ok")
     try:
         yield srv
     finally:

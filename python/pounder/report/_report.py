@@ -1,7 +1,8 @@
 """``pounder report``: any result pounder wrote, as one self-contained HTML page.
 
 What each path is, by its content: a bench result (``pounder/bench-result/1``; several are
-overlaid on one page), a comparison (``pounder/compare/1``), a tuning results directory (with
+overlaid on one page), a comparison (``pounder/compare/1``), a memory snapshot
+(``pounder/mem/1``, from ``pounder mem --json``), a tuning results directory (with
 ``tune.json``, or its ``recommendation.json``), an experiment results directory (with
 ``experiment.json``). Several paths of different kinds make one page with a part for each.
 """
@@ -21,6 +22,7 @@ from pounder._files import RESULT_LIMIT, check_distinct, check_input_file, write
 from pounder.compare import SCHEMA as COMPARE_SCHEMA
 from pounder.load import SCHEMA as BENCH_SCHEMA
 from pounder.load import BenchResult, MalformedResultError
+from pounder.procs import MEM_SCHEMA, MalformedMemError, mem_from_dict
 from pounder.report._html import ReportError, Section, page
 
 
@@ -52,8 +54,13 @@ def _kind(path: Path) -> tuple[str, Any]:
             raise UsageError(f"{path}: {error}") from None
     if schema == COMPARE_SCHEMA:
         return "compare", data
+    if schema == MEM_SCHEMA:
+        try:
+            return "mem", mem_from_dict(data)
+        except MalformedMemError as error:
+            raise UsageError(f"{path}: {error}") from None
     raise UsageError(f"{path} is not a result pounder can report on (schema {schema!r}; expected "
-                     f"{BENCH_SCHEMA}, {COMPARE_SCHEMA}, or a tune or experiment results directory)")
+                     f"{BENCH_SCHEMA}, {COMPARE_SCHEMA}, {MEM_SCHEMA}, or a tune or experiment results directory)")
 
 
 Result = str | os.PathLike[str] | BenchResult | Mapping[str, Any]
@@ -90,6 +97,7 @@ def render_report(paths: Result | Sequence[Result], title: str | None = None) ->
     :class:`~pounder.UsageError` when an argument is of the wrong type."""
     from pounder.report._bench import bench_sections
     from pounder.report._compare import compare_sections, experiment_sections
+    from pounder.report._mem import mem_sections
     from pounder.report._tune import tune_sections
 
     paths = _results(paths)
@@ -112,6 +120,8 @@ def render_report(paths: Result | Sequence[Result], title: str | None = None) ->
                 sections += tune_sections(value, chart_prefix=prefix)
             elif kind == "compare":
                 sections += compare_sections(value, str(path), chart_prefix=prefix)
+            elif kind == "mem":
+                sections += mem_sections(value, str(path))
             else:
                 sections += experiment_sections(value, chart_prefix=prefix)
     kinds = sorted({kind for _, kind, _ in found})
@@ -146,7 +156,7 @@ def _title(found: Sequence[tuple[Path, str, Any]]) -> str:
     if len(found) == 1:
         path, kind, _ = found[0]
         return {"bench": "pounder bench", "tune": "pounder tune", "compare": "pounder compare",
-                "experiment": "pounder run"}[kind] + f": {path.name}"
+                "experiment": "pounder run", "mem": "pounder mem"}[kind] + f": {path.name}"
     return f"pounder report: {len(found)} results"
 
 
