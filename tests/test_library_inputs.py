@@ -109,7 +109,10 @@ CASES: dict[str, Case] = {
     "compare-min-effect-negative": lambda c: compare_pkg.compare(c.good, min_effect=-0.5),
     "compare-connections-text": lambda c: compare_pkg.compare(c.good, connections="x"),
     "compare-on-trial-not-callable": lambda c: compare_pkg.compare(c.good, on_trial="print"),
+    "render-compare-none": lambda c: compare_pkg.render_compare(None),
+    "parse-url-none": lambda c: pounder.load.parse_url(None),
     # pounder.syscalls
+    "render-syscalls-none": lambda c: syscalls.render_syscalls(None),
     "syscalls-url-none": lambda c: syscalls.trace_syscalls(None, server_pid=c.pid),
     "syscalls-url-int": lambda c: syscalls.trace_syscalls(123, server_pid=c.pid),
     "syscalls-server-pid-text": lambda c: syscalls.trace_syscalls(c.url, server_pid="x"),
@@ -133,6 +136,9 @@ CASES: dict[str, Case] = {
     "sampler-none": lambda c: pounder.ServerSampler(None),
     "sampler-interval-negative": lambda c: pounder.ServerSampler(c.pid, interval_s=-1),
     "render-mem-none": lambda c: procs.render_mem(None),
+    "per-request-none": lambda c: procs.per_request(None, 5),
+    "max-clients-from-text": lambda c: procs.max_clients_from("4G", 0, 4096, 4096),
+    "read-pidfile-none": lambda c: procs.read_pidfile(None),
     "load-mem-none": lambda c: procs.load_mem(None),
     "load-mem-missing": lambda c: procs.load_mem(c.tmp / "missing.json"),
     # pounder.pool / pounder.tune: adapters and options
@@ -166,6 +172,8 @@ CASES: dict[str, Case] = {
     "tune-options-clients-text": lambda c: tune.tune(_gunicorn(), tune.TuneOptions(clients="x"), results=c.tmp / "t3"),
     "tune-results-int": lambda c: tune.tune(_gunicorn(), results=123),
     "tune-resume-none": lambda c: tune.resume(None),
+    "render-tune-none": lambda c: tune.render_tune(None),
+    "results-dir-none": lambda c: pool.ResultsDir.open(None),
     "tune-resume-missing": lambda c: tune.resume(c.tmp / "missing"),
     # pounder.experiment
     "load-experiment-none": lambda c: experiment.load_experiment(None),
@@ -215,3 +223,11 @@ def test_bad_argument_is_a_usage_error(name: str, server: ServerHandle, tmp_path
     assert _children() <= before, "a process was started"
     assert server.stats(settle_s=0.05)["connections"] == sent, "something was sent"
     assert not any(path.name in ("t1", "t2", "t3", "e1", "e2", "r.html") for path in tmp_path.iterdir())
+
+
+def test_one_header_or_cookie_string_is_one_header_or_cookie() -> None:
+    """``headers="X-A: b"`` means one header (it used to be read letter by letter: "invalid -H 'X'")."""
+    spec = pounder.BenchSpec.from_options("http://127.0.0.1:9/", headers="X-A: b", cookies="s=1")
+    assert spec.http.headers == (("Cookie", "<redacted>"), ("X-A", "b"))
+    request = spec.targets[0].request
+    assert b"\r\nX-A: b\r\n" in request and b"\r\nCookie: s=1\r\n" in request

@@ -56,3 +56,20 @@ def test_report_renders_a_mem_result(gunicorn_server: Any, tmp_path: Path) -> No
     assert loaded.max_clients is not None and loaded.max_clients.to_dict() == limit
     totals = {key: value for key, value in document["totals"].items() if key != "sharing_with_parent"}
     assert dataclasses.asdict(loaded.snapshot.totals) == totals
+
+
+def test_report_of_a_server_without_children_says_why_there_is_no_maxclients(testserver: Any, tmp_path: Path) -> None:
+    srv = testserver()
+    mem_path, page_path = tmp_path / "m.json", tmp_path / "r.html"
+    done = _pounder("mem", "--pid", str(srv.proc.pid), "--json", str(mem_path))
+    assert done.returncode == 0, done.stderr
+    document = json.loads(mem_path.read_text())
+    assert document["max_clients"] is None
+    done = _pounder("report", str(mem_path), "-o", str(page_path))
+    assert done.returncode == 0, done.stderr
+    page = page_path.read_text()
+    assert "MaxClients is not shown: the server had no child processes to measure." in page
+    assert "<td>MaxClients</td>" not in page
+    cells = _cells(page, srv.proc.pid)
+    assert cells[0] == "parent" and cells[3] == mib(document["processes"][0]["shared"], grouped=False)
+    assert pounder.load_mem(mem_path).max_clients is None

@@ -56,7 +56,7 @@ def read_pidfile(path: str | os.PathLike[str]) -> int:
     """The pid in a pid file (``1234`` plus optional whitespace, as Apache, gunicorn and Starman
     write them). Raises :class:`~pounder.UsageError` naming the file when it is missing,
     unreadable or does not hold a pid."""
-    where = str(path)
+    where = str(check_path(path, "pidfile"))
     data = read_input(path, "pidfile", limit=_PIDFILE_MAX_BYTES, missing="pidfile {path} does not exist",
                       directory="pidfile {path} is a directory")
     text = data.decode("utf-8", "replace").strip()

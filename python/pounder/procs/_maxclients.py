@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pounder._errors import PounderError, UsageError, check_instance
+from pounder._errors import PounderError, UsageError, check_instance, check_type
 from pounder._units import parse_ram
 from pounder.procs._read import mem_available
 from pounder.procs._snapshot import PoolSnapshot
@@ -55,6 +55,9 @@ def max_clients_from(ram: int, shared: int, child_uss: int, child_rss: int, safe
     """MaxClients for ``ram`` bytes less ``safety_margin``: floor((budget - shared) / child USS),
     and without sharing floor(budget / child RSS), both at least 0. A child is taken as at least
     one page (no child runs in less)."""
+    for name, value in (("ram", ram), ("shared", shared), ("child_uss", child_uss), ("child_rss", child_rss),
+                        ("safety_margin", safety_margin)):
+        check_type(value, int, f"max_clients_from: {name}", "a whole number of bytes")
     budget = max(0, ram - safety_margin)
     return ClientLimit(
         ram=budget,
