@@ -43,7 +43,16 @@ from pounder.load import (
     render_report,
     run_bench,
 )
-from pounder.procs import PoolSnapshot, ServerLoadReport, ServerSampler, find_server, max_clients, snapshot
+from pounder.procs import (
+    MemResult,
+    PoolSnapshot,
+    ServerLoadReport,
+    ServerSampler,
+    find_server,
+    load_mem,
+    max_clients,
+    snapshot,
+)
 
 __all__ = [
     "SCHEMA",
@@ -58,6 +67,7 @@ __all__ = [
     "Latency",
     "LoadModel",
     "LoadOptions",
+    "MemResult",
     "Phases",
     "PoolSnapshot",
     "PounderError",
@@ -77,6 +87,7 @@ __all__ = [
     "__version__",
     "bench",
     "find_server",
+    "load_mem",
     "load_result",
     "max_clients",
     "render_csv",

@@ -393,5 +393,5 @@ def test_load_options_as_one_object_or_as_keywords(monkeypatch: pytest.MonkeyPat
     assert as_object == spec(connections=3, duration="2s", keepalive=False)
     overridden = BenchSpec.from_options(URL, options=LoadOptions(connections=3), connections="5")
     assert overridden.load.connections == 5
-    with pytest.raises(TypeError, match="no_such_option"):
+    with pytest.raises(UsageError, match="unknown load option .no_such_option."):
         spec(no_such_option=1)

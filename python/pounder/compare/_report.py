@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pounder._errors import check_instance
 from pounder.compare._result import CompareResult, Comparison
 from pounder.compare._stats import Estimate, RatioEstimate
 from pounder.load import describe_load, format_ms
@@ -171,6 +172,7 @@ def _notes(result: CompareResult) -> list[str]:
 
 def render_compare(result: CompareResult) -> str:
     """The whole text report, ending with a newline."""
+    check_instance(result, CompareResult, "render_compare: result")
     sections = [_header(result), _variants(result), _comparisons(result)]
     sections.append([_sentence(comparison, result.options.min_effect) for comparison in result.comparisons])
     sections.append(_trials(result))

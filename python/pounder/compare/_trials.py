@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, check_callable, check_path, check_text, check_type
 from pounder._files import check_output_path, utc_timestamp, write_atomic
 from pounder._version import __version__
 from pounder.compare._result import CompareOptions, CompareResult, Trial, TrialCallback, Variant
@@ -67,9 +67,15 @@ def default_labels(urls: Sequence[str]) -> list[str]:
 
 
 def _check_variants(variants: Sequence[Variant]) -> tuple[Variant, ...]:
+    if isinstance(variants, (str, bytes)) or not isinstance(variants, Sequence):
+        raise UsageError(f"variants must be a list of pounder.compare.Variant, not {type(variants).__name__}")
     checked = tuple(variants)
     if not all(isinstance(variant, Variant) for variant in checked):
         raise UsageError("variants must be pounder.compare.Variant objects")
+    for variant in checked:
+        check_text(variant.url, f"the url of variant {variant.label!r}")
+        check_type(variant.server_pid, int, f"the server_pid of variant {variant.label!r}", "a process id or None",
+                   optional=True)
     if not 2 <= len(checked) <= MAX_VARIANTS:
         raise UsageError(f"compare needs between 2 and {MAX_VARIANTS} URLs, got {len(checked)}")
     labels: set[str] = set()
@@ -144,6 +150,10 @@ def compare(
     """
     checked = _check_variants(variants)
     labels = [variant.label for variant in checked]
+    check_text(baseline, "baseline", optional=True)
+    check_path(results, "results", optional=True)
+    check_callable(on_trial, "on_trial")
+    check_callable(on_progress, "on_progress")
     base = labels[0] if baseline is None else baseline
     if base not in labels:
         raise UsageError(f"--baseline {base!r} is not one of the labels: {', '.join(labels)}")

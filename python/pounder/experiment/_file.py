@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, check_path
 from pounder._files import SMALL_LIMIT, check_input_file
 from pounder.load import NotLoopbackError, parse_url, resolve
 from pounder.pool import KINDS, TARGET_FIELDS
@@ -247,7 +247,7 @@ def _check_url(r: _Reader, key: str, url: str) -> None:
 def load_experiment(path: str | Path) -> Experiment:
     """Read and check an experiment file; :class:`ExperimentError` (a UsageError) names the
     file, line and key of the first mistake."""
-    path = Path(path)
+    path = Path(check_path(path, "load_experiment: path"))
     check_input_file(path, "experiment file", SMALL_LIMIT)
     try:
         text = path.read_text()

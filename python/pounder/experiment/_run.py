@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pounder._errors import check_callable, check_instance, check_path
 from pounder._files import utc_timestamp
 from pounder._units import MIB
 from pounder._version import __version__
@@ -115,6 +116,10 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
     """Run every load of ``exp``; everything measured is in ``results`` as it comes. Ctrl-C (or
     any ``KeyboardInterrupt``) stops it: every server is stopped, what was measured is written and
     returned with ``interrupted=True``."""
+    check_instance(exp, Experiment, "run_experiment: exp (see load_experiment)")
+    check_path(results, "run_experiment: results")
+    check_callable(log, "run_experiment: log")
+    check_callable(on_trial, "run_experiment: on_trial")
     say = log or (lambda line: None)
     ResultsDir.check_new(results)
     planned = _servers(exp)  # every server's inputs checked (UsageError) before anything is created

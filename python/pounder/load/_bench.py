@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import PounderError, UsageError, check_callable, check_instance, check_text
 from pounder._files import utc_timestamp
 from pounder._units import parse_duration
 from pounder._version import __version__
@@ -106,6 +106,9 @@ def run_bench(
 ) -> BenchResult:
     """Run a validated spec and return its result. With a ``sampler``, the server's processes are
     sampled from just before the first request to just after the last one."""
+    check_instance(spec, BenchSpec, "run_bench: spec")
+    check_callable(on_progress, "on_progress")
+    check_instance(sampler, ServerSampler, "sampler", optional=True)
     engine = _load_engine()
     started_at = utc_timestamp()
     if sampler is not None:
@@ -144,6 +147,7 @@ def server_sampler(
 ) -> ServerSampler | None:
     """The sampler for ``bench``'s server options, or None when no server is named. The server
     is looked up now, so a wrong pid is a :class:`~pounder.UsageError` before anything is sent."""
+    check_text(status_url, "server_status", optional=True)
     if pid is None and pidfile is None and name is None:
         if status_url is not None or interval is not None:
             raise UsageError(
@@ -162,6 +166,8 @@ def parse_interval(value: Number | None) -> float:
     """The sampling interval: default 1 s, between 0.05 s and 60 s."""
     if value is None:
         return 1.0
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise UsageError(f"--sample-interval must be a duration such as 1s or 500ms, not {value!r}")
     seconds = parse_duration(value, "--sample-interval") if isinstance(value, str) else float(value)
     if not 0.05 <= seconds <= 60:
         raise UsageError(f"--sample-interval must be between 50ms and 60s, got {seconds:g}s")
@@ -187,8 +193,9 @@ def bench(
     keyword arguments or as ``options=LoadOptions(...)``). Values may be given as a user types them
     (``requests="10k"``, ``duration="2m"``, ``rate="50..500/60s"``, ``throttle="56kbit"``) or as
     numbers (seconds, requests per second, bytes per second). ``headers`` are ``"Name: value"``
-    strings or a mapping; ``body`` is text, ``"@file"`` or bytes. Defaults: closed loop with 10
-    connections for 10 s, 30 s timeout, keep-alive on. See :class:`BenchSpec` for the rules.
+    strings or a mapping (one ``"Name: value"`` string is one header); ``body`` is text,
+    ``"@file"`` or bytes. Defaults: closed loop with 10 connections for 10 s, 30 s timeout,
+    keep-alive on. See :class:`BenchSpec` for the rules.
 
     ``server_pid``, ``server_pidfile`` or ``server_name`` name the server's parent process: its
     processes are then sampled while the load runs (every ``sample_interval``, default 1 s) and
@@ -199,6 +206,7 @@ def bench(
     :class:`~pounder.PounderError` if the engine cannot run. On Ctrl-C the partial result is
     returned with ``interrupted=True``.
     """
+    check_callable(on_progress, "on_progress")
     spec = BenchSpec.from_options(url, **spec_options)
     sampler = server_sampler(
         pid=server_pid, pidfile=server_pidfile, name=server_name, status_url=server_status,

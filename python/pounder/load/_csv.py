@@ -9,6 +9,7 @@ request only the header is written.
 
 from __future__ import annotations
 
+from pounder._errors import check_instance
 from pounder.load._measured import PERCENTILES
 from pounder.load._result import BenchResult
 
@@ -26,5 +27,6 @@ def percentile_rows(result: BenchResult) -> list[tuple[str, float]]:
 
 
 def render_csv(result: BenchResult) -> str:
+    check_instance(result, BenchResult, "render_csv: result")
     lines = [CSV_HEADER] + [f"{percent},{ms:.3f}" for percent, ms in percentile_rows(result)]
     return "\n".join(lines) + "\n"

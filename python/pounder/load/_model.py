@@ -161,6 +161,10 @@ def _schedule(
     requests: int | None,
 ) -> tuple[Stage, ...] | None:
     if stages is not None:
+        if not isinstance(stages, (str, Sequence)) or (
+            not isinstance(stages, str) and not all(isinstance(stage, Stage) for stage in stages)
+        ):
+            raise UsageError(f"stages must be text such as '10s@50,30s@50..500' or a list of Stage, not {stages!r}")
         parsed = parse_stages(stages) if isinstance(stages, str) else tuple(stages)
         return _check_stages(parsed, "--stages")
     if rate is None:

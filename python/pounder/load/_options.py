@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pounder._errors import UsageError, check_flag, check_text, check_type, wrong_type
 from pounder.load._model import Number
 from pounder.load._parse import Stage
 
@@ -18,7 +19,9 @@ class LoadOptions:
     ``duration="2m"``, ``rate="50..500/60s"``, ``throttle="56kbit"``); ``None`` is the default.
     Checked when a :class:`~pounder.BenchSpec` is built from them, not here.
 
-    ``headers`` are ``"Name: value"`` strings or a mapping; ``body`` is text, ``"@file"`` or bytes.
+    ``headers`` are ``"Name: value"`` strings or a mapping (one ``"Name: value"`` string is one
+    header); ``cookies`` are ``"name=value"`` strings (one string is one cookie); ``body`` is
+    text, ``"@file"`` or bytes.
     Defaults: closed loop with 10 connections for 10 s, 30 s timeout, keep-alive on; targets on
     this machine only unless ``allow_remote``."""
 
@@ -35,8 +38,8 @@ class LoadOptions:
     method: str | None = None
     body: str | bytes | None = None
     content_type: str | None = None
-    headers: Sequence[str] | Mapping[str, str] = ()
-    cookies: Sequence[str] = ()
+    headers: str | Sequence[str] | Mapping[str, str] = ()
+    cookies: str | Sequence[str] = ()
     auth: str | None = None
     timeout: Number | None = None
     allow_remote: bool = False
@@ -52,5 +55,20 @@ class LoadOptions:
     def of(cls, options: LoadOptions | None = None, /, **changes: Any) -> LoadOptions:
         """``options`` (default: every default) with ``changes``, keyword arguments named as the
         fields: how the functions that take ``options=`` or the fields as keywords read both."""
+        if options is not None and not isinstance(options, LoadOptions):
+            raise wrong_type("options", "a LoadOptions or None", options)
+        names = [field.name for field in dataclasses.fields(cls)]
+        unknown = sorted(set(changes) - set(names))
+        if unknown:
+            raise UsageError(f"unknown load option {unknown[0]!r} (the load options are: {', '.join(names)})")
         base = cls() if options is None else options
         return dataclasses.replace(base, **changes) if changes else base
+
+    def check_types(self) -> None:
+        """:class:`~pounder.UsageError` for a field of a type no parser reads (the numbers and
+        the request's text are checked by their parsers)."""
+        check_flag(self.keepalive, "keepalive")
+        check_flag(self.allow_remote, "allow_remote")
+        for name in ("method", "content_type", "auth"):
+            check_text(getattr(self, name), name, optional=True)
+        check_type(self.body, (str, bytes), "body", "text, '@file' or bytes", optional=True)

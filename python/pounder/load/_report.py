@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pounder._errors import check_instance
 from pounder._units import mib
 from pounder.load._measured import ERROR_CATEGORIES, PERCENTILES, Histogram
 from pounder.load._result import BenchResult, ReplyRate
@@ -257,6 +258,7 @@ def _server(result: BenchResult) -> list[str]:
 
 def render_report(result: BenchResult) -> str:
     """The whole text report, ending with a newline."""
+    check_instance(result, BenchResult, "render_report: result")
     sections = [
         _header(result),
         _counts(result),

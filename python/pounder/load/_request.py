@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, check_str_mapping, check_strings
 from pounder._version import __version__
 from pounder.load._parse import basic_auth, check_token, load_body, parse_cookie, parse_header
 from pounder.load._url import ParsedUrl
@@ -61,12 +61,13 @@ def _merge_headers(
     return head + extra + tail
 
 
-def _user_headers(headers: Sequence[str] | Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    pairs = (
-        [parse_header(f"{name}: {value}") for name, value in headers.items()]
-        if isinstance(headers, Mapping)
-        else [parse_header(text) for text in headers]
-    )
+def _user_headers(headers: str | Sequence[str] | Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """A mapping, a list of ``"Name: value"`` strings, or one such string (one header)."""
+    if isinstance(headers, Mapping):
+        pairs = [parse_header(f"{name}: {value}") for name, value in check_str_mapping(headers, "headers").items()]
+    else:
+        pairs = [parse_header(text) for text in check_strings(
+            headers, "headers", single=True, expected="a mapping, a list of 'Name: value' strings or one such string")]
     if any(name.lower() == "connection" for name, _ in pairs):
         raise UsageError("-H Connection is not allowed: keep-alive is set with --no-keepalive")
     return tuple(pairs)
@@ -77,8 +78,8 @@ def build_request_template(
     method: str | None,
     body: str | bytes | None,
     content_type: str | None,
-    headers: Sequence[str] | Mapping[str, str],
-    cookies: Sequence[str],
+    headers: str | Sequence[str] | Mapping[str, str],
+    cookies: str | Sequence[str],
     auth: str | None,
     keepalive: bool,
 ) -> RequestTemplate:
@@ -88,8 +89,10 @@ def build_request_template(
     if verb == "HEAD" and payload:
         raise UsageError("a HEAD request cannot have a body")
     generated: list[tuple[str, str]] = []
-    if cookies:
-        generated.append(("Cookie", "; ".join(parse_cookie(cookie) for cookie in cookies)))
+    cookie_texts = check_strings(
+        cookies, "cookies", single=True, expected="a list of 'name=value' strings or one such string")
+    if cookie_texts:
+        generated.append(("Cookie", "; ".join(parse_cookie(cookie) for cookie in cookie_texts)))
     if auth is not None:
         generated.append(("Authorization", basic_auth(auth)))
     if content_type is not None:

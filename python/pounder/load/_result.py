@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, check_path
 from pounder._files import RESULT_LIMIT, check_input_file
 from pounder.load._measured import (
     READ,
@@ -240,7 +240,7 @@ def load_result(path: str | Path) -> BenchResult:
 
     Raises :class:`~pounder.UsageError` if the file is missing or is not a pounder bench result.
     """
-    path = Path(path)
+    path = Path(check_path(path, "load_result: path"))
     check_input_file(path, "result file", RESULT_LIMIT)
     try:
         text = path.read_text(encoding="utf-8")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, check_path, check_text
 from pounder._files import check_distinct, check_output_path
 from pounder._units import parse_bandwidth
 from pounder.load._model import build_load_model, count, seconds
@@ -118,6 +118,13 @@ class BenchSpec:
         fields of :class:`LoadOptions` (both: the keywords win); raises
         :class:`~pounder.UsageError` with one line on bad input."""
         given = LoadOptions.of(options, **load)
+        given.check_types()
+        check_text(url, "url", optional=True)
+        check_path(url_file, "url_file", optional=True)
+        check_text(order, "order")
+        check_text(unix_socket, "unix_socket", optional=True)
+        check_path(tsv_path, "tsv_path", optional=True)
+        check_path(hdr_log_path, "hdr_log_path", optional=True)
         if order not in ("sequential", "random"):
             raise UsageError(f"--order must be 'sequential' or 'random', got {order!r}")
         if given.calls_per_conn is not None and not given.keepalive:

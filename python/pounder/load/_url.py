@@ -14,7 +14,7 @@ import stat
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, check_text
 
 _URL_SAFE = "!#$%&'()*+,/:;=?@[]~"
 
@@ -32,6 +32,7 @@ class ParsedUrl:
 
 def parse_url(text: str, where: str = "") -> ParsedUrl:
     """Check an http:// URL; ``where`` (e.g. ``"urls.txt:3: "``) prefixes messages."""
+    check_text(text, f"{where}url")
     text = text.strip()
     try:
         parts = urlsplit(text)

@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pounder._errors import UsageError
+from pounder._errors import (
+    UsageError,
+    check_flag,
+    check_path,
+    check_str_mapping,
+    check_strings,
+    check_text,
+)
 from pounder.servers import (
     ApacheServer,
     GunicornServer,
@@ -157,15 +164,17 @@ class GunicornAdapter(Adapter):
 
     def __init__(self, app: str, *, pythonpath: str | None = None, preload: bool = False,
                  env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> None:
-        if ":" not in app:
+        if ":" not in check_text(app, "gunicorn: app"):
             raise UsageError(f"gunicorn: the app must be given as module:callable, not {app!r}")
         self.app = app
+        pythonpath = check_path(pythonpath, "gunicorn: pythonpath", optional=True)
         # absolute: the server runs elsewhere, a resumed run may start elsewhere, and the
         # recommended command line must work wherever it is pasted
-        self.pythonpath = ",".join(str(Path(p).resolve()) for p in pythonpath.split(",") if p) if pythonpath else None
-        self.preload = preload
-        self.env = dict(env or {})
-        self.extra_args = tuple(extra_args)
+        self.pythonpath = (",".join(str(Path(p).resolve()) for p in os.fspath(pythonpath).split(",") if p)
+                           if pythonpath else None)
+        self.preload = check_flag(preload, "gunicorn: preload")
+        self.env = check_str_mapping(env, "gunicorn: env")
+        self.extra_args = check_strings(extra_args, "gunicorn: extra_args")
 
     def server(self, params: PoolParams, workdir: Path) -> ManagedServer:
         return GunicornServer(workdir, self.app, pythonpath=self.pythonpath, workers=params.max_clients,
@@ -225,12 +234,12 @@ class StarmanAdapter(Adapter):
 
     def __init__(self, psgi: str | os.PathLike[str], *, preload: bool = False,
                  env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> None:
-        self.psgi = Path(psgi).resolve()
+        self.psgi = Path(check_path(psgi, "starman: psgi")).resolve()
         if not self.psgi.is_file():
             raise UsageError(f"starman: no such PSGI file {psgi}")
-        self.preload = preload
-        self.env = dict(env or {})
-        self.extra_args = tuple(extra_args)
+        self.preload = check_flag(preload, "starman: preload")
+        self.env = check_str_mapping(env, "starman: env")
+        self.extra_args = check_strings(extra_args, "starman: extra_args")
 
     def server(self, params: PoolParams, workdir: Path) -> ManagedServer:
         return StarmanServer(workdir, self.psgi, workers=params.max_clients, max_requests=params.max_requests,
@@ -276,13 +285,15 @@ class ApacheAdapter(Adapter):
     def __init__(self, conf: str | os.PathLike[str] | None = None, *, perl_handlers: Mapping[str, str] | None = None,
                  startup_pl: str | os.PathLike[str] | None = None, perl_lib: str | os.PathLike[str] | None = None,
                  extra_conf: str = "") -> None:
+        for name, value in (("conf", conf), ("startup_pl", startup_pl), ("perl_lib", perl_lib)):
+            check_path(value, f"apache: {name}", optional=True)
         self.conf = Path(conf).resolve() if conf is not None else None
         if self.conf is not None and not self.conf.is_file():
             raise UsageError(f"apache: no such configuration file {conf}")
-        self.perl_handlers = dict(perl_handlers or {})
+        self.perl_handlers = check_str_mapping(perl_handlers, "apache: perl_handlers")
         self.startup_pl = Path(startup_pl).resolve() if startup_pl is not None else None
         self.perl_lib = Path(perl_lib).resolve() if perl_lib is not None else None
-        self.extra_conf = extra_conf
+        self.extra_conf = check_text(extra_conf, "apache: extra_conf")
         # checked now: a bad file is bad input, before anything starts
         conf_text = read_user_conf(self.conf) if self.conf is not None else ""
         self.preload = self.startup_pl is not None or _preloads(conf_text)
@@ -351,6 +362,8 @@ class CommandAdapter(Adapter):
     def __init__(self, command: str, *, env: Mapping[str, str] | None = None, stop_signal: str = "TERM") -> None:
         from pounder.servers import render_command
 
+        check_text(command, "command: command")
+        check_text(stop_signal, "command: stop_signal")
         render_command(command, port=1, workers=1, max_requests=0, host="127.0.0.1", workdir="/", pidfile="/p",
                        error_log="/e")  # checks the placeholders now: a bad template is a usage error
         try:
@@ -358,7 +371,7 @@ class CommandAdapter(Adapter):
         except KeyError:
             raise UsageError(f"command: unknown stop signal {stop_signal!r} (e.g. TERM, QUIT, INT)") from None
         self.command = command
-        self.env = dict(env or {})
+        self.env = check_str_mapping(env, "command: env")
 
     def server(self, params: PoolParams, workdir: Path) -> ManagedServer:
         from pounder.servers import CommandServer
@@ -416,13 +429,14 @@ def _build_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpa
                    env: Mapping[str, str] | None, extra_args: tuple[str, ...], stop_signal: str, extra_conf: str,
                    perl_handlers: Mapping[str, str] | None, startup_pl: str | os.PathLike[str] | None,
                    perl_lib: str | os.PathLike[str] | None) -> Adapter:
-    if kind not in ADAPTERS:
+    if not isinstance(kind, str) or kind not in ADAPTERS:
         raise UsageError(f"unknown server kind {kind!r}: use one of {', '.join(KINDS)}")
     if kind == "apache":
         return ApacheAdapter(target, perl_handlers=perl_handlers, startup_pl=startup_pl, perl_lib=perl_lib,
                              extra_conf=extra_conf)
     if target is None:
         raise UsageError(f"{kind}: no {TARGET_FIELDS[kind]} given")
+    check_path(target, f"{kind}: {TARGET_FIELDS[kind]}")
     if kind == "gunicorn":
         return GunicornAdapter(str(target), pythonpath=pythonpath, preload=preload, env=env, extra_args=extra_args)
     if kind == "starman":
@@ -433,6 +447,8 @@ def _build_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpa
 def adapter_from_dict(data: Mapping[str, Any], *, check: bool = False) -> Adapter:
     """Rebuild an adapter from its ``to_dict``; :class:`~pounder.UsageError` if it cannot be
     (``check``: or if what it names is no longer there, see :meth:`Adapter.check`)."""
+    if not isinstance(data, Mapping):
+        raise UsageError(f"adapter_from_dict needs a mapping (an adapter's to_dict()), not {type(data).__name__}")
     kind = data.get("kind")
     if not isinstance(kind, str) or kind not in TARGET_FIELDS:
         raise UsageError(f"the results directory names an unknown server kind {kind!r}")

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import PounderError, UsageError, check_path
 from pounder._files import write_atomic
 
 TUNE_SCHEMA = "pounder/tune/1"
@@ -97,6 +97,7 @@ class ResultsDir:
     """A tuning run's directory (see the module documentation)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        check_path(path, "the results directory")
         self.path = Path(path).resolve()
 
     @property
@@ -121,7 +122,7 @@ class ResultsDir:
         """:class:`~pounder.UsageError` if ``path`` cannot be a new results directory: it exists
         and is not an empty directory (a finished or interrupted run is never overwritten).
         ``resumable``: the command has ``--resume`` to continue a run there."""
-        target = Path(path)
+        target = Path(check_path(path, "the results directory"))
         if not str(path).strip():
             raise UsageError("the results directory must not be an empty name")
         if target.exists() and (not target.is_dir() or any(target.iterdir())):

@@ -48,6 +48,7 @@ from pounder.procs._maxclients import (
     max_clients,
     max_clients_from,
 )
+from pounder.procs._mem_result import MalformedMemError, MemResult, load_mem, mem_from_dict
 from pounder.procs._read import (
     ROLES,
     ProcessGone,
@@ -74,9 +75,11 @@ __all__ = [
     "ROLES",
     "ChildSummary",
     "ClientLimit",
+    "MalformedMemError",
     "MalformedReportError",
     "MaxClients",
     "MemPoint",
+    "MemResult",
     "NoChildrenError",
     "PerRequest",
     "PoolSnapshot",
@@ -96,7 +99,9 @@ __all__ = [
     "find_server",
     "max_clients",
     "max_clients_from",
+    "load_mem",
     "mem_available",
+    "mem_from_dict",
     "mem_total",
     "parse_ram",
     "parse_size",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import PounderError, UsageError, check_path, check_text
 from pounder._files import read_input
 from pounder.procs._read import Role
 
@@ -56,7 +56,7 @@ def read_pidfile(path: str | os.PathLike[str]) -> int:
     """The pid in a pid file (``1234`` plus optional whitespace, as Apache, gunicorn and Starman
     write them). Raises :class:`~pounder.UsageError` naming the file when it is missing,
     unreadable or does not hold a pid."""
-    where = str(path)
+    where = str(check_path(path, "pidfile"))
     data = read_input(path, "pidfile", limit=_PIDFILE_MAX_BYTES, missing="pidfile {path} does not exist",
                       directory="pidfile {path} is a directory")
     text = data.decode("utf-8", "replace").strip()
@@ -114,10 +114,20 @@ def _tree(root: int, root_ppid: int, root_name: str, descendants: Iterable[psuti
     return tuple(members)
 
 
+def check_target(target: object, what: str) -> ServerTarget | int:
+    """A :class:`ServerTarget` or a positive pid; :class:`~pounder.UsageError` for anything else."""
+    if isinstance(target, ServerTarget):
+        return target
+    if isinstance(target, bool) or not isinstance(target, int) or target <= 0:
+        raise UsageError(f"{what} must be a ServerTarget (from find_server) or a positive pid, not {target!r}")
+    return target
+
+
 def discover(target: ServerTarget | int) -> tuple[TreeMember, ...]:
     """The server's tree now: root first, then every descendant with its role.
 
     Raises :class:`ServerGone` when the root has exited (or its pid was reused)."""
+    check_target(target, "discover: target")
     pid = target.pid if isinstance(target, ServerTarget) else target
     try:
         root = psutil.Process(pid)
@@ -195,6 +205,8 @@ def find_server(
     messages name the three ways as ``options`` (:data:`MEM_OPTIONS`, or :data:`SERVER_OPTIONS`
     for the commands that load a server).
     """
+    check_path(pidfile, options[1], optional=True)
+    check_text(name, options[2], optional=True)
     given = [what for what, value in zip(options, (pid, pidfile, name), strict=True) if value is not None]
     if len(given) != 1:
         got = f" (got {', '.join(given)})" if given else ""

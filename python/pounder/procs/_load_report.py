@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import PounderError, UsageError, check_instance
 from pounder._records import Reader
 from pounder._version import __version__
 from pounder.procs._status import StatusPoint
@@ -130,6 +130,7 @@ def _row(point: MemPoint | StatusPoint) -> tuple[Any, ...]:
 
 def per_request(report: ServerLoadReport, requests: int) -> PerRequest:
     """Server CPU (microseconds) and pool private-memory growth (bytes) per request."""
+    check_instance(report, ServerLoadReport, "per_request: report")
     if isinstance(requests, bool) or not isinstance(requests, int) or requests < 0:
         raise UsageError(f"requests must be a whole number >= 0, got {requests!r}")
     if requests == 0:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import PounderError, UsageError, check_instance, check_type
 from pounder._units import parse_ram
 from pounder.procs._read import mem_available
 from pounder.procs._snapshot import PoolSnapshot
@@ -55,6 +55,9 @@ def max_clients_from(ram: int, shared: int, child_uss: int, child_rss: int, safe
     """MaxClients for ``ram`` bytes less ``safety_margin``: floor((budget - shared) / child USS),
     and without sharing floor(budget / child RSS), both at least 0. A child is taken as at least
     one page (no child runs in less)."""
+    for name, value in (("ram", ram), ("shared", shared), ("child_uss", child_uss), ("child_rss", child_rss),
+                        ("safety_margin", safety_margin)):
+        check_type(value, int, f"max_clients_from: {name}", "a whole number of bytes")
     budget = max(0, ram - safety_margin)
     return ClientLimit(
         ram=budget,
@@ -102,6 +105,8 @@ def max_clients(ram_bytes: int | str | None, snapshot: PoolSnapshot) -> MaxClien
     """MaxClients for a RAM budget (bytes, or a size such as ``"4G"``; None: MemAvailable plus
     the server's own footprint) from a snapshot's measured child sizes. Raises
     :class:`NoChildrenError` when the server has no children to measure."""
+    check_instance(snapshot, PoolSnapshot, "max_clients: snapshot")
+    ram = None if ram_bytes is None else _ram(ram_bytes)
     totals = snapshot.totals
     if (
         totals.children == 0
@@ -111,13 +116,10 @@ def max_clients(ram_bytes: int | str | None, snapshot: PoolSnapshot) -> MaxClien
     ):
         raise NoChildrenError
     available: int | None = None
-    if ram_bytes is None:
+    if ram is None:
         ram, available = default_ram_budget(snapshot)
         source = "MemAvailable + footprint"
     else:
-        ram = parse_ram(ram_bytes) if isinstance(ram_bytes, str) else ram_bytes
-        if isinstance(ram, bool) or not isinstance(ram, int) or ram <= 0:
-            raise UsageError(f"the RAM budget must be a positive number of bytes, got {ram_bytes!r}")
         source = "given"
     limit = max_clients_from(ram, totals.median_child_shared, totals.max_child_uss, totals.max_child_rss)
     return MaxClients(
@@ -126,3 +128,11 @@ def max_clients(ram_bytes: int | str | None, snapshot: PoolSnapshot) -> MaxClien
         max_child_uss=totals.max_child_uss, max_child_rss=totals.max_child_rss, children=totals.children,
         max_clients=limit.max_clients, max_clients_no_sharing=limit.max_clients_no_sharing,
     )  # fmt: skip
+
+
+def _ram(ram_bytes: int | str) -> int:
+    """A RAM budget in bytes, or as a size such as ``"4G"``; :class:`~pounder.UsageError` otherwise."""
+    ram = parse_ram(ram_bytes) if isinstance(ram_bytes, str) else ram_bytes
+    if isinstance(ram, bool) or not isinstance(ram, int) or ram <= 0:
+        raise UsageError(f"the RAM budget must be a positive number of bytes or a size such as 4G, got {ram_bytes!r}")
+    return ram

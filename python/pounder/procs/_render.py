@@ -5,6 +5,7 @@ columns are separated by spaces and no cell contains a space, except the last on
 from __future__ import annotations
 
 from pounder import _units as units
+from pounder._errors import check_instance
 from pounder._version import __version__
 from pounder.procs._find import ServerTarget
 from pounder.procs._maxclients import MaxClients, NoChildrenError
@@ -118,6 +119,7 @@ def render_mem(
 ) -> str:
     """The ``pounder mem`` report as text (ends with a newline). With ``max_rows``, only the
     first ``max_rows`` processes get a row (the totals still cover them all)."""
+    check_instance(snapshot, PoolSnapshot, "render_mem: snapshot")
     totals = snapshot.totals
     grandchildren = totals.grandchildren
     found = f", found by {target.found_by}" if target is not None else ""

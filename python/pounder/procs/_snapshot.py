@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from pounder._version import __version__
-from pounder.procs._find import ServerGone, ServerTarget, TreeMember, discover
+from pounder.procs._find import ServerGone, ServerTarget, TreeMember, check_target, discover
 from pounder.procs._read import ProcessGone, ProcMem, read_reading
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ def snapshot(target: ServerTarget | int) -> PoolSnapshot:
     """Read the server's whole tree now (its children are listed again, not taken from
     ``target``). Raises :class:`~pounder.PounderError` if the server has exited or its memory
     cannot be read (permission denied)."""
-    members = discover(target)
+    members = discover(check_target(target, "snapshot: target"))
     taken_at = time.time()
     processes, skipped = read_members(members)
     root = members[0].pid

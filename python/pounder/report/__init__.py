@@ -1,6 +1,7 @@
 """``pounder report``: any result pounder wrote (bench results, a tune or experiment results
-directory, a comparison) as one self-contained HTML page: inline CSS, charts as inline SVG drawn
-by matplotlib, nothing fetched when it is viewed, printable.
+directory, a comparison, a ``pounder mem --json`` snapshot) as one self-contained HTML page:
+inline CSS, charts as inline SVG drawn by matplotlib, nothing fetched when it is viewed,
+printable.
 
 ::
 

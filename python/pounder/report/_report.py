@@ -1,7 +1,8 @@
 """``pounder report``: any result pounder wrote, as one self-contained HTML page.
 
 What each path is, by its content: a bench result (``pounder/bench-result/1``; several are
-overlaid on one page), a comparison (``pounder/compare/1``), a tuning results directory (with
+overlaid on one page), a comparison (``pounder/compare/1``), a memory snapshot
+(``pounder/mem/1``, from ``pounder mem --json``), a tuning results directory (with
 ``tune.json``, or its ``recommendation.json``), an experiment results directory (with
 ``experiment.json``). Several paths of different kinds make one page with a part for each.
 """
@@ -16,11 +17,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import PounderError, UsageError, check_path, check_text
 from pounder._files import RESULT_LIMIT, check_distinct, check_input_file, write_atomic
 from pounder.compare import SCHEMA as COMPARE_SCHEMA
 from pounder.load import SCHEMA as BENCH_SCHEMA
 from pounder.load import BenchResult, MalformedResultError
+from pounder.procs import MEM_SCHEMA, MalformedMemError, mem_from_dict
 from pounder.report._html import ReportError, Section, page
 
 
@@ -52,12 +54,30 @@ def _kind(path: Path) -> tuple[str, Any]:
             raise UsageError(f"{path}: {error}") from None
     if schema == COMPARE_SCHEMA:
         return "compare", data
+    if schema == MEM_SCHEMA:
+        try:
+            return "mem", mem_from_dict(data)
+        except MalformedMemError as error:
+            raise UsageError(f"{path}: {error}") from None
     raise UsageError(f"{path} is not a result pounder can report on (schema {schema!r}; expected "
-                     f"{BENCH_SCHEMA}, {COMPARE_SCHEMA}, or a tune or experiment results directory)")
+                     f"{BENCH_SCHEMA}, {COMPARE_SCHEMA}, {MEM_SCHEMA}, or a tune or experiment results directory)")
 
 
 Result = str | os.PathLike[str] | BenchResult | Mapping[str, Any]
 """A path, or a result in memory: a BenchResult or a comparison's ``to_dict()``."""
+
+
+def _results(paths: Result | Sequence[Result]) -> list[Result]:
+    """``paths`` as a list: one path or one result stands for a list of one."""
+    if isinstance(paths, (str, os.PathLike, BenchResult, Mapping)):
+        return [paths]
+    if not isinstance(paths, Sequence):
+        raise UsageError(f"the results must be a list of paths or results, not {type(paths).__name__}")
+    for item in paths:
+        if not isinstance(item, (str, os.PathLike, BenchResult, Mapping)):
+            raise UsageError(f"a result must be a path, a BenchResult or a comparison's to_dict(), "
+                             f"not {type(item).__name__}")
+    return list(paths)
 
 
 def _found(item: Result) -> tuple[Path, str, Any]:
@@ -70,14 +90,18 @@ def _found(item: Result) -> tuple[Path, str, Any]:
     return (Path(item), *_kind(Path(item)))
 
 
-def render_report(paths: Sequence[Result], title: str | None = None) -> str:
+def render_report(paths: Result | Sequence[Result], title: str | None = None) -> str:
     """The HTML page for ``paths`` (see the module documentation); a BenchResult or a
-    comparison's ``to_dict()`` may stand in for its file. :class:`ReportError` (one line) when a
-    result is incomplete or malformed."""
+    comparison's ``to_dict()`` may stand in for its file, and one path or result for a list of
+    one. :class:`ReportError` (one line) when a result is incomplete or malformed,
+    :class:`~pounder.UsageError` when an argument is of the wrong type."""
     from pounder.report._bench import bench_sections
     from pounder.report._compare import compare_sections, experiment_sections
+    from pounder.report._mem import mem_sections
     from pounder.report._tune import tune_sections
 
+    paths = _results(paths)
+    check_text(title, "title", optional=True)
     if not paths:
         raise UsageError("give at least one result to report on")
     found = [_found(item) for item in paths]
@@ -96,6 +120,8 @@ def render_report(paths: Sequence[Result], title: str | None = None) -> str:
                 sections += tune_sections(value, chart_prefix=prefix)
             elif kind == "compare":
                 sections += compare_sections(value, str(path), chart_prefix=prefix)
+            elif kind == "mem":
+                sections += mem_sections(value, str(path))
             else:
                 sections += experiment_sections(value, chart_prefix=prefix)
     kinds = sorted({kind for _, kind, _ in found})
@@ -130,15 +156,16 @@ def _title(found: Sequence[tuple[Path, str, Any]]) -> str:
     if len(found) == 1:
         path, kind, _ = found[0]
         return {"bench": "pounder bench", "tune": "pounder tune", "compare": "pounder compare",
-                "experiment": "pounder run"}[kind] + f": {path.name}"
+                "experiment": "pounder run", "mem": "pounder mem"}[kind] + f": {path.name}"
     return f"pounder report: {len(found)} results"
 
 
-def write_report(paths: Sequence[Result], out: str | os.PathLike[str],
+def write_report(paths: Result | Sequence[Result], out: str | os.PathLike[str],
                  title: str | None = None) -> Path:
     """Write the page for ``paths`` to ``out`` (atomically, its directory created if need be);
     returns the path written."""
-    target = Path(out)
+    paths = _results(paths)
+    target = Path(check_path(out, "write_report: out"))
     check_distinct([("-o/--output", target)], [("result", p) for p in paths if isinstance(p, (str, os.PathLike))])
     write_atomic(target, render_report(paths, title), parents=True)
     return target

@@ -33,6 +33,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pounder._errors import wrong_type
+
 PATH_CALLS = frozenset(
     {
         # the path is the first argument
@@ -292,6 +294,8 @@ class StraceLogParser:
 
 def parse_strace_log(lines: Iterable[str], *, exclude_pids: Iterable[int] = ()) -> TraceCounts:
     """Count the calls of a ``strace -f`` log (an open file or any lines); see the module's rules."""
+    if isinstance(lines, (str, bytes)) or not isinstance(lines, Iterable):
+        raise wrong_type("parse_strace_log: lines", "an open file or an iterable of lines", lines)
     parser = StraceLogParser(exclude_pids)
     for line in lines:
         parser.feed(line)

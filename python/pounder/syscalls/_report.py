@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pounder._errors import check_instance
 from pounder.syscalls._parse import TraceCounts
 
 SYSCALLS_SCHEMA = "pounder/syscalls/1"
@@ -169,6 +170,7 @@ def _path(path: str | None) -> str:
 def render_syscalls(report: SyscallReport, top: int | None = None) -> str:
     """The text of ``pounder syscalls``: what was traced, the calls per request by name, then the
     failing calls with their errno and path. ``top`` limits both tables to that many rows."""
+    check_instance(report, SyscallReport, "render_syscalls: report")
     keepalive = "on" if report.keepalive else "off"
     warmup = (
         f", after {report.warmup_requests:,} warm-up requests (not traced)"

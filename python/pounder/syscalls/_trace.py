@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import PounderError, UsageError, check_callable, check_path, check_text
 from pounder._files import check_output_path, utc_timestamp
 from pounder._units import count_in_range
 from pounder._version import __version__
@@ -184,6 +184,10 @@ def trace_syscalls(
     when the trace cannot be counted (a request failed, other traffic reached the server), and
     ``KeyboardInterrupt`` after stopping strace when the load was interrupted.
     """
+    check_text(url, "trace_syscalls: url")
+    check_path(strace, "strace", optional=True)
+    check_path(log_path, "log_path", optional=True)
+    check_callable(on_progress, "on_progress")
     given = LoadOptions.of(DEFAULT_LOAD if options is None else options, **load)
     requests = DEFAULT_REQUESTS if given.requests is None else given.requests
     count = count_in_range(requests, "-n/--requests", 1, MAX_REQUESTS)

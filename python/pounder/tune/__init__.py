@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, check_callable, check_instance, check_path
 from pounder.load import ProgressCallback
 from pounder.pool import (
     POINT_SCHEMA,
@@ -68,6 +68,11 @@ def tune(adapter: Adapter, options: TuneOptions | None = None, *, results: str |
     :class:`~pounder.servers.ServerStartError` when the server does not start (with its own log
     lines), :class:`MemoryFloorError` when memory runs low; on ``KeyboardInterrupt`` every server
     is stopped and what was measured stays in ``results`` for :func:`resume`."""
+    check_instance(adapter, Adapter, "tune: adapter")
+    check_instance(options, TuneOptions, "tune: options", optional=True)
+    check_path(results, "tune: results")
+    for name, callback in (("log", log), ("progress", progress), ("status", status)):
+        check_callable(callback, f"tune: {name}")
     options = options or TuneOptions()
     options.validate()
     adapter.check()
@@ -80,6 +85,7 @@ def open_run(results: str | os.PathLike[str]) -> tuple[ResultsDir, Adapter, Tune
     :class:`~pounder.UsageError` if ``results`` does not hold a readable run (a stored point
     that cannot be read back is named, to be removed and measured again) or what the run's
     server needs is no longer there."""
+    check_path(results, "results")
     store, stored = ResultsDir.open(results)
     adapter_data, options_data = stored.get("adapter"), stored.get("options")
     if not isinstance(adapter_data, dict) or not isinstance(options_data, dict):

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, check_type, wrong_type
 from pounder._units import MIB, available_cpus, parse_count_list, parse_duration, parse_ram
 from pounder.procs import mem_total
 
@@ -82,6 +82,13 @@ class TuneOptions:
         return options
 
     def validate(self) -> None:
+        """:class:`~pounder.UsageError` (one line) for a value of the wrong type or out of range."""
+        for name, (kinds, expected) in _FIELD_TYPES.items():
+            check_type(getattr(self, name), kinds, name, expected, optional=name in _OPTIONAL)
+        if not isinstance(self.mrpc_values, tuple) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in self.mrpc_values
+        ):
+            raise UsageError(f"mrpc_values must be a tuple of whole numbers, not {self.mrpc_values!r}")
         if not self.path.startswith("/") or any(c.isspace() for c in self.path):
             raise UsageError(f"--path must start with / and hold no spaces, got {self.path!r}")
         if self.clients is not None and not 1 <= self.clients <= 10000:
@@ -102,6 +109,26 @@ class TuneOptions:
             raise UsageError("--max-loss and --tolerance are fractions between 0 and 1")
         if self.ram is not None and self.ram < 16 * MIB:
             raise UsageError(f"--ram must be at least 16M, got {self.ram} bytes")
+
+
+_WHOLE = (int, "a whole number")
+_NUMBER = ((int, float), "a number")
+_FIELD_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "path": (str, "a string"), "ram": _WHOLE, "clients": _WHOLE, "p99_s": _NUMBER, "quick": (bool, "True or False"),
+    "point_s": _NUMBER, "requests_per_child": _WHOLE, "measure_children": _WHOLE, "max_children": _WHOLE,
+    "max_loss": _NUMBER, "tolerance": _NUMBER, "safety_margin": _WHOLE, "memory_floor": _WHOLE,
+    "compare_preload": (bool, "True or False"), "timeout_s": _NUMBER,
+}
+_OPTIONAL = frozenset({"ram", "clients", "p99_s"})
+
+
+def _seconds(value: str | float, what: str) -> float:
+    """A duration as text (``"300ms"``) or a number of seconds."""
+    if isinstance(value, str):
+        return parse_duration(value, what)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise wrong_type(what, "a duration such as 300ms or a number of seconds", value)
+    return float(value)
 
 
 def _exact(value: Any, kind: type, name: str) -> Any:
@@ -133,17 +160,19 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
         "memory_floor": max(256 * MIB, total // 50),
     }
     if ram is not None:
-        values["ram"] = parse_ram(ram) if isinstance(ram, str) else int(ram)
+        values["ram"] = parse_ram(ram) if isinstance(ram, str) else check_type(ram, int, "ram", "a size such as 4G "
+                                                                                 "or a number of bytes")
     if p99 is not None:
-        values["p99_s"] = parse_duration(p99, "--p99") if isinstance(p99, str) else float(p99)
+        values["p99_s"] = _seconds(p99, "--p99")
     if point_duration is not None:
-        values["point_s"] = (parse_duration(point_duration, "--point-duration")
-                             if isinstance(point_duration, str) else float(point_duration))
+        values["point_s"] = _seconds(point_duration, "--point-duration")
     for key, value in (("requests_per_child", requests_per_child), ("measure_children", measure_children),
                        ("max_children", max_children), ("compare_preload", compare_preload)):
         if value is not None:
             values[key] = value
     if mrpc is not None:
+        if not isinstance(mrpc, (str, Sequence)):
+            raise wrong_type("mrpc", "text such as '0,10k,1000' or a list of whole numbers", mrpc)
         values["mrpc_values"] = parse_count_list(mrpc, "--mrpc") if isinstance(mrpc, str) else tuple(mrpc)
     if values.get("max_children") is None:
         values["max_children"] = max(16, 32 * available_cpus())

@@ -8,6 +8,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pounder._errors import check_instance
 from pounder._units import mib
 from pounder.tune._analysis import BURST_FACTOR
 from pounder.tune._session import TuneResult
@@ -39,6 +40,7 @@ def _pct(value: float | None) -> str:
 
 def render_tune(result: TuneResult) -> str:
     """The whole text ``pounder tune`` prints (also saved as recommendation.txt)."""
+    check_instance(result, TuneResult, "render_tune: result")
     names = result.adapter.names
     measure = result.measure
     memory = result.memory

@@ -1,0 +1,89 @@
+"""A stored ``pounder mem --json`` result (``pounder/mem/1``) read back: :func:`load_mem` gives a
+:class:`MemResult` holding the :class:`~pounder.procs.PoolSnapshot` and the MaxClients figures as
+they were measured (the totals are recomputed from the stored processes, by the same rules)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pounder._errors import PounderError, UsageError, check_path
+from pounder._files import RESULT_LIMIT, check_input_file
+from pounder._records import Reader
+from pounder.procs._maxclients import MaxClients
+from pounder.procs._read import ROLES, ProcMem
+from pounder.procs._snapshot import MEM_SCHEMA, PoolSnapshot
+
+
+class MalformedMemError(PounderError):
+    """A mem result does not have the shape of ``pounder/mem/1``."""
+
+
+@dataclass(frozen=True)
+class MemResult:
+    """What ``pounder mem --json`` wrote: the snapshot, the server as it was found
+    (``found_by``: how, None when not recorded) and MaxClients (None when it was not computed,
+    e.g. the server had no children)."""
+
+    tool_version: str
+    taken_at: str
+    found_by: str | None
+    snapshot: PoolSnapshot
+    max_clients: MaxClients | None
+
+
+_READ = Reader(MalformedMemError)
+
+
+def _proc(value: object, key: str) -> ProcMem:
+    return _READ.record(ProcMem, value, key, role=_READ.choice(*ROLES))  # type: ignore[no-any-return]
+
+
+def _epoch(text: str) -> float:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise MalformedMemError(f"'taken_at' is not a UTC time: {text!r}") from None
+
+
+def mem_from_dict(data: Mapping[str, Any]) -> MemResult:
+    """Read a decoded ``pounder/mem/1`` document; :class:`MalformedMemError` names the key."""
+    doc = _READ.as_dict(data, "the result")
+    if doc.get("schema") != MEM_SCHEMA:
+        raise MalformedMemError(f"'schema' is {doc.get('schema')!r}, expected {MEM_SCHEMA!r}")
+    taken_at = _READ.as_str(_READ.get(doc, "taken_at"), "taken_at")
+    target = _READ.as_dict(_READ.get(doc, "target"), "target")
+    processes = _READ.list_of(_proc)(_READ.get(doc, "processes"), "processes")
+    if not processes or processes[0].role != "parent":
+        raise MalformedMemError("'processes' must list the parent first")
+    skipped = _READ.list_of(_READ.as_int)(doc.get("skipped", []), "skipped")
+    stored = _READ.get(doc, "max_clients")
+    limit = None if stored is None else _READ.record(MaxClients, stored, "max_clients", mem_available=_READ.nullable(
+        _READ.as_int))
+    snapshot = PoolSnapshot(_READ.as_int(_READ.get(target, "pid"), "target.pid"), _epoch(taken_at), processes,
+                            skipped)
+    found_by = _READ.nullable(_READ.as_str)(target.get("found_by"), "target.found_by")
+    return MemResult(_READ.as_str(_READ.get(doc, "tool_version"), "tool_version"), taken_at, found_by, snapshot,
+                     limit)
+
+
+def load_mem(path: str | os.PathLike[str]) -> MemResult:
+    """Read a result written by ``pounder mem --json``. :class:`~pounder.UsageError` when the file
+    is missing, unreadable or not a mem result."""
+    path = Path(check_path(path, "load_mem: path"))
+    check_input_file(path, "result file", RESULT_LIMIT)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UsageError(f"cannot read result file {path}: {error.strerror or error}") from None
+    except (ValueError, UnicodeDecodeError):
+        raise UsageError(f"{path} is not a pounder mem result (not JSON)") from None
+    try:
+        return mem_from_dict(data)
+    except MalformedMemError as error:
+        raise UsageError(f"{path} is not a pounder mem result: {error}") from None
