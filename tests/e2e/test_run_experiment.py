@@ -7,14 +7,12 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 from pounder.servers import apache_missing, gunicorn_missing
+from support.leftovers import processes_mentioning
 from support.schemas import validate
 
 APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
@@ -25,22 +23,6 @@ MIB = 1024 * 1024
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pounder", "run", *args], capture_output=True, text=True,
                           timeout=300, check=False)
-
-
-def _left(text: str) -> list[int]:
-    return [p.pid for p in psutil.process_iter(["cmdline"]) if text in " ".join(p.info["cmdline"] or [])]
-
-
-@pytest.fixture
-def public_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="pounder-run-test-", dir="/tmp"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        for pid in _left(str(path)):
-            psutil.Process(pid).kill()
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
@@ -87,7 +69,7 @@ workers = 1
     validate(json.loads((results / "experiment.json").read_text()), "experiment")
     validate(json.loads((results / "memory.json").read_text()), "experiment")
     validate(load, "compare")
-    assert not _left(str(results))
+    assert not processes_mentioning(str(results))
 
 
 @pytest.mark.skipif(apache_missing(perl=True) is not None, reason=str(apache_missing(perl=True)))
@@ -104,7 +86,7 @@ def test_classic_preload_experiment_shows_the_memory_saved(public_dir: Path) -> 
     lazy, preloaded = memory["on first use"]["after"], memory["preloaded"]["after"]
     assert lazy["max_child_uss"] - preloaded["max_child_uss"] > 10 * MIB
     assert preloaded["median_child_shared"] - lazy["median_child_shared"] > 10 * MIB
-    assert not _left(str(results))
+    assert not processes_mentioning(str(results))
 
 
 @pytest.mark.skipif(apache_missing(perl=True) is not None or shutil.which("strace") is None,
@@ -164,4 +146,4 @@ workers = 1
     assert done.stdout == "" and len(done.stderr.splitlines()) == 1, done.stderr
     assert done.stderr.startswith("pounder: error: ") and "/nonexistent" in done.stderr
     assert not results.exists()
-    assert not _left(str(public_dir))
+    assert not processes_mentioning(str(public_dir))

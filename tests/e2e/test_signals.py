@@ -14,17 +14,16 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 import pounder
 from pounder.servers import gunicorn_missing
+from support.leftovers import processes_mentioning
 from support.schemas import validate
 
 PYTHON_DIR = Path(pounder.__file__).resolve().parents[1]
@@ -77,36 +76,12 @@ def json_holds(path: Path, check: Callable[[Any], bool]) -> Callable[[], bool]:
     return ready
 
 
-def processes_mentioning(text: str) -> list[int]:
-    found = []
-    for proc in psutil.process_iter(["cmdline", "cwd"]):
-        try:
-            if text in " ".join(proc.info["cmdline"] or []) or text in (proc.info["cwd"] or ""):
-                found.append(proc.pid)
-        except psutil.Error:
-            continue
-    return found
-
-
 def render(tmp_path: Path, *results: Path) -> str:
     page = tmp_path / f"page-{len(list(tmp_path.glob('page-*')))}.html"
     done = subprocess.run([sys.executable, "-m", "pounder", "report", *map(str, results), "-o", str(page)],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     return page.read_text()
-
-
-@pytest.fixture
-def public_dir() -> Iterator[Path]:
-    """A directory the servers' children can read (pytest's tmp_path may not be), removed after."""
-    path = Path(tempfile.mkdtemp(prefix="pounder-signal-test-", dir="/tmp"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        for pid in processes_mentioning(str(path)):
-            psutil.Process(pid).kill()
-        shutil.rmtree(path, ignore_errors=True)
 
 
 # -- bench and compare -----------------------------------------------------------------------

@@ -14,17 +14,15 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from pounder.servers import apache_missing, find_apache, gunicorn_missing
+from support.leftovers import processes_mentioning
 from support.schemas import validate_results_dir
 
 MIB = 1024 * 1024
@@ -45,28 +43,6 @@ def _recommendation(results: Path) -> dict[str, Any]:
     validate_results_dir(results)
     data: dict[str, Any] = json.loads((results / "recommendation.json").read_text())
     return data
-
-
-def _processes_mentioning(text: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline", "cwd"]):
-        with_text = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["cwd"] or "")
-        if text in with_text and proc.pid != os.getpid():
-            found.append(proc)
-    return found
-
-
-@pytest.fixture
-def public_dir() -> Iterator[Path]:
-    """A directory under /tmp the Apache children (www-data when we are root) can read."""
-    path = Path(tempfile.mkdtemp(prefix="pounder-tune-test-", dir="/tmp"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        for proc in _processes_mentioning(str(path)):  # never leave a server behind, even on failure
-            proc.kill()
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _apache_conf(folder: Path, preload: bool) -> Path:
@@ -149,7 +125,7 @@ def test_apache_max_clients_follows_the_formula_and_preload_raises_it(apache_ser
         assert snippet is not None and int(snippet[1]) == data["params"]["max_clients"]
         assert data["spare"] and {p["name"] for p in data["spare"]} == {"before", "after"}
         recommended[preload] = data["memory"]["max_clients"]
-        assert not _processes_mentioning(str(results))
+        assert not processes_mentioning(str(results))
     # preloading moves the 40 MB from every child into the parent, shared: many more children fit
     assert recommended[True] >= 3 * recommended[False]
 
@@ -209,7 +185,7 @@ def test_sigint_leaves_no_server_and_resume_finishes(tmp_path: Path) -> None:
             proc.communicate()
     assert proc.returncode == 130, err
     assert "--resume" in err and "Traceback" not in err
-    assert not _processes_mentioning(str(results)), "a server process outlived pounder tune"
+    assert not processes_mentioning(str(results)), "a server process outlived pounder tune"
     measured = {p.name: p.read_bytes() for p in (results / "points").glob("*.json")}
     assert "sizes.json" in measured and "children-1.json" in measured
     assert not (results / "recommendation.json").exists()
@@ -220,7 +196,7 @@ def test_sigint_leaves_no_server_and_resume_finishes(tmp_path: Path) -> None:
     assert data["params"]["max_clients"] >= 1
     for name, content in measured.items():  # what was measured before is kept, not measured again
         assert (results / "points" / name).read_bytes() == content
-    assert not _processes_mentioning(str(results))
+    assert not processes_mentioning(str(results))
 
 
 @pytest.mark.skipif(apache_missing(perl=True) is not None, reason=str(apache_missing(perl=True)))
@@ -235,7 +211,7 @@ def test_a_server_that_does_not_start_is_reported_with_its_own_log_lines(public_
     assert "Traceback" not in done.stderr
     assert "\npounder: error: the server did not start: " in done.stderr
     assert "/nonexistent/startup.pl" in done.stderr  # Apache's / mod_perl's own words
-    assert not _processes_mentioning(str(results))
+    assert not processes_mentioning(str(results))
 
 
 @pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
@@ -250,7 +226,7 @@ def test_command_adapter_tunes_any_server(tmp_path: Path) -> None:
     assert [p["children"] for p in data["sweep"]][:3] == [1, 2, 4]
     assert f"--workers {data['params']['max_clients']} " in data["config"]
     assert f"--max-requests {data['params']['max_requests']} " in data["config"]
-    assert not _processes_mentioning(str(results))
+    assert not processes_mentioning(str(results))
 
 
 @pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
@@ -264,7 +240,7 @@ def test_memory_floor_stops_the_step_and_the_server(tmp_path: Path) -> None:
     options = TuneOptions(quick=True, point_s=1.0, mrpc_values=(0,), memory_floor=mem_available() + 2**40)
     with pytest.raises(MemoryFloorError, match="below the floor"):
         tune(GunicornAdapter("wsgi_app:app", pythonpath=str(APPS_DIR)), options, results=results)
-    assert not _processes_mentioning(str(results))
+    assert not processes_mentioning(str(results))
     validate_results_dir(results, finished=False)
 
 
@@ -281,4 +257,4 @@ def test_memory_floor_stops_a_running_step(tmp_path: Path) -> None:
         with pytest.raises(MemoryFloorError):
             runner.bench(server, 4, duration=10.0)
         assert time.monotonic() - started < 5.0
-    assert not _processes_mentioning(str(tmp_path / "servers"))
+    assert not processes_mentioning(str(tmp_path / "servers"))

@@ -21,10 +21,10 @@ import time
 import urllib.request
 from pathlib import Path
 
-import psutil
 import pytest
 
 from pounder.servers import free_port, gunicorn_missing
+from support.leftovers import processes_mentioning
 from support.schemas import validate_results_dir
 
 APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
@@ -40,14 +40,6 @@ def _pounder(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           text=True, env=env, timeout=120, check=False)
 
 
-def _processes_mentioning(text: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        if text in " ".join(proc.info["cmdline"] or []) and proc.pid != os.getpid():
-            found.append(proc)
-    return found
-
-
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The results directory of a finished run, started from a directory without the app (so
@@ -60,7 +52,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     "--max-children", "2", "--measure-children", "1", "--requests-per-child", "20",
                     "--results", str(results))
     assert done.returncode == 0, done.stderr
-    assert not _processes_mentioning(str(results))
+    assert not processes_mentioning(str(results))
     return results
 
 
@@ -146,7 +138,7 @@ def test_resume_with_a_corrupt_point_names_the_file(finished: Path, tmp_path: Pa
     assert done.stdout == ""
     assert done.stderr.splitlines() == [
         f"pounder: error: {bad} is not a pounder point {problem}; remove it to measure that point again"]
-    assert not (copy / "servers").exists() and not _processes_mentioning(str(copy)), "a server was started"
+    assert not (copy / "servers").exists() and not processes_mentioning(str(copy)), "a server was started"
     assert {p.name: p.is_dir() or p.read_bytes() for p in (copy / "points").iterdir()} == before
     assert not (copy / "recommendation.json").exists()
 
@@ -163,4 +155,4 @@ def test_resume_measures_a_removed_point_again(finished: Path, tmp_path: Path) -
     validate_results_dir(copy)
     assert json.loads(bad.read_text())["key"] == "children-2"
     assert {name: (copy / "points" / name).read_bytes() for name in kept} == kept
-    assert not _processes_mentioning(str(copy))
+    assert not processes_mentioning(str(copy))
