@@ -27,6 +27,7 @@ from pounder.servers._apache import (
 from pounder.servers._base import ManagedServer, ServerStartError, answers_http, die_with_parent_hook, free_port
 from pounder.servers._command import CommandServer, command_placeholders, render_command
 from pounder.servers._gunicorn import GunicornServer, GunicornSettings, gunicorn_command, gunicorn_missing
+from pounder.servers._listen import owns_listener
 from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_missing
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "gunicorn_command",
     "gunicorn_missing",
     "read_user_conf",
+    "owns_listener",
     "render_apache_conf",
     "render_command",
     "starman_command",
