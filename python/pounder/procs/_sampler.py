@@ -38,6 +38,7 @@ from pounder._errors import PounderError, UsageError
 from pounder._files import utc_timestamp
 from pounder.procs._find import ServerGone, ServerTarget, discover, find_server
 from pounder.procs._load_report import ChildSummary, MemPoint, ServerLoadReport
+from pounder.procs._own import OwnPages
 from pounder.procs._read import ProcessGone, Role, process_cpu_clock, read_cpu, read_reading
 from pounder.procs._status import StatusError, StatusPoint, fetch_status, status_auto_url
 
@@ -118,6 +119,7 @@ class ServerSampler:
         self._t0 = 0.0
         self._started_at = ""
         self._report: ServerLoadReport | None = None
+        self._own: OwnPages | None = None
 
     @property
     def target(self) -> ServerTarget:
@@ -143,7 +145,7 @@ class ServerSampler:
             raise PounderError("this ServerSampler was not started")
         self._stop_event.set()
         self._thread.join()
-        self._sample_timed(first=False)
+        self._sample_timed(first=False, last=True)
         self._report = self._build_report()
         return self._report
 
@@ -170,10 +172,10 @@ class ServerSampler:
             if text not in self._state.messages:
                 self._state.messages.append(text)
 
-    def _sample_timed(self, first: bool) -> None:
+    def _sample_timed(self, first: bool, last: bool = False) -> None:
         before = time.thread_time()
         try:
-            self._sample(first)
+            self._sample(first, last)
         except PounderError as error:
             if first:
                 raise
@@ -186,7 +188,7 @@ class ServerSampler:
             with self._lock:
                 self._sampler_cpu += time.thread_time() - before
 
-    def _sample(self, first: bool) -> None:
+    def _sample(self, first: bool, last: bool = False) -> None:
         t = time.monotonic() - self._t0
         try:
             members = discover(self._target)
@@ -198,10 +200,15 @@ class ServerSampler:
         index = state.samples
         points: list[MemPoint] = []
         skipped = 0
+        if first:
+            # pounder's own process is taken out of the memory figures (root): what each process
+            # shares with it is found at its first sample and again at the last one
+            self._own = OwnPages.read()
+        ours = self._own
         with self._lock:
             for member in members:
                 try:
-                    reading = read_reading(member.pid, member.role, member.ppid)
+                    reading = read_reading(member.pid, member.role, member.ppid, ours, again=not last)
                 except ProcessGone:
                     cpu = read_cpu(member.pid)  # a zombie still has its CPU times
                     if cpu is None:
