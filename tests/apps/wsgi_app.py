@@ -1,5 +1,8 @@
 """WSGI test app for the gunicorn tests (``wsgi_app:app``), configured by environment variables.
 
+- ``APP_MAP_FILE`` (default none): a file mapped read-only at import and read page by page, so its
+  pages are resident in the page cache and mapped by the process that imported the app (under
+  ``--preload`` the arbiter only: a worker maps them when it touches them).
 - ``APP_DATA_MB`` (default 0): that many MB of data built at import, as one large immutable
   ``bytes`` object (written, so resident). Under ``gunicorn --preload`` it is built once in the
   arbiter and shared copy-on-write by the workers: reference counting only writes the object's
@@ -14,11 +17,18 @@ size and the pid that built it.
 from __future__ import annotations
 
 import gc
+import mmap
 import os
 import time
 from collections.abc import Callable, Iterable
 from urllib.parse import parse_qs
 
+MAP_FILE = os.environ.get("APP_MAP_FILE")
+MAPPED: mmap.mmap | None = None
+if MAP_FILE:
+    with open(MAP_FILE, "rb") as mapped_file:
+        MAPPED = mmap.mmap(mapped_file.fileno(), 0, prot=mmap.PROT_READ)
+    MAPPED_SUM = sum(MAPPED[i] for i in range(0, len(MAPPED), mmap.PAGESIZE))
 DATA_MB = int(os.environ.get("APP_DATA_MB", "0"))
 DATA = bytes(range(256)) * (DATA_MB * 4096)
 BUILT_IN = os.getpid()

@@ -26,19 +26,25 @@ def run_cli(*args: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture
-def listener() -> Iterator[str]:
-    """A loopback URL whose socket listens but is never accepted: a request sent would show as a
-    pending connection (checked with ``assert_nothing_sent``)."""
+def listening_socket() -> Iterator[socket.socket]:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen(16)
         sock.setblocking(False)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/news/perl/mod_perl/summary"
-        try:
-            sock.accept()
-        except BlockingIOError:
-            return
-        raise AssertionError("a connection was made: pounder sent traffic despite the error")
+        yield sock
+
+
+@pytest.fixture
+def listener(listening_socket: socket.socket) -> Iterator[str]:
+    """A loopback URL whose socket listens but is never accepted: a request sent would show as a
+    pending connection (checked at teardown)."""
+    sock = listening_socket
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/news/perl/mod_perl/summary"
+    try:
+        sock.accept()
+    except BlockingIOError:
+        return
+    raise AssertionError("a connection was made: pounder sent traffic despite the error")
 
 
 @pytest.fixture
@@ -119,9 +125,10 @@ def test_bad_urls(url: str, fragment: str) -> None:
 
 
 @pytest.fixture
-def server_pid(trees: TreeFactory) -> int:
-    """A process with one child: what pounder syscalls needs to get as far as running strace."""
-    tree = trees.start()
+def server_pid(trees: TreeFactory, listening_socket: socket.socket) -> int:
+    """A process with one child that holds the listener's socket: what pounder syscalls needs to
+    get as far as running strace."""
+    tree = trees.start(pass_fds=(listening_socket.fileno(),))
     tree.spawn(1)
     return tree.pid
 

@@ -5,6 +5,8 @@ checked against the configured sizes or an independent measurement."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from typing import Any
@@ -13,6 +15,7 @@ import psutil
 import pytest
 
 import pounder
+from pounder.report import render_report as render_html
 from support.schemas import validate
 from support.srvutil import warm_every_child
 
@@ -218,3 +221,77 @@ def test_apache_server_status_is_read_during_the_bench(apache_server: Any) -> No
     assert max(busy) >= 3
     accesses = [point.total_accesses for point in server.status if point.total_accesses is not None]
     assert accesses[-1] - accesses[0] >= 0.8 * result.requests.complete
+
+
+# -- processes killed during the run (issue 14, item 7) -------------------------------------
+
+
+def cpu_with_reaped_s(pids: list[int]) -> float:
+    """User + system CPU of these processes plus that of the children they reaped (psutil)."""
+    total = 0.0
+    for pid in pids:
+        times = psutil.Process(pid).cpu_times()
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
+
+
+def kill_after(count: int, pids: list[int], killed: list[int]) -> Any:
+    """An ``on_progress`` callback that SIGKILLs ``pids`` once ``count`` requests completed."""
+
+    def on_progress(progress: pounder.Progress) -> None:
+        if not killed and progress.complete >= count:
+            for pid in pids:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+    return on_progress
+
+
+def test_gunicorn_workers_killed_mid_run_count_as_exited_and_cpu_is_per_completed_request(
+    gunicorn_server: Any,
+) -> None:
+    srv = gunicorn_server(workers=2)
+    workers = srv.children()
+    before = cpu_with_reaped_s([srv.pid, *workers])
+    killed: list[int] = []
+    result = bench_with_server(srv, "/cpu?ms=2", 400, keepalive=False, timeout=10,
+                               on_progress=kill_after(100, workers, killed))  # fmt: skip
+    after = cpu_with_reaped_s([srv.pid, *srv.children()])  # the arbiter reaped the killed ones
+    server = result.server
+    assert server is not None and sorted(killed) == sorted(workers)
+    assert server.children_exited >= len(killed)
+    assert {child.pid for child in server.children if child.exited} >= set(killed)
+    assert server.children_spawned >= 1 and not server.root_exited
+    completed = result.requests.complete + result.warmup.complete
+    assert completed >= 100
+    per_request = result.derived.server_cpu_us_per_request
+    assert per_request == pytest.approx(server.server_cpu_s * 1e6 / completed)
+    # the sampled CPU against psutil's reading of the same processes before and after
+    assert server.server_cpu_s == pytest.approx(after - before, rel=0.15, abs=0.05)
+
+
+def test_gunicorn_killed_whole_mid_run_counts_exited_and_gives_no_per_request_cpu(
+    gunicorn_server: Any,
+) -> None:
+    srv = gunicorn_server(workers=2)
+    workers = srv.children()
+    killed: list[int] = []
+    result = bench_with_server(srv, "/cpu?ms=2", 300, keepalive=False, timeout=5,
+                               on_progress=kill_after(100, [srv.pid, *workers], killed))  # fmt: skip
+    server = result.server
+    assert server is not None and len(killed) == 3
+    assert server.root_exited
+    assert (server.children_seen, server.children_exited) == (2, 2)
+    assert result.requests.complete >= 100 and result.requests.failed > 0
+    # its CPU after the last sample went with it: no per-request figure, and the report says why
+    assert result.derived.server_cpu_us_per_request is None
+    assert result.derived.server_private_growth_bytes_per_request is None
+    text = pounder.render_report(result)
+    assert "none per request (the server exited during the run)" in text
+    assert "2 seen, 0 spawned, 2 exited" in text
+    assert f"the server process {srv.pid} has exited during the run" in text
+    again = pounder.BenchResult.from_json(result.to_json())
+    assert again.server == server and again.derived == result.derived
+    validate(json.loads(result.to_json()), "bench-result")
+    page = render_html([result])
+    assert "server CPU per completed request</td><td>- (the server exited during the run)" in page

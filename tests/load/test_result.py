@@ -105,7 +105,8 @@ def test_derived_closed(closed_result: BenchResult) -> None:
     assert derived.time_per_request_all_ms == pytest.approx(10.0021 * 1000 / 4971)
     assert derived.received_kib_per_s == pytest.approx(21420039 / 1024 / 10.0021)
     assert derived.sent_kib_per_s == pytest.approx(457608 / 1024 / 10.0021)
-    assert derived.client_cpu_us_per_request == pytest.approx((0.412 + 0.633) * 1e6 / (4971 + 3 + 100))
+    # per completed request, warm-up included: the 3 failed requests are not in the divisor
+    assert derived.client_cpu_us_per_request == pytest.approx((0.412 + 0.633) * 1e6 / (4971 + 100))
 
 
 def test_derived_open_has_no_ab_time_per_request(open_result: BenchResult) -> None:
@@ -138,7 +139,9 @@ def test_no_completed_requests() -> None:
     derived = result.derived
     assert (derived.requests_per_s, derived.time_per_request_all_ms, derived.reply_rate) == (0.0, None, None)
     assert derived.client_cpu_us_per_request is None
+    assert result.why_no_per_request() == "no request was sent"
     assert "no completed requests" in render_report(result)
+    assert "none per request (no request was sent)" in render_report(result)
     assert render_csv(result) == "percent,latency_ms\n"
 
 
@@ -178,7 +181,7 @@ def test_json_matches_schema(open_result: BenchResult, closed_result: BenchResul
     for result in (open_result, closed_result, make_result(empty_engine_json(), interrupted=True)):
         document = json.loads(result.to_json())
         validator.validate(document)
-        assert document["schema"] == "pounder/bench-result/1"
+        assert document["schema"] == "pounder/bench-result/2"
 
 
 def test_json_content(open_result: BenchResult) -> None:
@@ -195,7 +198,7 @@ def test_json_content(open_result: BenchResult) -> None:
 def test_schema_rejects_what_to_json_never_writes(open_result: BenchResult, schema: dict[str, Any]) -> None:
     document = json.loads(open_result.to_json())
     for broken in (
-        {**document, "schema": "pounder/bench-result/2"},
+        {**document, "schema": "pounder/bench-result/3"},
         {**document, "extra": 1},
         {key: value for key, value in document.items() if key != "schema"},
     ):
@@ -218,7 +221,7 @@ def test_load_result_errors(tmp_path: Path, open_result: BenchResult) -> None:
         load_result(bad)
     other = tmp_path / "other.json"
     other.write_text(json.dumps({**json.loads(open_result.to_json()), "schema": "something/else"}))
-    with pytest.raises(UsageError, match="expected 'pounder/bench-result/1'"):
+    with pytest.raises(UsageError, match="expected 'pounder/bench-result/2' \\(or 'pounder/bench-result/1'\\)"):
         load_result(other)
     engine_only = tmp_path / "engine.json"
     engine_only.write_text(json.dumps(engine_json()))
@@ -274,7 +277,7 @@ def test_report_open_loop(open_result: BenchResult) -> None:
 
     assert "  200: 4959\n  404: 12" in report
     assert report_value(report, "Reply rate [replies/s]") == "min 470.0 avg 497.0 max 500.0 stddev 9.5 (10 s)"
-    assert report_value(report, "Client CPU") == "user 0.41 s, sys 0.63 s, 206.0 us per request"
+    assert report_value(report, "Client CPU") == "user 0.41 s, sys 0.63 s, 206.1 us per request"  # / 5071 completed
     assert "Interrupted" not in report
 
 
@@ -328,3 +331,33 @@ def test_result_is_immutable(open_result: BenchResult) -> None:
     with pytest.raises(AttributeError):
         open_result.elapsed_s = 1.0  # type: ignore[misc]
     assert copy.deepcopy(open_result) == open_result
+
+
+def all_failed_engine_json() -> dict[str, Any]:
+    data = empty_engine_json()
+    data.update(requests={"complete": 0, "failed": 40, "non_2xx": 0, "unsent": 0, "late": 0},
+                warmup={"complete": 0, "failed": 5, "elapsed_s": 0.1})  # fmt: skip
+    return data
+
+
+def test_no_per_request_figure_when_every_request_failed() -> None:
+    # issue 14, item 7: the CPU was divided by the failed requests too
+    result = make_result(all_failed_engine_json())
+    assert result.completed_requests == 0
+    assert result.derived.client_cpu_us_per_request is None
+    assert result.why_no_per_request() == "no request completed"
+    assert re.search(r"^Client CPU: +user [\d.]+ s, sys [\d.]+ s, none per request \(no request completed\)$",
+                     render_report(result), re.MULTILINE), render_report(result)  # fmt: skip
+
+
+def test_version_1_results_are_read(open_result: BenchResult, tmp_path: Path) -> None:
+    # Version 1 has the same layout; its stored derived figures divided by the requests attempted.
+    # Read back, derived is recomputed: per completed request.
+    document = json.loads(open_result.to_json())
+    document["schema"] = "pounder/bench-result/1"
+    document["derived"]["client_cpu_us_per_request"] = 1.0
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(document))
+    again = load_result(path)
+    assert again == open_result
+    assert again.derived.client_cpu_us_per_request == pytest.approx((0.412 + 0.633) * 1e6 / (4971 + 100))

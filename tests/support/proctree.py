@@ -286,7 +286,9 @@ class TreeFactory:
     def __init__(self) -> None:
         self.trees: list[Tree] = []
 
-    def start(self, mb: int = 0, mode: str = "tree", marker: str | None = None) -> Tree:
+    def start(self, mb: int = 0, mode: str = "tree", marker: str | None = None,
+              pass_fds: tuple[int, ...] = ()) -> Tree:  # fmt: skip
+        """``pass_fds``: descriptors the parent (and so every child) inherits, e.g. a listening socket."""
         marker = marker or f"pounder-test-tree-{uuid.uuid4().hex[:12]}"
         proc = subprocess.Popen(
             [sys.executable, "-c", TREE_SCRIPT, marker, mode, str(mb)],
@@ -294,6 +296,7 @@ class TreeFactory:
             stdout=subprocess.PIPE,
             text=True,
             bufsize=1,
+            pass_fds=pass_fds,
         )
         tree = Tree(proc, marker)
         self.trees.append(tree)

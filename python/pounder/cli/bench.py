@@ -61,7 +61,7 @@ WARMUP = option("--warmup", panel=_LOAD, metavar="TIME|N", help=(
     "Run this long (5s) or this many requests (100) first, without measuring them."))
 UNIX_SOCKET = option("--unix-socket", panel=_HTTP, metavar="PATH", help=(
     "Connect to this Unix socket; the URL then only gives the Host header and the path."))
-JSON = json_option(_OUT, "pounder/bench-result/1", "report")
+JSON = json_option(_OUT, "pounder/bench-result/2", "report")
 REPORT = report_option(_OUT, "result")
 CSV = option("--csv", panel=_OUT, metavar="PATH", help=(
     "Write the latency percentiles as CSV (percent,latency_ms), like ab -e; '-' for stdout."))
@@ -70,7 +70,7 @@ HDR_LOG = option("--hdr-log", panel=_OUT, metavar="PATH", help=(
     "Write an HdrHistogram interval log (1 s intervals, corrected latency, microseconds)."))
 SERVER_PID = option("--server-pid", panel=_SERVER, metavar="PID", help=(
     "Sample this server's processes (the parent and all its children) while the load runs: server CPU per "
-    "request, children spawned, memory per child and its growth."))
+    "completed request, children spawned and exited, memory per child and its growth."))
 SERVER_PIDFILE = load_option("server_pidfile", _SERVER)
 SERVER_NAME = load_option("server_name", _SERVER)
 SERVER_STATUS = option("--server-status", panel=_SERVER, metavar="URL", help=(

@@ -44,6 +44,11 @@ MEM_HELP = "\n\n".join(
         "Every figure comes from /proc/PID/smaps_rollup: shared = Shared_Clean + Shared_Dirty, private = USS "
         "(Private_Clean + Private_Dirty, what the kernel frees when the child exits), PSS (each shared page divided "
         "among the processes mapping it). The pool's footprint is the sum of PSS, never the sum of RSS.",
+        "pounder's own process is taken out of these figures: smaps counts a page as shared when any other process "
+        "maps it, and pounder (a Python process) maps the same libpython and library pages as a Python server, so "
+        "the server's parent would read megabytes less private while pounder looks. Run as root, pounder finds the "
+        "pages only its own process shares with the server (/proc/PID/pagemap, /proc/kpagecount) and counts "
+        "them as the server's own; without root the output says the figures could not be corrected.",
         "MaxClients = (RAM - shared) / max child USS, with the median child's shared size; next to it the figure "
         "without sharing, RAM / max child RSS. RAM is --ram, or MemAvailable plus what the server already uses.",
         "Exit status: 0 done (also when --watch is stopped with Ctrl-C), 1 could not read, 2 bad input.",
@@ -65,7 +70,7 @@ OLD_PID, OLD_PIDFILE, OLD_NAME = (typer.Option(flag, hidden=True) for flag in ME
 RAM = option("--ram", panel=_OUT, metavar="SIZE", help=(
     "RAM budget for MaxClients: 512M, 4G, 1.5GiB (k/M/G/T are powers of 1024). Default: MemAvailable + the "
     "server's footprint."))
-JSON = json_option(_OUT, "pounder/mem/1", "table", "With --watch, the file is rewritten at every refresh.")
+JSON = json_option(_OUT, "pounder/mem/2", "table", "With --watch, the file is rewritten at every refresh.")
 WATCH = option("--watch", panel=_OUT, metavar="TIME", help=(
     "Refresh every TIME (2s, 500ms) until Ctrl-C; in place on a terminal, one table after the other otherwise."))
 COUNT = option("--count", panel=_OUT, metavar="N", help="With --watch: stop after N refreshes.")

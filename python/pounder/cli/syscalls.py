@@ -45,7 +45,9 @@ SYSCALLS_HELP = "\n\n".join(
         "children are idle, detaches strace and divides each count by the requests completed. The parent's own "
         "calls are not counted (children it starts during the run are, with a note); calls still blocked when "
         "strace detaches (an idle child in accept) are not counted.",
-        "Only pounder may talk to the server meanwhile: more connections accepted than pounder opened, or a "
+        "The server named must be the one behind the URL: one of its processes must listen on the URL's address "
+        "and port (checked before anything is sent), and its children must accept pounder's connections. Only "
+        "pounder may talk to the server meanwhile: more connections accepted than pounder opened, or a "
         "failed request, is an error. strace slows the server a lot; the counts, not the times, are the result.",
         "Needs strace (apt-get install strace) and permission to trace the server's processes (root or the "
         "server's user). The URL must be on this machine.",

@@ -24,7 +24,7 @@ from pounder.load._model import Number
 from pounder.load._options import LoadOptions
 from pounder.load._parse import Stage
 from pounder.load._report import describe_load, format_ms, render_report
-from pounder.load._result import SCHEMA, BenchResult, Derived, ReplyRate, load_result
+from pounder.load._result import READ_SCHEMAS, SCHEMA, BenchResult, Derived, ReplyRate, load_result
 from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
 from pounder.load._spec import BenchSpec, Target
 from pounder.load._url import NotLoopbackError, parse_url, resolve
@@ -32,6 +32,7 @@ from pounder.load._url import NotLoopbackError, parse_url, resolve
 __all__ = [
     "ERROR_CATEGORIES",
     "PERCENTILES",
+    "READ_SCHEMAS",
     "SCHEMA",
     "BenchResult",
     "BenchSpec",

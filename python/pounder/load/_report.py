@@ -210,9 +210,16 @@ def _reply_rate(rate: ReplyRate | None) -> str:
 def _client(result: BenchResult) -> list[str]:
     cpu, per_request = result.client_cpu, result.derived.client_cpu_us_per_request
     text = f"user {cpu.user_s:.2f} s, sys {cpu.sys_s:.2f} s"
-    if per_request is not None:
-        text += f", {per_request:.1f} us per request"
+    text += _per_request(result, None if per_request is None else f"{per_request:.1f} us")
     return [_reply_rate(result.derived.reply_rate), _line("Client CPU", text)]
+
+
+def _per_request(result: BenchResult, value: str | None, server: bool = False) -> str:
+    """``, 46.2 us per request`` (per completed request), or why there is no such figure."""
+    if value is not None:
+        return f", {value} per request"
+    reason = result.why_no_per_request(server)
+    return "" if reason is None else f", none per request ({reason})"
 
 
 def _kib(size: float | None) -> str:
@@ -226,9 +233,8 @@ def _server(result: BenchResult) -> list[str]:
         return []
     derived = result.derived
     per_request = derived.server_cpu_us_per_request
-    cpu = f"{server.server_cpu_s:.2f} s"
-    if per_request is not None:
-        cpu += f", {per_request:.1f} us per request"
+    shown = None if per_request is None else f"{per_request:.1f} us"
+    cpu = f"{server.server_cpu_s:.2f} s" + _per_request(result, shown, server=True)
     lines = [
         f"Server (pid {server.server_pid}, {server.samples} samples every {server.interval_s:g} s)",
         _line("Server CPU", cpu + " (parent and children, user + sys)"),
@@ -243,8 +249,8 @@ def _server(result: BenchResult) -> list[str]:
     growth = server.private_growth_total
     if growth is not None:
         text = f"{_kib(growth)} in all"
-        if derived.server_private_growth_bytes_per_request is not None:
-            text += f", {_kib(derived.server_private_growth_bytes_per_request)} per request"
+        per_growth = derived.server_private_growth_bytes_per_request
+        text += _per_request(result, None if per_growth is None else _kib(per_growth), server=True)
         lines.append(_line("Private growth", text))
     if server.status:
         busy = [p.busy_workers for p in server.status if p.busy_workers is not None]

@@ -36,7 +36,10 @@ from pounder.load._measured import (
 from pounder.load._run_options import RunOptions, read_run_options, stages_as_lists
 from pounder.procs import MalformedReportError, ServerLoadReport, per_request
 
-SCHEMA = "pounder/bench-result/1"
+SCHEMA = "pounder/bench-result/2"
+READ_SCHEMAS = ("pounder/bench-result/1", SCHEMA)
+"""What :meth:`BenchResult.from_json` reads: version 1 has the same layout; its stored ``derived`` divided
+the CPU and growth per request by the requests attempted (``derived`` is recomputed when read)."""
 _FULL_SECOND_SLACK_S = 0.001
 
 
@@ -74,13 +77,15 @@ class Derived:
     reply_rate: ReplyRate | None
     """None when the measured phase lasted less than one full second."""
     client_cpu_us_per_request: float | None
-    """Engine CPU (user + sys) per attempted request, warmup included (the CPU time covers it)."""
+    """Engine CPU (user + sys) per completed request, warm-up included (the CPU time covers it);
+    None when no request completed (``why_no_per_request`` says why in the reports)."""
     server_cpu_us_per_request: float | None = None
-    """Server CPU (parent and children, user + sys) per attempted request, warmup included (the
-    sampling covers it); None without ``--server-*`` or with no request."""
+    """Server CPU (parent and children, user + sys) per completed request, warm-up included (the
+    sampling covers it); None without ``--server-*``, when no request completed, or when the server's
+    root exited during the run (its CPU after the last sample is unknown)."""
     server_private_growth_bytes_per_request: float | None = None
     """Growth of the children's private memory (USS, summed over the children present from the
-    first to the last sample) per attempted request: a leak shows as a steady positive value."""
+    first to the last sample) per completed request: a leak shows as a steady positive value."""
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -132,12 +137,28 @@ class BenchResult:
     server: ServerLoadReport | None = None
     """The server's processes sampled during the run (``--server-pid`` and co.), else None."""
 
+    @property
+    def completed_requests(self) -> int:
+        """What the per-request CPU and growth figures divide by: the requests that completed,
+        measured and warm-up (the CPU clocks and the sampling cover both)."""
+        return self.requests.complete + self.warmup.complete
+
+    def why_no_per_request(self, server: bool = False) -> str | None:
+        """Why the per-request figures (the server's with ``server``) are missing; None when they are there."""
+        if not self.completed_requests:
+            return "no request completed" if self.requests.failed + self.warmup.failed else "no request was sent"
+        if server and self.server is not None and self.server.root_exited:
+            return "the server exited during the run"
+        return None
+
     @cached_property
     def derived(self) -> Derived:
         complete, elapsed = self.requests.complete, self.elapsed_s
-        attempted = complete + self.requests.failed + self.warmup.complete + self.warmup.failed
+        # Per request means per request served: a failed one (refused, reset, timed out) did not
+        # cost what a served one does, so dividing by it would make the figure wrong.
+        completed = self.completed_requests
         cpu_s = self.client_cpu.user_s + self.client_cpu.sys_s
-        server = None if self.server is None else per_request(self.server, attempted)
+        server = None if self.server is None else per_request(self.server, completed)
         return Derived(
             requests_per_s=_ratio(complete, elapsed),
             time_per_request_ms=(
@@ -149,7 +170,7 @@ class BenchResult:
             received_kib_per_s=_ratio(self.bytes.total / 1024, elapsed),
             sent_kib_per_s=_ratio(self.bytes.sent / 1024, elapsed),
             reply_rate=reply_rate(self.series, elapsed),
-            client_cpu_us_per_request=None if attempted == 0 else cpu_s * 1e6 / attempted,
+            client_cpu_us_per_request=None if completed == 0 else cpu_s * 1e6 / completed,
             server_cpu_us_per_request=None if server is None else server.server_cpu_us_per_request,
             server_private_growth_bytes_per_request=(
                 None if server is None else server.private_growth_bytes_per_request
@@ -185,8 +206,8 @@ class BenchResult:
         """Read what :meth:`to_json` wrote (``derived`` is recomputed, not read)."""
         data = _decode(text)
         schema = data.get("schema")
-        if schema != SCHEMA:
-            raise MalformedResultError(f"'schema' is {schema!r}, expected {SCHEMA!r}")
+        if schema not in READ_SCHEMAS:
+            raise MalformedResultError(f"'schema' is {schema!r}, expected {SCHEMA!r} (or {READ_SCHEMAS[0]!r})")
         return cls(
             tool_version=READ.as_str(READ.get(data, "tool_version"), "tool_version"),
             started_at=READ.as_str(READ.get(data, "started_at"), "started_at"),

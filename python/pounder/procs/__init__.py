@@ -48,7 +48,7 @@ from pounder.procs._maxclients import (
     max_clients,
     max_clients_from,
 )
-from pounder.procs._mem_result import MalformedMemError, MemResult, load_mem, mem_from_dict
+from pounder.procs._mem_result import MEM_READ_SCHEMAS, MalformedMemError, MemResult, load_mem, mem_from_dict
 from pounder.procs._read import (
     ROLES,
     ProcessGone,
@@ -70,6 +70,7 @@ __all__ = [
     "MEM_OPTIONS",
     "SERVER_OPTIONS",
     "LOAD_SCHEMA",
+    "MEM_READ_SCHEMAS",
     "MEM_SCHEMA",
     "PAGE_SIZE",
     "ROLES",

@@ -12,7 +12,9 @@ from pounder._records import Reader
 from pounder._version import __version__
 from pounder.procs._status import StatusPoint
 
-LOAD_SCHEMA = "pounder/server-load/1"
+LOAD_SCHEMA = "pounder/server-load/2"
+_LOAD_SCHEMA_1 = "pounder/server-load/1"
+"""Read too: the same layout without ``root_exited`` (read as False)."""
 SERIES_COLUMNS: tuple[str, ...] = ("t", "pid", "rss", "uss", "shared", "pss")
 STATUS_COLUMNS: tuple[str, ...] = ("t", "busy_workers", "idle_workers", "total_accesses")
 
@@ -58,7 +60,8 @@ class ChildSummary:
 
 @dataclass(frozen=True)
 class PerRequest:
-    """A report's figures divided by the number of requests of the bench (None for 0 requests)."""
+    """A report's figures divided by the requests that completed during the sampling (None for 0:
+    a request that failed is not one the server served, so it is never in the divisor)."""
 
     requests: int
     server_cpu_us_per_request: float | None
@@ -97,6 +100,9 @@ class ServerLoadReport:
     status_failures: int
     skipped_reads: int
     messages: tuple[str, ...]
+    root_exited: bool = False
+    """The server's root process exited before the sampling ended: the CPU and memory after the
+    last sample before that are unknown, so there are no per-request figures."""
 
     @property
     def private_growth_bytes(self) -> dict[int, int]:
@@ -117,7 +123,9 @@ class ServerLoadReport:
     def from_dict(cls, data: Mapping[str, Any]) -> ServerLoadReport:
         """Read back what :meth:`to_dict` wrote. Raises :class:`MalformedReportError`."""
         data = _READ.as_dict(data, "the report")
-        if data.get("schema") != LOAD_SCHEMA:
+        if data.get("schema") == _LOAD_SCHEMA_1 and "root_exited" not in data:
+            data = {**data, "root_exited": False}
+        elif data.get("schema") != LOAD_SCHEMA:
             raise MalformedReportError(f"'schema' is {data.get('schema')!r}, expected {LOAD_SCHEMA!r}")
         return _READ.record(  # type: ignore[no-any-return]
             cls, data, "report", strict=True, children=_children, series=_series, status=_status, messages=_messages
@@ -129,12 +137,15 @@ def _row(point: MemPoint | StatusPoint) -> tuple[Any, ...]:
 
 
 def per_request(report: ServerLoadReport, requests: int) -> PerRequest:
-    """Server CPU (microseconds) and pool private-memory growth (bytes) per request."""
+    """Server CPU (microseconds) and pool private-memory growth (bytes) per completed request
+    (``requests``: those that completed while the sampler ran, warm-up included). None when no
+    request completed, or when the server's root exited during the sampling (``root_exited``: what
+    the server used after the last sample is unknown, the requests it served then are not)."""
     check_instance(report, ServerLoadReport, "per_request: report")
     if isinstance(requests, bool) or not isinstance(requests, int) or requests < 0:
         raise UsageError(f"requests must be a whole number >= 0, got {requests!r}")
-    if requests == 0:
-        return PerRequest(0, None, None)
+    if requests == 0 or report.root_exited:
+        return PerRequest(requests, None, None)
     growth = report.private_growth_total
     return PerRequest(
         requests=requests,

@@ -1,4 +1,5 @@
-"""A stored ``pounder mem --json`` result (``pounder/mem/1``) read back: :func:`load_mem` gives a
+"""A stored ``pounder mem --json`` result (``pounder/mem/2``, or ``/1`` before pounder's own
+process was taken out of the figures) read back: :func:`load_mem` gives a
 :class:`MemResult` holding the :class:`~pounder.procs.PoolSnapshot` and the MaxClients figures as
 they were measured (the totals are recomputed from the stored processes, by the same rules)."""
 
@@ -19,9 +20,11 @@ from pounder.procs._maxclients import MaxClients
 from pounder.procs._read import ROLES, ProcMem
 from pounder.procs._snapshot import MEM_SCHEMA, PoolSnapshot
 
+MEM_READ_SCHEMAS = ("pounder/mem/1", MEM_SCHEMA)
+
 
 class MalformedMemError(PounderError):
-    """A mem result does not have the shape of ``pounder/mem/1``."""
+    """A mem result does not have the shape of ``pounder/mem/2`` (or ``/1``)."""
 
 
 @dataclass(frozen=True)
@@ -52,10 +55,12 @@ def _epoch(text: str) -> float:
 
 
 def mem_from_dict(data: Mapping[str, Any]) -> MemResult:
-    """Read a decoded ``pounder/mem/1`` document; :class:`MalformedMemError` names the key."""
+    """Read a decoded ``pounder/mem/2`` (or ``/1``) document; :class:`MalformedMemError` names the key."""
     doc = _READ.as_dict(data, "the result")
-    if doc.get("schema") != MEM_SCHEMA:
-        raise MalformedMemError(f"'schema' is {doc.get('schema')!r}, expected {MEM_SCHEMA!r}")
+    if doc.get("schema") not in MEM_READ_SCHEMAS:
+        raise MalformedMemError(f"'schema' is {doc.get('schema')!r}, expected one of {', '.join(MEM_READ_SCHEMAS)}")
+    own_excluded = doc.get("schema") == MEM_SCHEMA and _READ.as_bool(
+        _READ.get(doc, "own_process_excluded"), "own_process_excluded")
     taken_at = _READ.as_str(_READ.get(doc, "taken_at"), "taken_at")
     target = _READ.as_dict(_READ.get(doc, "target"), "target")
     processes = _READ.list_of(_proc)(_READ.get(doc, "processes"), "processes")
@@ -66,7 +71,7 @@ def mem_from_dict(data: Mapping[str, Any]) -> MemResult:
     limit = None if stored is None else _READ.record(MaxClients, stored, "max_clients", mem_available=_READ.nullable(
         _READ.as_int))
     snapshot = PoolSnapshot(_READ.as_int(_READ.get(target, "pid"), "target.pid"), _epoch(taken_at), processes,
-                            skipped)
+                            skipped, own_excluded=own_excluded)
     found_by = _READ.nullable(_READ.as_str)(target.get("found_by"), "target.found_by")
     return MemResult(_READ.as_str(_READ.get(doc, "tool_version"), "tool_version"), taken_at, found_by, snapshot,
                      limit)

@@ -1,6 +1,6 @@
 """Reading one process: memory from ``/proc/PID/smaps_rollup``, the rest from psutil.
 
-Which figure means what (see ``docs/results.md``, section ``pounder/mem/1``):
+Which figure means what (see ``docs/results.md``, section ``pounder/mem/2``):
 
 * ``rss``: resident pages, shared ones included. Never summed over a pool: every shared page
   would be counted once per process.
@@ -10,6 +10,11 @@ Which figure means what (see ``docs/results.md``, section ``pounder/mem/1``):
   exits, so what one more child costs.
 * ``pss``: each page divided by the number of processes mapping it; summed over a pool it is the
   pool's real footprint.
+
+pounder's own process is taken out of ``shared``, ``private`` and ``pss`` when an
+:class:`~pounder.procs._own.OwnPages` is given (root only): a file page the server maps and only
+pounder maps too (libpython when the server runs the same Python) counts as the server's private
+page, as it does when pounder is not running.
 
 psutil supplies what it reads right (process discovery, names, start time, CPU times, VSZ). Its
 ``memory_info().shared`` comes from ``/proc/PID/statm`` (file-backed pages, not copy-on-write
@@ -27,6 +32,7 @@ from typing import Any, Literal
 import psutil
 
 from pounder._errors import PounderError
+from pounder.procs._own import OwnPages
 
 Role = Literal["parent", "child", "grandchild"]
 ROLES: tuple[Role, ...] = ("parent", "child", "grandchild")
@@ -175,8 +181,11 @@ def display_name(proc: psutil.Process) -> str:
     return name
 
 
-def read_reading(pid: int, role: Role, ppid: int | None = None) -> Reading:
-    """Read process ``pid`` (see :func:`read_process`), with its start time (epoch seconds)."""
+def read_reading(pid: int, role: Role, ppid: int | None = None, own: OwnPages | None = None,
+                 again: bool = False) -> Reading:  # fmt: skip
+    """Read process ``pid`` (see :func:`read_process`), with its start time (epoch seconds);
+    with ``own``, pounder's own process is taken out of its shared, private and PSS figures
+    (``again``: as found at the first reading of this process, see :meth:`OwnPages.adjustment`)."""
     try:
         proc = psutil.Process(pid)
         with proc.oneshot():
@@ -193,22 +202,26 @@ def read_reading(pid: int, role: Role, ppid: int | None = None) -> Reading:
     except psutil.AccessDenied:
         raise _permission_error(f"/proc/{pid}/stat") from None
     rollup = read_rollup(pid)
+    ours = None if own is None else own.adjustment(pid, create_time if again else None)
+    moved, pss_back = (0, 0) if ours is None else (min(ours.moved, rollup.shared), ours.pss)
     mem = ProcMem(
-        pid=pid, ppid=real_ppid if ppid is None else ppid, role=role, name=name,
-        vsz=vsz, rss=rollup.rss, shared=rollup.shared, private=rollup.uss, pss=rollup.pss, swap=rollup.swap,
+        pid=pid, ppid=real_ppid if ppid is None else ppid, role=role, name=name, vsz=vsz, rss=rollup.rss,
+        shared=rollup.shared - moved, private=rollup.uss + moved, pss=min(rollup.rss, rollup.pss + pss_back),
+        swap=rollup.swap,
         cpu_user_s=cpu.user, cpu_system_s=cpu.system, children_cpu_s=cpu.children_user + cpu.children_system,
         age_s=max(0.0, time.time() - create_time),
     )  # fmt: skip
     return Reading(mem, create_time)
 
 
-def read_process(pid: int, role: Role = "parent") -> ProcMem:
-    """Read one process: memory from smaps_rollup, name, CPU times, VSZ and age from psutil.
+def read_process(pid: int, role: Role = "parent", own: OwnPages | None = None) -> ProcMem:
+    """Read one process: memory from smaps_rollup, name, CPU times, VSZ and age from psutil
+    (``own``: :class:`~pounder.procs._own.OwnPages`, see :func:`read_reading`).
 
     Raises :class:`ProcessGone` if the process has exited or is a zombie (callers listing a pool
     skip it), :class:`~pounder.PounderError` if it cannot be read (permission denied).
     """
-    return read_reading(pid, role).mem
+    return read_reading(pid, role, own=own).mem
 
 
 def process_cpu_clock(pid: int) -> float | None:

@@ -154,6 +154,10 @@ def render_mem(
             ),
         ]
     lines.append(_line("Swap", f"{mib(totals.swap)} MiB"))
+    if not snapshot.own_excluded:
+        lines.append(_line("Note", "pounder's own process could not be taken out of the figures (needs root): "
+                                   "file pages the server shares only with it (the same Python, libraries) "
+                                   "count as shared, so private reads lower than without pounder"))
     if snapshot.skipped:
         pids = ", ".join(str(pid) for pid in snapshot.skipped)
         noun = "pid" if len(snapshot.skipped) == 1 else "pids"

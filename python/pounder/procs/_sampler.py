@@ -22,7 +22,8 @@ A zombie (exited, not yet reaped) still shows its CPU in /proc and is counted as
 Limits: reaped children's CPU comes in clock ticks (10 ms per reaped child); a process whose parent ignores SIGCHLD
 (auto-reaping) or that is re-parented outside the tree (double fork, daemonising helpers) takes
 its CPU with it when it exits; CPU a child used before the first sample is excluded only if the
-child was seen in the first sample; if the root itself exits, the accounting stops there.
+child was seen in the first sample; if the root itself exits, the accounting stops at the last
+sample before (a message says so), and the processes seen that have exited by then count as exited.
 """
 
 from __future__ import annotations
@@ -31,10 +32,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+import psutil
+
 from pounder._errors import PounderError, UsageError
 from pounder._files import utc_timestamp
-from pounder.procs._find import ServerTarget, discover, find_server
+from pounder.procs._find import ServerGone, ServerTarget, discover, find_server
 from pounder.procs._load_report import ChildSummary, MemPoint, ServerLoadReport
+from pounder.procs._own import OwnPages
 from pounder.procs._read import ProcessGone, Role, process_cpu_clock, read_cpu, read_reading
 from pounder.procs._status import StatusError, StatusPoint, fetch_status, status_auto_url
 
@@ -58,6 +62,7 @@ class _Track:
     last_sample: int = 0
     last_t: float = 0.0
     zombie: bool = False
+    gone: bool = False  # seen to have exited while the root was gone (no later sample lists it)
     first_uss: int | None = None
     first_uss_sample: int = -1
     last_uss: int | None = None
@@ -77,6 +82,7 @@ class _State:
     status: list[StatusPoint] = field(default_factory=list)
     status_failures: int = 0
     skipped_reads: int = 0
+    root_exited: bool = False
     messages: list[str] = field(default_factory=list)
 
 
@@ -113,6 +119,7 @@ class ServerSampler:
         self._t0 = 0.0
         self._started_at = ""
         self._report: ServerLoadReport | None = None
+        self._own: OwnPages | None = None
 
     @property
     def target(self) -> ServerTarget:
@@ -138,7 +145,7 @@ class ServerSampler:
             raise PounderError("this ServerSampler was not started")
         self._stop_event.set()
         self._thread.join()
-        self._sample_timed(first=False)
+        self._sample_timed(first=False, last=True)
         self._report = self._build_report()
         return self._report
 
@@ -165,10 +172,10 @@ class ServerSampler:
             if text not in self._state.messages:
                 self._state.messages.append(text)
 
-    def _sample_timed(self, first: bool) -> None:
+    def _sample_timed(self, first: bool, last: bool = False) -> None:
         before = time.thread_time()
         try:
-            self._sample(first)
+            self._sample(first, last)
         except PounderError as error:
             if first:
                 raise
@@ -181,17 +188,27 @@ class ServerSampler:
             with self._lock:
                 self._sampler_cpu += time.thread_time() - before
 
-    def _sample(self, first: bool) -> None:
+    def _sample(self, first: bool, last: bool = False) -> None:
         t = time.monotonic() - self._t0
-        members = discover(self._target)  # ServerGone when the root exited
+        try:
+            members = discover(self._target)
+        except ServerGone as error:
+            if first:
+                raise
+            raise ServerGone(self._root_gone(error)) from None
         state = self._state
         index = state.samples
         points: list[MemPoint] = []
         skipped = 0
+        if first:
+            # pounder's own process is taken out of the memory figures (root): what each process
+            # shares with it is found at its first sample and again at the last one
+            self._own = OwnPages.read()
+        ours = self._own
         with self._lock:
             for member in members:
                 try:
-                    reading = read_reading(member.pid, member.role, member.ppid)
+                    reading = read_reading(member.pid, member.role, member.ppid, ours, again=not last)
                 except ProcessGone:
                     cpu = read_cpu(member.pid)  # a zombie still has its CPU times
                     if cpu is None:
@@ -227,6 +244,20 @@ class ServerSampler:
             state.last_t = t
         if self._status_url is not None:
             self._read_status(t)
+
+    def _root_gone(self, error: ServerGone) -> str:
+        """The root exited: no sample can list the tree any more, so each process seen is checked
+        by pid and start time, and one that has exited (or is a zombie) counts as exited. Returns
+        the message to record."""
+        with self._lock:
+            self._state.root_exited = True
+            tracks = list(self._state.current.values())
+            last_t = self._state.last_t
+        for track in tracks:
+            if not track.gone and not _alive(track.pid, track.create_time):
+                track.gone = True
+        return (f"{error} during the run: what the server used after the last sample ({last_t:.1f} s) is "
+                "unknown, so there are no per-request figures")  # fmt: skip
 
     def _track(
         self, pid: int, role: Role, create_time: float, own: float, reaped: float, index: int, t: float, first: bool
@@ -310,6 +341,7 @@ class ServerSampler:
                 status_failures=state.status_failures,
                 skipped_reads=state.skipped_reads,
                 messages=tuple(state.messages),
+                root_exited=state.root_exited,
             )
 
     @staticmethod
@@ -320,9 +352,19 @@ class ServerSampler:
             growth = track.last_uss - track.first_uss
         return ChildSummary(
             pid=track.pid, first_t=round(track.first_t, 3), last_t=round(track.last_t, 3),
-            spawned=track.first_sample > 0, exited=track.last_sample != last or track.zombie,
+            spawned=track.first_sample > 0, exited=track.last_sample != last or track.zombie or track.gone,
             cpu_s=round(max(0.0, track.last_own - track.first_own), 6),
             first_uss=track.first_uss, last_uss=track.last_uss, private_growth_bytes=growth,
             max_rss=track.max_rss, max_uss=track.max_uss, min_shared=track.min_shared,
         )  # fmt: skip
 
+
+def _alive(pid: int, create_time: float) -> bool:
+    """Whether the process ``pid`` that started at ``create_time`` still runs (not a zombie)."""
+    try:
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            return (abs(proc.create_time() - create_time) <= _PID_REUSE_SLACK_S
+                    and proc.status() != psutil.STATUS_ZOMBIE)  # fmt: skip
+    except psutil.Error:
+        return False

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from pounder._version import __version__
 from pounder.procs._find import ServerGone, ServerTarget, TreeMember, check_target, discover
+from pounder.procs._own import OwnPages
 from pounder.procs._read import ProcessGone, ProcMem, read_reading
 
 if TYPE_CHECKING:
     from pounder.procs._maxclients import MaxClients
 
-MEM_SCHEMA = "pounder/mem/1"
+MEM_SCHEMA = "pounder/mem/2"
 
 
 def _median(values: list[int]) -> int | None:
@@ -62,6 +63,10 @@ class PoolSnapshot:
     taken_at: float
     processes: tuple[ProcMem, ...]
     skipped: tuple[int, ...] = ()
+    own_excluded: bool = False
+    """pounder's own process was taken out of the figures (:mod:`pounder.procs._own`; root only).
+    When False, file pages the server shares only with pounder's process (the same Python) count
+    as shared, and its private figures read lower than when pounder is not running."""
 
     @property
     def parent(self) -> ProcMem:
@@ -102,7 +107,7 @@ class PoolSnapshot:
         )
 
     def to_dict(self, max_clients: MaxClients | None = None, target: ServerTarget | None = None) -> dict[str, Any]:
-        """The JSON-ready ``pounder/mem/1`` document (``python/pounder/schemas/mem.schema.json``)."""
+        """The JSON-ready ``pounder/mem/2`` document (``python/pounder/schemas/mem.schema.json``)."""
         return {
             "schema": MEM_SCHEMA,
             "tool_version": __version__,
@@ -113,6 +118,7 @@ class PoolSnapshot:
                 "name": self.parent.name,
                 "found_by": None if target is None else target.found_by,
             },
+            "own_process_excluded": self.own_excluded,
             "processes": [proc.to_dict() for proc in self.processes],
             "skipped": list(self.skipped),
             "totals": {
@@ -125,13 +131,16 @@ class PoolSnapshot:
         }
 
 
-def read_members(members: Iterable[TreeMember]) -> tuple[tuple[ProcMem, ...], tuple[int, ...]]:
-    """Read each listed process; the ones that exited meanwhile are returned as skipped pids."""
+def read_members(
+    members: Iterable[TreeMember], own: OwnPages | None = None
+) -> tuple[tuple[ProcMem, ...], tuple[int, ...]]:
+    """Read each listed process (taking pounder's own process out of the figures with ``own``);
+    the ones that exited meanwhile are returned as skipped pids."""
     processes: list[ProcMem] = []
     skipped: list[int] = []
     for member in members:
         try:
-            processes.append(read_reading(member.pid, member.role, member.ppid).mem)
+            processes.append(read_reading(member.pid, member.role, member.ppid, own).mem)
         except ProcessGone:
             skipped.append(member.pid)
     return tuple(processes), tuple(skipped)
@@ -140,11 +149,13 @@ def read_members(members: Iterable[TreeMember]) -> tuple[tuple[ProcMem, ...], tu
 def snapshot(target: ServerTarget | int) -> PoolSnapshot:
     """Read the server's whole tree now (its children are listed again, not taken from
     ``target``). Raises :class:`~pounder.PounderError` if the server has exited or its memory
-    cannot be read (permission denied)."""
+    cannot be read (permission denied). pounder's own process is taken out of the figures when
+    it can be (root: see :mod:`pounder.procs._own`; ``own_excluded`` says whether it was)."""
     members = discover(check_target(target, "snapshot: target"))
     taken_at = time.time()
-    processes, skipped = read_members(members)
+    own = OwnPages.read()
+    processes, skipped = read_members(members, own)
     root = members[0].pid
     if not processes or processes[0].pid != root:
         raise ServerGone(f"the server process {root} has exited")
-    return PoolSnapshot(root, taken_at, processes, skipped)
+    return PoolSnapshot(root, taken_at, processes, skipped, own.available)

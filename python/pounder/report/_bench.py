@@ -1,4 +1,4 @@
-"""Report parts for bench results (``pounder/bench-result/1``): one page, several results overlaid
+"""Report parts for bench results (``pounder/bench-result/2``, or ``/1``): one page, several results overlaid
 (one color each, labelled).
 
 Charts, by id: ``bench-percentiles`` (latency by percentile on a "nines" scale), ``bench-throughput``
@@ -238,15 +238,18 @@ def _server_section(index: int, label: str, server: ServerLoadReport, result: Be
     _memory_chart(index, server, section)
     _workers_chart(index, server, section)
     growth = result.derived.server_private_growth_bytes_per_request
+    cpu = result.derived.server_cpu_us_per_request
+    reason = result.why_no_per_request(server=True)
+    why = f"- ({reason})" if reason else "-"
     rows = [
-        ["server CPU per request", f"{number(result.derived.server_cpu_us_per_request, 1)} us"],
+        ["server CPU per completed request", why if cpu is None else f"{number(cpu, 1)} us"],
         ["server CPU", f"{server.server_cpu_s:.3f} s (reaped children: {server.server_cpu_reaped_s:.3f} s)"],
         ["children seen / spawned / exited",
          f"{server.children_seen} / {server.children_spawned} / {server.children_exited}"],
         ["max child USS", f"{mib(server.max_child_uss)} MiB"],
         ["max child RSS", f"{mib(server.max_child_rss)} MiB"],
         ["min child shared", f"{mib(server.min_child_shared)} MiB"],
-        ["children's private growth per request", "-" if growth is None else f"{growth:,.0f} bytes"],
+        ["children's private growth per completed request", why if growth is None else f"{growth:,.0f} bytes"],
         ["samples", f"{server.samples} every {server.interval_s:g} s over {server.duration_s:.1f} s"],
     ]
     section.add(table(["server", label], rows))

@@ -24,6 +24,10 @@ def mem_sections(result: MemResult, source: str) -> list[Section]:
     rows = [[proc.pid, proc.role, proc.name, _mib(proc.rss), _mib(proc.shared), _mib(proc.private), _mib(proc.pss),
              _mib(proc.swap)] for proc in snap.processes]
     section.add(table(["pid", "role", "name", "RSS", "shared", "private (USS)", "PSS", "swap"], rows))
+    if not snap.own_excluded:
+        section.add(paragraph("pounder's own process was not taken out of these figures (it needs root, or the "
+                              "result predates it): file pages the server shared only with pounder count as "
+                              "shared, so private reads lower than without pounder."))
     facts = [f"Footprint (sum of PSS): {_mib(totals.footprint)} MiB for {totals.processes} processes (the sum of "
              f"RSS, {_mib(totals.rss_sum)} MiB, would count shared pages once per process)",
              f"Children: {totals.children}" + (f" + {totals.grandchildren} grandchildren" if totals.grandchildren

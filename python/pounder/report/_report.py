@@ -1,8 +1,8 @@
 """``pounder report``: any result pounder wrote, as one self-contained HTML page.
 
-What each path is, by its content: a bench result (``pounder/bench-result/1``; several are
-overlaid on one page), a comparison (``pounder/compare/1``), a memory snapshot
-(``pounder/mem/1``, from ``pounder mem --json``), a tuning results directory (with
+What each path is, by its content: a bench result (``pounder/bench-result/2`` or ``/1``; several
+are overlaid on one page), a comparison (``pounder/compare/1``), a memory snapshot
+(``pounder/mem/2`` or ``/1``, from ``pounder mem --json``), a tuning results directory (with
 ``tune.json``, or its ``recommendation.json``), an experiment results directory (with
 ``experiment.json``). Several paths of different kinds make one page with a part for each.
 """
@@ -20,9 +20,10 @@ from typing import Any
 from pounder._errors import PounderError, UsageError, check_path, check_text
 from pounder._files import RESULT_LIMIT, check_distinct, check_input_file, write_atomic
 from pounder.compare import SCHEMA as COMPARE_SCHEMA
+from pounder.load import READ_SCHEMAS as BENCH_SCHEMAS
 from pounder.load import SCHEMA as BENCH_SCHEMA
 from pounder.load import BenchResult, MalformedResultError
-from pounder.procs import MEM_SCHEMA, MalformedMemError, mem_from_dict
+from pounder.procs import MEM_READ_SCHEMAS, MEM_SCHEMA, MalformedMemError, mem_from_dict
 from pounder.report._html import ReportError, Section, page
 
 
@@ -47,14 +48,14 @@ def _kind(path: Path) -> tuple[str, Any]:
     except (ValueError, UnicodeDecodeError):
         raise UsageError(f"{path} is not a pounder JSON result (not JSON)") from None
     schema = data.get("schema") if isinstance(data, dict) else None
-    if schema == BENCH_SCHEMA:
+    if schema in BENCH_SCHEMAS:
         try:
             return "bench", BenchResult.from_json(text)
         except MalformedResultError as error:
             raise UsageError(f"{path}: {error}") from None
     if schema == COMPARE_SCHEMA:
         return "compare", data
-    if schema == MEM_SCHEMA:
+    if schema in MEM_READ_SCHEMAS:
         try:
             return "mem", mem_from_dict(data)
         except MalformedMemError as error:

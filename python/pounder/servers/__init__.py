@@ -33,6 +33,7 @@ from pounder.servers._gunicorn import (
     gunicorn_command,
     gunicorn_missing,
 )
+from pounder.servers._listen import owns_listener
 from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_missing
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "gunicorn_command",
     "gunicorn_missing",
     "read_user_conf",
+    "owns_listener",
     "render_apache_conf",
     "render_command",
     "starman_command",

@@ -40,6 +40,7 @@ from types import TracebackType
 from typing import ClassVar, NoReturn, TypeVar
 
 from pounder._errors import PounderError
+from pounder.servers._listen import owns_listener
 from pounder.servers._proc import ProcStat, all_stats, children_of, descendants_of, group_members, still_running
 
 HOST = "127.0.0.1"
@@ -76,35 +77,6 @@ def free_port() -> int:
         sock.bind((HOST, 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-def _listening_inodes(port: int) -> set[str]:
-    """Socket inodes listening on TCP ``port`` (any local address)."""
-    inodes = set()
-    with contextlib.suppress(OSError), open("/proc/net/tcp") as f:
-        next(f)
-        for line in f:
-            fields = line.split()
-            local, state, inode = fields[1], fields[3], fields[9]
-            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
-                inodes.add(inode)
-    return inodes
-
-
-def owns_listener(pid: int, port: int) -> bool:
-    """True if process ``pid`` holds a socket listening on TCP ``port``."""
-    wanted = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
-    if not wanted:
-        return False
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for fd in fds:
-        with contextlib.suppress(OSError):
-            if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
-                return True
-    return False
 
 
 def answers_http(port: int, path: str = "/", timeout_s: float = 2.0) -> bool:

@@ -23,7 +23,11 @@ How (decisions, also in ``pounder syscalls --help``):
    calls per request divide by the requests completed. There must be no other traffic: pounder
    checks that the traced processes accepted no more connections than it opened, and refuses to
    report otherwise (as it does when a request failed: a failed request's calls cannot be
-   divided among requests).
+   divided among requests). Before anything is sent, pounder checks that a process of the
+   server's tree listens on the URL's address and port (its socket inodes in /proc/PID/fd against
+   /proc/PID/net/tcp and tcp6): a pid file of another server is an error, not a trace of
+   nothing; when that cannot be read, a trace where the server accepted none of pounder's
+   connections is refused.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from pounder._units import count_in_range
 from pounder._version import __version__
 from pounder.load import BenchResult, BenchSpec, LoadOptions, NotLoopbackError, ProgressCallback, run_bench
 from pounder.procs import SERVER_OPTIONS, ServerGone, ServerTarget, TreeMember, discover, find_server
+from pounder.servers import owns_listener
 from pounder.syscalls._parse import TraceCounts, parse_strace_log
 from pounder.syscalls._report import SyscallReport, count_tables
 from pounder.syscalls._strace import find_strace, log_place, read_text, start, stop, strace_version, wait_attached
@@ -116,6 +121,39 @@ def _target(pid: int | None, pidfile: str | os.PathLike[str] | None, name: str |
         raise UsageError(f"name the server to trace with exactly one of --server-pid, --server-pidfile and "
                          f"--server-name{got}")  # fmt: skip
     return find_server(pid=pid, pidfile=pidfile, name=name, options=SERVER_OPTIONS)
+
+
+def _named(target: ServerTarget) -> str:
+    """``process 1234 (from pidfile g.pid)``: the process as the user named it."""
+    how = "" if target.found_by.startswith("pid ") else f" (from {target.found_by})"
+    return f"process {target.pid}{how}"
+
+
+def _check_listens(target: ServerTarget, connect: str) -> None:
+    """UsageError unless a process of the server's tree listens on ``connect`` ("ip:port", "[ip6]:port";
+    a Unix socket is not checked here). When no descriptor can be read (another user's server, not
+    root), the check after the load (no connection accepted) is what is left."""
+    if connect.startswith("unix:"):
+        return
+    host, _, port = connect.rpartition(":")
+    members = [member.pid for member in target.members]
+    if any(owns_listener(pid, int(port), host) for pid in members):
+        return
+    if not any(os.access(f"/proc/{pid}/fd", os.R_OK) for pid in members):
+        return
+    raise UsageError(f"{_named(target)} does not listen on {connect}: it is not the server behind the URL")
+
+
+def _check_accepted(target: ServerTarget, accepted: int, opened: int) -> None:
+    """The traced processes must have accepted pounder's connections: none accepted while pounder
+    opened some means another server answered the URL; more means other traffic."""
+    if opened and not accepted:
+        raise PounderError(f"{_named(target)} accepted none of the {opened:,} connections pounder opened: it is "
+                           "not the server behind the URL, so there is nothing to count")  # fmt: skip
+    if accepted > opened:
+        raise PounderError(f"other traffic reached the server during the trace: its processes accepted "
+                           f"{accepted:,} connections, pounder opened {opened:,}, so the calls "
+                           "per request would be wrong; trace a server only pounder talks to")  # fmt: skip
 
 
 def _check_result(result: BenchResult) -> None:
@@ -203,6 +241,7 @@ def trace_syscalls(
         check_output_path(os.fspath(log_path), "--log")
     target = _target(server_pid, server_pidfile, server_name)
     _children(target.members, target)  # before anything is sent
+    _check_listens(target, spec.targets[0].info().connect)
     binary = find_strace(strace)
     version = strace_version(binary)
     if warm_spec is not None:
@@ -241,10 +280,7 @@ def trace_syscalls(
     started = sorted(processes - attached)
     exited = sorted((attached | processes) - alive)
     accepted = counts.succeeded("accept") + counts.succeeded("accept4")
-    if accepted > result.connections_opened:
-        raise PounderError(f"other traffic reached the server during the trace: its processes accepted "
-                           f"{accepted:,} connections, pounder opened {result.connections_opened:,}, so the calls "
-                           "per request would be wrong; trace a server only pounder talks to")  # fmt: skip
+    _check_accepted(target, accepted, result.connections_opened)
     calls, failures = count_tables(counts, result.requests.complete)
     return SyscallReport(
         tool_version=__version__,

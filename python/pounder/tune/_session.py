@@ -189,6 +189,13 @@ class TuneSession:
                 available = mem_available()
             done_first = first.requests.complete + first.requests.failed
             done_second = second.requests.complete + second.requests.failed
+            # growth per request served: a failed request is not one the children handled
+            served_first, served_second = first.completed_requests, second.completed_requests
+            if not served_first or not served_second:
+                failed = first.requests.failed + second.requests.failed
+                raise PounderError(f"the server (pid {server.pid}) completed no request in a half of the sizes "
+                                   f"measurement ({failed:,} failed): its memory growth per request cannot be "
+                                   "measured")  # fmt: skip
             summary = {
                 "children": count,
                 "warmed": warmed.warmed,
@@ -200,8 +207,8 @@ class TuneSession:
                 "requests_first": done_first,
                 "requests_second": done_second,
                 "failed": first.requests.failed + second.requests.failed,
-                "growth_first": growth_per_request(warm, mid, done_first),
-                "growth_second": growth_per_request(mid, end, done_second),
+                "growth_first": growth_per_request(warm, mid, served_first),
+                "growth_second": growth_per_request(mid, end, served_second),
                 "sharing": end.totals.median_sharing,
                 "mem_available": available,
             }
