@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pounder.servers import gunicorn_missing
 from support import cliutil
 from support.cliutil import assert_usage_error
 
@@ -38,6 +39,12 @@ def _python_pounder(*args: str) -> tuple[int, str, str]:
     (["compare", "--json", "{x}", "--report", "{x}", A, B], "--report {x} would overwrite the --json output"),
     (["syscalls", "--json", "{x}", "--log", "{x}", URL, "--server-pid", "1"], "--log {x} would overwrite"),
     (["report", "{x}", "-o", "{x}"], "-o/--output {x} would overwrite the result input"),
+    (["bench", "--server-pidfile", "{x}", "--json", "{x}", URL], "--json {x} would overwrite the --server-pidfile"),
+    (["bench", "--server-pidfile", "{x}", "--report", "{x}", URL], "--report {x} would overwrite the --server-pid"),
+    (["compare", "--server-pidfile", "{x}", "--json", "{x}", A, B], "--json {x} would overwrite the --server-pid"),
+    (["syscalls", "--server-pidfile", "{x}", "--log", "{x}", URL], "--log {x} would overwrite the --server-pidfile"),
+    (["mem", "--server-pidfile", "{x}", "--json", "{x}"], "--json {x} would overwrite the --server-pidfile input"),
+    (["mem", "--pidfile", "{x}", "--json", "{x}"], "--json {x} would overwrite the --pidfile input"),
 ])  # fmt: skip
 def test_an_output_never_overwrites_an_input_or_another_output(tmp_path: Path, args: list[str], fragment: str) -> None:
     target = tmp_path / "kept.json"
@@ -66,6 +73,32 @@ def test_run_report_never_overwrites_the_experiment(tmp_path: Path) -> None:
     assert_usage_error(code, out, err, f"--report {experiment} would overwrite the experiment input")
     assert experiment.read_bytes() == before
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
+def test_tune_report_never_overwrites_the_app_or_the_results(tmp_path: Path) -> None:
+    app = tmp_path / "m.py"
+    app.write_text("def app(environ, start_response):\n    start_response('200 OK', [])\n    return [b'ok']\n")
+    before = app.read_bytes()
+    tune = ["tune", "gunicorn", "m:app", "--pythonpath", str(tmp_path), "--quick"]
+    assert_usage_error(*cliutil.run_cli(*tune, "--results", str(tmp_path / "r"), "--report", str(app)),
+                       f"--report {app} would overwrite the app module m:app input")
+    assert app.read_bytes() == before
+    same = tmp_path / "same.html"
+    assert_usage_error(*cliutil.run_cli(*tune, "--results", str(same), "--report", str(same)),
+                       f"--report {same} would overwrite the --results output")
+    assert not (tmp_path / "r").exists() and not same.exists()
+
+
+def test_run_report_is_not_the_results_directory(tmp_path: Path) -> None:
+    experiment = tmp_path / "e.toml"
+    experiment.write_text('title = "t"\n[server]\nadapter = "url"\n[[load]]\nrequests = 10\n'
+                          '[[variant]]\nlabel = "a"\nurl = "http://127.0.0.1:9/a"\n'
+                          '[[variant]]\nlabel = "b"\nurl = "http://127.0.0.1:9/b"\n')  # fmt: skip
+    same = tmp_path / "same.html"
+    assert_usage_error(*cliutil.run_cli("run", str(experiment), "--results", str(same), "--report", str(same)),
+                       f"--report {same} would overwrite the --results output")
+    assert not same.exists()
 
 
 @pytest.mark.parametrize("command", [

@@ -22,7 +22,7 @@ def _options(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **counts: str) -> 
         "results": str(tmp_path / "run"), "resume_dir": None, "demo": False, "quick": False,
         "point_duration": None, "requests_per_child": None, "measure_children": None, "max_children": None,
         "mrpc": None, "ram": "1G", "clients": None, "p99": None}
-    _, go = cli_tune._plan("gunicorn", "wsgi_app:app", **{**plan, **counts})
+    _, go, _inputs = cli_tune._plan("gunicorn", "wsgi_app:app", **{**plan, **counts})
     go(lambda line: None, lambda line: None, None)
     assert not (tmp_path / "run").exists()
     options: TuneOptions = given["options"]

@@ -142,7 +142,8 @@ def bench_command(
     json_out, csv_out = _outputs(json_path, csv_path)
     check_report_path(report)
     check_distinct([("--json", json_out), ("--csv", csv_out), ("--tsv", tsv_path), ("--hdr-log", hdr_log),
-                    ("--report", report)], [("-f/--url-file", url_file), *load.input_files()])
+                    ("--report", report)], [("-f/--url-file", url_file), ("--server-pidfile", server_pidfile),
+                                            *load.input_files()])
     with live_progress(enabled=not quiet and sys.stderr.isatty()) as on_progress:
         result = bench(
             url, url_file=url_file, order=order, warmup=warmup, unix_socket=unix_socket, tsv_path=tsv_path,

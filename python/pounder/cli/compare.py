@@ -224,7 +224,8 @@ def compare_command(
     json_out = check_output_path(json_path, "--json")
     chart_out = _check_chart(chart_path)
     check_report_path(report)
-    check_distinct([("--json", json_out), ("--chart", chart_out), ("--report", report)], load.input_files())
+    check_distinct([("--json", json_out), ("--chart", chart_out), ("--report", report)],
+                   [("--server-pidfile", server_pidfile), *load.input_files()])
     pid = _server_pid(server_pid, server_pidfile, server_name)
     variants = [Variant(name, url, pid) for name, url in zip(labels, urls, strict=True)]
     plan = trial_plan(labels, count, not no_warmup)

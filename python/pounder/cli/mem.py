@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pounder._errors import PounderError, UsageError
-from pounder._files import STDOUT, check_output_path, write_output
+from pounder._files import STDOUT, check_distinct, check_output_path, write_output
 from pounder._units import parse_duration, parse_pid, parse_ram
 from pounder.cli._common import json_option, option, whole_number
 from pounder.procs import (
@@ -210,6 +210,7 @@ def mem_command(
     json_out = check_output_path(json_path, "--json")
     if json_out == STDOUT and interval is not None:
         raise UsageError("--json - cannot be combined with --watch (give a file: it is rewritten at every refresh)")
+    check_distinct([("--json", json_out)], [("--server-pidfile", server_pidfile), ("--pidfile", old_pidfile)])
     given = (server_pid, server_pidfile, server_name, old_pid, old_pidfile, old_name)
     target = _target(dict(zip((*SERVER_OPTIONS, *MEM_OPTIONS), given, strict=True)))
     if interval is None:

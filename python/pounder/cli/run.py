@@ -51,7 +51,7 @@ def run_command(
     where = results if results is not None else f"pounder-run-{exp.path.stem}-{datetime.now():%Y%m%d-%H%M%S}"
     ResultsDir.check_new(where, resumable=False)
     check_report_path(report)
-    check_distinct([("--report", report)], [("experiment", experiment)])
+    check_distinct([("--results", where), ("--report", report)], [("experiment", experiment)])
 
     def log(line: str) -> None:
         sys.stderr.write(f"pounder: {line}\n")

@@ -103,7 +103,7 @@ def syscalls_command(
 ) -> None:
     """Count a server's system calls per request (help: SYSCALLS_HELP)."""
     json_out = check_output_path(json_path, "--json")
-    check_distinct([("--json", json_out), ("--log", log)], load.input_files())
+    check_distinct([("--json", json_out), ("--log", log)], [("--server-pidfile", server_pidfile), *load.input_files()])
     rows = None if top is None else whole_number(top, "--top", _MAX_TOP)
     pid = None if server_pid is None else parse_pid(server_pid, "--server-pid")
     try:

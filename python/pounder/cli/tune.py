@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from pounder._errors import UsageError
+from pounder._files import check_distinct
 from pounder._units import parse_count
 from pounder.cli._common import check_report_path, measured_run, option, report_option, write_html_report
 from pounder.cli._progress import live_status
@@ -151,12 +152,14 @@ def tune_command(
     p99: Annotated[str | None, P99] = None,
     report: Annotated[str | None, REPORT] = None,
 ) -> int:
-    where, go = _plan(server, target, pythonpath=pythonpath, preload=preload, env=env, stop_signal=stop_signal,
+    where, go, inputs = _plan(server, target, pythonpath=pythonpath, preload=preload, env=env, stop_signal=stop_signal,
                       path=path, results=results, resume_dir=resume_dir, demo=demo, quick=quick,
                       point_duration=point_duration, requests_per_child=requests_per_child,
                       measure_children=measure_children, max_children=max_children, mrpc=mrpc, ram=ram,
                       clients=clients, p99=p99)
     check_report_path(report)
+    outputs = [("--report", report)] if resume_dir is not None else [("--results", where), ("--report", report)]
+    check_distinct(outputs, inputs)
     next_step = f"what was measured is in {where}; continue with: pounder tune --resume {where}"
 
     def keep() -> None:
@@ -177,23 +180,23 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
           env: list[str] | None, stop_signal: str | None, path: str, results: str | None, resume_dir: str | None,
           demo: bool, quick: bool, point_duration: str | None, requests_per_child: str | None,
           measure_children: str | None, max_children: str | None, mrpc: str | None, ram: str | None,
-          clients: str | None, p99: str | None) -> tuple[str, Go]:
-    """Check every input (UsageError before anything starts); return the results directory and
-    the function that runs."""
+          clients: str | None, p99: str | None) -> tuple[str, Go, list[tuple[str, str]]]:
+    """Check every input (UsageError before anything starts); return the results directory, the
+    function that runs and the user's files the server reads (no output may overwrite them)."""
     if resume_dir is not None:
         given = [server, target, pythonpath, preload, env, stop_signal, results, point_duration, requests_per_child,
                  measure_children, max_children, mrpc, ram, clients, p99]
         if demo or quick or path != "/" or any(v is not None and v != [] for v in given):
             raise UsageError("--resume DIR takes no other option: the run goes on with the settings stored in DIR")
         folder = resume_dir
-        open_run(folder)  # a bad directory is bad input, found before anything starts
+        stored = open_run(folder)[1]  # a bad directory is bad input, found before anything starts
 
         def go_on(log: Callable[[str], None], status: Callable[[str], None],
                   progress: Callable[[Progress], None] | None) -> TuneResult:
             log(f"resuming the run in {folder}")
             return resume(folder, log=log, progress=progress, status=status)
 
-        return folder, go_on
+        return folder, go_on, stored.input_files()
     if demo:
         if server is not None or target is not None:
             raise UsageError("--demo takes no SERVER TARGET")
@@ -218,4 +221,4 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
         log(f"tuning {adapter.describe()}; results in {where}")
         return tune(adapter, options, results=where, log=log, progress=progress, status=status)
 
-    return where, go
+    return where, go, adapter.input_files()

@@ -38,6 +38,7 @@ from pounder.servers import (
     StarmanServer,
     apache_missing,
     command_missing,
+    gunicorn_app_file,
     gunicorn_app_missing,
     gunicorn_missing,
     read_user_conf,
@@ -128,6 +129,10 @@ class Adapter(abc.ABC):
         missing (the server binary, the application, a path option): found before anything
         starts. Nothing of the user's code is run."""
         return None
+
+    def input_files(self) -> list[tuple[str, str]]:
+        """The user's files the server reads, as ``(what, path)``: no output may overwrite them."""
+        return []
 
     def with_preload(self, params: PoolParams) -> bool:
         return self.preload if params.preload is None else params.preload
@@ -221,6 +226,11 @@ class GunicornAdapter(Adapter):
         if missing is not None:
             raise UsageError(f"gunicorn: {missing}")
 
+    def input_files(self) -> list[tuple[str, str]]:
+        found = gunicorn_app_file(self.app, pythonpath=self.pythonpath, env=self.env,
+                                  chdir=_option_value(self.extra_args, "--chdir"))
+        return [] if found is None else [(f"app module {self.app}", found)]
+
 
 class StarmanAdapter(Adapter):
     """Starman serving the PSGI file ``psgi``."""
@@ -268,6 +278,9 @@ class StarmanAdapter(Adapter):
         missing = starman_missing()
         if missing is not None:
             raise UsageError(f"starman: {missing}")
+
+    def input_files(self) -> list[tuple[str, str]]:
+        return [("PSGI file", str(self.psgi))]
 
 
 class ApacheAdapter(Adapter):
@@ -342,6 +355,10 @@ class ApacheAdapter(Adapter):
         missing = apache_missing(perl=bool(self.perl_handlers or self.startup_pl is not None))
         if missing is not None:
             raise UsageError(f"apache: {missing}")
+
+    def input_files(self) -> list[tuple[str, str]]:
+        return [(what, str(path)) for what, path in (("configuration file", self.conf),
+                                                     ("startup file", self.startup_pl)) if path is not None]
 
 
 def _preloads(conf_text: str) -> bool:

@@ -29,6 +29,7 @@ from pounder.servers._command import CommandServer, command_missing, command_pla
 from pounder.servers._gunicorn import (
     GunicornServer,
     GunicornSettings,
+    gunicorn_app_file,
     gunicorn_app_missing,
     gunicorn_command,
     gunicorn_missing,
@@ -54,6 +55,7 @@ __all__ = [
     "die_with_parent_hook",
     "find_apache",
     "free_port",
+    "gunicorn_app_file",
     "gunicorn_app_missing",
     "gunicorn_command",
     "gunicorn_missing",

@@ -77,22 +77,18 @@ def gunicorn_missing() -> str | None:
     return None
 
 
-def gunicorn_app_missing(app: str, *, pythonpath: str | None = None, env: Mapping[str, str] | None = None,
-                         chdir: str | None = None) -> str | None:
-    """Why gunicorn (run by :class:`GunicornServer`, in a directory of its own) could not find the
-    module of ``app`` ("module:callable"), or None if it can or we cannot tell. Each directory of
-    ``pythonpath`` (comma-separated, as gunicorn's ``--pythonpath``) and ``chdir`` must exist; the
-    module is looked for, without importing anything, on them, the environment's absolute
-    ``PYTHONPATH`` entries and this interpreter's path (less the current directory, which
-    gunicorn does not see)."""
+def _find_app_module(app: str, pythonpath: str | None, env: Mapping[str, str] | None,
+                     chdir: str | None) -> tuple[str | None, importlib.machinery.ModuleSpec | None]:
+    """(why gunicorn could not find the module of ``app``, the module's spec): see
+    :func:`gunicorn_app_missing`; (None, None) when we cannot tell."""
     dirs = []
     for option, value in (("--pythonpath", pythonpath), ("--chdir", chdir)):
         for entry in filter(None, (value or "").split(",") if option == "--pythonpath" else [value]):
             if not Path(entry).is_dir():
-                return f"{option} {entry} is not a directory"
+                return f"{option} {entry} is not a directory", None
             dirs.append(str(Path(entry).resolve()))
     if chdir is not None and not Path(chdir).is_absolute():
-        return None  # relative to the server's own directory: cannot tell from here
+        return None, None  # relative to the server's own directory: cannot tell from here
     environ = {**os.environ, **(env or {})}
     dirs += [d for d in environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(d)]
     here = Path.cwd()
@@ -109,10 +105,29 @@ def gunicorn_app_missing(app: str, *, pythonpath: str | None = None, env: Mappin
             break
         locations = list(found.submodule_search_locations or []) or None
     if found is not None:
-        return None
+        return None, found
     where = f"in --pythonpath {pythonpath}, " if pythonpath else ""
     hint = "" if pythonpath else " (gunicorn runs in a directory of its own: give --pythonpath DIR for a module there)"
-    return f"cannot find the module {module!r} of {app} {where}on PYTHONPATH or in site-packages{hint}"
+    return f"cannot find the module {module!r} of {app} {where}on PYTHONPATH or in site-packages{hint}", None
+
+
+def gunicorn_app_missing(app: str, *, pythonpath: str | None = None, env: Mapping[str, str] | None = None,
+                         chdir: str | None = None) -> str | None:
+    """Why gunicorn (run by :class:`GunicornServer`, in a directory of its own) could not find the
+    module of ``app`` ("module:callable"), or None if it can or we cannot tell. Each directory of
+    ``pythonpath`` (comma-separated, as gunicorn's ``--pythonpath``) and ``chdir`` must exist; the
+    module is looked for, without importing anything, on them, the environment's absolute
+    ``PYTHONPATH`` entries and this interpreter's path (less the current directory, which
+    gunicorn does not see)."""
+    return _find_app_module(app, pythonpath, env, chdir)[0]
+
+
+def gunicorn_app_file(app: str, *, pythonpath: str | None = None, env: Mapping[str, str] | None = None,
+                      chdir: str | None = None) -> str | None:
+    """The file gunicorn would load the module of ``app`` from (found as by
+    :func:`gunicorn_app_missing`), or None when it is not found or not a file."""
+    spec = _find_app_module(app, pythonpath, env, chdir)[1]
+    return spec.origin if spec is not None and spec.has_location and spec.origin else None
 
 
 class GunicornServer(ManagedServer):
