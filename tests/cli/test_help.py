@@ -112,12 +112,20 @@ def test_few_threads_do_not_warn(testserver: Any, threads: str) -> None:
     assert code == 0 and err == "", err
 
 
-def test_compare_warns_about_threads_too() -> None:
-    # a usage error found later (one URL) comes after the warning; nothing is sent
-    code, out, err = cliutil.run_cli("compare", "http://127.0.0.1:9/", "-t", str(_many_threads()))
-    assert code == 2 and out == ""
-    lines = err.splitlines()
-    assert [line.split(":")[1] for line in lines] == [" warning", " error"], err
+def test_compare_warns_about_threads_too(testserver: Any) -> None:
+    srv = testserver()
+    threads = _many_threads()
+    code, _out, err = cliutil.run_cli("compare", f"{srv.url}/a", f"{srv.url}/b", "-n", "20", "-c", "2", "-t",
+                                      str(threads), "--trials", "3", "-q")
+    assert code == 0, err
+    assert err.splitlines() == [f"pounder: warning: -t {threads} is threads (the CPUs here: {available_cpus()}); "
+                                f"for a time limit use -d {threads}s"]  # fmt: skip
+
+
+def test_bad_input_with_many_threads_is_the_one_error_line() -> None:
+    """The warning comes once every input was found good: with a bad one, the error is the only line."""
+    assert_usage_error(*cliutil.run_cli("compare", "http://127.0.0.1:9/", "-t", str(_many_threads())), "at least 2 URLs")
+    assert_usage_error(*cliutil.run_cli("bench", "http://127.0.0.1:9/", "-t", "100000"), "-t/--threads")
 
 
 @pytest.mark.parametrize(("flag", "closes"), [("--no-keepalive", True), ("--keepalive", False), (None, False)])

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pounder._errors import UsageError
 from pounder._units import available_cpus, count_in_range
 from pounder.cli._common import option, print_warning
-from pounder.load import LoadOptions
+from pounder.load import LoadOptions, Progress, ProgressCallback
 
 # name: (flags, metavar, help)
 # fmt: off
@@ -98,19 +98,29 @@ def load_options(values: Mapping[str, Any]) -> LoadOptions:
     return LoadOptions(**given)
 
 
-def warn_many_threads(threads: int | str | None) -> None:
+def threads_warning(load: LoadOptions, on_progress: ProgressCallback | None) -> ProgressCallback | None:
     """ab's -t is a time limit, pounder's the engine threads: ``-t 30`` far above the CPUs (more
-    than twice as many) is most likely meant as 30 s, so say so on stderr; the run goes on as given.
-    A value that cannot be read is left to the library's one error line."""
-    if threads is None:
-        return
+    than twice as many) is most likely meant as 30 s. The progress callback to give the library
+    instead of ``on_progress``: it says so on stderr once, at the first progress of the run (so
+    only once every input was found good: a bad one is the one error line); the run goes on as
+    given."""
     try:
-        count = count_in_range(threads, "-t/--threads", 1, 1 << 30)
+        count = None if load.threads is None else count_in_range(load.threads, "-t/--threads", 1, 1 << 30)
     except UsageError:
-        return
+        count = None  # the library's one error line says it
     cpus = available_cpus()
-    if count > 2 * cpus:
-        print_warning(f"-t {count} is threads (the CPUs here: {cpus}); for a time limit use -d {count}s")
+    if count is None or count <= 2 * cpus:
+        return on_progress
+    warned: list[bool] = []
+
+    def warn_then(progress: Progress) -> None:
+        if not warned:
+            warned.append(True)
+            print_warning(f"-t {count} is threads (the CPUs here: {cpus}); for a time limit use -d {count}s")
+        if on_progress is not None:
+            on_progress(progress)
+
+    return warn_then
 
 
 def takes_load_options(*declared: inspect.Parameter) -> Callable[[Command], Command]:
@@ -124,9 +134,7 @@ def takes_load_options(*declared: inspect.Parameter) -> Callable[[Command], Comm
 
         @functools.wraps(command)
         def run(**values: Any) -> None:
-            load = load_options({name: values.pop(name) for name in names})
-            warn_many_threads(load.threads)
-            command(load=load, **values)
+            command(load=load_options({name: values.pop(name) for name in names}), **values)
 
         parameters = [item for parameter in signature.parameters.values()
                       for item in ([one.replace(kind=parameter.kind) for one in declared] if parameter.name == "load"

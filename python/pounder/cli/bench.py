@@ -25,7 +25,7 @@ from pounder.cli._common import (
     report_option,
     write_html_report,
 )
-from pounder.cli._load_options import load_option, load_parameter, takes_load_options
+from pounder.cli._load_options import load_option, load_parameter, takes_load_options, threads_warning
 from pounder.cli._progress import live_progress
 from pounder.load import BenchResult, LoadOptions, bench, render_csv, render_report
 
@@ -149,7 +149,7 @@ def bench_command(
             url, url_file=url_file, order=order, warmup=warmup, unix_socket=unix_socket, tsv_path=tsv_path,
             hdr_log_path=hdr_log, options=load, server_pid=server_pid, server_pidfile=server_pidfile,
             server_name=server_name, server_status=server_status, sample_interval=sample_interval,
-            on_progress=on_progress,
+            on_progress=threads_warning(load, on_progress),
         )  # fmt: skip
     with _interrupt.deferred():  # a signal now waits until every output is whole
         _emit(result, json_out, csv_out, quiet)

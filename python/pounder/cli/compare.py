@@ -27,7 +27,7 @@ from pounder.cli._common import (
     report_option,
     write_html_report,
 )
-from pounder.cli._load_options import load_option, load_parameter, takes_load_options
+from pounder.cli._load_options import load_option, load_parameter, takes_load_options, threads_warning
 from pounder.cli._progress import live_status
 from pounder.compare import (
     DEFAULT_TRIALS,
@@ -233,7 +233,8 @@ def compare_command(
         result = compare(
             variants,
             trials=count, warmup=not no_warmup, baseline=baseline, min_effect=effect,
-            results=None if json_out in (None, "-") else json_out, on_trial=on_trial, on_progress=on_progress,
+            results=None if json_out in (None, "-") else json_out, on_trial=on_trial,
+            on_progress=threads_warning(load, on_progress),
             options=load,
         )  # fmt: skip
     with _interrupt.deferred():  # a signal now waits until every output is whole
