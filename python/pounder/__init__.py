@@ -8,51 +8,110 @@ The library is the API; the ``pounder`` CLI is a thin layer over it::
     print(result.derived.requests_per_s)
     print(pounder.render_report(result))
 
-Importing this package does not load the Rust engine (``pounder._engine``); :func:`bench` does.
+Importing this package loads nothing but its errors and version: each name is imported from its
+package on first use (so ``pounder`` starts at once and handles a signal from its first moment);
+the Rust engine (``pounder._engine``) is loaded by :func:`bench`.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from pounder._errors import PounderError, UsageError
 from pounder._version import __version__
-from pounder.load import (
-    SCHEMA,
-    BenchResult,
-    BenchSpec,
-    ByteCounts,
-    ClientCpu,
-    Derived,
-    ErrorCounts,
-    Histogram,
-    HttpOptions,
-    Latency,
-    LoadModel,
-    LoadOptions,
-    Phases,
-    Progress,
-    ProgressCallback,
-    ReplyRate,
-    RequestCounts,
-    RunOptions,
-    SecondSample,
-    Stage,
-    Target,
-    TargetInfo,
-    WarmupCounts,
-    bench,
-    load_result,
-    render_csv,
-    render_report,
-    run_bench,
-)
-from pounder.procs import (
-    MemResult,
-    PoolSnapshot,
-    ServerLoadReport,
-    ServerSampler,
-    find_server,
-    load_mem,
-    max_clients,
-    snapshot,
-)
+
+if TYPE_CHECKING:
+    from pounder.load import (
+        SCHEMA,
+        BenchResult,
+        BenchSpec,
+        ByteCounts,
+        ClientCpu,
+        Derived,
+        ErrorCounts,
+        Histogram,
+        HttpOptions,
+        Latency,
+        LoadModel,
+        LoadOptions,
+        Phases,
+        Progress,
+        ProgressCallback,
+        ReplyRate,
+        RequestCounts,
+        RunOptions,
+        SecondSample,
+        Stage,
+        Target,
+        TargetInfo,
+        WarmupCounts,
+        bench,
+        load_result,
+        render_csv,
+        render_report,
+        run_bench,
+    )
+    from pounder.procs import (
+        MemResult,
+        PoolSnapshot,
+        ServerLoadReport,
+        ServerSampler,
+        find_server,
+        load_mem,
+        max_clients,
+        snapshot,
+    )
+
+_LAZY = {
+    "SCHEMA": "pounder.load",
+    "BenchResult": "pounder.load",
+    "BenchSpec": "pounder.load",
+    "ByteCounts": "pounder.load",
+    "ClientCpu": "pounder.load",
+    "Derived": "pounder.load",
+    "ErrorCounts": "pounder.load",
+    "Histogram": "pounder.load",
+    "HttpOptions": "pounder.load",
+    "Latency": "pounder.load",
+    "LoadModel": "pounder.load",
+    "LoadOptions": "pounder.load",
+    "Phases": "pounder.load",
+    "Progress": "pounder.load",
+    "ProgressCallback": "pounder.load",
+    "ReplyRate": "pounder.load",
+    "RequestCounts": "pounder.load",
+    "RunOptions": "pounder.load",
+    "SecondSample": "pounder.load",
+    "Stage": "pounder.load",
+    "Target": "pounder.load",
+    "TargetInfo": "pounder.load",
+    "WarmupCounts": "pounder.load",
+    "bench": "pounder.load",
+    "load_result": "pounder.load",
+    "render_csv": "pounder.load",
+    "render_report": "pounder.load",
+    "run_bench": "pounder.load",
+    "MemResult": "pounder.procs",
+    "PoolSnapshot": "pounder.procs",
+    "ServerLoadReport": "pounder.procs",
+    "ServerSampler": "pounder.procs",
+    "find_server": "pounder.procs",
+    "load_mem": "pounder.procs",
+    "max_clients": "pounder.procs",
+    "snapshot": "pounder.procs",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``pounder.bench`` and the rest, imported from their package on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pounder' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "SCHEMA",
@@ -95,3 +154,7 @@ __all__ = [
     "run_bench",
     "snapshot",
 ]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -124,7 +124,8 @@ def test_compare_warns_about_threads_too(testserver: Any) -> None:
 
 def test_bad_input_with_many_threads_is_the_one_error_line() -> None:
     """The warning comes once every input was found good: with a bad one, the error is the only line."""
-    assert_usage_error(*cliutil.run_cli("compare", "http://127.0.0.1:9/", "-t", str(_many_threads())), "at least 2 URLs")
+    many = str(_many_threads())
+    assert_usage_error(*cliutil.run_cli("compare", "http://127.0.0.1:9/", "-t", many), "at least 2 URLs")
     assert_usage_error(*cliutil.run_cli("bench", "http://127.0.0.1:9/", "-t", "100000"), "-t/--threads")
 
 

@@ -1,4 +1,4 @@
-"""The signal handling every command runs under (pounder.cli._interrupt), with real signals sent
+"""The signal handling every command runs under (pounder._interrupt), with real signals sent
 to this process: SIGTERM and SIGHUP raise as Ctrl-C does, the exit status names the first one,
 a signal Python would swallow is delivered again, a signal while outputs are written waits, and
 a signal set to be ignored stays ignored."""
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from pounder.cli import _interrupt
+from pounder import _interrupt
 
 
 def wait_for_signal(seconds: float = 5.0) -> None:

@@ -114,6 +114,29 @@ def test_bench_writes_every_output_and_the_count_is_exact(testserver: Any, tmp_p
     assert "Interrupted:" in out
 
 
+def catches(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` has a handler for ``signum`` (its SigCgt mask in /proc)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+    return bool(mask >> (signum - 1) & 1)
+
+
+@pytest.mark.parametrize("signum", SIGNALS)
+def test_a_signal_from_the_first_moment_is_one_line(testserver: Any, tmp_path: Path, signum: signal.Signals) -> None:
+    """Sent as soon as pounder handles it, while the CLI is still being imported or read: one
+    line, 130 or 143, no traceback (it was a silent 130, or a traceback, or death by the signal)."""
+    srv = testserver(mode="ok")
+    proc = start("bench", srv.url + "/", "-d", "30s", "--json", str(tmp_path / "o.json"))
+    code, out, err = signal_when(proc, lambda: catches(proc.pid, signal.SIGTERM), signum, timeout_s=30)
+    assert code == EXIT[signum], err
+    assert "Traceback" not in err and out == ""
+    assert err.splitlines()[-1].startswith(f"pounder: error: interrupted by {CAUSE[signum]}")
+    assert len(err.splitlines()) == 1, err
+
+
 def test_a_signal_while_the_outputs_are_written_waits_for_them(testserver: Any, tmp_path: Path) -> None:
     """SIGTERM right after the run ends, as the files are being written: every file is whole."""
     srv = testserver(mode="ok")

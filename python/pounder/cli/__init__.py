@@ -5,7 +5,7 @@ Every error is one line on stderr, ``pounder: error: <message>``, never a traceb
 * exit 2: bad input (pounder's :class:`~pounder.UsageError` and click's own parse errors);
 * exit 1: pounder could not run (e.g. the engine is missing) or could not write an output;
 * exit 130: interrupted by Ctrl-C or SIGHUP, 143 by SIGTERM: what was measured is still written
-  and printed, and every server pounder started is stopped (see :mod:`pounder.cli._interrupt`).
+  and printed, and every server pounder started is stopped (see :mod:`pounder._interrupt`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from pounder import _interrupt
 from pounder._errors import PounderError, UsageError
 from pounder._version import __version__
-from pounder.cli import _interrupt
 from pounder.cli._common import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
@@ -67,10 +67,16 @@ def _run(group: TyperGroup, args: Sequence[str] | None, prog_name: str | None, *
     except PounderError as error:
         print_error(str(error))
         return EXIT_FAILURE
-    except (typer.Abort, KeyboardInterrupt):  # click turns KeyboardInterrupt into Abort
+    except (typer.Abort, KeyboardInterrupt):
         print_error(f"interrupted by {_interrupt.cause()}")
         return _interrupt.exit_code()
-    return outcome if isinstance(outcome, int) else 0
+    code = outcome if isinstance(outcome, int) else 0
+    if code == EXIT_INTERRUPTED and _interrupt.received() and not _interrupt.reported():
+        # typer turns a KeyboardInterrupt out of a command into a silent exit 130 (e.g. a signal
+        # while the command was still reading its options): say so, with the signal's status
+        print_error(f"interrupted by {_interrupt.cause()}")
+        return _interrupt.exit_code()
+    return code
 
 
 class PounderGroup(PlainHelpGroup):
@@ -129,12 +135,9 @@ for _name, _help, _command in (
 
 
 def main() -> None:
-    """Console-script entry point."""
-    try:
-        app()
-    except KeyboardInterrupt:  # Ctrl-C before a bench started (a running bench handles its own)
-        print_error("interrupted")
-        sys.exit(EXIT_INTERRUPTED)
+    """Run the CLI (the ``pounder`` command is :func:`pounder.__main__.main`, which handles the
+    signals from before this package is imported)."""
+    app()
 
 
 __all__ = ["EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_USAGE", "app", "main", "print_error"]

@@ -10,8 +10,8 @@ from typing import Any
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
+from pounder import _interrupt
 from pounder._errors import PounderError, UsageError
-from pounder.cli import _interrupt
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -32,6 +32,7 @@ def interrupted(kept: str) -> typer.Exit:
     """After a signal stopped the run: one line saying what stopped it and ``kept`` (where what was
     measured is), and the exit to raise (130, or 143 for SIGTERM)."""
     print_error(f"interrupted by {_interrupt.cause()}; {kept}")
+    _interrupt.mark_reported()
     return typer.Exit(_interrupt.exit_code())
 
 

@@ -12,9 +12,9 @@ from typing import Annotated
 
 import typer
 
+from pounder import _interrupt
 from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_output
-from pounder.cli import _interrupt
 from pounder.cli._common import (
     check_report_path,
     interrupted,

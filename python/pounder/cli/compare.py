@@ -13,11 +13,11 @@ from typing import Annotated
 
 import typer
 
+from pounder import _interrupt
 from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_output
 from pounder._matplotlib import require_matplotlib
 from pounder._units import parse_count
-from pounder.cli import _interrupt
 from pounder.cli._common import (
     check_report_path,
     interrupted,

@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
+from pounder import _interrupt
 from pounder._files import check_distinct
-from pounder.cli import _interrupt
 from pounder.cli._common import (
     check_report_path,
     interrupted,

@@ -14,9 +14,9 @@ from typing import Annotated
 
 import typer
 
+from pounder import _interrupt
 from pounder._files import check_distinct, check_output_path, write_output
 from pounder._units import parse_pid
-from pounder.cli import _interrupt
 from pounder.cli._common import interrupted, json_option, option, whole_number
 from pounder.cli._load_options import load_option, load_parameter, takes_load_options
 from pounder.cli._progress import live_progress

@@ -1,4 +1,5 @@
-"""SIGINT, SIGTERM and SIGHUP stop a command alike.
+"""SIGINT, SIGTERM and SIGHUP stop a ``pounder`` command alike (the CLI's; the library installs
+no signal handler).
 
 While a command runs, SIGTERM and SIGHUP raise :class:`Stopped` (a ``KeyboardInterrupt``) in the
 main thread, as Ctrl-C does: every code path that keeps a partial result on Ctrl-C keeps it on
@@ -23,6 +24,8 @@ EXIT_TERMINATED = 128 + signal.SIGTERM
 
 _received: list[int] = []
 _deferring: list[bool] = [False]
+_depth: list[int] = [0]
+_reported: list[bool] = [False]
 
 
 class Stopped(KeyboardInterrupt):
@@ -68,12 +71,25 @@ _previous_hook = [sys.unraisablehook]
 
 @contextmanager
 def handled() -> Iterator[None]:
-    """Around one command: the three signals raise :class:`Stopped`; the handlers before are put back."""
-    _received.clear()
-    _deferring[0] = False
-    if threading.current_thread() is not threading.main_thread():
+    """Around one command: the three signals raise :class:`Stopped`; the handlers before are put
+    back. Within another ``handled()`` (the entry point's, from before the CLI is imported) it
+    changes nothing."""
+    if _depth[0] or threading.current_thread() is not threading.main_thread():
         yield
         return
+    _received.clear()
+    _deferring[0] = False
+    _reported[0] = False
+    _depth[0] += 1
+    try:
+        with _installed():
+            yield
+    finally:
+        _depth[0] -= 1
+
+
+@contextmanager
+def _installed() -> Iterator[None]:
     previous = {signum: signal.getsignal(signum) for signum in SIGNALS}
     for signum, handler in previous.items():
         if handler is not signal.SIG_IGN:
@@ -85,6 +101,21 @@ def handled() -> Iterator[None]:
         sys.unraisablehook = _previous_hook[0]
         for signum, handler in previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+
+def received() -> bool:
+    """Whether a signal stopped (or is stopping) the command."""
+    return bool(_received)
+
+
+def reported() -> bool:
+    """Whether the command said it was interrupted (:func:`mark_reported`)."""
+    return _reported[0]
+
+
+def mark_reported() -> None:
+    """The command said it was interrupted, and where what was measured is."""
+    _reported[0] = True
 
 
 def exit_code() -> int:
