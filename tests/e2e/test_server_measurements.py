@@ -295,3 +295,25 @@ def test_gunicorn_killed_whole_mid_run_counts_exited_and_gives_no_per_request_cp
     validate(json.loads(result.to_json()), "bench-result")
     page = render_html([result])
     assert "server CPU per completed request</td><td>- (the server exited during the run)" in page
+
+
+def test_a_server_that_does_not_serve_the_url_gets_no_per_request_figure(gunicorn_server: Any,
+                                                                          testserver: Any) -> None:
+    """--server-pid naming another server (here: the test server, while the load goes to
+    gunicorn): its totals are shown as measured, but nothing is divided by requests it never saw;
+    the report says why. The right server gets its figure."""
+    server = gunicorn_server(workers=2)
+    other = testserver(mode="ok")
+    wrong = pounder.bench(server.url + "/", requests=200, connections=2, server_pid=other.proc.pid)
+    assert wrong.requests.complete == 200
+    assert wrong.server is not None and wrong.server.serves_url is False
+    assert wrong.derived.server_cpu_us_per_request is None
+    assert wrong.derived.server_private_growth_bytes_per_request is None
+    text = pounder.render_report(wrong)
+    assert f"process {other.proc.pid} does not listen where the requests went" in text
+    validate(json.loads(wrong.to_json()), "bench-result")
+    assert other.count() == 0  # it served none of them
+
+    right = pounder.bench(server.url + "/", requests=200, connections=2, server_pid=server.pid)
+    assert right.server is not None and right.server.serves_url is True
+    assert right.derived.server_cpu_us_per_request is not None and right.derived.server_cpu_us_per_request > 0

@@ -9,7 +9,7 @@ cancels the run too (waiting up to 5 s for the engine to stop) and propagates.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ from pounder.load._result import BenchResult
 from pounder.load._run_options import LoadModel
 from pounder.load._spec import BenchSpec
 from pounder.load._url import parse_url, resolve
-from pounder.procs import SERVER_OPTIONS, ServerSampler, find_server
+from pounder.procs import SERVER_OPTIONS, ServerSampler, ServerTarget, find_server, serves
 
 if TYPE_CHECKING:
     from pounder._engine import ProgressInfo, Run
@@ -101,6 +101,13 @@ def _follow(run: Run, load: LoadModel, on_progress: ProgressCallback | None) -> 
         raise
 
 
+def _serves(target: ServerTarget, spec: BenchSpec) -> bool | None:
+    """Whether the sampled server listens where every target of ``spec`` sends its requests
+    (False as soon as one does not; None when one cannot be told)."""
+    found = {serves(target, connect) for connect in {t.info().connect for t in spec.targets}}
+    return False if False in found else None if None in found else True
+
+
 def run_bench(
     spec: BenchSpec, on_progress: ProgressCallback | None = None, sampler: ServerSampler | None = None
 ) -> BenchResult:
@@ -111,6 +118,7 @@ def run_bench(
     check_instance(sampler, ServerSampler, "sampler", optional=True)
     engine = _load_engine()
     started_at = utc_timestamp()
+    served = None if sampler is None else _serves(sampler.target, spec)
     if sampler is not None:
         sampler.start()
     try:
@@ -121,6 +129,8 @@ def run_bench(
         interrupted = _follow(run, spec.load, on_progress)
     finally:
         server = sampler.stop() if sampler is not None else None
+    if server is not None:
+        server = replace(server, serves_url=served)
     engine_json = run.result()
     assert engine_json is not None  # None only while in flight, and _follow returned once wait() said done
     try:

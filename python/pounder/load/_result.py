@@ -149,6 +149,9 @@ class BenchResult:
             return "no request completed" if self.requests.failed + self.warmup.failed else "no request was sent"
         if server and self.server is not None and self.server.root_exited:
             return "the server exited during the run"
+        if server and self.server is not None and self.server.serves_url is False:
+            return (f"process {self.server.server_pid} does not listen where the requests went: another server, "
+                    "or a backend behind a proxy")
         return None
 
     @cached_property

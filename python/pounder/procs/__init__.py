@@ -29,6 +29,7 @@ from pounder.procs._find import (
     discover,
     find_server,
     read_pidfile,
+    serves,
 )
 from pounder.procs._load_report import (
     LOAD_SCHEMA,
@@ -114,5 +115,6 @@ __all__ = [
     "read_process",
     "read_rollup",
     "render_mem",
+    "serves",
     "snapshot",
 ]

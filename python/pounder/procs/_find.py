@@ -12,6 +12,7 @@ import psutil
 from pounder._errors import PounderError, UsageError, check_path, check_text
 from pounder._files import read_input
 from pounder.procs._read import Role
+from pounder.servers import owns_listener
 
 _PIDFILE_MAX_BYTES = 4096
 _STALE = " (stale pid file?)"
@@ -238,3 +239,18 @@ def find_server(
     except ServerGone:
         raise UsageError(f"{what}no process with pid {root_pid}{_STALE if what else ''}") from None
     return ServerTarget(root_pid, proc_name, cmdline, create_time, found_by, members)
+
+
+def serves(target: ServerTarget, connect: str) -> bool | None:
+    """Whether a process of the server's tree listens on ``connect`` ("ip:port", "[ip6]:port"),
+    the address a URL's requests go to: True, False, or None when it cannot be told (a Unix socket;
+    no descriptor of the tree can be read, e.g. another user's server without root)."""
+    if connect.startswith("unix:"):
+        return None
+    host, _, port = connect.rpartition(":")
+    members = [member.pid for member in target.members]
+    if any(owns_listener(pid, int(port), host) for pid in members):
+        return True
+    if not any(os.access(f"/proc/{pid}/fd", os.R_OK) for pid in members):
+        return None
+    return False

@@ -103,6 +103,10 @@ class ServerLoadReport:
     root_exited: bool = False
     """The server's root process exited before the sampling ended: the CPU and memory after the
     last sample before that are unknown, so there are no per-request figures."""
+    serves_url: bool | None = None
+    """Whether a process of the server listened on the address the load went to (None: not
+    known, e.g. a Unix socket). False: the requests counted are not the ones it served (another
+    server, or a backend behind a proxy), so there are no per-request figures."""
 
     @property
     def private_growth_bytes(self) -> dict[int, int]:
@@ -127,6 +131,8 @@ class ServerLoadReport:
             data = {**data, "root_exited": False}
         elif data.get("schema") != LOAD_SCHEMA:
             raise MalformedReportError(f"'schema' is {data.get('schema')!r}, expected {LOAD_SCHEMA!r}")
+        if "serves_url" not in data:  # not checked by pounder 0.1
+            data = {**data, "serves_url": None}
         return _READ.record(  # type: ignore[no-any-return]
             cls, data, "report", strict=True, children=_children, series=_series, status=_status, messages=_messages
         )
@@ -139,12 +145,13 @@ def _row(point: MemPoint | StatusPoint) -> tuple[Any, ...]:
 def per_request(report: ServerLoadReport, requests: int) -> PerRequest:
     """Server CPU (microseconds) and pool private-memory growth (bytes) per completed request
     (``requests``: those that completed while the sampler ran, warm-up included). None when no
-    request completed, or when the server's root exited during the sampling (``root_exited``: what
-    the server used after the last sample is unknown, the requests it served then are not)."""
+    request completed, when the server's root exited during the sampling (``root_exited``: what
+    the server used after the last sample is unknown, the requests it served then are not), or
+    when it does not listen where the requests went (``serves_url`` False)."""
     check_instance(report, ServerLoadReport, "per_request: report")
     if isinstance(requests, bool) or not isinstance(requests, int) or requests < 0:
         raise UsageError(f"requests must be a whole number >= 0, got {requests!r}")
-    if requests == 0 or report.root_exited:
+    if requests == 0 or report.root_exited or report.serves_url is False:
         return PerRequest(requests, None, None)
     growth = report.private_growth_total
     return PerRequest(

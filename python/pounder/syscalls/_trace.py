@@ -44,8 +44,7 @@ from pounder._files import check_output_path, utc_timestamp
 from pounder._units import count_in_range
 from pounder._version import __version__
 from pounder.load import BenchResult, BenchSpec, LoadOptions, NotLoopbackError, ProgressCallback, run_bench
-from pounder.procs import SERVER_OPTIONS, ServerGone, ServerTarget, TreeMember, discover, find_server
-from pounder.servers import owns_listener
+from pounder.procs import SERVER_OPTIONS, ServerGone, ServerTarget, TreeMember, discover, find_server, serves
 from pounder.syscalls._parse import TraceCounts, parse_strace_log
 from pounder.syscalls._report import SyscallReport, count_tables
 from pounder.syscalls._strace import find_strace, log_place, read_text, start, stop, strace_version, wait_attached
@@ -133,15 +132,8 @@ def _check_listens(target: ServerTarget, connect: str) -> None:
     """UsageError unless a process of the server's tree listens on ``connect`` ("ip:port", "[ip6]:port";
     a Unix socket is not checked here). When no descriptor can be read (another user's server, not
     root), the check after the load (no connection accepted) is what is left."""
-    if connect.startswith("unix:"):
-        return
-    host, _, port = connect.rpartition(":")
-    members = [member.pid for member in target.members]
-    if any(owns_listener(pid, int(port), host) for pid in members):
-        return
-    if not any(os.access(f"/proc/{pid}/fd", os.R_OK) for pid in members):
-        return
-    raise UsageError(f"{_named(target)} does not listen on {connect}: it is not the server behind the URL")
+    if serves(target, connect) is False:
+        raise UsageError(f"{_named(target)} does not listen on {connect}: it is not the server behind the URL")
 
 
 def _check_accepted(target: ServerTarget, accepted: int, opened: int) -> None:
