@@ -68,6 +68,19 @@ def test_run_report_never_overwrites_the_experiment(tmp_path: Path) -> None:
     assert not (tmp_path / "r").exists()
 
 
+def test_run_results_that_is_a_file_is_called_a_file(tmp_path: Path) -> None:
+    experiment = tmp_path / "e.toml"
+    experiment.write_text('title = "t"\n[server]\nadapter = "url"\n[[load]]\nrequests = 10\n'
+                          '[[variant]]\nlabel = "a"\nurl = "http://127.0.0.1:9/a"\n'
+                          '[[variant]]\nlabel = "b"\nurl = "http://127.0.0.1:9/b"\n')  # fmt: skip
+    results = tmp_path / "results.txt"
+    results.write_text("keep\n")
+    line = assert_usage_error(*cliutil.run_cli("run", str(experiment), "--results", str(results)),
+                              f"the results directory {results} is a file, not a directory")
+    assert "not empty" not in line
+    assert results.read_text() == "keep\n"
+
+
 @pytest.mark.parametrize("command", [
     ["bench", "-n", "5", "-b", "@{fifo}", URL],
     ["bench", "-n", "5", "-f", "{fifo}"],
