@@ -8,9 +8,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import pounder
+from pounder import UsageError
+from pounder.report import write_report
 from support import cliutil
 from support.cliutil import assert_usage_error
 
@@ -79,6 +83,18 @@ def test_run_results_that_is_a_file_is_called_a_file(tmp_path: Path) -> None:
                               f"the results directory {results} is a file, not a directory")
     assert "not empty" not in line
     assert results.read_text() == "keep\n"
+
+
+def test_write_report_to_a_directory_is_bad_input(tmp_path: Path, testserver: Any) -> None:
+    """The library says UsageError (bad input), as report -o DIR exits 2."""
+    result = tmp_path / "r.json"
+    result.write_text(pounder.bench(testserver().url + "/", connections=2, requests=50).to_json())
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(UsageError, match=f"write_report: out: {out} is a directory, not a file"):
+        write_report([result], out)
+    assert list(out.iterdir()) == []
+    assert_usage_error(*cliutil.run_cli("report", str(result), "-o", str(out)), "--output", f"{out} is a directory")
 
 
 @pytest.mark.parametrize("command", [
