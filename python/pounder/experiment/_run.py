@@ -123,6 +123,8 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
     say = log or (lambda line: None)
     ResultsDir.check_new(results)
     planned = _servers(exp)  # every server's inputs checked (UsageError) before anything is created
+    for load in exp.loads:  # as load_experiment checked them (an Experiment may be built by hand)
+        load.options().load_model()
     folder = Path(results)
     folder.mkdir(parents=True, exist_ok=True)
     write_json(folder / "experiment.json", {
