@@ -41,7 +41,7 @@ def run_cli(*args: str) -> tuple[int, str, str]:
         (["-d", "25h", URL], "at most 24h"),
         (["-d", "soon", URL], "invalid -d/--duration 'soon'"),
         (["--timeout", "0", URL], "--timeout must be more than 0"),
-        (["--rate", "20M", URL], "rates must be between 0 and 10,000,000"),
+        (["--rate", "20M", URL], "--rate must be between 0 and 10,000,000"),
         (["-t", "0", URL], "-t/--threads must be between 1"),
         (["--throttle", "56k", URL], "invalid --throttle '56k'"),
         (["--rate", "100", "--stages", "10s@100", URL], "--rate and --stages cannot be combined"),

@@ -8,9 +8,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import pounder
+from pounder import UsageError
+from pounder.report import write_report
 from pounder.servers import gunicorn_missing
 from support import cliutil
 from support.cliutil import assert_usage_error
@@ -99,6 +103,31 @@ def test_run_report_is_not_the_results_directory(tmp_path: Path) -> None:
     assert_usage_error(*cliutil.run_cli("run", str(experiment), "--results", str(same), "--report", str(same)),
                        f"--report {same} would overwrite the --results output")
     assert not same.exists()
+
+
+def test_run_results_that_is_a_file_is_called_a_file(tmp_path: Path) -> None:
+    experiment = tmp_path / "e.toml"
+    experiment.write_text('title = "t"\n[server]\nadapter = "url"\n[[load]]\nrequests = 10\n'
+                          '[[variant]]\nlabel = "a"\nurl = "http://127.0.0.1:9/a"\n'
+                          '[[variant]]\nlabel = "b"\nurl = "http://127.0.0.1:9/b"\n')  # fmt: skip
+    results = tmp_path / "results.txt"
+    results.write_text("keep\n")
+    line = assert_usage_error(*cliutil.run_cli("run", str(experiment), "--results", str(results)),
+                              f"the results directory {results} is a file, not a directory")
+    assert "not empty" not in line
+    assert results.read_text() == "keep\n"
+
+
+def test_write_report_to_a_directory_is_bad_input(tmp_path: Path, testserver: Any) -> None:
+    """The library says UsageError (bad input), as report -o DIR exits 2."""
+    result = tmp_path / "r.json"
+    result.write_text(pounder.bench(testserver().url + "/", connections=2, requests=50).to_json())
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(UsageError, match=f"write_report: out: {out} is a directory, not a file"):
+        write_report([result], out)
+    assert list(out.iterdir()) == []
+    assert_usage_error(*cliutil.run_cli("report", str(result), "-o", str(out)), "--output", f"{out} is a directory")
 
 
 @pytest.mark.parametrize("command", [

@@ -144,6 +144,15 @@ def test_results_in_a_non_empty_directory(cwd: Path, tmp_path: Path) -> None:
           f"the results directory {results} already exists and is not empty")
 
 
+def test_results_that_is_a_file_is_called_a_file(cwd: Path, tmp_path: Path) -> None:
+    results = tmp_path / "out"
+    results.write_text("keep\n")
+    line = check(cwd, ["gunicorn", "app:app", "--results", str(results)],
+                 f"the results directory {results} is a file, not a directory (give another --results)")
+    assert "not empty" not in line
+    assert results.read_text() == "keep\n"
+
+
 def test_results_in_a_non_empty_directory_is_refused(cwd: Path, tmp_path: Path) -> None:
     """What is right already (the one-line form is the xfail above): exit 2, the error as the last
     line, no traceback, the directory untouched."""

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -147,3 +148,42 @@ workers = 1
     assert done.stderr.startswith("pounder: error: ") and "/nonexistent" in done.stderr
     assert not results.exists()
     assert not processes_mentioning(str(public_dir))
+
+
+def test_a_variant_nothing_answers_is_written_then_exit_1(public_dir: Path, testserver: Any) -> None:
+    """As pounder compare: everything is written and printed, then one line names the load and the
+    variant no request succeeded to, and the exit status is 1 (not a comparison, not success)."""
+    srv = testserver(mode="ok")
+    experiment = public_dir / "refused.toml"
+    experiment.write_text(f"""
+title = "one answers, one refuses"
+[server]
+adapter = "url"
+
+[[load]]
+connections = 2
+requests = 50
+trials = 3
+
+[[variant]]
+label = "good"
+url = "{srv.url}/"
+
+[[variant]]
+label = "refused"
+url = "http://127.0.0.1:1/b"
+""")
+    results = public_dir / "results"
+    done = _run(str(experiment), "--results", str(results))
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.splitlines()[-1]
+    assert last == ("pounder: error: no request succeeded under load 1 (NC 2, NR 50): refused (150 failed): "
+                    "no comparison with it"), done.stderr
+    assert "good" not in last and done.stderr.count("no request succeeded") == 1
+    assert (results / "summary.txt").read_text() == done.stdout and "refused" in done.stdout
+    load = json.loads((results / "load-1.json").read_text())
+    validate(load, "compare")
+    summaries = {v["label"]: v for v in load["variants"]}
+    assert summaries["good"]["complete"] == 150 and summaries["refused"]["complete"] == 0
+    assert summaries["refused"]["failed"] == 150
+    assert not processes_mentioning(str(results))

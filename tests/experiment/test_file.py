@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from pounder.experiment import ExperimentError, load_experiment
+from pounder import UsageError
+from pounder.experiment import ExperimentError, LoadSpec, load_experiment, run_experiment
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "experiments"
 GOOD = """\
@@ -77,6 +79,91 @@ def test_mistakes_name_file_line_and_key(tmp_path: Path, old: str, new: str, lin
     assert fragment in message and "\n" not in message
 
 
+RATE = 'duration = "1s"\nrate = '
+BAD_LOADS_AND_VARIANTS = [  # (old, new, line, the message after "FILE:LINE: ")
+    ('duration = "1s"', 'duration = "abc"', 10, "load[0].duration: invalid duration 'abc' (use e.g. 30s"),
+    ('duration = "1s"', 'duration = "-3s"', 10, "load[0].duration: invalid duration '-3s'"),
+    ('duration = "1s"', 'duration = "0s"', 10, "load[0].duration: duration must be more than 0 and at most 24h, "
+                                             "got 0s"),
+    ('duration = "1s"', 'duration = "100000h"', 10, "load[0].duration: duration must be more than 0 and at most 24h"),
+    ('duration = "1s"', 'duration = 5', 10, "load[0].duration: expected a string, got 5"),
+    ('duration = "1s"', RATE + "-5", 11, "load[0].rate: rate must be between 0 and 10,000,000 req/s, got -5"),
+    ('duration = "1s"', RATE + "0", 11, "load[0].rate: rate must be more than 0"),
+    ('duration = "1s"', RATE + "nan", 11, "load[0].rate: rate must be between 0 and 10,000,000 req/s, got nan"),
+    ('duration = "1s"', RATE + "inf", 11, "load[0].rate: rate must be between 0 and 10,000,000 req/s, got inf"),
+    ('duration = "1s"', RATE + "2e7", 11, "load[0].rate: rate must be between 0 and 10,000,000 req/s"),
+    ('duration = "1s"', RATE + '"fast"', 11, "load[0].rate: expected a whole number or a number, got 'fast'"),
+    ('duration = "1s"', "requests = 100000000\nrate = 1", 8, "load[0]: rate stage length must be more than 0 and "
+                                                            "at most 24h"),
+    ("connections = 4", "connections = 0", 9, "load[0].connections: must be between 1 and 10000, got 0"),
+    ("connections = 4", "connections = -1", 9, "load[0].connections: must be between 1 and 10000, got -1"),
+    ("connections = 4", "connections = 99999999999", 9, "load[0].connections: must be between 1 and 10000"),
+    ('duration = "1s"', "requests = 0", 10, "load[0].requests: must be between 1 and 100000000, got 0"),
+    ("connections = 4", "connections = 4\ntrials = 2", 10, "load[0].trials: must be between 3 and 100, got 2"),
+    ("connections = 4", "connections = 4\ntrials = 101", 10, "load[0].trials: must be between 3 and 100, got 101"),
+    ("connections = 4", 'connections = 4\nkeepalive = "yes"', 10, "load[0].keepalive: expected true or false"),
+    ('label = "a"', 'label = ""', 13, "variant[0].label: invalid label '': it must be printable text"),
+    ('label = "a"', 'label = " a"', 13, "variant[0].label: invalid label ' a'"),
+    ('label = "a"', 'label = "tab\\there"', 13, "variant[0].label: invalid label 'tab\\there'"),
+    ('label = "a"', f'label = "{"x" * 61}"', 13, "variant[0].label: label 'xxx"),
+    ('path = "/"', 'path = ""', 14, "variant[0].path: must start with /, got ''"),
+    ('path = "/"', 'path = "cpu"', 14, "variant[0].path: must start with /, got 'cpu'"),
+    ('label = "b"', 'label = "a"', 17, "variant[1].label: the label 'a' is used twice"),
+    ('title = "t"', 'title = "t"\nbaseline = "c"', 2, "baseline: no variant is labelled 'c'"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "line", "message"), BAD_LOADS_AND_VARIANTS)
+def test_bad_loads_and_variants_are_one_line_with_file_line_and_key(tmp_path: Path, old: str, new: str, line: int,
+                                                                      message: str) -> None:
+    """The loads are checked as bench checks its options (pounder.LoadOptions), named by their keys."""
+    path = tmp_path / "e.toml"
+    assert old in GOOD
+    path.write_text(GOOD.replace(old, new, 1))
+    with pytest.raises(ExperimentError) as caught:
+        load_experiment(path)
+    text = str(caught.value)
+    assert text.startswith(f"{path}:{line}: {message}"), text
+    assert "\n" not in text and "--" not in text and "-d" not in text
+
+
+def test_too_many_variants(tmp_path: Path) -> None:
+    path = tmp_path / "e.toml"
+    path.write_text(GOOD + "".join(f'\n[[variant]]\nlabel = "v{n}"\npath = "/"\n' for n in range(19)))
+    with pytest.raises(ExperimentError, match=r":12: variant: at most 20 \[\[variant\]\] tables .* got 21"):
+        load_experiment(path)
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    ('duration = "1s"', 'duration = "abc"', ":10: load[0].duration: invalid duration 'abc'"),
+    ('duration = "1s"', RATE + "nan", ":11: load[0].rate: rate must be between 0 and 10,000,000 req/s, got nan"),
+    ('duration = "1s"', 'duration = "0s"', ":10: load[0].duration: duration must be more than 0"),
+    ('label = "a"', 'label = ""', ":13: variant[0].label: invalid label ''"),
+])
+def test_cli_bad_load_or_label_is_one_line_before_any_directory(tmp_path: Path, old: str, new: str,
+                                                                expected: str) -> None:
+    path = tmp_path / "e.toml"
+    path.write_text(GOOD.replace(old, new, 1))
+    done = subprocess.run([sys.executable, "-m", "pounder", "run", str(path)], capture_output=True, text=True,
+                          timeout=60, check=False, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"pounder: error: {path}{expected}") and done.stderr.count("\n") == 1, done.stderr
+    assert done.stdout == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.toml"]  # no pounder-run-* directory
+
+
+def test_run_experiment_checks_a_hand_built_load_before_any_directory(tmp_path: Path) -> None:
+    """An Experiment built in code (not by load_experiment) is checked too, before its results directory."""
+    path = tmp_path / "e.toml"
+    path.write_text(GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"\n', 'adapter = "url"\n')
+                    .replace('path = "/"', 'url = "http://127.0.0.1:1/a"')
+                    .replace('path = "/cpu?ms=1"', 'url = "http://127.0.0.1:1/b"'))
+    exp = dataclasses.replace(load_experiment(path), loads=(LoadSpec(duration="0s"),))
+    with pytest.raises(UsageError, match="-d/--duration must be more than 0"):
+        run_experiment(exp, tmp_path / "results")
+    assert not (tmp_path / "results").exists()
+
+
 def test_one_variant_is_not_a_comparison(tmp_path: Path) -> None:
     path = tmp_path / "e.toml"
     path.write_text(GOOD[: GOOD.index('[[variant]]\nlabel = "b"')])
@@ -88,7 +175,7 @@ def test_cli_bad_file_is_one_line_exit_2(tmp_path: Path) -> None:
     path = tmp_path / "e.toml"
     path.write_text(GOOD.replace("workers = 2", 'workers = "two"'))
     done = subprocess.run([sys.executable, "-m", "pounder", "run", str(path)], capture_output=True, text=True,
-                          timeout=60, check=False)
+                          timeout=60, check=False, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr == f"pounder: error: {path}:6: server.workers: expected a whole number, got 'two'\n"
     assert not list(tmp_path.glob("pounder-run-*"))

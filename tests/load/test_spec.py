@@ -327,7 +327,7 @@ def test_url_file_bad_url_names_file_and_line(tmp_path: Path) -> None:
         ({"timeout": "0"}, "--timeout must be more than 0"),
         ({"threads": 0}, "-t/--threads must be between 1"),
         ({"threads": 5000}, "-t/--threads must be between 1 and 1,024"),
-        ({"rate": "20M"}, "rates must be between 0 and 10,000,000"),
+        ({"rate": "20M"}, "--rate must be between 0 and 10,000,000"),
         ({"rate": 0}, "--rate must be more than 0"),
         ({"rate": "0..0"}, "--rate must be more than 0"),
         ({"rate": "0..0/5s"}, "nothing would be sent"),

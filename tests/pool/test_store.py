@@ -57,8 +57,9 @@ def test_create_refuses_a_finished_run(tmp_path: Path) -> None:
 def test_create_refuses_a_file(tmp_path: Path) -> None:
     path = tmp_path / "file"
     path.write_text("x")
-    with pytest.raises(UsageError, match="already exists"):
+    with pytest.raises(UsageError) as caught:
         ResultsDir.create(path, MANIFEST)
+    assert str(caught.value) == f"the results directory {path} is a file, not a directory (give another --results)"
     assert path.read_text() == "x"
 
 

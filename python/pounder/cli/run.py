@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from pounder import _interrupt
+from pounder._errors import PounderError
 from pounder._files import check_distinct
 from pounder.cli._common import (
     check_report_path,
@@ -29,7 +30,8 @@ RUN_HELP = "\n\n".join([
     "and the children's memory is recorded.",
     "The classic experiments ship in examples/experiments/. Everything is written to the results directory as it "
     "is measured.",
-    "Exit status: 0 done, 1 a server or a measurement failed, 2 bad input (a bad file names its line and key), "
+    "Exit status: 0 done, 1 a server or a measurement failed or no request succeeded to a variant (written first), "
+    "2 bad input (a bad file names its line and key), "
     "130 interrupted.",
 ])
 
@@ -69,4 +71,9 @@ def run_command(
         keep()
     if outcome.interrupted:
         raise interrupted(f"every server was stopped; {measured}")
+    unanswered = outcome.unanswered()
+    if unanswered:  # written and printed; still no comparison (as pounder compare)
+        named = "; ".join(f"load {index} ({load.label}): {label} ({failed:,} failed)"
+                          for index, load, label, failed in unanswered)
+        raise PounderError(f"no request succeeded under {named}: no comparison with it")
     return 0

@@ -33,10 +33,22 @@ from pounder.compare._result import (
     VariantSummary,
 )
 from pounder.compare._stats import Estimate, RatioEstimate, Verdict, median_interval, ratio_interval, verdict
-from pounder.compare._trials import DEFAULT_TRIALS, MIN_TRIALS, check_trials, compare, default_labels, trial_plan
+from pounder.compare._trials import (
+    DEFAULT_TRIALS,
+    MAX_TRIALS,
+    MAX_VARIANTS,
+    MIN_TRIALS,
+    check_label,
+    check_trials,
+    compare,
+    default_labels,
+    trial_plan,
+)
 
 __all__ = [
     "DEFAULT_TRIALS",
+    "MAX_TRIALS",
+    "MAX_VARIANTS",
     "MIN_TRIALS",
     "SCHEMA",
     "CompareOptions",
@@ -50,6 +62,7 @@ __all__ = [
     "VariantSummary",
     "Verdict",
     "chart_format",
+    "check_label",
     "check_trials",
     "compare",
     "default_labels",

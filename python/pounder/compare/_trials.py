@@ -80,15 +80,21 @@ def _check_variants(variants: Sequence[Variant]) -> tuple[Variant, ...]:
         raise UsageError(f"compare needs between 2 and {MAX_VARIANTS} URLs, got {len(checked)}")
     labels: set[str] = set()
     for variant in checked:
-        label = variant.label
-        if not isinstance(label, str) or not label.strip() or label != label.strip() or not label.isprintable():
-            raise UsageError(f"invalid label {label!r}: it must be printable text without leading or trailing spaces")
-        if len(label) > MAX_LABEL:
-            raise UsageError(f"label {label!r} is longer than {MAX_LABEL} characters")
+        label = check_label(variant.label)
         if label in labels:
             raise UsageError(f"label {label!r} is given twice; labels must be unique")
         labels.add(label)
     return checked
+
+
+def check_label(label: object) -> str:
+    """A variant's label: printable text without leading or trailing spaces, at most
+    ``MAX_LABEL`` characters; :class:`~pounder.UsageError` otherwise."""
+    if not isinstance(label, str) or not label.strip() or label != label.strip() or not label.isprintable():
+        raise UsageError(f"invalid label {label!r}: it must be printable text without leading or trailing spaces")
+    if len(label) > MAX_LABEL:
+        raise UsageError(f"label {label!r} is longer than {MAX_LABEL} characters")
+    return label
 
 
 def check_trials(trials: int) -> int:

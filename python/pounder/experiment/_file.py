@@ -44,7 +44,8 @@ from typing import Any
 
 from pounder._errors import UsageError, check_path
 from pounder._files import SMALL_LIMIT, check_input_file
-from pounder.load import NotLoopbackError, parse_url, resolve
+from pounder.compare import MAX_TRIALS, MAX_VARIANTS, MIN_TRIALS, check_label
+from pounder.load import LoadOptions, NotLoopbackError, parse_url, resolve
 from pounder.pool import KINDS, TARGET_FIELDS
 
 if sys.version_info >= (3, 11):
@@ -57,6 +58,8 @@ RECORD = ("rps", "latency", "cpu", "memory", "syscalls")
 DEFAULT_RECORD = ("rps", "latency", "cpu", "memory")
 _KEY_LINE = re.compile(r"^\s*(?P<key>[A-Za-z0-9_-]+|\"[^\"]*\")\s*=")
 _TABLE_LINE = re.compile(r"^\s*(?P<open>\[\[?)\s*(?P<name>[A-Za-z0-9_.-]+)\s*\]\]?")
+_LOAD_KEYS = ("connections", "requests", "duration", "rate")
+_CHECK_HOST = "http://127.0.0.1"
 
 
 class ExperimentError(UsageError):
@@ -100,6 +103,11 @@ class LoadSpec:
         if self.duration is not None:
             parts.append(self.duration)
         return ", ".join(parts)
+
+    def options(self) -> LoadOptions:
+        """The load options a trial under this load runs with (checked when used)."""
+        return LoadOptions(connections=self.connections, requests=self.requests, duration=self.duration,
+                           rate=self.rate, keepalive=self.keepalive)
 
 
 @dataclass(frozen=True)
@@ -244,6 +252,25 @@ def _check_url(r: _Reader, key: str, url: str) -> None:
         raise r.fail(key, str(error)) from None
 
 
+def _check_load(r: _Reader, key: str, load: LoadSpec) -> None:
+    """The load as ``pounder bench`` checks it (:meth:`pounder.LoadOptions.load_model`): each key
+    alone first (the mistake on its own line), then together (e.g. requests at a rate lasting
+    more than 24 h)."""
+    names = {name: name for name in _LOAD_KEYS}
+    for name in _LOAD_KEYS:
+        value = getattr(load, name)
+        if value is None:
+            continue
+        try:
+            LoadOptions.of(**{name: value}).load_model(names)
+        except UsageError as error:
+            raise r.fail(f"{key}.{name}", str(error)) from None
+    try:
+        load.options().load_model(names)
+    except UsageError as error:
+        raise r.fail(key, str(error)) from None
+
+
 def load_experiment(path: str | Path) -> Experiment:
     """Read and check an experiment file; :class:`ExperimentError` (a UsageError) names the
     file, line and key of the first mistake."""
@@ -309,10 +336,11 @@ def load_experiment(path: str | Path) -> Experiment:
             duration=r.get(item, key, "duration", str),
             rate=r.get(item, key, "rate", (int, float)),
             keepalive=r.get(item, key, "keepalive", bool, default=False),
-            trials=r.count(item, key, "trials", 3, 100, default=5) or 5,
+            trials=r.count(item, key, "trials", MIN_TRIALS, MAX_TRIALS, default=5) or 5,
         )
         if load.requests is None and load.duration is None:
             raise r.fail(key, "give 'requests' or 'duration' (every load is bounded)")
+        _check_load(r, key, load)
         loads.append(load)
     if not loads:
         raise r.fail("load", "at least one [[load]] is needed")
@@ -330,6 +358,10 @@ def load_experiment(path: str | Path) -> Experiment:
             preload=r.get(item, key, "preload", bool),
             env=r.env(item, key),
         )
+        try:
+            check_label(variant.label)
+        except UsageError as error:
+            raise r.fail(f"{key}.label", str(error)) from None
         if adapter == "url":
             if variant.url is None or variant.path is not None:
                 raise r.fail(key, "with adapter 'url' every variant gives 'url' (and no 'path')")
@@ -340,6 +372,8 @@ def load_experiment(path: str | Path) -> Experiment:
             raise r.fail(key, "give 'path' (what to request from the server pounder starts), not 'url'")
         elif not variant.path.startswith("/"):
             raise r.fail(f"{key}.path", f"must start with /, got {variant.path!r}")
+        else:
+            _check_url(r, f"{key}.path", _CHECK_HOST + variant.path)
         if variant.config and adapter != "apache":
             raise r.fail(f"{key}.config", "config lines are for the apache adapter")
         if variant.preload is not None and adapter not in ("gunicorn", "starman"):
@@ -349,6 +383,8 @@ def load_experiment(path: str | Path) -> Experiment:
         variants.append(variant)
     if len(variants) < 2:
         raise r.fail("variant", "at least two [[variant]] tables are needed to compare")
+    if len(variants) > MAX_VARIANTS:
+        raise r.fail("variant", f"at most {MAX_VARIANTS} [[variant]] tables can be compared, got {len(variants)}")
 
     baseline = r.get(data, "", "baseline", str, default=variants[0].label)
     if baseline not in {v.label for v in variants}:

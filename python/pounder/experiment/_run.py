@@ -70,6 +70,13 @@ class ExperimentResult:
     interrupted: bool = False
     """A signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run: what was measured until then is here."""
 
+    def unanswered(self) -> list[tuple[int, LoadSpec, str, int]]:
+        """The variants no request succeeded to, as (load number from 1, load, label, failed
+        requests): no comparison with them under that load."""
+        return [(index, load, summary.label, summary.failed)
+                for index, (load, result) in enumerate(self.comparisons, start=1)
+                for summary in result.summaries if summary.complete == 0]
+
     def render(self) -> str:
         exp = self.experiment
         out = [exp.title, "=" * len(exp.title)]
@@ -123,6 +130,8 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
     say = log or (lambda line: None)
     ResultsDir.check_new(results)
     planned = _servers(exp)  # every server's inputs checked (UsageError) before anything is created
+    for load in exp.loads:  # as load_experiment checked them (an Experiment may be built by hand)
+        load.options().load_model()
     folder = Path(results)
     folder.mkdir(parents=True, exist_ok=True)
     write_json(folder / "experiment.json", {

@@ -15,7 +15,7 @@ Decisions (also shown in ``pounder bench --help``):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pounder._errors import UsageError
 from pounder._units import available_cpus, count_in_range, parse_duration
@@ -33,6 +33,12 @@ MAX_RATE = 10_000_000.0
 
 Number = int | float | str
 """A number as a user gives it: a number, or text with its unit (``"10k"``, ``"30s"``)."""
+
+FLAGS: Mapping[str, str] = {
+    "connections": "-c/--connections", "requests": "-n/--requests", "duration": "-d/--duration", "rate": "--rate",
+}
+"""What the messages call the load options (bench's flags); a caller whose users write them
+otherwise (an experiment file's keys) passes its own ``names``."""
 
 
 def count(value: int | str | None, what: str, low: int, high: int) -> int | None:
@@ -53,16 +59,17 @@ def seconds(value: Number | None, what: str, high: float = MAX_DURATION_S) -> fl
 
 
 def _check_rate(rate: float, what: str) -> float:
+    """``what`` names the rates: ``"--rate"``, ``"--stages rates"``. Not a number (nan) is refused too."""
     if not 0 <= rate <= MAX_RATE:
-        raise UsageError(f"{what} rates must be between 0 and {MAX_RATE:,.0f} req/s, got {rate:g}")
+        raise UsageError(f"{what} must be between 0 and {MAX_RATE:,.0f} req/s, got {rate:g}")
     return rate
 
 
-def _check_stages(stages: tuple[Stage, ...], what: str) -> tuple[Stage, ...]:
+def _check_stages(stages: tuple[Stage, ...], what: str, rates: str) -> tuple[Stage, ...]:
     for stage in stages:
         seconds(stage.duration_s, f"{what} stage length")
-        _check_rate(stage.start_rate, what)
-        _check_rate(stage.end_rate, what)
+        _check_rate(stage.start_rate, rates)
+        _check_rate(stage.end_rate, rates)
     total = sum(stage.duration_s for stage in stages)
     if total > MAX_DURATION_S:
         raise UsageError(f"{what} last {total / 3600:g}h in total; at most 24h")
@@ -71,11 +78,13 @@ def _check_stages(stages: tuple[Stage, ...], what: str) -> tuple[Stage, ...]:
     return stages
 
 
-def _rate_stages(rate: RateSpec, duration_s: float | None, requests: int | None) -> tuple[Stage, ...]:
+def _rate_stages(rate: RateSpec, duration_s: float | None, requests: int | None,
+                 names: Mapping[str, str]) -> tuple[Stage, ...]:
     """Turn ``--rate`` (+ ``-d``/``-n``) into stages; see the module docstring."""
     if not rate.is_ramp:
+        _check_rate(rate.start, names["rate"])  # before it divides the requests (inf, nan)
         if rate.start == 0:
-            raise UsageError("--rate must be more than 0")
+            raise UsageError(f"{names['rate']} must be more than 0")
         length = duration_s or (requests / rate.start if requests else DEFAULT_DURATION_S)
         return (Stage(length, rate.start, rate.start),)
     if rate.over_s is None:
@@ -118,8 +127,12 @@ def build_load_model(
     stages: str | Sequence[Stage] | None = None,
     max_in_flight: int | str | None = None,
     warmup: int | str | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> LoadModel:
-    """Validate the load options into a :class:`LoadModel` (see the module docstring)."""
+    """Validate the load options into a :class:`LoadModel` (see the module docstring).
+    ``names``: what the messages call connections, requests, duration and rate (default
+    :data:`FLAGS`)."""
+    called = {**FLAGS, **(names or {})}
     _check_load_conflicts(
         rate=rate,
         stages=stages,
@@ -128,12 +141,12 @@ def build_load_model(
         max_in_flight=max_in_flight,
     )
     cap = count(max_in_flight, "--max-in-flight", 1, MAX_CONNECTIONS)
-    users = count(connections, "-c/--connections", 1, MAX_CONNECTIONS)
+    users = count(connections, called["connections"], 1, MAX_CONNECTIONS)
     if cap is not None and users is not None and cap != users:
         raise UsageError("-c and --max-in-flight both set the open-loop connection cap; give only one")
-    request_count = count(requests, "-n/--requests", 1, MAX_REQUESTS)
-    duration_s = seconds(duration, "-d/--duration")
-    schedule = _schedule(rate, stages, duration_s, request_count)
+    request_count = count(requests, called["requests"], 1, MAX_REQUESTS)
+    duration_s = seconds(duration, called["duration"])
+    schedule = _schedule(rate, stages, duration_s, request_count, called)
     open_loop = schedule is not None
     connection_count = cap or users or (DEFAULT_OPEN_LOOP_CAP if open_loop else DEFAULT_CONNECTIONS)
     thread_count = count(threads, "-t/--threads", 1, MAX_THREADS) or available_cpus()
@@ -159,6 +172,7 @@ def _schedule(
     stages: str | Sequence[Stage] | None,
     duration_s: float | None,
     requests: int | None,
+    names: Mapping[str, str],
 ) -> tuple[Stage, ...] | None:
     if stages is not None:
         if not isinstance(stages, (str, Sequence)) or (
@@ -166,13 +180,13 @@ def _schedule(
         ):
             raise UsageError(f"stages must be text such as '10s@50,30s@50..500' or a list of Stage, not {stages!r}")
         parsed = parse_stages(stages) if isinstance(stages, str) else tuple(stages)
-        return _check_stages(parsed, "--stages")
+        return _check_stages(parsed, "--stages", "--stages rates")
     if rate is None:
         return None
     if isinstance(rate, bool) or not isinstance(rate, (int, float, str)):
-        raise UsageError(f"--rate must be a number of requests per second, got {rate!r}")
-    spec = parse_rate_spec(rate) if isinstance(rate, str) else RateSpec(float(rate), float(rate))
-    return _check_stages(_rate_stages(spec, duration_s, requests), "--rate")
+        raise UsageError(f"{names['rate']} must be a number of requests per second, got {rate!r}")
+    spec = parse_rate_spec(rate, names["rate"]) if isinstance(rate, str) else RateSpec(float(rate), float(rate))
+    return _check_stages(_rate_stages(spec, duration_s, requests, names), names["rate"], names["rate"])
 
 
 def _warmup(warmup: int | str | None) -> Warmup:

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pounder._errors import UsageError, check_flag, check_text, check_type, wrong_type
-from pounder.load._model import Number
+from pounder.load._model import Number, build_load_model
 from pounder.load._parse import Stage
+from pounder.load._run_options import LoadModel
 
 
 @dataclass(frozen=True)
@@ -72,3 +73,14 @@ class LoadOptions:
         for name in ("method", "content_type", "auth"):
             check_text(getattr(self, name), name, optional=True)
         check_type(self.body, (str, bytes), "body", "text, '@file' or bytes", optional=True)
+
+    def load_model(self, names: Mapping[str, str] | None = None) -> LoadModel:
+        """The load these options describe (connections, length, rate), checked as
+        :meth:`~pounder.BenchSpec.from_options` checks it: :class:`~pounder.UsageError` with one
+        line. ``names``: what the messages call ``connections``, ``requests``, ``duration`` and
+        ``rate`` when the user wrote them otherwise than as bench's flags (e.g. the keys of an
+        experiment file)."""
+        return build_load_model(
+            connections=self.connections, requests=self.requests, duration=self.duration, threads=self.threads,
+            rate=self.rate, stages=self.stages, max_in_flight=self.max_in_flight, names=names,
+        )  # fmt: skip

@@ -125,7 +125,10 @@ class ResultsDir:
         target = Path(check_path(path, "the results directory"))
         if not str(path).strip():
             raise UsageError("the results directory must not be an empty name")
-        if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        if target.exists() and not target.is_dir():
+            kind = "a file" if target.is_file() else "something else"
+            raise UsageError(f"the results directory {path} is {kind}, not a directory (give another --results)")
+        if target.exists() and any(target.iterdir()):
             hint = "give another --results"
             if resumable:
                 hint = "use --resume to continue a run there, or another --results"

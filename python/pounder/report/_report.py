@@ -167,6 +167,8 @@ def write_report(paths: Result | Sequence[Result], out: str | os.PathLike[str],
     returns the path written."""
     paths = _results(paths)
     target = Path(check_path(out, "write_report: out"))
+    if target.is_dir():  # bad input, as -o DIR is for the command
+        raise UsageError(f"write_report: out: {target} is a directory, not a file")
     check_distinct([("-o/--output", target)], [("result", p) for p in paths if isinstance(p, (str, os.PathLike))])
     write_atomic(target, render_report(paths, title), parents=True)
     return target
