@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import PounderError, UsageError, public
 from pounder._version import __version__
 from pounder.cli import _interrupt
 from pounder.cli._common import (
@@ -128,6 +128,7 @@ for _name, _help, _command in (
     app.command(_name, help=_help, cls=PounderCommand)(_command)
 
 
+@public
 def main() -> None:
     """Console-script entry point."""
     try:

@@ -10,7 +10,7 @@ from typing import Any
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import PounderError, UsageError, public
 from pounder.cli import _interrupt
 
 EXIT_FAILURE = 1
@@ -18,6 +18,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = _interrupt.EXIT_INTERRUPTED
 
 
+@public
 def print_error(message: str) -> None:
     """Print ``pounder: error: <message>`` on one line to stderr."""
     line = " ".join(message.split())

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import UsageError, check_path
+from pounder._errors import UsageError, check_path, public
 from pounder._files import SMALL_LIMIT, check_input_file
 from pounder.load import NotLoopbackError, parse_url, resolve
 from pounder.pool import KINDS, TARGET_FIELDS
@@ -63,6 +63,7 @@ class ExperimentError(UsageError):
     """A bad experiment file: ``str(error)`` is ``FILE:LINE: KEY: reason``."""
 
 
+@public
 @dataclass(frozen=True)
 class ServerSpec:
     """``[server]``: the adapter and what it needs (paths already resolved against the file)."""
@@ -79,6 +80,7 @@ class ServerSpec:
     env: Mapping[str, str] = field(default_factory=dict)
 
 
+@public
 @dataclass(frozen=True)
 class LoadSpec:
     """One ``[[load]]``: the bench options every variant runs with."""
@@ -102,6 +104,7 @@ class LoadSpec:
         return ", ".join(parts)
 
 
+@public
 @dataclass(frozen=True)
 class VariantSpec:
     """One ``[[variant]]``: its label, what it requests, and its own server settings."""
@@ -120,6 +123,7 @@ class VariantSpec:
         return (self.config, self.workers, self.max_requests, self.preload, tuple(sorted(self.env.items())))
 
 
+@public
 @dataclass(frozen=True)
 class Experiment:
     path: Path
@@ -244,6 +248,7 @@ def _check_url(r: _Reader, key: str, url: str) -> None:
         raise r.fail(key, str(error)) from None
 
 
+@public
 def load_experiment(path: str | Path) -> Experiment:
     """Read and check an experiment file; :class:`ExperimentError` (a UsageError) names the
     file, line and key of the first mistake."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from pounder._errors import PounderError, UsageError, check_callable, check_instance, check_text
+from pounder._errors import PounderError, UsageError, check_callable, check_instance, check_text, public
 from pounder._files import utc_timestamp
 from pounder._units import parse_duration
 from pounder._version import __version__
@@ -33,6 +33,7 @@ POLL_INTERVAL_S = 0.25
 CANCEL_WAIT_S = 5.0
 
 
+@public
 @dataclass(frozen=True)
 class Progress:
     """A snapshot of a running bench, given to the ``on_progress`` callback about every 0.25 s.
@@ -101,6 +102,7 @@ def _follow(run: Run, load: LoadModel, on_progress: ProgressCallback | None) -> 
         raise
 
 
+@public
 def run_bench(
     spec: BenchSpec, on_progress: ProgressCallback | None = None, sampler: ServerSampler | None = None
 ) -> BenchResult:
@@ -136,6 +138,7 @@ def run_bench(
         raise PounderError(f"the engine returned a malformed result: {error}") from None
 
 
+@public
 def server_sampler(
     *,
     pid: int | None = None,
@@ -174,6 +177,7 @@ def parse_interval(value: Number | None) -> float:
     return seconds
 
 
+@public
 def bench(
     url: str | None = None,
     *,
