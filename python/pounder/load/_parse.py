@@ -112,6 +112,8 @@ def parse_warmup(text: str, what: str = "--warmup") -> Warmup:
 
 def check_token(name: str, what: str) -> str:
     """An HTTP token (header name, method): returns it, or raises."""
+    if not name:
+        raise UsageError(f"{what} must not be empty")
     if not _TOKEN_RE.fullmatch(name):
         raise UsageError(f"invalid {what} {name!r}: only letters, digits and !#$%&'*+-.^_`|~ are allowed")
     return name
