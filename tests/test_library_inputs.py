@@ -8,6 +8,7 @@ no connection, and the test process must have no new child process."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +18,9 @@ import psutil
 import pytest
 
 import pounder
+from pounder import _errors as pounder_errors
+from pounder import cli, experiment, load, pool, procs, report, servers, syscalls, tune
 from pounder import compare as compare_pkg
-from pounder import experiment, pool, procs, report, syscalls, tune
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,9 @@ CASES: dict[str, Case] = {
     "bench-cookies-list-of-int": lambda c: pounder.bench(c.url, cookies=[1]),
     "bench-cookies-int": lambda c: pounder.bench(c.url, cookies=5),
     "bench-method-int": lambda c: pounder.bench(c.url, method=1),
+    "bench-method-empty": lambda c: pounder.bench(c.url, method=""),
+    "bench-headers-content-length": lambda c: pounder.bench(c.url, headers={"Content-Length": "abc"}),
+    "bench-headers-transfer-encoding": lambda c: pounder.bench(c.url, headers=["Transfer-Encoding: chunked"]),
     "bench-body-int": lambda c: pounder.bench(c.url, body=123),
     "bench-content-type-int": lambda c: pounder.bench(c.url, content_type=1),
     "bench-auth-int": lambda c: pounder.bench(c.url, auth=1),
@@ -81,6 +86,7 @@ CASES: dict[str, Case] = {
     "bench-url-file-int": lambda c: pounder.bench(url_file=1),
     "bench-options-text": lambda c: pounder.bench(c.url, options="fast"),
     "bench-unknown-keyword": lambda c: pounder.bench(c.url, conections=5),
+    "bench-too-many-positional": lambda c: pounder.bench(c.url, 10),
     "bench-server-pid-text": lambda c: pounder.bench(c.url, server_pid="x"),
     "bench-server-pidfile-int": lambda c: pounder.bench(c.url, server_pidfile=1),
     "bench-server-name-int": lambda c: pounder.bench(c.url, server_name=1),
@@ -156,6 +162,8 @@ CASES: dict[str, Case] = {
     "make-adapter-kind-list": lambda c: pool.make_adapter(["gunicorn"], "app:app"),
     "make-adapter-target-int": lambda c: pool.make_adapter("gunicorn", 123),
     "adapter-from-dict-none": lambda c: pool.adapter_from_dict(None),
+    "make-options-positional": lambda c: tune.make_options("/"),
+    "make-options-unexpected-keyword": lambda c: tune.make_options(bogus=1),
     "make-options-clients-text": lambda c: tune.make_options(clients="x"),
     "make-options-clients-negative": lambda c: tune.make_options(clients=-3),
     "make-options-ram-list": lambda c: tune.make_options(ram=[1]),
@@ -231,3 +239,89 @@ def test_one_header_or_cookie_string_is_one_header_or_cookie() -> None:
     assert spec.http.headers == (("Cookie", "<redacted>"), ("X-A", "b"))
     request = spec.targets[0].request
     assert b"\r\nX-A: b\r\n" in request and b"\r\nCookie: s=1\r\n" in request
+
+
+# --- Issue 14, item A (QA): a call that does not fit a public callable's signature -----------------
+# Every function and every class (its constructor) in the __all__ of pounder and of each package
+# face is checked by pounder._errors.public: the cases are generated from __all__, so a new one is
+# covered (and must be decorated) without touching this file.
+
+FACES = (pounder, cli, compare_pkg, experiment, load, pool, procs, report, servers, syscalls, tune)
+
+
+def _public_callables() -> dict[str, Any]:
+    """``"face.name": object`` for each function and constructible class of the faces' ``__all__``
+    (exceptions, abstract classes and type aliases are not called by users), each object once."""
+    found: dict[str, Any] = {}
+    seen: set[int] = set()
+    for face in FACES:
+        for name in face.__all__:
+            obj = getattr(face, name)
+            is_class = inspect.isclass(obj) and not issubclass(obj, BaseException) and not inspect.isabstract(obj)
+            if (inspect.isfunction(obj) or is_class) and id(obj) not in seen:
+                seen.add(id(obj))
+                found[f"{face.__name__}.{name}"] = obj
+    return found
+
+
+PUBLIC = _public_callables()
+
+
+def _misfits() -> dict[str, tuple[Any, tuple[Any, ...], dict[str, Any], str]]:
+    """``"face.name-problem": (callable, args, kwargs, expected message)``."""
+    cases: dict[str, tuple[Any, tuple[Any, ...], dict[str, Any], str]] = {}
+    kind = inspect.Parameter
+    for key, obj in PUBLIC.items():
+        name, params = obj.__name__, list(inspect.signature(obj).parameters.values())
+        kinds = {param.kind for param in params}
+        positional = [p.name for p in params if p.kind in (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD)]
+        if kind.VAR_POSITIONAL not in kinds:
+            too_many = (None,) * (len(positional) + 1)
+            takes = (f"takes {len(positional)} positional argument{'' if len(positional) == 1 else 's'} "
+                     f"({', '.join(positional)})" if positional else "takes no positional arguments")
+            cases[f"{key}-too-many-positional"] = (obj, too_many, {}, f"{name}: {takes}, got {len(too_many)}")
+        if kind.VAR_KEYWORD not in kinds:
+            cases[f"{key}-unexpected-keyword"] = (obj, (), {"bogus": 1}, f"{name}: unexpected argument 'bogus'")
+        required = [p.name for p in params if p.default is p.empty and p.kind not in (kind.VAR_POSITIONAL,
+                                                                                      kind.VAR_KEYWORD)]
+        if required:
+            cases[f"{key}-missing"] = (obj, (), {}, f"{name}: missing argument{'' if len(required) == 1 else 's'} "
+                                       + ", ".join(repr(r) for r in required))
+    return cases
+
+
+MISFITS = _misfits()
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC))
+def test_every_public_callable_is_checked(name: str) -> None:
+    obj = PUBLIC[name]
+    marked = vars(obj).get("__pounder_public__") if inspect.isclass(obj) else getattr(obj, "__pounder_public__", None)
+    assert marked is True, f"{name} is not decorated with pounder._errors.public"
+    function = obj.__init__ if inspect.isclass(obj) else obj
+    original = function.__wrapped__  # functools.wraps: the name, docstring and signature are the original's
+    assert (function.__name__, function.__doc__) == (original.__name__, original.__doc__)
+    assert inspect.signature(function) == inspect.signature(original)
+
+
+@pytest.mark.parametrize("case", sorted(MISFITS))
+def test_wrong_signature_is_a_usage_error(case: str) -> None:
+    obj, args, kwargs, expected = MISFITS[case]
+    before = _children()
+    with pytest.raises(pounder.UsageError) as raised:
+        obj(*args, **kwargs)
+    assert str(raised.value) == expected
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+    assert _children() <= before, "a process was started"
+
+
+def test_a_type_error_inside_a_public_function_stays_a_type_error() -> None:
+    """Only a call that does not fit the signature becomes a UsageError."""
+
+    @pounder_errors.public
+    def broken(value: int) -> int:
+        return value + "1"  # type: ignore[operator, no-any-return]
+
+    with pytest.raises(TypeError, match="unsupported operand"):
+        broken(1)
+    assert inspect.signature(broken) == inspect.signature(broken.__wrapped__)  # type: ignore[attr-defined]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 
 class PounderError(Exception):
@@ -104,3 +106,80 @@ def check_str_mapping(value: Any, what: str, *, optional: bool = True) -> dict[s
 def check_instance(value: Any, kind: type, what: str, *, optional: bool = False) -> Any:
     """An instance of ``kind`` (a pounder class: the message names it)."""
     return check_type(value, kind, what, f"a {kind.__name__}" + (" or None" if optional else ""), optional=optional)
+
+
+# ---------------------------------------------------------------------------------------------
+# Calls that do not fit a public callable's signature: "bench: takes 1 positional argument (url),
+# got 2", "make_options: unexpected argument 'bogus'", raised as UsageError, not Python's TypeError.
+
+Public = TypeVar("Public", bound=Callable[..., Any])
+PUBLIC_MARK = "__pounder_public__"
+"""The attribute :func:`public` sets (True) on what it checks: the function, the class."""
+
+
+def public(obj: Public) -> Public:
+    """Mark a public function or class of a package face: a call that does not fit its signature
+    (too many positional arguments, an unknown or missing one) raises :class:`UsageError` naming
+    the function and the problem. For a class it is its constructor (``__init__``).
+
+    The call goes through unchanged; only when it raises ``TypeError`` are the arguments bound to
+    the signature, so a TypeError from inside the function stays what it was. The signature and
+    docstring stay visible (:func:`functools.wraps`)."""
+    if isinstance(obj, type):
+        cls: type = obj
+        # its own __init__ or the one it inherits (then checked under this class's name)
+        init = next(vars(k)["__init__"] for k in cls.__mro__ if "__init__" in vars(k))
+        init = getattr(init, "__wrapped__", init) if getattr(init, PUBLIC_MARK, False) else init
+        if inspect.isfunction(init):
+            setattr(cls, "__init__", _checked(init, cls.__name__, skip_first=True))  # noqa: B010
+        setattr(cls, PUBLIC_MARK, True)
+        return obj
+    return cast(Public, _checked(obj, obj.__name__, skip_first=False))
+
+
+def _checked(function: Callable[..., Any], name: str, *, skip_first: bool) -> Callable[..., Any]:
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except TypeError:
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as error:
+                given = args[1:] if skip_first else args
+                raise UsageError(f"{name}: {_misfit(signature, given, kwargs, skip_first) or error}") from None
+            raise
+
+    setattr(call, PUBLIC_MARK, True)
+    return call
+
+
+def _misfit(signature: inspect.Signature, args: Sequence[Any], kwargs: Mapping[str, Any], skip_first: bool) -> str:
+    """Why ``args`` and ``kwargs`` do not fit ``signature`` (without its first parameter, ``self``,
+    when ``skip_first``), in words; "" when no rule below says it."""
+    kind = inspect.Parameter
+    params = list(signature.parameters.values())[1 if skip_first else 0:]
+    positional = [p for p in params if p.kind in (kind.POSITIONAL_ONLY, kind.POSITIONAL_OR_KEYWORD)]
+    if len(args) > len(positional) and not any(p.kind is kind.VAR_POSITIONAL for p in params):
+        if not positional:
+            return f"takes no positional arguments, got {len(args)}"
+        names = ", ".join(p.name for p in positional)
+        plural = "" if len(positional) == 1 else "s"
+        return f"takes {len(positional)} positional argument{plural} ({names}), got {len(args)}"
+    by_name = {p.name: p for p in params if p.kind not in (kind.VAR_POSITIONAL, kind.VAR_KEYWORD)}
+    for key in kwargs:
+        param = by_name.get(key)
+        if param is None and not any(p.kind is kind.VAR_KEYWORD for p in params):
+            return f"unexpected argument {key!r}"
+        if param is not None and param.kind is kind.POSITIONAL_ONLY:
+            return f"argument {key!r} must be given by position"
+        if param is not None and param in positional[:len(args)]:
+            return f"got two values for argument {key!r}"
+    given = {p.name for p in positional[:len(args)]} | set(kwargs)
+    missing = [p.name for p in params if p.default is p.empty and p.name not in given
+               and p.kind not in (kind.VAR_POSITIONAL, kind.VAR_KEYWORD)]
+    if missing:
+        return f"missing argument{'' if len(missing) == 1 else 's'} " + ", ".join(repr(m) for m in missing)
+    return ""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, public
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -139,6 +139,7 @@ def parse_rate(text: str, what: str) -> float:
 # Sizes and bandwidths
 
 
+@public
 def parse_size(text: str, what: str = "--ram") -> int:
     """A size in bytes: ``512M``, ``4G``, ``1.5GiB``, ``4gb``, ``2048k``, ``1000000`` (a bare number
     is bytes). Every prefix is a power of 1024 (``G`` = ``GiB`` = 2**30)."""
@@ -148,6 +149,7 @@ def parse_size(text: str, what: str = "--ram") -> int:
     return round(float(match["num"]) * _SIZE_PREFIXES[(match["prefix"] or "").lower()])
 
 
+@public
 def parse_ram(text: str, what: str = "--ram") -> int:
     """:func:`parse_size` for a RAM budget: at least 1 MiB (``--ram 4`` is surely a missing unit)."""
     size = parse_size(text, what)

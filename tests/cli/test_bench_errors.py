@@ -8,9 +8,11 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import pounder
 from pounder.cli import app
 from support import cliutil
 from support.cliutil import assert_usage_error, runner
@@ -122,3 +124,41 @@ def run_process(*args: str) -> subprocess.CompletedProcess[str]:
 def test_bad_input_in_a_real_process(args: list[str], fragment: str) -> None:
     process = run_process(*args)
     assert_usage_error(process.returncode, process.stdout, process.stderr, fragment)
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 14, item B (QA): the method and the headers pounder sets itself, refused before anything
+# is sent (a real test server must see no request at all).
+
+REQUEST_ERRORS = [
+    (["-m", ""], "-m/--method must not be empty"),
+    (["-m", "GE T"], "invalid -m/--method 'GE T'"),
+    (["-m", "GET\r\nX-Evil: 1"], "invalid -m/--method"),
+    (["-H", "Content-Length: abc"], "-H Content-Length is not allowed: pounder sets Content-Length from the body"),
+    (["-b", "hi", "-H", "content-length: 2"], "-H content-length is not allowed"),
+    (["-H", "Transfer-Encoding: chunked"], "-H Transfer-Encoding is not allowed"),
+    (["-H", "Connection: close"], "-H Connection is not allowed: keep-alive is set with --no-keepalive"),
+    (["-H", "Host: a b"], "invalid -H 'Host: a b': expected HOST or HOST:PORT"),
+    (["-H", "Host:"], "invalid -H 'Host: ': expected HOST or HOST:PORT"),
+    (["-H", "Host: a", "-H", "host: b"], "-H Host is given more than once"),
+]
+
+
+def test_bad_method_or_header_sends_nothing(testserver: Any) -> None:
+    srv = testserver("ok")
+    for args, fragment in REQUEST_ERRORS:
+        assert_usage_error(*run_cli("-n", "20", *args, srv.url + "/"), fragment)
+    assert srv.count() == 0 and srv.connections() == 0, "a request was sent"
+
+
+def test_host_header_replaces_the_url_host(testserver: Any, tmp_path: Path) -> None:
+    """-H Host is allowed (virtual hosts, like wrk, hey -host, oha, vegeta): every request answered."""
+    srv = testserver("ok")
+    out = tmp_path / "host.json"
+    code, _, stderr = run_cli("-n", "20", "-c", "2", "-H", "Host: example.test:8080", "--json", str(out),
+                              srv.url + "/")
+    assert code == 0, stderr
+    result = pounder.load_result(out)
+    assert (result.requests.complete, result.requests.failed, result.requests.non_2xx) == (20, 0, 0)
+    assert ("Host", "example.test:8080") in result.options.http.headers
+    assert srv.count() == 20

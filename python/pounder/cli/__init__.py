@@ -19,7 +19,7 @@ import typer
 from typer.core import TyperGroup
 
 from pounder import _interrupt
-from pounder._errors import PounderError, UsageError
+from pounder._errors import PounderError, UsageError, public
 from pounder._version import __version__
 from pounder.cli._common import (
     EXIT_FAILURE,
@@ -134,6 +134,7 @@ for _name, _help, _command in (
     app.command(_name, help=_help, cls=PounderCommand)(_command)
 
 
+@public
 def main() -> None:
     """Run the CLI (the ``pounder`` command is :func:`pounder.__main__.main`, which handles the
     signals from before this package is imported)."""

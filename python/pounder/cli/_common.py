@@ -11,13 +11,14 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from pounder import _interrupt
-from pounder._errors import PounderError, UsageError
+from pounder._errors import PounderError, UsageError, public
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = _interrupt.EXIT_INTERRUPTED
 
 
+@public
 def print_error(message: str) -> None:
     """Print ``pounder: error: <message>`` on one line to stderr."""
     line = " ".join(message.split())

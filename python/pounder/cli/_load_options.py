@@ -49,7 +49,9 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
     "body": (("-b", "--body"), "TEXT|@FILE", "Request body: the text itself, or @FILE for a file's bytes."),
     "content_type": (("-T", "--content-type"), "TYPE", "Content-Type header."),
     "header": (("-H", "--header"), "'NAME: VALUE'",
-               "Add a header, or replace one pounder sends by default (Host, User-Agent, Accept...). Repeatable."),
+               "Add a header, or replace one pounder sends by default (Host, User-Agent, Accept). Repeatable. "
+               "Content-Length, Transfer-Encoding and Connection are pounder's own (from -b and --no-keepalive) and "
+               "refused; -H Content-Type, Authorization or Cookie replaces what -T, -A or --cookie sets."),
     "cookie": (("--cookie",), "NAME=VALUE", "Send a cookie. Repeatable."),
     "auth": (("-A", "--auth"), "USER:PASS", "Basic authentication."),
     "timeout": (("--timeout",), "TIME", "Per-request timeout, connect included (like ab). Default 30s."),

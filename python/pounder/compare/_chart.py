@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, public
 from pounder._files import replacing
 from pounder._matplotlib import require_matplotlib
 from pounder.compare._report import format_ratio
@@ -30,6 +30,7 @@ _SLOWER_COLOUR = "#c0392b"
 _SAME_COLOUR = "#4a78b5"
 
 
+@public
 def chart_format(path: str | os.PathLike[str]) -> str:
     """``"png"`` or ``"svg"`` from the file name; raises :class:`~pounder.UsageError` otherwise."""
     suffix = Path(path).suffix.lower()
@@ -88,6 +89,7 @@ def _panel(axes: Axes, labels: list[str], estimates: list[Estimate | None], scal
             axes.text(position, height + error + top * 0.02, note, ha="center", va="bottom", fontsize=9)
 
 
+@public
 def render_chart(result: CompareResult, path: str | os.PathLike[str]) -> Path:
     """Draw the chart of ``result`` to ``path`` (``.png`` or ``.svg``) and return the path.
     Raises :class:`~pounder.UsageError` for another extension, :class:`~pounder.PounderError` when

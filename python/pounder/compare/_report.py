@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pounder._errors import check_instance
+from pounder._errors import check_instance, public
 from pounder.compare._result import CompareResult, Comparison
 from pounder.compare._stats import Estimate, RatioEstimate
 from pounder.load import describe_load, format_ms
@@ -27,6 +27,7 @@ def _table(rows: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
+@public
 def format_rate(value: float) -> str:
     """Requests per second: 3 significant digits at least, thousands separated."""
     if value >= 100:
@@ -36,6 +37,7 @@ def format_rate(value: float) -> str:
     return f"{value:.2f}"
 
 
+@public
 def format_ratio(value: float | None) -> str:
     """A ratio as ``0.512x``, ``1.013x``, ``17.6x``; ``-`` when unknown."""
     if value is None:
@@ -170,6 +172,7 @@ def _notes(result: CompareResult) -> list[str]:
     return notes
 
 
+@public
 def render_compare(result: CompareResult) -> str:
     """The whole text report, ending with a newline."""
     check_instance(result, CompareResult, "render_compare: result")

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, Literal
 
+from pounder._errors import public
 from pounder.compare._stats import (
     CONFIDENCE,
     MIN_EFFECT,
@@ -25,6 +26,7 @@ from pounder.load import BenchResult, HttpOptions, LoadModel, Stage
 SCHEMA = "pounder/compare/1"
 
 
+@public
 @dataclass(frozen=True)
 class Variant:
     """One thing to compare: a ``label`` (unique, shown in the tables), the ``url`` loaded, and
@@ -35,6 +37,7 @@ class Variant:
     server_pid: int | None = None
 
 
+@public
 @dataclass(frozen=True)
 class Trial:
     """One run of the load against one variant, reduced to the figures the comparison uses.
@@ -96,6 +99,7 @@ TrialCallback = Callable[[Trial, int], None]
 """Called after every trial (warm-ups included) with the trial and the number of runs planned."""
 
 
+@public
 @dataclass(frozen=True)
 class CompareOptions:
     """How the comparison ran: the trials, the statistics' settings and the load of every trial."""
@@ -117,6 +121,7 @@ class CompareOptions:
         return plain
 
 
+@public
 @dataclass(frozen=True)
 class VariantSummary:
     """One variant over its counted trials: medians with their bootstrap intervals (None without
@@ -140,6 +145,7 @@ class VariantSummary:
         return asdict(self)
 
 
+@public
 @dataclass(frozen=True)
 class Comparison:
     """A variant against the baseline: requests/s and p99 latency ratios (variant / baseline) with
@@ -157,6 +163,7 @@ class Comparison:
         return asdict(self)
 
 
+@public
 @dataclass(frozen=True)
 class CompareResult:
     """Every trial of a comparison and the statistics over them (computed on first use).

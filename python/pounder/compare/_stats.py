@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from pounder._errors import public
+
 RESAMPLES = 10_000
 CONFIDENCE = 0.95
 SEED = 20_240_601
@@ -40,6 +42,7 @@ Verdict = Literal["faster", "slower", "no clear difference", "unknown"]
 VERDICTS: tuple[Verdict, ...] = ("faster", "slower", "no clear difference", "unknown")
 
 
+@public
 @dataclass(frozen=True)
 class Estimate:
     """A median over trials with its bootstrap interval (``low``/``high`` None with fewer than
@@ -51,6 +54,7 @@ class Estimate:
     samples: int
 
 
+@public
 @dataclass(frozen=True)
 class RatioEstimate:
     """median(variant) / median(baseline) with its bootstrap interval and the verdict.
@@ -103,6 +107,7 @@ def _check_settings(resamples: int, confidence: float) -> None:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
 
 
+@public
 def median_interval(
     values: Sequence[float], *, resamples: int = RESAMPLES, confidence: float = CONFIDENCE, seed: int = SEED
 ) -> Estimate:
@@ -119,6 +124,7 @@ def median_interval(
     return Estimate(middle, low, high, size)
 
 
+@public
 def ratio_interval(
     variant: Sequence[float],
     baseline: Sequence[float],
@@ -155,6 +161,7 @@ def ratio_interval(
     )
 
 
+@public
 def verdict(
     ratio: float | None,
     low: float | None,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pounder._errors import UsageError, check_callable, check_path, check_text, check_type
+from pounder._errors import UsageError, check_callable, check_path, check_text, check_type, public
 from pounder._files import check_output_path, utc_timestamp, write_atomic
 from pounder._version import __version__
 from pounder.compare._result import CompareOptions, CompareResult, Trial, TrialCallback, Variant
@@ -39,6 +39,7 @@ DEFAULT_TRIAL_S = 5.0
 SAMPLE_INTERVAL_S = 0.5
 
 
+@public
 def default_labels(urls: Sequence[str]) -> list[str]:
     """Labels for ``urls``: each URL's path (and query); where two are alike, ``host:port/path``;
     where the URLs themselves are alike, ``#1``, ``#2``... appended in order."""
@@ -87,6 +88,7 @@ def _check_variants(variants: Sequence[Variant]) -> tuple[Variant, ...]:
     return checked
 
 
+@public
 def check_label(label: object) -> str:
     """A variant's label: printable text without leading or trailing spaces, at most
     ``MAX_LABEL`` characters; :class:`~pounder.UsageError` otherwise."""
@@ -97,6 +99,7 @@ def check_label(label: object) -> str:
     return label
 
 
+@public
 def check_trials(trials: int) -> int:
     if isinstance(trials, bool) or not isinstance(trials, int) or not MIN_TRIALS <= trials <= MAX_TRIALS:
         raise UsageError(f"--trials must be a whole number between {MIN_TRIALS} and {MAX_TRIALS}, got {trials!r}")
@@ -118,6 +121,7 @@ def _server(variant: Variant) -> ServerTarget | None:
         raise UsageError(f"{variant.label}: {error}") from None
 
 
+@public
 def trial_plan(labels: Sequence[str], trials: int, warmup: bool) -> list[tuple[str, int]]:
     """The runs in order as ``(label, round)``: round 0 (warm-up) for every label when
     ``warmup``, then rounds 1..``trials``, each going through the labels in order."""
@@ -125,6 +129,7 @@ def trial_plan(labels: Sequence[str], trials: int, warmup: bool) -> list[tuple[s
     return [(label, round_) for round_ in rounds for label in labels]
 
 
+@public
 def compare(
     variants: Sequence[Variant],
     *,

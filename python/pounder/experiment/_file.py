@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import UsageError, check_path
+from pounder._errors import UsageError, check_path, public
 from pounder._files import SMALL_LIMIT, check_input_file
 from pounder.compare import MAX_TRIALS, MAX_VARIANTS, MIN_TRIALS, check_label
 from pounder.load import LoadOptions, NotLoopbackError, parse_url, resolve
@@ -66,6 +66,7 @@ class ExperimentError(UsageError):
     """A bad experiment file: ``str(error)`` is ``FILE:LINE: KEY: reason``."""
 
 
+@public
 @dataclass(frozen=True)
 class ServerSpec:
     """``[server]``: the adapter and what it needs (paths already resolved against the file)."""
@@ -82,6 +83,7 @@ class ServerSpec:
     env: Mapping[str, str] = field(default_factory=dict)
 
 
+@public
 @dataclass(frozen=True)
 class LoadSpec:
     """One ``[[load]]``: the bench options every variant runs with."""
@@ -110,6 +112,7 @@ class LoadSpec:
                            rate=self.rate, keepalive=self.keepalive)
 
 
+@public
 @dataclass(frozen=True)
 class VariantSpec:
     """One ``[[variant]]``: its label, what it requests, and its own server settings."""
@@ -128,6 +131,7 @@ class VariantSpec:
         return (self.config, self.workers, self.max_requests, self.preload, tuple(sorted(self.env.items())))
 
 
+@public
 @dataclass(frozen=True)
 class Experiment:
     path: Path
@@ -271,6 +275,7 @@ def _check_load(r: _Reader, key: str, load: LoadSpec) -> None:
         raise r.fail(key, str(error)) from None
 
 
+@public
 def load_experiment(path: str | Path) -> Experiment:
     """Read and check an experiment file; :class:`ExperimentError` (a UsageError) names the
     file, line and key of the first mistake."""

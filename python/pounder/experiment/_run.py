@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import check_callable, check_instance, check_path
+from pounder._errors import check_callable, check_instance, check_path, public
 from pounder._files import utc_timestamp
 from pounder._units import MIB
 from pounder._version import __version__
@@ -58,6 +58,7 @@ def _adapter(exp: Experiment, variant: VariantSpec) -> Adapter:
                         env={**server.env, **variant.env}, extra_conf=variant.config)
 
 
+@public
 @dataclass
 class ExperimentResult:
     """The comparisons (one per load) and the memory of each variant's server."""
@@ -118,6 +119,7 @@ class ExperimentResult:
         return "\n".join(out) + "\n"
 
 
+@public
 def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False, log: Log | None = None,
                    on_trial: TrialCallback | None = None) -> ExperimentResult:
     """Run every load of ``exp``; everything measured is in ``results`` as it comes. Ctrl-C (or

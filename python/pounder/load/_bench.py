@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from pounder._errors import PounderError, UsageError, check_callable, check_instance, check_text
+from pounder._errors import PounderError, UsageError, check_callable, check_instance, check_text, public
 from pounder._files import utc_timestamp
 from pounder._units import parse_duration
 from pounder._version import __version__
@@ -33,6 +33,7 @@ POLL_INTERVAL_S = 0.25
 CANCEL_WAIT_S = 5.0
 
 
+@public
 @dataclass(frozen=True)
 class Progress:
     """A snapshot of a running bench, given to the ``on_progress`` callback about every 0.25 s.
@@ -108,6 +109,7 @@ def _serves(target: ServerTarget, spec: BenchSpec) -> bool | None:
     return False if False in found else None if None in found else True
 
 
+@public
 def run_bench(
     spec: BenchSpec, on_progress: ProgressCallback | None = None, sampler: ServerSampler | None = None
 ) -> BenchResult:
@@ -146,6 +148,7 @@ def run_bench(
         raise PounderError(f"the engine returned a malformed result: {error}") from None
 
 
+@public
 def server_sampler(
     *,
     pid: int | None = None,
@@ -184,6 +187,7 @@ def parse_interval(value: Number | None) -> float:
     return seconds
 
 
+@public
 def bench(
     url: str | None = None,
     *,

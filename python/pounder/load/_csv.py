@@ -9,7 +9,7 @@ request only the header is written.
 
 from __future__ import annotations
 
-from pounder._errors import check_instance
+from pounder._errors import check_instance, public
 from pounder.load._measured import PERCENTILES
 from pounder.load._result import BenchResult
 
@@ -26,6 +26,7 @@ def percentile_rows(result: BenchResult) -> list[tuple[str, float]]:
     return rows
 
 
+@public
 def render_csv(result: BenchResult) -> str:
     check_instance(result, BenchResult, "render_csv: result")
     lines = [CSV_HEADER] + [f"{percent},{ms:.3f}" for percent, ms in percentile_rows(result)]

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from pounder._errors import PounderError
+from pounder._errors import PounderError, public
 from pounder._records import Reader
 
 PERCENTILES: tuple[str, ...] = ("50", "66", "75", "80", "90", "95", "98", "99", "99.9", "100")
@@ -22,6 +22,7 @@ class MalformedResultError(PounderError):
 READ = Reader(MalformedResultError)
 
 
+@public
 @dataclass(frozen=True)
 class Histogram:
     """A latency distribution, all in microseconds (all zero when ``count`` is 0).
@@ -45,6 +46,7 @@ def _percentiles(value: object, key: str) -> dict[str, int]:
     return {percent: READ.as_int(READ.get(data, percent), f"{key}.{percent}") for percent in PERCENTILES}
 
 
+@public
 @dataclass(frozen=True)
 class WarmupCounts:
     """The unmeasured warmup phase."""
@@ -54,6 +56,7 @@ class WarmupCounts:
     elapsed_s: float
 
 
+@public
 @dataclass(frozen=True)
 class RequestCounts:
     """Measured requests. ``complete + failed`` = requests attempted; ``non_2xx`` ⊂ complete;
@@ -66,6 +69,7 @@ class RequestCounts:
     late: int
 
 
+@public
 @dataclass(frozen=True)
 class ByteCounts:
     """Bytes received (``total``: headers + bodies; ``body``: bodies only) and ``sent``."""
@@ -75,6 +79,7 @@ class ByteCounts:
     sent: int
 
 
+@public
 @dataclass(frozen=True)
 class ErrorCounts:
     """Failed requests by category; each failed request has exactly one."""
@@ -90,6 +95,7 @@ class ErrorCounts:
         return {name: count for name, count in asdict(self).items() if count}
 
 
+@public
 @dataclass(frozen=True)
 class Latency:
     """``corrected``: from the intended send time; ``uncorrected``: from the actual start;
@@ -100,6 +106,7 @@ class Latency:
     schedule_lag: Histogram
 
 
+@public
 @dataclass(frozen=True)
 class Phases:
     """Per-request phases like ab's "Connection Times"."""
@@ -110,6 +117,7 @@ class Phases:
     total: Histogram
 
 
+@public
 @dataclass(frozen=True)
 class SecondSample:
     """One second of the measured phase, by completion time."""
@@ -126,6 +134,7 @@ class SecondSample:
     max_us: int
 
 
+@public
 @dataclass(frozen=True)
 class ClientCpu:
     """CPU time of the engine threads, seconds."""

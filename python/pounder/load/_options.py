@@ -8,12 +8,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pounder._errors import UsageError, check_flag, check_text, check_type, wrong_type
+from pounder._errors import UsageError, check_flag, check_text, check_type, public, wrong_type
 from pounder.load._model import Number, build_load_model
 from pounder.load._parse import Stage
 from pounder.load._run_options import LoadModel
 
 
+@public
 @dataclass(frozen=True)
 class LoadOptions:
     """How to load a target, as a user gives it: numbers or text with units (``requests="10k"``,

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, public
 from pounder._files import read_input
 from pounder._units import invalid as _invalid
 from pounder._units import is_count, parse_count, parse_duration, parse_rate
@@ -23,6 +23,7 @@ _TOKEN_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _FORBIDDEN_IN_HEADER = ("\r", "\n", "\0")
 
 
+@public
 @dataclass(frozen=True)
 class Stage:
     """One open-loop stage: the global rate goes linearly from ``start_rate`` to ``end_rate``
@@ -111,6 +112,8 @@ def parse_warmup(text: str, what: str = "--warmup") -> Warmup:
 
 def check_token(name: str, what: str) -> str:
     """An HTTP token (header name, method): returns it, or raises."""
+    if not name:
+        raise UsageError(f"{what} must not be empty")
     if not _TOKEN_RE.fullmatch(name):
         raise UsageError(f"invalid {what} {name!r}: only letters, digits and !#$%&'*+-.^_`|~ are allowed")
     return name

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pounder._errors import check_instance
+from pounder._errors import check_instance, public
 from pounder._units import mib
 from pounder.load._measured import ERROR_CATEGORIES, PERCENTILES, Histogram
 from pounder.load._result import BenchResult, ReplyRate
@@ -20,6 +20,7 @@ COLUMN_WIDTH = 12
 MAX_LISTED_TARGETS = 5
 
 
+@public
 def format_ms(us: float) -> str:
     """Microseconds → milliseconds text with a precision that suits the size."""
     ms = us / 1000
@@ -85,6 +86,7 @@ def _describe_stages(load: LoadModel) -> str:
     return f"{rate}{count}"
 
 
+@public
 def describe_load(load: LoadModel) -> str:
     """The load model in words: "closed loop, 10 connections, 4 threads"."""
     threads = f"{load.threads} thread{'s' if load.threads != 1 else ''}"
@@ -262,6 +264,7 @@ def _server(result: BenchResult) -> list[str]:
     return lines
 
 
+@public
 def render_report(result: BenchResult) -> str:
     """The whole text report, ending with a newline."""
     check_instance(result, BenchResult, "render_report: result")

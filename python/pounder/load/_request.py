@@ -1,12 +1,17 @@
 """The request every connection sends, serialized once per target (:class:`RequestTemplate`).
 
 Method: GET, or POST when there is a body. A header given by the user replaces the header pounder
-would generate with the same name (case-insensitive); ``Connection`` is controlled by
-``keepalive`` only.
+would generate with the same name (case-insensitive), Host included (virtual hosts, as with wrk,
+hey -host, oha, vegeta). The headers that frame the request or the connection are pounder's
+alone: ``Content-Length`` (from the body), ``Transfer-Encoding`` (the body is sent with a
+Content-Length), ``Connection`` (``keepalive``); as -H they are refused, since a wrong one turns
+every request into an error or a stall, measured as if it were the server's. As with curl, a
+Content-Type, Authorization or Cookie -H replaces the one -T, -A or --cookie would set.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -16,6 +21,13 @@ from pounder.load._parse import basic_auth, check_token, load_body, parse_cookie
 from pounder.load._url import ParsedUrl
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+POUNDER_HEADERS = {
+    "content-length": "pounder sets Content-Length from the body (-b/--body)",
+    "transfer-encoding": "pounder sends the body (-b/--body) with a Content-Length, never chunked",
+    "connection": "keep-alive is set with --no-keepalive",
+}
+"""The headers pounder alone sets (lower-case name → why), refused as -H."""
+_HOST_RE = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=%]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
 REDACTED_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
 
@@ -68,8 +80,15 @@ def _user_headers(headers: str | Sequence[str] | Mapping[str, str]) -> tuple[tup
     else:
         pairs = [parse_header(text) for text in check_strings(
             headers, "headers", single=True, expected="a mapping, a list of 'Name: value' strings or one such string")]
-    if any(name.lower() == "connection" for name, _ in pairs):
-        raise UsageError("-H Connection is not allowed: keep-alive is set with --no-keepalive")
+    for name, _ in pairs:
+        refused = POUNDER_HEADERS.get(name.lower())
+        if refused:
+            raise UsageError(f"-H {name} is not allowed: {refused}")
+    hosts = [value for name, value in pairs if name.lower() == "host"]
+    if len(hosts) > 1:
+        raise UsageError("-H Host is given more than once: a request has one Host header")
+    if hosts and not _HOST_RE.fullmatch(hosts[0]):
+        raise UsageError(f"invalid -H 'Host: {hosts[0]}': expected HOST or HOST:PORT")
     return tuple(pairs)
 
 
@@ -85,7 +104,8 @@ def build_request_template(
 ) -> RequestTemplate:
     """Validate the request options into a :class:`RequestTemplate`."""
     payload = load_body(body) if body is not None else b""
-    verb = check_token((method or ("POST" if body is not None else "GET")).upper(), "-m/--method")
+    verb = check_token((method if method is not None else "POST" if body is not None else "GET").upper(),
+                       "-m/--method")
     if verb == "HEAD" and payload:
         raise UsageError("a HEAD request cannot have a body")
     generated: list[tuple[str, str]] = []

@@ -18,7 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import UsageError, check_path
+from pounder._errors import UsageError, check_path, public
 from pounder._files import RESULT_LIMIT, check_input_file
 from pounder.load._measured import (
     READ,
@@ -47,6 +47,7 @@ _FULL_SECOND_SLACK_S = 0.001
 # Derived figures
 
 
+@public
 @dataclass(frozen=True)
 class ReplyRate:
     """Completed replies per second over the full seconds of the measured phase (a final partial
@@ -59,6 +60,7 @@ class ReplyRate:
     samples: int
 
 
+@public
 @dataclass(frozen=True)
 class Derived:
     """Figures computed from the measurements (never stored by the engine)."""
@@ -112,6 +114,7 @@ def reply_rate(series: tuple[SecondSample, ...], elapsed_s: float) -> ReplyRate 
 # The result
 
 
+@public
 @dataclass(frozen=True)
 class BenchResult:
     """Everything a bench measured plus what it was run with. Build one with
@@ -259,6 +262,7 @@ def _decode(text: str) -> Mapping[str, Any]:
     return READ.as_dict(data, "the top level")
 
 
+@public
 def load_result(path: str | Path) -> BenchResult:
     """Read a result JSON written by ``pounder bench --json`` (or :meth:`BenchResult.to_json`).
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from pounder._errors import public
 from pounder.load._measured import READ, MalformedResultError
 from pounder.load._parse import Stage
 
 
+@public
 @dataclass(frozen=True)
 class TargetInfo:
     """A target as given (``url``), its ``weight`` and where pounder connects: ``"host:port"``
@@ -20,6 +22,7 @@ class TargetInfo:
     connect: str
 
 
+@public
 @dataclass(frozen=True)
 class LoadModel:
     """How load was generated. ``kind`` "closed": ``connections`` users each send the next request
@@ -40,6 +43,7 @@ class LoadModel:
         return self.kind == "open"
 
 
+@public
 @dataclass(frozen=True)
 class HttpOptions:
     """Request options. ``headers`` are those the user asked for (-H, -T, --cookie, -A), with
@@ -54,6 +58,7 @@ class HttpOptions:
     headers: tuple[tuple[str, str], ...]
 
 
+@public
 @dataclass(frozen=True)
 class RunOptions:
     """The options a bench ran with."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pounder._errors import UsageError, check_path, check_text
+from pounder._errors import UsageError, check_path, check_text, public
 from pounder._files import check_distinct, check_output_path
 from pounder._units import parse_bandwidth
 from pounder.load._model import build_load_model, count, seconds
@@ -27,6 +27,7 @@ MAX_CALLS_PER_CONN = 10**9
 MAX_WEIGHT = 10**6
 
 
+@public
 @dataclass(frozen=True)
 class Target:
     """One target as the engine gets it."""
@@ -86,6 +87,7 @@ def build_targets(
     return tuple(targets)
 
 
+@public
 @dataclass(frozen=True)
 class BenchSpec:
     """Validated bench options, ready to hand to the engine. Build with :meth:`from_options`."""

@@ -14,7 +14,7 @@ import stat
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
-from pounder._errors import UsageError, check_text
+from pounder._errors import UsageError, check_text, public
 
 _URL_SAFE = "!#$%&'()*+,/:;=?@[]~"
 
@@ -30,6 +30,7 @@ class ParsedUrl:
     request_target: str
 
 
+@public
 def parse_url(text: str, where: str = "") -> ParsedUrl:
     """Check an http:// URL; ``where`` (e.g. ``"urls.txt:3: "``) prefixes messages."""
     check_text(text, f"{where}url")
@@ -69,6 +70,7 @@ class NotLoopbackError(UsageError):
                          "another machine")
 
 
+@public
 def resolve(host: str, port: int, *, allow_remote: bool) -> str:
     """Resolve ``host`` to the ``"ip:port"`` (``"[ip6]:port"``) pounder connects to, enforcing
     the loopback rule unless ``allow_remote``."""

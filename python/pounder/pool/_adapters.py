@@ -30,6 +30,7 @@ from pounder._errors import (
     check_str_mapping,
     check_strings,
     check_text,
+    public,
 )
 from pounder.servers import (
     ApacheServer,
@@ -49,6 +50,7 @@ DEMO_APP = "pounder.demo.app:app"
 DEMO_ENV = {"DEMO_PRELOAD_MB": "64", "DEMO_CPU_MS": "4", "DEMO_LEAK_KB": "16"}
 
 
+@public
 @dataclass(frozen=True)
 class PoolParams:
     """The pool settings of one server start, in the classic (Apache 1.3 / mod_perl guide) names.
@@ -158,6 +160,7 @@ def _option_value(args: tuple[str, ...], name: str) -> str | None:
     return found
 
 
+@public
 class GunicornAdapter(Adapter):
     """gunicorn with sync workers serving ``app`` ("module:callable")."""
 
@@ -232,6 +235,7 @@ class GunicornAdapter(Adapter):
         return [] if found is None else [(f"app module {self.app}", found)]
 
 
+@public
 class StarmanAdapter(Adapter):
     """Starman serving the PSGI file ``psgi``."""
 
@@ -283,6 +287,7 @@ class StarmanAdapter(Adapter):
         return [("PSGI file", str(self.psgi))]
 
 
+@public
 class ApacheAdapter(Adapter):
     """Apache httpd prefork (+ mod_perl): the user's configuration file ``conf`` with the
     directives pounder owns replaced, or (from Python) handlers given directly."""
@@ -367,6 +372,7 @@ def _preloads(conf_text: str) -> bool:
     return bool(re.search(r"^\s*Perl(Require|Module|PostConfigRequire)\s", conf_text, re.IGNORECASE | re.MULTILINE))
 
 
+@public
 class CommandAdapter(Adapter):
     """Any pre-forking server started by a command with ``{port}``, ``{workers}`` and
     ``{max_requests}`` placeholders (see :class:`~pounder.servers.CommandServer`)."""
@@ -424,6 +430,7 @@ TARGET_FIELDS: Mapping[str, str] = {"apache": "conf", "gunicorn": "app", "starma
 """What each kind runs, by the name its results and experiment files give it."""
 
 
+@public
 def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath: str | None = None,
                  preload: bool = False, env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),
                  stop_signal: str = "TERM", extra_conf: str = "", perl_handlers: Mapping[str, str] | None = None,
@@ -461,6 +468,7 @@ def _build_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpa
     return CommandAdapter(str(target), env=env, stop_signal=stop_signal)
 
 
+@public
 def adapter_from_dict(data: Mapping[str, Any], *, check: bool = False) -> Adapter:
     """Rebuild an adapter from its ``to_dict``; :class:`~pounder.UsageError` if it cannot be
     (``check``: or if what it names is no longer there, see :meth:`Adapter.check`)."""
@@ -481,6 +489,7 @@ def adapter_from_dict(data: Mapping[str, Any], *, check: bool = False) -> Adapte
         raise UsageError(f"the results directory describes its {kind} server badly ({error})") from None
 
 
+@public
 def demo_adapter() -> GunicornAdapter:
     """The bundled demo: a WSGI app on gunicorn with 64 MB of preloaded data, ~4 ms of CPU per
     request and a 16 KB leak per request."""

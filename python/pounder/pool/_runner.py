@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from pounder._errors import PounderError
+from pounder._errors import PounderError, public
 from pounder._units import MIB
 from pounder.load import BenchResult, BenchSpec, Progress, ProgressCallback, run_bench
 from pounder.pool._adapters import Adapter, PoolParams
@@ -35,6 +35,7 @@ class MemoryFloorError(PounderError):
     """The machine's available memory fell below the floor during a step."""
 
 
+@public
 @dataclass(frozen=True)
 class Warmed:
     """How many of the server's children had served a request after warming."""
@@ -44,6 +45,7 @@ class Warmed:
     requests: int
 
 
+@public
 class Runner:
     """Runs servers for a tuning session or an experiment: each start gets a fresh directory
     under ``root``; ``progress`` receives every bench's live progress; the memory floor is watched

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pounder._errors import public
 from pounder.procs import PoolSnapshot
 
 
+@public
 def child_sizes(snap: PoolSnapshot) -> dict[str, int]:
     """The children's sizes in a tuning point (bytes; 0 where no child was read)."""
     totals = snap.totals
@@ -21,6 +23,7 @@ def child_sizes(snap: PoolSnapshot) -> dict[str, int]:
     }
 
 
+@public
 def pool_memory(snap: PoolSnapshot) -> dict[str, Any]:
     """The pool's memory in an experiment's ``memory.json`` (bytes; None where no child was read)."""
     totals = snap.totals
@@ -29,6 +32,7 @@ def pool_memory(snap: PoolSnapshot) -> dict[str, Any]:
             "footprint": totals.footprint, "parent_rss": snap.parent.rss}
 
 
+@public
 def growth_per_request(before: PoolSnapshot, after: PoolSnapshot, requests: int) -> float:
     """Sum over the children read in both snapshots of their USS change, per request served."""
     first = {c.pid: c.private for c in before.children}

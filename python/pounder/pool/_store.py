@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import PounderError, UsageError, check_path
+from pounder._errors import PounderError, UsageError, check_path, public
 from pounder._files import write_atomic
 
 TUNE_SCHEMA = "pounder/tune/1"
@@ -37,6 +37,7 @@ class ResultsWriteError(PounderError, OSError):
     OSError it always was for a caller that catches that."""
 
 
+@public
 def write_file(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` at once (:func:`pounder._files.write_atomic`), creating its
     directory if need be."""
@@ -46,6 +47,7 @@ def write_file(path: Path, text: str) -> None:
         raise ResultsWriteError(str(error)) from None
 
 
+@public
 def write_json(path: Path, document: Mapping[str, Any]) -> None:
     """:func:`write_file` of ``document`` as indented JSON."""
     write_file(path, json.dumps(document, indent=2) + "\n")
@@ -93,6 +95,7 @@ def _point_problem(path: Path, key: str) -> str | None:
     return None
 
 
+@public
 class ResultsDir:
     """A tuning run's directory (see the module documentation)."""
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from pounder._errors import PounderError, UsageError, check_path, check_text
+from pounder._errors import PounderError, UsageError, check_path, check_text, public
 from pounder._files import read_input
 from pounder.procs._read import Role
 from pounder.servers import owns_listener
@@ -22,6 +22,7 @@ class ServerGone(PounderError):
     """The server's root process has exited (or its pid now belongs to another process)."""
 
 
+@public
 @dataclass(frozen=True)
 class TreeMember:
     """One process of a server's tree: ``role`` is "parent" for the root, "child" for its direct
@@ -33,6 +34,7 @@ class TreeMember:
     name: str
 
 
+@public
 @dataclass(frozen=True)
 class ServerTarget:
     """A server found by :func:`find_server`: the root process and its tree at that instant.
@@ -53,6 +55,7 @@ class ServerTarget:
         return tuple(member for member in self.members if member.role == "child")
 
 
+@public
 def read_pidfile(path: str | os.PathLike[str]) -> int:
     """The pid in a pid file (``1234`` plus optional whitespace, as Apache, gunicorn and Starman
     write them). Raises :class:`~pounder.UsageError` naming the file when it is missing,
@@ -124,6 +127,7 @@ def check_target(target: object, what: str) -> ServerTarget | int:
     return target
 
 
+@public
 def discover(target: ServerTarget | int) -> tuple[TreeMember, ...]:
     """The server's tree now: root first, then every descendant with its role.
 
@@ -190,6 +194,7 @@ def _by_name(text: str, options: tuple[str, str, str]) -> int:
     return roots[0]
 
 
+@public
 def find_server(
     *, pid: int | None = None, pidfile: str | os.PathLike[str] | None = None, name: str | None = None,
     options: tuple[str, str, str] = MEM_OPTIONS,
@@ -241,6 +246,7 @@ def find_server(
     return ServerTarget(root_pid, proc_name, cmdline, create_time, found_by, members)
 
 
+@public
 def serves(target: ServerTarget, connect: str) -> bool | None:
     """Whether a process of the server's tree listens on ``connect`` ("ip:port", "[ip6]:port"),
     the address a URL's requests go to: True, False, or None when it cannot be told (a Unix socket;

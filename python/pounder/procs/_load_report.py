@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from pounder._errors import PounderError, UsageError, check_instance
+from pounder._errors import PounderError, UsageError, check_instance, public
 from pounder._records import Reader
 from pounder._version import __version__
 from pounder.procs._status import StatusPoint
@@ -23,6 +23,7 @@ class MalformedReportError(PounderError):
     """A server-load report dict does not have the expected shape."""
 
 
+@public
 @dataclass(frozen=True)
 class MemPoint:
     """One process's memory at one sample, ``t`` seconds after the first sample (bytes)."""
@@ -35,6 +36,7 @@ class MemPoint:
     pss: int
 
 
+@public
 @dataclass(frozen=True)
 class ChildSummary:
     """One child (direct child of the root) over the window.
@@ -58,6 +60,7 @@ class ChildSummary:
     min_shared: int | None
 
 
+@public
 @dataclass(frozen=True)
 class PerRequest:
     """A report's figures divided by the requests that completed during the sampling (None for 0:
@@ -68,6 +71,7 @@ class PerRequest:
     private_growth_bytes_per_request: float | None
 
 
+@public
 @dataclass(frozen=True)
 class ServerLoadReport:
     """What :class:`ServerSampler` measured. Times in seconds, sizes in bytes; ``t`` values are
@@ -142,6 +146,7 @@ def _row(point: MemPoint | StatusPoint) -> tuple[Any, ...]:
     return tuple(getattr(point, f.name) for f in fields(point))
 
 
+@public
 def per_request(report: ServerLoadReport, requests: int) -> PerRequest:
     """Server CPU (microseconds) and pool private-memory growth (bytes) per completed request
     (``requests``: those that completed while the sampler ran, warm-up included). None when no

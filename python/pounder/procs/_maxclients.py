@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pounder._errors import PounderError, UsageError, check_instance, check_type
+from pounder._errors import PounderError, UsageError, check_instance, check_type, public
 from pounder._units import parse_ram
 from pounder.procs._read import mem_available
 from pounder.procs._snapshot import PoolSnapshot
@@ -41,6 +41,7 @@ class NoChildrenError(PounderError):
         super().__init__(f"cannot compute MaxClients: {self.reason}")
 
 
+@public
 @dataclass(frozen=True)
 class ClientLimit:
     """What :func:`max_clients_from` computed: ``ram``, the budget the counts are for (the RAM
@@ -51,6 +52,7 @@ class ClientLimit:
     max_clients_no_sharing: int
 
 
+@public
 def max_clients_from(ram: int, shared: int, child_uss: int, child_rss: int, safety_margin: int = 0) -> ClientLimit:
     """MaxClients for ``ram`` bytes less ``safety_margin``: floor((budget - shared) / child USS),
     and without sharing floor(budget / child RSS), both at least 0. A child is taken as at least
@@ -66,6 +68,7 @@ def max_clients_from(ram: int, shared: int, child_uss: int, child_rss: int, safe
     )
 
 
+@public
 def default_ram_budget(snapshot: PoolSnapshot) -> tuple[int, int]:
     """``(budget, MemAvailable)``: the RAM the server could use = MemAvailable (what is still
     free for it) + what the server already uses (its sum of PSS)."""
@@ -73,6 +76,7 @@ def default_ram_budget(snapshot: PoolSnapshot) -> tuple[int, int]:
     return available + snapshot.totals.footprint, available
 
 
+@public
 @dataclass(frozen=True)
 class MaxClients:
     """The MaxClients computation with every input (bytes).
@@ -101,6 +105,7 @@ class MaxClients:
         return asdict(self)
 
 
+@public
 def max_clients(ram_bytes: int | str | None, snapshot: PoolSnapshot) -> MaxClients:
     """MaxClients for a RAM budget (bytes, or a size such as ``"4G"``; None: MemAvailable plus
     the server's own footprint) from a snapshot's measured child sizes. Raises

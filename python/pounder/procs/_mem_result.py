@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import PounderError, UsageError, check_path
+from pounder._errors import PounderError, UsageError, check_path, public
 from pounder._files import RESULT_LIMIT, check_input_file
 from pounder._records import Reader
 from pounder.procs._maxclients import MaxClients
@@ -27,6 +27,7 @@ class MalformedMemError(PounderError):
     """A mem result does not have the shape of ``pounder/mem/2`` (or ``/1``)."""
 
 
+@public
 @dataclass(frozen=True)
 class MemResult:
     """What ``pounder mem --json`` wrote: the snapshot, the server as it was found
@@ -54,6 +55,7 @@ def _epoch(text: str) -> float:
         raise MalformedMemError(f"'taken_at' is not a UTC time: {text!r}") from None
 
 
+@public
 def mem_from_dict(data: Mapping[str, Any]) -> MemResult:
     """Read a decoded ``pounder/mem/2`` (or ``/1``) document; :class:`MalformedMemError` names the key."""
     doc = _READ.as_dict(data, "the result")
@@ -77,6 +79,7 @@ def mem_from_dict(data: Mapping[str, Any]) -> MemResult:
                      limit)
 
 
+@public
 def load_mem(path: str | os.PathLike[str]) -> MemResult:
     """Read a result written by ``pounder mem --json``. :class:`~pounder.UsageError` when the file
     is missing, unreadable or not a mem result."""

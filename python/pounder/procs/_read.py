@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import psutil
 
-from pounder._errors import PounderError
+from pounder._errors import PounderError, public
 from pounder.procs._own import OwnPages
 
 Role = Literal["parent", "child", "grandchild"]
@@ -56,6 +56,7 @@ class ProcessGone(PounderError):
         self.pid = pid
 
 
+@public
 @dataclass(frozen=True)
 class Rollup:
     """The fields of ``/proc/PID/smaps_rollup`` pounder uses, in bytes (the kernel gives kB)."""
@@ -81,6 +82,7 @@ def _permission_error(path: str) -> PounderError:
     return PounderError(f"cannot read {path}: permission denied; run as the server's user or root")
 
 
+@public
 def read_rollup(pid: int) -> Rollup:
     """Read ``/proc/PID/smaps_rollup`` (one read, kB converted to bytes).
 
@@ -120,6 +122,7 @@ def read_rollup(pid: int) -> Rollup:
     return Rollup(**values)
 
 
+@public
 @dataclass(frozen=True)
 class ProcMem:
     """One process at one instant. Sizes in bytes, times in seconds.
@@ -214,6 +217,7 @@ def read_reading(pid: int, role: Role, ppid: int | None = None, own: OwnPages | 
     return Reading(mem, create_time)
 
 
+@public
 def read_process(pid: int, role: Role = "parent", own: OwnPages | None = None) -> ProcMem:
     """Read one process: memory from smaps_rollup, name, CPU times, VSZ and age from psutil
     (``own``: :class:`~pounder.procs._own.OwnPages`, see :func:`read_reading`).
@@ -224,6 +228,7 @@ def read_process(pid: int, role: Role = "parent", own: OwnPages | None = None) -
     return read_reading(pid, role, own=own).mem
 
 
+@public
 def process_cpu_clock(pid: int) -> float | None:
     """CPU time (user + system, all threads, in seconds) of process ``pid`` from the kernel's
     per-process CPU clock (clock_getcpuclockid): nanosecond resolution, where ``/proc/PID/stat``
@@ -265,12 +270,14 @@ def _meminfo(key: bytes, needs: str) -> int:
     raise PounderError(f"no {key.decode()} in /proc/meminfo ({needs} is needed)")
 
 
+@public
 def mem_available() -> int:
     """``MemAvailable`` from ``/proc/meminfo``, in bytes: what can still be allocated without
     swapping (page cache that can be dropped included), not MemFree."""
     return _meminfo(b"MemAvailable", "Linux 3.14 or later")
 
 
+@public
 def mem_total() -> int:
     """``MemTotal`` from ``/proc/meminfo``, in bytes: the machine's usable RAM."""
     return _meminfo(b"MemTotal", "Linux")

@@ -5,7 +5,7 @@ columns are separated by spaces and no cell contains a space, except the last on
 from __future__ import annotations
 
 from pounder import _units as units
-from pounder._errors import check_instance
+from pounder._errors import check_instance, public
 from pounder._version import __version__
 from pounder.procs._find import ServerTarget
 from pounder.procs._maxclients import MaxClients, NoChildrenError
@@ -109,6 +109,7 @@ def _max_clients_lines(result: MaxClients | None, reason: str | None, children: 
     ]
 
 
+@public
 def render_mem(
     snapshot: PoolSnapshot,
     max_clients: MaxClients | None = None,

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import PounderError, UsageError, public
 from pounder._files import utc_timestamp
 from pounder.procs._find import ServerGone, ServerTarget, discover, find_server
 from pounder.procs._load_report import ChildSummary, MemPoint, ServerLoadReport
@@ -86,6 +86,7 @@ class _State:
     messages: list[str] = field(default_factory=list)
 
 
+@public
 class ServerSampler:
     """Sample a server's processes every ``interval_s`` seconds in a daemon thread.
 

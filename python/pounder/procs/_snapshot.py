@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from pounder._errors import public
 from pounder._version import __version__
 from pounder.procs._find import ServerGone, ServerTarget, TreeMember, check_target, discover
 from pounder.procs._own import OwnPages
@@ -26,6 +27,7 @@ def _median(values: list[int]) -> int | None:
     return None if not values else round(statistics.median(values))
 
 
+@public
 @dataclass(frozen=True)
 class PoolTotals:
     """Totals over a :class:`PoolSnapshot`, in bytes. "Children" are the root's direct children
@@ -53,6 +55,7 @@ class PoolTotals:
     median_sharing: float | None
 
 
+@public
 @dataclass(frozen=True)
 class PoolSnapshot:
     """Every process of a server read at (almost) one instant: ``processes`` lists the parent
@@ -131,6 +134,7 @@ class PoolSnapshot:
         }
 
 
+@public
 def read_members(
     members: Iterable[TreeMember], own: OwnPages | None = None
 ) -> tuple[tuple[ProcMem, ...], tuple[int, ...]]:
@@ -146,6 +150,7 @@ def read_members(
     return tuple(processes), tuple(skipped)
 
 
+@public
 def snapshot(target: ServerTarget | int) -> PoolSnapshot:
     """Read the server's whole tree now (its children are listed again, not taken from
     ``target``). Raises :class:`~pounder.PounderError` if the server has exited or its memory

@@ -8,7 +8,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import PounderError, UsageError, public
 
 _MAX_BYTES = 1 << 20
 
@@ -17,6 +17,7 @@ class StatusError(PounderError):
     """The status page could not be read or parsed (the message is the reason)."""
 
 
+@public
 @dataclass(frozen=True)
 class StatusPoint:
     """One reading of the status page ``t`` seconds after the sampling started. A field the page
@@ -39,6 +40,7 @@ def status_auto_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path or "/", query, ""))
 
 
+@public
 def parse_status(text: str) -> tuple[int | None, int | None, int | None]:
     """``(BusyWorkers, IdleWorkers, Total Accesses)`` from a ``?auto`` page."""
     values: dict[str, int] = {}

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, public
 from pounder._version import __version__
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ class ReportError(UsageError):
     with status 2)."""
 
 
+@public
 @dataclass
 class Section:
     """A titled part of the page; ``body`` is HTML (already escaped where needed)."""

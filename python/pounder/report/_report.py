@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import PounderError, UsageError, check_path, check_text
+from pounder._errors import PounderError, UsageError, check_path, check_text, public
 from pounder._files import RESULT_LIMIT, check_distinct, check_input_file, write_atomic
 from pounder.compare import SCHEMA as COMPARE_SCHEMA
 from pounder.load import READ_SCHEMAS as BENCH_SCHEMAS
@@ -91,6 +91,7 @@ def _found(item: Result) -> tuple[Path, str, Any]:
     return (Path(item), *_kind(Path(item)))
 
 
+@public
 def render_report(paths: Result | Sequence[Result], title: str | None = None) -> str:
     """The HTML page for ``paths`` (see the module documentation); a BenchResult or a
     comparison's ``to_dict()`` may stand in for its file, and one path or result for a list of
@@ -161,6 +162,7 @@ def _title(found: Sequence[tuple[Path, str, Any]]) -> str:
     return f"pounder report: {len(found)} results"
 
 
+@public
 def write_report(paths: Result | Sequence[Result], out: str | os.PathLike[str],
                  title: str | None = None) -> Path:
     """Write the page for ``paths`` to ``out`` (atomically, its directory created if need be);

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, public
 from pounder.servers._base import HOST, ManagedServer, ServerStartError
 
 MODULE_DIRS = ("/usr/lib/apache2/modules", "/usr/lib64/httpd/modules", "/usr/lib/httpd/modules")
@@ -45,6 +45,7 @@ OWNED_DIRECTIVES = frozenset(name.lower() for name in (
 _INCLUDES = frozenset({"include", "includeoptional"})
 
 
+@public
 @dataclass(frozen=True)
 class ApacheSettings:
     """What can be tuned or chosen in a private Apache prefork instance (Apache's own names in
@@ -108,6 +109,7 @@ def _logical_lines(text: str) -> list[list[str]]:
     return groups
 
 
+@public
 def strip_owned_directives(conf_text: str, *, source: str = "the configuration") -> tuple[str, list[str]]:
     """Remove from an Apache configuration the directives a private pounder instance sets itself
     (a pure function): ``OWNED_DIRECTIVES`` (Listen, PidFile, ErrorLog, ServerRoot, User, the
@@ -141,6 +143,7 @@ def apache_paths(workdir: Path) -> dict[str, Path]:
             "perl_lib": workdir / "lib", "startup_pl": workdir / "startup.pl", "run": workdir / "run"}
 
 
+@public
 def render_apache_conf(settings: ApacheSettings, *, workdir: Path, port: int, modules_dir: Path,
                        startup_pl: bool = False, server_root: Path | None = None, user_conf: str = "",
                        user_conf_name: str = "the configuration") -> str:
@@ -220,11 +223,13 @@ def render_apache_conf(settings: ApacheSettings, *, workdir: Path, port: int, mo
     return "\n".join(out) + "\n"
 
 
+@public
 def apache_command(conf: Path, binary: str = "/usr/sbin/apache2") -> list[str]:
     """The command line that runs the instance of ``conf`` in the foreground."""
     return [binary, "-f", str(conf), "-k", "start", "-D", "FOREGROUND"]
 
 
+@public
 def find_apache() -> tuple[str, Path] | None:
     """``(binary, modules_dir)`` of an installed Apache with the prefork MPM, or None."""
     binary = next((b for b in (shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin")
@@ -233,6 +238,7 @@ def find_apache() -> tuple[str, Path] | None:
     return (binary, modules) if binary and modules else None
 
 
+@public
 def apache_missing(perl: bool = True) -> str | None:
     """Why a private Apache (with mod_perl if ``perl``) cannot run here, or None if it can."""
     found = find_apache()
@@ -263,6 +269,7 @@ def _unreachable_for(user: str, path: Path) -> Path | None:
     return None
 
 
+@public
 def read_user_conf(path: Path) -> str:
     """The user's configuration file, checked with :func:`strip_owned_directives` (which refuses
     ``Include``); :class:`~pounder.UsageError` if it cannot be read. Apache reads bytes: a Latin-1
@@ -275,6 +282,7 @@ def read_user_conf(path: Path) -> str:
     return text
 
 
+@public
 class ApacheServer(ManagedServer):
     """A private Apache prefork (+ mod_perl) instance.
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, NoReturn, TypeVar
 
-from pounder._errors import PounderError
+from pounder._errors import PounderError, public
 from pounder.servers._listen import owns_listener
 from pounder.servers._proc import ProcStat, all_stats, children_of, descendants_of, group_members, still_running
 
@@ -71,6 +71,7 @@ class _PortTaken(Exception):
         self.log_tail = log_tail
 
 
+@public
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -79,6 +80,7 @@ def free_port() -> int:
         return port
 
 
+@public
 def answers_http(port: int, path: str = "/", timeout_s: float = 2.0) -> bool:
     """True if an HTTP GET of ``path`` on 127.0.0.1:``port`` gets any HTTP response."""
     conn = http.client.HTTPConnection(HOST, port, timeout=timeout_s)
@@ -140,6 +142,7 @@ def _tail(path: Path, since: int, lines: int) -> str:
     return "\n".join(text.rstrip("\n").splitlines()[-lines:]) if text.strip() else ""
 
 
+@public
 def die_with_parent_hook(signum: int) -> Callable[[], None]:
     """A ``preexec_fn`` asking the kernel to send ``signum`` to the child when this process
     (thread) dies."""

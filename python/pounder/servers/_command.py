@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, public
 from pounder.servers._base import HOST, ManagedServer, ServerStartError
 
 PLACEHOLDERS = frozenset({"port", "host", "workers", "max_requests", "workdir", "pidfile", "error_log"})
@@ -76,6 +76,7 @@ def _word_placeholders(word: str) -> set[str]:
     return names
 
 
+@public
 def command_placeholders(template: str) -> set[str]:
     """The placeholder names ``template`` uses (``{"port", "workers"}``...). Raises
     :class:`~pounder.UsageError` for an unknown placeholder, stray braces or unbalanced quotes."""
@@ -85,6 +86,7 @@ def command_placeholders(template: str) -> set[str]:
     return names
 
 
+@public
 def render_command(template: str, **values: Any) -> list[str]:
     """The command line of ``template`` with its placeholders substituted (a pure function):
     split with :func:`shlex.split`, then each word formatted with ``values`` (``str.format``
@@ -121,6 +123,7 @@ def _find_executable(program: str, cwd: Path, env: Mapping[str, str]) -> bool:
     return shutil.which(program, path=env.get("PATH", os.defpath)) is not None
 
 
+@public
 def command_missing(command: str, env: Mapping[str, str] | None = None) -> str | None:
     """Why the program of the command template ``command`` cannot be found (a name not on PATH,
     an absolute path that is not an executable file), or None if it can or we cannot tell (a
@@ -134,6 +137,7 @@ def command_missing(command: str, env: Mapping[str, str] | None = None) -> str |
     return f"cannot find {program} on PATH" if "/" not in program else f"{program} is not an executable file"
 
 
+@public
 class CommandServer(ManagedServer):
     """A pre-forking server started from the command template ``command`` (see the module's
     documentation for the placeholders). ``env``: added to our environment. ``stop_signal``: the

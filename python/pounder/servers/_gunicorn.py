@@ -12,10 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, public
 from pounder.servers._base import HOST, ManagedServer
 
 
+@public
 @dataclass(frozen=True)
 class GunicornSettings:
     """What can be tuned or chosen in a gunicorn instance (its own option names in comments)."""
@@ -36,6 +37,7 @@ class GunicornSettings:
                 raise UsageError(f"gunicorn: {name} must not be negative, not {getattr(self, name)}")
 
 
+@public
 def gunicorn_command(settings: GunicornSettings, *, app: str, port: int, pidfile: Path, error_log: Path,
                      pythonpath: str | None = None, python: str = sys.executable,
                      no_control_socket: bool = False) -> list[str]:
@@ -70,6 +72,7 @@ def _has_control_socket() -> bool:
     return any(getattr(s, "name", "") == "control_socket_disable" for s in getattr(config, "KNOWN_SETTINGS", []))
 
 
+@public
 def gunicorn_missing() -> str | None:
     """Why gunicorn cannot run here (with this interpreter), or None if it can."""
     if importlib.util.find_spec("gunicorn") is None:
@@ -111,6 +114,7 @@ def _find_app_module(app: str, pythonpath: str | None, env: Mapping[str, str] | 
     return f"cannot find the module {module!r} of {app} {where}on PYTHONPATH or in site-packages{hint}", None
 
 
+@public
 def gunicorn_app_missing(app: str, *, pythonpath: str | None = None, env: Mapping[str, str] | None = None,
                          chdir: str | None = None) -> str | None:
     """Why gunicorn (run by :class:`GunicornServer`, in a directory of its own) could not find the
@@ -122,6 +126,7 @@ def gunicorn_app_missing(app: str, *, pythonpath: str | None = None, env: Mappin
     return _find_app_module(app, pythonpath, env, chdir)[0]
 
 
+@public
 def gunicorn_app_file(app: str, *, pythonpath: str | None = None, env: Mapping[str, str] | None = None,
                       chdir: str | None = None) -> str | None:
     """The file gunicorn would load the module of ``app`` from (found as by
@@ -130,6 +135,7 @@ def gunicorn_app_file(app: str, *, pythonpath: str | None = None, env: Mapping[s
     return spec.origin if spec is not None and spec.has_location and spec.origin else None
 
 
+@public
 class GunicornServer(ManagedServer):
     """gunicorn serving the WSGI ``app`` ("module:callable") with sync workers. ``pythonpath``:
     where to import it from; ``env``: added to our environment."""

@@ -7,6 +7,8 @@ import contextlib
 import ipaddress
 import os
 
+from pounder._errors import public
+
 _LISTEN = "0A"
 _ANY = (ipaddress.ip_address("0.0.0.0"), ipaddress.ip_address("::"))
 
@@ -50,6 +52,7 @@ def listening_inodes(port: int, host: str | None = None, *, pid: int | None = No
     return inodes
 
 
+@public
 def owns_listener(pid: int, port: int, host: str | None = None) -> bool:
     """True if process ``pid`` holds a socket listening on TCP ``port`` (of ``host``, see
     :func:`listening_inodes`). False when it does not, has exited or its descriptors cannot be read."""

@@ -9,13 +9,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, public
 from pounder.servers._base import HOST, ManagedServer
 
 UNLIMITED_REQUESTS = 1_000_000_000
 """Passed as --max-requests for "unlimited": Starman takes 0 as its default, 1000."""
 
 
+@public
 @dataclass(frozen=True)
 class StarmanSettings:
     """What can be tuned or chosen in a Starman instance (its own option names in comments).
@@ -34,6 +35,7 @@ class StarmanSettings:
             raise UsageError(f"starman: max_requests must not be negative, not {self.max_requests}")
 
 
+@public
 def starman_command(settings: StarmanSettings, *, psgi: Path, port: int, pidfile: Path, error_log: Path,
                     binary: str = "starman") -> list[str]:
     """The command line of a Starman instance on 127.0.0.1:``port`` (a pure function)."""
@@ -51,6 +53,7 @@ def find_starman() -> str | None:
     return shutil.which("starman")
 
 
+@public
 def starman_missing() -> str | None:
     """Why Starman cannot run here, or None if it can."""
     if find_starman() is None:
@@ -58,6 +61,7 @@ def starman_missing() -> str | None:
     return None
 
 
+@public
 class StarmanServer(ManagedServer):
     """Starman serving the PSGI app in the file ``psgi``; ``env`` is added to our environment."""
 

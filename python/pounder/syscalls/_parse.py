@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from pounder._errors import wrong_type
+from pounder._errors import public, wrong_type
 
 PATH_CALLS = frozenset(
     {
@@ -64,6 +64,7 @@ _OCTAL = re.compile(r"[0-7]{1,3}")
 _ESCAPES = {"n": 10, "t": 9, "r": 13, "v": 11, "f": 12, "a": 7, "b": 8, "e": 27, "\\": 92, '"': 34, "'": 39}
 
 
+@public
 @dataclass
 class TraceCounts:
     """What a strace log holds, counted (see the module's rules). ``calls`` and ``errors`` by
@@ -90,6 +91,7 @@ class TraceCounts:
         return self.calls[name] - self.errors[name]
 
 
+@public
 def decode_c_string(text: str) -> str:
     """The value of a C string literal as strace prints it, without its quotes: ``\\n``,
     ``\\"``, ``\\\\``, ``\\xHH``, octal ``\\NNN``; bytes that are not UTF-8 become surrogate
@@ -171,6 +173,7 @@ def first_string_argument(args: str) -> str | None:
     return None
 
 
+@public
 @dataclass(frozen=True)
 class Call:
     """One returned system call: its name, argument text, result text, errno (None when it did
@@ -200,6 +203,7 @@ def parse_call(pid: int, name: str, rest: str) -> Call | None:
     return Call(pid, name, args, result, errno_match.group("errno") if errno_match else None, path)
 
 
+@public
 class StraceLogParser:
     """Feed it the log line by line (:meth:`feed`), then read :meth:`finish`'s counts."""
 
@@ -292,6 +296,7 @@ class StraceLogParser:
         return self.counts
 
 
+@public
 def parse_strace_log(lines: Iterable[str], *, exclude_pids: Iterable[int] = ()) -> TraceCounts:
     """Count the calls of a ``strace -f`` log (an open file or any lines); see the module's rules."""
     if isinstance(lines, (str, bytes)) or not isinstance(lines, Iterable):

@@ -7,12 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pounder._errors import check_instance
+from pounder._errors import check_instance, public
 from pounder.syscalls._parse import TraceCounts
 
 SYSCALLS_SCHEMA = "pounder/syscalls/1"
 
 
+@public
 @dataclass(frozen=True)
 class SyscallCount:
     """One system call by name: ``calls`` counted during the traced requests, how many of them
@@ -24,6 +25,7 @@ class SyscallCount:
     per_request: float
 
 
+@public
 @dataclass(frozen=True)
 class FailedCall:
     """Failing calls of one kind: system call ``name``, ``errno`` (``"ENOENT"``), the ``path``
@@ -36,6 +38,7 @@ class FailedCall:
     per_request: float
 
 
+@public
 @dataclass(frozen=True)
 class SyscallReport:
     """System calls per request of a server's processes while pounder's bounded load ran.
@@ -132,6 +135,7 @@ class SyscallReport:
         }
 
 
+@public
 def count_tables(counts: TraceCounts, requests: int) -> tuple[tuple[SyscallCount, ...], tuple[FailedCall, ...]]:
     """The by-name and failure tables of ``counts`` for ``requests`` requests (sorted: most
     calls first, then by name, errno and path)."""
@@ -167,6 +171,7 @@ def _path(path: str | None) -> str:
     return shown if shown else '""'
 
 
+@public
 def render_syscalls(report: SyscallReport, top: int | None = None) -> str:
     """The text of ``pounder syscalls``: what was traced, the calls per request by name, then the
     failing calls with their errno and path. ``top`` limits both tables to that many rows."""

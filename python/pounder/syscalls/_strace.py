@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 
-from pounder._errors import PounderError, UsageError
+from pounder._errors import PounderError, UsageError, public
 from pounder.servers import die_with_parent_hook
 
 ATTACH_TIMEOUT_S = 10.0
@@ -27,6 +27,7 @@ _POLL_S = 0.02
 _VERSION = re.compile(r"version\s+(\S+)")
 
 
+@public
 def find_strace(strace: str | os.PathLike[str] | None = None) -> str:
     """The strace program to run (``strace`` from PATH by default); :class:`~pounder.UsageError`
     saying how to install it when there is none."""
@@ -39,6 +40,7 @@ def find_strace(strace: str | os.PathLike[str] | None = None) -> str:
     return found
 
 
+@public
 def strace_version(binary: str) -> str:
     """``strace -V``'s version ("6.1"); :class:`~pounder.PounderError` if it does not run."""
     try:

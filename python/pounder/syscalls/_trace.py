@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import PounderError, UsageError, check_callable, check_path, check_text
+from pounder._errors import PounderError, UsageError, check_callable, check_path, check_text, public
 from pounder._files import check_output_path, utc_timestamp
 from pounder._units import count_in_range
 from pounder._version import __version__
@@ -185,6 +185,7 @@ def _messages(result: BenchResult, counts: TraceCounts, started: list[int], exit
     return messages
 
 
+@public
 def trace_syscalls(
     url: str,
     *,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 
-from pounder._errors import UsageError, check_callable, check_instance, check_path
+from pounder._errors import UsageError, check_callable, check_instance, check_path, public
 from pounder.load import ProgressCallback
 from pounder.pool import (
     POINT_SCHEMA,
@@ -61,6 +61,7 @@ def _finish(session: TuneSession) -> TuneResult:
     return result
 
 
+@public
 def tune(adapter: Adapter, options: TuneOptions | None = None, *, results: str | os.PathLike[str],
          log: Log | None = None, progress: ProgressCallback | None = None, status: Log | None = None) -> TuneResult:
     """Run every step for ``adapter`` and return the recommendation. ``results`` must not exist
@@ -80,6 +81,7 @@ def tune(adapter: Adapter, options: TuneOptions | None = None, *, results: str |
     return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status))
 
 
+@public
 def open_run(results: str | os.PathLike[str]) -> tuple[ResultsDir, Adapter, TuneOptions]:
     """The results directory of an earlier run, with the adapter and options it was run with;
     :class:`~pounder.UsageError` if ``results`` does not hold a readable run (a stored point
@@ -95,6 +97,7 @@ def open_run(results: str | os.PathLike[str]) -> tuple[ResultsDir, Adapter, Tune
     return store, adapter_from_dict(adapter_data, check=True), options
 
 
+@public
 def resume(results: str | os.PathLike[str], *, log: Log | None = None, progress: ProgressCallback | None = None,
            status: Log | None = None) -> TuneResult:
     """Continue the run stored in ``results``: measure only the points not stored yet."""

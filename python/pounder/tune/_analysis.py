@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pounder._errors import public
 from pounder._units import KIB, MIB, mib_unit
 from pounder.procs import max_clients_from
 
@@ -83,6 +84,7 @@ class Growth:
         return self.second if self.leak else 0.0
 
 
+@public
 def growth(measure: Summary) -> Growth:
     first = float(measure["growth_first"])
     second = float(measure["growth_second"])
@@ -92,6 +94,7 @@ def growth(measure: Summary) -> Growth:
     return Growth(first=first, second=second, leak=leak)
 
 
+@public
 @dataclass(frozen=True)
 class MemoryBound:
     """The memory step's result (bytes): ``max_clients`` = floor((ram - shared) / child_uss)."""
@@ -113,6 +116,7 @@ class MemoryBound:
         return (self.ram - self.shared) // max(1, children)
 
 
+@public
 def memory_bound(measure: Summary, ram: int | None, safety_margin: int) -> MemoryBound:
     """MaxClients from the sizes at the end of the size measurement (after K requests per child)."""
     end = measure["end"]
@@ -157,6 +161,7 @@ def sweep_connections(children: int, clients: int | None) -> int:
     return clients if clients is not None else max(2, 2 * children)
 
 
+@public
 @dataclass(frozen=True)
 class ChildrenChoice:
     """How many children, and why. ``throughput``: the smallest count within tolerance of the
@@ -223,6 +228,7 @@ def choose_children(points: Sequence[Summary], memory_cap: int, *, clients: int 
 # Step 4: MaxRequestsPerChild
 
 
+@public
 def respawn_cost(points: Sequence[Summary]) -> float:
     """``k``: the throughput one respawn costs, in requests' worth, fitted as
     rps(0) / rps(v) - 1 = k / v. The fit uses the largest ``v`` whose loss stands out of the noise
@@ -244,6 +250,7 @@ def respawn_cost(points: Sequence[Summary]) -> float:
     return max(0.0, overhead * int(chosen["max_requests"]))
 
 
+@public
 def predicted_loss(max_requests: int, cost: float) -> float:
     """The fraction of throughput lost to respawning every ``max_requests`` requests (0: never)."""
     if max_requests <= 0:
@@ -252,6 +259,7 @@ def predicted_loss(max_requests: int, cost: float) -> float:
     return extra / (1 + extra)
 
 
+@public
 def measured_loss(point: Summary, points: Sequence[Summary]) -> float | None:
     base = next((p for p in points if int(p["max_requests"]) == 0), None)
     if base is None or float(base["rps"]) <= 0:
@@ -259,6 +267,7 @@ def measured_loss(point: Summary, points: Sequence[Summary]) -> float | None:
     return 1 - float(point["rps"]) / float(base["rps"])
 
 
+@public
 @dataclass(frozen=True)
 class MaxRequestsChoice:
     """MaxRequestsPerChild, and why (``value`` 0 = unlimited)."""
@@ -342,6 +351,7 @@ def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: Mem
 # Step 5: spare servers
 
 
+@public
 def steady_p99_us(series: Sequence[Mapping[str, Any]]) -> float | None:
     """The median p99 of the second half of a run's seconds (None without a completed second)."""
     seconds = [s for s in series if int(s["complete"]) > 0]
@@ -350,6 +360,7 @@ def steady_p99_us(series: Sequence[Mapping[str, Any]]) -> float | None:
     return float(statistics.median(int(s["p99_us"]) for s in seconds[len(seconds) // 2:]))
 
 
+@public
 def burst_seconds(series: Sequence[Mapping[str, Any]], reference_us: float) -> int:
     """Leading seconds of a step from idle to full load whose p99 stays above ``BURST_FACTOR``
     times ``reference_us`` (the steady p99 with every child ready)."""

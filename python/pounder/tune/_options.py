@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from pounder._errors import UsageError, check_type, wrong_type
+from pounder._errors import UsageError, check_type, public, wrong_type
 from pounder._units import MIB, available_cpus, parse_count_list, parse_duration, parse_ram
 from pounder.procs import mem_total
 
@@ -14,6 +14,7 @@ FULL_MRPC = (0, 10000, 1000, 100, 10)
 QUICK_MRPC = (0, 1000, 100, 10)
 
 
+@public
 @dataclass(frozen=True)
 class TuneOptions:
     """The knobs of a tuning run (sizes in bytes, times in seconds).
@@ -140,6 +141,7 @@ def _exact(value: Any, kind: type, name: str) -> Any:
     return value
 
 
+@public
 def make_options(*, path: str = "/", ram: str | int | None = None, clients: int | None = None,
                  p99: str | float | None = None, quick: bool = False, point_duration: str | float | None = None,
                  requests_per_child: int | None = None, measure_children: int | None = None,

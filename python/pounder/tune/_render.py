@@ -8,7 +8,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pounder._errors import check_instance
+from pounder._errors import check_instance, public
 from pounder._units import mib
 from pounder.tune._analysis import BURST_FACTOR
 from pounder.tune._session import TuneResult
@@ -38,6 +38,7 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:+.1f}%"
 
 
+@public
 def render_tune(result: TuneResult) -> str:
     """The whole text ``pounder tune`` prints (also saved as recommendation.txt)."""
     check_instance(result, TuneResult, "render_tune: result")

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pounder._errors import PounderError
+from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
 from pounder._units import MIB, available_cpus, mib_unit
 from pounder._version import __version__
@@ -77,6 +77,7 @@ def _load_summary(result: BenchResult) -> dict[str, Any]:
     }
 
 
+@public
 def describe_point(step: str, summary: Mapping[str, Any]) -> str:
     """One line for a measured point (the log line of the run, a row of an interrupted run's report)."""
     if step == "sizes":
@@ -93,6 +94,7 @@ def describe_point(step: str, summary: Mapping[str, Any]) -> str:
     return text
 
 
+@public
 @dataclass(frozen=True)
 class TuneResult:
     """What a tuning run recommends, with everything behind it."""
@@ -136,6 +138,7 @@ class TuneResult:
         }
 
 
+@public
 class TuneSession:
     """Runs (or resumes) the steps for ``adapter`` with ``options``, storing into ``results``.
     ``log`` receives one line per finished point; ``progress`` every bench's live progress;
