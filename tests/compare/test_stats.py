@@ -8,9 +8,11 @@ the schema), its text report and its chart.
 
 from __future__ import annotations
 
+import html
 import itertools
 import json
 import math
+import re
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,11 +21,14 @@ import jsonschema
 import pytest
 
 from pounder.compare import (
+    MAX_FAILED,
     CompareOptions,
     CompareResult,
     Trial,
     Variant,
+    clean_trial,
     default_labels,
+    failure_message,
     median_interval,
     ratio_interval,
     render_chart,
@@ -192,12 +197,40 @@ def test_verdict_rule(ratio: float | None, low: float | None, high: float | None
     assert verdict(ratio, low, high, higher_is_better=higher, min_effect=0.0) == expected
 
 
-def test_one_trial_has_no_interval() -> None:
-    result = ratio_interval([200.0], [100.0, 101.0, 99.0], higher_is_better=True)
-    assert result.ratio == pytest.approx(2.0)
-    assert (result.low, result.high, result.verdict) == (None, None, "unknown")
+def test_one_trial_has_no_ratio_and_no_interval() -> None:
+    """One trial says nothing about noise: no ratio, no interval, on either side."""
+    for ours, theirs in (([200.0], [100.0, 101.0, 99.0]), ([200.0, 201.0, 199.0], [100.0])):
+        result = ratio_interval(ours, theirs, higher_is_better=True)
+        assert (result.ratio, result.low, result.high, result.verdict) == (None, None, None, "unknown")
     estimate = median_interval([5.0])
     assert (estimate.median, estimate.low, estimate.high) == (5.0, None, None)
+
+
+@pytest.mark.parametrize(
+    ("complete", "failed", "counts"),
+    [
+        (1000, 0, True),
+        (990, 10, True),  # exactly 1 % of 1,000 attempted
+        (989, 11, False),  # 1.1 %
+        (99, 1, True),
+        (98, 2, False),
+        (1, 0, True),
+        (0, 0, False),  # nothing completed: nothing measured
+        (0, 5, False),
+        (11_860, 0, True),
+        (0, 66_835, False),  # the server killed: every connection refused
+    ],
+)
+def test_clean_trial_rule(complete: int, failed: int, counts: bool) -> None:
+    assert MAX_FAILED == 0.01
+    assert clean_trial(complete, failed) is counts
+
+
+def test_clean_trial_refuses_bad_input() -> None:
+    with pytest.raises(ValueError):
+        clean_trial(-1, 0)
+    with pytest.raises(ValueError):
+        clean_trial(10, 0, max_failed=1.0)
 
 
 def test_zero_baseline_gives_no_ratio() -> None:
@@ -258,11 +291,14 @@ HTTP = HttpOptions(method="GET", keepalive=True, calls_per_conn=0, timeout_s=30.
 
 
 def canned_trial(seq: int, round_: int, label: str, rps: float, p99_us: int, *, cpu: float | None = None,
-                 interrupted: bool = False) -> Trial:  # fmt: skip
-    elapsed = 200 / rps
+                 interrupted: bool = False, complete: int = 200,
+                 errors: dict[str, int] | None = None) -> Trial:  # fmt: skip
+    elapsed = 1.0 if rps == 0 else complete / rps
+    errors = errors or {}
     return Trial(seq=seq, round=round_, label=label, started_at="2025-01-01T12:00:00.000Z", interrupted=interrupted,
-                 elapsed_s=elapsed, complete=200, failed=0, non_2xx=0, unsent=0, late=0, errors={},
-                 requests_per_s=rps, p50_us=p99_us // 2, p99_us=p99_us, server_cpu_us_per_request=cpu)  # fmt: skip
+                 elapsed_s=elapsed, complete=complete, failed=sum(errors.values()), non_2xx=0, unsent=0, late=0,
+                 errors=errors, requests_per_s=rps, p50_us=p99_us // 2, p99_us=p99_us,
+                 server_cpu_us_per_request=cpu)  # fmt: skip
 
 
 def canned_result(*, interrupted_after: int | None = None) -> CompareResult:
@@ -349,3 +385,101 @@ def test_chart_file(tmp_path: Path, suffix: str) -> None:
     else:
         assert b"<svg" in data[:2000] and data.rstrip().endswith(b"</svg>")
     assert [p.name for p in tmp_path.iterdir()] == [f"chart{suffix}"]  # no temporary file left
+
+
+# ---------------------------------------------------------------------------------------------
+# Trials whose requests failed (the baseline's server killed after its first measured trial)
+
+
+def killed_result(*, rounds: int = 3) -> CompareResult:
+    """"a" answers in its warm-up and round 1, then refuses everything (its server killed); "b"
+    answers throughout. Round 1 of "b" has 1 % of its requests reset: still counted."""
+    trials = [canned_trial(1, 0, "a", 1000.0, 4000), canned_trial(2, 0, "b", 1000.0, 4000)]
+    for round_ in range(1, rounds + 1):
+        if round_ == 1:
+            trials.append(canned_trial(len(trials) + 1, round_, "a", 1000.0, 4000))
+            trials.append(canned_trial(len(trials) + 1, round_, "b", 990.0, 4100, complete=990,
+                                       errors={"reset": 10}))  # fmt: skip
+        else:
+            trials.append(canned_trial(len(trials) + 1, round_, "a", 0.0, 0, complete=0,
+                                       errors={"refused": 60_000 + round_}))  # fmt: skip
+            trials.append(canned_trial(len(trials) + 1, round_, "b", 1000.0 + round_, 4000 + round_))
+    return CompareResult(
+        tool_version="0.1.0", started_at="2025-01-01T12:00:00.000Z", finished_at="2025-01-01T12:00:30.000Z",
+        interrupted=False, options=CompareOptions(trials=rounds, warmup=True, baseline="a", load=LOAD, http=HTTP),
+        variants=(Variant("a", "http://127.0.0.1:8080/"), Variant("b", "http://127.0.0.1:8081/")),
+        connect=("127.0.0.1:8080", "127.0.0.1:8081"), trials=tuple(trials),
+    )  # fmt: skip
+
+
+def test_trials_whose_requests_failed_are_kept_but_not_counted() -> None:
+    result = killed_result()
+
+    assert [(t.label, t.round, t.not_counted) for t in result.trials] == [
+        ("a", 0, "warm-up"), ("b", 0, "warm-up"), ("a", 1, None), ("b", 1, None),
+        ("a", 2, "failures"), ("b", 2, None), ("a", 3, "failures"), ("b", 3, None),
+    ]  # fmt: skip
+    a, b = result.summary("a"), result.summary("b")
+    assert (a.trials, a.complete, a.failed) == (1, 200, 0)  # the failed trials are not in its figures
+    assert a.requests_per_s is not None and (a.requests_per_s.median, a.requests_per_s.low) == (1000.0, None)
+    assert (b.trials, b.failed) == (3, 10)
+    assert [t.round for t in result.failed("a")] == [2, 3] and result.failed("b") == []
+    assert result.failed_variants == ("a",)
+    assert not result.complete
+
+    comparison = result.comparison("b")
+    for ratio in (comparison.requests_per_s, comparison.p99_us):  # no ratio from a's one counted trial
+        assert (ratio.ratio, ratio.low, ratio.high, ratio.verdict) == (None, None, None, "unknown")
+    assert comparison.verdict == "unknown"
+
+    assert failure_message(result) == (
+        "requests to a failed in 2 of 3 trials (120,005 failed: refused 120,005), 1 counted trial left: "
+        "no comparison with it (at least 2 counted trials needed)"
+    )
+    document = json.loads(result.to_json())
+    validate(document, "compare")
+    assert [t["not_counted"] for t in document["trials"]] == [
+        "warm-up", "warm-up", None, None, "failures", None, "failures", None,
+    ]  # fmt: skip
+    assert [t["counted"] for t in document["trials"]] == [False, False, True, True, False, True, False, True]
+    assert document["options"]["max_failed"] == 0.01
+    assert document["comparisons"][0]["p99_us"]["ratio"] is None
+
+
+def test_report_says_why_a_trial_did_not_count() -> None:
+    report = render_compare(killed_result())
+    assert "b vs a: unknown, no ratio: a has 1 counted trial (2 not counted: requests failed); " \
+           "at least 2 per variant are needed." in report
+    assert "  a  1,000* 1,000 0.00! 0.00!" in report
+    assert "Not counted: a trial 2, 60,002 of 60,002 requests failed (refused 60,002); a trial counts with at most " \
+           "1 % failed." in report
+    assert "Note: b had 10 failed requests" in report  # 1 %: counted, and said
+
+
+def test_a_variant_with_two_clean_trials_left_still_compares() -> None:
+    result = killed_result(rounds=1)
+    extra = [canned_trial(5, 2, "a", 1010.0, 4050), canned_trial(6, 2, "b", 1000.0, 4000),
+             canned_trial(7, 3, "a", 0.0, 0, complete=0, errors={"refused": 5})]  # fmt: skip
+    result = CompareResult(**{**result.__dict__, "trials": result.trials + tuple(extra),
+                              "options": CompareOptions(trials=3, warmup=True, baseline="a", load=LOAD, http=HTTP)})
+    assert result.summary("a").trials == 2 and result.failed_variants == ()
+    assert failure_message(result) is None
+    assert result.comparison("b").requests_per_s.ratio is not None
+
+
+def test_html_report_says_why_a_trial_did_not_count_in_old_and_new_files() -> None:
+    from pounder.report import render_report
+
+    document = json.loads(killed_result().to_json())
+    old = json.loads(killed_result().to_json())  # as written before the failure rule: no not_counted, no max_failed
+    del old["options"]["max_failed"]
+    for trial in old["trials"]:
+        del trial["not_counted"]
+        trial["counted"] = trial["round"] > 0 and not trial["interrupted"]
+    validate(old, "compare")
+    page = html.unescape(re.sub(r"<[^>]+>", "|", render_report(document)))
+    assert "b vs a: unknown, no ratio: a has 1 counted trial (2 not counted: requests failed)" in page
+    assert "|a||2||requests failed||60,002 of 60,002||refused 60,002|" in page
+    assert "Some trials are not counted" in page and "interrupted" not in page
+    old_page = html.unescape(re.sub(r"<[^>]+>", "|", render_report(old)))
+    assert "requests failed" not in old_page  # an old file's trials all counted: nothing derived wrongly

@@ -220,11 +220,101 @@ def test_a_variant_where_nothing_succeeded_is_no_comparison(testserver: Any, tmp
         "-n", "20", "--timeout", TIMEOUT, "--json", str(json_path),
     ))  # fmt: skip
     assert code == 1, (stdout, stderr)
-    assert stderr == "pounder: error: no request succeeded to broken (60 failed): no comparison with it\n"
+    assert stderr == ("pounder: error: no request succeeded to broken (60 failed: reset 60): no comparison with it "
+                      "(at least 2 counted trials needed)\n")
     document = json.loads(json_path.read_text())  # written all the same
     validate(document, "compare")
     comparison = document["comparisons"][0]
     assert comparison["verdict"] == "unknown"
     assert comparison["requests_per_s"]["ratio"] is None and comparison["p99_us"]["ratio"] is None
-    assert "broken vs good: unknown" in stdout and "slower" not in stdout
-    assert broken.count() == 80  # a warm-up trial and 3 counted, 20 requests each
+    assert "broken vs good: unknown, no ratio: broken has 0 counted trials (3 not counted: requests failed)" in stdout
+    assert "slower" not in stdout
+    assert [trial["not_counted"] for trial in document["trials"] if trial["label"] == "broken"] == [
+        "warm-up", "failures", "failures", "failures"]
+    assert broken.count() == 80  # a warm-up trial and 3 measured, 20 requests each
+
+
+# ---------------------------------------------------------------------------------------------
+# A server that dies mid-run (the QA report: the baseline killed after its first trial)
+
+
+def test_trials_after_the_baseline_died_do_not_count(testserver: Any, tmp_path: Path) -> None:
+    """The baseline's server is stopped right after its first measured trial: its next two trials
+    are all refused connections, kept with the reason, not counted; with one counted trial left
+    there is no ratio (no "2.053x" from one trial) and the verdict is unknown."""
+    base = testserver(mode="ok")
+    other = testserver(mode="ok")
+    results = tmp_path / "compare.json"
+
+    def on_trial(trial: Trial, planned: int) -> None:
+        if trial.label == "base" and trial.round == 1:
+            base.stop()
+
+    result = compare(
+        [Variant("base", base.url + "/"), Variant("other", other.url + "/")],
+        trials=3, connections=2, requests=50, duration=2, timeout=TIMEOUT, results=results, on_trial=on_trial,
+    )  # fmt: skip
+
+    assert [(t.label, t.round, t.not_counted) for t in result.trials] == [
+        ("base", 0, "warm-up"), ("other", 0, "warm-up"), ("base", 1, None), ("other", 1, None),
+        ("base", 2, "failures"), ("other", 2, None), ("base", 3, "failures"), ("other", 3, None),
+    ]  # fmt: skip
+    dead = result.failed("base")
+    assert all(t.complete == 0 and t.failed == 50 and dict(t.errors) == {"refused": 50} for t in dead), dead
+    assert base.count() == sum(t.complete for t in result.trials if t.label == "base") == 100  # warm-up + round 1
+    assert other.count() == sum(t.complete for t in result.trials if t.label == "other") == 200
+    summary = result.summary("base")
+    assert (summary.trials, summary.complete, summary.failed) == (1, 50, 0)
+    comparison = result.comparison("other")
+    assert comparison.verdict == "unknown"
+    assert comparison.requests_per_s.ratio is None and comparison.p99_us.ratio is None
+    assert result.failed_variants == ("base",) and not result.complete and not result.interrupted
+    document = json.loads(results.read_text())
+    validate(document, "compare")
+    assert document == json.loads(result.to_json())
+    report = render_compare(result)
+    assert "other vs base: unknown, no ratio: base has 1 counted trial (2 not counted: requests failed)" in report
+    assert "Not counted: base trial 2, 50 of 50 requests failed (refused 50)" in report
+
+
+def test_cli_exits_1_naming_the_variant_whose_server_died(testserver: Any, tmp_path: Path) -> None:
+    """The same from the command line, the server stopped from outside once the baseline's first
+    trial is written (the other's trial then takes 1 s: 20 requests, 2 connections, 100 ms each)."""
+    base = testserver(mode="ok")
+    other = testserver(mode="ok", delay_ms=100)
+    json_path, html_path = tmp_path / "compare.json", tmp_path / "compare.html"
+    process = pounder_process(
+        base.url + "/", other.url + "/", "--label", "base", "--label", "other", "--trials", "3", "--no-warmup",
+        "-c", "2", "-n", "20", "-d", "5s", "--timeout", TIMEOUT, "--json", str(json_path), "--report", str(html_path),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if json_path.exists() and len(json.loads(json_path.read_text())["trials"]) >= 1:
+                break
+            time.sleep(0.02)
+        else:
+            pytest.fail("no trial written within 30 s")
+        base.stop()
+        code, stdout, stderr = finish(process)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+    assert code == 1, (stdout, stderr)
+    assert stderr.endswith(
+        "pounder: error: requests to base failed in 2 of 3 trials (40 failed: refused 40), 1 counted trial left: "
+        "no comparison with it (at least 2 counted trials needed)\n"
+    ), stderr
+    assert stderr.count("pounder: error:") == 1 and "Traceback" not in stderr
+    document = json.loads(json_path.read_text())  # written all the same
+    validate(document, "compare")
+    assert [t["not_counted"] for t in document["trials"]] == [None, None, "failures", None, "failures", None]
+    assert document["comparisons"][0]["verdict"] == "unknown"
+    assert document["comparisons"][0]["p99_us"]["ratio"] is None
+    assert base.count() == sum(t["complete"] for t in document["trials"] if t["label"] == "base") == 20
+    assert other.count() == sum(t["complete"] for t in document["trials"] if t["label"] == "other") == 60
+    assert "0.00! 0.00!" in stdout  # base: round 1 counted, rounds 2 and 3 marked as failed
+    assert "other vs base: unknown, no ratio: base has 1 counted trial" in stdout
+    assert "requests failed" in html_path.read_text()

@@ -40,6 +40,7 @@ from pounder.compare import (
     check_trials,
     compare,
     default_labels,
+    failure_message,
     format_rate,
     render_chart,
     render_compare,
@@ -61,9 +62,13 @@ COMPARE_HELP = "\n\n".join(
         "--server-*), and against the baseline (the first URL, or --baseline) the ratio of the medians with a 95 % "
         "bootstrap interval over the trials: faster, slower, or no clear difference when the interval contains 1 "
         "or the ratio is within --min-effect of 1. In open loop (--rate) the verdict comes from the p99 latency.",
+        "A trial counts only when at most 1 % of its requests failed (refused, reset, timed out...) and one "
+        "completed: one that does not is kept in the results, marked '!' and explained, but not counted. With fewer "
+        "than 2 counted trials for a URL there is no ratio and the verdict is unknown.",
         "Targets must be on this machine (127.0.0.0/8 or ::1) unless --allow-remote.",
-        "Exit status: 0 done, 1 could not run or nothing succeeded for a URL (the results are still written), 2 bad "
-        "input, 130 interrupted (the trials done are still reported).",
+        "Exit status: 0 done, 1 could not run, or a URL was left with fewer than 2 counted trials because its "
+        "requests failed (the results are still written and reported), 2 bad input, 130 interrupted (the trials "
+        "done are still reported).",
     ]
 )
 
@@ -243,7 +248,6 @@ def compare_command(
             write_html_report([result.to_dict()], report)
     if result.interrupted:
         raise interrupted(kept_outputs([json_out, chart_out, report], quiet))
-    unanswered = [summary for summary in result.summaries if summary.complete == 0]
-    if unanswered:  # written and reported; still no comparison
-        named = ", ".join(f"{summary.label} ({summary.failed:,} failed)" for summary in unanswered)
-        raise PounderError(f"no request succeeded to {named}: no comparison with it")
+    failure = failure_message(result)
+    if failure is not None:  # written and reported; still no comparison
+        raise PounderError(failure)

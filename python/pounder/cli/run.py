@@ -71,9 +71,7 @@ def run_command(
         keep()
     if outcome.interrupted:
         raise interrupted(f"every server was stopped; {measured}")
-    unanswered = outcome.unanswered()
-    if unanswered:  # written and printed; still no comparison (as pounder compare)
-        named = "; ".join(f"load {index} ({load.label}): {label} ({failed:,} failed)"
-                          for index, load, label, failed in unanswered)
-        raise PounderError(f"no request succeeded under {named}: no comparison with it")
+    failures = outcome.failures()
+    if failures:  # written and printed; still no comparison with them (as pounder compare)
+        raise PounderError("; ".join(failures))
     return 0

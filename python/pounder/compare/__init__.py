@@ -13,7 +13,10 @@
 
 The same load runs against every variant, ``trials`` times each, interleaved (A B A B ...) after a
 warm-up trial each; each variant's figures are medians over its trials, and each ratio against the
-baseline (requests/s, p99 latency) has a 95 % percentile-bootstrap interval over the trials. See
+baseline (requests/s, p99 latency) has a 95 % percentile-bootstrap interval over the trials. A trial
+counts only when at most 1 % of its requests failed (and one completed); a variant left with fewer
+than 2 counted trials has no ratio and the verdict "unknown" (:attr:`CompareResult.failed_variants`,
+:func:`failure_message`). See
 :mod:`pounder.compare._trials` for the run, :mod:`pounder.compare._result` for the result and
 :mod:`pounder.compare._stats` for the statistics.
 """
@@ -21,18 +24,28 @@ baseline (requests/s, p99 latency) has a 95 % percentile-bootstrap interval over
 from __future__ import annotations
 
 from pounder.compare._chart import chart_format, render_chart
-from pounder.compare._report import format_rate, format_ratio, render_compare
+from pounder.compare._report import describe_errors, failure_message, format_rate, format_ratio, render_compare
 from pounder.compare._result import (
     SCHEMA,
     CompareOptions,
     CompareResult,
     Comparison,
+    NotCounted,
     Trial,
     TrialCallback,
     Variant,
     VariantSummary,
 )
-from pounder.compare._stats import Estimate, RatioEstimate, Verdict, median_interval, ratio_interval, verdict
+from pounder.compare._stats import (
+    MAX_FAILED,
+    Estimate,
+    RatioEstimate,
+    Verdict,
+    clean_trial,
+    median_interval,
+    ratio_interval,
+    verdict,
+)
 from pounder.compare._trials import (
     DEFAULT_TRIALS,
     MAX_TRIALS,
@@ -47,6 +60,7 @@ from pounder.compare._trials import (
 
 __all__ = [
     "DEFAULT_TRIALS",
+    "MAX_FAILED",
     "MAX_TRIALS",
     "MAX_VARIANTS",
     "MIN_TRIALS",
@@ -55,6 +69,7 @@ __all__ = [
     "CompareResult",
     "Comparison",
     "Estimate",
+    "NotCounted",
     "RatioEstimate",
     "Trial",
     "TrialCallback",
@@ -64,8 +79,11 @@ __all__ = [
     "chart_format",
     "check_label",
     "check_trials",
+    "clean_trial",
     "compare",
     "default_labels",
+    "describe_errors",
+    "failure_message",
     "format_rate",
     "format_ratio",
     "median_interval",

@@ -2,17 +2,18 @@
 
 Sections: what ran (load, trials, baseline); one row per variant (medians over its counted trials
 and 95 % intervals); one row per variant against the baseline (ratios, intervals, verdicts); one
-sentence per comparison; every trial's requests/s in order; notes (interruption, failures).
+sentence per comparison; every trial's requests/s in order; notes (trials not counted for their
+failures, failures in counted trials).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pounder._errors import check_instance, public
-from pounder.compare._result import CompareResult, Comparison
-from pounder.compare._stats import Estimate, RatioEstimate
-from pounder.load import describe_load, format_ms
+from pounder.compare._result import CompareResult, Comparison, Trial
+from pounder.compare._stats import MAX_FAILED, MIN_SAMPLES, Estimate, RatioEstimate
+from pounder.load import ERROR_CATEGORIES, describe_load, format_ms
 
 _GAP = "  "
 
@@ -72,6 +73,50 @@ def _ratio_interval(ratio: RatioEstimate) -> str:
     return f"{format_ratio(ratio.low)}-{format_ratio(ratio.high)}"
 
 
+@public
+def describe_errors(errors: Mapping[str, int]) -> str:
+    """A trial's (or trials') error counts as ``refused 66,835, reset 3``, in the engine's order."""
+    named = [f"{name.replace('_', ' ')} {errors[name]:,}" for name in ERROR_CATEGORIES if errors.get(name)]
+    return ", ".join(named) or "no error recorded"
+
+
+def _failures(trials: Sequence[Trial]) -> str:
+    """``137,315 failed: refused 137,315`` over ``trials``."""
+    errors: dict[str, int] = {}
+    for trial in trials:
+        for name, count in trial.errors.items():
+            errors[name] = errors.get(name, 0) + count
+    return f"{sum(trial.failed for trial in trials):,} failed: {describe_errors(errors)}"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+@public
+def failure_message(result: CompareResult) -> str | None:
+    """The error for the variants left with fewer than 2 counted trials because requests failed
+    (:attr:`CompareResult.failed_variants`), naming each and how its requests failed; None when
+    there is none."""
+    check_instance(result, CompareResult, "failure_message: result")
+    parts = []
+    for label in result.failed_variants:
+        failed = result.failed(label)
+        measured = [trial for trial in result.trials if trial.label == label and trial.measured]
+        if not any(trial.complete for trial in measured):
+            parts.append(f"no request succeeded to {label} ({_failures(failed)})")
+        else:
+            counted = len(result.counted(label))
+            parts.append(
+                f"requests to {label} failed in {len(failed)} of {len(measured)} trials ({_failures(failed)}), "
+                f"{_plural(counted, 'counted trial')} left"
+            )
+    if not parts:
+        return None
+    them = "it" if len(parts) == 1 else "them"
+    return f"{'; '.join(parts)}: no comparison with {them} (at least {MIN_SAMPLES} counted trials needed)"
+
+
 def _header(result: CompareResult) -> list[str]:
     options = result.options
     load = options.load
@@ -84,7 +129,7 @@ def _header(result: CompareResult) -> list[str]:
     connection = "keep-alive" if http.keepalive else "keep-alive off"
     order = " ".join(variant.label for variant in result.variants[:3]) + (" ..." if len(result.variants) > 3 else "")
     warmup = ", after a warm-up trial each" if options.warmup else ", no warm-up"
-    counted = sum(trial.counted for trial in result.trials)
+    measured = sum(trial.measured for trial in result.trials)
     lines = [
         f"pounder {result.tool_version} compare, started {result.started_at}",
         "",
@@ -94,7 +139,7 @@ def _header(result: CompareResult) -> list[str]:
     ]
     if result.interrupted:
         planned_total = options.trials * len(result.variants)
-        lines.append(f"Interrupted:     yes, after {counted} of {planned_total} trials: partial result")
+        lines.append(f"Interrupted:     yes, after {measured} of {planned_total} trials: partial result")
     return lines
 
 
@@ -131,7 +176,18 @@ def _comparisons(result: CompareResult) -> list[str]:
     return _table(rows)
 
 
-def _sentence(comparison: Comparison, min_effect: float) -> str:
+def _too_few(result: CompareResult, label: str) -> str | None:
+    """Why ``label`` has fewer than 2 counted trials, or None when it has enough."""
+    counted = len(result.counted(label))
+    if counted >= MIN_SAMPLES:
+        return None
+    failed = len(result.failed(label))
+    why = f" ({failed} not counted: requests failed)" if failed else ""
+    return f"{label} has {_plural(counted, 'counted trial')}{why}"
+
+
+def _sentence(result: CompareResult, comparison: Comparison) -> str:
+    min_effect = result.options.min_effect
     label, base = comparison.label, comparison.baseline
     ratio = comparison.p99_us if comparison.by == "p99_us" else comparison.requests_per_s
     what = "the p99 latency" if comparison.by == "p99_us" else "the requests/s"
@@ -145,15 +201,22 @@ def _sentence(comparison: Comparison, min_effect: float) -> str:
         if low is not None and high is not None and not low <= 1.0 <= high:
             figures += f"; within the {min_effect:.0%} minimum effect"
         return f"{label} vs {base}: no clear difference, {figures}."
+    short = [why for why in (_too_few(result, base), _too_few(result, label)) if why is not None]
+    if short:
+        return (f"{label} vs {base}: unknown, no ratio: {' and '.join(short)}; at least {MIN_SAMPLES} per variant "
+                "are needed.")
     return f"{label} vs {base}: unknown, too few trials measured something for an interval."
 
 
+_MARKS = {None: "", "warm-up": "*", "interrupted": "*", "failures": "!"}
+
+
 def _trials(result: CompareResult) -> list[str]:
-    lines = ["Trials (req/s, in order; * not counted: warm-up or interrupted):"]
+    lines = ["Trials (req/s, in order; not counted: * warm-up or interrupted, ! requests failed):"]
     width = max(len(variant.label) for variant in result.variants)
     for variant in result.variants:
         cells = [
-            format_rate(trial.requests_per_s) + ("" if trial.counted else "*")
+            format_rate(trial.requests_per_s) + _MARKS[trial.not_counted]
             for trial in result.trials
             if trial.label == variant.label
         ]
@@ -163,6 +226,13 @@ def _trials(result: CompareResult) -> list[str]:
 
 def _notes(result: CompareResult) -> list[str]:
     notes = []
+    for trial in result.trials:
+        if trial.not_counted == "failures":
+            attempted = trial.complete + trial.failed
+            notes.append(
+                f"Not counted: {trial.label} trial {trial.round}, {trial.failed:,} of {attempted:,} requests failed "
+                f"({describe_errors(trial.errors)}); a trial counts with at most {MAX_FAILED * 100:g} % failed."
+            )
     for summary in result.summaries:
         if summary.failed or summary.non_2xx:
             notes.append(
@@ -177,7 +247,7 @@ def render_compare(result: CompareResult) -> str:
     """The whole text report, ending with a newline."""
     check_instance(result, CompareResult, "render_compare: result")
     sections = [_header(result), _variants(result), _comparisons(result)]
-    sections.append([_sentence(comparison, result.options.min_effect) for comparison in result.comparisons])
+    sections.append([_sentence(result, comparison) for comparison in result.comparisons])
     sections.append(_trials(result))
     notes = _notes(result)
     if notes:

@@ -12,18 +12,25 @@ from typing import Any, Literal
 from pounder._errors import public
 from pounder.compare._stats import (
     CONFIDENCE,
+    MAX_FAILED,
     MIN_EFFECT,
+    MIN_SAMPLES,
     RESAMPLES,
     SEED,
     Estimate,
     RatioEstimate,
     Verdict,
+    clean_trial,
     median_interval,
     ratio_interval,
 )
 from pounder.load import BenchResult, HttpOptions, LoadModel, Stage
 
 SCHEMA = "pounder/compare/1"
+
+NotCounted = Literal["warm-up", "interrupted", "failures"]
+"""Why a trial is not part of the statistics: the warm-up round, stopped by Ctrl-C, or more than
+:data:`~pounder.compare._stats.MAX_FAILED` of its requests failed (or none completed)."""
 
 
 @public
@@ -65,8 +72,25 @@ class Trial:
     server_cpu_us_per_request: float | None
 
     @property
+    def not_counted(self) -> NotCounted | None:
+        """Why the trial is not part of the statistics, None when it is."""
+        if self.round == 0:
+            return "warm-up"
+        if self.interrupted:
+            return "interrupted"
+        if not clean_trial(self.complete, self.failed):
+            return "failures"
+        return None
+
+    @property
     def counted(self) -> bool:
-        """Part of the statistics: a measured round that ran to its end."""
+        """Part of the statistics: a measured round that ran to its end with at most 1 % of its
+        requests failed and at least one completed."""
+        return self.not_counted is None
+
+    @property
+    def measured(self) -> bool:
+        """A measured round that ran to its end (counted or not counted for its failures)."""
         return self.round > 0 and not self.interrupted
 
     @classmethod
@@ -92,7 +116,7 @@ class Trial:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "errors": dict(self.errors), "counted": self.counted}
+        return {**asdict(self), "errors": dict(self.errors), "counted": self.counted, "not_counted": self.not_counted}
 
 
 TrialCallback = Callable[[Trial, int], None]
@@ -110,6 +134,8 @@ class CompareOptions:
     load: LoadModel
     http: HttpOptions
     min_effect: float = MIN_EFFECT
+    max_failed: float = MAX_FAILED
+    """A trial counts only with at most this fraction of its requests failed (fixed; recorded)."""
     confidence: float = CONFIDENCE
     resamples: int = RESAMPLES
     seed: int = SEED
@@ -125,8 +151,7 @@ class CompareOptions:
 @dataclass(frozen=True)
 class VariantSummary:
     """One variant over its counted trials: medians with their bootstrap intervals (None without
-    a counted trial; latency over the trials that completed something; server CPU only with a
-    pid) and the request counts summed."""
+    a counted trial; server CPU only with a pid) and the request counts summed."""
 
     label: str
     url: str
@@ -190,6 +215,19 @@ class CompareResult:
         """The counted trials of the variant ``label``, in order."""
         return [trial for trial in self.trials if trial.label == label and trial.counted]
 
+    def failed(self, label: str) -> list[Trial]:
+        """The trials of the variant ``label`` not counted because their requests failed, in order."""
+        return [trial for trial in self.trials if trial.label == label and trial.not_counted == "failures"]
+
+    @property
+    def failed_variants(self) -> tuple[str, ...]:
+        """The labels of the variants left with fewer than 2 counted trials (no ratio, no interval)
+        because requests failed in their trials."""
+        return tuple(
+            variant.label for variant in self.variants
+            if self.failed(variant.label) and len(self.counted(variant.label)) < MIN_SAMPLES
+        )  # fmt: skip
+
     @cached_property
     def summaries(self) -> tuple[VariantSummary, ...]:
         pairs = zip(self.variants, self.connect, strict=True)
@@ -219,8 +257,7 @@ class CompareResult:
         return _median_interval(tuple(values), options.resamples, options.confidence, options.seed)
 
     def _summary(self, variant: Variant, connect: str) -> VariantSummary:
-        trials = self.counted(variant.label)
-        answered = [trial for trial in trials if trial.complete > 0]
+        trials = self.counted(variant.label)  # every one completed requests (clean_trial)
         cpu = [trial.server_cpu_us_per_request for trial in trials if trial.server_cpu_us_per_request is not None]
         return VariantSummary(
             label=variant.label,
@@ -232,8 +269,8 @@ class CompareResult:
             failed=sum(trial.failed for trial in trials),
             non_2xx=sum(trial.non_2xx for trial in trials),
             requests_per_s=self._estimate([trial.requests_per_s for trial in trials]),
-            p50_us=self._estimate([trial.p50_us for trial in answered]),
-            p99_us=self._estimate([trial.p99_us for trial in answered]),
+            p50_us=self._estimate([trial.p50_us for trial in trials]),
+            p99_us=self._estimate([trial.p99_us for trial in trials]),
             server_cpu_us_per_request=self._estimate(cpu),
         )
 
@@ -247,11 +284,11 @@ class CompareResult:
         )  # fmt: skip
 
     def _compare(self, label: str, base: str) -> Comparison:
+        # counted trials all completed requests: a side where nothing was answered has none, and no
+        # ratio ("unknown", not "0.000x slower"); nor has a side with a single counted trial
         ours, theirs = self.counted(label), self.counted(base)
-        if not any(t.complete for t in ours) or not any(t.complete for t in theirs):
-            ours, theirs = [], []  # a side where nothing was answered: no comparison, not "0.000x slower"
         rate = self._ratio([t.requests_per_s for t in ours], [t.requests_per_s for t in theirs], True)
-        p99 = self._ratio([t.p99_us for t in ours if t.complete], [t.p99_us for t in theirs if t.complete], False)
+        p99 = self._ratio([t.p99_us for t in ours], [t.p99_us for t in theirs], False)
         by: Literal["requests_per_s", "p99_us"] = "p99_us" if self.options.load.is_open else "requests_per_s"
         return Comparison(
             label=label,

@@ -11,6 +11,9 @@ figures: the bootstrap draws from a :class:`random.Random` seeded with a fixed `
   replacement, and takes the ratio of their medians.
 * :func:`verdict`: "faster", "slower", "no clear difference" (the interval contains 1, or the
   ratio is within ``min_effect`` of 1) or "unknown" (no interval).
+* :func:`clean_trial`: whether a trial's requests went well enough for it to count: at least one
+  completed and at most ``max_failed`` (1 %) of those attempted failed. A trial with more failures
+  measured something else (connection errors are fast or slow, not the server's answers).
 
 Quantiles interpolate linearly between order statistics (numpy's default, "type 7").
 
@@ -36,7 +39,10 @@ CONFIDENCE = 0.95
 SEED = 20_240_601
 MIN_EFFECT = 0.01
 MIN_SAMPLES = 2
-"""Fewer trials than this on either side: no interval (a single trial says nothing about noise)."""
+"""Fewer trials than this on either side: no interval and no ratio (a single trial says nothing
+about noise)."""
+MAX_FAILED = 0.01
+"""A trial counts only when at most this fraction of its attempted requests (complete + failed) failed."""
 
 Verdict = Literal["faster", "slower", "no clear difference", "unknown"]
 VERDICTS: tuple[Verdict, ...] = ("faster", "slower", "no clear difference", "unknown")
@@ -59,9 +65,10 @@ class Estimate:
 class RatioEstimate:
     """median(variant) / median(baseline) with its bootstrap interval and the verdict.
 
-    ``ratio`` is None when the baseline's median is 0; ``low``/``high`` are None with fewer than
-    :data:`MIN_SAMPLES` trials on either side or a baseline trial of 0 (a resample could divide by
-    zero). ``higher_is_better`` says which way "faster" goes (requests/s: higher; latency: lower).
+    ``ratio`` is None with fewer than :data:`MIN_SAMPLES` trials on either side or when the
+    baseline's median is 0; ``low``/``high`` are None then too, and with a baseline trial of 0 (a
+    resample could divide by zero). ``higher_is_better`` says which way "faster" goes (requests/s:
+    higher; latency: lower).
     """
 
     ratio: float | None
@@ -142,10 +149,11 @@ def ratio_interval(
     theirs = _check(baseline, "ratio_interval baseline")
     if any(value < 0 for value in ours + theirs):
         raise ValueError("ratio_interval: values must not be negative")
+    enough = len(ours) >= MIN_SAMPLES and len(theirs) >= MIN_SAMPLES
     base = statistics.median(theirs)
-    ratio = statistics.median(ours) / base if base > 0 else None
+    ratio = statistics.median(ours) / base if base > 0 and enough else None
     low = high = None
-    if len(ours) >= MIN_SAMPLES and len(theirs) >= MIN_SAMPLES and min(theirs) > 0:
+    if enough and min(theirs) > 0:
         rng = random.Random(seed)
         draws = [
             statistics.median(rng.choices(ours, k=len(ours))) / statistics.median(rng.choices(theirs, k=len(theirs)))
@@ -183,3 +191,15 @@ def verdict(
         return "no clear difference"
     above = low > 1.0
     return "faster" if above == higher_is_better else "slower"
+
+
+@public
+def clean_trial(complete: int, failed: int, max_failed: float = MAX_FAILED) -> bool:
+    """Whether a trial's requests went well enough for its figures to mean the server's: at least
+    one request completed and ``failed`` is at most ``max_failed`` of those attempted
+    (``complete + failed``). Non-2xx answers are answers, not failures."""
+    if complete < 0 or failed < 0:
+        raise ValueError(f"request counts must not be negative, got complete={complete}, failed={failed}")
+    if not 0.0 <= max_failed < 1.0:
+        raise ValueError(f"max_failed must be at least 0 and less than 1, got {max_failed}")
+    return complete > 0 and failed <= max_failed * (complete + failed)

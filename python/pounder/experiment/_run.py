@@ -23,7 +23,7 @@ from pounder._errors import check_callable, check_instance, check_path, public
 from pounder._files import utc_timestamp
 from pounder._units import MIB
 from pounder._version import __version__
-from pounder.compare import CompareResult, TrialCallback, Variant, compare, render_compare
+from pounder.compare import CompareResult, TrialCallback, Variant, compare, failure_message, render_compare
 from pounder.experiment._file import Experiment, LoadSpec, VariantSpec
 from pounder.pool import (
     TARGET_FIELDS,
@@ -71,12 +71,13 @@ class ExperimentResult:
     interrupted: bool = False
     """A signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run: what was measured until then is here."""
 
-    def unanswered(self) -> list[tuple[int, LoadSpec, str, int]]:
-        """The variants no request succeeded to, as (load number from 1, load, label, failed
-        requests): no comparison with them under that load."""
-        return [(index, load, summary.label, summary.failed)
+    def failures(self) -> list[str]:
+        """For each load where a variant was left with fewer than 2 counted trials because its
+        requests failed (:func:`pounder.compare.failure_message`): ``load N (LABEL): ...``; no
+        comparison with it under that load."""
+        return [f"load {index} ({load.label}): {message}"
                 for index, (load, result) in enumerate(self.comparisons, start=1)
-                for summary in result.summaries if summary.complete == 0]
+                if (message := failure_message(result)) is not None]
 
     def render(self) -> str:
         exp = self.experiment

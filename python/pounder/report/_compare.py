@@ -1,5 +1,5 @@
 """Report parts for comparisons (``pounder/compare/1``) and experiments (``pounder run``
-results directories): bars with their 95 % intervals, and the tables."""
+results directories): bars with their 95 % intervals, the tables, and the trials not counted and why."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from pounder._units import MIB, number
+from pounder.compare import MAX_FAILED, describe_errors
 from pounder.report._html import Section, chart, esc, label_axes, paragraph, pre, table
+
+_WHY = {"warm-up": "warm-up", "interrupted": "interrupted (Ctrl-C)", "failures": "requests failed"}
 
 
 def _estimate(variant: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
@@ -36,6 +39,51 @@ def _ratio(value: Any) -> str:
     return "-" if value is None else f"{float(value):.3f}x"
 
 
+def _not_counted(trial: Mapping[str, Any]) -> str | None:
+    """Why a trial is not counted, None when it is: its ``not_counted`` field, else (a file
+    written before that field) round 0 is the warm-up, then interrupted, then failed requests."""
+    if trial.get("counted", True):
+        return None
+    given = trial.get("not_counted")
+    if isinstance(given, str):
+        return given
+    if trial.get("round") == 0:
+        return "warm-up"
+    return "interrupted" if trial.get("interrupted") else "failures"
+
+
+def _excluded(trials: Sequence[Mapping[str, Any]]) -> str:
+    """The rows of the trials not counted other than the warm-ups: why, and how requests failed."""
+    rows = []
+    for trial in trials:
+        why = _not_counted(trial)
+        if why is None or why == "warm-up":
+            continue
+        failed, complete = int(trial.get("failed") or 0), int(trial.get("complete") or 0)
+        rows.append([trial.get("label", "-"), trial.get("round", "-"), _WHY.get(why, why),
+                     f"{failed:,} of {failed + complete:,}", describe_errors(trial.get("errors") or {})])
+    return table(["variant", "trial", "not counted", "failed requests", "errors"], rows) if rows else ""
+
+
+def _unknown_reasons(doc: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]) -> list[str]:
+    """For each comparison without a verdict: the side(s) with fewer than 2 counted trials."""
+    reasons = []
+    for c in doc.get("comparisons") or []:
+        if c.get("verdict") != "unknown":
+            continue
+        short = []
+        for label in (c.get("baseline"), c.get("label")):
+            mine = [t for t in trials if t.get("label") == label]
+            counted = sum(1 for t in mine if _not_counted(t) is None)
+            failed = sum(1 for t in mine if _not_counted(t) == "failures")
+            if counted < 2:
+                short.append(f"{label} has {counted} counted trial{'' if counted == 1 else 's'}"
+                             + (f" ({failed} not counted: requests failed)" if failed else ""))
+        why = f"no ratio: {' and '.join(short)}; at least 2 per variant are needed" if short else "no interval"
+        reasons.append(f"{c.get('label')} vs {c.get('baseline')}: unknown, {why}.")
+    return reasons
+
+
 def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "compare",
                      heading: str | None = None) -> list[Section]:
     """The comparison: the bar charts (requests/s and p99 with their intervals) and the tables."""
@@ -43,8 +91,12 @@ def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "c
     section = Section(heading or f"Comparison: {source}")
     options = doc.get("options") or {}
     trials = options.get("trials")
-    if doc.get("interrupted") or not doc.get("complete", True):
+    trial_docs = [t for t in doc.get("trials") or [] if isinstance(t, Mapping)]
+    if doc.get("interrupted"):
         section.add(paragraph("This comparison was interrupted: the figures cover the trials done."))
+    elif not doc.get("complete", True) and any(_not_counted(t) == "failures" for t in trial_docs):
+        section.add(paragraph(f"Some trials are not counted: more than {MAX_FAILED * 100:g} % of their requests "
+                              "failed, or none completed (listed below); the figures cover the counted trials."))
     if trials:
         section.add(paragraph(f"{trials} trials per variant, interleaved, after a warm-up trial each; medians over "
                               "the trials with 95 % bootstrap intervals."))
@@ -53,6 +105,9 @@ def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "c
     labels = [str(v["label"]) for v in variants]
     if not any(_estimate(v, "requests_per_s") for v in variants):
         section.add(paragraph("No trial was counted (the warm-up trials are not): there is no figure to show yet."))
+        for reason in _unknown_reasons(doc, trial_docs):
+            section.add(paragraph(reason))
+        section.add(_excluded(trial_docs))
         return [section]
     out: list[str] = []
     with chart(f"{chart_prefix}-bars", "Median requests/s and p99 latency per variant, with 95 % intervals",
@@ -80,6 +135,9 @@ def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "c
                          f"{_ratio(r.get('low'))}-{_ratio(r.get('high'))}", _ratio(p.get("ratio")),
                          f"{_ratio(p.get('low'))}-{_ratio(p.get('high'))}", c.get("verdict", "-")])
         section.add(table(["", "req/s ratio", "95% interval", "p99 ratio", "95% interval", "verdict"], rows))
+    for reason in _unknown_reasons(doc, trial_docs):
+        section.add(paragraph(reason))
+    section.add(_excluded(trial_docs))
     return [section]
 
 
