@@ -135,15 +135,14 @@ def finish(process: subprocess.Popen[str], timeout_s: float = 60.0) -> tuple[int
     return process.returncode, stdout, stderr
 
 
-def test_cli_writes_json_and_chart(testserver: Any, tmp_path: Path) -> None:
+def test_cli_writes_json_and_chart(gunicorn_server: Any, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    fast = testserver(mode="ok")
-    slow = testserver(mode="ok", delay_ms=5)
+    server = gunicorn_server(workers=2)
     json_path, chart_path = tmp_path / "compare.json", tmp_path / "compare.png"
 
     code, stdout, stderr = finish(pounder_process(
-        fast.url + "/", slow.url + "/", "--label", "fast", "--label", "slow", "--trials", "3", "-c", "4",
-        "-n", "100", "-d", "5s", "--timeout", TIMEOUT, "--server-pid", str(fast.proc.pid),
+        server.url + "/", server.url + "/cpu?ms=5", "--label", "fast", "--label", "slow", "--trials", "3", "-c", "4",
+        "-n", "100", "-d", "5s", "--timeout", TIMEOUT, "--server-pid", str(server.pid),
         "--json", str(json_path), "--chart", str(chart_path),
     ))  # fmt: skip
 
@@ -154,11 +153,23 @@ def test_cli_writes_json_and_chart(testserver: Any, tmp_path: Path) -> None:
     assert [variant["label"] for variant in document["variants"]] == ["fast", "slow"]
     assert len(document["trials"]) == 8 and sum(trial["counted"] for trial in document["trials"]) == 6
     assert document["comparisons"][0]["verdict"] == "slower"
-    assert all(variant["server_pid"] == fast.proc.pid for variant in document["variants"])  # one server for all
-    assert document["variants"][0]["server_cpu_us_per_request"]["median"] > 0
+    assert all(variant["server_pid"] == server.pid for variant in document["variants"])  # one server for all
+    cpu = [variant["server_cpu_us_per_request"]["median"] for variant in document["variants"]]
+    assert 0 < cpu[0] < cpu[1]  # /cpu?ms=5 burns 5 ms of the server's CPU per request
     assert chart_path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert "slow is slower than fast" in stdout
-    assert fast.count() + slow.count() == sum(t["complete"] + t["failed"] for t in document["trials"]) == 800
+    assert sum(t["complete"] + t["failed"] for t in document["trials"]) == 800
+
+
+def test_a_server_pid_that_does_not_serve_a_url_is_bad_input(testserver: Any) -> None:
+    """--server-pid applies to every URL: one whose requests go to another server would get a CPU
+    per request from a process that never saw them. Refused before anything is sent."""
+    first, second = testserver(mode="ok"), testserver(mode="ok")
+    code, stdout, stderr = finish(pounder_process(first.url + "/", second.url + "/", "-n", "20",
+                                                  "--server-pid", str(first.proc.pid)))
+    assert code == 2 and stdout == "", stderr
+    assert len(stderr.splitlines()) == 1 and f"process {first.proc.pid} does not listen on" in stderr
+    assert first.count() == 0 and second.count() == 0
 
 
 def test_cli_ctrl_c_keeps_the_trials_done(testserver: Any, tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from pounder._version import __version__
 from pounder.compare._result import CompareOptions, CompareResult, Trial, TrialCallback, Variant
 from pounder.compare._stats import MIN_EFFECT
 from pounder.load import BenchSpec, LoadOptions, ProgressCallback, run_bench
-from pounder.procs import ServerSampler, ServerTarget, find_server
+from pounder.procs import ServerSampler, ServerTarget, find_server, serves
 
 DEFAULT_TRIALS = 5
 MIN_TRIALS = 3
@@ -112,13 +112,20 @@ def _check_min_effect(min_effect: float) -> float:
     return float(min_effect)
 
 
-def _server(variant: Variant) -> ServerTarget | None:
+def _server(variant: Variant, spec: BenchSpec) -> ServerTarget | None:
+    """The server sampled for ``variant``'s CPU per request: it must listen where the requests go
+    (else that figure, the only one compare takes from it, would mean nothing)."""
     if variant.server_pid is None:
         return None
     try:
-        return find_server(pid=variant.server_pid)
+        target = find_server(pid=variant.server_pid)
     except UsageError as error:
         raise UsageError(f"{variant.label}: {error}") from None
+    connect = spec.targets[0].info().connect
+    if serves(target, connect) is False:
+        raise UsageError(f"{variant.label}: process {target.pid} does not listen on {connect}, where the requests go: "
+                         "its CPU per request would mean nothing (another server, or a backend behind a proxy)")
+    return target
 
 
 @public
@@ -176,7 +183,7 @@ def compare(
     if given.requests is None and given.duration is None and given.stages is None:
         given = LoadOptions.of(given, duration=DEFAULT_TRIAL_S)
     specs = [BenchSpec.from_options(variant.url, options=given) for variant in checked]
-    servers = [_server(variant) for variant in checked]
+    servers = [_server(variant, spec) for variant, spec in zip(checked, specs, strict=True)]
     output = check_output_path(os.fspath(results), "--json") if results is not None else None
     if output == "-":
         raise UsageError("results must be a file, not '-'")
