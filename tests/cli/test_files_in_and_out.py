@@ -51,7 +51,7 @@ def _python_pounder(*args: str) -> tuple[int, str, str]:
     (["mem", "--pidfile", "{x}", "--json", "{x}"], "--json {x} would overwrite the --pidfile input"),
 ])  # fmt: skip
 def test_an_output_never_overwrites_an_input_or_another_output(tmp_path: Path, args: list[str], fragment: str) -> None:
-    target = tmp_path / "kept.json"
+    target = tmp_path / "kept"  # no suffix: any output may take it (the page must not be .json)
     target.write_text("http://127.0.0.1:9/\n")
     before = target.read_bytes()
     filled = [arg.replace("{x}", str(target)) for arg in args]
@@ -74,7 +74,7 @@ def test_run_report_never_overwrites_the_experiment(tmp_path: Path) -> None:
     before = experiment.read_bytes()
     code, out, err = cliutil.run_cli("run", str(experiment), "--results", str(tmp_path / "r"), "--report",
                                      str(experiment))  # fmt: skip
-    assert_usage_error(code, out, err, f"--report {experiment} would overwrite the experiment input")
+    assert_usage_error(code, out, err, f"--report {experiment}")  # refused: not a page name, nor to overwrite
     assert experiment.read_bytes() == before
     assert not (tmp_path / "r").exists()
 
@@ -86,7 +86,7 @@ def test_tune_report_never_overwrites_the_app_or_the_results(tmp_path: Path) -> 
     before = app.read_bytes()
     tune = ["tune", "gunicorn", "m:app", "--pythonpath", str(tmp_path), "--quick"]
     assert_usage_error(*cliutil.run_cli(*tune, "--results", str(tmp_path / "r"), "--report", str(app)),
-                       f"--report {app} would overwrite the app module m:app input")
+                       f"--report {app}")  # refused: not a page name, nor to overwrite the app
     assert app.read_bytes() == before
     same = tmp_path / "same.html"
     assert_usage_error(*cliutil.run_cli(*tune, "--results", str(same), "--report", str(same)),
@@ -161,3 +161,21 @@ def test_an_input_over_its_limit_names_the_limit(tmp_path: Path, command: list[s
         file.truncate(size)
     code, out, err = cliutil.run_cli(*(arg.replace("{big}", str(big)) for arg in command))
     assert_usage_error(code, out, err, f"{big} is larger than the limit of {limit}")
+
+
+@pytest.mark.parametrize("args", [
+    ["report", "{dir}", "-o", "{dir}/x.pdf"],
+    ["bench", "-n", "5", "--report", "{dir}/x.json", URL],
+    ["compare", "-n", "5", "--report", "{dir}/x.svg", A, B],
+    ["run", "{dir}/e.toml", "--report", "{dir}/x.PNG"],
+])  # fmt: skip
+def test_the_page_is_named_html(tmp_path: Path, args: list[str]) -> None:
+    """The page is HTML: written into x.pdf it would hold something else than its name says."""
+    (tmp_path / "e.toml").write_text('title = "t"\n[server]\nadapter = "url"\n[[load]]\nrequests = 10\n'
+                                     '[[variant]]\nlabel = "a"\nurl = "http://127.0.0.1:9/a"\n'
+                                     '[[variant]]\nlabel = "b"\nurl = "http://127.0.0.1:9/b"\n')  # fmt: skip
+    filled = [arg.replace("{dir}", str(tmp_path)) for arg in args]
+    assert_usage_error(*cliutil.run_cli(*filled), "the page is HTML", "give a name ending in .html")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.toml"]
+    with pytest.raises(UsageError, match="the page is HTML, not .pdf"):
+        write_report([tmp_path / "e.toml"], tmp_path / "x.pdf")

@@ -171,6 +171,9 @@ def check_report_path(path: str | None) -> None:
         raise UsageError("--report: give a file name (the page is not written to stdout)")
     check_output_path(path, "--report")
     if path is not None:
+        from pounder.report import check_page_name
+
+        check_page_name(path, "--report")
         require_matplotlib("--report")  # known before a run of minutes, not after it
 
 

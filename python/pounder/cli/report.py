@@ -34,7 +34,7 @@ def report_command(
     title: Annotated[str | None, TITLE] = None,
     open_page: Annotated[bool, OPEN] = False,
 ) -> int:
-    from pounder.report import render_report, write_report
+    from pounder.report import check_page_name, render_report, write_report
 
     if output == "-":
         if open_page:
@@ -42,6 +42,7 @@ def report_command(
         sys.stdout.write(render_report(paths, title))
         return 0
     check_output_path(output, "--output")
+    check_page_name(output, "--output")
     written = write_report(paths, output, title).resolve()
     sys.stdout.write(f"report: {written}\n")
     if open_page:

@@ -12,6 +12,6 @@ printable.
 """
 
 from pounder.report._html import ReportError, Section
-from pounder.report._report import render_report, write_report
+from pounder.report._report import check_page_name, render_report, write_report
 
-__all__ = ["ReportError", "Section", "render_report", "write_report"]
+__all__ = ["ReportError", "Section", "check_page_name", "render_report", "write_report"]

@@ -162,6 +162,18 @@ def _title(found: Sequence[tuple[Path, str, Any]]) -> str:
     return f"pounder report: {len(found)} results"
 
 
+PAGE_SUFFIXES = ("", ".html", ".htm")
+
+
+@public
+def check_page_name(path: str | os.PathLike[str], what: str) -> None:
+    """The page is HTML: a name ending in another suffix (``report.pdf``, ``out.png``) would hold
+    something else than it says; :class:`~pounder.UsageError` naming ``what`` (the option)."""
+    suffix = Path(os.fspath(path)).suffix
+    if suffix.lower() not in PAGE_SUFFIXES:
+        raise UsageError(f"{what} {os.fspath(path)}: the page is HTML, not {suffix}: give a name ending in .html")
+
+
 @public
 def write_report(paths: Result | Sequence[Result], out: str | os.PathLike[str],
                  title: str | None = None) -> Path:
@@ -171,6 +183,7 @@ def write_report(paths: Result | Sequence[Result], out: str | os.PathLike[str],
     target = Path(check_path(out, "write_report: out"))
     if target.is_dir():  # bad input, as -o DIR is for the command
         raise UsageError(f"write_report: out: {target} is a directory, not a file")
+    check_page_name(target, "write_report: out")
     check_distinct([("-o/--output", target)], [("result", p) for p in paths if isinstance(p, (str, os.PathLike))])
     write_atomic(target, render_report(paths, title), parents=True)
     return target
