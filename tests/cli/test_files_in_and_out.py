@@ -24,6 +24,15 @@ A, B = "http://127.0.0.1:9/a", "http://127.0.0.1:9/b"
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
 
+def _url_experiment(folder: Path) -> Path:
+    """FOLDER/e.toml: two URL variants on a closed port (nothing is ever sent to them here)."""
+    experiment = folder / "e.toml"
+    experiment.write_text('title = "t"\n[server]\nadapter = "url"\n[[load]]\nrequests = 10\n'
+                          '[[variant]]\nlabel = "a"\nurl = "http://127.0.0.1:9/a"\n'
+                          '[[variant]]\nlabel = "b"\nurl = "http://127.0.0.1:9/b"\n')  # fmt: skip
+    return experiment
+
+
 def _python_pounder(*args: str) -> tuple[int, str, str]:
     """A real ``python -m pounder`` bounded in time: a FIFO read by mistake would hang it."""
     env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
@@ -67,10 +76,7 @@ def test_an_output_through_a_symlink_is_the_same_file(tmp_path: Path) -> None:
 
 
 def test_run_report_never_overwrites_the_experiment(tmp_path: Path) -> None:
-    experiment = tmp_path / "e.toml"
-    experiment.write_text('title = "t"\n[server]\nadapter = "url"\n[[load]]\nrequests = 10\n'
-                          '[[variant]]\nlabel = "a"\nurl = "http://127.0.0.1:9/a"\n'
-                          '[[variant]]\nlabel = "b"\nurl = "http://127.0.0.1:9/b"\n')  # fmt: skip
+    experiment = _url_experiment(tmp_path)
     before = experiment.read_bytes()
     code, out, err = cliutil.run_cli("run", str(experiment), "--results", str(tmp_path / "r"), "--report",
                                      str(experiment))  # fmt: skip
@@ -95,10 +101,7 @@ def test_tune_report_never_overwrites_the_app_or_the_results(tmp_path: Path) -> 
 
 
 def test_run_report_is_not_the_results_directory(tmp_path: Path) -> None:
-    experiment = tmp_path / "e.toml"
-    experiment.write_text('title = "t"\n[server]\nadapter = "url"\n[[load]]\nrequests = 10\n'
-                          '[[variant]]\nlabel = "a"\nurl = "http://127.0.0.1:9/a"\n'
-                          '[[variant]]\nlabel = "b"\nurl = "http://127.0.0.1:9/b"\n')  # fmt: skip
+    experiment = _url_experiment(tmp_path)
     same = tmp_path / "same.html"
     assert_usage_error(*cliutil.run_cli("run", str(experiment), "--results", str(same), "--report", str(same)),
                        f"--report {same} would overwrite the --results output")
@@ -106,10 +109,7 @@ def test_run_report_is_not_the_results_directory(tmp_path: Path) -> None:
 
 
 def test_run_results_that_is_a_file_is_called_a_file(tmp_path: Path) -> None:
-    experiment = tmp_path / "e.toml"
-    experiment.write_text('title = "t"\n[server]\nadapter = "url"\n[[load]]\nrequests = 10\n'
-                          '[[variant]]\nlabel = "a"\nurl = "http://127.0.0.1:9/a"\n'
-                          '[[variant]]\nlabel = "b"\nurl = "http://127.0.0.1:9/b"\n')  # fmt: skip
+    experiment = _url_experiment(tmp_path)
     results = tmp_path / "results.txt"
     results.write_text("keep\n")
     line = assert_usage_error(*cliutil.run_cli("run", str(experiment), "--results", str(results)),
@@ -171,9 +171,7 @@ def test_an_input_over_its_limit_names_the_limit(tmp_path: Path, command: list[s
 ])  # fmt: skip
 def test_the_page_is_named_html(tmp_path: Path, args: list[str]) -> None:
     """The page is HTML: written into x.pdf it would hold something else than its name says."""
-    (tmp_path / "e.toml").write_text('title = "t"\n[server]\nadapter = "url"\n[[load]]\nrequests = 10\n'
-                                     '[[variant]]\nlabel = "a"\nurl = "http://127.0.0.1:9/a"\n'
-                                     '[[variant]]\nlabel = "b"\nurl = "http://127.0.0.1:9/b"\n')  # fmt: skip
+    _url_experiment(tmp_path)
     filled = [arg.replace("{dir}", str(tmp_path)) for arg in args]
     assert_usage_error(*cliutil.run_cli(*filled), "the page is HTML", "give a name ending in .html")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.toml"]
