@@ -13,10 +13,11 @@ def main() -> None:
     with _interrupt.handled():
         try:
             from pounder.cli import main as run_cli
-        except KeyboardInterrupt:
+
+            run_cli()
+        except KeyboardInterrupt:  # while the CLI is imported or built, before a command handles it
             sys.stderr.write(f"pounder: error: interrupted by {_interrupt.cause()}\n")
             sys.exit(_interrupt.exit_code())
-        run_cli()
 
 
 if __name__ == "__main__":

@@ -98,6 +98,7 @@ def _installed() -> Iterator[None]:
     try:
         yield
     finally:
+        _deferring[0] = True  # the command has ended: a signal now is noted, not raised over its exit
         sys.unraisablehook = _previous_hook[0]
         for signum, handler in previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)

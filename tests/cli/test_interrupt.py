@@ -69,3 +69,22 @@ def test_an_ignored_signal_stays_ignored() -> None:
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGHUP, before)
+
+
+def test_a_signal_while_the_cli_is_built_is_one_line() -> None:
+    """A signal raised while typer builds the commands (before any command handles it) reached
+    Python as an uncaught exception: a traceback and exit 1. The entry point says it in one line.
+    Simulated: the CLI's main raises as the handler would; a real signal then is in test_signals."""
+    import subprocess
+    import sys
+
+    code = ("import os, signal, sys, time\n"
+            "import pounder.cli\n"
+            "def built():\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    time.sleep(5)\n"
+            "pounder.cli.main = built\n"
+            "from pounder.__main__ import main\n"
+            "main()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (143, "", "pounder: error: interrupted by SIGTERM\n")
