@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pounder._units import MIB, number
-from pounder.compare import MAX_FAILED, describe_errors
+from pounder.compare import MAX_FAILED, describe_errors, format_ratio
 from pounder.report._html import Section, chart, esc, label_axes, paragraph, pre, table
 
 _WHY = {"warm-up": "warm-up", "interrupted": "interrupted (Ctrl-C)", "failures": "requests failed"}
@@ -32,11 +32,6 @@ def _bars(ax: Any, labels: Sequence[str], estimates: Sequence[Mapping[str, Any] 
     ax.set_xticks(list(positions), labels, rotation=20 if max(len(x) for x in labels) > 10 else 0, ha="right"
                   if max(len(x) for x in labels) > 10 else "center")
     label_axes(ax, "", ylabel, title)
-
-
-def _ratio(value: Any) -> str:
-    """A ratio as ``1.234x``; ``-`` where there is none (too few trials, nothing answered)."""
-    return "-" if value is None else f"{float(value):.3f}x"
 
 
 def _not_counted(trial: Mapping[str, Any]) -> str | None:
@@ -131,9 +126,9 @@ def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "c
         for c in comparisons:
             r = c.get("requests_per_s") or {}
             p = c.get("p99_us") or {}
-            rows.append([f"{c['label']} vs {c['baseline']}", _ratio(r.get("ratio")),
-                         f"{_ratio(r.get('low'))}-{_ratio(r.get('high'))}", _ratio(p.get("ratio")),
-                         f"{_ratio(p.get('low'))}-{_ratio(p.get('high'))}", c.get("verdict", "-")])
+            rows.append([f"{c['label']} vs {c['baseline']}", format_ratio(r.get("ratio")),
+                         f"{format_ratio(r.get('low'))}-{format_ratio(r.get('high'))}", format_ratio(p.get("ratio")),
+                         f"{format_ratio(p.get('low'))}-{format_ratio(p.get('high'))}", c.get("verdict", "-")])
         section.add(table(["", "req/s ratio", "95% interval", "p99 ratio", "95% interval", "verdict"], rows))
     for reason in _unknown_reasons(doc, trial_docs):
         section.add(paragraph(reason))
