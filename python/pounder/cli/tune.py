@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -19,7 +20,14 @@ import typer
 from pounder._errors import UsageError
 from pounder._files import check_distinct
 from pounder._units import parse_count
-from pounder.cli._common import check_report_path, measured_run, option, report_option, write_html_report
+from pounder.cli._common import (
+    check_report_path,
+    measured_run,
+    option,
+    print_error,
+    report_option,
+    write_html_report,
+)
 from pounder.cli._progress import live_status
 from pounder.load import Progress
 from pounder.pool import KINDS, Adapter, ResultsDir, demo_adapter, make_adapter
@@ -28,6 +36,7 @@ from pounder.tune import TuneResult, make_options, open_run, render_tune, resume
 _SERVER = "Server"
 _RUN = "Run"
 _GOALS = "Goals"
+_TRAFFIC = "Traffic"
 
 TUNE_HELP = "\n\n".join([
     "Start a pre-forking server on a free loopback port, measure it, and recommend its five parameters "
@@ -39,7 +48,10 @@ TUNE_HELP = "\n\n".join([
     "a sweep of the number of children; a MaxRequestsPerChild sweep; a step from idle to full load for the spare "
     "servers (Apache). Every point is written to the results directory as it is measured: after Ctrl-C, "
     "'pounder tune --resume DIR' continues.",
-    "Exit status: 0 done, 1 the server or a measurement failed, 2 bad input, 130 interrupted.",
+    "Before it is printed, the recommendation is started, warmed and held at the target load (confirmation): the "
+    "pool's footprint against the RAM budget, p99 against --p99, failures.",
+    "Exit status: 0 done, 1 the server or a measurement failed or the confirmation was not met, 2 bad input, "
+    "130 interrupted (143 by SIGTERM).",
 ])
 
 
@@ -78,7 +90,38 @@ RAM = option("--ram", panel=_GOALS, metavar="SIZE", help=(
 CLIENTS = option("--clients", panel=_GOALS, metavar="N", help=(
     "Expected concurrent clients: the sweep runs at this concurrency, and the recommendation keeps a child "
     "for each when memory allows."))
-P99 = option("--p99", panel=_GOALS, metavar="TIME", help="Latency target for the 99th percentile (300ms).")
+P99 = option("--p99", panel=_GOALS, metavar="TIME", help=(
+    "Latency target for the 99th percentile (300ms): the pool is raised to the smallest count that meets it, and "
+    "the confirmation run checks it."))
+PEAK_RATE = option("--peak-rate", panel=_GOALS, metavar="RATE", help=(
+    "The peak arrival rate the pool must answer (200/s): children = rate x the time a child is held per request "
+    "(Little's law), with headroom, capped by memory. Default with --access-log: the log's busiest second."))
+TRIALS = option("--trials", panel=_RUN, metavar="N", help=(
+    "Interleaved trials per sweep point (default 3, at least 3): medians with 95% intervals; a point wider than "
+    "+-10% is measured once more."))
+URLS = option("--urls", panel=_TRAFFIC, metavar="FILE", help=(
+    "What to ask for: a bench URL file (one URL per line, optional weight and GET/HEAD); each URL's path and "
+    "query are asked of the server pounder starts."))
+ACCESS_LOG = option("--access-log", panel=_TRAFFIC, metavar="FILE", help=(
+    "Replay the GET and HEAD requests of an Apache/nginx access log (combined or common; gzip too) in their "
+    "measured proportions; its busiest second is the target rate unless --clients or --peak-rate is given."))
+EXCLUDE_STATIC = option("--exclude-static", panel=_TRAFFIC, help=(
+    "With --access-log: leave out static files (images, CSS, JS, fonts), served elsewhere in production."))
+KEEPALIVE = typer.Option("--keepalive/--no-keepalive", rich_help_panel=_TRAFFIC, show_default=False, help=(
+    "Requests on kept-alive connections, as production clients send them (default off: a new connection per "
+    "request, so MaxRequestsPerChild counts requests in every server)."))
+THROTTLE = option("--throttle", panel=_TRAFFIC, metavar="BANDWIDTH", help=(
+    "Slow clients: each connection reads at most this fast (56kbit, 1mbps), as bench --throttle."))
+NO_PROXY = option("--no-proxy", panel=_TRAFFIC, help=(
+    "No buffering proxy in front of the server: a slow or kept-alive client holds its child for the whole "
+    "transfer or connection, and the pool is sized for it (needs --throttle or --keepalive)."))
+SERVER_CPUS = option("--server-cpus", panel=_RUN, metavar="LIST", help=(
+    "CPUs for the server under test (0-2,5). Default: with 4 or more CPUs, most for the server and the rest for "
+    "the load generator; with fewer they share them, and the load generator's CPU is reported next to the "
+    "server's."))
+LOAD_CPUS = option("--load-cpus", panel=_RUN, metavar="LIST", help="CPUs for pounder's load generator (3).")
+NO_CONFIRM = option("--no-confirm", panel=_RUN, help=(
+    "Skip the confirmation run (the recommended configuration started, warmed and held at the target load)."))
 REPORT = report_option(_RUN, "results")
 # fmt: on
 
@@ -150,13 +193,28 @@ def tune_command(
     ram: Annotated[str | None, RAM] = None,
     clients: Annotated[str | None, CLIENTS] = None,
     p99: Annotated[str | None, P99] = None,
+    peak_rate: Annotated[str | None, PEAK_RATE] = None,
+    trials: Annotated[str | None, TRIALS] = None,
+    urls: Annotated[str | None, URLS] = None,
+    access_log: Annotated[str | None, ACCESS_LOG] = None,
+    exclude_static: Annotated[bool, EXCLUDE_STATIC] = False,
+    keepalive: Annotated[bool | None, KEEPALIVE] = None,
+    throttle: Annotated[str | None, THROTTLE] = None,
+    no_proxy: Annotated[bool, NO_PROXY] = False,
+    server_cpus: Annotated[str | None, SERVER_CPUS] = None,
+    load_cpus: Annotated[str | None, LOAD_CPUS] = None,
+    no_confirm: Annotated[bool, NO_CONFIRM] = False,
     report: Annotated[str | None, REPORT] = None,
 ) -> int:
     where, go, inputs = _plan(server, target, pythonpath=pythonpath, preload=preload, env=env, stop_signal=stop_signal,
                       path=path, results=results, resume_dir=resume_dir, demo=demo, quick=quick,
                       point_duration=point_duration, requests_per_child=requests_per_child,
                       measure_children=measure_children, max_children=max_children, mrpc=mrpc, ram=ram,
-                      clients=clients, p99=p99)
+                      clients=clients, p99=p99,
+                      traffic=Traffic(peak_rate=peak_rate, trials=trials, urls=urls, access_log=access_log,
+                                      exclude_static=exclude_static, keepalive=keepalive, throttle=throttle,
+                                      no_proxy=no_proxy, server_cpus=server_cpus, load_cpus=load_cpus,
+                                      no_confirm=no_confirm))
     check_report_path(report)
     outputs = [("--report", report)] if resume_dir is not None else [("--results", where), ("--report", report)]
     check_distinct(outputs, inputs)
@@ -170,7 +228,34 @@ def tune_command(
         result = go(log, status, progress)
     sys.stdout.write(render_tune(result))
     keep()
+    if result.confirmation is not None and not result.confirmation["ok"]:
+        failed = [check["text"] for check in result.confirmation["checks"] if not check["ok"]]
+        print_error(f"the recommended configuration did not pass its confirmation run: {'; '.join(failed)}")
+        return 1
     return 0
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """The traffic, target and run flags of ``pounder tune`` (passed on to ``make_options``)."""
+
+    peak_rate: str | None
+    trials: str | None
+    urls: str | None
+    access_log: str | None
+    exclude_static: bool
+    keepalive: bool | None
+    throttle: str | None
+    no_proxy: bool
+    server_cpus: str | None
+    load_cpus: str | None
+    no_confirm: bool
+
+    def given(self) -> list[object]:
+        """The values a user gave (None or False when not): --resume takes none of them."""
+        return [self.peak_rate, self.trials, self.urls, self.access_log, self.exclude_static or None,
+                self.keepalive, self.throttle, self.no_proxy or None, self.server_cpus, self.load_cpus,
+                self.no_confirm or None]
 
 
 Go = Callable[[Callable[[str], None], Callable[[str], None], Callable[[Progress], None] | None], TuneResult]
@@ -180,12 +265,12 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
           env: list[str] | None, stop_signal: str | None, path: str, results: str | None, resume_dir: str | None,
           demo: bool, quick: bool, point_duration: str | None, requests_per_child: str | None,
           measure_children: str | None, max_children: str | None, mrpc: str | None, ram: str | None,
-          clients: str | None, p99: str | None) -> tuple[str, Go, list[tuple[str, str]]]:
+          clients: str | None, p99: str | None, traffic: Traffic) -> tuple[str, Go, list[tuple[str, str]]]:
     """Check every input (UsageError before anything starts); return the results directory, the
     function that runs and the user's files the server reads (no output may overwrite them)."""
     if resume_dir is not None:
         given = [server, target, pythonpath, preload, env, stop_signal, results, point_duration, requests_per_child,
-                 measure_children, max_children, mrpc, ram, clients, p99]
+                 measure_children, max_children, mrpc, ram, clients, p99, *traffic.given()]
         if demo or quick or path != "/" or any(v is not None and v != [] for v in given):
             raise UsageError("--resume DIR takes no other option: the run goes on with the settings stored in DIR")
         folder = resume_dir
@@ -211,7 +296,12 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
                            point_duration=point_duration,
                            requests_per_child=_int(requests_per_child, "--requests-per-child"),
                            measure_children=_int(measure_children, "--measure-children"),
-                           max_children=_int(max_children, "--max-children"), mrpc=mrpc)
+                           max_children=_int(max_children, "--max-children"), mrpc=mrpc,
+                           trials=_int(traffic.trials, "--trials"), urls=traffic.urls, access_log=traffic.access_log,
+                           exclude_static=traffic.exclude_static, keepalive=bool(traffic.keepalive),
+                           throttle=traffic.throttle, proxy=not traffic.no_proxy, peak_rate=traffic.peak_rate,
+                           server_cpus=traffic.server_cpus, load_cpus=traffic.load_cpus,
+                           confirm=not traffic.no_confirm)
     where = f"pounder-tune-{datetime.now():%Y%m%d-%H%M%S}" if results is None else results
     ResultsDir.check_new(where)
     adapter.check()  # the program, the application, the paths it names: before anything starts
@@ -221,4 +311,7 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
         log(f"tuning {adapter.describe()}; results in {where}")
         return tune(adapter, options, results=where, log=log, progress=progress, status=status)
 
-    return where, go, adapter.input_files()
+    inputs = adapter.input_files() + [(flag, value) for flag, value in (("--urls", traffic.urls),
+                                                                         ("--access-log", traffic.access_log))
+                                      if value is not None]
+    return where, go, inputs

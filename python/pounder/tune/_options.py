@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from pounder._errors import UsageError, check_type, public, wrong_type
-from pounder._units import MIB, available_cpus, parse_count_list, parse_duration, parse_ram
+from pounder._units import (
+    MIB,
+    available_cpus,
+    parse_bandwidth,
+    parse_count_list,
+    parse_cpu_list,
+    parse_duration,
+    parse_ram,
+    parse_rate,
+)
+from pounder.compare import MIN_TRIALS
+from pounder.load import read_access_log, read_url_targets
 from pounder.procs import mem_total
 
 FULL_MRPC = (0, 10000, 1000, 100, 10)
@@ -34,6 +46,20 @@ class TuneOptions:
     * ``memory_floor``: a step stops at once if MemAvailable falls below it.
     * ``compare_preload``: also measure the sizes with the other preload setting (when the
       adapter can start the server both ways).
+    * ``trials``: interleaved trials per sweep point (at least 3): each point is the median of
+      its trials, with a 95 % bootstrap interval.
+    * ``targets``: the request mix, ``(weight, method, path)`` (from ``--urls`` or
+      ``--access-log``); empty: every request asks for ``path``. ``traffic``: what the mix came
+      from, in a few lines, printed with the result.
+    * ``keepalive``: requests on kept-alive connections (off by default: each request is a new
+      connection, so MaxRequestsPerChild counts requests in every server); ``throttle``: slow
+      clients (bench's ``--throttle`` text); ``proxy``: False when no buffering proxy is in
+      front, so a slow client holds a child for the whole transfer.
+    * ``peak_rate``: the target arrival rate (req/s) the pool must answer (``peak_source`` says
+      where it came from: ``--peak-rate`` or the access log's busiest second).
+    * ``server_cpus`` / ``load_cpus``: CPU affinity of the server under test and of the load
+      generator (None: not pinned).
+    * ``confirm``: start the recommended configuration and check it at the target load.
     """
 
     path: str = "/"
@@ -52,10 +78,23 @@ class TuneOptions:
     memory_floor: int = 256 * MIB
     compare_preload: bool = True
     timeout_s: float = 30.0
+    trials: int = 3
+    targets: tuple[tuple[int, str, str], ...] = ()
+    traffic: tuple[str, ...] = ()
+    keepalive: bool = False
+    throttle: str | None = None
+    proxy: bool = True
+    peak_rate: float | None = None
+    peak_source: str | None = None
+    server_cpus: tuple[int, ...] | None = None
+    load_cpus: tuple[int, ...] | None = None
+    confirm: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         plain = asdict(self)
-        plain["mrpc_values"] = list(self.mrpc_values)
+        for name in _TUPLES:
+            value = getattr(self, name)
+            plain[name] = None if value is None else [list(v) if isinstance(v, tuple) else v for v in value]
         return plain
 
     @classmethod
@@ -68,8 +107,8 @@ class TuneOptions:
                     continue
                 value = data[f.name]
                 kind = str(f.type)
-                if f.name == "mrpc_values":
-                    value = tuple(_exact(v, int, f.name) for v in value)
+                if f.name in _TUPLES and value is not None:
+                    value = _TUPLES[f.name](value)
                 elif value is None and "None" in kind:
                     pass
                 else:
@@ -110,6 +149,22 @@ class TuneOptions:
             raise UsageError("--max-loss and --tolerance are fractions between 0 and 1")
         if self.ram is not None and self.ram < 16 * MIB:
             raise UsageError(f"--ram must be at least 16M, got {self.ram} bytes")
+        if not MIN_TRIALS <= self.trials <= 20:
+            raise UsageError(f"--trials must be between {MIN_TRIALS} and 20, got {self.trials}")
+        for weight, method, path in self.targets:
+            if weight < 1 or method not in ("GET", "HEAD") or not path.startswith("/"):
+                raise UsageError(f"a target must be (weight >= 1, GET or HEAD, /path), got {(weight, method, path)!r}")
+        if self.peak_rate is not None and not 0 < self.peak_rate <= 1e7:
+            raise UsageError(f"--peak-rate must be more than 0 and at most 10M/s, got {self.peak_rate:g}")
+        if self.clients is not None and self.peak_rate is not None:
+            raise UsageError("give one target: --clients or --peak-rate (or the access log's peak), not both")
+        if self.throttle is not None:
+            parse_bandwidth(self.throttle)
+        if not self.proxy and self.throttle is None and not self.keepalive:
+            raise UsageError("--no-proxy says slow or kept-alive clients hold the children: give --throttle RATE "
+                             "(how fast they read) or --keepalive")
+        if self.server_cpus is not None and self.load_cpus is not None and set(self.server_cpus) & set(self.load_cpus):
+            raise UsageError("--server-cpus and --load-cpus must not share a CPU (they would compete again)")
 
 
 _WHOLE = (int, "a whole number")
@@ -118,9 +173,27 @@ _FIELD_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
     "path": (str, "a string"), "ram": _WHOLE, "clients": _WHOLE, "p99_s": _NUMBER, "quick": (bool, "True or False"),
     "point_s": _NUMBER, "requests_per_child": _WHOLE, "measure_children": _WHOLE, "max_children": _WHOLE,
     "max_loss": _NUMBER, "tolerance": _NUMBER, "safety_margin": _WHOLE, "memory_floor": _WHOLE,
-    "compare_preload": (bool, "True or False"), "timeout_s": _NUMBER,
+    "compare_preload": (bool, "True or False"), "timeout_s": _NUMBER, "trials": _WHOLE,
+    "keepalive": (bool, "True or False"), "throttle": (str, "a bandwidth such as 56kbit"),
+    "proxy": (bool, "True or False"), "peak_rate": _NUMBER, "peak_source": (str, "a string"),
+    "confirm": (bool, "True or False"),
 }
-_OPTIONAL = frozenset({"ram", "clients", "p99_s"})
+_OPTIONAL = frozenset({"ram", "clients", "p99_s", "throttle", "peak_rate", "peak_source"})
+
+
+def _ints(value: Any) -> tuple[int, ...]:
+    return tuple(_exact(v, int, "a CPU or MaxRequestsPerChild value") for v in value)
+
+
+def _targets(value: Any) -> tuple[tuple[int, str, str], ...]:
+    return tuple((_exact(w, int, "weight"), _exact(m, str, "method"), _exact(p, str, "path")) for w, m, p in value)
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    return tuple(_exact(v, str, "traffic") for v in value)
+
+
+_TUPLES = {"mrpc_values": _ints, "targets": _targets, "traffic": _texts, "server_cpus": _ints, "load_cpus": _ints}
 
 
 def _seconds(value: str | float, what: str) -> float:
@@ -146,9 +219,19 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
                  p99: str | float | None = None, quick: bool = False, point_duration: str | float | None = None,
                  requests_per_child: int | None = None, measure_children: int | None = None,
                  max_children: int | None = None, mrpc: str | Sequence[int] | None = None,
-                 compare_preload: bool | None = None) -> TuneOptions:
+                 compare_preload: bool | None = None, trials: int | None = None,
+                 urls: str | os.PathLike[str] | None = None, access_log: str | os.PathLike[str] | None = None,
+                 exclude_static: bool = False, keepalive: bool = False, throttle: str | None = None,
+                 proxy: bool = True, peak_rate: str | float | None = None,
+                 server_cpus: str | Sequence[int] | None = None, load_cpus: str | Sequence[int] | None = None,
+                 confirm: bool = True) -> TuneOptions:
     """:class:`TuneOptions` from values as a user types them (``ram="4G"``, ``p99="300ms"``,
-    ``mrpc="0,10k,1000"``); ``quick`` shortens every step. Raises :class:`~pounder.UsageError`."""
+    ``mrpc="0,10k,1000"``, ``peak_rate="200/s"``, ``server_cpus="1-3"``); ``quick`` shortens every
+    step. ``urls``: a bench URL file (weights, GET/HEAD per line; only each URL's path and query
+    are used: pounder starts the server on its own port); ``access_log``: an Apache/nginx access
+    log whose GET and HEAD requests are replayed in their measured proportions, and whose busiest
+    second is the target rate unless ``clients`` or ``peak_rate`` is given. Raises
+    :class:`~pounder.UsageError`."""
     total = mem_total()
     values: dict[str, Any] = {
         "path": path,
@@ -178,6 +261,40 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
         values["mrpc_values"] = parse_count_list(mrpc, "--mrpc") if isinstance(mrpc, str) else tuple(mrpc)
     if values.get("max_children") is None:
         values["max_children"] = max(16, 32 * available_cpus())
+    if trials is not None:
+        values["trials"] = trials
+    traffic = _traffic(urls, access_log, exclude_static, path)
+    if clients is not None or peak_rate is not None:  # a target given outright wins over the log's peak
+        traffic.pop("peak_rate", None)
+        traffic.pop("peak_source", None)
+    values.update(traffic)
+    if peak_rate is not None:
+        values["peak_rate"] = parse_rate(peak_rate, "--peak-rate") if isinstance(peak_rate, str) else peak_rate
+        values["peak_source"] = "--peak-rate"
+    values.update(keepalive=keepalive, throttle=throttle, proxy=proxy, confirm=confirm)
+    for key, cpus in (("server_cpus", server_cpus), ("load_cpus", load_cpus)):
+        if cpus is not None:
+            values[key] = parse_cpu_list(cpus, f"--{key.replace('_', '-')}") if isinstance(cpus, str) else tuple(cpus)
     options = TuneOptions(**values)
     options.validate()
     return options
+
+
+def _traffic(urls: str | os.PathLike[str] | None, access_log: str | os.PathLike[str] | None, exclude_static: bool,
+             path: str) -> dict[str, Any]:
+    """The request mix (and, from an access log, its busiest second as the target rate)."""
+    if exclude_static and access_log is None:
+        raise UsageError("--exclude-static is for --access-log")
+    if urls is not None and access_log is not None:
+        raise UsageError("give --urls or --access-log, not both")
+    if (urls is not None or access_log is not None) and path != "/":
+        raise UsageError("--path and --urls/--access-log both say what to ask for: give one")
+    if urls is not None:
+        targets = read_url_targets(urls)
+        return {"targets": targets, "traffic": (f"{len(targets):,} requests from the URL file {os.fspath(urls)}",)}
+    if access_log is None:
+        return {}
+    log = read_access_log(access_log, exclude_static=exclude_static)
+    return {"targets": log.targets, "traffic": tuple(log.describe()), "peak_rate": float(log.peak_second.count),
+            "peak_source": f"the access log's busiest second ({log.peak_second.count:,} requests at "
+                           f"{log.peak_second.start:%Y-%m-%d %H:%M:%S})"}

@@ -34,8 +34,53 @@ def _cpu(point: Mapping[str, Any]) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
+def _cores(value: float | None) -> str:
+    return "-" if value is None else f"{float(value):.2f}"
+
+
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:+.1f}%"
+
+
+def _rps(point: Mapping[str, Any]) -> str:
+    return f"{float(point['rps']):,.0f}"
+
+
+def _interval(point: Mapping[str, Any]) -> str:
+    """The 95 % interval of the median requests/s, "-" without one (fewer than 2 counted trials)."""
+    low, high = point.get("rps_low"), point.get("rps_high")
+    return "-" if low is None or high is None else f"{float(low):,.0f}-{float(high):,.0f}"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{float(value):,.1f}"
+
+
+def _flag(point: Mapping[str, Any]) -> str:
+    if point.get("wide"):
+        return "wide" + (" (re-measured)" if point.get("remeasured") else "")
+    return "re-measured" if point.get("remeasured") else ""
+
+
+def _trials(point: Mapping[str, Any]) -> str:
+    return f"{point.get('counted', 0)}/{len(point.get('trials') or [])}"
+
+
+def _loss(point: Mapping[str, Any]) -> str:
+    """The point's requests/s against unlimited, with its interval: "-4.5% (-7.0..-2.1)"."""
+    loss = point.get("vs_unlimited") or {}
+    ratio, low, high = loss.get("ratio"), loss.get("low"), loss.get("high")
+    if ratio is None:
+        return "-"
+    if low is None or high is None:
+        return _pct(float(ratio) - 1)
+    return f"{_pct(float(ratio) - 1)} ({(float(low) - 1) * 100:+.1f}..{(float(high) - 1) * 100:+.1f})"
+
+
+def _confirm_load(confirmation: Mapping[str, Any]) -> str:
+    if confirmation.get("rate"):
+        return f"{float(confirmation['rate']):,.0f} req/s (open loop; {float(confirmation['rps']):,.0f} answered)"
+    return f"{confirmation['connections']} clients ({float(confirmation['rps']):,.0f} req/s)"
 
 
 @public
@@ -45,7 +90,10 @@ def render_tune(result: TuneResult) -> str:
     names = result.adapter.names
     measure = result.measure
     memory = result.memory
-    out = [f"pounder tune: {result.adapter.describe()}", f"results in {result.results_dir}", ""]
+    out = [f"pounder tune: {result.adapter.describe()}", f"results in {result.results_dir}",
+           f"target: {result.target.describe()}", f"traffic: {result.workload}"]
+    out += [f"  {line}" for line in result.options.traffic]
+    out.append("")
 
     out.append(f"1. Child sizes ({measure['children']} children; MiB; after warm-up and after "
                f"{measure['requests_first'] + measure['requests_second']:,} more requests)")
@@ -71,22 +119,23 @@ def render_tune(result: TuneResult) -> str:
                f"{memory.max_clients_no_sharing}")
     out.append("")
 
-    out.append(f"3. Children ({names['max_clients']}); closed loop, keep-alive off, latency in ms")
-    rows = [[p["children"], p["connections"], f"{p['complete'] + p['failed']:,}", f"{p['rps']:,.0f}",
-             f"{p['p50_ms']:,.1f}", f"{p['p95_ms']:,.1f}", f"{p['p99_ms']:,.1f}", _cpu(p),
-             f"{p['server_cores']:.2f}", mib(p.get("max_child_uss")), p["failed"]] for p in result.sweep]
-    out += _table(["MC", "NC", "NR", "RPS", "p50", "p95", "p99", "srv CPU us/req", "srv cores", "max USS MiB",
-                   "failed"], rows)
+    out.append(f"3. Children ({names['max_clients']}); {result.workload}; medians of interleaved trials, "
+               "RPS with its 95% interval, latency in ms")
+    rows = [[p["children"], p["connections"], _trials(p), f"{p['complete'] + p['failed']:,}", _rps(p), _interval(p),
+             _ms(p["p50_ms"]), _ms(p["p99_ms"]), _cpu(p), _cores(p.get("server_cores")),
+             _cores(p.get("client_cores")), mib(p.get("max_child_uss")), p["failed"], _flag(p)] for p in result.sweep]
+    out += _table(["MC", "NC", "trials", "NR", "RPS", "95% CI", "p50", "p99", "srv CPU us/req", "srv cores",
+                   "load cores", "max USS MiB", "failed", ""], rows)
+    out.append(f"  CPUs: {result.cpus}")
     out.append("")
 
-    out.append(f"4. {names['max_requests']} (MRPC) with {result.mrpc_points[0]['children']} children"
-               if result.mrpc_points else f"4. {names['max_requests']}")
-    rows = [[p["max_requests"] or "unlimited", p["connections"], f"{p['complete'] + p['failed']:,}", f"{p['rps']:,.0f}",
-             f"{p['p99_ms']:,.1f}", p["respawns"], _pct(-p["loss_measured"] if p.get("loss_measured") is not None
-                                                          else None),
-             _pct(-p.get("loss_model", 0.0)), mib(p.get("max_child_uss")), p["failed"]] for p in result.mrpc_points]
-    out += _table(["MRPC", "NC", "NR", "RPS", "p99", "NR/MRPC", "RPS vs unl.", "model", "max USS MiB", "failed"],
-                  rows)
+    out.append(f"4. {names['max_requests']} (MRPC) with {result.mrpc_points[0]['children']} children, the unlimited "
+               "baseline interleaved with each value" if result.mrpc_points else f"4. {names['max_requests']}")
+    rows = [[p["max_requests"] or "unlimited", p["connections"], _trials(p), f"{p['complete'] + p['failed']:,}",
+             _rps(p), _interval(p), _loss(p), _ms(p["p99_ms"]), p["respawns"], mib(p.get("max_child_uss")),
+             p["failed"], _flag(p)] for p in result.mrpc_points]
+    out += _table(["MRPC", "NC", "trials", "NR", "RPS", "95% CI", "RPS vs unlimited (95% CI)", "p99", "NR/MRPC",
+                   "max USS MiB", "failed", ""], rows)
     out.append("")
 
     if result.spare:
@@ -121,6 +170,13 @@ def render_tune(result: TuneResult) -> str:
                          f"{after['min_spare']}, MaxSpareServers {after['max_spare']} (high: p99 above "
                          f"{BURST_FACTOR:g} x {after['reference_p99_ms']:,.1f} ms, the steady p99 with every child "
                          "ready)"])
+    if result.confirmation is not None:
+        confirmation = result.confirmation
+        out.append("")
+        out.append(f"Confirmation: the recommended configuration at {_confirm_load(confirmation)}, "
+                   f"{confirmation['complete'] + confirmation['failed']:,} requests, every child warm: "
+                   + ("every check met" if confirmation["ok"] else "NOT MET"))
+        out += [f"  {'met    ' if check['ok'] else 'NOT MET'}  {check['text']}" for check in confirmation["checks"]]
     if result.advice:
         out.append("")
         out.append("Advice")

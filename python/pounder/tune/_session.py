@@ -1,24 +1,31 @@
-"""A tuning run: the five steps, each point measured once and stored as it is measured.
+"""A tuning run: the steps, each sweep point measured in interleaved trials, every trial stored as
+it is measured.
 
-1. sizes: the children's size after warm-up and after K requests each (growth per request);
-   with the other preload setting too when the adapter can start the server both ways.
+1. sizes: the children's size once they are warm (every child served requests, USS and
+   throughput stopped moving) and after K requests each (growth per request); with the other
+   preload setting too when the adapter can start the server both ways; how long a fresh child
+   takes to serve.
 2. memory bound: MaxClients from the measured sizes and the RAM budget.
-3. children sweep: 1, 2, 4, … children up to the memory bound; the smallest count within a few
-   percent of the best throughput, raised for ``clients`` / ``p99`` targets.
-4. MaxRequestsPerChild sweep at that count: the throughput lost to respawning, and the largest
-   value that keeps a (leaking) child within its share of the budget.
-5. spare servers (servers that spawn children with the load): a step from idle to full load with
-   the server's default spare settings and with the recommended ones.
+3. children sweep: 1, 2, 4, ... children up to the memory bound, in ``trials`` interleaved
+   rounds (:mod:`pounder.tune._points`: medians and intervals, wide points measured again);
+   the pool sized by the method (:func:`~pounder.tune.size_pool`).
+4. MaxRequestsPerChild sweep at the throughput knee, the unlimited baseline interleaved with the
+   values in every round, so that each value's loss has an interval.
+5. spare servers (servers that spawn children with the load): a step from idle to the target's
+   concurrency with the server's default spare settings and with the recommended ones.
+6. confirmation: the recommended configuration started, warmed and held at the target load;
+   footprint, p99 and failures checked against their limits.
 
-Every point is a file in the results directory (:class:`pounder.pool.ResultsDir`); a point already there
-is read instead of measured, so an interrupted run resumes where it stopped.
+Every trial is a file in the results directory (:class:`pounder.pool.ResultsDir`); a trial already
+there is read instead of measured, so an interrupted run resumes where it stopped and makes the
+same decisions.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,29 +34,39 @@ from pounder._files import utc_timestamp
 from pounder._units import MIB, available_cpus, mib_unit
 from pounder._version import __version__
 from pounder.load import BenchResult, ProgressCallback
-from pounder.pool import Adapter, PoolParams, ResultsDir, Runner, child_sizes, growth_per_request
+from pounder.pool import (
+    Adapter,
+    PoolParams,
+    ResultsDir,
+    Runner,
+    Workload,
+    child_sizes,
+    growth_per_request,
+    split_cpus,
+)
 from pounder.procs import mem_available
 from pounder.tune._analysis import (
     ChildrenChoice,
     MaxRequestsChoice,
     MemoryBound,
+    Target,
     advice,
+    burst_clients,
     burst_seconds,
-    choose_children,
     choose_max_requests,
     default_spares,
     growth,
-    measured_loss,
     memory_bound,
-    predicted_loss,
-    respawn_cost,
+    mrpc_losses,
+    size_pool,
     spare_settings,
     steady_p99_us,
-    sweep_connections,
     sweep_counts,
     sweep_done,
 )
+from pounder.tune._confirm import confirmation_checks
 from pounder.tune._options import TuneOptions
+from pounder.tune._points import aggregate, still_growing
 
 Log = Callable[[str], None]
 
@@ -115,6 +132,10 @@ class TuneResult:
     advice: list[str]
     cores: int
     results_dir: str
+    target: Target
+    confirmation: Mapping[str, Any] | None
+    workload: str
+    cpus: str
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -135,6 +156,10 @@ class TuneResult:
             "max_requests": self.max_requests.to_dict(),
             "spare": [dict(p) for p in self.spare],
             "advice": list(self.advice),
+            "target": self.target.to_dict(),
+            "confirmation": None if self.confirmation is None else dict(self.confirmation),
+            "workload": self.workload,
+            "cpus": self.cpus,
         }
 
 
@@ -151,9 +176,12 @@ class TuneSession:
         self.results = results
         self._log = log or (lambda line: None)
         self._status = status or (lambda line: None)
-        self.runner = Runner(adapter, results.servers_dir, options.path, options.memory_floor, options.timeout_s,
-                             progress)
-        self.cores = available_cpus()
+        server_cpus, load_cpus, self.cpus_note = _cpus(options)
+        workload = Workload(path=options.path, targets=options.targets, keepalive=options.keepalive,
+                            throttle=options.throttle)
+        self.runner = Runner(adapter, results.servers_dir, workload, options.memory_floor, options.timeout_s,
+                             progress, server_cpus=server_cpus, load_cpus=load_cpus)
+        self.cores = len(server_cpus) if server_cpus else available_cpus()
 
     # -- points -----------------------------------------------------------------------------
 
@@ -190,6 +218,7 @@ class TuneSession:
                 second = runner.bench(server, count, requests=half * count)
                 end = runner.snapshot(server)
                 available = mem_available()
+                child_start = runner.child_start_s(server)
             done_first = first.requests.complete + first.requests.failed
             done_second = second.requests.complete + second.requests.failed
             # growth per request served: a failed request is not one the children handled
@@ -203,6 +232,9 @@ class TuneSession:
                 "children": count,
                 "warmed": warmed.warmed,
                 "warm_requests": warmed.requests,
+                "settled": warmed.settled,
+                "warm_rounds": warmed.rounds,
+                "child_start_s": child_start,
                 "preload": self.adapter.with_preload(params),
                 "parent": {"rss": end.parent.rss, "uss": end.parent.private, "shared": end.parent.shared,
                            "pss": end.parent.pss},
@@ -222,21 +254,70 @@ class TuneSession:
         label = f"sizes ({params.max_clients} children{', preload' if self.adapter.with_preload(params) else ''})"
         return self._point(key, "sizes", params, label, measure)
 
-    def _load_point(self, key: str, step: str, params: PoolParams, connections: int, label: str, *,
-                    warm_rounds: bool = True, duration: float | None = None) -> dict[str, Any]:
+    def _trial(self, key: str, step: str, params: PoolParams, connections: int, trial: int, label: str, *,
+               warm_rounds: bool = True) -> dict[str, Any]:
+        """One stored trial of a sweep point (point file ``KEY-tN``): the server started, warmed,
+        loaded for ``point_s``, stopped."""
         runner = self.runner
 
         def measure() -> tuple[dict[str, Any], dict[str, Any]]:
             with runner.started(params) as server:
                 warmed = runner.warm(server, rounds=None if warm_rounds else 1)
-                result = runner.bench(server, connections, duration=duration or self.options.point_s)
-            summary = {"children": params.max_clients, "max_requests": params.max_requests,
-                       "connections": connections, "warmed": warmed.warmed, **_load_summary(result)}
+                result = runner.bench(server, connections, duration=self.options.point_s)
+            summary = {"children": params.max_clients, "max_requests": params.max_requests, "trial": trial,
+                       "connections": connections, "warmed": warmed.warmed, "settled": warmed.settled,
+                       **_load_summary(result)}
             done = summary["complete"] + summary["failed"]
             summary["respawns"] = done // params.max_requests if params.max_requests else 0
             return summary, {"bench": result.to_dict()}
 
-        return self._point(key, step, params, label, measure)
+        return self._point(f"{key}-t{trial}", step, params, f"{label}, trial {trial}", measure)
+
+    def _sweep(self, step: str, plan: Sequence[tuple[str, PoolParams, int, str]], rounds: int, *,
+               warm_rounds: bool = True) -> list[dict[str, Any]]:
+        """Rounds of interleaved trials over ``plan`` ((key, params, connections, label) per
+        point), then one more trial of every point still wide; the aggregated points in order."""
+        trials: dict[str, list[dict[str, Any]]] = {key: [] for key, _, _, _ in plan}
+        for number in range(1, rounds + 1):
+            for key, params, connections, label in plan:
+                trials[key].append(self._trial(key, step, params, connections, number, label,
+                                               warm_rounds=warm_rounds))
+        points = {key: aggregate(trials[key]) for key in trials}
+        for key, params, connections, label in plan:
+            if points[key]["wide"]:
+                trials[key].append(self._trial(key, step, params, connections, rounds + 1, label,
+                                               warm_rounds=warm_rounds))
+                points[key] = aggregate(trials[key])
+                points[key]["remeasured"] = True
+        return [points[key] for key, _, _, _ in plan]
+
+    def _children_sweep(self, memory: MemoryBound) -> list[dict[str, Any]]:
+        """1, 2, 4, ... children up to the memory bound: a first round stops where two counts in a
+        row add nothing, the other rounds measure the same counts again (interleaved); when the
+        medians say throughput still grows at the largest count, the next count is added."""
+        options = self.options
+        cap = min(memory.max_clients, options.max_children)
+        counts = sweep_counts(cap)
+        plan = []
+
+        def entry(count: int) -> tuple[str, PoolParams, int, str]:
+            self._check_fits(count, memory)
+            connections = sweep_connections(count, options.clients, keepalive=options.keepalive)
+            return f"children-{count}", PoolParams(count), connections, f"{count} children, {connections} clients"
+
+        first: list[dict[str, Any]] = []
+        for count in counts:
+            plan.append(entry(count))
+            key, params, connections, label = plan[-1]
+            first.append(self._trial(key, "children", params, connections, 1, label))
+            if sweep_done(first, options.tolerance):
+                break
+        points = self._sweep("children", plan, options.trials)
+        while len(plan) < len(counts) and not sweep_done(points, options.tolerance) and still_growing(
+                points, options.tolerance):
+            plan.append(entry(counts[len(plan)]))
+            points = self._sweep("children", plan, options.trials)
+        return points
 
     def _spare_point(self, key: str, params: PoolParams, burst: int, label: str) -> dict[str, Any]:
         runner = self.runner
@@ -258,7 +339,45 @@ class TuneSession:
 
         return self._point(key, "spare", params, label, measure)
 
+    def _confirm(self, params: PoolParams, memory: MemoryBound, target: Target, knee: int) -> dict[str, Any]:
+        """The recommended configuration started, every child warmed, held at the target load for
+        one point; each figure checked against its limit."""
+        runner, options = self.runner, self.options
+        rate = target.peak_rate
+        connections = target.clients or sweep_connections(knee, None, keepalive=options.keepalive)
+        if rate is not None:  # open loop: enough connections for the rate at the measured busy time
+            connections = max(connections, params.max_clients)
+
+        def measure() -> tuple[dict[str, Any], dict[str, Any]]:
+            with runner.started(params) as server:
+                warmed = runner.warm(server)
+                result = runner.bench(server, connections, duration=max(5.0, options.point_s), rate=rate)
+                after = runner.snapshot(server)
+            summary = {"children": params.max_clients, "max_requests": params.max_requests,
+                       "connections": connections, "rate": rate, "warmed": warmed.warmed,
+                       "pool_children": after.totals.children, **_load_summary(result),
+                       "footprint": after.totals.footprint, "max_child_uss_after": max(
+                           (c.private for c in after.children), default=None)}
+            return summary, {"bench": result.to_dict(), "snapshot": after.to_dict()}
+
+        load = f"{rate:,.0f} req/s" if rate is not None else f"{connections} clients"
+        summary = dict(self._point("confirm", "confirm", params,
+                                   f"confirmation: the recommended {params.max_clients} children at {load}", measure))
+        summary["checks"] = confirmation_checks(summary, memory, target, options.p99_s)
+        summary["ok"] = all(check["ok"] for check in summary["checks"])
+        return summary
+
     # -- the run ----------------------------------------------------------------------------
+
+    def target(self) -> Target:
+        """What the pool must answer, from the options."""
+        options = self.options
+        transfer = None
+        if options.throttle is not None and not options.proxy:
+            transfer = None  # measured: the sweep's busy time includes the slow transfer itself
+        return Target(clients=options.clients, peak_rate=options.peak_rate, source=options.peak_source,
+                      p99_s=options.p99_s, keepalive=options.keepalive, proxy=options.proxy, transfer_s=transfer,
+                      keepalive_idle_s=None)
 
     def run(self) -> TuneResult:
         options, adapter = self.options, self.adapter
@@ -277,41 +396,27 @@ class TuneSession:
         self._log(f"memory bound: {memory.max_clients} children in {memory.ram / MIB:,.0f} MiB "
                   f"({memory.max_clients_no_sharing} if nothing were shared)")
 
-        cap = min(memory.max_clients, options.max_children)
-        sweep: list[Mapping[str, Any]] = []
-        for count in sweep_counts(cap):
-            self._check_fits(count, memory)
-            connections = sweep_connections(count, options.clients)
-            sweep.append(self._load_point(f"children-{count}", "children", PoolParams(count), connections,
-                                          f"{count} children, {connections} clients"))
-            if sweep_done(sweep, options.tolerance):
-                break
-        choice = choose_children(sweep, memory.max_clients, clients=options.clients, p99_s=options.p99_s,
-                                 tolerance=options.tolerance)
+        target = self.target()
+        sweep = self._children_sweep(memory)
+        choice = size_pool(sweep, memory, target, tolerance=options.tolerance, max_children=options.max_children,
+                           cores=self.cores, kind=adapter.kind)
 
-        mrpc_n = min(choice.chosen, options.max_children)
+        mrpc_n = min(choice.throughput, options.max_children)
         self._check_fits(mrpc_n, memory)
-        mrpc_points: list[dict[str, Any]] = []
-        for value in options.mrpc_values:
-            connections = sweep_connections(mrpc_n, None)
-            mrpc_points.append(self._load_point(f"mrpc-{mrpc_n}-{value}", "max-requests",
-                                                PoolParams(mrpc_n, max_requests=value), connections,
-                                                f"MaxRequestsPerChild {value or 'unlimited'} ({mrpc_n} children)",
-                                                warm_rounds=False))
-        cost = respawn_cost(mrpc_points)
-        for point in mrpc_points:
-            point["loss_measured"] = measured_loss(point, mrpc_points)
-            point["loss_model"] = predicted_loss(int(point["max_requests"]), cost)
+        connections = sweep_connections(mrpc_n, None, keepalive=options.keepalive)
+        plan = [(f"mrpc-{mrpc_n}-{value}", PoolParams(mrpc_n, max_requests=value), connections,
+                 f"MaxRequestsPerChild {value or 'unlimited'} ({mrpc_n} children)") for value in options.mrpc_values]
+        mrpc_points = mrpc_losses(self._sweep("max-requests", plan, options.trials, warm_rounds=False))
         mrpc = choose_max_requests(mrpc_points, measure, memory, choice.chosen, max_loss=options.max_loss,
-                                   counts=adapter.max_requests_counts)
+                                   counts=adapter.max_requests_counts, kind=adapter.kind)
 
         spare: list[dict[str, Any]] = []
         spares: tuple[int | None, int | None, int | None] = (None, None, None)
         if adapter.on_demand:
             self._check_fits(choice.chosen, memory)
-            burst = min(options.clients or choice.chosen, options.max_children)
+            burst = min(burst_clients(choice, target), options.max_children)
             before = default_spares(choice.chosen)
-            after = spare_settings(choice.chosen, burst)
+            after = spare_settings(choice.chosen, burst, adapter.kind, measure.get("child_start_s"))
             for name, (start, low, high) in (("before", before), ("after", after)):
                 params = PoolParams(choice.chosen, max_requests=mrpc.value, start_servers=start, min_spare=low,
                                     max_spare=high)
@@ -328,14 +433,18 @@ class TuneSession:
                 point["burst_s"] = burst_seconds(point["series"], reference)
         params = PoolParams(choice.chosen, max_requests=mrpc.value, start_servers=spares[0], min_spare=spares[1],
                             max_spare=spares[2], preload=adapter.preload)
-        said = advice(adapter.kind, measure, other, memory, other_memory, sweep, choice, self.cores)
+        confirmation = self._confirm(params, memory, target, choice.throughput) if options.confirm else None
+        said = advice(adapter.kind, measure, other, memory, other_memory, sweep, choice, self.cores,
+                      preload_toggle=adapter.preload_toggle)
         if growth(measure).leak and mrpc.forced_by_memory:
             said.append("the leak forces frequent respawns at this many children: fix the leak, or give each child "
                         "more room (fewer children, more RAM)")
         return TuneResult(adapter=adapter, options=options, params=params, config=adapter.render(params),
                           measure=measure, other_measure=other, memory=memory, other_memory=other_memory, sweep=sweep,
                           children=choice, mrpc_points=mrpc_points, max_requests=mrpc, spare=spare, advice=said,
-                          cores=self.cores, results_dir=str(self.results.path))
+                          cores=self.cores, results_dir=str(self.results.path), target=target,
+                          confirmation=confirmation, workload=self.runner.workload.describe(),
+                          cpus=self.cpus_note)
 
     def _check_fits(self, children: int, memory: MemoryBound) -> None:
         """Never start a configuration whose predicted memory exceeds the budget."""
@@ -343,6 +452,28 @@ class TuneSession:
         if predicted > memory.ram:
             raise PounderError(f"{children} children would need {predicted / MIB:,.0f} MiB, more than the budget "
                                f"of {memory.ram / MIB:,.0f} MiB")
+
+
+def sweep_connections(children: int, clients: int | None, *, keepalive: bool) -> int:
+    """The concurrency of a sweep point: the expected clients; else twice the children (every
+    child busy, and a queue of as many in the listen backlog), or as many as the children with
+    keep-alive (a kept-alive connection holds its child: more would only wait for a free one)."""
+    if clients is not None:
+        return clients
+    return max(1, children) if keepalive else max(2, 2 * children)
+
+
+def _cpus(options: TuneOptions) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, str]:
+    """The server's and the load generator's CPUs: as given, else split when there are enough."""
+    if options.server_cpus is not None or options.load_cpus is not None:
+        note = (f"server on CPUs {_cpu_text(options.server_cpus)}, load generator on CPUs "
+                f"{_cpu_text(options.load_cpus)} (as given)")
+        return options.server_cpus, options.load_cpus, note
+    return split_cpus(sorted(os.sched_getaffinity(0)))
+
+
+def _cpu_text(cpus: tuple[int, ...] | None) -> str:
+    return "any" if cpus is None else ",".join(str(c) for c in cpus)
 
 
 def manifest(adapter: Adapter, options: TuneOptions) -> dict[str, Any]:

@@ -1,0 +1,48 @@
+"""The confirmation run's checks: the recommended configuration, started and warmed, held at the
+target load for one point, must meet each limit (pure, no I/O).
+
+* failures: at most 1 % of the requests attempted (:func:`pounder.compare.clean_trial`);
+* the rate (open loop, a ``--peak-rate`` or the access log's peak): at least 97 % of it answered;
+* p99 (when ``--p99`` is given): at or below it (the corrected p99: from when each request was
+  meant to go);
+* memory: the pool's footprint (sum of PSS over the server's processes) within the RAM budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pounder._units import mib_unit
+from pounder.compare import MAX_FAILED, clean_trial
+from pounder.tune._analysis import MemoryBound, Target
+
+RATE_MET = 0.97
+
+
+def _check(name: str, ok: bool, measured: float | None, limit: float | None, text: str) -> dict[str, Any]:
+    return {"name": name, "ok": ok, "measured": measured, "limit": limit, "text": text}
+
+
+def confirmation_checks(summary: Mapping[str, Any], memory: MemoryBound, target: Target,
+                        p99_s: float | None) -> list[dict[str, Any]]:
+    """Every check of the confirmation run, each with its figures and one sentence."""
+    complete, failed = int(summary["complete"]), int(summary["failed"])
+    attempted = complete + failed
+    checks = [_check("failures", clean_trial(complete, failed), float(failed), MAX_FAILED * attempted,
+                     f"{failed:,} of {attempted:,} requests failed (at most {MAX_FAILED:.0%} allowed)")]
+    rate = summary.get("rate")
+    if rate:
+        rps = float(summary["rps"])
+        checks.append(_check("rate", rps >= RATE_MET * float(rate), rps, float(rate),
+                             f"{rps:,.0f} req/s answered of the {float(rate):,.0f} req/s offered (at least "
+                             f"{RATE_MET:.0%} needed)"))
+    if p99_s is not None:
+        p99 = float(summary["p99_ms"])
+        checks.append(_check("p99", p99 <= p99_s * 1000, p99, p99_s * 1000,
+                             f"p99 {p99:,.1f} ms against the target of {p99_s * 1000:,.1f} ms"))
+    footprint = int(summary["footprint"])
+    checks.append(_check("memory", footprint <= memory.ram, float(footprint), float(memory.ram),
+                         f"the pool's footprint (sum of PSS, {summary['pool_children']} children) "
+                         f"{mib_unit(footprint)} against the RAM budget of {mib_unit(memory.ram)}"))
+    return checks

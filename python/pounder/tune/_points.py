@@ -1,0 +1,91 @@
+"""A sweep point from its trials: medians and 95 % bootstrap intervals (pure, no I/O).
+
+Every point of the children and MaxRequestsPerChild sweeps is measured in ``trials`` interleaved
+trials (round 1: every value once, round 2: every value again, ...), each a fresh start of the
+server, warmed, then loaded. A trial counts only when its requests went well
+(:func:`pounder.compare.clean_trial`: at least one completed, at most 1 % failed). The point's
+figures are the medians over its counted trials; requests/s gets the percentile-bootstrap interval
+of :func:`pounder.compare.median_interval`. A point whose interval is wider than ``WIDE`` of its
+median on either side is measured once more; still wide, it is flagged ``wide``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pounder.compare import clean_trial, median_interval
+
+WIDE = 0.10
+"""An interval reaching further than this fraction of the median on either side is "wide"."""
+
+_MEDIANS = ("p50_ms", "p95_ms", "p99_ms", "server_cores", "client_cores", "server_cpu_us", "elapsed_s")
+_SUMS = ("complete", "failed", "non_2xx", "respawns")
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def half_width(point: Mapping[str, Any]) -> float | None:
+    """The interval's largest distance from the median, as a fraction of it (None without one)."""
+    low, high, middle = point.get("rps_low"), point.get("rps_high"), float(point.get("rps") or 0.0)
+    if low is None or high is None or middle <= 0:
+        return None
+    return max(middle - float(low), float(high) - middle) / middle
+
+
+def is_wide(point: Mapping[str, Any]) -> bool:
+    """No interval (fewer than 2 counted trials), or one wider than :data:`WIDE`."""
+    width = half_width(point)
+    return width is None or width > WIDE
+
+
+def aggregate(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The point of ``trials`` (each one trial's summary, as stored; at least one)."""
+    if not trials:
+        raise ValueError("aggregate: no trials")
+    first = trials[0]
+    counted = [t for t in trials if clean_trial(int(t["complete"]), int(t["failed"]))]
+    point: dict[str, Any] = {key: first[key] for key in ("children", "max_requests", "connections") if key in first}
+    point["trials"] = [dict(t) for t in trials]
+    point["counted"] = len(counted)
+    if counted:
+        estimate = median_interval([float(t["rps"]) for t in counted])
+        point.update(rps=estimate.median, rps_low=estimate.low, rps_high=estimate.high)
+    else:
+        point.update(rps=0.0, rps_low=None, rps_high=None)
+    for key in _MEDIANS:
+        point[key] = _median([t.get(key) for t in counted])
+    for key in _SUMS:
+        point[key] = sum(int(t.get(key) or 0) for t in trials)
+    sizes = [int(t["max_child_uss"]) for t in trials if t.get("max_child_uss") is not None]
+    point["max_child_uss"] = max(sizes) if sizes else None
+    point["warmed"] = min((int(t.get("warmed") or 0) for t in trials), default=0)
+    children, connections = int(point.get("children") or 0), int(point.get("connections") or 0)
+    held = min(children, connections) if children and connections else children or connections
+    # closed loop: min(children, connections) requests are held by children at any time, so each
+    # request holds a child for held / throughput seconds (Little's law)
+    point["busy_s"] = held / point["rps"] if point["rps"] > 0 and held else None
+    point["wide"] = is_wide(point)
+    return point
+
+
+def by_key(points: Sequence[Mapping[str, Any]], key: str) -> dict[int, list[Mapping[str, Any]]]:
+    """Trial summaries grouped by ``key`` (``children`` or ``max_requests``), in trial order."""
+    grouped: dict[int, list[Mapping[str, Any]]] = {}
+    for point in sorted(points, key=lambda p: int(p.get("trial") or 1)):
+        grouped.setdefault(int(point[key]), []).append(point)
+    return grouped
+
+
+def still_growing(points: Sequence[Mapping[str, Any]], tolerance: float) -> bool:
+    """Whether the largest count swept is the best and beats every smaller count's median by more
+    than ``tolerance``: throughput still grows there, and the next count is worth measuring."""
+    ordered = sorted(points, key=lambda p: int(p["children"]))
+    if len(ordered) < 2:
+        return True
+    best_before = max(float(p["rps"]) for p in ordered[:-1])
+    return float(ordered[-1]["rps"]) > best_before * (1 + tolerance)
