@@ -77,7 +77,7 @@ def test_split_cpus_gives_the_server_most_and_the_load_generator_a_quarter() -> 
     assert server is not None and load is not None and len(load) == 16 and not set(server) & set(load)
 
 
-def test_check_cpus_refuses_overlap_empty_and_unknown_cpus() -> None:
+def test_runner_refuses_bad_cpus_and_a_head_mix_before_starting() -> None:
     check_cpus(None, None)
     check_cpus((CPUS[0],), None)
     with pytest.raises(UsageError, match="would share CPU"):
@@ -86,6 +86,9 @@ def test_check_cpus_refuses_overlap_empty_and_unknown_cpus() -> None:
         check_cpus((), None)
     with pytest.raises(UsageError, match="not available here"):
         check_cpus(None, (max(CPUS) + 1,))
+    with pytest.raises(UsageError, match="HEAD request in the mix"):  # until URL files take a method
+        Runner(GunicornAdapter("wsgi_app:app", pythonpath=str(APPS)), Path("/nonexistent"),
+               Workload(targets=((1, "HEAD", "/"),)), 0, 10.0)
     with pytest.raises(UsageError, match="would share CPU"):
         Runner(GunicornAdapter("wsgi_app:app", pythonpath=str(APPS)), Path("/nonexistent"), "/", 0, 10.0,
                server_cpus=(CPUS[0],), load_cpus=(CPUS[0],))

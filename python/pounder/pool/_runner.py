@@ -100,6 +100,8 @@ class Runner:
         self.root = root
         self.workload = Workload(path=workload) if isinstance(workload, str) else check_instance(
             workload, Workload, "Runner: workload")
+        for weight, method, target in self.workload.targets:  # what the URL file cannot say: refused now
+            url_file_line(weight, method, target)
         self.memory_floor = memory_floor
         self.timeout_s = timeout_s
         self.progress = progress
