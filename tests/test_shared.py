@@ -18,13 +18,16 @@ from pounder._units import (
     MIB,
     available_cpus,
     count_in_range,
+    cpu_list_text,
     mib,
     mib_unit,
     parse_count,
     parse_count_list,
+    parse_cpu_list,
     parse_pid,
     parse_ram,
     parse_size,
+    pinned_thread,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -92,6 +95,38 @@ def test_mib_formatters() -> None:
 
 def test_available_cpus_is_the_affinity_mask() -> None:
     assert available_cpus() == len(os.sched_getaffinity(0))
+
+
+def test_cpu_lists_read_as_the_kernel_writes_them() -> None:
+    last = max(os.sched_getaffinity(0))
+    assert parse_cpu_list("0", "--server-cpus") == (0,)
+    assert parse_cpu_list(f" 0-{last} ", "--server-cpus") == tuple(sorted(os.sched_getaffinity(0)))
+    assert parse_cpu_list(f"{last},0,0", "--server-cpus") == tuple(sorted({0, last}))
+    assert cpu_list_text((0, 1, 2, 3, 6, 8, 9)) == "0-3,6,8-9"
+    assert cpu_list_text([5]) == "5"
+    assert parse_cpu_list(cpu_list_text(sorted(os.sched_getaffinity(0))), "x") == tuple(sorted(os.sched_getaffinity(0)))
+
+
+@pytest.mark.parametrize("text", ["", " ", "a", "1-", "-1", "0,,1", "0.5", "1-0", "0:1"])
+def test_cpu_lists_refused_in_one_line(text: str) -> None:
+    with pytest.raises(UsageError, match=r"^invalid --load-cpus .*(CPU numbers|backwards)") as caught:
+        parse_cpu_list(text, "--load-cpus")
+    assert "\n" not in str(caught.value)
+
+
+def test_a_cpu_this_process_may_not_use_is_refused() -> None:
+    beyond = max(os.sched_getaffinity(0)) + 1
+    with pytest.raises(UsageError, match=rf"CPU {beyond} not available here"):
+        parse_cpu_list(f"0,{beyond}", "--server-cpus")
+
+
+def test_pinned_thread_pins_the_calling_thread_and_puts_it_back() -> None:
+    before = os.sched_getaffinity(0)
+    with pinned_thread((0,)):
+        assert os.sched_getaffinity(0) == {0}
+    assert os.sched_getaffinity(0) == before
+    with pinned_thread(None):
+        assert os.sched_getaffinity(0) == before
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,8 +23,10 @@ One suffix rule for every option:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Collection, Iterator
 
 from pounder._errors import UsageError, public
 
@@ -217,3 +219,58 @@ def available_cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+_CPU_RANGE_RE = re.compile(r"(?P<low>\d+)(?:-(?P<high>\d+))?")
+
+
+def parse_cpu_list(text: str, what: str) -> tuple[int, ...]:
+    """``"0-3,6"`` → (0, 1, 2, 3, 6): CPU numbers and ranges separated by commas (the kernel's
+    and ``taskset -c``'s list format), sorted, each once. Every CPU must be one this process may
+    run on (``os.sched_getaffinity``)."""
+    cpus: set[int] = set()
+    for item in text.split(","):
+        match = _CPU_RANGE_RE.fullmatch(item.strip())
+        if match is None:
+            raise invalid(what, text, "expected CPU numbers and ranges such as 0-3,6")
+        low = int(match["low"])
+        high = int(match["high"]) if match["high"] is not None else low
+        if high < low:
+            raise invalid(what, text, f"the range {item.strip()} runs backwards")
+        cpus.update(range(low, min(high, 4096) + 1))
+    allowed = set(os.sched_getaffinity(0))
+    outside = sorted(cpus - allowed)
+    if outside:
+        raise UsageError(f"invalid {what} {text!r}: CPU {cpu_list_text(outside)} not available here "
+                         f"(this process may run on {cpu_list_text(sorted(allowed))})")
+    return tuple(sorted(cpus))
+
+
+def cpu_list_text(cpus: Collection[int]) -> str:
+    """(0, 1, 2, 3, 6) → ``"0-3,6"``: the inverse of :func:`parse_cpu_list`."""
+    parts: list[str] = []
+    ordered = sorted(set(cpus))
+    start = 0
+    for i, cpu in enumerate(ordered):
+        if i + 1 == len(ordered) or ordered[i + 1] != cpu + 1:
+            low = ordered[start]
+            parts.append(str(low) if low == cpu else f"{low}-{cpu}")
+            start = i + 1
+    return ",".join(parts)
+
+
+@contextlib.contextmanager
+def pinned_thread(cpus: Collection[int] | None) -> Iterator[None]:
+    """Run the calling thread on ``cpus`` inside the block (None: leave it alone), then put its
+    affinity back. Affinity is per thread, and a thread or process created meanwhile (``fork``,
+    ``clone``: a server started, the engine's threads) inherits it and keeps it after we restore
+    ours; other threads of this process are not touched."""
+    if cpus is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)

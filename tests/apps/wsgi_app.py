@@ -10,8 +10,10 @@
   ``--preload`` every worker builds its own copy.
 
 Paths: ``/`` trivial answer; ``/pid`` the worker's pid; ``/cpu?ms=N`` burns about N ms of CPU
-(default 20); ``/leak`` keeps ~100 KB per request for the life of the worker; ``/data`` the data
-size and the pid that built it.
+(default 20); ``/sleep?ms=N`` waits N ms without CPU (default 30: an I/O-bound request); ``/leak``
+keeps ~100 KB per request for the life of the worker; ``/lazy`` grows the worker by ``LAZY_MB``
+(4) MiB spread over its first ``LAZY_REQUESTS`` (20) requests, then stays (an application that
+loads lazily, as Django or Dancer2 do); ``/data`` the data size and the pid that built it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ DATA_MB = int(os.environ.get("APP_DATA_MB", "0"))
 DATA = bytes(range(256)) * (DATA_MB * 4096)
 BUILT_IN = os.getpid()
 LEAK: list[bytes] = []
+LAZY: list[bytearray] = []
+LAZY_MB = 4
+LAZY_REQUESTS = 20
 
 StartResponse = Callable[[str, list[tuple[str, str]]], object]
 
@@ -61,6 +66,14 @@ def app(environ: dict[str, object], start_response: StartResponse) -> Iterable[b
     elif path == "/cpu":
         ms = float(query.get("ms", ["20"])[0])
         body = f"pid {pid} cpu_ms {ms:g} checksum {burn(ms)}\n"
+    elif path == "/sleep":
+        ms = float(query.get("ms", ["30"])[0])
+        time.sleep(ms / 1000.0)
+        body = f"pid {pid} slept_ms {ms:g}\n"
+    elif path == "/lazy":
+        if len(LAZY) < LAZY_REQUESTS:  # written, so resident and private to this worker
+            LAZY.append(bytearray(b"z" * (LAZY_MB * 1024 * 1024 // LAZY_REQUESTS)))
+        body = f"pid {pid} lazy {len(LAZY)}/{LAZY_REQUESTS}\n"
     elif path == "/leak":
         LEAK.append(b"x" * 102400)
         body = f"pid {pid} leaked {len(LEAK)} x 100 KB\n"

@@ -426,3 +426,12 @@ def test_tune_checks_before_the_results_directory(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="gunicorn: --pythonpath /nonexistent is not a directory"):
         tune(GunicornAdapter("app:app", pythonpath="/nonexistent"), results=tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+def test_every_adapter_passes_the_server_cpus_through(tmp_path: Path) -> None:
+    """The CPUs reach the server (which applies them at start: tests/pool/test_runner.py)."""
+    adapters = [GunicornAdapter("wsgi_app:app", pythonpath=str(APPS)), StarmanAdapter(PSGI),
+                ApacheAdapter(perl_handlers={"/": "Hello"}), CommandAdapter("true {port} {workers} {max_requests}")]
+    for adapter in adapters:
+        assert adapter.server(PoolParams(2), tmp_path, cpus=[1, 0, 1]).cpus == (0, 1), adapter.kind
+        assert adapter.server(PoolParams(2), tmp_path).cpus is None, adapter.kind

@@ -2,9 +2,12 @@
 
 * adapters (:class:`Adapter` and one class per server) and their one factory,
   :func:`make_adapter`; :func:`adapter_from_dict` rebuilds a stored one;
-* :class:`Runner`: start a configuration (:class:`PoolParams`) in a fresh directory, warm every
-  child, load it, snapshot it, stop it, with the machine's memory floor watched throughout
-  (:class:`MemoryFloorError`);
+* :class:`Runner`: start a configuration (:class:`PoolParams`) in a fresh directory, warm it
+  until its children's memory and its throughput stand still (:class:`Warmed`), load it with a
+  :class:`Workload` (one path or a weighted mix, keep-alive, slow clients), time a fresh child
+  (:meth:`Runner.child_start_s`), snapshot it, stop it, with the machine's memory floor watched
+  throughout (:class:`MemoryFloorError`); the server and the load generator on CPUs of their own
+  (:func:`split_cpus`, :func:`check_cpus`);
 * the children's sizes and their growth per request (:func:`child_sizes`, :func:`pool_memory`,
   :func:`growth_per_request`);
 * the results directory (:class:`ResultsDir`; :func:`write_json` and :func:`write_file` write a
@@ -12,13 +15,16 @@
 
 ::
 
+    import os
     from pathlib import Path
-    from pounder.pool import PoolParams, Runner, make_adapter
+    from pounder.pool import PoolParams, Runner, Workload, make_adapter, split_cpus
 
-    runner = Runner(make_adapter("gunicorn", "app:app", preload=True), Path("servers"), "/",
-                    memory_floor=256 * 2**20, timeout_s=30.0)
+    server_cpus, load_cpus, text = split_cpus(sorted(os.sched_getaffinity(0)))
+    runner = Runner(make_adapter("gunicorn", "app:app", preload=True), Path("servers"),
+                    Workload(targets=((3, "GET", "/"), (1, "GET", "/search?q=x"))),
+                    memory_floor=256 * 2**20, timeout_s=30.0, server_cpus=server_cpus, load_cpus=load_cpus)
     with runner.started(PoolParams(4)) as server:
-        runner.warm(server)
+        print(runner.warm(server).describe())
         print(runner.bench(server, 4, duration=5.0).derived.requests_per_s)
 """
 
@@ -36,9 +42,11 @@ from pounder.pool._adapters import (
     demo_adapter,
     make_adapter,
 )
+from pounder.pool._cpus import check_cpus, split_cpus
 from pounder.pool._runner import MemoryFloorError, Runner, Warmed
 from pounder.pool._sizes import child_sizes, growth_per_request, pool_memory
 from pounder.pool._store import POINT_SCHEMA, RESULT_SCHEMA, TUNE_SCHEMA, ResultsDir, write_file, write_json
+from pounder.pool._workload import Workload
 
 __all__ = [
     "ADAPTERS",
@@ -57,12 +65,15 @@ __all__ = [
     "StarmanAdapter",
     "TARGET_FIELDS",
     "Warmed",
+    "Workload",
     "adapter_from_dict",
+    "check_cpus",
     "child_sizes",
     "demo_adapter",
     "growth_per_request",
     "make_adapter",
     "pool_memory",
+    "split_cpus",
     "write_file",
     "write_json",
 ]

@@ -18,7 +18,7 @@ import os
 import re
 import shlex
 import signal
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -111,8 +111,9 @@ class Adapter(abc.ABC):
     """Whether the user's configuration preloads (the default for :class:`PoolParams`)."""
 
     @abc.abstractmethod
-    def server(self, params: PoolParams, workdir: Path) -> ManagedServer:
-        """A server (not started) with these settings, writing its files under ``workdir``."""
+    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None) -> ManagedServer:
+        """A server (not started) with these settings, writing its files under ``workdir``, run on
+        ``cpus`` (None: anywhere; see :class:`~pounder.servers.ManagedServer`)."""
 
     @abc.abstractmethod
     def render(self, params: PoolParams) -> str:
@@ -184,10 +185,10 @@ class GunicornAdapter(Adapter):
         self.env = check_str_mapping(env, "gunicorn: env")
         self.extra_args = check_strings(extra_args, "gunicorn: extra_args")
 
-    def server(self, params: PoolParams, workdir: Path) -> ManagedServer:
+    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None) -> ManagedServer:
         return GunicornServer(workdir, self.app, pythonpath=self.pythonpath, workers=params.max_clients,
                               max_requests=params.max_requests, preload=self.with_preload(params), env=self.env,
-                              extra_args=self.extra_args)
+                              extra_args=self.extra_args, cpus=cpus)
 
     def render(self, params: PoolParams) -> str:
         # gunicorn replaces a worker after max_requests + randint(0, jitter) requests: keep the sum
@@ -255,10 +256,10 @@ class StarmanAdapter(Adapter):
         self.env = check_str_mapping(env, "starman: env")
         self.extra_args = check_strings(extra_args, "starman: extra_args")
 
-    def server(self, params: PoolParams, workdir: Path) -> ManagedServer:
+    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None) -> ManagedServer:
         return StarmanServer(workdir, self.psgi, workers=params.max_clients, max_requests=params.max_requests,
                              preload_app=self.with_preload(params), keepalive=False, env=self.env,
-                             extra_args=self.extra_args)
+                             extra_args=self.extra_args, cpus=cpus)
 
     def render(self, params: PoolParams) -> str:
         limit = params.max_requests or 1_000_000_000
@@ -316,7 +317,7 @@ class ApacheAdapter(Adapter):
         conf_text = read_user_conf(self.conf) if self.conf is not None else ""
         self.preload = self.startup_pl is not None or _preloads(conf_text)
 
-    def server(self, params: PoolParams, workdir: Path) -> ManagedServer:
+    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None) -> ManagedServer:
         start, low, high = params.fixed()
         extra: dict[str, Any] = {}
         if self.conf is not None:
@@ -326,7 +327,7 @@ class ApacheAdapter(Adapter):
             startup_pl=self.startup_pl.read_text() if self.startup_pl is not None else None,
             perl_lib=self.perl_lib, extra_conf=self.extra_conf, start_servers=min(start, params.max_clients),
             min_spare=low, max_spare=high, max_request_workers=params.max_clients,
-            max_connections_per_child=params.max_requests, keepalive=False, **extra)
+            max_connections_per_child=params.max_requests, keepalive=False, cpus=cpus, **extra)
 
     def render(self, params: PoolParams) -> str:
         start, low, high = params.fixed()
@@ -396,11 +397,11 @@ class CommandAdapter(Adapter):
         self.command = command
         self.env = check_str_mapping(env, "command: env")
 
-    def server(self, params: PoolParams, workdir: Path) -> ManagedServer:
+    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None) -> ManagedServer:
         from pounder.servers import CommandServer
 
         return CommandServer(workdir, self.command, workers=params.max_clients, max_requests=params.max_requests,
-                             env=self.env, stop_signal=self.stop_signal)
+                             env=self.env, stop_signal=self.stop_signal, cpus=cpus)
 
     def render(self, params: PoolParams) -> str:
         values = {"workers": params.max_clients, "max_requests": params.max_requests}

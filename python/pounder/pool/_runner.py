@@ -1,34 +1,58 @@
 """Measuring one configuration: start the server, warm every child, load it, stop it.
 
-Warming follows the classic method: every child serves at least one request before anything is
-measured, so start-up and first-request costs (compiling, building caches) are not counted. A
-child has served a request when its CPU time (the kernel's per-process clock) grew by at least
-``SERVED_CPU_S`` during a round of load at concurrency = number of children: an idle child blocks
-in accept() or wakes for a heartbeat, which costs far less. (The bytes read, ``rchar`` in
-``/proc/PID/io``, would be exact but do not count socket ``recv()``.) Rounds repeat until every
-child has served one.
+Warming follows the classic method: every child serves requests before anything is measured, so
+start-up and first-request costs (compiling, building caches) are not counted. A child has served
+a request when its CPU time (the kernel's per-process clock) grew by at least ``SERVED_CPU_S``
+during a round of load at concurrency = number of children: an idle child blocks in accept() or
+wakes for a heartbeat, which costs far less. (The bytes read, ``rchar`` in ``/proc/PID/io``,
+would be exact but do not count socket ``recv()``.) Then rounds go on until the children's summed
+USS and the round's throughput stand still (applications that load lazily - Django, Dancer2 -
+grow by megabytes over their first requests): see :meth:`Runner.warm`.
+
+CPUs: the server (and every child it forks) runs on ``server_cpus``, the load generator (the
+engine's threads, started in this process by each bench, and the sampler) on ``load_cpus``; see
+:func:`~pounder.pool.split_cpus`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import signal
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pounder._errors import PounderError, public
-from pounder._units import MIB
-from pounder.load import BenchResult, BenchSpec, Progress, ProgressCallback, run_bench
+from pounder._errors import PounderError, check_instance, public
+from pounder._files import write_atomic
+from pounder._units import KIB, MIB, pinned_thread
+from pounder.load import BenchResult, BenchSpec, LoadOptions, Progress, ProgressCallback, run_bench
 from pounder.pool._adapters import Adapter, PoolParams
+from pounder.pool._cpus import check_cpus
+from pounder.pool._workload import Workload, url_file_line
 from pounder.procs import PoolSnapshot, ServerSampler, find_server, mem_available, process_cpu_clock, snapshot
 from pounder.servers import ManagedServer
 
 WARM_ROUNDS = 30
 WARM_TIMEOUT_S = 60.0
+WARM_ROUND_REQUESTS = 10
+"""Requests per child in a warming round (at least)."""
+WARM_ROUND_S = 0.3
+"""A warming round lasts at least this long (more requests when the server is fast)."""
+WARM_ROUND_MAX_REQUESTS = 5000
+WARM_USS_GROWTH = 0.01
+WARM_USS_SLACK = 256 * KIB
+"""Growth per child always counted as standing still (allocator noise)."""
+WARM_RPS_CHANGE = 0.10
+WARM_STABLE_ROUNDS = 2
 SAMPLE_INTERVAL_S = 0.5
 SERVED_CPU_S = 50e-6
+CHILD_START_TIMEOUT_S = 30.0
+_POLL_S = 0.01
+_SETTLE_POLL_S = 0.05
+URL_FILE = "workload.urls"
 
 
 class MemoryFloorError(PounderError):
@@ -38,28 +62,64 @@ class MemoryFloorError(PounderError):
 @public
 @dataclass(frozen=True)
 class Warmed:
-    """How many of the server's children had served a request after warming."""
+    """What warming did: ``warmed`` of the ``children`` had served requests; ``settled``: the
+    children's summed USS and the throughput stood still for the last rounds (False after a
+    single quick round, or when the round cap or the time limit came first); ``rounds`` of load
+    sent ``requests``; the last round's throughput ``rps`` and the children's summed USS
+    ``uss`` in bytes after it (None when they could not be read)."""
 
     children: int
     warmed: int
     requests: int
+    settled: bool = False
+    rounds: int = 1
+    rps: float | None = None
+    uss: int | None = None
+
+    def describe(self) -> str:
+        """``warm: 4/4 children served, USS settled at 123 MiB after 5 rounds``."""
+        text = f"warm: {self.warmed}/{self.children} children served"
+        if self.uss is not None:
+            state = "settled" if self.settled else "not settled"
+            text += f", USS {state} at {self.uss / MIB:,.0f} MiB"
+        return text + f" after {self.rounds} round{'s' if self.rounds != 1 else ''}"
 
 
 @public
 class Runner:
     """Runs servers for a tuning session or an experiment: each start gets a fresh directory
-    under ``root``; ``progress`` receives every bench's live progress; the memory floor is watched
-    throughout."""
+    under ``root``; every load sends ``workload`` (a :class:`Workload`, or a path for one GET);
+    ``progress`` receives every bench's live progress; the memory floor is watched throughout.
+    ``server_cpus`` / ``load_cpus``: the CPUs the server and the load generator run on (None:
+    anywhere; see :func:`split_cpus`)."""
 
-    def __init__(self, adapter: Adapter, root: Path, path: str, memory_floor: int, timeout_s: float,
-                 progress: ProgressCallback | None = None) -> None:
+    def __init__(self, adapter: Adapter, root: Path, workload: Workload | str, memory_floor: int, timeout_s: float,
+                 progress: ProgressCallback | None = None, *, server_cpus: Collection[int] | None = None,
+                 load_cpus: Collection[int] | None = None) -> None:
         self.adapter = adapter
         self.root = root
-        self.path = path
+        self.workload = Workload(path=workload) if isinstance(workload, str) else check_instance(
+            workload, Workload, "Runner: workload")
+        for weight, method, target in self.workload.targets:  # what the URL file cannot say: refused now
+            url_file_line(weight, method, target)
         self.memory_floor = memory_floor
         self.timeout_s = timeout_s
         self.progress = progress
+        check_cpus(server_cpus, load_cpus)
+        self.server_cpus = None if server_cpus is None else tuple(sorted(set(server_cpus)))
+        self.load_cpus = None if load_cpus is None else tuple(sorted(set(load_cpus)))
+        self.ready_s: float | None = None
+        """Seconds from the latest start until the server answered HTTP with its first children up."""
         self._starts = 0
+
+    @property
+    def path(self) -> str:
+        """The workload's one path (requested when it has no mix)."""
+        return self.workload.path
+
+    @path.setter
+    def path(self, value: str) -> None:
+        self.workload = replace(self.workload, path=value)
 
     def check_memory(self) -> None:
         available = mem_available()
@@ -70,29 +130,45 @@ class Runner:
 
     @contextlib.contextmanager
     def started(self, params: PoolParams) -> Iterator[ManagedServer]:
-        """The server started with ``params`` (stopped on exit, whatever happens)."""
+        """The server started with ``params`` on ``server_cpus`` (stopped on exit, whatever
+        happens); :attr:`ready_s` says how long it took to answer."""
         self.check_memory()
         self._starts += 1
         workdir = self.root / f"{self._starts:03d}-{params.max_clients}c"
         shutil.rmtree(workdir, ignore_errors=True)
         workdir.mkdir(parents=True)
         workdir.chmod(0o755)
-        server = self.adapter.server(params, workdir)
+        server = self.adapter.server(params, workdir, cpus=self.server_cpus)
         try:
+            self.ready_s = None
+            began = time.monotonic()
             server.start(timeout_s=60.0)
+            self.ready_s = time.monotonic() - began
             yield server
         finally:
             server.stop()
             shutil.rmtree(workdir, ignore_errors=True)
 
     def url(self, server: ManagedServer) -> str:
-        return server.url + self.path
+        """The URL of the workload's one path (a mix has many: see :meth:`spec`)."""
+        return server.url + self.workload.path
 
     def spec(self, server: ManagedServer, connections: int, *, duration: float | None = None,
              requests: int | None = None) -> BenchSpec:
-        return BenchSpec.from_options(self.url(server), connections=connections, duration=duration,
-                                      requests=requests, keepalive=False, timeout=self.timeout_s,
-                                      threads=1)
+        """The bench spec of the workload: its one path, or its mix written as a URL file into the
+        server's directory and replayed in weighted random order."""
+        load = LoadOptions(connections=connections, duration=duration, requests=requests,
+                           keepalive=self.workload.keepalive, throttle=self.workload.throttle,
+                           timeout=self.timeout_s, threads=1)
+        if not self.workload.targets:
+            return BenchSpec.from_options(self.url(server), options=load)
+        return BenchSpec.from_options(url_file=self._url_file(server), order="random", options=load)
+
+    def _url_file(self, server: ManagedServer) -> Path:
+        path = server.workdir / URL_FILE
+        lines = [url_file_line(weight, method, server.url + target) for weight, method, target in self.workload.targets]
+        write_atomic(path, "\n".join(lines) + "\n", "the workload's URL file")
+        return path
 
     def _watch(self) -> ProgressCallback:
         last = [0.0]
@@ -110,38 +186,131 @@ class Runner:
 
     def bench(self, server: ManagedServer, connections: int, *, duration: float | None = None,
               requests: int | None = None, sample: bool = True) -> BenchResult:
-        """Load the server (keep-alive off: every request is a new connection, as a child's
-        MaxRequestsPerChild counts them in every server); Ctrl-C raises KeyboardInterrupt."""
+        """Load the server with the workload, the load generator on ``load_cpus``; Ctrl-C raises
+        KeyboardInterrupt. Keep-alive is off unless the workload turns it on: every request is
+        then a new connection, and a child's MaxRequestsPerChild means the same in every server
+        (Apache and Starman count connections, gunicorn requests)."""
         sampler = ServerSampler(find_server(pid=server.pid), interval_s=SAMPLE_INTERVAL_S) if sample else None
-        result = run_bench(self.spec(server, connections, duration=duration, requests=requests), self._watch(),
-                           sampler)
+        spec = self.spec(server, connections, duration=duration, requests=requests)
+        # the engine's threads (and the sampler's) are created by this thread inside run_bench:
+        # they inherit its affinity
+        with pinned_thread(self.load_cpus):
+            result = run_bench(spec, self._watch(), sampler)
         if result.interrupted:
             raise KeyboardInterrupt
         return result
 
     def warm(self, server: ManagedServer, rounds: int | None = None) -> Warmed:
-        """Load the server until every child has served at least one request (at most ``rounds``
-        rounds, default 30, and 60 s). Children that appear meanwhile are watched from then on."""
+        """Load the server with the workload until it is warm: every child has served requests,
+        and for two rounds in a row the children's summed USS grew by less than 1 % (or 256 KiB
+        per child) and the round's throughput rose by less than 10 % over the round before (a
+        fall is the machine's noise, not warming: it does not hold warming up). A round is
+        at least 10 requests per child at concurrency = children, and at least 0.3 s. At most
+        ``rounds`` rounds (default 30) and 60 s: ``settled`` says whether it got there.
+        ``rounds=1``: one quick round of 2 requests per child (where warming must not hide a
+        child's replacement). Children that appear meanwhile are watched from then on; a change
+        of children starts the count of still rounds again."""
         baseline: dict[int, float | None] = {}
         warmed: set[int] = set()
-        sent = 0
+        sent = done = stable = 0
+        rps: float | None = None
+        uss: int | None = None
         alive = server.children()
         deadline = time.monotonic() + WARM_TIMEOUT_S
-        for _ in range(rounds or WARM_ROUNDS):
+        quick = rounds == 1
+        size = 0
+        while done < (rounds or WARM_ROUNDS):
             for pid in alive:
                 baseline.setdefault(pid, process_cpu_clock(pid))
             count = max(1, len(alive))
-            result = self.bench(server, count, requests=2 * count, sample=False)
+            size = 2 * count if quick else min(WARM_ROUND_MAX_REQUESTS, max(size, WARM_ROUND_REQUESTS * count))
+            result = self.bench(server, count, requests=size, sample=False)
+            done += 1
             sent += result.requests.complete + result.requests.failed
             for pid in alive:
                 start, now = baseline[pid], process_cpu_clock(pid)
                 if start is not None and now is not None and now - start >= SERVED_CPU_S:
                     warmed.add(pid)
+            before = alive
             alive = server.children()
-            if warmed >= set(alive) or time.monotonic() > deadline:
+            last_rps, last_uss = rps, uss
+            rps = result.derived.requests_per_s
+            uss = self._children_uss(server)
+            if rps is not None and rps > 0:  # the next round lasts WARM_ROUND_S at least
+                size = max(size, int(rps * WARM_ROUND_S) + 1)
+            still = (alive == before and warmed >= set(alive) and _uss_still(last_uss, uss, len(alive))
+                     and _rps_still(last_rps, rps))
+            stable = stable + 1 if still else 0
+            if quick or stable >= WARM_STABLE_ROUNDS or time.monotonic() > deadline:
                 break
-        return Warmed(children=len(alive), warmed=len(warmed & set(alive)), requests=sent)
+        return Warmed(children=len(alive), warmed=len(warmed & set(alive)), requests=sent,
+                      settled=stable >= WARM_STABLE_ROUNDS, rounds=done, rps=rps, uss=uss)
+
+    def _children_uss(self, server: ManagedServer) -> int | None:
+        try:
+            children = self.snapshot(server).children
+        except PounderError:
+            return None
+        return sum(child.private for child in children)
+
+    def child_start_s(self, server: ManagedServer, timeout_s: float = CHILD_START_TIMEOUT_S) -> float | None:
+        """Seconds a lost child costs before a fresh one serves: one idle child is killed
+        (SIGKILL, as a crash or the OOM killer ends it: every server replaces such a child); the
+        figure runs until the server has as many children again, the new one has finished
+        starting (its CPU clock stands still for 50 ms) and it has served a request of the
+        workload (rounds of one request per child). It includes the parent's reaction: Apache's
+        parent replaces a lost child only in its once-a-second maintenance loop, and a mod_perl
+        child without preloading compiles the application on its first request. Resolution:
+        about 0.1 s. None when the server has no children or no fresh child served within
+        ``timeout_s``. Call it with no other load running."""
+        before = server.children()
+        if not before:
+            return None
+        began = time.monotonic()
+        deadline = began + timeout_s
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(before[-1], signal.SIGKILL)
+        while True:
+            now = server.children()
+            fresh = [pid for pid in now if pid not in before]
+            if fresh and len(now) >= len(before):
+                break
+            if time.monotonic() > deadline or not server.running:
+                return None
+            time.sleep(_POLL_S)
+        child = fresh[0]
+        clock = process_cpu_clock(child)
+        while True:  # until it has finished starting
+            time.sleep(_SETTLE_POLL_S)
+            later = process_cpu_clock(child)
+            if clock is None or later is None or time.monotonic() > deadline:
+                return None
+            if later - clock < SERVED_CPU_S:
+                break
+            clock = later
+        while time.monotonic() < deadline:
+            start = process_cpu_clock(child)
+            self.bench(server, len(now), requests=len(now), sample=False)
+            after = process_cpu_clock(child)
+            if start is None or after is None:
+                return None
+            if after - start >= SERVED_CPU_S:
+                return time.monotonic() - began
+        return None
 
     def snapshot(self, server: ManagedServer) -> PoolSnapshot:
         return snapshot(find_server(pid=server.pid))
 
+
+def _uss_still(last: int | None, now: int | None, children: int) -> bool:
+    if last is None or now is None:
+        return False
+    return now - last < max(WARM_USS_GROWTH * last, WARM_USS_SLACK * max(1, children))
+
+
+def _rps_still(last: float | None, now: float | None) -> bool:
+    """The throughput no longer climbs: within 10 % of the round before, or below it (a warming
+    server gets faster; a drop is the machine's noise, not warming)."""
+    if last is None or now is None or last <= 0:
+        return False
+    return now <= last * (1 + WARM_RPS_CHANGE)

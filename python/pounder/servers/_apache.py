@@ -24,7 +24,7 @@ import signal
 import stat
 import subprocess
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -308,11 +308,12 @@ class ApacheServer(ManagedServer):
                  server_status: bool = True, user: str | None = None, binary: str | None = None,
                  modules_dir: str | os.PathLike[str] | None = None, conf: str | os.PathLike[str] | None = None,
                  server_root: str | os.PathLike[str] | None = None, ready_path: str = "/",
-                 stop_timeout_s: float = 10.0, die_with_parent: bool = True) -> None:
+                 stop_timeout_s: float = 10.0, die_with_parent: bool = True,
+                 cpus: Collection[int] | None = None) -> None:
         self.conf = Path(conf).resolve() if conf is not None else None
         self._conf_text()  # refuse an unreadable or unusable file before making a workdir
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
-                         die_with_parent=die_with_parent)
+                         die_with_parent=die_with_parent, cpus=cpus)
         group: str | None = None
         if os.geteuid() == 0:
             user = user or DEFAULT_USER

@@ -17,6 +17,12 @@ If this Python process dies without calling ``stop``: the server's parent gets S
 kernel (``PR_SET_PDEATHSIG``, on by default; note that the kernel sends it when the *thread* that
 started the server exits, so start servers from a long-lived thread), and servers still running at
 interpreter exit are stopped by an ``atexit`` hook.
+
+CPUs (``cpus``): the parent is started with its CPU affinity already set, so every worker it forks
+inherits it (affinity passes through fork and exec). It is set on *our calling thread* around the
+``fork`` (:func:`pounder._units.pinned_thread`), not in a ``preexec_fn`` (Python code between fork
+and exec is unsafe when other threads run, e.g. a progress display) nor through ``taskset`` (one
+more program to need, and the pid we watch would first be taskset's).
 """
 
 from __future__ import annotations
@@ -34,12 +40,13 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, NoReturn, TypeVar
 
 from pounder._errors import PounderError, public
+from pounder._units import pinned_thread
 from pounder.servers._listen import owns_listener
 from pounder.servers._proc import ProcStat, all_stats, children_of, descendants_of, group_members, still_running
 
@@ -171,6 +178,9 @@ class ManagedServer(abc.ABC):
     """A pre-forking server run as a child of this process; a context manager that starts it on
     entry (unless already started) and always stops it on exit.
 
+    ``cpus``: run the server and every process it forks on these CPU numbers only (see the
+    module docstring); None leaves the affinity alone.
+
     ``workdir`` holds everything the server writes (configuration, ``run/`` with the pid file,
     ``logs/``); ``None`` makes a private temporary directory (mode 0755), removed by ``stop``
     (so call ``stop`` also on a server that was never started, or use ``with``).
@@ -182,7 +192,8 @@ class ManagedServer(abc.ABC):
     """The parent's graceful stop signal: sent by ``stop`` and by the kernel when we die."""
 
     def __init__(self, workdir: str | os.PathLike[str] | None = None, *, ready_path: str = "/",
-                 stop_timeout_s: float = 10.0, die_with_parent: bool = True) -> None:
+                 stop_timeout_s: float = 10.0, die_with_parent: bool = True,
+                 cpus: Collection[int] | None = None) -> None:
         self._owns_workdir = workdir is None
         if workdir is None:
             workdir = tempfile.mkdtemp(prefix=f"pounder-{self.kind}-")
@@ -191,6 +202,9 @@ class ManagedServer(abc.ABC):
         self._ready_path = ready_path
         self._stop_timeout_s = stop_timeout_s
         self._die_with_parent = die_with_parent
+        self.cpus: tuple[int, ...] | None = None if cpus is None else tuple(sorted(set(cpus)))
+        """The CPUs the server and its workers run on (None: wherever this process may run),
+        applied by the next ``start``."""
         self._port: int | None = None
         self._pid: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -334,7 +348,7 @@ class ManagedServer(abc.ABC):
         self._port = port
         argv = self._prepare(port)
         self._log_offsets = {p: (p.stat().st_size if p.exists() else 0) for p in self._log_files()}
-        with open(self.console_log, "ab") as console:
+        with open(self.console_log, "ab") as console, pinned_thread(self.cpus):
             try:
                 self._proc = subprocess.Popen(
                     argv, cwd=self._workdir, env=dict(self._environment()), stdin=subprocess.DEVNULL,

@@ -34,7 +34,7 @@ import shlex
 import shutil
 import signal
 import string
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +149,8 @@ class CommandServer(ManagedServer):
     def __init__(self, workdir: str | os.PathLike[str] | None, command: str, *, workers: int = 2,
                  max_requests: int = 0, env: Mapping[str, str] | None = None,
                  stop_signal: signal.Signals = signal.SIGTERM, ready_path: str = "/",
-                 stop_timeout_s: float = 10.0, die_with_parent: bool = True) -> None:
+                 stop_timeout_s: float = 10.0, die_with_parent: bool = True,
+                 cpus: Collection[int] | None = None) -> None:
         if workers < 1:
             raise UsageError(f"command: workers must be at least 1, not {workers}")
         if max_requests < 0:
@@ -158,7 +159,7 @@ class CommandServer(ManagedServer):
         render_command(command, port=0, workers=workers, max_requests=max_requests, workdir="/w", pidfile="/p",
                        error_log="/e")
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
-                         die_with_parent=die_with_parent)
+                         die_with_parent=die_with_parent, cpus=cpus)
         self.command = command
         self.workers = workers
         self.max_requests = max_requests

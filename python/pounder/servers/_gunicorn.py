@@ -8,7 +8,7 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,9 +146,10 @@ class GunicornServer(ManagedServer):
                  workers: int = 2, max_requests: int = 0, preload: bool = False,
                  env: Mapping[str, str] | None = None, extra_args: Sequence[str] = (),
                  python: str = sys.executable, ready_path: str = "/", stop_timeout_s: float = 10.0,
-                 die_with_parent: bool = True) -> None:
+                 die_with_parent: bool = True,
+                 cpus: Collection[int] | None = None) -> None:
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
-                         die_with_parent=die_with_parent)
+                         die_with_parent=die_with_parent, cpus=cpus)
         self.app = app
         # absolute: gunicorn runs in the workdir
         self.pythonpath = ",".join(str(Path(p).resolve()) for p in pythonpath.split(",")) if pythonpath else None

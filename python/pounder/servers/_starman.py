@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,9 +73,10 @@ class StarmanServer(ManagedServer):
     def __init__(self, workdir: str | os.PathLike[str] | None, psgi: str | os.PathLike[str], *, workers: int = 2,
                  max_requests: int = 0, preload_app: bool = False, keepalive: bool = True,
                  env: Mapping[str, str] | None = None, extra_args: Sequence[str] = (), binary: str | None = None,
-                 ready_path: str = "/", stop_timeout_s: float = 10.0, die_with_parent: bool = True) -> None:
+                 ready_path: str = "/", stop_timeout_s: float = 10.0, die_with_parent: bool = True,
+                 cpus: Collection[int] | None = None) -> None:
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
-                         die_with_parent=die_with_parent)
+                         die_with_parent=die_with_parent, cpus=cpus)
         self.psgi = Path(psgi).resolve()
         self.env = dict(env or {})
         self.binary = binary or find_starman() or "starman"

@@ -1,0 +1,198 @@
+"""The runner against a real gunicorn (tests/apps/wsgi_app.py): the workload it sends, the CPUs
+the server and the load generator run on, warming until the children's memory stands still, and
+the time a fresh child needs; and the pure parts (Workload, split_cpus, check_cpus)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pounder import UsageError
+from pounder.load import Progress
+from pounder.pool import GunicornAdapter, PoolParams, Runner, Workload, check_cpus, split_cpus
+from pounder.servers import gunicorn_missing
+from support.leftovers import processes_mentioning
+
+APPS = Path(__file__).resolve().parents[1] / "apps"
+MIB = 1024 * 1024
+CPUS = sorted(os.sched_getaffinity(0))
+needs_gunicorn = pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
+needs_two_cpus = pytest.mark.skipif(len(CPUS) < 2, reason="needs 2 CPUs to pin apart")
+
+
+def _runner(tmp_path: Path, workload: Workload | str = "/", **cpus: tuple[int, ...] | None) -> Runner:
+    return Runner(GunicornAdapter("wsgi_app:app", pythonpath=str(APPS)), tmp_path / "servers", workload, 0, 10.0,
+                  **cpus)
+
+
+def _cpus_allowed(status_path: Path) -> str | None:
+    try:
+        for line in status_path.read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        return None  # the task ended meanwhile
+    return None
+
+
+def _children_uss(runner: Runner, server: object) -> int:
+    return sum(child.private for child in runner.snapshot(server).children)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------
+# pure
+
+
+def test_workload_describes_itself_in_one_line() -> None:
+    assert Workload().describe() == "GET /, keep-alive off, no slow clients"
+    mix = Workload(targets=((5, "GET", "/"), (7, "HEAD", "/a?b=1")), keepalive=True, throttle="56kbit",
+                   source="/var/log/access.log")
+    assert mix.describe() == "mix of 12 requests (2 distinct) from access.log, keep-alive on, slow clients 56kbit"
+    assert Workload(targets=[[1, "GET", "/x"]]).targets == ((1, "GET", "/x"),)  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"path": "x"}, "must start with '/'"),
+    ({"targets": ((0, "GET", "/"),)}, "weight must be a whole number >= 1"),
+    ({"targets": ((1, "POST", "/"),)}, "method must be GET or HEAD"),
+    ({"targets": ((1, "GET"),)}, "must be \\(weight, method, path\\)"),
+    ({"keepalive": "yes"}, "keepalive"),
+    ({"throttle": "fast"}, "invalid workload: throttle"),
+])
+def test_a_bad_workload_is_a_usage_error(fields: dict[str, object], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        Workload(**fields)  # type: ignore[arg-type]
+
+
+def test_split_cpus_gives_the_server_most_and_the_load_generator_a_quarter() -> None:
+    assert split_cpus([0, 1]) == (None, None, "only 2 CPUs: server and load generator share them; the load "
+                                               "generator's CPU is reported next to the server's")
+    assert split_cpus([0])[2].startswith("only 1 CPU:")
+    assert split_cpus([3, 2, 1, 0]) == ((0, 1, 2), (3,), "4 CPUs: the server runs on 0-2, the load generator on 3")
+    assert split_cpus(range(7))[:2] == ((0, 1, 2, 3, 4, 5), (6,))
+    assert split_cpus(range(8))[:2] == ((0, 1, 2, 3, 4, 5), (6, 7))
+    server, load, _ = split_cpus(range(64))
+    assert server is not None and load is not None and len(load) == 16 and not set(server) & set(load)
+
+
+def test_runner_refuses_bad_cpus_and_a_head_mix_before_starting() -> None:
+    check_cpus(None, None)
+    check_cpus((CPUS[0],), None)
+    with pytest.raises(UsageError, match="would share CPU"):
+        check_cpus((CPUS[0],), (CPUS[0],))
+    with pytest.raises(UsageError, match="list is empty"):
+        check_cpus((), None)
+    with pytest.raises(UsageError, match="not available here"):
+        check_cpus(None, (max(CPUS) + 1,))
+    with pytest.raises(UsageError, match="HEAD request in the mix"):  # until URL files take a method
+        Runner(GunicornAdapter("wsgi_app:app", pythonpath=str(APPS)), Path("/nonexistent"),
+               Workload(targets=((1, "HEAD", "/"),)), 0, 10.0)
+    with pytest.raises(UsageError, match="would share CPU"):
+        Runner(GunicornAdapter("wsgi_app:app", pythonpath=str(APPS)), Path("/nonexistent"), "/", 0, 10.0,
+               server_cpus=(CPUS[0],), load_cpus=(CPUS[0],))
+
+
+# ---------------------------------------------------------------------------------------------
+# real gunicorn
+
+
+@needs_gunicorn
+def test_a_mix_is_replayed_from_a_url_file_with_keepalive_and_throttle(tmp_path: Path) -> None:
+    workload = Workload(targets=((3, "GET", "/"), (1, "GET", "/pid")), keepalive=True, throttle="1MB/s")
+    runner = _runner(tmp_path, workload)
+    with runner.started(PoolParams(2)) as server:
+        spec = runner.spec(server, 2, requests=40)
+        assert spec.order == "random" and spec.http.keepalive and spec.http.throttle_bps == 1_000_000
+        assert (server.workdir / "workload.urls").read_text() == f"3 {server.url}/\n1 {server.url}/pid\n"
+        assert [t.weight for t in spec.targets] == [3, 1]
+        result = runner.bench(server, 2, requests=40, sample=False)
+        assert result.requests.complete == 40 and result.requests.failed == 0
+        assert runner.ready_s is not None and runner.ready_s > 0
+    plain = _runner(tmp_path / "plain")
+    assert plain.path == "/" and plain.workload == Workload()
+    plain.path = "/pid"  # as the experiment runner switches variants
+    assert plain.workload.path == "/pid"
+    assert not processes_mentioning(str(tmp_path))
+
+
+@needs_gunicorn
+def test_the_server_and_every_worker_run_on_the_server_cpus(tmp_path: Path) -> None:
+    before = os.sched_getaffinity(0)
+    runner = _runner(tmp_path, server_cpus=(CPUS[0],))
+    with runner.started(PoolParams(3)) as server:
+        assert os.sched_getaffinity(0) == before  # our own thread is put back
+        children = server.wait_for_children(3)
+        assert len(children) == 3
+        for pid in (server.pid, *children):
+            assert _cpus_allowed(Path(f"/proc/{pid}/status")) == str(CPUS[0])
+    assert not processes_mentioning(str(tmp_path))
+
+
+@needs_gunicorn
+@needs_two_cpus
+def test_the_engine_threads_run_on_the_load_cpus(tmp_path: Path) -> None:
+    seen: dict[str, str | None] = {}
+
+    def look(progress: Progress) -> None:
+        for task in Path("/proc/self/task").iterdir():
+            try:
+                name = (task / "comm").read_text().strip()
+            except OSError:
+                continue
+            if name.startswith("pounder-"):
+                seen[name] = _cpus_allowed(task / "status")
+
+    before = os.sched_getaffinity(0)
+    runner = Runner(GunicornAdapter("wsgi_app:app", pythonpath=str(APPS)), tmp_path / "servers", "/", 0, 10.0,
+                    look, server_cpus=(CPUS[0],), load_cpus=(CPUS[1],))
+    with runner.started(PoolParams(2)) as server:
+        result = runner.bench(server, 2, duration=1.0)  # with the sampler's thread
+        assert result.requests.complete > 0
+    assert os.sched_getaffinity(0) == before
+    # comm holds 15 characters: the engine's supervisor, collector and worker thread
+    assert {"pounder-supervi", "pounder-collect", "pounder-0"} <= set(seen)
+    assert set(seen.values()) == {str(CPUS[1])}, seen
+    assert not processes_mentioning(str(tmp_path))
+
+
+@needs_gunicorn
+def test_warm_goes_on_until_the_childrens_memory_stands_still(tmp_path: Path) -> None:
+    """/lazy grows each worker by 4 MiB over its first 20 requests: warm must see all of it."""
+    runner = _runner(tmp_path, Workload(path="/lazy"))
+    with runner.started(PoolParams(2)) as server:
+        server.wait_for_children(2)
+        cold = _children_uss(runner, server)
+        warmed = runner.warm(server)
+        assert warmed.settled, warmed
+        assert warmed.warmed == warmed.children == 2
+        assert warmed.rounds >= 3 and warmed.rps is not None and warmed.rps > 0
+        assert warmed.uss is not None and warmed.uss >= cold + 2 * 3.5 * MIB
+        assert warmed.describe().startswith("warm: 2/2 children served, USS settled at ")
+        after_warm = _children_uss(runner, server)
+        runner.bench(server, 2, requests=200, sample=False)
+        assert _children_uss(runner, server) < after_warm * 1.01
+    assert not processes_mentioning(str(tmp_path))
+
+
+@needs_gunicorn
+def test_one_warming_round_is_one_quick_round(tmp_path: Path) -> None:
+    runner = _runner(tmp_path)
+    with runner.started(PoolParams(2)) as server:
+        server.wait_for_children(2)
+        warmed = runner.warm(server, rounds=1)
+        assert (warmed.rounds, warmed.requests, warmed.settled) == (1, 4, False)
+    assert not processes_mentioning(str(tmp_path))
+
+
+@needs_gunicorn
+def test_child_start_time_on_gunicorn(tmp_path: Path) -> None:
+    runner = _runner(tmp_path)
+    with runner.started(PoolParams(2)) as server:
+        before = server.wait_for_children(2)
+        seconds = runner.child_start_s(server, timeout_s=10.0)
+        assert seconds is not None and 0 < seconds < 10.0
+        after = server.children()
+        assert len(after) == 2 and after != before  # one child replaced, by a fresh one that served
+    assert not processes_mentioning(str(tmp_path))
