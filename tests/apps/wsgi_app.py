@@ -38,6 +38,15 @@ LEAK: list[bytes] = []
 LAZY: list[bytearray] = []
 LAZY_MB = 4
 LAZY_REQUESTS = 20
+AGED: list[bytearray] = []
+STARTED = [time.monotonic()]  # when this process started: reset in every forked worker
+
+
+def _forked() -> None:
+    STARTED[0] = time.monotonic()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 StartResponse = Callable[[str, list[tuple[str, str]]], object]
 
@@ -74,6 +83,12 @@ def app(environ: dict[str, object], start_response: StartResponse) -> Iterable[b
         if len(LAZY) < LAZY_REQUESTS:  # written, so resident and private to this worker
             LAZY.append(bytearray(b"z" * (LAZY_MB * 1024 * 1024 // LAZY_REQUESTS)))
         body = f"pid {pid} lazy {len(LAZY)}/{LAZY_REQUESTS}\n"
+    elif path == "/age":
+        # a cache that fills once the worker is old: after_s seconds after it started, mib MiB, once
+        after_s = float(query.get("after_s", ["6"])[0])
+        if not AGED and time.monotonic() - STARTED[0] >= after_s:
+            AGED.append(bytearray(b"a" * (int(query.get("mib", ["32"])[0]) * 1024 * 1024)))
+        body = f"pid {pid} aged {len(AGED)}\n"
     elif path == "/leak":
         LEAK.append(b"x" * 102400)
         body = f"pid {pid} leaked {len(LEAK)} x 100 KB\n"

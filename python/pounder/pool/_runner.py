@@ -154,10 +154,11 @@ class Runner:
         return server.url + self.workload.path
 
     def spec(self, server: ManagedServer, connections: int, *, duration: float | None = None,
-             requests: int | None = None) -> BenchSpec:
+             requests: int | None = None, rate: float | None = None) -> BenchSpec:
         """The bench spec of the workload: its one path, or its mix written as a URL file into the
-        server's directory and replayed in weighted random order."""
-        load = LoadOptions(connections=connections, duration=duration, requests=requests,
+        server's directory and replayed in weighted random order. With ``rate``: open loop at that
+        many requests per second, at most ``connections`` in flight."""
+        load = LoadOptions(connections=connections, duration=duration, requests=requests, rate=rate,
                            keepalive=self.workload.keepalive, throttle=self.workload.throttle,
                            timeout=self.timeout_s, threads=1)
         if not self.workload.targets:
@@ -185,13 +186,13 @@ class Runner:
         return watch
 
     def bench(self, server: ManagedServer, connections: int, *, duration: float | None = None,
-              requests: int | None = None, sample: bool = True) -> BenchResult:
+              requests: int | None = None, sample: bool = True, rate: float | None = None) -> BenchResult:
         """Load the server with the workload, the load generator on ``load_cpus``; Ctrl-C raises
         KeyboardInterrupt. Keep-alive is off unless the workload turns it on: every request is
         then a new connection, and a child's MaxRequestsPerChild means the same in every server
         (Apache and Starman count connections, gunicorn requests)."""
         sampler = ServerSampler(find_server(pid=server.pid), interval_s=SAMPLE_INTERVAL_S) if sample else None
-        spec = self.spec(server, connections, duration=duration, requests=requests)
+        spec = self.spec(server, connections, duration=duration, requests=requests, rate=rate)
         # the engine's threads (and the sampler's) are created by this thread inside run_bench:
         # they inherit its affinity
         with pinned_thread(self.load_cpus):

@@ -65,6 +65,7 @@ from pounder.tune._analysis import (
     sweep_done,
 )
 from pounder.tune._confirm import confirmation_checks
+from pounder.tune._leak import room_for_growth
 from pounder.tune._options import TuneOptions
 from pounder.tune._points import aggregate, still_growing
 
@@ -346,7 +347,7 @@ class TuneSession:
         rate = target.peak_rate
         connections = target.clients or sweep_connections(knee, None, keepalive=options.keepalive)
         if rate is not None:  # open loop: enough connections for the rate at the measured busy time
-            connections = max(connections, params.max_clients)
+            connections = max(2 * params.max_clients, 16)
 
         def measure() -> tuple[dict[str, Any], dict[str, Any]]:
             with runner.started(params) as server:
@@ -375,7 +376,7 @@ class TuneSession:
         transfer = None
         if options.throttle is not None and not options.proxy:
             transfer = None  # measured: the sweep's busy time includes the slow transfer itself
-        return Target(clients=options.clients, peak_rate=options.peak_rate, source=options.peak_source,
+        return Target(clients=options.clients, peak_rate=options.peak_rate, source=options.peak_source or "--peak-rate",
                       p99_s=options.p99_s, keepalive=options.keepalive, proxy=options.proxy, transfer_s=transfer,
                       keepalive_idle_s=None)
 
@@ -407,6 +408,8 @@ class TuneSession:
         plan = [(f"mrpc-{mrpc_n}-{value}", PoolParams(mrpc_n, max_requests=value), connections,
                  f"MaxRequestsPerChild {value or 'unlimited'} ({mrpc_n} children)") for value in options.mrpc_values]
         mrpc_points = mrpc_losses(self._sweep("max-requests", plan, options.trials, warm_rounds=False))
+        choice = room_for_growth(choice, mrpc_points, measure, memory, max_loss=options.max_loss,
+                                 counts=adapter.max_requests_counts)
         mrpc = choose_max_requests(mrpc_points, measure, memory, choice.chosen, max_loss=options.max_loss,
                                    counts=adapter.max_requests_counts, kind=adapter.kind)
 
@@ -434,8 +437,7 @@ class TuneSession:
         params = PoolParams(choice.chosen, max_requests=mrpc.value, start_servers=spares[0], min_spare=spares[1],
                             max_spare=spares[2], preload=adapter.preload)
         confirmation = self._confirm(params, memory, target, choice.throughput) if options.confirm else None
-        said = advice(adapter.kind, measure, other, memory, other_memory, sweep, choice, self.cores,
-                      preload_toggle=adapter.preload_toggle)
+        said = advice(adapter.kind, measure, other, memory, other_memory, sweep, choice, self.cores)
         if growth(measure).leak and mrpc.forced_by_memory:
             said.append("the leak forces frequent respawns at this many children: fix the leak, or give each child "
                         "more room (fewer children, more RAM)")

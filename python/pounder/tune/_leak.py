@@ -1,0 +1,48 @@
+"""A leaking child needs room to grow: the pool and MaxRequestsPerChild decided together (pure).
+
+The memory bound divides the budget by the child's size *now*. A child that leaks grows until it
+is replaced, so a pool as large as the memory bound leaves it no room: MaxRequestsPerChild would
+have to be tiny, and respawning would cost more throughput than the leak. The method's answer is
+to give each child the room it grows into between respawns: with ``v`` the smallest
+MaxRequestsPerChild measured that costs at most ``max_loss`` of the throughput, a child reaches
+``start + growth x v`` before it is replaced, and ``(RAM - shared) / (start + growth x v)``
+children fit. When the pool was sized by memory (or ``--max-children``), it is lowered to that;
+a pool sized by a target is left to the MaxRequestsPerChild choice, which then says memory forces
+frequent respawns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pounder._units import mib_unit
+from pounder.tune._analysis import ChildrenChoice, MemoryBound, _affordable, growth
+
+
+def room_for_growth(choice: ChildrenChoice, mrpc_points: Sequence[Mapping[str, Any]], measure: Mapping[str, Any],
+                    memory: MemoryBound, *, max_loss: float, counts: str = "requests") -> ChildrenChoice:
+    """``choice`` with the pool lowered to leave a leaking child room to grow (module documentation);
+    unchanged without a leak, for a pool sized by a target, or when no value measured is affordable."""
+    grown = growth(measure)
+    if not grown.leak or choice.decided_by not in ("memory", "max-children"):
+        return choice
+    affordable = sorted(int(p["max_requests"]) for p in mrpc_points
+                        if int(p["max_requests"]) > 0 and p.get("vs_unlimited")
+                        and p["vs_unlimited"].get("ratio") is not None and _affordable(p["vs_unlimited"], max_loss))
+    if not affordable:
+        return choice
+    value = affordable[0]
+    start = int(measure["warm"]["max_uss"])
+    grown_to = start + grown.second * value
+    fit = max(1, int((memory.ram - memory.shared) // grown_to))
+    if fit >= choice.chosen:
+        return choice
+    unit = "requests" if counts == "requests" else "connections"
+    reason = (f"the leak needs room: a child starts at {mib_unit(start)} and grows {grown.second:,.0f} bytes per "
+              f"request; replaced every {value:,} {unit} (the smallest value measured that costs at most "
+              f"{max_loss:.0%}), it reaches {mib_unit(grown_to)}, and {fit} such children fit the budget "
+              f"(({mib_unit(memory.ram)} - {mib_unit(memory.shared)} shared) / {mib_unit(grown_to)}): the pool is "
+              f"{fit}, not the {choice.chosen} the children's present size allows")
+    return dataclasses.replace(choice, chosen=fit, decided_by="memory", reasons=[*choice.reasons, reason])

@@ -1,0 +1,90 @@
+"""``pounder tune`` sizes the pool by the method, from repeated measurements (issue 15), on real
+gunicorn servers, loopback only.
+
+Every run here is short (``--quick``, 1 s points, 3 trials); the expected figures come from the
+app's known behaviour (a 30 ms wait, a child that grows once it is old), never from pounder's own
+numbers; and every run's printed reasons are checked against its tables
+(:func:`support.tune_check.check_consistent`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pounder.servers import gunicorn_missing
+from support.leftovers import processes_mentioning
+from support.schemas import validate_results_dir
+from support.tune_check import check_consistent
+
+APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
+TUNE_LIMIT_S = 400
+SHORT = ("--quick", "--point-duration", "1s")
+
+pytestmark = pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
+
+
+def _tune(results: Path, path: str, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    done = subprocess.run([sys.executable, "-m", "pounder", "tune", "gunicorn", "wsgi_app:app", "--pythonpath",
+                           str(APPS_DIR), "--path", path, *SHORT, "--results", str(results), *args],
+                          capture_output=True, text=True, timeout=TUNE_LIMIT_S, check=False)
+    assert not processes_mentioning(str(results))
+    assert (results / "recommendation.json").is_file(), done.stderr
+    validate_results_dir(results)
+    data: dict[str, Any] = json.loads((results / "recommendation.json").read_text())
+    check_consistent(done.stdout, data)
+    return done, data
+
+
+def test_an_io_bound_app_gets_a_child_per_client_and_the_concurrency_arithmetic(tmp_path: Path) -> None:
+    # every request waits 30 ms without CPU: 32 clients need 32 children, whatever the cores
+    done, data = _tune(tmp_path / "io", "/sleep?ms=30", "--clients", "32", "--ram", "4G", "--mrpc", "0",
+                       "--max-children", "48")
+    assert done.returncode == 0, done.stderr
+    assert 28 <= data["params"]["max_clients"] <= 36, data["children"]
+    reasons = " ".join(data["children"]["reasons"] + data["advice"])
+    assert "32" in reasons and "busy" in reasons, reasons
+    assert "waits on something else" not in done.stdout and "wait on something else" not in done.stdout
+    # throughput = children / busy time while the children are the limit: 16 children ~ 16 / 30 ms
+    at16 = next(p for p in data["sweep"] if p["children"] == 16)
+    assert 0.6 * 16 / 0.030 <= at16["rps"] <= 16 / 0.030 * 1.05, at16["rps"]
+    confirmation = data["confirmation"]
+    assert confirmation["connections"] == 32 and confirmation["ok"], confirmation
+
+
+def test_the_same_app_tuned_twice_gives_the_same_answer(tmp_path: Path) -> None:
+    answers = []
+    for run in ("first", "second"):
+        done, data = _tune(tmp_path / run, "/cpu?ms=4", "--ram", "1G", "--max-children", "8",
+                           "--mrpc", "0,10000,1000,100")
+        assert done.returncode == 0, done.stderr
+        answers.append(data)
+    first, second = answers
+    assert first["params"]["max_clients"] == second["params"]["max_clients"]  # no target: the memory bound, capped
+    knees = sorted([first["children"]["throughput"], second["children"]["throughput"]])
+    assert knees[1] <= 2 * knees[0], knees  # within one step of the sweep (1, 2, 4, 8)
+
+    def decade(value: int) -> int:
+        return -1 if value == 0 else int(math.log10(value))
+
+    assert decade(first["params"]["max_requests"]) == decade(second["params"]["max_requests"]), (
+        first["max_requests"]["reasons"], second["max_requests"]["reasons"])
+
+
+def test_a_pool_that_outgrows_its_budget_is_caught_by_the_confirmation(tmp_path: Path) -> None:
+    # each child allocates 48 MiB once it is 6 s old: after the size measurement, before the confirmation
+    done, data = _tune(tmp_path / "age", "/age?after_s=6&mib=48", "--ram", "160M", "--mrpc", "0",
+                       "--max-children", "4", "--measure-children", "2")
+    assert done.returncode == 1, done.stdout + done.stderr
+    confirmation = data["confirmation"]
+    assert confirmation is not None and not confirmation["ok"]
+    memory = next(check for check in confirmation["checks"] if check["name"] == "memory")
+    assert not memory["ok"] and memory["measured"] > memory["limit"] == data["memory"]["ram"]
+    assert "NOT MET" in done.stdout and memory["text"] in done.stdout
+    assert "did not pass its confirmation run" in done.stderr

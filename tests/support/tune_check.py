@@ -1,0 +1,97 @@
+"""The reasons of a tuning run never contradict its tables: checked on every tune run of the suite.
+
+``check_consistent(stdout, data)`` takes what ``pounder tune`` printed and its
+``recommendation.json``, and checks, independently of pounder's own wording rules:
+
+* every requests/s and millisecond figure quoted in "Why", "Advice" and "Confirmation" is a figure
+  of the tables printed above (a median or an interval bound, formatted as the tables format it),
+  or of the confirmation run;
+* every signed percentage quoted for a MaxRequestsPerChild value is that value's measured
+  "RPS vs unlimited" in the table;
+* the statements with a direction agree with the numbers: "no leak" / "leak" with the leak
+  verdict; "every value ... costs more than" only when every finite value measured lost more
+  than that; "more children will not help" only when a larger count was measured and was not
+  faster; the recommended pool and MaxRequestsPerChild are the ones in the configuration; the
+  confirmation's "every check met" only when every check was met.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_RPS = re.compile(r"([\d,]+(?:\.\d+)?) req/s")
+_MS = re.compile(r"([\d,]+\.\d) ms")
+_SIGNED = re.compile(r"MaxRequestsPerChild ([\d,]+)[^.;]*?([+-]\d+\.\d)%")
+
+
+def _sections(stdout: str) -> tuple[str, str]:
+    """(the tables: everything before "Recommendation", the narrative: from it on)."""
+    head, sep, tail = stdout.partition("\nRecommendation\n")
+    assert sep, "no Recommendation section in the output"
+    return head, tail.split("\nConfiguration (")[0]
+
+
+def _numbers(text: str) -> set[str]:
+    return set(re.findall(r"[\d,]+(?:\.\d+)?", text))
+
+
+def _table_rows(head: str, title: str) -> list[list[str]]:
+    """The rows (cells split on 2+ spaces) of the table under the numbered heading ``title``."""
+    lines = head.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("  ") or not line.strip():
+            break
+        rows.append(re.split(r"\s{2,}", line.strip()))
+    return rows
+
+
+def check_consistent(stdout: str, data: dict[str, Any]) -> None:
+    head, narrative = _sections(stdout)
+    known = _numbers(head)
+    confirmation = data.get("confirmation") or {}
+    for pattern in (_RPS, _MS):
+        for figure in pattern.findall(narrative):
+            assert figure in known or figure in _numbers(narrative.split("Confirmation")[-1]), (
+                f"{figure} quoted in the reasons is in no table:\n{narrative}")
+    # MaxRequestsPerChild losses quoted: the table's measured column
+    mrpc = {int(p["max_requests"]): p for p in data["mrpc"]}
+    for value, signed in _SIGNED.findall(narrative):
+        point = mrpc.get(int(value.replace(",", "")))
+        if point is None or not point.get("vs_unlimited") or point["vs_unlimited"].get("ratio") is None:
+            continue
+        measured = f"{(float(point['vs_unlimited']['ratio']) - 1) * 100:+.1f}"
+        assert signed == measured, f"MaxRequestsPerChild {value}: the reasons say {signed}%, the table {measured}%"
+    choice = data["max_requests"]
+    if re.search(r"\bno leak\b", narrative):
+        assert not choice["leak"], "the reasons say no leak, the verdict is a leak"
+    if re.search(r"^\s+- leak\b", narrative, re.MULTILINE):
+        assert choice["leak"], "the reasons call a leak the verdict did not"
+    costs = re.search(r"every (?:value|limit) (?:swept|measured) costs more than (\d+)%", narrative)
+    if costs:
+        limit = int(costs[1]) / 100
+        for point in data["mrpc"]:
+            ratio = (point.get("vs_unlimited") or {}).get("ratio")
+            if int(point["max_requests"]) > 0 and ratio is not None:
+                assert 1 - float(ratio) > limit, (
+                    f"'every value costs more than {costs[1]}%' but {point['max_requests']} lost {1 - float(ratio):.1%}")
+    if "more children will not help" in narrative:
+        knee = int(data["children"]["throughput"])
+        bigger = [p for p in data["sweep"] if int(p["children"]) > knee]
+        assert bigger, "'more children will not help' with no larger count measured"
+        at = next(p for p in data["sweep"] if int(p["children"]) == knee)
+        for point in bigger:
+            low = point.get("rps_low")
+            assert low is None or at.get("rps_high") is None or float(low) <= float(at["rps_high"]) * 1.05, (
+                f"'more children will not help' but {point['children']} children were faster")
+    params = data["params"]
+    names = data["names"]
+    config_lines = stdout.split("\nRecommendation\n")[1].split("\nWhy")[0]
+    assert re.search(rf"{re.escape(names['max_clients'])}\s+{params['max_clients']}\b", config_lines), config_lines
+    if confirmation:
+        met = "every check met" in narrative
+        assert met == bool(confirmation["ok"]), "the confirmation line disagrees with its checks"
+        for check in confirmation["checks"]:
+            assert check["text"] in narrative
