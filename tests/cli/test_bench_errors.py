@@ -79,7 +79,7 @@ def test_url_file_errors(tmp_path: Path) -> None:
     assert_usage_error(*run_cli("-f", str(empty)), "has no URLs")
     malformed = tmp_path / "urls.txt"
     malformed.write_text(f"{URL}\n# comment\nzero {URL}\n")
-    assert_usage_error(*run_cli("-f", str(malformed)), f"{malformed}:3: expected 'URL' or 'WEIGHT URL'")
+    assert_usage_error(*run_cli("-f", str(malformed)), f"{malformed}:3: expected '[WEIGHT] [METHOD] URL'")
     bad_url = tmp_path / "bad-url.txt"
     bad_url.write_text(f"{URL}\n2 https://127.0.0.1/\n")
     assert_usage_error(*run_cli("-f", str(bad_url)), f"{bad_url}:2: https is not supported yet")

@@ -303,6 +303,25 @@ def test_url_file_targets(tmp_path: Path) -> None:
     assert request_lines(built, 1)[:2] == ["GET /b HTTP/1.1", "Host: 127.0.0.1:8081"]
 
 
+def test_url_file_line_methods(tmp_path: Path) -> None:
+    """A line's own method: HEAD targets read no body, GET and HEAD lines send none, other
+    methods send the body of -b; lines without a method keep the global one."""
+    path = tmp_path / "urls.txt"
+    path.write_text("HEAD http://127.0.0.1:8080/h\nGET http://127.0.0.1:8080/g\n2 PUT http://127.0.0.1:8080/p\n"
+                    "http://127.0.0.1:8080/d\n")
+    built = spec(None, url_file=path, method="POST", body="hi", keepalive=False)
+    assert [(t.method, t.head) for t in built.targets] == [("HEAD", True), ("GET", False), ("PUT", False),
+                                                           (None, False)]  # fmt: skip
+    head, get, put, default = (request_lines(built, index) for index in range(4))
+    assert head[0] == "HEAD /h HTTP/1.1" and get[0] == "GET /g HTTP/1.1"
+    for lines in (head, get):
+        assert "Content-Length" not in {line.split(":")[0] for line in lines} and lines[-1] == "Connection: close"
+    assert built.targets[0].request.endswith(b"\r\n\r\n") and built.targets[1].request.endswith(b"\r\n\r\n")
+    assert put[0] == "PUT /p HTTP/1.1" and "Content-Length: 2" in put and built.targets[2].request.endswith(b"hi")
+    assert default[0] == "POST /d HTTP/1.1" and built.targets[3].request.endswith(b"hi")
+    assert [t.method for t in built.run_options().targets] == ["HEAD", "GET", "PUT", None]
+
+
 def test_url_file_bad_url_names_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "urls.txt"
     path.write_text("http://127.0.0.1/\n\nhttps://127.0.0.1/\n")
@@ -395,3 +414,4 @@ def test_load_options_as_one_object_or_as_keywords(monkeypatch: pytest.MonkeyPat
     assert overridden.load.connections == 5
     with pytest.raises(UsageError, match="unknown load option .no_such_option."):
         spec(no_such_option=1)
+

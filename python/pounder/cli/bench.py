@@ -52,8 +52,8 @@ Text = str | None
 # fmt: off
 URL_ARG = typer.Argument(metavar="URL", help="http:// URL to load (omit with -f).", show_default=False)
 URL_FILE = option("-f", "--url-file", panel=_LOAD, metavar="FILE", help=(
-    "File of URLs, one per line, optionally preceded by a weight ('3 http://...'); blank lines and # comments are "
-    "skipped."))
+    "File of URLs, one per line, optionally preceded by a weight and a method ('3 http://...', 'HEAD http://...', "
+    "'3 POST http://...'; a GET or HEAD line sends no body); blank lines and # comments are skipped."))
 ORDER = option("--order", panel=_LOAD, metavar="sequential|random", help=(
     "How targets are picked: in turn (default), or at random weighted by their weight (weights only matter for "
     "random)."))

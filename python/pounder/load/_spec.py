@@ -38,12 +38,15 @@ class Target:
     unix: str | None
     request: bytes
     head: bool
+    method: str | None = None
+    """The URL file line's own method, or ``None`` (the global method)."""
 
     def engine_dict(self) -> EngineTarget:
         return {"tcp": self.tcp, "unix": self.unix, "request": self.request, "head": self.head, "weight": self.weight}
 
     def info(self) -> TargetInfo:
-        return TargetInfo(url=self.url, weight=self.weight, connect=self.tcp or f"unix:{self.unix}")
+        return TargetInfo(url=self.url, weight=self.weight, connect=self.tcp or f"unix:{self.unix}",
+                          method=self.method)
 
 
 def _url_lines(url: str | None, url_file: str | Path | None) -> tuple[UrlLine, ...]:
@@ -59,7 +62,8 @@ def _url_lines(url: str | None, url_file: str | Path | None) -> tuple[UrlLine, .
 def build_targets(
     lines: Iterable[UrlLine], template: RequestTemplate, *, unix_socket: str | None, allow_remote: bool
 ) -> tuple[Target, ...]:
-    """Check, resolve and pre-serialize every URL (each host:port is resolved once)."""
+    """Check, resolve and pre-serialize every URL (each host:port is resolved once), each with its
+    line's method if it names one."""
     socket_path = check_unix_socket(unix_socket) if unix_socket is not None else None
     resolved: dict[tuple[str, int], str] = {}
     targets = []
@@ -74,14 +78,16 @@ def build_targets(
             if key not in resolved:
                 resolved[key] = resolve(url.host, url.port, allow_remote=allow_remote)
             address = resolved[key]
+        request = template.for_method(line.method)
         targets.append(
             Target(
                 url=url.text,
                 weight=line.weight,
                 tcp=address,
                 unix=socket_path,
-                request=template.render(url),
-                head=template.method == "HEAD",
+                request=request.render(url),
+                head=request.method == "HEAD",
+                method=line.method,
             )
         )
     return tuple(targets)
