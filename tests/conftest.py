@@ -86,6 +86,12 @@ class ServerHandle:
                 current, stable_since = latest, time.monotonic()
         return current
 
+    def by_request(self, settle_s: float = 0.2, timeout_s: float = 5.0) -> dict[str, int]:
+        """Complete requests received so far by ``"METHOD /target"`` (once the count settles, see
+        ``stats``)."""
+        self.stats(settle_s, timeout_s)
+        return {str(key): int(value) for key, value in json.loads(self.count_file.read_text())["by_request"].items()}
+
     def count(self, settle_s: float = 0.2, timeout_s: float = 5.0) -> int:
         """Complete requests received so far (see ``stats``)."""
         return self.stats(settle_s, timeout_s)["requests"]

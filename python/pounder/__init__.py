@@ -24,6 +24,7 @@ from pounder._version import __version__
 if TYPE_CHECKING:
     from pounder.load import (
         SCHEMA,
+        AccessLog,
         BenchResult,
         BenchSpec,
         ByteCounts,
@@ -48,9 +49,11 @@ if TYPE_CHECKING:
         WarmupCounts,
         bench,
         load_result,
+        read_access_log,
         render_csv,
         render_report,
         run_bench,
+        write_url_file,
     )
     from pounder.procs import (
         MemResult,
@@ -65,6 +68,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "SCHEMA": "pounder.load",
+    "AccessLog": "pounder.load",
     "BenchResult": "pounder.load",
     "BenchSpec": "pounder.load",
     "ByteCounts": "pounder.load",
@@ -92,6 +96,8 @@ _LAZY = {
     "render_csv": "pounder.load",
     "render_report": "pounder.load",
     "run_bench": "pounder.load",
+    "read_access_log": "pounder.load",
+    "write_url_file": "pounder.load",
     "MemResult": "pounder.procs",
     "PoolSnapshot": "pounder.procs",
     "ServerLoadReport": "pounder.procs",
@@ -115,6 +121,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "SCHEMA",
+    "AccessLog",
     "BenchResult",
     "BenchSpec",
     "ByteCounts",
@@ -149,10 +156,12 @@ __all__ = [
     "load_mem",
     "load_result",
     "max_clients",
+    "read_access_log",
     "render_csv",
     "render_report",
     "run_bench",
     "snapshot",
+    "write_url_file",
 ]
 
 

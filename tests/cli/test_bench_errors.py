@@ -79,11 +79,38 @@ def test_url_file_errors(tmp_path: Path) -> None:
     assert_usage_error(*run_cli("-f", str(empty)), "has no URLs")
     malformed = tmp_path / "urls.txt"
     malformed.write_text(f"{URL}\n# comment\nzero {URL}\n")
-    assert_usage_error(*run_cli("-f", str(malformed)), f"{malformed}:3: expected 'URL' or 'WEIGHT URL'")
+    assert_usage_error(*run_cli("-f", str(malformed)), f"{malformed}:3: expected '[WEIGHT] [METHOD] URL'")
     bad_url = tmp_path / "bad-url.txt"
     bad_url.write_text(f"{URL}\n2 https://127.0.0.1/\n")
     assert_usage_error(*run_cli("-f", str(bad_url)), f"{bad_url}:2: https is not supported yet")
     assert_usage_error(*run_cli("-f", str(malformed), URL), "not both")
+
+
+def test_access_log_errors_send_nothing(testserver: Any, tmp_path: Path) -> None:
+    srv = testserver("ok")
+    log = tmp_path / "access.log"
+    log.write_text('127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET /a HTTP/1.1" 200 5\n')
+    garbage = tmp_path / "garbage.log"
+    garbage.write_text("\nnot a log line\n")
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    cases = [
+        (["--access-log", str(tmp_path / "missing.log"), srv.url], "access log not found"),
+        (["--access-log", str(tmp_path), srv.url], "access log is a directory"),
+        (["--access-log", str(garbage), srv.url], f"access log {garbage}: no line is in the common or combined log "
+                                                  "format (line 2 is not)"),
+        (["--access-log", str(empty), srv.url], f"access log {empty} has no lines"),
+        (["--exclude-static", srv.url], "--exclude-static and --log-methods need --access-log"),
+        (["--log-methods", "GET", srv.url], "--exclude-static and --log-methods need --access-log"),
+        (["--access-log", str(log), "--order", "sequential", srv.url], "--order sequential cannot go with it"),
+        (["--access-log", str(log), srv.url + "/app"], "must be scheme://host[:port] only"),
+        (["--access-log", str(log), "--log-methods", "GET,FETCH", srv.url], "invalid log method 'FETCH'"),
+        (["--access-log", str(log), "--csv", str(log), srv.url], "would overwrite the --access-log input"),
+        (["--access-log", str(log), "-f", str(log), srv.url], "either -f/--url-file or --access-log"),
+    ]
+    for args, fragment in cases:
+        assert_usage_error(*run_cli("-n", "20", *args), fragment)
+    assert srv.count() == 0 and srv.connections() == 0, "a request was sent"
 
 
 def test_missing_body_file(tmp_path: Path) -> None:

@@ -209,8 +209,20 @@ def test_url_file(tmp_path: Path) -> None:
     )
 
 
+def test_url_file_line_methods(tmp_path: Path) -> None:
+    path = tmp_path / "urls.txt"
+    path.write_text("HEAD http://127.0.0.1/h\n3 POST http://127.0.0.1/p\n2 http://127.0.0.1/g\n")
+    assert read_url_file(path) == (
+        UrlLine("http://127.0.0.1/h", 1, f"{path}:1", "HEAD"),
+        UrlLine("http://127.0.0.1/p", 3, f"{path}:2", "POST"),
+        UrlLine("http://127.0.0.1/g", 2, f"{path}:3"),
+    )
+
+
 @pytest.mark.parametrize(
-    "line", ["0 http://127.0.0.1/", "x http://127.0.0.1/", "1 2 http://127.0.0.1/", "-1 http://a/"]
+    "line", ["0 http://127.0.0.1/", "x http://127.0.0.1/", "1 2 http://127.0.0.1/", "-1 http://a/",
+             "get http://127.0.0.1/", "3 FETCH http://127.0.0.1/", "GET 3 http://127.0.0.1/",
+             "3 GET GET http://127.0.0.1/"]
 )
 def test_url_file_malformed_line_names_file_and_line(tmp_path: Path, line: str) -> None:
     path = tmp_path / "urls.txt"

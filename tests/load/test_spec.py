@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import pounder
 from pounder import BenchSpec, LoadOptions, Stage, UsageError, __version__
 from pounder.load import _model, parse_url, resolve
 
@@ -303,6 +304,25 @@ def test_url_file_targets(tmp_path: Path) -> None:
     assert request_lines(built, 1)[:2] == ["GET /b HTTP/1.1", "Host: 127.0.0.1:8081"]
 
 
+def test_url_file_line_methods(tmp_path: Path) -> None:
+    """A line's own method: HEAD targets read no body, GET and HEAD lines send none, other
+    methods send the body of -b; lines without a method keep the global one."""
+    path = tmp_path / "urls.txt"
+    path.write_text("HEAD http://127.0.0.1:8080/h\nGET http://127.0.0.1:8080/g\n2 PUT http://127.0.0.1:8080/p\n"
+                    "http://127.0.0.1:8080/d\n")
+    built = spec(None, url_file=path, method="POST", body="hi", keepalive=False)
+    assert [(t.method, t.head) for t in built.targets] == [("HEAD", True), ("GET", False), ("PUT", False),
+                                                           (None, False)]  # fmt: skip
+    head, get, put, default = (request_lines(built, index) for index in range(4))
+    assert head[0] == "HEAD /h HTTP/1.1" and get[0] == "GET /g HTTP/1.1"
+    for lines in (head, get):
+        assert "Content-Length" not in {line.split(":")[0] for line in lines} and lines[-1] == "Connection: close"
+    assert built.targets[0].request.endswith(b"\r\n\r\n") and built.targets[1].request.endswith(b"\r\n\r\n")
+    assert put[0] == "PUT /p HTTP/1.1" and "Content-Length: 2" in put and built.targets[2].request.endswith(b"hi")
+    assert default[0] == "POST /d HTTP/1.1" and built.targets[3].request.endswith(b"hi")
+    assert [t.method for t in built.run_options().targets] == ["HEAD", "GET", "PUT", None]
+
+
 def test_url_file_bad_url_names_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "urls.txt"
     path.write_text("http://127.0.0.1/\n\nhttps://127.0.0.1/\n")
@@ -395,3 +415,50 @@ def test_load_options_as_one_object_or_as_keywords(monkeypatch: pytest.MonkeyPat
     assert overridden.load.connections == 5
     with pytest.raises(UsageError, match="unknown load option .no_such_option."):
         spec(no_such_option=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# An access log's mix
+
+
+ACCESS_LINES = (
+    '127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET /a?x=1 HTTP/1.1" 200 5\n' * 3
+    + '127.0.0.1 - - [23/Nov/2026:10:00:01 +0000] "HEAD /h HTTP/1.1" 200 0\n'
+    + '127.0.0.1 - - [23/Nov/2026:10:00:01 +0000] "POST /f HTTP/1.1" 200 0\n'
+)
+
+
+def test_access_log_targets(tmp_path: Path) -> None:
+    path = tmp_path / "access.log"
+    path.write_text(ACCESS_LINES)
+    built = spec("http://127.0.0.1:8080", access_log=path)
+    assert built.order == "random"
+    assert [(t.url, t.weight, t.method, t.head) for t in built.targets] == [
+        ("http://127.0.0.1:8080/a?x=1", 3, "GET", False), ("http://127.0.0.1:8080/h", 1, "HEAD", True)]
+    assert request_lines(built, 1)[0] == "HEAD /h HTTP/1.1"
+    with_post = spec("http://127.0.0.1:8080/", access_log=path, log_methods="GET,POST", order="random")
+    assert [t.method for t in with_post.targets] == ["GET", "POST"]
+    log = pounder.read_access_log(path)
+    assert spec("http://127.0.0.1:8080", access_log=log).targets == built.targets
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"exclude_static": True}, "--exclude-static and --log-methods need --access-log"),
+        ({"log_methods": "GET"}, "--exclude-static and --log-methods need --access-log"),
+        ({"access_log": "LOG", "order": "sequential"}, "--order sequential cannot go with it"),
+        ({"access_log": "LOG", "url_file": "LOG"}, "either -f/--url-file or --access-log"),
+        ({"access_log": "LOG", "url": "http://127.0.0.1:8080/app"}, "must be scheme://host[:port] only"),
+        ({"access_log": "LOG", "url": None}, "--access-log needs the server's base URL"),
+        ({"access_log": "LOG", "tsv_path": "LOG"}, "--tsv LOG would overwrite the --access-log input"),
+    ],
+)
+def test_access_log_bad_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any],
+                                message: str) -> None:  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    Path("LOG").write_text(ACCESS_LINES)
+    url = options.pop("url", "http://127.0.0.1:8080")
+    with pytest.raises(UsageError) as error:
+        spec(url, **options)
+    assert message in str(error.value)

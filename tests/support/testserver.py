@@ -11,7 +11,8 @@ Once listening it prints exactly one line, ``READY <port-or-path>``, to stdout. 
 status 0 on SIGTERM/SIGINT or after ``--max-lifetime`` seconds.
 
 Every complete request received (request line + headers + body) is counted before it is answered;
-with ``--count-file`` the counts are written there as JSON ``{"requests": n, "connections": n}``
+with ``--count-file`` the counts are written there as JSON ``{"requests": n, "connections": n,
+"by_request": {"METHOD /target": n, ...}}``
 (atomically: tmp file + os.replace) at startup, after every request/accepted connection and on exit.
 
 Modes (see ``MODES`` / the ``mode_*`` functions below for the exact bytes):
@@ -239,10 +240,13 @@ class Stats:
         self.lock = threading.Lock()
         self.requests = 0
         self.connections = 0
+        self.by_request: dict[str, int] = {}
 
-    def add_request(self) -> None:
+    def add_request(self, req: Request) -> None:
         with self.lock:
             self.requests += 1
+            key = f"{req.method} {req.target}"
+            self.by_request[key] = self.by_request.get(key, 0) + 1
             self.write_locked()
 
     def add_connection(self) -> None:
@@ -256,7 +260,8 @@ class Stats:
             return
         tmp = f"{self.path}.tmp"
         with open(tmp, "w", encoding="ascii") as f:
-            json.dump({"requests": self.requests, "connections": self.connections}, f)
+            json.dump({"requests": self.requests, "connections": self.connections,
+                       "by_request": self.by_request}, f)
         os.replace(tmp, self.path)
 
 
@@ -552,7 +557,7 @@ def serve_connection(sock: socket.socket, server: Server) -> None:
                 return
             if req is None:
                 return
-            server.stats.add_request()  # counted before anything is answered
+            server.stats.add_request(req)  # counted before anything is answered
             if server.mode == "freeze":
                 freeze_wait(server)
             elif server.mode != "silent" and server.delay_s > 0:

@@ -60,6 +60,16 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
                        "Like --server-pid, with the pid read from the server's pid file."),
     "server_name": (("--server-name",), "TEXT",
                     "Like --server-pid, with the parent found by process name or command line."),
+    "access_log": (("--access-log",), "FILE",
+                   "Replay the traffic of this Apache/nginx access log (common or combined format, gzip or not): "
+                   "each distinct request (method, path and query) weighted by its count, in random order; the URL "
+                   "is then the server's base, http://HOST:PORT. The log's busiest second and minute and its mix "
+                   "are reported."),
+    "exclude_static": (("--exclude-static",), None,
+                       "With --access-log: leave out static files (.css, .js, images, fonts, media)."),
+    "log_methods": (("--log-methods",), "LIST",
+                    "With --access-log: the methods replayed, default GET,HEAD (a POST replayed without the body "
+                    "it had is not the request the server saw)."),
 }
 # fmt: on
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -27,7 +27,7 @@ from pounder.cli._common import (
 )
 from pounder.cli._load_options import load_option, load_parameter, takes_load_options, threads_warning
 from pounder.cli._progress import live_progress
-from pounder.load import BenchResult, LoadOptions, bench, render_csv, render_report
+from pounder.load import AccessLog, BenchResult, LoadOptions, bench, read_access_log, render_csv, render_report
 
 _LOAD = "Load"
 _HTTP = "Requests"
@@ -50,13 +50,17 @@ Text = str | None
 
 
 # fmt: off
-URL_ARG = typer.Argument(metavar="URL", help="http:// URL to load (omit with -f).", show_default=False)
+URL_ARG = typer.Argument(metavar="URL", help=(
+    "http:// URL to load (omit with -f); with --access-log the server's base, http://HOST:PORT."), show_default=False)
 URL_FILE = option("-f", "--url-file", panel=_LOAD, metavar="FILE", help=(
-    "File of URLs, one per line, optionally preceded by a weight ('3 http://...'); blank lines and # comments are "
-    "skipped."))
+    "File of URLs, one per line, optionally preceded by a weight and a method ('3 http://...', 'HEAD http://...', "
+    "'3 POST http://...'; a GET or HEAD line sends no body); blank lines and # comments are skipped."))
+ACCESS_LOG = load_option("access_log", _LOAD)
+EXCLUDE_STATIC = load_option("exclude_static", _LOAD)
+LOG_METHODS = load_option("log_methods", _LOAD)
 ORDER = option("--order", panel=_LOAD, metavar="sequential|random", help=(
     "How targets are picked: in turn (default), or at random weighted by their weight (weights only matter for "
-    "random)."))
+    "random; --access-log is always random)."))
 WARMUP = option("--warmup", panel=_LOAD, metavar="TIME|N", help=(
     "Run this long (5s) or this many requests (100) first, without measuring them."))
 UNIX_SOCKET = option("--unix-socket", panel=_HTTP, metavar="PATH", help=(
@@ -89,7 +93,8 @@ def _outputs(json_path: str | None, csv_path: str | None) -> tuple[str | None, s
     return json_out, csv_out
 
 
-def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet: bool) -> None:
+def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet: bool,
+          log: AccessLog | None = None) -> None:
     """Write the files first (so a broken pipe cannot lose them), then the report; a file that
     cannot be written after all is reported once the report is out, so the numbers still show."""
     outputs = ((json_out, "--json", result.to_json), (csv_out, "--csv", partial(render_csv, result)))
@@ -101,7 +106,8 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
             except PounderError as error:
                 failures.append(error)
     if not quiet and "-" not in (json_out, csv_out):
-        write_output("-", render_report(result))
+        summary = "".join(f"{line}\n" for line in log.describe()) + "\n" if log is not None else ""
+        write_output("-", summary + render_report(result))
     if failures:
         raise failures[0]
 
@@ -121,7 +127,10 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
 def bench_command(
     url: Annotated[Text, URL_ARG] = None,
     url_file: Annotated[Text, URL_FILE] = None,
-    order: Annotated[str, ORDER] = "sequential",
+    access_log: Annotated[Text, ACCESS_LOG] = None,
+    exclude_static: Annotated[bool, EXCLUDE_STATIC] = False,
+    log_methods: Annotated[Text, LOG_METHODS] = None,
+    order: Annotated[Text, ORDER] = None,
     *,
     load: LoadOptions,
     warmup: Annotated[Text, WARMUP] = None,
@@ -142,17 +151,22 @@ def bench_command(
     json_out, csv_out = _outputs(json_path, csv_path)
     check_report_path(report)
     check_distinct([("--json", json_out), ("--csv", csv_out), ("--tsv", tsv_path), ("--hdr-log", hdr_log),
-                    ("--report", report)], [("-f/--url-file", url_file), ("--server-pidfile", server_pidfile),
-                                            *load.input_files()])
+                    ("--report", report)], [("-f/--url-file", url_file), ("--access-log", access_log),
+                                            ("--server-pidfile", server_pidfile), *load.input_files()])
+    log = None
+    if access_log is not None:  # read here, so that the report can say what it held
+        log = read_access_log(access_log, methods=log_methods or ("GET", "HEAD"), exclude_static=exclude_static)
+    from_log: dict[str, Any] = (  # without a log the library says what the log options need
+        {"access_log": log} if log is not None else {"exclude_static": exclude_static, "log_methods": log_methods})
     with live_progress(enabled=not quiet and sys.stderr.isatty()) as on_progress:
         result = bench(
-            url, url_file=url_file, order=order, warmup=warmup, unix_socket=unix_socket, tsv_path=tsv_path,
+            url, url_file=url_file, **from_log, order=order, warmup=warmup, unix_socket=unix_socket, tsv_path=tsv_path,
             hdr_log_path=hdr_log, options=load, server_pid=server_pid, server_pidfile=server_pidfile,
             server_name=server_name, server_status=server_status, sample_interval=sample_interval,
             on_progress=threads_warning(load, on_progress),
         )  # fmt: skip
     with _interrupt.deferred():  # a signal now waits until every output is whole
-        _emit(result, json_out, csv_out, quiet)
+        _emit(result, json_out, csv_out, quiet, log)
         if report is not None:
             write_html_report([result], report)
     if result.interrupted:

@@ -2,8 +2,17 @@
 parsing and validation (``_parse``; the load model ``_model``, URLs ``_url``, the request
 ``_request``, put together in ``_spec``), running the engine (``_bench``), results (``_result``,
 with the engine's measurements in ``_measured`` and the options it ran with in ``_run_options``) and their
-text and CSV forms (``_report``, ``_csv``). The public names are re-exported by :mod:`pounder`."""
+text and CSV forms (``_report``, ``_csv``); the user's traffic from an access log
+(``_access_log``). The public names are re-exported by :mod:`pounder`."""
 
+from pounder.load._access_log import (
+    STATIC_EXTENSIONS,
+    AccessLog,
+    Peak,
+    ServiceTime,
+    read_access_log,
+    write_url_file,
+)
 from pounder.load._bench import Progress, ProgressCallback, bench, run_bench, server_sampler
 from pounder.load._csv import render_csv
 from pounder.load._measured import (
@@ -34,6 +43,8 @@ __all__ = [
     "PERCENTILES",
     "READ_SCHEMAS",
     "SCHEMA",
+    "STATIC_EXTENSIONS",
+    "AccessLog",
     "BenchResult",
     "BenchSpec",
     "ByteCounts",
@@ -48,6 +59,7 @@ __all__ = [
     "MalformedResultError",
     "NotLoopbackError",
     "Number",
+    "Peak",
     "Phases",
     "Progress",
     "ProgressCallback",
@@ -55,6 +67,7 @@ __all__ = [
     "RequestCounts",
     "RunOptions",
     "SecondSample",
+    "ServiceTime",
     "Stage",
     "Target",
     "TargetInfo",
@@ -64,9 +77,11 @@ __all__ = [
     "format_ms",
     "load_result",
     "parse_url",
+    "read_access_log",
     "render_csv",
     "render_report",
     "resolve",
     "run_bench",
     "server_sampler",
+    "write_url_file",
 ]

@@ -21,6 +21,8 @@ from pounder._units import is_count, parse_count, parse_duration, parse_rate
 
 _TOKEN_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _FORBIDDEN_IN_HEADER = ("\r", "\n", "\0")
+LINE_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
+"""The methods a URL file's line may name (upper case)."""
 
 
 @public
@@ -58,11 +60,13 @@ class Warmup:
 
 @dataclass(frozen=True)
 class UrlLine:
-    """One URL read from a URL file, with its weight and ``file:line`` for messages."""
+    """One URL read from a URL file, with its weight, ``file:line`` for messages and the line's
+    own method (``None``: the global ``-m``)."""
 
     url: str
     weight: int
     where: str
+    method: str | None = None
 
 
 def parse_rate_spec(text: str, what: str = "--rate") -> RateSpec:
@@ -164,16 +168,21 @@ def load_body(text: str | bytes, what: str = "--body") -> bytes:
 
 def _parse_url_line(line: str, where: str) -> UrlLine:
     fields = line.split()
+    weight = 1
+    if len(fields) > 1 and fields[0].isdigit() and int(fields[0]) >= 1:
+        weight = int(fields.pop(0))
+    method = fields.pop(0) if len(fields) == 2 and fields[0] in LINE_METHODS else None
     if len(fields) == 1:
-        return UrlLine(fields[0], 1, where)
-    if len(fields) == 2 and fields[0].isdigit() and int(fields[0]) >= 1:
-        return UrlLine(fields[1], int(fields[0]), where)
-    raise UsageError(f"{where}: expected 'URL' or 'WEIGHT URL' (WEIGHT a whole number >= 1), got {line!r}")
+        return UrlLine(fields[0], weight, where, method)
+    raise UsageError(f"{where}: expected '[WEIGHT] [METHOD] URL' (WEIGHT a whole number >= 1, METHOD one of "
+                     f"{', '.join(LINE_METHODS)}), got {line!r}")
 
 
 def read_url_file(path: str | Path) -> tuple[UrlLine, ...]:
-    """Read a URL file: one URL per line, optionally preceded by a whole weight (``3 http://...``);
-    blank lines and lines starting with ``#`` are skipped. Errors name ``file:line``."""
+    """Read a URL file: one URL per line, optionally preceded by a whole weight and a method
+    (``3 http://...``, ``HEAD http://...``, ``3 POST http://...``; the method is upper case, one of
+    :data:`LINE_METHODS`); blank lines and lines starting with ``#`` are skipped. Errors name
+    ``file:line``."""
     path = Path(path)
     raw = read_input(path, "URL file")
     try:

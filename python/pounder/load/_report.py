@@ -58,11 +58,13 @@ def _header(result: BenchResult) -> list[str]:
     lines = [f"pounder {result.tool_version}, started {result.started_at}", ""]
     targets = result.options.targets
     if len(targets) == 1:
-        lines.append(_line("Target", f"{targets[0].url} ({targets[0].connect})"))
+        method = f"{targets[0].method} " if targets[0].method else ""
+        lines.append(_line("Target", f"{method}{targets[0].url} ({targets[0].connect})"))
     else:
         lines.append(_line("Targets", f"{len(targets)}, {result.options.order} order"))
         for target in targets[:MAX_LISTED_TARGETS]:
-            lines.append(_continued(f"{target.url} (weight {target.weight}, {target.connect})"))
+            method = f"{target.method} " if target.method else ""
+            lines.append(_continued(f"{method}{target.url} (weight {target.weight}, {target.connect})"))
         if len(targets) > MAX_LISTED_TARGETS:
             lines.append(_continued(f"... and {len(targets) - MAX_LISTED_TARGETS} more"))
     lines.append(_line("Load model", describe_load(result.options.load)))
@@ -103,7 +105,9 @@ def _describe_http(result: BenchResult) -> str:
         connection = f"keep-alive, {http.calls_per_conn} per connection"
     else:
         connection = "keep-alive"
-    parts = [http.method, connection, f"timeout {http.timeout_s:g} s"]
+    own = any(target.method for target in result.options.targets)
+    parts = [f"{http.method} (or each target's own)" if own else http.method, connection,
+             f"timeout {http.timeout_s:g} s"]
     if http.throttle_bps:
         parts.append(f"throttled to {http.throttle_bps} bytes/s")
     return ", ".join(parts)

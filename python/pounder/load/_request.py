@@ -7,13 +7,16 @@ alone: ``Content-Length`` (from the body), ``Transfer-Encoding`` (the body is se
 Content-Length), ``Connection`` (``keepalive``); as -H they are refused, since a wrong one turns
 every request into an error or a stall, measured as if it were the server's. As with curl, a
 Content-Type, Authorization or Cookie -H replaces the one -T, -A or --cookie would set.
+
+A URL file's line may name its own method (:meth:`RequestTemplate.for_method`): a GET or HEAD line
+sends no body, any other method sends the body of -b (if any), with its Content-Length.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pounder._errors import UsageError, check_str_mapping, check_strings
 from pounder._version import __version__
@@ -21,6 +24,8 @@ from pounder.load._parse import basic_auth, check_token, load_body, parse_cookie
 from pounder.load._url import ParsedUrl
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+NO_BODY_METHODS = frozenset({"GET", "HEAD"})
+"""A URL file's line with one of these methods sends no body, whatever -b says."""
 POUNDER_HEADERS = {
     "content-length": "pounder sets Content-Length from the body (-b/--body)",
     "transfer-encoding": "pounder sends the body (-b/--body) with a Content-Length, never chunked",
@@ -43,6 +48,20 @@ class RequestTemplate:
     Content-Length, Connection)."""
     user: tuple[tuple[str, str], ...]
     """-H headers: each replaces a generated header of the same name, the others are added."""
+
+    def for_method(self, method: str | None) -> RequestTemplate:
+        """This template for a URL file line's own ``method`` (``None``: as it is): no body for
+        GET and HEAD, the body otherwise; Content-Length follows."""
+        if method is None:
+            return self
+        body = b"" if method in NO_BODY_METHODS else self.body
+        framing = ("Content-Length", "Connection")
+        generated = [pair for pair in self.generated if pair[0] not in framing]
+        if body or method in BODY_METHODS:
+            generated.append(("Content-Length", str(len(body))))
+        if not self.keepalive:
+            generated.append(("Connection", "close"))
+        return replace(self, method=method, body=body, generated=tuple(generated))
 
     def render(self, url: ParsedUrl) -> bytes:
         """The complete HTTP/1.1 request for ``url``."""

@@ -232,7 +232,10 @@ class BenchResult:
         plain["server"] = None if self.server is None else self.server.to_dict()
         plain["options"]["load"]["stages"] = stages_as_lists(self.options.load.stages)
         plain["options"]["http"]["headers"] = [list(pair) for pair in self.options.http.headers]
-        plain["options"]["targets"] = list(plain["options"]["targets"])
+        plain["options"]["targets"] = [  # a target's own method only when its URL file line named one
+            {key: value for key, value in target.items() if key != "method" or value is not None}
+            for target in plain["options"]["targets"]
+        ]
         return {
             "schema": SCHEMA,
             **plain,

@@ -15,11 +15,13 @@ from pounder.load._parse import Stage
 @dataclass(frozen=True)
 class TargetInfo:
     """A target as given (``url``), its ``weight`` and where pounder connects: ``"host:port"``
-    (resolved address) or ``"unix:/path"``."""
+    (resolved address) or ``"unix:/path"``; ``method``: the URL file line's own method, or
+    ``None`` (the run's ``http.method``)."""
 
     url: str
     weight: int
     connect: str
+    method: str | None = None
 
 
 @public
@@ -103,12 +105,17 @@ def _http_options(value: object, key: str) -> HttpOptions:
     return options
 
 
+def _target(value: object, key: str) -> TargetInfo:
+    target: TargetInfo = READ.record(TargetInfo, value, key, method=READ.nullable(READ.as_str))
+    return target
+
+
 def read_run_options(value: object, key: str) -> RunOptions:
     options: RunOptions = READ.record(
         RunOptions,
         value,
         key,
-        targets=READ.list_of(lambda item, where: READ.record(TargetInfo, item, where)),
+        targets=READ.list_of(_target),
         order=READ.choice("sequential", "random"),
         load=_load_model,
         http=_http_options,

@@ -3,14 +3,15 @@ model (``_model``), the request (``_request``) and the targets (``_url``) put to
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pounder._errors import UsageError, check_path, check_text, public
+from pounder._errors import UsageError, check_flag, check_path, check_text, public
 from pounder._files import check_distinct, check_output_path
 from pounder._units import parse_bandwidth
+from pounder.load._access_log import AccessLog, base_of, read_access_log
 from pounder.load._model import build_load_model, count, seconds
 from pounder.load._options import LoadOptions
 from pounder.load._parse import UrlLine, read_url_file
@@ -25,6 +26,8 @@ DEFAULT_TIMEOUT_S = 30.0
 MAX_THROTTLE_BPS = 10**10
 MAX_CALLS_PER_CONN = 10**9
 MAX_WEIGHT = 10**6
+MAX_LOG_WEIGHT = 2**32 - 1
+"""An access log's request counts are weights as they are: up to the engine's limit."""
 
 
 @public
@@ -38,12 +41,37 @@ class Target:
     unix: str | None
     request: bytes
     head: bool
+    method: str | None = None
+    """The URL file line's own method, or ``None`` (the global method)."""
 
     def engine_dict(self) -> EngineTarget:
         return {"tcp": self.tcp, "unix": self.unix, "request": self.request, "head": self.head, "weight": self.weight}
 
     def info(self) -> TargetInfo:
-        return TargetInfo(url=self.url, weight=self.weight, connect=self.tcp or f"unix:{self.unix}")
+        return TargetInfo(url=self.url, weight=self.weight, connect=self.tcp or f"unix:{self.unix}",
+                          method=self.method)
+
+
+def _log_lines(
+    url: str | None, url_file: str | Path | None, access_log: str | Path | AccessLog,
+    exclude_static: bool, log_methods: str | Sequence[str] | None,
+) -> tuple[UrlLine, ...]:  # fmt: skip
+    """The URL lines of an access log's mix under the base URL ``url``."""
+    if url_file is not None:
+        raise UsageError("give either -f/--url-file or --access-log, not both")
+    if url is None or not url.strip():
+        raise UsageError("--access-log needs the server's base URL, e.g. http://127.0.0.1:8080")
+    if isinstance(access_log, AccessLog):
+        if exclude_static or log_methods is not None:
+            raise UsageError("exclude_static and log_methods apply when the access log is read: give them to "
+                             "read_access_log")
+        log = access_log
+    else:
+        methods = ("GET", "HEAD") if log_methods is None else log_methods
+        log = read_access_log(access_log, methods=methods, exclude_static=exclude_static)
+    base = base_of(url)
+    return tuple(UrlLine(base + path, weight, f"{log.path}: {method} {path}", method)
+                 for weight, method, path in log.targets)
 
 
 def _url_lines(url: str | None, url_file: str | Path | None) -> tuple[UrlLine, ...]:
@@ -57,16 +85,18 @@ def _url_lines(url: str | None, url_file: str | Path | None) -> tuple[UrlLine, .
 
 
 def build_targets(
-    lines: Iterable[UrlLine], template: RequestTemplate, *, unix_socket: str | None, allow_remote: bool
+    lines: Iterable[UrlLine], template: RequestTemplate, *, unix_socket: str | None, allow_remote: bool,
+    max_weight: int = MAX_WEIGHT,
 ) -> tuple[Target, ...]:
-    """Check, resolve and pre-serialize every URL (each host:port is resolved once)."""
+    """Check, resolve and pre-serialize every URL (each host:port is resolved once), each with its
+    line's method if it names one."""
     socket_path = check_unix_socket(unix_socket) if unix_socket is not None else None
     resolved: dict[tuple[str, int], str] = {}
     targets = []
     for line in lines:
         where = f"{line.where}: " if line.where else ""
-        if line.weight > MAX_WEIGHT:
-            raise UsageError(f"{where}weight {line.weight} is more than {MAX_WEIGHT:,}")
+        if line.weight > max_weight:
+            raise UsageError(f"{where}weight {line.weight} is more than {max_weight:,}")
         url = parse_url(line.url, where)
         address = None
         if socket_path is None:
@@ -74,14 +104,16 @@ def build_targets(
             if key not in resolved:
                 resolved[key] = resolve(url.host, url.port, allow_remote=allow_remote)
             address = resolved[key]
+        request = template.for_method(line.method)
         targets.append(
             Target(
                 url=url.text,
                 weight=line.weight,
                 tcp=address,
                 unix=socket_path,
-                request=template.render(url),
-                head=template.method == "HEAD",
+                request=request.render(url),
+                head=request.method == "HEAD",
+                method=line.method,
             )
         )
     return tuple(targets)
@@ -107,7 +139,10 @@ class BenchSpec:
         url: str | None = None,
         *,
         url_file: str | Path | None = None,
-        order: str = "sequential",
+        access_log: str | Path | AccessLog | None = None,
+        exclude_static: bool = False,
+        log_methods: str | Sequence[str] | None = None,
+        order: str | None = None,
         warmup: int | str | None = None,
         unix_socket: str | None = None,
         tsv_path: str | Path | None = None,
@@ -118,20 +153,38 @@ class BenchSpec:
         """Validate options as a user gives them (strings with units such as ``"10k"``, ``"30s"``
         or plain numbers): the load options as ``options`` or as keyword arguments named as the
         fields of :class:`LoadOptions` (both: the keywords win); raises
-        :class:`~pounder.UsageError` with one line on bad input."""
+        :class:`~pounder.UsageError` with one line on bad input.
+
+        ``access_log`` (a path, or an :class:`AccessLog` already read): replay its mix, each
+        request weighted by its count, in random order (``order`` may only be ``"random"``); the
+        URL is then the server's base, ``http://host:port`` without a path.
+        ``exclude_static`` and ``log_methods`` are :func:`read_access_log`'s ``exclude_static``
+        and ``methods`` (default GET and HEAD), valid only with a path to read."""
         given = LoadOptions.of(options, **load)
         given.check_types()
         check_text(url, "url", optional=True)
         check_path(url_file, "url_file", optional=True)
-        check_text(order, "order")
+        check_text(order, "order", optional=True)
+        check_flag(exclude_static, "exclude_static")
         check_text(unix_socket, "unix_socket", optional=True)
         check_path(tsv_path, "tsv_path", optional=True)
         check_path(hdr_log_path, "hdr_log_path", optional=True)
-        if order not in ("sequential", "random"):
+        if order not in (None, "sequential", "random"):
             raise UsageError(f"--order must be 'sequential' or 'random', got {order!r}")
+        if access_log is None and (exclude_static or log_methods is not None):
+            raise UsageError("--exclude-static and --log-methods need --access-log")
+        if access_log is not None and order == "sequential":
+            raise UsageError("--access-log replays its mix in random order: --order sequential cannot go with it")
         if given.calls_per_conn is not None and not given.keepalive:
             raise UsageError("--calls-per-conn needs keep-alive: it cannot be combined with --no-keepalive")
-        lines = _url_lines(url, url_file)
+        if access_log is not None and not isinstance(access_log, AccessLog):
+            check_path(access_log, "access_log")
+        log_path = access_log.path if isinstance(access_log, AccessLog) else access_log
+        if access_log is None:
+            lines, max_weight = _url_lines(url, url_file), MAX_WEIGHT
+        else:
+            lines = _log_lines(url, url_file, access_log, exclude_static, log_methods)
+            max_weight = MAX_LOG_WEIGHT
         model = build_load_model(
             connections=given.connections, requests=given.requests, duration=given.duration, threads=given.threads,
             rate=given.rate, stages=given.stages, max_in_flight=given.max_in_flight, warmup=warmup,
@@ -151,12 +204,14 @@ class BenchSpec:
         )
         tsv = check_output_path(tsv_path, "--tsv")
         hdr_log = check_output_path(hdr_log_path, "--hdr-log")
-        check_distinct([("--tsv", tsv), ("--hdr-log", hdr_log)], [("-f/--url-file", url_file), *given.input_files()])
+        check_distinct([("--tsv", tsv), ("--hdr-log", hdr_log)],
+                       [("-f/--url-file", url_file), ("--access-log", log_path), *given.input_files()])
         if "-" in (tsv, hdr_log):
             raise UsageError("--tsv and --hdr-log need a file, not '-'")
         return cls(
-            targets=build_targets(lines, template, unix_socket=unix_socket, allow_remote=given.allow_remote),
-            order="random" if order == "random" else "sequential",
+            targets=build_targets(lines, template, unix_socket=unix_socket, allow_remote=given.allow_remote,
+                                  max_weight=max_weight),
+            order="random" if order == "random" or access_log is not None else "sequential",
             load=model,
             http=http,
             tsv_path=tsv,
