@@ -76,7 +76,7 @@ def check_consistent(stdout: str, data: dict[str, Any]) -> None:
             ratio = (point.get("vs_unlimited") or {}).get("ratio")
             if int(point["max_requests"]) > 0 and ratio is not None:
                 assert 1 - float(ratio) > limit, (
-                    f"'every value costs more than {costs[1]}%' but {point['max_requests']} lost {1 - float(ratio):.1%}")
+                    f"every value costs more than {costs[1]}%, but {point['max_requests']} lost {1 - float(ratio):.1%}")
     if "more children will not help" in narrative:
         knee = int(data["children"]["throughput"])
         bigger = [p for p in data["sweep"] if int(p["children"]) > knee]

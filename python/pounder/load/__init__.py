@@ -31,7 +31,7 @@ from pounder.load._measured import (
 )
 from pounder.load._model import Number
 from pounder.load._options import LoadOptions
-from pounder.load._parse import Stage
+from pounder.load._parse import Stage, read_url_targets
 from pounder.load._report import describe_load, format_ms, render_report
 from pounder.load._result import READ_SCHEMAS, SCHEMA, BenchResult, Derived, ReplyRate, load_result
 from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
@@ -78,6 +78,7 @@ __all__ = [
     "load_result",
     "parse_url",
     "read_access_log",
+    "read_url_targets",
     "render_csv",
     "render_report",
     "resolve",

@@ -13,6 +13,7 @@ import base64
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pounder._errors import UsageError, public
 from pounder._files import read_input
@@ -198,3 +199,21 @@ def read_url_file(path: str | Path) -> tuple[UrlLine, ...]:
     if not urls:
         raise UsageError(f"URL file {path} has no URLs (only blank or # comment lines)")
     return urls
+
+
+@public
+def read_url_targets(path: str | Path) -> tuple[tuple[int, str, str], ...]:
+    """A URL file as ``(weight, method, path_and_query)`` targets, for a server whose address is
+    chosen elsewhere (``pounder tune --urls``): each URL's scheme, host and port are dropped; a
+    line without a method is a GET; only GET and HEAD are taken (a body-less replay of other
+    methods would measure something else)."""
+    targets = []
+    for line in read_url_file(path):
+        parts = urlsplit(line.url.strip())
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise UsageError(f"{line.where}: {line.url!r} is not an http:// URL")
+        method = line.method or "GET"
+        if method not in ("GET", "HEAD"):
+            raise UsageError(f"{line.where}: {method} is not replayed by tune (GET and HEAD only: no bodies)")
+        targets.append((line.weight, method, (parts.path or "/") + (f"?{parts.query}" if parts.query else "")))
+    return tuple(targets)

@@ -36,6 +36,7 @@ from pounder.procs import PoolSnapshot, ServerSampler, find_server, mem_availabl
 from pounder.servers import ManagedServer
 
 WARM_ROUNDS = 30
+WARM_STEADY_GROWTH = 0.8
 WARM_TIMEOUT_S = 60.0
 WARM_ROUND_REQUESTS = 10
 """Requests per child in a warming round (at least)."""
@@ -100,8 +101,6 @@ class Runner:
         self.root = root
         self.workload = Workload(path=workload) if isinstance(workload, str) else check_instance(
             workload, Workload, "Runner: workload")
-        for weight, method, target in self.workload.targets:  # what the URL file cannot say: refused now
-            url_file_line(weight, method, target)
         self.memory_floor = memory_floor
         self.timeout_s = timeout_s
         self.progress = progress
@@ -216,6 +215,7 @@ class Runner:
         sent = done = stable = 0
         rps: float | None = None
         uss: int | None = None
+        per_request: float | None = None
         alive = server.children()
         deadline = time.monotonic() + WARM_TIMEOUT_S
         quick = rounds == 1
@@ -234,12 +234,16 @@ class Runner:
                     warmed.add(pid)
             before = alive
             alive = server.children()
-            last_rps, last_uss = rps, uss
+            last_rps, last_uss, last_per_request = rps, uss, per_request
             rps = result.derived.requests_per_s
             uss = self._children_uss(server)
+            served = result.requests.complete
+            per_request = ((uss - last_uss) / served if uss is not None and last_uss is not None and served
+                           else None)
             if rps is not None and rps > 0:  # the next round lasts WARM_ROUND_S at least
                 size = max(size, int(rps * WARM_ROUND_S) + 1)
-            still = (alive == before and warmed >= set(alive) and _uss_still(last_uss, uss, len(alive))
+            still = (alive == before and warmed >= set(alive)
+                     and _uss_still(last_uss, uss, len(alive), per_request, last_per_request)
                      and _rps_still(last_rps, rps))
             stable = stable + 1 if still else 0
             if quick or stable >= WARM_STABLE_ROUNDS or time.monotonic() > deadline:
@@ -303,10 +307,18 @@ class Runner:
         return snapshot(find_server(pid=server.pid))
 
 
-def _uss_still(last: int | None, now: int | None, children: int) -> bool:
+def _uss_still(last: int | None, now: int | None, children: int, per_request: float | None = None,
+               last_per_request: float | None = None) -> bool:
+    """The children's memory no longer grows as a warming child's does: it grew less than 1 %
+    (or 256 KiB per child) over the round, or it grows per request at a steady rate (at least
+    80 % of the round before's: a leak, which no amount of warming ends; first-use loading slows
+    down as it completes)."""
     if last is None or now is None:
         return False
-    return now - last < max(WARM_USS_GROWTH * last, WARM_USS_SLACK * max(1, children))
+    if now - last < max(WARM_USS_GROWTH * last, WARM_USS_SLACK * max(1, children)):
+        return True
+    return (per_request is not None and last_per_request is not None and last_per_request > 0
+            and per_request >= WARM_STEADY_GROWTH * last_per_request)
 
 
 def _rps_still(last: float | None, now: float | None) -> bool:

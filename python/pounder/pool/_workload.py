@@ -85,8 +85,5 @@ def _check_target(row: Any, number: int) -> tuple[int, str, str]:
 
 
 def url_file_line(weight: int, method: str, url: str) -> str:
-    """One line of the URL file the runner writes for a mix. The URL-file reader takes
-    ``WEIGHT URL`` lines (GET) for now; once it reads ``WEIGHT METHOD URL``, return that here."""
-    if method != "GET":
-        raise UsageError(f"a {method} request in the mix ({url}): the URL file reader takes GET only so far")
-    return f"{weight} {url}"
+    """One line of the URL file the runner writes for a mix: ``WEIGHT METHOD URL``."""
+    return f"{weight} {method} {url}"

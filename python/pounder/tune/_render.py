@@ -77,6 +77,23 @@ def _loss(point: Mapping[str, Any]) -> str:
     return f"{_pct(float(ratio) - 1)} ({(float(low) - 1) * 100:+.1f}..{(float(high) - 1) * 100:+.1f})"
 
 
+def _target_text(result: TuneResult) -> str:
+    target, options = result.target, result.options
+    parts = []
+    if target.clients is not None:
+        parts.append(f"{target.clients} concurrent clients (--clients)")
+    if target.peak_rate is not None:
+        parts.append(f"{target.peak_rate:,.6g} req/s at the peak ({target.source})")
+    if target.p99_s is not None:
+        parts.append(f"p99 at most {target.p99_s * 1000:,.1f} ms")
+    if not parts:
+        parts.append("none given (no --clients, --peak-rate or access log): the pool is sized by memory")
+    if not target.proxy:
+        parts.append("no buffering proxy in front (--no-proxy)")
+    parts.append(f"{options.trials} interleaved trials per point")
+    return "; ".join(parts)
+
+
 def _confirm_load(confirmation: Mapping[str, Any]) -> str:
     if confirmation.get("rate"):
         return f"{float(confirmation['rate']):,.0f} req/s (open loop; {float(confirmation['rps']):,.0f} answered)"
@@ -91,7 +108,7 @@ def render_tune(result: TuneResult) -> str:
     measure = result.measure
     memory = result.memory
     out = [f"pounder tune: {result.adapter.describe()}", f"results in {result.results_dir}",
-           f"target: {result.target.describe()}", f"traffic: {result.workload}"]
+           f"target: {_target_text(result)}", f"traffic: {result.workload}"]
     out += [f"  {line}" for line in result.options.traffic]
     out.append("")
 
