@@ -71,6 +71,7 @@ from pounder.tune._analysis import (
     steady_p99_us,
 )
 from pounder.tune._options import TuneOptions, make_options
+from pounder.tune._points import WIDE, aggregate_trials, trials_by
 from pounder.tune._render import render_tune
 from pounder.tune._session import Log, TuneResult, TuneSession, describe_point, manifest
 
@@ -126,6 +127,9 @@ def resume(results: str | os.PathLike[str], *, log: Log | None = None, progress:
 
 
 __all__ = [
+    "WIDE",
+    "aggregate_trials",
+    "trials_by",
     "BURST_FACTOR",
     "POINT_SCHEMA",
     "RESULT_SCHEMA",

@@ -15,6 +15,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pounder._errors import public
 from pounder.compare import clean_trial, median_interval
 
 WIDE = 0.10
@@ -43,7 +44,8 @@ def is_wide(point: Mapping[str, Any]) -> bool:
     return width is None or width > WIDE
 
 
-def aggregate(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+@public
+def aggregate_trials(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The point of ``trials`` (each one trial's summary, as stored; at least one)."""
     if not trials:
         raise ValueError("aggregate: no trials")
@@ -73,7 +75,8 @@ def aggregate(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return point
 
 
-def by_key(points: Sequence[Mapping[str, Any]], key: str) -> dict[int, list[Mapping[str, Any]]]:
+@public
+def trials_by(points: Sequence[Mapping[str, Any]], key: str) -> dict[int, list[Mapping[str, Any]]]:
     """Trial summaries grouped by ``key`` (``children`` or ``max_requests``), in trial order."""
     grouped: dict[int, list[Mapping[str, Any]]] = {}
     for point in sorted(points, key=lambda p: int(p.get("trial") or 1)):

@@ -67,7 +67,7 @@ from pounder.tune._analysis import (
 from pounder.tune._confirm import confirmation_checks
 from pounder.tune._leak import room_for_growth
 from pounder.tune._options import TuneOptions
-from pounder.tune._points import aggregate, still_growing
+from pounder.tune._points import aggregate_trials, still_growing
 
 Log = Callable[[str], None]
 
@@ -283,12 +283,12 @@ class TuneSession:
             for key, params, connections, label in plan:
                 trials[key].append(self._trial(key, step, params, connections, number, label,
                                                warm_rounds=warm_rounds))
-        points = {key: aggregate(trials[key]) for key in trials}
+        points = {key: aggregate_trials(trials[key]) for key in trials}
         for key, params, connections, label in plan:
             if points[key]["wide"]:
                 trials[key].append(self._trial(key, step, params, connections, rounds + 1, label,
                                                warm_rounds=warm_rounds))
-                points[key] = aggregate(trials[key])
+                points[key] = aggregate_trials(trials[key])
                 points[key]["remeasured"] = True
         return [points[key] for key, _, _, _ in plan]
 
