@@ -77,7 +77,7 @@ def test_split_cpus_gives_the_server_most_and_the_load_generator_a_quarter() -> 
     assert server is not None and load is not None and len(load) == 16 and not set(server) & set(load)
 
 
-def test_runner_refuses_bad_cpus_and_a_head_mix_before_starting() -> None:
+def test_runner_refuses_bad_cpus_before_starting() -> None:
     check_cpus(None, None)
     check_cpus((CPUS[0],), None)
     with pytest.raises(UsageError, match="would share CPU"):
@@ -86,9 +86,6 @@ def test_runner_refuses_bad_cpus_and_a_head_mix_before_starting() -> None:
         check_cpus((), None)
     with pytest.raises(UsageError, match="not available here"):
         check_cpus(None, (max(CPUS) + 1,))
-    with pytest.raises(UsageError, match="HEAD request in the mix"):  # until URL files take a method
-        Runner(GunicornAdapter("wsgi_app:app", pythonpath=str(APPS)), Path("/nonexistent"),
-               Workload(targets=((1, "HEAD", "/"),)), 0, 10.0)
     with pytest.raises(UsageError, match="would share CPU"):
         Runner(GunicornAdapter("wsgi_app:app", pythonpath=str(APPS)), Path("/nonexistent"), "/", 0, 10.0,
                server_cpus=(CPUS[0],), load_cpus=(CPUS[0],))
@@ -105,7 +102,7 @@ def test_a_mix_is_replayed_from_a_url_file_with_keepalive_and_throttle(tmp_path:
     with runner.started(PoolParams(2)) as server:
         spec = runner.spec(server, 2, requests=40)
         assert spec.order == "random" and spec.http.keepalive and spec.http.throttle_bps == 1_000_000
-        assert (server.workdir / "workload.urls").read_text() == f"3 {server.url}/\n1 {server.url}/pid\n"
+        assert (server.workdir / "workload.urls").read_text() == f"3 GET {server.url}/\n1 GET {server.url}/pid\n"
         assert [t.weight for t in spec.targets] == [3, 1]
         result = runner.bench(server, 2, requests=40, sample=False)
         assert result.requests.complete == 40 and result.requests.failed == 0

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -162,11 +163,56 @@ def test_to_dict_from_dict_round_trip() -> None:
     assert set(plain) == {
         "path", "ram", "clients", "p99_s", "quick", "point_s", "requests_per_child", "measure_children",
         "max_children", "mrpc_values", "max_loss", "tolerance", "safety_margin", "memory_floor", "compare_preload",
-        "timeout_s"}
+        "timeout_s", "trials", "targets", "traffic", "keepalive", "throttle", "proxy", "peak_rate", "peak_source",
+        "server_cpus", "load_cpus", "confirm"}
     again = TuneOptions.from_dict(json.loads(json.dumps(plain)))
     assert again == options
     assert isinstance(again.mrpc_values, tuple)
     assert TuneOptions.from_dict(TuneOptions().to_dict()) == TuneOptions()
+
+
+@pytest.mark.usefixtures("machine")
+def test_traffic_and_target_options_round_trip(tmp_path: Path) -> None:
+    urls = tmp_path / "urls.txt"
+    urls.write_text("3 http://example.test:80/a?x=1\nHEAD http://127.0.0.1/b\n")
+    options = make_options(urls=urls, keepalive=True, throttle="56kbit", proxy=False, peak_rate="200/s",
+                           trials=4, server_cpus=[0], load_cpus=[1], confirm=False)
+    assert options.targets == ((3, "GET", "/a?x=1"), (1, "HEAD", "/b"))
+    assert options.peak_rate == 200.0 and options.peak_source == "--peak-rate"
+    assert TuneOptions.from_dict(json.loads(json.dumps(options.to_dict()))) == options
+
+
+@pytest.mark.usefixtures("machine")
+def test_an_access_log_gives_the_mix_and_its_busiest_second_as_the_target(tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    lines = []
+    for second, count in ((0, 3), (1, 7), (2, 2)):
+        for i in range(count):
+            path = "/a" if i % 2 == 0 else "/b?q=1"
+            lines.append(f'127.0.0.1 - - [23/Nov/2026:10:00:0{second} +0000] "GET {path} HTTP/1.1" 200 5 "-" "t"')
+    log.write_text("\n".join(lines) + "\n")
+    options = make_options(access_log=log)
+    assert options.peak_rate == 7.0 and "busiest second" in (options.peak_source or "")
+    assert dict(((m, p), w) for w, m, p in options.targets) == {("GET", "/a"): 7, ("GET", "/b?q=1"): 5}
+    assert options.traffic
+    # a target given outright wins over the log's peak
+    assert make_options(access_log=log, clients=8).peak_rate is None
+
+
+@pytest.mark.usefixtures("machine")
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"exclude_static": True}, "--exclude-static is for --access-log"),
+    ({"clients": 4, "peak_rate": 100.0}, "give one target"),
+    ({"proxy": False}, "--no-proxy says slow or kept-alive clients"),
+    ({"server_cpus": "0", "load_cpus": "0"}, "must not share a CPU"),
+    ({"trials": 2}, "--trials must be between 3 and 20"),
+    ({"throttle": "fast"}, "--throttle"),
+    ({"peak_rate": "lots"}, "--peak-rate"),
+])
+def test_bad_traffic_options(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        make_options(**kwargs)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_from_dict_ignores_unknown_keys_and_fills_defaults() -> None:

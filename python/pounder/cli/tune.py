@@ -73,7 +73,7 @@ RESULTS = option("--results", panel=_RUN, metavar="DIR", help=(
 RESUME = option("--resume", panel=_RUN, metavar="DIR", help="Continue the interrupted run in DIR.")
 DEMO = option("--demo", panel=_RUN, help=(
     "Tune the bundled demo app (gunicorn, 64 MB preloaded, ~4 ms of CPU and a 16 KB leak per request) with a "
-    "512M budget."))
+    "512M budget, in quick mode with 2 s points and MaxRequestsPerChild 0,1000,100 (under 3 minutes)."))
 QUICK = option("--quick", panel=_RUN, help="Shorter steps (3 s per point, fewer MaxRequestsPerChild values).")
 POINT = option("--point-duration", panel=_RUN, metavar="TIME", help="How long each sweep point runs (default 6s).")
 K = option("--requests-per-child", panel=_RUN, metavar="N", help=(
@@ -239,17 +239,17 @@ def tune_command(
 class Traffic:
     """The traffic, target and run flags of ``pounder tune`` (passed on to ``make_options``)."""
 
-    peak_rate: str | None
-    trials: str | None
-    urls: str | None
-    access_log: str | None
-    exclude_static: bool
-    keepalive: bool | None
-    throttle: str | None
-    no_proxy: bool
-    server_cpus: str | None
-    load_cpus: str | None
-    no_confirm: bool
+    peak_rate: str | None = None
+    trials: str | None = None
+    urls: str | None = None
+    access_log: str | None = None
+    exclude_static: bool = False
+    keepalive: bool | None = None
+    throttle: str | None = None
+    no_proxy: bool = False
+    server_cpus: str | None = None
+    load_cpus: str | None = None
+    no_confirm: bool = False
 
     def given(self) -> list[object]:
         """The values a user gave (None or False when not): --resume takes none of them."""
@@ -265,9 +265,10 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
           env: list[str] | None, stop_signal: str | None, path: str, results: str | None, resume_dir: str | None,
           demo: bool, quick: bool, point_duration: str | None, requests_per_child: str | None,
           measure_children: str | None, max_children: str | None, mrpc: str | None, ram: str | None,
-          clients: str | None, p99: str | None, traffic: Traffic) -> tuple[str, Go, list[tuple[str, str]]]:
+          clients: str | None, p99: str | None, traffic: Traffic | None = None) -> tuple[str, Go, list[tuple[str, str]]]:
     """Check every input (UsageError before anything starts); return the results directory, the
     function that runs and the user's files the server reads (no output may overwrite them)."""
+    traffic = traffic or Traffic()
     if resume_dir is not None:
         given = [server, target, pythonpath, preload, env, stop_signal, results, point_duration, requests_per_child,
                  measure_children, max_children, mrpc, ram, clients, p99, *traffic.given()]
@@ -289,6 +290,10 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
             raise UsageError("--demo takes no server option (--pythonpath, --preload, --env, --stop-signal)")
         adapter: Adapter = demo_adapter()
         ram = ram or "512M"
+        # short enough for a first look (under 3 minutes on 2 cores), every decision still from trials
+        quick = True
+        point_duration = point_duration or "2s"
+        mrpc = mrpc or "0,1000,100"
     else:
         adapter = _adapter(server, target, pythonpath=pythonpath, preload=preload, env=_env(env),
                            stop_signal=stop_signal)
