@@ -251,7 +251,7 @@ def test_tune_says_how_to_resume_and_writes_its_report(public_dir: Path, signum:
     results, page = public_dir / "results", public_dir / "t.html"
     proc = start("tune", "gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--quick", "--mrpc", "0,100",
                  "--max-children", "4", "--results", str(results), "--report", str(page))
-    code, out, err = signal_when(proc, lambda: (results / "points" / "children-1.json").is_file(), signum)
+    code, out, err = signal_when(proc, lambda: (results / "points" / "children-1-t1.json").is_file(), signum)
 
     assert code == EXIT[signum], err
     assert "Traceback" not in out + err

@@ -121,7 +121,7 @@ def _interrupted_copy(finished: Path, folder: Path) -> Path:
 ])
 def test_resume_with_a_corrupt_point_names_the_file(finished: Path, tmp_path: Path, how: str, problem: str) -> None:
     copy = _interrupted_copy(finished, tmp_path)
-    bad = copy / "points" / "children-2.json"
+    bad = copy / "points" / "children-2-t1.json"
     if how == "truncated":
         bad.write_text('{"sch')
     elif how == "empty":
@@ -145,7 +145,7 @@ def test_resume_with_a_corrupt_point_names_the_file(finished: Path, tmp_path: Pa
 
 def test_resume_measures_a_removed_point_again(finished: Path, tmp_path: Path) -> None:
     copy = _interrupted_copy(finished, tmp_path)
-    bad = copy / "points" / "children-2.json"
+    bad = copy / "points" / "children-2-t1.json"
     bad.write_text('{"sch')
     assert _pounder(tmp_path, "--resume", str(copy)).returncode == 2
     bad.unlink()  # as the message says
@@ -153,6 +153,6 @@ def test_resume_measures_a_removed_point_again(finished: Path, tmp_path: Path) -
     done = _pounder(tmp_path, "--resume", str(copy))
     assert done.returncode == 0, done.stderr
     validate_results_dir(copy)
-    assert json.loads(bad.read_text())["key"] == "children-2"
+    assert json.loads(bad.read_text())["key"] == "children-2-t1"
     assert {name: (copy / "points" / name).read_bytes() for name in kept} == kept
     assert not processes_mentioning(str(copy))

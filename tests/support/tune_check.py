@@ -22,7 +22,7 @@ from typing import Any
 
 _RPS = re.compile(r"([\d,]+(?:\.\d+)?) req/s")
 _MS = re.compile(r"([\d,]+\.\d) ms")
-_SIGNED = re.compile(r"MaxRequestsPerChild ([\d,]+)[^.;]*?([+-]\d+\.\d)%")
+_SIGNED = re.compile(r"([+-]\d+\.\d)% vs unlimited|([+-]\d+\.\d)% to ([+-]\d+\.\d)%")
 
 
 def _sections(stdout: str) -> tuple[str, str]:
@@ -56,14 +56,17 @@ def check_consistent(stdout: str, data: dict[str, Any]) -> None:
         for figure in pattern.findall(narrative):
             assert figure in known or figure in _numbers(narrative.split("Confirmation")[-1]), (
                 f"{figure} quoted in the reasons is in no table:\n{narrative}")
-    # MaxRequestsPerChild losses quoted: the table's measured column
-    mrpc = {int(p["max_requests"]): p for p in data["mrpc"]}
-    for value, signed in _SIGNED.findall(narrative):
-        point = mrpc.get(int(value.replace(",", "")))
-        if point is None or not point.get("vs_unlimited") or point["vs_unlimited"].get("ratio") is None:
-            continue
-        measured = f"{(float(point['vs_unlimited']['ratio']) - 1) * 100:+.1f}"
-        assert signed == measured, f"MaxRequestsPerChild {value}: the reasons say {signed}%, the table {measured}%"
+    # every signed percentage quoted (a MaxRequestsPerChild value against unlimited, its interval)
+    # is one of the MaxRequestsPerChild table's, and that table's are the measured ratios
+    table = head.split("\n4. ")[1].split("\n\n")[0] if "\n4. " in head else ""
+    printed = set(re.findall(r"[+-]\d+\.\d", table))
+    for point in data["mrpc"]:
+        vs = point.get("vs_unlimited") or {}
+        for key in ("ratio", "low", "high"):
+            if vs.get(key) is not None:
+                assert f"{(float(vs[key]) - 1) * 100:+.1f}" in printed, (key, vs, table)
+    for signed in (value for found in _SIGNED.findall(narrative) for value in found if value):
+        assert signed in printed, f"{signed}% quoted in the reasons is not in the MaxRequestsPerChild table:\n{table}"
     choice = data["max_requests"]
     if re.search(r"\bno leak\b", narrative):
         assert not choice["leak"], "the reasons say no leak, the verdict is a leak"

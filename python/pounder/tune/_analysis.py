@@ -775,8 +775,11 @@ def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: Mem
             ref = max(cheaper, key=lambda p: int(p["max_requests"]))
             vs = _vs(ref) or {}
             loss = max(0.0, 1 - float(vs["ratio"]))
-            reasons.append(f"respawning every {value:,} {unit} costs no more than {int(ref['max_requests']):,} "
-                           f"measured: {_change_with_interval(vs)}")
+            measured = int(ref["max_requests"])
+            reasons.append(f"respawning every {value:,} {unit} was measured: {_change_with_interval(vs)}"
+                           if measured == value else
+                           f"respawning every {value:,} {unit} costs at most what {measured:,} cost when measured "
+                           f"({_change_with_interval(vs)}): a larger value respawns less often")
         elif costlier:
             ref = min(costlier, key=lambda p: int(p["max_requests"]))
             vs = _vs(ref) or {}
