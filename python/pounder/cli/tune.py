@@ -265,7 +265,8 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
           env: list[str] | None, stop_signal: str | None, path: str, results: str | None, resume_dir: str | None,
           demo: bool, quick: bool, point_duration: str | None, requests_per_child: str | None,
           measure_children: str | None, max_children: str | None, mrpc: str | None, ram: str | None,
-          clients: str | None, p99: str | None, traffic: Traffic | None = None) -> tuple[str, Go, list[tuple[str, str]]]:
+          clients: str | None, p99: str | None,
+          traffic: Traffic | None = None) -> tuple[str, Go, list[tuple[str, str]]]:
     """Check every input (UsageError before anything starts); return the results directory, the
     function that runs and the user's files the server reads (no output may overwrite them)."""
     traffic = traffic or Traffic()

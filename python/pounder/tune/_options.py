@@ -290,11 +290,11 @@ def _traffic(urls: str | os.PathLike[str] | None, access_log: str | os.PathLike[
     if (urls is not None or access_log is not None) and path != "/":
         raise UsageError("--path and --urls/--access-log both say what to ask for: give one")
     if urls is not None:
-        targets = read_url_targets(urls)
+        targets = read_url_targets(os.fspath(urls))
         return {"targets": targets, "traffic": (f"{len(targets):,} requests from the URL file {os.fspath(urls)}",)}
     if access_log is None:
         return {}
-    log = read_access_log(access_log, exclude_static=exclude_static)
+    log = read_access_log(os.fspath(access_log), exclude_static=exclude_static)
     return {"targets": log.targets, "traffic": tuple(log.describe()), "peak_rate": float(log.peak_second.count),
             "peak_source": f"the access log's busiest second ({log.peak_second.count:,} requests at "
                            f"{log.peak_second.start:%Y-%m-%d %H:%M:%S})"}

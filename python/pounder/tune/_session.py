@@ -125,7 +125,7 @@ class TuneResult:
     other_measure: Mapping[str, Any] | None
     memory: MemoryBound
     other_memory: MemoryBound | None
-    sweep: list[Mapping[str, Any]]
+    sweep: Sequence[Mapping[str, Any]]
     children: ChildrenChoice
     mrpc_points: list[dict[str, Any]]
     max_requests: MaxRequestsChoice
