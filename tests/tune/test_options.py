@@ -206,7 +206,8 @@ def test_an_access_log_gives_the_mix_and_its_busiest_second_as_the_target(tmp_pa
     ({"proxy": False}, "--no-proxy says slow or kept-alive clients"),
     ({"server_cpus": "0", "load_cpus": "0"}, "must not share a CPU"),
     ({"trials": 2}, "--trials must be between 3 and 20"),
-    ({"throttle": "fast"}, "--throttle"),
+    ({"throttle": "fast", "proxy": False}, "--throttle"),
+    ({"throttle": "56kbit"}, "--throttle (slow clients) needs --no-proxy"),
     ({"peak_rate": "lots"}, "--peak-rate"),
 ])
 def test_bad_traffic_options(kwargs: dict[str, Any], message: str) -> None:

@@ -111,7 +111,8 @@ KEEPALIVE = typer.Option("--keepalive/--no-keepalive", rich_help_panel=_TRAFFIC,
     "Requests on kept-alive connections, as production clients send them (default off: a new connection per "
     "request, so MaxRequestsPerChild counts requests in every server)."))
 THROTTLE = option("--throttle", panel=_TRAFFIC, metavar="BANDWIDTH", help=(
-    "Slow clients: each connection reads at most this fast (56kbit, 1mbps), as bench --throttle."))
+    "Slow clients (with --no-proxy): each connection reads at most this fast (56kbit, 1mbps), as bench --throttle; "
+    "a child stays busy for the whole transfer, and the pool is sized for it."))
 NO_PROXY = option("--no-proxy", panel=_TRAFFIC, help=(
     "No buffering proxy in front of the server: a slow or kept-alive client holds its child for the whole "
     "transfer or connection, and the pool is sized for it (needs --throttle or --keepalive)."))

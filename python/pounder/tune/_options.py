@@ -160,6 +160,9 @@ class TuneOptions:
             raise UsageError("give one target: --clients or --peak-rate (or the access log's peak), not both")
         if self.throttle is not None:
             parse_bandwidth(self.throttle)
+        if self.throttle is not None and self.proxy:
+            raise UsageError("--throttle (slow clients) needs --no-proxy: behind a buffering proxy the proxy, not a "
+                             "child, waits for a slow client, and the pool is sized without them")
         if not self.proxy and self.throttle is None and not self.keepalive:
             raise UsageError("--no-proxy says slow or kept-alive clients hold the children: give --throttle RATE "
                              "(how fast they read) or --keepalive")

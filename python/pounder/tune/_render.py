@@ -122,6 +122,12 @@ def render_tune(result: TuneResult) -> str:
     out += _table(["", "USS med", "USS max", "shared med", "RSS max", "footprint (PSS)"], rows)
     out.append(f"  parent: RSS {mib(measure['parent']['rss'])}, USS {mib(measure['parent']['uss'])} MiB; "
                f"growth per request {measure['growth_first']:,.0f} B then {measure['growth_second']:,.0f} B")
+    warm = (f"  warm-up: {measure.get('warm_rounds', '?')} rounds, "
+            + ("memory and throughput settled" if measure.get("settled") else "not settled within its limit")
+            + f", {measure['warm_requests']:,} requests")
+    if measure.get("child_start_s") is not None:
+        warm += f"; a lost child is replaced and serving after {measure['child_start_s']:,.2f} s"
+    out.append(warm)
     if result.other_measure is not None:
         other = result.other_measure
         out.append(f"  with preload {'on' if other['preload'] else 'off'}: child USS max "
