@@ -89,7 +89,11 @@ def test_open_without_tune_json(tmp_path: Path) -> None:
 
 def test_open_another_document(tmp_path: Path) -> None:
     (tmp_path / "tune.json").write_text(json.dumps({"schema": "pounder/bench-result/1"}))
-    with pytest.raises(UsageError, match=re.escape("tune.json is not a pounder/tune/1 document")):
+    with pytest.raises(UsageError, match=re.escape("tune.json is not a pounder/tune/2 document")):
+        ResultsDir.open(tmp_path)
+    (tmp_path / "tune.json").write_text(json.dumps({"schema": "pounder/tune/1", **MANIFEST}))
+    with pytest.raises(UsageError, match=re.escape(f"{tmp_path} was made by an older pounder (pounder/tune/1: one "
+                                                   "trial per point) and cannot be resumed; start a new run")):
         ResultsDir.open(tmp_path)
     (tmp_path / "tune.json").write_text("[1, 2]")
     with pytest.raises(PounderError, match="does not hold a JSON object"):
@@ -141,7 +145,7 @@ def test_load_point_checks_its_key_and_schema(tmp_path: Path) -> None:
                                          "'children-8' as its name says\\); remove it to measure that point again"):
         results.load_point("children-8")
     (tmp_path / "run" / "points" / "children-1.json").write_text(json.dumps({"key": "children-1"}))
-    with pytest.raises(UsageError, match="\\(schema None, not pounder/tune-point/1\\)"):
+    with pytest.raises(UsageError, match="\\(schema None, not pounder/tune-point/2\\)"):
         results.load_point("children-1")
 
 

@@ -42,13 +42,22 @@ def _cells(cells: list[str]) -> str:
     return "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
 
 
+def _html_rows(text: str) -> list[list[str]]:
+    """Every table row of the page, its cells' text split at white space (as ``_text_table``)."""
+    rows = []
+    for row in re.findall(r"<tr>(.*?)</tr>", text, flags=re.S):
+        cells = [html.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td>(.*?)</td>", row, flags=re.S)]
+        rows.append(" ".join(cells).split())
+    return rows
+
+
 def _text_table(text: str, heading: str) -> list[list[str]]:
     """The body rows of the table under the line starting with ``heading`` in recommendation.txt."""
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(heading))
     rows = []
     for line in lines[start + 2:]:  # the heading, then the table's header row
-        if not line.strip() or not line.startswith("  ") or line.startswith("  parent:"):
+        if not line.strip() or not line.startswith("  ") or line.startswith(("  parent:", "  CPUs:")):
             break
         rows.append(line.split())
     return rows
@@ -103,8 +112,30 @@ def test_tables_mirror_the_text_report(demo_run: Path) -> None:
     mrpc = _text_table(report, "4. ")
     data = _recommendation(demo_run)
     assert len(sizes) == 4 and len(sweep) == len(data["sweep"]) and len(mrpc) == len(data["mrpc"])
+    rows = _html_rows(text)
     for row in [*sizes, *sweep, *mrpc]:
-        assert _cells(row) in text, row
+        assert row in rows, row
+    assert any(row[5] != "-" for row in sweep)  # the intervals are shown (3 trials per point)
+
+
+def test_target_traffic_and_confirmation_are_shown(demo_run: Path, tmp_path: Path) -> None:
+    data = _recommendation(demo_run)
+    text = _render(demo_run)
+    top = text[:text.index('<figure class="chart"')]
+    assert "target: none given (no --clients, --peak-rate or access log): the pool is sized by memory; 3 interleaved " \
+           "trials per point" in top
+    assert f"traffic: {html.escape(data['workload'])}" in top
+    assert "<h3>Confirmation</h3>" in top
+    for check in data["confirmation"]["checks"]:
+        assert _cells([check["name"], "met" if check["ok"] else "NOT MET", check["text"]]) in top
+    copy = Path(shutil.copytree(demo_run, tmp_path / "unconfirmed"))
+    data["confirmation"] = None
+    (copy / "recommendation.json").write_text(json.dumps(data))
+    assert "not run (--no-confirm)" in _render(copy)
+    data["confirmation"] = {**_recommendation(demo_run)["confirmation"], "ok": False}
+    data["confirmation"]["checks"][0]["ok"] = False
+    (copy / "recommendation.json").write_text(json.dumps(data))
+    assert f"<td>{data['confirmation']['checks'][0]['name']}</td><td>NOT MET</td>" in _render(copy)
 
 
 def test_leak_chart_is_drawn_from_the_size_measurement(demo_run: Path) -> None:
@@ -132,13 +163,20 @@ def test_interrupted_run_shows_the_points_measured(demo_run: Path, tmp_path: Pat
     assert "<h3>Why</h3>" not in text  # nothing was decided
     _self_contained(text)
 
+    # each sweep point is aggregated from its trials, as the finished run did
+    rows = _html_rows(text)
+    report = (demo_run / "recommendation.txt").read_text()
+    for row in [*_text_table(report, "3. Children"), *_text_table(report, "4. ")]:
+        assert row in rows, row
+
     # interrupted during the children sweep: the steps not reached have no part
     for point in (copy / "points").glob("*.json"):
-        if point.stem.startswith("mrpc-") or point.stem not in ("sizes", "children-1", "children-2"):
+        if point.stem not in ("sizes", "children-1-t1", "children-2-t1", "children-1-t2"):
             point.unlink()
     text = _render(copy)
     assert sorted(_chart_ids(text)) == ["tune-children", "tune-leak", "tune-memory"]
-    assert "the 3 points measured so far" in text
+    assert "the 4 points measured so far" in text
+    assert "trial 2" in text  # the point lines name the trial
 
 
 def test_run_without_any_point_says_so(demo_run: Path, tmp_path: Path) -> None:
@@ -155,7 +193,7 @@ def test_a_document_of_another_kind_is_refused(demo_run: Path, tmp_path: Path) -
     shutil.copytree(demo_run, copy)
     data = _recommendation(copy)
     (copy / "recommendation.json").write_text(json.dumps({**data, "schema": "pounder/other/1"}))
-    with pytest.raises(ReportError, match="pounder/tune-result/1"):
+    with pytest.raises(ReportError, match="pounder/tune-result/2"):
         render_report([copy])
     del data["sweep"]
     (copy / "recommendation.json").write_text(json.dumps(data))
@@ -174,8 +212,9 @@ def test_apache_run_has_the_burst_chart(apache_run: Path) -> None:
     report = (apache_run / "recommendation.txt").read_text()
     spare = _text_table(report, "5. Spare servers")
     assert [row[0] for row in spare] == ["before", "after"]
-    for row in [*spare, *_text_table(report, "3. Children")]:
-        assert _cells(row) in text, row
+    rows = _html_rows(text)
+    for row in [*spare, *_text_table(report, "3. Children"), *_text_table(report, "4. ")]:
+        assert row in rows, row
     figure = text[text.index(f'id="{SPARE}"'):]
     caption = figure[figure.index("<figcaption>"):figure.index("</figcaption>")]
     assert f"{data['spare'][0]['reference_p99_ms']:,.1f} ms" in caption

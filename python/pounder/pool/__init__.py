@@ -45,12 +45,21 @@ from pounder.pool._adapters import (
 from pounder.pool._cpus import check_cpus, split_cpus
 from pounder.pool._runner import MemoryFloorError, Runner, Warmed
 from pounder.pool._sizes import child_sizes, growth_per_request, pool_memory
-from pounder.pool._store import POINT_SCHEMA, RESULT_SCHEMA, TUNE_SCHEMA, ResultsDir, write_file, write_json
+from pounder.pool._store import (
+    OLD_TUNE_SCHEMAS,
+    POINT_SCHEMA,
+    RESULT_SCHEMA,
+    TUNE_SCHEMA,
+    ResultsDir,
+    write_file,
+    write_json,
+)
 from pounder.pool._workload import Workload
 
 __all__ = [
     "ADAPTERS",
     "KINDS",
+    "OLD_TUNE_SCHEMAS",
     "POINT_SCHEMA",
     "RESULT_SCHEMA",
     "TUNE_SCHEMA",

@@ -3,9 +3,9 @@ directory is checked and written with the same :meth:`ResultsDir.check_new` and 
 
 ::
 
-    DIR/tune.json                 what was asked: adapter, options, machine (schema pounder/tune/1)
-    DIR/points/<key>.json         one file per measured point (pounder/tune-point/1), in run order
-    DIR/recommendation.json       the outcome (pounder/tune-result/1), written last
+    DIR/tune.json                 what was asked: adapter, options, machine (schema pounder/tune/2)
+    DIR/points/<key>.json         one file per measured point (pounder/tune-point/2), in run order
+    DIR/recommendation.json       the outcome (pounder/tune-result/2), written last
     DIR/recommendation.txt        the same as the text ``pounder tune`` printed
     DIR/servers/                  the servers' own directories (configuration, logs) while they run
 
@@ -26,9 +26,12 @@ from typing import Any
 from pounder._errors import PounderError, UsageError, check_path, public
 from pounder._files import write_atomic
 
-TUNE_SCHEMA = "pounder/tune/1"
-POINT_SCHEMA = "pounder/tune-point/1"
-RESULT_SCHEMA = "pounder/tune-result/1"
+TUNE_SCHEMA = "pounder/tune/2"
+POINT_SCHEMA = "pounder/tune-point/2"
+RESULT_SCHEMA = "pounder/tune-result/2"
+OLD_TUNE_SCHEMAS = ("pounder/tune/1",)
+"""Manifests of runs made by an older pounder (one trial per point): ``pounder report`` still
+reads their directories; :meth:`ResultsDir.open` (``--resume``) refuses them."""
 _KEY = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
@@ -162,6 +165,9 @@ class ResultsDir:
             manifest = _read_json(results.manifest_path)
         except PounderError as error:
             raise UsageError(str(error)) from None
+        if manifest.get("schema") in OLD_TUNE_SCHEMAS:
+            raise UsageError(f"{path} was made by an older pounder ({manifest['schema']}: one trial per point) and "
+                             "cannot be resumed; start a new run (pounder report still reads it)")
         if manifest.get("schema") != TUNE_SCHEMA:
             raise UsageError(f"{results.manifest_path} is not a {TUNE_SCHEMA} document")
         return results, manifest

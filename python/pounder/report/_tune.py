@@ -4,19 +4,21 @@ On top the recommendation (the pool parameters in the server's own names, the co
 snippet, the reasons and the advice); then one part per step, each with its chart and the table
 the text report prints (:mod:`pounder.tune._render`):
 
-* ``tune-children``: requests/s and p99 against the number of children (the sweep), the
-  recommended count marked;
+* ``tune-children``: requests/s (the median of the trials, with its 95 % interval) and p99
+  against the number of children (the sweep), the recommended count marked;
 * ``tune-leak``: a child's private memory (USS) against the requests it served, with the fitted
   growth line;
 * ``tune-memory``: the MaxClients formula, shared + n x child USS against the RAM budget, next to
   the sweep's requests/s (where throughput stops growing);
-* ``tune-max-requests``: requests/s per MaxRequestsPerChild value, with the measured and the
-  modelled loss;
+* ``tune-max-requests``: requests/s per MaxRequestsPerChild value (median and interval), with
+  its change against unlimited;
 * ``tune-spare``: (servers that spawn children with the load) per-second p99 after a step from
   idle to full load, with the server's default spare settings and with the recommended ones.
 
-A run without ``recommendation.json`` (interrupted, or still running) is reported from the points
-measured so far, with a note.
+The recommendation is followed by the confirmation's checks. A run without
+``recommendation.json`` (interrupted, or still running) is reported from the points measured so
+far, each sweep point aggregated from its trials as the run does, with a note. Results of an older
+pounder (``pounder/tune/1``: one trial per point) are shown with the figures they hold.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from pounder import tune
 from pounder._errors import PounderError
 from pounder._units import KIB, MIB, mib
-from pounder.pool import ADAPTERS, RESULT_SCHEMA, TUNE_SCHEMA, ResultsDir, adapter_from_dict
+from pounder.pool import ADAPTERS, OLD_TUNE_SCHEMAS, RESULT_SCHEMA, TUNE_SCHEMA, ResultsDir, adapter_from_dict
 from pounder.report._html import ReportError, Section, bullets, chart, esc, label_axes, paragraph, pre, table
 
 if TYPE_CHECKING:
@@ -42,6 +44,7 @@ _GENERIC = {"max_clients": "children (MaxClients)", "max_requests": "requests pe
             "max_spare": "idle children, at most (MaxSpare)", "preload": "preload the application in the parent"}
 _NAMES = {kind: cls.names for kind, cls in ADAPTERS.items()}
 _ON_DEMAND = {kind for kind, cls in ADAPTERS.items() if cls.on_demand}
+_OLD_RESULTS = ("pounder/tune-result/1",)
 _BLUE, _ORANGE, _GREEN, _RED, _GREY = "#4c78a8", "#f58518", "#54a24b", "#e45756", "#8c8c8c"
 
 
@@ -64,6 +67,46 @@ def _cpu(point: Mapping[str, Any]) -> str:
 
 def _mrpc_label(value: int) -> str:
     return "unlimited" if value == 0 else str(value)
+
+
+def _cores(value: float | None) -> str:
+    return "-" if value is None else f"{float(value):.2f}"
+
+
+def _interval(point: Mapping[str, Any]) -> str:
+    """The 95 % interval of the median requests/s, "-" without one."""
+    low, high = point.get("rps_low"), point.get("rps_high")
+    return "-" if low is None or high is None else f"{float(low):,.0f}-{float(high):,.0f}"
+
+
+def _trials(point: Mapping[str, Any]) -> str:
+    return f"{point.get('counted', 0)}/{len(point.get('trials') or [])}"
+
+
+def _flag(point: Mapping[str, Any]) -> str:
+    if point.get("wide"):
+        return "wide" + (" (re-measured)" if point.get("remeasured") else "")
+    return "re-measured" if point.get("remeasured") else ""
+
+
+def _vs(point: Mapping[str, Any]) -> str:
+    """requests/s against unlimited with its interval: "-4.5% (-7.0..-2.1)"."""
+    vs = point.get("vs_unlimited") or {}
+    ratio, low, high = vs.get("ratio"), vs.get("low"), vs.get("high")
+    if ratio is None:
+        return "-"
+    if low is None or high is None:
+        return _pct(float(ratio) - 1)
+    return f"{_pct(float(ratio) - 1)} ({(float(low) - 1) * 100:+.1f}..{(float(high) - 1) * 100:+.1f})"
+
+
+def _errors(points: Sequence[Mapping[str, Any]]) -> list[list[float]] | None:
+    """matplotlib ``yerr`` (below, above) of the points' requests/s intervals; None without any."""
+    if not any(p.get("rps_low") is not None for p in points):
+        return None
+    below = [float(p["rps"]) - float(p["rps_low"]) if p.get("rps_low") is not None else 0.0 for p in points]
+    above = [float(p["rps_high"]) - float(p["rps"]) if p.get("rps_high") is not None else 0.0 for p in points]
+    return [[max(0.0, v) for v in below], [max(0.0, v) for v in above]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -100,7 +143,8 @@ class _Run:
         self.path = path
         self.store = ResultsDir(path)
         self.manifest = _read(self.store.manifest_path) or {}
-        if self.manifest and self.manifest.get("schema") != TUNE_SCHEMA:
+        self.old = self.manifest.get("schema") in OLD_TUNE_SCHEMAS
+        if self.manifest and self.manifest.get("schema") != TUNE_SCHEMA and not self.old:
             raise ReportError(f"{self.store.manifest_path} is not a {TUNE_SCHEMA} document")
         try:
             self.points = self.store.points()
@@ -108,8 +152,12 @@ class _Run:
             raise ReportError(str(error)) from None
         self.by_key = {str(p.get("key")): p for p in self.points}
         self.result = _read(self.store.result_path)
-        if self.result is not None and self.result.get("schema") != RESULT_SCHEMA:
+        if self.result is not None and self.result.get("schema") not in (RESULT_SCHEMA, *_OLD_RESULTS):
             raise ReportError(f"{self.store.result_path} is not a {RESULT_SCHEMA} document")
+        if self.result is not None:
+            self.old = self.result.get("schema") in _OLD_RESULTS
+        self.confirmation: Mapping[str, Any] | None = None
+        self.target: Mapping[str, Any] | None = None
         self.options: Mapping[str, Any] = self.manifest.get("options") or {}
         adapter = self.manifest.get("adapter") or {}
         result = self.result or {}
@@ -130,6 +178,8 @@ class _Run:
         self.mrpc: list[Mapping[str, Any]] = list(result["mrpc"])
         self.max_requests: Mapping[str, Any] | None = result["max_requests"]
         self.spare: list[dict[str, Any]] = [self._with_series(dict(p)) for p in result.get("spare") or []]
+        self.confirmation = result.get("confirmation")
+        self.target = result.get("target")
         self._reference()
 
     def _from_points(self) -> None:
@@ -145,12 +195,19 @@ class _Run:
         by_step: dict[str, list[Mapping[str, Any]]] = {}
         for point in self.points:
             by_step.setdefault(str(point.get("step")), []).append(point.get("summary") or {})
-        self.sweep = sorted(by_step.get("children", []), key=lambda p: int(p["children"]))
         self.children = None
         order = [int(v) for v in self.options.get("mrpc_values") or []]
+        if not self.old:  # one file per trial: each point aggregated as the run aggregates it
+            grouped = tune.trials_by(by_step.get("children", []), "children")
+            by_step["children"] = [tune.aggregate_trials(grouped[count]) for count in grouped]
+            grouped = tune.trials_by(by_step.get("max-requests", []), "max_requests")
+            by_step["max-requests"] = [tune.aggregate_trials(grouped[value]) for value in grouped]
+        self.sweep = sorted(by_step.get("children", []), key=lambda p: int(p["children"]))
         mrpc = [dict(p) for p in by_step.get("max-requests", [])]
         mrpc.sort(key=lambda p: order.index(int(p["max_requests"])) if int(p["max_requests"]) in order else 1 << 40)
-        if mrpc:
+        if mrpc and not self.old:
+            mrpc = tune.mrpc_losses(mrpc)
+        elif mrpc:  # an older run's single points
             cost = tune.respawn_cost(mrpc)
             for point in mrpc:
                 point["loss_measured"] = tune.measured_loss(point, mrpc)
@@ -243,6 +300,15 @@ def _top(run: _Run) -> Section:
     params = result["params"]
     section = Section(f"Recommendation: {run.described}")
     section.add(paragraph(_run_line(run)))
+    if run.target is not None:
+        section.add(paragraph(f"target: {_target_text(run)}"))
+    if result.get("workload"):
+        section.add(paragraph(f"traffic: {result['workload']}"))
+    traffic = [str(line) for line in run.options.get("traffic") or []]
+    if traffic:
+        section.add(bullets(traffic))
+    if result.get("cpus"):
+        section.add(paragraph(f"CPUs: {result['cpus']}"))
     fixed_pool = not run.spare
     rows: list[list[object]] = []
     for key in PARAMS:
@@ -272,10 +338,49 @@ def _top(run: _Run) -> Section:
     if reasons:
         section.add("<h3>Why</h3>")
         section.add(bullets(reasons))
+    if not run.old:
+        section.add("<h3>Confirmation</h3>")
+        section.add(_confirmation(run.confirmation))
     if result.get("advice"):
         section.add("<h3>Advice</h3>")
         section.add(bullets([str(a) for a in result["advice"]], css="advice"))
     return section
+
+
+def _target_text(run: _Run) -> str:
+    """The target as the text report states it."""
+    target, options = run.target or {}, run.options
+    parts = []
+    if target.get("clients") is not None:
+        parts.append(f"{target['clients']} concurrent clients (--clients)")
+    if target.get("peak_rate") is not None:
+        parts.append(f"{float(target['peak_rate']):,.6g} req/s at the peak ({target.get('source', '--peak-rate')})")
+    if target.get("p99_s") is not None:
+        parts.append(f"p99 at most {float(target['p99_s']) * 1000:,.1f} ms")
+    if not parts:
+        parts.append("none given (no --clients, --peak-rate or access log): the pool is sized by memory")
+    if target.get("proxy") is False:
+        parts.append("no buffering proxy in front (--no-proxy)")
+    if options.get("trials") is not None:
+        parts.append(f"{options['trials']} interleaved trials per point")
+    return "; ".join(parts)
+
+
+def _confirmation(confirmation: Mapping[str, Any] | None) -> str:
+    """The confirmation's checks, each met or NOT MET; "not run" without one."""
+    if confirmation is None:
+        return paragraph("not run (--no-confirm): the recommended configuration was not checked at the target load")
+    if confirmation.get("rate"):
+        load = (f"{float(confirmation['rate']):,.0f} req/s (open loop; {float(confirmation['rps']):,.0f} "
+                "answered)")
+    else:
+        load = f"{confirmation['connections']} clients ({float(confirmation['rps']):,.0f} req/s)"
+    attempted = int(confirmation["complete"]) + int(confirmation["failed"])
+    verdict = "every check met" if confirmation.get("ok") else "NOT MET"
+    rows = [[check["name"], "met" if check["ok"] else "NOT MET", check["text"]]
+            for check in confirmation.get("checks") or []]
+    return (paragraph(f"The recommended configuration at {load}, {attempted:,} requests, every child warm: "
+                      f"{verdict}") + table(["check", "", "measured against the limit"], rows))
 
 
 def _interrupted(run: _Run) -> Section:
@@ -441,13 +546,19 @@ def _children_section(run: _Run, prefix: str) -> Section:
     counts = [int(p["children"]) for p in sweep]
     chosen = int(run.children["chosen"]) if run.children else None
     tolerance = run.options.get("tolerance")
-    caption = "Requests/s and p99 latency against the number of children (closed loop, keep-alive off)"
+    caption = "Requests/s and p99 latency against the number of children (closed loop"
+    caption += ", keep-alive off)" if run.old else "; medians of interleaved trials, requests/s with its 95% interval)"
     caption += f"; recommended: {chosen} children." if chosen is not None else "; nothing decided yet."
     with chart(f"{prefix}-children", caption, section.body, rows=2, height=2.4) as (top, bottom):
-        top.plot(counts, [float(p["rps"]) for p in sweep], "o-", color=_BLUE)
+        errors = _errors(sweep)
+        if errors is None:
+            top.plot(counts, [float(p["rps"]) for p in sweep], "o-", color=_BLUE)
+        else:
+            top.errorbar(counts, [float(p["rps"]) for p in sweep], yerr=errors, fmt="o-", color=_BLUE, capsize=3,
+                         label="median, 95% interval")
         bottom.plot(counts, [float(p["p99_ms"]) for p in sweep], "o-", color=_ORANGE, label="p99")
         bottom.plot(counts, [float(p["p50_ms"]) for p in sweep], ".:", color=_GREY, label="p50")
-        best = max(float(p["rps"]) for p in sweep)
+        best = max(float(p.get("rps_high") or p["rps"]) for p in sweep)
         if tolerance is not None:
             top.axhline(best * (1 - float(tolerance)), color=_GREY, linestyle=":",
                         label=f"within {float(tolerance):.0%} of the best")
@@ -465,12 +576,24 @@ def _children_section(run: _Run, prefix: str) -> Section:
         for ax in (top, bottom):
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(loc="best", fontsize=8)
-    rows = [[p["children"], p["connections"], f"{int(p['complete']) + int(p['failed']):,}", f"{float(p['rps']):,.0f}",
-             _ms(p["p50_ms"]), _ms(p["p95_ms"]), _ms(p["p99_ms"]), _cpu(p), f"{float(p['server_cores']):.2f}",
-             mib(p.get("max_child_uss")), p["failed"]] for p in run.sweep]
-    section.add(table(["MC", "NC", "NR", "RPS", "p50", "p95", "p99", "srv CPU us/req", "srv cores", "max USS MiB",
-                       "failed"], rows))
-    section.add(paragraph("MC = children, NC = concurrent clients, NR = requests; latency in ms."))
+    if run.old:
+        rows = [[p["children"], p["connections"], f"{int(p['complete']) + int(p['failed']):,}",
+                 f"{float(p['rps']):,.0f}", _ms(p["p50_ms"]), _ms(p["p95_ms"]), _ms(p["p99_ms"]), _cpu(p),
+                 f"{float(p['server_cores']):.2f}", mib(p.get("max_child_uss")), p["failed"]] for p in run.sweep]
+        section.add(table(["MC", "NC", "NR", "RPS", "p50", "p95", "p99", "srv CPU us/req", "srv cores",
+                           "max USS MiB", "failed"], rows))
+        section.add(paragraph("MC = children, NC = concurrent clients, NR = requests; latency in ms."))
+        return section
+    rows = [[p["children"], p["connections"], _trials(p), f"{int(p['complete']) + int(p['failed']):,}",
+             f"{float(p['rps']):,.0f}", _interval(p), _ms(p["p50_ms"]), _ms(p["p99_ms"]), _cpu(p),
+             _cores(p.get("server_cores")), _cores(p.get("client_cores")), mib(p.get("max_child_uss")), p["failed"],
+             _flag(p)] for p in run.sweep]
+    section.add(table(["MC", "NC", "trials", "NR", "RPS", "95% CI", "p50", "p99", "srv CPU us/req", "srv cores",
+                       "load cores", "max USS MiB", "failed", ""], rows))
+    section.add(paragraph("MC = children, NC = concurrent clients, trials = counted/run, NR = requests (every "
+                          "trial), RPS = median requests/s with its 95% interval, latency medians in ms; load cores: "
+                          "the load generator's CPU; wide: the interval reaches further than "
+                          f"{tune.WIDE:.0%} of the median."))
     return section
 
 
@@ -484,6 +607,44 @@ recommended, drawn from the model (the recommended value was not swept)."""
 
 
 def _mrpc_section(run: _Run, prefix: str) -> Section:
+    if run.old:
+        return _old_mrpc_section(run, prefix)
+    points = run.mrpc
+    name = run.names.get("max_requests", "-")
+    section = Section(f"4. {name} (MaxRequestsPerChild) with {points[0]['children']} children")
+    choice = run.max_requests or {}
+    recommended = int(choice["value"]) if "value" in choice else None
+    unit = "requests" if run.kind in ("gunicorn", "command") else "connections"
+    caption = (f"Requests/s per {name} value ({unit} a child serves before it is replaced): the median of "
+               "interleaved trials with its 95% interval, the unlimited baseline measured in every round; above "
+               "each bar the change against unlimited")
+    caption += f"; recommended: {_mrpc_label(recommended)}." if recommended is not None else "."
+    with chart(f"{prefix}-max-requests", caption, section.body) as ax:
+        positions = list(range(len(points)))
+        values = [int(p["max_requests"]) for p in points]
+        colors = [_GREEN if v == recommended else _BLUE for v in values]
+        ax.bar(positions, [float(p["rps"]) for p in points], color=colors, alpha=0.9, yerr=_errors(points),
+               capsize=4, ecolor="black")
+        for x, point in zip(positions, points, strict=True):
+            text = "reference" if int(point["max_requests"]) == 0 else _vs(point).replace(" (", "\n(")
+            ax.annotate(text, (x, float(point.get("rps_high") or point["rps"])), textcoords="offset points",
+                        xytext=(0, 4), ha="center", fontsize=7)
+        ax.set_xticks(positions, [_mrpc_label(v) + ("\n(recommended)" if v == recommended else "") for v in values])
+        ax.set_ylim(0, max(float(p.get("rps_high") or p["rps"]) for p in points) * 1.3 or 1)
+        label_axes(ax, name, "requests/s", "Throughput lost to respawning")
+    rows = [[p["max_requests"] or "unlimited", p["connections"], _trials(p),
+             f"{int(p['complete']) + int(p['failed']):,}", f"{float(p['rps']):,.0f}", _interval(p), _vs(p),
+             _ms(p["p99_ms"]), p["respawns"], mib(p.get("max_child_uss")), p["failed"], _flag(p)] for p in points]
+    section.add(table(["MRPC", "NC", "trials", "NR", "RPS", "95% CI", "RPS vs unlimited (95% CI)", "p99", "NR/MRPC",
+                       "max USS MiB", "failed", ""], rows))
+    if recommended is not None and recommended not in values:
+        section.add(paragraph(f"The recommended {recommended:,} was not swept (the reasons above say how it was "
+                              "chosen)."))
+    return section
+
+
+def _old_mrpc_section(run: _Run, prefix: str) -> Section:
+    """The MaxRequestsPerChild part of an older run (single points, measured and modelled loss)."""
     points = run.mrpc
     name = run.names.get("max_requests", "-")
     section = Section(f"4. {name} (MaxRequestsPerChild) with {points[0]['children']} children")

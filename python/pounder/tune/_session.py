@@ -103,12 +103,19 @@ def describe_point(step: str, summary: Mapping[str, Any]) -> str:
         return (f"child USS {mib_unit(end['max_uss'])} (max), shared {mib_unit(end['median_shared'])}, "
                 f"growth {summary['growth_second']:,.0f} B/request")
     text = f"{summary['rps']:,.0f} req/s, p99 {summary['p99_ms']:,.1f} ms"
+    if summary.get("trial") is not None:
+        text = f"trial {summary['trial']}: {text}"
     if summary.get("failed"):
         text += f", {summary['failed']} failed"
     if step == "max-requests":
         text += f", {summary['respawns']} respawns"
     if step == "spare":
         text += f", {summary['idle_children']} children ready at the start"
+    if step == "confirm":
+        load = f"{float(summary['rate']):,.0f} req/s offered" if summary.get("rate") else \
+            f"{summary['connections']} clients"
+        text = (f"{summary['children']} children at {load}: {text}, footprint {mib_unit(summary['footprint'])}"
+                f" ({summary['pool_children']} children after)")
     return text
 
 
