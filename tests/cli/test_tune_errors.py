@@ -76,6 +76,18 @@ def check(cwd: Path, args: list[str], fragment: str) -> str:
     (["gunicorn", "app:app", "--requests-per-child", "1.5"], "invalid --requests-per-child '1.5'"),
     (["gunicorn", "app:app", "--point-duration", "10ms"], "--point-duration must be between 500ms and 10m"),
     (["gunicorn", "app:app", "--path", "app"], "--path must start with / and hold no spaces, got 'app'"),
+    (["gunicorn", "app:app", "--trials", "2"], "--trials must be between 3 and 20, got 2"),
+    (["gunicorn", "app:app", "--peak-rate", "fast"], "invalid --peak-rate 'fast'"),
+    (["gunicorn", "app:app", "--peak-rate", "100", "--clients", "8"], "give one target: --clients or --peak-rate"),
+    (["gunicorn", "app:app", "--exclude-static"], "--exclude-static is for --access-log"),
+    (["gunicorn", "app:app", "--throttle", "56kbit"], "--throttle (slow clients) needs --no-proxy"),
+    (["gunicorn", "app:app", "--no-proxy"], "--no-proxy says slow or kept-alive clients hold the children"),
+    (["gunicorn", "app:app", "--throttle", "slow", "--no-proxy"], "--throttle"),
+    (["gunicorn", "app:app", "--server-cpus", "0", "--load-cpus", "0"], "must not share a CPU"),
+    (["gunicorn", "app:app", "--server-cpus", "4096"], "--server-cpus"),
+    (["gunicorn", "app:app", "--access-log", "/nonexistent/access.log"], "/nonexistent/access.log"),
+    (["gunicorn", "app:app", "--urls", "/nonexistent/urls.txt"], "/nonexistent/urls.txt"),
+    (["gunicorn", "app:app", "--access-log", "/"], "access log is a directory: /"),
     (["gunicorn", "app:app", "--stop-signal", "QUIT"], "--stop-signal is for the command server only"),
     (["starman", str(PSGI), "--stop-signal", "QUIT"], "--stop-signal is for the command server only"),
     (["starman", str(PSGI), "--pythonpath", "/srv"], "--pythonpath is for gunicorn only"),
@@ -195,7 +207,7 @@ def _results_dir(folder: Path, manifest: object) -> Path:
 
 def test_resume_of_another_document(cwd: Path, tmp_path: Path) -> None:
     folder = _results_dir(tmp_path / "run", {"schema": "pounder/bench-result/1"})
-    check(cwd, ["--resume", str(folder)], "tune.json is not a pounder/tune/1 document")
+    check(cwd, ["--resume", str(folder)], "tune.json is not a pounder/tune/2 document")
 
 
 def test_resume_of_a_broken_tune_json(cwd: Path, tmp_path: Path) -> None:
@@ -282,3 +294,13 @@ def test_gunicorn_module_in_a_package_on_a_relative_pythonpath(cwd: Path) -> Non
 def test_command_program_is_checked_first(cwd: Path, command: str, fragment: str) -> None:
     check(cwd, ["command", command], fragment)
     assert _no_process_mentions(command.split()[0])
+
+
+def test_traffic_files_that_cannot_be_replayed(cwd: Path, tmp_path: Path) -> None:
+    urls = tmp_path / "urls.txt"
+    urls.write_text("http://127.0.0.1:8000/a\nPOST http://127.0.0.1:8000/b\n")
+    check(cwd, ["gunicorn", "app:app", "--urls", str(urls)], "POST is not replayed by tune")
+    log = tmp_path / "access.log"
+    log.write_text("not an access log line\n")
+    check(cwd, ["gunicorn", "app:app", "--access-log", str(log)], str(log))
+    check(cwd, ["gunicorn", "app:app", "--urls", str(urls), "--path", "/x"], "--path and --urls/--access-log")
