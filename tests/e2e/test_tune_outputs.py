@@ -116,7 +116,7 @@ def _interrupted_copy(finished: Path, folder: Path) -> Path:
 @pytest.mark.parametrize(("how", "problem"), [
     ("truncated", "(line 1: Unterminated string starting at column 2)"),
     ("empty", "(empty)"),
-    ("another document", "(schema 'pounder/tune/1', not pounder/tune-point/1)"),
+    ("another document", "(schema 'pounder/tune/2', not pounder/tune-point/2)"),
     ("directory", "(not a regular file)"),
 ])
 def test_resume_with_a_corrupt_point_names_the_file(finished: Path, tmp_path: Path, how: str, problem: str) -> None:

@@ -165,9 +165,9 @@ def render_tune(result: TuneResult) -> str:
         out.append("5. Spare servers: a step from idle to full load")
         rows = [[p["name"], p["start_servers"], p["min_spare"], p["max_spare"], p["idle_children"], p["connections"],
                  f"{p['rps']:,.0f}", "-" if p["first_p99_ms"] is None else f"{p['first_p99_ms']:,.1f}",
-                 f"{p['p99_ms']:,.1f}", p["burst_s"]] for p in result.spare]
+                 f"{p['p99_ms']:,.1f}", _ms(p.get("steady_p99_ms")), p["burst_s"]] for p in result.spare]
         out += _table(["", "Start", "MinSpare", "MaxSpare", "idle children", "NC", "RPS", "p99 1st s", "p99",
-                       "slow s"], rows)
+                       "steady p99", "slow s"], rows)
         out.append("")
     else:
         out.append(f"5. Spare servers: {result.adapter.kind} starts all its workers at once (a fixed pool); "
