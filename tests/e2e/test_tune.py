@@ -83,9 +83,9 @@ def _rollup(pid: int) -> dict[str, int]:
     return values
 
 
-def _baseline_child(apache_server: Any, preload: bool) -> tuple[int, int]:
-    """(max child USS, median child shared) of the same app's children before /grow: each child
-    answered /hello (its first request) and nothing else."""
+def _baseline_child(apache_server: Any, preload: bool) -> tuple[int, int, int]:
+    """(max child USS, median child shared, the parent's USS) of the same app's children before
+    /grow: each child answered /hello (its first request) and nothing else."""
     server = apache_server(preload=preload, start_servers=3, min_spare=3, max_spare=4, max_request_workers=3)
     children = set(server.children())
     seen: set[int] = set()
@@ -99,8 +99,9 @@ def _baseline_child(apache_server: Any, preload: bool) -> tuple[int, int]:
         rollup = _rollup(pid)
         uss.append(rollup["Private_Clean"] + rollup["Private_Dirty"])
         shared.append(rollup["Shared_Clean"] + rollup["Shared_Dirty"])
+    parent = _rollup(server.pid)
     server.stop()
-    return max(uss), sorted(shared)[len(shared) // 2]
+    return max(uss), sorted(shared)[len(shared) // 2], parent["Private_Clean"] + parent["Private_Dirty"]
 
 
 @pytest.mark.skipif(apache_missing(perl=True) is not None, reason=str(apache_missing(perl=True)))
@@ -108,11 +109,11 @@ def test_apache_max_clients_follows_the_formula_and_preload_raises_it(apache_ser
                                                                       public_dir: Path) -> None:
     recommended = {}
     for preload in (False, True):
-        base_uss, base_shared = _baseline_child(apache_server, preload)
+        base_uss, base_shared, parent_uss = _baseline_child(apache_server, preload)
         # configured: every child writes 8 MB of its own on its first /grow; without preloading it
         # also builds its own copy of the ~40 MB of PounderTest::Data
         child = base_uss + GROW_BYTES + (0 if preload else DATA_BYTES)
-        expected = (RAM - base_shared) // child
+        expected = (RAM - parent_uss - base_shared) // child
         folder = public_dir / ("preload" if preload else "plain")
         folder.mkdir()
         conf = _apache_conf(folder, preload)

@@ -80,7 +80,7 @@ def sizes(*, max_uss: int = 20 * MIB, median_uss: int | None = None, median_shar
 
 
 def measure_summary(*, children: int = 4, preload: bool = False, warm_requests: int = 8,
-                    parent_rss: int = 60 * MIB, parent_uss: int = 20 * MIB, cold: dict[str, Any] | None = None,
+                    parent_rss: int = 60 * MIB, parent_uss: int = 0, cold: dict[str, Any] | None = None,
                     warm: dict[str, Any] | None = None, end: dict[str, Any] | None = None,
                     growth_first: float = 0.0, growth_second: float = 0.0, requests_first: int = 400,
                     requests_second: int = 400, sharing: float | None = 0.9,
@@ -173,12 +173,15 @@ def test_summaries_have_the_session_keys() -> None:
 def test_memory_bound_formula() -> None:
     end = sizes(max_uss=20 * MIB, median_shared=30 * MIB, max_rss=50 * MIB)
     got = memory_bound(measure_summary(end=end, parent_uss=12 * MIB), 1024 * MIB, 256 * MIB)
-    # (1024 - 30) / 20 = 49.7 -> 49; without sharing 1024 / 50 = 20.48 -> 20; the margin is for the default only
+    # (1024 - 12 - 30) / 20 = 49.1 -> 49; without sharing 1024 / 50 = 20.48 -> 20; the margin is for the
+    # default only
     assert got == MemoryBound(ram=1024 * MIB, ram_source="given", shared=30 * MIB, child_uss=20 * MIB,
                               child_rss=50 * MIB, max_clients=49, max_clients_no_sharing=20, parent_uss=12 * MIB)
     assert got.to_dict()["max_clients"] == 49
-    assert got.child_limit(4) == (1024 - 30) * MIB // 4
-    assert got.child_limit(0) == (1024 - 30) * MIB  # never a division by zero
+    assert got.child_limit(4) == (1024 - 12 - 30) * MIB // 4
+    assert got.child_limit(0) == (1024 - 12 - 30) * MIB  # never a division by zero
+    # the parent's own memory counts: 22 MiB of it leaves room for one child fewer
+    assert memory_bound(measure_summary(end=end, parent_uss=22 * MIB), 1024 * MIB, 0).max_clients == 48
 
 
 def test_memory_bound_exact_division() -> None:

@@ -479,8 +479,15 @@ def _memory_section(run: _Run, prefix: str) -> Section:
     bound, no_sharing = int(memory["max_clients"]), int(memory["max_clients_no_sharing"])
     section = Section("2. Memory bound (MaxClients)")
     section.add(paragraph(f"RAM budget {mib(ram)} MiB ({memory['ram_source']})"))
-    section.add(paragraph(f"MaxClients = (RAM - shared) / child USS = ({mib(ram)} - {mib(shared)}) / {mib(uss)} "
-                          f"= {bound}"))
+    parent = float(memory.get("parent_uss") or 0)
+    if uss > 0 and int((ram - parent - shared) // uss) != bound:
+        parent = 0.0  # a run made before the parent's own memory was counted
+    if parent:
+        section.add(paragraph(f"MaxClients = (RAM - parent USS - shared) / child USS = ({mib(ram)} - {mib(parent)} - "
+                              f"{mib(shared)}) / {mib(uss)} = {bound}"))
+    else:
+        section.add(paragraph(f"MaxClients = (RAM - shared) / child USS = ({mib(ram)} - {mib(shared)}) / {mib(uss)} "
+                              f"= {bound}"))
     section.add(paragraph(f"without sharing: RAM / child RSS = {mib(ram)} / {mib(rss)} = {no_sharing}"))
     chosen = int(run.children["chosen"]) if run.children else None
     knee = int(run.children["throughput"]) if run.children else None
@@ -489,7 +496,8 @@ def _memory_section(run: _Run, prefix: str) -> Section:
     # far more children fit than the sweep ran: a log scale keeps the sweep readable
     log_x = bound > 6 * swept
     xs = [top ** (i / 100) for i in range(101)] if log_x else [0.0, top]
-    caption = (f"Memory needed for n children (shared {mib(shared)} MiB once + n x {mib(uss)} MiB child USS) against "
+    caption = (f"Memory needed for n children (parent {mib(parent)} MiB + shared {mib(shared)} MiB once + n x "
+               f"{mib(uss)} MiB child USS) against "
                f"the RAM budget of {mib(ram)} MiB: at most {bound} children.")
     if knee is not None:
         last = max((int(p["children"]) for p in run.sweep), default=0)
@@ -499,7 +507,8 @@ def _memory_section(run: _Run, prefix: str) -> Section:
     if log_x:
         caption += " Children on a log scale: the memory line curves upward."
     with chart(f"{prefix}-memory", caption, section.body, height=3.8) as ax:
-        ax.plot(xs, [(shared + x * uss) / MIB for x in xs], "-", color=_BLUE, label="shared + n x child USS")
+        ax.plot(xs, [(parent + shared + x * uss) / MIB for x in xs], "-", color=_BLUE,
+                label="parent + shared + n x child USS")
         ax.plot(xs, [x * rss / MIB for x in xs], ":", color=_GREY,
                 label=f"n x child RSS (summing RSS): {no_sharing}")
         ax.axhline(ram / MIB, color=_RED, linestyle="--", label=f"RAM budget {mib(ram)} MiB")
@@ -752,9 +761,9 @@ def _spare_section(run: _Run, prefix: str) -> Section:
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8)
     rows = [[p.get("name", "?"), p["start_servers"], p["min_spare"], p["max_spare"], p["idle_children"],
              p["connections"], f"{float(p['rps']):,.0f}", _ms(p.get("first_p99_ms")), _ms(p["p99_ms"]),
-             p.get("burst_s", "-")] for p in run.spare]
+             _ms(p.get("steady_p99_ms")), p.get("burst_s", "-")] for p in run.spare]
     section.add(table(["", "Start", "MinSpare", "MaxSpare", "idle children", "NC", "RPS", "p99 1st s", "p99",
-                       "slow s"], rows))
+                       "steady p99", "slow s"], rows))
     if run.finished and run.recomputed:
         section.add(paragraph("These results predate the stored reference latency: the reference and the slow "
                               "seconds are computed here as the current pounder computes them, and may differ from "

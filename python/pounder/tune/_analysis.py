@@ -7,7 +7,7 @@ resumed run makes exactly the decisions the first one would have made. Every rea
 figures the tables print, formatted as they print them (:func:`rps_text`, :func:`ms_text`,
 :func:`share_text`, :func:`change_text`, :func:`cores_text`).
 
-* :func:`memory_bound`: MaxClients = (RAM - shared) / child private size (USS), next to the
+* :func:`memory_bound`: MaxClients = (RAM - parent USS - shared) / child private size (USS), next to the
   no-sharing figure RAM / child RSS.
 * :func:`growth`: the leak verdict, every criterion with its number: growth per request in the
   second half of the size measurement against ``LEAK_BYTES_PER_REQUEST``, the children's total
@@ -236,7 +236,8 @@ def growth(measure: Summary) -> Growth:
 @public
 @dataclass(frozen=True)
 class MemoryBound:
-    """The memory step's result (bytes): ``max_clients`` = floor((ram - shared) / child_uss)."""
+    """The memory step's result (bytes): ``max_clients`` = floor((ram - parent_uss - shared) /
+    child_uss): the parent's private pages and the shared pages once, then every child's own."""
 
     ram: int
     ram_source: str
@@ -252,7 +253,7 @@ class MemoryBound:
 
     def child_limit(self, children: int) -> int:
         """The private size each of ``children`` children may reach within the budget."""
-        return (self.ram - self.shared) // max(1, children)
+        return (self.ram - self.parent_uss - self.shared) // max(1, children)
 
 
 @public
@@ -265,11 +266,14 @@ def memory_bound(measure: Summary, ram: int | None, safety_margin: int) -> Memor
         source = "MemAvailable + server footprint - safety margin"
     else:  # a given budget is taken as it is: the safety margin is for the default one only
         safety_margin, source = 0, "given"
-    limit = max_clients_from(ram, shared, child_uss, child_rss, safety_margin)
+    # the parent's own private memory is in the budget too: the pool's footprint is the parent's
+    # private pages + the shared pages once + every child's private pages
+    parent_uss = int(measure["parent"]["uss"])
+    limit = max_clients_from(ram, shared + parent_uss, child_uss, child_rss, safety_margin)
     return MemoryBound(
         ram=limit.ram, ram_source=source, shared=shared, child_uss=child_uss, child_rss=child_rss,
         max_clients=limit.max_clients, max_clients_no_sharing=limit.max_clients_no_sharing,
-        parent_uss=int(measure["parent"]["uss"]))
+        parent_uss=parent_uss)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ is replaced, so a pool as large as the memory bound leaves it no room: MaxReques
 have to be tiny, and respawning would cost more throughput than the leak. The method's answer is
 to give each child the room it grows into between respawns: with ``v`` the smallest
 MaxRequestsPerChild measured that costs at most ``max_loss`` of the throughput, a child reaches
-``start + growth x v`` before it is replaced, and ``(RAM - shared) / (start + growth x v)``
+``start + growth x v`` before it is replaced, and ``(RAM - parent - shared) / (start + growth x v)``
 children fit. When the pool was sized by memory (or ``--max-children``), it is lowered to that;
 a pool sized by a target is left to the MaxRequestsPerChild choice, which then says memory forces
 frequent respawns.
@@ -36,13 +36,14 @@ def room_for_growth(choice: ChildrenChoice, mrpc_points: Sequence[Mapping[str, A
     value = affordable[0]
     start = int(measure["warm"]["max_uss"])
     grown_to = start + grown.second * value
-    fit = max(1, int((memory.ram - memory.shared) // grown_to))
+    fit = max(1, int((memory.ram - memory.parent_uss - memory.shared) // grown_to))
     if fit >= choice.chosen:
         return choice
     unit = "requests" if counts == "requests" else "connections"
     reason = (f"the leak needs room: a child starts at {mib_unit(start)} and grows {grown.second:,.0f} bytes per "
               f"request; replaced every {value:,} {unit} (the smallest value measured that costs at most "
               f"{max_loss:.0%}), it reaches {mib_unit(grown_to)}, and {fit} such children fit the budget "
-              f"(({mib_unit(memory.ram)} - {mib_unit(memory.shared)} shared) / {mib_unit(grown_to)}): the pool is "
+              f"(({mib_unit(memory.ram)} - {mib_unit(memory.parent_uss)} parent - {mib_unit(memory.shared)} shared) / "
+              f"{mib_unit(grown_to)}): the pool is "
               f"{fit}, not the {choice.chosen} the children's present size allows")
     return dataclasses.replace(choice, chosen=fit, decided_by="memory", reasons=[*choice.reasons, reason])

@@ -136,8 +136,8 @@ def render_tune(result: TuneResult) -> str:
 
     out.append("2. Memory bound")
     out.append(f"  RAM budget {mib(memory.ram)} MiB ({memory.ram_source})")
-    out.append(f"  MaxClients = (RAM - shared) / child USS = ({mib(memory.ram)} - {mib(memory.shared)}) / "
-               f"{mib(memory.child_uss)} = {memory.max_clients}")
+    out.append(f"  MaxClients = (RAM - parent USS - shared) / child USS = ({mib(memory.ram)} - {mib(memory.parent_uss)}"
+               f" - {mib(memory.shared)}) / {mib(memory.child_uss)} = {memory.max_clients}")
     out.append(f"  without sharing: RAM / child RSS = {mib(memory.ram)} / {mib(memory.child_rss)} = "
                f"{memory.max_clients_no_sharing}")
     out.append("")

@@ -194,7 +194,8 @@ class TuneSession:
     # -- points -----------------------------------------------------------------------------
 
     def _point(self, key: str, step: str, params: PoolParams, label: str,
-               measure: Callable[[], tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+               measure: Callable[[], tuple[dict[str, Any], dict[str, Any]]],
+               logged: str | None = None) -> dict[str, Any]:
         """The stored summary of point ``key``, measuring it first if it is not stored yet."""
         stored = self.results.load_point(key)
         if stored is not None:
@@ -205,7 +206,7 @@ class TuneSession:
         summary, detail = measure()
         self.results.save_point(key, {"step": step, "params": params.to_dict(), "started_at": started,
                                       "finished_at": utc_timestamp(), "summary": summary, **detail})
-        self._log(f"{label}: {describe_point(step, summary)}")
+        self._log(f"{logged or label}: {describe_point(step, summary)}")
         return summary
 
     def _sizes_point(self, key: str, params: PoolParams) -> dict[str, Any]:
@@ -279,7 +280,7 @@ class TuneSession:
             summary["respawns"] = done // params.max_requests if params.max_requests else 0
             return summary, {"bench": result.to_dict()}
 
-        return self._point(f"{key}-t{trial}", step, params, f"{label}, trial {trial}", measure)
+        return self._point(f"{key}-t{trial}", step, params, f"{label}, trial {trial}", measure, logged=label)
 
     def _sweep(self, step: str, plan: Sequence[tuple[str, PoolParams, int, str]], rounds: int, *,
                warm_rounds: bool = True) -> list[dict[str, Any]]:
@@ -370,7 +371,8 @@ class TuneSession:
 
         load = f"{rate:,.0f} req/s" if rate is not None else f"{connections} clients"
         summary = dict(self._point("confirm", "confirm", params,
-                                   f"confirmation: the recommended {params.max_clients} children at {load}", measure))
+                                   f"confirmation: the recommended {params.max_clients} children at {load}", measure,
+                                   logged="confirmation"))
         summary["checks"] = confirmation_checks(summary, memory, target, options.p99_s)
         summary["ok"] = all(check["ok"] for check in summary["checks"])
         return summary
