@@ -73,33 +73,6 @@ def _cores(value: float | None) -> str:
     return "-" if value is None else f"{float(value):.2f}"
 
 
-def _interval(point: Mapping[str, Any]) -> str:
-    """The 95 % interval of the median requests/s, "-" without one."""
-    low, high = point.get("rps_low"), point.get("rps_high")
-    return "-" if low is None or high is None else f"{float(low):,.0f}-{float(high):,.0f}"
-
-
-def _trials(point: Mapping[str, Any]) -> str:
-    return f"{point.get('counted', 0)}/{len(point.get('trials') or [])}"
-
-
-def _flag(point: Mapping[str, Any]) -> str:
-    if point.get("wide"):
-        return "wide" + (" (re-measured)" if point.get("remeasured") else "")
-    return "re-measured" if point.get("remeasured") else ""
-
-
-def _vs(point: Mapping[str, Any]) -> str:
-    """requests/s against unlimited with its interval: "-4.5% (-7.0..-2.1)"."""
-    vs = point.get("vs_unlimited") or {}
-    ratio, low, high = vs.get("ratio"), vs.get("low"), vs.get("high")
-    if ratio is None:
-        return "-"
-    if low is None or high is None:
-        return _pct(float(ratio) - 1)
-    return f"{_pct(float(ratio) - 1)} ({(float(low) - 1) * 100:+.1f}..{(float(high) - 1) * 100:+.1f})"
-
-
 def _errors(points: Sequence[Mapping[str, Any]]) -> list[list[float]] | None:
     """matplotlib ``yerr`` (below, above) of the points' requests/s intervals; None without any."""
     if not any(p.get("rps_low") is not None for p in points):
@@ -593,10 +566,10 @@ def _children_section(run: _Run, prefix: str) -> Section:
                            "max USS MiB", "failed"], rows))
         section.add(paragraph("MC = children, NC = concurrent clients, NR = requests; latency in ms."))
         return section
-    rows = [[p["children"], p["connections"], _trials(p), f"{int(p['complete']) + int(p['failed']):,}",
-             f"{float(p['rps']):,.0f}", _interval(p), _ms(p["p50_ms"]), _ms(p["p99_ms"]), _cpu(p),
+    rows = [[p["children"], p["connections"], tune.trials_text(p), f"{int(p['complete']) + int(p['failed']):,}",
+             f"{float(p['rps']):,.0f}", tune.interval_text(p), _ms(p["p50_ms"]), _ms(p["p99_ms"]), _cpu(p),
              _cores(p.get("server_cores")), _cores(p.get("client_cores")), mib(p.get("max_child_uss")), p["failed"],
-             _flag(p)] for p in run.sweep]
+             tune.flag_text(p)] for p in run.sweep]
     section.add(table(["MC", "NC", "trials", "NR", "RPS", "95% CI", "p50", "p99", "srv CPU us/req", "srv cores",
                        "load cores", "max USS MiB", "failed", ""], rows))
     section.add(paragraph("MC = children, NC = concurrent clients, trials = counted/run, NR = requests (every "
@@ -635,15 +608,17 @@ def _mrpc_section(run: _Run, prefix: str) -> Section:
         ax.bar(positions, [float(p["rps"]) for p in points], color=colors, alpha=0.9, yerr=_errors(points),
                capsize=4, ecolor="black")
         for x, point in zip(positions, points, strict=True):
-            text = "reference" if int(point["max_requests"]) == 0 else _vs(point).replace(" (", "\n(")
+            text = ("reference" if int(point["max_requests"]) == 0
+                    else tune.vs_unlimited_text(point).replace(" (", "\n("))
             ax.annotate(text, (x, float(point.get("rps_high") or point["rps"])), textcoords="offset points",
                         xytext=(0, 4), ha="center", fontsize=7)
         ax.set_xticks(positions, [_mrpc_label(v) + ("\n(recommended)" if v == recommended else "") for v in values])
         ax.set_ylim(0, max(float(p.get("rps_high") or p["rps"]) for p in points) * 1.3 or 1)
         label_axes(ax, name, "requests/s", "Throughput lost to respawning")
-    rows = [[p["max_requests"] or "unlimited", p["connections"], _trials(p),
-             f"{int(p['complete']) + int(p['failed']):,}", f"{float(p['rps']):,.0f}", _interval(p), _vs(p),
-             _ms(p["p99_ms"]), p["respawns"], mib(p.get("max_child_uss")), p["failed"], _flag(p)] for p in points]
+    rows = [[p["max_requests"] or "unlimited", p["connections"], tune.trials_text(p),
+             f"{int(p['complete']) + int(p['failed']):,}", f"{float(p['rps']):,.0f}", tune.interval_text(p),
+             tune.vs_unlimited_text(p), _ms(p["p99_ms"]), p["respawns"], mib(p.get("max_child_uss")), p["failed"],
+             tune.flag_text(p)] for p in points]
     section.add(table(["MRPC", "NC", "trials", "NR", "RPS", "95% CI", "RPS vs unlimited (95% CI)", "p99", "NR/MRPC",
                        "max USS MiB", "failed", ""], rows))
     if recommended is not None and recommended not in values:

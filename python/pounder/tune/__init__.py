@@ -72,7 +72,7 @@ from pounder.tune._analysis import (
 )
 from pounder.tune._options import TuneOptions, make_options
 from pounder.tune._points import WIDE, aggregate_trials, trials_by
-from pounder.tune._render import render_tune
+from pounder.tune._render import flag_text, interval_text, render_tune, trials_text, vs_unlimited_text
 from pounder.tune._session import Log, TuneResult, TuneSession, describe_point, manifest
 
 
@@ -127,6 +127,10 @@ def resume(results: str | os.PathLike[str], *, log: Log | None = None, progress:
 
 
 __all__ = [
+    "flag_text",
+    "interval_text",
+    "trials_text",
+    "vs_unlimited_text",
     "WIDE",
     "aggregate_trials",
     "trials_by",

@@ -46,7 +46,8 @@ def _rps(point: Mapping[str, Any]) -> str:
     return f"{float(point['rps']):,.0f}"
 
 
-def _interval(point: Mapping[str, Any]) -> str:
+@public
+def interval_text(point: Mapping[str, Any]) -> str:
     """The 95 % interval of the median requests/s, "-" without one (fewer than 2 counted trials)."""
     low, high = point.get("rps_low"), point.get("rps_high")
     return "-" if low is None or high is None else f"{float(low):,.0f}-{float(high):,.0f}"
@@ -56,17 +57,20 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{float(value):,.1f}"
 
 
-def _flag(point: Mapping[str, Any]) -> str:
+@public
+def flag_text(point: Mapping[str, Any]) -> str:
     if point.get("wide"):
         return "wide" + (" (re-measured)" if point.get("remeasured") else "")
     return "re-measured" if point.get("remeasured") else ""
 
 
-def _trials(point: Mapping[str, Any]) -> str:
+@public
+def trials_text(point: Mapping[str, Any]) -> str:
     return f"{point.get('counted', 0)}/{len(point.get('trials') or [])}"
 
 
-def _loss(point: Mapping[str, Any]) -> str:
+@public
+def vs_unlimited_text(point: Mapping[str, Any]) -> str:
     """The point's requests/s against unlimited, with its interval: "-4.5% (-7.0..-2.1)"."""
     loss = point.get("vs_unlimited") or {}
     ratio, low, high = loss.get("ratio"), loss.get("low"), loss.get("high")
@@ -144,9 +148,10 @@ def render_tune(result: TuneResult) -> str:
 
     out.append(f"3. Children ({names['max_clients']}); {result.workload}; medians of interleaved trials, "
                "RPS with its 95% interval, latency in ms")
-    rows = [[p["children"], p["connections"], _trials(p), f"{p['complete'] + p['failed']:,}", _rps(p), _interval(p),
-             _ms(p["p50_ms"]), _ms(p["p99_ms"]), _cpu(p), _cores(p.get("server_cores")),
-             _cores(p.get("client_cores")), mib(p.get("max_child_uss")), p["failed"], _flag(p)] for p in result.sweep]
+    rows = [[p["children"], p["connections"], trials_text(p), f"{p['complete'] + p['failed']:,}", _rps(p),
+             interval_text(p), _ms(p["p50_ms"]), _ms(p["p99_ms"]), _cpu(p), _cores(p.get("server_cores")),
+             _cores(p.get("client_cores")), mib(p.get("max_child_uss")), p["failed"], flag_text(p)]
+            for p in result.sweep]
     out += _table(["MC", "NC", "trials", "NR", "RPS", "95% CI", "p50", "p99", "srv CPU us/req", "srv cores",
                    "load cores", "max USS MiB", "failed", ""], rows)
     out.append(f"  CPUs: {result.cpus}")
@@ -154,9 +159,9 @@ def render_tune(result: TuneResult) -> str:
 
     out.append(f"4. {names['max_requests']} (MRPC) with {result.mrpc_points[0]['children']} children, the unlimited "
                "baseline interleaved with each value" if result.mrpc_points else f"4. {names['max_requests']}")
-    rows = [[p["max_requests"] or "unlimited", p["connections"], _trials(p), f"{p['complete'] + p['failed']:,}",
-             _rps(p), _interval(p), _loss(p), _ms(p["p99_ms"]), p["respawns"], mib(p.get("max_child_uss")),
-             p["failed"], _flag(p)] for p in result.mrpc_points]
+    rows = [[p["max_requests"] or "unlimited", p["connections"], trials_text(p), f"{p['complete'] + p['failed']:,}",
+             _rps(p), interval_text(p), vs_unlimited_text(p), _ms(p["p99_ms"]), p["respawns"],
+             mib(p.get("max_child_uss")), p["failed"], flag_text(p)] for p in result.mrpc_points]
     out += _table(["MRPC", "NC", "trials", "NR", "RPS", "95% CI", "RPS vs unlimited (95% CI)", "p99", "NR/MRPC",
                    "max USS MiB", "failed", ""], rows)
     out.append("")
