@@ -26,6 +26,7 @@ import pytest
 from pounder.servers import free_port, gunicorn_missing
 from support.leftovers import processes_mentioning
 from support.schemas import validate_results_dir
+from support.tune_check import check_consistent
 
 APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
@@ -53,6 +54,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
                     "--results", str(results))
     assert done.returncode == 0, done.stderr
     assert not processes_mentioning(str(results))
+    check_consistent(done.stdout, json.loads((results / "recommendation.json").read_text()))
     return results
 
 
