@@ -299,9 +299,13 @@ def sweep_done(points: Sequence[Summary], tolerance: float) -> bool:
     return all(float(p["rps"]) <= best_before * (1 + tolerance) for p in points[-2:])
 
 
-def sweep_connections(children: int, clients: int | None) -> int:
-    """The concurrency of a sweep point: the expected clients, else twice the children."""
-    return clients if clients is not None else max(2, 2 * children)
+def sweep_connections(children: int, clients: int | None, *, keepalive: bool = False) -> int:
+    """The concurrency of a sweep point: the expected clients; else twice the children (every
+    child busy, and a queue of as many in the listen backlog), or as many as the children with
+    keep-alive (a kept-alive connection holds its child: more would only wait for a free one)."""
+    if clients is not None:
+        return clients
+    return max(1, children) if keepalive else max(2, 2 * children)
 
 
 @public

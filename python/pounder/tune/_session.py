@@ -61,6 +61,7 @@ from pounder.tune._analysis import (
     size_pool,
     spare_settings,
     steady_p99_us,
+    sweep_connections,
     sweep_counts,
     sweep_done,
 )
@@ -382,12 +383,10 @@ class TuneSession:
     def target(self) -> Target:
         """What the pool must answer, from the options."""
         options = self.options
-        transfer = None
-        if options.throttle is not None and not options.proxy:
-            transfer = None  # measured: the sweep's busy time includes the slow transfer itself
+        # no transfer_s / keepalive_idle_s: the sweep loads the server directly, with the slow
+        # clients and kept-alive connections themselves, so its busy time per request includes them
         return Target(clients=options.clients, peak_rate=options.peak_rate, source=options.peak_source or "--peak-rate",
-                      p99_s=options.p99_s, keepalive=options.keepalive, proxy=options.proxy, transfer_s=transfer,
-                      keepalive_idle_s=None)
+                      p99_s=options.p99_s, keepalive=options.keepalive, proxy=options.proxy)
 
     def run(self) -> TuneResult:
         options, adapter = self.options, self.adapter
@@ -463,15 +462,6 @@ class TuneSession:
         if predicted > memory.ram:
             raise PounderError(f"{children} children would need {predicted / MIB:,.0f} MiB, more than the budget "
                                f"of {memory.ram / MIB:,.0f} MiB")
-
-
-def sweep_connections(children: int, clients: int | None, *, keepalive: bool) -> int:
-    """The concurrency of a sweep point: the expected clients; else twice the children (every
-    child busy, and a queue of as many in the listen backlog), or as many as the children with
-    keep-alive (a kept-alive connection holds its child: more would only wait for a free one)."""
-    if clients is not None:
-        return clients
-    return max(1, children) if keepalive else max(2, 2 * children)
 
 
 def _cpus(options: TuneOptions) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, str]:
