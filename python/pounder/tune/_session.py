@@ -31,7 +31,7 @@ from typing import Any
 
 from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
-from pounder._units import MIB, available_cpus, mib_unit
+from pounder._units import MIB, available_cpus, cpu_list_text, mib_unit
 from pounder._version import __version__
 from pounder.load import BenchResult, ProgressCallback
 from pounder.pool import (
@@ -467,14 +467,11 @@ class TuneSession:
 def _cpus(options: TuneOptions) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, str]:
     """The server's and the load generator's CPUs: as given, else split when there are enough."""
     if options.server_cpus is not None or options.load_cpus is not None:
-        note = (f"server on CPUs {_cpu_text(options.server_cpus)}, load generator on CPUs "
-                f"{_cpu_text(options.load_cpus)} (as given)")
+        server, load = (("any" if cpus is None else cpu_list_text(cpus))
+                        for cpus in (options.server_cpus, options.load_cpus))
+        note = f"server on CPUs {server}, load generator on CPUs {load} (as given)"
         return options.server_cpus, options.load_cpus, note
     return split_cpus(sorted(os.sched_getaffinity(0)))
-
-
-def _cpu_text(cpus: tuple[int, ...] | None) -> str:
-    return "any" if cpus is None else ",".join(str(c) for c in cpus)
 
 
 def manifest(adapter: Adapter, options: TuneOptions) -> dict[str, Any]:
