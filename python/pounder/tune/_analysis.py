@@ -43,6 +43,7 @@ from pounder._errors import public
 from pounder._units import MIB, mib
 from pounder.compare import ratio_interval
 from pounder.procs import max_clients_from
+from pounder.tune._points import WIDE
 
 LEAK_BYTES_PER_REQUEST = 512
 """Growth per request (summed over the children) below which no leak is called: allocator noise
@@ -377,7 +378,7 @@ def knee(points: Sequence[Summary], tolerance: float) -> Knee:
         reasons.append(f"no count measured is distinguishably slower than the best ({_children(best_n)}): the sweep "
                        "cannot tell the counts apart at this load, so where throughput stops growing is not known")
     if wide:
-        reasons.append(f"the intervals of {_counts(wide)} children stayed wider than ±10% after a re-measure: the "
+        reasons.append(f"the intervals of {_counts(wide)} children stayed wider than ±{WIDE:.0%} after a re-measure: the "
                        "machine was noisy, and the knee may move by a step between runs")
     return Knee(children=n, rps=float(at["rps"]), best_children=best_n, best_rps=best_rps, threshold=threshold,
                 tolerance=tolerance, by_interval=by_interval, flat=flat, wide=wide, reasons=reasons)
