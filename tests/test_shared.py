@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 import re
 import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -180,6 +182,30 @@ def test_check_output_path(tmp_path: Path) -> None:
         check_output_path(tmp_path, "--json")
     with pytest.raises(UsageError, match="does not exist"):
         check_output_path(tmp_path / "no" / "x", "--json")
+
+
+def test_check_output_path_never_makes_the_file_it_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader polling for the output (the way a test or a script waits for partial results)
+    must never find it there empty: the check writes beside it, and leaves nothing."""
+    (tmp_path / "link.json").symlink_to(tmp_path / "target.json")
+    made: list[str] = []
+    real_mkstemp = tempfile.mkstemp
+
+    def watching(*args: Any, **kwargs: Any) -> tuple[int, str]:
+        fd, name = real_mkstemp(*args, **kwargs)
+        made.append(name)
+        assert not (tmp_path / "out.json").exists() and not (tmp_path / "target.json").exists()
+        return fd, name
+
+    monkeypatch.setattr(tempfile, "mkstemp", watching)
+    check_output_path(tmp_path / "out.json", "--json")
+    check_output_path(tmp_path / "link.json", "--json")
+    monkeypatch.undo()
+    assert [Path(name).parent for name in made] == [tmp_path, tmp_path]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json"]
+    (tmp_path / "old.json").write_text("{}")
+    check_output_path(tmp_path / "old.json", "--json")
+    assert (tmp_path / "old.json").read_text() == "{}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -69,7 +69,9 @@ def read_input(path: str | os.PathLike[str], what: str, *, limit: int = INPUT_LI
 
 def check_output_path(path: str | os.PathLike[str] | None, what: str) -> str | None:
     """An output file must be writable: checked before a long run, not after. ``"-"`` (stdout)
-    is accepted as is. A file that did not exist is created to check and removed again."""
+    is accepted as is. A file that is not there yet is never created by the check (a reader
+    polling for it would find it empty): a temporary file beside it is, as the atomic write
+    will, and removed again."""
     if path is None or os.fspath(path) == STDOUT:
         return None if path is None else STDOUT
     target = Path(path)
@@ -77,14 +79,17 @@ def check_output_path(path: str | os.PathLike[str] | None, what: str) -> str | N
         raise UsageError(f"{what}: {target} is a directory")
     if not target.parent.is_dir():
         raise UsageError(f"{what}: directory {target.parent} does not exist")
-    existed = target.exists()
     try:
-        with target.open("a"):
-            pass
+        if target.exists():
+            with target.open("a"):
+                pass
+        else:  # through a dangling link: where the file it names would be made
+            resolved = Path(os.path.realpath(target))
+            fd, name = tempfile.mkstemp(prefix=f".{resolved.name}.", suffix=".check", dir=resolved.parent)
+            os.close(fd)
+            os.unlink(name)
     except OSError as error:
         raise UsageError(f"{what}: cannot write {target}: {error.strerror}") from None
-    if not existed:  # remove what the check created (through a dangling link: the file, not the link)
-        Path(os.path.realpath(target)).unlink(missing_ok=True)
     return str(target)
 
 
