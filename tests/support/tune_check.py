@@ -7,7 +7,7 @@
   of the tables printed above (a median or an interval bound, formatted as the tables format it),
   or of the confirmation run;
 * every signed percentage quoted for a MaxRequestsPerChild value is that value's measured
-  "RPS vs unlimited" in the table;
+  "RPS vs unlimited" in the table, and "within N%" is said of it only when its whole interval is;
 * the statements with a direction agree with the numbers: "no leak" / "leak" with the leak
   verdict; "every value ... costs more than" only when every finite value measured lost more
   than that; "more children will not help" only when a larger count was measured and was not
@@ -67,6 +67,10 @@ def check_consistent(stdout: str, data: dict[str, Any]) -> None:
                 assert f"{(float(vs[key]) - 1) * 100:+.1f}" in printed, (key, vs, table)
     for signed in (value for found in _SIGNED.findall(narrative) for value in found if value):
         assert signed in printed, f"{signed}% quoted in the reasons is not in the MaxRequestsPerChild table:\n{table}"
+    # "within N%" of a value whose interval is quoted: the whole interval is (the median alone is
+    # "its median within")
+    for low, limit in re.findall(r"\(([+-]\d+\.\d)% to [+-]\d+\.\d%\), within (\d+(?:\.\d+)?)%", narrative):
+        assert float(low) >= -float(limit), f"within {limit}% said of an interval reaching {low}%:\n{narrative}"
     choice = data["max_requests"]
     if re.search(r"\bno leak\b", narrative):
         assert not choice["leak"], "the reasons say no leak, the verdict is a leak"

@@ -56,6 +56,7 @@ from pounder.tune._analysis import (
     sweep_counts,
     sweep_done,
 )
+from pounder.tune._points import WIDE
 from pounder.tune._session import _load_summary
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -837,8 +838,8 @@ def test_issue_starman_measured_point_is_never_overridden() -> None:
     assert change_text(vs["ratio"]) == "+4.5%"
     chosen = next(r for r in got.reasons if r.startswith("1,000 requests:"))
     assert chosen.startswith(f"1,000 requests: +4.5% vs unlimited ({change_text(vs['low'])} to "
-                             f"{change_text(vs['high'])}), within 2.0%, and so is every larger value measured "
-                             "(10,000)")
+                             f"{change_text(vs['high'])}), within 2.0%, and every larger value measured (10,000) "
+                             "passes too")
     assert next(r for r in got.reasons if r.startswith("100 requests:")).endswith("not shown to cost at most 2.0%")
     assert not any("costs more than" in r or "every value" in r for r in got.reasons)
     assert got.reasons[-1].startswith("a respawn: Starman (Net::Server::PreFork) checks its children periodically")
@@ -870,6 +871,34 @@ def test_affordable_rule() -> None:
     # median past the loss: not affordable whatever the interval
     assert choose_max_requests([unlimited(), mrpc_point(1000, 0.97)], measure_summary(), BOUND, 4,
                                max_loss=0.02).value != 1000
+
+
+def test_noise_never_makes_a_value_affordable() -> None:
+    """The demo's 100 at +8.8 % (-28 % to +43 %): no clear difference, and no evidence either. A
+    value whose interval reaches past WIDE is too noisy to decide on, and the reasons say so."""
+    noisy = [0.7, 1.4, 0.95, 1.1, 1.2]
+    table = mrpc_losses([unlimited(), mrpc_point(100, noisy)])
+    vs = table[1]["vs_unlimited"]
+    assert vs["verdict"] == "no clear difference" and vs["low"] < 1 - WIDE and vs["ratio"] >= 0.98
+    got = choose_max_requests([unlimited(), mrpc_point(100, noisy)], measure_summary(), BOUND, 4, max_loss=0.02)
+    assert (got.value, got.decided_by) == (0, "unlimited")
+    assert any(r.startswith(f"100 requests, the largest value measured: {change_text(vs['ratio'])} vs unlimited")
+               and r.endswith("its interval is wider than ±10%: too noisy to tell whether it costs more than 2.0%")
+               for r in got.reasons), got.reasons
+    # below the largest: the chosen value stops above the noisy one, which says why
+    points = [unlimited(), mrpc_point(100, noisy), mrpc_point(1000, 1.0)]
+    got = choose_max_requests(points, measure_summary(), BOUND, 4, max_loss=0.02)
+    assert got.value == 1000
+    assert next(r for r in got.reasons if r.startswith("100 requests:")).endswith("too noisy to tell whether it "
+                                                                                  "costs more than 2.0%")
+    # no clear difference with an interval inside WIDE: affordable, and the words say only the median is within
+    modest = [0.95, 1.04, 0.99, 1.01, 0.97]
+    vs = mrpc_losses([unlimited(), mrpc_point(1000, modest)])[1]["vs_unlimited"]
+    assert vs["verdict"] == "no clear difference" and 1 - WIDE <= vs["low"] < 0.98 <= vs["ratio"]
+    got = choose_max_requests([unlimited(), mrpc_point(1000, modest)], measure_summary(), BOUND, 4, max_loss=0.02)
+    assert got.value == 1000
+    assert next(r for r in got.reasons if r.startswith("1,000 requests:")).split("), ")[1].startswith(
+        "no clear difference from unlimited, its median within 2.0%")
 
 
 def test_model_extrapolates_only_beyond_the_largest_value_and_when_it_agrees() -> None:

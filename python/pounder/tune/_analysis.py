@@ -625,16 +625,39 @@ def _change_with_interval(vs: Mapping[str, Any]) -> str:
 
 
 def _affordable(vs: Mapping[str, Any], max_loss: float) -> bool:
-    """A value is affordable when its median costs at most ``max_loss`` and the interval does not
-    show it may cost more: either the interval's low end is within ``max_loss`` too, or the
-    comparison cannot tell it from unlimited at all ("no clear difference", or "faster"). Without
-    an interval (one trial), the median alone."""
+    """A value is affordable when it is shown to cost at most ``max_loss``: its median within it,
+    and the interval's low end within it too; or, when the comparison cannot tell it from
+    unlimited ("no clear difference"), an interval no wider than a sweep point may be before it is
+    flagged (its low end within :data:`WIDE`). A wider one is too noisy to decide on (:func:`_noisy`)
+    and is not affordable. Without an interval (one trial), the median alone."""
     ratio = float(vs["ratio"])
     if ratio < 1 - max_loss:
         return False
-    if vs.get("low") is None:
+    low = vs.get("low")
+    if low is None or float(low) >= 1 - max_loss:
         return True
-    return float(vs["low"]) >= 1 - max_loss or vs.get("verdict") in ("no clear difference", "faster")
+    return vs.get("verdict") == "no clear difference" and float(low) >= 1 - WIDE
+
+
+def _noisy(vs: Mapping[str, Any], max_loss: float) -> bool:
+    """Not affordable only because its interval is too wide to decide: the median within
+    ``max_loss``, no clear difference from unlimited, the interval's low end past :data:`WIDE`."""
+    low = vs.get("low")
+    return (float(vs["ratio"]) >= 1 - max_loss and low is not None and float(low) < 1 - WIDE
+            and vs.get("verdict") == "no clear difference")
+
+
+def _cost_text(vs: Mapping[str, Any], max_loss: float) -> str:
+    """What a value's measured cost says, against ``max_loss``, in the words its interval allows."""
+    if not _affordable(vs, max_loss):
+        if _noisy(vs, max_loss):
+            return (f"its interval is wider than ±{WIDE:.0%}: too noisy to tell whether it costs more than "
+                    f"{share_text(max_loss)}")
+        return f"not shown to cost at most {share_text(max_loss)}"
+    low = vs.get("low")
+    if low is None or float(low) >= 1 - max_loss:
+        return f"within {share_text(max_loss)}"
+    return f"no clear difference from unlimited, its median within {share_text(max_loss)}"
 
 
 def _too_costly(vs: Mapping[str, Any], max_loss: float) -> bool:
@@ -815,23 +838,25 @@ def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: Mem
             vs = _vs(chosen) or {}
             loss, decided_by = max(0.0, 1 - float(vs["ratio"])), "measured"
             larger = [int(p["max_requests"]) for p in respawned if int(p["max_requests"]) > value]
-            reasons.append(f"{value:,} {unit}: {_change_with_interval(vs)}, within {share_text(max_loss)}"
-                           + (f", and so is every larger value measured ({_counts(larger)})" if larger else "")
+            reasons.append(f"{value:,} {unit}: {_change_with_interval(vs)}, {_cost_text(vs, max_loss)}"
+                           + (f", and every larger value measured ({_counts(larger)}) passes too" if larger else "")
                            + ": it still replaces children now and then, which bounds slow growth a short run "
                              "cannot see")
             smaller = [p for p in respawned if int(p["max_requests"]) < value]
             if smaller:
                 below = smaller[0]
-                reasons.append(f"{int(below['max_requests']):,} {unit}: {_change_with_interval(_vs(below) or {})}: "
-                               f"not shown to cost at most {share_text(max_loss)}")
+                below_vs = _vs(below) or {}
+                reasons.append(f"{int(below['max_requests']):,} {unit}: {_change_with_interval(below_vs)}: "
+                               f"{_cost_text(below_vs, max_loss)}")
         elif not respawned:
             value, loss, decided_by = 0, 0.0, "unlimited"
             reasons.append("no finite value replaced children during its measurement: unlimited (0)")
         else:
             largest = respawned[0]
             top = int(largest["max_requests"])
-            reasons.append(f"{top:,} {unit}, the largest value measured: {_change_with_interval(_vs(largest) or {})}: "
-                           f"not shown to cost at most {share_text(max_loss)}")
+            top_vs = _vs(largest) or {}
+            reasons.append(f"{top:,} {unit}, the largest value measured: {_change_with_interval(top_vs)}: "
+                           f"{_cost_text(top_vs, max_loss)}")
             value = 0
             if model.usable:
                 wanted = _round_up(math.ceil(model.k * (1 - max_loss) / max_loss))
