@@ -18,6 +18,7 @@ import pytest
 from pounder.report import render_report
 from pounder.report._html import ReportError, page
 from pounder.report._tune import tune_sections
+from support.tune_check import check_consistent
 
 PERL = Path(__file__).resolve().parents[1] / "apps" / "perl"
 CHARTS = ("tune-leak", "tune-memory", "tune-children", "tune-max-requests")
@@ -219,3 +220,11 @@ def test_apache_run_has_the_burst_chart(apache_run: Path) -> None:
     caption = figure[figure.index("<figcaption>"):figure.index("</figcaption>")]
     assert f"{data['spare'][0]['reference_p99_ms']:,.1f} ms" in caption
     _self_contained(text)
+
+
+@pytest.mark.parametrize("run", ["demo_run", "apache_run"])
+def test_the_recorded_runs_reasons_agree_with_their_tables(run: str, request: pytest.FixtureRequest) -> None:
+    """Like every tune run of the suite, the two the report reads: their printed text never
+    contradicts their tables (:func:`support.tune_check.check_consistent`)."""
+    path: Path = request.getfixturevalue(run)
+    check_consistent((path / "recommendation.txt").read_text(), _recommendation(path))
