@@ -19,7 +19,9 @@ from pounder._records import Reader
 from pounder._units import (
     MIB,
     available_cpus,
+    children_text,
     count_in_range,
+    count_text,
     cpu_list_text,
     mib,
     mib_unit,
@@ -330,3 +332,8 @@ def test_size_text() -> None:
 
     assert [size_text(n) for n in (512, 4096, 1536 * 1024, 64 * MIB, 3 << 30)] == [
         "512 bytes", "4 KiB", "1.5 MiB", "64 MiB", "3 GiB"]
+
+
+def test_counts_agree_with_their_noun() -> None:
+    assert [children_text(n) for n in (0, 1, 2, 1000)] == ["0 children", "1 child", "2 children", "1,000 children"]
+    assert [count_text(n, "client") for n in (1, 32)] == ["1 client", "32 clients"]

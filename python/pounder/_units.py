@@ -196,6 +196,17 @@ def mib_unit(size: float) -> str:
     return f"{size / MIB:.1f} MiB"
 
 
+def count_text(count: int, one: str, many: str | None = None) -> str:
+    """``count`` and its noun, in agreement: "1 child", "2 children", "1,000 requests" (``many``:
+    the plural when it is not ``one`` + "s")."""
+    return f"{count:,} {one if count == 1 else (many or one + 's')}"
+
+
+def children_text(count: int) -> str:
+    """"1 child", "2 children"."""
+    return count_text(count, "child", "children")
+
+
 def size_text(size: int) -> str:
     """A size in the largest binary unit it fills: "512 bytes", "4 KiB", "1.5 MiB", "64 MiB"."""
     for unit, scale in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pounder._errors import check_instance, public
+from pounder._units import count_text
 from pounder.compare._result import CompareResult, Comparison, Trial
 from pounder.compare._stats import MAX_FAILED, MIN_SAMPLES, Estimate, RatioEstimate
 from pounder.load import ERROR_CATEGORIES, describe_load, format_ms
@@ -89,10 +90,6 @@ def _failures(trials: Sequence[Trial]) -> str:
     return f"{sum(trial.failed for trial in trials):,} failed: {describe_errors(errors)}"
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
-
-
 @public
 def failure_message(result: CompareResult) -> str | None:
     """The error for the variants left with fewer than 2 counted trials because requests failed
@@ -109,7 +106,7 @@ def failure_message(result: CompareResult) -> str | None:
             counted = len(result.counted(label))
             parts.append(
                 f"requests to {label} failed in {len(failed)} of {len(measured)} trials ({_failures(failed)}), "
-                f"{_plural(counted, 'counted trial')} left"
+                f"{count_text(counted, 'counted trial')} left"
             )
     if not parts:
         return None
@@ -183,7 +180,7 @@ def _too_few(result: CompareResult, label: str) -> str | None:
         return None
     failed = len(result.failed(label))
     why = f" ({failed} not counted: requests failed)" if failed else ""
-    return f"{label} has {_plural(counted, 'counted trial')}{why}"
+    return f"{label} has {count_text(counted, 'counted trial')}{why}"
 
 
 def _sentence(result: CompareResult, comparison: Comparison) -> str:

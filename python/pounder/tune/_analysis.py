@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pounder._errors import public
-from pounder._units import MIB, mib
+from pounder._units import MIB, children_text, mib
 from pounder.compare import ratio_interval
 from pounder.procs import max_clients_from
 from pounder.tune._points import WIDE
@@ -158,8 +158,9 @@ def rate_with_interval(point: Summary) -> str:
     return text if low is None or high is None else f"{text} ({rps_text(low)}-{rps_text(high)})"
 
 
-def _children(count: int) -> str:
-    return f"{count} child" if count == 1 else f"{count} children"
+def _serve(count: int) -> str:
+    """``count`` children and the verb that agrees: "1 child serves", "2 children serve"."""
+    return f"{children_text(count)} {'serves' if count == 1 else 'serve'}"
 
 
 def _counts(values: Sequence[int]) -> str:
@@ -367,16 +368,17 @@ def knee(points: Sequence[Summary], tolerance: float) -> Knee:
     flat = len(ordered) >= 2 and not any(_below(p, best) for p in ordered)
     wide = [int(p["children"]) for p in ordered if p.get("wide")]
     if at is best:
-        reasons = [f"throughput: the best measured is {_children(n)}, {rate_with_interval(at)}"
+        reasons = [f"throughput: the best measured is {children_text(n)}, {rate_with_interval(at)}"
                    + ("" if n == int(ordered[0]["children"]) else "; every smaller count served less")]
     else:
         how = (f"its interval reaches within {share_text(tolerance)} of it" if by_interval
                else f"within {share_text(tolerance)} of it")
-        reasons = [f"throughput: {_children(n)} serve {rate_with_interval(at)}, as good as the best measured "
-                   f"({_children(best_n)}, {rate_with_interval(best)}): {how}"]
+        reasons = [f"throughput: {_serve(n)} {rate_with_interval(at)}, as good as the best measured "
+                   f"({children_text(best_n)}, {rate_with_interval(best)}): {how}"]
     if flat:
-        reasons.append(f"no count measured is distinguishably slower than the best ({_children(best_n)}): the sweep "
-                       "cannot tell the counts apart at this load, so where throughput stops growing is not known")
+        reasons.append(f"no count measured is distinguishably slower than the best ({children_text(best_n)}): "
+                       "the sweep cannot tell the counts apart at this load, so where throughput stops growing is not "
+                       "known")
     if wide:
         reasons.append(f"the intervals of {_counts(wide)} children stayed wider than ±{WIDE:.0%} after a re-measure: "
                        "the machine was noisy, and the knee may move by a step between runs")
@@ -471,12 +473,12 @@ def _p99_count(ordered: Sequence[Summary], p99_s: float, reasons: list[str]) -> 
     meeting = [p for p in ordered if float(p["p99_ms"]) <= p99_s * 1000]
     if meeting:
         at = meeting[0]
-        reasons.append(f"--p99 {ms_text(p99_s * 1000)} ms: {_children(int(at['children']))} is the smallest count "
+        reasons.append(f"--p99 {ms_text(p99_s * 1000)} ms: {children_text(int(at['children']))} is the smallest count "
                        f"whose p99 met it ({ms_text(float(at['p99_ms']))} ms with {int(at['connections'])} clients)")
         return int(at["children"])
     lowest = min(ordered, key=lambda p: float(p["p99_ms"]))
     reasons.append(f"--p99 {ms_text(p99_s * 1000)} ms is not met by any count measured (best: "
-                   f"{ms_text(float(lowest['p99_ms']))} ms with {_children(int(lowest['children']))} and "
+                   f"{ms_text(float(lowest['p99_ms']))} ms with {children_text(int(lowest['children']))} and "
                    f"{int(lowest['connections'])} clients)")
     return None
 
@@ -503,12 +505,12 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
         held = ("for its whole connection, idle time included (keep-alive with no buffering proxy)"
                 if target.keepalive and not target.proxy else "while its request runs")
         reasons.append(f"--clients {target.clients}: each concurrent client holds a child {held}, so "
-                       f"{target.clients} children serve them without a wait in the listen queue")
+                       f"{_serve(target.clients)} them without a wait in the listen queue")
         wants.append(("clients", target.clients))
     if target.peak_rate is not None:
         service = busy_seconds(at)
         busy = service
-        parts = [f"{ms_text(service * 1000)} ms held per request at {_children(k.children)} (measured)"]
+        parts = [f"{ms_text(service * 1000)} ms held per request at {children_text(k.children)} (measured)"]
         if not target.proxy and target.transfer_s:
             busy += target.transfer_s
             parts.append(f"{ms_text(target.transfer_s * 1000)} ms sending the answer to a slow client (no proxy)")
@@ -536,12 +538,12 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
     if not target.load:
         chosen = hard
         decided_by = "memory" if memory_cap <= max_children else "max-children"
-        reasons.append(f"no target load given: the pool is the memory bound, {_children(memory_cap)} (as many as the "
-                       "RAM budget allows, so clients rarely wait for a free child)")
+        reasons.append(f"no target load given: the pool is the memory bound, {children_text(memory_cap)} (as many "
+                       "as the RAM budget allows, so clients rarely wait for a free child)")
         if decided_by == "max-children":
             reasons.append(f"capped at --max-children {max_children} (memory allows {memory_cap})")
-        reasons.append(f"beyond {_children(k.children)} no more throughput: more children only help slow or waiting "
-                       "clients (slow networks, keep-alive, requests waiting on a database)")
+        reasons.append(f"beyond {children_text(k.children)} no more throughput: more children only help slow or "
+                       "waiting clients (slow networks, keep-alive, requests waiting on a database)")
         reasons.append(f"a smaller pool (down to {k.children}) serves as many requests per second, but connections "
                        "beyond the pool wait in the listen queue until a child is free: their latency grows with "
                        "the queue, and when the queue is full they are refused")
@@ -552,7 +554,9 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
         chosen = want
         if want > memory_cap and memory_cap <= max_children:
             chosen, decided_by = max(1, memory_cap), "memory"
-            reasons.append(f"memory: only {memory_cap} children fit the RAM budget, fewer than the {want} wanted")
+            fit = "fits" if memory_cap == 1 else "fit"
+            reasons.append(f"memory: only {children_text(memory_cap)} {fit} the RAM budget, fewer than the {want} "
+                           "wanted")
         elif want > max_children:
             chosen, decided_by = max_children, "max-children"
             reasons.append(f"--max-children {max_children} caps it, below the {want} wanted")
@@ -560,7 +564,7 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
             reasons.append(f"the target needs fewer children than the knee: {k.children}, so the pool serves the "
                            "best measured throughput")
         else:
-            reasons.append(f"{_children(chosen)}, decided by the {decided_by} target (the memory bound allows "
+            reasons.append(f"{children_text(chosen)}, decided by the {decided_by} target (the memory bound allows "
                            f"{memory_cap})")
     return ChildrenChoice(best_children=k.best_children, best_rps=k.best_rps, throughput=k.children,
                           for_clients=for_clients, for_rate=for_rate, for_p99=for_p99, memory_cap=memory_cap,
@@ -798,7 +802,7 @@ def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: Mem
         memory_limit = max(1, int(headroom // grown.second)) if headroom > 0 else 1
         value = _round_down(min(memory_limit, MAX_MODELLED))
         decided_by = "memory"
-        reasons.append(f"a child starts at {_mib(start)} and may reach {_mib(limit)} ({_children(children)} in the "
+        reasons.append(f"a child starts at {_mib(start)} and may reach {_mib(limit)} ({children_text(children)} in the "
                        f"budget): at {_bytes(grown.second)} bytes per request, at most {memory_limit:,} {unit}, "
                        f"rounded to {value:,}")
         cheaper = [p for p in respawned if int(p["max_requests"]) <= value and _affordable(_vs(p) or {}, max_loss)]
@@ -1078,8 +1082,8 @@ def _preload_advice(kind: str, measure: Summary, memory: MemoryBound) -> list[st
     kept = ("" if moved == cold else
             f", at most {_mib(moved)} of it (a quarter of a child's private memory is taken to stay private: "
             "copy-on-write decays as children write to what they share)")
-    return [f"preloading would allow about {_children(after)} instead of {memory.max_clients}: an estimate from this "
-            f"run's sizes, not a measurement. Each child ends at {_mib(memory.child_uss)} private next to "
+    return [f"preloading would allow about {children_text(after)} instead of {memory.max_clients}: an estimate from "
+            f"this run's sizes, not a measurement. Each child ends at {_mib(memory.child_uss)} private next to "
             f"{_mib(memory.shared)} shared, and {_mib(cold)} of it was there right after it started (the "
             f"application, loaded after the fork); loaded once in the parent it would be shared{kept}: "
             f"({_mib(memory.ram)} - {_mib(memory.shared)} - {_mib(moved)}) / ({_mib(memory.child_uss)} - "
@@ -1107,40 +1111,41 @@ def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: 
     if used >= CPU_SATURATED * cores:
         if bigger:
             last = bigger[-1]
-            said.append(f"the server is CPU-bound: at {_children(n)} the CPUs are busy ({_cpu_share(at, cores)}), and "
-                        f"{_children(int(last['children']))} served {rate_with_interval(last)}, no more than {n} "
-                        f"children's {rate_with_interval(at)}: more children only queue on the CPU and cost memory")
+            said.append(f"the server is CPU-bound: at {children_text(n)} the CPUs are busy ({_cpu_share(at, cores)}), "
+                        f"and {children_text(int(last['children']))} served {rate_with_interval(last)}, no more than "
+                        f"{children_text(n)}'s {rate_with_interval(at)}: more children only queue on the CPU and cost "
+                        "memory")
         if float(at["client_cores"]) > 0 and cores < 4:
             said.append(f"the load generator ran on the server's cores ({cores_text(float(at['client_cores']))} of "
-                        f"{cores} at {_children(n)}): on a machine of its own the server would have more CPU")
+                        f"{cores} at {children_text(n)}): on a machine of its own the server would have more CPU")
         return said
     busy = busy_seconds(at)
     if busy > 0:
         cpu = at.get("server_cpu_us")
         cpu_text = "" if cpu is None else f" ({float(cpu):,.0f} us of it on the server's CPU)"
-        said.append(f"the CPUs are not saturated at {_children(n)} ({_cpu_share(at, cores)}): throughput is "
+        said.append(f"the CPUs are not saturated at {children_text(n)} ({_cpu_share(at, cores)}): throughput is "
                     f"concurrency here. Each request holds a child for {ms_text(busy * 1000)} ms{cpu_text}, so "
-                    f"{_children(n)} serve at most {n} / {ms_text(busy * 1000)} ms = {rps_text(n / busy)} req/s; "
+                    f"{_serve(n)} at most {n} / {ms_text(busy * 1000)} ms = {rps_text(n / busy)} req/s; "
                     f"measured {rate_with_interval(at)}")
     offered = int(at["connections"])
     if offered <= n and all(int(p["connections"]) <= n for p in bigger):
-        said.append(f"throughput stops growing at {_children(n)} because the load offered {offered} concurrent "
+        said.append(f"throughput stops growing at {children_text(n)} because the load offered {offered} concurrent "
                     f"clients: each holds one child, so children beyond {offered} have nothing to do; what more "
                     "children would give at a higher load was not measured")
     elif bigger:
         tried = [p for p in bigger if int(p["connections"]) > n]
         if tried:
             last = tried[-1]
-            said.append(f"{_children(int(last['children']))} with {int(last['connections'])} clients served "
-                        f"{rate_with_interval(last)}, no more than {n} children's {rate_with_interval(at)}: more "
+            said.append(f"{children_text(int(last['children']))} with {int(last['connections'])} clients served "
+                        f"{rate_with_interval(last)}, no more than {children_text(n)}'s {rate_with_interval(at)}: more "
                         "children will not help at this load. Neither the CPUs nor the pool limit it: something the "
                         "children share does (a lock, a database, the network, the load generator)")
     elif n == choice.memory_cap:
-        said.append(f"throughput still grows at {_children(n)}, the most the memory allows: memory, not CPU, limits "
-                    "this server; a smaller child or more RAM means more throughput")
+        said.append(f"throughput still grows at {children_text(n)}, the most the memory allows: memory, not CPU, "
+                    "limits this server; a smaller child or more RAM means more throughput")
     else:
-        said.append(f"throughput still grows at {_children(n)}, the largest count measured: more children may serve "
-                    "more")
+        said.append(f"throughput still grows at {children_text(n)}, the largest count measured: more children may "
+                    "serve more")
     return said
 
 
@@ -1192,6 +1197,7 @@ def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBou
         said += _preload_advice(kind, measure, memory)
     said += explain_throughput(sweep, choice, cores)
     if memory.max_clients_no_sharing < memory.max_clients:
-        said.append(f"summing RSS (as ps and top suggest) would allow only {_children(memory.max_clients_no_sharing)} "
-                    f"instead of {memory.max_clients}: {_mib(memory.shared)} per child is shared with the parent")
+        said.append("summing RSS (as ps and top suggest) would allow only "
+                    f"{children_text(memory.max_clients_no_sharing)} instead of {memory.max_clients}: "
+                    f"{_mib(memory.shared)} per child is shared with the parent")
     return said

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pounder._units import mib_unit
+from pounder._units import children_text, mib_unit
 from pounder.compare import MAX_FAILED, clean_trial
 from pounder.tune._analysis import MemoryBound, Target
 
@@ -43,6 +43,6 @@ def confirmation_checks(summary: Mapping[str, Any], memory: MemoryBound, target:
                              f"p99 {p99:,.1f} ms against the target of {p99_s * 1000:,.1f} ms"))
     footprint = int(summary["footprint"])
     checks.append(_check("memory", footprint <= memory.ram, float(footprint), float(memory.ram),
-                         f"the pool's footprint (sum of PSS, {summary['pool_children']} children) "
+                         f"the pool's footprint (sum of PSS, {children_text(int(summary['pool_children']))}) "
                          f"{mib_unit(footprint)} against the RAM budget of {mib_unit(memory.ram)}"))
     return checks

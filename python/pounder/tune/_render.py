@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pounder._errors import check_instance, public
-from pounder._units import mib
+from pounder._units import children_text, mib
 from pounder.tune._analysis import BURST_FACTOR
 from pounder.tune._session import TuneResult
 
@@ -116,7 +116,7 @@ def render_tune(result: TuneResult) -> str:
     out += [f"  {line}" for line in result.options.traffic]
     out.append("")
 
-    out.append(f"1. Child sizes ({measure['children']} children; MiB; after warm-up and after "
+    out.append(f"1. Child sizes ({children_text(int(measure['children']))}; MiB; after warm-up and after "
                f"{measure['requests_first'] + measure['requests_second']:,} more requests)")
     rows = []
     for name, stage in (("started", "cold"), ("warmed", "warm"), ("half-way", "mid"), ("end", "end")):
@@ -157,8 +157,9 @@ def render_tune(result: TuneResult) -> str:
     out.append(f"  CPUs: {result.cpus}")
     out.append("")
 
-    out.append(f"4. {names['max_requests']} (MRPC) with {result.mrpc_points[0]['children']} children, the unlimited "
-               "baseline interleaved with each value" if result.mrpc_points else f"4. {names['max_requests']}")
+    mrpc_children = children_text(int(result.mrpc_points[0]["children"])) if result.mrpc_points else ""
+    out.append(f"4. {names['max_requests']} (MRPC) with {mrpc_children}, the unlimited baseline interleaved with each "
+               "value" if result.mrpc_points else f"4. {names['max_requests']}")
     rows = [[p["max_requests"] or "unlimited", p["connections"], trials_text(p), f"{p['complete'] + p['failed']:,}",
              _rps(p), interval_text(p), vs_unlimited_text(p), _ms(p["p99_ms"]), p["respawns"],
              mib(p.get("max_child_uss")), p["failed"], flag_text(p)] for p in result.mrpc_points]

@@ -31,7 +31,7 @@ from typing import Any
 
 from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
-from pounder._units import MIB, available_cpus, cpu_list_text, mib_unit
+from pounder._units import MIB, available_cpus, children_text, count_text, cpu_list_text, mib_unit
 from pounder._version import __version__
 from pounder.load import BenchResult, ProgressCallback
 from pounder.pool import (
@@ -111,12 +111,12 @@ def describe_point(step: str, summary: Mapping[str, Any]) -> str:
     if step == "max-requests":
         text += f", {summary['respawns']} respawns"
     if step == "spare":
-        text += f", {summary['idle_children']} children ready at the start"
+        text += f", {children_text(int(summary['idle_children']))} ready at the start"
     if step == "confirm":
         load = f"{float(summary['rate']):,.0f} req/s offered" if summary.get("rate") else \
             f"{summary['connections']} clients"
-        text = (f"{summary['children']} children at {load}: {text}, footprint {mib_unit(summary['footprint'])}"
-                f" ({summary['pool_children']} children after)")
+        text = (f"{children_text(int(summary['children']))} at {load}: {text}, "
+                f"footprint {mib_unit(summary['footprint'])} ({children_text(int(summary['pool_children']))} after)")
     return text
 
 
@@ -261,7 +261,7 @@ class TuneSession:
                          (("cold", cold), ("warm", warm), ("mid", mid), ("end", end))}
             return summary, {"snapshots": snapshots, "bench": [first.to_dict(), second.to_dict()]}
 
-        label = f"sizes ({params.max_clients} children{', preload' if self.adapter.with_preload(params) else ''})"
+        label = f"sizes ({children_text(params.max_clients)}{', preload' if self.adapter.with_preload(params) else ''})"
         return self._point(key, "sizes", params, label, measure)
 
     def _trial(self, key: str, step: str, params: PoolParams, connections: int, trial: int, label: str, *,
@@ -313,7 +313,8 @@ class TuneSession:
         def entry(count: int) -> tuple[str, PoolParams, int, str]:
             self._check_fits(count, memory)
             connections = sweep_connections(count, options.clients, keepalive=options.keepalive)
-            return f"children-{count}", PoolParams(count), connections, f"{count} children, {connections} clients"
+            label = f"{children_text(count)}, {count_text(connections, 'client')}"
+            return f"children-{count}", PoolParams(count), connections, label
 
         first: list[dict[str, Any]] = []
         for count in counts:
@@ -372,7 +373,8 @@ class TuneSession:
 
         load = f"{rate:,.0f} req/s" if rate is not None else f"{connections} clients"
         summary = dict(self._point("confirm", "confirm", params,
-                                   f"confirmation: the recommended {params.max_clients} children at {load}", measure,
+                                   f"confirmation: the recommended {children_text(params.max_clients)} at {load}",
+                                   measure,
                                    logged="confirmation"))
         summary["checks"] = confirmation_checks(summary, memory, target, options.p99_s)
         summary["ok"] = all(check["ok"] for check in summary["checks"])
@@ -402,7 +404,7 @@ class TuneSession:
         if memory.max_clients < 1:
             raise PounderError(f"not even one child fits the RAM budget of {memory.ram / MIB:.0f} MiB "
                                f"(shared {memory.shared / MIB:.0f} MiB, child {memory.child_uss / MIB:.0f} MiB)")
-        self._log(f"memory bound: {memory.max_clients} children in {memory.ram / MIB:,.0f} MiB "
+        self._log(f"memory bound: {children_text(memory.max_clients)} in {memory.ram / MIB:,.0f} MiB "
                   f"({memory.max_clients_no_sharing} if nothing were shared)")
 
         target = self.target()
@@ -414,7 +416,8 @@ class TuneSession:
         self._check_fits(mrpc_n, memory)
         connections = sweep_connections(mrpc_n, None, keepalive=options.keepalive)
         plan = [(f"mrpc-{mrpc_n}-{value}", PoolParams(mrpc_n, max_requests=value), connections,
-                 f"MaxRequestsPerChild {value or 'unlimited'} ({mrpc_n} children)") for value in options.mrpc_values]
+                 f"MaxRequestsPerChild {value or 'unlimited'} ({children_text(mrpc_n)})")
+                for value in options.mrpc_values]
         mrpc_points = mrpc_losses(self._sweep("max-requests", plan, options.trials, warm_rounds=False))
         choice = room_for_growth(choice, mrpc_points, measure, memory, max_loss=options.max_loss,
                                  counts=adapter.max_requests_counts)
@@ -460,7 +463,7 @@ class TuneSession:
         """Never start a configuration whose predicted memory exceeds the budget."""
         predicted = memory.shared + children * memory.child_uss
         if predicted > memory.ram:
-            raise PounderError(f"{children} children would need {predicted / MIB:,.0f} MiB, more than the budget "
+            raise PounderError(f"{children_text(children)} would need {predicted / MIB:,.0f} MiB, more than the budget "
                                f"of {memory.ram / MIB:,.0f} MiB")
 
 
