@@ -11,9 +11,15 @@
 
 Paths: ``/`` trivial answer; ``/pid`` the worker's pid; ``/cpu?ms=N`` burns about N ms of CPU
 (default 20); ``/sleep?ms=N`` waits N ms without CPU (default 30: an I/O-bound request); ``/leak``
-keeps ~100 KB per request for the life of the worker; ``/lazy`` grows the worker by ``LAZY_MB``
+keeps ~100 KB per request for the life of the worker; ``/big?kb=N`` answers N KiB (default 1024) in 64 KiB
+pieces; ``/lazy`` grows the worker by ``LAZY_MB``
 (4) MiB spread over its first ``LAZY_REQUESTS`` (20) requests, then stays (an application that
 loads lazily, as Django or Dancer2 do); ``/data`` the data size and the pid that built it.
+
+- ``APP_HELD_DIR`` (default none): every worker appends to ``DIR/PID`` a line per request: when it
+  ended (Unix time, s) and how long it held the worker (ms), from the call of the app until the
+  server closed the answer's iterable (after it wrote the last byte: with a slow client and nothing
+  buffering in between, the transfer too).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import gc
 import mmap
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from urllib.parse import parse_qs
 
 MAP_FILE = os.environ.get("APP_MAP_FILE")
@@ -39,6 +45,7 @@ LAZY: list[bytearray] = []
 LAZY_MB = 4
 LAZY_REQUESTS = 20
 AGED: list[bytearray] = []
+HELD_DIR = os.environ.get("APP_HELD_DIR")
 STARTED = [time.monotonic()]  # when this process started: reset in every forked worker
 
 
@@ -63,7 +70,29 @@ def burn(ms: float) -> int:
     return acc
 
 
+class _Held:
+    """The answer's pieces; when the server closes it, how long the request held the worker is
+    appended to ``APP_HELD_DIR/PID``."""
+
+    def __init__(self, pieces: Iterable[bytes], began: float) -> None:
+        self.pieces, self.began = pieces, began
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self.pieces
+
+    def close(self) -> None:
+        held_ms = (time.monotonic() - self.began) * 1000
+        with open(os.path.join(str(HELD_DIR), str(os.getpid())), "a") as held:
+            held.write(f"{time.time():.6f} {held_ms:.3f}\n")
+
+
 def app(environ: dict[str, object], start_response: StartResponse) -> Iterable[bytes]:
+    began = time.monotonic()
+    pieces = _answer(environ, start_response)
+    return _Held(pieces, began) if HELD_DIR else pieces
+
+
+def _answer(environ: dict[str, object], start_response: StartResponse) -> Iterable[bytes]:
     path = str(environ.get("PATH_INFO", "/"))
     query = parse_qs(str(environ.get("QUERY_STRING", "")))
     pid = os.getpid()
@@ -94,6 +123,11 @@ def app(environ: dict[str, object], start_response: StartResponse) -> Iterable[b
         body = f"pid {pid} leaked {len(LEAK)} x 100 KB\n"
     elif path == "/data":
         body = f"pid {pid} bytes {len(DATA)} built_in {BUILT_IN}\n"
+    elif path == "/big":
+        size = int(query.get("kb", ["1024"])[0]) * 1024
+        start_response(status, [("Content-Type", "application/octet-stream"), ("Content-Length", str(size))])
+        piece = b"b" * 65536
+        return [piece[: min(65536, size - at)] for at in range(0, size, 65536)]
     else:
         status, body = "404 Not Found", "not found\n"
     data = body.encode()

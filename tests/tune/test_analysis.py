@@ -56,6 +56,7 @@ from pounder.tune._analysis import (
     sweep_counts,
     sweep_done,
 )
+from pounder.tune._confirm import confirmation_checks
 from pounder.tune._points import WIDE
 from pounder.tune._session import _load_summary
 
@@ -551,7 +552,8 @@ def test_size_pool_peak_rate_little() -> None:
     assert got.little == ("100 req/s x 35.0 ms = 3.5 children busy on average; + 2 x sqrt(3.5) = 3.7 for random "
                           "arrivals: 8")
     assert got.reasons[1] == ("peak rate (--peak-rate) by Little's law: a child is busy 35.0 ms per request (35.0 ms "
-                              f"held per request at 4 children (measured)); {got.little}")
+                              "held per request at 4 children (children / throughput measured there: exact when "
+                              f"every child was kept busy, else an upper bound)); {got.little}")
 
 
 def test_size_pool_peak_rate_without_a_proxy_counts_the_transfer_and_keepalive() -> None:
@@ -560,7 +562,8 @@ def test_size_pool_peak_rate_without_a_proxy_counts_the_transfer_and_keepalive()
     got = pool(busy_plateau(), 100, target)
     # 35 + 100 + 200 ms = 335 ms: 33.5 busy, + 2 sqrt(33.5) = 11.58: ceil(45.08) = 46
     assert got.busy_s == pytest.approx(0.335) and got.needed == 46 and got.chosen == 46
-    assert ("a child is busy 335.0 ms per request (35.0 ms held per request at 4 children (measured) + 100.0 ms "
+    assert ("a child is busy 335.0 ms per request (35.0 ms held per request at 4 children (children / throughput "
+            "measured there: exact when every child was kept busy, else an upper bound) + 100.0 ms "
             "sending the answer to a slow client (no proxy) + 200.0 ms idle on a kept-alive connection)"
             in got.reasons[1])
     assert got.reasons[1].startswith("peak rate (access log busiest second)")
@@ -579,6 +582,17 @@ def test_size_pool_peak_rate_beyond_what_was_measured() -> None:
 def test_size_pool_small_rate_keeps_the_knee() -> None:
     got = pool(busy_plateau(), 100, Target(peak_rate=10.0))  # 0.35 + 1.18 -> 2
     assert (got.needed, got.chosen, got.decided_by) == (2, 4, "cpu-knee")
+
+
+def test_size_pool_no_knee_no_floor() -> None:
+    # an I/O-bound app: throughput still grows at the largest count measured, so the sweep's end is
+    # no knee and the target's own need decides (the access-log test's 200 req/s x 28.6 ms case)
+    growing = [point(1, 35, 34, 36, busy_s=0.0286), point(4, 140, 137, 143, busy_s=0.0286),
+               point(16, 559, 552, 575, busy_s=0.0286)]
+    got = pool(growing, 400, Target(peak_rate=200.0))
+    assert (got.throughput, got.needed, got.chosen, got.decided_by) == (16, 11, 11, "peak-rate")
+    assert ("throughput still grew at 16 children, the largest count measured: no knee was found to keep the pool "
+            "at or above") in got.reasons
 
 
 def test_busy_seconds_fallback_is_littles_law_on_the_closed_loop() -> None:
@@ -1423,3 +1437,24 @@ def test_preload_measured_comparison_wins_over_the_estimate() -> None:
     said = run_advice(off, kind="starman", memory=mem_off, other=on, other_memory=mem_on)
     assert said[0].startswith("preloading saves 24.0 MiB of private memory per child")
     assert not any(s.startswith("preloading would") for s in said)
+
+
+# ---------------------------------------------------------------------------------------------
+# the confirmation's rate check
+
+
+def _confirm_summary(complete: int, scheduled: int | None, rate: float | None) -> dict[str, Any]:
+    return {"complete": complete, "failed": 0, "rate": rate, "scheduled": scheduled, "rps": complete / 5.27,
+            "p99_ms": 528.0, "footprint": 40 * MIB, "pool_children": 4}
+
+
+def test_the_rate_check_counts_the_requests_scheduled_not_req_s_over_the_elapsed_time() -> None:
+    # 4 req/s for 5 s of 0.5 s answers: all 20 answered, though 20 / 5.27 s elapsed is 3.8 req/s
+    checks = confirmation_checks(_confirm_summary(20, 20, 4.0), memory_for(10), Target(peak_rate=4.0), None)
+    rate = next(c for c in checks if c["name"] == "rate")
+    assert rate["ok"] and (rate["measured"], rate["limit"]) == (20.0, 20.0)
+    assert rate["text"] == "20 of the 20 requests scheduled at 4 req/s answered (at least 97% needed)"
+    short = confirmation_checks(_confirm_summary(19, 20, 4.0), memory_for(10), Target(peak_rate=4.0), None)
+    assert not next(c for c in short if c["name"] == "rate")["ok"]  # 95 %
+    closed = confirmation_checks(_confirm_summary(20, None, None), memory_for(10), Target(clients=8), None)
+    assert [c["name"] for c in closed] == ["failures", "memory"]

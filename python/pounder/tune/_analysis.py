@@ -510,7 +510,8 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
     if target.peak_rate is not None:
         service = busy_seconds(at)
         busy = service
-        parts = [f"{ms_text(service * 1000)} ms held per request at {children_text(k.children)} (measured)"]
+        parts = [f"{ms_text(service * 1000)} ms held per request at {children_text(k.children)} (children / "
+                 "throughput measured there: exact when every child was kept busy, else an upper bound)"]
         if not target.proxy and target.transfer_s:
             busy += target.transfer_s
             parts.append(f"{ms_text(target.transfer_s * 1000)} ms sending the answer to a slow client (no proxy)")
@@ -548,7 +549,11 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
                        "beyond the pool wait in the listen queue until a child is free: their latency grows with "
                        "the queue, and when the queue is full they are refused")
     else:
-        wants.append(("cpu-knee", k.children))
+        if any(int(p["children"]) > k.children for p in ordered):
+            wants.append(("cpu-knee", k.children))
+        else:  # the sweep's end, not a knee: no floor for the target's own need
+            reasons.append(f"throughput still grew at {children_text(k.children)}, the largest count measured: no "
+                           "knee was found to keep the pool at or above")
         want = max(value for _, value in wants)
         decided_by = next(name for name, value in wants if value == want)
         chosen = want

@@ -157,14 +157,18 @@ def render_tune(result: TuneResult) -> str:
     out.append(f"  CPUs: {result.cpus}")
     out.append("")
 
-    mrpc_children = children_text(int(result.mrpc_points[0]["children"])) if result.mrpc_points else ""
-    out.append(f"4. {names['max_requests']} (MRPC) with {mrpc_children}, the unlimited baseline interleaved with each "
-               "value" if result.mrpc_points else f"4. {names['max_requests']}")
-    rows = [[p["max_requests"] or "unlimited", p["connections"], trials_text(p), f"{p['complete'] + p['failed']:,}",
-             _rps(p), interval_text(p), vs_unlimited_text(p), _ms(p["p99_ms"]), p["respawns"],
-             mib(p.get("max_child_uss")), p["failed"], flag_text(p)] for p in result.mrpc_points]
-    out += _table(["MRPC", "NC", "trials", "NR", "RPS", "95% CI", "RPS vs unlimited (95% CI)", "p99", "NR/MRPC",
-                   "max USS MiB", "failed", ""], rows)
+    if result.mrpc_points:
+        mrpc_children = children_text(int(result.mrpc_points[0]["children"]))
+        out.append(f"4. {names['max_requests']} (MRPC) with {mrpc_children}, the unlimited baseline interleaved with "
+                   "each value")
+        rows = [[p["max_requests"] or "unlimited", p["connections"], trials_text(p),
+                 f"{p['complete'] + p['failed']:,}", _rps(p), interval_text(p), vs_unlimited_text(p),
+                 _ms(p["p99_ms"]), p["respawns"], mib(p.get("max_child_uss")), p["failed"], flag_text(p)]
+                for p in result.mrpc_points]
+        out += _table(["MRPC", "NC", "trials", "NR", "RPS", "95% CI", "RPS vs unlimited (95% CI)", "p99", "NR/MRPC",
+                       "max USS MiB", "failed", ""], rows)
+    else:
+        out.append(f"4. {names['max_requests']}: not swept (--mrpc 0: unlimited only, nothing to compare it with)")
     out.append("")
 
     if result.spare:

@@ -364,8 +364,11 @@ class TuneSession:
                 warmed = runner.warm(server)
                 result = runner.bench(server, connections, duration=max(5.0, options.point_s), rate=rate)
                 after = runner.snapshot(server)
+            stages = result.options.load.stages or ()
+            scheduled = round(sum(st.duration_s * (st.start_rate + st.end_rate) / 2 for st in stages)) \
+                if rate is not None else None
             summary = {"children": params.max_clients, "max_requests": params.max_requests,
-                       "connections": connections, "rate": rate, "warmed": warmed.warmed,
+                       "connections": connections, "rate": rate, "scheduled": scheduled, "warmed": warmed.warmed,
                        "pool_children": after.totals.children, **_load_summary(result),
                        "footprint": after.totals.footprint, "max_child_uss_after": max(
                            (c.private for c in after.children), default=None)}
@@ -418,6 +421,8 @@ class TuneSession:
         plan = [(f"mrpc-{mrpc_n}-{value}", PoolParams(mrpc_n, max_requests=value), connections,
                  f"MaxRequestsPerChild {value or 'unlimited'} ({children_text(mrpc_n)})")
                 for value in options.mrpc_values]
+        if not any(options.mrpc_values):  # unlimited alone: nothing to compare it with
+            plan = []
         mrpc_points = mrpc_losses(self._sweep("max-requests", plan, options.trials, warm_rounds=False))
         choice = room_for_growth(choice, mrpc_points, measure, memory, max_loss=options.max_loss,
                                  counts=adapter.max_requests_counts)

@@ -1,0 +1,118 @@
+"""``pounder tune`` under the user's traffic (issue 15), on real gunicorn servers, loopback only:
+an access log as the target, and slow clients with no buffering proxy in front.
+
+The expected figures come from the app's known behaviour (its waits) or from the app's own
+timing of how long each request held its worker (``APP_HELD_DIR``), never from pounder's own
+numbers; every run's reasons are checked against its tables (:func:`support.tune_check.check_consistent`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pounder.servers import gunicorn_missing
+from support.leftovers import processes_mentioning
+from support.schemas import validate_results_dir
+from support.tune_check import check_consistent
+
+APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
+TUNE_LIMIT_S = 400
+T0 = datetime(2026, 11, 23, 10, 0, 0, tzinfo=timezone.utc)
+
+pytestmark = pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
+
+
+def _tune(results: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    done = subprocess.run([sys.executable, "-m", "pounder", "tune", "gunicorn", "wsgi_app:app", "--pythonpath",
+                           str(APPS_DIR), "--quick", "--results", str(results), "--mrpc", "0", *args],
+                          capture_output=True, text=True, timeout=TUNE_LIMIT_S, check=False)
+    assert not processes_mentioning(str(results))
+    assert done.returncode == 0, done.stdout + done.stderr
+    validate_results_dir(results)
+    data: dict[str, Any] = json.loads((results / "recommendation.json").read_text())
+    check_consistent(done.stdout, data)
+    return done, data
+
+
+def _little(data: dict[str, Any], rate: float) -> float:
+    """The busy time per request the pool was sized on; checks Little's law was applied to it,
+    with the square-root headroom, and stated in the reasons with the same figures."""
+    children = data["children"]
+    busy = float(children["busy_s"])
+    assert children["needed"] == math.ceil(rate * busy + 2 * math.sqrt(rate * busy) - 1e-9), children
+    text = next(r for r in children["reasons"] if "Little's law" in r)
+    assert text.endswith(f"for random arrivals: {children['needed']}"), text
+    return busy
+
+
+def _access_log(path: Path) -> Path:
+    """60 s of a combined log: 70 % /sleep?ms=20, 30 % /sleep?ms=40 each second; 200 requests in
+    second 41, 60 or fewer in the others. The mean wait: 0.7 x 20 + 0.3 x 40 = 26 ms."""
+    lines = []
+    for second in range(60):
+        count = 200 if second == 41 else 10 * (3 + second % 4)
+        moment = (T0 + timedelta(seconds=second)).strftime("%d/%b/%Y:%H:%M:%S %z")
+        for index in range(count):
+            target = "/sleep?ms=20" if index % 10 < 7 else "/sleep?ms=40"
+            lines.append(f'10.0.0.{index % 7} - - [{moment}] "GET {target} HTTP/1.1" 200 31 "-" "browser"\n')
+    path.write_text("".join(lines))
+    return path
+
+
+def test_an_access_log_is_the_target_and_its_mix_the_load(tmp_path: Path) -> None:
+    log = _access_log(tmp_path / "access.log")
+    done, data = _tune(tmp_path / "log", "--access-log", str(log), "--ram", "2G", "--max-children", "16",
+                       "--point-duration", "1s")
+    target = data["target"]
+    assert target["peak_rate"] == 200  # the busiest second, found exactly
+    assert target["source"].startswith("the access log's busiest second (200 requests at "), target
+    # the mix replayed: both paths, weighted 7 : 3 as logged, in every trial of every point
+    for point in (tmp_path / "log" / "points").glob("children-*-t*.json"):
+        targets = json.loads(point.read_text())["bench"]["options"]["targets"]
+        weights = {t["url"].split("/", 3)[3]: t["weight"] for t in targets}
+        assert set(weights) == {"sleep?ms=20", "sleep?ms=40"}
+        assert weights["sleep?ms=20"] * 3 == weights["sleep?ms=40"] * 7, weights
+    # Little's law on the measured busy time, which is the app's known mean wait (26 ms) plus a little
+    busy = _little(data, 200)
+    assert 0.026 <= busy <= 0.026 * 1.5, busy
+    assert data["params"]["max_clients"] == data["children"]["needed"] and data["children"]["decided_by"] == "peak-rate"
+    assert "the access log's busiest second" in done.stdout
+
+
+def test_a_slow_client_holds_its_child_for_the_transfer_and_the_pool_counts_it(tmp_path: Path) -> None:
+    # 8 MiB answers read at 32 MB/s: about 0.26 s each, of which the kernel's loopback buffers take
+    # a few MiB; the rest holds the worker, which the app times itself until its answer is closed
+    held_dir = tmp_path / "held"
+    held_dir.mkdir()
+    done, data = _tune(tmp_path / "slow", "--path", "/big?kb=8192", "--throttle", "32MB/s", "--no-proxy",
+                       "--peak-rate", "4", "--ram", "2G", "--max-children", "2", "--point-duration", "2s",
+                       "--env", f"APP_HELD_DIR={held_dir}")
+    # the app's own timing of the requests that ended during the loads of the point the pool was
+    # sized on (busy time is the knee's: its trials)
+    knee = data["children"]["throughput"]
+    windows = []
+    for point in (tmp_path / "slow" / "points").glob(f"children-{knee}-t*.json"):
+        bench = json.loads(point.read_text())["bench"]
+        began = datetime.fromisoformat(bench["started_at"].replace("Z", "+00:00")).timestamp()
+        windows.append((began, began + bench["elapsed_s"]))
+    held = [float(ms) / 1000 for f in held_dir.iterdir() for ended, ms in (line.split() for line in
+            f.read_text().splitlines()) if any(a <= float(ended) <= b for a, b in windows)]
+    assert len(held) >= 10, held
+    app_held = statistics.mean(held)
+    assert app_held >= 0.05, app_held  # the transfer held the worker: the app itself answers in a millisecond
+    # children / throughput is the busy time when the children are kept busy, an upper bound when
+    # not: here the clients' own transfer (the answer waits in the kernel's buffers after the
+    # worker let go) keeps them waiting part of the time, so the app's figure is below it
+    busy = _little(data, 4)
+    assert app_held <= busy * 1.05, (busy, app_held)
+    assert data["target"]["proxy"] is False and "32MB/s" in data["workload"], data["workload"]
+    assert "no proxy" in done.stdout or "--no-proxy" in done.stdout
