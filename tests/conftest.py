@@ -38,6 +38,7 @@ from pounder.servers import (
     gunicorn_missing,
     starman_missing,
 )
+from support.leftovers import kill_leftovers
 
 SERVER_SCRIPT = Path(__file__).resolve().parent / "support" / "testserver.py"
 READY_TIMEOUT_S = 10.0
@@ -238,6 +239,20 @@ def testserver(tmp_path: Path) -> Iterator[ServerPool]:
         yield pool
     finally:
         pool.stop_all()
+
+
+@pytest.fixture
+def public_dir() -> Iterator[Path]:
+    """A directory under /tmp that servers' children (Apache's run as www-data when we are root)
+    can read, unlike pytest's tmp_path; every process that names it is killed at teardown, also
+    on failure, and it is removed."""
+    path = Path(tempfile.mkdtemp(prefix="pounder-test-", dir="/tmp"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        kill_leftovers(str(path))
+        shutil.rmtree(path, ignore_errors=True)
 
 
 # --- real pre-forking servers (pounder.servers) -----------------------------------------------------

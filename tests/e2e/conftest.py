@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,7 +25,6 @@ import pytest
 
 import pounder
 from pounder import BenchResult
-from support.leftovers import kill_leftovers
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
 PYTHON_DIR = TESTS_DIR.parent / "python"
@@ -161,17 +158,3 @@ def module_testserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
         yield pool
     finally:
         pool.stop_all()
-
-
-@pytest.fixture
-def public_dir() -> Iterator[Path]:
-    """A directory under /tmp that servers' children (Apache's run as www-data when we are root)
-    can read, unlike pytest's tmp_path; every process that names it is killed at teardown, also
-    on failure, and it is removed."""
-    path = Path(tempfile.mkdtemp(prefix="pounder-test-", dir="/tmp"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        kill_leftovers(str(path))
-        shutil.rmtree(path, ignore_errors=True)

@@ -84,6 +84,11 @@ def test_an_access_log_is_the_target_and_its_mix_the_load(tmp_path: Path) -> Non
     # Little's law on the measured busy time, which is the app's known mean wait (26 ms) plus a little
     busy = _little(data, 200)
     assert 0.026 <= busy <= 0.026 * 1.5, busy
+    # twice as many clients as children kept every child busy: the busy time is called exact
+    at = next(p for p in data["sweep"] if p["children"] == data["children"]["throughput"])
+    if at["connections"] >= 2 * at["children"]:
+        assert at["queued"] >= 0.9, at
+        assert "every child was busy" in next(r for r in data["children"]["reasons"] if "Little's law" in r)
     assert data["params"]["max_clients"] == data["children"]["needed"] and data["children"]["decided_by"] == "peak-rate"
     assert "the access log's busiest second" in done.stdout
 
@@ -114,5 +119,13 @@ def test_a_slow_client_holds_its_child_for_the_transfer_and_the_pool_counts_it(t
     # worker let go) keeps them waiting part of the time, so the app's figure is below it
     busy = _little(data, 4)
     assert app_held <= busy * 1.05, (busy, app_held)
+    # and pounder says which: the accept queue tells whether every child was busy
+    at = next(p for p in data["sweep"] if p["children"] == knee)
+    little = next(r for r in data["children"]["reasons"] if "Little's law" in r)
+    assert at["queued"] is not None, at
+    if at["queued"] >= 0.9:
+        assert "every child was busy" in little and app_held >= busy * 0.85, (little, app_held)
+    else:
+        assert "so this is an upper bound" in little, little
     assert data["target"]["proxy"] is False and "32MB/s" in data["workload"], data["workload"]
     assert "no proxy" in done.stdout or "--no-proxy" in done.stdout

@@ -11,8 +11,17 @@ import pytest
 
 from pounder import UsageError
 from pounder.load import Progress
-from pounder.pool import GunicornAdapter, PoolParams, Runner, Workload, check_cpus, split_cpus
-from pounder.servers import gunicorn_missing
+from pounder.pool import (
+    ApacheAdapter,
+    GunicornAdapter,
+    PoolParams,
+    Runner,
+    StarmanAdapter,
+    Workload,
+    check_cpus,
+    split_cpus,
+)
+from pounder.servers import apache_missing, gunicorn_missing, starman_missing
 from support.leftovers import processes_mentioning
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
@@ -193,3 +202,65 @@ def test_child_start_time_on_gunicorn(tmp_path: Path) -> None:
         after = server.children()
         assert len(after) == 2 and after != before  # one child replaced, by a fresh one that served
     assert not processes_mentioning(str(tmp_path))
+
+
+@needs_gunicorn
+def test_the_accept_queue_says_when_every_child_was_busy(tmp_path: Path) -> None:
+    """2 workers that each wait 20 ms per request: 6 clients keep both busy and connections waiting
+    (the share near 1, and children / throughput is the app's own time per request); 1 client
+    leaves a worker idle (nothing ever waits, and 2 / throughput is twice the app's time)."""
+    held_dir = tmp_path / "held"
+    held_dir.mkdir()
+    adapter = GunicornAdapter("wsgi_app:app", pythonpath=str(APPS), env={"APP_HELD_DIR": str(held_dir)})
+    runner = Runner(adapter, tmp_path / "servers", "/sleep?ms=20", 0, 10.0)
+    shares, app_ms, busy_ms = [], [], []
+    with runner.started(PoolParams(2)) as server:
+        for clients in (6, 1):
+            for log in held_dir.iterdir():
+                log.unlink()
+            queue = runner.queue_watch(server)
+            result = runner.bench(server, clients, duration=1.5, sample=False, queue=queue)
+            assert result.requests.failed == 0 and queue.samples >= 100
+            shares.append(queue.share)
+            held = [float(line.split()[1]) for log in held_dir.iterdir() for line in log.read_text().splitlines()]
+            assert len(held) >= result.requests.complete - 2  # every request timed by the app (but the last)
+            app_ms.append(sum(held) / len(held))
+            busy_ms.append(2 / result.derived.requests_per_s * 1000)
+    busy, idle = shares
+    assert busy is not None and busy >= 0.9, shares
+    assert idle is not None and idle <= 0.05, shares
+    # every child busy: children / throughput is the time a request holds a child (the app's own
+    # timing, plus the worker's parsing and the connection's set-up around it)
+    assert app_ms[0] <= busy_ms[0] <= app_ms[0] * 1.15, (busy_ms, app_ms)
+    # a child idle half the time: children / throughput is about twice that, an upper bound only
+    assert busy_ms[1] >= app_ms[1] * 1.6, (busy_ms, app_ms)
+    assert not processes_mentioning(str(tmp_path))
+
+
+def _keepalive_adapter(kind: str) -> ApacheAdapter | StarmanAdapter:
+    missing = starman_missing() if kind == "starman" else apache_missing(perl=True)
+    if missing is not None:
+        pytest.skip(missing)
+    if kind == "starman":
+        return StarmanAdapter(APPS / "app.psgi")
+    return ApacheAdapter(perl_handlers={"/": "PounderTest::Hello"}, perl_lib=APPS / "perl" / "lib",
+                         startup_pl=APPS / "perl" / "startup.pl")
+
+
+@pytest.mark.parametrize("kind", ["starman", "apache"])
+def test_keepalive_is_kept_by_the_server_too(kind: str, public_dir: Path) -> None:
+    """--keepalive: the server keeps the connections open as well (it was started with keep-alive
+    off whatever the workload said): 3 clients send 300 requests over their 3 connections; without
+    it, every request is a connection of its own."""
+    adapter = _keepalive_adapter(kind)
+    opened = {}
+    for keepalive in (True, False):
+        runner = Runner(adapter, public_dir / f"servers-{keepalive}", Workload(keepalive=keepalive), 0, 10.0)
+        with runner.started(PoolParams(3)) as server:
+            result = runner.bench(server, 3, requests=300, sample=False)
+        assert result.requests.complete == 300 and result.requests.failed == 0, kind
+        opened[keepalive] = result.connections_opened
+    # Apache closes a connection after MaxKeepAliveRequests (100) requests: a client that sent more
+    # opened another
+    assert 3 <= opened[True] <= 3 + 300 // 100 and opened[False] == 300, (kind, opened)
+    assert "measured with KeepAlive On" in ApacheAdapter(perl_handlers={"/": "X"}).render(PoolParams(4), keepalive=True)

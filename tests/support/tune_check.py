@@ -12,7 +12,8 @@
   verdict; "every value ... costs more than" only when every finite value measured lost more
   than that; "more children will not help" only when a larger count was measured and was not
   faster; the recommended pool and MaxRequestsPerChild are the ones in the configuration; the
-  confirmation's "every check met" only when every check was met.
+  confirmation's "every check met" only when every check was met; a busy time is called the time
+  itself ("every child was busy") only when the table's accept-queue share is 90 % or more.
 """
 
 from __future__ import annotations
@@ -71,6 +72,12 @@ def check_consistent(stdout: str, data: dict[str, Any]) -> None:
     # "its median within")
     for low, limit in re.findall(r"\(([+-]\d+\.\d)% to [+-]\d+\.\d%\), within (\d+(?:\.\d+)?)%", narrative):
         assert float(low) >= -float(limit), f"within {limit}% said of an interval reaching {low}%:\n{narrative}"
+    # the accept queue's share quoted for a busy time is the children table's, and "every child was
+    # busy" is said only from QUEUED_BUSY (90 %) up, "an upper bound" only below
+    for share, verdict in re.findall(r"waited for a free child in (?:only )?(\d+)% of the accept queue's samples"
+                                     r"(: every child|, under)", narrative):
+        assert re.search(rf"\s{share}%\s", head), f"{share}% of queued samples is in no table"
+        assert (int(share) >= 90) == (verdict == ": every child"), f"{share}% called{verdict}:\n{narrative}"
     choice = data["max_requests"]
     if re.search(r"\bno leak\b", narrative):
         assert not choice["leak"], "the reasons say no leak, the verdict is a leak"

@@ -57,7 +57,7 @@ from pounder.tune._analysis import (
     sweep_done,
 )
 from pounder.tune._confirm import confirmation_checks
-from pounder.tune._points import WIDE
+from pounder.tune._points import WIDE, queued_text
 from pounder.tune._session import _load_summary
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -380,11 +380,14 @@ NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:,\d{3})*(?:\.\d+)?%?")
 
 def point(children: int, rps: float, low: float | None = None, high: float | None = None, *,
           connections: int | None = None, p99_ms: float = 10.0, server_cores: float = 1.0,
-          client_cores: float = 0.2, busy_s: float | None = None, wide: bool = False) -> dict[str, Any]:
-    """A sweep point aggregated over 5 trials (``rps_low`` / ``rps_high``: the median's interval)."""
+          client_cores: float = 0.2, busy_s: float | None = None, wide: bool = False,
+          queued: float | None = None) -> dict[str, Any]:
+    """A sweep point aggregated over 5 trials (``rps_low`` / ``rps_high``: the median's interval;
+    ``queued``: the share of accept-queue samples with a connection waiting, None: not sampled)."""
     return {**load_summary(children, rps, p99_ms=p99_ms, server_cores=server_cores, client_cores=client_cores,
                            connections=connections),
-            "trials": [], "counted": 5, "rps_low": low, "rps_high": high, "wide": wide, "busy_s": busy_s}
+            "trials": [], "counted": 5, "rps_low": low, "rps_high": high, "wide": wide, "busy_s": busy_s,
+            "queued": queued}
 
 
 def table_figures(points: list[dict[str, Any]]) -> set[str]:
@@ -397,6 +400,8 @@ def table_figures(points: list[dict[str, Any]]) -> set[str]:
         out |= {cores_text(float(p[key])) for key in ("server_cores", "client_cores")}
         if p.get("server_cpu_us") is not None:
             out.add(f"{p['server_cpu_us']:,.0f}")
+        if p.get("queued") is not None:
+            out.add(queued_text(p))
         if p.get("max_requests"):
             out.add(f"{p['max_requests']:,}")
         vs = p.get("vs_unlimited")
@@ -539,8 +544,8 @@ def test_size_pool_clients_beyond_memory() -> None:
 
 def busy_plateau() -> list[dict[str, Any]]:
     # 4 children hold a child 35 ms per request at the knee
-    return [point(1, 30, 28, 32, busy_s=0.030), point(2, 60, 57, 63, busy_s=0.031),
-            point(4, 114, 110, 118, busy_s=0.035), point(8, 116, 111, 120, busy_s=0.068)]
+    return [point(1, 30, 28, 32, busy_s=0.030, queued=1.0), point(2, 60, 57, 63, busy_s=0.031, queued=1.0),
+            point(4, 114, 110, 118, busy_s=0.035, queued=0.97), point(8, 116, 111, 120, busy_s=0.068, queued=0.99)]
 
 
 def test_size_pool_peak_rate_little() -> None:
@@ -552,8 +557,13 @@ def test_size_pool_peak_rate_little() -> None:
     assert got.little == ("100 req/s x 35.0 ms = 3.5 children busy on average; + 2 x sqrt(3.5) = 3.7 for random "
                           "arrivals: 8")
     assert got.reasons[1] == ("peak rate (--peak-rate) by Little's law: a child is busy 35.0 ms per request (35.0 ms "
-                              "held per request at 4 children (children / throughput measured there: exact when "
-                              f"every child was kept busy, else an upper bound)); {got.little}")
+                              "held per request at 4 children (children / throughput measured there; a connection "
+                              "waited for a free child in 97% of the accept queue's samples: every child was busy)); "
+                              f"{got.little}")
+    # without the queue's samples (results of earlier versions) it cannot tell
+    old = [{**p, "queued": None} for p in busy_plateau()]
+    assert "(children / throughput measured there; exact when every child was kept busy, else an upper bound)" in (
+        pool(old, 100, Target(peak_rate=100.0)).reasons[1])
 
 
 def test_size_pool_peak_rate_without_a_proxy_counts_the_transfer_and_keepalive() -> None:
@@ -563,7 +573,8 @@ def test_size_pool_peak_rate_without_a_proxy_counts_the_transfer_and_keepalive()
     # 35 + 100 + 200 ms = 335 ms: 33.5 busy, + 2 sqrt(33.5) = 11.58: ceil(45.08) = 46
     assert got.busy_s == pytest.approx(0.335) and got.needed == 46 and got.chosen == 46
     assert ("a child is busy 335.0 ms per request (35.0 ms held per request at 4 children (children / throughput "
-            "measured there: exact when every child was kept busy, else an upper bound) + 100.0 ms "
+            "measured there; a connection waited for a free child in 97% of the accept queue's samples: every child "
+            "was busy) + 100.0 ms "
             "sending the answer to a slow client (no proxy) + 200.0 ms idle on a kept-alive connection)"
             in got.reasons[1])
     assert got.reasons[1].startswith("peak rate (access log busiest second)")
@@ -631,15 +642,18 @@ def test_choose_children_is_size_pool_with_a_cap() -> None:
 
 def test_io_app_stops_at_the_offered_concurrency() -> None:
     # the issue's I/O app: 30 ms per request, CPUs idle, --clients 32: each count served children / 30.5 ms
+    # (fewer children than clients: connections wait in the accept queue; 32 for 32: none ever waits)
     sweep = [point(n, n / 0.0305, n / 0.0305 * 0.97, n / 0.0305 * 1.03, connections=32, server_cores=0.05 * n / 8,
-                   client_cores=0.1, busy_s=0.0305) for n in (1, 2, 4, 8, 16, 32)]
+                   client_cores=0.1, busy_s=0.0305, queued=1.0 if n < 32 else 0.0) for n in (1, 2, 4, 8, 16, 32)]
     choice = pool(sweep, 200, Target(clients=32))
     assert (choice.throughput, choice.chosen, choice.decided_by) == (32, 32, "clients")
     said = explain_throughput(sweep, choice, 2)
     assert said == [
         "the CPUs are not saturated at 32 children (server 0.2 of 2 cores, load generator 0.1): throughput is "
-        "concurrency here. Each request holds a child for 30.5 ms (900 us of it on the server's CPU), so 32 children "
-        "serve at most 32 / 30.5 ms = 1,049 req/s; measured 1,049 req/s (1,018-1,081)",
+        "concurrency here. Each request holds a child for at most 30.5 ms, 900 us of it on the server's CPU (a "
+        "connection waited for a free child in only 0% of the accept queue's samples, under 90%: children sat idle "
+        "at times, so this is an upper bound), so 32 children serve at least 32 / 30.5 ms = 1,049 req/s; measured "
+        "1,049 req/s (1,018-1,081)",
         "throughput stops growing at 32 children because the load offered 32 concurrent clients: each holds one "
         "child, so children beyond 32 have nothing to do; what more children would give at a higher load was not "
         "measured"]

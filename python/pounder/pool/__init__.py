@@ -43,6 +43,7 @@ from pounder.pool._adapters import (
     make_adapter,
 )
 from pounder.pool._cpus import check_cpus, split_cpus
+from pounder.pool._queue import QueueWatch
 from pounder.pool._runner import MemoryFloorError, Runner, Warmed
 from pounder.pool._sizes import child_sizes, growth_per_request, pool_memory
 from pounder.pool._store import (
@@ -69,6 +70,7 @@ __all__ = [
     "GunicornAdapter",
     "MemoryFloorError",
     "PoolParams",
+    "QueueWatch",
     "ResultsDir",
     "Runner",
     "StarmanAdapter",

@@ -111,13 +111,17 @@ class Adapter(abc.ABC):
     """Whether the user's configuration preloads (the default for :class:`PoolParams`)."""
 
     @abc.abstractmethod
-    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None) -> ManagedServer:
+    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+               keepalive: bool = False) -> ManagedServer:
         """A server (not started) with these settings, writing its files under ``workdir``, run on
-        ``cpus`` (None: anywhere; see :class:`~pounder.servers.ManagedServer`)."""
+        ``cpus`` (None: anywhere; see :class:`~pounder.servers.ManagedServer`), keeping connections
+        alive between requests when ``keepalive`` and the server can (Apache's KeepAlive,
+        Starman's default; gunicorn's sync workers and a command's server decide for themselves)."""
 
     @abc.abstractmethod
-    def render(self, params: PoolParams) -> str:
-        """``params`` as a snippet of the server's own configuration or command line."""
+    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
+        """``params`` as a snippet of the server's own configuration or command line (``keepalive``:
+        measured with connections kept alive)."""
 
     @abc.abstractmethod
     def to_dict(self) -> dict[str, Any]:
@@ -185,12 +189,13 @@ class GunicornAdapter(Adapter):
         self.env = check_str_mapping(env, "gunicorn: env")
         self.extra_args = check_strings(extra_args, "gunicorn: extra_args")
 
-    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None) -> ManagedServer:
+    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+               keepalive: bool = False) -> ManagedServer:
         return GunicornServer(workdir, self.app, pythonpath=self.pythonpath, workers=params.max_clients,
                               max_requests=params.max_requests, preload=self.with_preload(params), env=self.env,
                               extra_args=self.extra_args, cpus=cpus)
 
-    def render(self, params: PoolParams) -> str:
+    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         # gunicorn replaces a worker after max_requests + randint(0, jitter) requests: keep the sum
         # within the recommended limit (for a leak, the most a child may serve)
         jitter = params.max_requests // 10
@@ -256,12 +261,13 @@ class StarmanAdapter(Adapter):
         self.env = check_str_mapping(env, "starman: env")
         self.extra_args = check_strings(extra_args, "starman: extra_args")
 
-    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None) -> ManagedServer:
+    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+               keepalive: bool = False) -> ManagedServer:
         return StarmanServer(workdir, self.psgi, workers=params.max_clients, max_requests=params.max_requests,
-                             preload_app=self.with_preload(params), keepalive=False, env=self.env,
+                             preload_app=self.with_preload(params), keepalive=keepalive, env=self.env,
                              extra_args=self.extra_args, cpus=cpus)
 
-    def render(self, params: PoolParams) -> str:
+    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         limit = params.max_requests or 1_000_000_000
         note = "  # Starman reads 0 as its default, 1000" if not params.max_requests else ""
         flags = f"--workers {params.max_clients} --max-requests {limit}"
@@ -317,7 +323,8 @@ class ApacheAdapter(Adapter):
         conf_text = read_user_conf(self.conf) if self.conf is not None else ""
         self.preload = self.startup_pl is not None or _preloads(conf_text)
 
-    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None) -> ManagedServer:
+    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+               keepalive: bool = False) -> ManagedServer:
         start, low, high = params.fixed()
         extra: dict[str, Any] = {}
         if self.conf is not None:
@@ -327,9 +334,9 @@ class ApacheAdapter(Adapter):
             startup_pl=self.startup_pl.read_text() if self.startup_pl is not None else None,
             perl_lib=self.perl_lib, extra_conf=self.extra_conf, start_servers=min(start, params.max_clients),
             min_spare=low, max_spare=high, max_request_workers=params.max_clients,
-            max_connections_per_child=params.max_requests, keepalive=False, cpus=cpus, **extra)
+            max_connections_per_child=params.max_requests, keepalive=keepalive, cpus=cpus, **extra)
 
-    def render(self, params: PoolParams) -> str:
+    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         start, low, high = params.fixed()
         rows = [("StartServers", start), ("MinSpareServers", low), ("MaxSpareServers", high),
                 ("ServerLimit", params.max_clients), ("MaxRequestWorkers", params.max_clients),
@@ -338,7 +345,7 @@ class ApacheAdapter(Adapter):
         return "\n".join([
             "<IfModule mpm_prefork_module>", *body, "</IfModule>",
             "# MaxConnectionsPerChild counts connections: with KeepAlive On one connection carries up to",
-            "# MaxKeepAliveRequests requests (pounder measured with keep-alive off).",
+            f"# MaxKeepAliveRequests requests (pounder measured with KeepAlive {'On' if keepalive else 'Off'}).",
         ])
 
     def to_dict(self) -> dict[str, Any]:
@@ -397,13 +404,14 @@ class CommandAdapter(Adapter):
         self.command = command
         self.env = check_str_mapping(env, "command: env")
 
-    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None) -> ManagedServer:
+    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+               keepalive: bool = False) -> ManagedServer:
         from pounder.servers import CommandServer
 
         return CommandServer(workdir, self.command, workers=params.max_clients, max_requests=params.max_requests,
                              env=self.env, stop_signal=self.stop_signal, cpus=cpus)
 
-    def render(self, params: PoolParams) -> str:
+    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         values = {"workers": params.max_clients, "max_requests": params.max_requests}
 
         def fill(match: re.Match[str]) -> str:

@@ -31,6 +31,7 @@ from pounder._units import KIB, MIB, pinned_thread
 from pounder.load import BenchResult, BenchSpec, LoadOptions, Progress, ProgressCallback, run_bench
 from pounder.pool._adapters import Adapter, PoolParams
 from pounder.pool._cpus import check_cpus
+from pounder.pool._queue import QueueWatch
 from pounder.pool._workload import Workload, url_file_line
 from pounder.procs import PoolSnapshot, ServerSampler, find_server, mem_available, process_cpu_clock, snapshot
 from pounder.servers import ManagedServer
@@ -137,7 +138,7 @@ class Runner:
         shutil.rmtree(workdir, ignore_errors=True)
         workdir.mkdir(parents=True)
         workdir.chmod(0o755)
-        server = self.adapter.server(params, workdir, cpus=self.server_cpus)
+        server = self.adapter.server(params, workdir, cpus=self.server_cpus, keepalive=self.workload.keepalive)
         try:
             self.ready_s = None
             began = time.monotonic()
@@ -185,20 +186,27 @@ class Runner:
         return watch
 
     def bench(self, server: ManagedServer, connections: int, *, duration: float | None = None,
-              requests: int | None = None, sample: bool = True, rate: float | None = None) -> BenchResult:
+              requests: int | None = None, sample: bool = True, rate: float | None = None,
+              queue: QueueWatch | None = None) -> BenchResult:
         """Load the server with the workload, the load generator on ``load_cpus``; Ctrl-C raises
         KeyboardInterrupt. Keep-alive is off unless the workload turns it on: every request is
         then a new connection, and a child's MaxRequestsPerChild means the same in every server
-        (Apache and Starman count connections, gunicorn requests)."""
+        (Apache and Starman count connections, gunicorn requests). ``queue`` (from
+        :meth:`queue_watch`) samples the server's accept queue during the load."""
         sampler = ServerSampler(find_server(pid=server.pid), interval_s=SAMPLE_INTERVAL_S) if sample else None
         spec = self.spec(server, connections, duration=duration, requests=requests, rate=rate)
-        # the engine's threads (and the sampler's) are created by this thread inside run_bench:
+        # the engine's threads (and the sampler's, the queue watch's) are created by this thread:
         # they inherit its affinity
-        with pinned_thread(self.load_cpus):
+        with pinned_thread(self.load_cpus), queue or contextlib.nullcontext():
             result = run_bench(spec, self._watch(), sampler)
         if result.interrupted:
             raise KeyboardInterrupt
         return result
+
+    @staticmethod
+    def queue_watch(server: ManagedServer) -> QueueWatch:
+        """A watch of ``server``'s accept queue, for :meth:`bench`."""
+        return QueueWatch(server.port)
 
     def warm(self, server: ManagedServer, rounds: int | None = None) -> Warmed:
         """Load the server with the workload until it is warm: every child has served requests,

@@ -566,16 +566,20 @@ def _children_section(run: _Run, prefix: str) -> Section:
                            "max USS MiB", "failed"], rows))
         section.add(paragraph("MC = children, NC = concurrent clients, NR = requests; latency in ms."))
         return section
+    queued = any(p.get("queued") is not None for p in run.sweep)  # results of earlier versions lack it
     rows = [[p["children"], p["connections"], tune.trials_text(p), f"{int(p['complete']) + int(p['failed']):,}",
-             f"{float(p['rps']):,.0f}", tune.interval_text(p), _ms(p["p50_ms"]), _ms(p["p99_ms"]), _cpu(p),
-             _cores(p.get("server_cores")), _cores(p.get("client_cores")), mib(p.get("max_child_uss")), p["failed"],
-             tune.flag_text(p)] for p in run.sweep]
-    section.add(table(["MC", "NC", "trials", "NR", "RPS", "95% CI", "p50", "p99", "srv CPU us/req", "srv cores",
-                       "load cores", "max USS MiB", "failed", ""], rows))
+             f"{float(p['rps']):,.0f}", tune.interval_text(p), _ms(p["p50_ms"]), _ms(p["p99_ms"]),
+             *([tune.queued_text(p)] if queued else []), _cpu(p), _cores(p.get("server_cores")),
+             _cores(p.get("client_cores")), mib(p.get("max_child_uss")), p["failed"], tune.flag_text(p)]
+            for p in run.sweep]
+    section.add(table(["MC", "NC", "trials", "NR", "RPS", "95% CI", "p50", "p99", *(["queued"] if queued else []),
+                       "srv CPU us/req", "srv cores", "load cores", "max USS MiB", "failed", ""], rows))
+    queued_legend = ("queued: the share of the accept queue's samples with a connection waiting for a free child "
+                     "(every child busy); " if queued else "")
     section.add(paragraph("MC = children, NC = concurrent clients, trials = counted/run, NR = requests (every "
-                          "trial), RPS = median requests/s with its 95% interval, latency medians in ms; load cores: "
-                          "the load generator's CPU; wide: the interval reaches further than "
-                          f"{tune.WIDE:.0%} of the median."))
+                          "trial), RPS = median requests/s with its 95% interval, latency medians in ms; "
+                          f"{queued_legend}load cores: the load generator's CPU; wide: the interval reaches further "
+                          f"than {tune.WIDE:.0%} of the median."))
     return section
 
 

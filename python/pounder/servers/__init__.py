@@ -34,10 +34,11 @@ from pounder.servers._gunicorn import (
     gunicorn_command,
     gunicorn_missing,
 )
-from pounder.servers._listen import owns_listener
+from pounder.servers._listen import AcceptQueue, owns_listener
 from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_missing
 
 __all__ = [
+    "AcceptQueue",
     "ApacheServer",
     "ApacheSettings",
     "CommandServer",

@@ -1,11 +1,14 @@
 """Which process listens where: the listening TCP sockets of ``/proc/PID/net/tcp`` and ``tcp6``
-matched to a process's open file descriptors (``/proc/PID/fd`` links ``socket:[INODE]``)."""
+matched to a process's open file descriptors (``/proc/PID/fd`` links ``socket:[INODE]``); and how
+many connections wait in a listener's accept queue (:class:`AcceptQueue`, asked of the kernel)."""
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
 import os
+import socket
+import struct
 
 from pounder._errors import public
 
@@ -13,14 +16,18 @@ _LISTEN = "0A"
 _ANY = (ipaddress.ip_address("0.0.0.0"), ipaddress.ip_address("::"))
 
 
-def _address(hex_address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    """``0100007F`` → 127.0.0.1; IPv6 as four 32-bit words, each in host (little-endian) order."""
-    raw = bytes.fromhex(hex_address)
-    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
-    address = ipaddress.ip_address(words)
+def _address_bytes(raw: bytes) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """An address from its network-order bytes (an IPv4-mapped IPv6 one as IPv4)."""
+    address = ipaddress.ip_address(raw)
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         return address.ipv4_mapped
     return address
+
+
+def _address(hex_address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """``0100007F`` → 127.0.0.1; IPv6 as four 32-bit words, each in host (little-endian) order."""
+    raw = bytes.fromhex(hex_address)
+    return _address_bytes(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
 
 
 def _accepts(local: ipaddress.IPv4Address | ipaddress.IPv6Address, host: str | None) -> bool:
@@ -68,3 +75,77 @@ def owns_listener(pid: int, port: int, host: str | None = None) -> bool:
             if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
                 return True
     return False
+
+
+# sock_diag (netlink): the kernel's own count of the connections waiting to be accepted on a
+# listening socket, without reading /proc/net/tcp (whose TIME_WAIT lines grow with every
+# connection a load opens).
+_NETLINK_SOCK_DIAG = 4
+_SOCK_DIAG_BY_FAMILY = 20
+_NLM_F_DUMP_REQUEST = 0x301
+_NLMSG_ERROR, _NLMSG_DONE = 2, 3
+_TCP_LISTEN = 10
+_HEADER = struct.Struct("=LHHLL")
+_REQUEST = struct.Struct("=BBBBI48x")
+
+
+@public
+class AcceptQueue:
+    """The connections waiting in the accept queue of the sockets listening on TCP ``port`` (of
+    ``host``, see :func:`listening_inodes`): they arrived and no child has accepted them yet, so
+    every child was busy (or the server is not accepting). One netlink socket, reused; ``close()``
+    it (or use ``with``). :meth:`waiting` is None when the kernel cannot be asked (no netlink) or
+    nothing listens on the port."""
+
+    def __init__(self, port: int, host: str | None = None) -> None:
+        self.port, self.host = port, host
+        self._socket: socket.socket | None = None
+        with contextlib.suppress(OSError):
+            self._socket = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, _NETLINK_SOCK_DIAG)
+
+    def waiting(self) -> int | None:
+        """The connections waiting now, summed over the listening sockets (IPv4 and IPv6)."""
+        if self._socket is None:
+            return None
+        total: int | None = None
+        try:
+            for family in (socket.AF_INET, socket.AF_INET6):
+                for queued in self._dump(family):
+                    total = (total or 0) + queued
+        except OSError:
+            return None
+        return total
+
+    def _dump(self, family: int) -> list[int]:
+        assert self._socket is not None
+        request = _REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, 1 << _TCP_LISTEN)
+        self._socket.send(_HEADER.pack(_HEADER.size + len(request), _SOCK_DIAG_BY_FAMILY, _NLM_F_DUMP_REQUEST, 1, 0)
+                          + request)
+        found: list[int] = []
+        while True:
+            data = self._socket.recv(65536)
+            offset = 0
+            while offset + _HEADER.size <= len(data):
+                length, kind = _HEADER.unpack_from(data, offset)[:2]
+                if kind == _NLMSG_DONE:
+                    return found
+                if kind == _NLMSG_ERROR or length < _HEADER.size:
+                    raise OSError("sock_diag refused the request")
+                body = offset + _HEADER.size
+                (port,) = struct.unpack_from(">H", data, body + 4)
+                raw = data[body + 8 : body + 24] if family == socket.AF_INET6 else data[body + 8 : body + 12]
+                queued = struct.unpack_from("=I", data, body + 56)[0]
+                if port == self.port and _accepts(_address_bytes(raw), self.host):
+                    found.append(queued)
+                offset += (length + 3) & ~3
+
+    def close(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    def __enter__(self) -> AcceptQueue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

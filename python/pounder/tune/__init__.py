@@ -71,7 +71,7 @@ from pounder.tune._analysis import (
     steady_p99_us,
 )
 from pounder.tune._options import TuneOptions, make_options
-from pounder.tune._points import WIDE, aggregate_trials, trials_by
+from pounder.tune._points import QUEUED_BUSY, WIDE, aggregate_trials, busy_measured, queued_text, trials_by
 from pounder.tune._render import flag_text, interval_text, render_tune, trials_text, vs_unlimited_text
 from pounder.tune._session import Log, TuneResult, TuneSession, describe_point, manifest
 
@@ -131,8 +131,11 @@ __all__ = [
     "interval_text",
     "trials_text",
     "vs_unlimited_text",
+    "QUEUED_BUSY",
     "WIDE",
     "aggregate_trials",
+    "busy_measured",
+    "queued_text",
     "trials_by",
     "BURST_FACTOR",
     "POINT_SCHEMA",

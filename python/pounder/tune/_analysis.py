@@ -43,7 +43,7 @@ from pounder._errors import public
 from pounder._units import MIB, children_text, mib
 from pounder.compare import ratio_interval
 from pounder.procs import max_clients_from
-from pounder.tune._points import WIDE
+from pounder.tune._points import QUEUED_BUSY, WIDE, busy_measured, queued_text
 
 LEAK_BYTES_PER_REQUEST = 512
 """Growth per request (summed over the children) below which no leak is called: allocator noise
@@ -469,6 +469,18 @@ def busy_seconds(point: Summary) -> float:
     return min(int(point["children"]), int(point["connections"])) / rps if rps > 0 else 0.0
 
 
+def busy_basis(point: Summary) -> str:
+    """Why the point's busy time is the time itself or an upper bound, from its accept-queue share."""
+    measured = busy_measured(point)
+    if measured is None:
+        return "exact when every child was kept busy, else an upper bound"
+    share = queued_text(point)
+    if measured:
+        return f"a connection waited for a free child in {share} of the accept queue's samples: every child was busy"
+    return (f"a connection waited for a free child in only {share} of the accept queue's samples, under "
+            f"{QUEUED_BUSY * 100:.0f}%: children sat idle at times, so this is an upper bound")
+
+
 def _p99_count(ordered: Sequence[Summary], p99_s: float, reasons: list[str]) -> int | None:
     meeting = [p for p in ordered if float(p["p99_ms"]) <= p99_s * 1000]
     if meeting:
@@ -511,7 +523,7 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
         service = busy_seconds(at)
         busy = service
         parts = [f"{ms_text(service * 1000)} ms held per request at {children_text(k.children)} (children / "
-                 "throughput measured there: exact when every child was kept busy, else an upper bound)"]
+                 f"throughput measured there; {busy_basis(at)})"]
         if not target.proxy and target.transfer_s:
             busy += target.transfer_s
             parts.append(f"{ms_text(target.transfer_s * 1000)} ms sending the answer to a slow client (no proxy)")
@@ -1127,11 +1139,14 @@ def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: 
     busy = busy_seconds(at)
     if busy > 0:
         cpu = at.get("server_cpu_us")
-        cpu_text = "" if cpu is None else f" ({float(cpu):,.0f} us of it on the server's CPU)"
+        cpu_text = "" if cpu is None else f", {float(cpu):,.0f} us of it on the server's CPU"
+        # an upper bound of the busy time gives a lower bound of what the children can serve
+        exact = busy_measured(at)
+        held, serve = ("", "at most") if exact else ("at most ", "at least")
         said.append(f"the CPUs are not saturated at {children_text(n)} ({_cpu_share(at, cores)}): throughput is "
-                    f"concurrency here. Each request holds a child for {ms_text(busy * 1000)} ms{cpu_text}, so "
-                    f"{_serve(n)} at most {n} / {ms_text(busy * 1000)} ms = {rps_text(n / busy)} req/s; "
-                    f"measured {rate_with_interval(at)}")
+                    f"concurrency here. Each request holds a child for {held}{ms_text(busy * 1000)} ms{cpu_text} "
+                    f"({busy_basis(at)}), so {_serve(n)} {serve} {n} / {ms_text(busy * 1000)} ms = "
+                    f"{rps_text(n / busy)} req/s; measured {rate_with_interval(at)}")
     offered = int(at["connections"])
     if offered <= n and all(int(p["connections"]) <= n for p in bigger):
         said.append(f"throughput stops growing at {children_text(n)} because the load offered {offered} concurrent "

@@ -20,8 +20,11 @@ from pounder.compare import clean_trial, median_interval
 
 WIDE = 0.10
 """An interval reaching further than this fraction of the median on either side is "wide"."""
+QUEUED_BUSY = 0.9
+"""A point's busy time (children / throughput) is the time itself, not an upper bound, when a
+connection waited in the accept queue in at least this share of the samples (every child busy)."""
 
-_MEDIANS = ("p50_ms", "p95_ms", "p99_ms", "server_cores", "client_cores", "server_cpu_us", "elapsed_s")
+_MEDIANS = ("p50_ms", "p95_ms", "p99_ms", "server_cores", "client_cores", "server_cpu_us", "elapsed_s", "queued")
 _SUMS = ("complete", "failed", "non_2xx", "respawns")
 
 
@@ -68,11 +71,28 @@ def aggregate_trials(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     point["warmed"] = min((int(t.get("warmed") or 0) for t in trials), default=0)
     children, connections = int(point.get("children") or 0), int(point.get("connections") or 0)
     held = min(children, connections) if children and connections else children or connections
-    # closed loop: min(children, connections) requests are held by children at any time, so each
-    # request holds a child for held / throughput seconds (Little's law)
+    # closed loop: at most min(children, connections) requests are held by children at any time,
+    # exactly that many while a connection waits for a free child (``queued``), so each request
+    # holds a child for at most held / throughput seconds (Little's law)
     point["busy_s"] = held / point["rps"] if point["rps"] > 0 and held else None
     point["wide"] = is_wide(point)
     return point
+
+
+@public
+def busy_measured(point: Mapping[str, Any]) -> bool | None:
+    """Whether the point's ``busy_s`` is the time a request holds a child (the accept queue held a
+    connection in at least :data:`QUEUED_BUSY` of the samples: every child was busy) or only an
+    upper bound (False); None when the queue was not sampled (results of earlier versions)."""
+    queued = point.get("queued")
+    return None if queued is None else float(queued) >= QUEUED_BUSY
+
+
+@public
+def queued_text(point: Mapping[str, Any]) -> str:
+    """The point's accept-queue share as the tables print it ("97%"), "-" when not sampled."""
+    queued = point.get("queued")
+    return "-" if queued is None else f"{float(queued) * 100:.0f}%"
 
 
 @public

@@ -11,6 +11,7 @@ from typing import Any
 from pounder._errors import check_instance, public
 from pounder._units import children_text, mib
 from pounder.tune._analysis import BURST_FACTOR
+from pounder.tune._points import queued_text
 from pounder.tune._session import TuneResult
 
 WIDTH = 100
@@ -146,14 +147,17 @@ def render_tune(result: TuneResult) -> str:
                f"{memory.max_clients_no_sharing}")
     out.append("")
 
+    queued = any(p.get("queued") is not None for p in result.sweep)  # results of earlier versions lack it
     out.append(f"3. Children ({names['max_clients']}); {result.workload}; medians of interleaved trials, "
-               "RPS with its 95% interval, latency in ms")
+               "RPS with its 95% interval, latency in ms"
+               + (", queued: how often a connection waited for a free child" if queued else ""))
     rows = [[p["children"], p["connections"], trials_text(p), f"{p['complete'] + p['failed']:,}", _rps(p),
-             interval_text(p), _ms(p["p50_ms"]), _ms(p["p99_ms"]), _cpu(p), _cores(p.get("server_cores")),
-             _cores(p.get("client_cores")), mib(p.get("max_child_uss")), p["failed"], flag_text(p)]
+             interval_text(p), _ms(p["p50_ms"]), _ms(p["p99_ms"]), *([queued_text(p)] if queued else []), _cpu(p),
+             _cores(p.get("server_cores")), _cores(p.get("client_cores")), mib(p.get("max_child_uss")), p["failed"],
+             flag_text(p)]
             for p in result.sweep]
-    out += _table(["MC", "NC", "trials", "NR", "RPS", "95% CI", "p50", "p99", "srv CPU us/req", "srv cores",
-                   "load cores", "max USS MiB", "failed", ""], rows)
+    out += _table(["MC", "NC", "trials", "NR", "RPS", "95% CI", "p50", "p99", *(["queued"] if queued else []),
+                   "srv CPU us/req", "srv cores", "load cores", "max USS MiB", "failed", ""], rows)
     out.append(f"  CPUs: {result.cpus}")
     out.append("")
 

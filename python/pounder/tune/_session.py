@@ -273,10 +273,11 @@ class TuneSession:
         def measure() -> tuple[dict[str, Any], dict[str, Any]]:
             with runner.started(params) as server:
                 warmed = runner.warm(server, rounds=None if warm_rounds else 1)
-                result = runner.bench(server, connections, duration=self.options.point_s)
+                queue = runner.queue_watch(server)
+                result = runner.bench(server, connections, duration=self.options.point_s, queue=queue)
             summary = {"children": params.max_clients, "max_requests": params.max_requests, "trial": trial,
                        "connections": connections, "warmed": warmed.warmed, "settled": warmed.settled,
-                       **_load_summary(result)}
+                       **_load_summary(result), "queued": queue.share}
             done = summary["complete"] + summary["failed"]
             summary["respawns"] = done // params.max_requests if params.max_requests else 0
             return summary, {"bench": result.to_dict()}
@@ -457,7 +458,8 @@ class TuneSession:
         if growth(measure).leak and mrpc.forced_by_memory:
             said.append("the leak forces frequent respawns at this many children: fix the leak, or give each child "
                         "more room (fewer children, more RAM)")
-        return TuneResult(adapter=adapter, options=options, params=params, config=adapter.render(params),
+        return TuneResult(adapter=adapter, options=options, params=params,
+                          config=adapter.render(params, keepalive=options.keepalive),
                           measure=measure, other_measure=other, memory=memory, other_memory=other_memory, sweep=sweep,
                           children=choice, mrpc_points=mrpc_points, max_requests=mrpc, spare=spare, advice=said,
                           cores=self.cores, results_dir=str(self.results.path), target=target,

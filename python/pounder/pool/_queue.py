@@ -1,0 +1,50 @@
+"""How often a connection waited for a free child during a load: the server's accept queue,
+sampled every few milliseconds. A connection waits there only while no child is free to accept it,
+so the share of samples with one waiting is the share of the time every child was busy."""
+
+from __future__ import annotations
+
+import threading
+
+from pounder._errors import public
+from pounder.servers import AcceptQueue
+
+QUEUE_INTERVAL_S = 0.005
+"""How often the accept queue is read (one netlink request, about 50 us)."""
+
+
+@public
+class QueueWatch:
+    """Samples the accept queue of TCP ``port`` on ``host`` in a thread between ``with`` and its
+    end (start it on the load generator's CPUs: the thread inherits the starting thread's
+    affinity). ``samples``: how many reads answered; ``waiting``: in how many a connection waited;
+    :attr:`share` = waiting / samples, None when nothing could be read (no netlink, no listener)."""
+
+    def __init__(self, port: int, host: str | None = None, interval_s: float = QUEUE_INTERVAL_S) -> None:
+        self.port, self.host, self.interval_s = port, host, interval_s
+        self.samples = self.waiting = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def share(self) -> float | None:
+        return self.waiting / self.samples if self.samples else None
+
+    def _run(self) -> None:
+        with AcceptQueue(self.port, self.host) as queue:
+            while not self._stop.wait(self.interval_s):
+                waiting = queue.waiting()
+                if waiting is None:
+                    continue
+                self.samples += 1
+                self.waiting += waiting > 0
+
+    def __enter__(self) -> QueueWatch:
+        self._thread = threading.Thread(target=self._run, name="pounder-accept-queue", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
