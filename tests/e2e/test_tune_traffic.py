@@ -94,12 +94,12 @@ def test_an_access_log_is_the_target_and_its_mix_the_load(tmp_path: Path) -> Non
 
 
 def test_a_slow_client_holds_its_child_for_the_transfer_and_the_pool_counts_it(tmp_path: Path) -> None:
-    # 8 MiB answers read at 32 MB/s: about 0.26 s each, of which the kernel's loopback buffers take
-    # a few MiB; the rest holds the worker, which the app times itself until its answer is closed
+    # 8 MiB answers read at 32 MB/s: about 0.26 s each; the worker is held until its client has
+    # read it all (the app times the part until its answer is closed)
     held_dir = tmp_path / "held"
     held_dir.mkdir()
     done, data = _tune(tmp_path / "slow", "--path", "/big?kb=8192", "--throttle", "32MB/s", "--no-proxy",
-                       "--peak-rate", "4", "--ram", "2G", "--max-children", "2", "--point-duration", "2s",
+                       "--peak-rate", "4", "--ram", "2G", "--max-children", "2", "--point-duration", "1s",
                        "--env", f"APP_HELD_DIR={held_dir}")
     # the app's own timing of the requests that ended during the loads of the point the pool was
     # sized on (busy time is the knee's: its trials)
@@ -114,17 +114,18 @@ def test_a_slow_client_holds_its_child_for_the_transfer_and_the_pool_counts_it(t
     assert len(held) >= 10, held
     app_held = statistics.mean(held)
     assert app_held >= 0.05, app_held  # the transfer held the worker: the app itself answers in a millisecond
-    # children / throughput is the busy time when the children are kept busy, an upper bound when
-    # not: here the clients' own transfer (the answer waits in the kernel's buffers after the
-    # worker let go) keeps them waiting part of the time, so the app's figure is below it
+    # the app sees only part of the hold: gunicorn writes what the kernel's buffers take, then waits
+    # for the slow client to finish reading before it takes the next connection (tests/pool checks
+    # pounder's figure against strace's accept-to-close time of each request)
     busy = _little(data, 4)
     assert app_held <= busy * 1.05, (busy, app_held)
-    # and pounder says which: the accept queue tells whether every child was busy
+    # and pounder says whether its figure is the time itself: the accept queue tells whether every
+    # child was busy
     at = next(p for p in data["sweep"] if p["children"] == knee)
     little = next(r for r in data["children"]["reasons"] if "Little's law" in r)
     assert at["queued"] is not None, at
     if at["queued"] >= 0.9:
-        assert "every child was busy" in little and app_held >= busy * 0.85, (little, app_held)
+        assert "every child was busy" in little, little
     else:
         assert "so this is an upper bound" in little, little
     assert data["target"]["proxy"] is False and "32MB/s" in data["workload"], data["workload"]

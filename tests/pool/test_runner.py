@@ -5,6 +5,11 @@ the time a fresh child needs; and the pure parts (Workload, split_cpus, check_cp
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import statistics
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -264,3 +269,61 @@ def test_keepalive_is_kept_by_the_server_too(kind: str, public_dir: Path) -> Non
     # opened another
     assert 3 <= opened[True] <= 3 + 300 // 100 and opened[False] == 300, (kind, opened)
     assert "measured with KeepAlive On" in ApacheAdapter(perl_handlers={"/": "X"}).render(PoolParams(4), keepalive=True)
+
+
+def _held_by_strace(log: Path) -> list[float]:
+    """Seconds from each accept4() that returned a connection to the close() of that descriptor,
+    in an ``strace -f -ttt`` log of the workers: how long each request held its worker."""
+    began: dict[tuple[str, str], float] = {}
+    held = []
+    for line in log.read_text().splitlines():
+        parts = line.split(None, 2)
+        if len(parts) < 3:
+            continue
+        pid, stamp, call = parts
+        accepted = re.match(r"(?:accept4\(|<\.\.\. accept4 resumed>).*=\s+(\d+)$", call)
+        closed = re.match(r"close\((\d+)", call)
+        if accepted:  # when accept4 returned (an interrupted line resumes with the result)
+            began[(pid, accepted[1])] = float(stamp)
+        elif closed:
+            start = began.pop((pid, closed[1]), None)
+            if start is not None:
+                held.append(float(stamp) - start)
+    return held
+
+
+@needs_gunicorn
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_slow_clients_hold_their_worker_until_they_have_read_the_answer(tmp_path: Path) -> None:
+    """8 MiB answers read at 32 MB/s by 4 clients from 2 workers: gunicorn writes what the kernel
+    buffers take, then waits for the client to finish reading (shutdown, then poll for its close),
+    so the app's own timing sees only part of the hold. strace times each accept-to-close in the
+    workers: with a connection always waiting (queued near 1), children / throughput is that time."""
+    held_dir = tmp_path / "held"
+    held_dir.mkdir()
+    adapter = GunicornAdapter("wsgi_app:app", pythonpath=str(APPS), env={"APP_HELD_DIR": str(held_dir)})
+    runner = Runner(adapter, tmp_path / "servers", Workload(path="/big?kb=8192", throttle="32MB/s"), 0, 30.0)
+    log = tmp_path / "strace.log"
+    with runner.started(PoolParams(2)) as server:
+        runner.warm(server, rounds=1)
+        workers = server.children()
+        tracer = subprocess.Popen(["strace", "-f", "-ttt", "-e", "trace=accept4,close", "-o", str(log),
+                                   *(arg for pid in workers for arg in ("-p", str(pid)))],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.5)  # attached
+            queue = runner.queue_watch(server)
+            result = runner.bench(server, 4, duration=2.0, sample=False, queue=queue)
+        finally:
+            tracer.terminate()
+            tracer.wait(timeout=10)
+    assert result.requests.failed == 0 and result.requests.complete >= 10
+    held = _held_by_strace(log)
+    assert len(held) >= 10, held
+    app = [float(line.split()[1]) / 1000 for f in held_dir.iterdir() for line in f.read_text().splitlines()]
+    busy = 2 / result.derived.requests_per_s
+    traced = statistics.mean(held)
+    assert queue.share is not None and queue.share >= 0.9, queue.share
+    assert abs(busy - traced) <= 0.1 * traced, (busy, traced)
+    assert statistics.mean(app) < 0.9 * traced, (app, traced)  # the app alone sees less
+    assert not processes_mentioning(str(tmp_path))

@@ -28,7 +28,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def apache_run() -> Iterator[Path]:
-    """Apache + mod_perl answering /hello, 8 clients expected: the spare-server step runs. In a
+    """Apache + mod_perl answering /hello, 4 clients expected: the spare-server step runs. In a
     directory under /tmp that the children (www-data when we are root) can reach."""
     missing = apache_missing(perl=True)
     if missing:
@@ -38,8 +38,8 @@ def apache_run() -> Iterator[Path]:
     try:
         adapter = ApacheAdapter(perl_handlers={"/hello": "PounderTest::Hello"}, startup_pl=PERL / "startup.pl",
                                 perl_lib=PERL / "lib")
-        options = make_options(path="/hello", ram="256M", clients=8, quick=True, point_duration="1s",
-                               mrpc="0,1000", max_children=8)
+        options = make_options(path="/hello", ram="256M", clients=4, quick=True, point_duration="1s",
+                               mrpc="0,1000", max_children=4)
         tune(adapter, options, results=folder / "apache")
         yield folder / "apache"
     finally:

@@ -56,7 +56,7 @@ from pounder.tune._analysis import (
     sweep_counts,
     sweep_done,
 )
-from pounder.tune._confirm import confirmation_checks
+from pounder.tune._confirm import confirmation_checks, lower_pool, lowered_pool
 from pounder.tune._points import WIDE, queued_text
 from pounder.tune._session import _load_summary
 
@@ -1472,3 +1472,29 @@ def test_the_rate_check_counts_the_requests_scheduled_not_req_s_over_the_elapsed
     assert not next(c for c in short if c["name"] == "rate")["ok"]  # 95 %
     closed = confirmation_checks(_confirm_summary(20, None, None), memory_for(10), Target(clients=8), None)
     assert [c["name"] for c in closed] == ["failures", "memory"]
+
+
+def test_a_pool_over_the_budget_is_lowered_by_its_measured_footprint() -> None:
+    memory = memory_for(24)  # 340 MiB
+    choice = pool(PLATEAU, 24)
+    assert choice.chosen == 24
+
+    def confirmed(children: int, footprint: int) -> dict[str, Any]:
+        summary = {**_confirm_summary(500, None, None), "children": children, "footprint": footprint,
+                   "pool_children": children}
+        return {**summary, "checks": confirmation_checks(summary, memory, Target(), None)}
+
+    # within the budget, or not run: kept
+    assert lowered_pool(confirmed(24, 340 * MIB), memory) is None and lowered_pool(None, memory) is None
+    # 0.05 MiB over: one fewer; far over: in proportion, rounded down; one child: nothing to lower
+    assert lowered_pool(confirmed(24, 340 * MIB + 50 * 1024), memory) == 23
+    assert lowered_pool(confirmed(24, 680 * MIB), memory) == 12
+    assert lowered_pool(confirmed(24, 100_000 * MIB), memory) == 1
+    assert lowered_pool(confirmed(1, 680 * MIB), memory) is None
+    lowered = lower_pool(choice, 12, confirmed(24, 680 * MIB), memory)
+    assert (lowered.chosen, lowered.decided_by) == (12, "confirmation")
+    assert lowered.reasons[:-1] == choice.reasons
+    assert lowered.reasons[-1] == (
+        "the confirmation of 24 children measured a footprint (sum of PSS) of 680.0 MiB, over the RAM budget of "
+        "340.0 MiB: the measurement beats the sizes' prediction, so the pool is lowered to 12 (24 x 340.0 / 680.0 "
+        "MiB, rounded down) and confirmed again")

@@ -5,6 +5,7 @@ so the share of samples with one waiting is the share of the time every child wa
 from __future__ import annotations
 
 import threading
+import time
 
 from pounder._errors import public
 from pounder.servers import AcceptQueue
@@ -17,27 +18,49 @@ QUEUE_INTERVAL_S = 0.005
 class QueueWatch:
     """Samples the accept queue of TCP ``port`` on ``host`` in a thread between ``with`` and its
     end (start it on the load generator's CPUs: the thread inherits the starting thread's
-    affinity). ``samples``: how many reads answered; ``waiting``: in how many a connection waited;
-    :attr:`share` = waiting / samples, None when nothing could be read (no netlink, no listener)."""
+    affinity). :meth:`window` keeps the samples of the measured phase only (not the engine's
+    start, nor the queue draining after the load). ``samples``: how many reads answered in the
+    window; ``waiting``: in how many a connection waited; :attr:`share` = waiting / samples, None
+    when nothing could be read (no netlink, no listener)."""
 
     def __init__(self, port: int, host: str | None = None, interval_s: float = QUEUE_INTERVAL_S) -> None:
         self.port, self.host, self.interval_s = port, host, interval_s
-        self.samples = self.waiting = 0
+        self._times: list[float] = []
+        self._waits: list[bool] = []
+        self._window: tuple[float, float] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def window(self, start: float, end: float) -> None:
+        """Count only the samples taken from ``start`` to ``end`` (``time.monotonic()`` seconds)."""
+        self._window = (start, end)
+
+    def _kept(self) -> list[bool]:
+        if self._window is None:
+            return self._waits
+        start, end = self._window
+        return [wait for t, wait in zip(self._times, self._waits, strict=True) if start <= t <= end]
+
+    @property
+    def samples(self) -> int:
+        return len(self._kept())
+
+    @property
+    def waiting(self) -> int:
+        return sum(self._kept())
+
     @property
     def share(self) -> float | None:
-        return self.waiting / self.samples if self.samples else None
+        kept = self._kept()
+        return sum(kept) / len(kept) if kept else None
 
     def _run(self) -> None:
         with AcceptQueue(self.port, self.host) as queue:
             while not self._stop.wait(self.interval_s):
                 waiting = queue.waiting()
-                if waiting is None:
-                    continue
-                self.samples += 1
-                self.waiting += waiting > 0
+                if waiting is not None:
+                    self._times.append(time.monotonic())
+                    self._waits.append(waiting > 0)
 
     def __enter__(self) -> QueueWatch:
         self._thread = threading.Thread(target=self._run, name="pounder-accept-queue", daemon=True)

@@ -171,12 +171,16 @@ class Runner:
         write_atomic(path, "\n".join(lines) + "\n", "the workload's URL file")
         return path
 
-    def _watch(self) -> ProgressCallback:
+    def _watch(self, measuring: list[float] | None = None) -> ProgressCallback:
+        """The progress callback: checks memory, reports; appends to ``measuring`` when the
+        measured phase began (``time.monotonic()``, from the engine's elapsed time)."""
         last = [0.0]
         report = self.progress
 
         def watch(progress: Progress) -> None:
             now = time.monotonic()
+            if measuring is not None and not measuring and progress.phase == "measure":
+                measuring.append(now - progress.elapsed_s)
             if now - last[0] >= 0.5:
                 last[0] = now
                 self.check_memory()
@@ -192,15 +196,18 @@ class Runner:
         KeyboardInterrupt. Keep-alive is off unless the workload turns it on: every request is
         then a new connection, and a child's MaxRequestsPerChild means the same in every server
         (Apache and Starman count connections, gunicorn requests). ``queue`` (from
-        :meth:`queue_watch`) samples the server's accept queue during the load."""
+        :meth:`queue_watch`) samples the server's accept queue during the load's measured phase."""
         sampler = ServerSampler(find_server(pid=server.pid), interval_s=SAMPLE_INTERVAL_S) if sample else None
         spec = self.spec(server, connections, duration=duration, requests=requests, rate=rate)
+        measuring: list[float] = []
         # the engine's threads (and the sampler's, the queue watch's) are created by this thread:
         # they inherit its affinity
         with pinned_thread(self.load_cpus), queue or contextlib.nullcontext():
-            result = run_bench(spec, self._watch(), sampler)
+            result = run_bench(spec, self._watch(measuring), sampler)
         if result.interrupted:
             raise KeyboardInterrupt
+        if queue is not None and measuring:
+            queue.window(measuring[0], measuring[0] + min(duration or result.elapsed_s, result.elapsed_s))
         return result
 
     @staticmethod

@@ -7,16 +7,22 @@ target load for one point, must meet each limit (pure, no I/O).
 * p99 (when ``--p99`` is given): at or below it (the corrected p99: from when each request was
   meant to go);
 * memory: the pool's footprint (sum of PSS over the server's processes) within the RAM budget.
+
+A pool over the budget is lowered by the measured footprint (children x budget / footprint,
+rounded down: :func:`lowered_pool`) and confirmed again: the measurement beats the prediction of
+the sizes step, whose children were fewer and had served fewer requests.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from pounder._units import children_text, mib_unit
+from pounder._units import children_text, mib, mib_unit
 from pounder.compare import MAX_FAILED, clean_trial
-from pounder.tune._analysis import MemoryBound, Target
+from pounder.tune._analysis import ChildrenChoice, MemoryBound, Target
 
 RATE_MET = 0.97
 
@@ -49,3 +55,27 @@ def confirmation_checks(summary: Mapping[str, Any], memory: MemoryBound, target:
                          f"the pool's footprint (sum of PSS, {children_text(int(summary['pool_children']))}) "
                          f"{mib_unit(footprint)} against the RAM budget of {mib_unit(memory.ram)}"))
     return checks
+
+
+def lowered_pool(confirmation: Mapping[str, Any] | None, memory: MemoryBound) -> int | None:
+    """The pool the confirmation's measured footprint allows when its memory check failed:
+    children x RAM budget / footprint, rounded down, at least 1 and fewer than confirmed. None when
+    the memory check passed, was not run, or one child was confirmed."""
+    if confirmation is None:
+        return None
+    check = next((c for c in confirmation["checks"] if c["name"] == "memory"), None)
+    children = int(confirmation["children"])
+    if check is None or check["ok"] or children <= 1:
+        return None
+    return max(1, min(children - 1, math.floor(children * memory.ram / float(confirmation["footprint"]))))
+
+
+def lower_pool(choice: ChildrenChoice, fewer: int, confirmation: Mapping[str, Any],
+               memory: MemoryBound) -> ChildrenChoice:
+    """``choice`` lowered to ``fewer`` children (:func:`lowered_pool`), with the reason."""
+    children, footprint = int(confirmation["children"]), int(confirmation["footprint"])
+    reason = (f"the confirmation of {children_text(children)} measured a footprint (sum of PSS) of "
+              f"{mib_unit(footprint)}, over the RAM budget of {mib_unit(memory.ram)}: the measurement beats the "
+              f"sizes' prediction, so the pool is lowered to {fewer} ({children} x {mib(memory.ram)} / "
+              f"{mib(footprint)} MiB, rounded down) and confirmed again")
+    return replace(choice, chosen=fewer, decided_by="confirmation", reasons=[*choice.reasons, reason])

@@ -214,6 +214,10 @@ def render_tune(result: TuneResult) -> str:
                    f"{confirmation['complete'] + confirmation['failed']:,} requests, every child warm: "
                    + ("every check met" if confirmation["ok"] else "NOT MET"))
         out += [f"  {'met    ' if check['ok'] else 'NOT MET'}  {check['text']}" for check in confirmation["checks"]]
+        lowered = confirmation.get("lowered_from")
+        if lowered:
+            out.append(f"  (of the pool lowered from {children_text(int(lowered['children']))}, whose footprint "
+                       f"{mib(int(lowered['footprint']))} MiB was over the RAM budget: see Why)")
     if result.advice:
         out.append("")
         out.append("Advice")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pounder._errors import PounderError, public
@@ -65,7 +65,7 @@ from pounder.tune._analysis import (
     sweep_counts,
     sweep_done,
 )
-from pounder.tune._confirm import confirmation_checks
+from pounder.tune._confirm import confirmation_checks, lower_pool, lowered_pool
 from pounder.tune._leak import room_for_growth
 from pounder.tune._options import TuneOptions
 from pounder.tune._points import aggregate_trials, still_growing
@@ -351,7 +351,8 @@ class TuneSession:
 
         return self._point(key, "spare", params, label, measure)
 
-    def _confirm(self, params: PoolParams, memory: MemoryBound, target: Target, knee: int) -> dict[str, Any]:
+    def _confirm(self, params: PoolParams, memory: MemoryBound, target: Target, knee: int,
+                 key: str = "confirm") -> dict[str, Any]:
         """The recommended configuration started, every child warmed, held at the target load for
         one point; each figure checked against its limit."""
         runner, options = self.runner, self.options
@@ -376,7 +377,7 @@ class TuneSession:
             return summary, {"bench": result.to_dict(), "snapshot": after.to_dict()}
 
         load = f"{rate:,.0f} req/s" if rate is not None else f"{connections} clients"
-        summary = dict(self._point("confirm", "confirm", params,
+        summary = dict(self._point(key, "confirm", params,
                                    f"confirmation: the recommended {children_text(params.max_clients)} at {load}",
                                    measure,
                                    logged="confirmation"))
@@ -454,6 +455,16 @@ class TuneSession:
         params = PoolParams(choice.chosen, max_requests=mrpc.value, start_servers=spares[0], min_spare=spares[1],
                             max_spare=spares[2], preload=adapter.preload)
         confirmation = self._confirm(params, memory, target, choice.throughput) if options.confirm else None
+        fewer = lowered_pool(confirmation, memory)
+        if confirmation is not None and fewer is not None:
+            # the measured footprint beats the sizes' prediction: fewer children, confirmed again
+            choice = lower_pool(choice, fewer, confirmation, memory)
+            kept = [None if value is None else min(value, fewer) for value in spares]
+            params = replace(params, max_clients=fewer, start_servers=kept[0], min_spare=kept[1], max_spare=kept[2])
+            self._log(choice.reasons[-1])
+            first = confirmation
+            confirmation = self._confirm(params, memory, target, choice.throughput, key="confirm-lowered")
+            confirmation["lowered_from"] = {"children": first["children"], "footprint": first["footprint"]}
         said = advice(adapter.kind, measure, other, memory, other_memory, sweep, choice, self.cores)
         if growth(measure).leak and mrpc.forced_by_memory:
             said.append("the leak forces frequent respawns at this many children: fix the leak, or give each child "
