@@ -314,6 +314,8 @@ def test_growth_issue_case_names_the_real_reason() -> None:
     later = _growth(-200, 4096)
     assert later.reasons[2] == ("second half against the first: 4,096 against -200 bytes per request (the first half "
                                 "did not grow): growing later, not slowing")
+    assert _growth(0, 0).reasons[2] == ("second half against the first: 0 against 0 bytes per request (the first half "
+                                        "did not grow): neither half grew")
 
 
 # ---------------------------------------------------------------------------------------------

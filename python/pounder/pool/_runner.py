@@ -154,12 +154,13 @@ class Runner:
         return server.url + self.workload.path
 
     def spec(self, server: ManagedServer, connections: int, *, duration: float | None = None,
-             requests: int | None = None, rate: float | None = None) -> BenchSpec:
+             requests: int | None = None, rate: float | None = None, full_speed: bool = False) -> BenchSpec:
         """The bench spec of the workload: its one path, or its mix written as a URL file into the
         server's directory and replayed in weighted random order. With ``rate``: open loop at that
-        many requests per second, at most ``connections`` in flight."""
+        many requests per second, at most ``connections`` in flight. ``full_speed``: the clients
+        read as fast as they can (no ``throttle``)."""
         load = LoadOptions(connections=connections, duration=duration, requests=requests, rate=rate,
-                           keepalive=self.workload.keepalive, throttle=self.workload.throttle,
+                           keepalive=self.workload.keepalive, throttle=None if full_speed else self.workload.throttle,
                            timeout=self.timeout_s, threads=1)
         if not self.workload.targets:
             return BenchSpec.from_options(self.url(server), options=load)
@@ -191,14 +192,14 @@ class Runner:
 
     def bench(self, server: ManagedServer, connections: int, *, duration: float | None = None,
               requests: int | None = None, sample: bool = True, rate: float | None = None,
-              queue: QueueWatch | None = None) -> BenchResult:
+              queue: QueueWatch | None = None, full_speed: bool = False) -> BenchResult:
         """Load the server with the workload, the load generator on ``load_cpus``; Ctrl-C raises
         KeyboardInterrupt. Keep-alive is off unless the workload turns it on: every request is
         then a new connection, and a child's MaxRequestsPerChild means the same in every server
         (Apache and Starman count connections, gunicorn requests). ``queue`` (from
         :meth:`queue_watch`) samples the server's accept queue during the load's measured phase."""
         sampler = ServerSampler(find_server(pid=server.pid), interval_s=SAMPLE_INTERVAL_S) if sample else None
-        spec = self.spec(server, connections, duration=duration, requests=requests, rate=rate)
+        spec = self.spec(server, connections, duration=duration, requests=requests, rate=rate, full_speed=full_speed)
         measuring: list[float] = []
         # the engine's threads (and the sampler's, the queue watch's) are created by this thread:
         # they inherit its affinity
@@ -224,7 +225,9 @@ class Runner:
         ``rounds`` rounds (default 30) and 60 s: ``settled`` says whether it got there.
         ``rounds=1``: one quick round of 2 requests per child (where warming must not hide a
         child's replacement). Children that appear meanwhile are watched from then on; a change
-        of children starts the count of still rounds again."""
+        of children starts the count of still rounds again. Warming reads the answers at full
+        speed (no ``--throttle``): it is the children that must warm, and slow clients would
+        only make each round last longer."""
         baseline: dict[int, float | None] = {}
         warmed: set[int] = set()
         sent = done = stable = 0
@@ -240,7 +243,7 @@ class Runner:
                 baseline.setdefault(pid, process_cpu_clock(pid))
             count = max(1, len(alive))
             size = 2 * count if quick else min(WARM_ROUND_MAX_REQUESTS, max(size, WARM_ROUND_REQUESTS * count))
-            result = self.bench(server, count, requests=size, sample=False)
+            result = self.bench(server, count, requests=size, sample=False, full_speed=True)
             done += 1
             sent += result.requests.complete + result.requests.failed
             for pid in alive:
@@ -310,7 +313,7 @@ class Runner:
             clock = later
         while time.monotonic() < deadline:
             start = process_cpu_clock(child)
-            self.bench(server, len(now), requests=len(now), sample=False)
+            self.bench(server, len(now), requests=len(now), sample=False, full_speed=True)
             after = process_cpu_clock(child)
             if start is None or after is None:
                 return None

@@ -222,8 +222,9 @@ def growth(measure: Summary) -> Growth:
                        f"({share_text(second / first)} of the first half's rate; a leak keeps at least "
                        f"{share_text(LEAK_STILL_GROWING)}): {'still growing' if still else 'slowing down'}")
     else:
+        later = "growing later, not slowing" if second > 0 else "neither half grew"
         reasons.append(f"second half against the first: {_bytes(second)} against {_bytes(first)} bytes per request "
-                       f"(the first half did not grow): {'growing later, not slowing' if still else 'not growing'}")
+                       f"(the first half did not grow): {later}")
     if leak:
         reasons.append("verdict: a leak (every criterion met)")
     else:
