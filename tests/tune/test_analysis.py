@@ -463,7 +463,7 @@ def test_knee_tie_for_the_best_is_the_smaller_count() -> None:
     got = knee([point(1, 100, 90, 110), point(2, 200, 190, 210), point(4, 200, 190, 210)], 0.05)
     assert (got.best_children, got.children) == (2, 2)
     assert got.reasons[0] == ("throughput: the best measured is 2 children, 200 req/s (190-210); every smaller "
-                              "count served less")
+                              "count stayed below 95.0% of its median")
 
 
 def test_knee_issue_apache_sweep_is_flagged() -> None:
@@ -474,12 +474,13 @@ def test_knee_issue_apache_sweep_is_flagged() -> None:
     assert (got.children, got.best_children) == (2, 2)
     assert got.flat and got.wide == [2, 8]
     assert got.reasons == [
-        "throughput: the best measured is 2 children, 1,089 req/s (520-1,400); every smaller count served less",
+        "throughput: the best measured is 2 children, 1,089 req/s (520-1,400); every smaller count stayed below "
+        "95.0% of its median",
         "no count measured is distinguishably slower than the best (2 children): the sweep cannot tell the counts "
         "apart at this load, so where throughput stops growing is not known",
         "the intervals of 2, 8 children stayed wider than ±10% after a re-measure: the machine was noisy, and the "
         "knee may move by a step between runs"]
-    assert_quoted(got.reasons, table_figures(sweep) | {"10%"})
+    assert_quoted(got.reasons, table_figures(sweep) | {"10%", "95.0%"})  # WIDE, 1 - tolerance
 
 
 def test_knee_not_flat_when_a_count_is_clearly_slower() -> None:

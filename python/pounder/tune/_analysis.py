@@ -370,7 +370,8 @@ def knee(points: Sequence[Summary], tolerance: float) -> Knee:
     wide = [int(p["children"]) for p in ordered if p.get("wide")]
     if at is best:
         reasons = [f"throughput: the best measured is {children_text(n)}, {rate_with_interval(at)}"
-                   + ("" if n == int(ordered[0]["children"]) else "; every smaller count served less")]
+                   + ("" if n == int(ordered[0]["children"]) else
+                      f"; every smaller count stayed below {share_text(1 - tolerance)} of its median")]
     else:
         how = (f"its interval reaches within {share_text(tolerance)} of it" if by_interval
                else f"within {share_text(tolerance)} of it")
