@@ -33,7 +33,6 @@ from pounder.tune._analysis import (
     burst_seconds,
     busy_seconds,
     change_text,
-    choose_children,
     choose_max_requests,
     cores_text,
     default_spares,
@@ -633,11 +632,6 @@ def test_size_pool_reasons_quote_the_table() -> None:
         got = pool(sweep, 40, target)
         derived = {"5.0%", "40", "12", "5", "100", "3.5", "2", "3.7", "8", "50.0", "35.0"}
         assert_quoted(got.reasons, table_figures(sweep) | derived)
-
-
-def test_choose_children_is_size_pool_with_a_cap() -> None:
-    got = choose_children(PLATEAU, 10, clients=None, p99_s=None, tolerance=0.05)
-    assert (got.chosen, got.decided_by, got.throughput) == (10, "memory", 4)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1248,7 +1242,8 @@ def quiet_bound() -> MemoryBound:
 
 
 def choice_for(sweep: list[dict[str, Any]], cap: int = 100) -> ChildrenChoice:
-    return choose_children(sweep, cap, clients=None, p99_s=None, tolerance=0.05)
+    """The pool with no target and a memory bound of ``cap`` (also the --max-children cap)."""
+    return size_pool(sweep, memory_for(cap), Target(), tolerance=0.05, max_children=cap, cores=1, kind="command")
 
 
 def run_advice(measure: dict[str, Any], *, kind: str = "command", sweep: list[dict[str, Any]] | None = None,

@@ -27,8 +27,8 @@ figures the tables print, formatted as they print them (:func:`rps_text`, :func:
   (from idle to the target's concurrency) and the settings the method calls for.
 * :func:`preload_gain` / :func:`advice`: the causes behind the numbers, named, with their figures.
 
-The older entry points :func:`choose_children`, :func:`respawn_cost`, :func:`predicted_loss` and
-:func:`measured_loss` are kept for callers of the single-trial points.
+The older entry points :func:`respawn_cost`, :func:`predicted_loss` and :func:`measured_loss` are
+kept for the report of single-trial points (results of earlier versions).
 """
 
 from __future__ import annotations
@@ -590,15 +590,6 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
                           max_children=max_children, chosen=max(1, chosen), decided_by=decided_by, needed=needed,
                           offered=offered, headroom=headroom, busy_s=busy, little=little, knee_flat=k.flat,
                           wide=k.wide, reasons=reasons)
-
-
-def choose_children(points: Sequence[Summary], memory_cap: int, *, clients: int | None, p99_s: float | None,
-                    tolerance: float) -> ChildrenChoice:
-    """:func:`size_pool` for the callers that have the memory cap only (single-trial points)."""
-    memory = MemoryBound(ram=0, ram_source="", shared=0, child_uss=0, child_rss=0, max_clients=memory_cap,
-                         max_clients_no_sharing=memory_cap, parent_uss=0)
-    return size_pool(points, memory, Target(clients=clients, p99_s=p99_s), tolerance=tolerance,
-                     max_children=memory_cap, cores=1, kind="command")
 
 
 # ---------------------------------------------------------------------------------------------
