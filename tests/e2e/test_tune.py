@@ -181,7 +181,8 @@ def test_leak_gets_a_finite_max_requests_per_child(tmp_path: Path, path: str, le
         assert 1 <= data["params"]["max_requests"] <= headroom / (90 * 1024)
         assert "leak" in done.stdout
     else:
-        assert data["params"]["max_requests"] >= 1000
+        # no leak: no small limit; unlimited when 1,000 could not be shown to cost at most 2 %
+        assert data["params"]["max_requests"] == 0 or data["params"]["max_requests"] >= 1000, choice["reasons"]
 
 
 @pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))

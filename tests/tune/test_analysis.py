@@ -458,6 +458,12 @@ def test_knee_without_intervals_uses_medians() -> None:
     assert knee(points, 0.07).children == 2  # 290 >= 288.3
 
 
+def test_knee_one_wide_count_is_named_in_the_singular() -> None:
+    got = knee([point(1, 100, 60, 140, wide=True), point(2, 200, 190, 210)], 0.05)
+    assert got.reasons[-1] == ("the interval of 1 child stayed wider than ±10% after a re-measure: the machine was "
+                               "noisy, and the knee may move by a step between runs")
+
+
 def test_knee_tie_for_the_best_is_the_smaller_count() -> None:
     got = knee([point(1, 100, 90, 110), point(2, 200, 190, 210), point(4, 200, 190, 210)], 0.05)
     assert (got.best_children, got.children) == (2, 2)

@@ -382,8 +382,10 @@ def knee(points: Sequence[Summary], tolerance: float) -> Knee:
                        "the sweep cannot tell the counts apart at this load, so where throughput stops growing is not "
                        "known")
     if wide:
-        reasons.append(f"the intervals of {_counts(wide)} children stayed wider than ±{WIDE:.0%} after a re-measure: "
-                       "the machine was noisy, and the knee may move by a step between runs")
+        which = (f"the interval of {children_text(wide[0])}" if len(wide) == 1
+                 else f"the intervals of {_counts(wide)} children")
+        reasons.append(f"{which} stayed wider than ±{WIDE:.0%} after a re-measure: the machine was noisy, and the "
+                       "knee may move by a step between runs")
     return Knee(children=n, rps=float(at["rps"]), best_children=best_n, best_rps=best_rps, threshold=threshold,
                 tolerance=tolerance, by_interval=by_interval, flat=flat, wide=wide, reasons=reasons)
 
