@@ -44,12 +44,16 @@ class EngineSpec(TypedDict):
     calls_per_conn: NotRequired[int | None]  # default 0 (no limit)
     timeout_s: NotRequired[float | None]  # default 30.0
     throttle_bps: NotRequired[int | None]
+    # One share of a run over several agents
+    start_at_unix_us: NotRequired[int | None]  # start then (this machine's clock), not at once
+    slot_offset: NotRequired[int | None]  # default 0; below slot_stride
+    slot_stride: NotRequired[int | None]  # default 1: this run takes slots offset, offset + stride, ...
     # Outputs
     tsv_path: NotRequired[str | PathLike[str] | None]
     hdr_log_path: NotRequired[str | PathLike[str] | None]
 
 class ProgressInfo(TypedDict):
-    phase: Literal["warmup", "measure", "drain", "done"]
+    phase: Literal["waiting", "warmup", "measure", "drain", "done"]
     elapsed_s: float
     complete: int
     failed: int

@@ -68,6 +68,14 @@ struct Shared {
 }
 
 impl Shared {
+    /// The next slot of this run's share of the global sequence (every `slot_stride`-th from
+    /// `slot_offset`), or None past the limit.
+    fn take_slot(&self) -> Option<u64> {
+        let k = self.next_slot.fetch_add(1, Ordering::Relaxed);
+        let slot = k.checked_mul(self.spec.slot_stride)?.checked_add(self.spec.slot_offset)?;
+        (slot < self.slot_limit).then_some(slot)
+    }
+
     fn measure_start(&self) -> Option<Instant> {
         match self.measure_start_ns.load(Ordering::Acquire) {
             UNKNOWN => None,
@@ -148,8 +156,14 @@ impl Run {
                 }
             })
             .collect();
-        let start = Instant::now();
-        let start_unix_us = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros() as u64;
+        // With start_at: the run (and its clock) begins then; the threads start now, connect
+        // nothing and wait for it.
+        let now = Instant::now();
+        let now_unix_us = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros() as u64;
+        let (start, start_unix_us) = match spec.start_at_unix_us {
+            Some(at) if at > now_unix_us => (now + Duration::from_micros(at - now_unix_us), at),
+            _ => (now, now_unix_us),
+        };
         let measure_start_ns = match (&schedule, spec.warmup) {
             (_, Warmup::None) => 0,
             (Some(_), _) => schedule_warmup(&spec).as_nanos() as u64,
@@ -193,6 +207,8 @@ impl Run {
             "drain"
         } else if sh.measure_start().is_some_and(|m| now >= m) {
             "measure"
+        } else if now < sh.start {
+            "waiting"
         } else {
             "warmup"
         };
@@ -321,10 +337,12 @@ fn supervise(sh: Arc<Shared>, hdr_log: Option<File>, warmup_slots: u64) {
         Ok(h) => h.join().unwrap_or_default(),
         Err(_) => Vec::new(),
     };
+    facts.start_unix_us = sh.start_unix_us;
     if let Some(m) = sh.measure_start() {
         let end = last_end.unwrap_or(m);
         facts.elapsed_s = end.saturating_duration_since(m).as_secs_f64();
         facts.warmup_s = m.saturating_duration_since(sh.start).as_secs_f64();
+        facts.measure_start_unix_us = Some(sh.start_unix_us + m.saturating_duration_since(sh.start).as_micros() as u64);
     }
     let mut doc = total.to_json(&facts, &series);
     if !errors.is_empty() {
@@ -429,7 +447,9 @@ fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) ->
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
     let (n, t) = (sh.spec.connections, sh.spec.threads);
     let cap = n / t + usize::from(id < n % t);
-    let picker = Picker::new(&sh.spec.targets, sh.spec.order, (sh.start_unix_us ^ id as u64).wrapping_add(1));
+    // one start for every share: the share's offset keeps their random orders apart
+    let seed = sh.start_unix_us ^ id as u64 ^ sh.spec.slot_offset.rotate_left(32);
+    let picker = Picker::new(&sh.spec.targets, sh.spec.order, seed.wrapping_add(1));
     let w = Rc::new(Worker {
         id,
         stats: RefCell::new(Stats::new()),
@@ -464,6 +484,10 @@ impl Worker {
     /// Starts the tasks, stops them at the deadline or on cancel, drains, and hands over the
     /// last second.
     async fn control(self: Rc<Self>) {
+        // a start in the future (start_at): wait for it, and for nothing longer than a cancel
+        while Instant::now() < self.sh.start && !self.sh.cancel.load(Ordering::Relaxed) {
+            tokio::time::sleep_until(self.sh.start.min(Instant::now() + POLL)).await;
+        }
         let ticker = tokio::task::spawn_local(Rc::clone(&self).tick());
         if self.sh.schedule.is_some() {
             let pacer = tokio::task::spawn_local(Rc::clone(&self).pace());
@@ -557,10 +581,7 @@ impl Worker {
 
     /// Closed loop: the next request, sent now.
     fn claim(&self) -> Option<Job> {
-        let slot = self.sh.next_slot.fetch_add(1, Ordering::Relaxed);
-        if slot >= self.sh.slot_limit {
-            return None;
-        }
+        let slot = self.sh.take_slot()?;
         let now = Instant::now();
         let measured = match self.sh.spec.warmup {
             Warmup::None => true,
@@ -583,8 +604,8 @@ impl Worker {
         // Without a timerfd (never seen on Linux), fall back to tokio's 1 ms timer.
         let timer = PreciseTimer::new().ok();
         while !self.stopping.get() {
-            let slot = self.sh.next_slot.fetch_add(1, Ordering::Relaxed);
-            let Some(offset) = (slot < self.sh.slot_limit).then(|| schedule.time_of(slot)).flatten() else {
+            let Some((slot, offset)) = self.sh.take_slot().and_then(|slot| Some((slot, schedule.time_of(slot)?)))
+            else {
                 break;
             };
             let intended = self.sh.start + offset;

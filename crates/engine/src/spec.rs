@@ -72,6 +72,16 @@ pub struct Spec {
     pub throttle_bps: Option<u64>,
     pub tsv_path: Option<PathBuf>,
     pub hdr_log_path: Option<PathBuf>,
+    /// Start at this moment (microseconds since the Unix epoch, this machine's clock) instead of
+    /// at once: agents on several machines start one run together. A moment in the past starts
+    /// at once.
+    pub start_at_unix_us: Option<u64>,
+    /// This run is share `slot_offset` of `slot_stride`: it takes the slots `slot_offset`,
+    /// `slot_offset + slot_stride`, ... of one global sequence, so that `slot_stride` runs with
+    /// offsets 0 to `slot_stride - 1` together send exactly the requests of one (`requests` and
+    /// the warm-up count stay global), and in open loop exactly the arrivals of one schedule.
+    pub slot_offset: u64,
+    pub slot_stride: u64,
 }
 
 impl Spec {
@@ -92,6 +102,9 @@ impl Spec {
             throttle_bps: None,
             tsv_path: None,
             hdr_log_path: None,
+            start_at_unix_us: None,
+            slot_offset: 0,
+            slot_stride: 1,
         }
     }
 
@@ -123,6 +136,9 @@ impl Spec {
         }
         if self.duration.is_some_and(|d| d.is_zero()) {
             return Err("duration must be positive".into());
+        }
+        if self.slot_stride == 0 || self.slot_offset >= self.slot_stride {
+            return Err("slot_offset must be below slot_stride, which must be at least 1".into());
         }
         match &self.stages {
             None if self.requests.is_none() && self.duration.is_none() => {

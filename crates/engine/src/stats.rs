@@ -210,6 +210,8 @@ impl Stats {
             ErrorKind::ALL.iter().map(|&k| (k.name().to_string(), json!(self.errors(k)))).collect();
         json!({
             "elapsed_s": run.elapsed_s,
+            "start_unix_us": run.start_unix_us,
+            "measure_start_unix_us": run.measure_start_unix_us,
             "warmup": {
                 "complete": self.warmup_complete,
                 "failed": self.warmup_failed,
@@ -247,6 +249,10 @@ impl Stats {
 /// Facts about the run as a whole, for the result.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RunFacts {
+    /// When the run began (its start time, when one was given), microseconds since the epoch.
+    pub start_unix_us: u64,
+    /// When the measured phase began; None when it never did (a warm-up that did not end).
+    pub measure_start_unix_us: Option<u64>,
     pub elapsed_s: f64,
     pub warmup_s: f64,
     pub cpu_user_s: f64,

@@ -222,3 +222,100 @@ fn duration_run_ends_on_time_and_writes_tsv_and_hdr_log() {
     assert_eq!(intervals, r["series"].as_array().unwrap().len());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn now_unix_us() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as u64
+}
+
+/// Runs `shares` specs made by `make(offset)` together (one share each, the same start time)
+/// and returns their results.
+fn shares(shares: u64, make: impl Fn(u64) -> Spec) -> Vec<Value> {
+    let at = now_unix_us() + 200_000;
+    let runs: Vec<Run> = (0..shares)
+        .map(|offset| {
+            let mut s = make(offset);
+            s.slot_offset = offset;
+            s.slot_stride = shares;
+            s.start_at_unix_us = Some(at);
+            Run::start(s).unwrap()
+        })
+        .collect();
+    runs.iter()
+        .map(|r| {
+            while !r.wait(Duration::from_secs(1)) {}
+            serde_json::from_str(&r.result().unwrap()).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn shares_of_a_closed_loop_run_send_exactly_its_requests() {
+    let (addr, count) = tcp_server();
+    let results = shares(3, |_| {
+        let mut s = spec(&addr);
+        s.requests = Some(100);
+        s.warmup = Warmup::Requests(10);
+        s
+    });
+    let complete: Vec<u64> = results.iter().map(|r| r["requests"]["complete"].as_u64().unwrap()).collect();
+    let warm: Vec<u64> = results.iter().map(|r| r["warmup"]["complete"].as_u64().unwrap()).collect();
+    // slots 10..110 are measured: offsets 0, 1, 2 take 34, 33, 33 of them (and 4, 3, 3 of the warm-up)
+    assert_eq!(complete, vec![33, 34, 33]);
+    assert_eq!(warm, vec![4, 3, 3]);
+    assert_eq!(count.load(Ordering::SeqCst), 110);
+}
+
+#[test]
+fn shares_of_an_open_loop_schedule_take_every_nth_arrival() {
+    let (addr, count) = tcp_server();
+    let dir = std::env::temp_dir().join(format!("pounder-engine-shares-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // 300 req/s for 1 s: 300 arrivals, 3.33 ms apart; each share sends every third
+    let results = shares(3, |offset| {
+        let mut s = spec(&addr);
+        s.stages = Some(vec![Stage { duration: Duration::from_secs(1), start_rate: 300.0, end_rate: 300.0 }]);
+        s.tsv_path = Some(dir.join(format!("{offset}.tsv")));
+        s
+    });
+    for r in &results {
+        assert_eq!(r["requests"]["complete"].as_u64().unwrap() + r["requests"]["unsent"].as_u64().unwrap(), 100);
+    }
+    assert_eq!(count.load(Ordering::SeqCst), 300);
+    // the union of the intended times is the one schedule: evenly spaced, no three-way bursts
+    let mut intended: Vec<u64> = (0..3)
+        .flat_map(|offset| {
+            let tsv = std::fs::read_to_string(dir.join(format!("{offset}.tsv"))).unwrap();
+            tsv.lines().skip(1).map(|l| l.split('\t').nth(1).unwrap().parse::<u64>().unwrap()).collect::<Vec<_>>()
+        })
+        .collect();
+    intended.sort_unstable();
+    assert_eq!(intended.len(), 300);
+    for pair in intended.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!((3_000..=3_700).contains(&gap), "arrivals {} and {} us", pair[0], pair[1]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_start_time_starts_the_run_then() {
+    let (addr, _) = tcp_server();
+    let mut s = spec(&addr);
+    s.requests = Some(20);
+    let at = now_unix_us() + 300_000;
+    s.start_at_unix_us = Some(at);
+    let run = Run::start(s).unwrap();
+    assert_eq!(run.progress().phase, "waiting");
+    while !run.wait(Duration::from_secs(1)) {}
+    let r: Value = serde_json::from_str(&run.result().unwrap()).unwrap();
+    assert_eq!(r["start_unix_us"].as_u64().unwrap(), at);
+    let measured = r["measure_start_unix_us"].as_u64().unwrap();
+    assert!((at..at + 5_000).contains(&measured), "{measured} for {at}");
+    assert_eq!(r["requests"]["complete"], 20);
+    // a share must lie within its stride
+    let mut bad = spec(&addr);
+    bad.requests = Some(1);
+    bad.slot_offset = 3;
+    bad.slot_stride = 3;
+    assert!(Run::start(bad).err().is_some_and(|e| e.contains("slot_offset")));
+}

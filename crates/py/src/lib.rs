@@ -93,6 +93,9 @@ fn spec(d: &Bound<'_, PyDict>) -> PyResult<Spec> {
     s.throttle_bps = opt(d, "throttle_bps")?;
     s.tsv_path = opt::<PathBuf>(d, "tsv_path")?;
     s.hdr_log_path = opt::<PathBuf>(d, "hdr_log_path")?;
+    s.start_at_unix_us = opt(d, "start_at_unix_us")?;
+    s.slot_offset = opt(d, "slot_offset")?.unwrap_or(0);
+    s.slot_stride = opt(d, "slot_stride")?.unwrap_or(1);
     Ok(s)
 }
 

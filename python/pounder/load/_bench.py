@@ -38,9 +38,9 @@ CANCEL_WAIT_S = 5.0
 class Progress:
     """A snapshot of a running bench, given to the ``on_progress`` callback about every 0.25 s.
 
-    ``phase`` is "warmup", "measure", "drain" or "done"; ``elapsed_s`` is the time since the
-    measured phase began (0 during warm-up); ``complete`` and ``failed`` count measured requests
-    only; ``rate`` the completions in the last full second; ``planned_s`` and
+    ``phase`` is "waiting" (for a start time), "warmup", "measure", "drain" or "done";
+    ``elapsed_s`` is the time since the measured phase began (0 during warm-up); ``complete`` and
+    ``failed`` count measured requests only; ``rate`` the completions in the last full second; ``planned_s`` and
     ``planned_requests`` what the run is set to measure (``None`` when not bounded by it).
     """
 

@@ -252,6 +252,27 @@ class BenchSpec:
         }
 
 
+    def share_spec(self, index: int, count: int, start_at_unix_us: int | None = None) -> EngineSpec:
+        """The engine spec of share ``index`` of ``count`` (agents that run this spec together):
+        the connections split as evenly as possible (the first ``connections % count`` shares
+        one more), the engine threads at most the share's connections, and the slots of one
+        global sequence dealt out (every ``count``-th from ``index``): the shares send exactly
+        ``requests`` (and ``warmup_requests``) together, and in open loop exactly the arrivals of
+        the one schedule. ``start_at_unix_us``: when every share starts (each machine's clock).
+        No TSV or HDR log: those are files of one machine. :class:`~pounder.UsageError` when a
+        share would get no connection."""
+        if not 1 <= count <= self.load.connections or not 0 <= index < count:
+            raise UsageError(f"{count} agents need at least {count} connections (one each), got "
+                             f"{self.load.connections}" if count > self.load.connections
+                             else f"agent {index} of {count} does not exist")
+        if self.load.requests is not None and self.load.requests < count:
+            raise UsageError(f"{count} agents need at least {count} requests (one each), got {self.load.requests}")
+        connections = self.load.connections // count + (index < self.load.connections % count)
+        return {**self.engine_spec(), "connections": connections, "threads": min(self.load.threads, connections),
+                "slot_offset": index, "slot_stride": count, "start_at_unix_us": start_at_unix_us,
+                "tsv_path": None, "hdr_log_path": None}
+
+
 def _throttle(value: int | str | None) -> int | None:
     if value is None:
         return None
