@@ -340,9 +340,10 @@ fn supervise(sh: Arc<Shared>, hdr_log: Option<File>, warmup_slots: u64) {
     facts.start_unix_us = sh.start_unix_us;
     if let Some(m) = sh.measure_start() {
         let end = last_end.unwrap_or(m);
+        let warmup = m.saturating_duration_since(sh.start);
         facts.elapsed_s = end.saturating_duration_since(m).as_secs_f64();
-        facts.warmup_s = m.saturating_duration_since(sh.start).as_secs_f64();
-        facts.measure_start_unix_us = Some(sh.start_unix_us + m.saturating_duration_since(sh.start).as_micros() as u64);
+        facts.warmup_s = warmup.as_secs_f64();
+        facts.measure_start_unix_us = Some(sh.start_unix_us + warmup.as_micros() as u64);
     }
     let mut doc = total.to_json(&facts, &series);
     if !errors.is_empty() {

@@ -259,7 +259,8 @@ fn shares_of_a_closed_loop_run_send_exactly_its_requests() {
     });
     let complete: Vec<u64> = results.iter().map(|r| r["requests"]["complete"].as_u64().unwrap()).collect();
     let warm: Vec<u64> = results.iter().map(|r| r["warmup"]["complete"].as_u64().unwrap()).collect();
-    // slots 10..110 are measured: offsets 0, 1, 2 take 34, 33, 33 of them (and 4, 3, 3 of the warm-up)
+    // slots 0..10 warm up, 10..110 are measured: offsets 0, 1, 2 take 33, 34, 33 of them (and 4, 3, 3
+    // of the warm-up)
     assert_eq!(complete, vec![33, 34, 33]);
     assert_eq!(warm, vec![4, 3, 3]);
     assert_eq!(count.load(Ordering::SeqCst), 110);

@@ -251,7 +251,6 @@ class BenchSpec:
             "hdr_log_path": self.hdr_log_path,
         }
 
-
     def share_spec(self, index: int, count: int, start_at_unix_us: int | None = None) -> EngineSpec:
         """The engine spec of share ``index`` of ``count`` (agents that run this spec together):
         the connections split as evenly as possible (the first ``connections % count`` shares
@@ -260,11 +259,12 @@ class BenchSpec:
         ``requests`` (and ``warmup_requests``) together, and in open loop exactly the arrivals of
         the one schedule. ``start_at_unix_us``: when every share starts (each machine's clock).
         No TSV or HDR log: those are files of one machine. :class:`~pounder.UsageError` when a
-        share would get no connection."""
-        if not 1 <= count <= self.load.connections or not 0 <= index < count:
+        share would get no connection or no request."""
+        if not 0 <= index < count:
+            raise UsageError(f"agent {index} of {count} does not exist")
+        if count > self.load.connections:
             raise UsageError(f"{count} agents need at least {count} connections (one each), got "
-                             f"{self.load.connections}" if count > self.load.connections
-                             else f"agent {index} of {count} does not exist")
+                             f"{self.load.connections}")
         if self.load.requests is not None and self.load.requests < count:
             raise UsageError(f"{count} agents need at least {count} requests (one each), got {self.load.requests}")
         connections = self.load.connections // count + (index < self.load.connections % count)
