@@ -10,7 +10,7 @@ from typing import Literal, TypedDict, final
 
 from typing_extensions import NotRequired
 
-__all__ = ["start", "Run", "__version__"]  # as at runtime; the TypedDicts below exist only for type checkers
+__all__ = ["start", "merge", "Run", "__version__"]  # as at runtime; the TypedDicts below exist only for type checkers
 
 __version__: str
 
@@ -48,6 +48,7 @@ class EngineSpec(TypedDict):
     start_at_unix_us: NotRequired[int | None]  # start then (this machine's clock), not at once
     slot_offset: NotRequired[int | None]  # default 0; below slot_stride
     slot_stride: NotRequired[int | None]  # default 1: this run takes slots offset, offset + stride, ...
+    export_histograms: NotRequired[bool | None]  # default False: raw histograms in the result, for merge()
     # Outputs
     tsv_path: NotRequired[str | PathLike[str] | None]
     hdr_log_path: NotRequired[str | PathLike[str] | None]
@@ -70,3 +71,7 @@ class Run:
 
 def start(spec_dict: EngineSpec) -> Run:
     """Validates the spec (ValueError when it is bad) and starts the run in background threads."""
+
+def merge(results: Sequence[str]) -> str:
+    """Merges the result JSONs of the shares of one run (each made with ``export_histograms``) into one
+    result JSON of the same shape; ValueError (naming the bad result's index) when one cannot be merged."""

@@ -1,7 +1,7 @@
 //! Latency histograms: HdrHistogram in microseconds, mergeable across threads and runs.
 
 use base64::Engine as _;
-use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -103,6 +103,19 @@ impl Hist {
             .expect("serializing to memory cannot fail");
         base64::engine::general_purpose::STANDARD.encode(bytes)
     }
+
+    /// The histogram `encode` made (or any V2 encoding, deflated or not, of values in our range),
+    /// added into a new one with our bounds.
+    pub fn decode(text: &str) -> Result<Hist, String> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| format!("histogram: not base64: {e}"))?;
+        let h: Histogram<u64> =
+            Deserializer::new().deserialize(&mut &bytes[..]).map_err(|e| format!("histogram: {e}"))?;
+        let mut hist = Hist::new();
+        hist.0.add(&h).map_err(|e| format!("histogram: {e}"))?;
+        Ok(hist)
+    }
 }
 
 /// What a report shows of a histogram.
@@ -119,7 +132,6 @@ pub struct Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hdrhistogram::serialization::Deserializer;
 
     #[test]
     fn percentiles_of_a_uniform_run() {
@@ -168,5 +180,20 @@ mod tests {
         let back: Histogram<u64> = Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
         assert_eq!(back.len(), 4);
         assert_eq!(back.max(), h.max());
+    }
+
+    #[test]
+    fn decode_gives_back_the_same_histogram() {
+        let mut h = Hist::new();
+        for us in [0, 5, 50, 500, 5000, 5001, MAX_US] {
+            h.record(us);
+        }
+        let back = Hist::decode(&h.encode()).unwrap();
+        assert_eq!(back.summary(), h.summary());
+        assert_eq!(back.encode(), h.encode());
+        let empty = Hist::decode(&Hist::new().encode()).unwrap();
+        assert_eq!(empty.summary(), Hist::new().summary());
+        assert!(Hist::decode("not base64!").is_err());
+        assert!(Hist::decode("AAAA").is_err());
     }
 }

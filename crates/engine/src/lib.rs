@@ -4,11 +4,13 @@
 mod connection;
 mod histogram;
 mod http;
+mod merge;
 mod pacer;
 mod runner;
 mod spec;
 mod stats;
 mod timer;
 
+pub use merge::merge;
 pub use runner::{run, Progress, Run};
 pub use spec::{Addr, Order, Spec, Stage, Target, Warmup};

@@ -54,6 +54,8 @@ struct Shared {
     start_unix_us: u64,
     /// Measured phase start, in ns after `start`; `UNKNOWN` until the warm-up ends.
     measure_start_ns: AtomicU64,
+    /// When the first thread began (wall clock, µs since the epoch); `UNKNOWN` until one did.
+    began_unix_us: AtomicU64,
     next_slot: AtomicU64,
     /// Slots the run may claim, warm-up included.
     slot_limit: u64,
@@ -159,7 +161,7 @@ impl Run {
         // With start_at: the run (and its clock) begins then; the threads start now, connect
         // nothing and wait for it.
         let now = Instant::now();
-        let now_unix_us = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros() as u64;
+        let now_unix_us = unix_us();
         let (start, start_unix_us) = match spec.start_at_unix_us {
             Some(at) if at > now_unix_us => (now + Duration::from_micros(at - now_unix_us), at),
             _ => (now, now_unix_us),
@@ -177,6 +179,7 @@ impl Run {
             start,
             start_unix_us,
             measure_start_ns: AtomicU64::new(measure_start_ns),
+            began_unix_us: AtomicU64::new(UNKNOWN),
             next_slot: AtomicU64::new(0),
             slot_limit,
             cancel: AtomicBool::new(false),
@@ -248,6 +251,11 @@ impl Drop for Run {
     fn drop(&mut self) {
         self.cancel();
     }
+}
+
+/// Now on this machine's clock, in microseconds since the epoch.
+fn unix_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros() as u64
 }
 
 /// Runs a spec to the end and returns the result JSON.
@@ -338,6 +346,7 @@ fn supervise(sh: Arc<Shared>, hdr_log: Option<File>, warmup_slots: u64) {
         Err(_) => Vec::new(),
     };
     facts.start_unix_us = sh.start_unix_us;
+    facts.began_unix_us = Some(sh.began_unix_us.load(Ordering::Relaxed)).filter(|&t| t != UNKNOWN);
     if let Some(m) = sh.measure_start() {
         let end = last_end.unwrap_or(m);
         let warmup = m.saturating_duration_since(sh.start);
@@ -345,7 +354,7 @@ fn supervise(sh: Arc<Shared>, hdr_log: Option<File>, warmup_slots: u64) {
         facts.warmup_s = warmup.as_secs_f64();
         facts.measure_start_unix_us = Some(sh.start_unix_us + warmup.as_micros() as u64);
     }
-    let mut doc = total.to_json(&facts, &series);
+    let mut doc = total.to_json(&facts, &series, sh.spec.export_histograms);
     if !errors.is_empty() {
         doc["engine_errors"] = serde_json::json!(errors);
     }
@@ -371,7 +380,7 @@ fn collect(sh: &Shared, rx: mpsc::Receiver<Msg>, threads: usize, hdr_log: Option
             .ok()
     });
     let mut finish = |iv: Interval, series: &mut Vec<SecondStats>, whole: bool| {
-        let s = iv.stats();
+        let s = iv.stats(sh.spec.export_histograms);
         if whole {
             sh.last_rate.store((s.complete as f64).to_bits(), Ordering::Relaxed);
         }
@@ -488,6 +497,10 @@ impl Worker {
         // a start in the future (start_at): wait for it, and for nothing longer than a cancel
         while Instant::now() < self.sh.start && !self.sh.cancel.load(Ordering::Relaxed) {
             tokio::time::sleep_until(self.sh.start.min(Instant::now() + POLL)).await;
+        }
+        // cancelled while waiting: nothing will be sent, so this thread never began
+        if !self.sh.cancel.load(Ordering::Relaxed) {
+            self.sh.began_unix_us.fetch_min(unix_us(), Ordering::Relaxed);
         }
         let ticker = tokio::task::spawn_local(Rc::clone(&self).tick());
         if self.sh.schedule.is_some() {

@@ -82,6 +82,9 @@ pub struct Spec {
     /// the warm-up count stay global), and in open loop exactly the arrivals of one schedule.
     pub slot_offset: u64,
     pub slot_stride: u64,
+    /// Put the raw histograms (encoded) in the result, as a whole and per second, so that the
+    /// results of several shares can be merged exactly (`merge`).
+    pub export_histograms: bool,
 }
 
 impl Spec {
@@ -105,6 +108,7 @@ impl Spec {
             start_at_unix_us: None,
             slot_offset: 0,
             slot_stride: 1,
+            export_histograms: false,
         }
     }
 

@@ -98,6 +98,9 @@ pub struct Stats {
 /// Late: started more than this after the intended time (microseconds).
 pub const LATE_US: u64 = 1000;
 
+/// The raw histograms, by their key in the result's `"histograms"` (the order of `Stats::hists`).
+pub const HISTOGRAMS: [&str; 6] = ["corrected", "uncorrected", "schedule_lag", "connect", "waiting", "processing"];
+
 impl Default for Stats {
     fn default() -> Self {
         Stats::new()
@@ -189,16 +192,23 @@ impl Stats {
         for (a, b) in self.errors.iter_mut().zip(&o.errors) {
             *a += b;
         }
-        self.corrected.add(&o.corrected);
-        self.uncorrected.add(&o.uncorrected);
-        self.lag.add(&o.lag);
-        self.connect.add(&o.connect);
-        self.waiting.add(&o.waiting);
-        self.processing.add(&o.processing);
+        for (a, b) in self.hists_mut().into_iter().zip(o.hists()) {
+            a.add(b);
+        }
     }
 
-    /// The result document (see docs/engine-contract.md).
-    pub fn to_json(&self, run: &RunFacts, series: &[SecondStats]) -> Value {
+    /// The raw histograms, in the order of `HISTOGRAMS` (`corrected` is empty in closed loop).
+    fn hists(&self) -> [&Hist; 6] {
+        [&self.corrected, &self.uncorrected, &self.lag, &self.connect, &self.waiting, &self.processing]
+    }
+
+    fn hists_mut(&mut self) -> [&mut Hist; 6] {
+        [&mut self.corrected, &mut self.uncorrected, &mut self.lag, &mut self.connect, &mut self.waiting, &mut self.processing]
+    }
+
+    /// The result document (see docs/engine-contract.md); with `export`, also the raw
+    /// histograms encoded under `"histograms"`, so that results can be merged.
+    pub fn to_json(&self, run: &RunFacts, series: &[SecondStats], export: bool) -> Value {
         let status: serde_json::Map<String, Value> = self
             .status
             .iter()
@@ -208,10 +218,11 @@ impl Stats {
             .collect();
         let errors: serde_json::Map<String, Value> =
             ErrorKind::ALL.iter().map(|&k| (k.name().to_string(), json!(self.errors(k)))).collect();
-        json!({
+        let mut doc = json!({
             "elapsed_s": run.elapsed_s,
             "start_unix_us": run.start_unix_us,
             "measure_start_unix_us": run.measure_start_unix_us,
+            "began_unix_us": run.began_unix_us,
             "warmup": {
                 "complete": self.warmup_complete,
                 "failed": self.warmup_failed,
@@ -242,8 +253,53 @@ impl Stats {
             "series": series,
             "client_cpu": {"user_s": run.cpu_user_s, "sys_s": run.cpu_sys_s},
             "histogram": self.corrected().encode(),
-        })
+        });
+        if export {
+            let hists = HISTOGRAMS.iter().zip(self.hists()).map(|(&k, h)| (k.to_string(), json!(h.encode())));
+            doc["histograms"] = Value::Object(hists.collect());
+        }
+        doc
     }
+
+    /// The stats of a result document made with `export` (the inverse of `to_json`).
+    pub fn from_json(doc: &Value) -> Result<Stats, String> {
+        let mut s = Stats::new();
+        for (field, path) in [
+            (&mut s.complete, "/requests/complete"),
+            (&mut s.failed, "/requests/failed"),
+            (&mut s.non_2xx, "/requests/non_2xx"),
+            (&mut s.late, "/requests/late"),
+            (&mut s.unsent, "/requests/unsent"),
+            (&mut s.bytes_total, "/bytes/total"),
+            (&mut s.bytes_body, "/bytes/body"),
+            (&mut s.bytes_sent, "/bytes/sent"),
+            (&mut s.connections_opened, "/connections/opened"),
+            (&mut s.warmup_complete, "/warmup/complete"),
+            (&mut s.warmup_failed, "/warmup/failed"),
+        ] {
+            *field = count(doc, path)?;
+        }
+        let status = doc.get("status").and_then(Value::as_object).ok_or("status: missing")?;
+        for (code, n) in status {
+            let slot = code.parse::<usize>().ok().filter(|&c| c < STATUS_SLOTS);
+            let slot = slot.ok_or_else(|| format!("status: bad code {code:?}"))?;
+            s.status[slot] += n.as_u64().ok_or_else(|| format!("status: {code} is not a count"))?;
+        }
+        for k in ErrorKind::ALL {
+            s.errors[k as usize] = count(doc, &format!("/errors/{}", k.name()))?;
+        }
+        let hists = doc.get("histograms").ok_or("no \"histograms\" (was it run with export_histograms?)")?;
+        for (&key, h) in HISTOGRAMS.iter().zip(s.hists_mut()) {
+            let text = hists.get(key).and_then(Value::as_str).ok_or_else(|| format!("histograms: no {key}"))?;
+            *h = Hist::decode(text).map_err(|e| format!("histograms.{key}: {e}"))?;
+        }
+        Ok(s)
+    }
+}
+
+/// The non-negative integer at `path` (a JSON pointer) of a result document.
+pub fn count(doc: &Value, path: &str) -> Result<u64, String> {
+    doc.pointer(path).and_then(Value::as_u64).ok_or_else(|| format!("{path}: missing or not a count"))
 }
 
 /// Facts about the run as a whole, for the result.
@@ -253,6 +309,9 @@ pub struct RunFacts {
     pub start_unix_us: u64,
     /// When the measured phase began; None when it never did (a warm-up that did not end).
     pub measure_start_unix_us: Option<u64>,
+    /// When the first thread began sending (this machine's clock, after the wait for the start
+    /// time); None when none did (cancelled while waiting).
+    pub began_unix_us: Option<u64>,
     pub elapsed_s: f64,
     pub warmup_s: f64,
     pub cpu_user_s: f64,
@@ -299,7 +358,8 @@ impl Interval {
         self.complete == 0 && self.failed == 0
     }
 
-    pub fn stats(&self) -> SecondStats {
+    /// The series entry; with `export`, with the second's histogram encoded.
+    pub fn stats(&self, export: bool) -> SecondStats {
         SecondStats {
             second: self.second,
             complete: self.complete,
@@ -310,7 +370,22 @@ impl Interval {
             p50_us: self.hist.percentile(50.0),
             p99_us: self.hist.percentile(99.0),
             max_us: self.hist.max(),
+            hist: export.then(|| self.hist.encode()),
         }
+    }
+
+    /// The second of a series entry made with `export` (the inverse of `stats`).
+    pub fn from_json(entry: &Value) -> Result<Interval, String> {
+        let hist = entry.get("hist").and_then(Value::as_str).ok_or("no \"hist\" (was it run with export_histograms?)")?;
+        Ok(Interval {
+            thread: 0,
+            second: count(entry, "/second")?,
+            hist: Hist::decode(hist)?,
+            complete: count(entry, "/complete")?,
+            non_2xx: count(entry, "/non_2xx")?,
+            failed: count(entry, "/failed")?,
+            bytes: count(entry, "/bytes")?,
+        })
     }
 }
 
@@ -327,6 +402,9 @@ pub struct SecondStats {
     pub p50_us: u64,
     pub p99_us: u64,
     pub max_us: u64,
+    /// The second's histogram (corrected latency), encoded; only with `export_histograms`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hist: Option<String>,
 }
 
 #[cfg(test)]
@@ -350,7 +428,7 @@ mod tests {
     #[test]
     fn json_has_every_error_category() {
         let s = Stats::new();
-        let v = s.to_json(&RunFacts::default(), &[]);
+        let v = s.to_json(&RunFacts::default(), &[], false);
         for k in ErrorKind::ALL {
             assert_eq!(v["errors"][k.name()], 0);
         }

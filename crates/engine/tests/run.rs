@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pounder_engine::{run, Addr, Order, Run, Spec, Stage, Target, Warmup};
+use pounder_engine::{merge, run, Addr, Order, Run, Spec, Stage, Target, Warmup};
 use serde_json::Value;
 
 /// Serves keep-alive requests with a 5-byte body (404 for `/missing`, else 200); counts the
@@ -228,8 +228,8 @@ fn now_unix_us() -> u64 {
 }
 
 /// Runs `shares` specs made by `make(offset)` together (one share each, the same start time)
-/// and returns their results.
-fn shares(shares: u64, make: impl Fn(u64) -> Spec) -> Vec<Value> {
+/// and returns that start time and their results.
+fn shares(shares: u64, make: impl Fn(u64) -> Spec) -> (u64, Vec<Value>) {
     let at = now_unix_us() + 200_000;
     let runs: Vec<Run> = (0..shares)
         .map(|offset| {
@@ -240,18 +240,20 @@ fn shares(shares: u64, make: impl Fn(u64) -> Spec) -> Vec<Value> {
             Run::start(s).unwrap()
         })
         .collect();
-    runs.iter()
+    let results = runs
+        .iter()
         .map(|r| {
             while !r.wait(Duration::from_secs(1)) {}
             serde_json::from_str(&r.result().unwrap()).unwrap()
         })
-        .collect()
+        .collect();
+    (at, results)
 }
 
 #[test]
 fn shares_of_a_closed_loop_run_send_exactly_its_requests() {
     let (addr, count) = tcp_server();
-    let results = shares(3, |_| {
+    let (_, results) = shares(3, |_| {
         let mut s = spec(&addr);
         s.requests = Some(100);
         s.warmup = Warmup::Requests(10);
@@ -272,7 +274,7 @@ fn shares_of_an_open_loop_schedule_take_every_nth_arrival() {
     let dir = std::env::temp_dir().join(format!("pounder-engine-shares-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // 300 req/s for 1 s: 300 arrivals, 3.33 ms apart; each share sends every third
-    let results = shares(3, |offset| {
+    let (_, results) = shares(3, |offset| {
         let mut s = spec(&addr);
         s.stages = Some(vec![Stage { duration: Duration::from_secs(1), start_rate: 300.0, end_rate: 300.0 }]);
         s.tsv_path = Some(dir.join(format!("{offset}.tsv")));
@@ -319,4 +321,59 @@ fn a_start_time_starts_the_run_then() {
     bad.slot_offset = 3;
     bad.slot_stride = 3;
     assert!(Run::start(bad).err().is_some_and(|e| e.contains("slot_offset")));
+}
+
+#[test]
+fn shares_merge_into_one_result() {
+    let (addr, count) = tcp_server();
+    let (at, results) = shares(3, |_| {
+        let mut s = spec(&addr);
+        s.requests = Some(300);
+        s.export_histograms = true;
+        s
+    });
+    for r in &results {
+        let began = r["began_unix_us"].as_u64().unwrap();
+        assert!(began.abs_diff(at) <= 50_000, "began at {began}, start at {at}");
+        assert!(r["histograms"]["uncorrected"].is_string());
+        assert!(r["series"].as_array().unwrap().iter().all(|s| s["hist"].is_string()));
+    }
+    let texts: Vec<String> = results.iter().map(Value::to_string).collect();
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let m: Value = serde_json::from_str(&merge(&texts).unwrap()).unwrap();
+    assert_eq!(m["requests"]["complete"], 300);
+    assert_eq!(count.load(Ordering::SeqCst), 300);
+    assert_eq!(m["status"]["200"], 300);
+    assert_eq!(m["latency"]["corrected"]["count"], 300);
+    assert_eq!(m["latency"]["uncorrected"]["count"], 300);
+    for phase in ["waiting", "processing", "total"] {
+        assert_eq!(m["phases"][phase]["count"], 300, "{phase}");
+    }
+    let series: u64 = m["series"].as_array().unwrap().iter().map(|s| s["complete"].as_u64().unwrap()).sum();
+    assert_eq!(series, 300);
+    let began = m["began_unix_us"].as_u64().unwrap();
+    assert_eq!(Some(began), results.iter().filter_map(|r| r["began_unix_us"].as_u64()).min());
+    assert_eq!(m["start_unix_us"], at);
+    // without export_histograms, a result has no histograms to merge
+    let mut plain = spec(&addr);
+    plain.requests = Some(1);
+    let plain = run(plain).unwrap();
+    assert!(serde_json::from_str::<Value>(&plain).unwrap().get("histograms").is_none());
+    assert!(merge(&[texts[0], &plain]).is_err_and(|e| e.contains("result 1")));
+}
+
+#[test]
+fn a_run_cancelled_while_waiting_never_began() {
+    let (addr, count) = tcp_server();
+    let mut s = spec(&addr);
+    s.requests = Some(20);
+    s.start_at_unix_us = Some(now_unix_us() + 5_000_000);
+    let run = Run::start(s).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    run.cancel();
+    assert!(run.wait(Duration::from_secs(3)));
+    let r: Value = serde_json::from_str(&run.result().unwrap()).unwrap();
+    assert!(r["began_unix_us"].is_null());
+    assert_eq!(r["requests"]["complete"], 0);
+    assert_eq!(count.load(Ordering::SeqCst), 0);
 }

@@ -96,6 +96,7 @@ fn spec(d: &Bound<'_, PyDict>) -> PyResult<Spec> {
     s.start_at_unix_us = opt(d, "start_at_unix_us")?;
     s.slot_offset = opt(d, "slot_offset")?.unwrap_or(0);
     s.slot_stride = opt(d, "slot_stride")?.unwrap_or(1);
+    s.export_histograms = opt(d, "export_histograms")?.unwrap_or(false);
     Ok(s)
 }
 
@@ -143,9 +144,17 @@ fn start(spec_dict: &Bound<'_, PyDict>) -> PyResult<PyRun> {
     Run::start(s).map(|inner| PyRun { inner }).map_err(bad)
 }
 
+/// Merges the result JSONs of the shares of one run (made with `export_histograms`) into one
+/// result JSON; ValueError naming the bad result's index.
+#[pyfunction]
+fn merge(py: Python<'_>, results: Vec<String>) -> PyResult<String> {
+    py.detach(|| pounder_engine::merge(&results.iter().map(String::as_str).collect::<Vec<_>>())).map_err(bad)
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start, m)?)?;
+    m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_class::<PyRun>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
