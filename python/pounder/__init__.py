@@ -25,10 +25,12 @@ if TYPE_CHECKING:
     from pounder.load import (
         SCHEMA,
         AccessLog,
+        Agents,
         BenchResult,
         BenchSpec,
         ByteCounts,
         ClientCpu,
+        Cluster,
         Derived,
         ErrorCounts,
         Histogram,
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
         render_csv,
         render_report,
         run_bench,
+        run_bench_ray,
         write_url_file,
     )
     from pounder.procs import (
@@ -69,10 +72,12 @@ if TYPE_CHECKING:
 _LAZY = {
     "SCHEMA": "pounder.load",
     "AccessLog": "pounder.load",
+    "Agents": "pounder.load",
     "BenchResult": "pounder.load",
     "BenchSpec": "pounder.load",
     "ByteCounts": "pounder.load",
     "ClientCpu": "pounder.load",
+    "Cluster": "pounder.load",
     "Derived": "pounder.load",
     "ErrorCounts": "pounder.load",
     "Histogram": "pounder.load",
@@ -96,6 +101,7 @@ _LAZY = {
     "render_csv": "pounder.load",
     "render_report": "pounder.load",
     "run_bench": "pounder.load",
+    "run_bench_ray": "pounder.load",
     "read_access_log": "pounder.load",
     "write_url_file": "pounder.load",
     "MemResult": "pounder.procs",
@@ -122,10 +128,12 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "SCHEMA",
     "AccessLog",
+    "Agents",
     "BenchResult",
     "BenchSpec",
     "ByteCounts",
     "ClientCpu",
+    "Cluster",
     "Derived",
     "ErrorCounts",
     "Histogram",
@@ -160,6 +168,7 @@ __all__ = [
     "render_csv",
     "render_report",
     "run_bench",
+    "run_bench_ray",
     "snapshot",
     "write_url_file",
 ]

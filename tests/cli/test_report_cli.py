@@ -63,7 +63,7 @@ def test_bad_input_is_one_line_exit_2(bench_json: Path, tmp_path: Path) -> None:
     cases = [
         ((str(tmp_path / "missing.json"), "-o", out), ("cannot read", "No such file")),
         ((str(not_json), "-o", out), ("not a pounder JSON result",)),
-        ((str(other), "-o", out), ("somebody/else/1", "pounder/bench-result/2")),
+        ((str(other), "-o", out), ("somebody/else/1", "pounder/bench-result/3")),
         ((str(broken), "-o", out), ("broken-compare.json", "does not hold a complete pounder compare result")),
         ((str(truncated), "-o", out), ("truncated.json", "not JSON")),
         ((str(empty_dir), "-o", out), ("no pounder results directory",)),

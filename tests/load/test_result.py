@@ -181,7 +181,7 @@ def test_json_matches_schema(open_result: BenchResult, closed_result: BenchResul
     for result in (open_result, closed_result, make_result(empty_engine_json(), interrupted=True)):
         document = json.loads(result.to_json())
         validator.validate(document)
-        assert document["schema"] == "pounder/bench-result/2"
+        assert document["schema"] == "pounder/bench-result/3"
 
 
 def test_json_content(open_result: BenchResult) -> None:
@@ -198,7 +198,7 @@ def test_json_content(open_result: BenchResult) -> None:
 def test_schema_rejects_what_to_json_never_writes(open_result: BenchResult, schema: dict[str, Any]) -> None:
     document = json.loads(open_result.to_json())
     for broken in (
-        {**document, "schema": "pounder/bench-result/3"},
+        {**document, "schema": "pounder/bench-result/4"},
         {**document, "extra": 1},
         {key: value for key, value in document.items() if key != "schema"},
     ):
@@ -221,7 +221,8 @@ def test_load_result_errors(tmp_path: Path, open_result: BenchResult) -> None:
         load_result(bad)
     other = tmp_path / "other.json"
     other.write_text(json.dumps({**json.loads(open_result.to_json()), "schema": "something/else"}))
-    with pytest.raises(UsageError, match="expected 'pounder/bench-result/2' \\(or 'pounder/bench-result/1'\\)"):
+    with pytest.raises(UsageError, match="expected 'pounder/bench-result/3' \\(or an earlier 'pounder/bench-result/1', "
+                       "'pounder/bench-result/2'\\)"):
         load_result(other)
     engine_only = tmp_path / "engine.json"
     engine_only.write_text(json.dumps(engine_json()))

@@ -70,6 +70,14 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
     "log_methods": (("--log-methods",), "LIST",
                     "With --access-log: the methods replayed, default GET,HEAD (a POST replayed without the body "
                     "it had is not the request the server saw)."),
+    "ray": (("--ray",), "local|auto|HOST:PORT",
+            "Send the load from agents on a Ray cluster: 'local' (one on this machine, on loopback), 'auto' (the "
+            "cluster in RAY_ADDRESS or the one this machine started) or the head's HOST:PORT. Every agent runs "
+            "its share of the same load from one start time; the results are merged exactly. pounder must be "
+            "installed on every node (pip install 'pounder[ray]')."),
+    "agents": (("--agents",), "N", "With --ray: how many agents; default one per node (times --agents-per-node)."),
+    "agents_per_node": (("--agents-per-node",), "K",
+                        "With --ray: agents allowed on one node, default 1 (all with --ray local)."),
 }
 # fmt: on
 

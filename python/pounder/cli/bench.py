@@ -33,6 +33,7 @@ _LOAD = "Load"
 _HTTP = "Requests"
 _OUT = "Output"
 _SERVER = "Server sampling"
+_AGENTS = "Agents (load from many machines)"
 
 BENCH_HELP = "\n\n".join(
     [
@@ -41,7 +42,8 @@ BENCH_HELP = "\n\n".join(
         "answered. Open loop with --rate or --stages: requests are sent on a schedule and latency is measured from "
         "the intended send time, so a slow server cannot hide its queueing.",
         "The target must be on this machine (127.0.0.0/8 or ::1) unless --allow-remote.",
-        "Exit status: 0 done, 1 could not run or no request succeeded (the result is still reported and written), "
+        "Exit status: 0 done, 1 could not run, no request succeeded or an agent was lost (the result is still "
+        "reported and written), "
         "2 bad input, 130 interrupted (the partial result is still reported).",
     ]
 )
@@ -65,13 +67,16 @@ WARMUP = option("--warmup", panel=_LOAD, metavar="TIME|N", help=(
     "Run this long (5s) or this many requests (100) first, without measuring them."))
 UNIX_SOCKET = option("--unix-socket", panel=_HTTP, metavar="PATH", help=(
     "Connect to this Unix socket; the URL then only gives the Host header and the path."))
-JSON = json_option(_OUT, "pounder/bench-result/2", "report")
+JSON = json_option(_OUT, "pounder/bench-result/3", "report")
 REPORT = report_option(_OUT, "result")
 CSV = option("--csv", panel=_OUT, metavar="PATH", help=(
     "Write the latency percentiles as CSV (percent,latency_ms), like ab -e; '-' for stdout."))
-TSV = option("--tsv", panel=_OUT, metavar="PATH", help="Stream every request's timings to this TSV file.")
+TSV = option("--tsv", panel=_OUT, metavar="PATH", help=(
+    "Stream every request's timings to this TSV file (with --ray, each agent writes PATH with .agent-N before "
+    "the suffix, on its own machine)."))
 HDR_LOG = option("--hdr-log", panel=_OUT, metavar="PATH", help=(
-    "Write an HdrHistogram interval log (1 s intervals, corrected latency, microseconds)."))
+    "Write an HdrHistogram interval log (1 s intervals, corrected latency, microseconds; with --ray, one per "
+    "agent like --tsv)."))
 SERVER_PID = option("--server-pid", panel=_SERVER, metavar="PID", help=(
     "Sample this server's processes (the parent and all its children) while the load runs: server CPU per "
     "completed request, children spawned and exited, memory per child and its growth."))
@@ -81,6 +86,9 @@ SERVER_STATUS = option("--server-status", panel=_SERVER, metavar="URL", help=(
     "Also read Apache's mod_status page (?auto) at each sample: busy and idle children."))
 SAMPLE_INTERVAL = option("--sample-interval", panel=_SERVER, metavar="TIME", help=(
     "How often the server is sampled; default 1s."))
+RAY = load_option("ray", _AGENTS)
+AGENTS = load_option("agents", _AGENTS)
+AGENTS_PER_NODE = load_option("agents_per_node", _AGENTS)
 QUIET = quiet_option(_OUT)
 # fmt: on
 
@@ -144,6 +152,9 @@ def bench_command(
     server_name: Annotated[Text, SERVER_NAME] = None,
     server_status: Annotated[Text, SERVER_STATUS] = None,
     sample_interval: Annotated[Text, SAMPLE_INTERVAL] = None,
+    ray: Annotated[Text, RAY] = None,
+    agents: Annotated[int | None, AGENTS] = None,
+    agents_per_node: Annotated[int | None, AGENTS_PER_NODE] = None,
     quiet: Annotated[bool, QUIET] = False,
     report: Annotated[Text, REPORT] = None,
 ) -> None:
@@ -162,8 +173,8 @@ def bench_command(
         result = bench(
             url, url_file=url_file, **from_log, order=order, warmup=warmup, unix_socket=unix_socket, tsv_path=tsv_path,
             hdr_log_path=hdr_log, options=load, server_pid=server_pid, server_pidfile=server_pidfile,
-            server_name=server_name, server_status=server_status, sample_interval=sample_interval,
-            on_progress=threads_warning(load, on_progress),
+            server_name=server_name, server_status=server_status, sample_interval=sample_interval, ray=ray,
+            agents=agents, agents_per_node=agents_per_node, on_progress=threads_warning(load, on_progress),
         )  # fmt: skip
     with _interrupt.deferred():  # a signal now waits until every output is whole
         _emit(result, json_out, csv_out, quiet, log)
@@ -171,6 +182,10 @@ def bench_command(
             write_html_report([result], report)
     if result.interrupted:
         raise interrupted(kept_outputs([json_out, csv_out, tsv_path, hdr_log, report], quiet))
+    if result.agents is not None and result.agents.partial:
+        lost = [agent for agent in result.agents.members if agent.lost is not None]
+        raise PounderError(f"the run is partial: {len(lost)} of {len(result.agents.members)} agents were lost "
+                           f"({'; '.join(f'agent {agent.index}: {agent.lost}' for agent in lost)})")
     if result.requests.complete == 0:  # the outputs are written; the run still did not work
         failed = ", ".join(f"{name.replace('_', ' ')} {count:,}" for name, count in result.errors.nonzero().items())
         raise PounderError(f"no request succeeded ({result.requests.failed:,} failed{': ' + failed if failed else ''})")

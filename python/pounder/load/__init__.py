@@ -1,6 +1,7 @@
 """Load generation for ``pounder bench``: the load options (``_options``, declared once), their
 parsing and validation (``_parse``; the load model ``_model``, URLs ``_url``, the request
-``_request``, put together in ``_spec``), running the engine (``_bench``), results (``_result``,
+``_request``, put together in ``_spec``), running the engine (``_bench``; from many
+machines ``_ray``, with its agents ``_agent`` and their record ``_distributed``), results (``_result``,
 with the engine's measurements in ``_measured`` and the options it ran with in ``_run_options``) and their
 text and CSV forms (``_report``, ``_csv``); the user's traffic from an access log
 (``_access_log``). The public names are re-exported by :mod:`pounder`."""
@@ -15,6 +16,7 @@ from pounder.load._access_log import (
 )
 from pounder.load._bench import Progress, ProgressCallback, bench, run_bench, server_sampler
 from pounder.load._csv import render_csv
+from pounder.load._distributed import AgentReport, Agents
 from pounder.load._measured import (
     ERROR_CATEGORIES,
     PERCENTILES,
@@ -32,6 +34,7 @@ from pounder.load._measured import (
 from pounder.load._model import Number
 from pounder.load._options import LoadOptions
 from pounder.load._parse import Stage, read_url_targets
+from pounder.load._ray import RAY_EXTRA, Cluster, run_bench_ray
 from pounder.load._report import describe_load, format_ms, render_report
 from pounder.load._result import READ_SCHEMAS, SCHEMA, BenchResult, Derived, ReplyRate, load_result
 from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
@@ -41,14 +44,18 @@ from pounder.load._url import NotLoopbackError, parse_url, resolve
 __all__ = [
     "ERROR_CATEGORIES",
     "PERCENTILES",
+    "RAY_EXTRA",
     "READ_SCHEMAS",
     "SCHEMA",
     "STATIC_EXTENSIONS",
     "AccessLog",
+    "AgentReport",
+    "Agents",
     "BenchResult",
     "BenchSpec",
     "ByteCounts",
     "ClientCpu",
+    "Cluster",
     "Derived",
     "ErrorCounts",
     "Histogram",
@@ -83,6 +90,7 @@ __all__ = [
     "render_report",
     "resolve",
     "run_bench",
+    "run_bench_ray",
     "server_sampler",
     "write_url_file",
 ]

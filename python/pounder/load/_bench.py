@@ -197,6 +197,9 @@ def bench(
     server_status: str | None = None,
     sample_interval: Number | None = None,
     on_progress: ProgressCallback | None = None,
+    ray: str | None = None,
+    agents: int | None = None,
+    agents_per_node: int | None = None,
     **spec_options: Any,
 ) -> BenchResult:
     """Benchmark an HTTP server; the keyword arguments mirror ``pounder bench``'s options.
@@ -216,12 +219,28 @@ def bench(
     ``result.server`` holds their CPU time and memory; ``server_status`` is an Apache mod_status
     URL (``?auto`` is added) read at each sample.
 
+    ``ray`` sends the load from agents on a Ray cluster ("local", "auto" or the head's HOST:PORT):
+    ``agents`` of them (default one per node), at most ``agents_per_node`` on a node (default 1);
+    see :func:`run_bench_ray`. The server options do not combine with it.
+
     Raises :class:`~pounder.UsageError` on bad input (before anything is sent) and
     :class:`~pounder.PounderError` if the engine cannot run. On Ctrl-C the partial result is
     returned with ``interrupted=True``.
     """
     check_callable(on_progress, "on_progress")
+    from pounder.load._ray import Cluster, run_bench_ray  # it builds on this module
+
+    cluster = None
+    if ray is not None or agents is not None or agents_per_node is not None:
+        if ray is None:
+            raise UsageError("--agents and --agents-per-node need --ray")
+        if any(value is not None for value in (server_pid, server_pidfile, server_name, server_status)):
+            raise UsageError("--ray does not combine with --server-*: the server is sampled on this machine, "
+                             "the load comes from others")
+        cluster = Cluster(ray, agents, agents_per_node)
     spec = BenchSpec.from_options(url, **spec_options)
+    if cluster is not None:
+        return run_bench_ray(spec, cluster, on_progress)
     sampler = server_sampler(
         pid=server_pid, pidfile=server_pidfile, name=server_name, status_url=server_status,
         interval=sample_interval, allow_remote=spec.allow_remote,

@@ -268,6 +268,26 @@ def _server(result: BenchResult) -> list[str]:
     return lines
 
 
+def _agents(result: BenchResult) -> list[str]:
+    """One line per agent (only with --ray), and what to beware of."""
+    agents = result.agents
+    if agents is None:
+        return []
+    skew = "" if agents.start_skew_ms is None else f", began within {agents.start_skew_ms:.1f} ms"
+    lines = [f"Agents ({len(agents.members)} on {agents.nodes} node{'s' * (agents.nodes != 1)} of Ray cluster "
+             f"{agents.address}{skew}; clocks to ±{agents.clock_error_ms:.1f} ms)",
+             _row("agent", ("conns", "complete", "failed", "p50 ms", "p99 ms", "CPU busy"), 26)]
+    for agent in agents.members:
+        name = f"{agent.index} {agent.host} {agent.pid}"
+        cells = (str(agent.connections), f"{agent.complete:,}", f"{agent.failed:,}",
+                 "-" if agent.p50_us is None else format_ms(agent.p50_us),
+                 "-" if agent.p99_us is None else format_ms(agent.p99_us),
+                 "lost" if agent.lost is not None else "-" if agent.cpu_busy is None else f"{agent.cpu_busy:.0%}")
+        lines.append(_row(name[:25], cells, 26))
+    lines += [f"Warning: {message}" for message in agents.warnings()]
+    return lines
+
+
 @public
 def render_report(result: BenchResult) -> str:
     """The whole text report, ending with a newline."""
@@ -280,6 +300,7 @@ def render_report(result: BenchResult) -> str:
         _status_codes(result),
         _client(result),
         _server(result),
+        _agents(result),
     ]
     sections = [section for section in sections if section]
     return "\n\n".join("\n".join(section) for section in sections) + "\n"

@@ -20,6 +20,7 @@ from typing import Any
 
 from pounder._errors import UsageError, check_path, public
 from pounder._files import RESULT_LIMIT, check_input_file
+from pounder.load._distributed import Agents, read_agents
 from pounder.load._measured import (
     READ,
     ByteCounts,
@@ -36,10 +37,11 @@ from pounder.load._measured import (
 from pounder.load._run_options import RunOptions, read_run_options, stages_as_lists
 from pounder.procs import MalformedReportError, ServerLoadReport, per_request
 
-SCHEMA = "pounder/bench-result/2"
-READ_SCHEMAS = ("pounder/bench-result/1", SCHEMA)
-"""What :meth:`BenchResult.from_json` reads: version 1 has the same layout; its stored ``derived`` divided
-the CPU and growth per request by the requests attempted (``derived`` is recomputed when read)."""
+SCHEMA = "pounder/bench-result/3"
+READ_SCHEMAS = ("pounder/bench-result/1", "pounder/bench-result/2", SCHEMA)
+"""What :meth:`BenchResult.from_json` reads: version 2 has no ``agents``; version 1 has the same layout
+as 2, and its stored ``derived`` divided the CPU and growth per request by the requests attempted
+(``derived`` is recomputed when read)."""
 _FULL_SECOND_SLACK_S = 0.001
 
 
@@ -139,6 +141,8 @@ class BenchResult:
     histogram: str
     server: ServerLoadReport | None = None
     """The server's processes sampled during the run (``--server-pid`` and co.), else None."""
+    agents: Agents | None = None
+    """The agents that sent the load (``--ray``), else None: the figures are their merged ones."""
 
     @property
     def completed_requests(self) -> int:
@@ -195,6 +199,7 @@ class BenchResult:
         interrupted: bool,
         tool_version: str,
         server: ServerLoadReport | None = None,
+        agents: Agents | None = None,
     ) -> BenchResult:
         """Combine the engine's result JSON with the run's metadata (and the server sampling).
         Raises :class:`MalformedResultError` if the engine's JSON does not follow the contract."""
@@ -204,6 +209,7 @@ class BenchResult:
             interrupted=interrupted,
             options=options,
             server=server,
+            agents=agents,
             **measurements(_decode(engine_json)),
         )
 
@@ -213,13 +219,15 @@ class BenchResult:
         data = _decode(text)
         schema = data.get("schema")
         if schema not in READ_SCHEMAS:
-            raise MalformedResultError(f"'schema' is {schema!r}, expected {SCHEMA!r} (or {READ_SCHEMAS[0]!r})")
+            raise MalformedResultError(f"'schema' is {schema!r}, expected {SCHEMA!r} (or an earlier "
+                                       f"{', '.join(map(repr, READ_SCHEMAS[:-1]))})")
         return cls(
             tool_version=READ.as_str(READ.get(data, "tool_version"), "tool_version"),
             started_at=READ.as_str(READ.get(data, "started_at"), "started_at"),
             interrupted=READ.as_bool(READ.get(data, "interrupted"), "interrupted"),
             options=read_run_options(READ.get(data, "options"), "options"),
             server=_server(data.get("server")),
+            agents=read_agents(data.get("agents"), "agents"),
             **measurements(data),
         )
 
@@ -230,6 +238,7 @@ class BenchResult:
         plain = asdict(self)
         connections_opened = plain.pop("connections_opened")
         plain["server"] = None if self.server is None else self.server.to_dict()
+        plain["agents"] = None if self.agents is None else self.agents.to_dict()
         plain["options"]["load"]["stages"] = stages_as_lists(self.options.load.stages)
         plain["options"]["http"]["headers"] = [list(pair) for pair in self.options.http.headers]
         plain["options"]["targets"] = [  # a target's own method only when its URL file line named one

@@ -1,0 +1,113 @@
+"""A load agent: the code that runs on a Ray node, as an actor (``_ray`` wraps this class with
+``ray.remote`` when it starts agents). It runs only pounder's engine, on the spec the driver
+gives it, and answers in plain values: nothing here imports Ray at module level, so the class
+is importable (and testable) without it.
+
+Every method returns at once (the engine runs in its own threads), so one thread per actor is
+enough: ``poll`` and ``cancel`` never queue behind a long call.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import time
+from typing import TYPE_CHECKING, Any
+
+from pounder._version import __version__
+
+if TYPE_CHECKING:
+    from pounder._engine import EngineSpec, Run
+
+PROBE_TIMEOUT_S = 3.0
+
+
+def _host_port(tcp: str) -> tuple[str, int]:
+    host, _, port = tcp.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _is_loopback(host: str) -> bool:
+    address = ipaddress.ip_address(host)
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+class Agent:
+    """One agent of a distributed bench: it says who it is, tells the time, checks that it may
+    and can reach the targets, then runs its share of the load and reports on it."""
+
+    def __init__(self) -> None:
+        self._run: Run | None = None
+
+    def hello(self) -> dict[str, Any]:
+        """Versions and identity: the driver refuses an agent whose pounder differs from its own."""
+        from pounder import _engine
+
+        try:
+            import ray
+
+            context = ray.get_runtime_context()
+            node_id, node_ip = context.get_node_id(), ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+        except Exception:  # outside Ray (a test of this class)
+            node_id, node_ip = "", ""
+        return {
+            "pounder": __version__,
+            "engine": _engine.__version__,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "node_id": node_id,
+            "node_ip": node_ip,
+            "cpus": os.cpu_count() or 1,
+        }
+
+    def clock(self) -> float:
+        """This machine's clock, seconds since the epoch."""
+        return time.time()
+
+    def check(self, spec: EngineSpec, allow_remote: bool) -> str | None:
+        """Why this agent cannot send the spec's requests (None when it can): a target that is not
+        this machine's loopback without ``allow_remote``, or one it cannot connect to. The rule is
+        checked here, where the requests leave, not where the command was typed."""
+        for address in sorted({target.get("tcp") or target.get("unix") or "" for target in spec["targets"]}):
+            unix = not any(target.get("tcp") == address for target in spec["targets"])
+            if not unix:
+                host, port = _host_port(address)
+                if not allow_remote and not _is_loopback(host):
+                    return f"target {address} is not on this machine's loopback (--allow-remote allows it)"
+            try:
+                if unix:
+                    with socket.socket(socket.AF_UNIX) as sock:
+                        sock.settimeout(PROBE_TIMEOUT_S)
+                        sock.connect(address)
+                else:
+                    socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
+            except OSError as error:
+                return f"cannot connect to {address}: {error.strerror or error}"
+        return None
+
+    def start(self, spec: EngineSpec) -> str | None:
+        """Start the engine on ``spec`` (it waits for the spec's start time); the engine's refusal
+        as a message, None once it runs."""
+        from pounder import _engine
+
+        if self._run is not None:
+            return "this agent already runs a load"
+        try:
+            self._run = _engine.start(spec)
+        except ValueError as error:
+            return f"the engine rejected the spec: {error}"
+        return None
+
+    def poll(self) -> tuple[dict[str, Any], str | None]:
+        """The engine's progress, and its result JSON once the run is over (else None)."""
+        if self._run is None:
+            return {"phase": "waiting", "elapsed_s": 0.0, "complete": 0, "failed": 0, "rate": 0.0}, None
+        return dict(self._run.progress()), self._run.result()
+
+    def cancel(self) -> None:
+        """Stop issuing requests; the result still comes, with what was measured."""
+        if self._run is not None:
+            self._run.cancel()

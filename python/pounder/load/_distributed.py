@@ -1,0 +1,140 @@
+"""What a bench run by several agents records about them: the ``agents`` section of a bench
+result (``pounder/bench-result/3``). The merged measurements are the result's own fields; this
+is who sent them, from where, when each began and how busy each was, so a reader can tell a
+load generator that was the limit, a late start or a lost agent from the server's behaviour."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pounder._errors import public
+from pounder.load._measured import READ
+
+SATURATED = 0.9
+"""An agent whose engine used this share of the CPU it could use was probably the limit."""
+MAX_START_SKEW_MS = 50.0
+"""Agents that began further apart than this did not load the server together at first."""
+MAX_CLOCK_ERROR_MS = 5.0
+"""A clock offset known no better than this can put a request in the wrong second of the series."""
+
+
+@public
+@dataclass(frozen=True)
+class AgentReport:
+    """One agent: where it ran, its share, what it measured on its own, and whether it was lost.
+
+    ``offset_ms`` is the agent's clock minus the driver's, measured from the fastest of several
+    round trips; ``clock_error_ms`` is half that round trip (the offset is known to ± that).
+    ``began_ms`` is when its load began, after the earliest agent's, in the driver's clock (None
+    when it never began). ``cpu_busy`` is its engine's CPU time over the CPU it could use (its
+    threads, at most the node's cores, for the whole run); None without a result. A lost agent
+    (``lost`` says why) keeps the counts it last reported; they are not in the merged totals."""
+
+    index: int
+    host: str
+    node_id: str
+    node_ip: str
+    pid: int
+    connections: int
+    threads: int
+    offset_ms: float
+    clock_error_ms: float
+    began_ms: float | None
+    complete: int
+    failed: int
+    elapsed_s: float
+    client_cpu_s: float
+    cpu_busy: float | None
+    p50_us: int | None
+    p90_us: int | None
+    p99_us: int | None
+    max_us: int | None
+    lost: str | None
+
+    @property
+    def saturated(self) -> bool:
+        return self.cpu_busy is not None and self.cpu_busy >= SATURATED
+
+
+@public
+@dataclass(frozen=True)
+class Agents:
+    """The agents of a distributed run. ``address`` is the Ray cluster as given ("local", "auto" or
+    HOST:PORT); ``per_node`` how many agents shared a node; ``start_skew_ms`` the spread of their
+    ``began_ms`` (None when fewer than two began)."""
+
+    address: str
+    per_node: int
+    nodes: int
+    start_skew_ms: float | None
+    members: tuple[AgentReport, ...]
+
+    @property
+    def partial(self) -> bool:
+        """An agent was lost: the merged figures lack its share."""
+        return any(agent.lost is not None for agent in self.members)
+
+    @property
+    def clock_error_ms(self) -> float:
+        return max((agent.clock_error_ms for agent in self.members), default=0.0)
+
+    def warnings(self) -> list[str]:
+        """What a reader must know before trusting the merged figures."""
+        notes = [f"agent {agent.index} ({agent.host}) was lost: {agent.lost}; its share is not in the figures "
+                 f"({agent.complete:,} complete, {agent.failed:,} failed when last heard)"
+                 for agent in self.members if agent.lost is not None]
+        notes += [f"agent {agent.index} ({agent.host}) used {agent.cpu_busy:.0%} of the CPU it could use: the load "
+                  "generator, not the server, may have been the limit"
+                  for agent in self.members if agent.saturated and agent.cpu_busy is not None]
+        if self.start_skew_ms is not None and self.start_skew_ms > MAX_START_SKEW_MS:
+            notes.append(f"the agents began {self.start_skew_ms:.1f} ms apart (more than {MAX_START_SKEW_MS:g} ms): "
+                         "the first second did not see the whole load")
+        if self.clock_error_ms > MAX_CLOCK_ERROR_MS:
+            notes.append(f"clock offsets are known only to ±{self.clock_error_ms:.1f} ms: a request near a second's "
+                         "edge can be counted in the next second of the series")
+        return notes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "members": [asdict(agent) for agent in self.members]}
+
+    @classmethod
+    def from_dict(cls, value: object, key: str) -> Agents:
+        members = READ.list_of(lambda item, where: READ.record(AgentReport, item, where))
+        agents: Agents = READ.record(cls, value, key, members=members)
+        return agents
+
+
+def read_agents(value: object, key: str) -> Agents | None:
+    """The ``agents`` section of a result, None when the run had no agents."""
+    return None if value is None else Agents.from_dict(value, key)
+
+
+def agent_report(
+    index: int, hello: Mapping[str, Any], share: Mapping[str, Any], clock: tuple[float, float],
+    began_ms: float | None, result: Mapping[str, Any] | None, last: Mapping[str, Any], lost: str | None,
+) -> AgentReport:
+    """One agent's record from what it said (``hello``), its share of the spec, its clock
+    (offset, error in ms), and its engine result (None when lost: then ``last`` progress)."""
+    threads = int(share["threads"])
+    cpu_s = busy = None
+    latency: Mapping[str, Any] = {}
+    if result is not None:
+        cpu = result["client_cpu"]
+        cpu_s = cpu["user_s"] + cpu["sys_s"]
+        wall_s = result["elapsed_s"] + result["warmup"]["elapsed_s"]
+        usable = min(threads, int(hello["cpus"])) * wall_s
+        busy = cpu_s / usable if usable > 0 else None
+        latency = result["latency"]["corrected"]["percentiles"] if result["latency"]["corrected"]["count"] else {}
+    counts = result["requests"] if result is not None else last
+    return AgentReport(
+        index=index, host=str(hello["host"]), node_id=str(hello["node_id"]), node_ip=str(hello["node_ip"]),
+        pid=int(hello["pid"]), connections=int(share["connections"]), threads=threads,
+        offset_ms=clock[0], clock_error_ms=clock[1], began_ms=began_ms,
+        complete=int(counts["complete"]), failed=int(counts["failed"]),
+        elapsed_s=float(result["elapsed_s"] if result is not None else last["elapsed_s"]),
+        client_cpu_s=cpu_s or 0.0, cpu_busy=busy,
+        p50_us=latency.get("50"), p90_us=latency.get("90"), p99_us=latency.get("99"), max_us=latency.get("100"),
+        lost=lost,
+    )  # fmt: skip

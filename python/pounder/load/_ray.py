@@ -1,0 +1,438 @@
+"""Load from many machines: agents on a Ray cluster, each running the engine on its share of one
+spec, started together and merged exactly.
+
+The driver (this module, in the ``pounder`` process) connects to the cluster, places the agents
+(a placement group: one per node unless ``per_node`` packs them), checks versions and that every
+agent may and can reach the targets, estimates each agent's clock offset from the fastest of
+several round trips, and gives every agent its share with one start time in that agent's own
+clock. While they run it polls them (``on_progress`` sees the sums); an agent that dies or falls
+silent is lost: the others finish, and the result says it is partial. The merge adds the agents'
+histograms (``pounder._engine.merge``): the figures are those of one run, not averages.
+
+What travels: the spec to the agents; progress counters and, at the end, each agent's encoded
+histograms back. Never a per-request record. Ray is imported only here, and only when asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from pounder._errors import PounderError, UsageError, check_type, public
+from pounder._files import utc_timestamp
+from pounder._version import __version__
+from pounder.load._agent import Agent, _is_loopback
+from pounder.load._bench import POLL_INTERVAL_S, Progress, ProgressCallback, _load_engine
+from pounder.load._distributed import Agents, agent_report
+from pounder.load._measured import MalformedResultError
+from pounder.load._result import BenchResult
+from pounder.load._spec import BenchSpec
+
+if TYPE_CHECKING:
+    from pounder._engine import EngineSpec
+
+RAY_EXTRA = "pip install 'pounder[ray]'"
+LOCAL, AUTO = "local", "auto"
+CONNECT_TIMEOUT_S = 3.0
+HELLO_TIMEOUT_S = 120.0
+"""A cold agent imports Ray and pounder first: seconds each on a busy node."""
+PLACEMENT_TIMEOUT_S = 60.0
+SILENCE_S = 10.0
+"""An agent that answers no poll for this long is lost."""
+CLOCK_ROUNDS = 8
+MIN_LEAD_S = 1.0
+"""The start is at least this far ahead of the moment the last agent got its share."""
+CURRENT_CLUSTER = Path("/tmp/ray/ray_current_cluster")
+_PHASES = ("waiting", "warmup", "measure", "drain", "done")
+
+
+@public
+@dataclass(frozen=True)
+class Cluster:
+    """Where a distributed bench runs: ``address`` is "local" (a one-machine Ray cluster that pounder
+    starts on loopback and stops afterwards), "auto" (the cluster in ``RAY_ADDRESS`` or the one this
+    machine last started) or the head's HOST:PORT; ``agents`` how many (default: one per node times
+    ``per_node``); ``per_node`` how many agents may share a node (default 1; with "local", all)."""
+
+    address: str
+    agents: int | None = None
+    per_node: int | None = None
+
+    def __post_init__(self) -> None:
+        check_type(self.address, str, "--ray", "a string")
+        for value, what in ((self.agents, "--agents"), (self.per_node, "--agents-per-node")):
+            check_type(value, int, what, "a whole number", optional=True)
+            if value is not None and not 1 <= value <= 1000:
+                raise UsageError(f"{what} must be between 1 and 1000, got {value}")
+        if self.address not in (LOCAL, AUTO):
+            _host_port(self.address)
+
+    @property
+    def local(self) -> bool:
+        return self.address == LOCAL
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    if address.startswith("ray://"):
+        raise UsageError("--ray takes the cluster's HOST:PORT (its GCS address), not a ray:// client address")
+    host, colon, port = address.rpartition(":")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--ray must be local, auto or HOST:PORT (the head's address, e.g. 10.0.0.5:6379), "
+                         f"not {address!r}")
+    return host.strip("[]"), int(port)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return _is_loopback(host)
+    except ValueError:
+        return host == "localhost"
+
+
+def _resolve_auto() -> str:
+    address = os.environ.get("RAY_ADDRESS") or (CURRENT_CLUSTER.read_text().strip()
+                                                 if CURRENT_CLUSTER.is_file() else "")  # fmt: skip
+    if not address:
+        raise PounderError(f"no Ray cluster found: --ray auto reads RAY_ADDRESS and {CURRENT_CLUSTER}; "
+                           "name one with --ray HOST:PORT, or use --ray local")
+    return address
+
+
+def _import_ray(loopback: bool) -> ModuleType:
+    # Ray replaces 127.0.0.1 with the machine's outward address (toward 8.8.8.8) when it guesses
+    # the node's IP, unless this is set before it is imported (ray-project/ray#59110). A cluster
+    # on loopback then stays on loopback.
+    if loopback:
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    try:
+        import ray
+    except ImportError:
+        raise UsageError(f"--ray needs Ray, which is not installed: {RAY_EXTRA}") from None
+    return ray
+
+
+@contextmanager
+def _kept_signal_handlers() -> Iterator[None]:
+    """``ray.init`` makes SIGTERM exit at once; pounder's handlers (stop, write what was measured,
+    exit 143) are put back."""
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+
+
+@contextmanager
+def connect(cluster: Cluster) -> Iterator[ModuleType]:
+    """Ray, connected to ``cluster`` (started on loopback for "local"); disconnected afterwards, and
+    a local cluster stopped. :class:`~pounder.UsageError` without Ray; :class:`~pounder.PounderError`
+    when nothing answers at the address (probed first: Ray itself retries for a minute or two)."""
+    address = _resolve_auto() if cluster.address == AUTO else cluster.address
+    host, port = ("127.0.0.1", 0) if cluster.local else _host_port(address)
+    ray = _import_ray(_loopback(host))
+    if not cluster.local:
+        try:
+            socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+        except OSError as error:
+            raise PounderError(f"no Ray cluster at {address}: {error.strerror or error}") from None
+    options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR, "namespace": "pounder"}
+    if cluster.local:
+        options |= {"address": "local", "_node_ip_address": "127.0.0.1", "include_dashboard": False,
+                    "dashboard_host": "127.0.0.1", "num_cpus": 1, "object_store_memory": 80 << 20}
+    else:
+        options["address"] = address
+    with _kept_signal_handlers():
+        try:
+            ray.init(**options)
+        except (ConnectionError, RuntimeError, ValueError) as error:
+            raise PounderError(f"cannot join the Ray cluster at {address}: {str(error).splitlines()[0]}") from None
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+# ---------------------------------------------------------------------------------------------
+# The driver
+
+
+@dataclass
+class _Member:
+    """What the driver knows of one agent while it runs."""
+
+    index: int
+    actor: Any
+    share: EngineSpec
+    hello: Mapping[str, Any]
+    offset_s: float = 0.0
+    error_s: float = 0.0
+    last: Mapping[str, Any] | None = None
+    heard: float = 0.0
+    pending: Any = None
+    result: dict[str, Any] | None = None
+    lost: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.result is None and self.lost is None
+
+
+def _get(ray: ModuleType, refs: list[Any], timeout_s: float, what: str) -> list[Any]:
+    try:
+        values: list[Any] = ray.get(refs, timeout=timeout_s)
+    except ray.exceptions.GetTimeoutError:
+        raise PounderError(f"the agents did not {what} within {timeout_s:g} s") from None
+    except ray.exceptions.RayError as error:
+        raise PounderError(f"an agent failed to {what}: {str(error).splitlines()[0]}") from None
+    return values
+
+
+def _clock(ray: ModuleType, actor: Any) -> tuple[float, float]:
+    """(offset, error) in seconds: the agent's clock minus the driver's, from the fastest round trip."""
+    best: tuple[float, float] | None = None
+    for _ in range(CLOCK_ROUNDS):
+        before = time.time()
+        theirs = ray.get(actor.clock.remote(), timeout=HELLO_TIMEOUT_S)
+        after = time.time()
+        if best is None or after - before < 2 * best[1]:
+            best = (theirs - (before + after) / 2, (after - before) / 2)
+    assert best is not None
+    return best
+
+
+def _agent_file(path: str | None, index: int) -> str | None:
+    """An agent's own TSV or HDR log: the path with ``.agent-N`` before its suffix, on its machine."""
+    if path is None:
+        return None
+    file = Path(path)
+    return str(file.with_name(f"{file.stem}.agent-{index}{file.suffix}"))
+
+
+class _Driver:
+    def __init__(self, ray: ModuleType, spec: BenchSpec, cluster: Cluster, on_progress: ProgressCallback | None):
+        self.ray, self.spec, self.cluster, self.on_progress = ray, spec, cluster, on_progress
+        self.members: list[_Member] = []
+        self.interrupted = False
+
+    # -- before the start: place, greet, check, synchronise --------------------------------
+
+    def place(self) -> tuple[Any, int, int]:
+        """The placement group and the agents' count and packing."""
+        ray = self.ray
+        nodes = [node for node in ray.nodes() if node.get("Alive")]
+        per_node = self.cluster.per_node or (self.cluster.agents or 1 if self.cluster.local else 1)
+        count = self.cluster.agents or len(nodes) * per_node
+        for index in range(count):  # every share is valid before anything starts
+            self.spec.share_spec(index, count)
+        groups = math.ceil(count / per_node)
+        if groups > len(nodes):
+            raise UsageError(f"{count} agents at {per_node} per node need {groups} nodes; the cluster has "
+                             f"{len(nodes)} (--agents-per-node packs more agents on a node)")
+        from ray.util.placement_group import placement_group
+
+        group = placement_group([{"CPU": 1}] * groups, strategy="STRICT_SPREAD" if groups > 1 else "PACK")
+        ready, _ = ray.wait([group.ready()], timeout=PLACEMENT_TIMEOUT_S)
+        if not ready:
+            ray.util.remove_placement_group(group)
+            raise PounderError(f"the cluster did not give {groups} nodes a free CPU each within "
+                               f"{PLACEMENT_TIMEOUT_S:g} s: are other jobs holding them?")
+        return group, count, per_node
+
+    def start_agents(self, group: Any, count: int, per_node: int) -> None:
+        ray = self.ray
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        remote = ray.remote(num_cpus=1 / per_node, max_restarts=0, max_task_retries=0)(Agent)
+        actors = [remote.options(scheduling_strategy=PlacementGroupSchedulingStrategy(group, index // per_node))
+                  .remote() for index in range(count)]  # fmt: skip
+        self.members = [_Member(index, actor, self.spec.share_spec(index, count), {})
+                        for index, actor in enumerate(actors)]  # fmt: skip
+        hellos = _get(ray, [actor.hello.remote() for actor in actors], HELLO_TIMEOUT_S, "start")
+        from pounder import _engine
+
+        for member, hello in zip(self.members, hellos, strict=True):
+            member.hello = hello
+            if (hello["pounder"], hello["engine"]) != (__version__, _engine.__version__):
+                raise PounderError(f"agent {member.index} on {hello['host']} runs pounder {hello['pounder']} "
+                                   f"(engine {hello['engine']}), this is {__version__} (engine {_engine.__version__})")
+
+    def check(self) -> None:
+        refs = [m.actor.check.remote(m.share, self.spec.allow_remote) for m in self.members]
+        for member, problem in zip(self.members, _get(self.ray, refs, HELLO_TIMEOUT_S, "check the targets"),
+                                   strict=True):  # fmt: skip
+            if problem is not None:
+                raise PounderError(f"agent {member.index} on {member.hello['host']}: {problem}")
+
+    def launch(self) -> None:
+        for member in self.members:
+            member.offset_s, member.error_s = _clock(self.ray, member.actor)
+        lead = max(MIN_LEAD_S, 10 * 2 * max(m.error_s for m in self.members))
+        start_at = time.time() + lead
+        for member in self.members:
+            member.share = {
+                **member.share, "export_histograms": True,
+                "start_at_unix_us": round((start_at + member.offset_s) * 1e6),
+                "tsv_path": _agent_file(self.spec.tsv_path, member.index),
+                "hdr_log_path": _agent_file(self.spec.hdr_log_path, member.index),
+            }  # fmt: skip
+        refused = _get(self.ray, [m.actor.start.remote(m.share) for m in self.members], HELLO_TIMEOUT_S, "start")
+        now = time.monotonic()
+        for member in self.members:
+            member.heard = now
+        for member, problem in zip(self.members, refused, strict=True):
+            if problem is not None:
+                self.cancel()
+                raise PounderError(f"agent {member.index} on {member.hello['host']}: {problem}")
+
+    # -- the run ----------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        for member in self.members:
+            if member.active:
+                member.actor.cancel.remote()
+
+    def poll(self) -> None:
+        """One round: ask every active agent, take what came within the poll interval, and declare
+        lost an agent whose process died or that stayed silent too long."""
+        ray, exceptions = self.ray, self.ray.exceptions
+        active = [m for m in self.members if m.active]
+        for member in active:
+            if member.pending is None:
+                member.pending = member.actor.poll.remote()
+        ray.wait([m.pending for m in active], num_returns=len(active), timeout=POLL_INTERVAL_S)
+        now = time.monotonic()
+        for member in active:
+            ready, _ = ray.wait([member.pending], timeout=0)
+            if ready:
+                ref, member.pending = member.pending, None
+                try:
+                    progress, result = ray.get(ref)
+                except exceptions.ActorUnavailableError:  # temporary: its node may come back
+                    pass
+                except exceptions.RayError as error:
+                    member.lost = f"it died ({type(error).__name__})"
+                    continue
+                else:
+                    member.heard, member.last = now, progress
+                    if result is not None:
+                        member.result = json.loads(result)
+                        continue
+            if now - member.heard > SILENCE_S:
+                member.lost = f"it answered nothing for {SILENCE_S:g} s"
+                ray.kill(member.actor, no_restart=True)
+
+    def progress(self) -> Progress:
+        lasts = [m.last or {} for m in self.members if m.lost is None]
+        phases = [str(last.get("phase", "waiting")) for last in lasts] or ["done"]
+        load = self.spec.load
+        return Progress(
+            phase=min(phases, key=lambda phase: _PHASES.index(phase) if phase in _PHASES else 0),
+            elapsed_s=max((float(last.get("elapsed_s", 0.0)) for last in lasts), default=0.0),
+            complete=sum(int(last.get("complete", 0)) for last in lasts),
+            failed=sum(int(last.get("failed", 0)) for last in lasts),
+            rate=sum(float(last.get("rate", 0.0)) for last in lasts),
+            planned_s=load.duration_s, planned_requests=load.requests, interrupted=self.interrupted,
+        )  # fmt: skip
+
+    def follow(self) -> None:
+        while any(m.active for m in self.members):
+            try:
+                self.poll()
+                if self.on_progress is not None:
+                    self.on_progress(self.progress())
+            except KeyboardInterrupt:
+                if self.interrupted:
+                    raise
+                self.interrupted = True
+                self.cancel()
+            except BaseException:  # the progress callback stopped the run
+                self.cancel()
+                raise
+
+    # -- the result -------------------------------------------------------------------------
+
+    def result(self, started_at: str) -> BenchResult:
+        done = [m for m in self.members if m.result is not None]
+        if not done:
+            reasons = "; ".join(f"agent {m.index}: {m.lost}" for m in self.members if m.lost)
+            raise PounderError(f"no agent returned a result ({reasons})")
+        for member in done:  # every time in the driver's clock
+            assert member.result is not None
+            for key in ("start_unix_us", "measure_start_unix_us", "began_unix_us"):
+                if member.result.get(key) is not None:
+                    member.result[key] -= round(member.offset_s * 1e6)
+        began = {m.index: m.result["began_unix_us"] for m in done if m.result and m.result.get("began_unix_us")}
+        first = min(began.values(), default=None)
+        agents = Agents(
+            address=self.cluster.address,
+            per_node=self.cluster.per_node or (len(self.members) if self.cluster.local else 1),
+            nodes=len({m.hello["node_id"] for m in self.members}),
+            start_skew_ms=(max(began.values()) - min(began.values())) / 1000 if len(began) > 1 else None,
+            members=tuple(
+                agent_report(m.index, m.hello, m.share, (m.offset_s * 1000, m.error_s * 1000),
+                             None if first is None or m.index not in began else (began[m.index] - first) / 1000,
+                             m.result, m.last or {"complete": 0, "failed": 0, "elapsed_s": 0.0}, m.lost)
+                for m in self.members
+            ),
+        )  # fmt: skip
+        engine = _load_engine()
+        try:
+            merged = engine.merge([json.dumps(m.result) for m in done])
+            return BenchResult.from_engine(
+                merged, options=self.spec.run_options(), started_at=started_at, interrupted=self.interrupted,
+                tool_version=__version__, agents=agents,
+            )  # fmt: skip
+        except (ValueError, MalformedResultError) as error:
+            raise PounderError(f"the agents' results cannot be merged: {error}") from None
+
+
+def check_distributable(spec: BenchSpec) -> None:
+    """What a distributed run cannot do, refused before anything starts."""
+    load = spec.load
+    if load.warmup_requests and not load.is_open:
+        raise UsageError("with --ray, --warmup takes a time (--warmup 5s): agents finish a count of warm-up "
+                         "requests at different moments, and their measured phases would not begin together")
+
+
+@public
+def run_bench_ray(spec: BenchSpec, cluster: Cluster, on_progress: ProgressCallback | None = None) -> BenchResult:
+    """Run ``spec`` from the agents of ``cluster`` and return the merged result (its ``agents``
+    section says who sent what). Ctrl-C stops every agent and keeps what they measured; an agent
+    lost mid-run leaves ``result.agents.partial`` set. Raises :class:`~pounder.UsageError` on bad
+    input or without Ray, :class:`~pounder.PounderError` when the cluster cannot run the agents."""
+    check_type(spec, BenchSpec, "run_bench_ray: spec", "a BenchSpec")
+    check_type(cluster, Cluster, "run_bench_ray: cluster", "a Cluster")
+    check_distributable(spec)
+    if cluster.agents is not None:
+        for index in range(cluster.agents):
+            spec.share_spec(index, cluster.agents)
+    with connect(cluster) as ray:
+        driver = _Driver(ray, spec, cluster, on_progress)
+        group = None
+        try:
+            group, count, per_node = driver.place()
+            driver.start_agents(group, count, per_node)
+            driver.check()
+            started_at = utc_timestamp()
+            driver.launch()
+            driver.follow()
+            return driver.result(started_at)
+        finally:
+            for member in driver.members:
+                ray.kill(member.actor, no_restart=True)
+            if group is not None:
+                ray.util.remove_placement_group(group)

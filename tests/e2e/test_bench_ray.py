@@ -1,0 +1,238 @@
+"""Load from many machines: ``bench --ray`` on a real Ray cluster of three nodes, all on loopback
+(``ray.cluster_utils.Cluster``, every node ``node_ip_address="127.0.0.1"``), against the counting
+test server. What each test checks comes from outside the merge: the server's own count, the
+agents' own per-request TSV files, a run without Ray at the same rate, the processes left."""
+
+from __future__ import annotations
+
+import csv
+import ipaddress
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+# Before Ray is imported: keep a cluster on 127.0.0.1 on loopback (Ray would otherwise dial the
+# machine's outward address, ray-project/ray#59110), and send no usage statistics.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster as RayCluster  # noqa: E402
+
+from pounder import BenchResult, PounderError, UsageError, bench  # noqa: E402
+from pounder.load import BenchSpec, Cluster, run_bench_ray  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore")  # Ray's own deprecation warnings
+NODE = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "dashboard_host": "127.0.0.1"}
+PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+RAY_NAMES = ("raylet", "gcs_server", "ray::", "plasma_store", "dashboard", "runtime_env", "log_monitor", "monitor.py")
+
+
+def _ray_processes() -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        text = proc.info["name"] + " " + " ".join(proc.info["cmdline"] or [])
+        if any(name in text for name in RAY_NAMES) and proc.pid != os.getpid():
+            found.append(proc)
+    return found
+
+
+def _agents() -> list[psutil.Process]:
+    return [proc for proc in psutil.process_iter(["name", "cmdline"])
+            if "ray::Agent" in (proc.info["name"] or "") + " ".join(proc.info["cmdline"] or [])]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """Three Ray nodes of one CPU each on 127.0.0.1; its address. Shut down after the module."""
+    nodes = RayCluster(initialize_head=True, head_node_args={**NODE, "include_dashboard": False})
+    try:
+        for _ in range(2):
+            nodes.add_node(**NODE)
+        nodes.wait_for_nodes()
+        yield nodes.address
+    finally:
+        nodes.shutdown()
+
+
+def _tsv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as file:
+        return list(csv.DictReader(file, delimiter="\t"))
+
+
+def test_no_ray_process_listens_off_loopback(cluster: str) -> None:
+    """ShadowRay (CVE-2023-48022): Ray's APIs have no authentication; pounder's cluster listens
+    on loopback only."""
+    pids = {proc.pid for proc in _ray_processes()}
+    assert pids
+    listening = [conn for conn in psutil.net_connections("inet") if conn.status == "LISTEN" and conn.pid in pids]
+    assert listening
+    outward = []
+    for conn in listening:
+        address = ipaddress.ip_address(conn.laddr.ip)
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if not address.is_loopback:
+            outward.append(conn)
+    assert outward == []
+
+
+def test_counts_are_exact_over_three_agents(cluster: str, testserver: Any, tmp_path: Path) -> None:
+    srv = testserver(mode="ok")
+    result = bench(srv.url + "/", connections=6, requests=30_000, ray=cluster, agents=3)
+    agents = result.agents
+    assert agents is not None and not agents.partial
+    assert srv.stats()["requests"] == 30_000
+    assert result.requests.complete == 30_000 and result.requests.failed == 0
+    assert [a.complete for a in agents.members] == [10_000, 10_000, 10_000]
+    assert [a.connections for a in agents.members] == [2, 2, 2]
+    assert agents.nodes == 3 and len({a.node_id for a in agents.members}) == 3  # one per node
+    assert agents.start_skew_ms is not None and agents.start_skew_ms < 50
+    assert all(abs(a.offset_ms) < 50 and a.clock_error_ms < 50 for a in agents.members)  # one machine, one clock
+    assert result.latency.corrected.count == 30_000
+    assert sum(sample.complete for sample in result.series) == 30_000
+    # written and read back as any result is
+    back = BenchResult.from_json(result.to_json())
+    assert back.agents == agents
+
+
+def test_merged_histogram_is_the_agents_requests(cluster: str, testserver: Any, tmp_path: Path) -> None:
+    """The merged percentiles are those of every request the agents timed (their own TSV files),
+    and a 20 ms server reads as 20 ms."""
+    srv = testserver(mode="ok", delay_ms=20)
+    tsv = tmp_path / "requests.tsv"
+    result = bench(srv.url + "/", connections=6, requests=900, ray=cluster, agents=3, tsv_path=str(tsv))
+    rows = [row for index in range(3) for row in _tsv(tmp_path / f"requests.agent-{index}.tsv")]
+    assert len(rows) == 900 == result.requests.complete == srv.stats()["requests"]
+    latencies = sorted(int(row["latency_us"]) for row in rows)
+    for percent in ("50", "90", "99"):
+        exact = latencies[math.ceil(len(latencies) * float(percent) / 100) - 1]  # the value at that rank
+        merged = result.latency.corrected.percentiles[percent]
+        assert abs(merged - exact) <= exact / 1000 + 1, (percent, merged, exact)  # 3 significant digits
+    assert abs(result.latency.corrected.percentiles["50"] / 1000 - 20) <= 2
+    assert result.latency.corrected.max_us >= latencies[-1]
+
+
+def test_open_loop_sends_the_one_schedule(cluster: str, testserver: Any, tmp_path: Path) -> None:
+    """--rate 600 -d 10s over three agents: 6,000 arrivals, every 1/600 s of one schedule (no
+    bursts of three), and the freeze server's corrected p90 as a run from this machine sees it."""
+    srv = testserver(mode="freeze", delay_ms=2)
+    tsv = tmp_path / "open.tsv"
+    result = bench(srv.url + "/", rate="600", duration="10s", ray=cluster, agents=3, tsv_path=str(tsv))
+    arrivals = result.requests.complete + result.requests.failed + result.requests.unsent
+    assert abs(arrivals - 6000) <= 60
+    rows = [row for index in range(3) for row in _tsv(tmp_path / f"open.agent-{index}.tsv")]
+    offsets = sorted(int(row["intended_offset_us"]) for row in rows)
+    gaps = [b - a for a, b in zip(offsets, offsets[1:], strict=False)]
+    assert min(gaps) >= 1500 and max(gaps) <= 1800, (min(gaps), max(gaps))  # 1,667 us apart, never together
+    alone = bench(srv.url + "/", rate="600", duration="10s")
+    p90, alone_p90 = result.latency.corrected.percentiles["90"], alone.latency.corrected.percentiles["90"]
+    assert abs(p90 - alone_p90) <= 0.15 * alone_p90, (p90, alone_p90)
+
+
+def test_a_lost_agent_leaves_a_partial_result(cluster: str, testserver: Any) -> None:
+    srv = testserver(mode="ok", delay_ms=5)
+    killed: list[int] = []
+
+    def kill_one(progress: Any) -> None:
+        if progress.elapsed_s > 1 and not killed:
+            victim = _agents()[0]
+            killed.append(victim.pid)
+            victim.kill()
+
+    spec = BenchSpec.from_options(srv.url + "/", connections=6, duration="4s")
+    result = run_bench_ray(spec, Cluster(cluster, agents=3), on_progress=kill_one)
+    agents = result.agents
+    assert killed and agents is not None and agents.partial
+    lost = [a for a in agents.members if a.lost is not None]
+    assert [a.pid for a in lost] == killed
+    assert lost[0].complete > 0  # what it reported before it died
+    finished = [a for a in agents.members if a.lost is None]
+    assert len(finished) == 2 and all(a.elapsed_s >= 3.9 for a in finished)
+    assert result.requests.complete == sum(a.complete for a in finished)  # the lost share is not in it
+    assert "was lost" in "\n".join(agents.warnings())
+    assert not _agents()
+
+
+def test_ctrl_c_stops_every_agent_and_keeps_the_result(cluster: str, testserver: Any, tmp_path: Path) -> None:
+    srv = testserver(mode="ok", delay_ms=5)
+    out = tmp_path / "r.json"
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
+    proc = subprocess.Popen([sys.executable, "-m", "pounder", "bench", srv.url + "/", "-c", "3", "-d", "30s",
+                             "--ray", cluster, "--json", str(out)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while srv.stats()["requests"] < 100 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stdout + stderr
+    result = BenchResult.from_json(out.read_text())
+    assert result.interrupted and result.agents is not None and len(result.agents.members) == 3
+    assert 0 < result.requests.complete <= srv.stats()["requests"]
+    time.sleep(1)
+    assert not _agents()
+
+
+def test_errors_are_one_line(cluster: str, free_port: int, cli: Any) -> None:
+    dead = cli(f"http://127.0.0.1:{free_port}/", "-n", "10", "--ray", f"127.0.0.1:{free_port}", timeout_s=30)
+    assert dead.returncode == 1 and dead.stderr.startswith(f"pounder: error: no Ray cluster at 127.0.0.1:{free_port}")
+    assert dead.stderr.count("\n") == 1
+    unreachable = cli(f"http://127.0.0.1:{free_port}/", "-n", "10", "--ray", cluster, timeout_s=180)
+    assert unreachable.returncode == 1, unreachable.stderr
+    assert "cannot connect to 127.0.0.1:" in unreachable.stderr and unreachable.stderr.count("\n") == 1
+    too_many = cli(f"http://127.0.0.1:{free_port}/", "-n", "10", "--ray", cluster, "--agents", "4",
+                       timeout_s=120)  # fmt: skip
+    assert too_many.returncode == 2 and "need 4 nodes; the cluster has 3" in too_many.stderr
+
+
+def test_without_ray_the_error_names_the_extra(free_port: int) -> None:
+    code = ("import sys; sys.modules['ray'] = None; sys.argv = ['pounder', 'bench', 'http://127.0.0.1:1/', "
+            "'--ray', 'local']; from pounder.__main__ import main; main()")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(PYTHON_DIR)}, check=False)  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == "pounder: error: --ray needs Ray, which is not installed: pip install 'pounder[ray]'\n"
+
+
+def test_refused_combinations() -> None:
+    with pytest.raises(UsageError, match="--warmup takes a time"):
+        run_bench_ray(BenchSpec.from_options("http://127.0.0.1:1/", warmup="100"), Cluster("local"))
+    with pytest.raises(UsageError, match="need --ray"):
+        bench("http://127.0.0.1:1/", agents=2)
+    with pytest.raises(UsageError, match="--server-"):
+        bench("http://127.0.0.1:1/", ray="local", server_pid=os.getpid())
+    with pytest.raises(UsageError, match="HOST:PORT"):
+        Cluster("somewhere")
+    with pytest.raises(UsageError, match="3 agents need at least 3 connections"):
+        run_bench_ray(BenchSpec.from_options("http://127.0.0.1:1/", connections=2), Cluster("local", agents=3))
+    assert PounderError
+
+
+def test_local_cluster_runs_and_stops(testserver: Any, tmp_path: Path, cli: Any) -> None:
+    """--ray local starts a one-machine cluster on loopback for the run and stops it."""
+    before = {proc.pid for proc in _ray_processes()}
+    srv = testserver(mode="ok")
+    out = tmp_path / "local.json"
+    proc = cli(srv.url + "/", "-n", "2000", "-c", "4", "--ray", "local", "--agents", "2", "--json", str(out),
+                   timeout_s=180)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Agents (2 on 1 node of Ray cluster local" in proc.stdout
+    document = json.loads(out.read_text())
+    assert document["schema"] == "pounder/bench-result/3"
+    assert document["requests"]["complete"] == 2000 == srv.stats()["requests"]
+    time.sleep(1)
+    assert {proc.pid for proc in _ray_processes()} <= before
