@@ -29,7 +29,7 @@ ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster as RayCluster  # noqa: E402
 
 from pounder import BenchResult, PounderError, UsageError, bench  # noqa: E402
-from pounder.load import BenchSpec, Cluster, run_bench_ray  # noqa: E402
+from pounder.load import BenchSpec, Cluster, agent_pool, run_bench, run_bench_ray, server_sampler  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore")  # Ray's own deprecation warnings
 NODE = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "dashboard_host": "127.0.0.1"}
@@ -213,8 +213,6 @@ def test_refused_combinations() -> None:
         run_bench_ray(BenchSpec.from_options("http://127.0.0.1:1/", warmup="100"), Cluster("local"))
     with pytest.raises(UsageError, match="need --ray"):
         bench("http://127.0.0.1:1/", agents=2)
-    with pytest.raises(UsageError, match="--server-"):
-        bench("http://127.0.0.1:1/", ray="local", server_pid=os.getpid())
     with pytest.raises(UsageError, match="HOST:PORT"):
         Cluster("somewhere")
     with pytest.raises(UsageError, match="3 agents need at least 3 connections"):
@@ -236,3 +234,21 @@ def test_local_cluster_runs_and_stops(testserver: Any, tmp_path: Path, cli: Any)
     assert document["requests"]["complete"] == 2000 == srv.stats()["requests"]
     time.sleep(1)
     assert {proc.pid for proc in _ray_processes()} <= before
+
+
+def test_one_pool_runs_one_bench_after_another(cluster: str, testserver: Any) -> None:
+    """The agents of a compare or a tune are placed once and given run after run; the server on
+    this machine is sampled meanwhile."""
+    srv = testserver(mode="ok")
+    with agent_pool(Cluster(cluster)) as pool:
+        assert pool.count == 3  # one per node by default
+        first = run_bench(BenchSpec.from_options(srv.url + "/", connections=3, requests=3000), agents=pool,
+                          sampler=server_sampler(pid=srv.proc.pid, interval=0.1))  # fmt: skip
+        second = run_bench(BenchSpec.from_options(srv.url + "/", rate="300", duration="2s"), agents=pool)
+        agents = {agent.pid for agent in _agents()}
+    assert first.requests.complete == 3000 and first.server is not None and first.server.samples >= 2
+    assert second.requests.complete + second.requests.unsent == 600
+    assert srv.stats()["requests"] == 3600
+    assert first.agents is not None and second.agents is not None
+    assert {a.pid for a in first.agents.members} == {a.pid for a in second.agents.members} == agents
+    assert not _agents()

@@ -34,7 +34,7 @@ from pounder.load._measured import (
 from pounder.load._model import Number
 from pounder.load._options import LoadOptions
 from pounder.load._parse import Stage, read_url_targets
-from pounder.load._ray import RAY_EXTRA, Cluster, run_bench_ray
+from pounder.load._ray import RAY_EXTRA, AgentPool, Cluster, agent_pool, run_bench_ray
 from pounder.load._report import describe_load, format_ms, render_report
 from pounder.load._result import READ_SCHEMAS, SCHEMA, BenchResult, Derived, ReplyRate, load_result
 from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
@@ -49,6 +49,7 @@ __all__ = [
     "SCHEMA",
     "STATIC_EXTENSIONS",
     "AccessLog",
+    "AgentPool",
     "AgentReport",
     "Agents",
     "BenchResult",
@@ -79,6 +80,7 @@ __all__ = [
     "Target",
     "TargetInfo",
     "WarmupCounts",
+    "agent_pool",
     "bench",
     "describe_load",
     "format_ms",

@@ -93,7 +93,7 @@ class Agent:
         as a message, None once it runs."""
         from pounder import _engine
 
-        if self._run is not None:
+        if self._run is not None and self._run.result() is None:
             return "this agent already runs a load"
         try:
             self._run = _engine.start(spec)

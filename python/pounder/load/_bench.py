@@ -28,6 +28,7 @@ from pounder.procs import SERVER_OPTIONS, ServerSampler, ServerTarget, find_serv
 
 if TYPE_CHECKING:
     from pounder._engine import ProgressInfo, Run
+    from pounder.load._ray import AgentPool
 
 POLL_INTERVAL_S = 0.25
 CANCEL_WAIT_S = 5.0
@@ -111,13 +112,17 @@ def _serves(target: ServerTarget, spec: BenchSpec) -> bool | None:
 
 @public
 def run_bench(
-    spec: BenchSpec, on_progress: ProgressCallback | None = None, sampler: ServerSampler | None = None
+    spec: BenchSpec, on_progress: ProgressCallback | None = None, sampler: ServerSampler | None = None,
+    agents: AgentPool | None = None,
 ) -> BenchResult:
     """Run a validated spec and return its result. With a ``sampler``, the server's processes are
-    sampled from just before the first request to just after the last one."""
+    sampled from just before the first request to just after the last one. With ``agents`` (an
+    open :func:`agent_pool`), the load is sent by them instead of from this process."""
     check_instance(spec, BenchSpec, "run_bench: spec")
     check_callable(on_progress, "on_progress")
     check_instance(sampler, ServerSampler, "sampler", optional=True)
+    if agents is not None:
+        return agents.run(spec, on_progress, sampler)
     engine = _load_engine()
     started_at = utc_timestamp()
     served = None if sampler is None else _serves(sampler.target, spec)
@@ -221,7 +226,7 @@ def bench(
 
     ``ray`` sends the load from agents on a Ray cluster ("local", "auto" or the head's HOST:PORT):
     ``agents`` of them (default one per node), at most ``agents_per_node`` on a node (default 1);
-    see :func:`run_bench_ray`. The server options do not combine with it.
+    see :func:`run_bench_ray`. The server sampled with the server options is on this machine.
 
     Raises :class:`~pounder.UsageError` on bad input (before anything is sent) and
     :class:`~pounder.PounderError` if the engine cannot run. On Ctrl-C the partial result is
@@ -234,15 +239,12 @@ def bench(
     if ray is not None or agents is not None or agents_per_node is not None:
         if ray is None:
             raise UsageError("--agents and --agents-per-node need --ray")
-        if any(value is not None for value in (server_pid, server_pidfile, server_name, server_status)):
-            raise UsageError("--ray does not combine with --server-*: the server is sampled on this machine, "
-                             "the load comes from others")
         cluster = Cluster(ray, agents, agents_per_node)
     spec = BenchSpec.from_options(url, **spec_options)
-    if cluster is not None:
-        return run_bench_ray(spec, cluster, on_progress)
     sampler = server_sampler(
         pid=server_pid, pidfile=server_pidfile, name=server_name, status_url=server_status,
         interval=sample_interval, allow_remote=spec.allow_remote,
     )  # fmt: skip
+    if cluster is not None:
+        return run_bench_ray(spec, cluster, on_progress, sampler)
     return run_bench(spec, on_progress, sampler)

@@ -24,7 +24,7 @@ import socket
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -38,6 +38,7 @@ from pounder.load._distributed import Agents, agent_report
 from pounder.load._measured import MalformedResultError
 from pounder.load._result import BenchResult
 from pounder.load._spec import BenchSpec
+from pounder.procs import ServerLoadReport, ServerSampler
 
 if TYPE_CHECKING:
     from pounder._engine import EngineSpec
@@ -172,12 +173,12 @@ def connect(cluster: Cluster) -> Iterator[ModuleType]:
 
 @dataclass
 class _Member:
-    """What the driver knows of one agent while it runs."""
+    """What the driver knows of one agent (its run's fields are reset before every run)."""
 
     index: int
     actor: Any
-    share: EngineSpec
-    hello: Mapping[str, Any]
+    hello: Mapping[str, Any] = field(default_factory=dict)
+    share: EngineSpec = field(default_factory=dict)  # type: ignore[assignment]
     offset_s: float = 0.0
     error_s: float = 0.0
     last: Mapping[str, Any] | None = None
@@ -189,6 +190,13 @@ class _Member:
     @property
     def active(self) -> bool:
         return self.result is None and self.lost is None
+
+    def reset(self, share: EngineSpec) -> None:
+        self.share, self.last, self.pending, self.result = share, None, None, None
+        if self.lost is None:
+            return
+        raise PounderError(f"agent {self.index} on {self.hello.get('host', '?')} was lost in an earlier run: "
+                           f"{self.lost}")
 
 
 def _get(ray: ModuleType, refs: list[Any], timeout_s: float, what: str) -> list[Any]:
@@ -222,62 +230,102 @@ def _agent_file(path: str | None, index: int) -> str | None:
     return str(file.with_name(f"{file.stem}.agent-{index}{file.suffix}"))
 
 
-class _Driver:
-    def __init__(self, ray: ModuleType, spec: BenchSpec, cluster: Cluster, on_progress: ProgressCallback | None):
-        self.ray, self.spec, self.cluster, self.on_progress = ray, spec, cluster, on_progress
+class AgentPool:
+    """Agents placed on a cluster and greeted once, then given one bench after another (a compare's
+    trials, a tune's points): each :meth:`run` synchronises the clocks again, deals out the shares,
+    starts them together and merges their results. Open one with :func:`agent_pool`."""
+
+    def __init__(self, ray: ModuleType, cluster: Cluster) -> None:
+        self.ray, self.cluster = ray, cluster
         self.members: list[_Member] = []
+        self.per_node = 1
+        self.group: Any = None
         self.interrupted = False
 
-    # -- before the start: place, greet, check, synchronise --------------------------------
+    @property
+    def count(self) -> int:
+        return len(self.members)
 
-    def place(self) -> tuple[Any, int, int]:
-        """The placement group and the agents' count and packing."""
+    # -- once: place and greet ---------------------------------------------------------------
+
+    def place(self, count: int | None) -> None:
+        """Reserve the nodes (a placement group) and start ``count`` agents (default: one per node
+        times ``per_node``); each says which pounder it runs, which must be this one."""
         ray = self.ray
         nodes = [node for node in ray.nodes() if node.get("Alive")]
-        per_node = self.cluster.per_node or (self.cluster.agents or 1 if self.cluster.local else 1)
-        count = self.cluster.agents or len(nodes) * per_node
-        for index in range(count):  # every share is valid before anything starts
-            self.spec.share_spec(index, count)
+        self.per_node = per_node = self.cluster.per_node or ((count or 1) if self.cluster.local else 1)
+        count = count or len(nodes) * per_node
         groups = math.ceil(count / per_node)
         if groups > len(nodes):
             raise UsageError(f"{count} agents at {per_node} per node need {groups} nodes; the cluster has "
                              f"{len(nodes)} (--agents-per-node packs more agents on a node)")
         from ray.util.placement_group import placement_group
-
-        group = placement_group([{"CPU": 1}] * groups, strategy="STRICT_SPREAD" if groups > 1 else "PACK")
-        ready, _ = ray.wait([group.ready()], timeout=PLACEMENT_TIMEOUT_S)
-        if not ready:
-            ray.util.remove_placement_group(group)
-            raise PounderError(f"the cluster did not give {groups} nodes a free CPU each within "
-                               f"{PLACEMENT_TIMEOUT_S:g} s: are other jobs holding them?")
-        return group, count, per_node
-
-    def start_agents(self, group: Any, count: int, per_node: int) -> None:
-        ray = self.ray
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+        self.group = placement_group([{"CPU": 1}] * groups, strategy="STRICT_SPREAD" if groups > 1 else "PACK")
+        ready, _ = ray.wait([self.group.ready()], timeout=PLACEMENT_TIMEOUT_S)
+        if not ready:
+            raise PounderError(f"the cluster did not give {groups} nodes a free CPU each within "
+                               f"{PLACEMENT_TIMEOUT_S:g} s: are other jobs holding them?")
         remote = ray.remote(num_cpus=1 / per_node, max_restarts=0, max_task_retries=0)(Agent)
-        actors = [remote.options(scheduling_strategy=PlacementGroupSchedulingStrategy(group, index // per_node))
-                  .remote() for index in range(count)]  # fmt: skip
-        self.members = [_Member(index, actor, self.spec.share_spec(index, count), {})
-                        for index, actor in enumerate(actors)]  # fmt: skip
-        hellos = _get(ray, [actor.hello.remote() for actor in actors], HELLO_TIMEOUT_S, "start")
+        self.members = [
+            _Member(index, remote.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+                self.group, index // per_node)).remote())
+            for index in range(count)
+        ]  # fmt: skip
         from pounder import _engine
 
+        hellos = _get(ray, [m.actor.hello.remote() for m in self.members], HELLO_TIMEOUT_S, "start")
         for member, hello in zip(self.members, hellos, strict=True):
             member.hello = hello
             if (hello["pounder"], hello["engine"]) != (__version__, _engine.__version__):
                 raise PounderError(f"agent {member.index} on {hello['host']} runs pounder {hello['pounder']} "
                                    f"(engine {hello['engine']}), this is {__version__} (engine {_engine.__version__})")
 
-    def check(self) -> None:
-        refs = [m.actor.check.remote(m.share, self.spec.allow_remote) for m in self.members]
+    def close(self) -> None:
+        for member in self.members:
+            try:
+                self.ray.kill(member.actor, no_restart=True)
+            except Exception:  # already gone  # noqa: S110
+                pass
+        if self.group is not None:
+            self.ray.util.remove_placement_group(self.group)
+
+    # -- every run ------------------------------------------------------------------------------
+
+    def check(self, spec: BenchSpec) -> None:
+        """:class:`~pounder.UsageError` when ``spec`` cannot be dealt out to these agents."""
+        check_distributable(spec)
+        for index in range(self.count):
+            spec.share_spec(index, self.count)
+
+    def run(self, spec: BenchSpec, on_progress: ProgressCallback | None = None,
+            sampler: ServerSampler | None = None) -> BenchResult:
+        """One bench from every agent: ``spec`` dealt out, one start, the results merged (the
+        server sampled meanwhile with ``sampler``)."""
+        self.check(spec)
+        self.interrupted = False
+        for member in self.members:
+            member.reset(spec.share_spec(member.index, self.count))
+        self._check_targets(spec.allow_remote)
+        started_at = utc_timestamp()
+        if sampler is not None:
+            sampler.start()
+        try:
+            self._launch(spec)
+            self._follow(spec, on_progress)
+        finally:
+            server = sampler.stop() if sampler is not None else None
+        return self._result(spec, started_at, server)
+
+    def _check_targets(self, allow_remote: bool) -> None:
+        refs = [m.actor.check.remote(m.share, allow_remote) for m in self.members]
         for member, problem in zip(self.members, _get(self.ray, refs, HELLO_TIMEOUT_S, "check the targets"),
                                    strict=True):  # fmt: skip
             if problem is not None:
                 raise PounderError(f"agent {member.index} on {member.hello['host']}: {problem}")
 
-    def launch(self) -> None:
+    def _launch(self, spec: BenchSpec) -> None:
         for member in self.members:
             member.offset_s, member.error_s = _clock(self.ray, member.actor)
         lead = max(MIN_LEAD_S, 10 * 2 * max(m.error_s for m in self.members))
@@ -286,8 +334,8 @@ class _Driver:
             member.share = {
                 **member.share, "export_histograms": True,
                 "start_at_unix_us": round((start_at + member.offset_s) * 1e6),
-                "tsv_path": _agent_file(self.spec.tsv_path, member.index),
-                "hdr_log_path": _agent_file(self.spec.hdr_log_path, member.index),
+                "tsv_path": _agent_file(spec.tsv_path, member.index),
+                "hdr_log_path": _agent_file(spec.hdr_log_path, member.index),
             }  # fmt: skip
         refused = _get(self.ray, [m.actor.start.remote(m.share) for m in self.members], HELLO_TIMEOUT_S, "start")
         now = time.monotonic()
@@ -295,17 +343,15 @@ class _Driver:
             member.heard = now
         for member, problem in zip(self.members, refused, strict=True):
             if problem is not None:
-                self.cancel()
+                self._cancel()
                 raise PounderError(f"agent {member.index} on {member.hello['host']}: {problem}")
 
-    # -- the run ----------------------------------------------------------------------------
-
-    def cancel(self) -> None:
+    def _cancel(self) -> None:
         for member in self.members:
             if member.active:
                 member.actor.cancel.remote()
 
-    def poll(self) -> None:
+    def _poll(self) -> None:
         """One round: ask every active agent, take what came within the poll interval, and declare
         lost an agent whose process died or that stayed silent too long."""
         ray, exceptions = self.ray, self.ray.exceptions
@@ -335,10 +381,10 @@ class _Driver:
                 member.lost = f"it answered nothing for {SILENCE_S:g} s"
                 ray.kill(member.actor, no_restart=True)
 
-    def progress(self) -> Progress:
+    def _progress(self, spec: BenchSpec) -> Progress:
         lasts = [m.last or {} for m in self.members if m.lost is None]
         phases = [str(last.get("phase", "waiting")) for last in lasts] or ["done"]
-        load = self.spec.load
+        load = spec.load
         return Progress(
             phase=min(phases, key=lambda phase: _PHASES.index(phase) if phase in _PHASES else 0),
             elapsed_s=max((float(last.get("elapsed_s", 0.0)) for last in lasts), default=0.0),
@@ -348,24 +394,22 @@ class _Driver:
             planned_s=load.duration_s, planned_requests=load.requests, interrupted=self.interrupted,
         )  # fmt: skip
 
-    def follow(self) -> None:
+    def _follow(self, spec: BenchSpec, on_progress: ProgressCallback | None) -> None:
         while any(m.active for m in self.members):
             try:
-                self.poll()
-                if self.on_progress is not None:
-                    self.on_progress(self.progress())
+                self._poll()
+                if on_progress is not None:
+                    on_progress(self._progress(spec))
             except KeyboardInterrupt:
                 if self.interrupted:
                     raise
                 self.interrupted = True
-                self.cancel()
+                self._cancel()
             except BaseException:  # the progress callback stopped the run
-                self.cancel()
+                self._cancel()
                 raise
 
-    # -- the result -------------------------------------------------------------------------
-
-    def result(self, started_at: str) -> BenchResult:
+    def _result(self, spec: BenchSpec, started_at: str, server: ServerLoadReport | None) -> BenchResult:
         done = [m for m in self.members if m.result is not None]
         if not done:
             reasons = "; ".join(f"agent {m.index}: {m.lost}" for m in self.members if m.lost)
@@ -378,8 +422,7 @@ class _Driver:
         began = {m.index: m.result["began_unix_us"] for m in done if m.result and m.result.get("began_unix_us")}
         first = min(began.values(), default=None)
         agents = Agents(
-            address=self.cluster.address,
-            per_node=self.cluster.per_node or (len(self.members) if self.cluster.local else 1),
+            address=self.cluster.address, per_node=self.per_node,
             nodes=len({m.hello["node_id"] for m in self.members}),
             start_skew_ms=(max(began.values()) - min(began.values())) / 1000 if len(began) > 1 else None,
             members=tuple(
@@ -389,12 +432,11 @@ class _Driver:
                 for m in self.members
             ),
         )  # fmt: skip
-        engine = _load_engine()
         try:
-            merged = engine.merge([json.dumps(m.result) for m in done])
+            merged = _load_engine().merge([json.dumps(m.result) for m in done])
             return BenchResult.from_engine(
-                merged, options=self.spec.run_options(), started_at=started_at, interrupted=self.interrupted,
-                tool_version=__version__, agents=agents,
+                merged, options=spec.run_options(), started_at=started_at, interrupted=self.interrupted,
+                tool_version=__version__, server=server, agents=agents,
             )  # fmt: skip
         except (ValueError, MalformedResultError) as error:
             raise PounderError(f"the agents' results cannot be merged: {error}") from None
@@ -409,7 +451,25 @@ def check_distributable(spec: BenchSpec) -> None:
 
 
 @public
-def run_bench_ray(spec: BenchSpec, cluster: Cluster, on_progress: ProgressCallback | None = None) -> BenchResult:
+@contextmanager
+def agent_pool(cluster: Cluster) -> Iterator[AgentPool]:
+    """Agents on ``cluster``, placed and greeted, for as many runs as the block makes; on leaving,
+    the agents are stopped and the cluster disconnected (a local one stopped). Raises
+    :class:`~pounder.UsageError` without Ray or when the cluster has too few nodes for the agents,
+    :class:`~pounder.PounderError` when it cannot be reached or cannot run them."""
+    check_type(cluster, Cluster, "agent_pool: cluster", "a Cluster")
+    with connect(cluster) as ray:
+        pool = AgentPool(ray, cluster)
+        try:
+            pool.place(cluster.agents)
+            yield pool
+        finally:
+            pool.close()
+
+
+@public
+def run_bench_ray(spec: BenchSpec, cluster: Cluster, on_progress: ProgressCallback | None = None,
+                  sampler: ServerSampler | None = None) -> BenchResult:
     """Run ``spec`` from the agents of ``cluster`` and return the merged result (its ``agents``
     section says who sent what). Ctrl-C stops every agent and keeps what they measured; an agent
     lost mid-run leaves ``result.agents.partial`` set. Raises :class:`~pounder.UsageError` on bad
@@ -420,19 +480,5 @@ def run_bench_ray(spec: BenchSpec, cluster: Cluster, on_progress: ProgressCallba
     if cluster.agents is not None:
         for index in range(cluster.agents):
             spec.share_spec(index, cluster.agents)
-    with connect(cluster) as ray:
-        driver = _Driver(ray, spec, cluster, on_progress)
-        group = None
-        try:
-            group, count, per_node = driver.place()
-            driver.start_agents(group, count, per_node)
-            driver.check()
-            started_at = utc_timestamp()
-            driver.launch()
-            driver.follow()
-            return driver.result(started_at)
-        finally:
-            for member in driver.members:
-                ray.kill(member.actor, no_restart=True)
-            if group is not None:
-                ray.util.remove_placement_group(group)
+    with agent_pool(cluster) as pool:
+        return pool.run(spec, on_progress, sampler)
