@@ -252,3 +252,30 @@ def test_one_pool_runs_one_bench_after_another(cluster: str, testserver: Any) ->
     assert first.agents is not None and second.agents is not None
     assert {a.pid for a in first.agents.members} == {a.pid for a in second.agents.members} == agents
     assert not _agents()
+
+
+def _pounder(*args: str, timeout_s: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pounder", *args], capture_output=True, text=True, timeout=timeout_s,
+                          env={**os.environ, "PYTHONPATH": str(PYTHON_DIR)}, stdin=subprocess.DEVNULL,
+                          check=False)  # fmt: skip
+
+
+def test_compare_and_run_send_every_trial_from_the_agents(cluster: str, testserver: Any, tmp_path: Path) -> None:
+    fast, slow = testserver(mode="ok"), testserver(mode="ok", delay_ms=10)
+    out = tmp_path / "c.json"
+    proc = _pounder("compare", fast.url + "/", slow.url + "/", "--trials", "3", "--no-warmup", "-n", "300",
+                    "-c", "3", "--ray", cluster, "--json", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"Sent by:         3 agents of Ray cluster {cluster}" in proc.stdout
+    document = json.loads(out.read_text())
+    assert (document["options"]["ray"], document["options"]["agents"]) == (cluster, 3)
+    assert fast.stats()["requests"] == slow.stats()["requests"] == 900  # 3 trials of exactly 300
+    experiment = tmp_path / "e.toml"
+    experiment.write_text(f'title = "t"\n[server]\nadapter = "url"\n[[load]]\nrequests = 300\nconnections = 3\n'
+                          f'trials = 3\n[[variant]]\nlabel = "fast"\nurl = "{fast.url}/"\n'
+                          f'[[variant]]\nlabel = "slow"\nurl = "{slow.url}/"\n')  # fmt: skip
+    proc = _pounder("run", str(experiment), "--results", str(tmp_path / "run"), "--ray", cluster, "--agents", "3")
+    assert proc.returncode == 0, proc.stderr
+    load = json.loads((tmp_path / "run" / "load-1.json").read_text())
+    assert load["options"]["agents"] == 3
+    assert fast.stats()["requests"] - 900 == slow.stats()["requests"] - 900 >= 900  # warm-up trials too

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 import pounder
 from pounder import BenchResult, BenchSpec, UsageError, render_report
 from pounder.load import AgentReport, Agents, Cluster
+from pounder.load._agent import Agent, machine_id
 from support.schemas import REGISTRY
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -95,3 +97,18 @@ def test_cluster_options_are_checked() -> None:
         with pytest.raises(UsageError, match=message):
             Cluster(*args)
     assert Cluster("auto").address == "auto" and Cluster("[::1]:6379", 2, 2).per_node == 2
+
+
+def test_an_agent_on_another_machine_refuses_a_loopback_target(tmp_path: Path) -> None:
+    """An agent elsewhere would load its own machine's 127.0.0.1 (or Unix socket), not the one
+    the user named."""
+    agent = Agent()
+    spec = BenchSpec.from_options("http://127.0.0.1:1/", connections=2).share_spec(0, 1)
+    assert "it would load its own machine" in (agent.check(spec, True, "elsewhere/0") or "")
+    assert "cannot connect to 127.0.0.1:1" in (agent.check(spec, False, machine_id()) or "")
+    remote = BenchSpec.from_options("http://10.9.9.9:1/", connections=2, allow_remote=True).share_spec(0, 1)
+    assert "not on this machine's loopback" in (agent.check(remote, False, machine_id()) or "")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(tmp_path / "s.sock"))
+        unix = BenchSpec.from_options("http://x/", unix_socket=str(tmp_path / "s.sock")).share_spec(0, 1)
+    assert "Unix socket, and this agent is on another machine" in (agent.check(unix, False, "elsewhere/0") or "")

@@ -74,7 +74,7 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
             "Send the load from agents on a Ray cluster: 'local' (one on this machine, on loopback), 'auto' (the "
             "cluster in RAY_ADDRESS or the one this machine started) or the head's HOST:PORT. Every agent runs "
             "its share of the same load from one start time; the results are merged exactly. pounder must be "
-            "installed on every node (pip install 'pounder[ray]')."),
+            "installed on every node (pip install 'pounder\\[ray]')."),
     "agents": (("--agents",), "N", "With --ray: how many agents; default one per node (times --agents-per-node)."),
     "agents_per_node": (("--agents-per-node",), "K",
                         "With --ray: agents allowed on one node, default 1 (all with --ray local)."),
@@ -93,6 +93,12 @@ def load_option(name: str, panel: str, default: str = "", *, help: str | None = 
     ``default`` (the command's own default, a sentence), or ``help`` instead of both."""
     flags, metavar, text = _DECLARED[name]
     return option(*flags, panel=panel, metavar=metavar, help=help or " ".join(filter(None, (text, default))))
+
+
+_AGENTS = "Agents (load from many machines)"
+RAY = load_option("ray", _AGENTS)
+AGENTS = load_option("agents", _AGENTS)
+AGENTS_PER_NODE = load_option("agents_per_node", _AGENTS)
 
 
 def load_parameter(name: str, panel: str, default: str = "", *, help: str | None = None,  # noqa: A002

@@ -25,7 +25,15 @@ from pounder.cli._common import (
     report_option,
     write_html_report,
 )
-from pounder.cli._load_options import load_option, load_parameter, takes_load_options, threads_warning
+from pounder.cli._load_options import (
+    AGENTS,
+    AGENTS_PER_NODE,
+    RAY,
+    load_option,
+    load_parameter,
+    takes_load_options,
+    threads_warning,
+)
 from pounder.cli._progress import live_progress
 from pounder.load import AccessLog, BenchResult, LoadOptions, bench, read_access_log, render_csv, render_report
 
@@ -33,7 +41,6 @@ _LOAD = "Load"
 _HTTP = "Requests"
 _OUT = "Output"
 _SERVER = "Server sampling"
-_AGENTS = "Agents (load from many machines)"
 
 BENCH_HELP = "\n\n".join(
     [
@@ -86,9 +93,6 @@ SERVER_STATUS = option("--server-status", panel=_SERVER, metavar="URL", help=(
     "Also read Apache's mod_status page (?auto) at each sample: busy and idle children."))
 SAMPLE_INTERVAL = option("--sample-interval", panel=_SERVER, metavar="TIME", help=(
     "How often the server is sampled; default 1s."))
-RAY = load_option("ray", _AGENTS)
-AGENTS = load_option("agents", _AGENTS)
-AGENTS_PER_NODE = load_option("agents_per_node", _AGENTS)
 QUIET = quiet_option(_OUT)
 # fmt: on
 

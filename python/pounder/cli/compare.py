@@ -27,7 +27,15 @@ from pounder.cli._common import (
     report_option,
     write_html_report,
 )
-from pounder.cli._load_options import load_option, load_parameter, takes_load_options, threads_warning
+from pounder.cli._load_options import (
+    AGENTS,
+    AGENTS_PER_NODE,
+    RAY,
+    load_option,
+    load_parameter,
+    takes_load_options,
+    threads_warning,
+)
 from pounder.cli._progress import live_status
 from pounder.compare import (
     DEFAULT_TRIALS,
@@ -46,7 +54,7 @@ from pounder.compare import (
     render_compare,
     trial_plan,
 )
-from pounder.load import LoadOptions, ProgressCallback, format_ms
+from pounder.load import Cluster, LoadOptions, ProgressCallback, format_ms
 from pounder.procs import SERVER_OPTIONS, find_server
 
 _TRIALS = "Trials"
@@ -217,6 +225,9 @@ def compare_command(
     server_pid: Annotated[int | None, SERVER_PID] = None,
     server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
     server_name: Annotated[Text, SERVER_NAME] = None,
+    ray: Annotated[Text, RAY] = None,
+    agents: Annotated[int | None, AGENTS] = None,
+    agents_per_node: Annotated[int | None, AGENTS_PER_NODE] = None,
     json_path: Annotated[Text, JSON] = None,
     chart_path: Annotated[Text, CHART] = None,
     quiet: Annotated[bool, QUIET] = False,
@@ -240,7 +251,7 @@ def compare_command(
             trials=count, warmup=not no_warmup, baseline=baseline, min_effect=effect,
             results=None if json_out in (None, "-") else json_out, on_trial=on_trial,
             on_progress=threads_warning(load, on_progress),
-            options=load,
+            options=load, cluster=Cluster.from_options(ray, agents, agents_per_node),
         )  # fmt: skip
     with _interrupt.deferred():  # a signal now waits until every output is whole
         _emit(result, json_out, chart_out, quiet)

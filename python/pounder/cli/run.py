@@ -20,7 +20,9 @@ from pounder.cli._common import (
     report_option,
     write_html_report,
 )
+from pounder.cli._load_options import AGENTS, AGENTS_PER_NODE, RAY
 from pounder.experiment import load_experiment, run_experiment
+from pounder.load import Cluster
 from pounder.pool import ResultsDir
 
 RUN_HELP = "\n\n".join([
@@ -48,7 +50,11 @@ def run_command(
     results: Annotated[str | None, RESULTS] = None,
     quick: Annotated[bool, QUICK] = False,
     report: Annotated[str | None, REPORT] = None,
+    ray: Annotated[str | None, RAY] = None,
+    agents: Annotated[int | None, AGENTS] = None,
+    agents_per_node: Annotated[int | None, AGENTS_PER_NODE] = None,
 ) -> int:
+    cluster = Cluster.from_options(ray, agents, agents_per_node)
     exp = load_experiment(experiment)
     where = results if results is not None else f"pounder-run-{exp.path.stem}-{datetime.now():%Y%m%d-%H%M%S}"
     ResultsDir.check_new(where, resumable=False)
@@ -65,7 +71,7 @@ def run_command(
 
     measured = f"what was measured is in {where}"
     with measured_run(measured, keep):
-        outcome = run_experiment(exp, where, quick=quick, log=log)
+        outcome = run_experiment(exp, where, quick=quick, log=log, cluster=cluster)
     with _interrupt.deferred():  # a signal now waits until the summary and the page are out
         sys.stdout.write(outcome.render())
         keep()

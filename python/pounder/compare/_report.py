@@ -134,6 +134,8 @@ def _header(result: CompareResult) -> list[str]:
         f"Trials:          {options.trials} per variant, interleaved ({order}){warmup}",
         f"Baseline:        {options.baseline}",
     ]
+    if options.ray is not None:
+        lines.insert(3, f"Sent by:         {options.agents} agents of Ray cluster {options.ray}, the same each trial")
     if result.interrupted:
         planned_total = options.trials * len(result.variants)
         lines.append(f"Interrupted:     yes, after {measured} of {planned_total} trials: partial result")

@@ -139,6 +139,10 @@ class CompareOptions:
     confidence: float = CONFIDENCE
     resamples: int = RESAMPLES
     seed: int = SEED
+    ray: str | None = None
+    """The Ray cluster whose agents sent every trial (``--ray``), else None."""
+    agents: int | None = None
+    """How many agents sent each trial (with ``ray``)."""
 
     def to_dict(self) -> dict[str, Any]:
         plain = asdict(self)

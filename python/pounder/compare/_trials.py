@@ -3,7 +3,8 @@
 Order: one warm-up trial per variant (not counted), then rounds ``A B C``, ``A B C``, ... (``trials``
 rounds), so that drift over time (a machine warming up, another job starting) falls on every
 variant alike. Each trial is one :func:`~pounder.run_bench` of the same validated load, with the
-variant's server sampled when it has a pid (for its CPU per request).
+variant's server sampled when it has a pid (for its CPU per request); with a Ray ``cluster``, every
+trial is sent by the same agents.
 
 ``results``: one JSON document (schema ``pounder/compare/1``) rewritten after every trial,
 atomically (a temporary file in the same directory, renamed), so it always holds every trial
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,7 +28,16 @@ from pounder._files import check_output_path, utc_timestamp, write_atomic
 from pounder._version import __version__
 from pounder.compare._result import CompareOptions, CompareResult, Trial, TrialCallback, Variant
 from pounder.compare._stats import MIN_EFFECT
-from pounder.load import BenchSpec, LoadOptions, ProgressCallback, run_bench
+from pounder.load import (
+    AgentPool,
+    BenchSpec,
+    Cluster,
+    LoadOptions,
+    ProgressCallback,
+    agent_pool,
+    check_distributable,
+    run_bench,
+)
 from pounder.procs import ServerSampler, ServerTarget, find_server, serves
 
 DEFAULT_TRIALS = 5
@@ -148,6 +159,7 @@ def compare(
     on_trial: TrialCallback | None = None,
     on_progress: ProgressCallback | None = None,
     options: LoadOptions | None = None,
+    cluster: Cluster | None = None,
     **load: Any,
 ) -> CompareResult:
     """Is one variant faster than another, and by how much: the same load against each variant,
@@ -162,6 +174,9 @@ def compare(
     ``results``: a JSON file rewritten after every trial (see the module documentation).
     ``on_trial(trial, planned)`` is called after every trial, ``on_progress`` during each (as for
     :func:`pounder.run_bench`).
+
+    ``cluster``: every trial is sent by the same agents on a Ray cluster (see
+    :func:`pounder.run_bench_ray`), placed once for the whole comparison.
 
     Raises :class:`~pounder.UsageError` on bad input, before anything is sent. On Ctrl-C the
     trials done are returned, with ``interrupted=True``.
@@ -187,6 +202,24 @@ def compare(
     output = check_output_path(os.fspath(results), "--json") if results is not None else None
     if output == "-":
         raise UsageError("results must be a file, not '-'")
+    check_type(cluster, Cluster, "cluster", "a Cluster or None", optional=True)
+    if cluster is not None:
+        for spec in specs:
+            check_distributable(spec)
+    with agent_pool(cluster) if cluster is not None else nullcontext() as agents:
+        if agents is not None:
+            for spec in specs:
+                agents.check(spec)
+        return _trials(checked, specs, servers, output, agents, on_trial, on_progress,
+                       trials=trials, warmup=warmup, baseline=base, min_effect=min_effect)
+
+
+def _trials(checked: tuple[Variant, ...], specs: Sequence[BenchSpec], servers: Sequence[ServerTarget | None],
+            output: str | None, agents: AgentPool | None, on_trial: TrialCallback | None,
+            on_progress: ProgressCallback | None, *, trials: int, warmup: bool, baseline: str,
+            min_effect: float) -> CompareResult:
+    labels = [variant.label for variant in checked]
+    base = baseline
     first = specs[0].run_options()
     result = CompareResult(
         tool_version=__version__,
@@ -194,7 +227,8 @@ def compare(
         finished_at=None,
         interrupted=False,
         options=CompareOptions(trials=trials, warmup=warmup, baseline=base, load=first.load, http=first.http,
-                               min_effect=min_effect),
+                               min_effect=min_effect, ray=None if agents is None else agents.cluster.address,
+                               agents=None if agents is None else agents.count),
         variants=checked,
         connect=tuple(spec.targets[0].info().connect for spec in specs),
     )  # fmt: skip
@@ -213,7 +247,7 @@ def compare(
             index = labels.index(label)
             server = servers[index]
             sampler = None if server is None else ServerSampler(server, interval_s=SAMPLE_INTERVAL_S)
-            bench = run_bench(specs[index], on_progress, sampler)
+            bench = run_bench(specs[index], on_progress, sampler, agents)
             trial = Trial.from_bench(seq, round_, label, bench)
             done.append(trial)
             save(_with(result, done, finished=False, interrupted=bench.interrupted))

@@ -25,6 +25,7 @@ from pounder._units import MIB
 from pounder._version import __version__
 from pounder.compare import CompareResult, TrialCallback, Variant, compare, failure_message, render_compare
 from pounder.experiment._file import Experiment, LoadSpec, VariantSpec
+from pounder.load import Cluster
 from pounder.pool import (
     TARGET_FIELDS,
     Adapter,
@@ -122,14 +123,16 @@ class ExperimentResult:
 
 @public
 def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False, log: Log | None = None,
-                   on_trial: TrialCallback | None = None) -> ExperimentResult:
+                   on_trial: TrialCallback | None = None, cluster: Cluster | None = None) -> ExperimentResult:
     """Run every load of ``exp``; everything measured is in ``results`` as it comes. Ctrl-C (or
     any ``KeyboardInterrupt``) stops it: every server is stopped, what was measured is written and
-    returned with ``interrupted=True``."""
+    returned with ``interrupted=True``. ``cluster``: the loads are sent by agents on a Ray cluster
+    (placed for each load's comparison; see :func:`pounder.compare.compare`)."""
     check_instance(exp, Experiment, "run_experiment: exp (see load_experiment)")
     check_path(results, "run_experiment: results")
     check_callable(log, "run_experiment: log")
     check_callable(on_trial, "run_experiment: on_trial")
+    check_instance(cluster, Cluster, "run_experiment: cluster", optional=True)
     say = log or (lambda line: None)
     ResultsDir.check_new(results)
     planned = _servers(exp)  # every server's inputs checked (UsageError) before anything is created
@@ -158,7 +161,8 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
             try:
                 for index, load in enumerate(exp.loads, start=1):
                     say(f"load {index}: {load.label}")
-                    result = _compare(variants, exp.baseline, load, quick, on_trial, folder / f"load-{index}.json")
+                    result = _compare(variants, exp.baseline, load, quick, on_trial, folder / f"load-{index}.json",
+                                      cluster)
                     comparisons.append((load, result))
                     if result.interrupted:
                         interrupted = True
@@ -227,7 +231,7 @@ def _start_servers(exp: Experiment, planned: list[tuple[list[VariantSpec], Adapt
 
 
 def _compare(variants: Sequence[Variant], baseline: str, load: LoadSpec, quick: bool,
-             on_trial: TrialCallback | None, results: Path) -> CompareResult:
+             on_trial: TrialCallback | None, results: Path, cluster: Cluster | None) -> CompareResult:
     """The comparison under ``load``, written to ``results`` after every trial."""
     duration = load.duration
     if quick and duration is not None:
@@ -235,5 +239,5 @@ def _compare(variants: Sequence[Variant], baseline: str, load: LoadSpec, quick: 
     return compare(list(variants), baseline=baseline, trials=min(load.trials, QUICK_TRIALS) if quick else load.trials,
                    connections=load.connections, requests=None if quick and duration else load.requests,
                    duration=duration, rate=load.rate, keepalive=load.keepalive, on_trial=on_trial,
-                   results=results)
+                   results=results, cluster=cluster)
 

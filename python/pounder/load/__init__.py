@@ -34,7 +34,7 @@ from pounder.load._measured import (
 from pounder.load._model import Number
 from pounder.load._options import LoadOptions
 from pounder.load._parse import Stage, read_url_targets
-from pounder.load._ray import RAY_EXTRA, AgentPool, Cluster, agent_pool, run_bench_ray
+from pounder.load._ray import RAY_EXTRA, AgentPool, Cluster, agent_pool, check_distributable, run_bench_ray
 from pounder.load._report import describe_load, format_ms, render_report
 from pounder.load._result import READ_SCHEMAS, SCHEMA, BenchResult, Derived, ReplyRate, load_result
 from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
@@ -82,6 +82,7 @@ __all__ = [
     "WarmupCounts",
     "agent_pool",
     "bench",
+    "check_distributable",
     "describe_load",
     "format_ms",
     "load_result",

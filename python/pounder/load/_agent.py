@@ -13,6 +13,7 @@ import ipaddress
 import os
 import socket
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pounder._version import __version__
@@ -26,6 +27,16 @@ PROBE_TIMEOUT_S = 3.0
 def _host_port(tcp: str) -> tuple[str, int]:
     host, _, port = tcp.rpartition(":")
     return host.strip("[]"), int(port)
+
+
+def machine_id() -> str:
+    """This machine (this boot of it): two agents, or an agent and the driver, with the same id
+    share a loopback interface."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = ""
+    return f"{socket.gethostname()}/{boot}"
 
 
 def _is_loopback(host: str) -> bool:
@@ -61,22 +72,31 @@ class Agent:
             "node_id": node_id,
             "node_ip": node_ip,
             "cpus": os.cpu_count() or 1,
+            "machine": machine_id(),
         }
 
     def clock(self) -> float:
         """This machine's clock, seconds since the epoch."""
         return time.time()
 
-    def check(self, spec: EngineSpec, allow_remote: bool) -> str | None:
+    def check(self, spec: EngineSpec, allow_remote: bool, driver_machine: str) -> str | None:
         """Why this agent cannot send the spec's requests (None when it can): a target that is not
-        this machine's loopback without ``allow_remote``, or one it cannot connect to. The rule is
-        checked here, where the requests leave, not where the command was typed."""
+        this machine's loopback without ``allow_remote``, a loopback target when this agent is not on
+        the driver's machine (it would load its own machine, not the one the user named), or one it
+        cannot connect to. The rule is checked here, where the requests leave."""
         for address in sorted({target.get("tcp") or target.get("unix") or "" for target in spec["targets"]}):
             unix = not any(target.get("tcp") == address for target in spec["targets"])
+            if unix and machine_id() != driver_machine:
+                return (f"target {address} is a Unix socket, and this agent is on another machine than pounder: "
+                        "it would load its own machine")
             if not unix:
                 host, port = _host_port(address)
                 if not allow_remote and not _is_loopback(host):
                     return f"target {address} is not on this machine's loopback (--allow-remote allows it)"
+                if _is_loopback(host) and machine_id() != driver_machine:
+                    return (f"target {address} is a loopback address, and this agent is on another machine than "
+                            "pounder: it would load its own machine; give an address the agents reach "
+                            "(with --allow-remote)")
             try:
                 if unix:
                     with socket.socket(socket.AF_UNIX) as sock:

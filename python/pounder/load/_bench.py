@@ -235,11 +235,7 @@ def bench(
     check_callable(on_progress, "on_progress")
     from pounder.load._ray import Cluster, run_bench_ray  # it builds on this module
 
-    cluster = None
-    if ray is not None or agents is not None or agents_per_node is not None:
-        if ray is None:
-            raise UsageError("--agents and --agents-per-node need --ray")
-        cluster = Cluster(ray, agents, agents_per_node)
+    cluster = Cluster.from_options(ray, agents, agents_per_node)
     spec = BenchSpec.from_options(url, **spec_options)
     sampler = server_sampler(
         pid=server_pid, pidfile=server_pidfile, name=server_name, status_url=server_status,

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from pounder._errors import PounderError, UsageError, check_type, public
 from pounder._files import utc_timestamp
 from pounder._version import __version__
-from pounder.load._agent import Agent, _is_loopback
+from pounder.load._agent import Agent, _is_loopback, machine_id
 from pounder.load._bench import POLL_INTERVAL_S, Progress, ProgressCallback, _load_engine
 from pounder.load._distributed import Agents, agent_report
 from pounder.load._measured import MalformedResultError
@@ -52,7 +52,7 @@ PLACEMENT_TIMEOUT_S = 60.0
 SILENCE_S = 10.0
 """An agent that answers no poll for this long is lost."""
 CLOCK_ROUNDS = 8
-MIN_LEAD_S = 1.0
+MIN_LEAD_S = 0.5
 """The start is at least this far ahead of the moment the last agent got its share."""
 CURRENT_CLUSTER = Path("/tmp/ray/ray_current_cluster")
 _PHASES = ("waiting", "warmup", "measure", "drain", "done")
@@ -78,6 +78,15 @@ class Cluster:
                 raise UsageError(f"{what} must be between 1 and 1000, got {value}")
         if self.address not in (LOCAL, AUTO):
             _host_port(self.address)
+
+    @classmethod
+    def from_options(cls, ray: str | None, agents: int | None = None, per_node: int | None = None) -> Cluster | None:
+        """The cluster of ``--ray``, ``--agents`` and ``--agents-per-node``; None without ``--ray``."""
+        if ray is None:
+            if agents is not None or per_node is not None:
+                raise UsageError("--agents and --agents-per-node need --ray")
+            return None
+        return cls(ray, agents, per_node)
 
     @property
     def local(self) -> bool:
@@ -319,7 +328,7 @@ class AgentPool:
         return self._result(spec, started_at, server)
 
     def _check_targets(self, allow_remote: bool) -> None:
-        refs = [m.actor.check.remote(m.share, allow_remote) for m in self.members]
+        refs = [m.actor.check.remote(m.share, allow_remote, machine_id()) for m in self.members]
         for member, problem in zip(self.members, _get(self.ray, refs, HELLO_TIMEOUT_S, "check the targets"),
                                    strict=True):  # fmt: skip
             if problem is not None:
