@@ -244,10 +244,13 @@ def test_one_pool_runs_one_bench_after_another(cluster: str, testserver: Any) ->
         assert pool.count == 3  # one per node by default
         first = run_bench(BenchSpec.from_options(srv.url + "/", connections=3, requests=3000), agents=pool,
                           sampler=server_sampler(pid=srv.proc.pid, interval=0.1))  # fmt: skip
-        second = run_bench(BenchSpec.from_options(srv.url + "/", rate="300", duration="2s"), agents=pool)
+        calls: list[float] = []
+        second = run_bench(BenchSpec.from_options(srv.url + "/", rate="300", duration="2s"), agents=pool,
+                           on_progress=lambda progress: calls.append(progress.elapsed_s))  # fmt: skip
         agents = {agent.pid for agent in _agents()}
     assert first.requests.complete == 3000 and first.server is not None and first.server.samples >= 2
     assert second.requests.complete + second.requests.unsent == 600
+    assert 4 <= len(calls) <= 30  # the agents are polled about every 0.25 s, not as fast as they answer
     assert srv.stats()["requests"] == 3600
     assert first.agents is not None and second.agents is not None
     assert {a.pid for a in first.agents.members} == {a.pid for a in second.agents.members} == agents

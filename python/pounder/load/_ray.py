@@ -405,10 +405,13 @@ class AgentPool:
 
     def _follow(self, spec: BenchSpec, on_progress: ProgressCallback | None) -> None:
         while any(m.active for m in self.members):
+            began = time.monotonic()
             try:
                 self._poll()
                 if on_progress is not None:
                     on_progress(self._progress(spec))
+                if any(m.active for m in self.members):  # one round per interval, however fast they answer
+                    time.sleep(max(0.0, began + POLL_INTERVAL_S - time.monotonic()))
             except KeyboardInterrupt:
                 if self.interrupted:
                     raise
