@@ -112,3 +112,16 @@ def test_an_agent_on_another_machine_refuses_a_loopback_target(tmp_path: Path) -
         server.bind(str(tmp_path / "s.sock"))
         unix = BenchSpec.from_options("http://x/", unix_socket=str(tmp_path / "s.sock")).share_spec(0, 1)
     assert "Unix socket, and this agent is on another machine" in (agent.check(unix, False, "elsewhere/0") or "")
+
+
+def test_the_html_page_has_a_table_of_the_agents(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from pounder.report import render_report as render_page
+
+    path = tmp_path / "r.json"
+    agents = _agents(_agent(0), _agent(1, lost="it died (ActorDiedError)", cpu_busy=None, p50_us=None, p90_us=None,
+                                        p99_us=None, max_us=None, began_ms=None))  # fmt: skip
+    path.write_text(_result(agents).to_json())
+    page = render_page([str(path)])
+    assert "Agents: r (2 on 2 nodes of Ray cluster 10.0.0.1:6379, began within 0.2 ms)" in page
+    assert "it died (ActorDiedError)" in page and "was lost" in page

@@ -1,11 +1,12 @@
-"""Report parts for bench results (``pounder/bench-result/2``, or ``/1``): one page, several results overlaid
+"""Report parts for bench results (``pounder/bench-result/3``, or ``/2``, ``/1``): one page, several results overlaid
 (one color each, labelled).
 
 Charts, by id: ``bench-percentiles`` (latency by percentile on a "nines" scale), ``bench-throughput``
 and ``bench-latency-time`` (per second), ``bench-errors`` (failed requests and non-2xx answers per second),
 ``bench-phases`` (connection phases); for the N-th result (from 1) with a server report,
 ``bench-memory-N`` (USS and shared memory per process) and, with Apache mod_status readings,
-``bench-workers-N``. A chart whose data is missing is replaced by a one-line note.
+``bench-workers-N``; a result sent by agents (``--ray``) has a table of them. A chart whose data is
+missing is replaced by a one-line note.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pounder._units import MIB, mib, number
-from pounder.load import ERROR_CATEGORIES, BenchResult, Histogram, describe_load
+from pounder.load import ERROR_CATEGORIES, Agents, BenchResult, Histogram, describe_load
 from pounder.procs import ServerLoadReport
 from pounder.report._html import Section, bullets, chart, label_axes, paragraph, table
 
@@ -46,7 +47,25 @@ def bench_sections(results: Results) -> list[Section]:
     for index, (label, result) in enumerate(results, start=1):
         if result.server is not None:
             sections.append(_server_section(index, label, result.server, result))
+        if result.agents is not None:
+            sections.append(_agents_section(label, result.agents))
     return sections
+
+
+def _agents_section(label: str, agents: Agents) -> Section:
+    """Who sent the load (``--ray``): a row per agent, then what to beware of."""
+    skew = "-" if agents.start_skew_ms is None else f"{agents.start_skew_ms:.1f} ms"
+    section = Section(f"Agents: {label} ({len(agents.members)} on {agents.nodes} nodes of Ray cluster "
+                      f"{agents.address}, began within {skew})")
+    rows = [[str(a.index), a.host, str(a.pid), str(a.connections), f"{a.complete:,}", f"{a.failed:,}",
+             "-" if a.p50_us is None else _ms(a.p50_us), "-" if a.p99_us is None else _ms(a.p99_us),
+             "-" if a.cpu_busy is None else f"{a.cpu_busy:.0%}", f"{a.offset_ms:+.1f} ± {a.clock_error_ms:.1f}",
+             a.lost or "-"] for a in agents.members]  # fmt: skip
+    section.add(table(["agent", "host", "pid", "conns", "complete", "failed", "p50 ms", "p99 ms", "CPU busy",
+                       "clock offset ms", "lost"], rows))  # fmt: skip
+    if agents.warnings():
+        section.add(bullets(agents.warnings()))
+    return section
 
 
 # -- helpers --------------------------------------------------------------------------------------

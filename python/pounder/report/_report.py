@@ -1,6 +1,6 @@
 """``pounder report``: any result pounder wrote, as one self-contained HTML page.
 
-What each path is, by its content: a bench result (``pounder/bench-result/2`` or ``/1``; several
+What each path is, by its content: a bench result (``pounder/bench-result/3``, ``/2`` or ``/1``; several
 are overlaid on one page), a comparison (``pounder/compare/1``), a memory snapshot
 (``pounder/mem/2`` or ``/1``, from ``pounder mem --json``), a tuning results directory (with
 ``tune.json``, or its ``recommendation.json``), an experiment results directory (with
