@@ -70,20 +70,10 @@ def _tsv(path: Path) -> list[dict[str, str]]:
 
 
 def test_no_ray_process_listens_off_loopback(cluster: str) -> None:
-    """ShadowRay (CVE-2023-48022): Ray's APIs have no authentication; pounder's cluster listens
+    """ShadowRay (CVE-2023-48022): Ray's APIs have no authentication; the test cluster listens
     on loopback only."""
-    pids = {proc.pid for proc in _ray_processes()}
-    assert pids
-    listening = [conn for conn in psutil.net_connections("inet") if conn.status == "LISTEN" and conn.pid in pids]
-    assert listening
-    outward = []
-    for conn in listening:
-        address = ipaddress.ip_address(conn.laddr.ip)
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        if not address.is_loopback:
-            outward.append(conn)
-    assert outward == []
+    assert _ray_processes()
+    assert _outward_listeners() == []
 
 
 def test_counts_are_exact_over_three_agents(cluster: str, testserver: Any, tmp_path: Path) -> None:
@@ -282,3 +272,32 @@ def test_compare_and_run_send_every_trial_from_the_agents(cluster: str, testserv
     load = json.loads((tmp_path / "run" / "load-1.json").read_text())
     assert load["options"]["agents"] == 3
     assert fast.stats()["requests"] - 900 == slow.stats()["requests"] - 900 >= 900  # warm-up trials too
+
+
+def _outward_listeners() -> list[Any]:
+    """LISTEN sockets of Ray's processes on anything but loopback."""
+    pids = {proc.pid for proc in _ray_processes()}
+    found = []
+    for conn in psutil.net_connections("inet"):
+        if conn.status != "LISTEN" or conn.pid not in pids:
+            continue
+        address = ipaddress.ip_address(conn.laddr.ip)
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if not address.is_loopback:
+            found.append(conn)
+    return found
+
+
+def test_a_local_cluster_listens_on_loopback_only(testserver: Any) -> None:
+    """--ray local is the one Ray head pounder starts: nothing of it may listen elsewhere."""
+    srv = testserver(mode="ok", delay_ms=2)
+    seen: list[list[Any]] = []
+
+    def look(progress: Any) -> None:
+        if progress.phase == "measure" and not seen:
+            seen.append(_outward_listeners())
+
+    result = bench(srv.url + "/", connections=2, duration="2s", ray="local", agents=2, on_progress=look)
+    assert result.agents is not None and result.agents.address == "local" and result.agents.nodes == 1
+    assert seen == [[]]
