@@ -223,7 +223,7 @@ def _clock(ray: ModuleType, actor: Any) -> tuple[float, float]:
     best: tuple[float, float] | None = None
     for _ in range(CLOCK_ROUNDS):
         before = time.time()
-        theirs = ray.get(actor.clock.remote(), timeout=HELLO_TIMEOUT_S)
+        theirs = _get(ray, [actor.clock.remote()], HELLO_TIMEOUT_S, "tell the time")[0]
         after = time.time()
         if best is None or after - before < 2 * best[1]:
             best = (theirs - (before + after) / 2, (after - before) / 2)
@@ -241,7 +241,7 @@ def _agent_file(path: str | None, index: int) -> str | None:
 
 class AgentPool:
     """Agents placed on a cluster and greeted once, then given one bench after another (a compare's
-    trials, a tune's points): each :meth:`run` synchronises the clocks again, deals out the shares,
+    trials, an experiment's): each :meth:`run` synchronises the clocks again, deals out the shares,
     starts them together and merges their results. Open one with :func:`agent_pool`."""
 
     def __init__(self, ray: ModuleType, cluster: Cluster) -> None:
