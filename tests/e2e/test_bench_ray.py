@@ -153,7 +153,7 @@ def test_a_lost_agent_leaves_a_partial_result(cluster: str, testserver: Any) -> 
     assert not _agents()
 
 
-def test_ctrl_c_stops_every_agent_and_keeps_the_result(cluster: str, testserver: Any, tmp_path: Path) -> None:
+def test_ctrl_c_twice_stops_every_agent_and_keeps_the_result(cluster: str, testserver: Any, tmp_path: Path) -> None:
     srv = testserver(mode="ok", delay_ms=5)
     out = tmp_path / "r.json"
     env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
@@ -165,6 +165,8 @@ def test_ctrl_c_stops_every_agent_and_keeps_the_result(cluster: str, testserver:
         while srv.stats()["requests"] < 100 and time.monotonic() < deadline:
             time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)  # a second one stops the waiting, not the keeping
         stdout, stderr = proc.communicate(timeout=60)
     finally:
         proc.kill()
@@ -232,16 +234,17 @@ def test_one_pool_runs_one_bench_after_another(cluster: str, testserver: Any) ->
     srv = testserver(mode="ok")
     with agent_pool(Cluster(cluster)) as pool:
         assert pool.count == 3  # one per node by default
-        first = run_bench(BenchSpec.from_options(srv.url + "/", connections=3, requests=3000), agents=pool,
-                          sampler=server_sampler(pid=srv.proc.pid, interval=0.1))  # fmt: skip
+        first = run_bench(BenchSpec.from_options(srv.url + "/", connections=3, requests=3000, warmup="0.5s"),
+                          agents=pool, sampler=server_sampler(pid=srv.proc.pid, interval=0.1))  # fmt: skip
         calls: list[float] = []
         second = run_bench(BenchSpec.from_options(srv.url + "/", rate="300", duration="2s"), agents=pool,
                            on_progress=lambda progress: calls.append(progress.elapsed_s))  # fmt: skip
         agents = {agent.pid for agent in _agents()}
-    assert first.requests.complete == 3000 and first.server is not None and first.server.samples >= 2
+    assert first.requests.complete == 3000 and first.warmup.complete > 0  # -n counts after the warm-up
+    assert first.server is not None and first.server.samples >= 2 and first.server.serves_url is True
     assert second.requests.complete + second.requests.unsent == 600
     assert 4 <= len(calls) <= 30  # the agents are polled about every 0.25 s, not as fast as they answer
-    assert srv.stats()["requests"] == 3600
+    assert srv.stats()["requests"] == 3600 + first.warmup.complete
     assert first.agents is not None and second.agents is not None
     assert {a.pid for a in first.agents.members} == {a.pid for a in second.agents.members} == agents
     assert not _agents()

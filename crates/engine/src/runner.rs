@@ -57,6 +57,9 @@ struct Shared {
     /// When the first thread began (wall clock, µs since the epoch); `UNKNOWN` until one did.
     began_unix_us: AtomicU64,
     next_slot: AtomicU64,
+    /// Closed loop with a time warm-up: the requests sent while warming, numbered apart so that
+    /// they do not use up `-n`.
+    warm_claims: AtomicU64,
     /// Slots the run may claim, warm-up included.
     slot_limit: u64,
     cancel: AtomicBool,
@@ -181,6 +184,7 @@ impl Run {
             measure_start_ns: AtomicU64::new(measure_start_ns),
             began_unix_us: AtomicU64::new(UNKNOWN),
             next_slot: AtomicU64::new(0),
+            warm_claims: AtomicU64::new(0),
             slot_limit,
             cancel: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
@@ -595,8 +599,16 @@ impl Worker {
 
     /// Closed loop: the next request, sent now.
     fn claim(&self) -> Option<Job> {
-        let slot = self.sh.take_slot()?;
         let now = Instant::now();
+        if let Warmup::Time(_) = self.sh.spec.warmup {
+            if self.sh.measure_start().is_some_and(|m| now < m) {
+                // warming for a time: as many requests as fit, none of them one of the `-n`
+                let k = self.sh.warm_claims.fetch_add(1, Ordering::Relaxed);
+                let slot = k * self.sh.spec.slot_stride + self.sh.spec.slot_offset;
+                return Some(Job { slot, intended: now, measured: false });
+            }
+        }
+        let slot = self.sh.take_slot()?;
         let measured = match self.sh.spec.warmup {
             Warmup::None => true,
             // A plain load first: only the first measured claim writes the shared start time.

@@ -119,6 +119,19 @@ fn warmup_requests_are_run_but_not_measured() {
 }
 
 #[test]
+fn a_time_warmup_does_not_use_up_the_requests() {
+    let (addr, count) = tcp_server();
+    let mut s = spec(&addr);
+    s.requests = Some(300);
+    s.warmup = Warmup::Time(Duration::from_millis(300));
+    let r = result(s);
+    assert_eq!(r["requests"]["complete"], 300);
+    let warm = r["warmup"]["complete"].as_u64().unwrap();
+    assert!(warm > 0);
+    assert_eq!(count.load(Ordering::SeqCst), 300 + warm);
+}
+
+#[test]
 fn no_keepalive_opens_a_connection_per_request() {
     let (addr, count) = tcp_server();
     let mut s = spec(&addr);

@@ -35,7 +35,16 @@ from pounder.cli._load_options import (
     threads_warning,
 )
 from pounder.cli._progress import live_progress
-from pounder.load import AccessLog, BenchResult, LoadOptions, bench, read_access_log, render_csv, render_report
+from pounder.load import (
+    AccessLog,
+    BenchResult,
+    LoadOptions,
+    agent_file,
+    bench,
+    read_access_log,
+    render_csv,
+    render_report,
+)
 
 _LOAD = "Load"
 _HTTP = "Requests"
@@ -51,7 +60,7 @@ BENCH_HELP = "\n\n".join(
         "The target must be on this machine (127.0.0.0/8 or ::1) unless --allow-remote.",
         "Exit status: 0 done, 1 could not run, no request succeeded or an agent was lost (the result is still "
         "reported and written), "
-        "2 bad input, 130 interrupted (the partial result is still reported).",
+        "2 bad input, 130 interrupted by Ctrl-C or SIGHUP, 143 by SIGTERM (the partial result is still reported).",
     ]
 )
 
@@ -185,7 +194,10 @@ def bench_command(
         if report is not None:
             write_html_report([result], report)
     if result.interrupted:
-        raise interrupted(kept_outputs([json_out, csv_out, tsv_path, hdr_log, report], quiet))
+        logs = [tsv_path, hdr_log]
+        if result.agents is not None:  # each agent's own, on its machine
+            logs = [None if path is None else f"{agent_file(path, 'N')} (on each agent's machine)" for path in logs]
+        raise interrupted(kept_outputs([json_out, csv_out, *logs, report], quiet))
     if result.agents is not None and result.agents.partial:
         lost = [agent for agent in result.agents.members if agent.lost is not None]
         raise PounderError(f"the run is partial: {len(lost)} of {len(result.agents.members)} agents were lost "

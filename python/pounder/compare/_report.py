@@ -135,7 +135,8 @@ def _header(result: CompareResult) -> list[str]:
         f"Baseline:        {options.baseline}",
     ]
     if options.ray is not None:
-        lines.insert(3, f"Sent by:         {options.agents} agents of Ray cluster {options.ray}, the same each trial")
+        agents = f"{options.agents} agent{'s' * (options.agents != 1)}"
+        lines.insert(3, f"Sent by:         {agents} of Ray cluster {options.ray}, the same each trial")
     if result.interrupted:
         planned_total = options.trials * len(result.variants)
         lines.append(f"Interrupted:     yes, after {measured} of {planned_total} trials: partial result")

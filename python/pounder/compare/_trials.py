@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pounder._errors import UsageError, check_callable, check_path, check_text, check_type, public
+from pounder._errors import PounderError, UsageError, check_callable, check_path, check_text, check_type, public
 from pounder._files import check_output_path, utc_timestamp, write_atomic
 from pounder._version import __version__
 from pounder.compare._result import CompareOptions, CompareResult, Trial, TrialCallback, Variant
@@ -205,7 +205,7 @@ def compare(
     check_type(cluster, Cluster, "cluster", "a Cluster or None", optional=True)
     if cluster is not None:
         for spec in specs:
-            check_distributable(spec)
+            check_distributable(spec, cluster.agents)
     with agent_pool(cluster) if cluster is not None else nullcontext() as agents:
         if agents is not None:
             for spec in specs:
@@ -248,6 +248,11 @@ def _trials(checked: tuple[Variant, ...], specs: Sequence[BenchSpec], servers: S
             server = servers[index]
             sampler = None if server is None else ServerSampler(server, interval_s=SAMPLE_INTERVAL_S)
             bench = run_bench(specs[index], on_progress, sampler, agents)
+            if bench.agents is not None and bench.agents.partial:  # a share of the load is missing
+                save(_with(result, done, finished=True, interrupted=False))
+                lost = "; ".join(bench.agents.warnings()[:1])
+                raise PounderError(f"trial {seq} ({label}) is partial and not counted: {lost}; the trials before "
+                                   "it are kept")
             trial = Trial.from_bench(seq, round_, label, bench)
             done.append(trial)
             save(_with(result, done, finished=False, interrupted=bench.interrupted))

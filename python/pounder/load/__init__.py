@@ -34,7 +34,15 @@ from pounder.load._measured import (
 from pounder.load._model import Number
 from pounder.load._options import LoadOptions
 from pounder.load._parse import Stage, read_url_targets
-from pounder.load._ray import RAY_EXTRA, AgentPool, Cluster, agent_pool, check_distributable, run_bench_ray
+from pounder.load._ray import (
+    RAY_EXTRA,
+    AgentPool,
+    Cluster,
+    agent_file,
+    agent_pool,
+    check_distributable,
+    run_bench_ray,
+)
 from pounder.load._report import describe_load, format_ms, render_report
 from pounder.load._result import READ_SCHEMAS, SCHEMA, BenchResult, Derived, ReplyRate, load_result
 from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
@@ -80,6 +88,7 @@ __all__ = [
     "Target",
     "TargetInfo",
     "WarmupCounts",
+    "agent_file",
     "agent_pool",
     "bench",
     "check_distributable",

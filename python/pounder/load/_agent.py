@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pounder._units import available_cpus
 from pounder._version import __version__
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ class Agent:
             "host": socket.gethostname(),
             "node_id": node_id,
             "node_ip": node_ip,
-            "cpus": os.cpu_count() or 1,
+            "cpus": available_cpus(),
             "machine": machine_id(),
         }
 

@@ -103,7 +103,7 @@ def _follow(run: Run, load: LoadModel, on_progress: ProgressCallback | None) -> 
         raise
 
 
-def _serves(target: ServerTarget, spec: BenchSpec) -> bool | None:
+def serves_all(target: ServerTarget, spec: BenchSpec) -> bool | None:
     """Whether the sampled server listens where every target of ``spec`` sends its requests
     (False as soon as one does not; None when one cannot be told)."""
     found = {serves(target, connect) for connect in {t.info().connect for t in spec.targets}}
@@ -125,7 +125,7 @@ def run_bench(
         return agents.run(spec, on_progress, sampler)
     engine = _load_engine()
     started_at = utc_timestamp()
-    served = None if sampler is None else _serves(sampler.target, spec)
+    served = None if sampler is None else serves_all(sampler.target, spec)
     if sampler is not None:
         sampler.start()
     try:

@@ -29,7 +29,7 @@ class AgentReport:
     round trips; ``clock_error_ms`` is half that round trip (the offset is known to ± that).
     ``began_ms`` is when its load began, after the earliest agent's, in the driver's clock (None
     when it never began). ``cpu_busy`` is its engine's CPU time over the CPU it could use (its
-    threads, at most the node's cores, for the whole run); None without a result. A lost agent
+    threads, at most its share of the CPUs it may run on, for the whole run); None without a result. A lost agent
     (``lost`` says why) keeps the counts it last reported; they are not in the merged totals."""
 
     index: int
@@ -114,9 +114,11 @@ def read_agents(value: object, key: str) -> Agents | None:
 def agent_report(
     index: int, hello: Mapping[str, Any], share: Mapping[str, Any], clock: tuple[float, float],
     began_ms: float | None, result: Mapping[str, Any] | None, last: Mapping[str, Any], lost: str | None,
+    sharing: int = 1,
 ) -> AgentReport:
-    """One agent's record from what it said (``hello``), its share of the spec, its clock
-    (offset, error in ms), and its engine result (None when lost: then ``last`` progress)."""
+    """One agent's record from what it said (``hello``: its CPUs among them), its share of the
+    spec, its clock (offset, error in ms), its engine result (None when lost: then ``last``
+    progress) and how many agents shared its node (they share its CPUs)."""
     threads = int(share["threads"])
     cpu_s = busy = None
     latency: Mapping[str, Any] = {}
@@ -124,7 +126,7 @@ def agent_report(
         cpu = result["client_cpu"]
         cpu_s = cpu["user_s"] + cpu["sys_s"]
         wall_s = result["elapsed_s"] + result["warmup"]["elapsed_s"]
-        usable = min(threads, int(hello["cpus"])) * wall_s
+        usable = min(float(threads), int(hello["cpus"]) / sharing) * wall_s
         busy = cpu_s / usable if usable > 0 else None
         latency = result["latency"]["corrected"]["percentiles"] if result["latency"]["corrected"]["count"] else {}
     counts = result["requests"] if result is not None else last

@@ -24,7 +24,7 @@ import socket
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -33,7 +33,7 @@ from pounder._errors import PounderError, UsageError, check_type, public
 from pounder._files import utc_timestamp
 from pounder._version import __version__
 from pounder.load._agent import Agent, _is_loopback, machine_id
-from pounder.load._bench import POLL_INTERVAL_S, Progress, ProgressCallback, _load_engine
+from pounder.load._bench import POLL_INTERVAL_S, Progress, ProgressCallback, _load_engine, serves_all
 from pounder.load._distributed import Agents, agent_report
 from pounder.load._measured import MalformedResultError
 from pounder.load._result import BenchResult
@@ -51,9 +51,13 @@ HELLO_TIMEOUT_S = 120.0
 PLACEMENT_TIMEOUT_S = 60.0
 SILENCE_S = 10.0
 """An agent that answers no poll for this long is lost."""
+LAST_WAIT_S = 2.0
+"""After a second Ctrl-C, how long the cancelled agents still have to return what they measured
+(a third Ctrl-C stops at once)."""
 CLOCK_ROUNDS = 8
 MIN_LEAD_S = 0.5
-"""The start is at least this far ahead of the moment the last agent got its share."""
+"""The start is at least this far ahead of the moment the shares are sent (more with slow round
+trips); an agent that gets its share late starts at once, and its ``began_ms`` shows it."""
 CURRENT_CLUSTER = Path("/tmp/ray/ray_current_cluster")
 _PHASES = ("waiting", "warmup", "measure", "drain", "done")
 
@@ -231,11 +235,12 @@ def _clock(ray: ModuleType, actor: Any) -> tuple[float, float]:
     return best
 
 
-def _agent_file(path: str | None, index: int) -> str | None:
-    """An agent's own TSV or HDR log: the path with ``.agent-N`` before its suffix, on its machine."""
+def agent_file(path: str | None, index: int | str) -> str | None:
+    """An agent's own TSV or HDR log: the path (made absolute in this process) with ``.agent-N``
+    before its suffix, on the agent's machine."""
     if path is None:
         return None
-    file = Path(path)
+    file = Path(path).absolute()  # the command's directory, not the agent process's
     return str(file.with_name(f"{file.stem}.agent-{index}{file.suffix}"))
 
 
@@ -250,6 +255,7 @@ class AgentPool:
         self.per_node = 1
         self.group: Any = None
         self.interrupted = False
+        self.give_up_at: float | None = None
 
     @property
     def count(self) -> int:
@@ -261,13 +267,13 @@ class AgentPool:
         """Reserve the nodes (a placement group) and start ``count`` agents (default: one per node
         times ``per_node``); each says which pounder it runs, which must be this one."""
         ray = self.ray
-        nodes = [node for node in ray.nodes() if node.get("Alive")]
+        nodes = [node for node in ray.nodes() if node.get("Alive") and node.get("Resources", {}).get("CPU", 0) >= 1]
         self.per_node = per_node = self.cluster.per_node or ((count or 1) if self.cluster.local else 1)
         count = count or len(nodes) * per_node
         groups = math.ceil(count / per_node)
         if groups > len(nodes):
             raise UsageError(f"{count} agents at {per_node} per node need {groups} nodes; the cluster has "
-                             f"{len(nodes)} (--agents-per-node packs more agents on a node)")
+                             f"{len(nodes)} with a CPU (--agents-per-node packs more agents on a node)")
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
@@ -298,33 +304,35 @@ class AgentPool:
             except Exception:  # already gone  # noqa: S110
                 pass
         if self.group is not None:
-            self.ray.util.remove_placement_group(self.group)
+            try:
+                self.ray.util.remove_placement_group(self.group)
+            except Exception:  # the cluster is gone: nothing left to free  # noqa: S110
+                pass
 
     # -- every run ------------------------------------------------------------------------------
 
     def check(self, spec: BenchSpec) -> None:
         """:class:`~pounder.UsageError` when ``spec`` cannot be dealt out to these agents."""
-        check_distributable(spec)
-        for index in range(self.count):
-            spec.share_spec(index, self.count)
+        check_distributable(spec, self.count)
 
     def run(self, spec: BenchSpec, on_progress: ProgressCallback | None = None,
             sampler: ServerSampler | None = None) -> BenchResult:
         """One bench from every agent: ``spec`` dealt out, one start, the results merged (the
         server sampled meanwhile with ``sampler``)."""
         self.check(spec)
-        self.interrupted = False
+        self.interrupted, self.give_up_at = False, None
         for member in self.members:
             member.reset(spec.share_spec(member.index, self.count))
         self._check_targets(spec.allow_remote)
         started_at = utc_timestamp()
-        if sampler is not None:
-            sampler.start()
+        served = None if sampler is None else serves_all(sampler.target, spec)
         try:
-            self._launch(spec)
+            self._launch(spec, sampler)
             self._follow(spec, on_progress)
         finally:
-            server = sampler.stop() if sampler is not None else None
+            server = sampler.stop() if sampler is not None and sampler.started else None
+        if server is not None:
+            server = replace(server, serves_url=served)
         return self._result(spec, started_at, server)
 
     def _check_targets(self, allow_remote: bool) -> None:
@@ -334,7 +342,7 @@ class AgentPool:
             if problem is not None:
                 raise PounderError(f"agent {member.index} on {member.hello['host']}: {problem}")
 
-    def _launch(self, spec: BenchSpec) -> None:
+    def _launch(self, spec: BenchSpec, sampler: ServerSampler | None) -> None:
         for member in self.members:
             member.offset_s, member.error_s = _clock(self.ray, member.actor)
         lead = max(MIN_LEAD_S, 10 * 2 * max(m.error_s for m in self.members))
@@ -343,9 +351,11 @@ class AgentPool:
             member.share = {
                 **member.share, "export_histograms": True,
                 "start_at_unix_us": round((start_at + member.offset_s) * 1e6),
-                "tsv_path": _agent_file(spec.tsv_path, member.index),
-                "hdr_log_path": _agent_file(spec.hdr_log_path, member.index),
+                "tsv_path": agent_file(spec.tsv_path, member.index),
+                "hdr_log_path": agent_file(spec.hdr_log_path, member.index),
             }  # fmt: skip
+        if sampler is not None:  # from just before the first request
+            sampler.start()
         refused = _get(self.ray, [m.actor.start.remote(m.share) for m in self.members], HELLO_TIMEOUT_S, "start")
         now = time.monotonic()
         for member in self.members:
@@ -413,13 +423,19 @@ class AgentPool:
                 if any(m.active for m in self.members):  # one round per interval, however fast they answer
                     time.sleep(max(0.0, began + POLL_INTERVAL_S - time.monotonic()))
             except KeyboardInterrupt:
-                if self.interrupted:
+                if self.give_up_at is not None:  # a third one: out, whatever came
                     raise
+                if self.interrupted:  # a second one: the cancelled agents get a last moment to answer
+                    self.give_up_at = time.monotonic() + LAST_WAIT_S
                 self.interrupted = True
                 self._cancel()
             except BaseException:  # the progress callback stopped the run
                 self._cancel()
                 raise
+            if self.give_up_at is not None and time.monotonic() > self.give_up_at:
+                for member in self.members:
+                    if member.active:
+                        member.lost = "stopped by a second Ctrl-C before it returned its result"
 
     def _result(self, spec: BenchSpec, started_at: str, server: ServerLoadReport | None) -> BenchResult:
         done = [m for m in self.members if m.result is not None]
@@ -431,6 +447,13 @@ class AgentPool:
             for key in ("start_unix_us", "measure_start_unix_us", "began_unix_us"):
                 if member.result.get(key) is not None:
                     member.result[key] -= round(member.offset_s * 1e6)
+        starts = [m.result["measure_start_unix_us"] for m in done if m.result and m.result["measure_start_unix_us"]]
+        for member in done:  # the series are added by second of the run: a late agent's seconds move along
+            assert member.result is not None
+            shift = round((member.result["measure_start_unix_us"] - min(starts)) / 1e6) if starts and \
+                member.result["measure_start_unix_us"] else 0
+            for entry in member.result["series"] if shift else ():
+                entry["second"] += shift
         began = {m.index: m.result["began_unix_us"] for m in done if m.result and m.result.get("began_unix_us")}
         first = min(began.values(), default=None)
         agents = Agents(
@@ -440,7 +463,8 @@ class AgentPool:
             members=tuple(
                 agent_report(m.index, m.hello, m.share, (m.offset_s * 1000, m.error_s * 1000),
                              None if first is None or m.index not in began else (began[m.index] - first) / 1000,
-                             m.result, m.last or {"complete": 0, "failed": 0, "elapsed_s": 0.0}, m.lost)
+                             m.result, m.last or {"complete": 0, "failed": 0, "elapsed_s": 0.0}, m.lost,
+                             sum(other.hello["node_id"] == m.hello["node_id"] for other in self.members))
                 for m in self.members
             ),
         )  # fmt: skip
@@ -454,12 +478,18 @@ class AgentPool:
             raise PounderError(f"the agents' results cannot be merged: {error}") from None
 
 
-def check_distributable(spec: BenchSpec) -> None:
-    """What a distributed run cannot do, refused before anything starts."""
+def check_distributable(spec: BenchSpec, agents: int | None = None) -> None:
+    """What a distributed run cannot do, refused before anything starts (with ``agents``, also a
+    share without a connection or a request)."""
     load = spec.load
     if load.warmup_requests and not load.is_open:
         raise UsageError("with --ray, --warmup takes a time (--warmup 5s): agents finish a count of warm-up "
                          "requests at different moments, and their measured phases would not begin together")
+    for path, flag in ((spec.tsv_path, "--tsv"), (spec.hdr_log_path, "--hdr-log")):
+        if path == "-":
+            raise UsageError(f"with --ray, {flag} names a file each agent writes on its own machine, not '-'")
+    for index in range(agents or 0):
+        spec.share_spec(index, agents or 1)
 
 
 @public
@@ -488,9 +518,6 @@ def run_bench_ray(spec: BenchSpec, cluster: Cluster, on_progress: ProgressCallba
     input or without Ray, :class:`~pounder.PounderError` when the cluster cannot run the agents."""
     check_type(spec, BenchSpec, "run_bench_ray: spec", "a BenchSpec")
     check_type(cluster, Cluster, "run_bench_ray: cluster", "a Cluster")
-    check_distributable(spec)
-    if cluster.agents is not None:
-        for index in range(cluster.agents):
-            spec.share_spec(index, cluster.agents)
+    check_distributable(spec, cluster.agents)
     with agent_pool(cluster) as pool:
         return pool.run(spec, on_progress, sampler)

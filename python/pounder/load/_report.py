@@ -76,6 +76,10 @@ def _header(result: BenchResult) -> list[str]:
         lines.append(_line("Warmup", f"{counts} in {_seconds(warmup.elapsed_s)} (not measured)"))
     if result.interrupted:
         lines.append(_line("Interrupted", "yes: partial result"))
+    if result.agents is not None and result.agents.partial:
+        lost = sum(agent.lost is not None for agent in result.agents.members)
+        lines.append(_line("Partial", f"yes: {lost} of {len(result.agents.members)} agents lost, their share is "
+                                      "not in these figures (see Agents)"))
     return lines
 
 
@@ -144,6 +148,8 @@ def _counts(result: BenchResult) -> list[str]:
         lines.append(_line("Time per request", f"{format_ms(derived.time_per_request_ms * 1000)} [ms] (mean)"))
     elif result.options.load.is_open:
         lines.append(_line("Time per request", "n/a (open loop: see the latency percentiles)"))
+    elif result.agents is not None and result.agents.partial:
+        lines.append(_line("Time per request", "n/a (a lost agent's connections stopped early)"))
     if derived.time_per_request_all_ms is not None:
         lines.append(
             _line(
@@ -279,7 +285,10 @@ def _agents(result: BenchResult) -> list[str]:
              _row("agent", ("conns", "complete", "failed", "p50 ms", "p99 ms", "CPU busy"), 26)]
     for agent in agents.members:
         name = f"{agent.index} {agent.host} {agent.pid}"
-        cells = (str(agent.connections), f"{agent.complete:,}", f"{agent.failed:,}",
+        counts = (f"{agent.complete:,}", f"{agent.failed:,}")
+        if agent.lost is not None:  # last heard, not in the totals
+            counts = (f"({agent.complete:,})", f"({agent.failed:,})")
+        cells = (str(agent.connections), *counts,
                  "-" if agent.p50_us is None else format_ms(agent.p50_us),
                  "-" if agent.p99_us is None else format_ms(agent.p99_us),
                  "lost" if agent.lost is not None else "-" if agent.cpu_busy is None else f"{agent.cpu_busy:.0%}")

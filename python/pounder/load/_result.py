@@ -173,7 +173,7 @@ class BenchResult:
             requests_per_s=_ratio(complete, elapsed),
             time_per_request_ms=(
                 None
-                if complete == 0 or self.options.load.is_open
+                if complete == 0 or self.options.load.is_open or (self.agents is not None and self.agents.partial)
                 else self.options.load.connections * elapsed * 1000 / complete
             ),
             time_per_request_all_ms=None if complete == 0 else elapsed * 1000 / complete,

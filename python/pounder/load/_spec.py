@@ -263,7 +263,8 @@ class BenchSpec:
         if not 0 <= index < count:
             raise UsageError(f"agent {index} of {count} does not exist")
         if count > self.load.connections:
-            raise UsageError(f"{count} agents need at least {count} connections (one each), got "
+            flag = "-c/--max-in-flight (the cap on requests in flight)" if self.load.is_open else "-c"
+            raise UsageError(f"{count} agents need at least {count} connections (one each, {flag}), got "
                              f"{self.load.connections}")
         if self.load.requests is not None and self.load.requests < count:
             raise UsageError(f"{count} agents need at least {count} requests (one each), got {self.load.requests}")

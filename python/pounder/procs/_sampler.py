@@ -126,6 +126,11 @@ class ServerSampler:
     def target(self) -> ServerTarget:
         return self._target
 
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` was called."""
+        return self._thread is not None
+
     def start(self) -> None:
         """Take the first sample now (errors such as permission denied are raised here), then
         sample every interval in a daemon thread."""

@@ -32,6 +32,8 @@ def bench_sections(results: Results) -> list[Section]:
     overview = Section("Bench results" if len(results) > 1 else "Bench result")
     overview.add(_summary(results))
     notes = [f"{label}: interrupted, partial result" for label, r in results if r.interrupted]
+    notes += [f"{label}: partial result, an agent was lost (see its Agents section)" for label, r in results
+              if r.agents is not None and r.agents.partial]
     if notes:
         overview.add(bullets(notes))
     latency = Section("Latency")
