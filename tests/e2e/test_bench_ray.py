@@ -85,6 +85,8 @@ def test_counts_are_exact_over_three_agents(cluster: str, testserver: Any, tmp_p
     assert result.requests.complete == 30_000 and result.requests.failed == 0
     assert [a.complete for a in agents.members] == [10_000, 10_000, 10_000]
     assert [a.connections for a in agents.members] == [2, 2, 2]
+    # no -t: each agent's threads are its own CPUs (one agent per node here), at most its connections
+    assert [a.threads for a in agents.members] == [min(2, len(os.sched_getaffinity(0)))] * 3
     assert agents.nodes == 3 and len({a.node_id for a in agents.members}) == 3  # one per node
     assert agents.start_skew_ms is not None and agents.start_skew_ms < 50
     assert all(abs(a.offset_ms) < 50 and a.clock_error_ms < 50 for a in agents.members)  # one machine, one clock

@@ -125,3 +125,8 @@ def test_the_html_page_has_a_table_of_the_agents(tmp_path: Path) -> None:
     page = render_page([str(path)])
     assert "Agents: r (2 on 2 nodes of Ray cluster 10.0.0.1:6379, began within 0.2 ms)" in page
     assert "it died (ActorDiedError)" in page and "was lost" in page
+
+
+def test_without_t_the_threads_are_the_agents_own() -> None:
+    assert BenchSpec.from_options("http://127.0.0.1:1/").auto_threads
+    assert not BenchSpec.from_options("http://127.0.0.1:1/", threads=3).auto_threads

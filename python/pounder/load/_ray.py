@@ -323,6 +323,9 @@ class AgentPool:
         self.interrupted, self.give_up_at = False, None
         for member in self.members:
             member.reset(spec.share_spec(member.index, self.count))
+            if spec.auto_threads:  # its share of its own node's CPUs, not this machine's
+                cpus = int(member.hello["cpus"]) // self._sharing(member)
+                member.share["threads"] = max(1, min(member.share["connections"], cpus))
         self._check_targets(spec.allow_remote)
         started_at = utc_timestamp()
         served = None if sampler is None else serves_all(sampler.target, spec)
@@ -334,6 +337,10 @@ class AgentPool:
         if server is not None:
             server = replace(server, serves_url=served)
         return self._result(spec, started_at, server)
+
+    def _sharing(self, member: _Member) -> int:
+        """How many agents run on ``member``'s node (they share its CPUs)."""
+        return sum(other.hello["node_id"] == member.hello["node_id"] for other in self.members)
 
     def _check_targets(self, allow_remote: bool) -> None:
         refs = [m.actor.check.remote(m.share, allow_remote, machine_id()) for m in self.members]
@@ -464,7 +471,7 @@ class AgentPool:
                 agent_report(m.index, m.hello, m.share, (m.offset_s * 1000, m.error_s * 1000),
                              None if first is None or m.index not in began else (began[m.index] - first) / 1000,
                              m.result, m.last or {"complete": 0, "failed": 0, "elapsed_s": 0.0}, m.lost,
-                             sum(other.hello["node_id"] == m.hello["node_id"] for other in self.members))
+                             self._sharing(m))
                 for m in self.members
             ),
         )  # fmt: skip

@@ -131,6 +131,9 @@ class BenchSpec:
     tsv_path: str | None = None
     hdr_log_path: str | None = None
     allow_remote: bool = False
+    auto_threads: bool = False
+    """The engine threads were not given (``-t``): they are this machine's CPUs, and each agent of
+    a distributed run uses its own instead."""
     """Whether targets off this machine were allowed (so is a server-status URL then)."""
 
     @classmethod
@@ -217,6 +220,7 @@ class BenchSpec:
             tsv_path=tsv,
             hdr_log_path=hdr_log,
             allow_remote=given.allow_remote,
+            auto_threads=given.threads is None,
         )
 
     def run_options(self) -> RunOptions:
