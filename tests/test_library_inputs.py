@@ -46,6 +46,15 @@ Case = Callable[[Ctx], Any]
 CASES: dict[str, Case] = {
     # pounder.bench and its load options
     "bench-url-int": lambda c: pounder.bench(123),
+    "bench-ray-int": lambda c: pounder.bench(c.url, ray=5),
+    "bench-agents-text": lambda c: pounder.bench(c.url, ray="local", agents="3"),
+    "bench-agents-without-ray": lambda c: pounder.bench(c.url, agents=3),
+    "cluster-per-node-zero": lambda c: load.Cluster("local", per_node=0),
+    "run-bench-ray-spec-text": lambda c: pounder.run_bench_ray(c.url, load.Cluster("local")),
+    "run-bench-ray-cluster-text": lambda c: pounder.run_bench_ray(pounder.BenchSpec.from_options(c.url), "local"),
+    "agent-pool-text": lambda c: load.agent_pool("local").__enter__(),
+    "run-bench-agents-too-few-connections": lambda c: pounder.run_bench_ray(
+        pounder.BenchSpec.from_options(c.url, connections=2), load.Cluster("local", agents=3)),
     "bench-url-bytes": lambda c: pounder.bench(c.url.encode()),
     "bench-url-list": lambda c: pounder.bench([c.url]),
     "bench-connections-text": lambda c: pounder.bench(c.url, connections="x"),

@@ -235,15 +235,18 @@ def _clock(ray: ModuleType, actor: Any) -> tuple[float, float]:
     return best
 
 
+@public
 def agent_file(path: str | None, index: int | str) -> str | None:
     """An agent's own TSV or HDR log: the path (made absolute in this process) with ``.agent-N``
     before its suffix, on the agent's machine."""
+    check_type(path, str, "agent_file: path", "a string or None", optional=True)
     if path is None:
         return None
     file = Path(path).absolute()  # the command's directory, not the agent process's
     return str(file.with_name(f"{file.stem}.agent-{index}{file.suffix}"))
 
 
+@public
 class AgentPool:
     """Agents placed on a cluster and greeted once, then given one bench after another (a compare's
     trials, an experiment's): each :meth:`run` synchronises the clocks again, deals out the shares,
@@ -485,9 +488,12 @@ class AgentPool:
             raise PounderError(f"the agents' results cannot be merged: {error}") from None
 
 
+@public
 def check_distributable(spec: BenchSpec, agents: int | None = None) -> None:
     """What a distributed run cannot do, refused before anything starts (with ``agents``, also a
     share without a connection or a request)."""
+    check_type(spec, BenchSpec, "check_distributable: spec", "a BenchSpec")
+    check_type(agents, int, "check_distributable: agents", "a whole number or None", optional=True)
     load = spec.load
     if load.warmup_requests and not load.is_open:
         raise UsageError("with --ray, --warmup takes a time (--warmup 5s): agents finish a count of warm-up "
