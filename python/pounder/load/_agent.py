@@ -9,7 +9,6 @@ enough: ``poll`` and ``cancel`` never queue behind a long call.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import socket
 import time
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pounder._units import available_cpus
 from pounder._version import __version__
+from pounder.load._url import is_loopback
 
 if TYPE_CHECKING:
     from pounder._engine import EngineSpec, Run
@@ -38,13 +38,6 @@ def machine_id() -> str:
     except OSError:
         boot = ""
     return f"{socket.gethostname()}/{boot}"
-
-
-def _is_loopback(host: str) -> bool:
-    address = ipaddress.ip_address(host)
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_loopback
 
 
 class Agent:
@@ -92,9 +85,9 @@ class Agent:
                         "it would load its own machine")
             if not unix:
                 host, port = _host_port(address)
-                if not allow_remote and not _is_loopback(host):
+                if not allow_remote and not is_loopback(host):
                     return f"target {address} is not on this machine's loopback (--allow-remote allows it)"
-                if _is_loopback(host) and machine_id() != driver_machine:
+                if is_loopback(host) and machine_id() != driver_machine:
                     return (f"target {address} is a loopback address, and this agent is on another machine than "
                             "pounder: it would load its own machine; give an address the agents reach "
                             "(with --allow-remote)")

@@ -32,12 +32,13 @@ from typing import TYPE_CHECKING, Any
 from pounder._errors import PounderError, UsageError, check_type, public
 from pounder._files import utc_timestamp
 from pounder._version import __version__
-from pounder.load._agent import Agent, _is_loopback, machine_id
+from pounder.load._agent import Agent, machine_id
 from pounder.load._bench import POLL_INTERVAL_S, Progress, ProgressCallback, _load_engine, serves_all
 from pounder.load._distributed import Agents, agent_report
 from pounder.load._measured import MalformedResultError
 from pounder.load._result import BenchResult
 from pounder.load._spec import BenchSpec
+from pounder.load._url import is_loopback
 from pounder.procs import ServerLoadReport, ServerSampler
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def _host_port(address: str) -> tuple[str, int]:
 
 def _loopback(host: str) -> bool:
     try:
-        return _is_loopback(host)
+        return is_loopback(host)
     except ValueError:
         return host == "localhost"
 

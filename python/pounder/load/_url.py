@@ -81,9 +81,18 @@ def resolve(host: str, port: int, *, allow_remote: bool) -> str:
         raise UsageError(f"cannot resolve host {host!r}: {reason}") from None
     addresses = [str(info[4][0]) for info in infos]
     chosen = next((address for address in addresses if ":" not in address), addresses[0])
-    if not allow_remote and not ipaddress.ip_address(chosen.split("%")[0]).is_loopback:
+    if not allow_remote and not is_loopback(chosen):
         raise NotLoopbackError(host if host == chosen else f"{host} ({chosen})")
     return f"[{chosen}]:{port}" if ":" in chosen else f"{chosen}:{port}"
+
+
+def is_loopback(ip: str) -> bool:
+    """Whether an IP address (``%zone`` and IPv4-mapped IPv6 allowed) is this machine's loopback;
+    ValueError when ``ip`` is no IP address."""
+    address = ipaddress.ip_address(ip.split("%")[0])
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
 
 
 def check_unix_socket(path: str) -> str:
