@@ -450,6 +450,8 @@ class AgentPool:
 
     def _result(self, spec: BenchSpec, started_at: str, server: ServerLoadReport | None) -> BenchResult:
         done = [m for m in self.members if m.result is not None]
+        if not done and self.interrupted:  # stopped before anything came back: nothing to keep
+            raise KeyboardInterrupt
         if not done:
             reasons = "; ".join(f"agent {m.index}: {m.lost}" for m in self.members if m.lost)
             raise PounderError(f"no agent returned a result ({reasons})")
