@@ -51,6 +51,14 @@ def _agents() -> list[psutil.Process]:
             if "ray::Agent" in (proc.info["name"] or "") + " ".join(proc.info["cmdline"] or [])]  # fmt: skip
 
 
+def _agents_gone(timeout_s: float = 10.0) -> bool:
+    """Whether every agent process has exited (Ray reaps a killed actor's process within moments)."""
+    deadline = time.monotonic() + timeout_s
+    while _agents() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return not _agents()
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """Three Ray nodes of one CPU each on 127.0.0.1; its address. Shut down after the module."""
@@ -125,7 +133,10 @@ def test_open_loop_sends_the_one_schedule(cluster: str, testserver: Any, tmp_pat
     rows = [row for index in range(3) for row in _tsv(tmp_path / f"open.agent-{index}.tsv")]
     offsets = sorted(int(row["intended_offset_us"]) for row in rows)
     gaps = [b - a for a, b in zip(offsets, offsets[1:], strict=False)]
-    assert min(gaps) >= 1500 and max(gaps) <= 1800, (min(gaps), max(gaps))  # 1,667 us apart, never together
+    assert min(gaps) >= 1500, min(gaps)  # 1,667 us apart, never together
+    # a longer gap is an arrival still waiting for a connection when the run ended (counted unsent)
+    missing = sum(round(gap / 1667) - 1 for gap in gaps if gap > 1800)
+    assert missing <= result.requests.unsent + result.requests.failed, (missing, result.requests)
     alone = bench(srv.url + "/", rate="600", duration="10s")
     p90, alone_p90 = result.latency.corrected.percentiles["90"], alone.latency.corrected.percentiles["90"]
     assert abs(p90 - alone_p90) <= 0.15 * alone_p90, (p90, alone_p90)
@@ -152,7 +163,7 @@ def test_a_lost_agent_leaves_a_partial_result(cluster: str, testserver: Any) -> 
     assert len(finished) == 2 and all(a.elapsed_s >= 3.9 for a in finished)
     assert result.requests.complete == sum(a.complete for a in finished)  # the lost share is not in it
     assert "was lost" in "\n".join(agents.warnings())
-    assert not _agents()
+    assert _agents_gone()
 
 
 def test_ctrl_c_twice_stops_every_agent_and_keeps_the_result(cluster: str, testserver: Any, tmp_path: Path) -> None:
@@ -177,8 +188,7 @@ def test_ctrl_c_twice_stops_every_agent_and_keeps_the_result(cluster: str, tests
     result = BenchResult.from_json(out.read_text())
     assert result.interrupted and result.agents is not None and len(result.agents.members) == 3
     assert 0 < result.requests.complete <= srv.stats()["requests"]
-    time.sleep(1)
-    assert not _agents()
+    assert _agents_gone()
 
 
 def test_errors_are_one_line(cluster: str, free_port: int, cli: Any) -> None:
@@ -226,7 +236,9 @@ def test_local_cluster_runs_and_stops(testserver: Any, tmp_path: Path, cli: Any)
     document = json.loads(out.read_text())
     assert document["schema"] == "pounder/bench-result/3"
     assert document["requests"]["complete"] == 2000 == srv.stats()["requests"]
-    time.sleep(1)
+    deadline = time.monotonic() + 10  # the local cluster's processes exit within moments
+    while {proc.pid for proc in _ray_processes()} - before and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert {proc.pid for proc in _ray_processes()} <= before
 
 
@@ -249,7 +261,7 @@ def test_one_pool_runs_one_bench_after_another(cluster: str, testserver: Any) ->
     assert srv.stats()["requests"] == 3600 + first.warmup.complete
     assert first.agents is not None and second.agents is not None
     assert {a.pid for a in first.agents.members} == {a.pid for a in second.agents.members} == agents
-    assert not _agents()
+    assert _agents_gone()
 
 
 def _pounder(*args: str, timeout_s: float = 180) -> subprocess.CompletedProcess[str]:
