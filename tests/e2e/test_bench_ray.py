@@ -29,6 +29,7 @@ ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster as RayCluster  # noqa: E402
 
 from pounder import BenchResult, PounderError, UsageError, bench  # noqa: E402
+from pounder.compare import Variant, compare  # noqa: E402
 from pounder.load import BenchSpec, Cluster, agent_pool, run_bench, run_bench_ray, server_sampler  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore")  # Ray's own deprecation warnings
@@ -146,9 +147,11 @@ def test_a_lost_agent_leaves_a_partial_result(cluster: str, testserver: Any) -> 
     srv = testserver(mode="ok", delay_ms=5)
     killed: list[int] = []
 
+    earlier = {proc.pid for proc in _agents()}  # agents of earlier tests still exiting are not this run's
+
     def kill_one(progress: Any) -> None:
         if progress.elapsed_s > 1 and not killed:
-            victim = _agents()[0]
+            victim = next(proc for proc in _agents() if proc.pid not in earlier)
             killed.append(victim.pid)
             victim.kill()
 
@@ -163,6 +166,42 @@ def test_a_lost_agent_leaves_a_partial_result(cluster: str, testserver: Any) -> 
     assert len(finished) == 2 and all(a.elapsed_s >= 3.9 for a in finished)
     assert result.requests.complete == sum(a.complete for a in finished)  # the lost share is not in it
     assert "was lost" in "\n".join(agents.warnings())
+    assert _agents_gone()
+
+
+def test_compare_stops_at_a_trial_with_a_lost_agent(cluster: str, testserver: Any, tmp_path: Path) -> None:
+    """A trial that lost an agent lacks a share of its load: it is not counted, the comparison
+    stops (a one-line error) and the trials before it are kept."""
+    a, b = testserver(mode="ok", delay_ms=5), testserver(mode="ok", delay_ms=5)
+    out = tmp_path / "c.json"
+    trials: list[Any] = []
+    killed: list[int] = []
+    earlier = {proc.pid for proc in _agents()}  # agents of earlier tests still exiting are not this pool's
+
+    def kill_in_the_second_trial(progress: Any) -> None:
+        if len(trials) == 1 and progress.phase == "measure" and progress.elapsed_s > 0.5 and not killed:
+            victim = next(proc for proc in _agents() if proc.pid not in earlier)
+            killed.append(victim.pid)
+            victim.kill()
+
+    variants = [Variant("a", a.url + "/"), Variant("b", b.url + "/")]
+    with pytest.raises(PounderError) as stopped:
+        compare(variants, trials=3, warmup=False, duration="2s", connections=3, results=out,
+                cluster=Cluster(cluster), on_trial=lambda trial, planned: trials.append(trial),
+                on_progress=kill_in_the_second_trial)  # fmt: skip
+    assert killed
+    # The loss is seen in trial 2 ("trial 2 (b) is partial and not counted: agent N (host) was
+    # lost ..."), or, if the agent dies between two runs, at the next start ("an agent failed to
+    # start: The actor died ..."). Either way the comparison stops with one line and keeps only
+    # trials that every agent finished. (This test runs before the one that starts a --ray local
+    # cluster in this process: after it, agents on this module's cluster were seen to die by
+    # themselves; see the issue note.)
+    message = str(stopped.value)
+    assert "\n" not in message
+    assert message.startswith("trial 2 (b) is partial and not counted: agent") or message.startswith(
+        "an agent failed to start"), message
+    document = json.loads(out.read_text())
+    assert [trial["label"] for trial in document["trials"]] in (["a"], ["a", "b"])
     assert _agents_gone()
 
 
@@ -288,6 +327,7 @@ def test_compare_and_run_send_every_trial_from_the_agents(cluster: str, testserv
     assert proc.returncode == 0, proc.stderr
     load = json.loads((tmp_path / "run" / "load-1.json").read_text())
     assert load["options"]["agents"] == 3
+    assert _agents_gone()
     assert fast.stats()["requests"] - 900 == slow.stats()["requests"] - 900 >= 900  # warm-up trials too
 
 
