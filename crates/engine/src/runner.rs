@@ -610,7 +610,8 @@ impl Worker {
         }
         let slot = self.sh.take_slot()?;
         let measured = match self.sh.spec.warmup {
-            Warmup::None => true,
+            // a time warm-up's own claims were returned above
+            Warmup::None | Warmup::Time(_) => true,
             // A plain load first: only the first measured claim writes the shared start time.
             Warmup::Requests(_) => slot >= self.warmup_slots && {
                 if self.sh.measure_start_ns.load(Ordering::Relaxed) == UNKNOWN {
@@ -618,7 +619,6 @@ impl Worker {
                 }
                 true
             },
-            Warmup::Time(_) => self.sh.measure_start().is_some_and(|m| now >= m),
         };
         Some(Job { slot, intended: now, measured })
     }

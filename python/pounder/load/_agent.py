@@ -12,8 +12,10 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pounder._units import available_cpus
 from pounder._version import __version__
@@ -28,6 +30,31 @@ PROBE_TIMEOUT_S = 3.0
 def _host_port(tcp: str) -> tuple[str, int]:
     host, _, port = tcp.rpartition(":")
     return host.strip("[]"), int(port)
+
+
+def _addresses(spec: EngineSpec, kind: Literal["tcp", "unix"]) -> list[str]:
+    """The spec's distinct targets of one kind."""
+    return sorted({address for target in spec["targets"] if (address := target.get(kind))})
+
+
+def _unix_connection(path: str) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX)
+    sock.settimeout(PROBE_TIMEOUT_S)
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _unreachable(address: str, connect: Callable[[], socket.socket]) -> str | None:
+    """Why one connection to ``address`` fails, None when it opens (it is closed at once)."""
+    try:
+        connect().close()
+    except OSError as error:
+        return f"cannot connect to {address}: {error.strerror or error}"
+    return None
 
 
 def machine_id() -> str:
@@ -78,28 +105,25 @@ class Agent:
         this machine's loopback without ``allow_remote``, a loopback target when this agent is not on
         the driver's machine (it would load its own machine, not the one the user named), or one it
         cannot connect to. The rule is checked here, where the requests leave."""
-        for address in sorted({target.get("tcp") or target.get("unix") or "" for target in spec["targets"]}):
-            unix = not any(target.get("tcp") == address for target in spec["targets"])
-            if unix and machine_id() != driver_machine:
-                return (f"target {address} is a Unix socket, and this agent is on another machine than pounder: "
+        home = machine_id() == driver_machine
+        for path in _addresses(spec, "unix"):
+            if not home:
+                return (f"target {path} is a Unix socket, and this agent is on another machine than pounder: "
                         "it would load its own machine")
-            if not unix:
-                host, port = _host_port(address)
-                if not allow_remote and not is_loopback(host):
-                    return f"target {address} is not on this machine's loopback (--allow-remote allows it)"
-                if is_loopback(host) and machine_id() != driver_machine:
-                    return (f"target {address} is a loopback address, and this agent is on another machine than "
-                            "pounder: it would load its own machine; give an address the agents reach "
-                            "(with --allow-remote)")
-            try:
-                if unix:
-                    with socket.socket(socket.AF_UNIX) as sock:
-                        sock.settimeout(PROBE_TIMEOUT_S)
-                        sock.connect(address)
-                else:
-                    socket.create_connection((host, port), timeout=PROBE_TIMEOUT_S).close()
-            except OSError as error:
-                return f"cannot connect to {address}: {error.strerror or error}"
+            problem = _unreachable(path, partial(_unix_connection, path))
+            if problem is not None:
+                return problem
+        for address in _addresses(spec, "tcp"):
+            host, port = _host_port(address)
+            if not allow_remote and not is_loopback(host):
+                return f"target {address} is not on this machine's loopback (--allow-remote allows it)"
+            if is_loopback(host) and not home:
+                return (f"target {address} is a loopback address, and this agent is on another machine than "
+                        "pounder: it would load its own machine; give an address the agents reach "
+                        "(with --allow-remote)")
+            problem = _unreachable(address, partial(socket.create_connection, (host, port), PROBE_TIMEOUT_S))
+            if problem is not None:
+                return problem
         return None
 
     def start(self, spec: EngineSpec) -> str | None:

@@ -460,12 +460,11 @@ class AgentPool:
             for key in ("start_unix_us", "measure_start_unix_us", "began_unix_us"):
                 if member.result.get(key) is not None:
                     member.result[key] -= round(member.offset_s * 1e6)
-        starts = [m.result["measure_start_unix_us"] for m in done if m.result and m.result["measure_start_unix_us"]]
-        for member in done:  # the series are added by second of the run: a late agent's seconds move along
-            assert member.result is not None
-            shift = round((member.result["measure_start_unix_us"] - min(starts)) / 1e6) if starts and \
-                member.result["measure_start_unix_us"] else 0
-            for entry in member.result["series"] if shift else ():
+        measured = [m.result for m in done if m.result and m.result["measure_start_unix_us"]]
+        first_measure = min((result["measure_start_unix_us"] for result in measured), default=0)
+        for result in measured:  # the series are added by second of the run: a late agent's seconds move along
+            shift = round((result["measure_start_unix_us"] - first_measure) / 1e6)
+            for entry in result["series"]:
                 entry["second"] += shift
         began = {m.index: m.result["began_unix_us"] for m in done if m.result and m.result.get("began_unix_us")}
         first = min(began.values(), default=None)
