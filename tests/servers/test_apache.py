@@ -149,12 +149,12 @@ def test_port_taken_meanwhile_is_retried_once(apache_server, monkeypatch: pytest
         taken_port = taken.getsockname()[1]
         real_free_port = servers_base.free_port
         ports = iter([taken_port])
-        monkeypatch.setattr(servers_base, "free_port", lambda: next(ports, None) or real_free_port())
+        monkeypatch.setattr(servers_base, "free_port", lambda host: next(ports, None) or real_free_port(host))
         srv = apache_server(start_servers=1)
         assert srv.port != taken_port
         assert get(srv.url + "/hello").startswith("hello")
 
-        monkeypatch.setattr(servers_base, "free_port", lambda: taken_port)
+        monkeypatch.setattr(servers_base, "free_port", lambda host: taken_port)
         again = apache_server(start=False, start_servers=1)
         with pytest.raises(ServerStartError, match="taken") as caught:
             again.start(timeout_s=15)

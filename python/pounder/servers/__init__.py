@@ -24,7 +24,15 @@ from pounder.servers._apache import (
     render_apache_conf,
     strip_owned_directives,
 )
-from pounder.servers._base import ManagedServer, ServerStartError, answers_http, die_with_parent_hook, free_port
+from pounder.servers._base import (
+    HOST,
+    ManagedServer,
+    ServerStartError,
+    answers_http,
+    die_with_parent_hook,
+    free_port,
+    listen_address,
+)
 from pounder.servers._command import CommandServer, command_missing, command_placeholders, render_command
 from pounder.servers._gunicorn import (
     GunicornServer,
@@ -38,6 +46,7 @@ from pounder.servers._listen import AcceptQueue, owns_listener
 from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_missing
 
 __all__ = [
+    "HOST",
     "AcceptQueue",
     "ApacheServer",
     "ApacheSettings",
@@ -60,6 +69,7 @@ __all__ = [
     "gunicorn_app_missing",
     "gunicorn_command",
     "gunicorn_missing",
+    "listen_address",
     "read_user_conf",
     "owns_listener",
     "render_apache_conf",

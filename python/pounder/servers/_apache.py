@@ -144,7 +144,7 @@ def apache_paths(workdir: Path) -> dict[str, Path]:
 
 
 @public
-def render_apache_conf(settings: ApacheSettings, *, workdir: Path, port: int, modules_dir: Path,
+def render_apache_conf(settings: ApacheSettings, *, workdir: Path, port: int, modules_dir: Path, host: str = HOST,
                        startup_pl: bool = False, server_root: Path | None = None, user_conf: str = "",
                        user_conf_name: str = "the configuration") -> str:
     """The complete httpd.conf of a private prefork instance in ``workdir`` on 127.0.0.1:``port``
@@ -171,7 +171,7 @@ def render_apache_conf(settings: ApacheSettings, *, workdir: Path, port: int, mo
         f"PidFile {_quoted(paths['pidfile'])}",
         f"ErrorLog {_quoted(paths['error_log'])}",
         "LogLevel warn",
-        f"Listen {HOST}:{port}",
+        f"Listen {host}:{port}",
         "ServerName localhost",
     ]
     if settings.user is not None:
@@ -309,11 +309,11 @@ class ApacheServer(ManagedServer):
                  modules_dir: str | os.PathLike[str] | None = None, conf: str | os.PathLike[str] | None = None,
                  server_root: str | os.PathLike[str] | None = None, ready_path: str = "/",
                  stop_timeout_s: float = 10.0, die_with_parent: bool = True,
-                 cpus: Collection[int] | None = None) -> None:
+                 cpus: Collection[int] | None = None, host: str = HOST) -> None:
         self.conf = Path(conf).resolve() if conf is not None else None
         self._conf_text()  # refuse an unreadable or unusable file before making a workdir
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
-                         die_with_parent=die_with_parent, cpus=cpus)
+                         die_with_parent=die_with_parent, cpus=cpus, host=host)
         group: str | None = None
         if os.geteuid() == 0:
             user = user or DEFAULT_USER
@@ -379,7 +379,7 @@ class ApacheServer(ManagedServer):
             paths["perl_lib"].mkdir(exist_ok=True)
         if self.startup_pl is not None:
             paths["startup_pl"].write_text(self.startup_pl)
-        paths["conf"].write_text(render_apache_conf(self.settings, workdir=self.workdir, port=port,
+        paths["conf"].write_text(render_apache_conf(self.settings, workdir=self.workdir, port=port, host=self.host,
                                                     modules_dir=self._modules_dir,
                                                     startup_pl=self.startup_pl is not None,
                                                     server_root=self.server_root, user_conf=self._conf_text(),

@@ -1,4 +1,5 @@
-"""A real server in its own directory and process group, on a free loopback port.
+"""A real server in its own directory and process group, on a free port of 127.0.0.1 (or of the
+address given as ``host``: :func:`listen_address`).
 
 :class:`ManagedServer` does the process handling shared by every server; a subclass only says how
 to write its configuration and command line (``_prepare``) and which logs to show when it fails.
@@ -32,6 +33,7 @@ import atexit
 import contextlib
 import ctypes
 import http.client
+import ipaddress
 import os
 import re
 import shutil
@@ -45,7 +47,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, NoReturn, TypeVar
 
-from pounder._errors import PounderError, public
+from pounder._errors import PounderError, UsageError, public
 from pounder._units import pinned_thread
 from pounder.servers._listen import owns_listener
 from pounder.servers._proc import ProcStat, all_stats, children_of, descendants_of, group_members, still_running
@@ -79,18 +81,47 @@ class _PortTaken(Exception):
 
 
 @public
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released)."""
+def listen_address(host: str, *, allow_remote: bool = False) -> str:
+    """``host`` checked as the address a server under test listens on (``--listen``): an IPv4
+    address of this machine, not the wildcard; one outside 127.0.0.0/8 only with
+    ``allow_remote`` (the server is then reachable from the network). Returns it normalised;
+    raises :class:`~pounder.UsageError`."""
+    if not isinstance(host, str):
+        raise UsageError(f"--listen must be an IPv4 address as a string, got {host!r}")
+    try:
+        address = ipaddress.IPv4Address(host)
+    except ValueError:
+        raise UsageError(f"--listen must be an IPv4 address of this machine (e.g. 127.0.0.1 or 10.0.0.5), "
+                         f"not {host!r}") from None
+    if address.is_unspecified:
+        raise UsageError("--listen must name the one address the load is sent to, not 0.0.0.0")
+    if not address.is_loopback and not allow_remote:
+        raise UsageError(f"--listen {address} would open the server under test to the network: "
+                         "add --allow-remote if that is meant (e.g. for agents on other machines)")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
+        try:
+            sock.bind((str(address), 0))
+        except OSError as error:
+            raise UsageError(f"--listen {address}: not an address of this machine "
+                             f"({error.strerror or error})") from None
+    return str(address)
+
+
+@public
+def free_port(host: str = HOST) -> int:
+    """A TCP port on ``host`` (default 127.0.0.1) that was free a moment ago (bound to port 0,
+    then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
         port: int = sock.getsockname()[1]
         return port
 
 
 @public
-def answers_http(port: int, path: str = "/", timeout_s: float = 2.0) -> bool:
-    """True if an HTTP GET of ``path`` on 127.0.0.1:``port`` gets any HTTP response."""
-    conn = http.client.HTTPConnection(HOST, port, timeout=timeout_s)
+def answers_http(port: int, path: str = "/", timeout_s: float = 2.0, host: str = HOST) -> bool:
+    """True if an HTTP GET of ``path`` on ``host``:``port`` (default 127.0.0.1) gets any HTTP
+    response."""
+    conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
     try:
         conn.request("GET", path, headers={"Connection": "close"})
         conn.getresponse().read()
@@ -105,11 +136,11 @@ class _HttpProbe:
     """One GET in flight, polled without blocking: True once an HTTP status line arrived, False if
     the connection failed or closed without one (start another probe), None while pending."""
 
-    def __init__(self, port: int, path: str) -> None:
+    def __init__(self, host: str, port: int, path: str) -> None:
         self._buf = b""
         self._sock: socket.socket | None = None
         try:
-            self._sock = socket.create_connection((HOST, port), timeout=1.0)
+            self._sock = socket.create_connection((host, port), timeout=1.0)
             self._sock.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode())
             self._sock.setblocking(False)
         except OSError:
@@ -181,6 +212,8 @@ class ManagedServer(abc.ABC):
     ``cpus``: run the server and every process it forks on these CPU numbers only (see the
     module docstring); None leaves the affinity alone.
 
+    ``host``: the IPv4 address it listens on (default 127.0.0.1; see :func:`listen_address`).
+
     ``workdir`` holds everything the server writes (configuration, ``run/`` with the pid file,
     ``logs/``); ``None`` makes a private temporary directory (mode 0755), removed by ``stop``
     (so call ``stop`` also on a server that was never started, or use ``with``).
@@ -193,7 +226,9 @@ class ManagedServer(abc.ABC):
 
     def __init__(self, workdir: str | os.PathLike[str] | None = None, *, ready_path: str = "/",
                  stop_timeout_s: float = 10.0, die_with_parent: bool = True,
-                 cpus: Collection[int] | None = None) -> None:
+                 cpus: Collection[int] | None = None, host: str = HOST) -> None:
+        self.host = listen_address(host, allow_remote=True)
+        """The address the server listens on."""
         self._owns_workdir = workdir is None
         if workdir is None:
             workdir = tempfile.mkdtemp(prefix=f"pounder-{self.kind}-")
@@ -255,8 +290,8 @@ class ManagedServer(abc.ABC):
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT`` (no trailing slash)."""
-        return f"http://{HOST}:{self.port}"
+        """``http://HOST:PORT`` (no trailing slash)."""
+        return f"http://{self.host}:{self.port}"
 
     @property
     def pid(self) -> int:
@@ -330,7 +365,7 @@ class ManagedServer(abc.ABC):
         deadline = time.monotonic() + timeout_s
         for attempt in (1, 2):
             try:
-                self._launch(free_port(), deadline, timeout_s)
+                self._launch(free_port(self.host), deadline, timeout_s)
                 return self
             except _PortTaken as taken:
                 if attempt == 2:
@@ -377,9 +412,9 @@ class ManagedServer(abc.ABC):
                 if len(seen) >= max(_CRASH_LOOP_CHILDREN, 5 * expected):
                     self._fail(f"{self.kind}: its workers keep exiting while starting on {self.url} "
                                f"({len(seen)} started so far)")
-                listening = listening or owns_listener(self._pid, port)
+                listening = listening or owns_listener(self._pid, port, self.host)
                 if listening:
-                    probe = probe or _HttpProbe(port, self._ready_path)
+                    probe = probe or _HttpProbe(self.host, port, self._ready_path)
                     answered = probe.poll()
                     if answered:
                         started = self.wait_for_children(expected, deadline - time.monotonic())

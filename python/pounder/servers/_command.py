@@ -9,7 +9,7 @@ backslashes group words), then each word gets its placeholders substituted with 
 rules, so a substituted value (a path with spaces...) always stays inside its word. Placeholders:
 
 ``{port}`` (required)  the free port pounder picked for this start
-``{host}``             ``127.0.0.1``
+``{host}``             the address it listens on: ``127.0.0.1`` (or ``--listen``)
 ``{workers}``          the number of workers; when the template uses it, ``start`` also waits
                        until the parent has that many children
 ``{max_requests}``     requests a worker serves before it is replaced; ``0`` is substituted as it
@@ -150,7 +150,7 @@ class CommandServer(ManagedServer):
                  max_requests: int = 0, env: Mapping[str, str] | None = None,
                  stop_signal: signal.Signals = signal.SIGTERM, ready_path: str = "/",
                  stop_timeout_s: float = 10.0, die_with_parent: bool = True,
-                 cpus: Collection[int] | None = None) -> None:
+                 cpus: Collection[int] | None = None, host: str = HOST) -> None:
         if workers < 1:
             raise UsageError(f"command: workers must be at least 1, not {workers}")
         if max_requests < 0:
@@ -159,7 +159,7 @@ class CommandServer(ManagedServer):
         render_command(command, port=0, workers=workers, max_requests=max_requests, workdir="/w", pidfile="/p",
                        error_log="/e")
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
-                         die_with_parent=die_with_parent, cpus=cpus)
+                         die_with_parent=die_with_parent, cpus=cpus, host=host)
         self.command = command
         self.workers = workers
         self.max_requests = max_requests
@@ -168,7 +168,7 @@ class CommandServer(ManagedServer):
         self._placeholders = command_placeholders(command)
 
     def _values(self, port: int) -> dict[str, Any]:
-        return {"port": port, "host": HOST, "workers": self.workers, "max_requests": self.max_requests,
+        return {"port": port, "host": self.host, "workers": self.workers, "max_requests": self.max_requests,
                 "workdir": self.workdir, "pidfile": self.pidfile, "error_log": self.error_log}
 
     def _environment(self) -> Mapping[str, str]:

@@ -40,14 +40,14 @@ class GunicornSettings:
 @public
 def gunicorn_command(settings: GunicornSettings, *, app: str, port: int, pidfile: Path, error_log: Path,
                      pythonpath: str | None = None, python: str = sys.executable,
-                     no_control_socket: bool = False) -> list[str]:
+                     no_control_socket: bool = False, host: str = HOST) -> list[str]:
     """The command line of a gunicorn instance on 127.0.0.1:``port`` (a pure function).
     ``no_control_socket``: pass ``--no-control-socket`` (gunicorn versions that have a control
     socket put it in ~/.gunicorn by default, shared by every instance of the user)."""
     settings.validate()
     if ":" not in app:
         raise UsageError(f"gunicorn: the app must be given as module:callable, not {app!r}")
-    argv = [python, "-m", "gunicorn", "--bind", f"{HOST}:{port}", "--workers", str(settings.workers),
+    argv = [python, "-m", "gunicorn", "--bind", f"{host}:{port}", "--workers", str(settings.workers),
             "--worker-class", "sync", "--pid", str(pidfile), "--error-logfile", str(error_log),
             "--log-level", "info", "--timeout", str(settings.timeout_s),
             "--graceful-timeout", str(settings.graceful_timeout_s), "--max-requests", str(settings.max_requests)]
@@ -147,9 +147,9 @@ class GunicornServer(ManagedServer):
                  env: Mapping[str, str] | None = None, extra_args: Sequence[str] = (),
                  python: str = sys.executable, ready_path: str = "/", stop_timeout_s: float = 10.0,
                  die_with_parent: bool = True,
-                 cpus: Collection[int] | None = None) -> None:
+                 cpus: Collection[int] | None = None, host: str = HOST) -> None:
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
-                         die_with_parent=die_with_parent, cpus=cpus)
+                         die_with_parent=die_with_parent, cpus=cpus, host=host)
         self.app = app
         # absolute: gunicorn runs in the workdir
         self.pythonpath = ",".join(str(Path(p).resolve()) for p in pythonpath.split(",")) if pythonpath else None
@@ -168,4 +168,4 @@ class GunicornServer(ManagedServer):
     def _prepare(self, port: int) -> list[str]:
         return gunicorn_command(self.settings, app=self.app, port=port, pidfile=self.pidfile,
                                 error_log=self.error_log, pythonpath=self.pythonpath, python=self.python,
-                                no_control_socket=_has_control_socket())
+                                no_control_socket=_has_control_socket(), host=self.host)

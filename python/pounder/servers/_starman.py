@@ -37,10 +37,10 @@ class StarmanSettings:
 
 @public
 def starman_command(settings: StarmanSettings, *, psgi: Path, port: int, pidfile: Path, error_log: Path,
-                    binary: str = "starman") -> list[str]:
+                    binary: str = "starman", host: str = HOST) -> list[str]:
     """The command line of a Starman instance on 127.0.0.1:``port`` (a pure function)."""
     settings.validate()
-    argv = [binary, "--listen", f"{HOST}:{port}", "--workers", str(settings.workers), "--pid", str(pidfile),
+    argv = [binary, "--listen", f"{host}:{port}", "--workers", str(settings.workers), "--pid", str(pidfile),
             "--error-log", str(error_log), "--max-requests", str(settings.max_requests or UNLIMITED_REQUESTS)]
     if settings.preload_app:
         argv.append("--preload-app")
@@ -74,9 +74,9 @@ class StarmanServer(ManagedServer):
                  max_requests: int = 0, preload_app: bool = False, keepalive: bool = True,
                  env: Mapping[str, str] | None = None, extra_args: Sequence[str] = (), binary: str | None = None,
                  ready_path: str = "/", stop_timeout_s: float = 10.0, die_with_parent: bool = True,
-                 cpus: Collection[int] | None = None) -> None:
+                 cpus: Collection[int] | None = None, host: str = HOST) -> None:
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
-                         die_with_parent=die_with_parent, cpus=cpus)
+                         die_with_parent=die_with_parent, cpus=cpus, host=host)
         self.psgi = Path(psgi).resolve()
         self.env = dict(env or {})
         self.binary = binary or find_starman() or "starman"
@@ -92,4 +92,4 @@ class StarmanServer(ManagedServer):
 
     def _prepare(self, port: int) -> list[str]:
         return starman_command(self.settings, psgi=self.psgi, port=port, pidfile=self.pidfile,
-                               error_log=self.error_log, binary=self.binary)
+                               error_log=self.error_log, binary=self.binary, host=self.host)
