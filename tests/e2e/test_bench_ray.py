@@ -358,3 +358,17 @@ def test_a_local_cluster_listens_on_loopback_only(testserver: Any) -> None:
     result = bench(srv.url + "/", connections=2, duration="2s", ray="local", agents=2, on_progress=look)
     assert result.agents is not None and result.agents.address == "local" and result.agents.nodes == 1
     assert seen == [[]]
+
+
+def test_another_cluster_after_a_local_one_in_one_process(cluster: str, testserver: Any) -> None:
+    """After ``--ray local`` in this process (the test above), agents on another cluster live: Ray
+    turns its token authentication on for a local cluster and leaves it on after shutdown, and
+    the other cluster's GCS (without tokens) then killed every actor it placed at once. Kept last,
+    after the in-process local runs."""
+    srv = testserver(mode="ok")
+    bench(srv.url + "/", connections=2, requests=200, ray="local", agents=2)
+    result = bench(srv.url + "/", connections=3, requests=300, ray=cluster, agents=3)
+    assert result.agents is not None and not result.agents.partial and result.agents.nodes == 3
+    assert result.requests.complete == 300
+    assert srv.stats()["requests"] == 500
+    assert os.environ.get("RAY_AUTH_MODE") is None  # as it was before the local cluster

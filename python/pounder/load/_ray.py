@@ -15,6 +15,7 @@ histograms back. Never a per-request record. Ray is imported only here, and only
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import math
@@ -170,15 +171,38 @@ def connect(cluster: Cluster) -> Iterator[ModuleType]:
                     "dashboard_host": "127.0.0.1", "num_cpus": 1, "object_store_memory": 80 << 20}
     else:
         options["address"] = address
-    with _kept_signal_handlers():
-        try:
-            ray.init(**options)
-        except (ConnectionError, RuntimeError, ValueError) as error:
-            raise PounderError(f"cannot join the Ray cluster at {address}: {str(error).splitlines()[0]}") from None
+    auth_mode = os.environ.get(_AUTH_MODE)
     try:
-        yield ray
+        with _kept_signal_handlers():
+            try:
+                ray.init(**options)
+            except (ConnectionError, RuntimeError, ValueError) as error:
+                raise PounderError(f"cannot join the Ray cluster at {address}: {str(error).splitlines()[0]}") from None
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
     finally:
-        ray.shutdown()
+        if cluster.local:
+            _restore_auth_mode(auth_mode)
+
+
+_AUTH_MODE = "RAY_AUTH_MODE"
+
+
+def _restore_auth_mode(saved: str | None) -> None:
+    """Undo what starting a local cluster did to this process: Ray turns its token authentication
+    on (``RAY_AUTH_MODE=token`` in our environment and its cached configuration) and
+    ``ray.shutdown`` leaves it on, so this process's next driver would refuse the calls of a
+    cluster without tokens - whose GCS then kills every actor it places at once ("all references to
+    the actor were removed")."""
+    if saved is None:
+        os.environ.pop(_AUTH_MODE, None)
+    else:
+        os.environ[_AUTH_MODE] = saved
+    raylet = importlib.import_module("ray._raylet")  # not in its type stub
+    raylet.Config.initialize("")  # re-reads RAY_* from the environment
+    raylet.AuthenticationTokenLoader.instance().reset_cache()
 
 
 # ---------------------------------------------------------------------------------------------
