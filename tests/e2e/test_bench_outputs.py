@@ -7,12 +7,9 @@ a server answering in 2 ms, 2 connections for 2.5 s, writing every file.
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import statistics
-import struct
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +18,7 @@ import pytest
 
 import pounder
 from pounder import BenchResult
+from support.hdr import decode_hdr, hdr_log_intervals
 from support.schemas import REGISTRY
 
 SCHEMA_PATH = Path(pounder.__file__).resolve().parent / "schemas" / "bench-result.schema.json"
@@ -30,75 +28,6 @@ TSV_COLUMNS = [
 ]  # fmt: skip
 CSV_PERCENTS = ["0", "50", "66", "75", "80", "90", "95", "98", "99", "99.9", "100"]
 RUN_SECONDS = 2.5
-
-
-# ---------------------------------------------------------------------------------------------
-# HdrHistogram V2 (deflate) decoding, enough to count and bound the recorded values
-
-
-@dataclass(frozen=True)
-class Hdr:
-    """A decoded histogram: {(lowest, highest) equivalent value range: count}."""
-
-    buckets: dict[tuple[int, int], int]
-
-    @property
-    def total(self) -> int:
-        return sum(self.buckets.values())
-
-    @property
-    def max_range(self) -> tuple[int, int]:
-        return max(self.buckets)
-
-    @property
-    def min_range(self) -> tuple[int, int]:
-        return min(self.buckets)
-
-
-def decode_hdr(text: str) -> Hdr:
-    raw = base64.b64decode(text)
-    cookie, length = struct.unpack(">ii", raw[:8])
-    assert cookie & ~0xF0 == 0x1C849304, f"not a V2 compressed histogram: cookie {cookie:#x}"
-    inner = zlib.decompress(raw[8 : 8 + length])
-    cookie, payload_len, _offset, digits, lowest, _highest, _ratio = struct.unpack(">iiiiqqd", inner[:40])
-    assert cookie & ~0xF0 == 0x1C849303, f"not a V2 histogram: cookie {cookie:#x}"
-    payload = inner[40 : 40 + payload_len]
-    sub_bucket_count = 1 << math.ceil(math.log2(2 * 10**digits))
-    half_magnitude = sub_bucket_count.bit_length() - 2
-    half_count = sub_bucket_count // 2
-    unit_magnitude = lowest.bit_length() - 1
-
-    def value_range(index: int) -> tuple[int, int]:
-        bucket = (index >> half_magnitude) - 1
-        sub_bucket = (index & (half_count - 1)) + half_count
-        if bucket < 0:
-            sub_bucket -= half_count
-            bucket = 0
-        low = sub_bucket << (bucket + unit_magnitude)
-        return low, low + (1 << (bucket + unit_magnitude)) - 1
-
-    buckets: dict[tuple[int, int], int] = {}
-    index = position = 0
-    while position < len(payload):
-        value = shift = 0
-        for byte_number in range(9):  # LEB128, the 9th byte carries 8 bits
-            byte = payload[position]
-            position += 1
-            if byte_number == 8:
-                value |= byte << 56
-                break
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
-        value = (value >> 1) ^ -(value & 1)  # ZigZag
-        if value < 0:
-            index += -value  # a run of empty buckets
-        else:
-            if value:
-                buckets[value_range(index)] = value
-            index += 1
-    return Hdr(buckets)
 
 
 def within(value_us: int, hdr_range: tuple[int, int]) -> bool:
@@ -267,19 +196,9 @@ def test_tsv_start_times_are_in_the_run(cli_bench):
     assert max(offsets) <= (result.warmup.elapsed_s + result.elapsed_s) * 1e6
 
 
-def _hdr_log_intervals(path: Path) -> list[tuple[float, float, float, Hdr]]:
-    intervals = []
-    for line in path.read_text().splitlines():
-        if not line or line.startswith("#") or line.startswith('"StartTimestamp"'):
-            continue
-        start, length, interval_max, histogram = line.split(",")
-        intervals.append((float(start), float(length), float(interval_max), decode_hdr(histogram)))
-    return intervals
-
-
 def test_hdr_log_one_interval_per_second(cli_bench):
     result = cli_bench.result
-    intervals = _hdr_log_intervals(cli_bench.hdr_path)
+    intervals = hdr_log_intervals(cli_bench.hdr_path)
     assert len(intervals) == len(result.series)
     for (start, length, interval_max, hdr), second in zip(intervals, result.series, strict=True):
         assert start == pytest.approx(second.second, abs=0.01)
@@ -354,7 +273,7 @@ def test_tsv_errors_and_library_outputs(testserver, run, tmp_path):
     rows = [dict(zip(TSV_COLUMNS, line.split("\t"), strict=True)) for line in lines[1:]]
     assert len(rows) == 20
     assert all(row["error"] == "reset" for row in rows)
-    assert sum(hdr_.total for *_, hdr_ in _hdr_log_intervals(hdr)) == 0  # no latency from failures
+    assert sum(hdr_.total for *_, hdr_ in hdr_log_intervals(hdr)) == 0  # no latency from failures
     schema = json.loads(SCHEMA_PATH.read_text())
     jsonschema.Draft202012Validator(schema, registry=REGISTRY).validate(json.loads(result.to_json()))
 

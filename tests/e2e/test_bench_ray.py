@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from ray.cluster_utils import Cluster as RayCluster  # noqa: E402
 from pounder import BenchResult, PounderError, UsageError, bench  # noqa: E402
 from pounder.compare import Variant, compare  # noqa: E402
 from pounder.load import BenchSpec, Cluster, agent_pool, run_bench, run_bench_ray, server_sampler  # noqa: E402
+from support.hdr import decode_hdr, hdr_log_intervals  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore")  # Ray's own deprecation warnings
 NODE = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "dashboard_host": "127.0.0.1"}
@@ -107,11 +109,19 @@ def test_counts_are_exact_over_three_agents(cluster: str, testserver: Any, tmp_p
 
 
 def test_merged_histogram_is_the_agents_requests(cluster: str, testserver: Any, tmp_path: Path) -> None:
-    """The merged percentiles are those of every request the agents timed (their own TSV files),
-    and a 20 ms server reads as 20 ms."""
+    """The merged histogram is the sum of the histograms in the agents' own ``--hdr-log`` files,
+    bucket by bucket (decoded apart from the engine); its percentiles are those of every request
+    the agents timed (their own TSV files); a 20 ms server reads as 20 ms."""
     srv = testserver(mode="ok", delay_ms=20)
-    tsv = tmp_path / "requests.tsv"
-    result = bench(srv.url + "/", connections=6, requests=900, ray=cluster, agents=3, tsv_path=str(tsv))
+    tsv, hdr = tmp_path / "requests.tsv", tmp_path / "requests.hdr"
+    result = bench(srv.url + "/", connections=6, requests=900, ray=cluster, agents=3, tsv_path=str(tsv),
+                   hdr_log_path=str(hdr))
+    rebuilt: Counter[tuple[int, int]] = Counter()
+    for index in range(3):
+        for *_, interval in hdr_log_intervals(tmp_path / f"requests.agent-{index}.hdr"):
+            rebuilt.update(interval.buckets)
+    assert dict(rebuilt) == decode_hdr(result.histogram).buckets
+    assert rebuilt.total() == 900
     rows = [row for index in range(3) for row in _tsv(tmp_path / f"requests.agent-{index}.tsv")]
     assert len(rows) == 900 == result.requests.complete == srv.stats()["requests"]
     latencies = sorted(int(row["latency_us"]) for row in rows)
