@@ -98,6 +98,12 @@ def check(cwd: Path, args: list[str], fragment: str) -> str:
     (["apache", "httpd.conf", "--env", "A=1"], "--env is not supported for apache (use SetEnv / PerlSetEnv"),
     (["apache", "/no/such/httpd.conf"], "apache: no such configuration file /no/such/httpd.conf"),
     (["gunicorn", "app:app", "--env", "FOO"], "invalid --env 'FOO': expected NAME=VALUE"),
+    (["--demo", "--listen", "192.0.2.1"], "--listen 192.0.2.1 would open the server under test to the network: "
+                                          "add --allow-remote"),
+    (["--demo", "--listen", "192.0.2.1", "--allow-remote"], "--listen 192.0.2.1: not an address of this machine"),
+    (["--demo", "--listen", "localhost"], "--listen must be an IPv4 address of this machine"),
+    (["--demo", "--agents", "2"], "--agents and --agents-per-node need --ray"),
+    (["--demo", "--ray", "nowhere"], "--ray must be local, auto or HOST:PORT"),
     (["gunicorn", "app:app", "--env", "=1"], "invalid --env '=1': expected NAME=VALUE"),
     (["gunicorn", "app:app", "--env", "A=1", "--env", "B"], "invalid --env 'B'"),
     (["gunicorn", "app:app", "--env", "A-B=1"], "invalid --env 'A-B=1'"),
@@ -132,11 +138,13 @@ def test_bad_input_names_the_server_file(cwd: Path, tmp_path: Path) -> None:
     ["--quick"], ["--demo"], ["--ram", "1G"], ["--clients", "5"], ["--p99", "300ms"], ["--mrpc", "0"],
     ["--path", "/x"], ["--no-preload"], ["--preload"], ["--env", "A=1"], ["--results", "elsewhere"],
     ["--point-duration", "3s"], ["--max-children", "4"], ["--stop-signal", "QUIT"], ["gunicorn", "app:app"],
+    ["--listen", "127.0.0.2"], ["--allow-remote"],
 ])
 def test_resume_takes_no_other_option(cwd: Path, tmp_path: Path, extra: list[str]) -> None:
     folder = tmp_path / "run"  # not a results directory: a resume that went ahead would fail on it
     check(cwd, ["--resume", str(folder), *extra],
-          "--resume DIR takes no other option: the run goes on with the settings stored in DIR")
+          "--resume DIR takes no other option (but --ray, --agents, --agents-per-node): the run goes on with the "
+          "settings stored in DIR")
     assert not folder.exists()
     assert not (cwd / "elsewhere").exists()
 

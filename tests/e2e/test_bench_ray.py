@@ -341,6 +341,38 @@ def test_compare_and_run_send_every_trial_from_the_agents(cluster: str, testserv
     assert fast.stats()["requests"] - 900 == slow.stats()["requests"] - 900 >= 900  # warm-up trials too
 
 
+def test_tune_sends_every_measured_load_from_the_agents(cluster: str, tmp_path: Path) -> None:
+    """``tune --ray --listen``: the server listens on the address given, every measured load is
+    sent by the agents (as many as it has connections, at most 3) to that address, and each
+    merged count is the agents' sum; the size measurement's loads are exactly the requests asked."""
+    results = tmp_path / "tune"
+    proc = _pounder("tune", "--demo", "--ray", cluster, "--listen", "127.0.0.2", "--point-duration", "1s",
+                    "--mrpc", "0,100", "--max-children", "2", "--measure-children", "2", "--requests-per-child", "20",
+                    "--no-confirm", "--results", str(results), timeout_s=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "CPUs: measured loads sent by 3 Ray agents on this machine; the server has every CPU here" in proc.stdout
+    manifest = json.loads((results / "tune.json").read_text())
+    assert manifest["load"] == {"ray": cluster, "agents": 3, "per_node": 1}
+    assert manifest["options"]["listen"] == "127.0.0.2"
+    benches = []
+    for path in sorted((results / "points").glob("*.json")):
+        bench_data = json.loads(path.read_text())["bench"]
+        benches += [(path.name, b) for b in (bench_data if isinstance(bench_data, list) else [bench_data])]
+    assert len(benches) >= 2 + 3 * 2 + 3 * 2  # sizes (2 halves), 2 sweep points, 2 MaxRequestsPerChild values
+    for name, bench_data in benches:
+        agents = bench_data["agents"]
+        connections = bench_data["options"]["load"]["connections"]
+        assert agents is not None and not any(a["lost"] for a in agents["members"]), name
+        assert len(agents["members"]) == min(3, connections), name
+        assert {target["url"].split("/")[2].split(":")[0] for target in bench_data["options"]["targets"]} == {
+            "127.0.0.2"}, name  # fmt: skip
+        assert bench_data["requests"]["complete"] == sum(a["complete"] for a in agents["members"]) > 0, name
+        assert os.getpid() not in {a["pid"] for a in agents["members"]}
+    sizes = [b for name, b in benches if name == "sizes.json"]
+    assert [b["requests"]["complete"] for b in sizes] == [20, 20]  # 10 requests for each of 2 children, twice
+    assert _agents_gone()
+
+
 def _outward_listeners() -> list[Any]:
     """LISTEN sockets of Ray's processes on anything but loopback."""
     pids = {proc.pid for proc in _ray_processes()}

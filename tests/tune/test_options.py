@@ -164,11 +164,29 @@ def test_to_dict_from_dict_round_trip() -> None:
         "path", "ram", "clients", "p99_s", "quick", "point_s", "requests_per_child", "measure_children",
         "max_children", "mrpc_values", "max_loss", "tolerance", "safety_margin", "memory_floor", "compare_preload",
         "timeout_s", "trials", "targets", "traffic", "keepalive", "throttle", "proxy", "peak_rate", "peak_source",
-        "server_cpus", "load_cpus", "confirm"}
+        "server_cpus", "load_cpus", "confirm", "listen", "allow_remote"}
     again = TuneOptions.from_dict(json.loads(json.dumps(plain)))
     assert again == options
     assert isinstance(again.mrpc_values, tuple)
     assert TuneOptions.from_dict(TuneOptions().to_dict()) == TuneOptions()
+
+
+@pytest.mark.usefixtures("machine")
+def test_listen() -> None:
+    assert make_options().listen == "127.0.0.1"
+    options = make_options(listen="127.0.0.2")
+    assert (options.listen, options.allow_remote) == ("127.0.0.2", False)
+    assert TuneOptions.from_dict(json.loads(json.dumps(options.to_dict()))) == options
+    older = {k: v for k, v in options.to_dict().items() if k not in ("listen", "allow_remote")}
+    assert TuneOptions.from_dict(older).listen == "127.0.0.1"  # a manifest written before --listen
+    with pytest.raises(UsageError, match="--listen 192.0.2.1 would open the server under test to the network"):
+        make_options(listen="192.0.2.1")
+    with pytest.raises(UsageError, match="--listen 192.0.2.1: not an address of this machine"):
+        make_options(listen="192.0.2.1", allow_remote=True)
+    with pytest.raises(UsageError, match="would open the server under test"):
+        TuneOptions(listen="192.0.2.1").validate()
+    with pytest.raises(UsageError, match="listen must be an IPv4 address, not int"):
+        TuneOptions(listen=1).validate()  # type: ignore[arg-type]
 
 
 @pytest.mark.usefixtures("machine")

@@ -83,7 +83,11 @@ def test_results_dir_follows_the_schemas() -> None:
     for path in files:
         validate(load(path), {"tune.json": "tune", "recommendation.json": "tune-result"}.get(path.name, "tune-point"))
     manifest = load(DEMO / "tune.json")
-    assert TuneOptions.from_dict(manifest["options"]).to_dict() == manifest["options"]  # every option is there
+    back = TuneOptions.from_dict(manifest["options"]).to_dict()
+    assert {key: back[key] for key in manifest["options"]} == manifest["options"]  # every option is read
+    # the options added since (this run was stored before them) read as their defaults
+    assert {key: back[key] for key in set(back) - set(manifest["options"])} == {"listen": "127.0.0.1",
+                                                                               "allow_remote": False}
 
 
 def test_an_interrupted_run_is_valid_without_a_recommendation(demo_dir: Path) -> None:

@@ -28,8 +28,9 @@ from pounder.cli._common import (
     report_option,
     write_html_report,
 )
+from pounder.cli._load_options import AGENTS, AGENTS_PER_NODE, RAY, load_option
 from pounder.cli._progress import live_status
-from pounder.load import Progress
+from pounder.load import Cluster, Progress
 from pounder.pool import KINDS, Adapter, ResultsDir, demo_adapter, make_adapter
 from pounder.tune import TuneResult, make_options, open_run, render_tune, resume, tune
 
@@ -50,6 +51,8 @@ TUNE_HELP = "\n\n".join([
     "'pounder tune --resume DIR' continues.",
     "Before it is printed, the recommendation is started, warmed and held at the target load (confirmation): the "
     "pool's footprint against the RAM budget, p99 against --p99, failures.",
+    "With --ray, the measured loads are sent by agents on a Ray cluster and the server keeps every CPU here; "
+    "agents on other machines reach it at --listen ADDRESS (with --allow-remote).",
     "Exit status: 0 done, 1 the server or a measurement failed or the confirmation was not met, 2 bad input, "
     "130 interrupted (143 by SIGTERM).",
 ])
@@ -124,6 +127,11 @@ LOAD_CPUS = option("--load-cpus", panel=_RUN, metavar="LIST", help="CPUs for pou
 NO_CONFIRM = option("--no-confirm", panel=_RUN, help=(
     "Skip the confirmation run (the recommended configuration started, warmed and held at the target load)."))
 REPORT = report_option(_RUN, "results")
+LISTEN = option("--listen", panel=_SERVER, metavar="ADDRESS", help=(
+    "The IPv4 address of this machine the server listens on (default 127.0.0.1): the one Ray agents on other "
+    "machines reach it at. One outside 127.0.0.0/8 needs --allow-remote."))
+ALLOW_REMOTE = load_option("allow_remote", _SERVER, help=(
+    "Allow --listen on an address outside 127.0.0.0/8: the server under test is then reachable from the network."))
 # fmt: on
 
 
@@ -206,6 +214,11 @@ def tune_command(
     load_cpus: Annotated[str | None, LOAD_CPUS] = None,
     no_confirm: Annotated[bool, NO_CONFIRM] = False,
     report: Annotated[str | None, REPORT] = None,
+    listen: Annotated[str | None, LISTEN] = None,
+    allow_remote: Annotated[bool, ALLOW_REMOTE] = False,
+    ray: Annotated[str | None, RAY] = None,
+    agents: Annotated[int | None, AGENTS] = None,
+    agents_per_node: Annotated[int | None, AGENTS_PER_NODE] = None,
 ) -> int:
     where, go, inputs = _plan(server, target, pythonpath=pythonpath, preload=preload, env=env, stop_signal=stop_signal,
                       path=path, results=results, resume_dir=resume_dir, demo=demo, quick=quick,
@@ -215,7 +228,8 @@ def tune_command(
                       traffic=Traffic(peak_rate=peak_rate, trials=trials, urls=urls, access_log=access_log,
                                       exclude_static=exclude_static, keepalive=keepalive, throttle=throttle,
                                       no_proxy=no_proxy, server_cpus=server_cpus, load_cpus=load_cpus,
-                                      no_confirm=no_confirm))
+                                      no_confirm=no_confirm, listen=listen, allow_remote=allow_remote),
+                      cluster=Cluster.from_options(ray, agents, agents_per_node))
     check_report_path(report)
     outputs = [("--report", report)] if resume_dir is not None else [("--results", where), ("--report", report)]
     check_distinct(outputs, inputs)
@@ -251,12 +265,14 @@ class Traffic:
     server_cpus: str | None = None
     load_cpus: str | None = None
     no_confirm: bool = False
+    listen: str | None = None
+    allow_remote: bool = False
 
     def given(self) -> list[object]:
         """The values a user gave (None or False when not): --resume takes none of them."""
         return [self.peak_rate, self.trials, self.urls, self.access_log, self.exclude_static or None,
                 self.keepalive, self.throttle, self.no_proxy or None, self.server_cpus, self.load_cpus,
-                self.no_confirm or None]
+                self.no_confirm or None, self.listen, self.allow_remote or None]
 
 
 Go = Callable[[Callable[[str], None], Callable[[str], None], Callable[[Progress], None] | None], TuneResult]
@@ -267,22 +283,24 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
           demo: bool, quick: bool, point_duration: str | None, requests_per_child: str | None,
           measure_children: str | None, max_children: str | None, mrpc: str | None, ram: str | None,
           clients: str | None, p99: str | None,
-          traffic: Traffic | None = None) -> tuple[str, Go, list[tuple[str, str]]]:
+          traffic: Traffic | None = None, cluster: Cluster | None = None) -> tuple[str, Go, list[tuple[str, str]]]:
     """Check every input (UsageError before anything starts); return the results directory, the
-    function that runs and the user's files the server reads (no output may overwrite them)."""
+    function that runs and the user's files the server reads (no output may overwrite them).
+    ``cluster``: the measured loads come from its agents (also when resuming)."""
     traffic = traffic or Traffic()
     if resume_dir is not None:
         given = [server, target, pythonpath, preload, env, stop_signal, results, point_duration, requests_per_child,
                  measure_children, max_children, mrpc, ram, clients, p99, *traffic.given()]
         if demo or quick or path != "/" or any(v is not None and v != [] for v in given):
-            raise UsageError("--resume DIR takes no other option: the run goes on with the settings stored in DIR")
+            raise UsageError("--resume DIR takes no other option (but --ray, --agents, --agents-per-node): the run "
+                             "goes on with the settings stored in DIR")
         folder = resume_dir
         stored = open_run(folder)[1]  # a bad directory is bad input, found before anything starts
 
         def go_on(log: Callable[[str], None], status: Callable[[str], None],
                   progress: Callable[[Progress], None] | None) -> TuneResult:
             log(f"resuming the run in {folder}")
-            return resume(folder, log=log, progress=progress, status=status)
+            return resume(folder, log=log, progress=progress, status=status, cluster=cluster)
 
         return folder, go_on, stored.input_files()
     if demo:
@@ -308,7 +326,8 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
                            exclude_static=traffic.exclude_static, keepalive=bool(traffic.keepalive),
                            throttle=traffic.throttle, proxy=not traffic.no_proxy, peak_rate=traffic.peak_rate,
                            server_cpus=traffic.server_cpus, load_cpus=traffic.load_cpus,
-                           confirm=not traffic.no_confirm)
+                           confirm=not traffic.no_confirm, listen=traffic.listen,
+                           allow_remote=traffic.allow_remote)
     where = f"pounder-tune-{datetime.now():%Y%m%d-%H%M%S}" if results is None else results
     ResultsDir.check_new(where)
     adapter.check()  # the program, the application, the paths it names: before anything starts
@@ -316,7 +335,7 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
     def go(log: Callable[[str], None], status: Callable[[str], None],
            progress: Callable[[Progress], None] | None) -> TuneResult:
         log(f"tuning {adapter.describe()}; results in {where}")
-        return tune(adapter, options, results=where, log=log, progress=progress, status=status)
+        return tune(adapter, options, results=where, log=log, progress=progress, status=status, cluster=cluster)
 
     inputs = adapter.input_files() + [(flag, value) for flag, value in (("--urls", traffic.urls),
                                                                          ("--access-log", traffic.access_log))

@@ -280,6 +280,8 @@ class AgentPool:
     def __init__(self, ray: ModuleType, cluster: Cluster) -> None:
         self.ray, self.cluster = ray, cluster
         self.members: list[_Member] = []
+        self.running: list[_Member] = []
+        """The agents of the current (or latest) run: the first ``agents`` of :attr:`members`."""
         self.per_node = 1
         self.group: Any = None
         self.interrupted = False
@@ -288,6 +290,11 @@ class AgentPool:
     @property
     def count(self) -> int:
         return len(self.members)
+
+    def elsewhere(self) -> int:
+        """How many of the agents run on another machine than this process."""
+        here = machine_id()
+        return sum(member.hello.get("machine") != here for member in self.members)
 
     # -- once: place and greet ---------------------------------------------------------------
 
@@ -344,13 +351,17 @@ class AgentPool:
         check_distributable(spec, self.count)
 
     def run(self, spec: BenchSpec, on_progress: ProgressCallback | None = None,
-            sampler: ServerSampler | None = None) -> BenchResult:
-        """One bench from every agent: ``spec`` dealt out, one start, the results merged (the
-        server sampled meanwhile with ``sampler``)."""
-        self.check(spec)
+            sampler: ServerSampler | None = None, *, agents: int | None = None) -> BenchResult:
+        """One bench from every agent (the first ``agents`` only, when given): ``spec`` dealt out,
+        one start, the results merged (the server sampled meanwhile with ``sampler``)."""
+        check_type(agents, int, "AgentPool.run: agents", "a whole number or None", optional=True)
+        if agents is not None and not 1 <= agents <= self.count:
+            raise UsageError(f"AgentPool.run: agents must be between 1 and {self.count}, got {agents}")
+        self.running = self.members[:agents]
+        check_distributable(spec, len(self.running))
         self.interrupted, self.give_up_at = False, None
-        for member in self.members:
-            member.reset(spec.share_spec(member.index, self.count))
+        for member in self.running:
+            member.reset(spec.share_spec(member.index, len(self.running)))
             if spec.auto_threads:  # its share of its own node's CPUs, not this machine's
                 cpus = int(member.hello["cpus"]) // self._sharing(member)
                 member.share["threads"] = max(1, min(member.share["connections"], cpus))
@@ -368,21 +379,21 @@ class AgentPool:
 
     def _sharing(self, member: _Member) -> int:
         """How many agents run on ``member``'s node (they share its CPUs)."""
-        return sum(other.hello["node_id"] == member.hello["node_id"] for other in self.members)
+        return sum(other.hello["node_id"] == member.hello["node_id"] for other in self.running)
 
     def _check_targets(self, allow_remote: bool) -> None:
-        refs = [m.actor.check.remote(m.share, allow_remote, machine_id()) for m in self.members]
-        for member, problem in zip(self.members, _get(self.ray, refs, HELLO_TIMEOUT_S, "check the targets"),
+        refs = [m.actor.check.remote(m.share, allow_remote, machine_id()) for m in self.running]
+        for member, problem in zip(self.running, _get(self.ray, refs, HELLO_TIMEOUT_S, "check the targets"),
                                    strict=True):  # fmt: skip
             if problem is not None:
                 raise PounderError(f"agent {member.index} on {member.hello['host']}: {problem}")
 
     def _launch(self, spec: BenchSpec, sampler: ServerSampler | None) -> None:
-        for member in self.members:
+        for member in self.running:
             member.offset_s, member.error_s = _clock(self.ray, member.actor)
-        lead = max(MIN_LEAD_S, 10 * 2 * max(m.error_s for m in self.members))
+        lead = max(MIN_LEAD_S, 10 * 2 * max(m.error_s for m in self.running))
         start_at = time.time() + lead
-        for member in self.members:
+        for member in self.running:
             member.share = {
                 **member.share, "export_histograms": True,
                 "start_at_unix_us": round((start_at + member.offset_s) * 1e6),
@@ -391,17 +402,17 @@ class AgentPool:
             }  # fmt: skip
         if sampler is not None:  # from just before the first request
             sampler.start()
-        refused = _get(self.ray, [m.actor.start.remote(m.share) for m in self.members], HELLO_TIMEOUT_S, "start")
+        refused = _get(self.ray, [m.actor.start.remote(m.share) for m in self.running], HELLO_TIMEOUT_S, "start")
         now = time.monotonic()
-        for member in self.members:
+        for member in self.running:
             member.heard = now
-        for member, problem in zip(self.members, refused, strict=True):
+        for member, problem in zip(self.running, refused, strict=True):
             if problem is not None:
                 self._cancel()
                 raise PounderError(f"agent {member.index} on {member.hello['host']}: {problem}")
 
     def _cancel(self) -> None:
-        for member in self.members:
+        for member in self.running:
             if member.active:
                 member.actor.cancel.remote()
 
@@ -409,7 +420,7 @@ class AgentPool:
         """One round: ask every active agent, take what came within the poll interval, and declare
         lost an agent whose process died or that stayed silent too long."""
         ray, exceptions = self.ray, self.ray.exceptions
-        active = [m for m in self.members if m.active]
+        active = [m for m in self.running if m.active]
         for member in active:
             if member.pending is None:
                 member.pending = member.actor.poll.remote()
@@ -436,7 +447,7 @@ class AgentPool:
                 ray.kill(member.actor, no_restart=True)
 
     def _progress(self, spec: BenchSpec) -> Progress:
-        lasts = [m.last or {} for m in self.members if m.lost is None]
+        lasts = [m.last or {} for m in self.running if m.lost is None]
         phases = [str(last.get("phase", "waiting")) for last in lasts] or ["done"]
         load = spec.load
         return Progress(
@@ -449,13 +460,13 @@ class AgentPool:
         )  # fmt: skip
 
     def _follow(self, spec: BenchSpec, on_progress: ProgressCallback | None) -> None:
-        while any(m.active for m in self.members):
+        while any(m.active for m in self.running):
             began = time.monotonic()
             try:
                 self._poll()
                 if on_progress is not None:
                     on_progress(self._progress(spec))
-                if any(m.active for m in self.members):  # one round per interval, however fast they answer
+                if any(m.active for m in self.running):  # one round per interval, however fast they answer
                     time.sleep(max(0.0, began + POLL_INTERVAL_S - time.monotonic()))
             except KeyboardInterrupt:
                 if self.give_up_at is not None:  # a third one: out, whatever came
@@ -468,16 +479,16 @@ class AgentPool:
                 self._cancel()
                 raise
             if self.give_up_at is not None and time.monotonic() > self.give_up_at:
-                for member in self.members:
+                for member in self.running:
                     if member.active:
                         member.lost = "stopped by a second Ctrl-C before it returned its result"
 
     def _result(self, spec: BenchSpec, started_at: str, server: ServerLoadReport | None) -> BenchResult:
-        done = [m for m in self.members if m.result is not None]
+        done = [m for m in self.running if m.result is not None]
         if not done and self.interrupted:  # stopped before anything came back: nothing to keep
             raise KeyboardInterrupt
         if not done:
-            reasons = "; ".join(f"agent {m.index}: {m.lost}" for m in self.members if m.lost)
+            reasons = "; ".join(f"agent {m.index}: {m.lost}" for m in self.running if m.lost)
             raise PounderError(f"no agent returned a result ({reasons})")
         for member in done:  # every time in the driver's clock
             assert member.result is not None
@@ -494,14 +505,14 @@ class AgentPool:
         first = min(began.values(), default=None)
         agents = Agents(
             address=self.cluster.address, per_node=self.per_node,
-            nodes=len({m.hello["node_id"] for m in self.members}),
+            nodes=len({m.hello["node_id"] for m in self.running}),
             start_skew_ms=(max(began.values()) - min(began.values())) / 1000 if len(began) > 1 else None,
             members=tuple(
                 agent_report(m.index, m.hello, m.share, (m.offset_s * 1000, m.error_s * 1000),
                              None if first is None or m.index not in began else (began[m.index] - first) / 1000,
                              m.result, m.last or {"complete": 0, "failed": 0, "elapsed_s": 0.0}, m.lost,
                              self._sharing(m))
-                for m in self.members
+                for m in self.running
             ),
         )  # fmt: skip
         try:

@@ -33,6 +33,7 @@ from pounder._errors import (
     public,
 )
 from pounder.servers import (
+    HOST,
     ApacheServer,
     GunicornServer,
     ManagedServer,
@@ -112,9 +113,10 @@ class Adapter(abc.ABC):
 
     @abc.abstractmethod
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
-               keepalive: bool = False) -> ManagedServer:
+               keepalive: bool = False, host: str = HOST) -> ManagedServer:
         """A server (not started) with these settings, writing its files under ``workdir``, run on
-        ``cpus`` (None: anywhere; see :class:`~pounder.servers.ManagedServer`), keeping connections
+        ``cpus`` (None: anywhere; see :class:`~pounder.servers.ManagedServer`), listening on
+        ``host`` (see :func:`~pounder.servers.listen_address`), keeping connections
         alive between requests when ``keepalive`` and the server can (Apache's KeepAlive,
         Starman's default; gunicorn's sync workers and a command's server decide for themselves)."""
 
@@ -190,10 +192,10 @@ class GunicornAdapter(Adapter):
         self.extra_args = check_strings(extra_args, "gunicorn: extra_args")
 
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
-               keepalive: bool = False) -> ManagedServer:
+               keepalive: bool = False, host: str = HOST) -> ManagedServer:
         return GunicornServer(workdir, self.app, pythonpath=self.pythonpath, workers=params.max_clients,
                               max_requests=params.max_requests, preload=self.with_preload(params), env=self.env,
-                              extra_args=self.extra_args, cpus=cpus)
+                              extra_args=self.extra_args, cpus=cpus, host=host)
 
     def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         # gunicorn replaces a worker after max_requests + randint(0, jitter) requests: keep the sum
@@ -262,10 +264,10 @@ class StarmanAdapter(Adapter):
         self.extra_args = check_strings(extra_args, "starman: extra_args")
 
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
-               keepalive: bool = False) -> ManagedServer:
+               keepalive: bool = False, host: str = HOST) -> ManagedServer:
         return StarmanServer(workdir, self.psgi, workers=params.max_clients, max_requests=params.max_requests,
                              preload_app=self.with_preload(params), keepalive=keepalive, env=self.env,
-                             extra_args=self.extra_args, cpus=cpus)
+                             extra_args=self.extra_args, cpus=cpus, host=host)
 
     def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         limit = params.max_requests or 1_000_000_000
@@ -324,7 +326,7 @@ class ApacheAdapter(Adapter):
         self.preload = self.startup_pl is not None or _preloads(conf_text)
 
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
-               keepalive: bool = False) -> ManagedServer:
+               keepalive: bool = False, host: str = HOST) -> ManagedServer:
         start, low, high = params.fixed()
         extra: dict[str, Any] = {}
         if self.conf is not None:
@@ -334,7 +336,7 @@ class ApacheAdapter(Adapter):
             startup_pl=self.startup_pl.read_text() if self.startup_pl is not None else None,
             perl_lib=self.perl_lib, extra_conf=self.extra_conf, start_servers=min(start, params.max_clients),
             min_spare=low, max_spare=high, max_request_workers=params.max_clients,
-            max_connections_per_child=params.max_requests, keepalive=keepalive, cpus=cpus, **extra)
+            max_connections_per_child=params.max_requests, keepalive=keepalive, cpus=cpus, host=host, **extra)
 
     def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         start, low, high = params.fixed()
@@ -395,7 +397,7 @@ class CommandAdapter(Adapter):
 
         check_text(command, "command: command")
         check_text(stop_signal, "command: stop_signal")
-        render_command(command, port=1, workers=1, max_requests=0, host="127.0.0.1", workdir="/", pidfile="/p",
+        render_command(command, port=1, workers=1, max_requests=0, host=HOST, workdir="/", pidfile="/p",
                        error_log="/e")  # checks the placeholders now: a bad template is a usage error
         try:
             self.stop_signal = signal.Signals[f"SIG{stop_signal.upper().removeprefix('SIG')}"]
@@ -405,11 +407,11 @@ class CommandAdapter(Adapter):
         self.env = check_str_mapping(env, "command: env")
 
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
-               keepalive: bool = False) -> ManagedServer:
+               keepalive: bool = False, host: str = HOST) -> ManagedServer:
         from pounder.servers import CommandServer
 
         return CommandServer(workdir, self.command, workers=params.max_clients, max_requests=params.max_requests,
-                             env=self.env, stop_signal=self.stop_signal, cpus=cpus)
+                             env=self.env, stop_signal=self.stop_signal, cpus=cpus, host=host)
 
     def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         values = {"workers": params.max_clients, "max_requests": params.max_requests}

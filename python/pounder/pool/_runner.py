@@ -12,11 +12,16 @@ grow by megabytes over their first requests): see :meth:`Runner.warm`.
 CPUs: the server (and every child it forks) runs on ``server_cpus``, the load generator (the
 engine's threads, started in this process by each bench, and the sampler) on ``load_cpus``; see
 :func:`~pounder.pool.split_cpus`.
+
+Agents: with an :class:`~pounder.load.AgentPool`, every measured load is sent by Ray agents
+(elsewhere, so the server keeps its CPUs); warming and the probes of a child's start, which
+measure nothing, are still sent from this machine.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import shutil
 import signal
@@ -25,16 +30,24 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pounder._errors import PounderError, check_instance, public
+from pounder._errors import PounderError, check_instance, check_type, public
 from pounder._files import write_atomic
 from pounder._units import KIB, MIB, pinned_thread
-from pounder.load import BenchResult, BenchSpec, LoadOptions, Progress, ProgressCallback, run_bench
+from pounder.load import (
+    AgentPool,
+    BenchResult,
+    BenchSpec,
+    LoadOptions,
+    Progress,
+    ProgressCallback,
+    run_bench,
+)
 from pounder.pool._adapters import Adapter, PoolParams
 from pounder.pool._cpus import check_cpus
 from pounder.pool._queue import QueueWatch
 from pounder.pool._workload import Workload, url_file_line
 from pounder.procs import PoolSnapshot, ServerSampler, find_server, mem_available, process_cpu_clock, snapshot
-from pounder.servers import ManagedServer
+from pounder.servers import HOST, ManagedServer, listen_address
 
 WARM_ROUNDS = 30
 WARM_STEADY_GROWTH = 0.8
@@ -93,11 +106,14 @@ class Runner:
     under ``root``; every load sends ``workload`` (a :class:`Workload`, or a path for one GET);
     ``progress`` receives every bench's live progress; the memory floor is watched throughout.
     ``server_cpus`` / ``load_cpus``: the CPUs the server and the load generator run on (None:
-    anywhere; see :func:`split_cpus`)."""
+    anywhere; see :func:`split_cpus`). ``host``: the address the servers listen on (see
+    :func:`~pounder.servers.listen_address`). ``agents``: the measured loads are sent by these
+    Ray agents (see the module's documentation)."""
 
     def __init__(self, adapter: Adapter, root: Path, workload: Workload | str, memory_floor: int, timeout_s: float,
                  progress: ProgressCallback | None = None, *, server_cpus: Collection[int] | None = None,
-                 load_cpus: Collection[int] | None = None) -> None:
+                 load_cpus: Collection[int] | None = None, host: str = HOST,
+                 agents: AgentPool | None = None) -> None:
         self.adapter = adapter
         self.root = root
         self.workload = Workload(path=workload) if isinstance(workload, str) else check_instance(
@@ -108,6 +124,9 @@ class Runner:
         check_cpus(server_cpus, load_cpus)
         self.server_cpus = None if server_cpus is None else tuple(sorted(set(server_cpus)))
         self.load_cpus = None if load_cpus is None else tuple(sorted(set(load_cpus)))
+        check_type(host, str, "Runner: host", "an IPv4 address")
+        self.host = listen_address(host, allow_remote=True)
+        self.agents: AgentPool | None = check_instance(agents, AgentPool, "Runner: agents", optional=True)
         self.ready_s: float | None = None
         """Seconds from the latest start until the server answered HTTP with its first children up."""
         self._starts = 0
@@ -138,7 +157,8 @@ class Runner:
         shutil.rmtree(workdir, ignore_errors=True)
         workdir.mkdir(parents=True)
         workdir.chmod(0o755)
-        server = self.adapter.server(params, workdir, cpus=self.server_cpus, keepalive=self.workload.keepalive)
+        server = self.adapter.server(params, workdir, cpus=self.server_cpus, keepalive=self.workload.keepalive,
+                                     host=self.host)
         try:
             self.ready_s = None
             began = time.monotonic()
@@ -161,7 +181,8 @@ class Runner:
         read as fast as they can (no ``throttle``)."""
         load = LoadOptions(connections=connections, duration=duration, requests=requests, rate=rate,
                            keepalive=self.workload.keepalive, throttle=None if full_speed else self.workload.throttle,
-                           timeout=self.timeout_s, threads=1)
+                           timeout=self.timeout_s, threads=1,
+                           allow_remote=not ipaddress.IPv4Address(self.host).is_loopback)
         if not self.workload.targets:
             return BenchSpec.from_options(self.url(server), options=load)
         return BenchSpec.from_options(url_file=self._url_file(server), order="random", options=load)
@@ -197,16 +218,26 @@ class Runner:
         KeyboardInterrupt. Keep-alive is off unless the workload turns it on: every request is
         then a new connection, and a child's MaxRequestsPerChild means the same in every server
         (Apache and Starman count connections, gunicorn requests). ``queue`` (from
-        :meth:`queue_watch`) samples the server's accept queue during the load's measured phase."""
+        :meth:`queue_watch`) samples the server's accept queue during the load's measured phase.
+        With :attr:`agents`, a sampled (measured) load is sent by as many of them as it has
+        connections (and requests), at most all; an agent lost meanwhile raises
+        :class:`~pounder.PounderError`: a load with a share missing is not a measurement."""
         sampler = ServerSampler(find_server(pid=server.pid), interval_s=SAMPLE_INTERVAL_S) if sample else None
         spec = self.spec(server, connections, duration=duration, requests=requests, rate=rate, full_speed=full_speed)
         measuring: list[float] = []
         # the engine's threads (and the sampler's, the queue watch's) are created by this thread:
         # they inherit its affinity
         with pinned_thread(self.load_cpus), queue or contextlib.nullcontext():
-            result = run_bench(spec, self._watch(measuring), sampler)
+            if sample and self.agents is not None:
+                used = min(self.agents.count, connections, requests or connections)
+                result = self.agents.run(spec, self._watch(measuring), sampler, agents=used)
+            else:
+                result = run_bench(spec, self._watch(measuring), sampler)
         if result.interrupted:
             raise KeyboardInterrupt
+        if result.agents is not None and result.agents.partial:
+            lost = "; ".join(f"agent {a.index} ({a.host}): {a.lost}" for a in result.agents.members if a.lost)
+            raise PounderError(f"a load was sent only in part, so it is not counted: {lost}")
         if queue is not None and measuring:
             queue.window(measuring[0], measuring[0] + min(duration or result.elapsed_s, result.elapsed_s))
         return result

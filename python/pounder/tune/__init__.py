@@ -18,10 +18,13 @@ here.
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import os
+from collections.abc import Iterator
 
 from pounder._errors import UsageError, check_callable, check_instance, check_path, public
-from pounder.load import ProgressCallback
+from pounder.load import AgentPool, Cluster, ProgressCallback, agent_pool
 from pounder.pool import (
     POINT_SCHEMA,
     RESULT_SCHEMA,
@@ -82,24 +85,47 @@ def _finish(session: TuneSession) -> TuneResult:
     return result
 
 
+@contextlib.contextmanager
+def _agents(cluster: Cluster | None, options: TuneOptions) -> Iterator[AgentPool | None]:
+    """The agents of ``cluster`` for a whole run (None without one); agents on other machines
+    cannot reach a server on loopback: refused before anything starts."""
+    if cluster is None:
+        yield None
+        return
+    with agent_pool(cluster) as pool:
+        away = pool.elsewhere()
+        if away and ipaddress.IPv4Address(options.listen).is_loopback:
+            raise UsageError(f"{away} of the {pool.count} agents run on other machines and cannot reach a server on "
+                             f"{options.listen}: give --listen with this machine's address on their network (and "
+                             "--allow-remote)")
+        yield pool
+
+
 @public
 def tune(adapter: Adapter, options: TuneOptions | None = None, *, results: str | os.PathLike[str],
-         log: Log | None = None, progress: ProgressCallback | None = None, status: Log | None = None) -> TuneResult:
+         log: Log | None = None, progress: ProgressCallback | None = None, status: Log | None = None,
+         cluster: Cluster | None = None) -> TuneResult:
     """Run every step for ``adapter`` and return the recommendation. ``results`` must not exist
-    yet (or be an empty directory). Raises :class:`~pounder.UsageError` on bad input,
-    :class:`~pounder.servers.ServerStartError` when the server does not start (with its own log
-    lines), :class:`MemoryFloorError` when memory runs low; on ``KeyboardInterrupt`` every server
-    is stopped and what was measured stays in ``results`` for :func:`resume`."""
+    yet (or be an empty directory). ``cluster``: the measured loads are sent by agents on a Ray
+    cluster (see :func:`pounder.run_bench_ray`), placed once for the whole run; the server then
+    listens on ``options.listen`` and keeps every CPU here. Raises :class:`~pounder.UsageError`
+    on bad input, :class:`~pounder.servers.ServerStartError` when the server does not start (with
+    its own log lines), :class:`MemoryFloorError` when memory runs low; on ``KeyboardInterrupt``
+    every server is stopped and what was measured stays in ``results`` for :func:`resume`."""
     check_instance(adapter, Adapter, "tune: adapter")
     check_instance(options, TuneOptions, "tune: options", optional=True)
     check_path(results, "tune: results")
     for name, callback in (("log", log), ("progress", progress), ("status", status)):
         check_callable(callback, f"tune: {name}")
+    check_instance(cluster, Cluster, "tune: cluster", optional=True)
     options = options or TuneOptions()
     options.validate()
     adapter.check()
-    store = ResultsDir.create(results, manifest(adapter, options))
-    return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status))
+    ResultsDir.check_new(results)
+    with _agents(cluster, options) as agents:
+        store = ResultsDir.create(results, manifest(adapter, options, agents))
+        return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status,
+                                   agents=agents))
 
 
 @public
@@ -120,10 +146,23 @@ def open_run(results: str | os.PathLike[str]) -> tuple[ResultsDir, Adapter, Tune
 
 @public
 def resume(results: str | os.PathLike[str], *, log: Log | None = None, progress: ProgressCallback | None = None,
-           status: Log | None = None) -> TuneResult:
-    """Continue the run stored in ``results``: measure only the points not stored yet."""
+           status: Log | None = None, cluster: Cluster | None = None) -> TuneResult:
+    """Continue the run stored in ``results``: measure only the points not stored yet. A run
+    whose loads were sent by Ray agents goes on only with a ``cluster`` (and one sent from this
+    machine only without): its points are compared with each other."""
+    for name, callback in (("log", log), ("progress", progress), ("status", status)):
+        check_callable(callback, f"resume: {name}")
+    check_instance(cluster, Cluster, "resume: cluster", optional=True)
     store, adapter, options = open_run(results)
-    return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status))
+    stored = ResultsDir.open(results)[1].get("load")
+    if isinstance(stored, dict) and cluster is None:
+        raise UsageError(f"{results} was measured with load from {stored.get('agents')} Ray agents "
+                         f"(--ray {stored.get('ray')}): resume it with --ray too")
+    if stored is None and cluster is not None:
+        raise UsageError(f"{results} was measured with load from this machine: resume it without --ray")
+    with _agents(cluster, options) as agents:
+        return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status,
+                                   agents=agents))
 
 
 __all__ = [

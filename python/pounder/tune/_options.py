@@ -21,6 +21,7 @@ from pounder._units import (
 from pounder.compare import MIN_TRIALS
 from pounder.load import read_access_log, read_url_targets
 from pounder.procs import mem_total
+from pounder.servers import HOST, listen_address
 
 FULL_MRPC = (0, 10000, 1000, 100, 10)
 QUICK_MRPC = (0, 1000, 100, 10)
@@ -60,6 +61,9 @@ class TuneOptions:
     * ``server_cpus`` / ``load_cpus``: CPU affinity of the server under test and of the load
       generator (None: not pinned).
     * ``confirm``: start the recommended configuration and check it at the target load.
+    * ``listen``: the IPv4 address the server under test listens on (default 127.0.0.1), for
+      load generators on other machines (Ray agents); one outside 127.0.0.0/8 needs
+      ``allow_remote`` (see :func:`~pounder.servers.listen_address`).
     """
 
     path: str = "/"
@@ -89,6 +93,8 @@ class TuneOptions:
     server_cpus: tuple[int, ...] | None = None
     load_cpus: tuple[int, ...] | None = None
     confirm: bool = True
+    listen: str = HOST
+    allow_remote: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         plain = asdict(self)
@@ -168,6 +174,7 @@ class TuneOptions:
                              "(how fast they read) or --keepalive")
         if self.server_cpus is not None and self.load_cpus is not None and set(self.server_cpus) & set(self.load_cpus):
             raise UsageError("--server-cpus and --load-cpus must not share a CPU (they would compete again)")
+        listen_address(self.listen, allow_remote=self.allow_remote)
 
 
 _WHOLE = (int, "a whole number")
@@ -179,7 +186,7 @@ _FIELD_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
     "compare_preload": (bool, "True or False"), "timeout_s": _NUMBER, "trials": _WHOLE,
     "keepalive": (bool, "True or False"), "throttle": (str, "a bandwidth such as 56kbit"),
     "proxy": (bool, "True or False"), "peak_rate": _NUMBER, "peak_source": (str, "a string"),
-    "confirm": (bool, "True or False"),
+    "confirm": (bool, "True or False"), "listen": (str, "an IPv4 address"), "allow_remote": (bool, "True or False"),
 }
 _OPTIONAL = frozenset({"ram", "clients", "p99_s", "throttle", "peak_rate", "peak_source"})
 
@@ -227,13 +234,14 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
                  exclude_static: bool = False, keepalive: bool = False, throttle: str | None = None,
                  proxy: bool = True, peak_rate: str | float | None = None,
                  server_cpus: str | Sequence[int] | None = None, load_cpus: str | Sequence[int] | None = None,
-                 confirm: bool = True) -> TuneOptions:
+                 confirm: bool = True, listen: str | None = None, allow_remote: bool = False) -> TuneOptions:
     """:class:`TuneOptions` from values as a user types them (``ram="4G"``, ``p99="300ms"``,
     ``mrpc="0,10k,1000"``, ``peak_rate="200/s"``, ``server_cpus="1-3"``); ``quick`` shortens every
     step. ``urls``: a bench URL file (weights, GET/HEAD per line; only each URL's path and query
     are used: pounder starts the server on its own port); ``access_log``: an Apache/nginx access
     log whose GET and HEAD requests are replayed in their measured proportions, and whose busiest
-    second is the target rate unless ``clients`` or ``peak_rate`` is given. Raises
+    second is the target rate unless ``clients`` or ``peak_rate`` is given. ``listen``: the
+    server's address (default 127.0.0.1; another needs ``allow_remote``). Raises
     :class:`~pounder.UsageError`."""
     total = mem_total()
     values: dict[str, Any] = {
@@ -274,7 +282,9 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
     if peak_rate is not None:
         values["peak_rate"] = parse_rate(peak_rate, "--peak-rate") if isinstance(peak_rate, str) else peak_rate
         values["peak_source"] = "--peak-rate"
-    values.update(keepalive=keepalive, throttle=throttle, proxy=proxy, confirm=confirm)
+    values.update(keepalive=keepalive, throttle=throttle, proxy=proxy, confirm=confirm, allow_remote=allow_remote)
+    if listen is not None:
+        values["listen"] = listen_address(listen, allow_remote=allow_remote)
     for key, cpus in (("server_cpus", server_cpus), ("load_cpus", load_cpus)):
         if cpus is not None:
             values[key] = parse_cpu_list(cpus, f"--{key.replace('_', '-')}") if isinstance(cpus, str) else tuple(cpus)

@@ -33,7 +33,7 @@ from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
 from pounder._units import MIB, available_cpus, children_text, count_text, cpu_list_text, mib_unit
 from pounder._version import __version__
-from pounder.load import BenchResult, ProgressCallback
+from pounder.load import AgentPool, BenchResult, ProgressCallback
 from pounder.pool import (
     Adapter,
     PoolParams,
@@ -179,17 +179,19 @@ class TuneSession:
     ``status`` a short label of what is being measured now."""
 
     def __init__(self, adapter: Adapter, options: TuneOptions, results: ResultsDir, *, log: Log | None = None,
-                 progress: ProgressCallback | None = None, status: Log | None = None) -> None:
+                 progress: ProgressCallback | None = None, status: Log | None = None,
+                 agents: AgentPool | None = None) -> None:
         self.adapter = adapter
         self.options = options
         self.results = results
         self._log = log or (lambda line: None)
         self._status = status or (lambda line: None)
-        server_cpus, load_cpus, self.cpus_note = _cpus(options)
+        server_cpus, load_cpus, self.cpus_note = _cpus(options, agents)
         workload = Workload(path=options.path, targets=options.targets, keepalive=options.keepalive,
                             throttle=options.throttle)
         self.runner = Runner(adapter, results.servers_dir, workload, options.memory_floor, options.timeout_s,
-                             progress, server_cpus=server_cpus, load_cpus=load_cpus)
+                             progress, server_cpus=server_cpus, load_cpus=load_cpus, host=options.listen,
+                             agents=agents)
         self.cores = len(server_cpus) if server_cpus else available_cpus()
 
     # -- points -----------------------------------------------------------------------------
@@ -485,18 +487,31 @@ class TuneSession:
                                f"of {memory.ram / MIB:,.0f} MiB")
 
 
-def _cpus(options: TuneOptions) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, str]:
-    """The server's and the load generator's CPUs: as given, else split when there are enough."""
+def _cpus(options: TuneOptions,
+          agents: AgentPool | None = None) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, str]:
+    """The server's and the load generator's CPUs: as given, else split when there are enough;
+    with agents, the server has every CPU (the measured loads come from the agents)."""
+    sent = ""
+    if agents is not None:
+        away = agents.elsewhere()
+        here = agents.count - away
+        where = "" if not here else " on this machine" if not away else f", {here} of them on this machine"
+        sent = f"measured loads sent by {agents.count} Ray agent{'s' * (agents.count != 1)}{where}; "
     if options.server_cpus is not None or options.load_cpus is not None:
         server, load = (("any" if cpus is None else cpu_list_text(cpus))
                         for cpus in (options.server_cpus, options.load_cpus))
-        note = f"server on CPUs {server}, load generator on CPUs {load} (as given)"
+        note = f"{sent}server on CPUs {server}, load generator on CPUs {load} (as given)"
         return options.server_cpus, options.load_cpus, note
+    if agents is not None:
+        return None, None, f"{sent}the server has every CPU here ({cpu_list_text(sorted(os.sched_getaffinity(0)))})"
     return split_cpus(sorted(os.sched_getaffinity(0)))
 
 
-def manifest(adapter: Adapter, options: TuneOptions) -> dict[str, Any]:
-    """What ``tune.json`` records about a run (enough to resume it)."""
+def manifest(adapter: Adapter, options: TuneOptions, agents: AgentPool | None = None) -> dict[str, Any]:
+    """What ``tune.json`` records about a run (enough to resume it); ``agents``: the Ray agents
+    that send its measured loads."""
+    load = {} if agents is None else {
+        "load": {"ray": agents.cluster.address, "agents": agents.count, "per_node": agents.per_node}}
     return {"tool_version": __version__, "started_at": utc_timestamp(), "adapter": adapter.to_dict(),
-            "options": options.to_dict(),
+            "options": options.to_dict(), **load,
             "machine": {"cpus": available_cpus(), "mem_available": mem_available(), "hostname": os.uname().nodename}}
