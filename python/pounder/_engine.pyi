@@ -68,9 +68,17 @@ class Run:
     def wait(self, timeout_s: float) -> bool: ...
     def cancel(self) -> None: ...
     def result(self) -> str | None: ...  # None until wait() has returned True
+    def seconds(self, start: int) -> list[str]:
+        """The finished seconds of the series from the ``start``-th on, each a JSON entry of the
+        result's ``series`` with its histogram (only with ``export_histograms``)."""
 
 def start(spec_dict: EngineSpec) -> Run:
     """Validates the spec (ValueError when it is bad) and starts the run in background threads."""
+
+def sum_seconds(entries: Sequence[str]) -> str:
+    """Adds up series entries of one share (from ``Run.seconds``) into JSON with ``seconds``,
+    ``complete``, ``non_2xx``, ``failed``, ``bytes``, ``mean_us`` and ``p50_us``/``p90_us``/``p99_us``/
+    ``max_us``; ValueError naming a bad entry's index."""
 
 def merge(results: Sequence[str]) -> str:
     """Merges the result JSONs of the shares of one run (each made with ``export_histograms``) into one

@@ -86,6 +86,23 @@ def test_warnings_say_what_the_figures_lack() -> None:
     assert "lost" in [line for line in text.splitlines() if line.startswith("1 node1")][0]
 
 
+def test_a_lost_agent_keeps_the_seconds_it_reported_apart_from_the_totals() -> None:
+    agents = _agents(_agent(0), _agent(1, lost="it died (ActorDiedError)", complete=812, failed=3, kept_seconds=2,
+                                       cpu_busy=None, p50_us=5100, p99_us=7400))  # fmt: skip
+    warning = agents.warnings()[0]
+    assert "its share is not in the figures (812 complete, 3 failed in the 2 seconds it reported)" in warning
+    line = [line for line in render_report(_result(agents)).splitlines() if line.startswith("1 node1")][0]
+    assert line.split()[3:] == ["5", "(812)", "(3)", "(5.100)", "(7.400)", "lost"]  # all in parentheses
+    document = json.loads(_result(agents).to_json())
+    jsonschema.Draft202012Validator(SCHEMA, registry=REGISTRY).validate(document)
+    assert [m["kept_seconds"] for m in document["agents"]["members"]] == [None, 2]
+    assert BenchResult.from_json(_result(agents).to_json()).agents == agents
+    del document["agents"]["members"][1]["kept_seconds"]  # a result of an older pounder
+    assert BenchResult.from_json(json.dumps(document)).agents.members[1].kept_seconds is None  # type: ignore[union-attr]
+    none = _agents(_agent(0, lost="it died (ActorDiedError)", complete=40, kept_seconds=0))
+    assert "(40 complete, 0 failed when last heard)" in none.warnings()[0]
+
+
 def test_cluster_options_are_checked() -> None:
     for args, message in (
         (("local", 0), "--agents must be between 1 and 1000"),

@@ -11,6 +11,6 @@ mod spec;
 mod stats;
 mod timer;
 
-pub use merge::merge;
+pub use merge::{merge, sum_seconds};
 pub use runner::{run, Progress, Run};
 pub use spec::{Addr, Order, Spec, Stage, Target, Warmup};

@@ -43,6 +43,32 @@ pub fn merge(results: &[&str]) -> Result<String, String> {
     Ok(doc.to_string())
 }
 
+/// The seconds of one share's series (entries made with `export_histograms`) added up: counts
+/// and the latency percentiles of every request in them. What is kept of a share whose result
+/// never came (`Run::seconds`, read while it ran).
+pub fn sum_seconds(entries: &[&str]) -> Result<String, String> {
+    let mut total = Interval::new(0, 0);
+    for (i, text) in entries.iter().enumerate() {
+        let at = |e: String| format!("sum_seconds: entry {i}: {e}");
+        let entry: Value = serde_json::from_str(text).map_err(|e| at(format!("not JSON: {e}")))?;
+        total.add(&Interval::from_json(&entry).map_err(at)?);
+    }
+    let h = &total.hist;
+    Ok(serde_json::json!({
+        "seconds": entries.len(),
+        "complete": total.complete,
+        "non_2xx": total.non_2xx,
+        "failed": total.failed,
+        "bytes": total.bytes,
+        "mean_us": h.mean(),
+        "p50_us": h.percentile(50.0),
+        "p90_us": h.percentile(90.0),
+        "p99_us": h.percentile(99.0),
+        "max_us": h.max(),
+    })
+    .to_string())
+}
+
 fn run_facts(doc: &Value) -> Result<RunFacts, String> {
     let number = |path: &str| doc.pointer(path).and_then(Value::as_f64).ok_or_else(|| format!("{path}: missing"));
     // null, or missing (a result from before began_unix_us), is unknown

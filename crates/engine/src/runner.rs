@@ -67,6 +67,9 @@ struct Shared {
     counters: Vec<Counters>,
     /// Completions in the last finished second (f64 bits).
     last_rate: AtomicU64,
+    /// Each finished second of the series as JSON (with its histogram: `export_histograms` only),
+    /// readable while the run goes on (`Run::seconds`).
+    finished: Mutex<Vec<String>>,
     done: Mutex<Option<String>>,
     done_cv: Condvar,
     tsv: Option<File>,
@@ -189,6 +192,7 @@ impl Run {
             cancel: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             last_rate: AtomicU64::new(0),
+            finished: Mutex::new(Vec::new()),
             done: Mutex::new(None),
             done_cv: Condvar::new(),
             tsv,
@@ -243,6 +247,14 @@ impl Run {
             .wait_timeout_while(guard, timeout, |d| d.is_none())
             .unwrap_or_else(|e| e.into_inner());
         guard.is_some()
+    }
+
+    /// The seconds of the series finished so far, from the `from`-th on, as JSON entries of the
+    /// result's `series`, each with its histogram; empty without `export_histograms`. What a
+    /// caller keeps of a run that never returns its result (its machine died).
+    pub fn seconds(&self, from: usize) -> Vec<String> {
+        let finished = self.shared.finished.lock().unwrap_or_else(|e| e.into_inner());
+        finished.get(from..).map(<[String]>::to_vec).unwrap_or_default()
     }
 
     /// The result JSON, once the run has finished.
@@ -391,6 +403,11 @@ fn collect(sh: &Shared, rx: mpsc::Receiver<Msg>, threads: usize, hdr_log: Option
         if let (Some(log), Some(m)) = (log.as_mut(), sh.measure_start()) {
             let offset = m.saturating_duration_since(sh.start) + Duration::from_secs(iv.second);
             let _ = log.write_histogram(iv.hist.inner(), offset, Duration::from_secs(1), None);
+        }
+        if sh.spec.export_histograms {
+            if let Ok(text) = serde_json::to_string(&s) {
+                sh.finished.lock().unwrap_or_else(|e| e.into_inner()).push(text);
+            }
         }
         series.push(s);
     };

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pounder_engine::{merge, run, Addr, Order, Run, Spec, Stage, Target, Warmup};
+use pounder_engine::{merge, run, sum_seconds, Addr, Order, Run, Spec, Stage, Target, Warmup};
 use serde_json::Value;
 
 /// Serves keep-alive requests with a 5-byte body (404 for `/missing`, else 200); counts the
@@ -389,4 +389,43 @@ fn a_run_cancelled_while_waiting_never_began() {
     assert!(r["began_unix_us"].is_null());
     assert_eq!(r["requests"]["complete"], 0);
     assert_eq!(count.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn finished_seconds_are_readable_while_the_run_goes_on() {
+    let (addr, count) = tcp_server();
+    let mut s = spec(&addr);
+    s.duration = Some(Duration::from_millis(2500));
+    s.export_histograms = true;
+    let run = Run::start(s).unwrap();
+    // nothing is finished before the first second ends; then one entry per finished second
+    assert!(run.seconds(0).is_empty());
+    std::thread::sleep(Duration::from_millis(1600));
+    let early = run.seconds(0);
+    assert!(!early.is_empty() && early.len() <= 2, "{}", early.len());
+    assert!(run.wait(Duration::from_secs(5)));
+    let r: Value = serde_json::from_str(&run.result().unwrap()).unwrap();
+    let all = run.seconds(0);
+    assert_eq!(run.seconds(early.len()), all[early.len()..].to_vec());
+    assert!(run.seconds(all.len() + 5).is_empty());
+    // the same entries as the result's series, in order (the last, partial second too)
+    let series: Vec<Value> = all.iter().map(|t| serde_json::from_str(t).unwrap()).collect();
+    assert_eq!(&series, r["series"].as_array().unwrap());
+    // added up, they are the run's counts and latencies
+    let texts: Vec<&str> = all.iter().map(String::as_str).collect();
+    let sum: Value = serde_json::from_str(&sum_seconds(&texts).unwrap()).unwrap();
+    assert_eq!(sum["seconds"], all.len());
+    assert_eq!(sum["complete"], r["requests"]["complete"]);
+    assert_eq!(sum["complete"].as_u64().unwrap(), count.load(Ordering::SeqCst));
+    assert_eq!(sum["max_us"], r["latency"]["corrected"]["max_us"]);
+    for p in ["50", "90", "99"] {
+        assert_eq!(sum[format!("p{p}_us")], r["latency"]["corrected"]["percentiles"][p], "p{p}");
+    }
+    // without export_histograms nothing is kept
+    let mut plain = spec(&addr);
+    plain.requests = Some(10);
+    let run = Run::start(plain).unwrap();
+    assert!(run.wait(Duration::from_secs(5)));
+    assert!(run.seconds(0).is_empty());
+    assert!(sum_seconds(&["{}"]).is_err_and(|e| e.contains("entry 0")));
 }

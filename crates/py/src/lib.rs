@@ -135,6 +135,12 @@ impl PyRun {
     fn result(&self) -> Option<String> {
         self.inner.result()
     }
+
+    /// The finished seconds of the series from the `start`-th on, as JSON (with
+    /// `export_histograms`; else none).
+    fn seconds(&self, start: usize) -> Vec<String> {
+        self.inner.seconds(start)
+    }
 }
 
 /// Validates `spec` and starts the run in background threads.
@@ -151,10 +157,18 @@ fn merge(py: Python<'_>, results: Vec<String>) -> PyResult<String> {
     py.detach(|| pounder_engine::merge(&results.iter().map(String::as_str).collect::<Vec<_>>())).map_err(bad)
 }
 
+/// Adds up series entries of one share (from `Run.seconds`): counts and latency percentiles, as
+/// JSON; ValueError naming the bad entry's index.
+#[pyfunction]
+fn sum_seconds(py: Python<'_>, entries: Vec<String>) -> PyResult<String> {
+    py.detach(|| pounder_engine::sum_seconds(&entries.iter().map(String::as_str).collect::<Vec<_>>())).map_err(bad)
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start, m)?)?;
     m.add_function(wrap_pyfunction!(merge, m)?)?;
+    m.add_function(wrap_pyfunction!(sum_seconds, m)?)?;
     m.add_class::<PyRun>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

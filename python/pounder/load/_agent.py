@@ -139,11 +139,14 @@ class Agent:
             return f"the engine rejected the spec: {error}"
         return None
 
-    def poll(self) -> tuple[dict[str, Any], str | None]:
-        """The engine's progress, and its result JSON once the run is over (else None)."""
+    def poll(self, seconds_from: int = 0) -> tuple[dict[str, Any], list[str], str | None]:
+        """The engine's progress, the seconds of its series finished since the ``seconds_from``-th
+        (JSON, each with its histogram: what the driver keeps should this agent die), and its
+        result JSON once the run is over (else None)."""
         if self._run is None:
-            return {"phase": "waiting", "elapsed_s": 0.0, "complete": 0, "failed": 0, "rate": 0.0}, None
-        return dict(self._run.progress()), self._run.result()
+            return {"phase": "waiting", "elapsed_s": 0.0, "complete": 0, "failed": 0, "rate": 0.0}, [], None
+        result = self._run.result()  # before the seconds: a finished run's seconds are all there
+        return dict(self._run.progress()), self._run.seconds(seconds_from), result
 
     def cancel(self) -> None:
         """Stop issuing requests; the result still comes, with what was measured."""

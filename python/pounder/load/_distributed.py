@@ -30,7 +30,9 @@ class AgentReport:
     ``began_ms`` is when its load began, after the earliest agent's, in the driver's clock (None
     when it never began). ``cpu_busy`` is its engine's CPU time over the CPU it could use (its
     threads, at most its share of the CPUs it may run on, for the whole run); None without a result. A lost agent
-    (``lost`` says why) keeps the counts it last reported; they are not in the merged totals."""
+    (``lost`` says why) keeps what it measured up to the last second it reported (``kept_seconds`` of
+    them: its counts and percentiles; with none, its last progress counts); they are not in the
+    merged totals. ``kept_seconds`` is None for an agent that returned its result."""
 
     index: int
     host: str
@@ -52,6 +54,7 @@ class AgentReport:
     p99_us: int | None
     max_us: int | None
     lost: str | None
+    kept_seconds: int | None = None
 
     @property
     def saturated(self) -> bool:
@@ -83,7 +86,7 @@ class Agents:
     def warnings(self) -> list[str]:
         """What a reader must know before trusting the merged figures."""
         notes = [f"agent {agent.index} ({agent.host}) was lost: {agent.lost}; its share is not in the figures "
-                 f"({agent.complete:,} complete, {agent.failed:,} failed when last heard)"
+                 f"({agent.complete:,} complete, {agent.failed:,} failed {_kept_text(agent.kept_seconds)})"
                  for agent in self.members if agent.lost is not None]
         notes += [f"agent {agent.index} ({agent.host}) used {agent.cpu_busy:.0%} of the CPU it could use: the load "
                   "generator, not the server, may have been the limit"
@@ -101,9 +104,16 @@ class Agents:
 
     @classmethod
     def from_dict(cls, value: object, key: str) -> Agents:
-        members = READ.list_of(lambda item, where: READ.record(AgentReport, item, where))
+        members = READ.list_of(lambda item, where: READ.record(AgentReport, item, where,
+                                                               kept_seconds=READ.by_type("int | None")))
         agents: Agents = READ.record(cls, value, key, members=members)
         return agents
+
+
+def _kept_text(seconds: int | None) -> str:
+    if not seconds:
+        return "when last heard"
+    return f"in the {seconds} second{'s' * (seconds != 1)} it reported"
 
 
 def read_agents(value: object, key: str) -> Agents | None:
@@ -114,13 +124,14 @@ def read_agents(value: object, key: str) -> Agents | None:
 def agent_report(
     index: int, hello: Mapping[str, Any], share: Mapping[str, Any], clock: tuple[float, float],
     began_ms: float | None, result: Mapping[str, Any] | None, last: Mapping[str, Any], lost: str | None,
-    sharing: int = 1,
+    sharing: int = 1, kept: Mapping[str, Any] | None = None,
 ) -> AgentReport:
     """One agent's record from what it said (``hello``: its CPUs among them), its share of the
-    spec, its clock (offset, error in ms), its engine result (None when lost: then ``last``
-    progress) and how many agents shared its node (they share its CPUs)."""
+    spec, its clock (offset, error in ms), its engine result (None when lost: then what was
+    ``kept`` of its seconds, a ``sum_seconds`` document, or else its ``last`` progress) and how
+    many agents shared its node (they share its CPUs)."""
     threads = int(share["threads"])
-    cpu_s = busy = None
+    cpu_s = busy = seconds = None
     latency: Mapping[str, Any] = {}
     if result is not None:
         cpu = result["client_cpu"]
@@ -129,7 +140,15 @@ def agent_report(
         usable = min(float(threads), int(hello["cpus"]) / sharing) * wall_s
         busy = cpu_s / usable if usable > 0 else None
         latency = result["latency"]["corrected"]["percentiles"] if result["latency"]["corrected"]["count"] else {}
-    counts = result["requests"] if result is not None else last
+    else:  # lost: what it reported, second by second
+        seconds = int(kept["seconds"]) if kept is not None else 0
+        if seconds and kept is not None and kept["complete"]:
+            latency = {"50": kept["p50_us"], "90": kept["p90_us"], "99": kept["p99_us"], "100": kept["max_us"]}
+    counts = last
+    if result is not None:
+        counts = result["requests"]
+    elif seconds and kept is not None:
+        counts = kept
     return AgentReport(
         index=index, host=str(hello["host"]), node_id=str(hello["node_id"]), node_ip=str(hello["node_ip"]),
         pid=int(hello["pid"]), connections=int(share["connections"]), threads=threads,
@@ -138,5 +157,5 @@ def agent_report(
         elapsed_s=float(result["elapsed_s"] if result is not None else last["elapsed_s"]),
         client_cpu_s=cpu_s or 0.0, cpu_busy=busy,
         p50_us=latency.get("50"), p90_us=latency.get("90"), p99_us=latency.get("99"), max_us=latency.get("100"),
-        lost=lost,
+        lost=lost, kept_seconds=seconds,
     )  # fmt: skip

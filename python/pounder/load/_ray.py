@@ -220,6 +220,8 @@ class _Member:
     offset_s: float = 0.0
     error_s: float = 0.0
     last: Mapping[str, Any] | None = None
+    seconds: list[str] = field(default_factory=list)
+    """The finished seconds of its series reported so far (kept should it be lost)."""
     heard: float = 0.0
     pending: Any = None
     result: dict[str, Any] | None = None
@@ -230,7 +232,7 @@ class _Member:
         return self.result is None and self.lost is None
 
     def reset(self, share: EngineSpec) -> None:
-        self.share, self.last, self.pending, self.result = share, None, None, None
+        self.share, self.last, self.pending, self.result, self.seconds = share, None, None, None, []
         if self.lost is None:
             return
         raise PounderError(f"agent {self.index} on {self.hello.get('host', '?')} was lost in an earlier run: "
@@ -423,7 +425,7 @@ class AgentPool:
         active = [m for m in self.running if m.active]
         for member in active:
             if member.pending is None:
-                member.pending = member.actor.poll.remote()
+                member.pending = member.actor.poll.remote(len(member.seconds))
         ray.wait([m.pending for m in active], num_returns=len(active), timeout=POLL_INTERVAL_S)
         now = time.monotonic()
         for member in active:
@@ -431,7 +433,7 @@ class AgentPool:
             if ready:
                 ref, member.pending = member.pending, None
                 try:
-                    progress, result = ray.get(ref)
+                    progress, seconds, result = ray.get(ref)
                 except exceptions.ActorUnavailableError:  # temporary: its node may come back
                     pass
                 except exceptions.RayError as error:
@@ -439,6 +441,7 @@ class AgentPool:
                     continue
                 else:
                     member.heard, member.last = now, progress
+                    member.seconds.extend(seconds)
                     if result is not None:
                         member.result = json.loads(result)
                         continue
@@ -483,6 +486,17 @@ class AgentPool:
                     if member.active:
                         member.lost = "stopped by a second Ctrl-C before it returned its result"
 
+    @staticmethod
+    def _kept(member: _Member) -> dict[str, Any] | None:
+        """What a lost agent reported of its run: its finished seconds added up."""
+        if member.result is not None or not member.seconds:
+            return None
+        try:
+            kept: dict[str, Any] = json.loads(_load_engine().sum_seconds(member.seconds))
+        except ValueError as error:
+            raise PounderError(f"agent {member.index} reported seconds that cannot be read: {error}") from None
+        return kept
+
     def _result(self, spec: BenchSpec, started_at: str, server: ServerLoadReport | None) -> BenchResult:
         done = [m for m in self.running if m.result is not None]
         if not done and self.interrupted:  # stopped before anything came back: nothing to keep
@@ -511,7 +525,7 @@ class AgentPool:
                 agent_report(m.index, m.hello, m.share, (m.offset_s * 1000, m.error_s * 1000),
                              None if first is None or m.index not in began else (began[m.index] - first) / 1000,
                              m.result, m.last or {"complete": 0, "failed": 0, "elapsed_s": 0.0}, m.lost,
-                             self._sharing(m))
+                             self._sharing(m), self._kept(m))
                 for m in self.running
             ),
         )  # fmt: skip

@@ -285,12 +285,12 @@ def _agents(result: BenchResult) -> list[str]:
              _row("agent", ("conns", "complete", "failed", "p50 ms", "p99 ms", "CPU busy"), 26)]
     for agent in agents.members:
         name = f"{agent.index} {agent.host} {agent.pid}"
-        counts = (f"{agent.complete:,}", f"{agent.failed:,}")
-        if agent.lost is not None:  # last heard, not in the totals
-            counts = (f"({agent.complete:,})", f"({agent.failed:,})")
-        cells = (str(agent.connections), *counts,
-                 "-" if agent.p50_us is None else format_ms(agent.p50_us),
-                 "-" if agent.p99_us is None else format_ms(agent.p99_us),
+        figures: tuple[str, ...] = (f"{agent.complete:,}", f"{agent.failed:,}",
+                                    "-" if agent.p50_us is None else format_ms(agent.p50_us),
+                                    "-" if agent.p99_us is None else format_ms(agent.p99_us))
+        if agent.lost is not None:  # up to the last second it reported, not in the totals
+            figures = tuple(f"({figure})" for figure in figures)
+        cells = (str(agent.connections), *figures,
                  "lost" if agent.lost is not None else "-" if agent.cpu_busy is None else f"{agent.cpu_busy:.0%}")
         lines.append(_row(name[:25], cells, 26))
     lines += [f"Warning: {message}" for message in agents.warnings()]
