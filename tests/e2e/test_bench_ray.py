@@ -250,6 +250,15 @@ def test_ctrl_c_twice_stops_every_agent_and_keeps_the_result(cluster: str, tests
     assert _agents_gone()
 
 
+def test_auto_finds_the_cluster_and_records_its_address(cluster: str, testserver: Any,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    srv = testserver(mode="ok")
+    monkeypatch.setenv("RAY_ADDRESS", cluster)
+    result = bench(srv.url + "/", connections=3, requests=300, ray="auto")
+    assert result.agents is not None and result.agents.address == cluster and len(result.agents.members) == 3
+    assert srv.stats()["requests"] == result.requests.complete == 300
+
+
 def test_errors_are_one_line(cluster: str, free_port: int, cli: Any) -> None:
     dead = cli(f"http://127.0.0.1:{free_port}/", "-n", "10", "--ray", f"127.0.0.1:{free_port}", timeout_s=30)
     assert dead.returncode == 1 and dead.stderr.startswith(f"pounder: error: no Ray cluster at 127.0.0.1:{free_port}")

@@ -227,7 +227,7 @@ def _trials(checked: tuple[Variant, ...], specs: Sequence[BenchSpec], servers: S
         finished_at=None,
         interrupted=False,
         options=CompareOptions(trials=trials, warmup=warmup, baseline=base, load=first.load, http=first.http,
-                               min_effect=min_effect, ray=None if agents is None else agents.cluster.address,
+                               min_effect=min_effect, ray=None if agents is None else agents.address,
                                agents=None if agents is None else agents.count),
         variants=checked,
         connect=tuple(spec.targets[0].info().connect for spec in specs),

@@ -64,9 +64,9 @@ class AgentReport:
 @public
 @dataclass(frozen=True)
 class Agents:
-    """The agents of a distributed run. ``address`` is the Ray cluster as given ("local", "auto" or
-    HOST:PORT); ``per_node`` how many agents shared a node; ``start_skew_ms`` the spread of their
-    ``began_ms`` (None when fewer than two began)."""
+    """The agents of a distributed run. ``address`` is the Ray cluster ("local", or the head's
+    HOST:PORT; for ``--ray auto``, the one found); ``per_node`` how many agents shared a node;
+    ``start_skew_ms`` the spread of their ``began_ms`` (None when fewer than two began)."""
 
     address: str
     per_node: int

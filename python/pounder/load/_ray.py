@@ -116,6 +116,12 @@ def _loopback(host: str) -> bool:
         return host == "localhost"
 
 
+def cluster_address(cluster: Cluster) -> str:
+    """Where ``cluster`` is: "local", or the head's HOST:PORT (for "auto", the one found in
+    ``RAY_ADDRESS`` or the cluster this machine started last)."""
+    return _resolve_auto() if cluster.address == AUTO else cluster.address
+
+
 def _resolve_auto() -> str:
     address = os.environ.get("RAY_ADDRESS") or (CURRENT_CLUSTER.read_text().strip()
                                                  if CURRENT_CLUSTER.is_file() else "")  # fmt: skip
@@ -153,11 +159,12 @@ def _kept_signal_handlers() -> Iterator[None]:
 
 
 @contextmanager
-def connect(cluster: Cluster) -> Iterator[ModuleType]:
-    """Ray, connected to ``cluster`` (started on loopback for "local"); disconnected afterwards, and
-    a local cluster stopped. :class:`~pounder.UsageError` without Ray; :class:`~pounder.PounderError`
-    when nothing answers at the address (probed first: Ray itself retries for a minute or two)."""
-    address = _resolve_auto() if cluster.address == AUTO else cluster.address
+def connect(cluster: Cluster, address: str | None = None) -> Iterator[ModuleType]:
+    """Ray, connected to ``cluster`` (at ``address`` when given: what :func:`cluster_address` found;
+    started on loopback for "local"); disconnected afterwards, and a local cluster stopped.
+    :class:`~pounder.UsageError` without Ray; :class:`~pounder.PounderError` when nothing answers
+    at the address (probed first: Ray itself retries for a minute or two)."""
+    address = address or cluster_address(cluster)
     host, port = ("127.0.0.1", 0) if cluster.local else _host_port(address)
     ray = _import_ray(_loopback(host))
     if not cluster.local:
@@ -279,8 +286,10 @@ class AgentPool:
     trials, an experiment's): each :meth:`run` synchronises the clocks again, deals out the shares,
     starts them together and merges their results. Open one with :func:`agent_pool`."""
 
-    def __init__(self, ray: ModuleType, cluster: Cluster) -> None:
+    def __init__(self, ray: ModuleType, cluster: Cluster, address: str | None = None) -> None:
         self.ray, self.cluster = ray, cluster
+        self.address = address or cluster.address
+        """The cluster's address ("local", or HOST:PORT: for "auto", the one found)."""
         self.members: list[_Member] = []
         self.running: list[_Member] = []
         """The agents of the current (or latest) run: the first ``agents`` of :attr:`members`."""
@@ -518,7 +527,7 @@ class AgentPool:
         began = {m.index: m.result["began_unix_us"] for m in done if m.result and m.result.get("began_unix_us")}
         first = min(began.values(), default=None)
         agents = Agents(
-            address=self.cluster.address, per_node=self.per_node,
+            address=self.address, per_node=self.per_node,
             nodes=len({m.hello["node_id"] for m in self.running}),
             start_skew_ms=(max(began.values()) - min(began.values())) / 1000 if len(began) > 1 else None,
             members=tuple(
@@ -564,8 +573,9 @@ def agent_pool(cluster: Cluster) -> Iterator[AgentPool]:
     :class:`~pounder.UsageError` without Ray or when the cluster has too few nodes for the agents,
     :class:`~pounder.PounderError` when it cannot be reached or cannot run them."""
     check_type(cluster, Cluster, "agent_pool: cluster", "a Cluster")
-    with connect(cluster) as ray:
-        pool = AgentPool(ray, cluster)
+    address = cluster_address(cluster)
+    with connect(cluster, address) as ray:
+        pool = AgentPool(ray, cluster, address)
         try:
             pool.place(cluster.agents)
             yield pool

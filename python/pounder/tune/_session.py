@@ -511,7 +511,7 @@ def manifest(adapter: Adapter, options: TuneOptions, agents: AgentPool | None = 
     """What ``tune.json`` records about a run (enough to resume it); ``agents``: the Ray agents
     that send its measured loads."""
     load = {} if agents is None else {
-        "load": {"ray": agents.cluster.address, "agents": agents.count, "per_node": agents.per_node}}
+        "load": {"ray": agents.address, "agents": agents.count, "per_node": agents.per_node}}
     return {"tool_version": __version__, "started_at": utc_timestamp(), "adapter": adapter.to_dict(),
             "options": options.to_dict(), **load,
             "machine": {"cpus": available_cpus(), "mem_available": mem_available(), "hostname": os.uname().nodename}}
