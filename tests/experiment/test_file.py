@@ -11,6 +11,7 @@ import pytest
 
 from pounder import UsageError
 from pounder.experiment import ExperimentError, LoadSpec, load_experiment, run_experiment
+from pounder.load import Cluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "experiments"
 GOOD = """\
@@ -179,3 +180,16 @@ def test_cli_bad_file_is_one_line_exit_2(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr == f"pounder: error: {path}:6: server.workers: expected a whole number, got 'two'\n"
     assert not list(tmp_path.glob("pounder-run-*"))
+
+
+def test_run_experiment_with_more_agents_than_a_load_has_connections_stops_before_anything(tmp_path: Path) -> None:
+    """Each agent needs a connection of its own: refused before a server starts or a cluster is
+    contacted (there is none at 127.0.0.1:1)."""
+    path = tmp_path / "e.toml"
+    path.write_text(GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"\n', 'adapter = "url"\n')
+                    .replace('path = "/"', 'url = "http://127.0.0.1:1/a"')
+                    .replace('path = "/cpu?ms=1"', 'url = "http://127.0.0.1:1/b"'))
+    exp = dataclasses.replace(load_experiment(path), loads=(LoadSpec(connections=2, requests=100),))
+    with pytest.raises(UsageError, match=r"^load 1 \(NC 2, NR 100\): 3 agents need at least 3 connections"):
+        run_experiment(exp, tmp_path / "results", cluster=Cluster("127.0.0.1:1", agents=3))
+    assert not (tmp_path / "results").exists()

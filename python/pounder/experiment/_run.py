@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import check_callable, check_instance, check_path, public
+from pounder._errors import UsageError, check_callable, check_instance, check_path, public
 from pounder._files import utc_timestamp
 from pounder._units import MIB
 from pounder._version import __version__
 from pounder.compare import CompareResult, TrialCallback, Variant, compare, failure_message, render_compare
 from pounder.experiment._file import Experiment, LoadSpec, VariantSpec
-from pounder.load import Cluster
+from pounder.load import BenchSpec, Cluster, check_distributable
 from pounder.pool import (
     TARGET_FIELDS,
     Adapter,
@@ -136,8 +136,14 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
     say = log or (lambda line: None)
     ResultsDir.check_new(results)
     planned = _servers(exp)  # every server's inputs checked (UsageError) before anything is created
-    for load in exp.loads:  # as load_experiment checked them (an Experiment may be built by hand)
+    for index, load in enumerate(exp.loads, start=1):  # as load_experiment did (an Experiment may be built by hand)
         load.options().load_model()
+        if cluster is not None:  # what the agents cannot share, before any server starts
+            try:
+                check_distributable(BenchSpec.from_options("http://127.0.0.1:1/", options=load.options()),
+                                    cluster.agents)
+            except UsageError as error:
+                raise UsageError(f"load {index} ({load.label}): {error}") from None
     folder = Path(results)
     folder.mkdir(parents=True, exist_ok=True)
     write_json(folder / "experiment.json", {
