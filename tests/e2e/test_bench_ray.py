@@ -131,6 +131,21 @@ def test_merged_histogram_is_the_agents_requests(cluster: str, testserver: Any, 
         assert abs(merged - exact) <= exact / 1000 + 1, (percent, merged, exact)  # 3 significant digits
     assert abs(result.latency.corrected.percentiles["50"] / 1000 - 20) <= 2
     assert result.latency.corrected.max_us >= latencies[-1]
+    # each agent's own line: its percentiles are those of its own TSV, and when it began (moved
+    # into pounder's clock) is when its first request left, relative to the first agent's
+    assert result.agents is not None
+    firsts = {}
+    for agent in result.agents.members:
+        own = _tsv(tmp_path / f"requests.agent-{agent.index}.tsv")
+        assert agent.complete == len(own) == 300
+        mine = sorted(int(row["latency_us"]) for row in own)
+        for percent, value in (("50", agent.p50_us), ("90", agent.p90_us), ("99", agent.p99_us)):
+            exact = mine[math.ceil(len(mine) * float(percent) / 100) - 1]
+            assert value is not None and abs(value - exact) <= exact / 1000 + 1, (agent.index, percent, value, exact)
+        firsts[agent.index] = min(int(row["start_unix_us"]) for row in own) - agent.offset_ms * 1000
+    for agent in result.agents.members:
+        sent = (firsts[agent.index] - min(firsts.values())) / 1000
+        assert agent.began_ms is not None and abs(agent.began_ms - sent) <= 5, (agent.index, agent.began_ms, sent)
 
 
 def test_open_loop_sends_the_one_schedule(cluster: str, testserver: Any, tmp_path: Path) -> None:
@@ -316,8 +331,11 @@ def test_one_pool_runs_one_bench_after_another(cluster: str, testserver: Any) ->
     srv = testserver(mode="ok")
     with agent_pool(Cluster(cluster)) as pool:
         assert pool.count == 3  # one per node by default
+        processes = {proc.pid: proc for proc in _agents()}
+        before = {pid: sum(proc.cpu_times()[:2]) for pid, proc in processes.items()}
         first = run_bench(BenchSpec.from_options(srv.url + "/", connections=3, requests=3000, warmup="0.5s"),
                           agents=pool, sampler=server_sampler(pid=srv.proc.pid, interval=0.1))  # fmt: skip
+        used = {pid: sum(proc.cpu_times()[:2]) - before[pid] for pid, proc in processes.items()}
         calls: list[float] = []
         second = run_bench(BenchSpec.from_options(srv.url + "/", rate="300", duration="2s"), agents=pool,
                            on_progress=lambda progress: calls.append(progress.elapsed_s))  # fmt: skip
@@ -329,6 +347,10 @@ def test_one_pool_runs_one_bench_after_another(cluster: str, testserver: Any) ->
     assert srv.stats()["requests"] == 3600 + first.warmup.complete
     assert first.agents is not None and second.agents is not None
     assert {a.pid for a in first.agents.members} == {a.pid for a in second.agents.members} == agents
+    # an agent's engine CPU is part of its process's, as the kernel counts it (its Ray worker
+    # threads use some more)
+    for agent in first.agents.members:
+        assert 0 < agent.client_cpu_s <= used[agent.pid] + 0.02, (agent.client_cpu_s, used[agent.pid])
     assert _agents_gone()
 
 
@@ -366,7 +388,7 @@ def test_tune_sends_every_measured_load_from_the_agents(cluster: str, tmp_path: 
     merged count is the agents' sum; the size measurement's loads are exactly the requests asked."""
     results = tmp_path / "tune"
     proc = _pounder("tune", "--demo", "--ray", cluster, "--listen", "127.0.0.2", "--point-duration", "1s",
-                    "--mrpc", "0,100", "--max-children", "2", "--measure-children", "2", "--requests-per-child", "20",
+                    "--mrpc", "0", "--max-children", "2", "--measure-children", "2", "--requests-per-child", "20",
                     "--no-confirm", "--results", str(results), timeout_s=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "CPUs: measured loads sent by 3 Ray agents on this machine; the server has every CPU here" in proc.stdout
@@ -377,7 +399,7 @@ def test_tune_sends_every_measured_load_from_the_agents(cluster: str, tmp_path: 
     for path in sorted((results / "points").glob("*.json")):
         bench_data = json.loads(path.read_text())["bench"]
         benches += [(path.name, b) for b in (bench_data if isinstance(bench_data, list) else [bench_data])]
-    assert len(benches) >= 2 + 3 * 2 + 3 * 2  # sizes (2 halves), 2 sweep points, 2 MaxRequestsPerChild values
+    assert len(benches) >= 2 + 3 * 2  # sizes (2 halves), 2 sweep points of 3 trials
     for name, bench_data in benches:
         agents = bench_data["agents"]
         connections = bench_data["options"]["load"]["connections"]

@@ -120,7 +120,7 @@ def test_apache_max_clients_follows_the_formula_and_preload_raises_it(apache_ser
         results = public_dir / f"results-{folder.name}"
         # (--mrpc 0: MaxConnectionsPerChild is measured on Apache by the report tests' run)
         done = _tune("apache", str(conf), "--path", "/grow", "--ram", "256M", "--quick", "--point-duration", "1s",
-                     "--mrpc", "0", "--results", str(results))
+                     "--mrpc", "0", "--max-children", "8", "--results", str(results))
         assert done.returncode == 0, done.stderr
         data = _recommendation(results, done)
         assert abs(data["memory"]["max_clients"] - expected) <= 1, (data["memory"], expected)

@@ -66,7 +66,7 @@ def test_the_same_app_tuned_twice_gives_the_same_answer(tmp_path: Path) -> None:
     answers = []
     for run in ("first", "second"):
         done, data = _tune(tmp_path / run, "/cpu?ms=4", "--ram", "1G", "--max-children", "4",
-                           "--mrpc", "0,1000,100")
+                           "--mrpc", "0,100")
         assert done.returncode == 0, done.stderr
         answers.append(data)
     first, second = answers
