@@ -240,7 +240,15 @@ def test_compare_stops_at_a_trial_with_a_lost_agent(cluster: str, testserver: An
     assert _agents_gone()
 
 
-def test_ctrl_c_twice_stops_every_agent_and_keeps_the_result(cluster: str, testserver: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("signals", "code"), [
+    pytest.param((signal.SIGINT, signal.SIGINT), 130, id="ctrl-c-twice"),
+    pytest.param((signal.SIGTERM,), 143, id="SIGTERM"),
+    pytest.param((signal.SIGHUP,), 130, id="SIGHUP"),
+])  # fmt: skip
+def test_a_signal_stops_every_agent_and_keeps_the_result(cluster: str, testserver: Any, tmp_path: Path,
+                                                         signals: tuple[signal.Signals, ...], code: int) -> None:
+    """Ctrl-C (twice: the second stops the waiting, not the keeping), SIGTERM or SIGHUP: every
+    agent stops, what they measured is written, the exit says so."""
     srv = testserver(mode="ok", delay_ms=5)
     out = tmp_path / "r.json"
     env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
@@ -251,13 +259,13 @@ def test_ctrl_c_twice_stops_every_agent_and_keeps_the_result(cluster: str, tests
         deadline = time.monotonic() + 60
         while srv.stats()["requests"] < 100 and time.monotonic() < deadline:
             time.sleep(0.2)
-        proc.send_signal(signal.SIGINT)
-        time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)  # a second one stops the waiting, not the keeping
+        for signum in signals:
+            proc.send_signal(signum)
+            time.sleep(0.05)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == code, stderr
     assert "Traceback" not in stdout + stderr
     result = BenchResult.from_json(out.read_text())
     assert result.interrupted and result.agents is not None and len(result.agents.members) == 3
