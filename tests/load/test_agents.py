@@ -16,7 +16,7 @@ import pytest
 import pounder
 from pounder import BenchResult, BenchSpec, UsageError, render_report
 from pounder.load import AgentReport, Agents, Cluster
-from pounder.load._agent import Agent, machine_id
+from pounder.load._agent import Agent, machine_id, target_hosts
 from support.schemas import REGISTRY
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -123,6 +123,9 @@ def test_an_agent_on_another_machine_refuses_a_loopback_target(tmp_path: Path) -
     spec = BenchSpec.from_options("http://127.0.0.1:1/", connections=2).share_spec(0, 1)
     assert "it would load its own machine" in (agent.check(spec, True, "elsewhere/0") or "")
     assert "cannot connect to 127.0.0.1:1" in (agent.check(spec, False, machine_id()) or "")
+    assert agent.check(spec, False, machine_id(), probe=False) is None  # a host reached before: the rule only
+    assert "it would load its own machine" in (agent.check(spec, True, "elsewhere/0", probe=False) or "")
+    assert target_hosts(spec) == {"127.0.0.1"}
     remote = BenchSpec.from_options("http://10.9.9.9:1/", connections=2, allow_remote=True).share_spec(0, 1)
     assert "not on this machine's loopback" in (agent.check(remote, False, machine_id()) or "")
     with socket.socket(socket.AF_UNIX) as server:

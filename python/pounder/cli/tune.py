@@ -233,7 +233,9 @@ def tune_command(
     check_report_path(report)
     outputs = [("--report", report)] if resume_dir is not None else [("--results", where), ("--report", report)]
     check_distinct(outputs, inputs)
-    next_step = f"what was measured is in {where}; continue with: pounder tune --resume {where}"
+    cluster_flags = (("--ray", ray), ("--agents", agents), ("--agents-per-node", agents_per_node))
+    again = "".join(f" {flag} {value}" for flag, value in cluster_flags if value is not None)
+    next_step = f"what was measured is in {where}; continue with: pounder tune --resume {where}{again}"
 
     def keep() -> None:
         if report is not None and Path(where, "tune.json").is_file():

@@ -37,6 +37,11 @@ def _addresses(spec: EngineSpec, kind: Literal["tcp", "unix"]) -> list[str]:
     return sorted({address for target in spec["targets"] if (address := target.get(kind))})
 
 
+def target_hosts(spec: EngineSpec) -> set[str]:
+    """The machines a spec's requests go to: each TCP target's host, each Unix socket's path."""
+    return {_host_port(address)[0] for address in _addresses(spec, "tcp")} | set(_addresses(spec, "unix"))
+
+
 def _unix_connection(path: str) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX)
     sock.settimeout(PROBE_TIMEOUT_S)
@@ -100,17 +105,17 @@ class Agent:
         """This machine's clock, seconds since the epoch."""
         return time.time()
 
-    def check(self, spec: EngineSpec, allow_remote: bool, driver_machine: str) -> str | None:
+    def check(self, spec: EngineSpec, allow_remote: bool, driver_machine: str, probe: bool = True) -> str | None:
         """Why this agent cannot send the spec's requests (None when it can): a target that is not
         this machine's loopback without ``allow_remote``, a loopback target when this agent is not on
-        the driver's machine (it would load its own machine, not the one the user named), or one it
-        cannot connect to. The rule is checked here, where the requests leave."""
+        the driver's machine (it would load its own machine, not the one the user named), or (with
+        ``probe``) one it cannot connect to. The rule is checked here, where the requests leave."""
         home = machine_id() == driver_machine
         for path in _addresses(spec, "unix"):
             if not home:
                 return (f"target {path} is a Unix socket, and this agent is on another machine than pounder: "
                         "it would load its own machine")
-            problem = _unreachable(path, partial(_unix_connection, path))
+            problem = _unreachable(path, partial(_unix_connection, path)) if probe else None
             if problem is not None:
                 return problem
         for address in _addresses(spec, "tcp"):
@@ -121,7 +126,8 @@ class Agent:
                 return (f"target {address} is a loopback address, and this agent is on another machine than "
                         "pounder: it would load its own machine; give an address the agents reach "
                         "(with --allow-remote)")
-            problem = _unreachable(address, partial(socket.create_connection, (host, port), PROBE_TIMEOUT_S))
+            problem = (_unreachable(address, partial(socket.create_connection, (host, port), PROBE_TIMEOUT_S))
+                       if probe else None)
             if problem is not None:
                 return problem
         return None

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pounder._errors import PounderError, UsageError, check_type, public
 from pounder._files import utc_timestamp
 from pounder._version import __version__
-from pounder.load._agent import Agent, machine_id
+from pounder.load._agent import Agent, machine_id, target_hosts
 from pounder.load._bench import POLL_INTERVAL_S, Progress, ProgressCallback, _load_engine, serves_all
 from pounder.load._distributed import Agents, agent_report
 from pounder.load._measured import MalformedResultError
@@ -207,9 +207,12 @@ def _restore_auth_mode(saved: str | None) -> None:
         os.environ.pop(_AUTH_MODE, None)
     else:
         os.environ[_AUTH_MODE] = saved
-    raylet = importlib.import_module("ray._raylet")  # not in its type stub
-    raylet.Config.initialize("")  # re-reads RAY_* from the environment
-    raylet.AuthenticationTokenLoader.instance().reset_cache()
+    try:
+        raylet = importlib.import_module("ray._raylet")  # not in its type stub
+        raylet.Config.initialize("")  # re-reads RAY_* from the environment
+        raylet.AuthenticationTokenLoader.instance().reset_cache()
+    except (ImportError, AttributeError):  # a Ray without token authentication: nothing to undo
+        pass
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,6 +232,9 @@ class _Member:
     last: Mapping[str, Any] | None = None
     seconds: list[str] = field(default_factory=list)
     """The finished seconds of its series reported so far (kept should it be lost)."""
+    reached: set[str] = field(default_factory=set)
+    """Target hosts it has connected to once, not probed again (a tuning run starts a server on a
+    new port for each trial; a probe's connection would count against MaxRequestsPerChild)."""
     heard: float = 0.0
     pending: Any = None
     result: dict[str, Any] | None = None
@@ -368,8 +374,8 @@ class AgentPool:
         check_type(agents, int, "AgentPool.run: agents", "a whole number or None", optional=True)
         if agents is not None and not 1 <= agents <= self.count:
             raise UsageError(f"AgentPool.run: agents must be between 1 and {self.count}, got {agents}")
+        check_distributable(spec, len(self.members[:agents]))
         self.running = self.members[:agents]
-        check_distributable(spec, len(self.running))
         self.interrupted, self.give_up_at = False, None
         for member in self.running:
             member.reset(spec.share_spec(member.index, len(self.running)))
@@ -393,11 +399,14 @@ class AgentPool:
         return sum(other.hello["node_id"] == member.hello["node_id"] for other in self.running)
 
     def _check_targets(self, allow_remote: bool) -> None:
-        refs = [m.actor.check.remote(m.share, allow_remote, machine_id()) for m in self.running]
+        hosts = target_hosts(self.running[0].share)
+        refs = [m.actor.check.remote(m.share, allow_remote, machine_id(), not hosts <= m.reached)
+                for m in self.running]  # fmt: skip
         for member, problem in zip(self.running, _get(self.ray, refs, HELLO_TIMEOUT_S, "check the targets"),
                                    strict=True):  # fmt: skip
             if problem is not None:
                 raise PounderError(f"agent {member.index} on {member.hello['host']}: {problem}")
+            member.reached |= hosts
 
     def _launch(self, spec: BenchSpec, sampler: ServerSampler | None) -> None:
         for member in self.running:
@@ -502,8 +511,8 @@ class AgentPool:
             return None
         try:
             kept: dict[str, Any] = json.loads(_load_engine().sum_seconds(member.seconds))
-        except ValueError as error:
-            raise PounderError(f"agent {member.index} reported seconds that cannot be read: {error}") from None
+        except ValueError:  # its last progress counts then: the others' result stands
+            return None
         return kept
 
     def _result(self, spec: BenchSpec, started_at: str, server: ServerLoadReport | None) -> BenchResult:

@@ -245,7 +245,7 @@ class Runner:
     @staticmethod
     def queue_watch(server: ManagedServer) -> QueueWatch:
         """A watch of ``server``'s accept queue, for :meth:`bench`."""
-        return QueueWatch(server.port)
+        return QueueWatch(server.port, server.host)
 
     def warm(self, server: ManagedServer, rounds: int | None = None) -> Warmed:
         """Load the server with the workload until it is warm: every child has served requests,

@@ -1,6 +1,6 @@
 """Apache 2.4 with the prefork MPM (and mod_perl 2 when Perl is used), from a complete private
-httpd.conf: own ServerRoot, pid file and logs in the workdir, ``Listen 127.0.0.1:PORT``, no use
-of /etc/apache2 (so none of Debian's ``APACHE_*`` environment variables are needed).
+httpd.conf: own ServerRoot, pid file and logs in the workdir, ``Listen HOST:PORT`` (127.0.0.1 by
+default), no use of /etc/apache2 (so none of Debian's ``APACHE_*`` environment variables are needed).
 
 The server runs as ``apache2 -f CONF -k start -D FOREGROUND``: the parent stays our child process
 instead of daemonizing (so it is in our hands, see :mod:`pounder.servers._base`). It is stopped
@@ -147,7 +147,7 @@ def apache_paths(workdir: Path) -> dict[str, Path]:
 def render_apache_conf(settings: ApacheSettings, *, workdir: Path, port: int, modules_dir: Path, host: str = HOST,
                        startup_pl: bool = False, server_root: Path | None = None, user_conf: str = "",
                        user_conf_name: str = "the configuration") -> str:
-    """The complete httpd.conf of a private prefork instance in ``workdir`` on 127.0.0.1:``port``
+    """The complete httpd.conf of a private prefork instance in ``workdir`` on ``host``:``port``
     (a pure function). mod_perl is loaded when there are Perl handlers or a startup.pl (which is
     expected at ``workdir/startup.pl``); ``workdir/lib`` is on Perl's @INC.
 

@@ -47,7 +47,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, NoReturn, TypeVar
 
-from pounder._errors import PounderError, UsageError, public
+from pounder._errors import PounderError, UsageError, check_flag, public
 from pounder._units import pinned_thread
 from pounder.servers._listen import owns_listener
 from pounder.servers._proc import ProcStat, all_stats, children_of, descendants_of, group_members, still_running
@@ -86,6 +86,7 @@ def listen_address(host: str, *, allow_remote: bool = False) -> str:
     address of this machine, not the wildcard; one outside 127.0.0.0/8 only with
     ``allow_remote`` (the server is then reachable from the network). Returns it normalised;
     raises :class:`~pounder.UsageError`."""
+    check_flag(allow_remote, "allow_remote")
     if not isinstance(host, str):
         raise UsageError(f"--listen must be an IPv4 address as a string, got {host!r}")
     try:

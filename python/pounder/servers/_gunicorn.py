@@ -41,7 +41,7 @@ class GunicornSettings:
 def gunicorn_command(settings: GunicornSettings, *, app: str, port: int, pidfile: Path, error_log: Path,
                      pythonpath: str | None = None, python: str = sys.executable,
                      no_control_socket: bool = False, host: str = HOST) -> list[str]:
-    """The command line of a gunicorn instance on 127.0.0.1:``port`` (a pure function).
+    """The command line of a gunicorn instance on ``host``:``port`` (a pure function).
     ``no_control_socket``: pass ``--no-control-socket`` (gunicorn versions that have a control
     socket put it in ~/.gunicorn by default, shared by every instance of the user)."""
     settings.validate()

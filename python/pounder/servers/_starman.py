@@ -38,7 +38,7 @@ class StarmanSettings:
 @public
 def starman_command(settings: StarmanSettings, *, psgi: Path, port: int, pidfile: Path, error_log: Path,
                     binary: str = "starman", host: str = HOST) -> list[str]:
-    """The command line of a Starman instance on 127.0.0.1:``port`` (a pure function)."""
+    """The command line of a Starman instance on ``host``:``port`` (a pure function)."""
     settings.validate()
     argv = [binary, "--listen", f"{host}:{port}", "--workers", str(settings.workers), "--pid", str(pidfile),
             "--error-log", str(error_log), "--max-requests", str(settings.max_requests or UNLIMITED_REQUESTS)]

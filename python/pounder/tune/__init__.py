@@ -86,7 +86,7 @@ def _finish(session: TuneSession) -> TuneResult:
 
 
 @contextlib.contextmanager
-def _agents(cluster: Cluster | None, options: TuneOptions) -> Iterator[AgentPool | None]:
+def _agents(cluster: Cluster | None, options: TuneOptions, *, resuming: bool = False) -> Iterator[AgentPool | None]:
     """The agents of ``cluster`` for a whole run (None without one); agents on other machines
     cannot reach a server on loopback: refused before anything starts."""
     if cluster is None:
@@ -95,8 +95,12 @@ def _agents(cluster: Cluster | None, options: TuneOptions) -> Iterator[AgentPool
     with agent_pool(cluster) as pool:
         away = pool.elsewhere()
         if away and ipaddress.IPv4Address(options.listen).is_loopback:
-            raise UsageError(f"{away} of the {pool.count} agents run on other machines and cannot reach a server on "
-                             f"{options.listen}: give --listen with this machine's address on their network (and "
+            what = (f"{away} of the {pool.count} agents run on other machines and cannot reach a server on "
+                    f"{options.listen}")
+            if resuming:
+                raise UsageError(f"{what}, where this run's server listens: resume it with agents on this machine "
+                                 "only (e.g. --ray local)")
+            raise UsageError(f"{what}: give --listen with this machine's address on their network (and "
                              "--allow-remote)")
         yield pool
 
@@ -155,12 +159,15 @@ def resume(results: str | os.PathLike[str], *, log: Log | None = None, progress:
     check_instance(cluster, Cluster, "resume: cluster", optional=True)
     store, adapter, options = open_run(results)
     stored = ResultsDir.open(results)[1].get("load")
-    if isinstance(stored, dict) and cluster is None:
-        raise UsageError(f"{results} was measured with load from {stored.get('agents')} Ray agents "
+    if stored is not None and not isinstance(stored, dict):
+        raise UsageError(f"{store.manifest_path}: 'load' must be an object or absent")
+    if stored is not None and cluster is None:
+        count = stored.get("agents")
+        raise UsageError(f"{results} was measured with load from {count} Ray agent{'s' * (count != 1)} "
                          f"(--ray {stored.get('ray')}): resume it with --ray too")
     if stored is None and cluster is not None:
         raise UsageError(f"{results} was measured with load from this machine: resume it without --ray")
-    with _agents(cluster, options) as agents:
+    with _agents(cluster, options, resuming=True) as agents:
         return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status,
                                    agents=agents))
 

@@ -495,7 +495,8 @@ def _cpus(options: TuneOptions,
     if agents is not None:
         away = agents.elsewhere()
         here = agents.count - away
-        where = "" if not here else " on this machine" if not away else f", {here} of them on this machine"
+        where = ("" if not here else " on this machine, sharing its CPUs with the server" if not away
+                 else f", {here} of them on this machine, sharing its CPUs with the server")
         sent = f"measured loads sent by {agents.count} Ray agent{'s' * (agents.count != 1)}{where}; "
     if options.server_cpus is not None or options.load_cpus is not None:
         server, load = (("any" if cpus is None else cpu_list_text(cpus))
@@ -503,7 +504,8 @@ def _cpus(options: TuneOptions,
         note = f"{sent}server on CPUs {server}, load generator on CPUs {load} (as given)"
         return options.server_cpus, options.load_cpus, note
     if agents is not None:
-        return None, None, f"{sent}the server has every CPU here ({cpu_list_text(sorted(os.sched_getaffinity(0)))})"
+        cpus = cpu_list_text(sorted(os.sched_getaffinity(0)))
+        return None, None, f"{sent}the server is not pinned: it may run on every CPU here ({cpus})"
     return split_cpus(sorted(os.sched_getaffinity(0)))
 
 
