@@ -51,8 +51,8 @@ TUNE_HELP = "\n\n".join([
     "'pounder tune --resume DIR' continues.",
     "Before it is printed, the recommendation is started, warmed and held at the target load (confirmation): the "
     "pool's footprint against the RAM budget, p99 against --p99, failures.",
-    "With --ray, the measured loads are sent by agents on a Ray cluster and the server keeps every CPU here; "
-    "agents on other machines reach it at --listen ADDRESS (with --allow-remote).",
+    "With --ray, the measured loads are sent by agents on a Ray cluster; agents on other machines leave the "
+    "server every CPU here and reach it at --listen ADDRESS (with --allow-remote).",
     "Exit status: 0 done, 1 the server or a measurement failed or the confirmation was not met, 2 bad input, "
     "130 interrupted (143 by SIGTERM).",
 ])

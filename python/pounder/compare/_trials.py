@@ -250,7 +250,7 @@ def _trials(checked: tuple[Variant, ...], specs: Sequence[BenchSpec], servers: S
             bench = run_bench(specs[index], on_progress, sampler, agents)
             if bench.agents is not None and bench.agents.partial:  # a share of the load is missing
                 save(_with(result, done, finished=True, interrupted=False))
-                lost = "; ".join(bench.agents.warnings()[:1])
+                lost = "; ".join(bench.agents.lost_notes())
                 raise PounderError(f"trial {seq} ({label}) is partial and not counted: {lost}; the trials before "
                                    "it are kept")
             trial = Trial.from_bench(seq, round_, label, bench)

@@ -115,8 +115,7 @@ class Agent:
             if not home:
                 return (f"target {path} is a Unix socket, and this agent is on another machine than pounder: "
                         "it would load its own machine")
-            problem = _unreachable(path, partial(_unix_connection, path)) if probe else None
-            if problem is not None:
+            if probe and (problem := _unreachable(path, partial(_unix_connection, path))):
                 return problem
         for address in _addresses(spec, "tcp"):
             host, port = _host_port(address)
@@ -126,9 +125,8 @@ class Agent:
                 return (f"target {address} is a loopback address, and this agent is on another machine than "
                         "pounder: it would load its own machine; give an address the agents reach "
                         "(with --allow-remote)")
-            problem = (_unreachable(address, partial(socket.create_connection, (host, port), PROBE_TIMEOUT_S))
-                       if probe else None)
-            if problem is not None:
+            connect = partial(socket.create_connection, (host, port), PROBE_TIMEOUT_S)
+            if probe and (problem := _unreachable(address, connect)):
                 return problem
         return None
 

@@ -83,11 +83,15 @@ class Agents:
     def clock_error_ms(self) -> float:
         return max((agent.clock_error_ms for agent in self.members), default=0.0)
 
+    def lost_notes(self) -> list[str]:
+        """One line per lost agent: why, and what it had measured (not in the figures)."""
+        return [f"agent {agent.index} ({agent.host}) was lost: {agent.lost}; its share is not in the figures "
+                f"({agent.complete:,} complete, {agent.failed:,} failed {_kept_text(agent.kept_seconds)})"
+                for agent in self.members if agent.lost is not None]
+
     def warnings(self) -> list[str]:
         """What a reader must know before trusting the merged figures."""
-        notes = [f"agent {agent.index} ({agent.host}) was lost: {agent.lost}; its share is not in the figures "
-                 f"({agent.complete:,} complete, {agent.failed:,} failed {_kept_text(agent.kept_seconds)})"
-                 for agent in self.members if agent.lost is not None]
+        notes = self.lost_notes()
         notes += [f"agent {agent.index} ({agent.host}) used {agent.cpu_busy:.0%} of the CPU it could use: the load "
                   "generator, not the server, may have been the limit"
                   for agent in self.members if agent.saturated and agent.cpu_busy is not None]
@@ -133,7 +137,9 @@ def agent_report(
     threads = int(share["threads"])
     cpu_s = busy = seconds = None
     latency: Mapping[str, Any] = {}
+    counts = last
     if result is not None:
+        counts = result["requests"]
         cpu = result["client_cpu"]
         cpu_s = cpu["user_s"] + cpu["sys_s"]
         wall_s = result["elapsed_s"] + result["warmup"]["elapsed_s"]
@@ -142,13 +148,10 @@ def agent_report(
         latency = result["latency"]["corrected"]["percentiles"] if result["latency"]["corrected"]["count"] else {}
     else:  # lost: what it reported, second by second
         seconds = int(kept["seconds"]) if kept is not None else 0
-        if seconds and kept is not None and kept["complete"]:
-            latency = {"50": kept["p50_us"], "90": kept["p90_us"], "99": kept["p99_us"], "100": kept["max_us"]}
-    counts = last
-    if result is not None:
-        counts = result["requests"]
-    elif seconds and kept is not None:
-        counts = kept
+        if kept is not None and seconds:
+            counts = kept
+            if kept["complete"]:
+                latency = {"50": kept["p50_us"], "90": kept["p90_us"], "99": kept["p99_us"], "100": kept["max_us"]}
     return AgentReport(
         index=index, host=str(hello["host"]), node_id=str(hello["node_id"]), node_ip=str(hello["node_ip"]),
         pid=int(hello["pid"]), connections=int(share["connections"]), threads=threads,

@@ -30,7 +30,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pounder._errors import PounderError, check_instance, check_type, public
+from pounder._errors import PounderError, check_instance, public
 from pounder._files import write_atomic
 from pounder._units import KIB, MIB, pinned_thread
 from pounder.load import (
@@ -124,7 +124,6 @@ class Runner:
         check_cpus(server_cpus, load_cpus)
         self.server_cpus = None if server_cpus is None else tuple(sorted(set(server_cpus)))
         self.load_cpus = None if load_cpus is None else tuple(sorted(set(load_cpus)))
-        check_type(host, str, "Runner: host", "an IPv4 address")
         self.host = listen_address(host, allow_remote=True)
         self.agents: AgentPool | None = check_instance(agents, AgentPool, "Runner: agents", optional=True)
         self.ready_s: float | None = None
@@ -236,8 +235,8 @@ class Runner:
         if result.interrupted:
             raise KeyboardInterrupt
         if result.agents is not None and result.agents.partial:
-            lost = "; ".join(f"agent {a.index} ({a.host}): {a.lost}" for a in result.agents.members if a.lost)
-            raise PounderError(f"a load was sent only in part, so it is not counted: {lost}")
+            raise PounderError(f"a load was sent only in part, so it is not counted: "
+                               f"{'; '.join(result.agents.lost_notes())}")
         if queue is not None and measuring:
             queue.window(measuring[0], measuring[0] + min(duration or result.elapsed_s, result.elapsed_s))
         return result
