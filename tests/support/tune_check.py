@@ -59,7 +59,7 @@ def check_consistent(stdout: str, data: dict[str, Any]) -> None:
                 f"{figure} quoted in the reasons is in no table:\n{narrative}")
     # every signed percentage quoted (a MaxRequestsPerChild value against unlimited, its interval)
     # is one of the MaxRequestsPerChild table's, and that table's are the measured ratios
-    table = head.split("\n4. ")[1].split("\n\n")[0] if "\n4. " in head else ""
+    table = head.split("\n5. ")[1].split("\n\n")[0] if "\n5. " in head else ""
     printed = set(re.findall(r"[+-]\d+\.\d", table))
     for point in data["mrpc"]:
         vs = point.get("vs_unlimited") or {}
@@ -100,6 +100,8 @@ def check_consistent(stdout: str, data: dict[str, Any]) -> None:
             low = point.get("rps_low")
             assert low is None or at.get("rps_high") is None or float(low) <= float(at["rps_high"]) * 1.05, (
                 f"'more children will not help' but {point['children']} children were faster")
+    _check_pools(head, narrative, data)
+    _check_spare(narrative, data)
     params = data["params"]
     names = data["names"]
     config_lines = stdout.split("\nRecommendation\n")[1].split("\nWhy")[0]
@@ -109,3 +111,46 @@ def check_consistent(stdout: str, data: dict[str, Any]) -> None:
         assert met == bool(confirmation["ok"]), "the confirmation line disagrees with its checks"
         for check in confirmation["checks"]:
             assert check["text"] in narrative
+
+
+def _check_pools(head: str, narrative: str, data: dict[str, Any]) -> None:
+    """The pools compared at the offered load: the table holds every candidate with its figures;
+    "the smallest pool as good as the best" only of a pool that is not distinguishably slower than
+    the best, with no smaller one that is as good; the chosen pool is the recommendation (unless
+    a leak or the confirmation lowered it, and then the reasons say so)."""
+    pools = data.get("pools")
+    if not pools:
+        return
+    table = head.split("\n4. Pools at the offered load")[1].split("\n\n")[0]
+    rows = {int(cells[0]): cells for cells in (re.split(r"\s{2,}", line.strip()) for line in table.splitlines()[2:])}
+    for point in pools["points"]:
+        cells = rows[int(point["children"])]
+        assert f"{float(point['rps']):,.0f}" in cells and f"{float(point['p99_ms']):,.1f}" in cells, (point, cells)
+    chosen = next(p for p in pools["points"] if p["children"] == pools["chosen"])
+    assert not chosen["vs_best"]["worse"], "the chosen pool is distinguishably slower than the best"
+    smaller = [p for p in pools["points"] if p["children"] < pools["chosen"]]
+    if pools.get("p99_met") is not False:
+        for point in smaller:
+            assert point["vs_best"]["worse"] or point["p99_vs_lowest"]["worse"] or pools.get("p99_met"), (
+                f"{point['children']} children were as good as the chosen {pools['chosen']}")
+    assert "the smallest pool as good as the best" in narrative
+    if data["params"]["max_clients"] != pools["chosen"]:
+        assert data["children"]["decided_by"] in ("memory", "confirmation"), data["children"]["decided_by"]
+
+
+def _check_spare(narrative: str, data: dict[str, Any]) -> None:
+    """The spare setting recommended is the one the burst trials measured no worse than the
+    defaults, and the configuration holds it."""
+    choice = data.get("spare_choice")
+    if not choice:
+        return
+    points = {p["name"]: p for p in data["spare"]}
+    chosen = points[choice["name"]]
+    assert chosen.get("chosen"), chosen
+    if choice["name"] == "after":
+        before = points["before"]
+        assert float(chosen["p99_ms"]) <= float(before["p99_ms"]), (chosen["p99_ms"], before["p99_ms"])
+        assert "the defaults are kept" not in narrative
+    params = data["params"]
+    if params.get("start_servers") is not None:
+        assert params["start_servers"] == chosen["start_servers"], (params, chosen)

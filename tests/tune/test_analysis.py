@@ -28,6 +28,7 @@ from pounder.tune._analysis import (
     ChildrenChoice,
     MemoryBound,
     Target,
+    _affordable,
     advice,
     burst_clients,
     burst_seconds,
@@ -110,7 +111,8 @@ def measure_summary(*, children: int = 4, preload: bool = False, warm_requests: 
 
 def load_summary(children: int, rps: float, *, p99_ms: float = 10.0, max_requests: int = 0,
                  respawns: int | None = None, server_cores: float = 1.0, client_cores: float = 0.2,
-                 connections: int | None = None, elapsed_s: float = 6.0) -> dict[str, Any]:
+                 connections: int | None = None, elapsed_s: float = 6.0,
+                 other_cores: float | None = 0.0) -> dict[str, Any]:
     """``TuneSession._load_point``'s summary (steps "children" and "max-requests")."""
     complete = int(rps * elapsed_s)
     return {
@@ -130,6 +132,7 @@ def load_summary(children: int, rps: float, *, p99_ms: float = 10.0, max_request
         "server_cpu_us": 900.0,
         "server_cores": server_cores,
         "client_cores": client_cores,
+        "other_cores": other_cores,
         "children_seen_spawned": 0,
         "max_child_uss": 20 * MIB,
         "respawns": (complete // max_requests if max_requests else 0) if respawns is None else respawns,
@@ -860,21 +863,18 @@ STARMAN = [unlimited(), mrpc_point(10, 0.62), mrpc_point(100, 0.952),
 """The issue's Starman table: 1000 measured +4.5 % over unlimited; 100 -4.8 %, 10 -38 %."""
 
 
-def test_issue_starman_measured_point_is_never_overridden() -> None:
+def test_issue_starman_no_leak_is_unlimited_with_the_largest_value_reported() -> None:
+    # no leak: as large as possible (issue 24: not the smallest value that costs at most 2 %)
     got = choose_max_requests(STARMAN, measure_summary(), BOUND, 4, max_loss=0.02, kind="starman")
-    assert (got.value, got.decided_by, got.leak) == (1000, "measured", False)
-    assert got.loss == 0.0  # faster than unlimited: no loss
+    assert (got.value, got.decided_by, got.leak, got.loss) == (0, "unlimited", False, 0.0)
     table = mrpc_losses(STARMAN)
-    vs = table[3]["vs_unlimited"]
-    assert change_text(vs["ratio"]) == "+4.5%"
-    chosen = next(r for r in got.reasons if r.startswith("1,000 requests:"))
-    assert chosen.startswith(f"1,000 requests: +4.5% vs unlimited ({change_text(vs['low'])} to "
-                             f"{change_text(vs['high'])}), within 2.0%, and every larger value measured (10,000) "
-                             "passes too")
-    assert next(r for r in got.reasons if r.startswith("100 requests:")).endswith("not shown to cost at most 2.0%")
-    assert not any("costs more than" in r or "every value" in r for r in got.reasons)
+    vs = next(p for p in table if p["max_requests"] == 10000)["vs_unlimited"]
+    largest = next(r for r in got.reasons if r.startswith("10,000 requests, the largest value measured:"))
+    assert f"{change_text(vs['ratio'])} vs unlimited" in largest and "costs at most as much" in largest
+    assert any(r.startswith("no leak measured: MaxRequestsPerChild as large as possible, unlimited (0)")
+               for r in got.reasons)
     assert got.reasons[-1].startswith("a respawn: Starman (Net::Server::PreFork) checks its children periodically")
-    assert_quoted(got.reasons[4:-1], table_figures(table) | {"2.0%"})
+    assert_quoted(got.reasons[4:-1], table_figures(table) | {"2.0%", "0"})
 
 
 def test_affordable_needs_every_larger_value_affordable() -> None:
@@ -885,23 +885,21 @@ def test_affordable_needs_every_larger_value_affordable() -> None:
 
 
 def test_affordable_rule() -> None:
+    """What a leak's value may cost (:func:`_affordable`, also the leak's room to grow)."""
+    def vs(ratios: Any) -> dict[str, Any]:
+        return dict(mrpc_losses([unlimited(), mrpc_point(1000, ratios)])[1]["vs_unlimited"])
+
     # median within the loss, interval low within too: affordable
-    assert choose_max_requests([unlimited(), mrpc_point(1000, 0.99)], measure_summary(), BOUND, 4,
-                               max_loss=0.02).value == 1000
+    assert _affordable(vs(0.99), 0.02)
     # median within, clearly slower and its interval reaches past the loss: not affordable
-    spread = [0.97, 0.985, 0.982, 0.985, 0.99]
-    got = choose_max_requests([unlimited(), mrpc_point(1000, spread)], measure_summary(), BOUND, 4, max_loss=0.02)
-    vs = mrpc_losses([unlimited(), mrpc_point(1000, spread)])[1]["vs_unlimited"]
-    assert vs["verdict"] == "slower" and vs["low"] < 0.98 <= vs["ratio"]
-    assert got.value == 0
+    spread = vs([0.97, 0.985, 0.982, 0.985, 0.99])
+    assert spread["verdict"] == "slower" and spread["low"] < 0.98 <= spread["ratio"]
+    assert not _affordable(spread, 0.02)
     # within min_effect of 1 the comparison tells no difference, whatever the interval: affordable
-    close = [0.975, 0.99, 0.985, 0.99, 0.995]
-    assert mrpc_losses([unlimited(), mrpc_point(1000, close)])[1]["vs_unlimited"]["verdict"] == "no clear difference"
-    assert choose_max_requests([unlimited(), mrpc_point(1000, close)], measure_summary(), BOUND, 4,
-                               max_loss=0.02).value == 1000
+    close = vs([0.975, 0.99, 0.985, 0.99, 0.995])
+    assert close["verdict"] == "no clear difference" and _affordable(close, 0.02)
     # median past the loss: not affordable whatever the interval
-    assert choose_max_requests([unlimited(), mrpc_point(1000, 0.97)], measure_summary(), BOUND, 4,
-                               max_loss=0.02).value != 1000
+    assert not _affordable(vs(0.97), 0.02)
 
 
 def test_noise_never_makes_a_value_affordable() -> None:
@@ -911,40 +909,39 @@ def test_noise_never_makes_a_value_affordable() -> None:
     table = mrpc_losses([unlimited(), mrpc_point(100, noisy)])
     vs = table[1]["vs_unlimited"]
     assert vs["verdict"] == "no clear difference" and vs["low"] < 1 - WIDE and vs["ratio"] >= 0.98
+    assert not _affordable(vs, 0.02)
     got = choose_max_requests([unlimited(), mrpc_point(100, noisy)], measure_summary(), BOUND, 4, max_loss=0.02)
     assert (got.value, got.decided_by) == (0, "unlimited")
     assert any(r.startswith(f"100 requests, the largest value measured: {change_text(vs['ratio'])} vs unlimited")
-               and r.endswith("its interval is wider than ±10%: too noisy to tell whether it costs more than 2.0%")
+               and "its interval is wider than ±10%: too noisy to tell whether it costs more than 2.0%" in r
                for r in got.reasons), got.reasons
-    # below the largest: the chosen value stops above the noisy one, which says why
-    points = [unlimited(), mrpc_point(100, noisy), mrpc_point(1000, 1.0)]
-    got = choose_max_requests(points, measure_summary(), BOUND, 4, max_loss=0.02)
-    assert got.value == 1000
-    assert next(r for r in got.reasons if r.startswith("100 requests:")).endswith("too noisy to tell whether it "
-                                                                                  "costs more than 2.0%")
     # no clear difference with an interval inside WIDE: affordable, and the words say only the median is within
     modest = [0.95, 1.04, 0.99, 1.01, 0.97]
     vs = mrpc_losses([unlimited(), mrpc_point(1000, modest)])[1]["vs_unlimited"]
     assert vs["verdict"] == "no clear difference" and 1 - WIDE <= vs["low"] < 0.98 <= vs["ratio"]
+    assert _affordable(vs, 0.02)
     got = choose_max_requests([unlimited(), mrpc_point(1000, modest)], measure_summary(), BOUND, 4, max_loss=0.02)
-    assert got.value == 1000
-    assert next(r for r in got.reasons if r.startswith("1,000 requests:")).split("), ")[1].startswith(
-        "no clear difference from unlimited, its median within 2.0%")
+    assert got.value == 0
+    assert any(r.startswith("1,000 requests, the largest value measured:") and "no clear difference from unlimited, "
+               "its median within 2.0%" in r for r in got.reasons), got.reasons
 
 
-def test_model_extrapolates_only_beyond_the_largest_value_and_when_it_agrees() -> None:
-    # exactly k = 300: 100 -> 0.25, 1000 -> 0.769, 10,000 -> 0.971 (every value costs more than 2 %)
-    points = [unlimited(), *[mrpc_point(v, model_ratio(300, v)) for v in (100, 1000, 10000)]]
+def test_the_model_never_goes_more_than_a_decade_beyond_the_largest_value() -> None:
+    # exactly k = 300: 100 -> 0.25, 1000 -> 0.769 (both cost more than 2 %); the model agrees with both
+    points = [unlimited(), *[mrpc_point(v, model_ratio(300, v)) for v in (100, 1000)]]
+    # no leak: unlimited, the model picks no value
     got = choose_max_requests(points, measure_summary(), BOUND, 4, max_loss=0.02)
-    # v >= 300 x 0.98 / 0.02 = 14,700 -> 20,000, above 10,000
-    assert (got.value, got.decided_by) == (20000, "model")
+    assert (got.value, got.decided_by) == (0, "unlimited")
     assert got.respawn_cost_requests == pytest.approx(300)
-    assert got.model.fitted_on == 10000 and got.model.agrees == [100, 1000, 10000] and got.model.disagrees == []
-    assert got.loss == pytest.approx(1 - model_ratio(300, 20000))
-    assert any(r.startswith("10,000 requests, the largest value measured: -2.9% vs unlimited") for r in got.reasons)
-    assert any(r.startswith("beyond 10,000, the model (one respawn costs k requests' worth: ratio = 1 / (1 + k / "
-                            "value); k = 300.0, fitted on 10,000) agrees with every value measured (100, 1,000, "
-                            "10,000): 20,000 requests costs about 1.5% (modelled, not measured)") for r in got.reasons)
+    assert got.model.fitted_on == 1000 and got.model.agrees == [100, 1000] and got.model.disagrees == []
+    # a leak whose memory limit is 9,000 (within a decade of 1,000): the model gives its cost
+    start = 100 * MIB
+    near = choose_max_requests(points, leaking(16 * KIB, start=start), BOUND, 4, max_loss=0.02)
+    assert near.value <= 10 * 1000 and near.loss == pytest.approx(1 - model_ratio(300, near.value))
+    # a leak whose limit is beyond a decade: the cost is not modelled
+    far = choose_max_requests(points, leaking(KIB, start=start), BOUND, 4, max_loss=0.02)
+    assert far.value > 10 * 1000 and far.loss is None
+    assert any(f"what respawning every {far.value:,} requests costs was not measured" in r for r in far.reasons)
 
 
 def test_model_that_disagrees_is_not_used() -> None:
@@ -953,8 +950,6 @@ def test_model_that_disagrees_is_not_used() -> None:
     got = choose_max_requests(points, measure_summary(), BOUND, 4, max_loss=0.02, kind="apache")
     assert (got.value, got.decided_by, got.respawn_cost_requests) == (0, "unlimited", 0.0)
     assert got.model.disagrees == [100] and got.model.agrees == [1000]
-    assert any(r.startswith("the model (k = 30.9, fitted on 1,000) disagrees with 100: no extrapolation: unlimited")
-               for r in got.reasons)
     assert got.reasons[-1].startswith("a respawn: Apache's parent replaces exiting children in its once-a-second "
                                       "maintenance and spawns at most 1, 2, 4 ... 32 per second")
 
@@ -962,27 +957,27 @@ def test_model_that_disagrees_is_not_used() -> None:
 def test_values_that_never_respawned_say_nothing() -> None:
     points = [unlimited(), mrpc_point(1000, 0.99), mrpc_point(100000, 1.0, respawns=0)]
     got = choose_max_requests(points, measure_summary(), BOUND, 4, max_loss=0.02)
-    assert got.value == 1000
+    assert got.value == 0
     assert ("100,000 requests: no child was replaced during the measurement, so it says nothing about the cost of "
             "respawning") in got.reasons
+    assert any(r.startswith("1,000 requests, the largest value measured:") for r in got.reasons)
     nothing = choose_max_requests([unlimited(), mrpc_point(100000, 1.0, respawns=0)], measure_summary(), BOUND, 4,
                                   max_loss=0.02)
     assert (nothing.value, nothing.decided_by) == (0, "unlimited")
-    assert "no finite value replaced children during its measurement: unlimited (0)" in nothing.reasons
+    assert not any("the largest value measured" in r for r in nothing.reasons)
 
 
 def test_nothing_clearly_slower_means_no_model() -> None:
     points = [unlimited(), mrpc_point(1000, [0.9, 1.1, 0.95, 1.05, 0.96])]  # median -4 %, interval across 1
     got = choose_max_requests(points, measure_summary(), BOUND, 4, max_loss=0.02)
-    assert (got.value, got.decided_by) == (0, "unlimited")
-    assert any("no value measured is clearly slower than unlimited: no model to fit" in r for r in got.reasons)
+    assert (got.value, got.decided_by, got.respawn_cost_requests) == (0, "unlimited", 0.0)
 
 
 def test_single_trial_points_still_decide() -> None:
     got = choose_max_requests(MRPC, measure_summary(), BOUND, 4, max_loss=0.02)
-    # 10,000 did not respawn; 1,000 -0.5 % is affordable on its median; 100 -4 % is not
-    assert (got.value, got.decided_by) == (1000, "measured")
-    assert got.loss == pytest.approx(0.005)
+    # no leak: unlimited; 10,000 did not respawn, so the largest value reported is 1,000 (-0.5 %)
+    assert (got.value, got.decided_by) == (0, "unlimited")
+    assert any(r.startswith("1,000 requests, the largest value measured: -0.5% vs unlimited") for r in got.reasons)
 
 
 def test_no_leak_reasons_state_every_growth_criterion() -> None:

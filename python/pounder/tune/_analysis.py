@@ -58,9 +58,15 @@ BURST_FACTOR = 1.5
 CPU_SATURATED = 0.8
 """The CPUs count as saturated from this fraction of the machine's cores busy (server + load generator)."""
 MAX_MODELLED = 1_000_000
-"""The largest MaxRequestsPerChild recommended from the model alone (beyond it: unlimited)."""
+"""The largest MaxRequestsPerChild a leak's memory limit is rounded to."""
+MAX_DECADES = 10
+"""The respawn model estimates a cost at most this many times beyond the largest value measured
+(one decade)."""
 LOSS_NOISE = 0.05
 """A throughput difference smaller than this between two single runs is within this machine's noise."""
+OTHER_BUSY = 0.25
+"""Other processes (neither the server nor pounder) using at least this fraction of the cores
+during a point are named as the limit or the noise, not the application."""
 CPU_IDLE = 0.5
 FIRST_REQUEST_GROWTH = 4 * MIB
 COW_BROKEN = 0.5
@@ -501,10 +507,12 @@ def _p99_count(ordered: Sequence[Summary], p99_s: float, reasons: list[str]) -> 
 
 @public
 def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | None = None, *, tolerance: float,
-              max_children: int, cores: int, kind: str) -> ChildrenChoice:
+              max_children: int, cores: int, kind: str, decide: bool = True) -> ChildrenChoice:
     """The pool size by the method (module documentation); ``points`` are the sweep's aggregated
     points. The rate's busy time is the knee's: the time a child is held per request when the
-    pool serves its best throughput (an overestimate at lower rates, on the safe side)."""
+    pool serves its best throughput (an overestimate at lower rates, on the safe side).
+    ``decide`` False: only the knee and what the target needs (its reasons), the pool itself to be
+    chosen by measuring candidates at the offered load (:mod:`pounder.tune._pools`)."""
     target = target or Target()
     ordered = sorted(points, key=lambda p: int(p["children"]))
     k = knee(ordered, tolerance)
@@ -516,7 +524,9 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
     for_clients = for_rate = needed = None
     offered = headroom = busy = None
     little = None
-    if target.clients is not None:
+    if target.clients is not None and not decide:
+        for_clients = target.clients
+    elif target.clients is not None:
         for_clients = target.clients
         held = ("for its whole connection, idle time included (keep-alive with no buffering proxy)"
                 if target.keepalive and not target.proxy else "while its request runs")
@@ -552,6 +562,13 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
     for_p99 = _p99_count(ordered, target.p99_s, reasons) if target.p99_s is not None else None
     if for_p99 is not None:
         wants.append(("p99", for_p99))
+    if not decide:
+        return ChildrenChoice(best_children=k.best_children, best_rps=k.best_rps, throughput=k.children,
+                              for_clients=for_clients, for_rate=for_rate, for_p99=for_p99, memory_cap=memory_cap,
+                              max_children=max_children, chosen=hard,
+                              decided_by="memory" if memory_cap <= max_children else "max-children", needed=needed,
+                              offered=offered, headroom=headroom, busy_s=busy, little=little, knee_flat=k.flat,
+                              wide=k.wide, reasons=reasons)
     if not target.load:
         chosen = hard
         decided_by = "memory" if memory_cap <= max_children else "max-children"
@@ -785,13 +802,13 @@ def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: Mem
                         max_loss: float, counts: str = "requests", kind: str = "command") -> MaxRequestsChoice:
     """MaxRequestsPerChild from the measured points and their intervals (:func:`_affordable`).
 
-    With no leak: the smallest measured value such that it and every larger measured value are
-    affordable (a finite value bounds slow growth a short run cannot see); when the largest is not
-    affordable, a value beyond it from :func:`respawn_model` when the model agrees with every
-    measured point, else unlimited. Values that never respawned during their measurement say
-    nothing about the cost and are left out. With a leak: the largest value that keeps a child
-    within its share of the budget for ``children`` children (``forced_by_memory`` when it costs
-    more than ``max_loss``). The model never overrides a measured point."""
+    With no leak: as large as possible, unlimited (the largest value measured and its cost are
+    reported). Values that never respawned during their measurement say nothing about the cost and
+    are left out. With a leak: the largest value that keeps a child within its share of the budget
+    for ``children`` children (``forced_by_memory`` when it costs more than ``max_loss``); its cost
+    from the measured points, or from :func:`respawn_model` when the model agrees with every
+    measured point and the value is at most a decade beyond the largest measured. The model never
+    overrides a measured point."""
     grown = growth(measure)
     if any("vs_unlimited" not in p for p in points):
         points = mrpc_losses(points)
@@ -835,7 +852,7 @@ def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: Mem
             reasons.append(f"memory forces it: respawning every {value:,} {unit} costs at least what "
                            f"{int(ref['max_requests']):,} measured, {_change_with_interval(vs)}, more than "
                            f"{share_text(max_loss)}; fewer children would leave room for a larger limit")
-        elif model.usable:
+        elif model.usable and value <= MAX_DECADES * max(int(p["max_requests"]) for p in respawned):
             loss = 1 - model.ratio(value)
             forced = loss > max_loss
             reasons.append(f"{_model_text(model)}: respawning every {value:,} {unit} costs about {share_text(loss)} "
@@ -844,55 +861,17 @@ def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: Mem
             loss = None
             reasons.append(f"what respawning every {value:,} {unit} costs was not measured")
     else:
-        chosen: Summary | None = None
-        for point in respawned:  # the largest first
-            if not _affordable(_vs(point) or {}, max_loss):
-                break
-            chosen = point
-        if chosen is not None:
-            value = int(chosen["max_requests"])
-            vs = _vs(chosen) or {}
-            loss, decided_by = max(0.0, 1 - float(vs["ratio"])), "measured"
-            larger = [int(p["max_requests"]) for p in respawned if int(p["max_requests"]) > value]
-            reasons.append(f"{value:,} {unit}: {_change_with_interval(vs)}, {_cost_text(vs, max_loss)}"
-                           + (f", and every larger value measured ({_counts(larger)}) passes too" if larger else "")
-                           + ": it still replaces children now and then, which bounds slow growth a short run "
-                             "cannot see")
-            smaller = [p for p in respawned if int(p["max_requests"]) < value]
-            if smaller:
-                below = smaller[0]
-                below_vs = _vs(below) or {}
-                reasons.append(f"{int(below['max_requests']):,} {unit}: {_change_with_interval(below_vs)}: "
-                               f"{_cost_text(below_vs, max_loss)}")
-        elif not respawned:
-            value, loss, decided_by = 0, 0.0, "unlimited"
-            reasons.append("no finite value replaced children during its measurement: unlimited (0)")
-        else:
+        # no leak (growth that unshares pages shows as USS growth too): as large as possible
+        value, loss, decided_by = 0, 0.0, "unlimited"
+        reasons.append("no leak measured: MaxRequestsPerChild as large as possible, unlimited (0); a child replaced "
+                       "only costs a fork and a warm-up")
+        if respawned:
             largest = respawned[0]
-            top = int(largest["max_requests"])
             top_vs = _vs(largest) or {}
-            reasons.append(f"{top:,} {unit}, the largest value measured: {_change_with_interval(top_vs)}: "
-                           f"{_cost_text(top_vs, max_loss)}")
-            value = 0
-            if model.usable:
-                wanted = _round_up(math.ceil(model.k * (1 - max_loss) / max_loss))
-                value = max(wanted, _round_up(top + 1))
-                if value > MAX_MODELLED:
-                    value = 0
-            if value:
-                loss, decided_by = 1 - model.ratio(value), "model"
-                reasons.append(f"beyond {top:,}, {_model_text(model)}: {value:,} {unit} costs about "
-                               f"{share_text(loss)} (modelled, not measured)")
-            else:
-                loss, decided_by = 0.0, "unlimited"
-                if model.k > 0 and model.disagrees:
-                    why = (f"the model (k = {model.k:,.1f}, fitted on {model.fitted_on:,}) disagrees with "
-                           f"{_counts(model.disagrees)}: no extrapolation")
-                elif model.k > 0:
-                    why = f"the model (k = {model.k:,.1f}) needs more than {MAX_MODELLED:,}"
-                else:
-                    why = "no value measured is clearly slower than unlimited: no model to fit"
-                reasons.append(f"{why}: unlimited (0)")
+            reasons.append(f"{int(largest['max_requests']):,} {unit}, the largest value measured: "
+                           f"{_change_with_interval(top_vs)}: {_cost_text(top_vs, max_loss)}; a larger value "
+                           "respawns less often and costs at most as much, if a limit is wanted against slow "
+                           "growth a short run cannot see")
     if respawned:
         reasons.append(f"a respawn: {respawn_mechanism(kind)}")
     return MaxRequestsChoice(value=value, leak=grown.leak, growth_bytes_per_request=grown.second,
@@ -1103,8 +1082,21 @@ def _preload_advice(kind: str, measure: Summary, memory: MemoryBound) -> list[st
 
 
 def _cpu_share(point: Summary, cores: int) -> str:
+    other = point.get("other_cores")
     return (f"server {cores_text(float(point['server_cores']))} of {cores} cores, load generator "
-            f"{cores_text(float(point['client_cores']))}")
+            f"{cores_text(float(point['client_cores']))}"
+            + ("" if other is None or float(other) < 0.05 else f", other processes {cores_text(float(other))}"))
+
+
+def _others_busy(point: Summary, cores: int) -> str | None:
+    """The sentence naming other processes as the limit or the noise, when they used at least
+    ``OTHER_BUSY`` of the cores at ``point``; None otherwise."""
+    other = point.get("other_cores")
+    if other is None or float(other) < OTHER_BUSY * cores:
+        return None
+    return (f"other processes on this machine (neither the server nor pounder) used {cores_text(float(other))} of "
+            f"{cores} cores at {children_text(int(point['children']))}: they, not the application, limit what was "
+            "measured here and add noise; tune on a quiet machine, or pin the server with --server-cpus")
 
 
 @public
@@ -1118,10 +1110,13 @@ def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: 
     n = choice.throughput
     at = next(p for p in ordered if int(p["children"]) == n)
     bigger = [p for p in ordered if int(p["children"]) > n]
-    used = float(at["server_cores"]) + float(at["client_cores"])
+    used = float(at["server_cores"]) + float(at["client_cores"]) + float(at.get("other_cores") or 0.0)
     said: list[str] = []
+    others = _others_busy(at, cores)
+    if others is not None:
+        said.append(others)
     if used >= CPU_SATURATED * cores:
-        if bigger:
+        if bigger and others is None:
             last = bigger[-1]
             said.append(f"the server is CPU-bound: at {children_text(n)} the CPUs are busy ({_cpu_share(at, cores)}), "
                         f"and {children_text(int(last['children']))} served {rate_with_interval(last)}, no more than "
@@ -1149,7 +1144,7 @@ def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: 
                     "children would give at a higher load was not measured")
     elif bigger:
         tried = [p for p in bigger if int(p["connections"]) > n]
-        if tried:
+        if tried and others is None:
             last = tried[-1]
             said.append(f"{children_text(int(last['children']))} with {int(last['connections'])} clients served "
                         f"{rate_with_interval(last)}, no more than {children_text(n)}'s {rate_with_interval(at)}: more "

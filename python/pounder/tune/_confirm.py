@@ -2,6 +2,8 @@
 target load for one point, must meet each limit (pure, no I/O).
 
 * failures: at most 1 % of the requests attempted (:func:`pounder.compare.clean_trial`);
+* throughput: not below every trial of the best pool measured at the same offered load by more
+  than the tolerance (:func:`throughput_check`);
 * the rate (open loop, a ``--peak-rate`` or the access log's peak): at least 97 % of the requests
   the schedule sent in the load's duration answered;
 * p99 (when ``--p99`` is given): at or below it (the corrected p99: from when each request was
@@ -31,13 +33,35 @@ def _check(name: str, ok: bool, measured: float | None, limit: float | None, tex
     return {"name": name, "ok": ok, "measured": measured, "limit": limit, "text": text}
 
 
+def _trial_rates(point: Mapping[str, Any]) -> list[float]:
+    return [float(t["rps"]) for t in point.get("trials") or []
+            if t.get("rps") is not None and clean_trial(int(t["complete"]), int(t["failed"]))]
+
+
+def throughput_check(summary: Mapping[str, Any], best: Mapping[str, Any], tolerance: float) -> dict[str, Any]:
+    """The confirmation's requests/s against the best pool measured at the same offered load: not
+    met when it is below every counted trial of the best by more than ``tolerance`` (one run
+    against a point's spread, not against the median's narrower interval)."""
+    rates = _trial_rates(best) or [float(best["rps"])]
+    floor = (1 - tolerance) * min(rates)
+    rps = float(summary["rps"])
+    best_text = f"{children_text(int(best['children']))}'s {float(best['rps']):,.0f} req/s"
+    return _check("throughput", rps >= floor, rps, floor,
+                  f"{rps:,.0f} req/s against the best measured at this load, {best_text} (its slowest trial "
+                  f"{min(rates):,.0f}; at least {floor:,.0f} needed)")
+
+
 def confirmation_checks(summary: Mapping[str, Any], memory: MemoryBound, target: Target,
-                        p99_s: float | None) -> list[dict[str, Any]]:
-    """Every check of the confirmation run, each with its figures and one sentence."""
+                        p99_s: float | None, *, best: Mapping[str, Any] | None = None,
+                        tolerance: float = 0.05) -> list[dict[str, Any]]:
+    """Every check of the confirmation run, each with its figures and one sentence; ``best``: the
+    best pool measured at the confirmation's load (its throughput is checked against it)."""
     complete, failed = int(summary["complete"]), int(summary["failed"])
     attempted = complete + failed
     checks = [_check("failures", clean_trial(complete, failed), float(failed), MAX_FAILED * attempted,
                      f"{failed:,} of {attempted:,} requests failed (at most {MAX_FAILED:.0%} allowed)")]
+    if best is not None:
+        checks.append(throughput_check(summary, best, tolerance))
     rate = summary.get("rate")
     if rate and summary.get("scheduled"):
         # every request the schedule sent in the load's duration answered: not answered req/s over

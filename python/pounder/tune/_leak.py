@@ -26,7 +26,7 @@ def room_for_growth(choice: ChildrenChoice, mrpc_points: Sequence[Mapping[str, A
     """``choice`` with the pool lowered to leave a leaking child room to grow (module documentation);
     unchanged without a leak, for a pool sized by a target, or when no value measured is affordable."""
     grown = growth(measure)
-    if not grown.leak or choice.decided_by not in ("memory", "max-children"):
+    if not grown.leak or choice.decided_by not in ("memory", "max-children", "offered-load"):
         return choice
     affordable = sorted(int(p["max_requests"]) for p in mrpc_points
                         if int(p["max_requests"]) > 0 and p.get("vs_unlimited")

@@ -4,8 +4,8 @@ Every point of the children and MaxRequestsPerChild sweeps is measured in ``tria
 trials (round 1: every value once, round 2: every value again, ...), each a fresh start of the
 server, warmed, then loaded. A trial counts only when its requests went well
 (:func:`pounder.compare.clean_trial`: at least one completed, at most 1 % failed). The point's
-figures are the medians over its counted trials; requests/s gets the percentile-bootstrap interval
-of :func:`pounder.compare.median_interval`. A point whose interval is wider than ``WIDE`` of its
+figures are the medians over its counted trials; requests/s and the p99 get the percentile-bootstrap
+interval of :func:`pounder.compare.median_interval`. A point whose interval is wider than ``WIDE`` of its
 median on either side is measured once more; still wide, it is flagged ``wide``.
 """
 
@@ -24,7 +24,8 @@ QUEUED_BUSY = 0.9
 """A point's busy time (children / throughput) is the time itself, not an upper bound, when a
 connection waited in the accept queue in at least this share of the samples (every child busy)."""
 
-_MEDIANS = ("p50_ms", "p95_ms", "p99_ms", "server_cores", "client_cores", "server_cpu_us", "elapsed_s", "queued")
+_MEDIANS = ("p50_ms", "p95_ms", "p99_ms", "server_cores", "client_cores", "other_cores", "server_cpu_us", "elapsed_s",
+            "queued")
 _SUMS = ("complete", "failed", "non_2xx", "respawns")
 
 
@@ -64,6 +65,9 @@ def aggregate_trials(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         point.update(rps=0.0, rps_low=None, rps_high=None)
     for key in _MEDIANS:
         point[key] = _median([t.get(key) for t in counted])
+    latencies = [float(t["p99_ms"]) for t in counted if t.get("p99_ms") is not None]
+    p99 = median_interval(latencies) if latencies else None
+    point.update(p99_low=None if p99 is None else p99.low, p99_high=None if p99 is None else p99.high)
     for key in _SUMS:
         point[key] = sum(int(t.get(key) or 0) for t in trials)
     sizes = [int(t["max_child_uss"]) for t in trials if t.get("max_child_uss") is not None]

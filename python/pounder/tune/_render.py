@@ -10,7 +10,6 @@ from typing import Any
 
 from pounder._errors import check_instance, public
 from pounder._units import children_text, mib
-from pounder.tune._analysis import BURST_FACTOR
 from pounder.tune._points import queued_text
 from pounder.tune._session import TuneResult
 
@@ -92,7 +91,8 @@ def _target_text(result: TuneResult) -> str:
     if target.p99_s is not None:
         parts.append(f"p99 at most {target.p99_s * 1000:,.1f} ms")
     if not parts:
-        parts.append("none given (no --clients, --peak-rate or access log): the pool is sized by memory")
+        parts.append("none given (no --clients, --peak-rate or access log): pools are compared at as many clients "
+                     "as the memory bound holds")
     if not target.proxy:
         parts.append("no buffering proxy in front (--no-proxy)")
     parts.append(f"{options.trials} interleaved trials per point")
@@ -103,6 +103,44 @@ def _confirm_load(confirmation: Mapping[str, Any]) -> str:
     if confirmation.get("rate"):
         return f"{float(confirmation['rate']):,.0f} req/s (open loop; {float(confirmation['rps']):,.0f} answered)"
     return f"{confirmation['connections']} clients ({float(confirmation['rps']):,.0f} req/s)"
+
+
+def _p99_interval(point: Mapping[str, Any]) -> str:
+    low, high = point.get("p99_low"), point.get("p99_high")
+    return "-" if low is None or high is None else f"{float(low):,.1f}-{float(high):,.1f}"
+
+
+def _versus_text(vs: Mapping[str, Any] | None) -> str:
+    """"-4.5% (-7.0..-2.1)", a ratio to the best with its interval."""
+    if not vs or vs.get("ratio") is None:
+        return "-"
+    return vs_unlimited_text({"vs_unlimited": vs})
+
+
+def _pools_table(result: TuneResult) -> list[str]:
+    """Section 4: children x concurrency, each candidate at twice its children (the sweep, when
+    measured) and at the offered load."""
+    if result.pools is None or result.offered is None:
+        why = ("every connection holds a child (no buffering proxy in front): the pool covers the connections, "
+               "nothing to compare")
+        return [f"4. Pools at the offered load: not compared ({why})", ""]
+    pools, sweep = result.pools, {int(p["children"]): p for p in result.sweep}
+    out = [f"4. Pools at the offered load, {result.offered.text()}: children x concurrency, medians of interleaved "
+           "trials (RPS and p99 with their 95% intervals; at 2xMC: the children sweep)"]
+    rows = []
+    for p in pools.points:
+        n = int(p["children"])
+        at_sweep = sweep.get(n)
+        mark = "chosen" if n == pools.chosen else "best" if n == pools.best else ""
+        rows.append([n, "-" if at_sweep is None else _rps(at_sweep), "-" if at_sweep is None else _ms(
+            at_sweep["p99_ms"]), p["connections"], trials_text(p), f"{p['complete'] + p['failed']:,}", _rps(p),
+            interval_text(p), _versus_text(p.get("vs_best")), _ms(p["p50_ms"]), _ms(p["p99_ms"]), _p99_interval(p),
+            _cores(p.get("server_cores")), _cores(p.get("client_cores")), _cores(p.get("other_cores")), p["failed"],
+            flag_text(p), mark])
+    out += _table(["MC", "RPS 2xMC", "p99 2xMC", "NC", "trials", "NR", "RPS", "95% CI", "RPS vs best (95% CI)", "p50",
+                   "p99", "p99 95% CI", "srv cores", "load cores", "other cores", "failed", "", ""], rows)
+    out.append("")
+    return out
 
 
 @public
@@ -153,18 +191,20 @@ def render_tune(result: TuneResult) -> str:
                + (", queued: how often a connection waited for a free child" if queued else ""))
     rows = [[p["children"], p["connections"], trials_text(p), f"{p['complete'] + p['failed']:,}", _rps(p),
              interval_text(p), _ms(p["p50_ms"]), _ms(p["p99_ms"]), *([queued_text(p)] if queued else []), _cpu(p),
-             _cores(p.get("server_cores")), _cores(p.get("client_cores")), mib(p.get("max_child_uss")), p["failed"],
-             flag_text(p)]
+             _cores(p.get("server_cores")), _cores(p.get("client_cores")), _cores(p.get("other_cores")),
+             mib(p.get("max_child_uss")), p["failed"], flag_text(p)]
             for p in result.sweep]
     out += _table(["MC", "NC", "trials", "NR", "RPS", "95% CI", "p50", "p99", *(["queued"] if queued else []),
-                   "srv CPU us/req", "srv cores", "load cores", "max USS MiB", "failed", ""], rows)
-    out.append(f"  CPUs: {result.cpus}")
+                   "srv CPU us/req", "srv cores", "load cores", "other cores", "max USS MiB", "failed", ""], rows)
+    out.append(f"  CPUs: {result.cpus}; other cores: processes that are neither the server nor pounder")
     out.append("")
+    out += _pools_table(result)
 
     if result.mrpc_points:
         mrpc_children = children_text(int(result.mrpc_points[0]["children"]))
-        out.append(f"4. {names['max_requests']} (MRPC) with {mrpc_children}, the unlimited baseline interleaved with "
-                   "each value")
+        at = "" if result.offered is None else f" at {result.offered.text()}"
+        out.append(f"5. {names['max_requests']} (MRPC) with {mrpc_children}{at}, the unlimited baseline interleaved "
+                   "with each value")
         rows = [[p["max_requests"] or "unlimited", p["connections"], trials_text(p),
                  f"{p['complete'] + p['failed']:,}", _rps(p), interval_text(p), vs_unlimited_text(p),
                  _ms(p["p99_ms"]), p["respawns"], mib(p.get("max_child_uss")), p["failed"], flag_text(p)]
@@ -172,19 +212,21 @@ def render_tune(result: TuneResult) -> str:
         out += _table(["MRPC", "NC", "trials", "NR", "RPS", "95% CI", "RPS vs unlimited (95% CI)", "p99", "NR/MRPC",
                        "max USS MiB", "failed", ""], rows)
     else:
-        out.append(f"4. {names['max_requests']}: not swept (--mrpc 0: unlimited only, nothing to compare it with)")
+        out.append(f"5. {names['max_requests']}: not swept (--mrpc 0: unlimited only, nothing to compare it with)")
     out.append("")
 
     if result.spare:
-        out.append("5. Spare servers: a step from idle to full load")
-        rows = [[p["name"], p["start_servers"], p["min_spare"], p["max_spare"], p["idle_children"], p["connections"],
-                 f"{p['rps']:,.0f}", "-" if p["first_p99_ms"] is None else f"{p['first_p99_ms']:,.1f}",
-                 f"{p['p99_ms']:,.1f}", _ms(p.get("steady_p99_ms")), p["burst_s"]] for p in result.spare]
-        out += _table(["", "Start", "MinSpare", "MaxSpare", "idle children", "NC", "RPS", "p99 1st s", "p99",
-                       "steady p99", "slow s"], rows)
+        out.append("6. Spare servers: a step from idle to full load; medians of interleaved trials, p99 with its "
+                   "95% interval")
+        rows = [[p["name"], p["start_servers"], p["min_spare"], p["max_spare"], trials_text(p), p["idle_children"],
+                 p["connections"], f"{p['rps']:,.0f}", _ms(p["first_p99_ms"]),
+                 f"{p['p99_ms']:,.1f}", _p99_interval(p), _ms(p.get("steady_p99_ms")), p["burst_s"],
+                 "chosen" if p.get("chosen") else ""] for p in result.spare]
+        out += _table(["", "Start", "MinSpare", "MaxSpare", "trials", "idle children", "NC", "RPS", "p99 1st s",
+                       "p99", "p99 95% CI", "steady p99", "slow s", ""], rows)
         out.append("")
     else:
-        out.append(f"5. Spare servers: {result.adapter.kind} starts all its workers at once (a fixed pool); "
+        out.append(f"6. Spare servers: {result.adapter.kind} starts all its workers at once (a fixed pool); "
                    "nothing to tune")
         out.append("")
 
@@ -198,15 +240,11 @@ def render_tune(result: TuneResult) -> str:
     out += [f"  {name:<24}{value}" for name, value in items]
     out.append("")
     out.append("Why")
-    out += _bullets([*result.children.reasons, *result.max_requests.reasons])
-    if result.spare:
-        before, after = result.spare[0], result.spare[-1]
-        out += _bullets([f"spare servers: from idle to {after['connections']} clients, latency stayed high for "
-                         f"{before['burst_s']} s with the defaults (StartServers {before['start_servers']}) and "
-                         f"{after['burst_s']} s with StartServers {after['start_servers']}, MinSpareServers "
-                         f"{after['min_spare']}, MaxSpareServers {after['max_spare']} (high: p99 above "
-                         f"{BURST_FACTOR:g} x {after['reference_p99_ms']:,.1f} ms, the steady p99 with every child "
-                         "ready)"])
+    out += _bullets(list(result.why))
+    out.append("")
+    out.append("Details")
+    out += _bullets([*result.children.reasons, *result.max_requests.reasons,
+                     *(result.spare_choice or {}).get("reasons", [])])
     if result.confirmation is not None:
         confirmation = result.confirmation
         out.append("")

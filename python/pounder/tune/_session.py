@@ -52,7 +52,6 @@ from pounder.tune._analysis import (
     Target,
     advice,
     burst_clients,
-    burst_seconds,
     choose_max_requests,
     default_spares,
     growth,
@@ -69,6 +68,19 @@ from pounder.tune._confirm import confirmation_checks, lower_pool, lowered_pool
 from pounder.tune._leak import room_for_growth
 from pounder.tune._options import TuneOptions
 from pounder.tune._points import aggregate_trials, still_growing
+from pounder.tune._pools import (
+    OfferedLoad,
+    PoolChoice,
+    apply_pool,
+    between_for,
+    choose_pool,
+    needs,
+    offered_load,
+    pool_candidates,
+)
+from pounder.tune._progress import StepProgress
+from pounder.tune._spare import aggregate_spare, choose_spare, reference_us
+from pounder.tune._why import deciding_facts
 
 Log = Callable[[str], None]
 
@@ -91,6 +103,8 @@ def _load_summary(result: BenchResult) -> dict[str, Any]:
         "server_cpu_us": result.derived.server_cpu_us_per_request,
         "server_cores": 0.0 if server is None else server.server_cpu_s / max(server.duration_s, 1e-9),
         "client_cores": (result.client_cpu.user_s + result.client_cpu.sys_s) / elapsed,
+        "other_cores": None if server is None or server.other_cpu_s is None
+        else server.other_cpu_s / max(server.duration_s, 1e-9),
         "children_seen_spawned": 0 if server is None else server.children_spawned,
         "max_child_uss": None if server is None else server.max_child_uss,
     }
@@ -145,6 +159,10 @@ class TuneResult:
     confirmation: Mapping[str, Any] | None
     workload: str
     cpus: str
+    offered: OfferedLoad | None = None
+    pools: PoolChoice | None = None
+    spare_choice: Mapping[str, Any] | None = None
+    why: Sequence[str] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -169,6 +187,10 @@ class TuneResult:
             "confirmation": None if self.confirmation is None else dict(self.confirmation),
             "workload": self.workload,
             "cpus": self.cpus,
+            "offered": None if self.offered is None else self.offered.to_dict(),
+            "pools": None if self.pools is None else self.pools.to_dict(),
+            "spare_choice": None if self.spare_choice is None else dict(self.spare_choice),
+            "why": list(self.why),
         }
 
 
@@ -193,6 +215,16 @@ class TuneSession:
                              progress, server_cpus=server_cpus, load_cpus=load_cpus, host=options.listen,
                              agents=agents)
         self.cores = len(server_cpus) if server_cpus else available_cpus()
+        self._sizes: dict[str, Any] | None = None
+        steps = ["sizes", "children", "pools", "max-requests", *(["spare"] if adapter.on_demand else []),
+                 *(["confirm"] if options.confirm else [])]
+        between = between_for(options.quick) + 2
+        values = len(options.mrpc_values) if any(options.mrpc_values) else 0
+        self.progress = StepProgress(steps, {
+            "sizes": 2 if adapter.preload_toggle and options.compare_preload else 1,
+            "children": len(sweep_counts(options.max_children)) * options.trials,
+            "pools": between * options.trials, "max-requests": values * options.trials,
+            "spare": 2 * options.trials, "confirm": 1})
 
     # -- points -----------------------------------------------------------------------------
 
@@ -202,14 +234,17 @@ class TuneSession:
         """The stored summary of point ``key``, measuring it first if it is not stored yet."""
         stored = self.results.load_point(key)
         if stored is not None:
+            self.progress.skipped(step)
             summary: dict[str, Any] = stored["summary"]
             return summary
-        self._status(label)
+        self.progress.start(step)
+        self._status(f"{self.progress.where(step)}: {label}")
         started = utc_timestamp()
         summary, detail = measure()
         self.results.save_point(key, {"step": step, "params": params.to_dict(), "started_at": started,
                                       "finished_at": utc_timestamp(), "summary": summary, **detail})
-        self._log(f"{logged or label}: {describe_point(step, summary)}")
+        self.progress.measured(step)
+        self._log(f"[{self.progress.where(step)}] {logged or label}: {describe_point(step, summary)}")
         return summary
 
     def _sizes_point(self, key: str, params: PoolParams) -> dict[str, Any]:
@@ -267,18 +302,18 @@ class TuneSession:
         return self._point(key, "sizes", params, label, measure)
 
     def _trial(self, key: str, step: str, params: PoolParams, connections: int, trial: int, label: str, *,
-               warm_rounds: bool = True) -> dict[str, Any]:
+               warm_rounds: bool = True, rate: float | None = None) -> dict[str, Any]:
         """One stored trial of a sweep point (point file ``KEY-tN``): the server started, warmed,
-        loaded for ``point_s``, stopped."""
+        loaded for ``point_s`` (open loop at ``rate`` when given), stopped."""
         runner = self.runner
 
         def measure() -> tuple[dict[str, Any], dict[str, Any]]:
             with runner.started(params) as server:
                 warmed = runner.warm(server, rounds=None if warm_rounds else 1)
                 queue = runner.queue_watch(server)
-                result = runner.bench(server, connections, duration=self.options.point_s, queue=queue)
+                result = runner.bench(server, connections, duration=self.options.point_s, queue=queue, rate=rate)
             summary = {"children": params.max_clients, "max_requests": params.max_requests, "trial": trial,
-                       "connections": connections, "warmed": warmed.warmed, "settled": warmed.settled,
+                       "connections": connections, "rate": rate, "warmed": warmed.warmed, "settled": warmed.settled,
                        **_load_summary(result), "queued": queue.share}
             done = summary["complete"] + summary["failed"]
             summary["respawns"] = done // params.max_requests if params.max_requests else 0
@@ -287,19 +322,20 @@ class TuneSession:
         return self._point(f"{key}-t{trial}", step, params, f"{label}, trial {trial}", measure, logged=label)
 
     def _sweep(self, step: str, plan: Sequence[tuple[str, PoolParams, int, str]], rounds: int, *,
-               warm_rounds: bool = True) -> list[dict[str, Any]]:
+               warm_rounds: bool = True, rate: float | None = None) -> list[dict[str, Any]]:
         """Rounds of interleaved trials over ``plan`` ((key, params, connections, label) per
         point), then one more trial of every point still wide; the aggregated points in order."""
         trials: dict[str, list[dict[str, Any]]] = {key: [] for key, _, _, _ in plan}
+        self.progress.expect(step, len(plan) * rounds)
         for number in range(1, rounds + 1):
             for key, params, connections, label in plan:
                 trials[key].append(self._trial(key, step, params, connections, number, label,
-                                               warm_rounds=warm_rounds))
+                                               warm_rounds=warm_rounds, rate=rate))
         points = {key: aggregate_trials(trials[key]) for key in trials}
         for key, params, connections, label in plan:
             if points[key]["wide"]:
                 trials[key].append(self._trial(key, step, params, connections, rounds + 1, label,
-                                               warm_rounds=warm_rounds))
+                                               warm_rounds=warm_rounds, rate=rate))
                 points[key] = aggregate_trials(trials[key])
                 points[key]["remeasured"] = True
         return [points[key] for key, _, _, _ in plan]
@@ -333,7 +369,9 @@ class TuneSession:
             points = self._sweep("children", plan, options.trials)
         return points
 
-    def _spare_point(self, key: str, params: PoolParams, burst: int, label: str) -> dict[str, Any]:
+    def _spare_trial(self, name: str, params: PoolParams, burst: int, trial: int) -> dict[str, Any]:
+        """One trial of a spare setting (point ``spare-NAME-tN``): started, idle for a second, then
+        ``burst`` clients at once."""
         runner = self.runner
         start, low, high = params.fixed()
 
@@ -345,23 +383,52 @@ class TuneSession:
             series = [{"second": s.second, "complete": s.complete, "p99_us": s.p99_us} for s in result.series]
             steady = steady_p99_us(series)
             summary = {"children": params.max_clients, "start_servers": start, "min_spare": low, "max_spare": high,
-                       "connections": burst, "idle_children": idle, "series": series,
+                       "connections": burst, "idle_children": idle, "series": series, "trial": trial,
                        "steady_p99_ms": None if steady is None else steady / 1000,
                        "first_p99_ms": series[0]["p99_us"] / 1000 if series and series[0]["complete"] else None,
                        **_load_summary(result)}
             return summary, {"bench": result.to_dict()}
 
-        return self._point(key, "spare", params, label, measure)
+        label = (f"spare servers {name}: StartServers {start}, MinSpare {low}, MaxSpare {high}, burst of {burst} "
+                 "clients")
+        return self._point(f"spare-{name}-t{trial}", "spare", params, f"{label}, trial {trial}", measure,
+                           logged=label)
 
-    def _confirm(self, params: PoolParams, memory: MemoryBound, target: Target, knee: int,
-                 key: str = "confirm") -> dict[str, Any]:
-        """The recommended configuration started, every child warmed, held at the target load for
-        one point; each figure checked against its limit."""
+    def _spare_step(self, choice: ChildrenChoice, target: Target, memory: MemoryBound, max_requests: int,
+                    offered: OfferedLoad) -> tuple[list[dict[str, Any]], dict[str, Any] | None,
+                                                   tuple[int | None, int | None, int | None]]:
+        """The spare settings measured in interleaved bursts (:mod:`pounder.tune._spare`): the
+        aggregated points, the choice and the settings recommended."""
+        if not self.adapter.on_demand:
+            return [], None, (None, None, None)
+        options = self.options
+        self._check_fits(choice.chosen, memory)
+        burst = max(1, min(offered.connections if offered.rate is None else burst_clients(choice, target),
+                           options.max_children, choice.chosen))
+        before = default_spares(choice.chosen)
+        after = spare_settings(choice.chosen, burst, self.adapter.kind, None)
+        settings = {"before": before, **({"after": after} if tuple(after) != tuple(before) else {})}
+        self.progress.expect("spare", len(settings) * options.trials)
+        trials: dict[str, list[dict[str, Any]]] = {name: [] for name in settings}
+        for number in range(1, options.trials + 1):
+            for name, (start, low, high) in settings.items():
+                params = PoolParams(choice.chosen, max_requests=max_requests, start_servers=start, min_spare=low,
+                                    max_spare=high)
+                trials[name].append(self._spare_trial(name, params, burst, number))
+        reference = reference_us([t for group in trials.values() for t in group])
+        points = [aggregate_spare(name, group, reference) for name, group in trials.items()]
+        decided = choose_spare(points, self._sizes.get("child_start_s") if self._sizes else None)
+        for point in points:
+            point["chosen"] = point["name"] == decided["name"]
+        return points, decided, tuple(settings[decided["name"]])  # type: ignore[return-value]
+
+    def _confirm(self, params: PoolParams, memory: MemoryBound, target: Target, offered: OfferedLoad,
+                 best: Mapping[str, Any] | None, key: str = "confirm") -> dict[str, Any]:
+        """The recommended configuration started, every child warmed, held at the offered load for
+        one point; each figure checked against its limit (throughput against ``best``, the best
+        pool measured at that load)."""
         runner, options = self.runner, self.options
-        rate = target.peak_rate
-        connections = target.clients or sweep_connections(knee, None, keepalive=options.keepalive)
-        if rate is not None:  # open loop: enough connections for the rate at the measured busy time
-            connections = max(2 * params.max_clients, 16)
+        rate, connections = offered.rate, offered.connections
 
         def measure() -> tuple[dict[str, Any], dict[str, Any]]:
             with runner.started(params) as server:
@@ -383,7 +450,8 @@ class TuneSession:
                                    f"confirmation: the recommended {children_text(params.max_clients)} at {load}",
                                    measure,
                                    logged="confirmation"))
-        summary["checks"] = confirmation_checks(summary, memory, target, options.p99_s)
+        summary["checks"] = confirmation_checks(summary, memory, target, options.p99_s, best=best,
+                                                tolerance=options.tolerance)
         summary["ok"] = all(check["ok"] for check in summary["checks"])
         return summary
 
@@ -397,10 +465,12 @@ class TuneSession:
         return Target(clients=options.clients, peak_rate=options.peak_rate, source=options.peak_source or "--peak-rate",
                       p99_s=options.p99_s, keepalive=options.keepalive, proxy=options.proxy)
 
-    def run(self) -> TuneResult:
+    def _sizes_step(self) -> tuple[dict[str, Any], dict[str, Any] | None, MemoryBound, MemoryBound | None]:
+        """The sizes (with the other preload setting when the adapter can start it) and the memory bound."""
         options, adapter = self.options, self.adapter
         measure_n = min(options.measure_children, options.max_children)
         measure = self._sizes_point("sizes", PoolParams(measure_n))
+        self._sizes = measure
         other = other_memory = None
         if adapter.preload_toggle and options.compare_preload:
             flipped = not adapter.preload
@@ -413,50 +483,59 @@ class TuneSession:
                                f"(shared {memory.shared / MIB:.0f} MiB, child {memory.child_uss / MIB:.0f} MiB)")
         self._log(f"memory bound: {children_text(memory.max_clients)} in {memory.ram / MIB:,.0f} MiB "
                   f"({memory.max_clients_no_sharing} if nothing were shared)")
+        return measure, other, memory, other_memory
 
-        target = self.target()
-        sweep = self._children_sweep(memory)
-        choice = size_pool(sweep, memory, target, tolerance=options.tolerance, max_children=options.max_children,
-                           cores=self.cores, kind=adapter.kind)
+    def _pools_step(self, choice: ChildrenChoice, memory: MemoryBound, target: Target,
+                    offered: OfferedLoad) -> PoolChoice | None:
+        """Candidate pools measured at the offered load in interleaved trials (:mod:`pounder.tune._pools`);
+        None when every connection holds a child (the pool covers them: nothing to compare)."""
+        if offered.held:
+            return None
+        options = self.options
+        plan = []
+        for n in pool_candidates(choice.throughput, offered, memory, options.max_children, needs=needs(choice),
+                                 between=between_for(options.quick)):
+            self._check_fits(n, memory)
+            plan.append((f"pool-{n}", PoolParams(n), offered.connections, f"{children_text(n)} at {offered.short()}"))
+        points = self._sweep("pools", plan, options.trials, rate=offered.rate)
+        return choose_pool(points, offered, target, tolerance=options.tolerance)
 
-        mrpc_n = min(choice.throughput, options.max_children)
-        self._check_fits(mrpc_n, memory)
-        connections = sweep_connections(mrpc_n, None, keepalive=options.keepalive)
-        plan = [(f"mrpc-{mrpc_n}-{value}", PoolParams(mrpc_n, max_requests=value), connections,
-                 f"MaxRequestsPerChild {value or 'unlimited'} ({children_text(mrpc_n)})")
-                for value in options.mrpc_values]
+    def _mrpc_step(self, choice: ChildrenChoice, measure: Mapping[str, Any], memory: MemoryBound,
+                   offered: OfferedLoad) -> tuple[list[dict[str, Any]], MaxRequestsChoice, ChildrenChoice]:
+        """MaxRequestsPerChild measured on the chosen pool at the offered load, the unlimited
+        baseline interleaved; the pool lowered when a leaking child needs room to grow."""
+        options, adapter = self.options, self.adapter
+        n = choice.chosen
+        self._check_fits(n, memory)
+        plan = [(f"mrpc-{n}-{value}-at-{offered.connections}", PoolParams(n, max_requests=value),
+                 offered.connections, f"MaxRequestsPerChild {value or 'unlimited'} ({children_text(n)}, "
+                 f"{offered.short()})") for value in options.mrpc_values]
         if not any(options.mrpc_values):  # unlimited alone: nothing to compare it with
             plan = []
-        mrpc_points = mrpc_losses(self._sweep("max-requests", plan, options.trials, warm_rounds=False))
-        choice = room_for_growth(choice, mrpc_points, measure, memory, max_loss=options.max_loss,
+        points = mrpc_losses(self._sweep("max-requests", plan, options.trials, warm_rounds=False, rate=offered.rate))
+        choice = room_for_growth(choice, points, measure, memory, max_loss=options.max_loss,
                                  counts=adapter.max_requests_counts)
-        mrpc = choose_max_requests(mrpc_points, measure, memory, choice.chosen, max_loss=options.max_loss,
+        mrpc = choose_max_requests(points, measure, memory, choice.chosen, max_loss=options.max_loss,
                                    counts=adapter.max_requests_counts, kind=adapter.kind)
+        return points, mrpc, choice
 
-        spare: list[dict[str, Any]] = []
-        spares: tuple[int | None, int | None, int | None] = (None, None, None)
-        if adapter.on_demand:
-            self._check_fits(choice.chosen, memory)
-            burst = min(burst_clients(choice, target), options.max_children)
-            before = default_spares(choice.chosen)
-            after = spare_settings(choice.chosen, burst, adapter.kind, measure.get("child_start_s"))
-            for name, (start, low, high) in (("before", before), ("after", after)):
-                params = PoolParams(choice.chosen, max_requests=mrpc.value, start_servers=start, min_spare=low,
-                                    max_spare=high)
-                point = dict(self._spare_point(f"spare-{name}", params, burst,
-                                               f"spare servers {name}: StartServers {start}, MinSpare {low}, "
-                                               f"MaxSpare {high}, burst of {burst} clients"))
-                point["name"] = name
-                spare.append(point)
-            spares = after
-            steady = [float(p["steady_p99_ms"]) for p in spare if p["steady_p99_ms"] is not None]
-            reference = min(steady) * 1000 if steady else 0.0
-            for point in spare:  # against the best steady latency: the "before" run may never get there
-                point["reference_p99_ms"] = reference / 1000
-                point["burst_s"] = burst_seconds(point["series"], reference)
+    def run(self) -> TuneResult:
+        options, adapter = self.options, self.adapter
+        measure, other, memory, other_memory = self._sizes_step()
+        target = self.target()
+        sweep = self._children_sweep(memory)
+        offered = offered_load(target, memory, options.max_children)
+        choice = size_pool(sweep, memory, target, tolerance=options.tolerance, max_children=options.max_children,
+                           cores=self.cores, kind=adapter.kind, decide=offered.held)
+        pools = self._pools_step(choice, memory, target, offered)
+        if pools is not None:
+            choice = apply_pool(choice, pools)
+        mrpc_points, mrpc, choice = self._mrpc_step(choice, measure, memory, offered)
+        spare, spare_choice, spares = self._spare_step(choice, target, memory, mrpc.value, offered)
         params = PoolParams(choice.chosen, max_requests=mrpc.value, start_servers=spares[0], min_spare=spares[1],
                             max_spare=spares[2], preload=adapter.preload)
-        confirmation = self._confirm(params, memory, target, choice.throughput) if options.confirm else None
+        best = None if pools is None else next(p for p in pools.points if int(p["children"]) == pools.best)
+        confirmation = self._confirm(params, memory, target, offered, best) if options.confirm else None
         fewer = lowered_pool(confirmation, memory)
         if confirmation is not None and fewer is not None:
             # the measured footprint beats the sizes' prediction: fewer children, confirmed again
@@ -465,19 +544,20 @@ class TuneSession:
             params = replace(params, max_clients=fewer, start_servers=kept[0], min_spare=kept[1], max_spare=kept[2])
             self._log(choice.reasons[-1])
             first = confirmation
-            confirmation = self._confirm(params, memory, target, choice.throughput, key="confirm-lowered")
+            confirmation = self._confirm(params, memory, target, offered, best, key="confirm-lowered")
             confirmation["lowered_from"] = {"children": first["children"], "footprint": first["footprint"]}
         said = advice(adapter.kind, measure, other, memory, other_memory, sweep, choice, self.cores)
         if growth(measure).leak and mrpc.forced_by_memory:
             said.append("the leak forces frequent respawns at this many children: fix the leak, or give each child "
                         "more room (fewer children, more RAM)")
+        why = deciding_facts(adapter.names, choice, pools, memory, mrpc, spare_choice, options.max_children)
         return TuneResult(adapter=adapter, options=options, params=params,
                           config=adapter.render(params, keepalive=options.keepalive),
                           measure=measure, other_measure=other, memory=memory, other_memory=other_memory, sweep=sweep,
                           children=choice, mrpc_points=mrpc_points, max_requests=mrpc, spare=spare, advice=said,
                           cores=self.cores, results_dir=str(self.results.path), target=target,
                           confirmation=confirmation, workload=self.runner.workload.describe(),
-                          cpus=self.cpus_note)
+                          cpus=self.cpus_note, offered=offered, pools=pools, spare_choice=spare_choice, why=why)
 
     def _check_fits(self, children: int, memory: MemoryBound) -> None:
         """Never start a configuration whose predicted memory exceeds the budget."""

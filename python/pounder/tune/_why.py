@@ -1,0 +1,60 @@
+"""The deciding facts of a recommendation, one line per parameter (pure): the constraint that
+decided it, with its figure and interval. The criteria and the arithmetic behind them stay in each
+choice's ``reasons``, printed under "Details"."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pounder._units import children_text, mib_unit
+from pounder.tune._analysis import ChildrenChoice, MaxRequestsChoice, MemoryBound, share_text
+from pounder.tune._pools import PoolChoice
+
+_DECIDED = {
+    "clients": "every one of the --clients connections holds a child (no buffering proxy in front)",
+    "peak-rate": "the peak rate by Little's law, with headroom for random arrivals",
+    "p99": "the smallest count whose p99 met --p99",
+    "cpu-knee": "where more children stopped adding throughput",
+    "memory": "as many as the RAM budget holds",
+    "max-children": "capped by --max-children",
+    "confirmation": "lowered by the footprint the confirmation measured",
+}
+
+
+def _pool_line(name: str, choice: ChildrenChoice, pools: PoolChoice | None, memory: MemoryBound) -> str:
+    if choice.decided_by == "offered-load" and pools is not None:
+        return f"{name} {pools.why}"
+    if choice.decided_by == "memory" and pools is not None and choice.chosen < pools.chosen:
+        return (f"{name} {choice.chosen}: a leaking child needs room to grow between respawns, so fewer fit the "
+                f"budget of {mib_unit(memory.ram)} than the {pools.chosen} chosen at the offered load")
+    text = f"{name} {choice.chosen}: {_DECIDED.get(choice.decided_by, choice.decided_by)}"
+    if choice.decided_by == "peak-rate" and choice.little:
+        text += f" ({choice.little})"
+    return text
+
+
+def _mrpc_line(name: str, mrpc: MaxRequestsChoice) -> str:
+    value = f"{mrpc.value:,}" if mrpc.value else "0 (unlimited)"
+    cost = "" if mrpc.loss is None else f", measured cost {share_text(mrpc.loss)}"
+    if mrpc.leak:
+        return (f"{name} {value}: a leak of {mrpc.growth_bytes_per_request:,.0f} bytes per request; replaced at this "
+                f"count a child stays within its share of the budget ({mib_unit(mrpc.child_limit_bytes)}){cost}")
+    if mrpc.value == 0:
+        return (f"{name} {value}: no leak measured ({mrpc.growth_bytes_per_request:,.0f} bytes per request), so as "
+                "large as possible")
+    return f"{name} {value}: decided by {mrpc.decided_by}{cost}"
+
+
+def deciding_facts(names: Mapping[str, str], choice: ChildrenChoice, pools: PoolChoice | None, memory: MemoryBound,
+                   mrpc: MaxRequestsChoice, spare: Mapping[str, Any] | None, max_children: int) -> list[str]:
+    """One line per parameter: the pool, the memory bound that caps it, MaxRequestsPerChild, spare servers."""
+    facts = [_pool_line(names["max_clients"], choice, pools, memory)]
+    cap = min(memory.max_clients, max_children)
+    facts.append(f"the memory bound: at most {children_text(memory.max_clients)} in {mib_unit(memory.ram)} "
+                 f"(shared {mib_unit(memory.shared)} once, {mib_unit(memory.child_uss)} per child)"
+                 + ("" if cap == memory.max_clients else f"; --max-children {max_children}"))
+    facts.append(_mrpc_line(names["max_requests"], mrpc))
+    if spare is not None:
+        facts.append(str(spare["why"]))
+    return facts
