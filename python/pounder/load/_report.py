@@ -270,6 +270,11 @@ def _server(result: BenchResult) -> list[str]:
         if busy and idle:
             lines.append(_line("Busy / idle workers", f"max {max(busy)} busy, min {min(idle)} idle (server-status)"))
     lines.append(_line("Sampler CPU", f"{server.sampler_cpu_s:.3f} s"))
+    other = server.other_cores
+    if other is not None and server.machine_cpu_s is not None:
+        machine = server.machine_cpu_s / server.duration_s
+        lines.append(_line("Other processes", f"{other:.2f} cores (machine {machine:.2f} of "
+                           f"{server.machine_cpus} CPUs busy)"))
     lines += [f"Note: {message}" for message in server.messages]
     return lines
 

@@ -111,6 +111,23 @@ class ServerLoadReport:
     """Whether a process of the server listened on the address the load went to (None: not
     known, e.g. a Unix socket). False: the requests counted are not the ones it served (another
     server, or a backend behind a proxy), so there are no per-request figures."""
+    machine_cpu_s: float | None = None
+    """Busy CPU time of the whole machine (all CPUs: user + nice + system + irq + softirq + steal
+    from ``/proc/stat``) over the same window as ``server_cpu_s``; None when not measured."""
+    machine_cpus: int | None = None
+    """The number of CPUs ``/proc/stat`` lists: ``machine_cpu_s / duration_s`` is out of this many."""
+    own_cpu_s: float | None = None
+    """CPU time (user + system, all threads) of pounder's own process over the window."""
+    other_cpu_s: float | None = None
+    """What the other processes used: ``machine_cpu_s - server_cpu_s - own_cpu_s``, at least 0."""
+
+    @property
+    def other_cores(self) -> float | None:
+        """``other_cpu_s / duration_s``: how many CPUs the other processes kept busy on average;
+        None when not measured or over no time."""
+        if self.other_cpu_s is None or self.duration_s <= 0:
+            return None
+        return self.other_cpu_s / self.duration_s
 
     @property
     def private_growth_bytes(self) -> dict[int, int]:
@@ -135,11 +152,17 @@ class ServerLoadReport:
             data = {**data, "root_exited": False}
         elif data.get("schema") != LOAD_SCHEMA:
             raise MalformedReportError(f"'schema' is {data.get('schema')!r}, expected {LOAD_SCHEMA!r}")
-        if "serves_url" not in data:  # not checked by pounder 0.1
-            data = {**data, "serves_url": None}
+        missing = {name: None for name in _ADDED_LATER if name not in data}  # absent before: not measured
+        if missing:
+            data = {**data, **missing}
         return _READ.record(  # type: ignore[no-any-return]
             cls, data, "report", strict=True, children=_children, series=_series, status=_status, messages=_messages
         )
+
+
+_ADDED_LATER = ("serves_url", "machine_cpu_s", "machine_cpus", "own_cpu_s", "other_cpu_s")
+"""Fields of version 2 that older files lack (read as None): ``serves_url`` was not checked by
+pounder 0.1, the machine's CPU was not measured."""
 
 
 def _row(point: MemPoint | StatusPoint) -> tuple[Any, ...]:

@@ -281,3 +281,38 @@ def mem_available() -> int:
 def mem_total() -> int:
     """``MemTotal`` from ``/proc/meminfo``, in bytes: the machine's usable RAM."""
     return _meminfo(b"MemTotal", "Linux")
+
+
+@dataclass(frozen=True)
+class MachineCpu:
+    """The whole machine's busy CPU time so far (``busy_s``: user + nice + system + irq + softirq
+    + steal from ``/proc/stat``'s ``cpu`` line, in seconds; guest time is already in user and
+    nice, idle and iowait are not busy) and the number of CPUs ``/proc/stat`` lists (``cpuN``)."""
+
+    busy_s: float
+    cpus: int
+
+
+_BUSY_FIELDS = (0, 1, 2, 5, 6, 7)  # user nice system [idle iowait] irq softirq steal [guest guest_nice]
+
+
+def read_machine_cpu() -> MachineCpu | None:
+    """Read ``/proc/stat`` once: the machine's busy CPU time, all CPUs; None when it cannot be
+    read or parsed (not Linux, a restricted /proc)."""
+    try:
+        with open("/proc/stat", "rb") as file:
+            data = file.read()
+        ticks = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+    lines = data.splitlines()
+    first = lines[0].split() if lines else []
+    if len(first) < 4 or first[0] != b"cpu" or ticks <= 0:
+        return None
+    try:
+        values = [int(value) for value in first[1:]]
+    except ValueError:
+        return None
+    busy = sum(values[index] for index in _BUSY_FIELDS if index < len(values))
+    cpus = sum(1 for line in lines[1:] if line.startswith(b"cpu") and line[3:4].isdigit())
+    return MachineCpu(busy / ticks, cpus) if cpus else None

@@ -19,6 +19,12 @@ between two samples are counted too (through their parent), even though they wer
 A zombie (exited, not yet reaped) still shows its CPU in /proc and is counted as alive.
 ``server_cpu_reaped_s`` is the part that came in through cutime/cstime.
 
+The rest of the machine over the same window: ``machine_cpu_s``, the busy time of all CPUs
+(``/proc/stat``, clock ticks), and ``own_cpu_s``, pounder's own process (its CPU clock, all
+threads: the sampler, and the load engine when it runs in this process), are read at the same
+instants as the samples that bound ``server_cpu_s``; ``other_cpu_s`` = machine - server - own
+(at least 0) is what every other process used.
+
 Limits: reaped children's CPU comes in clock ticks (10 ms per reaped child); a process whose parent ignores SIGCHLD
 (auto-reaping) or that is re-parented outside the tree (double fork, daemonising helpers) takes
 its CPU with it when it exits; CPU a child used before the first sample is excluded only if the
@@ -31,6 +37,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import psutil
 
@@ -39,7 +46,15 @@ from pounder._files import utc_timestamp
 from pounder.procs._find import ServerGone, ServerTarget, discover, find_server
 from pounder.procs._load_report import ChildSummary, MemPoint, ServerLoadReport
 from pounder.procs._own import OwnPages
-from pounder.procs._read import ProcessGone, Role, process_cpu_clock, read_cpu, read_reading
+from pounder.procs._read import (
+    MachineCpu,
+    ProcessGone,
+    Role,
+    process_cpu_clock,
+    read_cpu,
+    read_machine_cpu,
+    read_reading,
+)
 from pounder.procs._status import StatusError, StatusPoint, fetch_status, status_auto_url
 
 _PID_REUSE_SLACK_S = 0.5
@@ -84,6 +99,9 @@ class _State:
     skipped_reads: int = 0
     root_exited: bool = False
     messages: list[str] = field(default_factory=list)
+    # the machine and pounder's own process at the first and at the last successful sample
+    machine_first: tuple[MachineCpu, float] | None = None
+    machine_last: tuple[MachineCpu, float] | None = None
 
 
 @public
@@ -196,6 +214,7 @@ class ServerSampler:
 
     def _sample(self, first: bool, last: bool = False) -> None:
         t = time.monotonic() - self._t0
+        machine = _machine_now()
         try:
             members = discover(self._target)
         except ServerGone as error:
@@ -248,6 +267,9 @@ class ServerSampler:
             state.skipped_reads += skipped
             state.samples += 1
             state.last_t = t
+            if first:
+                state.machine_first = machine
+            state.machine_last = machine
         if self._status_url is not None:
             self._read_status(t)
 
@@ -324,6 +346,7 @@ class ServerSampler:
                 and track.first_uss_sample == 0
                 and track.last_uss_sample == last
             ]
+            server_cpu = max(0.0, own + reaped)
             return ServerLoadReport(
                 server_pid=self._target.pid,
                 started_at=self._started_at,
@@ -331,7 +354,7 @@ class ServerSampler:
                 duration_s=round(max(0.0, state.last_t), 6),
                 samples=state.samples,
                 sampler_cpu_s=round(self._sampler_cpu, 6),
-                server_cpu_s=round(max(0.0, own + reaped), 6),
+                server_cpu_s=round(server_cpu, 6),
                 server_cpu_reaped_s=round(max(0.0, reaped), 6),
                 children_seen=len(children),
                 children_spawned=sum(1 for track in children if track.first_sample > 0),
@@ -348,6 +371,7 @@ class ServerSampler:
                 skipped_reads=state.skipped_reads,
                 messages=tuple(state.messages),
                 root_exited=state.root_exited,
+                **_machine_fields(state.machine_first, state.machine_last, server_cpu),
             )
 
     @staticmethod
@@ -363,6 +387,30 @@ class ServerSampler:
             first_uss=track.first_uss, last_uss=track.last_uss, private_growth_bytes=growth,
             max_rss=track.max_rss, max_uss=track.max_uss, min_shared=track.min_shared,
         )  # fmt: skip
+
+
+def _machine_now() -> tuple[MachineCpu, float] | None:
+    """The machine's busy CPU and pounder's own CPU (user + system, all threads) now; None when
+    ``/proc/stat`` cannot be read."""
+    machine = read_machine_cpu()
+    return None if machine is None else (machine, time.process_time())
+
+
+def _machine_fields(
+    first: tuple[MachineCpu, float] | None, last: tuple[MachineCpu, float] | None, server_cpu: float
+) -> dict[str, Any]:
+    """``machine_cpu_s``, ``machine_cpus``, ``own_cpu_s`` and ``other_cpu_s`` between two readings
+    of :func:`_machine_now` (none of them when either is missing)."""
+    if first is None or last is None:
+        return {}
+    machine = max(0.0, last[0].busy_s - first[0].busy_s)
+    own = max(0.0, last[1] - first[1])
+    return {
+        "machine_cpu_s": round(machine, 6),
+        "machine_cpus": last[0].cpus,
+        "own_cpu_s": round(own, 6),
+        "other_cpu_s": round(max(0.0, machine - server_cpu - own), 6),
+    }
 
 
 def _alive(pid: int, create_time: float) -> bool:
