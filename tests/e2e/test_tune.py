@@ -124,22 +124,23 @@ def test_apache_max_clients_follows_the_formula_and_preload_raises_it(apache_ser
         assert done.returncode == 0, done.stderr
         data = _recommendation(results, done)
         assert abs(data["memory"]["max_clients"] - expected) <= 1, (data["memory"], expected)
-        # no target: MaxRequestWorkers is the memory bound, as the method sets MaxClients, or the
-        # reasons name what made it lower
+        # no target: the pools are compared at as many clients as the memory bound holds (capped),
+        # and the smallest as good as the best is chosen, never more than the bound
         chosen, bound = data["params"]["max_clients"], data["memory"]["max_clients"]
-        assert chosen == bound or data["children"]["decided_by"] != "memory" or any(
-            "leak needs room" in reason for reason in data["children"]["reasons"]), data["children"]
-        # the bound fills the budget to the brim: a pool that grew past it in the confirmation is
-        # lowered by the measured footprint, and the reasons say so
-        assert data["children"]["decided_by"] in ("memory", "max-children", "confirmation")
+        assert data["offered"]["connections"] == min(bound, 8), data["offered"]
+        assert chosen <= bound and max(p["children"] for p in data["pools"]["points"]) == min(bound, 8)
+        assert data["children"]["decided_by"] in ("offered-load", "memory", "confirmation")
         if data["children"]["decided_by"] == "confirmation":
             assert "the measurement beats the sizes' prediction" in data["children"]["reasons"][-1]
-            assert data["confirmation"]["ok"] and chosen >= 0.8 * bound, (data["confirmation"], bound)
-        assert any("memory bound" in reason for reason in data["children"]["reasons"])
+        assert any(line.startswith("the memory bound: at most") for line in data["why"]), data["why"]
         assert "MaxRequestWorkers" in done.stdout and "MaxConnectionsPerChild" in done.stdout
         snippet = re.search(r"^\s+MaxRequestWorkers\s+(\d+)$", done.stdout, re.MULTILINE)
         assert snippet is not None and int(snippet[1]) == data["params"]["max_clients"]
-        assert data["spare"] and {p["name"] for p in data["spare"]} == {"before", "after"}
+        # spare settings measured in interleaved bursts; the raised one only when the pool is larger
+        # than what the defaults start (5)
+        names = {p["name"] for p in data["spare"]}
+        assert names == ({"before", "after"} if chosen > 5 else {"before"}) or names == {"before", "after"}, names
+        assert all(len(p["trials"]) >= 3 for p in data["spare"]) and data["spare_choice"]["name"] in names
         recommended[preload] = data["memory"]["max_clients"]
         assert not processes_mentioning(str(results))
     # preloading moves the 40 MB from every child into the parent, shared: many more children fit
@@ -158,7 +159,10 @@ def test_cpu_bound_handler_stays_near_the_core_count(tmp_path: Path) -> None:
     # throughput stops growing near the core count (the knee), and the CPU tables say so; the pool
     # itself is the memory bound (capped by --max-children), as the method sizes MaxClients
     assert 1 <= data["children"]["throughput"] <= 2 * cores
-    assert data["params"]["max_clients"] == 16 and data["children"]["decided_by"] == "max-children"
+    # the pools compared at 16 clients (--max-children): 16 children serve no more than a few, so a
+    # smaller pool is chosen (issue 24: the recommended pool was slower than the knee at its load)
+    assert data["offered"]["connections"] == 16 and data["children"]["decided_by"] == "offered-load"
+    assert data["params"]["max_clients"] < 16, data["pools"]["reasons"]
     assert len(data["sweep"]) >= 3
     assert any("CPU-bound" in line for line in data["advice"]), data["advice"]
 
@@ -181,8 +185,14 @@ def test_leak_gets_a_finite_max_requests_per_child(tmp_path: Path, path: str, le
         assert 1 <= data["params"]["max_requests"] <= headroom / (90 * 1024)
         assert "leak" in done.stdout
     else:
-        # no leak: no small limit; unlimited when 1,000 could not be shown to cost at most 2 %
-        assert data["params"]["max_requests"] == 0 or data["params"]["max_requests"] >= 1000, choice["reasons"]
+        # no leak: as large as possible, unlimited, with the reason
+        assert data["params"]["max_requests"] == 0, choice["reasons"]
+        assert any(r.startswith("no leak measured: MaxRequestsPerChild as large as possible") for r in
+                   choice["reasons"])
+    # measured on the recommended pool, at the offered load
+    assert {p["children"] for p in data["mrpc"]} == {data["params"]["max_clients"]} or (
+        data["children"]["decided_by"] in ("memory", "confirmation")), (data["mrpc"], data["children"])
+    assert {p["connections"] for p in data["mrpc"]} == {data["offered"]["connections"]}
 
 
 @pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))

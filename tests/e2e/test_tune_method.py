@@ -70,7 +70,10 @@ def test_the_same_app_tuned_twice_gives_the_same_answer(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         answers.append(data)
     first, second = answers
-    assert first["params"]["max_clients"] == second["params"]["max_clients"]  # no target: the memory bound, capped
+    # no target: the pools compared at 4 clients; noise may move the choice by one candidate
+    sizes = sorted(p["children"] for p in first["pools"]["points"])
+    chosen = sorted([first["params"]["max_clients"], second["params"]["max_clients"]])
+    assert chosen[1] <= 2 * chosen[0] or abs(sizes.index(chosen[1]) - sizes.index(chosen[0])) <= 1, (chosen, sizes)
     knees = sorted([first["children"]["throughput"], second["children"]["throughput"]])
     assert knees[1] <= 2 * knees[0], knees  # within one step of the sweep (1, 2, 4)
 
@@ -83,8 +86,11 @@ def test_the_same_app_tuned_twice_gives_the_same_answer(tmp_path: Path) -> None:
 
 def test_a_pool_that_outgrows_its_budget_is_caught_by_the_confirmation_and_lowered(tmp_path: Path) -> None:
     # each child allocates 48 MiB once it is 6 s old: after the size measurement, before the confirmation
+    # kept-alive clients with no proxy hold a child each: the pool covers the 4 connections (the
+    # memory bound, here), as large as the sizes step allows
     done, data = _tune(tmp_path / "age", "/age?after_s=6&mib=48", "--ram", "160M", "--mrpc", "0",
-                       "--max-children", "4", "--measure-children", "2")
+                       "--max-children", "4", "--measure-children", "2", "--clients", "4", "--keepalive",
+                       "--no-proxy")
     first = json.loads((tmp_path / "age" / "points" / "confirm.json").read_text())["summary"]
     # the first confirmation measured the pool over the budget (the sizes step could not see it)
     assert first["footprint"] > data["memory"]["ram"], first

@@ -8,9 +8,10 @@ stop adding throughput, not how a pool does at the load it is for. So candidate 
 * the offered load (:func:`offered_load`): ``--clients``; a peak rate (``--peak-rate`` or an access
   log's busiest second) sent open loop; with no target, as many concurrent clients as the memory
   bound holds (capped by ``--max-children``);
-* the candidates (:func:`pool_candidates`): the knee, the target's own need (Little's law for a
-  rate), a few sizes between spaced evenly on a log scale, and the largest pool allowed (the
-  memory bound, capped; in a closed loop never more than the clients, who cannot keep more busy);
+* the candidates (:func:`pool_candidates`): from the knee or the target's own need, whichever is
+  smaller (Little's law for a rate), a few sizes between spaced evenly on a log scale, to the
+  largest pool allowed (the memory bound, capped; in a closed loop never more than the clients,
+  who cannot keep more busy);
 * the choice (:func:`choose_pool`): the smallest candidate whose throughput is not
   distinguishably below the best's (the bootstrap interval of the ratio of their trials' medians,
   :func:`pounder.compare.ratio_interval`, with the sweep's tolerance as the smallest effect) and
@@ -92,7 +93,7 @@ def pool_candidates(knee: int, offered: OfferedLoad, memory: MemoryBound, max_ch
     """The pools compared at the offered load (module documentation), smallest first."""
     hard = max(1, min(memory.max_clients, max_children))
     upper = hard if offered.rate is not None else min(hard, max(1, offered.connections))
-    low = max(1, min(knee, upper))
+    low = max(1, min(knee, upper, *needs))
     found = {low, upper, *(n for n in needs if low <= n <= upper)}
     if upper > low:
         for step in range(1, between + 1):

@@ -215,7 +215,6 @@ class TuneSession:
                              progress, server_cpus=server_cpus, load_cpus=load_cpus, host=options.listen,
                              agents=agents)
         self.cores = len(server_cpus) if server_cpus else available_cpus()
-        self._sizes: dict[str, Any] | None = None
         steps = ["sizes", "children", "pools", "max-requests", *(["spare"] if adapter.on_demand else []),
                  *(["confirm"] if options.confirm else [])]
         between = between_for(options.quick) + 2
@@ -395,16 +394,16 @@ class TuneSession:
                            logged=label)
 
     def _spare_step(self, choice: ChildrenChoice, target: Target, memory: MemoryBound, max_requests: int,
-                    offered: OfferedLoad) -> tuple[list[dict[str, Any]], dict[str, Any] | None,
-                                                   tuple[int | None, int | None, int | None]]:
+                    offered: OfferedLoad, child_start_s: float | None) -> tuple[
+                        list[dict[str, Any]], dict[str, Any] | None, tuple[int | None, int | None, int | None]]:
         """The spare settings measured in interleaved bursts (:mod:`pounder.tune._spare`): the
         aggregated points, the choice and the settings recommended."""
         if not self.adapter.on_demand:
             return [], None, (None, None, None)
         options = self.options
         self._check_fits(choice.chosen, memory)
-        burst = max(1, min(offered.connections if offered.rate is None else burst_clients(choice, target),
-                           options.max_children, choice.chosen))
+        # the offered load at once (clients beyond the pool queue alike under every setting)
+        burst = max(1, offered.connections if offered.rate is None else burst_clients(choice, target))
         before = default_spares(choice.chosen)
         after = spare_settings(choice.chosen, burst, self.adapter.kind, None)
         settings = {"before": before, **({"after": after} if tuple(after) != tuple(before) else {})}
@@ -417,7 +416,7 @@ class TuneSession:
                 trials[name].append(self._spare_trial(name, params, burst, number))
         reference = reference_us([t for group in trials.values() for t in group])
         points = [aggregate_spare(name, group, reference) for name, group in trials.items()]
-        decided = choose_spare(points, self._sizes.get("child_start_s") if self._sizes else None)
+        decided = choose_spare(points, child_start_s)
         for point in points:
             point["chosen"] = point["name"] == decided["name"]
         return points, decided, tuple(settings[decided["name"]])  # type: ignore[return-value]
@@ -470,7 +469,6 @@ class TuneSession:
         options, adapter = self.options, self.adapter
         measure_n = min(options.measure_children, options.max_children)
         measure = self._sizes_point("sizes", PoolParams(measure_n))
-        self._sizes = measure
         other = other_memory = None
         if adapter.preload_toggle and options.compare_preload:
             flipped = not adapter.preload
@@ -531,7 +529,8 @@ class TuneSession:
         if pools is not None:
             choice = apply_pool(choice, pools)
         mrpc_points, mrpc, choice = self._mrpc_step(choice, measure, memory, offered)
-        spare, spare_choice, spares = self._spare_step(choice, target, memory, mrpc.value, offered)
+        spare, spare_choice, spares = self._spare_step(choice, target, memory, mrpc.value, offered,
+                                                       measure.get("child_start_s"))
         params = PoolParams(choice.chosen, max_requests=mrpc.value, start_servers=spares[0], min_spare=spares[1],
                             max_spare=spares[2], preload=adapter.preload)
         best = None if pools is None else next(p for p in pools.points if int(p["children"]) == pools.best)
