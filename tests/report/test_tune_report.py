@@ -23,6 +23,16 @@ from support.tune_check import check_consistent
 PERL = Path(__file__).resolve().parents[1] / "apps" / "perl"
 CHARTS = ("tune-leak", "tune-memory", "tune-children", "tune-max-requests")
 SPARE = "tune-spare"
+POOLS = "tune-pools"
+MRPC = r"\d\. \S+ \(MRPC\)"
+"""The heading of the MaxRequestsPerChild table in recommendation.txt (section 4, or 5 after the
+pools at the offered load)."""
+
+
+def _charts(path: Path) -> list[str]:
+    """The charts of the page for a finished run: the pools chart when the run compared pools at
+    the offered load (``pools`` in recommendation.json; runs of earlier versions have none)."""
+    return sorted([*CHARTS, *([POOLS] if _recommendation(path).get("pools") else [])])
 
 
 def _render(path: Path) -> str:
@@ -52,10 +62,18 @@ def _html_rows(text: str) -> list[list[str]]:
     return rows
 
 
+def _has_row(rows: list[list[str]], row: list[str]) -> bool:
+    """Whether ``rows`` hold ``row``, or ``row`` with one more cell (the page's "other cores" in the
+    MaxRequestsPerChild table, which the text report leaves out)."""
+    return row in rows or any(len(r) == len(row) + 1 and any(r[:i] + r[i + 1:] == row for i in range(len(r)))
+                              for r in rows)
+
+
 def _text_table(text: str, heading: str) -> list[list[str]]:
-    """The body rows of the table under the line starting with ``heading`` in recommendation.txt."""
+    """The body rows of the table under the line matching ``heading`` (a regular expression, from
+    the line's start) in recommendation.txt."""
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(heading))
+    start = next(i for i, line in enumerate(lines) if re.match(heading, line))
     rows = []
     for line in lines[start + 2:]:  # the heading, then the table's header row
         if not line.strip() or not line.startswith("  ") or line.startswith(("  parent:", "  CPUs:")):
@@ -78,7 +96,7 @@ def _self_contained(text: str) -> None:
 def test_demo_run_has_every_chart_but_the_burst(demo_run: Path) -> None:
     text = _render(demo_run)
     ids = _chart_ids(text)
-    assert sorted(ids) == sorted(CHARTS), ids  # each once, each an inline SVG
+    assert sorted(ids) == _charts(demo_run), ids  # each once, each an inline SVG
     assert SPARE not in text
     assert "gunicorn starts all its workers at once (a fixed pool)" in text
     assert "no burst chart" in text
@@ -88,7 +106,7 @@ def test_demo_run_has_every_chart_but_the_burst(demo_run: Path) -> None:
 def test_pounder_report_takes_the_directory_or_its_recommendation(demo_run: Path) -> None:
     for given in (demo_run, demo_run / "recommendation.json"):
         text = render_report([given])
-        assert sorted(_chart_ids(text)) == sorted(CHARTS)
+        assert sorted(_chart_ids(text)) == _charts(demo_run)
         _self_contained(text)
 
 
@@ -110,21 +128,31 @@ def test_tables_mirror_the_text_report(demo_run: Path) -> None:
     report = (demo_run / "recommendation.txt").read_text()
     sizes = _text_table(report, "1. Child sizes")
     sweep = _text_table(report, "3. Children")
-    mrpc = _text_table(report, "4. ")
+    mrpc = _text_table(report, MRPC)
     data = _recommendation(demo_run)
     assert len(sizes) == 4 and len(sweep) == len(data["sweep"]) and len(mrpc) == len(data["mrpc"])
     rows = _html_rows(text)
-    for row in [*sizes, *sweep, *mrpc]:
+    for row in [*sizes, *sweep]:
         assert row in rows, row
+    for row in mrpc:
+        assert _has_row(rows, row), row
     assert any(row[5] != "-" for row in sweep)  # the intervals are shown (3 trials per point)
+    if data.get("pools"):  # the pools at the offered load: the same cells, the mark next to the children
+        pools = _text_table(report, r"4\. Pools at the offered load")
+        assert len(pools) == len(data["pools"]["points"])
+        for row in pools:
+            assert sorted(row) in [sorted(r) for r in rows], row
 
 
 def test_target_traffic_and_confirmation_are_shown(demo_run: Path, tmp_path: Path) -> None:
     data = _recommendation(demo_run)
     text = _render(demo_run)
     top = text[:text.index('<figure class="chart"')]
-    assert "target: none given (no --clients, --peak-rate or access log): the pool is sized by memory; 3 interleaved " \
-           "trials per point" in top
+    report = (demo_run / "recommendation.txt").read_text()
+    target = next(line for line in report.splitlines() if line.startswith("target: "))
+    assert target.startswith("target: none given (no --clients, --peak-rate or access log)")
+    assert target.endswith("; 3 interleaved trials per point")
+    assert f"<p>{html.escape(target)}</p>" in top  # as the text says it
     assert f"traffic: {html.escape(data['workload'])}" in top
     assert "<h3>Confirmation</h3>" in top
     for check in data["confirmation"]["checks"]:
@@ -160,15 +188,17 @@ def test_interrupted_run_shows_the_points_measured(demo_run: Path, tmp_path: Pat
     assert f"the {len(keys)} points measured so far" in text
     for key in keys:
         assert f"<td>{key}</td>" in text, key
-    assert sorted(_chart_ids(text)) == sorted(CHARTS)  # every step's points are there
+    assert sorted(_chart_ids(text)) == _charts(demo_run)  # every step's points are there
     assert "<h3>Why</h3>" not in text  # nothing was decided
     _self_contained(text)
 
     # each sweep point is aggregated from its trials, as the finished run did
     rows = _html_rows(text)
     report = (demo_run / "recommendation.txt").read_text()
-    for row in [*_text_table(report, "3. Children"), *_text_table(report, "4. ")]:
+    for row in _text_table(report, "3. Children"):
         assert row in rows, row
+    for row in _text_table(report, MRPC):
+        assert _has_row(rows, row), row
 
     # interrupted during the children sweep: the steps not reached have no part
     for point in (copy / "points").glob("*.json"):
@@ -206,16 +236,19 @@ def test_apache_run_has_the_burst_chart(apache_run: Path) -> None:
     data = _recommendation(apache_run)
     assert data["spare"], "the spare-server step did not run"
     text = _render(apache_run)
-    assert sorted(_chart_ids(text)) == sorted([*CHARTS, SPARE])
+    assert sorted(_chart_ids(text)) == sorted([*_charts(apache_run), SPARE])
     names, params = data["names"], data["params"]
     for key in ("max_clients", "start_servers", "min_spare", "max_spare"):
         assert f"<td>{names[key]}</td><td>{params[key]}</td>" in text, key
     report = (apache_run / "recommendation.txt").read_text()
-    spare = _text_table(report, "5. Spare servers")
-    assert [row[0] for row in spare] == ["before", "after"]
+    spare = _text_table(report, r"\d\. Spare servers")
+    # the defaults, then the setting the method calls for (measured only when it differs from them)
+    assert [row[0] for row in spare] == [p["name"] for p in data["spare"]] and spare[0][0] == "before"
     rows = _html_rows(text)
-    for row in [*spare, *_text_table(report, "3. Children"), *_text_table(report, "4. ")]:
+    for row in [*spare, *_text_table(report, "3. Children")]:
         assert row in rows, row
+    for row in _text_table(report, MRPC):
+        assert _has_row(rows, row), row
     figure = text[text.index(f'id="{SPARE}"'):]
     caption = figure[figure.index("<figcaption>"):figure.index("</figcaption>")]
     assert f"{data['spare'][0]['reference_p99_ms']:,.1f} ms" in caption
@@ -228,3 +261,176 @@ def test_the_recorded_runs_reasons_agree_with_their_tables(run: str, request: py
     contradicts their tables (:func:`support.tune_check.check_consistent`)."""
     path: Path = request.getfixturevalue(run)
     check_consistent((path / "recommendation.txt").read_text(), _recommendation(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# the pools at the offered load, Why and Details (results of this version), and results without
+# them (earlier versions)
+
+NEW_KEYS = ("offered", "pools", "spare_choice", "why")
+
+
+def _numbers(line: str) -> list[str]:
+    """The figures of a line as it prints them: 91, 72-110, 1,017.9, 26,000, 16.0, ..."""
+    return re.findall(r"\d[\d,]*(?:\.\d+)?", line)
+
+
+def _page_text(text: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", " ", text))
+
+
+def _details(text: str) -> str:
+    """The one collapsed Details element of the page (its HTML)."""
+    found = re.findall(r"<details><summary>Details</summary>(.*?)</details>", text, flags=re.S)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _check_new_sections(path: Path) -> str:
+    """The page of a run that compared pools at the offered load: the Why list holds exactly the
+    deciding facts, every figure of theirs on the page; the long reasons collapsed under Details;
+    the pools table holds every candidate with its figures, the chosen and the best marked."""
+    data = _recommendation(path)
+    text = _render(path)
+    assert data["why"], "recommendation.json holds no deciding facts"
+    why = text[text.index("<h3>Why</h3>"):]
+    listed = re.search(r'<ul class="reasons">(.*?)</ul>', why, flags=re.S)
+    assert listed is not None
+    assert re.findall(r"<li>(.*?)</li>", listed.group(1), flags=re.S) == [html.escape(line) for line in data["why"]]
+    words = _page_text(text)
+    for line in data["why"]:
+        for number in _numbers(line):
+            assert number in words, (number, line)
+    details = _details(text)
+    assert why.index("<details>") < why.index("<h3>Confirmation</h3>")  # in the recommendation, after Why
+    reasons = [*data["children"]["reasons"], *data["max_requests"]["reasons"],
+               *(data.get("spare_choice") or {}).get("reasons", [])]
+    assert reasons
+    for reason in reasons:
+        assert f"<li>{html.escape(reason)}</li>" in details, reason
+    for line in data["why"]:
+        assert html.escape(line) not in details, line  # the short list is not repeated
+
+    section = text[text.index("<h2>4. Pools at the offered load</h2>"):text.index("<h2>5. ")]
+    assert '<figure class="chart" id="tune-pools"><svg' in section
+    pools = data["pools"]
+    rows = {row[0]: row for row in _html_rows(section) if row}
+    assert sorted(rows) == sorted(str(p["children"]) for p in pools["points"])
+    for point in pools["points"]:
+        row = rows[str(point["children"])]
+        assert f"{point['rps']:,.0f}" in row, (point["children"], row)
+        if point.get("rps_low") is not None:
+            assert f"{point['rps_low']:,.0f}-{point['rps_high']:,.0f}" in row
+        if point.get("p99_low") is not None:
+            assert f"{point['p99_low']:,.1f}-{point['p99_high']:,.1f}" in row
+        ratio = point["vs_best"]["ratio"]
+        assert f"{(ratio - 1) * 100:+.1f}%" in row
+        assert (f"{point['other_cores']:.2f}" if point.get("other_cores") is not None else "-") in row
+        mark = "chosen" if point["children"] == pools["chosen"] else "best" if point["children"] == pools["best"] \
+            else None
+        assert row[1] == mark if mark else row[1] != "chosen" and row[1] != "best", row
+    assert "<h2>5. " in text and "(MaxRequestsPerChild)" in text[text.index("<h2>5. "):]
+    assert "<h2>6. Spare servers</h2>" in text
+    assert "<th>other cores</th>" in text[text.index("<h2>3. "):text.index("<h2>4. ")]
+    _self_contained(text)
+    return text
+
+
+def test_pools_why_and_details_of_the_recorded_run(demo_run: Path) -> None:
+    data = _recommendation(demo_run)
+    assert all(key in data for key in NEW_KEYS), "tests/data/tune-demo predates the pools at the offered load"
+    text = _check_new_sections(demo_run)
+    offered = data["offered"]
+    assert f"offered load: {offered['connections']} clients ({html.escape(offered['source'])})" in text
+
+
+def _with_spare(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with two spare settings measured in interleaved trials and the one chosen, as a
+    server that spawns children with the load stores them (the demo keeps a fixed pool)."""
+    series = [{"second": s, "complete": 40 - 10 * (s == 1), "p99_us": 9000 if s == 1 else 2000} for s in (1, 2, 3)]
+
+    def point(name: str, start: int, p99: float) -> dict[str, Any]:
+        trials = [{"complete": 120, "failed": 0, "p99_ms": p99 + d, "rps": 40.0 + d, "steady_p99_ms": 2.0,
+                   "series": series, "idle_children": start, "burst_s": 1} for d in (-0.5, 0.0, 0.5)]
+        return {"name": name, "children": 8, "start_servers": start, "min_spare": start, "max_spare": start + 2,
+                "connections": 8, "trials": trials, "counted": 3, "series": series, "reference_p99_ms": 2.0,
+                "rps": 40.0, "rps_low": 39.5, "rps_high": 40.5, "p99_ms": p99, "p99_low": p99 - 0.5,
+                "p99_high": p99 + 0.5, "first_p99_ms": 9.0, "steady_p99_ms": 2.0, "burst_s": 1,
+                "idle_children": start, "complete": 360, "failed": 0, "chosen": name == "after"}
+
+    spare = [point("before", 2, 7.25), point("after", 8, 3.75)]
+    choice = {"name": "after", "why": "spare servers raised, StartServers 8: burst p99 3.8 ms against the defaults' "
+                                      "7.2 ms",
+              "reasons": ["spare servers, from idle to 8 clients at once: the defaults (StartServers 2): p99 7.2 ms; "
+                          "StartServers 8: p99 3.8 ms: measured no worse than the defaults"]}
+    params = {**data["params"], "start_servers": 8, "min_spare": 8, "max_spare": 10}
+    return {**data, "spare": spare, "spare_choice": choice, "why": [*data["why"], choice["why"]], "params": params}
+
+
+def test_spare_settings_from_interleaved_trials(demo_run: Path, tmp_path: Path) -> None:
+    copy = Path(shutil.copytree(demo_run, tmp_path / "spare"))
+    data = _with_spare(_recommendation(demo_run))
+    (copy / "recommendation.json").write_text(json.dumps(data))
+    text = _check_new_sections(copy)
+    assert sorted(_chart_ids(text)) == sorted([*_charts(copy), SPARE])
+    section = text[text.index("<h2>6. Spare servers</h2>"):]
+    assert "<th>trials</th>" in section and "<th>p99 95% CI</th>" in section
+    rows = _html_rows(section)
+    assert ["before", "2", "2", "4", "3/3", "2", "8", "40", "9.0", "7.2", "6.8-7.8", "2.0", "1"] in rows
+    assert ["after", "8", "8", "10", "3/3", "8", "8", "40", "9.0", "3.8", "3.2-4.2", "2.0", "1", "chosen"] in rows
+    assert "after (chosen): StartServers 8" in section  # the chart's legend
+    assert "spare servers, from idle to 8 clients at once" in _details(text)
+
+
+def test_results_without_the_new_keys_render_as_before(demo_run: Path, tmp_path: Path) -> None:
+    """A result of an earlier version (no pools at the offered load, no deciding facts): the
+    reasons themselves under Why, nothing collapsed, MaxRequestsPerChild and the spare servers
+    numbered 4 and 5."""
+    copy = Path(shutil.copytree(demo_run, tmp_path / "earlier"))
+    data = {key: value for key, value in _recommendation(demo_run).items() if key not in NEW_KEYS}
+    (copy / "recommendation.json").write_text(json.dumps(data))
+    text = _render(copy)
+    assert sorted(_chart_ids(text)) == sorted(CHARTS)
+    assert "<details>" not in text and "Pools at the offered load" not in text and "offered load:" not in text
+    assert "the pool is sized by memory" in text
+    why = text[text.index("<h3>Why</h3>"):text.index("<h3>Confirmation</h3>")]
+    assert re.findall(r"<li>(.*?)</li>", why, flags=re.S) == [
+        html.escape(r) for r in [*data["children"]["reasons"], *data["max_requests"]["reasons"]]]
+    assert "<h2>4. " in text and "(MaxRequestsPerChild)" in text[text.index("<h2>4. "):]
+    assert "<h2>5. Spare servers</h2>" in text
+
+
+def test_a_run_that_compared_no_pools_says_why(demo_run: Path, tmp_path: Path) -> None:
+    """Every connection holds a child (no buffering proxy in front): the run compared no pools."""
+    copy = Path(shutil.copytree(demo_run, tmp_path / "held"))
+    data = _recommendation(demo_run)
+    data["pools"] = None
+    data["offered"] = {**data["offered"], "held": True}
+    (copy / "recommendation.json").write_text(json.dumps(data))
+    text = _render(copy)
+    assert sorted(_chart_ids(text)) == sorted(CHARTS)
+    section = text[text.index("<h2>4. Pools at the offered load</h2>"):text.index("<h2>5. ")]
+    assert "Not compared: every connection holds a child (no buffering proxy in front)" in section
+    assert "<table>" not in section
+
+
+def test_interrupted_run_shows_the_pools_measured_so_far(demo_run: Path, tmp_path: Path) -> None:
+    """Without recommendation.json the candidates' trials are aggregated as the run does; nothing is
+    marked chosen or best (nothing was chosen yet)."""
+    copy = Path(shutil.copytree(demo_run, tmp_path / "interrupted-pools"))
+    (copy / "recommendation.json").unlink()
+    for point in (copy / "points").glob("*.json"):
+        if point.stem.startswith(("mrpc-", "confirm")):
+            point.unlink()
+    text = _render(copy)
+    assert sorted(_chart_ids(text)) == ["tune-children", "tune-leak", "tune-memory", "tune-pools"]
+    section = text[text.index("<h2>4. Pools at the offered load</h2>"):]
+    assert "nothing chosen yet" in section
+    rows = [row for row in _html_rows(section) if row]
+    report = (demo_run / "recommendation.txt").read_text()
+    expected = _text_table(report, r"4\. Pools at the offered load")
+    assert len(rows) == len(expected)
+    for row, text_row in zip(rows, expected, strict=True):
+        assert row[0] == text_row[0] and "chosen" not in row and "best" not in row
+        assert row[:8] == text_row[:8]  # MC, the sweep, NC, trials, NR, RPS, 95% CI: aggregated as the run does
+

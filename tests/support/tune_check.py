@@ -60,14 +60,20 @@ def check_consistent(stdout: str, data: dict[str, Any]) -> None:
     # every signed percentage quoted (a MaxRequestsPerChild value against unlimited, its interval)
     # is one of the MaxRequestsPerChild table's, and that table's are the measured ratios
     table = head.split("\n5. ")[1].split("\n\n")[0] if "\n5. " in head else ""
+    pools_table = head.split("\n4. ")[1].split("\n\n")[0] if "\n4. " in head else ""
     printed = set(re.findall(r"[+-]\d+\.\d", table))
+    printed_pools = set(re.findall(r"[+-]\d+\.\d", pools_table))
     for point in data["mrpc"]:
         vs = point.get("vs_unlimited") or {}
         for key in ("ratio", "low", "high"):
             if vs.get(key) is not None:
                 assert f"{(float(vs[key]) - 1) * 100:+.1f}" in printed, (key, vs, table)
     for signed in (value for found in _SIGNED.findall(narrative) for value in found if value):
-        assert signed in printed, f"{signed}% quoted in the reasons is not in the MaxRequestsPerChild table:\n{table}"
+        assert signed in printed | printed_pools, (
+            f"{signed}% quoted in the reasons is not in the MaxRequestsPerChild or the pools table:\n{table}")
+    # the pools' ratios to the best quoted with "against the best" are the pools table's
+    for signed in re.findall(r"([+-]\d+\.\d)% (?:\([+-]\d+\.\d% to [+-]\d+\.\d%\) )?against the best", narrative):
+        assert signed in printed_pools, f"{signed}% against the best is not in the pools table:\n{pools_table}"
     # "within N%" of a value whose interval is quoted: the whole interval is (the median alone is
     # "its median within")
     for low, limit in re.findall(r"\(([+-]\d+\.\d)% to [+-]\d+\.\d%\), within (\d+(?:\.\d+)?)%", narrative):

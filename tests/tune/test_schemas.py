@@ -2,18 +2,21 @@
 points/<key>.json (``pounder/tune-point/2``) and recommendation.json (``pounder/tune-result/2``).
 
 No server is started. The directory checked is a real run's, kept in tests/data/tune-demo
-(``pounder tune --demo --quick --ram 512M``: gunicorn, 3 interleaved trials per point, the
-confirmation; only the server sampler's per-second series and per-child list of each bench are
-cut to their first entry, to keep it small). ``validate_results_dir`` (tests/support/schemas.py)
-checks every file; the end-to-end tests call it on fresh runs (every adapter, spare servers too).
-The aggregated points of recommendation.json are checked against the trial files with the
-package's own functions.
+(``pounder tune --demo``: gunicorn, quick, a 512M budget, 3 interleaved trials per point, the
+pools at the offered load, the confirmation; only the server sampler's per-child list of each
+bench is cut to its first entry, to keep it small). ``validate_results_dir``
+(tests/support/schemas.py) checks every file; the end-to-end tests call it on fresh runs (every
+adapter, spare servers too). The aggregated points of recommendation.json (sweep, pools, mrpc,
+spare) are checked against the trial files with the package's own functions. Documents of earlier
+/2 versions (without the fields added since) stay valid.
 """
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -22,15 +25,20 @@ from typing import Any
 import jsonschema
 import pytest
 
+from pounder.compare import clean_trial
 from pounder.tune import (
     POINT_SCHEMA,
     RESULT_SCHEMA,
     TUNE_SCHEMA,
+    MemoryBound,
+    Target,
     TuneOptions,
     aggregate_trials,
     mrpc_losses,
     trials_by,
 )
+from pounder.tune._pools import OfferedLoad, choose_pool, offered_load
+from pounder.tune._spare import aggregate_spare, reference_us
 from support.schemas import schema, validate, validate_results_dir
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -79,15 +87,37 @@ def test_schemas_are_packaged() -> None:
 def test_results_dir_follows_the_schemas() -> None:
     files = validate_results_dir(DEMO, finished=True)
     keys = {path.stem for path in files if path.parent.name == "points"}
-    assert {"sizes", "children-1-t1", "children-1-t3", "mrpc-2-0-t1", "confirm"} <= keys
+    assert {"sizes", "children-1-t1", "children-1-t3", "confirm"} <= keys
+    for step in ("pool", "mrpc"):
+        assert any(key.startswith(f"{step}-") for key in keys), step
+    assert all(re.fullmatch(r"mrpc-\d+-\d+-at-\d+-t\d+", key) for key in keys if key.startswith("mrpc-"))
     for path in files:
         validate(load(path), {"tune.json": "tune", "recommendation.json": "tune-result"}.get(path.name, "tune-point"))
     manifest = load(DEMO / "tune.json")
     back = TuneOptions.from_dict(manifest["options"]).to_dict()
     assert {key: back[key] for key in manifest["options"]} == manifest["options"]  # every option is read
-    # the options added since (this run was stored before them) read as their defaults
-    assert {key: back[key] for key in set(back) - set(manifest["options"])} == {"listen": "127.0.0.1",
-                                                                               "allow_remote": False}
+    # an option added since this run was stored reads as its default
+    defaults = TuneOptions().to_dict()
+    assert {key: back[key] for key in set(back) - set(manifest["options"])} == \
+        {key: defaults[key] for key in set(back) - set(manifest["options"])}
+
+
+_SCHEMA_NAMES = {TUNE_SCHEMA: "tune", POINT_SCHEMA: "tune-point", RESULT_SCHEMA: "tune-result"}
+
+
+def test_every_tune_document_in_the_test_data_is_valid() -> None:
+    """Whatever tests/data holds of pounder tune (documents of older schema versions aside) follows
+    the schemas, and every results directory is whole."""
+    checked = []
+    for path in sorted(DATA.rglob("*.json")):
+        document = load(path)
+        name = _SCHEMA_NAMES.get(document.get("schema")) if isinstance(document, dict) else None
+        if name is not None:
+            validate(document, name)
+            checked.append(path)
+    assert DEMO / "recommendation.json" in checked and len(checked) > 10
+    for manifest in sorted(DATA.rglob("tune.json")):
+        validate_results_dir(manifest.parent)
 
 
 def test_an_interrupted_run_is_valid_without_a_recommendation(demo_dir: Path) -> None:
@@ -101,6 +131,51 @@ def test_an_interrupted_run_is_valid_without_a_recommendation(demo_dir: Path) ->
         validate_results_dir(demo_dir, finished=True)
 
 
+def _older(document: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a recommendation.json as an earlier /2 version wrote it: none of the fields
+    added since (offered, pools, spare_choice, why; the points' p99 interval and other_cores, the
+    trials' rate and other_cores; the throughput check)."""
+    older = copy.deepcopy(document)
+    for key in ("offered", "pools", "spare_choice", "why"):
+        older.pop(key)
+    for point in [*older["sweep"], *older["mrpc"]]:
+        for key in ("p99_low", "p99_high", "other_cores"):
+            point.pop(key)
+        for trial in point["trials"]:
+            trial.pop("rate")
+            trial.pop("other_cores")
+    if older["children"]["decided_by"] == "offered-load":
+        older["children"]["decided_by"] = "memory"
+    if older["confirmation"] is not None:
+        older["confirmation"].pop("other_cores")
+        older["confirmation"]["checks"] = [c for c in older["confirmation"]["checks"] if c["name"] != "throughput"]
+    older["spare"] = []
+    return older
+
+
+def test_documents_of_earlier_versions_stay_valid() -> None:
+    """The fields added to /2 since (offered, pools, ...) are optional: older runs still read."""
+    validate(_older(load(DEMO / "recommendation.json")), "tune-result")
+    trial = load(next((DEMO / "points").glob("mrpc-*-t1.json")))
+    summary = trial["summary"]
+    summary.pop("rate")
+    summary.pop("other_cores")
+    trial["key"] = f"mrpc-{summary['children']}-{summary['max_requests']}-t1"  # the key before -at-CONNECTIONS
+    validate(trial, "tune-point")
+    # a spare point of an earlier version: one burst, no trial number, a single point in the result
+    bench_figures = {key: summary[key] for key in schema("tune-point")["$defs"]["bench_figures"]["required"]}
+    burst = {"children": 2, "start_servers": 1, "min_spare": 1, "max_spare": 2, "connections": 4, "idle_children": 1,
+             "series": [{"second": 0, "complete": 10, "p99_us": 900}], "steady_p99_ms": 0.9, "first_p99_ms": 0.9,
+             **bench_figures}
+    validate({**trial, "key": "spare-before", "step": "spare", "summary": burst}, "tune-point")
+    older = _older(load(DEMO / "recommendation.json"))
+    older["spare"] = [{**burst, "name": "before", "reference_p99_ms": 0.9, "burst_s": 0}]
+    validate(older, "tune-result")
+    with pytest.raises(jsonschema.ValidationError):  # a spare trial file names its trial
+        validate({**trial, "key": "spare-before-t1", "step": "spare", "summary": burst}, "tune-point")
+    validate({**trial, "key": "spare-before-t1", "step": "spare", "summary": {**burst, "trial": 1}}, "tune-point")
+
+
 def _recorded(stored: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
     """``again`` (aggregated now) as a point recorded before the accept queue was sampled holds it."""
     if "queued" not in stored:
@@ -108,42 +183,123 @@ def _recorded(stored: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
     return again
 
 
-def test_the_documents_hold_what_the_schemas_describe() -> None:
-    """The aggregated points are the trial files' aggregate; the rest as the documentation says."""
-    points = {p.stem: load(p) for p in (DEMO / "points").glob("*.json")}
-    result = load(DEMO / "recommendation.json")
+def _aggregated(trials: list[dict[str, Any]], rounds: int) -> dict[str, Any]:
+    """A sweep-like point as the session stores it: aggregated, ``remeasured`` after more rounds."""
+    point = aggregate_trials(trials)
+    if len(trials) > rounds:
+        point["remeasured"] = True
+    return point
+
+
+def check_documents(root: Path) -> None:
+    """The aggregated points of ``root``'s recommendation.json are the trial files' aggregate; the
+    rest as the documentation says (docs/results.md)."""
+    points = {p.stem: load(p) for p in (root / "points").glob("*.json")}
+    result = load(root / "recommendation.json")
+    options = load(root / "tune.json")["options"]
+    offered = result["offered"]
     for key, document in points.items():
         assert document["key"] == key
         assert document["started_at"] <= document["finished_at"]
-        if document["step"] in ("children", "max-requests"):
-            summary = document["summary"]
+        summary = document["summary"]
+        if document["step"] in ("children", "pools", "max-requests"):
             assert key.endswith(f"-t{summary['trial']}")
             assert summary["children"] == document["params"]["max_clients"]
             assert summary["max_requests"] == document["params"]["max_requests"]
             assert summary["connections"] == document["bench"]["options"]["load"]["connections"]
+            assert "other_cores" in summary and "rate" in summary
+        if document["step"] == "pools":
+            assert key == f"pool-{summary['children']}-t{summary['trial']}"
+            assert (summary["connections"], summary["rate"]) == (offered["connections"], offered["rate"])
+        if document["step"] == "max-requests":
+            assert key == f"mrpc-{summary['children']}-{summary['max_requests']}-at-{summary['connections']}-" \
+                          f"t{summary['trial']}"
+            assert (summary["connections"], summary["rate"]) == (offered["connections"], offered["rate"])
+        if document["step"] == "spare":
+            assert re.fullmatch(rf"spare-(before|after)-t{summary['trial']}", key)
     sizes = points["sizes"]
     assert result["measure"] == sizes["summary"]
     assert sizes["summary"]["requests_first"] == sum(sizes["bench"][0]["requests"][k] for k in ("complete", "failed"))
     by_step: dict[str, list[dict[str, Any]]] = {}
     for document in points.values():
         by_step.setdefault(document["step"], []).append(document["summary"])
+    rounds = int(options["trials"])
+
     children = trials_by(by_step["children"], "children")
     assert [p["children"] for p in result["sweep"]] == sorted(children)
     for point in result["sweep"]:
-        again = _recorded(point, aggregate_trials(children[point["children"]]))
-        assert {k: v for k, v in point.items() if k != "remeasured"} == again
+        again = _recorded(point, _aggregated(list(children[point["children"]]), rounds))
+        assert point == again
         assert point["counted"] <= len(point["trials"]) and point["rps_low"] <= point["rps"] <= point["rps_high"]
-    mrpc = trials_by(by_step["max-requests"], "max_requests")
+        assert point["p99_low"] <= point["p99_ms"] <= point["p99_high"]
+
+    # the pools: the offered load as the target and the memory bound make it, the candidates
+    # aggregated from their trials and compared by choose_pool
+    target = Target(**result["target"])
+    memory = MemoryBound(**result["memory"])
+    assert offered == offered_load(target, memory, int(options["max_children"])).to_dict()
+    pools = result["pools"]
+    if offered["held"]:
+        assert pools is None and "pools" not in by_step
+    else:
+        candidates = trials_by(by_step["pools"], "children")
+        aggregated = [_aggregated(list(candidates[n]), rounds) for n in sorted(candidates)]
+        again = choose_pool(aggregated, OfferedLoad(**offered), target, tolerance=float(options["tolerance"]))
+        assert pools == again.to_dict()
+        assert [p["children"] for p in pools["points"]] == sorted(candidates)
+        assert pools["offered"] == offered
+        if result["children"]["decided_by"] not in ("memory", "confirmation"):
+            assert result["children"]["decided_by"] == "offered-load"
+            assert pools["chosen"] == result["children"]["chosen"]
+            assert result["why"][0] == f"{result['names']['max_clients']} {pools['why']}"
+
+    mrpc = trials_by(by_step.get("max-requests", []), "max_requests")
     expected = [_recorded(p, again) for p, again in
-                zip(result["mrpc"], mrpc_losses([aggregate_trials(mrpc[p["max_requests"]]) for p in result["mrpc"]]),
-                    strict=True)]
-    assert [{k: v for k, v in p.items() if k != "remeasured"} for p in result["mrpc"]] == expected
+                zip(result["mrpc"], mrpc_losses([_aggregated(list(mrpc[p["max_requests"]]), rounds)
+                                                 for p in result["mrpc"]]), strict=True)]
+    assert result["mrpc"] == expected
     assert [p["vs_unlimited"] is None for p in result["mrpc"]] == [p["max_requests"] == 0 for p in result["mrpc"]]
+    assert {p["children"] for p in result["mrpc"]} <= {result["children"]["chosen"], pools and pools["chosen"]}
+
+    # the spare settings: every trial of both against the same reference
+    spare = by_step.get("spare", [])
+    named: dict[str, list[dict[str, Any]]] = {}
+    for key in sorted(k for k in points if k.startswith("spare-")):
+        named.setdefault(key.split("-")[1], []).append(points[key]["summary"])
+    reference = reference_us([t for group in named.values() for t in group])
+    assert [p["name"] for p in result["spare"]] == [n for n in ("before", "after") if n in named]
+    for point in result["spare"]:
+        trials = sorted(named[point["name"]], key=lambda t: int(t["trial"]))
+        assert point == {**aggregate_spare(point["name"], trials, reference),
+                         "chosen": point["name"] == result["spare_choice"]["name"]}
+    assert (result["spare_choice"] is None) == (not spare)
+    if spare:
+        chosen = next(p for p in result["spare"] if p["chosen"])
+        assert (result["params"]["start_servers"], result["params"]["min_spare"], result["params"]["max_spare"]) == \
+            (chosen["start_servers"], chosen["min_spare"], chosen["max_spare"])
+        assert result["spare_choice"]["why"] in result["why"]
+
     confirm = result["confirmation"]
-    assert {k: v for k, v in confirm.items() if k not in ("checks", "ok")} == points["confirm"]["summary"]
+    stored = points["confirm-lowered" if "lowered_from" in confirm else "confirm"]["summary"]
+    assert {k: v for k, v in confirm.items() if k not in ("checks", "ok", "lowered_from")} == stored
     assert confirm["ok"] == all(check["ok"] for check in confirm["checks"])
+    assert (confirm["connections"], confirm["rate"]) == (offered["connections"], offered["rate"])
+    names = [check["name"] for check in confirm["checks"]]
+    assert ("throughput" in names) == (pools is not None)
+    if pools is not None:
+        best = next(p for p in pools["points"] if p["children"] == pools["best"])
+        check = confirm["checks"][names.index("throughput")]
+        slowest = min(t["rps"] for t in best["trials"] if clean_trial(t["complete"], t["failed"]))
+        assert check["limit"] == pytest.approx((1 - float(options["tolerance"])) * slowest)
+        assert check["measured"] == confirm["rps"] and check["ok"] == (check["measured"] >= check["limit"])
     assert confirm["children"] == result["params"]["max_clients"] == result["children"]["chosen"]
     assert result["params"]["max_requests"] == result["max_requests"]["value"]
+    assert len(result["why"]) == 3 + bool(spare) and all(isinstance(line, str) for line in result["why"])
+
+
+def test_the_documents_hold_what_the_schemas_describe() -> None:
+    """The aggregated points are the trial files' aggregate; the rest as the documentation says."""
+    check_documents(DEMO)
     assert (DEMO / "recommendation.txt").read_text().startswith("pounder tune: gunicorn")
 
 
@@ -182,12 +338,21 @@ POINT_BREAKS: list[tuple[str, str, Callable[[dict[str, Any]], None]]] = [
     ("confirm", "confirm without footprint", lambda d: d["summary"].pop("footprint")),
     ("confirm", "checks stored in the point", lambda d: d["summary"].update(checks=[])),
     ("confirm", "confirm under another key", lambda d: d.update(key="confirm-2")),
+    ("confirm", "other_cores as text", lambda d: d["summary"].update(other_cores="0.1")),
+    ("children-1-t1", "negative other_cores", lambda d: d["summary"].update(other_cores=-0.5)),
+    ("children-1-t1", "rate of zero", lambda d: d["summary"].update(rate=0)),
+    ("pool-*-t1", "pools trial without its rate", lambda d: d["summary"].pop("rate")),
+    ("pool-*-t1", "pools trial without other_cores", lambda d: d["summary"].pop("other_cores")),
+    ("pool-*-t1", "rate as text", lambda d: d["summary"].update(rate="64/s")),
+    ("pool-*-t1", "pools key without its trial", lambda d: d.update(key="pool-2")),
+    ("pool-*-t1", "pools key of the children step", lambda d: d.update(key="children-2-t1")),
+    ("mrpc-*-t1", "mrpc key with a load that is not a number", lambda d: d.update(key="mrpc-2-0-at-x-t1")),
 ]
 
 
 @pytest.mark.parametrize(("key", "what", "mutate"), POINT_BREAKS, ids=[what for _, what, _ in POINT_BREAKS])
 def test_point_schema_rejects(key: str, what: str, mutate: Callable[[dict[str, Any]], None]) -> None:
-    document = load(DEMO / "points" / f"{key}.json")
+    document = load(min((DEMO / "points").glob(f"{key}.json")))  # a pattern: the first such point
     validate(document, "tune-point")
     mutate(document)
     with pytest.raises(jsonschema.ValidationError):
@@ -243,6 +408,25 @@ RESULT_BREAKS: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
     ("memory bound with another source", lambda d: d["memory"].update(ram_source="guessed")),
     ("names missing one", lambda d: d["names"].pop("preload")),
     ("chosen 0 children", lambda d: d["children"].update(chosen=0)),
+    ("decided by an unknown constraint", lambda d: d["children"].update(decided_by="offered")),
+    ("sweep point with p99_low as text", lambda d: d["sweep"][0].update(p99_low="1.0")),
+    ("sweep point with other_cores negative", lambda d: d["sweep"][0].update(other_cores=-1.0)),
+    ("a trial with rate as text", lambda d: d["sweep"][0]["trials"][0].update(rate="fast")),
+    ("offered with a rate as text", lambda d: d["offered"].update(rate="64/s")),
+    ("offered without held", lambda d: d["offered"].pop("held")),
+    ("offered of 0 connections", lambda d: d["offered"].update(connections=0)),
+    ("why not a list", lambda d: d.update(why="because")),
+    ("why with a number", lambda d: d["why"].append(1)),
+    ("pools without its points", lambda d: d["pools"].pop("points")),
+    ("pools chosen as text", lambda d: d["pools"].update(chosen="8")),
+    ("pools p99_met as text", lambda d: d["pools"].update(p99_met="yes")),
+    ("a pools point without vs_best", lambda d: d["pools"]["points"][0].pop("vs_best")),
+    ("vs_best with worse as text", lambda d: d["pools"]["points"][0]["vs_best"].update(worse="no")),
+    ("p99_vs_lowest with another verdict", lambda d: d["pools"]["points"][0]["p99_vs_lowest"].update(verdict="worse")),
+    ("a pools point with vs_unlimited", lambda d: d["pools"]["points"][0].update(vs_unlimited=None)),
+    ("spare_choice of another name", lambda d: d.update(spare_choice={"name": "middle", "why": "", "reasons": []})),
+    ("spare_choice without reasons", lambda d: d.update(spare_choice={"name": "before", "why": ""})),
+    ("a spare point of neither form", lambda d: d.update(spare=[{"name": "before", "trials": []}])),
 ]
 
 

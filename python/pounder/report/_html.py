@@ -43,6 +43,9 @@ td:first-child, th:first-child { text-align: left; }
 pre { background: #f6f8fa; padding: 0.8em 1em; overflow-x: auto; font-size: 0.88em; border-radius: 4px; }
 .callout { background: #eef6ee; border-left: 4px solid #2da44e; padding: 0.6em 1em; margin: 1em 0; }
 ul.reasons li { margin: 0.2em 0; }
+div.scroll { overflow-x: auto; }
+details { margin: 0.6em 0; }
+details > summary { cursor: pointer; color: #57606a; }
 @media print { body { max-width: none; padding: 0; } h2 { break-after: avoid; } figure { break-inside: avoid; } }
 """
 
@@ -85,6 +88,17 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 
 def bullets(items: Sequence[str], css: str = "reasons") -> str:
     return f'<ul class="{css}">' + "".join(f"<li>{esc(i)}</li>" for i in items) + "</ul>"
+
+
+def scroll(fragment: str) -> str:
+    """``fragment`` (a wide table) in a block that scrolls sideways instead of overflowing the page."""
+    return f'<div class="scroll">{fragment}</div>'
+
+
+def details(summary: str, body: str) -> str:
+    """A collapsed part: ``summary`` (escaped here) is shown, ``body`` (HTML, already escaped
+    where needed) when the reader opens it."""
+    return f"<details><summary>{esc(summary)}</summary>{body}</details>"
 
 
 def _pyplot() -> Any:

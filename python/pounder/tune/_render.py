@@ -10,6 +10,7 @@ from typing import Any
 
 from pounder._errors import check_instance, public
 from pounder._units import children_text, mib
+from pounder.tune._analysis import BURST_FACTOR
 from pounder.tune._points import queued_text
 from pounder.tune._session import TuneResult
 
@@ -216,8 +217,10 @@ def render_tune(result: TuneResult) -> str:
     out.append("")
 
     if result.spare:
+        reference = float(result.spare[0].get("reference_p99_ms") or 0.0)
         out.append("6. Spare servers: a step from idle to full load; medians of interleaved trials, p99 with its "
-                   "95% interval")
+                   f"95% interval; slow s: leading seconds whose p99 was above {BURST_FACTOR:g} x {reference:,.1f} ms, "
+                   "the lowest steady p99 of any trial")
         rows = [[p["name"], p["start_servers"], p["min_spare"], p["max_spare"], trials_text(p), p["idle_children"],
                  p["connections"], f"{p['rps']:,.0f}", _ms(p["first_p99_ms"]),
                  f"{p['p99_ms']:,.1f}", _p99_interval(p), _ms(p.get("steady_p99_ms")), p["burst_s"],

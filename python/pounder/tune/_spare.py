@@ -95,7 +95,8 @@ def choose_spare(points: Sequence[Mapping[str, Any]], child_start_s: float | Non
     """Which setting to recommend (module documentation): ``{"name", "why", "reasons"}``."""
     before = next(p for p in points if p["name"] == "before")
     after = next((p for p in points if p["name"] == "after"), None)
-    started = "" if child_start_s is None else f"; a new child took {ms_text(child_start_s * 1000)} ms to serve"
+    started = ("" if child_start_s is None
+               else f"; a lost child was replaced and serving after {child_start_s:,.2f} s (step 1)")
     head = (f"from idle to {before['connections']} clients at once, {len(before.get('trials') or [])} interleaved "
             f"trials per setting (latency high: a second's p99 above {BURST_FACTOR:g} x "
             f"{ms_text(float(before['reference_p99_ms']))} ms, the steady p99 with every child ready){started}")
