@@ -52,16 +52,8 @@ def offered_text(offered: Mapping[str, Any]) -> str:
     return f"{offered_short(offered)} ({offered.get('source', '?')})"
 
 
-def p99_interval(point: Mapping[str, Any]) -> str:
-    low, high = point.get("p99_low"), point.get("p99_high")
-    return "-" if low is None or high is None else f"{float(low):,.1f}-{float(high):,.1f}"
-
-
-def versus_text(vs: Mapping[str, Any] | None) -> str:
-    """A stored ratio with its interval, "-4.5% (-7.0..-2.1)" (as the text report)."""
-    if not vs or vs.get("ratio") is None:
-        return "-"
-    return tune.vs_unlimited_text({"vs_unlimited": vs})
+p99_interval = tune.p99_interval_text
+versus_text = tune.versus_text
 
 # ---------------------------------------------------------------------------------------------
 # step 4: pools at the offered load

@@ -75,7 +75,15 @@ from pounder.tune._analysis import (
 )
 from pounder.tune._options import TuneOptions, make_options
 from pounder.tune._points import QUEUED_BUSY, WIDE, aggregate_trials, busy_measured, queued_text, trials_by
-from pounder.tune._render import flag_text, interval_text, render_tune, trials_text, vs_unlimited_text
+from pounder.tune._render import (
+    flag_text,
+    interval_text,
+    p99_interval_text,
+    render_tune,
+    trials_text,
+    versus_text,
+    vs_unlimited_text,
+)
 from pounder.tune._session import Log, TuneResult, TuneSession, describe_point, manifest
 
 
@@ -175,6 +183,8 @@ def resume(results: str | os.PathLike[str], *, log: Log | None = None, progress:
 __all__ = [
     "flag_text",
     "interval_text",
+    "p99_interval_text",
+    "versus_text",
     "trials_text",
     "vs_unlimited_text",
     "QUEUED_BUSY",

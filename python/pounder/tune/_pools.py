@@ -220,7 +220,8 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
                        "noise cannot be told apart and the smallest of them is chosen; tune again on a quiet machine "
                        "to decide between them")
     bigger = [p for p in marked if int(p["children"]) > n]
-    if bigger and offered.rate is None and offered.connections > n:
+    if bigger and offered.rate is None and offered.connections > n and not chosen["p99_vs_lowest"]["worse"] \
+            and limit_ms is None:
         reasons.append(f"with {children_text(n)} the other {offered.connections - n:,} connections wait in the listen "
                        "queue for a free child, and that wait is in the p99 above: more children served no more, "
                        "no sooner")

@@ -106,12 +106,15 @@ def _confirm_load(confirmation: Mapping[str, Any]) -> str:
     return f"{confirmation['connections']} clients ({float(confirmation['rps']):,.0f} req/s)"
 
 
-def _p99_interval(point: Mapping[str, Any]) -> str:
+@public
+def p99_interval_text(point: Mapping[str, Any]) -> str:
+    """The 95 % interval of the median p99 (ms), "-" without one."""
     low, high = point.get("p99_low"), point.get("p99_high")
     return "-" if low is None or high is None else f"{float(low):,.1f}-{float(high):,.1f}"
 
 
-def _versus_text(vs: Mapping[str, Any] | None) -> str:
+@public
+def versus_text(vs: Mapping[str, Any] | None) -> str:
     """"-4.5% (-7.0..-2.1)", a ratio to the best with its interval."""
     if not vs or vs.get("ratio") is None:
         return "-"
@@ -135,7 +138,7 @@ def _pools_table(result: TuneResult) -> list[str]:
         mark = "chosen" if n == pools.chosen else "best" if n == pools.best else ""
         rows.append([n, "-" if at_sweep is None else _rps(at_sweep), "-" if at_sweep is None else _ms(
             at_sweep["p99_ms"]), p["connections"], trials_text(p), f"{p['complete'] + p['failed']:,}", _rps(p),
-            interval_text(p), _versus_text(p.get("vs_best")), _ms(p["p50_ms"]), _ms(p["p99_ms"]), _p99_interval(p),
+            interval_text(p), versus_text(p.get("vs_best")), _ms(p["p50_ms"]), _ms(p["p99_ms"]), p99_interval_text(p),
             _cores(p.get("server_cores")), _cores(p.get("client_cores")), _cores(p.get("other_cores")), p["failed"],
             flag_text(p), mark])
     out += _table(["MC", "RPS 2xMC", "p99 2xMC", "NC", "trials", "NR", "RPS", "95% CI", "RPS vs best (95% CI)", "p50",
@@ -223,7 +226,7 @@ def render_tune(result: TuneResult) -> str:
                    "the lowest steady p99 of any trial")
         rows = [[p["name"], p["start_servers"], p["min_spare"], p["max_spare"], trials_text(p), p["idle_children"],
                  p["connections"], f"{p['rps']:,.0f}", _ms(p["first_p99_ms"]),
-                 f"{p['p99_ms']:,.1f}", _p99_interval(p), _ms(p.get("steady_p99_ms")), p["burst_s"],
+                 f"{p['p99_ms']:,.1f}", p99_interval_text(p), _ms(p.get("steady_p99_ms")), p["burst_s"],
                  "chosen" if p.get("chosen") else ""] for p in result.spare]
         out += _table(["", "Start", "MinSpare", "MaxSpare", "trials", "idle children", "NC", "RPS", "p99 1st s",
                        "p99", "p99 95% CI", "steady p99", "slow s", ""], rows)
