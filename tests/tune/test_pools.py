@@ -177,3 +177,19 @@ def test_progress_estimates_the_time_left_from_the_points_planned() -> None:
     progress.skipped("children")
     assert progress.left_s() == pytest.approx(168.0, rel=0.01)
     assert minutes_text(30) == "under a minute"
+
+
+def test_unsharing_is_named_when_shared_memory_fell() -> None:
+    from pounder.tune._analysis import growth
+    from tune.test_analysis import measure_summary, sizes
+
+    # the children's shared pages fell by 8 MiB while their private memory grew: copy-on-write
+    unsharing = measure_summary(warm=sizes(max_uss=20 * 2**20, median_shared=40 * 2**20),
+                                end=sizes(max_uss=28 * 2**20, median_shared=32 * 2**20),
+                                growth_first=20_000.0, growth_second=20_000.0, requests_second=1000)
+    verdict = growth(unsharing).reasons[-1]
+    assert growth(unsharing).leak and "part of it unsharing" in verdict and "8,388,608 bytes" in verdict
+    # shared memory that stayed: a plain leak
+    plain = measure_summary(warm=sizes(max_uss=20 * 2**20), end=sizes(max_uss=28 * 2**20),
+                            growth_first=20_000.0, growth_second=20_000.0, requests_second=1000)
+    assert growth(plain).reasons[-1] == "verdict: a leak (every criterion met)"

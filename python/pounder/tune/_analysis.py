@@ -231,7 +231,12 @@ def growth(measure: Summary) -> Growth:
         later = "growing later, not slowing" if second > 0 else "neither half grew"
         reasons.append(f"second half against the first: {_bytes(second)} against {_bytes(first)} bytes per request "
                        f"(the first half did not grow): {later}")
-    if leak:
+    unshared = _unshared(measure)
+    if leak and unshared:
+        reasons.append(f"verdict: growth (every criterion met), part of it unsharing: the children's median shared "
+                       f"memory fell by {_bytes(unshared)} bytes over the measurement, pages shared with the parent "
+                       "written and made private (copy-on-write)")
+    elif leak:
         reasons.append("verdict: a leak (every criterion met)")
     else:
         failed = [name for name, ok in (("too little per request", per_request), ("too little in total", enough_total),
@@ -240,6 +245,16 @@ def growth(measure: Summary) -> Growth:
     return Growth(first=first, second=second, total_second=total, requests_second=requests,
                   enough_per_request=per_request, enough_total=enough_total, still_growing=still, leak=leak,
                   reasons=reasons)
+
+
+def _unshared(measure: Summary) -> int:
+    """How much the children's median shared memory fell from warm to the end of the size
+    measurement (0 when it did not fall by at least ``LEAK_MIN_TOTAL``)."""
+    warm, end = measure.get("warm") or {}, measure.get("end") or {}
+    if warm.get("median_shared") is None or end.get("median_shared") is None:
+        return 0
+    fell = int(warm["median_shared"]) - int(end["median_shared"])
+    return fell if fell >= LEAK_MIN_TOTAL else 0
 
 
 @public
