@@ -120,15 +120,15 @@ def test_apache_max_clients_follows_the_formula_and_preload_raises_it(apache_ser
         results = public_dir / f"results-{folder.name}"
         # (--mrpc 0: MaxConnectionsPerChild is measured on Apache by the report tests' run)
         done = _tune("apache", str(conf), "--path", "/grow", "--ram", "256M", "--quick", "--point-duration", "1s",
-                     "--mrpc", "0", "--max-children", "8", "--results", str(results))
+                     "--mrpc", "0", "--max-children", "4", "--results", str(results))
         assert done.returncode == 0, done.stderr
         data = _recommendation(results, done)
         assert abs(data["memory"]["max_clients"] - expected) <= 1, (data["memory"], expected)
         # no target: the pools are compared at as many clients as the memory bound holds (capped),
         # and the smallest as good as the best is chosen, never more than the bound
         chosen, bound = data["params"]["max_clients"], data["memory"]["max_clients"]
-        assert data["offered"]["connections"] == min(bound, 8), data["offered"]
-        assert chosen <= bound and max(p["children"] for p in data["pools"]["points"]) == min(bound, 8)
+        assert data["offered"]["connections"] == min(bound, 4), data["offered"]
+        assert chosen <= bound and max(p["children"] for p in data["pools"]["points"]) == min(bound, 4)
         assert data["children"]["decided_by"] in ("offered-load", "memory", "confirmation")
         if data["children"]["decided_by"] == "confirmation":
             assert "the measurement beats the sizes' prediction" in data["children"]["reasons"][-1]

@@ -193,3 +193,23 @@ def test_unsharing_is_named_when_shared_memory_fell() -> None:
     plain = measure_summary(warm=sizes(max_uss=20 * 2**20), end=sizes(max_uss=28 * 2**20),
                             growth_first=20_000.0, growth_second=20_000.0, requests_second=1000)
     assert growth(plain).reasons[-1] == "verdict: a leak (every criterion met)"
+
+
+def test_a_slow_pool_with_a_low_p99_does_not_push_the_choice_up() -> None:
+    # the review's case: 2 children are distinguishably slower (with the lowest p99); 4 are as fast
+    # as 64 with a quarter of its p99: 4 is chosen, not 64
+    points = [trials(2, [1400, 1390, 1410], [20, 21, 19]), trials(4, [1600, 1590, 1610], [30, 31, 29]),
+              trials(64, [1610, 1600, 1620], [120, 125, 118])]
+    got = choose_pool(points, offered_load(Target(), bound(), 64), Target(), tolerance=0.05)
+    assert got.chosen == 4 and got.lowest_p99 == 4
+
+
+def test_a_pool_whose_trials_all_failed_is_left_out_not_a_crash() -> None:
+    failed = []
+    for number in (1, 2, 3):
+        trial = load_summary(64, 10.0, p99_ms=5.0, connections=64)
+        trial.update(trial=number, failed=trial["complete"] * 9)  # 90 % failed: not counted
+        failed.append(trial)
+    points = [ISSUE[0], aggregate_trials(failed)]
+    got = choose_pool(points, offered_load(Target(), bound(), 64), Target(), tolerance=0.05)
+    assert got.chosen == 2 and next(p for p in got.points if p["children"] == 64)["vs_best"]["worse"]

@@ -245,7 +245,10 @@ def check_documents(root: Path) -> None:
         candidates = trials_by(by_step["pools"], "children")
         aggregated = [_aggregated(list(candidates[n]), rounds) for n in sorted(candidates)]
         again = choose_pool(aggregated, OfferedLoad(**offered), target, tolerance=float(options["tolerance"]))
-        assert pools == again.to_dict()
+        # the decisions as stored (the wording of the reasons may have changed since the run)
+        text = ("why", "reasons")
+        assert {k: v for k, v in pools.items() if k not in text} == {
+            k: v for k, v in again.to_dict().items() if k not in text}
         assert [p["children"] for p in pools["points"]] == sorted(candidates)
         assert pools["offered"] == offered
         if result["children"]["decided_by"] not in ("memory", "confirmation"):

@@ -40,7 +40,7 @@ from pounder._errors import PounderError
 from pounder._units import mib
 from pounder.pool import ADAPTERS, OLD_TUNE_SCHEMAS, RESULT_SCHEMA, TUNE_SCHEMA, ResultsDir, adapter_from_dict
 from pounder.report._html import ReportError, Section, bullets, details, esc, paragraph, pre, table
-from pounder.report._tune_pools import mrpc_section, offered_text, pools_section, spare_section
+from pounder.report._tune_pools import mrpc_section, offered_short, offered_text, pools_section, spare_section
 from pounder.report._tune_steps import children_section, memory_section, sizes_section
 
 PARAMS = ("max_clients", "max_requests", "start_servers", "min_spare", "max_spare")
@@ -344,9 +344,12 @@ def _target_text(run: TuneRun) -> str:
         parts.append(f"{float(target['peak_rate']):,.6g} req/s at the peak ({target.get('source', '--peak-rate')})")
     if target.get("p99_s") is not None:
         parts.append(f"p99 at most {float(target['p99_s']) * 1000:,.1f} ms")
-    if not parts and run.at_offered_load:
-        parts.append("none given (no --clients, --peak-rate or access log): pools are compared at as many clients "
-                     "as the memory bound holds")
+    offered = (run.result or {}).get("offered")
+    if not parts and run.at_offered_load and offered:
+        parts.append(f"none given (no --clients, --peak-rate or access log): the pools are compared at "
+                     f"{offered_short(offered)}, as many clients as the pool may have children")
+    elif not parts and run.at_offered_load:
+        parts.append("none given (no --clients, --peak-rate or access log)")
     elif not parts:
         parts.append("none given (no --clients, --peak-rate or access log): the pool is sized by memory")
     if target.get("proxy") is False:
@@ -374,7 +377,7 @@ def _confirmation(confirmation: Mapping[str, Any] | None) -> str:
     lowered = confirmation.get("lowered_from")
     if lowered:
         out += paragraph(f"(of the pool lowered from {lowered['children']} children, whose footprint "
-                         f"{mib(int(lowered['footprint']))} MiB was over the RAM budget: see Why)")
+                         f"{mib(int(lowered['footprint']))} MiB was over the RAM budget: see Details)")
     return out
 
 

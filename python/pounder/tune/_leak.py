@@ -22,11 +22,14 @@ from pounder.tune._analysis import ChildrenChoice, MemoryBound, _affordable, gro
 
 
 def room_for_growth(choice: ChildrenChoice, mrpc_points: Sequence[Mapping[str, Any]], measure: Mapping[str, Any],
-                    memory: MemoryBound, *, max_loss: float, counts: str = "requests") -> ChildrenChoice:
+                    memory: MemoryBound, *, max_loss: float, counts: str = "requests",
+                    target: bool = False) -> ChildrenChoice:
     """``choice`` with the pool lowered to leave a leaking child room to grow (module documentation);
-    unchanged without a leak, for a pool sized by a target, or when no value measured is affordable."""
+    unchanged without a leak, for a pool sized by a target (``target``: a target load was given),
+    or when no value measured is affordable."""
     grown = growth(measure)
-    if not grown.leak or choice.decided_by not in ("memory", "max-children", "offered-load"):
+    if not grown.leak or choice.decided_by not in ("memory", "max-children", "offered-load") or (
+            target and choice.decided_by == "offered-load"):
         return choice
     affordable = sorted(int(p["max_requests"]) for p in mrpc_points
                         if int(p["max_requests"]) > 0 and p.get("vs_unlimited")

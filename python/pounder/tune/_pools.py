@@ -27,12 +27,13 @@ is made.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pounder._units import children_text
-from pounder.compare import ratio_interval
+from pounder._units import children_text, count_text
+from pounder.compare import clean_trial, ratio_interval
 from pounder.tune._analysis import ChildrenChoice, MemoryBound, Target, change_text, ms_text, rate_with_interval
 from pounder.tune._points import WIDE
 
@@ -45,10 +46,6 @@ OPEN_LOOP_CONNECTIONS = 16
 """At least this many connections in flight for an open-loop offered load."""
 
 Summary = Mapping[str, Any]
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 @dataclass(frozen=True)
@@ -64,7 +61,7 @@ class OfferedLoad:
 
     def short(self) -> str:
         """``64 clients`` / ``200 req/s``."""
-        return f"{self.rate:,.6g} req/s" if self.rate is not None else _plural(self.connections, "client")
+        return f"{self.rate:,.6g} req/s" if self.rate is not None else count_text(self.connections, "client")
 
     def text(self) -> str:
         return f"{self.short()} ({self.source})"
@@ -101,13 +98,18 @@ def pool_candidates(knee: int, offered: OfferedLoad, memory: MemoryBound, max_ch
     return sorted(found)
 
 
+def trial_values(point: Summary, key: str) -> list[float]:
+    """``key`` of each of the point's counted trials (:func:`pounder.compare.clean_trial`)."""
+    return [float(t[key]) for t in point.get("trials") or []
+            if t.get(key) is not None and clean_trial(int(t["complete"]), int(t["failed"]))]
+
+
 def _rates(point: Summary) -> list[float]:
-    return [float(t["rps"]) for t in point.get("trials") or [] if t.get("counted", True) and t.get("rps") is not None]
+    return trial_values(point, "rps")
 
 
 def _p99s(point: Summary) -> list[float]:
-    return [float(t["p99_ms"]) for t in point.get("trials") or [] if t.get("counted", True)
-            and t.get("p99_ms") is not None]
+    return trial_values(point, "p99_ms")
 
 
 def _versus(ours: Sequence[float], theirs: Sequence[float], *, higher_is_better: bool,
@@ -115,6 +117,8 @@ def _versus(ours: Sequence[float], theirs: Sequence[float], *, higher_is_better:
     """Ours against theirs: the ratio of medians, its interval and whether ours is distinguishably
     worse. Without an interval (fewer than 2 trials on a side), worse when the ratio is beyond
     ``effect``."""
+    if not ours or not theirs:  # a pool with no counted trial: no figure to compare
+        return {"ratio": None, "low": None, "high": None, "verdict": "unknown", "worse": not ours}
     estimate = ratio_interval(ours, theirs, higher_is_better=higher_is_better, min_effect=effect)
     ratio = estimate.ratio
     if ratio is None:
@@ -152,6 +156,8 @@ class PoolChoice:
 def p99_with_interval(point: Summary) -> str:
     """``p99 12.5 ms (11.0-14.1)``: a point's median p99 and its 95 % interval, as the tables print it."""
     low, high = point.get("p99_low"), point.get("p99_high")
+    if point.get("p99_ms") is None:
+        return "no request answered cleanly"
     text = f"p99 {ms_text(float(point['p99_ms']))} ms"
     return text if low is None or high is None else f"{text} ({ms_text(float(low))}-{ms_text(float(high))})"
 
@@ -170,15 +176,20 @@ def _point_text(point: Summary) -> str:
 def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target, *, tolerance: float) -> PoolChoice:
     """The smallest pool as good as the best at the offered load (module documentation)."""
     ordered = sorted(points, key=lambda p: int(p["children"]))
-    best = max(ordered, key=lambda p: float(p["rps"]))  # the first (smallest) of equal ones
-    lowest = min(ordered, key=lambda p: float(p["p99_ms"]))
+    answered = [p for p in ordered if int(p.get("counted") or 0) > 0 and p.get("p99_ms") is not None] or ordered[:1]
+    best = max(answered, key=lambda p: float(p["rps"]))  # the first (smallest) of equal ones
     marked: list[dict[str, Any]] = []
     for point in ordered:
         copy = dict(point)
         copy["vs_best"] = _versus(_rates(point), _rates(best), higher_is_better=True, effect=tolerance)
-        copy["p99_vs_lowest"] = _versus(_p99s(point), _p99s(lowest), higher_is_better=False, effect=P99_EFFECT)
+        copy["vs_best"]["worse"] = copy["vs_best"]["worse"] or point not in answered
         marked.append(copy)
-    fast = [p for p in marked if not p["vs_best"]["worse"]]
+    fast = [p for p in marked if not p["vs_best"]["worse"]] or [marked[ordered.index(best)]]
+    # the p99 is held against the lowest of the pools as fast as the best: a slow pool's low p99
+    # says nothing about the others
+    lowest = min(fast, key=lambda p: float(p["p99_ms"] if p.get("p99_ms") is not None else math.inf))
+    for copy in marked:
+        copy["p99_vs_lowest"] = _versus(_p99s(copy), _p99s(lowest), higher_is_better=False, effect=P99_EFFECT)
     limit_ms = None if target.p99_s is None else target.p99_s * 1000
     p99_met: bool | None = None
     if limit_ms is not None:
@@ -189,9 +200,8 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
         latency = f"its p99 meets --p99 {ms_text(limit_ms)} ms"
     else:
         calm = [p for p in fast if not p["p99_vs_lowest"]["worse"]]
-        chosen = calm[0] if calm else next(p for p in marked if int(p["children"]) == int(best["children"]))
-        latency = ("its p99 is not distinguishably above the lowest measured" if calm
-                   else "no pool as fast had a p99 as low as the lowest: the fastest is kept")
+        chosen = calm[0] if calm else lowest
+        latency = "its p99 is not distinguishably above the lowest of the pools as fast"
     n, best_n, low_n = int(chosen["children"]), int(best["children"]), int(lowest["children"])
     wide = [int(p["children"]) for p in marked if p.get("wide")]
     load = offered.text()
@@ -200,7 +210,17 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
     else:
         how = (f"{_against(chosen['vs_best'])} against the best, {children_text(best_n)} "
                f"({rate_with_interval(best)}): not distinguishably slower")
-    why = (f"{n}: the smallest pool as good as the best at {offered.short()}: {rate_with_interval(chosen)}, "
+    if len(marked) == 1:
+        head = f"{n}: the only candidate at {offered.short()} (the knee and the largest pool allowed coincide)"
+    elif limit_ms is not None and p99_met:
+        head = f"{n}: the smallest pool as fast as the best whose p99 meets --p99 {ms_text(limit_ms)} ms at " \
+               f"{offered.short()}"
+    elif limit_ms is not None:
+        head = (f"{n}: --p99 {ms_text(limit_ms)} ms met by no pool as fast as the best; the smallest pool as good as "
+                f"the best at {offered.short()}")
+    else:
+        head = f"{n}: the smallest pool as good as the best at {offered.short()}"
+    why = (f"{head}: {rate_with_interval(chosen)}, "
            f"{p99_with_interval(chosen)}" + ("" if n == best_n else
                                              f" (the best: {children_text(best_n)}, {rate_with_interval(best)})")
            + (" - the machine was noisy (wide intervals): see Details" if n in wide or best_n in wide else ""))
@@ -212,7 +232,7 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
     others = [p for p in marked if int(p["children"]) != n]
     if others:
         reasons.append("the others at the same load: " + "; ".join(
-            f"{_point_text(p)} ({'distinguishably slower' if p['vs_best']['worse'] else 'as fast'}"
+            f"{_point_text(p)} ({'distinguishably slower' if p['vs_best']['worse'] else 'not distinguishably slower'}"
             f"{', p99 distinguishably higher' if p['p99_vs_lowest']['worse'] else ''})" for p in others))
     if wide:
         reasons.append(f"the intervals of {', '.join(f'{w:,}' for w in wide)} children stayed wider than ±"
@@ -224,7 +244,7 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
             and limit_ms is None:
         reasons.append(f"with {children_text(n)} the other {offered.connections - n:,} connections wait in the listen "
                        "queue for a free child, and that wait is in the p99 above: more children served no more, "
-                       "no sooner")
+                       "no sooner, within the intervals")
     return PoolChoice(offered=offered, chosen=n, best=best_n, lowest_p99=low_n, p99_met=p99_met, points=marked,
                       why=why, reasons=reasons)
 

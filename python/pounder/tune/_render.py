@@ -92,8 +92,9 @@ def _target_text(result: TuneResult) -> str:
     if target.p99_s is not None:
         parts.append(f"p99 at most {target.p99_s * 1000:,.1f} ms")
     if not parts:
-        parts.append("none given (no --clients, --peak-rate or access log): pools are compared at as many clients "
-                     "as the memory bound holds")
+        parts.append("none given (no --clients, --peak-rate or access log)" + (
+            "" if result.offered is None else f": the pools are compared at {result.offered.short()}, as many "
+            "clients as the pool may have children"))
     if not target.proxy:
         parts.append("no buffering proxy in front (--no-proxy)")
     parts.append(f"{options.trials} interleaved trials per point")
@@ -261,7 +262,7 @@ def render_tune(result: TuneResult) -> str:
         lowered = confirmation.get("lowered_from")
         if lowered:
             out.append(f"  (of the pool lowered from {children_text(int(lowered['children']))}, whose footprint "
-                       f"{mib(int(lowered['footprint']))} MiB was over the RAM budget: see Why)")
+                       f"{mib(int(lowered['footprint']))} MiB was over the RAM budget: see Details)")
     if result.advice:
         out.append("")
         out.append("Advice")

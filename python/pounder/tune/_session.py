@@ -232,6 +232,9 @@ class TuneSession:
                logged: str | None = None) -> dict[str, Any]:
         """The stored summary of point ``key``, measuring it first if it is not stored yet."""
         stored = self.results.load_point(key)
+        if stored is not None and stored.get("params") != params.to_dict():
+            raise PounderError(f"{self.results.path}/points/{key}.json was measured with other pool parameters (an "
+                               "earlier pounder measured this run): start a new run instead of resuming this one")
         if stored is not None:
             self.progress.skipped(step)
             summary: dict[str, Any] = stored["summary"]
@@ -416,7 +419,7 @@ class TuneSession:
                 trials[name].append(self._spare_trial(name, params, burst, number))
         reference = reference_us([t for group in trials.values() for t in group])
         points = [aggregate_spare(name, group, reference) for name, group in trials.items()]
-        decided = choose_spare(points, child_start_s)
+        decided = choose_spare(points, child_start_s, tolerance=options.tolerance)
         for point in points:
             point["chosen"] = point["name"] == decided["name"]
         return points, decided, tuple(settings[decided["name"]])  # type: ignore[return-value]
@@ -505,14 +508,16 @@ class TuneSession:
         options, adapter = self.options, self.adapter
         n = choice.chosen
         self._check_fits(n, memory)
+        # no leak: unlimited whatever the values cost, so only the largest is measured (its cost reported)
+        values = options.mrpc_values if growth(measure).leak else (0, max(options.mrpc_values))
         plan = [(f"mrpc-{n}-{value}-at-{offered.connections}", PoolParams(n, max_requests=value),
                  offered.connections, f"MaxRequestsPerChild {value or 'unlimited'} ({children_text(n)}, "
-                 f"{offered.short()})") for value in options.mrpc_values]
+                 f"{offered.short()})") for value in values]
         if not any(options.mrpc_values):  # unlimited alone: nothing to compare it with
             plan = []
         points = mrpc_losses(self._sweep("max-requests", plan, options.trials, warm_rounds=False, rate=offered.rate))
         choice = room_for_growth(choice, points, measure, memory, max_loss=options.max_loss,
-                                 counts=adapter.max_requests_counts)
+                                 counts=adapter.max_requests_counts, target=self.target().load)
         mrpc = choose_max_requests(points, measure, memory, choice.chosen, max_loss=options.max_loss,
                                    counts=adapter.max_requests_counts, kind=adapter.kind)
         return points, mrpc, choice

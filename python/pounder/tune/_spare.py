@@ -91,7 +91,8 @@ def _trial_values(point: Mapping[str, Any], key: str) -> list[float]:
             if t.get(key) is not None and clean_trial(int(t["complete"]), int(t["failed"]))]
 
 
-def choose_spare(points: Sequence[Mapping[str, Any]], child_start_s: float | None) -> dict[str, Any]:
+def choose_spare(points: Sequence[Mapping[str, Any]], child_start_s: float | None, *,
+                 tolerance: float = 0.05) -> dict[str, Any]:
     """Which setting to recommend (module documentation): ``{"name", "why", "reasons"}``."""
     before = next(p for p in points if p["name"] == "before")
     after = next((p for p in points if p["name"] == "after"), None)
@@ -108,11 +109,12 @@ def choose_spare(points: Sequence[Mapping[str, Any]], child_start_s: float | Non
     p99 = _versus(_trial_values(after, "p99_ms"), _trial_values(before, "p99_ms"), higher_is_better=False,
                   effect=P99_EFFECT)
     rps = _versus(_trial_values(after, "rps"), _trial_values(before, "rps"), higher_is_better=True,
-                  effect=P99_EFFECT)
-    better = float(after["p99_ms"]) <= float(before["p99_ms"]) and not p99["worse"] and not rps["worse"]
+                  effect=tolerance)
+    # a tie keeps the defaults: more idle children cost memory for nothing measured
+    better = float(after["p99_ms"]) < float(before["p99_ms"]) and not p99["worse"] and not rps["worse"]
     chosen = after if better else before
-    verdict = ("measured no worse than the defaults, and its median p99 no higher" if better else
-               "measured worse than the defaults (a higher median p99, or a p99 distinguishably above or a "
+    verdict = ("measured no worse than the defaults, and its median p99 lower" if better else
+               "not measured better than the defaults (a median p99 no lower, or a p99 distinguishably above or a "
                "throughput distinguishably below theirs): the defaults are kept")
     reasons = [f"spare servers, {head}: the defaults ({_settings(before)}): {_figures(before)}; "
                f"{_settings(after)}: {_figures(after)}: {verdict}"]
