@@ -73,6 +73,7 @@ from pounder.tune._analysis import (
     spare_settings,
     steady_p99_us,
 )
+from pounder.tune._machine import manifest
 from pounder.tune._options import TuneOptions, make_options
 from pounder.tune._points import QUEUED_BUSY, WIDE, aggregate_trials, busy_measured, queued_text, trials_by
 from pounder.tune._render import (
@@ -84,7 +85,7 @@ from pounder.tune._render import (
     versus_text,
     vs_unlimited_text,
 )
-from pounder.tune._session import Log, TuneResult, TuneSession, describe_point, manifest
+from pounder.tune._session import Log, TuneResult, TuneSession, describe_point
 
 
 def _finish(session: TuneSession) -> TuneResult:

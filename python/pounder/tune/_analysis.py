@@ -1111,7 +1111,7 @@ def _others_busy(point: Summary, cores: int) -> str | None:
         return None
     return (f"other processes on this machine (neither the server nor pounder) used {cores_text(float(other))} of "
             f"{cores} cores at {children_text(int(point['children']))}: they, not the application, limit what was "
-            "measured here and add noise; tune on a quiet machine, or pin the server with --server-cpus")
+            "measured here and add noise; tune on a quiet machine")
 
 
 @public

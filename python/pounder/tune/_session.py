@@ -23,7 +23,6 @@ same decisions.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -31,7 +30,7 @@ from typing import Any
 
 from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
-from pounder._units import MIB, available_cpus, children_text, count_text, cpu_list_text, mib_unit
+from pounder._units import MIB, available_cpus, children_text, count_text, mib_unit
 from pounder._version import __version__
 from pounder.load import AgentPool, BenchResult, ProgressCallback
 from pounder.pool import (
@@ -42,7 +41,6 @@ from pounder.pool import (
     Workload,
     child_sizes,
     growth_per_request,
-    split_cpus,
 )
 from pounder.procs import mem_available
 from pounder.tune._analysis import (
@@ -66,6 +64,7 @@ from pounder.tune._analysis import (
 )
 from pounder.tune._confirm import confirmation_checks, lower_pool, lowered_pool
 from pounder.tune._leak import room_for_growth
+from pounder.tune._machine import cpus_for
 from pounder.tune._options import TuneOptions
 from pounder.tune._points import aggregate_trials, still_growing
 from pounder.tune._pools import (
@@ -208,7 +207,7 @@ class TuneSession:
         self.results = results
         self._log = log or (lambda line: None)
         self._status = status or (lambda line: None)
-        server_cpus, load_cpus, self.cpus_note = _cpus(options, agents)
+        server_cpus, load_cpus, self.cpus_note = cpus_for(options, agents)
         workload = Workload(path=options.path, targets=options.targets, keepalive=options.keepalive,
                             throttle=options.throttle)
         self.runner = Runner(adapter, results.servers_dir, workload, options.memory_floor, options.timeout_s,
@@ -233,8 +232,13 @@ class TuneSession:
         """The stored summary of point ``key``, measuring it first if it is not stored yet."""
         stored = self.results.load_point(key)
         if stored is not None and stored.get("params") != params.to_dict():
-            raise PounderError(f"{self.results.path}/points/{key}.json was measured with other pool parameters (an "
-                               "earlier pounder measured this run): start a new run instead of resuming this one")
+            if step != "confirm":
+                raise PounderError(f"{self.results.path}/points/{key}.json was measured with other pool parameters "
+                                   "(an earlier pounder measured this run): start a new run instead of resuming it")
+            # a resumed run whose points now decide another configuration: its confirmation is new
+            self._log(f"the stored {key} was of {children_text(int(stored['params']['max_clients']))}: measured "
+                      f"again for the configuration recommended now")
+            stored = None
         if stored is not None:
             self.progress.skipped(step)
             summary: dict[str, Any] = stored["summary"]
@@ -569,35 +573,3 @@ class TuneSession:
         if predicted > memory.ram:
             raise PounderError(f"{children_text(children)} would need {predicted / MIB:,.0f} MiB, more than the budget "
                                f"of {memory.ram / MIB:,.0f} MiB")
-
-
-def _cpus(options: TuneOptions,
-          agents: AgentPool | None = None) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, str]:
-    """The server's and the load generator's CPUs: as given, else split when there are enough;
-    with agents, the server has every CPU (the measured loads come from the agents)."""
-    sent = ""
-    if agents is not None:
-        away = agents.elsewhere()
-        here = agents.count - away
-        where = ("" if not here else " on this machine, sharing its CPUs with the server" if not away
-                 else f", {here} of them on this machine, sharing its CPUs with the server")
-        sent = f"measured loads sent by {agents.count} Ray agent{'s' * (agents.count != 1)}{where}; "
-    if options.server_cpus is not None or options.load_cpus is not None:
-        server, load = (("any" if cpus is None else cpu_list_text(cpus))
-                        for cpus in (options.server_cpus, options.load_cpus))
-        note = f"{sent}server on CPUs {server}, load generator on CPUs {load} (as given)"
-        return options.server_cpus, options.load_cpus, note
-    if agents is not None:
-        cpus = cpu_list_text(sorted(os.sched_getaffinity(0)))
-        return None, None, f"{sent}the server is not pinned: it may run on every CPU here ({cpus})"
-    return split_cpus(sorted(os.sched_getaffinity(0)))
-
-
-def manifest(adapter: Adapter, options: TuneOptions, agents: AgentPool | None = None) -> dict[str, Any]:
-    """What ``tune.json`` records about a run (enough to resume it); ``agents``: the Ray agents
-    that send its measured loads."""
-    load = {} if agents is None else {
-        "load": {"ray": agents.address, "agents": agents.count, "per_node": agents.per_node}}
-    return {"tool_version": __version__, "started_at": utc_timestamp(), "adapter": adapter.to_dict(),
-            "options": options.to_dict(), **load,
-            "machine": {"cpus": available_cpus(), "mem_available": mem_available(), "hostname": os.uname().nodename}}
