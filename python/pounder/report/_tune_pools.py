@@ -98,6 +98,9 @@ def pools_section(run: TuneRun, prefix: str) -> Section:
 
 def _pools_chart(section: Section, chart_id: str, caption: str, points: Sequence[Mapping[str, Any]],
                  chosen: int | None, best: int | None, limit_ms: float | None) -> None:
+    points = [p for p in points if p.get("p99_ms") is not None]  # a pool whose trials all failed has no figures
+    if not points:
+        return
     counts = [int(p["children"]) for p in points]
     with chart(chart_id, caption, section.body, rows=2, height=2.4) as (top, bottom):
         top.errorbar(counts, [float(p["rps"]) for p in points], yerr=errors(points), fmt="o-", color=BLUE,

@@ -3,7 +3,7 @@ target load for one point, must meet each limit (pure, no I/O).
 
 * failures: at most 1 % of the requests attempted (:func:`pounder.compare.clean_trial`);
 * throughput: not below every trial of the best pool measured at the same offered load by more
-  than the tolerance (:func:`throughput_check`);
+  than the tolerance or 10 % (:func:`throughput_check`);
 * the rate (open loop, a ``--peak-rate`` or the access log's peak): at least 97 % of the requests
   the schedule sent in the load's duration answered;
 * p99 (when ``--p99`` is given): at or below it (the corrected p99: from when each request was
@@ -25,6 +25,7 @@ from typing import Any
 from pounder._units import children_text, mib, mib_unit
 from pounder.compare import MAX_FAILED, clean_trial
 from pounder.tune._analysis import ChildrenChoice, MemoryBound, Target
+from pounder.tune._points import WIDE
 
 RATE_MET = 0.97
 
@@ -40,10 +41,11 @@ def _trial_rates(point: Mapping[str, Any]) -> list[float]:
 
 def throughput_check(summary: Mapping[str, Any], best: Mapping[str, Any], tolerance: float) -> dict[str, Any]:
     """The confirmation's requests/s against the best pool measured at the same offered load: not
-    met when it is below every counted trial of the best by more than ``tolerance`` (one run
-    against a point's spread, not against the median's narrower interval)."""
+    met when it is below every counted trial of the best by more than ``tolerance`` or ``WIDE``,
+    whichever is larger (one run against a point's spread, not against the median's narrower
+    interval: a single run scatters as far as a trial may before its point is called wide)."""
     rates = _trial_rates(best) or [float(best["rps"])]
-    floor = (1 - tolerance) * min(rates)
+    floor = (1 - max(tolerance, WIDE)) * min(rates)
     rps = float(summary["rps"])
     best_text = f"{children_text(int(best['children']))}'s {float(best['rps']):,.0f} req/s"
     return _check("throughput", rps >= floor, rps, floor,
