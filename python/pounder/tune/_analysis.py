@@ -87,14 +87,6 @@ decays as children write to what they share (reference counts, caches)."""
 Summary = Mapping[str, Any]
 
 
-def _round_up(value: int) -> int:
-    """Up to one significant digit: 7448 -> 8000, 12 -> 20, 3 -> 3."""
-    if value < 10:
-        return max(1, value)
-    scale: int = 10 ** (len(str(value)) - 1)
-    return -(-value // scale) * scale
-
-
 def _round_down(value: int) -> int:
     """Down to two significant digits: 3456 -> 3400, 87 -> 87, 1 -> 1."""
     if value < 100:

@@ -22,7 +22,7 @@ from typing import Any
 
 from pounder.compare import clean_trial, median_interval
 from pounder.tune._analysis import BURST_FACTOR, burst_seconds, ms_text, rps_text
-from pounder.tune._pools import P99_EFFECT, _versus
+from pounder.tune._pools import P99_EFFECT, _versus, p99_with_interval
 
 _MEDIANS = ("rps", "p50_ms", "p95_ms", "p99_ms", "steady_p99_ms", "first_p99_ms", "server_cores", "client_cores",
             "other_cores", "server_cpu_us", "elapsed_s")
@@ -75,14 +75,8 @@ def _settings(point: Mapping[str, Any]) -> str:
             f"{point['max_spare']}")
 
 
-def _p99(point: Mapping[str, Any]) -> str:
-    low, high = point.get("p99_low"), point.get("p99_high")
-    text = f"p99 {ms_text(float(point['p99_ms']))} ms"
-    return text if low is None or high is None else f"{text} ({ms_text(float(low))}-{ms_text(float(high))})"
-
-
 def _figures(point: Mapping[str, Any]) -> str:
-    return (f"{_p99(point)}, {rps_text(float(point['rps']))} req/s, latency high for {point['burst_s']} s, "
+    return (f"{p99_with_interval(point)}, {rps_text(float(point['rps']))} req/s, latency high for {point['burst_s']} s, "
             f"{point['idle_children']} idle children at the start")
 
 
@@ -119,7 +113,7 @@ def choose_spare(points: Sequence[Mapping[str, Any]], child_start_s: float | Non
     reasons = [f"spare servers, {head}: the defaults ({_settings(before)}): {_figures(before)}; "
                f"{_settings(after)}: {_figures(after)}: {verdict}"]
     name = "the defaults" if chosen is before else "raised"
-    why = f"spare servers {name}, {_settings(chosen)}: burst {_p99(chosen)} against " + (
+    why = f"spare servers {name}, {_settings(chosen)}: burst {p99_with_interval(chosen)} against " + (
         f"the defaults' {ms_text(float(before['p99_ms']))} ms" if chosen is after else
         f"{ms_text(float(after['p99_ms']))} ms with {_settings(after)}")
     return {"name": chosen["name"], "why": why, "reasons": reasons}
