@@ -76,8 +76,8 @@ def _settings(point: Mapping[str, Any]) -> str:
 
 
 def _figures(point: Mapping[str, Any]) -> str:
-    return (f"{p99_with_interval(point)}, {rps_text(float(point['rps']))} req/s, latency high for {point['burst_s']} s, "
-            f"{point['idle_children']} idle children at the start")
+    return (f"{p99_with_interval(point)}, {rps_text(float(point['rps']))} req/s, latency high for "
+            f"{point['burst_s']} s, {point['idle_children']} idle children at the start")
 
 
 def _trial_values(point: Mapping[str, Any], key: str) -> list[float]:
