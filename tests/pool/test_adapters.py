@@ -22,7 +22,12 @@ from pounder.pool import (
     demo_adapter,
     make_adapter,
 )
-from pounder.tune._analysis import choose_max_requests, memory_bound
+from pounder.tune._analysis import (
+    memory_bound,
+)
+from pounder.tune._mrpc import (
+    choose_max_requests,
+)
 
 MIB = 1024 * 1024
 TESTS = Path(__file__).resolve().parents[1]

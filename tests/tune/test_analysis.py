@@ -17,10 +17,14 @@ import pytest
 from pounder import BenchResult, BenchSpec
 from pounder.pool import child_sizes
 from pounder.procs import PAGE_SIZE, snapshot
-from pounder.tune._analysis import (
-    BURST_FACTOR,
+from pounder.tune._advice import (
     COW_BROKEN,
     FIRST_REQUEST_GROWTH,
+    advice,
+    explain_throughput,
+    preload_gain,
+)
+from pounder.tune._analysis import (
     LEAK_BYTES_PER_REQUEST,
     LEAK_MIN_TOTAL,
     LEAK_STILL_GROWING,
@@ -28,37 +32,41 @@ from pounder.tune._analysis import (
     ChildrenChoice,
     MemoryBound,
     Target,
-    _affordable,
-    advice,
-    burst_clients,
-    burst_seconds,
     busy_seconds,
-    change_text,
-    choose_max_requests,
-    cores_text,
-    default_spares,
-    explain_throughput,
     growth,
     knee,
-    measured_loss,
     memory_bound,
-    mrpc_losses,
-    ms_text,
-    predicted_loss,
-    preload_gain,
-    respawn_cost,
-    respawn_mechanism,
-    rps_text,
     size_pool,
-    spare_settings,
-    steady_p99_us,
     sweep_connections,
     sweep_counts,
     sweep_done,
 )
 from pounder.tune._confirm import confirmation_checks, lower_pool, lowered_pool
+from pounder.tune._mrpc import (
+    _affordable,
+    choose_max_requests,
+    measured_loss,
+    mrpc_losses,
+    predicted_loss,
+    respawn_cost,
+    respawn_mechanism,
+)
 from pounder.tune._points import WIDE, queued_text
 from pounder.tune._session import _load_summary
+from pounder.tune._spare_rules import (
+    BURST_FACTOR,
+    burst_clients,
+    burst_seconds,
+    default_spares,
+    spare_settings,
+    steady_p99_us,
+)
+from pounder.tune._text import (
+    change_text,
+    cores_text,
+    ms_text,
+    rps_text,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 KIB = 1024

@@ -9,8 +9,14 @@ from typing import Any
 import pytest
 
 from pounder.tune import Target
-from pounder.tune._analysis import MaxRequestsChoice, RespawnModel, size_pool
+from pounder.tune._analysis import (
+    size_pool,
+)
 from pounder.tune._confirm import confirmation_checks
+from pounder.tune._mrpc import (
+    MaxRequestsChoice,
+    RespawnModel,
+)
 from pounder.tune._points import aggregate_trials
 from pounder.tune._pools import choose_pool, offered_load, pool_candidates
 from pounder.tune._progress import StepProgress, minutes_text
@@ -180,7 +186,9 @@ def test_progress_estimates_the_time_left_from_the_points_planned() -> None:
 
 
 def test_unsharing_is_named_when_shared_memory_fell() -> None:
-    from pounder.tune._analysis import growth
+    from pounder.tune._analysis import (
+    growth,
+)
     from tune.test_analysis import measure_summary, sizes
 
     # the children's shared pages fell by 8 MiB while their private memory grew: copy-on-write

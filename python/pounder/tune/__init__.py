@@ -40,40 +40,33 @@ from pounder.pool import (
     adapter_from_dict,
     demo_adapter,
 )
+from pounder.tune._advice import (
+    explain_throughput,
+    preload_gain,
+)
 from pounder.tune._analysis import (
-    BURST_FACTOR,
     ChildrenChoice,
     Growth,
     Knee,
-    MaxRequestsChoice,
     MemoryBound,
-    RespawnModel,
     Target,
-    burst_clients,
-    burst_seconds,
     busy_seconds,
-    change_text,
-    cores_text,
-    explain_throughput,
     growth,
     knee,
-    measured_loss,
     memory_bound,
+    size_pool,
+)
+from pounder.tune._machine import manifest
+from pounder.tune._mrpc import (
+    MaxRequestsChoice,
+    RespawnModel,
+    measured_loss,
     mrpc_losses,
-    ms_text,
     predicted_loss,
-    preload_gain,
-    rate_with_interval,
     respawn_cost,
     respawn_mechanism,
     respawn_model,
-    rps_text,
-    share_text,
-    size_pool,
-    spare_settings,
-    steady_p99_us,
 )
-from pounder.tune._machine import manifest
 from pounder.tune._options import TuneOptions, make_options
 from pounder.tune._points import QUEUED_BUSY, WIDE, aggregate_trials, busy_measured, queued_text, trials_by
 from pounder.tune._render import (
@@ -86,6 +79,21 @@ from pounder.tune._render import (
     vs_unlimited_text,
 )
 from pounder.tune._session import Log, TuneResult, TuneSession, describe_point
+from pounder.tune._spare_rules import (
+    BURST_FACTOR,
+    burst_clients,
+    burst_seconds,
+    spare_settings,
+    steady_p99_us,
+)
+from pounder.tune._text import (
+    change_text,
+    cores_text,
+    ms_text,
+    rate_with_interval,
+    rps_text,
+    share_text,
+)
 
 
 def _finish(session: TuneSession) -> TuneResult:

@@ -24,7 +24,11 @@ from typing import Any
 
 from pounder._units import children_text, mib, mib_unit
 from pounder.compare import MAX_FAILED, clean_trial
-from pounder.tune._analysis import ChildrenChoice, MemoryBound, Target
+from pounder.tune._analysis import (
+    ChildrenChoice,
+    MemoryBound,
+    Target,
+)
 from pounder.tune._points import WIDE
 
 RATE_MET = 0.97

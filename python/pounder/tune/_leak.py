@@ -18,7 +18,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pounder._units import mib_unit
-from pounder.tune._analysis import ChildrenChoice, MemoryBound, _affordable, growth
+from pounder.tune._analysis import (
+    ChildrenChoice,
+    MemoryBound,
+    growth,
+)
+from pounder.tune._mrpc import (
+    _affordable,
+)
 
 
 def room_for_growth(choice: ChildrenChoice, mrpc_points: Sequence[Mapping[str, Any]], measure: Mapping[str, Any],

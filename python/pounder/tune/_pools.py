@@ -34,8 +34,17 @@ from typing import Any
 
 from pounder._units import children_text, count_text
 from pounder.compare import clean_trial, ratio_interval
-from pounder.tune._analysis import ChildrenChoice, MemoryBound, Target, change_text, ms_text, rate_with_interval
+from pounder.tune._analysis import (
+    ChildrenChoice,
+    MemoryBound,
+    Target,
+)
 from pounder.tune._points import WIDE
+from pounder.tune._text import (
+    change_text,
+    ms_text,
+    rate_with_interval,
+)
 
 P99_EFFECT = 0.10
 """A p99 within this fraction of the lowest p99 measured is as good (latency is noisier than

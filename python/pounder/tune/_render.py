@@ -10,9 +10,11 @@ from typing import Any
 
 from pounder._errors import check_instance, public
 from pounder._units import children_text, mib
-from pounder.tune._analysis import BURST_FACTOR
 from pounder.tune._points import queued_text
 from pounder.tune._session import TuneResult
+from pounder.tune._spare_rules import (
+    BURST_FACTOR,
+)
 
 WIDTH = 100
 

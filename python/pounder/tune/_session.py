@@ -43,21 +43,16 @@ from pounder.pool import (
     growth_per_request,
 )
 from pounder.procs import mem_available
+from pounder.tune._advice import (
+    advice,
+)
 from pounder.tune._analysis import (
     ChildrenChoice,
-    MaxRequestsChoice,
     MemoryBound,
     Target,
-    advice,
-    burst_clients,
-    choose_max_requests,
-    default_spares,
     growth,
     memory_bound,
-    mrpc_losses,
     size_pool,
-    spare_settings,
-    steady_p99_us,
     sweep_connections,
     sweep_counts,
     sweep_done,
@@ -65,6 +60,11 @@ from pounder.tune._analysis import (
 from pounder.tune._confirm import confirmation_checks, lower_pool, lowered_pool
 from pounder.tune._leak import room_for_growth
 from pounder.tune._machine import cpus_for
+from pounder.tune._mrpc import (
+    MaxRequestsChoice,
+    choose_max_requests,
+    mrpc_losses,
+)
 from pounder.tune._options import TuneOptions
 from pounder.tune._points import aggregate_trials, still_growing
 from pounder.tune._pools import (
@@ -79,6 +79,12 @@ from pounder.tune._pools import (
 )
 from pounder.tune._progress import StepProgress
 from pounder.tune._spare import aggregate_spare, choose_spare, reference_us
+from pounder.tune._spare_rules import (
+    burst_clients,
+    default_spares,
+    spare_settings,
+    steady_p99_us,
+)
 from pounder.tune._why import deciding_facts
 
 Log = Callable[[str], None]

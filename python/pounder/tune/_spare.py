@@ -21,8 +21,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pounder.compare import clean_trial, median_interval
-from pounder.tune._analysis import BURST_FACTOR, burst_seconds, ms_text, rps_text
 from pounder.tune._pools import P99_EFFECT, _versus, p99_with_interval
+from pounder.tune._spare_rules import (
+    BURST_FACTOR,
+    burst_seconds,
+)
+from pounder.tune._text import (
+    ms_text,
+    rps_text,
+)
 
 _MEDIANS = ("rps", "p50_ms", "p95_ms", "p99_ms", "steady_p99_ms", "first_p99_ms", "server_cores", "client_cores",
             "other_cores", "server_cpu_us", "elapsed_s")

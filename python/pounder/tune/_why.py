@@ -8,8 +8,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from pounder._units import children_text, mib_unit
-from pounder.tune._analysis import ChildrenChoice, MaxRequestsChoice, MemoryBound, share_text
+from pounder.tune._analysis import (
+    ChildrenChoice,
+    MemoryBound,
+)
+from pounder.tune._mrpc import (
+    MaxRequestsChoice,
+)
 from pounder.tune._pools import PoolChoice
+from pounder.tune._text import (
+    share_text,
+)
 
 _DECIDED = {
     "clients": "every one of the --clients connections holds a child (no buffering proxy in front)",

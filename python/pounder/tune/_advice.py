@@ -1,0 +1,233 @@
+"""The causes behind the numbers, named with their figures (pure, no I/O)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from pounder._errors import public
+from pounder._units import MIB, children_text
+from pounder.procs import max_clients_from
+from pounder.tune._analysis import (
+    ChildrenChoice,
+    MemoryBound,
+    Summary,
+    busy_basis,
+    busy_seconds,
+)
+from pounder.tune._points import busy_measured
+from pounder.tune._text import (
+    _mib,
+    _serve,
+    cores_text,
+    ms_text,
+    rate_with_interval,
+    rps_text,
+)
+
+CPU_SATURATED = 0.8
+"""The CPUs count as saturated from this fraction of the machine's cores busy (server + load generator)."""
+OTHER_BUSY = 0.25
+"""Other processes (neither the server nor pounder) using at least this fraction of the cores
+during a point are named as the limit or the noise, not the application."""
+CPU_IDLE = 0.5
+FIRST_REQUEST_GROWTH = 4 * MIB
+COW_BROKEN = 0.5
+"""Below this median (child shared / parent RSS) a preloading server has lost most sharing."""
+PRIVATE_HEAVY = 2.0
+"""Preloading is suggested when a child's private memory is at least this many times its shared."""
+PRELOAD_WORTH = 4 * MIB
+"""... and the child's private memory right after it started (what it loaded after the fork) is at least this."""
+PRELOAD_KEEPS_PRIVATE = 0.25
+"""The estimate never takes a preloaded child below this fraction of its private memory: copy-on-write
+decays as children write to what they share (reference counts, caches)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Advice
+
+
+def _parent_language(kind: str) -> str:
+    return {"apache": "perl", "starman": "perl", "gunicorn": "python"}.get(kind, "other")
+
+
+PRELOAD_REMEDY = {
+    "apache": "load the application in the parent: PerlRequire a startup file that loads it (PerlModule)",
+    "starman": "start Starman with --preload-app",
+    "gunicorn": "start gunicorn with --preload (or preload_app = True)",
+}
+
+
+@public
+def preload_gain(measure: Summary, memory: MemoryBound) -> int | None:
+    """MaxClients if what each child loads after the fork were loaded once in the parent: an
+    estimate from one run's sizes, (RAM - shared - cold USS) / (USS - cold USS), where the cold USS
+    (a child's private memory right after the server started, before any request) would become
+    shared (at most down to ``PRELOAD_KEEPS_PRIVATE`` of the USS). None when the run preloads
+    already, or a child's private memory is not at least ``PRIVATE_HEAVY`` times its shared, or the
+    cold USS is under ``PRELOAD_WORTH``, or the estimate is no better."""
+    if measure.get("preload"):
+        return None
+    cold = int(measure["cold"]["median_uss"])
+    if memory.child_uss < PRIVATE_HEAVY * memory.shared or cold < PRELOAD_WORTH:
+        return None
+    moved = _preload_moved(cold, memory)
+    after = max_clients_from(memory.ram, memory.shared + moved, memory.child_uss - moved, memory.child_rss).max_clients
+    return after if after > memory.max_clients else None
+
+
+def _preload_moved(cold: int, memory: MemoryBound) -> int:
+    """What preloading would move from each child's private memory to shared: the cold USS, but
+    never more than leaves ``PRELOAD_KEEPS_PRIVATE`` of the private memory."""
+    return max(0, min(cold, memory.child_uss - math.ceil(PRELOAD_KEEPS_PRIVATE * memory.child_uss)))
+
+
+def _preload_advice(kind: str, measure: Summary, memory: MemoryBound) -> list[str]:
+    if kind not in PRELOAD_REMEDY:
+        return []
+    after = preload_gain(measure, memory)
+    if after is None:
+        return []
+    cold = int(measure["cold"]["median_uss"])
+    moved = _preload_moved(cold, memory)
+    kept = ("" if moved == cold else
+            f", at most {_mib(moved)} of it (a quarter of a child's private memory is taken to stay private: "
+            "copy-on-write decays as children write to what they share)")
+    return [f"preloading would allow about {children_text(after)} instead of {memory.max_clients}: an estimate from "
+            f"this run's sizes, not a measurement. Each child ends at {_mib(memory.child_uss)} private next to "
+            f"{_mib(memory.shared)} shared, and {_mib(cold)} of it was there right after it started (the "
+            f"application, loaded after the fork); loaded once in the parent it would be shared{kept}: "
+            f"({_mib(memory.ram)} - {_mib(memory.shared)} - {_mib(moved)}) / ({_mib(memory.child_uss)} - "
+            f"{_mib(moved)}) = {after}. Remedy: {PRELOAD_REMEDY[kind]}, then measure again."]
+
+
+def _cpu_share(point: Summary, cores: int) -> str:
+    other = point.get("other_cores")
+    return (f"server {cores_text(float(point['server_cores']))} of {cores} cores, load generator "
+            f"{cores_text(float(point['client_cores']))}"
+            + ("" if other is None or float(other) < 0.05 else f", other processes {cores_text(float(other))}"))
+
+
+def _others_busy(point: Summary, cores: int) -> str | None:
+    """The sentence naming other processes as the limit or the noise, when they used at least
+    ``OTHER_BUSY`` of the cores at ``point``; None otherwise."""
+    other = point.get("other_cores")
+    if other is None or float(other) < OTHER_BUSY * cores:
+        return None
+    return (f"other processes on this machine (neither the server nor pounder) used {cores_text(float(other))} of "
+            f"{cores} cores at {children_text(int(point['children']))}: they, not the application, limit what was "
+            "measured here and add noise; tune on a quiet machine")
+
+
+@public
+def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: int) -> list[str]:
+    """Why throughput stops growing where it does (CPU, the offered concurrency, something the
+    children share, or memory), each with its figures; the I/O-bound case as concurrency:
+    throughput = children / time a child is held per request."""
+    if len(sweep) < 2:
+        return []
+    ordered = sorted(sweep, key=lambda p: int(p["children"]))
+    n = choice.throughput
+    at = next(p for p in ordered if int(p["children"]) == n)
+    bigger = [p for p in ordered if int(p["children"]) > n]
+    used = float(at["server_cores"]) + float(at["client_cores"]) + float(at.get("other_cores") or 0.0)
+    said: list[str] = []
+    others = _others_busy(at, cores)
+    if others is not None:
+        said.append(others)
+    if used >= CPU_SATURATED * cores:
+        if bigger and others is None:
+            last = bigger[-1]
+            said.append(f"the server is CPU-bound: at {children_text(n)} the CPUs are busy ({_cpu_share(at, cores)}), "
+                        f"and {children_text(int(last['children']))} served {rate_with_interval(last)}, no more than "
+                        f"{children_text(n)}'s {rate_with_interval(at)}: more children only queue on the CPU and cost "
+                        "memory")
+        if float(at["client_cores"]) > 0 and cores < 4:
+            said.append(f"the load generator ran on the server's cores ({cores_text(float(at['client_cores']))} of "
+                        f"{cores} at {children_text(n)}): on a machine of its own the server would have more CPU")
+        return said
+    busy = busy_seconds(at)
+    if busy > 0:
+        cpu = at.get("server_cpu_us")
+        cpu_text = "" if cpu is None else f", {float(cpu):,.0f} us of it on the server's CPU"
+        # an upper bound of the busy time gives a lower bound of what the children can serve
+        exact = busy_measured(at)
+        held, serve = ("", "at most") if exact else ("at most ", "at least")
+        said.append(f"the CPUs are not saturated at {children_text(n)} ({_cpu_share(at, cores)}): throughput is "
+                    f"concurrency here. Each request holds a child for {held}{ms_text(busy * 1000)} ms{cpu_text} "
+                    f"({busy_basis(at)}), so {_serve(n)} {serve} {n} / {ms_text(busy * 1000)} ms = "
+                    f"{rps_text(n / busy)} req/s; measured {rate_with_interval(at)}")
+    offered = int(at["connections"])
+    if offered <= n and all(int(p["connections"]) <= n for p in bigger):
+        said.append(f"throughput stops growing at {children_text(n)} because the load offered {offered} concurrent "
+                    f"clients: each holds one child, so children beyond {offered} have nothing to do; what more "
+                    "children would give at a higher load was not measured")
+    elif bigger:
+        tried = [p for p in bigger if int(p["connections"]) > n]
+        if tried and others is None:
+            last = tried[-1]
+            said.append(f"{children_text(int(last['children']))} with {int(last['connections'])} clients served "
+                        f"{rate_with_interval(last)}, no more than {children_text(n)}'s {rate_with_interval(at)}: more "
+                        "children will not help at this load. Neither the CPUs nor the pool limit it: something the "
+                        "children share does (a lock, a database, the network, the load generator)")
+    elif n == choice.memory_cap:
+        said.append(f"throughput still grows at {children_text(n)}, the most the memory allows: memory, not CPU, "
+                    "limits this server; a smaller child or more RAM means more throughput")
+    else:
+        said.append(f"throughput still grows at {children_text(n)}, the largest count measured: more children may "
+                    "serve more")
+    return said
+
+
+def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBound, other_memory: MemoryBound | None,
+           sweep: Sequence[Summary], choice: ChildrenChoice, cores: int) -> list[str]:
+    """The causes behind the numbers, each with its figures."""
+    said: list[str] = []
+    language = _parent_language(kind)
+    # the first requests' growth, less what the per-request growth explains (a leak)
+    per_child = int(measure.get("warm_requests", 0)) / max(1, int(measure["children"]))
+    first = (int(measure["warm"]["median_uss"]) - int(measure["cold"]["median_uss"])
+             - max(0.0, float(measure["growth_first"])) * per_child)
+    if first >= FIRST_REQUEST_GROWTH:
+        if measure.get("preload"):
+            remedy = ("even with preloading, something is loaded on first use: imports inside functions, caches "
+                      "or connections built lazily; do that at load time, in the parent")
+        else:
+            remedy = {
+                "perl": "load the modules and data in the parent: PerlRequire startup.pl / PerlModule (Apache) "
+                        "or --preload-app (Starman)",
+                "python": "import the application and build its data in the arbiter with --preload",
+            }.get(language, "load the code and data in the parent before it forks")
+        said.append(f"each child grows {_mib(first)} on its first requests: code or data is loaded on first use, "
+                    f"in every child, instead of once in the parent. Remedy: {remedy}.")
+    sharing = measure.get("sharing")
+    if measure.get("preload") and sharing is not None and float(sharing) < COW_BROKEN:
+        parent_rss = int(measure["parent"]["rss"])
+        shared = int(measure["end"]["median_shared"])
+        cause = {
+            "perl": "Perl writes to preloaded variables when it uses them (a string used as a number, reference "
+                    "counts, hash iteration): keep preloaded data read-only, build it in startup.pl, and avoid "
+                    "touching large structures per request",
+            "python": "reference counting and the cycle collector write to every object they touch: call "
+                      "gc.freeze() at the end of the preload (before the fork) and prefer few large objects "
+                      "(bytes, arrays) to many small ones",
+        }.get(language, "the children write to memory they inherited")
+        said.append(f"copy-on-write is broken early: the children still share only {_mib(shared)} of the parent's "
+                    f"{_mib(parent_rss)} ({float(sharing):.0%}). Cause: {cause}.")
+    if other is not None and other_memory is not None:
+        on, off = (measure, other) if measure.get("preload") else (other, measure)
+        mem_on, mem_off = (memory, other_memory) if measure.get("preload") else (other_memory, memory)
+        saved = int(off["end"]["max_uss"]) - int(on["end"]["max_uss"])
+        verb = "saves" if saved > 0 else "costs"
+        said.append(f"preloading {verb} {_mib(abs(saved))} of private memory per child (max child USS "
+                    f"{_mib(int(off['end']['max_uss']))} without, {_mib(int(on['end']['max_uss']))} with): "
+                    f"MaxClients {mem_off.max_clients} without, {mem_on.max_clients} with"
+                    + ("" if measure.get("preload") or saved <= 0 else " - turn it on"))
+    else:
+        said += _preload_advice(kind, measure, memory)
+    said += explain_throughput(sweep, choice, cores)
+    if memory.max_clients_no_sharing < memory.max_clients:
+        said.append("summing RSS (as ps and top suggest) would allow only "
+                    f"{children_text(memory.max_clients_no_sharing)} instead of {memory.max_clients}: "
+                    f"{_mib(memory.shared)} per child is shared with the parent")
+    return said

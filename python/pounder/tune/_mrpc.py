@@ -1,0 +1,340 @@
+"""Step 4: MaxRequestsPerChild from the measured points and their intervals (pure, no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pounder._errors import public
+from pounder._units import children_text
+from pounder.compare import ratio_interval
+from pounder.tune._analysis import (
+    LOSS_NOISE,
+    MemoryBound,
+    Summary,
+    _round_down,
+    growth,
+)
+from pounder.tune._points import WIDE
+from pounder.tune._text import (
+    _bytes,
+    _counts,
+    _mib,
+    change_text,
+    share_text,
+)
+
+MAX_MODELLED = 1_000_000
+"""The largest MaxRequestsPerChild a leak's memory limit is rounded to."""
+MAX_DECADES = 10
+"""The respawn model estimates a cost at most this many times beyond the largest value measured
+(one decade)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Step 4: MaxRequestsPerChild
+
+
+def _trial_rates(point: Summary) -> list[float]:
+    trials = point.get("trials") or []
+    return [float(t["rps"]) for t in trials if t.get("counted", True) and t.get("rps") is not None]
+
+
+@public
+def mrpc_losses(points: Sequence[Summary]) -> list[dict[str, Any]]:
+    """Copies of the MaxRequestsPerChild points, each finite one with ``vs_unlimited`` =
+    ``{"ratio", "low", "high", "verdict"}``: :func:`pounder.compare.ratio_interval` of its counted
+    trials' rps against the unlimited point's (``max_requests`` 0), higher is better. With fewer
+    than 2 trials on either side: the ratio of the medians, no interval, verdict "unknown". The
+    unlimited point, and every point when none is unlimited, get ``vs_unlimited`` None."""
+    base = next((p for p in points if int(p["max_requests"]) == 0), None)
+    out = []
+    for point in points:
+        copy = dict(point)
+        copy["vs_unlimited"] = None
+        if base is not None and point is not base:
+            ours, theirs = _trial_rates(point), _trial_rates(base)
+            if len(ours) >= 2 and len(theirs) >= 2:
+                estimate = ratio_interval(ours, theirs, higher_is_better=True)
+                copy["vs_unlimited"] = {"ratio": estimate.ratio, "low": estimate.low, "high": estimate.high,
+                                        "verdict": estimate.verdict}
+            elif float(base["rps"]) > 0:
+                copy["vs_unlimited"] = {"ratio": float(point["rps"]) / float(base["rps"]), "low": None,
+                                        "high": None, "verdict": "unknown"}
+        out.append(copy)
+    return out
+
+
+def _vs(point: Summary) -> Mapping[str, Any] | None:
+    vs = point.get("vs_unlimited")
+    return vs if vs and vs.get("ratio") is not None else None
+
+
+def _change_with_interval(vs: Mapping[str, Any]) -> str:
+    text = f"{change_text(float(vs['ratio']))} vs unlimited"
+    if vs.get("low") is not None and vs.get("high") is not None:
+        text += f" ({change_text(float(vs['low']))} to {change_text(float(vs['high']))})"
+    return text
+
+
+def _affordable(vs: Mapping[str, Any], max_loss: float) -> bool:
+    """A value is affordable when it is shown to cost at most ``max_loss``: its median within it,
+    and the interval's low end within it too; or, when the comparison cannot tell it from
+    unlimited ("no clear difference"), an interval no wider than a sweep point may be before it is
+    flagged (its low end within :data:`WIDE`). A wider one is too noisy to decide on (:func:`_noisy`)
+    and is not affordable. Without an interval (one trial), the median alone."""
+    ratio = float(vs["ratio"])
+    if ratio < 1 - max_loss:
+        return False
+    low = vs.get("low")
+    if low is None or float(low) >= 1 - max_loss:
+        return True
+    return vs.get("verdict") == "no clear difference" and float(low) >= 1 - WIDE
+
+
+def _noisy(vs: Mapping[str, Any], max_loss: float) -> bool:
+    """Not affordable only because its interval is too wide to decide: the median within
+    ``max_loss``, no clear difference from unlimited, the interval's low end past :data:`WIDE`."""
+    low = vs.get("low")
+    return (float(vs["ratio"]) >= 1 - max_loss and low is not None and float(low) < 1 - WIDE
+            and vs.get("verdict") == "no clear difference")
+
+
+def _cost_text(vs: Mapping[str, Any], max_loss: float) -> str:
+    """What a value's measured cost says, against ``max_loss``, in the words its interval allows."""
+    if not _affordable(vs, max_loss):
+        if _noisy(vs, max_loss):
+            return (f"its interval is wider than ±{WIDE:.0%}: too noisy to tell whether it costs more than "
+                    f"{share_text(max_loss)}")
+        return f"not shown to cost at most {share_text(max_loss)}"
+    low = vs.get("low")
+    if low is None or float(low) >= 1 - max_loss:
+        return f"within {share_text(max_loss)}"
+    return f"no clear difference from unlimited, its median within {share_text(max_loss)}"
+
+
+def _too_costly(vs: Mapping[str, Any], max_loss: float) -> bool:
+    """The whole interval (the median without one) costs more than ``max_loss``."""
+    high = vs.get("high")
+    return float(high if high is not None else vs["ratio"]) < 1 - max_loss
+
+
+@public
+@dataclass(frozen=True)
+class RespawnModel:
+    """A respawn every ``v`` requests costs ``k / v`` of a request's time: the ratio to unlimited is
+    1 / (1 + k / v). ``k`` is fitted on ``fitted_on``, the largest value measured clearly slower
+    than unlimited; ``agrees`` / ``disagrees``: the measured values whose interval holds (or not)
+    the model's prediction. Usable only with ``k`` > 0, no disagreement, and at least one agreeing
+    value besides the one it was fitted on (a fit always agrees with its own point)."""
+
+    k: float
+    fitted_on: int | None
+    agrees: list[int]
+    disagrees: list[int]
+
+    @property
+    def usable(self) -> bool:
+        return self.k > 0 and not self.disagrees and any(v != self.fitted_on for v in self.agrees)
+
+    def ratio(self, value: int) -> float:
+        return 1.0 if value <= 0 else 1 / (1 + self.k / value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _respawned(points: Sequence[Summary]) -> list[Summary]:
+    return [p for p in points if int(p["max_requests"]) > 0 and int(p["respawns"]) > 0 and _vs(p) is not None]
+
+
+@public
+def respawn_model(points: Sequence[Summary]) -> RespawnModel:
+    """The k / v model fitted on the points with ``vs_unlimited`` (:func:`mrpc_losses`) and checked
+    against every one that respawned (the prediction within its interval; within ``LOSS_NOISE`` of
+    its median when it has none)."""
+    respawned = _respawned(points)
+    slower = [p for p in respawned if (_vs(p) or {}).get("verdict") == "slower"
+              or ((_vs(p) or {}).get("low") is None and float((_vs(p) or {})["ratio"]) <= 1 - LOSS_NOISE)]
+    if not slower:
+        return RespawnModel(k=0.0, fitted_on=None, agrees=[], disagrees=[])
+    fit = max(slower, key=lambda p: int(p["max_requests"]))
+    v = int(fit["max_requests"])
+    k = max(0.0, (1 / float((_vs(fit) or {})["ratio"]) - 1) * v)
+    model = RespawnModel(k=k, fitted_on=v, agrees=[], disagrees=[])
+    for point in sorted(respawned, key=lambda p: int(p["max_requests"])):
+        vs = _vs(point) or {}
+        predicted = model.ratio(int(point["max_requests"]))
+        if vs.get("low") is not None and vs.get("high") is not None:
+            ok = float(vs["low"]) <= predicted <= float(vs["high"])
+        else:
+            ok = abs(predicted - float(vs["ratio"])) <= LOSS_NOISE
+        (model.agrees if ok else model.disagrees).append(int(point["max_requests"]))
+    return model
+
+
+@public
+def respawn_mechanism(kind: str) -> str:
+    """What a respawn costs on this server, by its own mechanism."""
+    return {
+        "apache": "Apache's parent replaces exiting children in its once-a-second maintenance and spawns at most 1, "
+                  "2, 4 ... 32 per second: each respawn is a fork and a new child's warm-up, and the pool runs a "
+                  "child short until the next maintenance pass",
+        "gunicorn": "gunicorn's arbiter replaces an exited worker in its loop: a fork plus loading the application "
+                    "(unless --preload) and the new worker's warm-up",
+        "starman": "Starman (Net::Server::PreFork) checks its children periodically and forks replacements: a fork "
+                   "plus loading the application (unless --preload-app) and the new child's warm-up",
+    }.get(kind, "each respawn is a fork and the new child's warm-up")
+
+
+@public
+@dataclass(frozen=True)
+class MaxRequestsChoice:
+    """MaxRequestsPerChild, and why (``value`` 0 = unlimited). ``decided_by``: "measured" (a
+    measured value), "model" (beyond the largest measured value), "unlimited", or "memory" (a
+    leak). ``loss``: the chosen value's cost as a fraction of the throughput (measured median,
+    or the model's; None when neither says). ``respawn_cost_requests``: the model's ``k`` (0
+    without a usable fit)."""
+
+    value: int
+    leak: bool
+    growth_bytes_per_request: float
+    child_start_bytes: int
+    child_limit_bytes: int
+    memory_limit: int | None
+    respawn_cost_requests: float
+    loss: float | None
+    forced_by_memory: bool
+    decided_by: str
+    model: RespawnModel
+    reasons: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _model_text(model: RespawnModel) -> str:
+    return (f"the model (one respawn costs k requests' worth: ratio = 1 / (1 + k / value); k = {model.k:,.1f}, "
+            f"fitted on {model.fitted_on:,}) agrees with every value measured ({_counts(model.agrees)})")
+
+
+def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: MemoryBound, children: int, *,
+                        max_loss: float, counts: str = "requests", kind: str = "command") -> MaxRequestsChoice:
+    """MaxRequestsPerChild from the measured points and their intervals (:func:`_affordable`).
+
+    With no leak: as large as possible, unlimited (the largest value measured and its cost are
+    reported). Values that never respawned during their measurement say nothing about the cost and
+    are left out. With a leak: the largest value that keeps a child within its share of the budget
+    for ``children`` children (``forced_by_memory`` when it costs more than ``max_loss``); its cost
+    from the measured points, or from :func:`respawn_model` when the model agrees with every
+    measured point and the value is at most a decade beyond the largest measured. The model never
+    overrides a measured point."""
+    grown = growth(measure)
+    if any("vs_unlimited" not in p for p in points):
+        points = mrpc_losses(points)
+    model = respawn_model(points)
+    start = int(measure["warm"]["max_uss"])
+    limit = memory.child_limit(children)
+    unit = "requests" if counts == "requests" else "connections (= requests with keep-alive off)"
+    respawned = sorted(_respawned(points), key=lambda p: int(p["max_requests"]), reverse=True)
+    quiet = sorted(int(p["max_requests"]) for p in points
+                   if int(p["max_requests"]) > 0 and int(p["respawns"]) == 0)
+    reasons = list(grown.reasons)
+    memory_limit: int | None = None
+    forced = False
+    loss: float | None
+    if quiet:
+        reasons.append(f"{_counts(quiet)} {unit}: no child was replaced during the measurement, so it says nothing "
+                       "about the cost of respawning")
+    if grown.leak:
+        headroom = limit - start
+        memory_limit = max(1, int(headroom // grown.second)) if headroom > 0 else 1
+        value = _round_down(min(memory_limit, MAX_MODELLED))
+        decided_by = "memory"
+        reasons.append(f"a child starts at {_mib(start)} and may reach {_mib(limit)} ({children_text(children)} in the "
+                       f"budget): at {_bytes(grown.second)} bytes per request, at most {memory_limit:,} {unit}, "
+                       f"rounded to {value:,}")
+        cheaper = [p for p in respawned if int(p["max_requests"]) <= value and _affordable(_vs(p) or {}, max_loss)]
+        costlier = [p for p in respawned if int(p["max_requests"]) >= value and _too_costly(_vs(p) or {}, max_loss)]
+        if cheaper:
+            ref = max(cheaper, key=lambda p: int(p["max_requests"]))
+            vs = _vs(ref) or {}
+            loss = max(0.0, 1 - float(vs["ratio"]))
+            measured = int(ref["max_requests"])
+            reasons.append(f"respawning every {value:,} {unit} was measured: {_change_with_interval(vs)}"
+                           if measured == value else
+                           f"respawning every {value:,} {unit} costs at most what {measured:,} cost when measured "
+                           f"({_change_with_interval(vs)}): a larger value respawns less often")
+        elif costlier:
+            ref = min(costlier, key=lambda p: int(p["max_requests"]))
+            vs = _vs(ref) or {}
+            loss, forced = 1 - float(vs["ratio"]), True
+            reasons.append(f"memory forces it: respawning every {value:,} {unit} costs at least what "
+                           f"{int(ref['max_requests']):,} measured, {_change_with_interval(vs)}, more than "
+                           f"{share_text(max_loss)}; fewer children would leave room for a larger limit")
+        elif model.usable and value <= MAX_DECADES * max(int(p["max_requests"]) for p in respawned):
+            loss = 1 - model.ratio(value)
+            forced = loss > max_loss
+            reasons.append(f"{_model_text(model)}: respawning every {value:,} {unit} costs about {share_text(loss)} "
+                           "(modelled)" + (f", more than {share_text(max_loss)}: memory forces it" if forced else ""))
+        else:
+            loss = None
+            reasons.append(f"what respawning every {value:,} {unit} costs was not measured")
+    else:
+        # no leak (growth that unshares pages shows as USS growth too): as large as possible
+        value, loss, decided_by = 0, 0.0, "unlimited"
+        reasons.append("no leak measured: MaxRequestsPerChild as large as possible, unlimited (0); a child replaced "
+                       "only costs a fork and a warm-up")
+        if respawned:
+            largest = respawned[0]
+            top_vs = _vs(largest) or {}
+            reasons.append(f"{int(largest['max_requests']):,} {unit}, the largest value measured: "
+                           f"{_change_with_interval(top_vs)}: {_cost_text(top_vs, max_loss)}; a larger value "
+                           "respawns less often and costs at most as much, if a limit is wanted against slow "
+                           "growth a short run cannot see")
+    if respawned:
+        reasons.append(f"a respawn: {respawn_mechanism(kind)}")
+    return MaxRequestsChoice(value=value, leak=grown.leak, growth_bytes_per_request=grown.second,
+                             child_start_bytes=start, child_limit_bytes=limit, memory_limit=memory_limit,
+                             respawn_cost_requests=model.k if model.usable else 0.0, loss=loss,
+                             forced_by_memory=forced, decided_by=decided_by, model=model, reasons=reasons)
+
+
+@public
+def respawn_cost(points: Sequence[Summary]) -> float:
+    """``k`` for single-trial points: the throughput one respawn costs, in requests' worth, fitted
+    as rps(0) / rps(v) - 1 = k / v on the largest ``v`` whose loss stands out of the noise
+    (``LOSS_NOISE``), else the smallest ``v`` that respawned. 0 when nothing respawned or the
+    difference is negative (noise)."""
+    base = next((p for p in points if int(p["max_requests"]) == 0), None)
+    if base is None:
+        base = max(points, key=lambda p: int(p["max_requests"]))
+    base_rps = float(base["rps"])
+    respawned = [p for p in points if int(p["max_requests"]) > 0 and int(p["respawns"]) > 0 and float(p["rps"]) > 0]
+    if not respawned or base_rps <= 0:
+        return 0.0
+    visible = [p for p in respawned if 1 - float(p["rps"]) / base_rps >= LOSS_NOISE]
+    chosen = (max(visible, key=lambda p: int(p["max_requests"])) if visible
+              else min(respawned, key=lambda p: int(p["max_requests"])))
+    overhead = base_rps / float(chosen["rps"]) - 1
+    return max(0.0, overhead * int(chosen["max_requests"]))
+
+
+@public
+def predicted_loss(max_requests: int, cost: float) -> float:
+    """The fraction of throughput lost to respawning every ``max_requests`` requests (0: never)."""
+    if max_requests <= 0:
+        return 0.0
+    extra = cost / max_requests
+    return extra / (1 + extra)
+
+
+@public
+def measured_loss(point: Summary, points: Sequence[Summary]) -> float | None:
+    base = next((p for p in points if int(p["max_requests"]) == 0), None)
+    if base is None or float(base["rps"]) <= 0:
+        return None
+    return 1 - float(point["rps"]) / float(base["rps"])
+
+
