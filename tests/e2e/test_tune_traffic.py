@@ -1,5 +1,6 @@
 """``pounder tune`` under the user's traffic (issue 15), on real gunicorn servers, loopback only:
-an access log as the target, and slow clients with no buffering proxy in front.
+slow clients with no buffering proxy in front. (An access log as the target: tests/tune/test_recorded.py,
+on a recorded real run.)
 
 The expected figures come from the app's known behaviour (its waits) or from the app's own
 timing of how long each request held its worker (``APP_HELD_DIR``), never from pounder's own
@@ -13,7 +14,7 @@ import math
 import statistics
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,6 @@ from support.tune_check import check_consistent
 
 APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
 TUNE_LIMIT_S = 400
-T0 = datetime(2026, 11, 23, 10, 0, 0, tzinfo=timezone.utc)
 
 pytestmark = pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
 
@@ -52,50 +52,6 @@ def _little(data: dict[str, Any], rate: float) -> float:
     text = next(r for r in children["reasons"] if "Little's law" in r)
     assert text.endswith(f"for random arrivals: {children['needed']}"), text
     return busy
-
-
-def _access_log(path: Path) -> Path:
-    """60 s of a combined log: 70 % /sleep?ms=20, 30 % /sleep?ms=40 each second; 200 requests in
-    second 41, 60 or fewer in the others. The mean wait: 0.7 x 20 + 0.3 x 40 = 26 ms."""
-    lines = []
-    for second in range(60):
-        count = 200 if second == 41 else 10 * (3 + second % 4)
-        moment = (T0 + timedelta(seconds=second)).strftime("%d/%b/%Y:%H:%M:%S %z")
-        for index in range(count):
-            target = "/sleep?ms=20" if index % 10 < 7 else "/sleep?ms=40"
-            lines.append(f'10.0.0.{index % 7} - - [{moment}] "GET {target} HTTP/1.1" 200 31 "-" "browser"\n')
-    path.write_text("".join(lines))
-    return path
-
-
-def test_an_access_log_is_the_target_and_its_mix_the_load(tmp_path: Path) -> None:
-    log = _access_log(tmp_path / "access.log")
-    done, data = _tune(tmp_path / "log", "--access-log", str(log), "--ram", "2G", "--max-children", "16",
-                       "--point-duration", "1s")
-    target = data["target"]
-    assert target["peak_rate"] == 200  # the busiest second, found exactly
-    assert target["source"].startswith("the access log's busiest second (200 requests at "), target
-    # the mix replayed: both paths, weighted 7 : 3 as logged, in every trial of every point
-    for point in (tmp_path / "log" / "points").glob("children-*-t*.json"):
-        targets = json.loads(point.read_text())["bench"]["options"]["targets"]
-        weights = {t["url"].split("/", 3)[3]: t["weight"] for t in targets}
-        assert set(weights) == {"sleep?ms=20", "sleep?ms=40"}
-        assert weights["sleep?ms=20"] * 3 == weights["sleep?ms=40"] * 7, weights
-    # Little's law on the measured busy time, which is the app's known mean wait (26 ms) plus a little
-    busy = _little(data, 200)
-    assert 0.026 <= busy <= 0.026 * 1.5, busy
-    # twice as many clients as children kept every child busy: the busy time is called exact
-    at = next(p for p in data["sweep"] if p["children"] == data["children"]["throughput"])
-    if at["connections"] >= 2 * at["children"]:
-        assert at["queued"] >= 0.9, at
-        assert "every child was busy" in next(r for r in data["children"]["reasons"] if "Little's law" in r)
-    # the pools compared open loop at the peak rate: from what Little's law needs up to the largest allowed
-    pools = data["pools"]
-    assert data["offered"]["rate"] == 200 and data["children"]["decided_by"] == "offered-load"
-    sizes = sorted(p["children"] for p in pools["points"])
-    assert sizes[0] <= data["children"]["needed"] and sizes[-1] == 16, sizes
-    assert data["params"]["max_clients"] == pools["chosen"]
-    assert "the access log's busiest second" in done.stdout
 
 
 def test_a_slow_client_holds_its_child_for_the_transfer_and_the_pool_counts_it(tmp_path: Path) -> None:

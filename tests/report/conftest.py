@@ -4,19 +4,14 @@ changes a directory works on a copy)."""
 from __future__ import annotations
 
 import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from pounder.servers import apache_missing
-from pounder.tune import ApacheAdapter, make_options, tune
+from support.recorded import recorded_copy
 
-PERL = Path(__file__).resolve().parents[1] / "apps" / "perl"
-
-
-DEMO = Path(__file__).resolve().parents[1] / "data" / "tune-demo"
+DATA = Path(__file__).resolve().parents[1] / "data"
+DEMO = DATA / "tune-demo"
 
 
 @pytest.fixture(scope="session")
@@ -27,20 +22,8 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def apache_run() -> Iterator[Path]:
-    """Apache + mod_perl answering /hello, 4 clients expected: the spare-server step runs. In a
-    directory under /tmp that the children (www-data when we are root) can reach."""
-    missing = apache_missing(perl=True)
-    if missing:
-        pytest.skip(missing)
-    folder = Path(tempfile.mkdtemp(prefix="pounder-tune-report-", dir="/tmp"))
-    folder.chmod(0o755)
-    try:
-        adapter = ApacheAdapter(perl_handlers={"/hello": "PounderTest::Hello"}, startup_pl=PERL / "startup.pl",
-                                perl_lib=PERL / "lib")
-        options = make_options(path="/hello", ram="256M", clients=4, quick=True, point_duration="1s",
-                               mrpc="0,1000", max_children=4)
-        tune(adapter, options, results=folder / "apache")
-        yield folder / "apache"
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+def apache_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real run on Apache + mod_perl answering /hello, 4 clients expected, so the spare-server
+    step ran (``--ram 256M --clients 4 --quick --point-duration 1s --mrpc 0,1000 --max-children
+    4``), kept in tests/data/tune-apache."""
+    return recorded_copy("tune-apache", tmp_path_factory.mktemp("tune-report"))

@@ -18,7 +18,7 @@ def _run(tmp_path: Path, load: dict[str, object] | None) -> Path:
     stored = manifest(demo_adapter(), TuneOptions())
     if load is not None:
         stored["load"] = load
-    ResultsDir.create(folder, stored)
+    ResultsDir.create(folder, stored).release()
     return folder
 
 
@@ -27,11 +27,11 @@ def test_a_run_measured_with_agents_resumes_only_with_agents(tmp_path: Path) -> 
     with pytest.raises(UsageError, match=r"was measured with load from 3 Ray agents \(--ray 10.0.0.9:6379\): "
                                          r"resume it with --ray too"):
         resume(folder)
-    assert sorted(p.name for p in folder.iterdir()) == ["tune.json"]
+    assert sorted(p.name for p in folder.iterdir()) == [".pounder.lock", "tune.json"]  # created with it
 
 
 def test_a_run_measured_from_here_resumes_only_without_agents(tmp_path: Path) -> None:
     folder = _run(tmp_path, None)
     with pytest.raises(UsageError, match="was measured with load from this machine: resume it without --ray"):
         resume(folder, cluster=Cluster("10.0.0.9:6379"))
-    assert sorted(p.name for p in folder.iterdir()) == ["tune.json"]
+    assert sorted(p.name for p in folder.iterdir()) == [".pounder.lock", "tune.json"]  # created with it

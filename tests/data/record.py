@@ -1,0 +1,98 @@
+"""Records the real tuning runs that the decision tests read (tests/tune/test_recorded.py and the
+report tests), into tests/data/tune-NAME: every point file as measured, tune.json and the
+recommendation. The servers' logs are left out; the apps' folder in tune.json is written as
+``@APPS@`` (the tests put their own checkout's back).
+
+Record again when what a point stores changes, on a quiet machine, one run at a time:
+
+    python tests/data/record.py             # every run (about 11 minutes on 2 cores)
+    python tests/data/record.py tune-apache # one
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from pounder.tune import Adapter, ApacheAdapter, GunicornAdapter, TuneOptions, demo_adapter, make_options, tune
+
+DATA = Path(__file__).resolve().parent
+APPS = DATA.parent / "apps"
+PERL = APPS / "perl"
+APPS_MARK = "@APPS@"
+
+
+def _gunicorn() -> Adapter:
+    return GunicornAdapter("wsgi_app:app", pythonpath=str(APPS))
+
+
+def _apache() -> Adapter:
+    return ApacheAdapter(perl_handlers={"/hello": "PounderTest::Hello"}, startup_pl=PERL / "startup.pl",
+                         perl_lib=PERL / "lib")
+
+
+QUICK = {"quick": True, "point_duration": "1s"}
+ACCESS_LOG = Path(tempfile.gettempdir()) / "pounder-record-access.log"
+
+
+def access_log() -> Path:
+    """60 s of a combined log: 70 % /sleep?ms=20, 30 % /sleep?ms=40 each second; 200 requests in
+    second 41, 60 or fewer in the others. The mean wait: 0.7 x 20 + 0.3 x 40 = 26 ms."""
+    t0 = datetime(2026, 11, 23, 10, 0, 0, tzinfo=timezone.utc)
+    lines = []
+    for second in range(60):
+        count = 200 if second == 41 else 10 * (3 + second % 4)
+        moment = (t0 + timedelta(seconds=second)).strftime("%d/%b/%Y:%H:%M:%S %z")
+        for index in range(count):
+            target = "/sleep?ms=20" if index % 10 < 7 else "/sleep?ms=40"
+            lines.append(f'10.0.0.{index % 7} - - [{moment}] "GET {target} HTTP/1.1" 200 31 "-" "browser"\n')
+    ACCESS_LOG.write_text("".join(lines))
+    return ACCESS_LOG
+
+# name: (the server, the options, what the run is for)
+RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = {
+    "tune-demo": (demo_adapter, lambda: make_options(ram="512M", quick=True, point_duration="2s", mrpc="0,1000,100"),
+                  "pounder tune --demo: a fixed pool, 16 KB leaked per request; the report's page"),
+    "tune-apache": (_apache, lambda: make_options(path="/hello", ram="256M", clients=4, mrpc="0,1000",
+                                                  max_children=4, **QUICK),
+                    "Apache + mod_perl answering /hello at 4 clients: the spare-server bursts, the report's page"),
+    "tune-noleak": (_gunicorn, lambda: make_options(path="/", ram="1G", mrpc="0,1000,100", max_children=2, **QUICK),
+                    "an app that keeps nothing per request: MaxRequestsPerChild unlimited"),
+    "tune-cpu": (_gunicorn, lambda: make_options(path="/cpu?ms=10", mrpc="0", max_children=16, **QUICK),
+                 "10 ms of CPU per request: the knee near the cores, a smaller pool than the bound"),
+    "tune-accesslog": (_gunicorn, lambda: make_options(access_log=access_log(), ram="2G", max_children=16, mrpc="0",
+                                                       **QUICK),
+                       "an access log as the target: its busiest second (200 requests) and its mix (7 : 3)"),
+    "tune-twice": (_gunicorn, lambda: make_options(path="/cpu?ms=4", ram="1G", max_children=3, mrpc="0,100",
+                                                   **QUICK),
+                   "the run tests/e2e/test_tune_method.py makes again and compares with this one"),
+}
+
+
+def record(name: str) -> Path:
+    """Runs ``name`` for real (loopback only) and writes it to tests/data/NAME."""
+    adapter, options, _ = RUNS[name]
+    with tempfile.TemporaryDirectory(prefix="pounder-record-", dir="/tmp") as folder:
+        Path(folder).chmod(0o755)  # Apache's children (www-data when we are root) write their logs here
+        run = Path(folder) / name
+        tune(adapter(), options(), results=run, log=lambda line: print(f"{name}: {line}", file=sys.stderr))
+        shutil.rmtree(run / "servers", ignore_errors=True)
+        (run / ".pounder.lock").unlink(missing_ok=True)
+        manifest = run / "tune.json"
+        stored = json.loads(manifest.read_text())
+        stored["adapter"] = json.loads(json.dumps(stored["adapter"]).replace(str(APPS), APPS_MARK))
+        manifest.write_text(json.dumps(stored, separators=(",", ":")))
+        target = DATA / name
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(run, target)
+    return target
+
+
+if __name__ == "__main__":
+    for chosen in sys.argv[1:] or list(RUNS):
+        print(record(chosen))

@@ -1,0 +1,150 @@
+"""The decisions of ``pounder tune`` made again from real runs' recorded points (tests/data, recorded
+by tests/data/record.py on this project's 2-core machine): no server is started, so each of these
+runs in a second where the real run took a minute. What each real run was for, and what must hold
+of its answer, is checked here as the end-to-end tests checked it live; every answer's printed
+reasons are checked against its tables. The figures the decisions read were checked against
+independent measurements by the end-to-end tests that still run for real (tests/e2e)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pounder import PounderError
+from pounder.servers import apache_missing
+from pounder.tune import resume
+from support.recorded import decided_again, recorded_copy
+from support.schemas import validate_results_dir
+from support.tune_check import check_consistent
+
+RUNS = ["tune-demo", "tune-noleak", "tune-cpu", "tune-twice", "tune-apache", "tune-accesslog"]
+
+
+def _decided(name: str, tmp_path: Path) -> dict[str, Any]:
+    if name == "tune-apache" and apache_missing(perl=True):
+        pytest.skip(str(apache_missing(perl=True)))
+    data, text = decided_again(name, tmp_path)
+    validate_results_dir(tmp_path / name)
+    check_consistent(text, data)
+    return data
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_every_recorded_run_is_decided_again_without_a_server(tmp_path: Path, name: str) -> None:
+    data = _decided(name, tmp_path)
+    assert 1 <= data["params"]["max_clients"] <= data["memory"]["max_clients"]
+    # MaxRequestsPerChild is measured on the recommended pool, at the offered load
+    if data["mrpc"]:
+        assert {p["connections"] for p in data["mrpc"]} == {data["offered"]["connections"]}
+        assert {p["children"] for p in data["mrpc"]} == {data["params"]["max_clients"]} or (
+            data["children"]["decided_by"] in ("memory", "confirmation")), (data["mrpc"], data["children"])
+    # the answer is never a pool its own figures show slower than the best at the offered load
+    if data["pools"] is not None:
+        chosen = next(p for p in data["pools"]["points"] if p["children"] == data["pools"]["chosen"])
+        assert not (chosen["vs_best"] or {}).get("worse"), chosen
+        assert not (chosen["p99_vs_lowest"] or {}).get("worse") or data["pools"]["p99_met"], chosen
+
+
+def test_an_app_that_keeps_nothing_gets_unlimited_with_the_reason(tmp_path: Path) -> None:
+    data = _decided("tune-noleak", tmp_path)
+    choice = data["max_requests"]
+    assert choice["leak"] is False
+    assert data["params"]["max_requests"] == 0, choice["reasons"]
+    assert any(r.startswith("no leak measured: MaxRequestsPerChild as large as possible") for r in choice["reasons"])
+    # only unlimited and the largest value are measured (the cost reported, not deciding)
+    assert sorted({p["max_requests"] for p in data["mrpc"]}) == [0, 1000]
+
+
+def test_the_leaking_demo_gets_a_finite_value_with_the_leak_named(tmp_path: Path) -> None:
+    data = _decided("tune-demo", tmp_path)
+    choice = data["max_requests"]
+    assert choice["leak"] is True and data["params"]["max_requests"] > 0
+    # the demo keeps 16 KB per request
+    assert 15 * 1024 <= choice["growth_bytes_per_request"] <= 18 * 1024
+    headroom = choice["child_limit_bytes"] - choice["child_start_bytes"]
+    assert data["params"]["max_requests"] <= headroom / (15 * 1024)
+    assert any("a leak of" in line for line in data["why"]), data["why"]
+
+
+def test_a_cpu_bound_app_gets_fewer_children_than_the_bound(tmp_path: Path) -> None:
+    data = _decided("tune-cpu", tmp_path)
+    cores = data["cores"]
+    assert data["memory"]["max_clients"] > 8 * cores  # memory would allow far more
+    # throughput stops growing near the core count (the knee), and the CPU tables say so
+    assert 1 <= data["children"]["throughput"] <= 2 * cores
+    # the pools compared at 16 clients (--max-children): 16 children serve no more than a few, so a
+    # smaller pool is chosen (issue 24: the recommended pool was slower than the knee at its load)
+    assert data["offered"]["connections"] == 16 and data["children"]["decided_by"] == "offered-load"
+    assert data["params"]["max_clients"] < 16, data["pools"]["reasons"]
+    assert len(data["sweep"]) >= 3
+    assert any("CPU-bound" in line for line in data["advice"]), data["advice"]
+
+
+def test_the_spare_setting_is_never_one_measured_worse_than_the_defaults(tmp_path: Path) -> None:
+    data = _decided("tune-apache", tmp_path)
+    points = {p["name"]: p for p in data["spare"]}
+    assert all(len(p["trials"]) >= 3 for p in points.values())
+    chosen = data["spare_choice"]["name"]
+    assert points[chosen]["chosen"] and sum(p["chosen"] for p in points.values()) == 1
+    if chosen == "after":
+        before, after = points["before"], points["after"]
+        assert after["p99_ms"] < before["p99_ms"], (before, after)
+        assert after["p99_low"] <= before["p99_high"], (before, after)  # not distinguishably worse
+    assert "StartServers" in data["config"]
+
+
+def test_a_run_is_decided_with_the_cpus_it_was_measured_on(tmp_path: Path) -> None:
+    """Its points were measured with the server on the CPUs tune.json records: the decisions count
+    those, wherever the run is resumed; a point still to measure on a machine that gives the server
+    another number is refused (it could not be compared with the stored ones)."""
+    here = len(os.sched_getaffinity(0))
+    here = here if here < 4 else here - max(1, here // 4)  # the server's share here (pounder.pool.split_cpus)
+    cpus, server = (8, 6) if here != 6 else (16, 12)  # the load generator had the last quarter
+    run = recorded_copy("tune-noleak", tmp_path)
+    manifest = json.loads((run / "tune.json").read_text())
+    manifest["machine"]["cpus"] = cpus
+    (run / "tune.json").write_text(json.dumps(manifest))
+    for made in ("recommendation.json", "recommendation.txt"):
+        (run / made).unlink()
+    assert resume(run).cores == server
+    (run / "points" / "children-2-t1.json").unlink()
+    with pytest.raises(PounderError, match=rf"was measured with {server} CPUs for the server and this machine gives "
+                                           rf"it {here}: children-2-t1 cannot be measured here"):
+        resume(run)
+    assert not (run / "servers").exists()
+
+
+def test_an_access_log_is_the_target_and_its_mix_the_load(tmp_path: Path) -> None:
+    """The recorded run tuned from a 60 s access log (tests/data/record.py: 70 % /sleep?ms=20, 30 %
+    /sleep?ms=40; 200 requests in its busiest second): the target is that second, exactly; the mix
+    is replayed in its proportions in every trial; Little's law sizes on the measured busy time,
+    which is the app's known mean wait (26 ms) plus a little; the pools are compared open loop at
+    the peak rate."""
+    data = _decided("tune-accesslog", tmp_path)
+    target = data["target"]
+    assert target["peak_rate"] == 200  # the busiest second, found exactly
+    assert target["source"].startswith("the access log's busiest second (200 requests at "), target
+    for point in (tmp_path / "tune-accesslog" / "points").glob("children-*-t*.json"):
+        targets = json.loads(point.read_text())["bench"]["options"]["targets"]
+        weights = {t["url"].split("/", 3)[3]: t["weight"] for t in targets}
+        assert set(weights) == {"sleep?ms=20", "sleep?ms=40"}
+        assert weights["sleep?ms=20"] * 3 == weights["sleep?ms=40"] * 7, weights
+    children = data["children"]
+    busy = float(children["busy_s"])
+    assert children["needed"] == math.ceil(200 * busy + 2 * math.sqrt(200 * busy) - 1e-9), children
+    little = next(r for r in children["reasons"] if "Little's law" in r)
+    assert little.endswith(f"for random arrivals: {children['needed']}"), little
+    assert 0.026 <= busy <= 0.026 * 1.5, busy
+    at = next(p for p in data["sweep"] if p["children"] == children["throughput"])
+    if at["connections"] >= 2 * at["children"] and at["queued"] >= 0.9:
+        assert "every child was busy" in little
+    pools = data["pools"]
+    assert data["offered"]["rate"] == 200 and children["decided_by"] == "offered-load"
+    sizes = sorted(p["children"] for p in pools["points"])
+    assert sizes[0] <= children["needed"] and sizes[-1] == 16, sizes
+    assert data["params"]["max_clients"] == pools["chosen"]
