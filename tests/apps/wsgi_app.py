@@ -14,7 +14,10 @@ Paths: ``/`` trivial answer; ``/pid`` the worker's pid; ``/cpu?ms=N`` burns abou
 keeps ~100 KB per request for the life of the worker; ``/big?kb=N`` answers N KiB (default 1024) in 64 KiB
 pieces; ``/lazy`` grows the worker by ``LAZY_MB``
 (4) MiB spread over its first ``LAZY_REQUESTS`` (20) requests, then stays (an application that
-loads lazily, as Django or Dancer2 do); ``/data`` the data size and the pid that built it.
+loads lazily, as Django or Dancer2 do); ``/data`` the data size and the pid that built it;
+``/exit?after=N&code=C`` (defaults 5 and 1): the worker exits with status C without answering its
+(N+1)-th request (its client sees the connection closed: a failed request), as a worker that
+crashes every few requests (status 3 makes gunicorn's arbiter halt: a worker boot error).
 
 - ``APP_HELD_DIR`` (default none): every worker appends to ``DIR/PID`` a line per request: when it
   ended (Unix time, s) and how long it held the worker (ms), from the call of the app until the
@@ -46,11 +49,13 @@ LAZY_MB = 4
 LAZY_REQUESTS = 20
 AGED: list[bytearray] = []
 HELD_DIR = os.environ.get("APP_HELD_DIR")
+SERVED = [0]  # requests this worker took (/exit)
 STARTED = [time.monotonic()]  # when this process started: reset in every forked worker
 
 
 def _forked() -> None:
     STARTED[0] = time.monotonic()
+    SERVED[0] = 0
 
 
 os.register_at_fork(after_in_child=_forked)
@@ -123,6 +128,11 @@ def _answer(environ: dict[str, object], start_response: StartResponse) -> Iterab
         body = f"pid {pid} leaked {len(LEAK)} x 100 KB\n"
     elif path == "/data":
         body = f"pid {pid} bytes {len(DATA)} built_in {BUILT_IN}\n"
+    elif path == "/exit":
+        SERVED[0] += 1
+        if SERVED[0] > int(query.get("after", ["5"])[0]):
+            os._exit(int(query.get("code", ["1"])[0]))
+        body = f"pid {pid} served {SERVED[0]}\n"
     elif path == "/big":
         size = int(query.get("kb", ["1024"])[0]) * 1024
         start_response(status, [("Content-Type", "application/octet-stream"), ("Content-Length", str(size))])

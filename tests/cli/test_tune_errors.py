@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from support.recorded import recorded_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON_DIR = ROOT / "python"
@@ -312,3 +316,31 @@ def test_traffic_files_that_cannot_be_replayed(cwd: Path, tmp_path: Path) -> Non
     log.write_text("not an access log line\n")
     check(cwd, ["gunicorn", "app:app", "--access-log", str(log)], str(log))
     check(cwd, ["gunicorn", "app:app", "--urls", str(urls), "--path", "/x"], "--path and --urls/--access-log")
+
+
+def test_a_run_in_use_is_not_resumed_twice(tmp_path: Path) -> None:
+    """Issue 25 item 7: two ``--resume DIR`` at once both ran, loaded each other and overwrote each
+    other's points. The directory is held by the process writing it (a kernel lock, gone with the
+    process, SIGKILL included): a second one is refused, naming the first."""
+    run = recorded_copy("tune-noleak", tmp_path)
+    for made in ("recommendation.json", "recommendation.txt"):
+        (run / made).unlink()
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from pounder.tune import ResultsDir; ResultsDir(sys.argv[1]).hold(); "
+        "print('held', flush=True); time.sleep(60)"), str(run)], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(PYTHON_DIR)})
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        before = sorted(p.name for p in (run / "points").iterdir())
+        refused = run_tune(tmp_path, "--resume", str(run))
+        assert_usage_error(refused, f"the results directory {run} is in use by another pounder (pid {holder.pid}): "
+                                    "let it end, or stop it, before resuming there")
+        assert sorted(p.name for p in (run / "points").iterdir()) == before
+        assert not (run / "recommendation.json").exists()
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=10)
+    time.sleep(0.1)
+    done = run_tune(tmp_path, "--resume", str(run))  # the lock went with the killed process
+    assert done.returncode == 0, done.stderr
+    assert (run / "recommendation.json").is_file()

@@ -25,7 +25,13 @@ def test_create(tmp_path: Path) -> None:
     results = ResultsDir.create(target, MANIFEST)
     assert results.path == target.resolve()
     assert json.loads((target / "tune.json").read_text()) == {"schema": TUNE_SCHEMA, **MANIFEST}
-    assert sorted(p.name for p in target.iterdir()) == ["tune.json"]
+    # the lock of the process writing it (held until release or exit: a second writer is refused)
+    assert sorted(p.name for p in target.iterdir()) == [".pounder.lock", "tune.json"]
+    assert (target / ".pounder.lock").read_text() == f"{os.getpid()}\n"
+    with pytest.raises(UsageError, match=f"is in use by another pounder \\(pid {os.getpid()}\\)"):
+        ResultsDir(target).hold()
+    results.release()
+    ResultsDir(target).hold()
     assert results.manifest_path == target / "tune.json"
     assert results.result_path == target / "recommendation.json"
     assert results.servers_dir == target / "servers"
@@ -245,4 +251,4 @@ def test_save_result(tmp_path: Path) -> None:
     results.save_result({"params": {"max_clients": 4}}, "pounder tune: text\n")
     assert json.loads(results.result_path.read_text()) == {"schema": RESULT_SCHEMA, "params": {"max_clients": 4}}
     assert (tmp_path / "run" / "recommendation.txt").read_text() == "pounder tune: text\n"
-    assert _names(tmp_path / "run") == ["recommendation.json", "recommendation.txt", "tune.json"]
+    assert _names(tmp_path / "run") == [".pounder.lock", "recommendation.json", "recommendation.txt", "tune.json"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pounder.tune import Target
+from pounder.tune import Target, sweep_load_text
 from pounder.tune._analysis import (
     size_pool,
 )
@@ -18,7 +18,7 @@ from pounder.tune._mrpc import (
     RespawnModel,
 )
 from pounder.tune._points import aggregate_trials
-from pounder.tune._pools import choose_pool, offered_load, pool_candidates
+from pounder.tune._pools import choose_pool, offered_load, pool_candidates, swept_at_offered
 from pounder.tune._progress import StepProgress, minutes_text
 from pounder.tune._spare import aggregate_spare, choose_spare, reference_us
 from pounder.tune._why import deciding_facts
@@ -221,3 +221,58 @@ def test_a_pool_whose_trials_all_failed_is_left_out_not_a_crash() -> None:
     points = [ISSUE[0], aggregate_trials(failed)]
     got = choose_pool(points, offered_load(Target(), bound(), 64), Target(), tolerance=0.05)
     assert got.chosen == 2 and next(p for p in got.points if p["children"] == 64)["vs_best"]["worse"]
+
+
+def test_a_sweep_at_the_offered_load_is_compared_not_measured_again() -> None:
+    """With --clients the children sweep ran at the offered load: its interleaved points are the
+    pools' (every count it measured from the smallest candidate to the largest); anything missing,
+    or an open-loop rate, and the candidates are measured."""
+    sweep = [trials(n, [100.0 * n] * 3, [30.0] * 3, connections=32) for n in (1, 2, 4, 8, 16, 32, 48)]
+    offered = offered_load(Target(clients=32), bound(4 * 2**30, shared=15 * 2**20, child_uss=5 * 2**20), 48)
+    swept = swept_at_offered([16, 23, 32], sweep, offered, needs=[32])
+    assert swept is not None and [p["children"] for p in swept] == [16, 32]
+    assert swept_at_offered([16, 24], sweep, offered) is None  # 24 children were not swept
+    assert swept_at_offered([16, 32], sweep, offered, needs=[20]) is None  # nor what the load needs
+    other = offered_load(Target(clients=16), bound(4 * 2**30, shared=15 * 2**20, child_uss=5 * 2**20), 48)
+    assert swept_at_offered([16], sweep, other) is None  # swept at 32 clients, not 16
+    rate = offered_load(Target(peak_rate=300.0, source="--peak-rate"), bound(4 * 2**30), 48)
+    assert swept_at_offered([16, 32], sweep, rate) is None
+
+
+def test_the_sweep_columns_are_named_by_the_load_they_ran_at() -> None:
+    doubled = [trials(n, [10.0] * 3, [5.0] * 3, connections=2 * n) for n in (1, 2, 4)]
+    assert sweep_load_text(doubled) == ("2xMC", "twice as many clients as children")
+    held = [trials(n, [10.0] * 3, [5.0] * 3, connections=n) for n in (1, 2, 4)]
+    assert sweep_load_text(held)[0] == "1xMC"
+    fixed = [trials(n, [10.0] * 3, [5.0] * 3, connections=32) for n in (1, 2, 4)]
+    assert sweep_load_text(fixed) == ("NC=32", "32 clients at every count")
+
+
+def _failing(children: int, rates: list[float], failed: list[int]) -> dict[str, Any]:
+    out = []
+    for number, (rps, lost) in enumerate(zip(rates, failed, strict=True), start=1):
+        trial = load_summary(children, rps)
+        trial.update(trial=number, failed=lost)
+        out.append(trial)
+    return aggregate_trials(out)
+
+
+def test_a_sweep_where_every_trial_failed_is_an_error_not_a_traceback() -> None:
+    """Issue 25 item 13: workers that exit every 5 requests failed every trial; the knee was a
+    point with no counted trial, and explain_throughput raised a TypeError on its CPU figures."""
+    from pounder import PounderError
+    from pounder.tune._advice import explain_throughput
+
+    memory = bound(4 * 2**30)
+    sweep = [_failing(n, [300.0, 310.0, 305.0], [900, 950, 990]) for n in (1, 2, 4)]
+    assert all(p["counted"] == 0 and p["server_cores"] is None for p in sweep)
+    with pytest.raises(PounderError, match=r"^no trial of the children sweep counted: every one had no request "
+                                           r"answered or more than 1% of its requests failed \(1 child: 2,840 of "
+                                           r"8,330, 2 children: "):
+        size_pool(sweep, memory, Target(), tolerance=0.05, max_children=4, cores=2, kind="gunicorn")
+    # some counts counted: the knee is one of them, and the advice reads its figures
+    sweep[1] = trials(2, [600.0, 610.0, 605.0], [10.0, 11.0, 12.0], connections=4)
+    choice = size_pool(sweep, memory, Target(), tolerance=0.05, max_children=4, cores=2, kind="gunicorn")
+    assert choice.throughput == 2
+    assert explain_throughput(sweep, choice, 2)
+    assert any(r.startswith("1, 4 children: no trial counted") for r in choice.reasons), choice.reasons

@@ -91,11 +91,12 @@ RAM = option("--ram", panel=_GOALS, metavar="SIZE", help=(
     "RAM budget for the server: 512M, 4G (powers of 1024). Default: MemAvailable + the server's footprint, "
     "less a safety margin."))
 CLIENTS = option("--clients", panel=_GOALS, metavar="N", help=(
-    "Expected concurrent clients: the sweep runs at this concurrency, and the recommendation keeps a child "
-    "for each when memory allows."))
+    "Expected concurrent clients: the sweep runs at this concurrency, and the pool is the smallest that serves "
+    "them as well as the best measured (a child for each when every connection holds one: --no-proxy with "
+    "--keepalive or --throttle)."))
 P99 = option("--p99", panel=_GOALS, metavar="TIME", help=(
-    "Latency target for the 99th percentile (300ms): the pool is raised to the smallest count that meets it, and "
-    "the confirmation run checks it."))
+    "Latency target for the 99th percentile (300ms): the pool is the smallest as fast as the best whose p99 "
+    "meets it at the offered load, and the confirmation run checks it."))
 PEAK_RATE = option("--peak-rate", panel=_GOALS, metavar="RATE", help=(
     "The peak arrival rate the pool must answer (200/s): children = rate x the time a child is held per request "
     "(Little's law), with headroom, capped by memory. Default with --access-log: the log's busiest second."))
@@ -297,7 +298,8 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
             raise UsageError("--resume DIR takes no other option (but --ray, --agents, --agents-per-node): the run "
                              "goes on with the settings stored in DIR")
         folder = resume_dir
-        stored = open_run(folder)[1]  # a bad directory is bad input, found before anything starts
+        store, stored = open_run(folder)[:2]  # a bad directory is bad input, found before anything starts
+        store.check_free()  # and one another pounder writes
 
         def go_on(log: Callable[[str], None], status: Callable[[str], None],
                   progress: Callable[[Progress], None] | None) -> TuneResult:

@@ -46,8 +46,16 @@ from pounder.pool._adapters import Adapter, PoolParams
 from pounder.pool._cpus import check_cpus
 from pounder.pool._queue import QueueWatch
 from pounder.pool._workload import Workload, url_file_line
-from pounder.procs import PoolSnapshot, ServerSampler, find_server, mem_available, process_cpu_clock, snapshot
-from pounder.servers import HOST, ManagedServer, listen_address
+from pounder.procs import (
+    PoolSnapshot,
+    ServerSampler,
+    ServerTarget,
+    find_server,
+    mem_available,
+    process_cpu_clock,
+    snapshot,
+)
+from pounder.servers import HOST, ManagedServer, ServerExitedError, listen_address
 
 WARM_ROUNDS = 30
 WARM_STEADY_GROWTH = 0.8
@@ -62,6 +70,10 @@ WARM_USS_SLACK = 256 * KIB
 """Growth per child always counted as standing still (allocator noise)."""
 WARM_RPS_CHANGE = 0.10
 WARM_STABLE_ROUNDS = 2
+WARM_FAILING_ROUNDS = 3
+"""Warming stops after this many rounds in a row that each failed more than
+:data:`WARM_FAILED_SHARE` of their requests: children that fail do not settle by warming."""
+WARM_FAILED_SHARE = 0.01  # the share beyond which a trial is not counted (pounder.compare.MAX_FAILED)
 SAMPLE_INTERVAL_S = 0.5
 SERVED_CPU_S = 50e-6
 CHILD_START_TIMEOUT_S = 30.0
@@ -221,7 +233,7 @@ class Runner:
         With :attr:`agents`, a sampled (measured) load is sent by as many of them as it has
         connections (and requests), at most all; an agent lost meanwhile raises
         :class:`~pounder.PounderError`: a load with a share missing is not a measurement."""
-        sampler = ServerSampler(find_server(pid=server.pid), interval_s=SAMPLE_INTERVAL_S) if sample else None
+        sampler = ServerSampler(self.tree(server), interval_s=SAMPLE_INTERVAL_S) if sample else None
         spec = self.spec(server, connections, duration=duration, requests=requests, rate=rate, full_speed=full_speed)
         measuring: list[float] = []
         # the engine's threads (and the sampler's, the queue watch's) are created by this thread:
@@ -253,14 +265,15 @@ class Runner:
         fall is the machine's noise, not warming: it does not hold warming up). A round is
         at least 10 requests per child at concurrency = children, and at least 0.3 s. At most
         ``rounds`` rounds (default 30) and 60 s: ``settled`` says whether it got there.
-        ``rounds=1``: one quick round of 2 requests per child (where warming must not hide a
-        child's replacement). Children that appear meanwhile are watched from then on; a change
-        of children starts the count of still rounds again. Warming reads the answers at full
-        speed (no ``--throttle``): it is the children that must warm, and slow clients would
-        only make each round last longer."""
+        Three rounds in a row with more than 1 % of their requests failed end it too (unsettled):
+        failing children do not settle by warming. ``rounds=1``: one quick round of 2 requests per
+        child (where warming must not hide a child's replacement). Children that appear meanwhile
+        are watched from then on; a change of children starts the count of still rounds again.
+        Warming reads the answers at full speed (no ``--throttle``): it is the children that must
+        warm, and slow clients would only make each round last longer."""
         baseline: dict[int, float | None] = {}
         warmed: set[int] = set()
-        sent = done = stable = 0
+        sent = done = stable = failing = 0
         rps: float | None = None
         uss: int | None = None
         per_request: float | None = None
@@ -294,7 +307,9 @@ class Runner:
                      and _uss_still(last_uss, uss, len(alive), per_request, last_per_request)
                      and _rps_still(last_rps, rps))
             stable = stable + 1 if still else 0
-            if quick or stable >= WARM_STABLE_ROUNDS or time.monotonic() > deadline:
+            lost = result.requests.failed
+            failing = failing + 1 if lost > WARM_FAILED_SHARE * (served + lost) else 0
+            if quick or stable >= WARM_STABLE_ROUNDS or failing >= WARM_FAILING_ROUNDS or time.monotonic() > deadline:
                 break
         return Warmed(children=len(alive), warmed=len(warmed & set(alive)), requests=sent,
                       settled=stable >= WARM_STABLE_ROUNDS, rounds=done, rps=rps, uss=uss)
@@ -352,7 +367,18 @@ class Runner:
         return None
 
     def snapshot(self, server: ManagedServer) -> PoolSnapshot:
-        return snapshot(find_server(pid=server.pid))
+        return snapshot(self.tree(server))
+
+    @staticmethod
+    def tree(server: ManagedServer) -> ServerTarget:
+        """The running server's processes; a server that exited meanwhile (its parent killed, or
+        halted by its workers' failures) is a :class:`~pounder.servers.ServerExitedError` with its
+        own log lines."""
+        try:
+            return find_server(pid=server.pid)
+        except PounderError:
+            raise ServerExitedError(f"the server (pid {server.pid}) exited while it was measured",
+                                    server.log_tail()) from None
 
 
 def _uss_still(last: int | None, now: int | None, children: int, per_request: float | None = None,

@@ -8,6 +8,7 @@ directory is checked and written with the same :meth:`ResultsDir.check_new` and 
     DIR/recommendation.json       the outcome (pounder/tune-result/2), written last
     DIR/recommendation.txt        the same as the text ``pounder tune`` printed
     DIR/servers/                  the servers' own directories (configuration, logs) while they run
+    DIR/.pounder.lock             held (flock) by the process writing the run: one at a time
 
 Every file is written to a temporary name and renamed, so an interruption leaves either the whole
 file or none. A point that exists is never measured again: ``pounder tune --resume DIR`` replays
@@ -16,6 +17,8 @@ the decisions from the stored points and measures only what is missing.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -25,6 +28,7 @@ from typing import Any
 
 from pounder._errors import PounderError, UsageError, check_path, public
 from pounder._files import write_atomic
+from pounder._records import decode_json
 
 TUNE_SCHEMA = "pounder/tune/2"
 POINT_SCHEMA = "pounder/tune-point/2"
@@ -33,6 +37,7 @@ OLD_TUNE_SCHEMAS = ("pounder/tune/1",)
 """Manifests of runs made by an older pounder (one trial per point): ``pounder report`` still
 reads their directories; :meth:`ResultsDir.open` (``--resume``) refuses them."""
 _KEY = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+LOCK_NAME = ".pounder.lock"
 
 
 class ResultsWriteError(PounderError, OSError):
@@ -58,7 +63,7 @@ def write_json(path: Path, document: Mapping[str, Any]) -> None:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
+        data = decode_json(path.read_text())
     except OSError as error:
         raise PounderError(f"cannot read {path}: {error.strerror or error}") from None
     except ValueError as error:
@@ -81,7 +86,7 @@ def _point_problem(path: Path, key: str) -> str | None:
     if not text.strip():
         return "empty"
     try:
-        data = json.loads(text)
+        data = decode_json(text)
     except json.JSONDecodeError as error:
         at = "" if error.msg.endswith(" at") else " at"
         return f"line {error.lineno}: {error.msg}{at} column {error.colno}"
@@ -105,6 +110,42 @@ class ResultsDir:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         check_path(path, "the results directory")
         self.path = Path(path).resolve()
+        self._lock: int | None = None
+
+    def hold(self) -> None:
+        """Hold the directory for this process while it writes there: a kernel lock (flock) on
+        ``DIR/.pounder.lock``, let go by :meth:`release` or when the process ends, SIGKILL
+        included. A directory another process holds (two ``--resume`` of one run) is a
+        :class:`~pounder.UsageError` naming that process."""
+        if self._lock is not None:
+            return
+        try:
+            fd = os.open(self.path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as error:
+            raise UsageError(f"cannot lock the results directory {self.path}: {error.strerror or error}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            other = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise UsageError(f"the results directory {self.path} is in use by another pounder (pid {other}): let it "
+                             "end, or stop it, before resuming there") from None
+        self._lock = fd
+        with contextlib.suppress(OSError):  # the pid is for the message of a second process only
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+    def check_free(self) -> None:
+        """:meth:`hold` and let go at once: a directory another process writes is found before
+        anything starts (the hold that counts is taken when the run begins)."""
+        self.hold()
+        self.release()
+
+    def release(self) -> None:
+        """Let go of the directory (:meth:`hold`)."""
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     @property
     def manifest_path(self) -> Path:
@@ -142,7 +183,8 @@ class ResultsDir:
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], manifest: Mapping[str, Any]) -> ResultsDir:
-        """A new results directory (see :meth:`check_new`) holding ``tune.json``."""
+        """A new results directory (see :meth:`check_new`) holding ``tune.json``, held by this
+        process (:meth:`hold`)."""
         cls.check_new(path)
         target = Path(path)
         try:
@@ -152,7 +194,12 @@ class ResultsDir:
         if not os.access(target, os.W_OK | os.X_OK):
             raise UsageError(f"cannot write to the results directory {path}")
         results = cls(target)
-        write_json(results.manifest_path, {"schema": TUNE_SCHEMA, **manifest})
+        results.hold()
+        try:
+            write_json(results.manifest_path, {"schema": TUNE_SCHEMA, **manifest})
+        except BaseException:
+            results.release()
+            raise
         return results
 
     @classmethod

@@ -84,10 +84,11 @@ def pools_section(run: TuneRun, prefix: str) -> Section:
     p99_s = (run.target or {}).get("p99_s")
     _pools_chart(section, f"{prefix}-pools", caption, points, chosen, best,
                  None if p99_s is None else float(p99_s) * 1000)
-    section.add(_pools_table(run, points, chosen, best))
+    label, words = tune.sweep_load_text(run.sweep)
+    section.add(_pools_table(run, points, chosen, best, label))
     lowest = run.pools.get("lowest_p99")
     section.add(paragraph(
-        "MC = children; RPS 2xMC, p99 2xMC: the children sweep's figures (twice as many clients as children); NC = "
+        f"MC = children; RPS {label}, p99 {label}: the children sweep's figures ({words}); NC = "
         "the offered load's connections, trials = counted/run, NR = requests (every trial); RPS and p99: medians "
         "with their 95% intervals, latency in ms; RPS vs best: the median requests/s against the best pool's, with "
         "the 95% interval of that ratio; chosen: the pool chosen at this load, best: the most requests/s (when not "
@@ -134,9 +135,10 @@ def _pools_chart(section: Section, chart_id: str, caption: str, points: Sequence
         label_axes(bottom, "children", "ms", "Latency at the offered load")
 
 
-def _pools_table(run: TuneRun, points: Sequence[Mapping[str, Any]], chosen: int | None, best: int | None) -> str:
-    """Section 4 of the text report: each candidate at twice its children (the sweep, when
-    measured) and at the offered load; its mark (chosen, best) next to its children, where a
+def _pools_table(run: TuneRun, points: Sequence[Mapping[str, Any]], chosen: int | None, best: int | None,
+                 label: str) -> str:
+    """Section 4 of the text report: each candidate at the sweep's concurrency (when the sweep
+    measured it) and at the offered load; its mark (chosen, best) next to its children, where a
     narrow window shows it (the table scrolls sideways)."""
     sweep = {int(p["children"]): p for p in run.sweep}
     rows = []
@@ -150,7 +152,7 @@ def _pools_table(run: TuneRun, points: Sequence[Mapping[str, Any]], chosen: int 
                      versus_text(p.get("vs_best")), ms(p["p50_ms"]), ms(p["p99_ms"]), p99_interval(p),
                      cores(p.get("server_cores")), cores(p.get("client_cores")), cores(p.get("other_cores")),
                      p["failed"], tune.flag_text(p)])
-    return scroll(table(["MC", "", "RPS 2xMC", "p99 2xMC", "NC", "trials", "NR", "RPS", "95% CI",
+    return scroll(table(["MC", "", f"RPS {label}", f"p99 {label}", "NC", "trials", "NR", "RPS", "95% CI",
                          "RPS vs best (95% CI)", "p50", "p99", "p99 95% CI", "srv cores", "load cores", "other cores",
                          "failed", ""], rows))
 

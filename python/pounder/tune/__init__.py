@@ -56,7 +56,7 @@ from pounder.tune._analysis import (
     memory_bound,
     size_pool,
 )
-from pounder.tune._machine import manifest
+from pounder.tune._machine import manifest, measured_cpus
 from pounder.tune._mrpc import (
     MaxRequestsChoice,
     RespawnModel,
@@ -74,6 +74,7 @@ from pounder.tune._render import (
     interval_text,
     p99_interval_text,
     render_tune,
+    sweep_load_text,
     trials_text,
     versus_text,
     vs_unlimited_text,
@@ -145,8 +146,11 @@ def tune(adapter: Adapter, options: TuneOptions | None = None, *, results: str |
     ResultsDir.check_new(results)
     with _agents(cluster, options) as agents:
         store = ResultsDir.create(results, manifest(adapter, options, agents))
-        return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status,
-                                   agents=agents))
+        try:
+            return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status,
+                                       agents=agents))
+        finally:
+            store.release()
 
 
 @public
@@ -175,7 +179,8 @@ def resume(results: str | os.PathLike[str], *, log: Log | None = None, progress:
         check_callable(callback, f"resume: {name}")
     check_instance(cluster, Cluster, "resume: cluster", optional=True)
     store, adapter, options = open_run(results)
-    stored = ResultsDir.open(results)[1].get("load")
+    recorded = ResultsDir.open(results)[1]
+    stored = recorded.get("load")
     if stored is not None and not isinstance(stored, dict):
         raise UsageError(f"{store.manifest_path}: 'load' must be an object or absent")
     if stored is not None and cluster is None:
@@ -184,15 +189,20 @@ def resume(results: str | os.PathLike[str], *, log: Log | None = None, progress:
                          f"(--ray {stored.get('ray')}): resume it with --ray too")
     if stored is None and cluster is not None:
         raise UsageError(f"{results} was measured with load from this machine: resume it without --ray")
-    with _agents(cluster, options, resuming=True) as agents:
-        return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status,
-                                   agents=agents))
+    store.hold()  # one process at a time writes a run
+    try:
+        with _agents(cluster, options, resuming=True) as agents:
+            return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status,
+                                       agents=agents, measured_on=measured_cpus(recorded, options)))
+    finally:
+        store.release()
 
 
 __all__ = [
     "flag_text",
     "interval_text",
     "p99_interval_text",
+    "sweep_load_text",
     "versus_text",
     "trials_text",
     "vs_unlimited_text",

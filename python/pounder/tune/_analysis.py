@@ -33,8 +33,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pounder._errors import public
+from pounder._errors import PounderError, public
 from pounder._units import children_text
+from pounder.compare import MAX_FAILED
 from pounder.procs import max_clients_from
 from pounder.tune._points import QUEUED_BUSY, WIDE, busy_measured, queued_text
 from pounder.tune._text import (
@@ -277,6 +278,19 @@ def _below(point: Summary, other: Summary) -> bool:
     return high < other_low
 
 
+def check_counted(points: Sequence[Summary]) -> None:
+    """A :class:`~pounder.PounderError` when no point of the children sweep has a counted trial
+    (each failed more than :data:`~pounder.compare.MAX_FAILED` of its requests): the server fails
+    under load, and no figure of the sweep means its throughput."""
+    if not points or any(int(p.get("counted", 1)) > 0 for p in points):
+        return
+    ordered = sorted(points, key=lambda p: int(p["children"]))
+    failed = ", ".join(f"{children_text(int(p['children']))}: {int(p['failed']):,} of "
+                       f"{int(p['complete']) + int(p['failed']):,}" for p in ordered)
+    raise PounderError(f"no trial of the children sweep counted: every one had no request answered or more than "
+                       f"{MAX_FAILED:.0%} of its requests failed ({failed} failed): the server fails under load")
+
+
 @public
 def knee(points: Sequence[Summary], tolerance: float) -> Knee:
     """The smallest count as good as the best: its median is within ``tolerance`` of the best
@@ -286,7 +300,9 @@ def knee(points: Sequence[Summary], tolerance: float) -> Knee:
     land on the same count or one sweep step apart; a count clearly below the plateau (its whole
     interval under the threshold) never does. Ties for the best go to the smaller count. Points
     without an interval (one trial) are decided on their median."""
-    ordered = sorted(points, key=lambda p: int(p["children"]))
+    check_counted(points)
+    # a count with no counted trial (every one failed too often) has no figure to be the knee
+    ordered = sorted((p for p in points if int(p.get("counted", 1)) > 0), key=lambda p: int(p["children"]))
     best = max(ordered, key=lambda p: float(p["rps"]))  # max keeps the first (smallest) of equal ones
     best_rps = float(best["rps"])
     threshold = (1 - tolerance) * best_rps
@@ -308,6 +324,10 @@ def knee(points: Sequence[Summary], tolerance: float) -> Knee:
         reasons.append(f"no count measured is distinguishably slower than the best ({children_text(best_n)}): "
                        "the sweep cannot tell the counts apart at this load, so where throughput stops growing is not "
                        "known")
+    dropped = sorted(int(p["children"]) for p in points if int(p.get("counted", 1)) == 0)
+    if dropped:
+        reasons.append(f"{_counts(dropped)} {'child' if dropped == [1] else 'children'}: no trial counted (none "
+                       f"answered, or more than {MAX_FAILED:.0%} of its requests failed): left out of the comparison")
     if wide:
         which = (f"the interval of {children_text(wide[0])}" if len(wide) == 1
                  else f"the intervals of {_counts(wide)} children")

@@ -4,6 +4,7 @@ records about the run and the machine."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from pounder._files import utc_timestamp
@@ -45,3 +46,22 @@ def manifest(adapter: Adapter, options: TuneOptions, agents: AgentPool | None = 
     return {"tool_version": __version__, "started_at": utc_timestamp(), "adapter": adapter.to_dict(),
             "options": options.to_dict(), **load,
             "machine": {"cpus": available_cpus(), "mem_available": mem_available(), "hostname": os.uname().nodename}}
+
+
+def measured_cpus(stored: Mapping[str, Any], options: TuneOptions) -> tuple[int, str] | None:
+    """The CPUs the server of a stored run (its tune.json) was measured on, as :func:`cpus_for`
+    chose them on that machine: their count (what the decisions count as the server's cores) and
+    the note the tables print; None when the manifest does not say."""
+    machine = stored.get("machine")
+    cpus = machine.get("cpus") if isinstance(machine, dict) else None
+    if not isinstance(cpus, int) or isinstance(cpus, bool) or cpus < 1:
+        return None
+    if options.server_cpus is not None or options.load_cpus is not None:
+        given = ("any" if options.server_cpus is None else cpu_list_text(options.server_cpus))
+        load = ("any" if options.load_cpus is None else cpu_list_text(options.load_cpus))
+        count = len(options.server_cpus) if options.server_cpus is not None else cpus
+        return count, f"server on CPUs {given}, load generator on CPUs {load} (as given)"
+    if stored.get("load") is not None:  # with agents the server is not pinned
+        return cpus, f"the server is not pinned: it may run on every CPU of the machine ({cpus})"
+    server, _, note = split_cpus(range(cpus))
+    return (len(server) if server else cpus), note

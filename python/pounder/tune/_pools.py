@@ -107,6 +107,27 @@ def pool_candidates(knee: int, offered: OfferedLoad, memory: MemoryBound, max_ch
     return sorted(found)
 
 
+SWEPT_NOTE = ("the children sweep measured these pools at the offered load, {}, in interleaved trials: compared as "
+              "measured")
+"""The first reason of pools taken from the sweep (:func:`swept_at_offered`)."""
+
+
+def swept_at_offered(candidates: Sequence[int], sweep: Sequence[Summary], offered: OfferedLoad,
+                     needs: Sequence[int] = ()) -> list[Summary] | None:
+    """The children sweep's own points to compare, when it measured the pools at the offered load
+    already (closed loop, at every count the clients given: its trials interleaved over every
+    count): every count it measured from the smallest candidate to the largest, with ``needs`` among
+    them. None when one of those is missing (the candidates are then measured at the offered load)."""
+    if offered.rate is not None or not candidates:
+        return None
+    at = {int(p["children"]): p for p in sweep if int(p["connections"]) == offered.connections}
+    low, high = min(candidates), max(candidates)
+    wanted = [n for n in needs if low <= n <= high]
+    if low not in at or high not in at or any(n not in at for n in wanted):
+        return None
+    return [at[n] for n in sorted(at) if low <= n <= high]
+
+
 def trial_values(point: Summary, key: str) -> list[float]:
     """``key`` of each of the point's counted trials (:func:`pounder.compare.clean_trial`)."""
     return [float(t[key]) for t in point.get("trials") or []

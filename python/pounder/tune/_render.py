@@ -124,16 +124,34 @@ def versus_text(vs: Mapping[str, Any] | None) -> str:
     return vs_unlimited_text({"vs_unlimited": vs})
 
 
+@public
+def sweep_load_text(sweep: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """``(label, words)`` for the concurrency the children sweep ran at, as the pools tables name
+    its columns: ``2xMC`` (twice as many clients as children), ``1xMC`` (as many: kept-alive
+    connections) or ``NC=32`` (the clients given, at every count)."""
+    pairs = {(int(p["children"]), int(p["connections"])) for p in sweep}
+    if pairs and all(c == max(2, 2 * n) for n, c in pairs):
+        return "2xMC", "twice as many clients as children"
+    if pairs and all(c == max(1, n) for n, c in pairs):
+        return "1xMC", "as many clients as children"
+    clients = {c for _, c in pairs}
+    if len(clients) == 1:
+        only = clients.pop()
+        return f"NC={only}", f"{only} client{'s' * (only != 1)} at every count"
+    return "sweep", "its own clients at each count"
+
+
 def _pools_table(result: TuneResult) -> list[str]:
-    """Section 4: children x concurrency, each candidate at twice its children (the sweep, when
-    measured) and at the offered load."""
+    """Section 4: children x concurrency, each candidate at the sweep's concurrency (when the sweep
+    measured it) and at the offered load."""
     if result.pools is None or result.offered is None:
         why = ("every connection holds a child (no buffering proxy in front): the pool covers the connections, "
                "nothing to compare")
         return [f"4. Pools at the offered load: not compared ({why})", ""]
     pools, sweep = result.pools, {int(p["children"]): p for p in result.sweep}
+    label, words = sweep_load_text(result.sweep)
     out = [f"4. Pools at the offered load, {result.offered.text()}: children x concurrency, medians of interleaved "
-           "trials (RPS and p99 with their 95% intervals; at 2xMC: the children sweep)"]
+           f"trials (RPS and p99 with their 95% intervals; at {label}: the children sweep, {words})"]
     rows = []
     for p in pools.points:
         n = int(p["children"])
@@ -144,8 +162,9 @@ def _pools_table(result: TuneResult) -> list[str]:
             interval_text(p), versus_text(p.get("vs_best")), _ms(p["p50_ms"]), _ms(p["p99_ms"]), p99_interval_text(p),
             _cores(p.get("server_cores")), _cores(p.get("client_cores")), _cores(p.get("other_cores")), p["failed"],
             flag_text(p), mark])
-    out += _table(["MC", "RPS 2xMC", "p99 2xMC", "NC", "trials", "NR", "RPS", "95% CI", "RPS vs best (95% CI)", "p50",
-                   "p99", "p99 95% CI", "srv cores", "load cores", "other cores", "failed", "", ""], rows)
+    out += _table(["MC", f"RPS {label}", f"p99 {label}", "NC", "trials", "NR", "RPS", "95% CI",
+                   "RPS vs best (95% CI)", "p50", "p99", "p99 95% CI", "srv cores", "load cores", "other cores",
+                   "failed", "", ""], rows)
     out.append("")
     return out
 

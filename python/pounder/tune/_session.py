@@ -68,6 +68,7 @@ from pounder.tune._mrpc import (
 from pounder.tune._options import TuneOptions
 from pounder.tune._points import aggregate_trials, still_growing
 from pounder.tune._pools import (
+    SWEPT_NOTE,
     OfferedLoad,
     PoolChoice,
     apply_pool,
@@ -76,6 +77,7 @@ from pounder.tune._pools import (
     needs,
     offered_load,
     pool_candidates,
+    swept_at_offered,
 )
 from pounder.tune._progress import StepProgress
 from pounder.tune._spare import aggregate_spare, choose_spare, reference_us
@@ -207,7 +209,7 @@ class TuneSession:
 
     def __init__(self, adapter: Adapter, options: TuneOptions, results: ResultsDir, *, log: Log | None = None,
                  progress: ProgressCallback | None = None, status: Log | None = None,
-                 agents: AgentPool | None = None) -> None:
+                 agents: AgentPool | None = None, measured_on: tuple[int, str] | None = None) -> None:
         self.adapter = adapter
         self.options = options
         self.results = results
@@ -219,7 +221,11 @@ class TuneSession:
         self.runner = Runner(adapter, results.servers_dir, workload, options.memory_floor, options.timeout_s,
                              progress, server_cpus=server_cpus, load_cpus=load_cpus, host=options.listen,
                              agents=agents)
-        self.cores = len(server_cpus) if server_cpus else available_cpus()
+        # a resumed run decides with the CPUs it was measured on (and measures nothing on others)
+        self._cores_here = len(server_cpus) if server_cpus else available_cpus()
+        self.cores = self._cores_here if measured_on is None else measured_on[0]
+        if measured_on is not None and measured_on[0] != self._cores_here:
+            self.cpus_note = measured_on[1]
         steps = ["sizes", "children", "pools", "max-requests", *(["spare"] if adapter.on_demand else []),
                  *(["confirm"] if options.confirm else [])]
         between = between_for(options.quick) + 2
@@ -249,6 +255,10 @@ class TuneSession:
             self.progress.skipped(step)
             summary: dict[str, Any] = stored["summary"]
             return summary
+        if self.cores != self._cores_here:
+            raise PounderError(f"{self.results.path} was measured with {self.cores} CPUs for the server and this "
+                               f"machine gives it {self._cores_here}: {key} cannot be measured here and compared "
+                               "with the stored points; start a new run")
         self.progress.start(step)
         self._status(f"{self.progress.where(step)}: {label}")
         started = utc_timestamp()
@@ -268,6 +278,9 @@ class TuneSession:
                 cold = runner.snapshot(server)
                 warmed = runner.warm(server)
                 warm = runner.snapshot(server)
+                if warm.totals.children < 1:  # a child that crashed may be being replaced
+                    server.wait_for_children(1, 2.0)
+                    warm = runner.snapshot(server)
                 count = warm.totals.children
                 if count < 1:
                     raise PounderError(f"the server (pid {server.pid}) runs no child process to measure: is it a "
@@ -496,16 +509,22 @@ class TuneSession:
                   f"({memory.max_clients_no_sharing} if nothing were shared)")
         return measure, other, memory, other_memory
 
-    def _pools_step(self, choice: ChildrenChoice, memory: MemoryBound, target: Target,
-                    offered: OfferedLoad) -> PoolChoice | None:
+    def _pools_step(self, choice: ChildrenChoice, memory: MemoryBound, target: Target, offered: OfferedLoad,
+                    sweep: Sequence[Mapping[str, Any]]) -> PoolChoice | None:
         """Candidate pools measured at the offered load in interleaved trials (:mod:`pounder.tune._pools`);
         None when every connection holds a child (the pool covers them: nothing to compare)."""
         if offered.held:
             return None
         options = self.options
+        candidates = pool_candidates(choice.throughput, offered, memory, options.max_children, needs=needs(choice),
+                                     between=between_for(options.quick))
+        swept = swept_at_offered(candidates, sweep, offered, needs(choice))
+        if swept is not None:  # the sweep ran at this very load: its points are compared, nothing measured again
+            self.progress.expect("pools", 0)
+            decided = choose_pool(swept, offered, target, tolerance=options.tolerance)
+            return replace(decided, reasons=[SWEPT_NOTE.format(offered.short()), *decided.reasons])
         plan = []
-        for n in pool_candidates(choice.throughput, offered, memory, options.max_children, needs=needs(choice),
-                                 between=between_for(options.quick)):
+        for n in candidates:
             self._check_fits(n, memory)
             plan.append((f"pool-{n}", PoolParams(n), offered.connections, f"{children_text(n)} at {offered.short()}"))
         points = self._sweep("pools", plan, options.trials, rate=offered.rate)
@@ -540,7 +559,7 @@ class TuneSession:
         offered = offered_load(target, memory, options.max_children)
         choice = size_pool(sweep, memory, target, tolerance=options.tolerance, max_children=options.max_children,
                            cores=self.cores, kind=adapter.kind, decide=offered.held)
-        pools = self._pools_step(choice, memory, target, offered)
+        pools = self._pools_step(choice, memory, target, offered, sweep)
         if pools is not None:
             choice = apply_pool(choice, pools)
         mrpc_points, mrpc, choice = self._mrpc_step(choice, measure, memory, offered)
