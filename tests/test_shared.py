@@ -327,6 +327,22 @@ def test_check_distinct(tmp_path: Path) -> None:
         check_distinct([("--json", tmp_path / "a"), ("--csv", tmp_path / "x" / ".." / "a")])
 
 
+def test_check_distinct_compares_files_not_names(tmp_path: Path) -> None:
+    """Issue 25: a hard link of an input is the input (device and inode), under any name."""
+    from pounder._files import check_distinct
+
+    urls = tmp_path / "urls.txt"
+    urls.write_text("http://127.0.0.1:1/\n")
+    os.link(urls, tmp_path / "run.tsv")
+    with pytest.raises(UsageError, match=r"^--tsv .*/run.tsv would overwrite the -f input: give another file$"):
+        check_distinct([("--tsv", tmp_path / "run.tsv")], [("-f", urls)])
+    os.link(urls, tmp_path / "out.json")
+    with pytest.raises(UsageError, match=r"^--hdr-log .*/run.tsv would overwrite the --json output"):
+        check_distinct([("--tsv", tmp_path / "other.tsv"), ("--json", tmp_path / "out.json"),
+                        ("--hdr-log", tmp_path / "run.tsv")])
+    check_distinct([("--tsv", tmp_path / "new.tsv")], [("-f", urls)])  # distinct files pass
+
+
 def test_size_text() -> None:
     from pounder._units import size_text
 

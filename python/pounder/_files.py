@@ -3,7 +3,10 @@ UTC timestamp every result carries."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -97,16 +100,18 @@ Named = tuple[str, str | os.PathLike[str] | None]
 
 
 def _same_file_key(path: str | os.PathLike[str]) -> str | None:
-    """What identifies the regular file ``path`` names (None for stdout, a device or a pipe, which
-    several outputs may share)."""
+    """What identifies the regular file ``path`` names: its device and inode, so that a hard link
+    or a symbolic one is the file it names (None for stdout, a device or a pipe, which several
+    outputs may share). A file not there yet is identified by its resolved name."""
     if os.fspath(path) == STDOUT:
         return None
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
+        info = os.stat(path)
     except OSError:
-        pass  # not there yet: its resolved name identifies it
-    return os.path.realpath(path)
+        return f"path:{os.path.realpath(path)}"
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return f"file:{info.st_dev}:{info.st_ino}"
 
 
 def check_distinct(outputs: Iterable[Named], inputs: Iterable[Named] = ()) -> None:
@@ -131,6 +136,57 @@ def _cannot(path: Path, what: str, error: OSError) -> PounderError:
     return PounderError(f"cannot write {named}: {error.strerror or error}")
 
 
+TEMP_SUFFIX = ".pounder-tmp"
+"""In the name of every temporary file pounder writes beside an output
+(``.NAME.PID.XXXX.pounder-tmp``, a chart's with its format's suffix after it)."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temps(path: str | os.PathLike[str]) -> None:
+    """Remove the temporary files an earlier pounder left beside ``path`` when it was killed
+    (SIGKILL during a write): those named after ``path`` whose process (the pid in the name) is
+    gone. Best effort: what cannot be removed stays."""
+    target = Path(path)
+    # .NAME.PID.XXXXXXXX.pounder-tmp[.ext]: mkstemp's 8 random characters after the pid, so that
+    # another output's (NAME.2) temporary file is never read as NAME's with pid 2
+    ours = re.compile(rf"^\.{re.escape(target.name)}\.(\d+)\.[a-z0-9_]{{8}}{re.escape(TEMP_SUFFIX)}(\.[^.]*)?$")
+    try:
+        found = [(entry.name, int(match[1])) for entry in os.scandir(target.parent)
+                 if (match := ours.match(entry.name))]
+    except OSError:
+        return
+    for name, pid in found:
+        if pid != os.getpid() and not _alive(pid):
+            try:
+                os.unlink(target.parent / name)
+            except OSError:
+                pass
+
+
+def temp_beside(path: str | os.PathLike[str], what: str = "", suffix: str = "") -> Path:
+    """A new empty temporary file in ``path``'s directory, named after it and this process
+    (:func:`remove_stale_temps` removes it once the process is gone), the stale ones of killed
+    runs removed first; ``suffix`` ends its name (a chart's format is read from it)."""
+    target = Path(path)
+    remove_stale_temps(target)
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=TEMP_SUFFIX + suffix,
+                                    dir=target.parent)
+        os.close(fd)
+    except OSError as error:
+        raise _cannot(target, what, error) from None
+    return Path(name)
+
+
 @contextmanager
 def replacing(path: str | os.PathLike[str], what: str = "", *, suffix: str = "", mode: int = 0o644) -> Iterator[Path]:
     """A temporary path in ``path``'s directory to write to; when the block ends without an
@@ -138,12 +194,7 @@ def replacing(path: str | os.PathLike[str], what: str = "", *, suffix: str = "",
     previous whole file or the new one, never half of one. Errors are one line naming ``what``;
     ``mode``: the new file's permission bits."""
     target = Path(path)
-    try:
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
-        os.close(fd)
-    except OSError as error:
-        raise _cannot(target, what, error) from None
-    tmp = Path(name)
+    tmp = temp_beside(target, what, suffix)
     try:
         yield tmp
         os.chmod(tmp, mode)  # mkstemp makes it 0600
@@ -191,8 +242,23 @@ def _write_in_place(path: str | os.PathLike[str], raw: bytes, what: str, *, appe
         stream.flush()
         return
     try:
-        with open(path, "ab" if append else "wb") as file:
+        if append:
+            with open(path, "ab") as file:
+                file.write(raw)
+            return
+        with open(path, "r+b" if os.path.exists(path) else "wb") as file:
+            size = os.fstat(file.fileno()).st_size
+            try:  # the blocks first: a full disk fails here, with the old content still whole
+                os.posix_fallocate(file.fileno(), 0, max(1, len(raw)))
+            except OSError as error:
+                if error.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    with contextlib.suppress(OSError):  # a file system may have grown it part-way
+                        os.ftruncate(file.fileno(), size)
+                    raise
             file.write(raw)
+            file.truncate(len(raw))
+            file.flush()
+            os.fsync(file.fileno())
     except OSError as error:
         raise _cannot(Path(path), what, error) from None
 
@@ -233,3 +299,51 @@ def write_output(path: str | os.PathLike[str], text: str, what: str = "") -> Non
         sys.stdout.flush()
         return
     write_atomic(path, text, what)
+
+
+class StagedOutput:
+    """Where a stream output written during a run (``--tsv``, ``--hdr-log``) goes meanwhile: a
+    temporary file beside a regular ``path`` (the old file stays whole until :meth:`commit`
+    renames it over; a run killed leaves at most the temporary file, which the next run
+    removes); a device, a pipe or stdout is written directly. ``path`` None: no output."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, what: str) -> None:
+        self.target = None if path is None else os.fspath(path)
+        self.what = what
+        self._tmp: Path | None = None
+        if self.target is None or self.target == STDOUT or _in_place(self.target):
+            return
+        real = Path(os.path.realpath(self.target))
+        if real.exists() and not os.access(real.parent, os.W_OK):  # a writable file in a closed directory
+            return
+        self._tmp = temp_beside(real, what)
+
+    @property
+    def staged(self) -> bool:
+        """Written beside its file (the file itself untouched until :meth:`commit`)."""
+        return self._tmp is not None
+
+    @property
+    def path(self) -> str | None:
+        """The path to write to during the run."""
+        return str(self._tmp) if self._tmp is not None else self.target
+
+    def commit(self) -> None:
+        """The written file becomes ``path`` (keeping an existing file's permission bits)."""
+        if self._tmp is None:
+            return
+        target = Path(os.path.realpath(os.fspath(self.target or "")))
+        try:
+            mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o644
+            os.chmod(self._tmp, mode)
+            os.replace(self._tmp, target)
+        except OSError as error:
+            self.discard()
+            raise _cannot(Path(os.fspath(self.target or "")), self.what, error) from None
+        self._tmp = None
+
+    def discard(self) -> None:
+        """Remove the temporary file: ``path`` stays as it was."""
+        if self._tmp is not None:
+            self._tmp.unlink(missing_ok=True)
+            self._tmp = None

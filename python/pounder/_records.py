@@ -7,6 +7,7 @@ A dataclass is read with :meth:`Reader.record`: every field by its annotated typ
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
@@ -15,6 +16,17 @@ from typing import Any
 from pounder._errors import PounderError
 
 Convert = Callable[[object, str], Any]
+
+
+def decode_json(text: str | bytes) -> Any:
+    """The value of a JSON document read from a file; a malformed one raises
+    :class:`json.JSONDecodeError` (a ValueError), a document nested too deeply for the decoder
+    (``[[[[…``) too, instead of a RecursionError."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        doc = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        raise json.JSONDecodeError("nested too deeply to be a pounder document", doc[:64], 0) from None
 
 
 def join(key: str, name: str) -> str:

@@ -125,3 +125,31 @@ def test_missing_matplotlib_is_known_before_the_run(monkeypatch: pytest.MonkeyPa
     assert (code, stdout) == (1, "")
     assert stderr.startswith("pounder: error: an HTML report needs matplotlib") and len(stderr.splitlines()) == 1
     assert list(tmp_path.glob("*.html")) == []
+
+
+@pytest.mark.parametrize("kind", ["report", "load_result", "load_mem", "tune point"])
+def test_a_document_nested_too_deeply_is_bad_input_not_a_traceback(tmp_path: Path, kind: str) -> None:
+    """Issue 25 item 15: 100,000 ``[`` made the JSON decoder raise RecursionError."""
+    from pounder import PounderError
+    from pounder.procs import load_mem
+    from pounder.tune import ResultsDir
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    if kind == "report":
+        code, out, err = run_cli("report", str(deep), "-o", str(tmp_path / "page.html"))
+        assert_usage_error(code, out, err, "not a pounder JSON result (not JSON)")
+        assert not (tmp_path / "page.html").exists()
+    elif kind == "load_result":
+        with pytest.raises(PounderError, match="nested too deeply"):
+            pounder.load_result(deep)
+    elif kind == "load_mem":
+        with pytest.raises(PounderError, match="not a pounder mem result"):
+            load_mem(deep)
+    else:
+        run = tmp_path / "run"
+        (run / "points").mkdir(parents=True)
+        (run / "tune.json").write_text(json.dumps({"schema": "pounder/tune/2"}))
+        (run / "points" / "sizes.json").write_text(deep.read_text())
+        with pytest.raises(PounderError, match="sizes.json"):
+            ResultsDir.open(run)[0].check_points()

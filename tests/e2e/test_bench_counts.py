@@ -155,3 +155,26 @@ def test_open_loop_calls_per_conn(testserver, run, assert_accounted):
     stats = assert_accounted(srv, result)
     assert stats["connections"] == result.connections_opened
     assert result.connections_opened == math.ceil(result.requests.complete / 2)  # one in flight at a time
+
+
+@pytest.mark.parametrize(("rate", "duration", "expected"), [(1, "5s", 5), (10, "1s", 10), ("100..0", "1s", 50)])
+def test_open_loop_lasts_the_schedule_not_until_the_last_answer(testserver, run, assert_accounted, rate, duration,
+                                                                expected):
+    """Issue 25 item 5: the run stopped its clock at the last answer (`--rate 1 -d 5s`: 4.0 s and
+    1.25 req/s). A schedule sent in full lasts its whole length, so the rate is the one asked."""
+    srv = testserver(mode="ok", delay_ms=2)
+    result = run(srv.url + "/", rate=rate, duration=duration)
+    length = float(duration.rstrip("s"))
+    assert result.requests.complete == expected and result.requests.unsent == 0
+    assert length <= result.elapsed_s <= length + 0.05, result.elapsed_s
+    assert result.derived.requests_per_s == pytest.approx(expected / result.elapsed_s, rel=1e-6)
+    assert result.derived.requests_per_s == pytest.approx(expected / length, rel=0.05)
+    assert_accounted(srv, result)
+
+
+def test_open_loop_cut_short_by_a_count_ends_with_its_last_answer(testserver, run, assert_accounted):
+    srv = testserver(mode="ok", delay_ms=2)
+    result = run(srv.url + "/", rate=10, duration="5s", requests=5)
+    assert result.requests.complete == 5
+    assert 0.4 <= result.elapsed_s < 1.0, result.elapsed_s  # the 5th left at 0.4 s
+    assert_accounted(srv, result)

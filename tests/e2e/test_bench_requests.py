@@ -425,3 +425,18 @@ def test_throttle_paces_receiving(testserver, run, assert_accounted, mode):
     assert result.phases.processing.min_us >= 700_000 or result.phases.total.min_us >= 700_000, result.phases
     assert result.latency.corrected.min_us >= 700_000, result.latency.corrected
     assert result.latency.corrected.max_us < 3_000_000, result.latency.corrected  # paced, not stalled
+
+
+@pytest.mark.parametrize(("body_size", "throttle"), [(400, "100B/s"), (2048, "4.2kbps"), (100 * 1024, "200KB/s")])
+def test_throttle_paces_the_last_read_too(testserver, run, assert_accounted, body_size, throttle):
+    """Issue 25 item 6: the read that completed a response was not paced, so a response that came
+    in one read (400 bytes at 100 B/s) took no time at all. Every byte received (head included)
+    takes its time: the latency is bytes / rate, within 5 %."""
+    srv = testserver(mode="ok", body_size=body_size)
+    result = run(srv.url + "/", connections=1, threads=1, requests=1, throttle=throttle, timeout=30)
+    assert result.requests.complete == 1 and result.requests.failed == 0
+    assert_accounted(srv, result)
+    received = result.bytes.total
+    expected_s = received / result.options.http.throttle_bps
+    took_s = result.latency.uncorrected.max_us / 1e6
+    assert expected_s * 0.95 <= took_s <= expected_s * 1.05 + 0.1, (took_s, expected_s, received)

@@ -233,6 +233,18 @@ def test_parse_url() -> None:
     assert parse_url("HTTP://Example.test/").port == 80
 
 
+@pytest.mark.parametrize(("url", "host"), [
+    ("http://bücher.test:8080/", "xn--bcher-kva.test:8080"),
+    ("http://BÜCHER.test/", "xn--bcher-kva.test"),
+    ("http://Example.TEST:80/", "example.test:80"),
+    ("http://[::1]/", "[::1]"),
+])
+def test_the_host_header_is_the_ascii_name(url: str, host: str) -> None:
+    """Issue 25 item 8: an international name was sent raw (and unlowered) in Host while the
+    connection went to its punycode name."""
+    assert parse_url(url).host_header == host
+
+
 @pytest.mark.parametrize(
     ("url", "message"),
     [

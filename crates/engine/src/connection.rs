@@ -262,6 +262,9 @@ impl<'a> Connection<'a> {
                 if used < fresh.len() {
                     reusable = false;
                 }
+                // a slow client takes as long over its last read as over the others (a response
+                // that came in one read included)
+                pace_read(&mut pace, n).await;
                 break;
             }
             pace_read(&mut pace, n).await;

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use hdrhistogram::serialization::interval_log::IntervalLogWriterError;
 use tokio::sync::Notify;
 use tokio::task::{JoinHandle, LocalSet};
 use tokio::time::{Instant, Sleep};
@@ -73,6 +74,23 @@ struct Shared {
     done: Mutex<Option<String>>,
     done_cv: Condvar,
     tsv: Option<File>,
+    /// The first write error of each output file (`tsv`, `hdr log`): that file stops there, the
+    /// run goes on, and the result says so (`write_errors`).
+    write_errors: Mutex<Vec<String>>,
+    tsv_failed: AtomicBool,
+}
+
+impl Shared {
+    /// Records the first write error of `what`; true if it is the first.
+    fn write_failed(&self, what: &str, error: &std::io::Error) -> bool {
+        let mut errors = self.write_errors.lock().unwrap_or_else(|e| e.into_inner());
+        let prefix = format!("{what}: ");
+        if errors.iter().any(|e| e.starts_with(&prefix)) {
+            return false;
+        }
+        errors.push(format!("{prefix}{error}"));
+        true
+    }
 }
 
 impl Shared {
@@ -142,11 +160,16 @@ impl Run {
                     .truncate(true)
                     .open(p)
                     .map_err(|e| format!("tsv: cannot write {}: {e}", p.display()))?;
-                f.write_all(TSV_HEADER.as_bytes()).map_err(|e| format!("tsv: {e}"))?;
+                // a full disk here is a write error of the run (reported with its figures), not a start error
+                let header = f.write_all(TSV_HEADER.as_bytes()).err();
                 // Threads append whole lines in batches; O_APPEND keeps each batch in one piece.
-                Some(File::options().append(true).open(p).map_err(|e| format!("tsv: {e}"))?)
+                Some((File::options().append(true).open(p).map_err(|e| format!("tsv: {e}"))?, header))
             }
             None => None,
+        };
+        let (tsv, tsv_header_error) = match tsv {
+            Some((file, error)) => (Some(file), error),
+            None => (None, None),
         };
         let hdr_log = match &spec.hdr_log_path {
             Some(p) => Some(File::create(p).map_err(|e| format!("hdr log: cannot write {}: {e}", p.display()))?),
@@ -195,6 +218,8 @@ impl Run {
             finished: Mutex::new(Vec::new()),
             done: Mutex::new(None),
             done_cv: Condvar::new(),
+            write_errors: Mutex::new(tsv_header_error.iter().map(|e| format!("tsv: {e}")).collect()),
+            tsv_failed: AtomicBool::new(tsv_header_error.is_some()),
             tsv,
             spec,
         });
@@ -374,6 +399,10 @@ fn supervise(sh: Arc<Shared>, hdr_log: Option<File>, warmup_slots: u64) {
     if !errors.is_empty() {
         doc["engine_errors"] = serde_json::json!(errors);
     }
+    let written = sh.write_errors.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if !written.is_empty() {
+        doc["write_errors"] = serde_json::json!(written);
+    }
     let mut done = sh.done.lock().unwrap_or_else(|e| e.into_inner());
     *done = Some(doc.to_string());
     sh.done_cv.notify_all();
@@ -393,6 +422,7 @@ fn collect(sh: &Shared, rx: mpsc::Receiver<Msg>, threads: usize, hdr_log: Option
             .with_start_time(base)
             .with_base_time(base)
             .begin_log_with(f, &mut serializer)
+            .map_err(|e| sh.write_failed("hdr log", &e))
             .ok()
     });
     let mut finish = |iv: Interval, series: &mut Vec<SecondStats>, whole: bool| {
@@ -400,9 +430,16 @@ fn collect(sh: &Shared, rx: mpsc::Receiver<Msg>, threads: usize, hdr_log: Option
         if whole {
             sh.last_rate.store((s.complete as f64).to_bits(), Ordering::Relaxed);
         }
-        if let (Some(log), Some(m)) = (log.as_mut(), sh.measure_start()) {
+        if let (Some(writer), Some(m)) = (log.as_mut(), sh.measure_start()) {
             let offset = m.saturating_duration_since(sh.start) + Duration::from_secs(iv.second);
-            let _ = log.write_histogram(iv.hist.inner(), offset, Duration::from_secs(1), None);
+            if let Err(e) = writer.write_histogram(iv.hist.inner(), offset, Duration::from_secs(1), None) {
+                let error = match e {
+                    IntervalLogWriterError::IoError(io) => io,
+                    IntervalLogWriterError::SerializeError(other) => std::io::Error::other(format!("{other:?}")),
+                };
+                sh.write_failed("hdr log", &error);
+                log = None; // the file stops at its last whole interval
+            }
         }
         if sh.spec.export_histograms {
             if let Ok(text) = serde_json::to_string(&s) {
@@ -434,7 +471,10 @@ fn collect(sh: &Shared, rx: mpsc::Receiver<Msg>, threads: usize, hdr_log: Option
     }
     drop(log);
     if let Some(mut f) = file {
-        let _ = f.flush();
+        // the buffer's last bytes: a full disk shows here at the latest
+        if let Err(e) = f.flush() {
+            sh.write_failed("hdr log", &e);
+        }
     }
     series
 }
@@ -471,6 +511,9 @@ struct Worker {
     work: Notify,
     idle: Cell<usize>,
     pacer_done: Cell<bool>,
+    /// The pacer reached the end of the schedule (not `-n`): the run lasts until the schedule's
+    /// end, whenever the last answer came, so that its rates divide by the schedule's length.
+    schedule_ran_out: Cell<bool>,
     tasks: RefCell<Vec<JoinHandle<()>>>,
 }
 
@@ -498,6 +541,7 @@ fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) ->
         work: Notify::new(),
         idle: Cell::new(0),
         pacer_done: Cell::new(false),
+        schedule_ran_out: Cell::new(false),
         tasks: RefCell::new(Vec::with_capacity(cap)),
         sh,
     });
@@ -538,7 +582,11 @@ impl Worker {
             if self.sh.cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
                 break;
             }
-            if self.live.get() == 0 && (self.sh.schedule.is_none() || self.pacer_done.get()) {
+            // open loop: a schedule sent in full still runs to its end (its length is the
+            // run's duration); one cut short by -n ends with its last answer
+            if self.live.get() == 0
+                && (self.sh.schedule.is_none() || (self.pacer_done.get() && !self.schedule_ran_out.get()))
+            {
                 break;
             }
             let wake = deadline.map_or(now + POLL, |d| d.min(now + POLL));
@@ -649,6 +697,8 @@ impl Worker {
         while !self.stopping.get() {
             let Some((slot, offset)) = self.sh.take_slot().and_then(|slot| Some((slot, schedule.time_of(slot)?)))
             else {
+                // the schedule's end, unless -n cut it short
+                self.schedule_ran_out.set(self.sh.slot_limit >= schedule.total());
                 break;
             };
             let intended = self.sh.start + offset;
@@ -825,8 +875,12 @@ impl Worker {
     fn flush_tsv(&self) {
         let mut buf = self.tsv.borrow_mut();
         if let Some(mut f) = self.sh.tsv.as_ref() {
-            if !buf.is_empty() {
-                let _ = f.write_all(&buf);
+            if !buf.is_empty() && !self.sh.tsv_failed.load(Ordering::Relaxed) {
+                if let Err(e) = f.write_all(&buf) {
+                    // a full disk: no more lines (the file would have a hole), and the run says so
+                    self.sh.tsv_failed.store(true, Ordering::Relaxed);
+                    self.sh.write_failed("tsv", &e);
+                }
             }
         }
         buf.clear();

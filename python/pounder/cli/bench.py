@@ -39,6 +39,7 @@ from pounder.load import (
     AccessLog,
     BenchResult,
     LoadOptions,
+    OutputWriteError,
     agent_file,
     bench,
     read_access_log,
@@ -182,17 +183,24 @@ def bench_command(
         log = read_access_log(access_log, methods=log_methods or ("GET", "HEAD"), exclude_static=exclude_static)
     from_log: dict[str, Any] = (  # without a log the library says what the log options need
         {"access_log": log} if log is not None else {"exclude_static": exclude_static, "log_methods": log_methods})
+    unwritten: OutputWriteError | None = None
     with live_progress(enabled=not quiet and sys.stderr.isatty()) as on_progress:
-        result = bench(
-            url, url_file=url_file, **from_log, order=order, warmup=warmup, unix_socket=unix_socket, tsv_path=tsv_path,
-            hdr_log_path=hdr_log, options=load, server_pid=server_pid, server_pidfile=server_pidfile,
-            server_name=server_name, server_status=server_status, sample_interval=sample_interval, ray=ray,
-            agents=agents, agents_per_node=agents_per_node, on_progress=threads_warning(load, on_progress),
-        )  # fmt: skip
+        try:
+            result = bench(
+                url, url_file=url_file, **from_log, order=order, warmup=warmup, unix_socket=unix_socket,
+                tsv_path=tsv_path, hdr_log_path=hdr_log, options=load, server_pid=server_pid,
+                server_pidfile=server_pidfile, server_name=server_name, server_status=server_status,
+                sample_interval=sample_interval, ray=ray, agents=agents, agents_per_node=agents_per_node,
+                on_progress=threads_warning(load, on_progress),
+            )  # fmt: skip
+        except OutputWriteError as error:  # the figures are whole: shown, then the one line
+            result, unwritten = error.result, error
     with _interrupt.deferred():  # a signal now waits until every output is whole
         _emit(result, json_out, csv_out, quiet, log)
         if report is not None:
             write_html_report([result], report)
+    if unwritten is not None:
+        raise PounderError(str(unwritten))
     if result.interrupted:
         logs = [tsv_path, hdr_log]
         if result.agents is not None:  # each agent's own, on its machine

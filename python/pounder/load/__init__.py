@@ -14,7 +14,15 @@ from pounder.load._access_log import (
     read_access_log,
     write_url_file,
 )
-from pounder.load._bench import Progress, ProgressCallback, bench, run_bench, server_sampler
+from pounder.load._bench import (
+    OutputWriteError,
+    Progress,
+    ProgressCallback,
+    bench,
+    ensure_descriptors,
+    run_bench,
+    server_sampler,
+)
 from pounder.load._csv import render_csv
 from pounder.load._distributed import AgentReport, Agents
 from pounder.load._measured import (
@@ -50,6 +58,8 @@ from pounder.load._spec import BenchSpec, Target
 from pounder.load._url import NotLoopbackError, parse_url, resolve
 
 __all__ = [
+    "ensure_descriptors",
+    "OutputWriteError",
     "ERROR_CATEGORIES",
     "PERCENTILES",
     "RAY_EXTRA",

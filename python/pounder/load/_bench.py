@@ -8,14 +8,18 @@ cancels the run too (waiting up to 5 s for the engine to stop) and propagates.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import re
+import resource
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pounder._errors import PounderError, UsageError, check_callable, check_instance, check_text, public
-from pounder._files import utc_timestamp
+from pounder._files import StagedOutput, utc_timestamp
+from pounder._records import decode_json
 from pounder._units import parse_duration
 from pounder._version import __version__
 from pounder.load._measured import MalformedResultError
@@ -123,25 +127,37 @@ def run_bench(
     check_instance(sampler, ServerSampler, "sampler", optional=True)
     if agents is not None:
         return agents.run(spec, on_progress, sampler)
+    ensure_descriptors(spec.load.connections, spec.load.threads)
     engine = _load_engine()
     started_at = utc_timestamp()
     served = None if sampler is None else serves_all(sampler.target, spec)
-    if sampler is not None:
-        sampler.start()
+    # --tsv and --hdr-log are written beside their file and renamed over it at the end
+    staged: dict[str, StagedOutput] = {}
     try:
+        for flag, path in _streams(spec):
+            staged[flag] = StagedOutput(path, flag)
+        if sampler is not None:
+            sampler.start()
         try:
-            run: Run = engine.start(spec.engine_spec())
-        except ValueError as error:
-            raise PounderError(f"the engine rejected the spec: {error}") from None
-        interrupted = _follow(run, spec.load, on_progress)
-    finally:
-        server = sampler.stop() if sampler is not None else None
+            try:
+                run: Run = engine.start({**spec.engine_spec(), "tsv_path": staged["--tsv"].path,
+                                         "hdr_log_path": staged["--hdr-log"].path})
+            except ValueError as error:
+                raise _start_error(str(error), staged) from None
+            interrupted = _follow(run, spec.load, on_progress)
+        finally:
+            server = sampler.stop() if sampler is not None else None
+    except BaseException:
+        for output in staged.values():
+            output.discard()
+        raise
     if server is not None:
         server = replace(server, serves_url=served)
     engine_json = run.result()
     assert engine_json is not None  # None only while in flight, and _follow returned once wait() said done
+    unwritten = _settle(staged, engine_json)
     try:
-        return BenchResult.from_engine(
+        result = BenchResult.from_engine(
             engine_json,
             options=spec.run_options(),
             started_at=started_at,
@@ -151,6 +167,96 @@ def run_bench(
         )
     except MalformedResultError as error:
         raise PounderError(f"the engine returned a malformed result: {error}") from None
+    if unwritten:
+        raise OutputWriteError("; ".join(unwritten), result)
+    return result
+
+
+DESCRIPTOR_MARGIN = 64
+"""Descriptors a run needs besides one per connection and those already open: the engine's own
+(each thread's runtime, the output files), the server sampler's reads of /proc."""
+
+
+@public
+def ensure_descriptors(connections: int, threads: int = 1) -> None:
+    """Make sure this process may open a descriptor for each of ``connections``, besides those
+    open now, a few for each engine thread and :data:`DESCRIPTOR_MARGIN` more: the soft limit
+    (``ulimit -n``) is raised as far as the hard limit allows; beyond that a
+    :class:`~pounder.UsageError` names both numbers, before anything is sent (past the limit,
+    connections fail with EMFILE and the run is lost)."""
+    try:
+        open_now = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        open_now = 0
+    needed = connections + DESCRIPTOR_MARGIN + 4 * threads + open_now
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or needed <= soft:
+        return
+    if hard != resource.RLIM_INFINITY and needed > hard:
+        raise UsageError(f"{connections:,} connections need about {needed:,} file descriptors, more than this "
+                         f"process may open (soft limit {soft:,}, hard limit {hard:,}): lower -c, or raise the "
+                         "hard limit (ulimit -Hn as root)")
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+    except (OSError, ValueError) as error:
+        raise UsageError(f"{connections:,} connections need about {needed:,} file descriptors and the limit "
+                         f"({soft:,}) could not be raised: {error}") from None
+
+
+def _streams(spec: BenchSpec) -> tuple[tuple[str, str | None], ...]:
+    return (("--tsv", spec.tsv_path), ("--hdr-log", spec.hdr_log_path))
+
+
+_ENGINE_NAMES = {"--tsv": "tsv", "--hdr-log": "hdr log"}
+
+
+def _os_error(text: str) -> str:
+    """The engine's words for an I/O error, without Rust's ``(os error 28)``."""
+    return re.sub(r"\s*\(os error \d+\)$", "", text.strip())
+
+
+def _start_error(message: str, staged: Mapping[str, StagedOutput]) -> PounderError:
+    """A spec the engine refused, or an output it could not open: the latter named as the user
+    typed it."""
+    for flag, output in staged.items():
+        name = _ENGINE_NAMES[flag]
+        if message.startswith(f"{name}: "):
+            return PounderError(f"cannot write {flag} {output.target}: {_os_error(message.split(': ')[-1])}")
+    return PounderError(f"the engine rejected the spec: {message}")
+
+
+def _settle(staged: Mapping[str, StagedOutput], engine_json: str) -> list[str]:
+    """Each stream output renamed over its file, or, when the engine could not write it whole
+    (``write_errors``), removed (the file stays as it was); the lines that say which failed."""
+    failed: dict[str, str] = {}
+    if '"write_errors"' in engine_json:
+        for line in decode_json(engine_json).get("write_errors") or []:
+            name, _, why = str(line).partition(": ")
+            failed.setdefault(name, _os_error(why))
+    unwritten = []
+    for flag, output in staged.items():
+        reason = failed.get(_ENGINE_NAMES[flag])
+        if reason is not None:
+            kept = " (the file is left as it was)" if output.staged and os.path.exists(output.target or "") else ""
+            output.discard()
+            unwritten.append(f"cannot write {flag} {output.target}: {reason}{kept}")
+            continue
+        try:
+            output.commit()
+        except PounderError as error:
+            unwritten.append(str(error))
+    return unwritten
+
+
+@public
+class OutputWriteError(PounderError):
+    """A stream output (``--tsv``, ``--hdr-log``) could not be written whole (a full disk, a
+    write error): the file named is left as it was. The run itself went on: its ``result`` is
+    whole, to be shown and written elsewhere."""
+
+    def __init__(self, message: str, result: BenchResult) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 @public

@@ -20,6 +20,7 @@ from typing import Any
 
 from pounder._errors import UsageError, check_path, public
 from pounder._files import RESULT_LIMIT, check_input_file
+from pounder._records import decode_json
 from pounder.load._distributed import Agents, read_agents
 from pounder.load._measured import (
     READ,
@@ -268,7 +269,7 @@ def _server(value: object) -> ServerLoadReport | None:
 
 def _decode(text: str) -> Mapping[str, Any]:
     try:
-        data = json.loads(text)
+        data = decode_json(text)
     except json.JSONDecodeError as error:
         raise MalformedResultError(f"not valid JSON ({error.msg} at line {error.lineno})") from None
     return READ.as_dict(data, "the top level")

@@ -55,9 +55,24 @@ def parse_url(text: str, where: str = "") -> ParsedUrl:
         text=text,
         host=parts.hostname,
         port=port or 80,
-        host_header=parts.netloc,
+        host_header=_host_header(parts.hostname, port, text, where),
         request_target=f"{path}?{query}" if query else path,
     )
+
+
+def _host_header(hostname: str, port: int | None, text: str, where: str) -> str:
+    """The Host header of a URL as a server expects it: the name in lower case and in ASCII (an
+    international name in its punycode form, as the connection resolves it; RFC 9110 7.2), an
+    IPv6 literal in brackets, the port when the URL gives one."""
+    host = hostname.lower()
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError as error:
+            raise UsageError(f"{where}invalid host name in {text!r}: {error}") from None
+    if ":" in host:
+        host = f"[{host}]"
+    return host if port is None else f"{host}:{port}"
 
 
 class NotLoopbackError(UsageError):

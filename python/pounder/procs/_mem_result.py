@@ -5,7 +5,6 @@ they were measured (the totals are recomputed from the stored processes, by the 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from typing import Any
 
 from pounder._errors import PounderError, UsageError, check_path, public
 from pounder._files import RESULT_LIMIT, check_input_file
-from pounder._records import Reader
+from pounder._records import Reader, decode_json
 from pounder.procs._maxclients import MaxClients
 from pounder.procs._read import ROLES, ProcMem
 from pounder.procs._snapshot import MEM_SCHEMA, PoolSnapshot
@@ -86,7 +85,7 @@ def load_mem(path: str | os.PathLike[str]) -> MemResult:
     path = Path(check_path(path, "load_mem: path"))
     check_input_file(path, "result file", RESULT_LIMIT)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = decode_json(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise UsageError(f"cannot read result file {path}: {error.strerror or error}") from None
     except (ValueError, UnicodeDecodeError):

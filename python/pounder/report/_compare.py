@@ -3,11 +3,11 @@ results directories): bars with their 95 % intervals, the tables, and the trials
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pounder._records import decode_json
 from pounder._units import MIB, number
 from pounder.compare import MAX_FAILED, describe_errors, format_ratio
 from pounder.report._html import Section, chart, esc, label_axes, paragraph, pre, table
@@ -139,7 +139,7 @@ def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "c
 def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Section]:
     """An experiment results directory: what it is, each load's comparison, the memory and the
     system calls recorded (chart ids start with ``chart_prefix``)."""
-    manifest = json.loads((path / "experiment.json").read_text())
+    manifest = decode_json((path / "experiment.json").read_text())
     exp = manifest.get("experiment") or {}
     head = Section(f"Experiment: {exp.get('title', path.name)}")
     if exp.get("description"):
@@ -151,12 +151,12 @@ def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Se
     sections = [head]
     loads = sorted(path.glob("load-*.json"), key=lambda p: int(p.stem.split("-")[1]))
     for index, load_path in enumerate(loads, start=1):
-        doc = json.loads(load_path.read_text())
+        doc = decode_json(load_path.read_text())
         sections += compare_sections(doc, str(load_path), chart_prefix=f"{chart_prefix}-load-{index}",
                                      heading=f"Load {index}")
     memory_path = path / "memory.json"
     if memory_path.is_file():
-        memory = json.loads(memory_path.read_text()).get("variants") or {}
+        memory = decode_json(memory_path.read_text()).get("variants") or {}
         section = Section("Children's memory")
         early = [label for label, sizes in memory.items() if "after" not in sizes]
         if early:
@@ -191,7 +191,7 @@ def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Se
         rows = []
         failing: list[str] = []
         for trace_path in traces:
-            report = json.loads(trace_path.read_text())
+            report = decode_json(trace_path.read_text())
             index = int(trace_path.stem.split("-")[1]) - 1
             label = variants[index]["label"] if index < len(variants) else trace_path.stem
             calls = report.get("calls") or []

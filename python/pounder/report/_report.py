@@ -9,7 +9,6 @@ are overlaid on one page), a comparison (``pounder/compare/1``), a memory snapsh
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from typing import Any
 
 from pounder._errors import PounderError, UsageError, check_path, check_text, public
 from pounder._files import RESULT_LIMIT, check_distinct, check_input_file, write_atomic
+from pounder._records import decode_json
 from pounder.compare import SCHEMA as COMPARE_SCHEMA
 from pounder.load import READ_SCHEMAS as BENCH_SCHEMAS
 from pounder.load import SCHEMA as BENCH_SCHEMA
@@ -42,7 +42,7 @@ def _kind(path: Path) -> tuple[str, Any]:
     check_input_file(path, "result", RESULT_LIMIT)
     try:
         text = path.read_text()
-        data = json.loads(text)
+        data = decode_json(text)
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
     except (ValueError, UnicodeDecodeError):

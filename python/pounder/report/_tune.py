@@ -30,13 +30,13 @@ pounder (``pounder/tune/1``: one trial per point) are shown with the figures the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pounder import tune
 from pounder._errors import PounderError
+from pounder._records import decode_json
 from pounder._units import mib
 from pounder.pool import ADAPTERS, OLD_TUNE_SCHEMAS, RESULT_SCHEMA, TUNE_SCHEMA, ResultsDir, adapter_from_dict
 from pounder.report._html import ReportError, Section, bullets, details, esc, paragraph, pre, table
@@ -59,7 +59,7 @@ def _read(path: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text())
+        data = decode_json(path.read_text())
     except OSError as error:
         raise ReportError(f"cannot read {path}: {error.strerror or error}") from None
     except (ValueError, UnicodeDecodeError):

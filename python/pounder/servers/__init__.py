@@ -27,6 +27,7 @@ from pounder.servers._apache import (
 from pounder.servers._base import (
     HOST,
     ManagedServer,
+    ServerExitedError,
     ServerStartError,
     answers_http,
     die_with_parent_hook,
@@ -54,6 +55,7 @@ __all__ = [
     "GunicornServer",
     "GunicornSettings",
     "ManagedServer",
+    "ServerExitedError",
     "ServerStartError",
     "StarmanServer",
     "StarmanSettings",

@@ -16,8 +16,10 @@ died earlier are still in the group and are killed the same way.
 
 If this Python process dies without calling ``stop``: the server's parent gets SIGTERM from the
 kernel (``PR_SET_PDEATHSIG``, on by default; note that the kernel sends it when the *thread* that
-started the server exits, so start servers from a long-lived thread), and servers still running at
-interpreter exit are stopped by an ``atexit`` hook.
+started the server exits, so start servers from a long-lived thread), servers still running at
+interpreter exit are stopped by an ``atexit`` hook, and the guard (:mod:`pounder.servers._guard`)
+stops every group still held when this process is gone, SIGKILL included (a server started through
+a shell, whose real parent the parent-death signal does not reach).
 
 CPUs (``cpus``): the parent is started with its CPU affinity already set, so every worker it forks
 inherits it (affinity passes through fork and exec). It is set on *our calling thread* around the
@@ -49,6 +51,7 @@ from typing import ClassVar, NoReturn, TypeVar
 
 from pounder._errors import PounderError, UsageError, check_flag, public
 from pounder._units import pinned_thread
+from pounder.servers._guard import guard_group, release_group
 from pounder.servers._listen import owns_listener
 from pounder.servers._proc import ProcStat, all_stats, children_of, descendants_of, group_members, still_running
 
@@ -65,6 +68,18 @@ _PR_SET_PDEATHSIG = 1
 class ServerStartError(PounderError):
     """A server did not come up. ``str(error)`` is the reason on its first line, then the last
     lines of the server's own logs (``log_tail``) - never a Python traceback."""
+
+    def __init__(self, reason: str, log_tail: str = "") -> None:
+        self.reason = reason
+        self.log_tail = log_tail
+        super().__init__(f"{reason}\n{log_tail}" if log_tail else reason)
+
+
+@public
+class ServerExitedError(PounderError):
+    """A server that was running exited while it was measured (its parent killed, or it halted
+    on its workers' failures): not bad input. ``reason`` on its first line, then the last lines
+    of the server's own logs (``log_tail``)."""
 
     def __init__(self, reason: str, log_tail: str = "") -> None:
         self.reason = reason
@@ -392,6 +407,8 @@ class ManagedServer(abc.ABC):
                     preexec_fn=die_with_parent_hook(self.stop_signal) if self._die_with_parent else None)
             except OSError as error:
                 raise ServerStartError(f"{self.kind}: cannot run {argv[0]}: {error.strerror or error}") from None
+        if self._die_with_parent:  # its own session: the group is everything it forks
+            guard_group(self._proc.pid)
         self._pid = self._proc.pid
         self._known = {}
         _RUNNING.add(self)
@@ -499,6 +516,7 @@ class ManagedServer(abc.ABC):
             while any(still_running(s) for s in self._known.values()) and time.monotonic() < end:
                 time.sleep(_POLL_S)
         finally:
+            release_group(proc.pid)
             self._proc = None
             _RUNNING.discard(self)
             self._remove_own_workdir()
