@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import re
 import socket
 from collections.abc import Iterator
@@ -303,6 +304,26 @@ def test_unix_socket_must_be_a_socket(tmp_path: Path) -> None:
     regular.write_text("")
     with pytest.raises(UsageError, match="is not a socket"):
         spec(unix_socket=str(regular))
+
+
+def test_unix_socket_path_longer_than_a_socket_address_holds(tmp_path: Path) -> None:
+    """Issue 25 item 16: a socket reached by a path over 107 bytes (bound relative to its deep
+    directory) failed every request as "other"; it is refused before anything is sent."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    here = os.getcwd()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.chdir(deep)
+        server.bind("s.sock")
+    finally:
+        os.chdir(here)
+    try:
+        long_path = str(deep / "s.sock")
+        with pytest.raises(UsageError, match=rf"^--unix-socket: .* is {len(long_path)} bytes long, more than the 107 "):
+            spec(unix_socket=long_path)
+    finally:
+        server.close()
 
 
 def test_url_file_targets(tmp_path: Path) -> None:

@@ -110,7 +110,15 @@ def is_loopback(ip: str) -> bool:
     return address.is_loopback
 
 
+SUN_PATH_MAX = 107
+"""The longest path a Unix socket address holds (``sun_path`` is 108 bytes with its NUL)."""
+
+
 def check_unix_socket(path: str) -> str:
+    size = len(os.fsencode(path))
+    if size > SUN_PATH_MAX:  # connect() would fail with ENAMETOOLONG, counted as "other" per request
+        raise UsageError(f"--unix-socket: {path} is {size} bytes long, more than the {SUN_PATH_MAX} a socket address "
+                         "holds: give a shorter path to it (a symbolic link)")
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
