@@ -11,6 +11,7 @@ import json
 import math
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -292,6 +293,26 @@ def test_errors_are_one_line(cluster: str, free_port: int, cli: Any) -> None:
     too_many = cli(f"http://127.0.0.1:{free_port}/", "-n", "10", "--ray", cluster, "--agents", "4",
                        timeout_s=120)  # fmt: skip
     assert too_many.returncode == 2 and "need 4 nodes; the cluster has 3" in too_many.stderr
+
+
+@pytest.mark.parametrize("mode", ["http", "silent"])
+def test_a_port_that_is_not_ray_is_said_at_once(testserver: Any, cli: Any, mode: str) -> None:
+    """Issue 25 item 10: --ray at an HTTP server's port hung for minutes in ray.init (SIGINT took
+    30 s). The head's GCS speaks gRPC: anything else answering there, or nothing answering, is said
+    in seconds."""
+    srv = testserver(mode="ok")
+    with socket.socket() as silent:  # accepts (the kernel does) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        at = srv.url.split("//")[1].rstrip("/") if mode == "http" else f"127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        done = cli(srv.url + "/", "-n", "10", "--ray", at, timeout_s=30)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"pounder: error: no Ray cluster at {at}: "), done.stderr
+    said = "an HTTP/1 server answers there" if mode == "http" else "did not answer as Ray's GCS (gRPC) within 3 s"
+    assert said in done.stderr, done.stderr
+    assert time.monotonic() - started < 15
+    assert srv.stats()["requests"] <= (1 if mode == "http" else 0)  # the probe at most, nothing of the load
 
 
 def test_without_ray_the_error_names_the_extra(free_port: int) -> None:

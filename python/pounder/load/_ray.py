@@ -99,6 +99,36 @@ class Cluster:
         return self.address == LOCAL
 
 
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # + empty SETTINGS
+_H2_SETTINGS = 0x04
+
+
+def _probe_gcs(host: str, port: int, address: str) -> None:
+    """A Ray head's GCS answers gRPC, that is HTTP/2: sent the client preface, it answers with a
+    SETTINGS frame. Anything else (refused, an HTTP/1 server, silence) is said at once, where
+    ``ray.init`` would retry for minutes."""
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S) as probe:
+            probe.sendall(_H2_PREFACE)
+            head = b""
+            while len(head) < 9:
+                piece = probe.recv(9 - len(head))
+                if not piece:
+                    break
+                head += piece
+    except TimeoutError:
+        raise PounderError(f"no Ray cluster at {address}: something listens there but did not answer as Ray's GCS "
+                           f"(gRPC) within {CONNECT_TIMEOUT_S:g} s") from None
+    except OSError as error:
+        raise PounderError(f"no Ray cluster at {address}: {error.strerror or error}") from None
+    if len(head) == 9 and head[3] == _H2_SETTINGS:
+        return
+    said = f"an HTTP/1 server answers there ({head[:12].decode('latin-1')!r}...)" if head.startswith(b"HTTP/") \
+        else "what answers there is not Ray's GCS (gRPC)"
+    raise PounderError(f"no Ray cluster at {address}: {said}; --ray takes the head's GCS address (ray start "
+                       "--head prints it, port 6379 by default)")
+
+
 def _host_port(address: str) -> tuple[str, int]:
     if address.startswith("ray://"):
         raise UsageError("--ray takes the cluster's HOST:PORT (its GCS address), not a ray:// client address")
@@ -168,10 +198,7 @@ def connect(cluster: Cluster, address: str | None = None) -> Iterator[ModuleType
     host, port = ("127.0.0.1", 0) if cluster.local else _host_port(address)
     ray = _import_ray(_loopback(host))
     if not cluster.local:
-        try:
-            socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
-        except OSError as error:
-            raise PounderError(f"no Ray cluster at {address}: {error.strerror or error}") from None
+        _probe_gcs(host, port, address)
     options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR, "namespace": "pounder"}
     if cluster.local:
         options |= {"address": "local", "_node_ip_address": "127.0.0.1", "include_dashboard": False,
