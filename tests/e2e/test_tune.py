@@ -279,6 +279,9 @@ def test_workers_that_crash_every_few_requests_end_the_run_with_one_line(tmp_pat
     assert last.startswith("pounder: error: no trial of the children sweep counted: every one had no request "
                            "answered or more than 1% of its requests failed (1 child: "), last
     assert not processes_mentioning(str(results))
+    # warming said why it stopped: its rounds failed, not a limit reached
+    sizes = json.loads((results / "points" / "sizes.json").read_text())["summary"]
+    assert sizes["warm_failing"] is True and sizes["settled"] is False, sizes
     again = _tune("--resume", str(results), timeout_s=60)  # decided again from the stored points: the same line
     assert again.returncode == 1 and again.stderr.strip().splitlines()[-1] == last, again.stderr
 

@@ -44,7 +44,7 @@ from pounder.pool._adapters import (
 )
 from pounder.pool._cpus import check_cpus, split_cpus
 from pounder.pool._queue import QueueWatch
-from pounder.pool._runner import MemoryFloorError, Runner, Warmed
+from pounder.pool._runner import WARM_FAILING_ROUNDS, MemoryFloorError, Runner, Warmed
 from pounder.pool._sizes import child_sizes, growth_per_request, pool_memory
 from pounder.pool._store import (
     OLD_TUNE_SCHEMAS,
@@ -58,6 +58,7 @@ from pounder.pool._store import (
 from pounder.pool._workload import Workload
 
 __all__ = [
+    "WARM_FAILING_ROUNDS",
     "ADAPTERS",
     "KINDS",
     "OLD_TUNE_SCHEMAS",

@@ -102,12 +102,15 @@ class Warmed:
     rounds: int = 1
     rps: float | None = None
     uss: int | None = None
+    failing: bool = False
+    """Warming stopped because its last rounds each failed more than 1 % of their requests."""
 
     def describe(self) -> str:
         """``warm: 4/4 children served, USS settled at 123 MiB after 5 rounds``."""
         text = f"warm: {self.warmed}/{self.children} children served"
         if self.uss is not None:
-            state = "settled" if self.settled else "not settled"
+            state = "settled" if self.settled else "not settled (its requests failed)" if self.failing else \
+                "not settled"
             text += f", USS {state} at {self.uss / MIB:,.0f} MiB"
         return text + f" after {self.rounds} round{'s' if self.rounds != 1 else ''}"
 
@@ -312,7 +315,8 @@ class Runner:
             if quick or stable >= WARM_STABLE_ROUNDS or failing >= WARM_FAILING_ROUNDS or time.monotonic() > deadline:
                 break
         return Warmed(children=len(alive), warmed=len(warmed & set(alive)), requests=sent,
-                      settled=stable >= WARM_STABLE_ROUNDS, rounds=done, rps=rps, uss=uss)
+                      settled=stable >= WARM_STABLE_ROUNDS, rounds=done, rps=rps, uss=uss,
+                      failing=failing >= WARM_FAILING_ROUNDS)
 
     def _children_uss(self, server: ManagedServer) -> int | None:
         try:

@@ -10,6 +10,7 @@ from typing import Any
 
 from pounder._errors import check_instance, public
 from pounder._units import children_text, mib
+from pounder.pool import WARM_FAILING_ROUNDS
 from pounder.tune._points import queued_text
 from pounder.tune._session import TuneResult
 from pounder.tune._spare_rules import (
@@ -192,7 +193,9 @@ def render_tune(result: TuneResult) -> str:
     out.append(f"  parent: RSS {mib(measure['parent']['rss'])}, USS {mib(measure['parent']['uss'])} MiB; "
                f"growth per request {measure['growth_first']:,.0f} B then {measure['growth_second']:,.0f} B")
     warm = (f"  warm-up: {measure.get('warm_rounds', '?')} rounds, "
-            + ("memory and throughput settled" if measure.get("settled") else "not settled within its limit")
+            + ("memory and throughput settled" if measure.get("settled") else
+               f"stopped: {WARM_FAILING_ROUNDS} rounds in a row had more than 1% of their requests failed"
+               if measure.get("warm_failing") else "not settled within its limit")
             + f", {measure['warm_requests']:,} requests")
     if measure.get("child_start_s") is not None:
         warm += f"; a lost child is replaced and serving after {measure['child_start_s']:,.2f} s"

@@ -305,6 +305,7 @@ class TuneSession:
                 "warmed": warmed.warmed,
                 "warm_requests": warmed.requests,
                 "settled": warmed.settled,
+                "warm_failing": warmed.failing,
                 "warm_rounds": warmed.rounds,
                 "child_start_s": child_start,
                 "preload": self.adapter.with_preload(params),
