@@ -21,7 +21,6 @@ import logging
 import math
 import os
 import signal
-import socket
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -36,6 +35,7 @@ from pounder._version import __version__
 from pounder.load._agent import Agent, machine_id, target_hosts
 from pounder.load._bench import POLL_INTERVAL_S, Progress, ProgressCallback, _load_engine, serves_all
 from pounder.load._distributed import Agents, agent_report
+from pounder.load._gcs import probe_gcs
 from pounder.load._measured import MalformedResultError
 from pounder.load._result import BenchResult
 from pounder.load._spec import BenchSpec
@@ -99,36 +99,6 @@ class Cluster:
         return self.address == LOCAL
 
 
-_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # + empty SETTINGS
-_H2_SETTINGS = 0x04
-
-
-def _probe_gcs(host: str, port: int, address: str) -> None:
-    """A Ray head's GCS answers gRPC, that is HTTP/2: sent the client preface, it answers with a
-    SETTINGS frame. Anything else (refused, an HTTP/1 server, silence) is said at once, where
-    ``ray.init`` would retry for minutes."""
-    try:
-        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S) as probe:
-            probe.sendall(_H2_PREFACE)
-            head = b""
-            while len(head) < 9:
-                piece = probe.recv(9 - len(head))
-                if not piece:
-                    break
-                head += piece
-    except TimeoutError:
-        raise PounderError(f"no Ray cluster at {address}: something listens there but did not answer as Ray's GCS "
-                           f"(gRPC) within {CONNECT_TIMEOUT_S:g} s") from None
-    except OSError as error:
-        raise PounderError(f"no Ray cluster at {address}: {error.strerror or error}") from None
-    if len(head) == 9 and head[3] == _H2_SETTINGS:
-        return
-    said = f"an HTTP/1 server answers there ({head[:12].decode('latin-1')!r}...)" if head.startswith(b"HTTP/") \
-        else "what answers there is not Ray's GCS (gRPC)"
-    raise PounderError(f"no Ray cluster at {address}: {said}; --ray takes the head's GCS address (ray start "
-                       "--head prints it, port 6379 by default)")
-
-
 def _host_port(address: str) -> tuple[str, int]:
     if address.startswith("ray://"):
         raise UsageError("--ray takes the cluster's HOST:PORT (its GCS address), not a ray:// client address")
@@ -147,8 +117,7 @@ def _loopback(host: str) -> bool:
 
 
 def cluster_address(cluster: Cluster) -> str:
-    """Where ``cluster`` is: "local", or the head's HOST:PORT (for "auto", the one found in
-    ``RAY_ADDRESS`` or the cluster this machine started last)."""
+    """Where ``cluster`` is: "local", or the head's HOST:PORT ("auto": RAY_ADDRESS or this machine's last)."""
     return _resolve_auto() if cluster.address == AUTO else cluster.address
 
 
@@ -177,8 +146,7 @@ def _import_ray(loopback: bool) -> ModuleType:
 
 @contextmanager
 def _kept_signal_handlers() -> Iterator[None]:
-    """``ray.init`` makes SIGTERM exit at once; pounder's handlers (stop, write what was measured,
-    exit 143) are put back."""
+    """``ray.init`` makes SIGTERM exit at once: pounder's handlers (stop, write, exit 143) are put back."""
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
@@ -190,15 +158,14 @@ def _kept_signal_handlers() -> Iterator[None]:
 
 @contextmanager
 def connect(cluster: Cluster, address: str | None = None) -> Iterator[ModuleType]:
-    """Ray, connected to ``cluster`` (at ``address`` when given: what :func:`cluster_address` found;
-    started on loopback for "local"); disconnected afterwards, and a local cluster stopped.
-    :class:`~pounder.UsageError` without Ray; :class:`~pounder.PounderError` when nothing answers
-    at the address (probed first: Ray itself retries for a minute or two)."""
+    """Ray, connected to ``cluster`` (at ``address``: what :func:`cluster_address` found; started on
+    loopback for "local"), then disconnected (a local cluster stopped). :class:`~pounder.UsageError`
+    without Ray; :class:`~pounder.PounderError` when no GCS answers there (:func:`probe_gcs`)."""
     address = address or cluster_address(cluster)
     host, port = ("127.0.0.1", 0) if cluster.local else _host_port(address)
     ray = _import_ray(_loopback(host))
     if not cluster.local:
-        _probe_gcs(host, port, address)
+        probe_gcs(host, port, address, CONNECT_TIMEOUT_S)
     options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR, "namespace": "pounder"}
     if cluster.local:
         options |= {"address": "local", "_node_ip_address": "127.0.0.1", "include_dashboard": False,

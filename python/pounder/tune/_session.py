@@ -278,8 +278,7 @@ class TuneSession:
                 cold = runner.snapshot(server)
                 warmed = runner.warm(server)
                 warm = runner.snapshot(server)
-                if warm.totals.children < 1:  # a child that crashed may be being replaced
-                    server.wait_for_children(1, 2.0)
+                if warm.totals.children < 1 and server.wait_for_children(1, 2.0):  # a crashed child replaced
                     warm = runner.snapshot(server)
                 count = warm.totals.children
                 if count < 1:
