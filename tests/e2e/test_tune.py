@@ -117,7 +117,7 @@ def test_apache_max_clients_follows_the_formula_and_preload_raises_it(apache_ser
         folder.mkdir()
         conf = _apache_conf(folder, preload)
         results = public_dir / f"results-{folder.name}"
-        # (--mrpc 0: MaxConnectionsPerChild is measured on Apache by the report tests' run)
+        # (--mrpc 0: Apache's MaxConnectionsPerChild decisions are tested on the recorded run tests/data/tune-apache)
         done = _tune("apache", str(conf), "--path", "/grow", "--ram", "256M", "--quick", "--point-duration", "1s",
                      "--mrpc", "0", "--max-children", "2", "--no-confirm", "--results", str(results))
         assert done.returncode == 0, done.stderr

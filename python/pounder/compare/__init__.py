@@ -37,11 +37,9 @@ from pounder.compare._result import (
     VariantSummary,
 )
 from pounder.compare._stats import (
-    MAX_FAILED,
     Estimate,
     RatioEstimate,
     Verdict,
-    clean_trial,
     median_interval,
     ratio_interval,
     verdict,
@@ -57,6 +55,7 @@ from pounder.compare._trials import (
     default_labels,
     trial_plan,
 )
+from pounder.load import MAX_FAILED, clean_trial  # a counted trial's rule, defined with the results
 
 __all__ = [
     "DEFAULT_TRIALS",

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from pounder._errors import check_instance, public
 from pounder._units import count_text
 from pounder.compare._result import CompareResult, Comparison, Trial
-from pounder.compare._stats import MAX_FAILED, MIN_SAMPLES, Estimate, RatioEstimate
-from pounder.load import ERROR_CATEGORIES, describe_load, format_ms
+from pounder.compare._stats import MIN_SAMPLES, Estimate, RatioEstimate
+from pounder.load import ERROR_CATEGORIES, MAX_FAILED, describe_load, format_ms
 
 _GAP = "  "
 

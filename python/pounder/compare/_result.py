@@ -12,7 +12,6 @@ from typing import Any, Literal
 from pounder._errors import public
 from pounder.compare._stats import (
     CONFIDENCE,
-    MAX_FAILED,
     MIN_EFFECT,
     MIN_SAMPLES,
     RESAMPLES,
@@ -20,11 +19,10 @@ from pounder.compare._stats import (
     Estimate,
     RatioEstimate,
     Verdict,
-    clean_trial,
     median_interval,
     ratio_interval,
 )
-from pounder.load import BenchResult, HttpOptions, LoadModel, Stage
+from pounder.load import MAX_FAILED, BenchResult, HttpOptions, LoadModel, Stage, clean_trial
 
 SCHEMA = "pounder/compare/1"
 

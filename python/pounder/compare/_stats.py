@@ -11,9 +11,9 @@ figures: the bootstrap draws from a :class:`random.Random` seeded with a fixed `
   replacement, and takes the ratio of their medians.
 * :func:`verdict`: "faster", "slower", "no clear difference" (the interval contains 1, or the
   ratio is within ``min_effect`` of 1) or "unknown" (no interval).
-* :func:`clean_trial`: whether a trial's requests went well enough for it to count: at least one
-  completed and at most ``max_failed`` (1 %) of those attempted failed. A trial with more failures
-  measured something else (connection errors are fast or slow, not the server's answers).
+
+Whether a trial counts (:func:`pounder.load.clean_trial`, :data:`pounder.load.MAX_FAILED`) is
+defined with the results, in ``pounder.load``: the pool's warm-up applies the same rule.
 
 Quantiles interpolate linearly between order statistics (numpy's default, "type 7").
 
@@ -41,8 +41,6 @@ MIN_EFFECT = 0.01
 MIN_SAMPLES = 2
 """Fewer trials than this on either side: no interval and no ratio (a single trial says nothing
 about noise)."""
-MAX_FAILED = 0.01
-"""A trial counts only when at most this fraction of its attempted requests (complete + failed) failed."""
 
 Verdict = Literal["faster", "slower", "no clear difference", "unknown"]
 VERDICTS: tuple[Verdict, ...] = ("faster", "slower", "no clear difference", "unknown")
@@ -193,13 +191,3 @@ def verdict(
     return "faster" if above == higher_is_better else "slower"
 
 
-@public
-def clean_trial(complete: int, failed: int, max_failed: float = MAX_FAILED) -> bool:
-    """Whether a trial's requests went well enough for its figures to mean the server's: at least
-    one request completed and ``failed`` is at most ``max_failed`` of those attempted
-    (``complete + failed``). Non-2xx answers are answers, not failures."""
-    if complete < 0 or failed < 0:
-        raise ValueError(f"request counts must not be negative, got complete={complete}, failed={failed}")
-    if not 0.0 <= max_failed < 1.0:
-        raise ValueError(f"max_failed must be at least 0 and less than 1, got {max_failed}")
-    return complete > 0 and failed <= max_failed * (complete + failed)

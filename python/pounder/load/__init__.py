@@ -28,6 +28,7 @@ from pounder.load._csv import render_csv
 from pounder.load._distributed import AgentReport, Agents
 from pounder.load._measured import (
     ERROR_CATEGORIES,
+    MAX_FAILED,
     PERCENTILES,
     ByteCounts,
     ClientCpu,
@@ -39,6 +40,7 @@ from pounder.load._measured import (
     RequestCounts,
     SecondSample,
     WarmupCounts,
+    clean_trial,
 )
 from pounder.load._model import Number
 from pounder.load._options import LoadOptions
@@ -59,6 +61,8 @@ from pounder.load._spec import BenchSpec, Target
 from pounder.load._url import NotLoopbackError, parse_url, resolve
 
 __all__ = [
+    "MAX_FAILED",
+    "clean_trial",
     "ensure_descriptors",
     "OutputWriteError",
     "ERROR_CATEGORIES",

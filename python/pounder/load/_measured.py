@@ -182,3 +182,18 @@ _MEASUREMENTS: dict[str, tuple[str, Callable[[object, str], Any]]] = {
 def measurements(data: Mapping[str, Any]) -> dict[str, Any]:
     """The engine's measurements as :class:`BenchResult` fields."""
     return {field: convert(READ.get(data, key), key) for field, (key, convert) in _MEASUREMENTS.items()}
+
+
+MAX_FAILED = 0.01
+"""A trial counts only when at most this fraction of its attempted requests (complete + failed) failed."""
+
+@public
+def clean_trial(complete: int, failed: int, max_failed: float = MAX_FAILED) -> bool:
+    """Whether a trial's requests went well enough for its figures to mean the server's: at least
+    one request completed and ``failed`` is at most ``max_failed`` of those attempted
+    (``complete + failed``). Non-2xx answers are answers, not failures."""
+    if complete < 0 or failed < 0:
+        raise ValueError(f"request counts must not be negative, got complete={complete}, failed={failed}")
+    if not 0.0 <= max_failed < 1.0:
+        raise ValueError(f"max_failed must be at least 0 and less than 1, got {max_failed}")
+    return complete > 0 and failed <= max_failed * (complete + failed)

@@ -40,6 +40,7 @@ from pounder.load import (
     LoadOptions,
     Progress,
     ProgressCallback,
+    clean_trial,
     run_bench,
 )
 from pounder.pool._adapters import Adapter, PoolParams
@@ -71,9 +72,8 @@ WARM_USS_SLACK = 256 * KIB
 WARM_RPS_CHANGE = 0.10
 WARM_STABLE_ROUNDS = 2
 WARM_FAILING_ROUNDS = 3
-"""Warming stops after this many rounds in a row that each failed more than
-:data:`WARM_FAILED_SHARE` of their requests: children that fail do not settle by warming."""
-WARM_FAILED_SHARE = 0.01  # the share beyond which a trial is not counted (pounder.compare.MAX_FAILED)
+"""Warming stops after this many rounds in a row that would not count as a trial
+(:func:`pounder.load.clean_trial`): children that fail do not settle by warming."""
 SAMPLE_INTERVAL_S = 0.5
 SERVED_CPU_S = 50e-6
 CHILD_START_TIMEOUT_S = 30.0
@@ -310,8 +310,7 @@ class Runner:
                      and _uss_still(last_uss, uss, len(alive), per_request, last_per_request)
                      and _rps_still(last_rps, rps))
             stable = stable + 1 if still else 0
-            lost = result.requests.failed
-            failing = failing + 1 if lost > WARM_FAILED_SHARE * (served + lost) else 0
+            failing = 0 if clean_trial(served, result.requests.failed) else failing + 1
             if quick or stable >= WARM_STABLE_ROUNDS or failing >= WARM_FAILING_ROUNDS or time.monotonic() > deadline:
                 break
         return Warmed(children=len(alive), warmed=len(warmed & set(alive)), requests=sent,

@@ -16,6 +16,12 @@ from pounder.procs import mem_available
 from pounder.tune._options import TuneOptions
 
 
+def _as_given(options: TuneOptions) -> str:
+    server, load = (("any" if cpus is None else cpu_list_text(cpus))
+                    for cpus in (options.server_cpus, options.load_cpus))
+    return f"server on CPUs {server}, load generator on CPUs {load} (as given)"
+
+
 def cpus_for(options: TuneOptions,
           agents: AgentPool | None = None) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, str]:
     """The server's and the load generator's CPUs: as given, else split when there are enough;
@@ -28,10 +34,7 @@ def cpus_for(options: TuneOptions,
                  else f", {here} of them on this machine, sharing its CPUs with the server")
         sent = f"measured loads sent by {agents.count} Ray agent{'s' * (agents.count != 1)}{where}; "
     if options.server_cpus is not None or options.load_cpus is not None:
-        server, load = (("any" if cpus is None else cpu_list_text(cpus))
-                        for cpus in (options.server_cpus, options.load_cpus))
-        note = f"{sent}server on CPUs {server}, load generator on CPUs {load} (as given)"
-        return options.server_cpus, options.load_cpus, note
+        return options.server_cpus, options.load_cpus, sent + _as_given(options)
     if agents is not None:
         cpus = cpu_list_text(sorted(os.sched_getaffinity(0)))
         return None, None, f"{sent}the server is not pinned: it may run on every CPU here ({cpus})"
@@ -57,10 +60,7 @@ def measured_cpus(stored: Mapping[str, Any], options: TuneOptions) -> tuple[int,
     if not isinstance(cpus, int) or isinstance(cpus, bool) or cpus < 1:
         return None
     if options.server_cpus is not None or options.load_cpus is not None:
-        given = ("any" if options.server_cpus is None else cpu_list_text(options.server_cpus))
-        load = ("any" if options.load_cpus is None else cpu_list_text(options.load_cpus))
-        count = len(options.server_cpus) if options.server_cpus is not None else cpus
-        return count, f"server on CPUs {given}, load generator on CPUs {load} (as given)"
+        return (len(options.server_cpus) if options.server_cpus is not None else cpus), _as_given(options)
     if stored.get("load") is not None:  # with agents the server is not pinned
         return cpus, f"the server is not pinned: it may run on every CPU of the machine ({cpus})"
     server, _, note = split_cpus(range(cpus))
