@@ -17,7 +17,8 @@ __version__: str
 class EngineTarget(TypedDict):
     """One target. Exactly one of ``tcp`` and ``unix`` is set (checked by the engine)."""
 
-    tcp: NotRequired[str | None]  # a socket address: "127.0.0.1:8080", "[::1]:8080"
+    # socket addresses tried in order until one accepts: "127.0.0.1:8080", "127.0.0.1:8080,[::1]:8080"
+    tcp: NotRequired[str | None]
     unix: NotRequired[str | None]  # a Unix socket path
     request: bytes  # the complete HTTP/1.1 request, sent byte for byte
     head: NotRequired[bool | None]  # default False: the response has no body whatever its headers say

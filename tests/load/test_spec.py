@@ -14,7 +14,8 @@ import pytest
 
 import pounder
 from pounder import BenchSpec, LoadOptions, Stage, UsageError, __version__
-from pounder.load import _model, parse_url, resolve
+from pounder.load import NotLoopbackError, _model, parse_url, resolve
+from pounder.load._url import hosts_file_addresses
 
 URL = "http://127.0.0.1:8080/"
 
@@ -271,22 +272,27 @@ def test_loopback_rule() -> None:
     assert resolve("::1", 80, allow_remote=False) == "[::1]:80"
 
 
-def test_resolution_prefers_ipv4(monkeypatch: pytest.MonkeyPatch) -> None:
-    infos = [
-        (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::1", 80, 0, 0)),
-        (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", 80)),
-    ]
-    monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: infos)
-    assert resolve("localhost", 80, allow_remote=False) == "127.0.0.1:80"
+def test_hosts_file_addresses_in_its_order(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text("# a comment: dual.test\n::1 localhost Dual.Test.  # trailing\n127.0.0.1\tlocalhost dual.test\n"
+                     "not-an-ip dual.test\n10.0.0.7 remote.test\n")
+    assert hosts_file_addresses("dual.test", str(hosts)) == ["::1", "127.0.0.1"]
+    assert hosts_file_addresses("remote.test", str(hosts)) == ["10.0.0.7"]
+    assert hosts_file_addresses("comment", str(hosts)) == []
+    assert hosts_file_addresses("x.test", str(tmp_path / "missing")) == []
 
 
-def test_unresolvable_host(monkeypatch: pytest.MonkeyPatch) -> None:
-    def fail(*args: object, **kwargs: object) -> None:
-        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-
-    monkeypatch.setattr(socket, "getaddrinfo", fail)
-    with pytest.raises(UsageError, match=r"cannot resolve host 'nowhere\.test'"):
+def test_a_name_that_cannot_be_loopback_is_refused_without_a_lookup() -> None:
+    refused = r"nowhere\.test is not in /etc/hosts.*no DNS query was sent.*--allow-remote"
+    with pytest.raises(NotLoopbackError, match=refused):
         spec("http://nowhere.test/")
+
+
+def test_localhost_names_are_both_loopback_addresses_ipv4_first() -> None:
+    """RFC 6761: names under .localhost are loopback (unless the hosts file says otherwise); the
+    engine tries 127.0.0.1 first, then ::1."""
+    assert spec("http://app.localhost:8080/").targets[0].tcp == "127.0.0.1:8080,[::1]:8080"
+    assert resolve("127.1", 80, allow_remote=False) == "127.0.0.1:80"
 
 
 def test_unix_socket(unix_socket_path: str) -> None:

@@ -5,12 +5,13 @@
 
 use std::cell::Cell;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::net::{TcpSocket, UnixStream};
+use tokio::net::{TcpSocket, TcpStream, UnixStream};
 use tokio::time::Instant;
 
 use crate::http::{parse_head, BodyDecoder, MAX_HEAD};
@@ -61,17 +62,31 @@ impl AsyncWrite for Stream {
 
 async fn connect(addr: &Addr, throttle: Option<u64>) -> io::Result<Stream> {
     match addr {
-        Addr::Tcp(sa) => {
-            let socket = if sa.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
-            if throttle.is_some() {
-                socket.set_recv_buffer_size(THROTTLED_RCVBUF)?;
+        Addr::Tcp(addrs) => {
+            // The first error is the one reported: the preferred address's.
+            let mut first_error = None;
+            for sa in addrs {
+                match connect_tcp(sa, throttle).await {
+                    Ok(stream) => return Ok(Stream::Tcp(stream)),
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
             }
-            let stream = socket.connect(*sa).await?;
-            stream.set_nodelay(true)?;
-            Ok(Stream::Tcp(stream))
+            Err(first_error.unwrap_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address")))
         }
         Addr::Unix(path) => Ok(Stream::Unix(UnixStream::connect(path).await?)),
     }
+}
+
+async fn connect_tcp(sa: &SocketAddr, throttle: Option<u64>) -> io::Result<TcpStream> {
+    let socket = if sa.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    if throttle.is_some() {
+        socket.set_recv_buffer_size(THROTTLED_RCVBUF)?;
+    }
+    let stream = socket.connect(*sa).await?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
 }
 
 /// A successful exchange.

@@ -184,7 +184,7 @@ mod tests {
         weights
             .iter()
             .map(|&w| Target {
-                addr: Addr::Tcp("127.0.0.1:1".parse().unwrap()),
+                addr: Addr::Tcp(vec!["127.0.0.1:1".parse().unwrap()]),
                 request: b"GET / HTTP/1.1\r\n\r\n".to_vec(),
                 head: false,
                 weight: w,

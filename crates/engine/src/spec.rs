@@ -10,7 +10,10 @@ use std::time::Duration;
 /// Where a target listens.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Addr {
-    Tcp(SocketAddr),
+    /// The addresses of one host name, tried in this order until one accepts the connection, as
+    /// a browser falls back from one address of a name to the next (`localhost` may be both
+    /// 127.0.0.1 and ::1 while the server listens on one of them). Never empty.
+    Tcp(Vec<SocketAddr>),
     Unix(PathBuf),
 }
 

@@ -64,7 +64,7 @@ fn target(addr: Addr) -> Target {
 }
 
 fn spec(addr: &str) -> Spec {
-    let mut s = Spec::new(vec![target(Addr::Tcp(addr.parse().unwrap()))]);
+    let mut s = Spec::new(vec![target(Addr::Tcp(vec![addr.parse().unwrap()]))]);
     s.connections = 4;
     s.threads = 2;
     s
@@ -91,10 +91,33 @@ fn closed_loop_counts_are_exact() {
 }
 
 #[test]
+fn a_host_with_several_addresses_falls_back_to_the_one_that_accepts() {
+    let (addr, count) = tcp_server();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap(); // dropped: refuses
+    let mut s = spec(&addr);
+    s.targets = vec![target(Addr::Tcp(vec![closed, addr.parse().unwrap()]))];
+    s.requests = Some(100);
+    let r = result(s);
+    assert_eq!(r["requests"]["complete"], 100);
+    assert_eq!(r["requests"]["failed"], 0);
+    assert_eq!(count.load(Ordering::SeqCst), 100);
+}
+
+#[test]
+fn a_host_whose_addresses_all_refuse_reports_the_refusal() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let mut s = spec(&closed.to_string());
+    s.targets = vec![target(Addr::Tcp(vec![closed, closed]))];
+    s.requests = Some(10);
+    let r = result(s);
+    assert_eq!(r["errors"]["refused"], 10);
+}
+
+#[test]
 fn non_2xx_responses_are_counted_per_second_too() {
     let (addr, _) = tcp_server();
     let mut s = spec(&addr);
-    let mut missing = target(Addr::Tcp(addr.parse().unwrap()));
+    let mut missing = target(Addr::Tcp(vec![addr.parse().unwrap()]));
     missing.request = b"GET /missing HTTP/1.1\r\nHost: test\r\n\r\n".to_vec();
     s.targets.push(missing);
     s.order = Order::Sequential;

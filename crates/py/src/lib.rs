@@ -41,7 +41,11 @@ fn seconds(s: f64, key: &str) -> PyResult<Duration> {
 
 fn target(d: &Bound<'_, PyDict>) -> PyResult<Target> {
     let addr = match (opt::<String>(d, "tcp")?, opt::<String>(d, "unix")?) {
-        (Some(tcp), None) => Addr::Tcp(tcp.parse().map_err(|_| bad(format!("spec: bad tcp address {tcp:?}")))?),
+        (Some(tcp), None) => Addr::Tcp(
+            tcp.split(',')
+                .map(|a| a.trim().parse().map_err(|_| bad(format!("spec: bad tcp address {tcp:?}"))))
+                .collect::<PyResult<_>>()?,
+        ),
         (None, Some(path)) => Addr::Unix(PathBuf::from(path)),
         _ => return Err(bad("spec: a target needs exactly one of tcp and unix")),
     };

@@ -33,13 +33,15 @@ def _host_port(tcp: str) -> tuple[str, int]:
 
 
 def _addresses(spec: EngineSpec, kind: Literal["tcp", "unix"]) -> list[str]:
-    """The spec's distinct targets of one kind."""
+    """The spec's distinct targets of one kind (a TCP target's several addresses, tried in
+    order, are one comma-separated string)."""
     return sorted({address for target in spec["targets"] if (address := target.get(kind))})
 
 
 def target_hosts(spec: EngineSpec) -> set[str]:
     """The machines a spec's requests go to: each TCP target's host, each Unix socket's path."""
-    return {_host_port(address)[0] for address in _addresses(spec, "tcp")} | set(_addresses(spec, "unix"))
+    tcp = {_host_port(one)[0] for address in _addresses(spec, "tcp") for one in address.split(",")}
+    return tcp | set(_addresses(spec, "unix"))
 
 
 def _unix_connection(path: str) -> socket.socket:
@@ -117,17 +119,24 @@ class Agent:
                         "it would load its own machine")
             if probe and (problem := _unreachable(path, partial(_unix_connection, path))):
                 return problem
-        for address in _addresses(spec, "tcp"):
-            host, port = _host_port(address)
-            if not allow_remote and not is_loopback(host):
-                return f"target {address} is not on this machine's loopback (--allow-remote allows it)"
-            if is_loopback(host) and not home:
-                return (f"target {address} is a loopback address, and this agent is on another machine than "
-                        "pounder: it would load its own machine; give an address the agents reach "
-                        "(with --allow-remote)")
-            connect = partial(socket.create_connection, (host, port), PROBE_TIMEOUT_S)
-            if probe and (problem := _unreachable(address, connect)):
-                return problem
+        for addresses in _addresses(spec, "tcp"):  # reachable when one of them is: the engine tries each
+            problems: list[str] = []
+            reachable = not probe
+            for address in addresses.split(","):
+                host, port = _host_port(address)
+                if not allow_remote and not is_loopback(host):
+                    return f"target {address} is not on this machine's loopback (--allow-remote allows it)"
+                if is_loopback(host) and not home:
+                    return (f"target {address} is a loopback address, and this agent is on another machine than "
+                            "pounder: it would load its own machine; give an address the agents reach "
+                            "(with --allow-remote)")
+                if not reachable:
+                    connect = partial(socket.create_connection, (host, port), PROBE_TIMEOUT_S)
+                    problem = _unreachable(address, connect)
+                    reachable = problem is None
+                    problems += [problem] if problem else []
+            if not reachable:
+                return problems[0]
         return None
 
     def start(self, spec: EngineSpec) -> str | None:

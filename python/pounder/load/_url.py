@@ -1,8 +1,12 @@
 """Targets' URLs and addresses: an http:// URL checked and split (:func:`parse_url`), its host
 resolved under the loopback rule (:func:`resolve`), a Unix socket checked.
 
-Targets must resolve to a loopback address (127.0.0.0/8 or ::1) unless ``allow_remote``; the
-first IPv4 address is used when a name has several, else the first address.
+Targets must resolve to a loopback address (127.0.0.0/8 or ::1) unless ``allow_remote``. Without
+it no DNS query leaves the machine: a name is looked up in the hosts file (``/etc/hosts``), and
+``localhost`` and names under ``.localhost`` not listed there are 127.0.0.1 and ::1 (RFC 6761);
+any other name is refused before it is looked up. A name with several addresses gives them all,
+IPv4 first: the engine tries them in that order until one accepts, as a browser does (``localhost``
+may be 127.0.0.1 and ::1 while the server listens on one of them).
 """
 
 from __future__ import annotations
@@ -79,26 +83,78 @@ class NotLoopbackError(UsageError):
     """A target that is not on this machine, without ``allow_remote``: ``address`` says which
     (``host`` or ``host (ip)``). A command without ``--allow-remote`` says so in its own words."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, reason: str = "is not a loopback address (127.0.0.0/8 or ::1)") -> None:
         self.address = address
-        super().__init__(f"{address} is not a loopback address (127.0.0.0/8 or ::1); pass --allow-remote to load "
-                         "another machine")
+        super().__init__(f"{address} {reason}; pass --allow-remote to load another machine")
+
+
+HOSTS_FILE = "/etc/hosts"
+_LOCALHOST_ADDRESSES = ("127.0.0.1", "::1")
 
 
 @public
 def resolve(host: str, port: int, *, allow_remote: bool) -> str:
-    """Resolve ``host`` to the ``"ip:port"`` (``"[ip6]:port"``) pounder connects to, enforcing
-    the loopback rule unless ``allow_remote``."""
+    """Resolve ``host`` to what pounder connects to: ``"ip:port"`` (``"[ip6]:port"``), or several
+    of them joined by commas, tried in that order (see the module's documentation). Enforces the
+    loopback rule unless ``allow_remote``; without it, sends no DNS query."""
+    if allow_remote:
+        addresses = _looked_up(host, port)
+    else:
+        addresses = _local_addresses(host)
+        remote = [address for address in addresses if not is_loopback(address)]
+        if remote:
+            raise NotLoopbackError(host if [host] == addresses else f"{host} ({remote[0]})")
+    ordered = sorted(dict.fromkeys(addresses), key=lambda address: ":" in address)  # IPv4 first, stable
+    return ",".join(f"[{address}]:{port}" if ":" in address else f"{address}:{port}" for address in ordered)
+
+
+def _looked_up(host: str, port: int) -> list[str]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as error:
         reason = error.strerror if isinstance(error, socket.gaierror) else str(error)
         raise UsageError(f"cannot resolve host {host!r}: {reason}") from None
-    addresses = [str(info[4][0]) for info in infos]
-    chosen = next((address for address in addresses if ":" not in address), addresses[0])
-    if not allow_remote and not is_loopback(chosen):
-        raise NotLoopbackError(host if host == chosen else f"{host} ({chosen})")
-    return f"[{chosen}]:{port}" if ":" in chosen else f"{chosen}:{port}"
+    return [str(info[4][0]) for info in infos]
+
+
+def _local_addresses(host: str) -> list[str]:
+    """``host``'s addresses without asking DNS: an IP literal (``127.1`` too), the hosts file,
+    localhost."""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
+        return [str(info[4][0]) for info in infos]
+    except (socket.gaierror, UnicodeError):
+        pass
+    try:
+        name = host.rstrip(".").encode("idna").decode("ascii").lower()
+    except UnicodeError as error:
+        raise UsageError(f"cannot resolve host {host!r}: {error}") from None
+    listed = hosts_file_addresses(name)
+    if listed:
+        return listed
+    if name == "localhost" or name.endswith(".localhost"):
+        return list(_LOCALHOST_ADDRESSES)
+    raise NotLoopbackError(host, f"is not in {HOSTS_FILE} nor a loopback address, and no DNS query was sent for it "
+                                 "(pounder loads only this machine)")
+
+
+def hosts_file_addresses(name: str, path: str = HOSTS_FILE) -> list[str]:
+    """The addresses the hosts file gives the (lower-case, ASCII) ``name``, in its order."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read(1 << 20).splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        words = line.split("#", 1)[0].split()
+        if len(words) >= 2 and name in (word.lower().rstrip(".") for word in words[1:]):
+            try:
+                ipaddress.ip_address(words[0].split("%")[0])
+            except ValueError:
+                continue
+            found.append(words[0])
+    return found
 
 
 def is_loopback(ip: str) -> bool:
