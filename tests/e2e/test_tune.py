@@ -303,3 +303,41 @@ def test_a_server_that_halts_while_measured_is_a_failure_with_its_log(tmp_path: 
                     rf"in {re.escape(str(results))}; continue with: pounder tune --resume ", error), error
     assert any("--- last lines of" in line for line in lines), done.stderr  # gunicorn's own words follow
     assert not processes_mentioning(str(results))
+
+
+NOISY_APP = '''\
+import atexit
+import sys
+
+# A library that dumps its state at exit: megabytes after the cause.
+atexit.register(lambda: sys.stderr.write("".join(f"state {i}: {'x' * 1000}\\\\n" for i in range(6000))))
+raise RuntimeError("DATABASE_URL is not set: the cause")
+'''
+
+
+@pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
+def test_a_server_that_fails_with_a_huge_log_says_why_in_20_lines(tmp_path: Path) -> None:
+    """Issue 25 item 16: an app that failed to start wrote 5.9 MB of log, all of it went to
+    stderr and the cause was lost in it. Now: at most 20 lines, the errors first (the cause
+    among them), the whole logs kept in the results directory."""
+    (tmp_path / "noisy_app.py").write_text(NOISY_APP)
+    results = tmp_path / "noisy"
+    done = _tune("gunicorn", "noisy_app:app", "--pythonpath", str(tmp_path), "--quick", "--mrpc", "0",
+                 "--max-children", "2", "--no-confirm", "--results", str(results), timeout_s=120)
+    assert done.returncode == 1, done.stderr[-3000:]
+    lines = done.stderr.splitlines()
+    lines = lines[next(i for i, line in enumerate(lines) if line.startswith("pounder: error: ")):]
+    assert len(lines) <= 20, done.stderr[-3000:]
+    assert lines[0].startswith("pounder: error: the server did not start: gunicorn exited with status "), lines[0]
+    assert any("RuntimeError: DATABASE_URL is not set: the cause" in line for line in lines), done.stderr
+    assert all(len(line) < 400 for line in lines)
+    assert not re.search(r'File ".*/pounder/', done.stderr)  # the app's traceback, never pounder's
+    kept = re.fullmatch(r"pounder: its whole logs: (\S+)/ \((.+)\)", lines[-1])
+    assert kept, lines[-1]
+    folder = Path(kept.group(1))
+    assert folder.parent == results / "logs"
+    whole = "".join((folder / name).read_text() for name in kept.group(2).split(", "))
+    assert whole.count("state 5999: ") >= 1 and "DATABASE_URL is not set: the cause" in whole
+    assert f"--- {folder}/error.log: " in done.stderr  # the excerpt names the kept files
+    assert not (results / "servers").exists()
+    assert not processes_mentioning(str(tmp_path))

@@ -30,7 +30,13 @@ def decided_again(name: str, folder: Path) -> tuple[dict[str, Any], str]:
     run = recorded_copy(name, folder)
     for made in ("recommendation.json", "recommendation.txt"):
         (run / made).unlink()
+    points = {path.name: path.read_bytes() for path in (run / "points").iterdir()}
+    stale = run / "servers" / "004-8c" / "logs"  # left by a run that was killed: removed by the resume
+    stale.mkdir(parents=True)
+    (stale / "error.log").write_text("old\n")
     result = resume(run)
-    assert not (run / "servers").exists(), "a server was started: a point was measured again"
+    after = {path.name: path.read_bytes() for path in (run / "points").iterdir()}
+    assert after == points, "a point was measured again"
+    assert not (run / "servers").exists(), "the servers' directories of the killed run are still there"
     data: dict[str, Any] = json.loads((run / "recommendation.json").read_text())
     return data, render_tune(result)

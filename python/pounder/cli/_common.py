@@ -111,15 +111,18 @@ def measured_run(next_step: str, keep: Callable[[], None] | None = None) -> Iter
     ``next_step`` says where the results are and what to do with them (e.g. how to resume); it ends
     the message. ``keep``: what to write when interrupted (e.g. the ``--report`` page of what was
     measured), before the message; a second signal waits until it is written."""
-    from pounder.servers import ServerExitedError, ServerStartError
+    from pounder.servers import ServerFailure, ServerStartError
 
     try:
         yield
-    except (ServerStartError, ServerExitedError) as error:
+    except ServerFailure as error:
         started = isinstance(error, ServerStartError)
         print_error(f"the server did not start: {error.reason}" if started else f"{error.reason} ({next_step})")
         if error.log_tail:
             sys.stderr.write(error.log_tail.rstrip("\n") + "\n")
+        if error.logs:
+            folder = error.logs[0].parent
+            sys.stderr.write(f"pounder: its whole logs: {folder}/ ({', '.join(path.name for path in error.logs)})\n")
         raise typer.Exit(EXIT_FAILURE) from None
     except KeyboardInterrupt:
         if keep is not None:

@@ -56,7 +56,7 @@ from pounder.procs import (
     process_cpu_clock,
     snapshot,
 )
-from pounder.servers import HOST, ManagedServer, ServerExitedError, listen_address
+from pounder.servers import HOST, ManagedServer, ServerExitedError, ServerFailure, listen_address
 
 WARM_ROUNDS = 30
 WARM_STEADY_GROWTH = 0.8
@@ -128,9 +128,11 @@ class Runner:
     def __init__(self, adapter: Adapter, root: Path, workload: Workload | str, memory_floor: int, timeout_s: float,
                  progress: ProgressCallback | None = None, *, server_cpus: Collection[int] | None = None,
                  load_cpus: Collection[int] | None = None, host: str = HOST,
-                 agents: AgentPool | None = None) -> None:
+                 agents: AgentPool | None = None, logs_dir: Path | None = None) -> None:
         self.adapter = adapter
         self.root = root
+        self.logs_dir = root.parent / "logs" if logs_dir is None else logs_dir
+        """Where the whole logs of a server that failed are kept (``NNN-Mc/`` per start)."""
         self.workload = Workload(path=workload) if isinstance(workload, str) else check_instance(
             workload, Workload, "Runner: workload")
         self.memory_floor = memory_floor
@@ -179,9 +181,28 @@ class Runner:
             server.start(timeout_s=60.0)
             self.ready_s = time.monotonic() - began
             yield server
+        except ServerFailure as error:
+            server.stop()
+            logs = server.log_files
+            error.logs = self._keep_logs(logs, workdir.name)
+            for old, kept in zip(logs, error.logs, strict=False):  # the excerpt names the kept files
+                error.log_tail = error.log_tail.replace(str(old), str(kept))
+            raise
         finally:
             server.stop()
             shutil.rmtree(workdir, ignore_errors=True)
+
+    def _keep_logs(self, logs: list[Path], name: str) -> tuple[Path, ...]:
+        """The logs of a server that failed, moved to ``logs_dir/name/`` (before its workdir goes)."""
+        if not logs:
+            return ()
+        folder = self.logs_dir / name
+        try:
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            return tuple(Path(shutil.move(path, folder / path.name)) for path in logs)
+        except OSError:  # the error being raised matters more than its logs
+            return ()
 
     def url(self, server: ManagedServer) -> str:
         """The URL of the workload's one path (a mix has many: see :meth:`spec`)."""

@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,8 @@ class ResultsDir:
         with contextlib.suppress(OSError):  # the pid is for the message of a second process only
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        # Servers' directories left by a run that died (SIGKILL): no process uses them now.
+        shutil.rmtree(self.servers_dir, ignore_errors=True)
 
     def check_free(self) -> None:
         """:meth:`hold` and let go at once: a directory another process writes is found before
@@ -142,8 +145,10 @@ class ResultsDir:
         self.release()
 
     def release(self) -> None:
-        """Let go of the directory (:meth:`hold`)."""
+        """Let go of the directory (:meth:`hold`), without the servers' directory once empty."""
         if self._lock is not None:
+            with contextlib.suppress(OSError):
+                self.servers_dir.rmdir()
             os.close(self._lock)
             self._lock = None
 

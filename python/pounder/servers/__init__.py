@@ -12,6 +12,10 @@ from the process handling of :class:`ManagedServer`. :class:`CommandServer` runs
 pre-forking server from a command template (``... --bind {host}:{port} --workers {workers}``), and
 :class:`ApacheServer` can add the user's own Apache configuration file (``conf=``) to its private
 httpd.conf, minus the directives pounder sets itself (``strip_owned_directives``).
+
+A server that fails raises a :class:`ServerFailure` (:class:`ServerStartError`,
+:class:`ServerExitedError`) whose ``log_tail`` is a bounded excerpt of its logs, errors first
+(``_logs``), with Apache's lines of the generated httpd.conf named as the user's file's.
 """
 
 from pounder.servers._apache import (
@@ -28,6 +32,7 @@ from pounder.servers._base import (
     HOST,
     ManagedServer,
     ServerExitedError,
+    ServerFailure,
     ServerStartError,
     answers_http,
     die_with_parent_hook,
@@ -56,6 +61,7 @@ __all__ = [
     "GunicornSettings",
     "ManagedServer",
     "ServerExitedError",
+    "ServerFailure",
     "ServerStartError",
     "StarmanServer",
     "StarmanSettings",

@@ -53,10 +53,10 @@ from pounder._errors import PounderError, UsageError, check_flag, public
 from pounder._units import pinned_thread
 from pounder.servers._guard import guard_group, release_group
 from pounder.servers._listen import owns_listener
+from pounder.servers._logs import EXCERPT_LINES, log_excerpt
 from pounder.servers._proc import ProcStat, all_stats, children_of, descendants_of, group_members, still_running
 
 HOST = "127.0.0.1"
-LOG_TAIL_LINES = 20
 _POLL_S = 0.02
 _KILL_WAIT_S = 5.0
 _CRASH_LOOP_CHILDREN = 20
@@ -65,26 +65,27 @@ _ADDRESS_IN_USE = re.compile(r"Address already in use|Connection in use|could no
 _PR_SET_PDEATHSIG = 1
 
 
-class ServerStartError(PounderError):
-    """A server did not come up. ``str(error)`` is the reason on its first line, then the last
-    lines of the server's own logs (``log_tail``) - never a Python traceback."""
+class ServerFailure(PounderError):
+    """A server failed. ``str(error)`` is the reason on its first line, then what the server's
+    own logs say (``log_tail``: errors first, at most 18 lines) - never a Python traceback.
+    ``logs``: where its whole logs were kept, when the caller kept them."""
 
-    def __init__(self, reason: str, log_tail: str = "") -> None:
+    def __init__(self, reason: str, log_tail: str = "", logs: tuple[Path, ...] = ()) -> None:
         self.reason = reason
         self.log_tail = log_tail
+        self.logs = logs
         super().__init__(f"{reason}\n{log_tail}" if log_tail else reason)
 
 
 @public
-class ServerExitedError(PounderError):
-    """A server that was running exited while it was measured (its parent killed, or it halted
-    on its workers' failures): not bad input. ``reason`` on its first line, then the last lines
-    of the server's own logs (``log_tail``)."""
+class ServerStartError(ServerFailure):
+    """A server did not come up (see :class:`ServerFailure`)."""
 
-    def __init__(self, reason: str, log_tail: str = "") -> None:
-        self.reason = reason
-        self.log_tail = log_tail
-        super().__init__(f"{reason}\n{log_tail}" if log_tail else reason)
+
+@public
+class ServerExitedError(ServerFailure):
+    """A server that was running exited while it was measured (its parent killed, or it halted
+    on its workers' failures): not bad input (see :class:`ServerFailure`)."""
 
 
 class _PortTaken(Exception):
@@ -121,6 +122,17 @@ def listen_address(host: str, *, allow_remote: bool = False) -> str:
             raise UsageError(f"--listen {address}: not an address of this machine "
                              f"({error.strerror or error})") from None
     return str(address)
+
+
+def _bindable(host: str, port: int) -> bool:
+    """Could a listener bind ``host``:``port`` now (is no one else on it)?"""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: TIME_WAIT is no owner
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 @public
@@ -184,16 +196,6 @@ class _HttpProbe:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
-
-
-def _tail(path: Path, since: int, lines: int) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(since)
-            text = f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-    return "\n".join(text.rstrip("\n").splitlines()[-lines:]) if text.strip() else ""
 
 
 @public
@@ -358,14 +360,21 @@ class ManagedServer(abc.ABC):
         except (OSError, ValueError, IndexError):
             return None
 
-    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
-        """The last ``lines`` lines written to each log since the latest start, with headers."""
-        parts = []
-        for path in self._log_files():
-            text = _tail(path, self._log_offsets.get(path, 0), lines)
-            if text:
-                parts.append(f"--- last lines of {path} ---\n{text}")
-        return "\n".join(parts) if parts else f"(the {self.kind} wrote nothing to its logs)"
+    def log_tail(self, lines: int = EXCERPT_LINES) -> str:
+        """What the logs say since the latest start, in ``lines`` lines at most with their headers:
+        errors first, then the last lines (:func:`pounder.servers._logs.log_excerpt`)."""
+        logs = [(path, self._log_offsets.get(path, 0)) for path in self._log_files()]
+        return log_excerpt(logs, lines, self._user_words) or f"(the {self.kind} wrote nothing to its logs)"
+
+    def _user_words(self, line: str) -> str:
+        """A log line as the user should read it (Apache: a line of the generated httpd.conf is
+        named as the line of the user's own file it came from)."""
+        return line
+
+    @property
+    def log_files(self) -> list[Path]:
+        """The logs it writes (to keep when it failed)."""
+        return [path for path in self._log_files() if path.exists()]
 
     # -- start / stop -------------------------------------------------------------------------
 
@@ -422,10 +431,13 @@ class ManagedServer(abc.ABC):
                     code = self._exit_status()
                     tail = self.log_tail()
                     self.stop(_FAILED_START_GRACE_S)
+                    reason = f"{self.kind} exited with status {code} while starting on {self.url}"
                     if _ADDRESS_IN_USE.search(tail):
-                        raise _PortTaken(tail)
-                    raise ServerStartError(f"{self.kind} exited with status {code} while starting on {self.url}",
-                                           tail)
+                        if not _bindable(self.host, port):
+                            raise _PortTaken(tail)
+                        reason += (f": an address it binds was in use, not port {port} (pounder chose it and it "
+                                   "is free): does it listen on a fixed port too?")
+                    raise ServerStartError(reason, tail)
                 seen.update(s.pid for s in all_stats() if s.ppid == self._pid)  # exited ones too
                 if len(seen) >= max(_CRASH_LOOP_CHILDREN, 5 * expected):
                     self._fail(f"{self.kind}: its workers keep exiting while starting on {self.url} "
