@@ -3,8 +3,10 @@ pure; the real test runs gunicorn through it)."""
 
 from __future__ import annotations
 
+import re
 import shlex
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -128,3 +130,30 @@ def test_gunicorn_through_a_command_template(tmp_path: Path) -> None:
         stop_and_check(srv)
     finally:
         srv.stop()
+
+
+def test_a_fixed_port_of_the_command_in_use_is_not_blamed_on_pounders_port(tmp_path: Path) -> None:
+    """Issue 25 item 16: a command that also binds a fixed port, in use, was reported as "port N
+    was taken before the server could bind it, twice" (pounder's free port, which was free)."""
+    missing = gunicorn_missing()
+    if missing:
+        pytest.skip(missing)
+    with socket.socket() as fixed:
+        fixed.bind(("127.0.0.1", 0))
+        fixed.listen()
+        fixed_port = fixed.getsockname()[1]
+        template = (f"{shlex.quote(sys.executable)} -m gunicorn --bind {{host}}:{{port}} --bind 127.0.0.1:{fixed_port} "
+                    f"--workers 1 --chdir {shlex.quote(str(APPS_DIR))} wsgi_app:app")
+        if _has_control_socket():
+            template += " --no-control-socket"
+        srv = CommandServer(tmp_path / "w", template, workers=1)
+        try:
+            with pytest.raises(ServerStartError) as failed:
+                srv.start(timeout_s=20)
+        finally:
+            srv.stop()
+    assert "twice" not in failed.value.reason
+    assert re.fullmatch(r"command exited with status \d+ while starting on http://127\.0\.0\.1:(\d+): an address it "
+                        r"binds was in use, not port \1 \(pounder chose it and it is free\): does it listen on a "
+                        r"fixed port too\?", failed.value.reason), failed.value.reason
+    assert f"127.0.0.1', {fixed_port})" in failed.value.log_tail  # gunicorn's own words name the fixed port
