@@ -215,6 +215,27 @@ def test_users_configuration_file_refused(tmp_path: Path) -> None:
         ApacheServer(None, conf=tmp_path / "missing.conf")
 
 
+@pytest.mark.skipif(apache_missing(perl=False) is not None, reason=str(apache_missing(perl=False)))
+def test_a_syntax_error_names_the_users_file_and_line(tmp_path: Path) -> None:
+    """Issue 25 item 16: Apache's message named a line of the generated httpd.conf, deleted with
+    the server's directory. A directive pounder removes (Listen) keeps the lines' numbers."""
+    app = Path(tempfile.mkdtemp(prefix="pounder-apache-conf-", dir="/tmp"))  # reachable by www-data
+    os.chmod(app, 0o755)
+    conf = app / "app.conf"
+    conf.write_text("# The application's own Apache configuration.\nListen 80\nStartServers \\\n  7\n"
+                    "KeepAliveTimeout 5\nPerlFooBar on\n")
+    server = ApacheServer(None, conf=conf, start_servers=1)
+    try:
+        with pytest.raises(ServerStartError) as failed:
+            server.start()
+        assert f"Syntax error on line 6 of {conf}:" in failed.value.log_tail, failed.value.log_tail
+        assert "Invalid command 'PerlFooBar'" in failed.value.log_tail
+        assert "httpd.conf" not in failed.value.log_tail
+    finally:
+        server.stop()
+        shutil.rmtree(app, ignore_errors=True)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the children as another user")
 def test_users_configuration_the_children_cannot_reach(tmp_path: Path) -> None:
     private = tmp_path / "private"

@@ -43,6 +43,8 @@ OWNED_DIRECTIVES = frozenset(name.lower() for name in (
     "Timeout"))
 """Directives (lower case) that a private instance sets itself: removed from the user's file."""
 _INCLUDES = frozenset({"include", "includeoptional"})
+USER_PART_MARK = "# From"
+"""Begins the comment line after which the user's own configuration is copied, line for line."""
 
 
 @public
@@ -110,7 +112,8 @@ def _logical_lines(text: str) -> list[list[str]]:
 
 
 @public
-def strip_owned_directives(conf_text: str, *, source: str = "the configuration") -> tuple[str, list[str]]:
+def strip_owned_directives(conf_text: str, *, source: str = "the configuration",
+                           keep_lines: bool = False) -> tuple[str, list[str]]:
     """Remove from an Apache configuration the directives a private pounder instance sets itself
     (a pure function): ``OWNED_DIRECTIVES`` (Listen, PidFile, ErrorLog, ServerRoot, User, the
     prefork sizes, KeepAlive...; case-insensitive, wherever they are, also inside containers) and
@@ -119,7 +122,9 @@ def strip_owned_directives(conf_text: str, *, source: str = "the configuration")
     directives, stripped (a continued one on one line). ``Include``/``IncludeOptional`` raise
     :class:`~pounder.UsageError` (``source`` names the file in the message): pounder takes one
     self-contained file. A ``LoadModule`` of a module pounder loads too is harmless: Apache 2.4
-    warns "module X is already loaded, skipping" (AH01574) and goes on."""
+    warns "module X is already loaded, skipping" (AH01574) and goes on. ``keep_lines``: each
+    removed line becomes a comment, so every other line keeps its number (Apache's messages
+    name lines)."""
     kept: list[str] = []
     removed: list[str] = []
     for group in _logical_lines(conf_text):
@@ -131,6 +136,8 @@ def strip_owned_directives(conf_text: str, *, source: str = "the configuration")
         if directive in OWNED_DIRECTIVES or (
                 directive == "loadmodule" and len(words) > 1 and words[1].lower().startswith("mpm_")):
             removed.append(" ".join(words))
+            if keep_lines:
+                kept += [f"# set by pounder: {words[0]}\n"] + ["#\n"] * (len(group) - 1)
         else:
             kept.extend(group)
     return "".join(kept), removed
@@ -157,7 +164,7 @@ def render_apache_conf(settings: ApacheSettings, *, workdir: Path, port: int, mo
     ``ServerRoot``, against which Apache resolves relative paths (default: ``workdir``); every
     path pounder writes itself is absolute."""
     settings.validate()
-    user_text, _removed = strip_owned_directives(user_conf, source=user_conf_name)
+    user_text, _removed = strip_owned_directives(user_conf, source=user_conf_name, keep_lines=True)
     paths = apache_paths(workdir)
     perl = startup_pl or bool(settings.perl_handlers)
     if perl and any(c.isspace() for c in str(paths["perl_lib"])):
@@ -216,7 +223,7 @@ def render_apache_conf(settings: ApacheSettings, *, workdir: Path, port: int, mo
                 "    Require all granted", "</Location>"]
     if user_text.strip():
         name = " ".join(user_conf_name.split())  # one comment line
-        out += ["", f"# From {name} (without the directives set above by pounder):",
+        out += ["", f"{USER_PART_MARK} {name} (without the directives set above by pounder):",
                 user_text.rstrip("\n")]
     if settings.extra_conf:
         out += ["", settings.extra_conf.rstrip("\n")]
@@ -388,6 +395,30 @@ class ApacheServer(ManagedServer):
         if self.settings.user is not None:
             _make_readable(self.workdir)
         return apache_command(paths["conf"], self._binary)
+
+    def _user_words(self, line: str) -> str:
+        """Apache names lines of the generated httpd.conf ("Syntax error on line 57 of
+        .../httpd.conf"), deleted with the server's directory: a line copied from the user's own
+        file is named as that file's line."""
+        conf = str(self.conf_path)
+        if self.conf is None or conf not in line:
+            return line
+        try:
+            generated = self.conf_path.read_text(encoding="utf-8", errors="surrogateescape").split("\n")
+        except OSError:
+            return line
+        first = next((i + 2 for i, text in enumerate(generated) if text.startswith(USER_PART_MARK)), None)
+        if first is None:
+            return line
+        count = len(self._conf_text().rstrip("\n").split("\n"))
+
+        def own(match: re.Match[str]) -> str:
+            number = int(match.group(1))
+            if first <= number < first + count:
+                return f"line {number - first + 1} of {self.conf}"
+            return f"line {number} of the httpd.conf pounder wrote"
+
+        return re.sub(rf"line (\d+) of {re.escape(conf)}", own, line)
 
     def _graceful_stop(self, pid: int) -> None:
         if self.read_pidfile() != pid:  # not written yet: -k stop would find nothing to stop
