@@ -136,8 +136,9 @@ pub struct Connection<'a> {
     /// Which address the open stream goes to (index into the run's distinct addresses).
     addr_id: usize,
     served: u32,
-    /// The current attempt's request has been written to the socket.
-    written: bool,
+    /// The current attempt's request has been written to the socket (shared with the request's
+    /// in-flight guard, which counts its bytes when the run ends before the response).
+    written: &'a Cell<bool>,
     buf: Box<[u8]>,
     reuse: Reuse,
     /// Counts every connection opened, as soon as it is (also when the request on it is aborted).
@@ -159,12 +160,12 @@ fn io_kind(e: &io::Error, connecting: bool) -> ErrorKind {
 }
 
 impl<'a> Connection<'a> {
-    pub fn new(reuse: Reuse, opened: &'a Cell<u64>) -> Connection<'a> {
+    pub fn new(reuse: Reuse, opened: &'a Cell<u64>, written: &'a Cell<bool>) -> Connection<'a> {
         Connection {
             stream: None,
             addr_id: usize::MAX,
             served: 0,
-            written: false,
+            written,
             buf: vec![0u8; BUF_SIZE].into_boxed_slice(),
             reuse,
             opened,
@@ -197,11 +198,11 @@ impl<'a> Connection<'a> {
 
     /// Whether the last attempt wrote its request (for a request cut short by the timeout).
     pub fn request_written(&self) -> bool {
-        self.written
+        self.written.get()
     }
 
     async fn attempt(&mut self, target: &Target) -> Result<Response, Failure> {
-        self.written = false;
+        self.written.set(false);
         let mut connect = None;
         if self.stream.is_none() {
             let t0 = Instant::now();
@@ -227,7 +228,7 @@ impl<'a> Connection<'a> {
     async fn roundtrip(&mut self, target: &Target, connect: Option<Duration>) -> Result<Response, Failure> {
         let stream = self.stream.as_mut().expect("connected");
         stream.write_all(&target.request).await.map_err(|e| Failure::unsent(io_kind(&e, false)))?;
-        self.written = true;
+        self.written.set(true);
         let written = Instant::now();
 
         let throttle = self.reuse.throttle_bps;

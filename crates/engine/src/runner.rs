@@ -632,7 +632,8 @@ impl Worker {
             calls_per_conn: self.sh.spec.calls_per_conn,
             throttle_bps: self.sh.spec.throttle_bps,
         };
-        let mut conn = Connection::new(reuse, &self.opened);
+        let written = Cell::new(false);
+        let mut conn = Connection::new(reuse, &self.opened, &written);
         // One timeout timer for the task's life, moved forward for each request: moving a tokio
         // timer later is an atomic store, where a new timer per request is a wheel insertion.
         let timeout = tokio::time::sleep(self.sh.spec.timeout);
@@ -658,7 +659,7 @@ impl Worker {
                     None => break,
                 }
             };
-            self.serve(&mut conn, timeout.as_mut(), job).await;
+            self.serve(&mut conn, &written, timeout.as_mut(), job).await;
         }
     }
 
@@ -724,10 +725,12 @@ impl Worker {
         self.work.notify_waiters();
     }
 
-    async fn serve(&self, conn: &mut Connection<'_>, mut timeout: Pin<&mut Sleep>, job: Job) {
+    async fn serve(&self, conn: &mut Connection<'_>, written: &Cell<bool>, mut timeout: Pin<&mut Sleep>, job: Job) {
         let index = self.picker.borrow_mut().pick(job.slot);
         let target = &self.sh.spec.targets[index];
-        let in_flight = InFlight { worker: self, measured: job.measured, armed: true };
+        written.set(false);
+        let in_flight =
+            InFlight { worker: self, measured: job.measured, armed: true, written, request_len: target.request.len() };
         // Closed loop: the request is meant to go now, so its claim time is its start.
         let start = if self.sh.schedule.is_some() { Instant::now() } else { job.intended };
         timeout.as_mut().reset(start + self.sh.spec.timeout);
@@ -901,6 +904,9 @@ struct InFlight<'a> {
     worker: &'a Worker,
     measured: bool,
     armed: bool,
+    /// Its request went out (its bytes count as sent, also when it is aborted).
+    written: &'a Cell<bool>,
+    request_len: usize,
 }
 
 impl InFlight<'_> {
@@ -918,6 +924,9 @@ impl Drop for InFlight<'_> {
         let mut s = w.stats.borrow_mut();
         if self.measured {
             s.record_error(ErrorKind::Aborted, None);
+            if self.written.get() {
+                s.bytes_sent += self.request_len as u64;
+            }
             w.sh.counters[w.id].failed.fetch_add(1, Ordering::Relaxed);
             let mut iv = w.interval.borrow_mut();
             w.advance_interval(&mut iv, Instant::now());

@@ -114,6 +114,30 @@ fn a_host_whose_addresses_all_refuse_reports_the_refusal() {
 }
 
 #[test]
+fn requests_sent_and_aborted_at_the_end_count_their_bytes_sent() {
+    // A server that reads each request and never answers: every request is aborted at the end.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for mut stream in listener.incoming().flatten().take(2) {
+            let mut buf = [0u8; 1024];
+            let _ = std::io::Read::read(&mut stream, &mut buf);
+            held.push(stream);
+        }
+        std::thread::sleep(Duration::from_secs(5));
+    });
+    let mut s = spec(&addr.to_string());
+    s.connections = 2;
+    s.threads = 1;
+    s.duration = Some(Duration::from_millis(500));
+    let len = s.targets[0].request.len() as u64;
+    let r = result(s);
+    assert_eq!(r["errors"]["aborted"], 2);
+    assert_eq!(r["bytes"]["sent"], 2 * len);
+}
+
+#[test]
 fn non_2xx_responses_are_counted_per_second_too() {
     let (addr, _) = tcp_server();
     let mut s = spec(&addr);
