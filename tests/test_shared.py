@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pounder import PounderError, UsageError
+from pounder import BenchSpec, LoadOptions, PounderError, UsageError
 from pounder._files import check_output_path, replacing, utc_timestamp, write_atomic, write_output
 from pounder._records import Reader
 from pounder._units import (
@@ -348,6 +348,20 @@ def test_size_text() -> None:
 
     assert [size_text(n) for n in (512, 4096, 1536 * 1024, 64 * MIB, 3 << 30)] == [
         "512 bytes", "4 KiB", "1.5 MiB", "64 MiB", "3 GiB"]
+
+
+def test_plain_numbers_have_no_exponent_and_no_20_digits() -> None:
+    """Issue 25 item 17: numbers in messages were printed as 1e+09 or with 20 digits."""
+    from pounder._units import plain
+
+    assert [plain(v) for v in (1e9, 1e-7, 2.5, 0.1 + 0.2, 1234.5678, 0.0, -3.25)] == [
+        "1,000,000,000", "0.0000001", "2.5", "0.3", "1,234.57", "0", "-3.25"]
+    assert [plain(v) for v in (123_456_789_012, 10**20, 1.5e20, 9.99e15, -1e30)] == [
+        "123,456,789,012", "about 10^20", "about 1.5 x 10^20", "about 10^16", "about -10^30"]
+    with pytest.raises(UsageError, match=r"between 1 and 100,000, got about 10\^20$"):
+        count_in_range(10**20, "-c/--connections", 1, 100_000)
+    with pytest.raises(UsageError, match=r"--rate must be between 0 and 10,000,000 req/s, got 1,000,000,000$"):
+        BenchSpec.from_options("http://127.0.0.1:9/", options=LoadOptions(rate=1e9))
 
 
 def test_counts_agree_with_their_noun() -> None:

@@ -24,9 +24,11 @@ One suffix rule for every option:
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 from collections.abc import Collection, Iterator
+from decimal import Decimal
 
 from pounder._errors import UsageError, public
 
@@ -77,7 +79,7 @@ def count_in_range(value: int | str, what: str, low: int, high: int) -> int:
         raise UsageError(f"{what} must be a whole number, got {value!r}")
     number = parse_count(value, what) if isinstance(value, str) else value
     if not low <= number <= high:
-        raise UsageError(f"{what} must be between {low} and {high:,}, got {number:,}")
+        raise UsageError(f"{what} must be between {low} and {high:,}, got {plain(number)}")
     return number
 
 
@@ -213,6 +215,26 @@ def size_text(size: int) -> str:
         if size >= scale:
             return f"{size / scale:.1f}".removesuffix(".0") + f" {unit}"
     return f"{size} bytes"
+
+
+def plain(value: float, significant: int = 6) -> str:
+    """A number as people write it: at most ``significant`` significant digits, no ``e+09``,
+    thousands grouped ("1,000,000,000" for 1e9, "0.0000001" for 1e-7, "2.5"); from 10^15 on,
+    a power of ten ("about 1.5 x 10^20"), not 20 digits."""
+    if not math.isfinite(value):
+        return str(value)
+    if isinstance(value, int) and abs(value) < 10**15:  # a count: every digit
+        return f"{value:,}"
+    if abs(float(f"{value:.{significant}g}")) >= 1e15:
+        rounded = float(f"{value:.2g}")
+        exponent = math.floor(math.log10(abs(rounded)))
+        mantissa = plain(rounded / 10**exponent, 2)
+        return f"about {mantissa.removesuffix('1') if mantissa in ('1', '-1') else mantissa + ' x '}10^{exponent}"
+    text = format(Decimal(f"{value:.{significant}g}"), "f")
+    whole, _, fraction = text.partition(".")
+    sign = "-" if whole.startswith("-") else ""
+    fraction = fraction.rstrip("0")
+    return f"{sign}{int(whole.lstrip('-')):,}" + (f".{fraction}" if fraction else "")
 
 
 def number(value: float | None, digits: int = 0) -> str:

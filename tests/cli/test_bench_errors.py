@@ -4,7 +4,6 @@ traceback, nothing on stdout. Through typer's CliRunner and through a real ``pyt
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -64,12 +63,11 @@ def test_bad_input(args: list[str], fragment: str) -> None:
     assert_usage_error(*run_cli(*args), fragment)
 
 
-def test_unresolvable_host(monkeypatch: pytest.MonkeyPatch) -> None:
-    def fail(*args: object, **kwargs: object) -> None:
-        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-
-    monkeypatch.setattr(socket, "getaddrinfo", fail)
-    assert_usage_error(*run_cli("http://no-such-host.invalid/"), "cannot resolve host 'no-such-host.invalid'")
+def test_a_name_that_is_not_this_machine() -> None:
+    """Refused before it is looked up (tests/e2e/test_name_resolution.py shows that no DNS query
+    leaves, and the lookup with --allow-remote)."""
+    assert_usage_error(*run_cli("http://no-such-host.invalid/"),
+                       "no-such-host.invalid is not in /etc/hosts nor a loopback address, and no DNS query was sent")
 
 
 def test_url_file_errors(tmp_path: Path) -> None:

@@ -126,7 +126,7 @@ def test_point_duration_and_counts() -> None:
     ({"mrpc": "-5"}, "--mrpc needs values >= 0 (0 = unlimited)"),
     ({"mrpc": []}, "--mrpc needs values >= 0"),
     ({"point_duration": "100ms"}, "--point-duration must be between 500ms and 10m, got 0.1s"),
-    ({"point_duration": "1h"}, "--point-duration must be between 500ms and 10m, got 3600s"),
+    ({"point_duration": "1h"}, "--point-duration must be between 500ms and 10m, got 3,600s"),
     ({"point_duration": "later"}, "invalid --point-duration 'later'"),
     ({"clients": 0}, "--clients must be between 1 and 10000, got 0"),
     ({"clients": 10001}, "--clients must be between 1 and 10000, got 10001"),

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from pounder._units import plain
 from pounder.load import Progress, ProgressCallback
 
 
 def _status(progress: Progress) -> str:
-    planned = f"/{progress.planned_s:g}" if progress.planned_s is not None and progress.phase == "measure" else ""
+    planned = f"/{plain(progress.planned_s)}" if progress.planned_s is not None and progress.phase == "measure" else ""
     parts = [
         f"{progress.complete:,} done",
         f"{progress.failed:,} failed",

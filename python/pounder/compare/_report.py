@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pounder._errors import check_instance, public
-from pounder._units import count_text
+from pounder._units import count_text, plain
 from pounder.compare._result import CompareResult, Comparison, Trial
 from pounder.compare._stats import MIN_SAMPLES, Estimate, RatioEstimate
 from pounder.load import ERROR_CATEGORIES, MAX_FAILED, describe_load, format_ms
@@ -119,7 +119,7 @@ def _header(result: CompareResult) -> list[str]:
     load = options.load
     planned = []
     if load.duration_s is not None:
-        planned.append(f"{load.duration_s:g} s")
+        planned.append(f"{plain(load.duration_s)} s")
     if load.requests is not None:
         planned.append(f"{load.requests:,} requests")
     http = options.http

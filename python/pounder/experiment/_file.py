@@ -44,6 +44,7 @@ from typing import Any
 
 from pounder._errors import UsageError, check_path, public
 from pounder._files import SMALL_LIMIT, check_input_file
+from pounder._units import plain
 from pounder.compare import MAX_TRIALS, MAX_VARIANTS, MIN_TRIALS, check_label
 from pounder.load import LoadOptions, NotLoopbackError, parse_url, resolve
 from pounder.pool import KINDS, TARGET_FIELDS
@@ -99,7 +100,7 @@ class LoadSpec:
     def label(self) -> str:
         parts = [f"NC {self.connections}"]
         if self.rate is not None:
-            parts.append(f"rate {self.rate:g}/s")
+            parts.append(f"rate {plain(self.rate)}/s")
         if self.requests is not None:
             parts.append(f"NR {self.requests}")
         if self.duration is not None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pounder._errors import PounderError, UsageError, check_callable, check_instance, check_text, public
 from pounder._files import StagedOutput, utc_timestamp
 from pounder._records import decode_json
-from pounder._units import parse_duration
+from pounder._units import parse_duration, plain
 from pounder._version import __version__
 from pounder.load._measured import MalformedResultError
 from pounder.load._model import Number
@@ -294,7 +294,7 @@ def parse_interval(value: Number | None) -> float:
         raise UsageError(f"--sample-interval must be a duration such as 1s or 500ms, not {value!r}")
     seconds = parse_duration(value, "--sample-interval") if isinstance(value, str) else float(value)
     if not 0.05 <= seconds <= 60:
-        raise UsageError(f"--sample-interval must be between 50ms and 60s, got {seconds:g}s")
+        raise UsageError(f"--sample-interval must be between 50ms and 60s, got {plain(seconds)}s")
     return seconds
 
 

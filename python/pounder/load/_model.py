@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pounder._errors import UsageError
-from pounder._units import available_cpus, count_in_range, parse_duration
+from pounder._units import available_cpus, count_in_range, parse_duration, plain
 from pounder.load._parse import RateSpec, Stage, Warmup, parse_rate_spec, parse_stages, parse_warmup
 from pounder.load._run_options import LoadModel
 
@@ -54,14 +54,14 @@ def seconds(value: Number | None, what: str, high: float = MAX_DURATION_S) -> fl
         raise UsageError(f"{what} must be a duration, got {value!r}")
     length = parse_duration(value, what) if isinstance(value, str) else float(value)
     if not 0 < length <= high:
-        raise UsageError(f"{what} must be more than 0 and at most {high / 3600:g}h, got {length:g}s")
+        raise UsageError(f"{what} must be more than 0 and at most {high / 3600:g}h, got {plain(length)}s")
     return length
 
 
 def _check_rate(rate: float, what: str) -> float:
     """``what`` names the rates: ``"--rate"``, ``"--stages rates"``. Not a number (nan) is refused too."""
     if not 0 <= rate <= MAX_RATE:
-        raise UsageError(f"{what} must be between 0 and {MAX_RATE:,.0f} req/s, got {rate:g}")
+        raise UsageError(f"{what} must be between 0 and {MAX_RATE:,.0f} req/s, got {plain(rate)}")
     return rate
 
 
@@ -95,7 +95,7 @@ def _rate_stages(rate: RateSpec, duration_s: float | None, requests: int | None,
     if duration_s is None or duration_s == rate.over_s:
         return (ramp,)
     if duration_s < rate.over_s:
-        raise UsageError(f"--duration ({duration_s:g}s) is shorter than the --rate ramp ({rate.over_s:g}s)")
+        raise UsageError(f"--duration ({plain(duration_s)}s) is shorter than the --rate ramp ({plain(rate.over_s)}s)")
     return (ramp, Stage(duration_s - rate.over_s, rate.end, rate.end))
 
 

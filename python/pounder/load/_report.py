@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pounder._errors import check_instance, public
-from pounder._units import mib
+from pounder._units import mib, plain
 from pounder.load._measured import ERROR_CATEGORIES, PERCENTILES, Histogram
 from pounder.load._result import BenchResult, ReplyRate
 from pounder.load._run_options import LoadModel
@@ -35,7 +35,7 @@ def _seconds(value: float) -> str:
 
 
 def _number(value: float) -> str:
-    return f"{value:g}" if value < 1e6 else f"{value:,.0f}"
+    return plain(value)
 
 
 def _line(label: str, value: str) -> str:
@@ -111,7 +111,7 @@ def _describe_http(result: BenchResult) -> str:
         connection = "keep-alive"
     own = any(target.method for target in result.options.targets)
     parts = [f"{http.method} (or each target's own)" if own else http.method, connection,
-             f"timeout {http.timeout_s:g} s"]
+             f"timeout {plain(http.timeout_s)} s"]
     if http.throttle_bps:
         parts.append(f"throttled to {http.throttle_bps} bytes/s")
     return ", ".join(parts)
@@ -121,7 +121,7 @@ def _describe_time(result: BenchResult) -> str:
     load = result.options.load
     planned = []
     if load.duration_s is not None:
-        planned.append(f"{load.duration_s:g} s")
+        planned.append(f"{plain(load.duration_s)} s")
     if load.requests is not None:
         planned.append(f"{load.requests} requests")
     return f"{_seconds(result.elapsed_s)} (planned {' or '.join(planned)})"

@@ -17,6 +17,7 @@ from pounder._units import (
     parse_duration,
     parse_ram,
     parse_rate,
+    plain,
 )
 from pounder.compare import MIN_TRIALS
 from pounder.load import read_access_log, read_url_targets
@@ -140,9 +141,9 @@ class TuneOptions:
         if self.clients is not None and not 1 <= self.clients <= 10000:
             raise UsageError(f"--clients must be between 1 and 10000, got {self.clients}")
         if self.p99_s is not None and not 0 < self.p99_s <= 600:
-            raise UsageError(f"--p99 must be more than 0 and at most 10m, got {self.p99_s:g}s")
+            raise UsageError(f"--p99 must be more than 0 and at most 10m, got {plain(self.p99_s)}s")
         if not 0.5 <= self.point_s <= 600:
-            raise UsageError(f"--point-duration must be between 500ms and 10m, got {self.point_s:g}s")
+            raise UsageError(f"--point-duration must be between 500ms and 10m, got {plain(self.point_s)}s")
         if not 10 <= self.requests_per_child <= 100000:
             raise UsageError(f"--requests-per-child must be between 10 and 100000, got {self.requests_per_child}")
         if not 1 <= self.measure_children <= 64:
@@ -161,7 +162,7 @@ class TuneOptions:
             if weight < 1 or method not in ("GET", "HEAD") or not path.startswith("/"):
                 raise UsageError(f"a target must be (weight >= 1, GET or HEAD, /path), got {(weight, method, path)!r}")
         if self.peak_rate is not None and not 0 < self.peak_rate <= 1e7:
-            raise UsageError(f"--peak-rate must be more than 0 and at most 10M/s, got {self.peak_rate:g}")
+            raise UsageError(f"--peak-rate must be more than 0 and at most 10M/s, got {plain(self.peak_rate)}")
         if self.clients is not None and self.peak_rate is not None:
             raise UsageError("give one target: --clients or --peak-rate (or the access log's peak), not both")
         if self.throttle is not None:
