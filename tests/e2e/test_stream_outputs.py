@@ -76,6 +76,17 @@ def test_dev_full_is_a_write_error_not_silence(testserver: Any, option: str) -> 
     assert done.stderr.splitlines()[-1] == f"pounder: error: cannot write {option} /dev/full: No space left on device"
 
 
+@pytest.mark.parametrize("args", [["-n", "20"], ["-n", "20", "--json", "-"], ["--help"]])
+def test_standard_output_on_a_full_disk_is_one_line_not_a_traceback(testserver: Any, args: list[str]) -> None:
+    srv = testserver(mode="ok")
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "pounder", "bench", srv.url + "/", *args], stdout=full,
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(PYTHON_DIR)},
+                              timeout=60, check=False)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == ["pounder: error: cannot write to standard output: No space left on device"]
+
+
 @pytest.mark.parametrize("option", ["--tsv", "--hdr-log"])
 def test_a_killed_run_leaves_the_old_file_and_the_next_run_cleans_up(testserver: Any, tmp_path: Path,
                                                                        option: str) -> None:

@@ -10,7 +10,9 @@ Every error is one line on stderr, ``pounder: error: <message>``, never a traceb
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -53,12 +55,49 @@ def _click_error(error: Exception) -> int:
     return int(getattr(error, "exit_code", EXIT_USAGE))
 
 
+class StdoutError(PounderError):
+    """Standard output cannot be written (a full disk, a closed pipe): exit 1, one line."""
+
+
+class _CheckedStdout:
+    """Standard output whose write errors are a :class:`StdoutError`, not a traceback; after
+    one, what is still buffered goes to /dev/null (the interpreter flushes it at exit)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _failed(self, error: OSError) -> StdoutError:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())
+            os.close(null)
+        return StdoutError(f"cannot write to standard output: {error.strerror or error}")
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except OSError as error:
+            raise self._failed(error) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as error:
+            raise self._failed(error) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _run(group: TyperGroup, args: Sequence[str] | None, prog_name: str | None, **extra: Any) -> int:
     """Run the CLI without click's standalone handling and map every outcome to an exit code."""
+    stdout = sys.stdout
+    sys.stdout = _CheckedStdout(stdout)
     try:
         with _interrupt.handled():
             outcome = TyperGroup.main(group, args=args, prog_name=prog_name or "pounder", standalone_mode=False,
                                       **extra)
+        sys.stdout.flush()  # a full disk is found here, not when the interpreter exits
     except ClickException as error:
         return _click_error(error)
     except UsageError as error:
@@ -70,6 +109,8 @@ def _run(group: TyperGroup, args: Sequence[str] | None, prog_name: str | None, *
     except (typer.Abort, KeyboardInterrupt):
         print_error(f"interrupted by {_interrupt.cause()}")
         return _interrupt.exit_code()
+    finally:
+        sys.stdout = stdout
     code = outcome if isinstance(outcome, int) else 0
     if code == EXIT_INTERRUPTED and _interrupt.received() and not _interrupt.reported():
         # typer turns a KeyboardInterrupt out of a command into a silent exit 130 (e.g. a signal
