@@ -30,6 +30,8 @@ use crate::timer::PreciseTimer;
 
 /// How long requests in flight at the end may take to finish before they count as aborted.
 const DRAIN: Duration = Duration::from_secs(1);
+/// The same after a cancel (Ctrl-C, SIGTERM): the caller has promised to stop within a second.
+const CANCEL_DRAIN: Duration = Duration::from_millis(200);
 /// How often a thread's controller looks at the cancel flag.
 const POLL: Duration = Duration::from_millis(10);
 const TSV_FLUSH: usize = 192 * 1024;
@@ -594,7 +596,8 @@ impl Worker {
         }
         self.stop();
         self.last_end.set(self.last_end.get().max(Some(Instant::now())));
-        let drain_end = Instant::now() + DRAIN;
+        let drain = if self.sh.cancel.load(Ordering::Relaxed) { CANCEL_DRAIN } else { DRAIN };
+        let drain_end = Instant::now() + drain;
         while self.live.get() > 0 && Instant::now() < drain_end {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
