@@ -281,6 +281,28 @@ def load_experiment(path: str | Path) -> Experiment:
     """Read and check an experiment file; :class:`ExperimentError` (a UsageError) names the
     file, line and key of the first mistake."""
     path = Path(check_path(path, "load_experiment: path"))
+    r, data = _parsed(path)
+    r.table(data, "", {"title", "description", "server", "load", "variant", "baseline", "record"})
+    title = r.get(data, "", "title", str, required=True)
+    description = r.get(data, "", "description", str, default="")
+    server = _server(r, data, path.resolve().parent)
+    loads = _loads(r, data)
+    variants = _variants(r, data, server.adapter)
+    baseline = r.get(data, "", "baseline", str, default=variants[0].label)
+    if baseline not in {v.label for v in variants}:
+        raise r.fail("baseline", f"no variant is labelled {baseline!r}")
+    record = r.get(data, "", "record", list, default=list(DEFAULT_RECORD))
+    for item in record:
+        if item not in RECORD:
+            raise r.fail("record", f"unknown item {item!r} (one of: {', '.join(RECORD)})")
+        if item == "syscalls" and server.adapter == "url":
+            raise r.fail("record", "syscalls are traced on the servers pounder starts, not with adapter 'url'")
+    return Experiment(path=path.resolve(), title=title, description=description, server=server, loads=tuple(loads),
+                      variants=tuple(variants), baseline=baseline, record=tuple(record))
+
+
+def _parsed(path: Path) -> tuple[_Reader, dict[str, Any]]:
+    """The file's reader and its TOML, or the first error with its line."""
     check_input_file(path, "experiment file", SMALL_LIMIT)
     try:
         text = path.read_text()
@@ -296,12 +318,11 @@ def load_experiment(path: str | Path) -> Experiment:
         line = where[1] if where else "1"
         reason = re.sub(r" \(at .*\)$", "", message)
         raise ExperimentError(f"{path}:{line}: invalid TOML: {reason}") from None
-    r = _Reader(path, text)
-    base = path.resolve().parent
-    r.table(data, "", {"title", "description", "server", "load", "variant", "baseline", "record"})
-    title = r.get(data, "", "title", str, required=True)
-    description = r.get(data, "", "description", str, default="")
+    return _Reader(path, text), data
 
+
+def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
+    """The [server] table; paths relative to the experiment file's directory ``base``."""
     server_data = r.get(data, "", "server", dict, required=True)
     adapter = r.get(server_data, "server", "adapter", str, required=True)
     if adapter not in ADAPTERS:
@@ -321,7 +342,7 @@ def load_experiment(path: str | Path) -> Experiment:
         return resolved
 
     pythonpath = r.get(server_data, "server", "pythonpath", str)
-    server = ServerSpec(
+    return ServerSpec(
         adapter=adapter,
         conf=file_of("conf") if adapter == "apache" else None,
         app=r.get(server_data, "server", "app", str, required=True) if adapter == "gunicorn" else None,
@@ -334,6 +355,9 @@ def load_experiment(path: str | Path) -> Experiment:
         env=r.env(server_data, "server"),
     )
 
+
+def _loads(r: _Reader, data: dict[str, Any]) -> list[LoadSpec]:
+    """The [[load]] tables (at least one)."""
     loads: list[LoadSpec] = []
     for key, item in r.tables(data, "load", {"connections", "requests", "duration", "rate", "keepalive", "trials"}):
         load = LoadSpec(
@@ -350,7 +374,11 @@ def load_experiment(path: str | Path) -> Experiment:
         loads.append(load)
     if not loads:
         raise r.fail("load", "at least one [[load]] is needed")
+    return loads
 
+
+def _variants(r: _Reader, data: dict[str, Any], adapter: str) -> list[VariantSpec]:
+    """The [[variant]] tables (two at least), each checked against the server's ``adapter``."""
     variants: list[VariantSpec] = []
     allowed = {"label", "path", "url", "config", "workers", "max_requests", "preload", "env"}
     for key, item in r.tables(data, "variant", allowed):
@@ -364,26 +392,7 @@ def load_experiment(path: str | Path) -> Experiment:
             preload=r.get(item, key, "preload", bool),
             env=r.env(item, key),
         )
-        try:
-            check_label(variant.label)
-        except UsageError as error:
-            raise r.fail(f"{key}.label", str(error)) from None
-        if adapter == "url":
-            if variant.url is None or variant.path is not None:
-                raise r.fail(key, "with adapter 'url' every variant gives 'url' (and no 'path')")
-            _check_url(r, f"{key}.url", variant.url)
-            if variant.server_key() != VariantSpec(label="").server_key():
-                raise r.fail(key, "with adapter 'url' a variant cannot change server settings")
-        elif variant.path is None or variant.url is not None:
-            raise r.fail(key, "give 'path' (what to request from the server pounder starts), not 'url'")
-        elif not variant.path.startswith("/"):
-            raise r.fail(f"{key}.path", f"must start with /, got {variant.path!r}")
-        else:
-            _check_url(r, f"{key}.path", _CHECK_HOST + variant.path)
-        if variant.config and adapter != "apache":
-            raise r.fail(f"{key}.config", "config lines are for the apache adapter")
-        if variant.preload is not None and adapter not in ("gunicorn", "starman"):
-            raise r.fail(f"{key}.preload", "preload is for gunicorn and starman (Apache: PerlRequire in config)")
+        _check_variant(r, key, variant, adapter)
         if any(v.label == variant.label for v in variants):
             raise r.fail(f"{key}.label", f"the label {variant.label!r} is used twice")
         variants.append(variant)
@@ -391,15 +400,27 @@ def load_experiment(path: str | Path) -> Experiment:
         raise r.fail("variant", "at least two [[variant]] tables are needed to compare")
     if len(variants) > MAX_VARIANTS:
         raise r.fail("variant", f"at most {MAX_VARIANTS} [[variant]] tables can be compared, got {len(variants)}")
+    return variants
 
-    baseline = r.get(data, "", "baseline", str, default=variants[0].label)
-    if baseline not in {v.label for v in variants}:
-        raise r.fail("baseline", f"no variant is labelled {baseline!r}")
-    record = r.get(data, "", "record", list, default=list(DEFAULT_RECORD))
-    for item in record:
-        if item not in RECORD:
-            raise r.fail("record", f"unknown item {item!r} (one of: {', '.join(RECORD)})")
-        if item == "syscalls" and adapter == "url":
-            raise r.fail("record", "syscalls are traced on the servers pounder starts, not with adapter 'url'")
-    return Experiment(path=path.resolve(), title=title, description=description, server=server, loads=tuple(loads),
-                      variants=tuple(variants), baseline=baseline, record=tuple(record))
+
+def _check_variant(r: _Reader, key: str, variant: VariantSpec, adapter: str) -> None:
+    try:
+        check_label(variant.label)
+    except UsageError as error:
+        raise r.fail(f"{key}.label", str(error)) from None
+    if adapter == "url":
+        if variant.url is None or variant.path is not None:
+            raise r.fail(key, "with adapter 'url' every variant gives 'url' (and no 'path')")
+        _check_url(r, f"{key}.url", variant.url)
+        if variant.server_key() != VariantSpec(label="").server_key():
+            raise r.fail(key, "with adapter 'url' a variant cannot change server settings")
+    elif variant.path is None or variant.url is not None:
+        raise r.fail(key, "give 'path' (what to request from the server pounder starts), not 'url'")
+    elif not variant.path.startswith("/"):
+        raise r.fail(f"{key}.path", f"must start with /, got {variant.path!r}")
+    else:
+        _check_url(r, f"{key}.path", _CHECK_HOST + variant.path)
+    if variant.config and adapter != "apache":
+        raise r.fail(f"{key}.config", "config lines are for the apache adapter")
+    if variant.preload is not None and adapter not in ("gunicorn", "starman"):
+        raise r.fail(f"{key}.preload", "preload is for gunicorn and starman (Apache: PerlRequire in config)")
