@@ -174,14 +174,27 @@ def _pools_table(result: TuneResult) -> list[str]:
 def render_tune(result: TuneResult) -> str:
     """The whole text ``pounder tune`` prints (also saved as recommendation.txt)."""
     check_instance(result, TuneResult, "render_tune: result")
-    names = result.adapter.names
-    measure = result.measure
-    memory = result.memory
     out = [f"pounder tune: {result.adapter.describe()}", f"results in {result.results_dir}",
            f"target: {_target_text(result)}", f"traffic: {result.workload}"]
     out += [f"  {line}" for line in result.options.traffic]
     out.append("")
+    for section in (_sizes_section, _memory_section, _children_section, _pools_table, _mrpc_section,
+                    _spare_section, _recommendation_section, _confirmation_section):
+        out += section(result)
+    if result.advice:
+        out.append("")
+        out.append("Advice")
+        out += _bullets(result.advice)
+    out.append("")
+    out.append(f"Configuration ({result.adapter.kind})")
+    out += ["  " + line if line else "" for line in result.config.splitlines()]
+    return "\n".join(out) + "\n"
 
+
+def _sizes_section(result: TuneResult) -> list[str]:
+    """1. The child sizes."""
+    out: list[str] = []
+    measure = result.measure
     out.append(f"1. Child sizes ({children_text(int(measure['children']))}; MiB; after warm-up and after "
                f"{measure['requests_first'] + measure['requests_second']:,} more requests)")
     rows = []
@@ -205,7 +218,13 @@ def render_tune(result: TuneResult) -> str:
         out.append(f"  with preload {'on' if other['preload'] else 'off'}: child USS max "
                    f"{mib(other['end']['max_uss'])} MiB, shared {mib(other['end']['median_shared'])} MiB")
     out.append("")
+    return out
 
+
+def _memory_section(result: TuneResult) -> list[str]:
+    """2. The memory bound."""
+    out: list[str] = []
+    memory = result.memory
     out.append("2. Memory bound")
     out.append(f"  RAM budget {mib(memory.ram)} MiB ({memory.ram_source})")
     out.append(f"  MaxClients = (RAM - parent USS - shared) / child USS = ({mib(memory.ram)} - {mib(memory.parent_uss)}"
@@ -213,7 +232,13 @@ def render_tune(result: TuneResult) -> str:
     out.append(f"  without sharing: RAM / child RSS = {mib(memory.ram)} / {mib(memory.child_rss)} = "
                f"{memory.max_clients_no_sharing}")
     out.append("")
+    return out
 
+
+def _children_section(result: TuneResult) -> list[str]:
+    """3. The children sweep."""
+    out: list[str] = []
+    names = result.adapter.names
     queued = any(p.get("queued") is not None for p in result.sweep)  # results of earlier versions lack it
     out.append(f"3. Children ({names['max_clients']}); {result.workload}; medians of interleaved trials, "
                "RPS with its 95% interval, latency in ms"
@@ -227,8 +252,13 @@ def render_tune(result: TuneResult) -> str:
                    "srv CPU us/req", "srv cores", "load cores", "other cores", "max USS MiB", "failed", ""], rows)
     out.append(f"  CPUs: {result.cpus}; other cores: processes that are neither the server nor pounder")
     out.append("")
-    out += _pools_table(result)
+    return out
 
+
+def _mrpc_section(result: TuneResult) -> list[str]:
+    """5. MaxRequestsPerChild."""
+    out: list[str] = []
+    names = result.adapter.names
     if result.mrpc_points:
         mrpc_children = children_text(int(result.mrpc_points[0]["children"]))
         at = "" if result.offered is None else f" at {result.offered.text()}"
@@ -243,7 +273,12 @@ def render_tune(result: TuneResult) -> str:
     else:
         out.append(f"5. {names['max_requests']}: not swept (--mrpc 0: unlimited only, nothing to compare it with)")
     out.append("")
+    return out
 
+
+def _spare_section(result: TuneResult) -> list[str]:
+    """6. The spare servers."""
+    out: list[str] = []
     if result.spare:
         reference = float(result.spare[0].get("reference_p99_ms") or 0.0)
         out.append("6. Spare servers: a step from idle to full load; medians of interleaved trials, p99 with its "
@@ -260,7 +295,13 @@ def render_tune(result: TuneResult) -> str:
         out.append(f"6. Spare servers: {result.adapter.kind} starts all its workers at once (a fixed pool); "
                    "nothing to tune")
         out.append("")
+    return out
 
+
+def _recommendation_section(result: TuneResult) -> list[str]:
+    """The recommendation, why, and the details."""
+    out: list[str] = []
+    names = result.adapter.names
     params = result.params
     out.append("Recommendation")
     start, low, high = params.fixed()
@@ -276,6 +317,12 @@ def render_tune(result: TuneResult) -> str:
     out.append("Details")
     out += _bullets([*result.children.reasons, *result.max_requests.reasons,
                      *(result.spare_choice or {}).get("reasons", [])])
+    return out
+
+
+def _confirmation_section(result: TuneResult) -> list[str]:
+    """The confirmation run, when there was one."""
+    out: list[str] = []
     if result.confirmation is not None:
         confirmation = result.confirmation
         out.append("")
@@ -287,11 +334,4 @@ def render_tune(result: TuneResult) -> str:
         if lowered:
             out.append(f"  (of the pool lowered from {children_text(int(lowered['children']))}, whose footprint "
                        f"{mib(int(lowered['footprint']))} MiB was over the RAM budget: see Details)")
-    if result.advice:
-        out.append("")
-        out.append("Advice")
-        out += _bullets(result.advice)
-    out.append("")
-    out.append(f"Configuration ({result.adapter.kind})")
-    out += ["  " + line if line else "" for line in result.config.splitlines()]
-    return "\n".join(out) + "\n"
+    return out
