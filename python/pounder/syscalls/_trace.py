@@ -186,6 +186,41 @@ def _messages(result: BenchResult, counts: TraceCounts, started: list[int], exit
 
 
 @public
+def _specs(url: str, given: LoadOptions, warm: int) -> tuple[BenchSpec, BenchSpec | None]:
+    """The traced load's spec (``requests`` bounded) and the warm-up's (None for no warm-up)."""
+    requests = DEFAULT_REQUESTS if given.requests is None else given.requests
+    count = count_in_range(requests, "-n/--requests", 1, MAX_REQUESTS)
+    try:
+        spec = BenchSpec.from_options(url, options=LoadOptions.of(given, requests=count))
+        warm_options = LoadOptions.of(given, requests=warm, duration=None)
+        return spec, None if warm == 0 else BenchSpec.from_options(url, options=warm_options)
+    except NotLoopbackError as error:  # (syscalls has no --allow-remote: strace runs here)
+        raise UsageError(f"{error.address} is not a loopback address (127.0.0.0/8 or ::1): strace traces a "
+                         "server on this machine only") from None
+
+
+def _traced(binary: str, log_path: str | os.PathLike[str] | None, target: ServerTarget, children: list[int],
+            parent_tids: set[int], spec: BenchSpec,
+            on_progress: ProgressCallback | None) -> tuple[str, BenchResult, TraceCounts, bool]:
+    """The load sent under strace: when it began, its result, the calls counted (the parent's
+    threads left out) and whether the children settled after it."""
+    with log_place(log_path) as (log, stderr_path):
+        proc = start(binary, log, stderr_path, [target.pid, *children])
+        try:
+            wait_attached(proc, stderr_path, [target.pid, *children], target.pid)
+            started_at = utc_timestamp()
+            result = run_bench(spec, on_progress)
+            settled = _settle(target) if not result.interrupted else True
+        finally:
+            code = stop(proc)
+        _check_result(result)
+        if code not in (0, 130, -signal.SIGINT):
+            tail = read_text(stderr_path).strip().splitlines()
+            raise PounderError(f"strace ended with status {code}" + (f": {tail[-1]}" if tail else ""))
+        with open(log, encoding="utf-8", errors="surrogateescape") as lines:
+            return started_at, result, parse_strace_log(lines, exclude_pids=parent_tids), settled
+
+
 def trace_syscalls(
     url: str,
     *,
@@ -220,16 +255,7 @@ def trace_syscalls(
     check_path(log_path, "log_path", optional=True)
     check_callable(on_progress, "on_progress")
     given = LoadOptions.of(DEFAULT_LOAD if options is None else options, **load)
-    requests = DEFAULT_REQUESTS if given.requests is None else given.requests
-    count = count_in_range(requests, "-n/--requests", 1, MAX_REQUESTS)
-    warm = count_in_range(warmup, "--warmup", 0, MAX_REQUESTS)
-    try:
-        spec = BenchSpec.from_options(url, options=LoadOptions.of(given, requests=count))
-        warm_options = LoadOptions.of(given, requests=warm, duration=None)
-        warm_spec = None if warm == 0 else BenchSpec.from_options(url, options=warm_options)
-    except NotLoopbackError as error:  # (syscalls has no --allow-remote: strace runs here)
-        raise UsageError(f"{error.address} is not a loopback address (127.0.0.0/8 or ::1): strace traces a "
-                         "server on this machine only") from None
+    spec, warm_spec = _specs(url, given, count_in_range(warmup, "--warmup", 0, MAX_REQUESTS))
     if log_path is not None:
         check_output_path(os.fspath(log_path), "--log")
     target = _target(server_pid, server_pidfile, server_name)
@@ -249,21 +275,7 @@ def trace_syscalls(
         parent_tids = {int(task) for task in os.listdir(f"/proc/{target.pid}/task")}
     except OSError:
         raise PounderError(f"the server process {target.pid} has exited") from None
-    with log_place(log_path) as (log, stderr_path):
-        proc = start(binary, log, stderr_path, [target.pid, *children])
-        try:
-            wait_attached(proc, stderr_path, [target.pid, *children], target.pid)
-            started_at = utc_timestamp()
-            result = run_bench(spec, on_progress)
-            settled = _settle(target) if not result.interrupted else True
-        finally:
-            code = stop(proc)
-        _check_result(result)
-        if code not in (0, 130, -signal.SIGINT):
-            tail = read_text(stderr_path).strip().splitlines()
-            raise PounderError(f"strace ended with status {code}" + (f": {tail[-1]}" if tail else ""))
-        with open(log, encoding="utf-8", errors="surrogateescape") as lines:
-            counts = parse_strace_log(lines, exclude_pids=parent_tids)
+    started_at, result, counts, settled = _traced(binary, log_path, target, children, parent_tids, spec, on_progress)
     attached = set(children)
     try:
         alive = {member.pid for member in discover(target)}
@@ -287,7 +299,7 @@ def trace_syscalls(
         non_2xx=result.requests.non_2xx,
         connections=spec.load.connections,
         keepalive=given.keepalive,
-        warmup_requests=0 if warm_spec is None else warm,
+        warmup_requests=0 if warm_spec is None else warm_spec.load.requests or 0,
         elapsed_s=result.elapsed_s,
         connections_opened=result.connections_opened,
         connections_accepted=accepted,
