@@ -457,7 +457,6 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
     target = target or Target()
     ordered = sorted(points, key=lambda p: int(p["children"]))
     k = knee(ordered, tolerance)
-    at = next(p for p in ordered if int(p["children"]) == k.children)
     reasons = list(k.reasons)
     memory_cap = memory.max_clients
     hard = max(1, min(memory_cap, max_children))
@@ -475,30 +474,8 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
                        f"{_serve(target.clients)} them without a wait in the listen queue")
         wants.append(("clients", target.clients))
     if target.peak_rate is not None:
-        service = busy_seconds(at)
-        busy = service
-        parts = [f"{ms_text(service * 1000)} ms held per request at {children_text(k.children)} (children / "
-                 f"throughput measured there; {busy_basis(at)})"]
-        if not target.proxy and target.transfer_s:
-            busy += target.transfer_s
-            parts.append(f"{ms_text(target.transfer_s * 1000)} ms sending the answer to a slow client (no proxy)")
-        if target.keepalive and not target.proxy and target.keepalive_idle_s:
-            busy += target.keepalive_idle_s
-            parts.append(f"{ms_text(target.keepalive_idle_s * 1000)} ms idle on a kept-alive connection")
-        offered = target.peak_rate * busy
-        headroom = HEADROOM_SIGMAS * math.sqrt(offered)
-        needed = max(1, math.ceil(offered + headroom - 1e-9))
+        busy, offered, headroom, needed, little = _for_peak_rate(target, target.peak_rate, k, ordered, reasons)
         for_rate = needed
-        rate = f"{target.peak_rate:,.6g}"
-        little = (f"{rate} req/s x {ms_text(busy * 1000)} ms = {offered:,.1f} children busy on average; "
-                  f"+ {HEADROOM_SIGMAS:g} x sqrt({offered:,.1f}) = {headroom:,.1f} for random arrivals: {needed}")
-        busy_text = " + ".join(parts) if len(parts) > 1 else parts[0]
-        reasons.append(f"peak rate ({target.source}) by Little's law: a child is busy {ms_text(busy * 1000)} ms per "
-                       f"request ({busy_text}); {little}")
-        if target.peak_rate > k.best_rps:
-            best = next(p for p in ordered if int(p["children"]) == k.best_children)
-            reasons.append(f"the peak rate {rate} req/s is beyond what was measured (the best: {k.best_children} "
-                           f"children, {rate_with_interval(best)}): more children alone may not serve it")
         wants.append(("peak-rate", needed))
     for_p99 = _p99_count(ordered, target.p99_s, reasons) if target.p99_s is not None else None
     if for_p99 is not None:
@@ -513,38 +490,9 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
     if not target.load:
         chosen = hard
         decided_by = "memory" if memory_cap <= max_children else "max-children"
-        reasons.append(f"no target load given: the pool is the memory bound, {children_text(memory_cap)} (as many "
-                       "as the RAM budget allows, so clients rarely wait for a free child)")
-        if decided_by == "max-children":
-            reasons.append(f"capped at --max-children {max_children} (memory allows {memory_cap})")
-        reasons.append(f"beyond {children_text(k.children)} no more throughput: more children only help slow or "
-                       "waiting clients (slow networks, keep-alive, requests waiting on a database)")
-        reasons.append(f"a smaller pool (down to {k.children}) serves as many requests per second, but connections "
-                       "beyond the pool wait in the listen queue until a child is free: their latency grows with "
-                       "the queue, and when the queue is full they are refused")
+        reasons += _no_target_reasons(k, memory_cap, max_children, decided_by)
     else:
-        if any(int(p["children"]) > k.children for p in ordered):
-            wants.append(("cpu-knee", k.children))
-        else:  # the sweep's end, not a knee: no floor for the target's own need
-            reasons.append(f"throughput still grew at {children_text(k.children)}, the largest count measured: no "
-                           "knee was found to keep the pool at or above")
-        want = max(value for _, value in wants)
-        decided_by = next(name for name, value in wants if value == want)
-        chosen = want
-        if want > memory_cap and memory_cap <= max_children:
-            chosen, decided_by = max(1, memory_cap), "memory"
-            fit = "fits" if memory_cap == 1 else "fit"
-            reasons.append(f"memory: only {children_text(memory_cap)} {fit} the RAM budget, fewer than the {want} "
-                           "wanted")
-        elif want > max_children:
-            chosen, decided_by = max_children, "max-children"
-            reasons.append(f"--max-children {max_children} caps it, below the {want} wanted")
-        elif decided_by == "cpu-knee":
-            reasons.append(f"the target needs fewer children than the knee: {k.children}, so the pool serves the "
-                           "best measured throughput")
-        else:
-            reasons.append(f"{children_text(chosen)}, decided by the {decided_by} target (the memory bound allows "
-                           f"{memory_cap})")
+        chosen, decided_by = _for_target(k, ordered, wants, memory_cap, max_children, reasons)
     return ChildrenChoice(best_children=k.best_children, best_rps=k.best_rps, throughput=k.children,
                           for_clients=for_clients, for_rate=for_rate, for_p99=for_p99, memory_cap=memory_cap,
                           max_children=max_children, chosen=max(1, chosen), decided_by=decided_by, needed=needed,
@@ -552,3 +500,76 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
                           wide=k.wide, reasons=reasons)
 
 
+def _for_peak_rate(target: Target, peak_rate: float, k: Knee, ordered: Sequence[Summary],
+                   reasons: list[str]) -> tuple[float, float, float, int, str]:
+    """What the peak rate needs by Little's law: the seconds a child is busy per request, the
+    children busy on average, the headroom for random arrivals, the children needed and the
+    sum in words (its reasons appended to ``reasons``)."""
+    at = next(p for p in ordered if int(p["children"]) == k.children)
+    service = busy_seconds(at)
+    busy = service
+    parts = [f"{ms_text(service * 1000)} ms held per request at {children_text(k.children)} (children / "
+             f"throughput measured there; {busy_basis(at)})"]
+    if not target.proxy and target.transfer_s:
+        busy += target.transfer_s
+        parts.append(f"{ms_text(target.transfer_s * 1000)} ms sending the answer to a slow client (no proxy)")
+    if target.keepalive and not target.proxy and target.keepalive_idle_s:
+        busy += target.keepalive_idle_s
+        parts.append(f"{ms_text(target.keepalive_idle_s * 1000)} ms idle on a kept-alive connection")
+    offered = peak_rate * busy
+    headroom = HEADROOM_SIGMAS * math.sqrt(offered)
+    needed = max(1, math.ceil(offered + headroom - 1e-9))
+    rate = f"{peak_rate:,.6g}"
+    little = (f"{rate} req/s x {ms_text(busy * 1000)} ms = {offered:,.1f} children busy on average; "
+              f"+ {HEADROOM_SIGMAS:g} x sqrt({offered:,.1f}) = {headroom:,.1f} for random arrivals: {needed}")
+    busy_text = " + ".join(parts) if len(parts) > 1 else parts[0]
+    reasons.append(f"peak rate ({target.source}) by Little's law: a child is busy {ms_text(busy * 1000)} ms per "
+                   f"request ({busy_text}); {little}")
+    if peak_rate > k.best_rps:
+        best = next(p for p in ordered if int(p["children"]) == k.best_children)
+        reasons.append(f"the peak rate {rate} req/s is beyond what was measured (the best: {k.best_children} "
+                       f"children, {rate_with_interval(best)}): more children alone may not serve it")
+    return busy, offered, headroom, needed, little
+
+
+def _no_target_reasons(k: Knee, memory_cap: int, max_children: int, decided_by: str) -> list[str]:
+    reasons: list[str] = []
+    reasons.append(f"no target load given: the pool is the memory bound, {children_text(memory_cap)} (as many "
+                   "as the RAM budget allows, so clients rarely wait for a free child)")
+    if decided_by == "max-children":
+        reasons.append(f"capped at --max-children {max_children} (memory allows {memory_cap})")
+    reasons.append(f"beyond {children_text(k.children)} no more throughput: more children only help slow or "
+                   "waiting clients (slow networks, keep-alive, requests waiting on a database)")
+    reasons.append(f"a smaller pool (down to {k.children}) serves as many requests per second, but connections "
+                   "beyond the pool wait in the listen queue until a child is free: their latency grows with "
+                   "the queue, and when the queue is full they are refused")
+    return reasons
+
+
+def _for_target(k: Knee, ordered: Sequence[Summary], wants: list[tuple[str, int]], memory_cap: int,
+                max_children: int, reasons: list[str]) -> tuple[int, str]:
+    """The pool the target's needs (``wants``) ask for, within the memory bound and
+    --max-children, and what decided it (its reasons appended to ``reasons``)."""
+    if any(int(p["children"]) > k.children for p in ordered):
+        wants.append(("cpu-knee", k.children))
+    else:  # the sweep's end, not a knee: no floor for the target's own need
+        reasons.append(f"throughput still grew at {children_text(k.children)}, the largest count measured: no "
+                       "knee was found to keep the pool at or above")
+    want = max(value for _, value in wants)
+    decided_by = next(name for name, value in wants if value == want)
+    chosen = want
+    if want > memory_cap and memory_cap <= max_children:
+        chosen, decided_by = max(1, memory_cap), "memory"
+        fit = "fits" if memory_cap == 1 else "fit"
+        reasons.append(f"memory: only {children_text(memory_cap)} {fit} the RAM budget, fewer than the {want} "
+                       "wanted")
+    elif want > max_children:
+        chosen, decided_by = max_children, "max-children"
+        reasons.append(f"--max-children {max_children} caps it, below the {want} wanted")
+    elif decided_by == "cpu-knee":
+        reasons.append(f"the target needs fewer children than the knee: {k.children}, so the pool serves the "
+                       "best measured throughput")
+    else:
+        reasons.append(f"{children_text(chosen)}, decided by the {decided_by} target (the memory bound allows "
+                       f"{memory_cap})")
+    return chosen, decided_by
