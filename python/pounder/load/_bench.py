@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from pounder.load._ray import AgentPool
 
 POLL_INTERVAL_S = 0.25
+DRAIN_POLL_S = 0.05
 CANCEL_WAIT_S = 5.0
 
 
@@ -84,8 +85,9 @@ def _snapshot(info: ProgressInfo, load: LoadModel, interrupted: bool) -> Progres
 
 
 def _poll(run: Run, load: LoadModel, on_progress: ProgressCallback | None, interrupted: bool) -> None:
+    interval = DRAIN_POLL_S if interrupted else POLL_INTERVAL_S  # a drain lasts 0.2 s: follow it closely
     while True:
-        done = run.wait(POLL_INTERVAL_S)
+        done = run.wait(interval)
         if on_progress is not None:
             on_progress(_snapshot(run.progress(), load, interrupted))
         if done:
