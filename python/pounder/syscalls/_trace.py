@@ -185,7 +185,6 @@ def _messages(result: BenchResult, counts: TraceCounts, started: list[int], exit
     return messages
 
 
-@public
 def _specs(url: str, given: LoadOptions, warm: int) -> tuple[BenchSpec, BenchSpec | None]:
     """The traced load's spec (``requests`` bounded) and the warm-up's (None for no warm-up)."""
     requests = DEFAULT_REQUESTS if given.requests is None else given.requests
@@ -221,6 +220,54 @@ def _traced(binary: str, log_path: str | os.PathLike[str] | None, target: Server
             return started_at, result, parse_strace_log(lines, exclude_pids=parent_tids), settled
 
 
+def _report(target: ServerTarget, spec: BenchSpec, keepalive: bool, warm_spec: BenchSpec | None, version: str,
+            children: list[int], started_at: str, result: BenchResult, counts: TraceCounts,
+            settled: bool) -> SyscallReport:
+    """The report of a traced load: the calls per request, and who started or exited meanwhile."""
+    attached = set(children)
+    try:
+        alive = {member.pid for member in discover(target)}
+    except ServerGone:
+        alive = set()
+    processes = {_process_of(tid) for tid in counts.pids}  # strace -f names threads by their own id
+    started = sorted(processes - attached)
+    exited = sorted((attached | processes) - alive)
+    accepted = counts.succeeded("accept") + counts.succeeded("accept4")
+    _check_accepted(target, accepted, result.connections_opened)
+    calls, failures = count_tables(counts, result.requests.complete)
+    return SyscallReport(
+        tool_version=__version__,
+        started_at=started_at,
+        server_pid=target.pid,
+        server_name=target.name,
+        found_by=target.found_by,
+        url=spec.targets[0].info().url,
+        method=spec.http.method,
+        requests=result.requests.complete,
+        non_2xx=result.requests.non_2xx,
+        connections=spec.load.connections,
+        keepalive=keepalive,
+        warmup_requests=0 if warm_spec is None else warm_spec.load.requests or 0,
+        elapsed_s=result.elapsed_s,
+        connections_opened=result.connections_opened,
+        connections_accepted=accepted,
+        strace_version=version,
+        attached=tuple(children),
+        processes=tuple(sorted(counts.pids)),
+        started=tuple(started),
+        exited=tuple(exited),
+        total_calls=counts.total,
+        calls=calls,
+        failures=failures,
+        parent_calls=counts.excluded_calls,
+        unfinished_calls=counts.unfinished,
+        signals=counts.signals,
+        unparsed_lines=counts.unparsed,
+        messages=tuple(_messages(result, counts, started, exited, settled)),
+    )
+
+
+@public
 def trace_syscalls(
     url: str,
     *,
@@ -276,44 +323,4 @@ def trace_syscalls(
     except OSError:
         raise PounderError(f"the server process {target.pid} has exited") from None
     started_at, result, counts, settled = _traced(binary, log_path, target, children, parent_tids, spec, on_progress)
-    attached = set(children)
-    try:
-        alive = {member.pid for member in discover(target)}
-    except ServerGone:
-        alive = set()
-    processes = {_process_of(tid) for tid in counts.pids}  # strace -f names threads by their own id
-    started = sorted(processes - attached)
-    exited = sorted((attached | processes) - alive)
-    accepted = counts.succeeded("accept") + counts.succeeded("accept4")
-    _check_accepted(target, accepted, result.connections_opened)
-    calls, failures = count_tables(counts, result.requests.complete)
-    return SyscallReport(
-        tool_version=__version__,
-        started_at=started_at,
-        server_pid=target.pid,
-        server_name=target.name,
-        found_by=target.found_by,
-        url=spec.targets[0].info().url,
-        method=spec.http.method,
-        requests=result.requests.complete,
-        non_2xx=result.requests.non_2xx,
-        connections=spec.load.connections,
-        keepalive=given.keepalive,
-        warmup_requests=0 if warm_spec is None else warm_spec.load.requests or 0,
-        elapsed_s=result.elapsed_s,
-        connections_opened=result.connections_opened,
-        connections_accepted=accepted,
-        strace_version=version,
-        attached=tuple(children),
-        processes=tuple(sorted(counts.pids)),
-        started=tuple(started),
-        exited=tuple(exited),
-        total_calls=counts.total,
-        calls=calls,
-        failures=failures,
-        parent_calls=counts.excluded_calls,
-        unfinished_calls=counts.unfinished,
-        signals=counts.signals,
-        unparsed_lines=counts.unparsed,
-        messages=tuple(_messages(result, counts, started, exited, settled)),
-    )
+    return _report(target, spec, given.keepalive, warm_spec, version, children, started_at, result, counts, settled)
