@@ -119,6 +119,44 @@ def build_targets(
     return tuple(targets)
 
 
+def _check_given(given: LoadOptions, url: str | None, url_file: str | Path | None,
+                 access_log: str | Path | AccessLog | None, exclude_static: bool,
+                 log_methods: str | Sequence[str] | None, order: str | None) -> None:
+    """The types of what was given and the combinations that cannot go together."""
+    given.check_types()
+    check_text(url, "url", optional=True)
+    check_path(url_file, "url_file", optional=True)
+    check_text(order, "order", optional=True)
+    check_flag(exclude_static, "exclude_static")
+    if order not in (None, "sequential", "random"):
+        raise UsageError(f"--order must be 'sequential' or 'random', got {order!r}")
+    if access_log is None and (exclude_static or log_methods is not None):
+        raise UsageError("--exclude-static and --log-methods need --access-log")
+    if access_log is not None and order == "sequential":
+        raise UsageError("--access-log replays its mix in random order: --order sequential cannot go with it")
+    if given.calls_per_conn is not None and not given.keepalive:
+        raise UsageError("--calls-per-conn needs keep-alive: it cannot be combined with --no-keepalive")
+    if access_log is not None and not isinstance(access_log, AccessLog):
+        check_path(access_log, "access_log")
+
+
+def _http(given: LoadOptions) -> tuple[RequestTemplate, HttpOptions]:
+    """The request template and the HTTP options as recorded."""
+    template = build_request_template(
+        method=given.method, body=given.body, content_type=given.content_type, headers=given.headers,
+        cookies=given.cookies, auth=given.auth, keepalive=given.keepalive,
+    )  # fmt: skip
+    return template, HttpOptions(
+        method=template.method,
+        keepalive=given.keepalive,
+        calls_per_conn=count(given.calls_per_conn, "--calls-per-conn", 0, MAX_CALLS_PER_CONN) or 0,
+        timeout_s=seconds(given.timeout, "--timeout") or DEFAULT_TIMEOUT_S,
+        throttle_bps=_throttle(given.throttle),
+        body_bytes=len(template.body),
+        headers=recorded_headers(template),
+    )
+
+
 @public
 @dataclass(frozen=True)
 class BenchSpec:
@@ -164,24 +202,10 @@ class BenchSpec:
         ``exclude_static`` and ``log_methods`` are :func:`read_access_log`'s ``exclude_static``
         and ``methods`` (default GET and HEAD), valid only with a path to read."""
         given = LoadOptions.of(options, **load)
-        given.check_types()
-        check_text(url, "url", optional=True)
-        check_path(url_file, "url_file", optional=True)
-        check_text(order, "order", optional=True)
-        check_flag(exclude_static, "exclude_static")
+        _check_given(given, url, url_file, access_log, exclude_static, log_methods, order)
         check_text(unix_socket, "unix_socket", optional=True)
         check_path(tsv_path, "tsv_path", optional=True)
         check_path(hdr_log_path, "hdr_log_path", optional=True)
-        if order not in (None, "sequential", "random"):
-            raise UsageError(f"--order must be 'sequential' or 'random', got {order!r}")
-        if access_log is None and (exclude_static or log_methods is not None):
-            raise UsageError("--exclude-static and --log-methods need --access-log")
-        if access_log is not None and order == "sequential":
-            raise UsageError("--access-log replays its mix in random order: --order sequential cannot go with it")
-        if given.calls_per_conn is not None and not given.keepalive:
-            raise UsageError("--calls-per-conn needs keep-alive: it cannot be combined with --no-keepalive")
-        if access_log is not None and not isinstance(access_log, AccessLog):
-            check_path(access_log, "access_log")
         log_path = access_log.path if isinstance(access_log, AccessLog) else access_log
         if access_log is None:
             lines, max_weight = _url_lines(url, url_file), MAX_WEIGHT
@@ -192,19 +216,7 @@ class BenchSpec:
             connections=given.connections, requests=given.requests, duration=given.duration, threads=given.threads,
             rate=given.rate, stages=given.stages, max_in_flight=given.max_in_flight, warmup=warmup,
         )  # fmt: skip
-        template = build_request_template(
-            method=given.method, body=given.body, content_type=given.content_type, headers=given.headers,
-            cookies=given.cookies, auth=given.auth, keepalive=given.keepalive,
-        )  # fmt: skip
-        http = HttpOptions(
-            method=template.method,
-            keepalive=given.keepalive,
-            calls_per_conn=count(given.calls_per_conn, "--calls-per-conn", 0, MAX_CALLS_PER_CONN) or 0,
-            timeout_s=seconds(given.timeout, "--timeout") or DEFAULT_TIMEOUT_S,
-            throttle_bps=_throttle(given.throttle),
-            body_bytes=len(template.body),
-            headers=recorded_headers(template),
-        )
+        template, http = _http(given)
         tsv = check_output_path(tsv_path, "--tsv")
         hdr_log = check_output_path(hdr_log_path, "--hdr-log")
         check_distinct([("--tsv", tsv), ("--hdr-log", hdr_log)],
