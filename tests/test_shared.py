@@ -237,8 +237,10 @@ def test_record_reads_by_type() -> None:
 
 @pytest.mark.parametrize(("data", "message"), [
     ({"count": 1, "share": 1, "ok": True}, "missing 'row.name'"),
-    ({"name": "a", "count": 1.5, "share": 1, "ok": True}, "'row.count' must be a whole number, got 1.5"),
+    ({"name": "a", "count": 1.5, "share": 1, "ok": True}, "'row.count' must be a whole number >= 0, got 1.5"),
     ({"name": "a", "count": True, "share": 1, "ok": True}, "'row.count' must be a whole number"),
+    ({"name": "a", "count": -5, "share": 1, "ok": True}, "'row.count' must be a whole number >= 0, got -5"),
+    ({"name": "a", "count": 1, "share": -0.5, "ok": True}, "'row.share' must be a number >= 0, got -0.5"),
     ({"name": "a", "count": 1, "share": float("nan"), "ok": True}, "'row.share' must be a number"),
     ({"name": "a", "count": 1, "share": 1, "ok": 1}, "'row.ok' must be true or false"),
     ({"name": 1, "count": 1, "share": 1, "ok": True}, "'row.name' must be a string"),

@@ -3,19 +3,36 @@ checked as they are read, and a malformation is a one-line error that names the 
 document has its own error class, handed to :class:`Reader`.
 
 A dataclass is read with :meth:`Reader.record`: every field by its annotated type (``int``,
-``float``, ``str``, ``bool``, each optionally ``| None``), or by a converter given for it."""
+``float``, ``str``, ``bool``, each optionally ``| None``), or by a converter given for it.
+
+Every whole number a pounder document holds is a count (requests, responses, errors, bytes,
+connections, children, trials, samples), a size, a pid, a second or a time in microseconds, and
+every other number a duration, a time or an amount of CPU: 0 or more, as the schemas say
+(``"minimum": 0``). :meth:`Reader.as_int` (and so every ``int`` field) refuses a negative one or
+a fraction, :meth:`Reader.as_float` (every ``float`` field) a negative one, naming the key; the
+few fields that are differences (:data:`SIGNED`) may be negative. A document read as plain JSON
+(a comparison, a tuning run's files) has its numbers checked against its schema with
+:func:`number_problem`."""
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields
-from typing import Any
+from functools import cache
+from pathlib import Path
+from typing import Any, TypeGuard
 
 from pounder._errors import PounderError
 
 Convert = Callable[[object, str], Any]
+
+SIGNED = frozenset({"private_growth_bytes", "private_growth_total", "offset_ms"})
+"""The fields that are differences and may be negative (a child's private memory can shrink, an
+agent's clock be behind); every other number field of a record is 0 or more."""
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
+_MISSING = object()
 
 
 def decode_json(text: str | bytes) -> Any:
@@ -27,6 +44,10 @@ def decode_json(text: str | bytes) -> Any:
     except RecursionError:
         doc = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
         raise json.JSONDecodeError("nested too deeply to be a pounder document", doc[:64], 0) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as error:  # an integer of more than 4300 digits
+        raise json.JSONDecodeError(str(error), "", 0) from None
 
 
 def join(key: str, name: str) -> str:
@@ -42,6 +63,7 @@ class Reader:
         self._scalars: dict[str, Convert] = {
             "int": self.as_int, "float": self.as_float, "str": self.as_str, "bool": self.as_bool,
         }  # fmt: skip
+        self._plans: dict[type[Any], tuple[tuple[str, str, bool], ...]] = {}
 
     def as_dict(self, value: object, key: str) -> Mapping[str, Any]:
         if not isinstance(value, Mapping):
@@ -64,12 +86,26 @@ class Reader:
         return value
 
     def as_float(self, value: object, key: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        """A duration, a time, an amount: a finite number, 0 or more."""
+        if not _number(value) or value < 0:
+            raise self.error(f"'{key}' must be a number >= 0, got {value!r}")
+        return float(value)
+
+    def as_signed_float(self, value: object, key: str) -> float:
+        """A difference (:data:`SIGNED`): a finite number, negative or not."""
+        if not _number(value):
             raise self.error(f"'{key}' must be a number, got {value!r}")
         return float(value)
 
     def as_int(self, value: object, key: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
+        """A count (or a size, a pid, a time in µs): a whole number, 0 or more."""
+        if not _whole(value) or value < 0:
+            raise self.error(f"'{key}' must be a whole number >= 0, got {value!r}")
+        return int(value)
+
+    def as_signed_int(self, value: object, key: str) -> int:
+        """A difference (:data:`SIGNED`): a whole number, negative or not."""
+        if not _whole(value):
             raise self.error(f"'{key}' must be a whole number, got {value!r}")
         return int(value)
 
@@ -94,27 +130,48 @@ class Reader:
 
         return convert
 
-    def by_type(self, kind: str) -> Convert:
-        """The converter for a field annotated ``kind`` (``"int"``, ``"float | None"``, ...)."""
+    def by_type(self, kind: str, name: str = "") -> Convert:
+        """The converter for a field annotated ``kind`` (``"int"``, ``"float | None"``, ...) and
+        named ``name`` (a number in :data:`SIGNED` may be negative)."""
         base, _, rest = kind.partition(" | ")
-        convert = self._scalars.get(base)
+        signed = {"int": self.as_signed_int, "float": self.as_signed_float}.get(base) if name in SIGNED else None
+        convert = signed or self._scalars.get(base)
         if convert is None or rest not in ("", "None"):
             raise self.error(f"unsupported field type {kind}")  # pragma: no cover
         return self.nullable(convert) if rest else convert
+
+    def _plan(self, cls: type[Any]) -> tuple[tuple[str, str, bool], ...]:
+        """(name, base type, nullable) of each field of ``cls``, worked out once per class."""
+        plan = self._plans.get(cls)
+        if plan is None:
+            plan = tuple((f.name, str(f.type).partition(" | ")[0], " | " in str(f.type)) for f in fields(cls))
+            self._plans[cls] = plan
+        return plan
 
     def record(self, cls: type[Any], value: object, key: str, *, strict: bool = False,
                **converters: Convert) -> Any:
         """Dataclass ``cls`` from a JSON object: each field read by its converter in ``converters``
         or by its type. A field read by its type is required; one with a converter is too when
-        ``strict``, else a missing one reads as ``null`` (the converter decides what that means)."""
+        ``strict``, else a missing one reads as ``null`` (the converter decides what that means).
+
+        A value that is plainly right for its type (a count that is an ``int`` >= 0, a string, ...)
+        is taken as it is; only the others go through their converter, which names the key: a
+        series of a million seconds is read in seconds, not minutes."""
         data = self.as_dict(value, key)
         values = {}
-        for field in fields(cls):
-            where = join(key, field.name)
-            if field.name not in data and (strict or field.name not in converters):
+        for name, base, nullable in self._plan(cls):
+            item = data.get(name, _MISSING)
+            if name not in converters and _plainly(item, base, name):
+                values[name] = item
+                continue
+            if item is None and nullable and name not in converters:
+                values[name] = None
+                continue
+            where = join(key, name)
+            if item is _MISSING and (strict or name not in converters):
                 raise self.error(f"missing '{where}'")
-            convert = converters.get(field.name) or self.by_type(str(field.type))
-            values[field.name] = convert(data.get(field.name), where)
+            convert = converters.get(name) or self.by_type(f"{base} | None" if nullable else base, name)
+            values[name] = convert(None if item is _MISSING else item, where)
         return cls(**values)
 
     def table(self, cls: type[Any], columns: Sequence[str], value: object, key: str) -> tuple[Any, ...]:
@@ -129,3 +186,70 @@ class Reader:
                 raise self.error(f"'{key}.rows[{index}]' must have {len(columns)} values")
             rows.append(self.record(cls, dict(zip(columns, items, strict=True)), f"{key}.rows[{index}]"))
         return tuple(rows)
+
+
+def _whole(value: object) -> TypeGuard[int | float]:
+    """An ``int`` (not a bool), or a ``float`` with nothing after the point (``5.0``)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
+def _number(value: object) -> TypeGuard[int | float]:
+    """An ``int`` (not a bool) or a finite ``float``."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _plainly(value: object, base: str, name: str) -> bool:
+    """``value`` needs no conversion nor message as a field of type ``base`` named ``name``."""
+    if type(value) is int:
+        return base == "int" and (value >= 0 or name in SIGNED)
+    if type(value) is float:
+        return base == "float" and (0 <= value < math.inf or (name in SIGNED and math.isfinite(value)))
+    return (base == "str" and type(value) is str) or (base == "bool" and type(value) is bool)
+
+
+# ---------------------------------------------------------------------------------------------
+# The numbers of a document read as plain JSON, checked against its schema
+
+
+@cache
+def _validator(schema: str) -> Any:
+    """A jsonschema validator for ``schema`` (``"compare"``...) resolving ``$ref`` to the others."""
+    import jsonschema
+    from referencing import Registry, Resource
+
+    documents = {path.name: json.loads(path.read_text(encoding="utf-8")) for path in SCHEMAS.glob("*.schema.json")}
+    registry: Registry[Any] = Registry().with_resources(
+        (contents["$id"], Resource.from_contents(contents)) for contents in documents.values())
+    contents = documents[f"{schema}.schema.json"]
+    return jsonschema.validators.validator_for(contents)(contents, registry=registry)
+
+
+def _number_errors(error: Any) -> Iterator[Any]:
+    """The errors under ``error`` (a ``oneOf`` holds one per branch) about a number's bounds."""
+    if error.context:
+        for sub in error.context:
+            yield from _number_errors(sub)
+    elif _number(error.instance) and (error.validator == "minimum" or (error.validator == "type" and (
+            "integer" in error.validator_value and "number" not in error.validator_value))):
+        yield error
+
+
+def number_problem(document: object, schema: str) -> str | None:
+    """The first number of ``document`` that breaks its schema's bounds (``schema``:
+    ``"compare"``, ``"tune-point"``, ...): below the ``"minimum"`` the schema gives it, or not
+    whole where the schema says ``"integer"`` (a count), as one line naming its key
+    (``'trials[2].complete' must be a whole number >= 0, got -5``); None when every number is
+    right. The schema's other rules are the readers' to check (older documents lack members)."""
+    for error in _validator(schema).iter_errors(document):
+        for found in _number_errors(error):
+            key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in found.absolute_path)
+            key = key.removeprefix(".")
+            kinds = found.schema.get("type")
+            whole = "whole " if kinds == "integer" or (isinstance(kinds, list) and "integer" in kinds) else ""
+            bound = f" >= {found.schema['minimum']}" if "minimum" in found.schema else ""
+            return f"'{key}' must be a {whole}number{bound}, got {found.instance!r}"
+    return None

@@ -217,7 +217,13 @@ class BenchResult:
     @classmethod
     def from_json(cls, text: str) -> BenchResult:
         """Read what :meth:`to_json` wrote (``derived`` is recomputed, not read)."""
-        data = _decode(text)
+        return cls.from_dict(_decode(text))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BenchResult:
+        """Read the decoded document :meth:`to_json` wrote (:meth:`to_dict`); every count must be
+        a whole number >= 0. Raises :class:`MalformedResultError` naming the key."""
+        data = READ.as_dict(data, "the top level")
         schema = data.get("schema")
         if schema not in READ_SCHEMAS:
             raise MalformedResultError(f"'schema' is {schema!r}, expected {SCHEMA!r} (or an earlier "
@@ -284,12 +290,14 @@ def load_result(path: str | Path) -> BenchResult:
     path = Path(check_path(path, "load_result: path"))
     check_input_file(path, "result file", RESULT_LIMIT)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = _decode(path.read_text(encoding="utf-8"))  # the text is let go before the records are made
     except FileNotFoundError:
         raise UsageError(f"result file not found: {path}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise UsageError(f"cannot read result file {path}: {error}") from None
+    except MalformedResultError as error:
+        raise UsageError(f"{path} is not a pounder bench result: {error}") from None
     try:
-        return BenchResult.from_json(text)
+        return BenchResult.from_dict(data)
     except MalformedResultError as error:
         raise UsageError(f"{path} is not a pounder bench result: {error}") from None

@@ -6,7 +6,8 @@ and ``bench-latency-time`` (per second), ``bench-errors`` (failed requests and n
 ``bench-phases`` (connection phases); for the N-th result (from 1) with a server report,
 ``bench-memory-N`` (USS and shared memory per process) and, with Apache mod_status readings,
 ``bench-workers-N``; a result sent by agents (``--ray``) has a table of them. A chart whose data is
-missing is replaced by a one-line note.
+missing is replaced by a one-line note. A series longer than the points a line gets is drawn
+downsampled, and the chart's caption says how (:mod:`pounder.report._series`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ from pounder._units import MIB, mib, number
 from pounder.load import ERROR_CATEGORIES, Agents, BenchResult, Histogram, describe_load
 from pounder.procs import ServerLoadReport
 from pounder.report._html import Section, bullets, chart, label_axes, paragraph, table
+from pounder.report._series import Shown, downsample, duration_text, peaks
 
 NINES = {"50": 2.0, "90": 10.0, "99": 100.0, "99.9": 1000.0, "100": 10000.0}
 """Where the labelled percentiles sit on the x axis: 1 / (1 - p); 100 % (the max) one decade on."""
 PHASES = ("connect", "waiting", "processing", "total")
+MARKED_POINTS = 200
+"""A line of more points than this has no dot on each (they would merge into a thick line)."""
 
 Results = Sequence[tuple[str, BenchResult]]
 
@@ -40,8 +44,9 @@ def bench_sections(results: Results) -> list[Section]:
     _percentile_chart(results, latency)
     _latency_time_chart(results, latency)
     throughput = Section("Throughput and errors")
-    _throughput_chart(results, throughput)
-    _errors_chart(results, throughput)
+    per_second = [downsample(r.series, max(_full_seconds(r), 1)) for _, r in results]  # for both charts
+    _throughput_chart(results, throughput, per_second)
+    _errors_chart(results, throughput, per_second)
     throughput.add(_status_table(results))
     phases = Section("Connection phases")
     _phases_chart(results, phases)
@@ -140,13 +145,31 @@ def _status_table(results: Results) -> str:
 # -- charts ---------------------------------------------------------------------------------------
 
 
-def _seconds_axis(ax: Any, last: int) -> None:
-    """Whole seconds 0 .. ``last`` on the x axis, half a second of margin (one second alone is
-    not drawn on an axis of hundredths)."""
+def _time_unit(last_s: float) -> tuple[int, str]:
+    """(seconds per unit, its word) for a time axis running to ``last_s`` seconds: seconds up to
+    an hour, then minutes up to two days, then hours."""
+    if last_s <= 3600:
+        return 1, "second"
+    return (60, "minute") if last_s <= 48 * 3600 else (3600, "hour")
+
+
+def _seconds_axis(ax: Any, last: float, unit: int = 1) -> None:
+    """Whole units (seconds, minutes, hours) 0 .. ``last`` on the x axis, half a unit of margin
+    (one second alone is not drawn on an axis of hundredths)."""
     from matplotlib.ticker import MaxNLocator
 
-    ax.set_xlim(-0.5, max(last, 0) + 0.5)
+    ax.set_xlim(-0.5, max(last / unit, 0) + 0.5)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+
+
+def _markers(points: int) -> dict[str, Any]:
+    """A dot on each point while they are few enough to be seen apart."""
+    return {"marker": "o", "ms": 3} if points <= MARKED_POINTS else {}
+
+
+def _captioned(caption: str, notes: Sequence[str]) -> str:
+    """The caption, then what was downsampled (one note per result)."""
+    return caption + "".join(f". {note[0].upper()}{note[1:]}" for note in notes if note)
 
 
 def _nines(percent: str) -> float:
@@ -179,35 +202,49 @@ def _percentile_chart(results: Results, section: Section) -> None:
         _legend(ax, len(ax.get_lines()))
 
 
-def _throughput_chart(results: Results, section: Section) -> None:
-    _per_second_chart(results, section, [("complete", "", "-")], "bench-throughput", "throughput over time",
+def _throughput_chart(results: Results, section: Section, shown: Sequence[Shown]) -> None:
+    _per_second_chart(results, shown, section, [("complete", "", "-")], "bench-throughput", "throughput over time",
                       "Requests completed per second", "complete requests / s")
 
 
-def _errors_chart(results: Results, section: Section) -> None:
-    _per_second_chart(results, section, [("failed", " failed", "-"), ("non_2xx", " non-2xx", "--")], "bench-errors",
-                      "failures over time", "Per second: failed requests (solid; by category in the table below) "
-                      "and complete answers whose status was not 2xx (dashed)", "requests / s")
+def _errors_chart(results: Results, section: Section, shown: Sequence[Shown]) -> None:
+    _per_second_chart(results, shown, section, [("failed", " failed", "-"), ("non_2xx", " non-2xx", "--")],
+                      "bench-errors", "failures over time", "Per second: failed requests (solid; by category in the "
+                      "table below) and complete answers whose status was not 2xx (dashed)", "requests / s")
 
 
-def _per_second_chart(results: Results, section: Section, counts: Sequence[tuple[str, str, str]], chart_id: str,
-                      what: str, caption: str, ylabel: str) -> None:
-    """Counts of the per-second series, (attribute, label suffix, line style) each, for the full
-    seconds (a second with no sample counts 0)."""
+def _per_second_chart(results: Results, per_second: Sequence[Shown], section: Section,
+                      counts: Sequence[tuple[str, str, str]], chart_id: str, what: str, caption: str,
+                      ylabel: str) -> None:
+    """Counts of the per-second series (``per_second``: each result's, over its full seconds; a
+    second with no sample counts 0), (attribute, label suffix, line style) each; a long series
+    downsampled (each point the mean per second of its bucket: points x seconds add up to the
+    totals)."""
     kept = _with_series(results, section, what)
     if not kept:
         return
-    with chart(chart_id, f"{caption} (a final partial second is left out)", section.body) as ax:
-        for i, label, r in kept:
-            seconds = list(range(max(_full_seconds(r), 1)))
+    shown = [(i, label, per_second[i]) for i, label, _ in kept]
+    last = max(s.span_s for _, _, s in shown) - 1
+    unit, word = _time_unit(last)
+    notes = [_note(label, s, "each point is the mean per second of its bucket", len(kept)) for _, label, s in shown]
+    with chart(chart_id, _captioned(f"{caption} (a final partial second is left out)", notes), section.body) as ax:
+        for i, label, series in shown:
+            xs = [b.middle / unit for b in series.buckets]
             for count, suffix, style in counts:
-                by_second = {s.second: getattr(s, count) for s in r.series}
-                ax.plot(seconds, [by_second.get(s, 0) for s in seconds], marker="o", ms=3, color=_color(i), ls=style,
-                        label=_legend_text(label + suffix))
+                ax.plot(xs, [b.per_second(count) for b in series.buckets], color=_color(i), ls=style,
+                        label=_legend_text(label + suffix), **_markers(len(xs)))
         ax.set_ylim(0, max(1, ax.get_ylim()[1]))  # counts: 0 to 0.05 would look like a measurement
-        _seconds_axis(ax, max(_full_seconds(r) for _, _, r in kept) - 1)
-        label_axes(ax, "second of the measured phase", ylabel)
+        _seconds_axis(ax, last, unit)
+        label_axes(ax, f"{word} of the measured phase", ylabel)
         _legend(ax, len(kept) * len(counts))
+
+
+def _note(label: str, shown: Shown, how: str, results: int) -> str:
+    """What the caption says of a downsampled series: its width, its points and entries, ``how``
+    a point was made; "" when it is shown as it is."""
+    if not shown.downsampled:
+        return ""
+    return f"{label + ': ' if results > 1 else ''}{shown.note()}; {how}"
 
 
 def _latency_time_chart(results: Results, section: Section) -> None:
@@ -216,18 +253,24 @@ def _latency_time_chart(results: Results, section: Section) -> None:
     if not kept:
         section.add(paragraph("No latency over time: no request completed."))
         return
-    with chart("bench-latency-time", "Latency per second of completion: p50 (solid) and p99 (dashed)",
-               section.body) as ax:
-        for i, label, r in kept:
-            answered = [s for s in r.series if s.complete]
-            seconds = [s.second for s in answered]
-            ax.plot(seconds, [s.p50_us / 1000 for s in answered], marker="o", ms=3, color=_color(i),
-                    label=_legend_text(f"{label} p50"))
-            ax.plot(seconds, [s.p99_us / 1000 for s in answered], marker="o", ms=3, ls="--", color=_color(i),
-                    label=_legend_text(f"{label} p99"))
+    shown = [(i, label, downsample(r.series, max(s.second for s in r.series) + 1)) for i, label, r in kept]
+    last = max(s.span_s for _, _, s in shown) - 1
+    unit, word = _time_unit(last)
+    notes = [_note(label, s, "each point is the highest per-second p50 and p99 of its bucket (percentiles of "
+                   "different seconds cannot be averaged)", len(kept)) for _, label, s in shown]
+    with chart("bench-latency-time", _captioned("Latency per second of completion: p50 (solid) and p99 (dashed)",
+                                                notes), section.body) as ax:
+        for i, label, series in shown:
+            answered = [b for b in series.buckets if b.answered]
+            xs = [b.middle / unit for b in answered]
+            highest = " (highest per bucket)" if series.downsampled else ""
+            ax.plot(xs, [(b.p50_us or 0) / 1000 for b in answered], color=_color(i),
+                    label=_legend_text(f"{label} p50{highest}"), **_markers(len(xs)))
+            ax.plot(xs, [(b.p99_us or 0) / 1000 for b in answered], ls="--", color=_color(i),
+                    label=_legend_text(f"{label} p99{highest}"), **_markers(len(xs)))
         ax.set_ylim(bottom=0)
-        _seconds_axis(ax, max(s.second for _, _, r in kept for s in r.series))
-        label_axes(ax, "second of the measured phase", "latency (ms)")
+        _seconds_axis(ax, last, unit)
+        label_axes(ax, f"{word} of the measured phase", "latency (ms)")
         _legend(ax, 2 * len(kept))
 
 
@@ -285,32 +328,48 @@ def _memory_chart(index: int, server: ServerLoadReport, section: Section) -> Non
         return
     pids = sorted({p.pid for p in server.series}, key=lambda pid: (pid != server.server_pid, pid))
     children = {child.pid for child in server.children}
+    by_pid: dict[int, list[Any]] = {pid: [] for pid in pids}
+    for point in server.series:
+        by_pid[point.pid].append(point)
+    lines = []
+    widths = set()
+    for pid in pids:
+        times = [p.t for p in by_pid[pid]]
+        uss_t, uss, width = peaks(times, [p.uss / MIB for p in by_pid[pid]])
+        shared_t, shared, _ = peaks(times, [p.shared / MIB for p in by_pid[pid]])
+        lines.append((pid, uss_t, uss, shared_t, shared))
+        widths.add(width)
     caption = "Private memory (USS, solid) and memory shared with other processes (dashed) per process, MiB"
-    with chart(f"bench-memory-{index}", caption, section.body) as ax:
-        for slot, pid in enumerate(pids):
-            points = [p for p in server.series if p.pid == pid]
+    with chart(f"bench-memory-{index}", _captioned(caption, [_peaks_note(max(widths))]), section.body) as ax:
+        for slot, (pid, uss_t, uss, shared_t, shared) in enumerate(lines):
             name = "parent" if pid == server.server_pid else "child" if pid in children else "grandchild"
             color = "black" if pid == server.server_pid else _color(slot)
-            times = [p.t for p in points]
-            ax.plot(times, [p.uss / MIB for p in points], marker=".", color=color, label=f"{name} {pid}")
-            ax.plot(times, [p.shared / MIB for p in points], ls="--", lw=0.8, color=color)
+            dots = {"marker": "."} if len(uss_t) <= MARKED_POINTS else {}
+            ax.plot(uss_t, uss, color=color, label=f"{name} {pid}", **dots)
+            ax.plot(shared_t, shared, ls="--", lw=0.8, color=color)
         ax.set_ylim(bottom=0)
         label_axes(ax, "seconds since the first sample", "MiB")
         _legend(ax, len(pids))
+
+
+def _peaks_note(width: int) -> str:
+    if width == 1:
+        return ""
+    return f"downsampled: each point is the highest reading of its {duration_text(width)} bucket"
 
 
 def _workers_chart(index: int, server: ServerLoadReport, section: Section) -> None:
     points = [p for p in server.status if p.busy_workers is not None or p.idle_workers is not None]
     if not points:
         return
+    times = [p.t for p in points]
+    busy_t, busy, width = peaks(times, [math.nan if p.busy_workers is None else p.busy_workers for p in points])
+    idle_t, idle, _ = peaks(times, [math.nan if p.idle_workers is None else p.idle_workers for p in points])
     caption = f"Apache mod_status ({server.status_url or 'server-status'}): busy and idle workers"
-    with chart(f"bench-workers-{index}", caption, section.body) as ax:
-        times = [p.t for p in points]
-        ax.plot(times, [math.nan if p.busy_workers is None else p.busy_workers for p in points], marker=".",
-                label="busy")
-        ax.plot(times, [math.nan if p.idle_workers is None else p.idle_workers for p in points], marker=".",
-                ls="--", label="idle")
+    with chart(f"bench-workers-{index}", _captioned(caption, [_peaks_note(width)]), section.body) as ax:
+        dots = {"marker": "."} if len(busy_t) <= MARKED_POINTS else {}
+        ax.plot(busy_t, busy, label="busy", **dots)
+        ax.plot(idle_t, idle, ls="--", label="idle", **dots)
         ax.set_ylim(bottom=0)
         label_axes(ax, "seconds since the first sample", "workers")
         _legend(ax, 2)
-

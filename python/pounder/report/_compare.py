@@ -10,7 +10,7 @@ from typing import Any
 from pounder._records import decode_json
 from pounder._units import MIB, number
 from pounder.compare import MAX_FAILED, describe_errors, format_ratio
-from pounder.report._html import Section, chart, esc, label_axes, paragraph, pre, table
+from pounder.report._html import Section, chart, check_numbers, esc, label_axes, paragraph, pre, table
 
 _WHY = {"warm-up": "warm-up", "interrupted": "interrupted (Ctrl-C)", "failures": "requests failed"}
 
@@ -81,7 +81,9 @@ def _unknown_reasons(doc: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]
 
 def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "compare",
                      heading: str | None = None) -> list[Section]:
-    """The comparison: the bar charts (requests/s and p99 with their intervals) and the tables."""
+    """The comparison: the bar charts (requests/s and p99 with their intervals) and the tables.
+    :class:`ReportError` naming ``source`` when a count of ``doc`` is negative or a fraction."""
+    check_numbers(doc, "compare", source)
     variants = list(doc.get("variants") or [])
     section = Section(heading or f"Comparison: {source}")
     options = doc.get("options") or {}
@@ -140,6 +142,7 @@ def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Se
     """An experiment results directory: what it is, each load's comparison, the memory and the
     system calls recorded (chart ids start with ``chart_prefix``)."""
     manifest = decode_json((path / "experiment.json").read_text())
+    check_numbers(manifest, "experiment", path / "experiment.json")
     exp = manifest.get("experiment") or {}
     head = Section(f"Experiment: {exp.get('title', path.name)}")
     if exp.get("description"):
@@ -156,7 +159,9 @@ def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Se
                                      heading=f"Load {index}")
     memory_path = path / "memory.json"
     if memory_path.is_file():
-        memory = decode_json(memory_path.read_text()).get("variants") or {}
+        memory_doc = decode_json(memory_path.read_text())
+        check_numbers(memory_doc, "experiment", memory_path)
+        memory = memory_doc.get("variants") or {}
         section = Section("Children's memory")
         early = [label for label, sizes in memory.items() if "after" not in sizes]
         if early:
@@ -192,6 +197,7 @@ def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Se
         failing: list[str] = []
         for trace_path in traces:
             report = decode_json(trace_path.read_text())
+            check_numbers(report, "syscalls", trace_path)
             index = int(trace_path.stem.split("-")[1]) - 1
             label = variants[index]["label"] if index < len(variants) else trace_path.stem
             calls = report.get("calls") or []

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pounder._errors import UsageError, public
+from pounder._records import number_problem
 from pounder._version import __version__
 
 if TYPE_CHECKING:
@@ -53,6 +54,15 @@ details > summary { cursor: pointer; color: #57606a; }
 class ReportError(UsageError):
     """A result given cannot be reported on: unreadable, incomplete or malformed (the CLI exits
     with status 2)."""
+
+
+def check_numbers(document: object, schema: str, source: object) -> None:
+    """:class:`ReportError` naming ``source`` (its path) and the key when a number of
+    ``document`` is out of the bounds of its schema ``schema``: a negative count, a fraction of a
+    request (:func:`pounder._records.number_problem`)."""
+    problem = number_problem(document, schema)
+    if problem:
+        raise ReportError(f"{source}: {problem}")
 
 
 @public

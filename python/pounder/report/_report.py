@@ -41,8 +41,7 @@ def _kind(path: Path) -> tuple[str, Any]:
         return "experiment", path.parent
     check_input_file(path, "result", RESULT_LIMIT)
     try:
-        text = path.read_text()
-        data = decode_json(text)
+        data = decode_json(path.read_text())  # decoded once, the text let go before the records are made
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
     except (ValueError, UnicodeDecodeError):
@@ -50,7 +49,7 @@ def _kind(path: Path) -> tuple[str, Any]:
     schema = data.get("schema") if isinstance(data, dict) else None
     if schema in BENCH_SCHEMAS:
         try:
-            return "bench", BenchResult.from_json(text)
+            return "bench", BenchResult.from_dict(data)
         except MalformedResultError as error:
             raise UsageError(f"{path}: {error}") from None
     if schema == COMPARE_SCHEMA:

@@ -39,7 +39,7 @@ from pounder._errors import PounderError
 from pounder._records import decode_json
 from pounder._units import mib
 from pounder.pool import ADAPTERS, OLD_TUNE_SCHEMAS, RESULT_SCHEMA, TUNE_SCHEMA, ResultsDir, adapter_from_dict
-from pounder.report._html import ReportError, Section, bullets, details, esc, paragraph, pre, table
+from pounder.report._html import ReportError, Section, bullets, check_numbers, details, esc, paragraph, pre, table
 from pounder.report._tune_pools import mrpc_section, offered_short, offered_text, pools_section, spare_section
 from pounder.report._tune_steps import children_section, memory_section, sizes_section
 
@@ -85,6 +85,7 @@ class TuneRun:
         self.path = path
         self.store = ResultsDir(path)
         self.manifest = _read(self.store.manifest_path) or {}
+        check_numbers(self.manifest, "tune", self.store.manifest_path)
         self.old = self.manifest.get("schema") in OLD_TUNE_SCHEMAS
         if self.manifest and self.manifest.get("schema") != TUNE_SCHEMA and not self.old:
             raise ReportError(f"{self.store.manifest_path} is not a {TUNE_SCHEMA} document")
@@ -92,12 +93,15 @@ class TuneRun:
             self.points = self.store.points()
         except PounderError as error:
             raise ReportError(str(error)) from None
+        for point in self.points:
+            check_numbers(point, "tune-point", self.store.path / "points" / f"{point.get('key')}.json")
         self.by_key = {str(p.get("key")): p for p in self.points}
         self.result = _read(self.store.result_path)
         if self.result is not None and self.result.get("schema") not in (RESULT_SCHEMA, *_OLD_RESULTS):
             raise ReportError(f"{self.store.result_path} is not a {RESULT_SCHEMA} document")
         if self.result is not None:
             self.old = self.result.get("schema") in _OLD_RESULTS
+            check_numbers(self.result, "tune-result", self.store.result_path)
         self.confirmation: Mapping[str, Any] | None = None
         self.target: Mapping[str, Any] | None = None
         self.options: Mapping[str, Any] = self.manifest.get("options") or {}
