@@ -29,7 +29,7 @@ from typing import Any
 
 from pounder._errors import PounderError, UsageError, check_path, public
 from pounder._files import write_atomic
-from pounder._records import decode_json
+from pounder._records import decode_json, number_problem
 
 TUNE_SCHEMA = "pounder/tune/2"
 POINT_SCHEMA = "pounder/tune-point/2"
@@ -74,8 +74,10 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _point_problem(path: Path, key: str) -> str | None:
-    """Why ``path`` is not the stored point ``key`` (a few words), or None if it is one."""
+def _point_problem(path: Path, key: str, *, numbers: bool = False) -> str | None:
+    """Why ``path`` is not the stored point ``key`` (a few words), or None if it is one.
+    ``numbers``: its numbers are checked against the schema's bounds too (tens of ms a point:
+    done once, before a resumed run, not at every read)."""
     if not path.is_file():  # a directory, a FIFO (reading it would block), a dangling link
         return "not a regular file"
     try:
@@ -101,7 +103,7 @@ def _point_problem(path: Path, key: str) -> str | None:
         return f"key {data.get('key')!r}, not {key!r} as its name says"
     if not isinstance(data.get("step"), str) or not isinstance(data.get("summary"), dict):
         return "no step or summary"
-    return None
+    return number_problem(data, "tune-point") if numbers else None  # a negative count, a fraction of a request
 
 
 @public
@@ -237,7 +239,7 @@ class ResultsDir:
         if not folder.is_dir():
             return
         for path in sorted(folder.glob("*.json")):
-            problem = _point_problem(path, path.stem)
+            problem = _point_problem(path, path.stem, numbers=True)
             if problem is not None:
                 raise self._bad_point(path, problem)
 
