@@ -76,6 +76,15 @@ def test_dev_full_is_a_write_error_not_silence(testserver: Any, option: str) -> 
     assert done.stderr.splitlines()[-1] == f"pounder: error: cannot write {option} /dev/full: No space left on device"
 
 
+@pytest.mark.parametrize("option", ["--json", "--csv", "--report"])
+def test_every_output_on_dev_full_names_its_option(testserver: Any, option: str) -> None:
+    """Issue 25 item 17: ``cannot write /dev/full`` did not say which option (--report)."""
+    srv = testserver(mode="ok")
+    done = _bench(srv.url + "/", "-n", "20", "-q", option, "/dev/full")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [f"pounder: error: cannot write {option} /dev/full: No space left on device"]
+
+
 @pytest.mark.parametrize("args", [["-n", "20"], ["-n", "20", "--json", "-"], ["--help"]])
 def test_standard_output_on_a_full_disk_is_one_line_not_a_traceback(testserver: Any, args: list[str]) -> None:
     srv = testserver(mode="ok")

@@ -187,5 +187,5 @@ def write_html_report(results: list[Any], path: str) -> None:
 
     from pounder.report import write_report
 
-    written = write_report(results, path)
+    written = write_report(results, path, option="--report")
     sys.stderr.write(f"pounder: report: {Path(written).resolve()}\n")

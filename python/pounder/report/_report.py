@@ -175,14 +175,15 @@ def check_page_name(path: str | os.PathLike[str], what: str) -> None:
 
 @public
 def write_report(paths: Result | Sequence[Result], out: str | os.PathLike[str],
-                 title: str | None = None) -> Path:
+                 title: str | None = None, *, option: str = "-o/--output") -> Path:
     """Write the page for ``paths`` to ``out`` (atomically, its directory created if need be);
-    returns the path written."""
+    returns the path written. ``option``: the command's option for ``out``, named when it cannot
+    be written."""
     paths = _results(paths)
     target = Path(check_path(out, "write_report: out"))
     if target.is_dir():  # bad input, as -o DIR is for the command
         raise UsageError(f"write_report: out: {target} is a directory, not a file")
     check_page_name(target, "write_report: out")
-    check_distinct([("-o/--output", target)], [("result", p) for p in paths if isinstance(p, (str, os.PathLike))])
-    write_atomic(target, render_report(paths, title), parents=True)
+    check_distinct([(option, target)], [("result", p) for p in paths if isinstance(p, (str, os.PathLike))])
+    write_atomic(target, render_report(paths, title), option, parents=True)
     return target
