@@ -5,6 +5,7 @@ and only a package below it in the layers."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pounder
@@ -28,15 +29,25 @@ LAYERS: dict[str, int] = {
 }
 
 
+def _absolute(path: Path, level: int, module: str | None) -> str:
+    """The absolute name of a relative import (``from ..tune import x`` in pounder/load/_a.py)."""
+    parts = ("pounder", *path.relative_to(PACKAGE).with_suffix("").parts)
+    base = parts[:len(parts) - level]
+    return ".".join((*base, *(module.split(".") if module else ())))
+
+
 def _imports(path: Path) -> list[tuple[int, str]]:
-    """(line, module) of every import of a pounder module in ``path``, also inside functions."""
+    """(line, module) of every import of a pounder module in ``path``, also inside functions;
+    relative imports by the absolute name they reach."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.append((node.lineno, node.module))
+        if isinstance(node, ast.ImportFrom) and (node.module or node.level):
+            module = node.module if node.level == 0 else _absolute(path, node.level, node.module)
+            assert module is not None
+            found.append((node.lineno, module))
             # ``from pounder import load`` and ``from pounder.tune import _analysis`` name modules too
-            found.extend((node.lineno, f"{node.module}.{alias.name}") for alias in node.names
-                         if node.module == "pounder" or alias.name.startswith("_"))
+            found.extend((node.lineno, f"{module}.{alias.name}") for alias in node.names
+                         if module == "pounder" or alias.name.startswith("_"))
         elif isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names)
     return [(line, name) for line, name in found if name.split(".")[0] == "pounder"]
@@ -99,3 +110,22 @@ def test_every_face_declares_all() -> None:
                  for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
                  if isinstance(target, ast.Name)}
         assert "__all__" in names, f"{face.relative_to(PACKAGE.parent)} has no __all__"
+
+
+def test_the_layers_are_those_of_docs_architecture() -> None:
+    """docs/architecture.md's table of layers says what LAYERS says (issue 26)."""
+    text = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    documented: dict[str, int] = {}
+    for row in text.splitlines():
+        cells = [cell.strip() for cell in row.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0].isdigit():
+            for name in re.findall(r"`pounder\.(\w+)`", cells[1]):
+                documented[name] = int(cells[0])
+    assert documented == LAYERS
+
+
+def test_a_relative_import_is_read_as_the_module_it_reaches() -> None:
+    """The checks above see ``from ..tune import _analysis`` as pounder.tune._analysis."""
+    assert _absolute(PACKAGE / "load" / "_a.py", 2, "tune") == "pounder.tune"
+    assert _absolute(PACKAGE / "load" / "_a.py", 1, "_b") == "pounder.load._b"
+    assert _absolute(PACKAGE / "load" / "__init__.py", 1, None) == "pounder.load"
