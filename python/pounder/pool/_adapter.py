@@ -1,0 +1,136 @@
+"""The adapter interface: :class:`PoolParams` (the five classic knobs plus preloading) and
+:class:`Adapter`, which one module per server implements (``_gunicorn``, ``_starman``,
+``_apache``, ``_command``); :mod:`pounder.pool._adapters` builds them."""
+
+from __future__ import annotations
+
+import abc
+import shlex
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pounder._errors import (
+    public,
+)
+from pounder.servers import (
+    HOST,
+    ManagedServer,
+)
+
+
+@public
+@dataclass(frozen=True)
+class PoolParams:
+    """The pool settings of one server start, in the classic (Apache 1.3 / mod_perl guide) names.
+
+    * ``max_clients``: the most children (MaxRequestWorkers, gunicorn/Starman ``--workers``).
+    * ``max_requests``: requests (Apache: connections) a child serves before it is replaced;
+      0 means unlimited.
+    * ``start_servers``, ``min_spare``, ``max_spare``: only for servers that spawn children with
+      the load (Apache); None means "keep exactly ``max_clients`` children" (a fixed pool).
+    * ``preload``: load the application in the parent before forking (None: the adapter's own).
+    """
+
+    max_clients: int
+    max_requests: int = 0
+    start_servers: int | None = None
+    min_spare: int | None = None
+    max_spare: int | None = None
+    preload: bool | None = None
+
+    def fixed(self) -> tuple[int, int, int]:
+        """(StartServers, MinSpareServers, MaxSpareServers), with a fixed pool for None."""
+        start = self.start_servers if self.start_servers is not None else self.max_clients
+        low = self.min_spare if self.min_spare is not None else self.max_clients
+        high = self.max_spare if self.max_spare is not None else max(self.max_clients, low) + 1
+        return start, low, max(high, low + 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_clients": self.max_clients,
+            "max_requests": self.max_requests,
+            "start_servers": self.start_servers,
+            "min_spare": self.min_spare,
+            "max_spare": self.max_spare,
+            "preload": self.preload,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PoolParams:
+        return cls(**{key: data.get(key) for key in ("start_servers", "min_spare", "max_spare", "preload")},
+                   max_clients=int(data["max_clients"]), max_requests=int(data["max_requests"]))
+
+
+class Adapter(abc.ABC):
+    """What ``pounder tune`` needs from a server."""
+
+    kind: ClassVar[str]
+    on_demand: ClassVar[bool] = False
+    """The server spawns children as the load grows (StartServers / Min/MaxSpareServers apply)."""
+    preload_toggle: ClassVar[bool] = False
+    """The adapter can start the server with and without preloading, to compare."""
+    max_requests_counts: ClassVar[str] = "requests"
+    """What the server's MaxRequestsPerChild counts: "requests" or "connections"."""
+    names: ClassVar[Mapping[str, str]]
+    """The server's own names for max_clients, max_requests, start_servers, min_spare,
+    max_spare, preload ("-" where it has none)."""
+
+    preload: bool = False
+    """Whether the user's configuration preloads (the default for :class:`PoolParams`)."""
+
+    @abc.abstractmethod
+    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+               keepalive: bool = False, host: str = HOST) -> ManagedServer:
+        """A server (not started) with these settings, writing its files under ``workdir``, run on
+        ``cpus`` (None: anywhere; see :class:`~pounder.servers.ManagedServer`), listening on
+        ``host`` (see :func:`~pounder.servers.listen_address`), keeping connections
+        alive between requests when ``keepalive`` and the server can (Apache's KeepAlive,
+        Starman's default; gunicorn's sync workers and a command's server decide for themselves)."""
+
+    @abc.abstractmethod
+    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
+        """``params`` as a snippet of the server's own configuration or command line (``keepalive``:
+        measured with connections kept alive)."""
+
+    @abc.abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        """Everything needed to rebuild this adapter (JSON-ready, with a "kind")."""
+
+    def describe(self) -> str:
+        """One line naming the server and the application."""
+        return self.kind
+
+    def check(self) -> None:
+        """:class:`~pounder.UsageError` if a file, directory or program this adapter names is
+        missing (the server binary, the application, a path option): found before anything
+        starts. Nothing of the user's code is run."""
+        return None
+
+    def input_files(self) -> list[tuple[str, str]]:
+        """The user's files the server reads, as ``(what, path)``: no output may overwrite them."""
+        return []
+
+    def with_preload(self, params: PoolParams) -> bool:
+        return self.preload if params.preload is None else params.preload
+
+
+def _env(data: Mapping[str, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (data.get("env") or {}).items()}
+
+
+def _env_prefix(env: Mapping[str, str]) -> str:
+    """``env NAME=VALUE ... `` in front of a command line (nothing without variables)."""
+    return "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " " if env else ""
+
+
+def _option_value(args: tuple[str, ...], name: str) -> str | None:
+    """The value of ``name`` (``--name VALUE`` or ``--name=VALUE``) in a command line's words."""
+    found = None
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            found = args[i + 1]
+        elif arg.startswith(name + "="):
+            found = arg[len(name) + 1:]
+    return found

@@ -1,0 +1,111 @@
+"""Apache httpd prefork (+ mod_perl) as a pool under test."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pounder._errors import (
+    UsageError,
+    check_path,
+    check_str_mapping,
+    check_text,
+    public,
+)
+from pounder.pool._adapter import Adapter, PoolParams
+from pounder.servers import (
+    HOST,
+    ApacheServer,
+    ManagedServer,
+    apache_missing,
+    read_user_conf,
+)
+
+
+@public
+class ApacheAdapter(Adapter):
+    """Apache httpd prefork (+ mod_perl): the user's configuration file ``conf`` with the
+    directives pounder owns replaced, or (from Python) handlers given directly."""
+
+    kind = "apache"
+    on_demand = True
+    max_requests_counts = "connections"
+    names: ClassVar[Mapping[str, str]] = {
+        "max_clients": "MaxRequestWorkers", "max_requests": "MaxConnectionsPerChild",
+        "start_servers": "StartServers", "min_spare": "MinSpareServers", "max_spare": "MaxSpareServers",
+        "preload": "PerlRequire startup.pl"}
+
+    def __init__(self, conf: str | os.PathLike[str] | None = None, *, perl_handlers: Mapping[str, str] | None = None,
+                 startup_pl: str | os.PathLike[str] | None = None, perl_lib: str | os.PathLike[str] | None = None,
+                 extra_conf: str = "") -> None:
+        for name, value in (("conf", conf), ("startup_pl", startup_pl), ("perl_lib", perl_lib)):
+            check_path(value, f"apache: {name}", optional=True)
+        self.conf = Path(conf).resolve() if conf is not None else None
+        if self.conf is not None and not self.conf.is_file():
+            raise UsageError(f"apache: no such configuration file {conf}")
+        self.perl_handlers = check_str_mapping(perl_handlers, "apache: perl_handlers")
+        self.startup_pl = Path(startup_pl).resolve() if startup_pl is not None else None
+        self.perl_lib = Path(perl_lib).resolve() if perl_lib is not None else None
+        self.extra_conf = check_text(extra_conf, "apache: extra_conf")
+        # checked now: a bad file is bad input, before anything starts
+        conf_text = read_user_conf(self.conf) if self.conf is not None else ""
+        self.preload = self.startup_pl is not None or _preloads(conf_text)
+
+    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+               keepalive: bool = False, host: str = HOST) -> ManagedServer:
+        start, low, high = params.fixed()
+        extra: dict[str, Any] = {}
+        if self.conf is not None:
+            extra["conf"] = self.conf
+        return ApacheServer(
+            workdir, perl_handlers=self.perl_handlers,
+            startup_pl=self.startup_pl.read_text() if self.startup_pl is not None else None,
+            perl_lib=self.perl_lib, extra_conf=self.extra_conf, start_servers=min(start, params.max_clients),
+            min_spare=low, max_spare=high, max_request_workers=params.max_clients,
+            max_connections_per_child=params.max_requests, keepalive=keepalive, cpus=cpus, host=host, **extra)
+
+    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
+        start, low, high = params.fixed()
+        rows = [("StartServers", start), ("MinSpareServers", low), ("MaxSpareServers", high),
+                ("ServerLimit", params.max_clients), ("MaxRequestWorkers", params.max_clients),
+                ("MaxConnectionsPerChild", params.max_requests)]
+        body = [f"    {name:<23}{value:>6}" for name, value in rows]
+        return "\n".join([
+            "<IfModule mpm_prefork_module>", *body, "</IfModule>",
+            "# MaxConnectionsPerChild counts connections: with KeepAlive On one connection carries up to",
+            f"# MaxKeepAliveRequests requests (pounder measured with KeepAlive {'On' if keepalive else 'Off'}).",
+        ])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "conf": None if self.conf is None else str(self.conf),
+                "perl_handlers": self.perl_handlers,
+                "startup_pl": None if self.startup_pl is None else str(self.startup_pl),
+                "perl_lib": None if self.perl_lib is None else str(self.perl_lib), "extra_conf": self.extra_conf}
+
+    def describe(self) -> str:
+        what = f"with {self.conf}" if self.conf is not None else f"with handlers {self.perl_handlers}"
+        return f"Apache prefork + mod_perl {what}"
+
+    def check(self) -> None:
+        if self.conf is not None and not self.conf.is_file():
+            raise UsageError(f"apache: no such configuration file {self.conf}")
+        if self.startup_pl is not None and not self.startup_pl.is_file():
+            raise UsageError(f"apache: no such startup file {self.startup_pl}")
+        if self.perl_lib is not None and not self.perl_lib.is_dir():
+            raise UsageError(f"apache: the Perl library {self.perl_lib} is not a directory")
+        missing = apache_missing(perl=bool(self.perl_handlers or self.startup_pl is not None))
+        if missing is not None:
+            raise UsageError(f"apache: {missing}")
+
+    def input_files(self) -> list[tuple[str, str]]:
+        return [(what, str(path)) for what, path in (("configuration file", self.conf),
+                                                     ("startup file", self.startup_pl)) if path is not None]
+
+
+def _preloads(conf_text: str) -> bool:
+    """Does an Apache configuration load Perl code in the parent (PerlRequire / PerlModule /
+    PerlPostConfigRequire)?"""
+    return bool(re.search(r"^\s*Perl(Require|Module|PostConfigRequire)\s", conf_text, re.IGNORECASE | re.MULTILINE))

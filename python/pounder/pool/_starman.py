@@ -1,0 +1,78 @@
+"""Starman (a PSGI app) as a pool under test."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pounder._errors import (
+    UsageError,
+    check_flag,
+    check_path,
+    check_str_mapping,
+    check_strings,
+    public,
+)
+from pounder.pool._adapter import Adapter, PoolParams, _env_prefix
+from pounder.servers import (
+    HOST,
+    ManagedServer,
+    StarmanServer,
+    starman_missing,
+)
+
+
+@public
+class StarmanAdapter(Adapter):
+    """Starman serving the PSGI file ``psgi``."""
+
+    kind = "starman"
+    preload_toggle = True
+    max_requests_counts = "connections"
+    names: ClassVar[Mapping[str, str]] = {
+        "max_clients": "--workers", "max_requests": "--max-requests", "start_servers": "-",
+        "min_spare": "-", "max_spare": "-", "preload": "--preload-app"}
+
+    def __init__(self, psgi: str | os.PathLike[str], *, preload: bool = False,
+                 env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> None:
+        self.psgi = Path(check_path(psgi, "starman: psgi")).resolve()
+        if not self.psgi.is_file():
+            raise UsageError(f"starman: no such PSGI file {psgi}")
+        self.preload = check_flag(preload, "starman: preload")
+        self.env = check_str_mapping(env, "starman: env")
+        self.extra_args = check_strings(extra_args, "starman: extra_args")
+
+    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+               keepalive: bool = False, host: str = HOST) -> ManagedServer:
+        return StarmanServer(workdir, self.psgi, workers=params.max_clients, max_requests=params.max_requests,
+                             preload_app=self.with_preload(params), keepalive=keepalive, env=self.env,
+                             extra_args=self.extra_args, cpus=cpus, host=host)
+
+    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
+        limit = params.max_requests or 1_000_000_000
+        note = "  # Starman reads 0 as its default, 1000" if not params.max_requests else ""
+        flags = f"--workers {params.max_clients} --max-requests {limit}"
+        if self.with_preload(params):
+            flags += " --preload-app"
+        tail = " ".join(shlex.quote(word) for word in (*self.extra_args, str(self.psgi)))
+        return f"{_env_prefix(self.env)}starman {flags} {tail}{note}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "psgi": str(self.psgi), "preload": self.preload, "env": self.env,
+                "extra_args": list(self.extra_args)}
+
+    def describe(self) -> str:
+        return f"Starman serving {self.psgi}{' with --preload-app' if self.preload else ''}"
+
+    def check(self) -> None:
+        if not self.psgi.is_file():
+            raise UsageError(f"starman: no such PSGI file {self.psgi}")
+        missing = starman_missing()
+        if missing is not None:
+            raise UsageError(f"starman: {missing}")
+
+    def input_files(self) -> list[tuple[str, str]]:
+        return [("PSGI file", str(self.psgi))]
