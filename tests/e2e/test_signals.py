@@ -142,7 +142,8 @@ def test_a_signal_during_a_connection_storm_is_honoured_within_a_second(tmp_path
                 proc.communicate()
     assert proc.returncode == EXIT[signum], err
     assert took < 1.0, f"{took:.2f} s from the signal to the exit"
-    assert last_line(err) == f"pounder: error: interrupted by {CAUSE[signum]}; the partial result is written to {json_path}"
+    said = f"pounder: error: interrupted by {CAUSE[signum]}; the partial result is written to {json_path}"
+    assert last_line(err) == said
     document = json.loads(json_path.read_text())
     assert document["interrupted"] is True and document["requests"]["complete"] == 0
 
