@@ -5,7 +5,9 @@ While a command runs, SIGTERM and SIGHUP raise :class:`Stopped` (a ``KeyboardInt
 main thread, as Ctrl-C does: every code path that keeps a partial result on Ctrl-C keeps it on
 them too, and every server is stopped by the ``finally`` blocks that already run on Ctrl-C. A
 signal the caller set to be ignored (``nohup``, a background job) stays ignored. The exit status
-says which one stopped the run: 143 for SIGTERM, 130 for SIGINT and SIGHUP.
+says which one stopped the run: 143 for SIGTERM, 130 for SIGINT and SIGHUP. Where the main thread
+may sit for seconds in a foreign library's C code that checks for no signal (Ray's start-up), a
+:func:`watched` stretch still ends the command within a second.
 """
 
 from __future__ import annotations
@@ -14,13 +16,16 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 128 + signal.SIGTERM
+STUCK_S = 0.5
+"""How long the main thread has, after a signal in a :func:`watched` stretch, to leave it before
+the watcher ends the command."""
 
 _received: list[int] = []
 _deferring: list[bool] = [False]
@@ -129,3 +134,73 @@ def cause() -> str:
     if not _received or _received[0] == signal.SIGINT:
         return "Ctrl-C"
     return signal.Signals(_received[0]).name
+
+
+class Watch:
+    """A :func:`watched` stretch: ``stop`` kills what it started, should the watcher end the command."""
+
+    def __init__(self) -> None:
+        self.stop: Callable[[], None] | None = None
+        self.settled = False
+        self.left = threading.Event()
+
+    def settle(self) -> None:
+        """The start-up is over: a signal from now on is the main thread's alone (the run it stops
+        keeps what was measured)."""
+        self.settled = True
+
+
+_ending = threading.Lock()
+
+
+@contextmanager
+def watched() -> Iterator[Watch]:
+    """Around a start-up in which the main thread may sit for seconds in C code that checks for no
+    signal (``ray.init``: its C++ client waits on the node; killing the node makes it wait longer),
+    and the clean-up after it. A watcher thread sees a signal arrive (:func:`signal.set_wakeup_fd`);
+    if the main thread has not left the stretch :data:`STUCK_S` later, the watcher calls
+    ``watch.stop``, says so in the one line and exits with the signal's status at once
+    (``os._exit``: the main thread cannot be unwound; nothing was measured yet). Only within
+    :func:`handled`, in the main thread: the library's callers keep their own handling."""
+    watch = Watch()
+    if not _depth[0] or threading.current_thread() is not threading.main_thread():
+        yield watch
+        return
+    reader, writer = os.pipe()
+    os.set_blocking(writer, False)
+    previous = signal.set_wakeup_fd(writer, warn_on_full_buffer=False)
+    watcher = threading.Thread(target=_watch, args=(watch, reader), name="pounder-watch", daemon=True)
+    watcher.start()
+    try:
+        yield watch
+    finally:
+        with _ending:  # never while the watcher ends the command: it keeps the lock
+            watch.left.set()
+        signal.set_wakeup_fd(previous)
+        os.close(writer)  # the watcher reads the end
+        watcher.join()
+        os.close(reader)
+
+
+def _watch(watch: Watch, reader: int) -> None:
+    while chunk := os.read(reader, 64):  # a byte per signal; nothing once the stretch is left
+        signums = [signum for signum in chunk if signum in SIGNALS]
+        if not signums or watch.settled or watch.left.wait(STUCK_S):
+            continue
+        if not _ending.acquire(blocking=False):  # the main thread is leaving the stretch just now
+            continue
+        if watch.left.is_set():
+            _ending.release()
+            continue
+        if not _received:  # the main thread has not run its handler yet
+            _received.append(signums[0])
+        if watch.stop is not None:
+            try:
+                watch.stop()
+            except Exception:  # noqa: S110  # what it could not kill, the guard does as this process ends
+                pass
+        try:
+            os.write(2, f"pounder: error: interrupted by {cause()}\n".encode())
+        except OSError:  # stderr is gone: the exit status still says it
+            pass
+        os._exit(exit_code())

@@ -1,8 +1,8 @@
 """Load generation for ``pounder bench``: the load options (``_options``, declared once), their
 parsing and validation (``_parse``; the load model ``_model``, URLs ``_url``, the request
 ``_request``, put together in ``_spec``), running the engine (``_bench``; from many
-machines ``_ray``, with its agents ``_agent``, their record ``_distributed`` and the head's
-probe ``_gcs``), results (``_result``,
+machines ``_ray``, with its agents ``_agent``, their record ``_distributed``, the head's
+probe ``_gcs`` and what ``ray.init`` does to this process kept in bounds ``_ray_init``), results (``_result``,
 with the engine's measurements in ``_measured`` and the options it ran with in ``_run_options``) and their
 text and CSV forms (``_report``, ``_csv``); the user's traffic from an access log
 (``_access_log``). The public names are re-exported by :mod:`pounder`."""

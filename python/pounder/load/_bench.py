@@ -2,8 +2,9 @@
 
 Ctrl-C (``KeyboardInterrupt``) during a run cancels it: the engine stops issuing requests, drains
 for at most 0.2 s (a second at the normal end of a run), and the partial result is returned with
-``interrupted=True``. A second Ctrl-C while draining propagates. Any other exception raised by the ``on_progress`` callback
-cancels the run too (waiting up to 5 s for the engine to stop) and propagates.
+``interrupted=True``. A second Ctrl-C while draining propagates. Any other exception raised by the
+``on_progress`` callback cancels the run too (waiting up to 5 s for the engine to stop) and
+propagates.
 """
 
 from __future__ import annotations

@@ -15,20 +15,19 @@ histograms back. Never a per-request record. Ray is imported only here, and only
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import math
 import os
-import signal
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from pounder import _interrupt
 from pounder._errors import PounderError, UsageError, check_type, public
 from pounder._files import utc_timestamp
 from pounder._version import __version__
@@ -37,6 +36,7 @@ from pounder.load._bench import POLL_INTERVAL_S, Progress, ProgressCallback, _lo
 from pounder.load._distributed import Agents, agent_report
 from pounder.load._gcs import probe_gcs
 from pounder.load._measured import MalformedResultError
+from pounder.load._ray_init import AUTH_MODE, LocalNode, kept_signal_handlers, restore_auth_mode
 from pounder.load._result import BenchResult
 from pounder.load._spec import BenchSpec
 from pounder.load._url import is_loopback
@@ -145,21 +145,11 @@ def _import_ray(loopback: bool) -> ModuleType:
 
 
 @contextmanager
-def _kept_signal_handlers() -> Iterator[None]:
-    """``ray.init`` makes SIGTERM exit at once: pounder's handlers (stop, write, exit 143) are put back."""
-    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in saved.items():
-            if handler is not None:
-                signal.signal(sig, handler)
-
-
-@contextmanager
-def connect(cluster: Cluster, address: str | None = None) -> Iterator[ModuleType]:
+def connect(cluster: Cluster, address: str | None = None, watch: _interrupt.Watch | None = None
+            ) -> Iterator[ModuleType]:
     """Ray, connected to ``cluster`` (at ``address``: what :func:`cluster_address` found; started on
-    loopback for "local"), then disconnected (a local cluster stopped). :class:`~pounder.UsageError`
+    loopback for "local", its processes in a group of their own), then disconnected (a local cluster
+    stopped; killed at once after a signal, also by ``watch``'s watcher). :class:`~pounder.UsageError`
     without Ray; :class:`~pounder.PounderError` when no GCS answers there (:func:`probe_gcs`)."""
     address = address or cluster_address(cluster)
     host, port = ("127.0.0.1", 0) if cluster.local else _host_port(address)
@@ -167,46 +157,32 @@ def connect(cluster: Cluster, address: str | None = None) -> Iterator[ModuleType
     if not cluster.local:
         probe_gcs(host, port, address, CONNECT_TIMEOUT_S)
     options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR, "namespace": "pounder"}
-    if cluster.local:
+    node = LocalNode() if cluster.local else None
+    if node is not None:
         options |= {"address": "local", "_node_ip_address": "127.0.0.1", "include_dashboard": False,
                     "dashboard_host": "127.0.0.1", "num_cpus": 1, "object_store_memory": 80 << 20}
+        if watch is not None:
+            watch.stop = node.kill
     else:
         options["address"] = address
-    auth_mode = os.environ.get(_AUTH_MODE)
+    auth_mode, at_once = os.environ.get(AUTH_MODE), True  # unless the block ends without a signal
     try:
-        with _kept_signal_handlers():
+        with kept_signal_handlers(), node.starting() if node is not None else nullcontext():
             try:
                 ray.init(**options)
             except (ConnectionError, RuntimeError, ValueError) as error:
                 raise PounderError(f"cannot join the Ray cluster at {address}: {str(error).splitlines()[0]}") from None
-        try:
-            yield ray
-        finally:
-            ray.shutdown()
+        yield ray
+        at_once = _interrupt.received()
     finally:
-        if cluster.local:
-            _restore_auth_mode(auth_mode)
-
-
-_AUTH_MODE = "RAY_AUTH_MODE"
-
-
-def _restore_auth_mode(saved: str | None) -> None:
-    """Undo what starting a local cluster did to this process: Ray turns its token authentication
-    on (``RAY_AUTH_MODE=token`` in our environment and its cached configuration) and
-    ``ray.shutdown`` leaves it on, so this process's next driver would refuse the calls of a
-    cluster without tokens - whose GCS then kills every actor it places at once ("all references to
-    the actor were removed")."""
-    if saved is None:
-        os.environ.pop(_AUTH_MODE, None)
-    else:
-        os.environ[_AUTH_MODE] = saved
-    try:
-        raylet = importlib.import_module("ray._raylet")  # not in its type stub
-        raylet.Config.initialize("")  # re-reads RAY_* from the environment
-        raylet.AuthenticationTokenLoader.instance().reset_cache()
-    except (ImportError, AttributeError):  # a Ray without token authentication: nothing to undo
-        pass
+        try:
+            if node is None:
+                ray.shutdown()
+            else:
+                node.stop(ray, at_once=at_once)
+        finally:
+            if node is not None:
+                restore_auth_mode(auth_mode)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -577,10 +553,11 @@ def agent_pool(cluster: Cluster) -> Iterator[AgentPool]:
     :class:`~pounder.PounderError` when it cannot be reached or cannot run them."""
     check_type(cluster, Cluster, "agent_pool: cluster", "a Cluster")
     address = cluster_address(cluster)
-    with connect(cluster, address) as ray:
+    with _interrupt.watched() as watch, connect(cluster, address, watch) as ray:
         pool = AgentPool(ray, cluster, address)
         try:
             pool.place(cluster.agents)
+            watch.settle()  # a signal from now on stops a run, which keeps what the agents measured
             yield pool
         finally:
             pool.close()

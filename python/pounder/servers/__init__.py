@@ -16,6 +16,10 @@ httpd.conf, minus the directives pounder sets itself (``strip_owned_directives``
 A server that fails raises a :class:`ServerFailure` (:class:`ServerStartError`,
 :class:`ServerExitedError`) whose ``log_tail`` is a bounded excerpt of its logs, errors first
 (``_logs``), with Apache's lines of the generated httpd.conf named as the user's file's.
+
+Every server runs in a process group of its own that the guard (``_guard``) stops should this
+process die without stopping it, SIGKILL included; :func:`guard_group` puts another group of this
+process's under it (a local Ray node's), :func:`release_group` takes it off.
 """
 
 from pounder.servers._apache import (
@@ -40,6 +44,7 @@ from pounder.servers._base import (
     listen_address,
 )
 from pounder.servers._command import CommandServer, command_missing, command_placeholders, render_command
+from pounder.servers._guard import guard_group, release_group
 from pounder.servers._gunicorn import (
     GunicornServer,
     GunicornSettings,
@@ -73,12 +78,14 @@ __all__ = [
     "die_with_parent_hook",
     "find_apache",
     "free_port",
+    "guard_group",
     "gunicorn_app_file",
     "gunicorn_app_missing",
     "gunicorn_command",
     "gunicorn_missing",
     "listen_address",
     "read_user_conf",
+    "release_group",
     "owns_listener",
     "render_apache_conf",
     "render_command",

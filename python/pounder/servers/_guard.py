@@ -14,6 +14,8 @@ import subprocess
 import sys
 import threading
 
+from pounder._errors import UsageError, check_type, public
+
 _GUARD = r"""
 import os, signal, sys, time
 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
@@ -66,11 +68,22 @@ def _send(line: str, *, start: bool) -> None:
             _guard.stdin.flush()
 
 
+def _check_group(group: int, caller: str) -> None:
+    check_type(group, int, f"{caller}: group", "a process group id (a whole number)")
+    if group < 1:
+        raise UsageError(f"{caller}: group must be a process group id (1 or more), got {group}")
+
+
+@public
 def guard_group(group: int) -> None:
-    """Have the guard stop process group ``group`` if this process dies without stopping it."""
+    """Have the guard stop process group ``group`` if this process dies without stopping it (its
+    processes are this process's to stop, e.g. a local Ray node's)."""
+    _check_group(group, "guard_group")
     _send(f"+ {group}", start=True)
 
 
+@public
 def release_group(group: int) -> None:
     """The group was stopped: the guard forgets it."""
+    _check_group(group, "release_group")
     _send(f"- {group}", start=False)
