@@ -30,10 +30,11 @@ def _bench(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str
 
 
 @contextlib.contextmanager
-def _small_disk(folder: Path, size: str = "64k") -> Iterator[Path]:
+def _small_disk(folder: Path, size: str = "64k", *, read_only: bool = False) -> Iterator[Path]:
     """A tmpfs of ``size`` at ``folder`` (root only), unmounted afterwards."""
     folder.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+    options = f"size={size}" + (",ro" if read_only else "")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
                              capture_output=True, text=True, check=False)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
@@ -83,6 +84,47 @@ def test_every_output_on_dev_full_names_its_option(testserver: Any, option: str)
     done = _bench(srv.url + "/", "-n", "20", "-q", option, "/dev/full")
     assert done.returncode == 1, done.stderr
     assert done.stderr.splitlines() == [f"pounder: error: cannot write {option} /dev/full: No space left on device"]
+
+
+def test_compare_json_on_dev_full_names_its_option(testserver: Any) -> None:
+    """Issue 25's families: compare's rewritten --json said ``cannot write /dev/full`` alone."""
+    url = testserver(mode="ok").url + "/"
+    done = subprocess.run([sys.executable, "-m", "pounder", "compare", url, url + "x", "--trials", "3", "-d", "200ms",
+                           "--no-warmup", "--json", "/dev/full"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(PYTHON_DIR)}, timeout=60, check=False)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == ["pounder: error: cannot write --json /dev/full: No space left on device"]
+
+
+@pytest.mark.parametrize("command", [["tune", "command", "sleep 100 # {port} {workers}"], ["run", "exp.toml"]])
+def test_results_on_a_read_only_disk_is_bad_input_before_anything_starts(tmp_path: Path, command: list[str]) -> None:
+    """Issue 25's families: ``tune --results`` on a read-only file system printed its start line
+    before the error, and ``run --results`` a traceback from mkdir."""
+    (tmp_path / "exp.toml").write_text(EXPERIMENT)
+    with _small_disk(tmp_path / "ro", read_only=True):
+        done = subprocess.run([sys.executable, "-m", "pounder", *command, "--results", "ro/R"], cwd=tmp_path,
+                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(PYTHON_DIR)},
+                              timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == ["pounder: error: cannot create the results directory ro/R: "
+                                        "Read-only file system"]
+
+
+EXPERIMENT = """title = "t"
+[server]
+adapter = "command"
+command = "sleep 100 # {port} {workers}"
+workers = 1
+[[load]]
+connections = 1
+duration = "1s"
+[[variant]]
+label = "a"
+path = "/"
+[[variant]]
+label = "b"
+path = "/x"
+"""
 
 
 @pytest.mark.parametrize("args", [["-n", "20"], ["-n", "20", "--json", "-"], ["--help"]])

@@ -193,3 +193,13 @@ def test_run_experiment_with_more_agents_than_a_load_has_connections_stops_befor
     with pytest.raises(UsageError, match=r"^load 1 \(NC 2, NR 100\): 3 agents need at least 3 connections"):
         run_experiment(exp, tmp_path / "results", cluster=Cluster("127.0.0.1:1", agents=3))
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("value", ["[" * 5000 + "]" * 5000, "{a=" * 5000 + "1" + "}" * 5000])
+def test_a_file_nested_too_deeply_is_bad_input(tmp_path: Path, value: str) -> None:
+    """tomllib recurses once per level: a RecursionError was a traceback (issue 25's families)."""
+    path = tmp_path / "e.toml"
+    path.write_text(f'title = "t"\nx = {value}\n')
+    with pytest.raises(ExperimentError, match="nested too deeply") as caught:
+        load_experiment(path)
+    assert str(caught.value).startswith(f"{path}: ") and "\n" not in str(caught.value)

@@ -72,6 +72,10 @@ def test_common_and_combined_mixed_gzip_by_magic(tmp_path: Path) -> None:
     cut.write_bytes(gzip.compress("".join(lines).encode())[:30])
     with pytest.raises(UsageError, match="cannot read access log"):
         read_access_log(cut)
+    corrupt = tmp_path / "corrupt.gz"  # gzip's header, then bytes zlib refuses (zlib.error, not an OSError)
+    corrupt.write_bytes(b"\x1f\x8b\x08\x00" + bytes(range(7, 207)))
+    with pytest.raises(UsageError, match="cannot read access log"):
+        read_access_log(corrupt)
 
 
 def test_malformed_lines_are_counted_not_fatal(tmp_path: Path) -> None:

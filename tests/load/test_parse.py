@@ -158,6 +158,15 @@ def test_header() -> None:
     assert parse_header("X-Test: hello world ") == ("X-Test", "hello world")
     assert parse_header("X-Empty:") == ("X-Empty", "")
     assert parse_header("X-Colon: a:b") == ("X-Colon", "a:b")
+    assert parse_header("X-Tab: a\tb") == ("X-Tab", "a\tb")  # the one control character allowed
+    assert parse_header("X-Text: caf\u00e9") == ("X-Text", "caf\u00e9")  # obs-text
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x01", "\x1b", "\x7f", "\n"])
+def test_header_value_with_a_control_character_is_refused(char: str) -> None:
+    """RFC 9110 allows no control character but the tab in a field value (issue 25's families)."""
+    with pytest.raises(UsageError, match="control characters"):
+        parse_header(f"X-A: b{char}c")
 
 
 @pytest.mark.parametrize("text", ["X-Test", ": value", "X Test: v", "X-Test : v", "Bad(name): v", "X: a\r\nY: b"])

@@ -236,7 +236,7 @@ def _trials(checked: tuple[Variant, ...], specs: Sequence[BenchSpec], servers: S
 
     def save(current: CompareResult) -> None:
         if path is not None:
-            write_atomic(path, current.to_json())
+            write_atomic(path, current.to_json(), "--json")
 
     save(result)
     plan = trial_plan(labels, trials, warmup)

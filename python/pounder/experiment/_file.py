@@ -318,6 +318,8 @@ def _parsed(path: Path) -> tuple[_Reader, dict[str, Any]]:
         line = where[1] if where else "1"
         reason = re.sub(r" \(at .*\)$", "", message)
         raise ExperimentError(f"{path}:{line}: invalid TOML: {reason}") from None
+    except RecursionError:  # tomllib recurses per level of nesting ([[[[…, {a={a={…)
+        raise ExperimentError(f"{path}: invalid TOML: nested too deeply to be an experiment file") from None
     return _Reader(path, text), data
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import UsageError, check_callable, check_instance, check_path, public
+from pounder._errors import PounderError, UsageError, check_callable, check_instance, check_path, public
 from pounder._files import utc_timestamp
 from pounder._units import MIB
 from pounder._version import __version__
@@ -145,7 +145,10 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
             except UsageError as error:
                 raise UsageError(f"load {index} ({load.label}): {error}") from None
     folder = Path(results)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # checked above; something changed since
+        raise PounderError(f"cannot create the results directory {results}: {error.strerror or error}") from None
     write_json(folder / "experiment.json", {
         "schema": EXPERIMENT_SCHEMA, "tool_version": __version__,
         "started_at": utc_timestamp("seconds"),

@@ -14,6 +14,7 @@ import gzip
 import math
 import os
 import re
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
@@ -232,7 +233,7 @@ def _lines(path: Path) -> Iterator[bytes]:
                     raise UsageError(f"access log {path} holds more than the limit of {READ_LIMIT // GIB} GiB "
                                      "once decompressed")
                 yield line
-        except (OSError, EOFError) as error:  # gzip.BadGzipFile is an OSError
+        except (OSError, EOFError, zlib.error) as error:  # gzip.BadGzipFile is an OSError; corrupt data zlib's
             raise UsageError(f"cannot read access log {path}: {getattr(error, 'strerror', None) or error}") from None
 
 

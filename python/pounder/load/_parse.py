@@ -21,7 +21,8 @@ from pounder._units import invalid as _invalid
 from pounder._units import is_count, parse_count, parse_duration, parse_rate
 
 _TOKEN_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_FORBIDDEN_IN_HEADER = ("\r", "\n", "\0")
+_CONTROL_IN_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+"""What RFC 9110 allows in no field value: control characters but the tab (line breaks, NUL, DEL)."""
 LINE_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
 """The methods a URL file's line may name (upper case)."""
 
@@ -125,8 +126,10 @@ def check_token(name: str, what: str) -> str:
 
 
 def _check_header_value(value: str, what: str) -> str:
-    if any(char in value for char in _FORBIDDEN_IN_HEADER):
-        raise UsageError(f"invalid {what}: line breaks and NUL are not allowed in a header value")
+    found = _CONTROL_IN_HEADER.search(value)
+    if found:
+        raise UsageError(f"invalid {what}: control characters (line breaks, NUL, {found.group()!r} here) "
+                         "are not allowed in a header value")
     return value
 
 

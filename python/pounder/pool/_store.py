@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,19 @@ def _point_problem(path: Path, key: str, *, numbers: bool = False) -> str | None
     return number_problem(data, "tune-point") if numbers else None  # a negative count, a fraction of a request
 
 
+def _check_creatable(target: Path, path: str | os.PathLike[str]) -> None:
+    """:class:`~pounder.UsageError` if the results directory could not be made (or written) there:
+    a directory is made and removed again in the nearest one that exists (a read-only file
+    system, a directory the user may not write), before anything starts."""
+    existing = target.absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".pounder-check.", dir=existing))
+    except OSError as error:
+        raise UsageError(f"cannot create the results directory {path}: {error.strerror or error}") from None
+
+
 @public
 class ResultsDir:
     """A tuning run's directory (see the module documentation)."""
@@ -187,6 +201,7 @@ class ResultsDir:
             if resumable:
                 hint = "use --resume to continue a run there, or another --results"
             raise UsageError(f"the results directory {path} already exists and is not empty ({hint})")
+        _check_creatable(target, path)
 
     @classmethod
     def create(cls, path: str | os.PathLike[str], manifest: Mapping[str, Any]) -> ResultsDir:
