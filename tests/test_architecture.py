@@ -18,14 +18,15 @@ LAYERS: dict[str, int] = {
     "servers": 0,
     "procs": 1,
     "load": 2,
-    "pool": 3,
-    "compare": 4,
-    "syscalls": 4,
-    "tune": 5,
-    "experiment": 5,
+    "agents": 3,
+    "pool": 4,
+    "compare": 5,
+    "syscalls": 5,
+    "tune": 6,
+    "experiment": 6,
     "demo": 0,
-    "report": 6,
-    "cli": 7,
+    "report": 7,
+    "cli": 8,
 }
 
 
@@ -129,3 +130,25 @@ def test_a_relative_import_is_read_as_the_module_it_reaches() -> None:
     assert _absolute(PACKAGE / "load" / "_a.py", 2, "tune") == "pounder.tune"
     assert _absolute(PACKAGE / "load" / "_a.py", 1, "_b") == "pounder.load._b"
     assert _absolute(PACKAGE / "load" / "__init__.py", 1, None) == "pounder.load"
+
+
+def test_ray_is_imported_only_by_the_agents_package() -> None:
+    """Ray (and with it the choice of agents) lives in pounder.agents alone (issue 26)."""
+    offences = []
+    for path in sorted(PACKAGE.glob("**/*.py")):
+        if path.relative_to(PACKAGE).parts[0] == "agents":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            offences += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {name}" for name in names
+                         if name.split(".")[0] == "ray"]
+    assert offences == []
+
+
+def test_the_choice_between_this_machine_and_agents_is_made_once() -> None:
+    """Only pounder.agents.make_sender turns --ray into a sender: nothing else reads a Cluster's
+    options or asks whether a sender is None to pick the engine (issue 26)."""
+    callers = [f"{path.relative_to(PACKAGE.parent)}" for path in sorted(PACKAGE.glob("**/*.py"))
+               if "from_options(ray" in path.read_text(encoding="utf-8")]
+    assert callers == ["pounder/agents/_cluster.py"]

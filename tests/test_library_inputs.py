@@ -19,7 +19,7 @@ import pytest
 
 import pounder
 from pounder import _errors as pounder_errors
-from pounder import cli, experiment, load, pool, procs, report, servers, syscalls, tune
+from pounder import agents, cli, experiment, load, pool, procs, report, servers, syscalls, tune
 from pounder import compare as compare_pkg
 
 
@@ -49,12 +49,15 @@ CASES: dict[str, Case] = {
     "bench-ray-int": lambda c: pounder.bench(c.url, ray=5),
     "bench-agents-text": lambda c: pounder.bench(c.url, ray="local", agents="3"),
     "bench-agents-without-ray": lambda c: pounder.bench(c.url, agents=3),
-    "cluster-per-node-zero": lambda c: load.Cluster("local", per_node=0),
-    "run-bench-ray-spec-text": lambda c: pounder.run_bench_ray(c.url, load.Cluster("local")),
+    "cluster-per-node-zero": lambda c: agents.Cluster("local", per_node=0),
+    "run-bench-ray-spec-text": lambda c: pounder.run_bench_ray(c.url, agents.Cluster("local")),
     "run-bench-ray-cluster-text": lambda c: pounder.run_bench_ray(pounder.BenchSpec.from_options(c.url), "local"),
-    "agent-pool-text": lambda c: load.agent_pool("local").__enter__(),
+    "agent-pool-text": lambda c: agents.agent_pool("local").__enter__(),
+    "bench-sender-text": lambda c: load.bench(c.url, sender="local"),
+    "run-bench-sender-text": lambda c: pounder.run_bench(pounder.BenchSpec.from_options(c.url), sender="local"),
+    "compare-sender-text": lambda c: compare_pkg.compare(c.good, sender="local"),
     "run-bench-agents-too-few-connections": lambda c: pounder.run_bench_ray(
-        pounder.BenchSpec.from_options(c.url, connections=2), load.Cluster("local", agents=3)),
+        pounder.BenchSpec.from_options(c.url, connections=2), agents.Cluster("local", agents=3)),
     "bench-url-bytes": lambda c: pounder.bench(c.url.encode()),
     "bench-url-list": lambda c: pounder.bench([c.url]),
     "bench-connections-text": lambda c: pounder.bench(c.url, connections="x"),
@@ -255,7 +258,7 @@ def test_one_header_or_cookie_string_is_one_header_or_cookie() -> None:
 # face is checked by pounder._errors.public: the cases are generated from __all__, so a new one is
 # covered (and must be decorated) without touching this file.
 
-FACES = (pounder, cli, compare_pkg, experiment, load, pool, procs, report, servers, syscalls, tune)
+FACES = (pounder, agents, cli, compare_pkg, experiment, load, pool, procs, report, servers, syscalls, tune)
 
 
 def _public_callables() -> dict[str, Any]:

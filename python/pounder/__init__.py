@@ -22,6 +22,7 @@ from pounder._errors import PounderError, UsageError
 from pounder._version import __version__
 
 if TYPE_CHECKING:
+    from pounder.agents import Cluster, bench, run_bench_ray
     from pounder.load import (
         SCHEMA,
         AccessLog,
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
         BenchSpec,
         ByteCounts,
         ClientCpu,
-        Cluster,
         Derived,
         ErrorCounts,
         Histogram,
@@ -50,13 +50,11 @@ if TYPE_CHECKING:
         Target,
         TargetInfo,
         WarmupCounts,
-        bench,
         load_result,
         read_access_log,
         render_csv,
         render_report,
         run_bench,
-        run_bench_ray,
         write_url_file,
     )
     from pounder.procs import (
@@ -78,7 +76,7 @@ _LAZY = {
     "BenchSpec": "pounder.load",
     "ByteCounts": "pounder.load",
     "ClientCpu": "pounder.load",
-    "Cluster": "pounder.load",
+    "Cluster": "pounder.agents",
     "Derived": "pounder.load",
     "ErrorCounts": "pounder.load",
     "Histogram": "pounder.load",
@@ -98,12 +96,12 @@ _LAZY = {
     "Target": "pounder.load",
     "TargetInfo": "pounder.load",
     "WarmupCounts": "pounder.load",
-    "bench": "pounder.load",
+    "bench": "pounder.agents",
     "load_result": "pounder.load",
     "render_csv": "pounder.load",
     "render_report": "pounder.load",
     "run_bench": "pounder.load",
-    "run_bench_ray": "pounder.load",
+    "run_bench_ray": "pounder.agents",
     "read_access_log": "pounder.load",
     "write_url_file": "pounder.load",
     "MemResult": "pounder.procs",

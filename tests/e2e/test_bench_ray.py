@@ -31,8 +31,9 @@ ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster as RayCluster  # noqa: E402
 
 from pounder import BenchResult, PounderError, UsageError, bench  # noqa: E402
+from pounder.agents import Cluster, agent_pool, run_bench_ray  # noqa: E402
 from pounder.compare import Variant, compare  # noqa: E402
-from pounder.load import BenchSpec, Cluster, agent_pool, run_bench, run_bench_ray, server_sampler  # noqa: E402
+from pounder.load import BenchSpec, run_bench, server_sampler  # noqa: E402
 from support.hdr import decode_hdr, hdr_log_intervals  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore")  # Ray's own deprecation warnings
@@ -223,7 +224,7 @@ def test_compare_stops_at_a_trial_with_a_lost_agent(cluster: str, testserver: An
     variants = [Variant("a", a.url + "/"), Variant("b", b.url + "/")]
     with pytest.raises(PounderError) as stopped:
         compare(variants, trials=3, warmup=False, duration="2s", connections=3, results=out,
-                cluster=Cluster(cluster), on_trial=lambda trial, planned: trials.append(trial),
+                sender=Cluster(cluster), on_trial=lambda trial, planned: trials.append(trial),
                 on_progress=kill_in_the_second_trial)  # fmt: skip
     assert killed
     # The loss is seen in trial 2 ("trial 2 (b) is partial and not counted: agent N (host) was
@@ -363,10 +364,10 @@ def test_one_pool_runs_one_bench_after_another(cluster: str, testserver: Any) ->
         processes = {proc.pid: proc for proc in _agents()}
         before = {pid: sum(proc.cpu_times()[:2]) for pid, proc in processes.items()}
         first = run_bench(BenchSpec.from_options(srv.url + "/", connections=3, requests=3000, warmup="0.5s"),
-                          agents=pool, sampler=server_sampler(pid=srv.proc.pid, interval=0.1))  # fmt: skip
+                          sender=pool, sampler=server_sampler(pid=srv.proc.pid, interval=0.1))  # fmt: skip
         used = {pid: sum(proc.cpu_times()[:2]) - before[pid] for pid, proc in processes.items()}
         calls: list[float] = []
-        second = run_bench(BenchSpec.from_options(srv.url + "/", rate="300", duration="2s"), agents=pool,
+        second = run_bench(BenchSpec.from_options(srv.url + "/", rate="300", duration="2s"), sender=pool,
                            on_progress=lambda progress: calls.append(progress.elapsed_s))  # fmt: skip
         agents = {agent.pid for agent in _agents()}
     assert first.requests.complete == 3000 and first.warmup.complete > 0  # -n counts after the warm-up

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from pounder import UsageError
+from pounder.agents import Cluster
 from pounder.experiment import ExperimentError, LoadSpec, load_experiment, run_experiment
-from pounder.load import Cluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "experiments"
 GOOD = """\
@@ -191,7 +191,7 @@ def test_run_experiment_with_more_agents_than_a_load_has_connections_stops_befor
                     .replace('path = "/cpu?ms=1"', 'url = "http://127.0.0.1:1/b"'))
     exp = dataclasses.replace(load_experiment(path), loads=(LoadSpec(connections=2, requests=100),))
     with pytest.raises(UsageError, match=r"^load 1 \(NC 2, NR 100\): 3 agents need at least 3 connections"):
-        run_experiment(exp, tmp_path / "results", cluster=Cluster("127.0.0.1:1", agents=3))
+        run_experiment(exp, tmp_path / "results", sender=Cluster("127.0.0.1:1", agents=3))
     assert not (tmp_path / "results").exists()
 
 

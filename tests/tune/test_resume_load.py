@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from pounder import UsageError
-from pounder.load import Cluster
+from pounder.agents import Cluster
+from pounder.load import ENGINE
 from pounder.tune import ResultsDir, TuneOptions, demo_adapter, manifest, resume
 
 
 def _run(tmp_path: Path, load: dict[str, object] | None) -> Path:
     folder = tmp_path / "run"
-    stored = manifest(demo_adapter(), TuneOptions())
+    stored = manifest(demo_adapter(), TuneOptions(), ENGINE)
     if load is not None:
         stored["load"] = load
     ResultsDir.create(folder, stored).release()
@@ -33,5 +34,5 @@ def test_a_run_measured_with_agents_resumes_only_with_agents(tmp_path: Path) -> 
 def test_a_run_measured_from_here_resumes_only_without_agents(tmp_path: Path) -> None:
     folder = _run(tmp_path, None)
     with pytest.raises(UsageError, match="was measured with load from this machine: resume it without --ray"):
-        resume(folder, cluster=Cluster("10.0.0.9:6379"))
+        resume(folder, sender=Cluster("10.0.0.9:6379"))
     assert sorted(p.name for p in folder.iterdir()) == [".pounder.lock", "tune.json"]  # created with it

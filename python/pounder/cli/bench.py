@@ -15,6 +15,7 @@ import typer
 from pounder import _interrupt
 from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_output
+from pounder.agents import agent_file, make_sender
 from pounder.cli._common import (
     check_report_path,
     interrupted,
@@ -40,7 +41,6 @@ from pounder.load import (
     BenchResult,
     LoadOptions,
     OutputWriteError,
-    agent_file,
     bench,
     read_access_log,
     render_csv,
@@ -190,7 +190,7 @@ def bench_command(
                 url, url_file=url_file, **from_log, order=order, warmup=warmup, unix_socket=unix_socket,
                 tsv_path=tsv_path, hdr_log_path=hdr_log, options=load, server_pid=server_pid,
                 server_pidfile=server_pidfile, server_name=server_name, server_status=server_status,
-                sample_interval=sample_interval, ray=ray, agents=agents, agents_per_node=agents_per_node,
+                sample_interval=sample_interval, sender=make_sender(ray, agents, agents_per_node),
                 on_progress=threads_warning(load, on_progress),
             )  # fmt: skip
         except OutputWriteError as error:  # the figures are whole: shown, then the one line

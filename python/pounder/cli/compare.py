@@ -18,6 +18,7 @@ from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_output
 from pounder._matplotlib import require_matplotlib
 from pounder._units import parse_count
+from pounder.agents import make_sender
 from pounder.cli._common import (
     check_report_path,
     interrupted,
@@ -54,7 +55,7 @@ from pounder.compare import (
     render_compare,
     trial_plan,
 )
-from pounder.load import Cluster, LoadOptions, ProgressCallback, format_ms
+from pounder.load import LoadOptions, ProgressCallback, format_ms
 from pounder.procs import SERVER_OPTIONS, find_server
 
 _TRIALS = "Trials"
@@ -251,7 +252,7 @@ def compare_command(
             trials=count, warmup=not no_warmup, baseline=baseline, min_effect=effect,
             results=None if json_out in (None, "-") else json_out, on_trial=on_trial,
             on_progress=threads_warning(load, on_progress),
-            options=load, cluster=Cluster.from_options(ray, agents, agents_per_node),
+            options=load, sender=make_sender(ray, agents, agents_per_node),
         )  # fmt: skip
     with _interrupt.deferred():  # a signal now waits until every output is whole
         _emit(result, json_out, chart_out, quiet)

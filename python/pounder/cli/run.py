@@ -12,6 +12,7 @@ import typer
 from pounder import _interrupt
 from pounder._errors import PounderError
 from pounder._files import check_distinct
+from pounder.agents import make_sender
 from pounder.cli._common import (
     check_report_path,
     interrupted,
@@ -22,7 +23,6 @@ from pounder.cli._common import (
 )
 from pounder.cli._load_options import AGENTS, AGENTS_PER_NODE, RAY
 from pounder.experiment import load_experiment, run_experiment
-from pounder.load import Cluster
 from pounder.pool import ResultsDir
 
 RUN_HELP = "\n\n".join([
@@ -54,7 +54,7 @@ def run_command(
     agents: Annotated[int | None, AGENTS] = None,
     agents_per_node: Annotated[int | None, AGENTS_PER_NODE] = None,
 ) -> int:
-    cluster = Cluster.from_options(ray, agents, agents_per_node)
+    sender = make_sender(ray, agents, agents_per_node)
     exp = load_experiment(experiment)
     where = results if results is not None else f"pounder-run-{exp.path.stem}-{datetime.now():%Y%m%d-%H%M%S}"
     ResultsDir.check_new(where, resumable=False)
@@ -71,7 +71,7 @@ def run_command(
 
     measured = f"what was measured is in {where}"
     with measured_run(measured, keep):
-        outcome = run_experiment(exp, where, quick=quick, log=log, cluster=cluster)
+        outcome = run_experiment(exp, where, quick=quick, log=log, sender=sender)
     with _interrupt.deferred():  # a signal now waits until the summary and the page are out
         sys.stdout.write(outcome.render())
         keep()

@@ -20,6 +20,7 @@ import typer
 from pounder._errors import UsageError
 from pounder._files import check_distinct
 from pounder._units import parse_count
+from pounder.agents import make_sender
 from pounder.cli._common import (
     check_report_path,
     measured_run,
@@ -30,7 +31,7 @@ from pounder.cli._common import (
 )
 from pounder.cli._load_options import AGENTS, AGENTS_PER_NODE, RAY, load_option
 from pounder.cli._progress import live_status
-from pounder.load import Cluster, Progress
+from pounder.load import Progress, Sender
 from pounder.pool import KINDS, Adapter, ResultsDir, demo_adapter, make_adapter
 from pounder.tune import TuneResult, make_options, open_run, render_tune, resume, tune
 
@@ -230,7 +231,7 @@ def tune_command(
                                       exclude_static=exclude_static, keepalive=keepalive, throttle=throttle,
                                       no_proxy=no_proxy, server_cpus=server_cpus, load_cpus=load_cpus,
                                       no_confirm=no_confirm, listen=listen, allow_remote=allow_remote),
-                      cluster=Cluster.from_options(ray, agents, agents_per_node))
+                      sender=make_sender(ray, agents, agents_per_node))
     check_report_path(report)
     outputs = [("--report", report)] if resume_dir is not None else [("--results", where), ("--report", report)]
     check_distinct(outputs, inputs)
@@ -286,10 +287,10 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
           demo: bool, quick: bool, point_duration: str | None, requests_per_child: str | None,
           measure_children: str | None, max_children: str | None, mrpc: str | None, ram: str | None,
           clients: str | None, p99: str | None,
-          traffic: Traffic | None = None, cluster: Cluster | None = None) -> tuple[str, Go, list[tuple[str, str]]]:
+          traffic: Traffic | None = None, sender: Sender | None = None) -> tuple[str, Go, list[tuple[str, str]]]:
     """Check every input (UsageError before anything starts); return the results directory, the
     function that runs and the user's files the server reads (no output may overwrite them).
-    ``cluster``: the measured loads come from its agents (also when resuming)."""
+    ``sender``: what sends the measured loads (also when resuming)."""
     traffic = traffic or Traffic()
     if resume_dir is not None:
         given = [server, target, pythonpath, preload, env, stop_signal, results, point_duration, requests_per_child,
@@ -304,7 +305,7 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
         def go_on(log: Callable[[str], None], status: Callable[[str], None],
                   progress: Callable[[Progress], None] | None) -> TuneResult:
             log(f"resuming the run in {folder}")
-            return resume(folder, log=log, progress=progress, status=status, cluster=cluster)
+            return resume(folder, log=log, progress=progress, status=status, sender=sender)
 
         return folder, go_on, stored.input_files()
     if demo:
@@ -339,7 +340,7 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
     def go(log: Callable[[str], None], status: Callable[[str], None],
            progress: Callable[[Progress], None] | None) -> TuneResult:
         log(f"tuning {adapter.describe()}; results in {where}")
-        return tune(adapter, options, results=where, log=log, progress=progress, status=status, cluster=cluster)
+        return tune(adapter, options, results=where, log=log, progress=progress, status=status, sender=sender)
 
     inputs = adapter.input_files() + [(flag, value) for flag, value in (("--urls", traffic.urls),
                                                                          ("--access-log", traffic.access_log))

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,16 +27,7 @@ from pounder._files import check_output_path, utc_timestamp, write_atomic
 from pounder._version import __version__
 from pounder.compare._result import CompareOptions, CompareResult, Trial, TrialCallback, Variant
 from pounder.compare._stats import MIN_EFFECT
-from pounder.load import (
-    AgentPool,
-    BenchSpec,
-    Cluster,
-    LoadOptions,
-    ProgressCallback,
-    agent_pool,
-    check_distributable,
-    run_bench,
-)
+from pounder.load import ENGINE, BenchSpec, LoadOptions, ProgressCallback, Sender, run_bench
 from pounder.procs import ServerSampler, ServerTarget, find_server, serves
 
 DEFAULT_TRIALS = 5
@@ -159,7 +149,7 @@ def compare(
     on_trial: TrialCallback | None = None,
     on_progress: ProgressCallback | None = None,
     options: LoadOptions | None = None,
-    cluster: Cluster | None = None,
+    sender: Sender | None = None,
     **load: Any,
 ) -> CompareResult:
     """Is one variant faster than another, and by how much: the same load against each variant,
@@ -175,8 +165,9 @@ def compare(
     ``on_trial(trial, planned)`` is called after every trial, ``on_progress`` during each (as for
     :func:`pounder.run_bench`).
 
-    ``cluster``: every trial is sent by the same agents on a Ray cluster (see
-    :func:`pounder.run_bench_ray`), placed once for the whole comparison.
+    ``sender``: what sends every trial (default this machine's engine; a
+    :class:`pounder.agents.Cluster`: the same agents on a Ray cluster, placed once for the whole
+    comparison).
 
     Raises :class:`~pounder.UsageError` on bad input, before anything is sent. On Ctrl-C the
     trials done are returned, with ``interrupted=True``.
@@ -202,20 +193,19 @@ def compare(
     output = check_output_path(os.fspath(results), "--json") if results is not None else None
     if output == "-":
         raise UsageError("results must be a file, not '-'")
-    check_type(cluster, Cluster, "cluster", "a Cluster or None", optional=True)
-    if cluster is not None:
+    check_type(sender, Sender, "sender", "a Sender (e.g. a pounder.agents.Cluster) or None", optional=True)
+    sender = sender or ENGINE
+    for spec in specs:
+        sender.check(spec)
+    with sender.open() as opened:
         for spec in specs:
-            check_distributable(spec, cluster.agents)
-    with agent_pool(cluster) if cluster is not None else nullcontext() as agents:
-        if agents is not None:
-            for spec in specs:
-                agents.check(spec)
-        return _trials(checked, specs, servers, output, agents, on_trial, on_progress,
+            opened.check(spec)
+        return _trials(checked, specs, servers, output, opened, on_trial, on_progress,
                        trials=trials, warmup=warmup, baseline=base, min_effect=min_effect)
 
 
 def _trials(checked: tuple[Variant, ...], specs: Sequence[BenchSpec], servers: Sequence[ServerTarget | None],
-            output: str | None, agents: AgentPool | None, on_trial: TrialCallback | None,
+            output: str | None, sender: Sender, on_trial: TrialCallback | None,
             on_progress: ProgressCallback | None, *, trials: int, warmup: bool, baseline: str,
             min_effect: float) -> CompareResult:
     labels = [variant.label for variant in checked]
@@ -227,8 +217,8 @@ def _trials(checked: tuple[Variant, ...], specs: Sequence[BenchSpec], servers: S
         finished_at=None,
         interrupted=False,
         options=CompareOptions(trials=trials, warmup=warmup, baseline=base, load=first.load, http=first.http,
-                               min_effect=min_effect, ray=None if agents is None else agents.address,
-                               agents=None if agents is None else agents.count),
+                               min_effect=min_effect, ray=sender.address,
+                               agents=sender.count if sender.distributed else None),
         variants=checked,
         connect=tuple(spec.targets[0].info().connect for spec in specs),
     )  # fmt: skip
@@ -247,7 +237,7 @@ def _trials(checked: tuple[Variant, ...], specs: Sequence[BenchSpec], servers: S
             index = labels.index(label)
             server = servers[index]
             sampler = None if server is None else ServerSampler(server, interval_s=SAMPLE_INTERVAL_S)
-            bench = run_bench(specs[index], on_progress, sampler, agents)
+            bench = run_bench(specs[index], on_progress, sampler, sender)
             if bench.agents is not None and bench.agents.partial:  # a share of the load is missing
                 save(_with(result, done, finished=True, interrupted=False))
                 lost = "; ".join(bench.agents.lost_notes())

@@ -25,7 +25,7 @@ from pounder._units import MIB
 from pounder._version import __version__
 from pounder.compare import CompareResult, TrialCallback, Variant, compare, failure_message, render_compare
 from pounder.experiment._file import Experiment, LoadSpec, VariantSpec
-from pounder.load import BenchSpec, Cluster, check_distributable
+from pounder.load import ENGINE, BenchSpec, Sender
 from pounder.pool import (
     TARGET_FIELDS,
     Adapter,
@@ -123,27 +123,27 @@ class ExperimentResult:
 
 @public
 def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False, log: Log | None = None,
-                   on_trial: TrialCallback | None = None, cluster: Cluster | None = None) -> ExperimentResult:
+                   on_trial: TrialCallback | None = None, sender: Sender | None = None) -> ExperimentResult:
     """Run every load of ``exp``; everything measured is in ``results`` as it comes. Ctrl-C (or
     any ``KeyboardInterrupt``) stops it: every server is stopped, what was measured is written and
-    returned with ``interrupted=True``. ``cluster``: the loads are sent by agents on a Ray cluster
-    (placed for each load's comparison; see :func:`pounder.compare.compare`)."""
+    returned with ``interrupted=True``. ``sender``: what sends the loads (default this machine's
+    engine; a :class:`pounder.agents.Cluster` is placed for each load's comparison, see
+    :func:`pounder.compare.compare`)."""
     check_instance(exp, Experiment, "run_experiment: exp (see load_experiment)")
     check_path(results, "run_experiment: results")
     check_callable(log, "run_experiment: log")
     check_callable(on_trial, "run_experiment: on_trial")
-    check_instance(cluster, Cluster, "run_experiment: cluster", optional=True)
+    check_instance(sender, Sender, "run_experiment: sender", optional=True)
+    sender = sender or ENGINE
     say = log or (lambda line: None)
     ResultsDir.check_new(results)
     planned = _servers(exp)  # every server's inputs checked (UsageError) before anything is created
     for index, load in enumerate(exp.loads, start=1):  # as load_experiment did (an Experiment may be built by hand)
         load.options().load_model()
-        if cluster is not None:  # what the agents cannot share, before any server starts
-            try:
-                check_distributable(BenchSpec.from_options("http://127.0.0.1:1/", options=load.options()),
-                                    cluster.agents)
-            except UsageError as error:
-                raise UsageError(f"load {index} ({load.label}): {error}") from None
+        try:  # what the sender cannot send (agents cannot share), before any server starts
+            sender.check(BenchSpec.from_options("http://127.0.0.1:1/", options=load.options()))
+        except UsageError as error:
+            raise UsageError(f"load {index} ({load.label}): {error}") from None
     folder = Path(results)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -171,7 +171,7 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
                 for index, load in enumerate(exp.loads, start=1):
                     say(f"load {index}: {load.label}")
                     result = _compare(variants, exp.baseline, load, quick, on_trial, folder / f"load-{index}.json",
-                                      cluster)
+                                      sender)
                     comparisons.append((load, result))
                     if result.interrupted:
                         interrupted = True
@@ -240,7 +240,7 @@ def _start_servers(exp: Experiment, planned: list[tuple[list[VariantSpec], Adapt
 
 
 def _compare(variants: Sequence[Variant], baseline: str, load: LoadSpec, quick: bool,
-             on_trial: TrialCallback | None, results: Path, cluster: Cluster | None) -> CompareResult:
+             on_trial: TrialCallback | None, results: Path, sender: Sender) -> CompareResult:
     """The comparison under ``load``, written to ``results`` after every trial."""
     duration = load.duration
     if quick and duration is not None:
@@ -248,5 +248,5 @@ def _compare(variants: Sequence[Variant], baseline: str, load: LoadSpec, quick: 
     return compare(list(variants), baseline=baseline, trials=min(load.trials, QUICK_TRIALS) if quick else load.trials,
                    connections=load.connections, requests=None if quick and duration else load.requests,
                    duration=duration, rate=load.rate, keepalive=load.keepalive, on_trial=on_trial,
-                   results=results, cluster=cluster)
+                   results=results, sender=sender)
 

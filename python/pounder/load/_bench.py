@@ -27,13 +27,13 @@ from pounder.load._measured import MalformedResultError
 from pounder.load._model import Number
 from pounder.load._result import BenchResult
 from pounder.load._run_options import LoadModel
+from pounder.load._sender import Sender
 from pounder.load._spec import BenchSpec
 from pounder.load._url import parse_url, resolve
 from pounder.procs import SERVER_OPTIONS, ServerSampler, ServerTarget, find_server, serves
 
 if TYPE_CHECKING:
     from pounder._engine import ProgressInfo, Run
-    from pounder.load._ray import AgentPool
 
 POLL_INTERVAL_S = 0.25
 DRAIN_POLL_S = 0.05
@@ -64,7 +64,9 @@ class Progress:
 ProgressCallback = Callable[[Progress], None]
 
 
-def _load_engine() -> ModuleType:
+@public
+def load_engine() -> ModuleType:
+    """The Rust engine (``pounder._engine``); :class:`~pounder.PounderError` when it is not built."""
     try:
         from pounder import _engine
     except ImportError as error:
@@ -110,6 +112,7 @@ def _follow(run: Run, load: LoadModel, on_progress: ProgressCallback | None) -> 
         raise
 
 
+@public
 def serves_all(target: ServerTarget, spec: BenchSpec) -> bool | None:
     """Whether the sampled server listens where every target of ``spec`` sends its requests
     (False as soon as one does not; None when one cannot be told)."""
@@ -120,18 +123,40 @@ def serves_all(target: ServerTarget, spec: BenchSpec) -> bool | None:
 @public
 def run_bench(
     spec: BenchSpec, on_progress: ProgressCallback | None = None, sampler: ServerSampler | None = None,
-    agents: AgentPool | None = None,
+    sender: Sender | None = None,
 ) -> BenchResult:
     """Run a validated spec and return its result. With a ``sampler``, the server's processes are
-    sampled from just before the first request to just after the last one. With ``agents`` (an
-    open :func:`agent_pool`), the load is sent by them instead of from this process."""
+    sampled from just before the first request to just after the last one. ``sender``: what sends
+    the load (default this machine's engine, :data:`ENGINE`; agents on a cluster, see
+    :mod:`pounder.agents`)."""
     check_instance(spec, BenchSpec, "run_bench: spec")
     check_callable(on_progress, "on_progress")
     check_instance(sampler, ServerSampler, "sampler", optional=True)
-    if agents is not None:
-        return agents.run(spec, on_progress, sampler)
+    check_instance(sender, Sender, "run_bench: sender", optional=True)
+    return (sender or ENGINE).run(spec, on_progress, sampler)
+
+
+@public
+class Engine(Sender):
+    """The load sent from this process by the Rust engine (its threads; the GIL released)."""
+
+    def __init__(self) -> None:
+        """This machine's engine: nothing to set (one is enough, :data:`ENGINE`)."""
+
+    def run(self, spec: BenchSpec, on_progress: ProgressCallback | None = None, sampler: ServerSampler | None = None,
+            *, agents: int | None = None) -> BenchResult:
+        if agents not in (None, 1):
+            raise UsageError(f"this machine's engine is one sender, not {agents}")
+        return _run_here(spec, on_progress, sampler)
+
+
+ENGINE = Engine()
+"""This machine's engine: the sender of every load unless agents are asked for."""
+
+
+def _run_here(spec: BenchSpec, on_progress: ProgressCallback | None, sampler: ServerSampler | None) -> BenchResult:
     ensure_descriptors(spec.load.connections, spec.load.threads)
-    engine = _load_engine()
+    engine = load_engine()
     started_at = utc_timestamp()
     served = None if sampler is None else serves_all(sampler.target, spec)
     # --tsv and --hdr-log are written beside their file and renamed over it at the end
@@ -311,9 +336,7 @@ def bench(
     server_status: str | None = None,
     sample_interval: Number | None = None,
     on_progress: ProgressCallback | None = None,
-    ray: str | None = None,
-    agents: int | None = None,
-    agents_per_node: int | None = None,
+    sender: Sender | None = None,
     **spec_options: Any,
 ) -> BenchResult:
     """Benchmark an HTTP server; the keyword arguments mirror ``pounder bench``'s options.
@@ -333,23 +356,19 @@ def bench(
     ``result.server`` holds their CPU time and memory; ``server_status`` is an Apache mod_status
     URL (``?auto`` is added) read at each sample.
 
-    ``ray`` sends the load from agents on a Ray cluster ("local", "auto" or the head's HOST:PORT):
-    ``agents`` of them (default one per node), at most ``agents_per_node`` on a node (default 1);
-    see :func:`run_bench_ray`. The server sampled with the server options is on this machine.
+    ``sender``: what sends the load (default this machine's engine); agents on a Ray cluster are
+    :class:`pounder.agents.Cluster` (``pounder.bench(url, ray=...)`` builds one). The server
+    sampled with the server options is on this machine.
 
     Raises :class:`~pounder.UsageError` on bad input (before anything is sent) and
     :class:`~pounder.PounderError` if the engine cannot run. On Ctrl-C the partial result is
     returned with ``interrupted=True``.
     """
     check_callable(on_progress, "on_progress")
-    from pounder.load._ray import Cluster, run_bench_ray  # it builds on this module
-
-    cluster = Cluster.from_options(ray, agents, agents_per_node)
+    check_instance(sender, Sender, "bench: sender", optional=True)
     spec = BenchSpec.from_options(url, **spec_options)
     sampler = server_sampler(
         pid=server_pid, pidfile=server_pidfile, name=server_name, status_url=server_status,
         interval=sample_interval, allow_remote=spec.allow_remote,
     )  # fmt: skip
-    if cluster is not None:
-        return run_bench_ray(spec, cluster, on_progress, sampler)
-    return run_bench(spec, on_progress, sampler)
+    return run_bench(spec, on_progress, sampler, sender)

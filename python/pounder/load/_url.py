@@ -157,6 +157,7 @@ def hosts_file_addresses(name: str, path: str = HOSTS_FILE) -> list[str]:
     return found
 
 
+@public
 def is_loopback(ip: str) -> bool:
     """Whether an IP address (``%zone`` and IPv4-mapped IPv6 allowed) is this machine's loopback;
     ValueError when ``ip`` is no IP address."""

@@ -13,9 +13,9 @@ CPUs: the server (and every child it forks) runs on ``server_cpus``, the load ge
 engine's threads, started in this process by each bench, and the sampler) on ``load_cpus``; see
 :func:`~pounder.pool.split_cpus`.
 
-Agents: with an :class:`~pounder.load.AgentPool`, every measured load is sent by Ray agents
-(elsewhere, so the server keeps its CPUs); warming and the probes of a child's start, which
-measure nothing, are still sent from this machine.
+Sender: every measured load is sent by the runner's :class:`~pounder.load.Sender` (opened: Ray
+agents elsewhere, so the server keeps its CPUs, or this machine's engine); warming and the probes
+of a child's start, which measure nothing, are always sent by this machine's engine.
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ from pounder._errors import PounderError, check_instance, public
 from pounder._files import write_atomic
 from pounder._units import KIB, MIB, pinned_thread
 from pounder.load import (
-    AgentPool,
+    ENGINE,
     BenchResult,
     BenchSpec,
     LoadOptions,
     Progress,
     ProgressCallback,
+    Sender,
     clean_trial,
-    run_bench,
 )
 from pounder.pool._adapters import Adapter, PoolParams
 from pounder.pool._cpus import check_cpus
@@ -122,13 +122,13 @@ class Runner:
     ``progress`` receives every bench's live progress; the memory floor is watched throughout.
     ``server_cpus`` / ``load_cpus``: the CPUs the server and the load generator run on (None:
     anywhere; see :func:`split_cpus`). ``host``: the address the servers listen on (see
-    :func:`~pounder.servers.listen_address`). ``agents``: the measured loads are sent by these
-    Ray agents (see the module's documentation)."""
+    :func:`~pounder.servers.listen_address`). ``sender``: what sends the measured loads, opened
+    (default this machine's engine; see the module's documentation)."""
 
     def __init__(self, adapter: Adapter, root: Path, workload: Workload | str, memory_floor: int, timeout_s: float,
                  progress: ProgressCallback | None = None, *, server_cpus: Collection[int] | None = None,
                  load_cpus: Collection[int] | None = None, host: str = HOST,
-                 agents: AgentPool | None = None, logs_dir: Path | None = None) -> None:
+                 sender: Sender | None = None, logs_dir: Path | None = None) -> None:
         self.adapter = adapter
         self.root = root
         self.logs_dir = root.parent / "logs" if logs_dir is None else logs_dir
@@ -142,7 +142,7 @@ class Runner:
         self.server_cpus = None if server_cpus is None else tuple(sorted(set(server_cpus)))
         self.load_cpus = None if load_cpus is None else tuple(sorted(set(load_cpus)))
         self.host = listen_address(host, allow_remote=True)
-        self.agents: AgentPool | None = check_instance(agents, AgentPool, "Runner: agents", optional=True)
+        self.sender: Sender = check_instance(sender, Sender, "Runner: sender", optional=True) or ENGINE
         self.ready_s: float | None = None
         """Seconds from the latest start until the server answered HTTP with its first children up."""
         self._starts = 0
@@ -254,7 +254,7 @@ class Runner:
         then a new connection, and a child's MaxRequestsPerChild means the same in every server
         (Apache and Starman count connections, gunicorn requests). ``queue`` (from
         :meth:`queue_watch`) samples the server's accept queue during the load's measured phase.
-        With :attr:`agents`, a sampled (measured) load is sent by as many of them as it has
+        A sampled (measured) load is sent by :attr:`sender`, from as many of its agents as it has
         connections (and requests), at most all; an agent lost meanwhile raises
         :class:`~pounder.PounderError`: a load with a share missing is not a measurement."""
         sampler = ServerSampler(self.tree(server), interval_s=SAMPLE_INTERVAL_S) if sample else None
@@ -263,11 +263,9 @@ class Runner:
         # the engine's threads (and the sampler's, the queue watch's) are created by this thread:
         # they inherit its affinity
         with pinned_thread(self.load_cpus), queue or contextlib.nullcontext():
-            if sample and self.agents is not None:
-                used = min(self.agents.count, connections, requests or connections)
-                result = self.agents.run(spec, self._watch(measuring), sampler, agents=used)
-            else:
-                result = run_bench(spec, self._watch(measuring), sampler)
+            sender = self.sender if sample else ENGINE
+            used = min(sender.count, connections, requests or connections)
+            result = sender.run(spec, self._watch(measuring), sampler, agents=used)
         if result.interrupted:
             raise KeyboardInterrupt
         if result.agents is not None and result.agents.partial:

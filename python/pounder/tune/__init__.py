@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterator
 
 from pounder._errors import UsageError, check_callable, check_instance, check_path, public
-from pounder.load import AgentPool, Cluster, ProgressCallback, agent_pool
+from pounder.load import ENGINE, ProgressCallback, Sender
 from pounder.pool import (
     POINT_SCHEMA,
     RESULT_SCHEMA,
@@ -104,51 +104,49 @@ def _finish(session: TuneSession) -> TuneResult:
 
 
 @contextlib.contextmanager
-def _agents(cluster: Cluster | None, options: TuneOptions, *, resuming: bool = False) -> Iterator[AgentPool | None]:
-    """The agents of ``cluster`` for a whole run (None without one); agents on other machines
+def _opened(sender: Sender | None, options: TuneOptions, *, resuming: bool = False) -> Iterator[Sender]:
+    """``sender`` (default this machine's engine) opened for a whole run; agents on other machines
     cannot reach a server on loopback: refused before anything starts."""
-    if cluster is None:
-        yield None
-        return
-    with agent_pool(cluster) as pool:
-        away = pool.elsewhere()
+    with (sender or ENGINE).open() as opened:
+        away = opened.elsewhere()
         if away and ipaddress.IPv4Address(options.listen).is_loopback:
-            what = (f"{away} of the {pool.count} agents run on other machines and cannot reach a server on "
+            what = (f"{away} of the {opened.count} agents run on other machines and cannot reach a server on "
                     f"{options.listen}")
             if resuming:
                 raise UsageError(f"{what}, where this run's server listens: resume it with agents on this machine "
                                  "only (e.g. --ray local)")
             raise UsageError(f"{what}: give --listen with this machine's address on their network (and "
                              "--allow-remote)")
-        yield pool
+        yield opened
 
 
 @public
 def tune(adapter: Adapter, options: TuneOptions | None = None, *, results: str | os.PathLike[str],
          log: Log | None = None, progress: ProgressCallback | None = None, status: Log | None = None,
-         cluster: Cluster | None = None) -> TuneResult:
+         sender: Sender | None = None) -> TuneResult:
     """Run every step for ``adapter`` and return the recommendation. ``results`` must not exist
-    yet (or be an empty directory). ``cluster``: the measured loads are sent by agents on a Ray
-    cluster (see :func:`pounder.run_bench_ray`), placed once for the whole run; the server then
-    listens on ``options.listen`` and keeps every CPU here. Raises :class:`~pounder.UsageError`
-    on bad input, :class:`~pounder.servers.ServerStartError` when the server does not start (with
-    its own log lines), :class:`MemoryFloorError` when memory runs low; on ``KeyboardInterrupt``
-    every server is stopped and what was measured stays in ``results`` for :func:`resume`."""
+    yet (or be an empty directory). ``sender``: what sends the measured loads (default this
+    machine's engine); with a :class:`pounder.agents.Cluster` they are sent by its agents, placed
+    once for the whole run, and the server listens on ``options.listen`` and keeps every CPU here.
+    Raises :class:`~pounder.UsageError` on bad input, :class:`~pounder.servers.ServerStartError`
+    when the server does not start (with its own log lines), :class:`MemoryFloorError` when memory
+    runs low; on ``KeyboardInterrupt`` every server is stopped and what was measured stays in
+    ``results`` for :func:`resume`."""
     check_instance(adapter, Adapter, "tune: adapter")
     check_instance(options, TuneOptions, "tune: options", optional=True)
     check_path(results, "tune: results")
     for name, callback in (("log", log), ("progress", progress), ("status", status)):
         check_callable(callback, f"tune: {name}")
-    check_instance(cluster, Cluster, "tune: cluster", optional=True)
+    check_instance(sender, Sender, "tune: sender", optional=True)
     options = options or TuneOptions()
     options.validate()
     adapter.check()
     ResultsDir.check_new(results)
-    with _agents(cluster, options) as agents:
-        store = ResultsDir.create(results, manifest(adapter, options, agents))
+    with _opened(sender, options) as opened:
+        store = ResultsDir.create(results, manifest(adapter, options, opened))
         try:
             return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status,
-                                       agents=agents))
+                                       sender=opened))
         finally:
             store.release()
 
@@ -171,29 +169,31 @@ def open_run(results: str | os.PathLike[str]) -> tuple[ResultsDir, Adapter, Tune
 
 @public
 def resume(results: str | os.PathLike[str], *, log: Log | None = None, progress: ProgressCallback | None = None,
-           status: Log | None = None, cluster: Cluster | None = None) -> TuneResult:
+           status: Log | None = None, sender: Sender | None = None) -> TuneResult:
     """Continue the run stored in ``results``: measure only the points not stored yet. A run
-    whose loads were sent by Ray agents goes on only with a ``cluster`` (and one sent from this
-    machine only without): its points are compared with each other."""
+    whose loads were sent by Ray agents goes on only with agents (a ``sender`` such as a
+    :class:`pounder.agents.Cluster`), and one sent from this machine only from this machine: its
+    points are compared with each other."""
     for name, callback in (("log", log), ("progress", progress), ("status", status)):
         check_callable(callback, f"resume: {name}")
-    check_instance(cluster, Cluster, "resume: cluster", optional=True)
+    check_instance(sender, Sender, "resume: sender", optional=True)
+    distributed = sender is not None and sender.distributed
     store, adapter, options = open_run(results)
     recorded = ResultsDir.open(results)[1]
     stored = recorded.get("load")
     if stored is not None and not isinstance(stored, dict):
         raise UsageError(f"{store.manifest_path}: 'load' must be an object or absent")
-    if stored is not None and cluster is None:
+    if stored is not None and not distributed:
         count = stored.get("agents")
         raise UsageError(f"{results} was measured with load from {count} Ray agent{'s' * (count != 1)} "
                          f"(--ray {stored.get('ray')}): resume it with --ray too")
-    if stored is None and cluster is not None:
+    if stored is None and distributed:
         raise UsageError(f"{results} was measured with load from this machine: resume it without --ray")
     store.hold()  # one process at a time writes a run
     try:
-        with _agents(cluster, options, resuming=True) as agents:
+        with _opened(sender, options, resuming=True) as opened:
             return _finish(TuneSession(adapter, options, store, log=log, progress=progress, status=status,
-                                       agents=agents, measured_on=measured_cpus(recorded, options)))
+                                       sender=opened, measured_on=measured_cpus(recorded, options)))
     finally:
         store.release()
 

@@ -10,7 +10,7 @@ from typing import Any
 from pounder._files import utc_timestamp
 from pounder._units import available_cpus, cpu_list_text
 from pounder._version import __version__
-from pounder.load import AgentPool
+from pounder.load import Sender
 from pounder.pool import Adapter, split_cpus
 from pounder.procs import mem_available
 from pounder.tune._options import TuneOptions
@@ -22,30 +22,30 @@ def _as_given(options: TuneOptions) -> str:
     return f"server on CPUs {server}, load generator on CPUs {load} (as given)"
 
 
-def cpus_for(options: TuneOptions,
-          agents: AgentPool | None = None) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, str]:
+def cpus_for(options: TuneOptions, sender: Sender) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None, str]:
     """The server's and the load generator's CPUs: as given, else split when there are enough;
-    with agents, the server has every CPU (the measured loads come from the agents)."""
+    with agents (a distributed ``sender``, opened), the server has every CPU (the measured loads
+    come from the agents)."""
     sent = ""
-    if agents is not None:
-        away = agents.elsewhere()
-        here = agents.count - away
+    if sender.distributed:
+        away = sender.elsewhere()
+        here = sender.count - away
         where = ("" if not here else " on this machine, sharing its CPUs with the server" if not away
                  else f", {here} of them on this machine, sharing its CPUs with the server")
-        sent = f"measured loads sent by {agents.count} Ray agent{'s' * (agents.count != 1)}{where}; "
+        sent = f"measured loads sent by {sender.count} Ray agent{'s' * (sender.count != 1)}{where}; "
     if options.server_cpus is not None or options.load_cpus is not None:
         return options.server_cpus, options.load_cpus, sent + _as_given(options)
-    if agents is not None:
+    if sender.distributed:
         cpus = cpu_list_text(sorted(os.sched_getaffinity(0)))
         return None, None, f"{sent}the server is not pinned: it may run on every CPU here ({cpus})"
     return split_cpus(sorted(os.sched_getaffinity(0)))
 
 
-def manifest(adapter: Adapter, options: TuneOptions, agents: AgentPool | None = None) -> dict[str, Any]:
-    """What ``tune.json`` records about a run (enough to resume it); ``agents``: the Ray agents
-    that send its measured loads."""
-    load = {} if agents is None else {
-        "load": {"ray": agents.address, "agents": agents.count, "per_node": agents.per_node}}
+def manifest(adapter: Adapter, options: TuneOptions, sender: Sender) -> dict[str, Any]:
+    """What ``tune.json`` records about a run (enough to resume it), with what sends its measured
+    loads (``sender``, opened: Ray agents are recorded under ``load``)."""
+    record = sender.record()
+    load = {} if record is None else {"load": record}
     return {"tool_version": __version__, "started_at": utc_timestamp(), "adapter": adapter.to_dict(),
             "options": options.to_dict(), **load,
             "machine": {"cpus": available_cpus(), "mem_available": mem_available(), "hostname": os.uname().nodename}}

@@ -32,7 +32,7 @@ from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
 from pounder._units import MIB, available_cpus, children_text, count_text, mib_unit
 from pounder._version import __version__
-from pounder.load import AgentPool, BenchResult, ProgressCallback
+from pounder.load import ENGINE, BenchResult, ProgressCallback, Sender
 from pounder.pool import (
     Adapter,
     PoolParams,
@@ -209,18 +209,18 @@ class TuneSession:
 
     def __init__(self, adapter: Adapter, options: TuneOptions, results: ResultsDir, *, log: Log | None = None,
                  progress: ProgressCallback | None = None, status: Log | None = None,
-                 agents: AgentPool | None = None, measured_on: tuple[int, str] | None = None) -> None:
+                 sender: Sender = ENGINE, measured_on: tuple[int, str] | None = None) -> None:
         self.adapter = adapter
         self.options = options
         self.results = results
         self._log = log or (lambda line: None)
         self._status = status or (lambda line: None)
-        server_cpus, load_cpus, self.cpus_note = cpus_for(options, agents)
+        server_cpus, load_cpus, self.cpus_note = cpus_for(options, sender)
         workload = Workload(path=options.path, targets=options.targets, keepalive=options.keepalive,
                             throttle=options.throttle)
         self.runner = Runner(adapter, results.servers_dir, workload, options.memory_floor, options.timeout_s,
                              progress, server_cpus=server_cpus, load_cpus=load_cpus, host=options.listen,
-                             agents=agents)
+                             sender=sender)
         # a resumed run decides with the CPUs it was measured on (and measures nothing on others)
         self._cores_here = len(server_cpus) if server_cpus else available_cpus()
         self.cores = self._cores_here if measured_on is None else measured_on[0]

@@ -1,53 +1,51 @@
-"""Load from many machines: agents on a Ray cluster, each running the engine on its share of one
-spec, started together and merged exactly.
+"""The driver of the agents: placed on a cluster once (a placement group: one per node unless
+``per_node`` packs them), then given one load after another, each agent running the engine on its
+share of one spec, started together and merged exactly.
 
-The driver (this module, in the ``pounder`` process) connects to the cluster, places the agents
-(a placement group: one per node unless ``per_node`` packs them), checks versions and that every
-agent may and can reach the targets, estimates each agent's clock offset from the fastest of
-several round trips, and gives every agent its share with one start time in that agent's own
-clock. While they run it polls them (``on_progress`` sees the sums); an agent that dies or falls
-silent is lost: the others finish, and the result says it is partial. The merge adds the agents'
-histograms (``pounder._engine.merge``): the figures are those of one run, not averages.
+Placing checks versions; every run checks that every agent may and can reach the targets,
+estimates each agent's clock offset from the fastest of several round trips, and gives every agent
+its share with one start time in that agent's own clock. While they run it polls them
+(``on_progress`` sees the sums); an agent that dies or falls silent is lost: the others finish, and
+the result says it is partial. The merge adds the agents' histograms (``pounder._engine.merge``):
+the figures are those of one run, not averages.
 
 What travels: the spec to the agents; progress counters and, at the end, each agent's encoded
-histograms back. Never a per-request record. Ray is imported only here, and only when asked for.
+histograms back. Never a per-request record.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import math
-import os
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from pounder import _interrupt
 from pounder._errors import PounderError, UsageError, check_type, public
 from pounder._files import utc_timestamp
 from pounder._version import __version__
-from pounder.load._agent import Agent, machine_id, target_hosts
-from pounder.load._bench import POLL_INTERVAL_S, Progress, ProgressCallback, _load_engine, serves_all
-from pounder.load._distributed import Agents, agent_report
-from pounder.load._gcs import probe_gcs
-from pounder.load._measured import MalformedResultError
-from pounder.load._ray_init import AUTH_MODE, LocalNode, kept_signal_handlers, restore_auth_mode
-from pounder.load._result import BenchResult
-from pounder.load._spec import BenchSpec
-from pounder.load._url import is_loopback
+from pounder.agents._agent import Agent, machine_id, target_hosts
+from pounder.agents._report import agent_report
+from pounder.load import (
+    POLL_INTERVAL_S,
+    Agents,
+    BenchResult,
+    BenchSpec,
+    MalformedResultError,
+    Progress,
+    ProgressCallback,
+    Sender,
+    load_engine,
+    serves_all,
+)
 from pounder.procs import ServerLoadReport, ServerSampler
 
 if TYPE_CHECKING:
     from pounder._engine import EngineSpec
 
-RAY_EXTRA = "pip install 'pounder[ray]'"
-LOCAL, AUTO = "local", "auto"
-CONNECT_TIMEOUT_S = 3.0
 HELLO_TIMEOUT_S = 120.0
 """A cold agent imports Ray and pounder first: seconds each on a busy node."""
 PLACEMENT_TIMEOUT_S = 60.0
@@ -60,129 +58,7 @@ CLOCK_ROUNDS = 8
 MIN_LEAD_S = 0.5
 """The start is at least this far ahead of the moment the shares are sent (more with slow round
 trips); an agent that gets its share late starts at once, and its ``began_ms`` shows it."""
-CURRENT_CLUSTER = Path("/tmp/ray/ray_current_cluster")
 _PHASES = ("waiting", "warmup", "measure", "drain", "done")
-
-
-@public
-@dataclass(frozen=True)
-class Cluster:
-    """Where a distributed bench runs: ``address`` is "local" (a one-machine Ray cluster that pounder
-    starts on loopback and stops afterwards), "auto" (the cluster in ``RAY_ADDRESS`` or the one this
-    machine last started) or the head's HOST:PORT; ``agents`` how many (default: one per node times
-    ``per_node``); ``per_node`` how many agents may share a node (default 1; with "local", all)."""
-
-    address: str
-    agents: int | None = None
-    per_node: int | None = None
-
-    def __post_init__(self) -> None:
-        check_type(self.address, str, "--ray", "a string")
-        for value, what in ((self.agents, "--agents"), (self.per_node, "--agents-per-node")):
-            check_type(value, int, what, "a whole number", optional=True)
-            if value is not None and not 1 <= value <= 1000:
-                raise UsageError(f"{what} must be between 1 and 1000, got {value}")
-        if self.address not in (LOCAL, AUTO):
-            _host_port(self.address)
-
-    @classmethod
-    def from_options(cls, ray: str | None, agents: int | None = None, per_node: int | None = None) -> Cluster | None:
-        """The cluster of ``--ray``, ``--agents`` and ``--agents-per-node``; None without ``--ray``."""
-        if ray is None:
-            if agents is not None or per_node is not None:
-                raise UsageError("--agents and --agents-per-node need --ray")
-            return None
-        return cls(ray, agents, per_node)
-
-    @property
-    def local(self) -> bool:
-        return self.address == LOCAL
-
-
-def _host_port(address: str) -> tuple[str, int]:
-    if address.startswith("ray://"):
-        raise UsageError("--ray takes the cluster's HOST:PORT (its GCS address), not a ray:// client address")
-    host, colon, port = address.rpartition(":")
-    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise UsageError(f"--ray must be local, auto or HOST:PORT (the head's address, e.g. 10.0.0.5:6379), "
-                         f"not {address!r}")
-    return host.strip("[]"), int(port)
-
-
-def _loopback(host: str) -> bool:
-    try:
-        return is_loopback(host)
-    except ValueError:
-        return host == "localhost"
-
-
-def cluster_address(cluster: Cluster) -> str:
-    """Where ``cluster`` is: "local", or the head's HOST:PORT ("auto": RAY_ADDRESS or this machine's last)."""
-    return _resolve_auto() if cluster.address == AUTO else cluster.address
-
-
-def _resolve_auto() -> str:
-    address = os.environ.get("RAY_ADDRESS") or (CURRENT_CLUSTER.read_text().strip()
-                                                 if CURRENT_CLUSTER.is_file() else "")  # fmt: skip
-    if not address:
-        raise PounderError(f"no Ray cluster found: --ray auto reads RAY_ADDRESS and {CURRENT_CLUSTER}; "
-                           "name one with --ray HOST:PORT, or use --ray local")
-    return address
-
-
-def _import_ray(loopback: bool) -> ModuleType:
-    # Ray replaces 127.0.0.1 with the machine's outward address (toward 8.8.8.8) when it guesses
-    # the node's IP, unless this is set before it is imported (ray-project/ray#59110). A cluster
-    # on loopback then stays on loopback.
-    if loopback:
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    try:
-        import ray
-    except ImportError:
-        raise UsageError(f"--ray needs Ray, which is not installed: {RAY_EXTRA}") from None
-    return ray
-
-
-@contextmanager
-def connect(cluster: Cluster, address: str | None = None, watch: _interrupt.Watch | None = None
-            ) -> Iterator[ModuleType]:
-    """Ray, connected to ``cluster`` (at ``address``: what :func:`cluster_address` found; started on
-    loopback for "local", its processes in a group of their own), then disconnected (a local cluster
-    stopped; killed at once after a signal, also by ``watch``'s watcher). :class:`~pounder.UsageError`
-    without Ray; :class:`~pounder.PounderError` when no GCS answers there (:func:`probe_gcs`)."""
-    address = address or cluster_address(cluster)
-    host, port = ("127.0.0.1", 0) if cluster.local else _host_port(address)
-    ray = _import_ray(_loopback(host))
-    if not cluster.local:
-        probe_gcs(host, port, address, CONNECT_TIMEOUT_S)
-    options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR, "namespace": "pounder"}
-    node = LocalNode() if cluster.local else None
-    if node is not None:
-        options |= {"address": "local", "_node_ip_address": "127.0.0.1", "include_dashboard": False,
-                    "dashboard_host": "127.0.0.1", "num_cpus": 1, "object_store_memory": 80 << 20}
-        if watch is not None:
-            watch.stop = node.kill
-    else:
-        options["address"] = address
-    auth_mode, at_once = os.environ.get(AUTH_MODE), True  # unless the block ends without a signal
-    try:
-        with kept_signal_handlers(), node.starting() if node is not None else nullcontext():
-            try:
-                ray.init(**options)
-            except (ConnectionError, RuntimeError, ValueError) as error:
-                raise PounderError(f"cannot join the Ray cluster at {address}: {str(error).splitlines()[0]}") from None
-        yield ray
-        at_once = _interrupt.received()
-    finally:
-        try:
-            if node is None:
-                ray.shutdown()
-            else:
-                node.stop(ray, at_once=at_once)
-        finally:
-            if node is not None:
-                restore_auth_mode(auth_mode)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,15 +133,19 @@ def agent_file(path: str | None, index: int | str) -> str | None:
 
 
 @public
-class AgentPool:
+class AgentPool(Sender):
     """Agents placed on a cluster and greeted once, then given one bench after another (a compare's
     trials, an experiment's): each :meth:`run` synchronises the clocks again, deals out the shares,
-    starts them together and merges their results. Open one with :func:`agent_pool`."""
+    starts them together and merges their results. Open one with :meth:`Cluster.open
+    <pounder.agents.Cluster.open>` (or :func:`~pounder.agents.agent_pool`)."""
 
-    def __init__(self, ray: ModuleType, cluster: Cluster, address: str | None = None) -> None:
-        self.ray, self.cluster = ray, cluster
-        self.address = address or cluster.address
+    distributed = True
+
+    def __init__(self, ray: ModuleType, address: str, *, per_node: int | None = None, local: bool = False) -> None:
+        self.ray = ray
+        self.address: str = address
         """The cluster's address ("local", or HOST:PORT: for "auto", the one found)."""
+        self.asked_per_node, self.local = per_node, local
         self.members: list[_Member] = []
         self.running: list[_Member] = []
         """The agents of the current (or latest) run: the first ``agents`` of :attr:`members`."""
@@ -283,6 +163,9 @@ class AgentPool:
         here = machine_id()
         return sum(member.hello.get("machine") != here for member in self.members)
 
+    def record(self) -> dict[str, Any]:
+        return {"ray": self.address, "agents": self.count, "per_node": self.per_node}
+
     # -- once: place and greet ---------------------------------------------------------------
 
     def place(self, count: int | None) -> None:
@@ -290,7 +173,7 @@ class AgentPool:
         times ``per_node``); each says which pounder it runs, which must be this one."""
         ray = self.ray
         nodes = [node for node in ray.nodes() if node.get("Alive") and node.get("Resources", {}).get("CPU", 0) >= 1]
-        self.per_node = per_node = self.cluster.per_node or ((count or 1) if self.cluster.local else 1)
+        self.per_node = per_node = self.asked_per_node or ((count or 1) if self.local else 1)
         count = count or len(nodes) * per_node
         groups = math.ceil(count / per_node)
         if groups > len(nodes):
@@ -480,7 +363,7 @@ class AgentPool:
         if member.result is not None or not member.seconds:
             return None
         try:
-            kept: dict[str, Any] = json.loads(_load_engine().sum_seconds(member.seconds))
+            kept: dict[str, Any] = json.loads(load_engine().sum_seconds(member.seconds))
         except ValueError:  # its last progress counts then: the others' result stands
             return None
         return kept
@@ -518,7 +401,7 @@ class AgentPool:
             ),
         )  # fmt: skip
         try:
-            merged = _load_engine().merge([json.dumps(m.result) for m in done])
+            merged = load_engine().merge([json.dumps(m.result) for m in done])
             return BenchResult.from_engine(
                 merged, options=spec.run_options(), started_at=started_at, interrupted=self.interrupted,
                 tool_version=__version__, server=server, agents=agents,
@@ -542,36 +425,3 @@ def check_distributable(spec: BenchSpec, agents: int | None = None) -> None:
             raise UsageError(f"with --ray, {flag} names a file each agent writes on its own machine, not '-'")
     for index in range(agents or 0):
         spec.share_spec(index, agents or 1)
-
-
-@public
-@contextmanager
-def agent_pool(cluster: Cluster) -> Iterator[AgentPool]:
-    """Agents on ``cluster``, placed and greeted, for as many runs as the block makes; on leaving,
-    the agents are stopped and the cluster disconnected (a local one stopped). Raises
-    :class:`~pounder.UsageError` without Ray or when the cluster has too few nodes for the agents,
-    :class:`~pounder.PounderError` when it cannot be reached or cannot run them."""
-    check_type(cluster, Cluster, "agent_pool: cluster", "a Cluster")
-    address = cluster_address(cluster)
-    with _interrupt.watched() as watch, connect(cluster, address, watch) as ray:
-        pool = AgentPool(ray, cluster, address)
-        try:
-            pool.place(cluster.agents)
-            watch.settle()  # a signal from now on stops a run, which keeps what the agents measured
-            yield pool
-        finally:
-            pool.close()
-
-
-@public
-def run_bench_ray(spec: BenchSpec, cluster: Cluster, on_progress: ProgressCallback | None = None,
-                  sampler: ServerSampler | None = None) -> BenchResult:
-    """Run ``spec`` from the agents of ``cluster`` and return the merged result (its ``agents``
-    section says who sent what). Ctrl-C stops every agent and keeps what they measured; an agent
-    lost mid-run leaves ``result.agents.partial`` set. Raises :class:`~pounder.UsageError` on bad
-    input or without Ray, :class:`~pounder.PounderError` when the cluster cannot run the agents."""
-    check_type(spec, BenchSpec, "run_bench_ray: spec", "a BenchSpec")
-    check_type(cluster, Cluster, "run_bench_ray: cluster", "a Cluster")
-    check_distributable(spec, cluster.agents)
-    with agent_pool(cluster) as pool:
-        return pool.run(spec, on_progress, sampler)

@@ -1,4 +1,4 @@
-"""A load agent: the code that runs on a Ray node, as an actor (``_ray`` wraps this class with
+"""A load agent: the code that runs on a Ray node, as an actor (``_pool`` wraps this class with
 ``ray.remote`` when it starts agents). It runs only pounder's engine, on the spec the driver
 gives it, and answers in plain values: nothing here imports Ray at module level, so the class
 is importable (and testable) without it.
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pounder._units import available_cpus
 from pounder._version import __version__
-from pounder.load._url import is_loopback
+from pounder.load import is_loopback
 
 if TYPE_CHECKING:
     from pounder._engine import EngineSpec, Run

@@ -1,0 +1,24 @@
+"""Load from many machines: agents on a Ray cluster, each sending its share of one load, started
+together and merged exactly. A :class:`Cluster` is a :class:`~pounder.load.Sender` (where the
+agents run: ``_cluster``, with :func:`make_sender`, the one place that chooses between this
+machine's engine and agents); opened, it is an :class:`AgentPool` (the driver: ``_pool``, each
+agent's line of the result made in ``_report``) of agents (the actor: ``_agent``). Joining the
+cluster (``_connect``) probes the head first (``_gcs``) and keeps what ``ray.init`` does to this
+process in bounds (``_ray_init``: a local cluster's processes in one guarded process group).
+Ray is imported only here, and only when asked for."""
+
+from pounder.agents._cluster import Cluster, agent_pool, bench, make_sender, run_bench_ray
+from pounder.agents._connect import RAY_EXTRA
+from pounder.agents._pool import AgentPool, agent_file, check_distributable
+
+__all__ = [
+    "RAY_EXTRA",
+    "AgentPool",
+    "Cluster",
+    "agent_file",
+    "agent_pool",
+    "bench",
+    "check_distributable",
+    "make_sender",
+    "run_bench_ray",
+]
