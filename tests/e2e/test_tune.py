@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from pounder.servers import apache_missing, find_apache, gunicorn_missing
+from pounder.tune import ResultsDir
 from support.leftovers import processes_mentioning
 from support.schemas import validate_results_dir
 from support.tune_check import check_consistent
@@ -194,6 +195,16 @@ def test_sigint_leaves_no_server_and_resume_finishes(tmp_path: Path) -> None:
     measured = {p.name: p.read_bytes() for p in (results / "points").glob("*.json")}
     assert "sizes.json" in measured and "children-1-t1.json" in measured
     assert not (results / "recommendation.json").exists()
+    # what the run derived from its points so far, stored for a report of it (issue 26)
+    summary = json.loads((results / "summary.json").read_text())
+    assert [p["key"] for p in summary["points"]] == [p["key"] for p in ResultsDir(results).points()]
+    assert summary["measure"] == json.loads(measured["sizes.json"])["summary"] and summary["memory"] is not None
+    assert [p["children"] for p in summary["sweep"]][0] == 1
+    validate_results_dir(results, finished=False)
+    page = subprocess.run([sys.executable, "-m", "pounder", "report", str(results), "-o", str(tmp_path / "r.html")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert page.returncode == 0, page.stderr
+    assert f"the {len(measured)} points measured so far" in (tmp_path / "r.html").read_text()
 
     done = _tune("--resume", str(results))
     assert done.returncode == 0, done.stderr

@@ -18,6 +18,7 @@ import pytest
 from pounder.report import render_report
 from pounder.report._html import ReportError, page
 from pounder.report._tune import tune_sections
+from support.recorded import write_summary
 from support.tune_check import check_consistent
 
 PERL = Path(__file__).resolve().parents[1] / "apps" / "perl"
@@ -182,6 +183,7 @@ def test_interrupted_run_shows_the_points_measured(demo_run: Path, tmp_path: Pat
     shutil.copytree(demo_run, copy)
     (copy / "recommendation.json").unlink()
     keys = sorted(p.stem for p in (copy / "points").glob("*.json"))
+    write_summary(copy)
     text = _render(copy)
     assert "recommendation.json is missing" in text
     assert "gunicorn (sync workers) serving pounder.demo.app:app" in text  # described from tune.json
@@ -204,10 +206,24 @@ def test_interrupted_run_shows_the_points_measured(demo_run: Path, tmp_path: Pat
     for point in (copy / "points").glob("*.json"):
         if point.stem not in ("sizes", "children-1-t1", "children-2-t1", "children-1-t2"):
             point.unlink()
+    write_summary(copy)
     text = _render(copy)
     assert sorted(_chart_ids(text)) == ["tune-children", "tune-leak", "tune-memory"]
     assert "the 4 points measured so far" in text
     assert "trial 2" in text  # the point lines name the trial
+
+
+def test_an_unfinished_run_without_its_summary_is_refused_with_what_to_do(demo_run: Path, tmp_path: Path) -> None:
+    """The page of an unfinished run draws what the run derived from its points (summary.json),
+    never decides again; a run of an earlier pounder stored none (issue 26)."""
+    copy = Path(shutil.copytree(demo_run, tmp_path / "earlier"))
+    (copy / "recommendation.json").unlink()
+    with pytest.raises(ReportError, match=r"did not finish and holds no summary.json .*pounder tune --resume"):
+        render_report([copy])
+    write_summary(copy)
+    later = json.loads((copy / "points" / "children-1-t1.json").read_text())  # stored after the summary
+    (copy / "points" / "children-64-t9.json").write_text(json.dumps({**later, "key": "children-64-t9"}))
+    assert "(1 more stored after its summary.json was written)" in _render(copy)
 
 
 def test_run_without_any_point_says_so(demo_run: Path, tmp_path: Path) -> None:
@@ -422,6 +438,7 @@ def test_interrupted_run_shows_the_pools_measured_so_far(demo_run: Path, tmp_pat
     for point in (copy / "points").glob("*.json"):
         if point.stem.startswith(("mrpc-", "confirm")):
             point.unlink()
+    write_summary(copy)
     text = _render(copy)
     assert sorted(_chart_ids(text)) == ["tune-children", "tune-leak", "tune-memory", "tune-pools"]
     section = text[text.index("<h2>4. Pools at the offered load</h2>"):]

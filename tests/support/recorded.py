@@ -22,6 +22,18 @@ def recorded_copy(name: str, folder: Path) -> Path:
     return run
 
 
+def write_summary(run: Path) -> Path:
+    """``summary.json`` of ``run`` as the run writes it after every point it stores (tune's own
+    summary of the points the directory holds): for a copy of a recorded run made to look
+    interrupted, with points removed."""
+    from pounder.tune import ResultsDir, TuneOptions
+    from pounder.tune._summary import summarize
+
+    store, manifest = ResultsDir.open(run)
+    store.save_summary(summarize(TuneOptions.from_dict(manifest["options"]), store.points()))
+    return store.summary_path
+
+
 def decided_again(name: str, folder: Path) -> tuple[dict[str, Any], str]:
     """The recommendation (its JSON and text) that this pounder makes from the points of the
     recorded run ``name``, resumed in a copy with its recommendation removed."""

@@ -50,14 +50,17 @@ def validate(document: Any, name: str) -> None:
 
 def validate_results_dir(path: str | os.PathLike[str], *, finished: bool | None = None) -> list[Path]:
     """Check a ``pounder tune`` results directory: ``tune.json`` (schema "tune"), every
-    ``points/*.json`` ("tune-point", each named after its ``key``) and ``recommendation.json``
-    ("tune-result", with ``recommendation.txt`` next to it) when present. ``finished``: True
+    ``points/*.json`` ("tune-point", each named after its ``key``), ``summary.json``
+    ("tune-summary") and ``recommendation.json`` ("tune-result", with ``recommendation.txt`` next
+    to it) when present. ``finished``: True
     requires the recommendation, False requires its absence (an interrupted run), None accepts
     either. Raises ``AssertionError`` listing every problem, file by file (date-time formats
     included); returns the files checked."""
     root = Path(path)
     checks: list[tuple[Path, str]] = [(root / "tune.json", "tune")]
     checks += [(point, "tune-point") for point in sorted((root / "points").glob("*.json"))]
+    if (root / "summary.json").exists():
+        checks.append((root / "summary.json", "tune-summary"))
     result = root / "recommendation.json"
     problems: list[str] = []
     if result.exists():

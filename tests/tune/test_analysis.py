@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from pounder import BenchResult, BenchSpec
+from pounder._figures import WIDE, queued_text
 from pounder.pool import child_sizes
 from pounder.procs import PAGE_SIZE, snapshot
 from pounder.tune._advice import (
@@ -51,7 +52,6 @@ from pounder.tune._mrpc import (
     respawn_cost,
     respawn_mechanism,
 )
-from pounder.tune._points import WIDE, queued_text
 from pounder.tune._session import _load_summary
 from pounder.tune._spare_rules import (
     BURST_FACTOR,

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from pounder.tune import Target, sweep_load_text
+from pounder._figures import sweep_load_text
+from pounder.tune import Target
 from pounder.tune._analysis import (
     size_pool,
 )

@@ -25,21 +25,15 @@ from typing import Any
 import jsonschema
 import pytest
 
+from pounder._figures import WIDE
 from pounder.compare import clean_trial
-from pounder.tune import (
-    POINT_SCHEMA,
-    RESULT_SCHEMA,
-    TUNE_SCHEMA,
-    WIDE,
-    MemoryBound,
-    Target,
-    TuneOptions,
-    aggregate_trials,
-    mrpc_losses,
-    trials_by,
-)
+from pounder.pool import POINT_SCHEMA, SUMMARY_SCHEMA
+from pounder.tune import RESULT_SCHEMA, TUNE_SCHEMA, MemoryBound, Target, TuneOptions
+from pounder.tune._mrpc import mrpc_losses
+from pounder.tune._points import aggregate_trials, trials_by
 from pounder.tune._pools import OfferedLoad, choose_pool, offered_load
 from pounder.tune._spare import aggregate_spare, reference_us
+from support.recorded import write_summary
 from support.schemas import schema, validate, validate_results_dir
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -103,7 +97,8 @@ def test_results_dir_follows_the_schemas() -> None:
         {key: defaults[key] for key in set(back) - set(manifest["options"])}
 
 
-_SCHEMA_NAMES = {TUNE_SCHEMA: "tune", POINT_SCHEMA: "tune-point", RESULT_SCHEMA: "tune-result"}
+_SCHEMA_NAMES = {TUNE_SCHEMA: "tune", POINT_SCHEMA: "tune-point", RESULT_SCHEMA: "tune-result",
+                 SUMMARY_SCHEMA: "tune-summary"}
 
 
 def test_every_tune_document_in_the_test_data_is_valid() -> None:
@@ -126,7 +121,9 @@ def test_an_interrupted_run_is_valid_without_a_recommendation(demo_dir: Path) ->
     (demo_dir / "recommendation.txt").unlink()
     for point in (demo_dir / "points").glob("mrpc-*"):
         point.unlink()
+    write_summary(demo_dir)
     files = validate_results_dir(demo_dir, finished=False)
+    assert demo_dir / "summary.json" in files
     assert [p.name for p in files][0] == "tune.json" and len(files) > 3
     with pytest.raises(AssertionError, match="recommendation.json: missing"):
         validate_results_dir(demo_dir, finished=True)

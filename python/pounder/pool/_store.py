@@ -5,6 +5,8 @@ directory is checked and written with the same :meth:`ResultsDir.check_new` and 
 
     DIR/tune.json                 what was asked: adapter, options, machine (schema pounder/tune/2)
     DIR/points/<key>.json         one file per measured point (pounder/tune-point/2), in run order
+    DIR/summary.json              the figures the run derives from its points so far
+                                  (pounder/tune-summary/1), rewritten after every point
     DIR/recommendation.json       the outcome (pounder/tune-result/2), written last
     DIR/recommendation.txt        the same as the text ``pounder tune`` printed
     DIR/servers/                  the servers' own directories (configuration, logs) while they run
@@ -35,6 +37,7 @@ from pounder._records import decode_json, number_problem
 TUNE_SCHEMA = "pounder/tune/2"
 POINT_SCHEMA = "pounder/tune-point/2"
 RESULT_SCHEMA = "pounder/tune-result/2"
+SUMMARY_SCHEMA = "pounder/tune-summary/1"
 OLD_TUNE_SCHEMAS = ("pounder/tune/1",)
 """Manifests of runs made by an older pounder (one trial per point): ``pounder report`` still
 reads their directories; :meth:`ResultsDir.open` (``--resume``) refuses them."""
@@ -177,6 +180,10 @@ class ResultsDir:
         return self.path / "recommendation.json"
 
     @property
+    def summary_path(self) -> Path:
+        return self.path / "summary.json"
+
+    @property
     def servers_dir(self) -> Path:
         return self.path / "servers"
 
@@ -277,6 +284,11 @@ class ResultsDir:
             return []
         found = [_read_json(p) for p in folder.glob("*.json")]
         return sorted(found, key=lambda p: (str(p.get("finished_at", "")), str(p.get("key"))))
+
+    def save_summary(self, summary: Mapping[str, Any]) -> None:
+        """``summary.json``: what the run derives from its points so far (``pounder report`` of a run
+        that has not finished reads it)."""
+        write_json(self.summary_path, {**summary, "schema": SUMMARY_SCHEMA})
 
     def save_result(self, result: Mapping[str, Any], text: str) -> None:
         write_json(self.result_path, {"schema": RESULT_SCHEMA, **result})

@@ -23,22 +23,32 @@ reasons collapsed under Details; results of earlier versions, without ``why``, s
 themselves. What the run decided (the pool chosen at the offered load, the best one, the spare
 setting, the deciding facts) is drawn as stored, never decided again here.
 The recommendation is followed by the confirmation's checks. A run without
-``recommendation.json`` (interrupted, or still running) is reported from the points measured so
-far, each sweep point aggregated from its trials as the run does, with a note. Results of an older
-pounder (``pounder/tune/1``: one trial per point) are shown with the figures they hold.
+``recommendation.json`` (interrupted, or still running) is reported from its ``summary.json``:
+the figures the run derived from its points so far, as it stored them after every point, with a
+note. Finished results of an older pounder (``pounder/tune/1``: one trial per point) are shown
+with the figures they hold; an unfinished run of an older pounder (no ``summary.json``) is
+refused with what to do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pounder import tune
 from pounder._errors import PounderError
+from pounder._figures import BURST_FACTOR
 from pounder._records import decode_json
 from pounder._units import mib
-from pounder.pool import ADAPTERS, OLD_TUNE_SCHEMAS, RESULT_SCHEMA, TUNE_SCHEMA, ResultsDir, adapter_from_dict
+from pounder.pool import (
+    ADAPTERS,
+    OLD_TUNE_SCHEMAS,
+    RESULT_SCHEMA,
+    SUMMARY_SCHEMA,
+    TUNE_SCHEMA,
+    ResultsDir,
+    adapter_from_dict,
+)
 from pounder.report._html import ReportError, Section, bullets, check_numbers, details, esc, paragraph, pre, table
 from pounder.report._tune_pools import mrpc_section, offered_short, offered_text, pools_section, spare_section
 from pounder.report._tune_steps import children_section, memory_section, sizes_section
@@ -79,7 +89,7 @@ def _describe(adapter: Mapping[str, Any]) -> str | None:
 
 class TuneRun:
     """What the report shows, from ``recommendation.json`` when the run finished, else from the
-    stored points (with the figures the run derives from them computed the same way)."""
+    ``summary.json`` the run keeps of its points so far: read and drawn, never decided again."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -118,7 +128,7 @@ class TuneRun:
         if self.result is not None:
             self._from_result(self.result)
         else:
-            self._from_points()
+            self._from_summary()
 
     def _from_result(self, result: Mapping[str, Any]) -> None:
         self.measure: Mapping[str, Any] | None = result["measure"]
@@ -128,6 +138,7 @@ class TuneRun:
         self.children: Mapping[str, Any] | None = result["children"]
         self.mrpc: list[Mapping[str, Any]] = list(result["mrpc"])
         self.max_requests: Mapping[str, Any] | None = result["max_requests"]
+        self.leak: bool | None = None if self.max_requests is None else self.max_requests.get("leak")
         self.spare: list[dict[str, Any]] = [self._with_series(dict(p)) for p in result.get("spare") or []]
         self.confirmation = result.get("confirmation")
         self.target = result.get("target")
@@ -136,60 +147,30 @@ class TuneRun:
         self.spare_choice = result.get("spare_choice")
         why = result.get("why")
         self.why = None if why is None else [str(line) for line in why]
-        self._reference()
+        self.point_lines: list[Mapping[str, Any]] = []
 
-    def _from_points(self) -> None:
-        summaries = {key: p.get("summary") or {} for key, p in self.by_key.items()}
-        self.measure = summaries.get("sizes")
-        self.other_measure = next((summaries[k] for k in ("sizes-preload-on", "sizes-preload-off")
-                                   if k in summaries), None)
-        self.memory = None
-        if self.measure is not None and "safety_margin" in self.options:
-            ram = self.options.get("ram")
-            self.memory = tune.memory_bound(self.measure, None if ram is None else int(ram),
-                                       int(self.options["safety_margin"])).to_dict()
-        by_step: dict[str, list[Mapping[str, Any]]] = {}
-        for point in self.points:
-            by_step.setdefault(str(point.get("step")), []).append(point.get("summary") or {})
+    def _from_summary(self) -> None:
+        """An unfinished run: the figures it derived from its points so far, as it stored them."""
+        summary = _read(self.store.summary_path)
+        if summary is None and self.points:
+            raise ReportError(f"{self.path} is a run that did not finish and holds no summary.json (an earlier "
+                              f"pounder wrote it): finish it with pounder tune --resume {self.path}, then report it")
+        summary = summary or {}
+        if summary and summary.get("schema") != SUMMARY_SCHEMA:
+            raise ReportError(f"{self.store.summary_path} is not a {SUMMARY_SCHEMA} document")
+        check_numbers(summary, "tune-summary", self.store.summary_path)
+        self.measure = summary.get("measure")
+        self.other_measure = summary.get("other_measure")
+        self.memory = summary.get("memory")
+        self.sweep = list(summary.get("sweep") or [])
         self.children = None
-        order = [int(v) for v in self.options.get("mrpc_values") or []]
-        if not self.old:  # one file per trial: each point aggregated as the run aggregates it
-            by_step["children"] = self._aggregated(by_step.get("children", []), "children")
-            by_step["max-requests"] = self._aggregated(by_step.get("max-requests", []), "max_requests")
-        self.sweep = sorted(by_step.get("children", []), key=lambda p: int(p["children"]))
-        if by_step.get("pools"):  # the candidates' trials, aggregated; nothing chosen yet
-            pools = self._aggregated(by_step["pools"], "children")
-            self.pools = {"points": sorted(pools, key=lambda p: int(p["children"]))}
-        mrpc = [dict(p) for p in by_step.get("max-requests", [])]
-        mrpc.sort(key=lambda p: order.index(int(p["max_requests"])) if int(p["max_requests"]) in order else 1 << 40)
-        if mrpc and not self.old:
-            mrpc = tune.mrpc_losses(mrpc)
-        elif mrpc:  # an older run's single points
-            cost = tune.respawn_cost(mrpc)
-            for point in mrpc:
-                point["loss_measured"] = tune.measured_loss(point, mrpc)
-                point["loss_model"] = tune.predicted_loss(int(point["max_requests"]), cost)
-        self.mrpc = list(mrpc)
+        self.pools = summary.get("pools")
+        self.mrpc = list(summary.get("mrpc") or [])
         self.max_requests = None
-        self.spare = []
-        self.spare_trials = sum(1 for p in self.points if p.get("step") == "spare" and "-t" in str(p.get("key")))
-        for name in ("before", "after"):
-            stored = self.by_key.get(f"spare-{name}")
-            if stored is not None:
-                self.spare.append(self._with_series({**(stored.get("summary") or {}), "name": name}))
-        self._reference()
-
-    def _aggregated(self, trials: Sequence[Mapping[str, Any]], key: str) -> list[Mapping[str, Any]]:
-        """The points of a sweep's ``trials`` grouped by ``key``, as the run aggregates them (a
-        point with more trials than the run's rounds was measured again for being wide)."""
-        rounds = int(self.options.get("trials") or 0)
-        points: list[Mapping[str, Any]] = []
-        for trials_of_one in tune.trials_by(trials, key).values():
-            point = tune.aggregate_trials(trials_of_one)
-            if rounds and len(trials_of_one) > rounds:
-                point["remeasured"] = True
-            points.append(point)
-        return points
+        self.leak = summary.get("leak")
+        self.spare = [dict(p) for p in summary.get("spare") or []]
+        self.spare_trials = int(summary.get("spare_trials") or 0)
+        self.point_lines = list(summary.get("points") or [])
 
     def _with_series(self, summary: dict[str, Any]) -> dict[str, Any]:
         """The spare summary with its ``series`` (older results kept it only in the point's bench)."""
@@ -201,17 +182,10 @@ class TuneRun:
                                  for s in series or []]
         return summary
 
-    def _reference(self) -> None:
-        """``reference_p99_ms`` and ``burst_s`` as the run computes them, when they are not stored
-        (an interrupted run, or results written before ``reference_p99_ms`` existed)."""
-        self.recomputed = bool(self.spare) and not all("reference_p99_ms" in p for p in self.spare)
-        if not self.recomputed:
-            return
-        steady = [s for s in (tune.steady_p99_us(p["series"]) for p in self.spare) if s is not None]
-        reference = min(steady) if steady else 0.0
-        for point in self.spare:
-            point["reference_p99_ms"] = reference / 1000
-            point["burst_s"] = tune.burst_seconds(point["series"], reference)
+    @property
+    def unreferenced(self) -> bool:
+        """Spare bursts of results that predate the stored reference latency (drawn without it)."""
+        return bool(self.spare) and not all("reference_p99_ms" in p for p in self.spare)
 
     @property
     def finished(self) -> bool:
@@ -333,7 +307,7 @@ def _why(run: TuneRun) -> list[str]:
                        f"{before['burst_s']} s with the defaults (StartServers {before['start_servers']}) and "
                        f"{after['burst_s']} s with StartServers {after['start_servers']}, MinSpareServers "
                        f"{after['min_spare']}, MaxSpareServers {after['max_spare']} (high: p99 above "
-                       f"{tune.BURST_FACTOR:g} x {float(after['reference_p99_ms']):,.1f} ms, the steady p99 with every "
+                       f"{BURST_FACTOR:g} x {float(after['reference_p99_ms']):,.1f} ms, the steady p99 with every "
                        "child ready)")
     return ["<h3>Why</h3>", bullets(reasons)] if reasons else []
 
@@ -388,19 +362,21 @@ def _confirmation(confirmation: Mapping[str, Any] | None) -> str:
 def _interrupted(run: TuneRun) -> Section:
     section = Section(f"Tuning run without a recommendation: {run.described}")
     section.add(paragraph(_run_line(run)))
+    later = len(run.points) - len(run.point_lines)
+    after = f" ({later} more stored after its summary.json was written)" if later > 0 else ""
     section.add(f'<div class="callout"><p>{esc(run.store.result_path.name)} is missing: this run was interrupted '
-                f"(or is still running) before it made its recommendation. Below are the {len(run.points)} points "
-                f"measured so far; <code>pounder tune --resume {esc(run.path)}</code> measures only the missing ones "
-                "and recommends.</p></div>")
-    if run.points:
-        rows = [[p.get("key", "?"), p.get("step", "?"), p.get("finished_at", "-"),
-                 tune.describe_point(str(p.get("step")), p.get("summary") or {})] for p in run.points]
+                f"(or is still running) before it made its recommendation. Below are the {len(run.point_lines)} "
+                f"points measured so far{after}; <code>pounder tune --resume {esc(run.path)}</code> measures only "
+                "the missing ones and recommends.</p></div>")
+    if run.point_lines:
+        rows = [[p.get("key", "?"), p.get("step", "?"), p.get("finished_at") or "-", p.get("described", "")]
+                for p in run.point_lines]
         section.add(table(["point", "step", "finished", "result"], rows))
     else:
         section.add(paragraph("No point was measured."))
     if run.memory is not None:
-        section.add(paragraph("The memory bound below is computed from the size measurement and the run's options, "
-                              "as the run would have; nothing was decided yet."))
+        section.add(paragraph("The memory bound below is the run's, from its size measurement and options; nothing "
+                              "was decided yet."))
     return section
 
 

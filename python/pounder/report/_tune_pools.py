@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pounder import tune
+from pounder import _figures as figures
 from pounder._units import children_text, mib
 from pounder.pool import ADAPTERS
 from pounder.report._html import Section, chart, label_axes, paragraph, scroll, table
@@ -52,8 +52,8 @@ def offered_text(offered: Mapping[str, Any]) -> str:
     return f"{offered_short(offered)} ({offered.get('source', '?')})"
 
 
-p99_interval = tune.p99_interval_text
-versus_text = tune.versus_text
+p99_interval = figures.p99_interval_text
+versus_text = figures.versus_text
 
 # ---------------------------------------------------------------------------------------------
 # step 4: pools at the offered load
@@ -84,7 +84,7 @@ def pools_section(run: TuneRun, prefix: str) -> Section:
     p99_s = (run.target or {}).get("p99_s")
     _pools_chart(section, f"{prefix}-pools", caption, points, chosen, best,
                  None if p99_s is None else float(p99_s) * 1000)
-    label, words = tune.sweep_load_text(run.sweep)
+    label, words = figures.sweep_load_text(run.sweep)
     section.add(_pools_table(run, points, chosen, best, label))
     lowest = run.pools.get("lowest_p99")
     section.add(paragraph(
@@ -147,11 +147,11 @@ def _pools_table(run: TuneRun, points: Sequence[Mapping[str, Any]], chosen: int 
         at_sweep = sweep.get(n)
         mark = "chosen" if n == chosen else "best" if n == best else ""
         rows.append([n, mark, "-" if at_sweep is None else f"{float(at_sweep['rps']):,.0f}",
-                     "-" if at_sweep is None else ms(at_sweep["p99_ms"]), p["connections"], tune.trials_text(p),
-                     f"{int(p['complete']) + int(p['failed']):,}", f"{float(p['rps']):,.0f}", tune.interval_text(p),
+                     "-" if at_sweep is None else ms(at_sweep["p99_ms"]), p["connections"], figures.trials_text(p),
+                     f"{int(p['complete']) + int(p['failed']):,}", f"{float(p['rps']):,.0f}", figures.interval_text(p),
                      versus_text(p.get("vs_best")), ms(p["p50_ms"]), ms(p["p99_ms"]), p99_interval(p),
                      cores(p.get("server_cores")), cores(p.get("client_cores")), cores(p.get("other_cores")),
-                     p["failed"], tune.flag_text(p)])
+                     p["failed"], figures.flag_text(p)])
     return scroll(table(["MC", "", f"RPS {label}", f"p99 {label}", "NC", "trials", "NR", "RPS", "95% CI",
                          "RPS vs best (95% CI)", "p50", "p99", "p99 95% CI", "srv cores", "load cores", "other cores",
                          "failed", ""], rows))
@@ -189,17 +189,17 @@ def mrpc_section(run: TuneRun, prefix: str) -> Section:
                capsize=4, ecolor="black")
         for x, point in zip(positions, points, strict=True):
             text = ("reference" if int(point["max_requests"]) == 0
-                    else tune.vs_unlimited_text(point).replace(" (", "\n("))
+                    else figures.vs_unlimited_text(point).replace(" (", "\n("))
             ax.annotate(text, (x, float(point.get("rps_high") or point["rps"])), textcoords="offset points",
                         xytext=(0, 4), ha="center", fontsize=7)
         ax.set_xticks(positions, [mrpc_label(v) + ("\n(recommended)" if v == recommended else "") for v in values])
         ax.set_ylim(0, max(float(p.get("rps_high") or p["rps"]) for p in points) * 1.3 or 1)
         label_axes(ax, name, "requests/s", "Throughput lost to respawning")
     other = has_other_cores(run, points)
-    rows = [[p["max_requests"] or "unlimited", p["connections"], tune.trials_text(p),
-             f"{int(p['complete']) + int(p['failed']):,}", f"{float(p['rps']):,.0f}", tune.interval_text(p),
-             tune.vs_unlimited_text(p), ms(p["p99_ms"]), p["respawns"], mib(p.get("max_child_uss")), p["failed"],
-             *([cores(p.get("other_cores"))] if other else []), tune.flag_text(p)] for p in points]
+    rows = [[p["max_requests"] or "unlimited", p["connections"], figures.trials_text(p),
+             f"{int(p['complete']) + int(p['failed']):,}", f"{float(p['rps']):,.0f}", figures.interval_text(p),
+             figures.vs_unlimited_text(p), ms(p["p99_ms"]), p["respawns"], mib(p.get("max_child_uss")), p["failed"],
+             *([cores(p.get("other_cores"))] if other else []), figures.flag_text(p)] for p in points]
     section.add(table(["MRPC", "NC", "trials", "NR", "RPS", "95% CI", "RPS vs unlimited (95% CI)", "p99", "NR/MRPC",
                        "max USS MiB", "failed", *(["other cores"] if other else []), ""], rows))
     if other:
@@ -234,9 +234,10 @@ def old_mrpc_section(run: TuneRun, prefix: str) -> Section:
         bars.insert(after[-1] + 1 if after else (1 if base is not None else 0), bar)
     caption = f"Requests/s per {name} value ({'requests' if run.kind in ('gunicorn', 'command') else 'connections'} " \
               "a child serves before it is replaced)"
+    cost = choice.get("respawn_cost_requests")
     if base_rps is not None:
-        caption += ("; above each bar the loss against unlimited, measured (and modelled: one respawn costs "
-                    f"{float(choice.get('respawn_cost_requests', tune.respawn_cost(points))):,.1f} requests' worth)")
+        caption += "; above each bar the loss against unlimited, measured" + (
+            "" if cost is None else f" (and modelled: one respawn costs {float(cost):,.1f} requests' worth)")
     if recommended is not None:
         caption += f"; recommended: {mrpc_label(recommended)}"
         caption += " (not swept: its bar is the model's)." if recommended not in swept else "."
@@ -298,7 +299,7 @@ def spare_section(run: TuneRun, prefix: str) -> Section:
         caption += " (the first of each setting's trials; the table has their medians)"
     if reference:
         caption += (f"; reference: the best steady p99, {reference:,.1f} ms; a second above "
-                    f"{tune.BURST_FACTOR:g} x the reference counts as slow")
+                    f"{figures.BURST_FACTOR:g} x the reference counts as slow")
     caption += ". A second that completed no request is drawn at the bottom as x."
     with chart(f"{prefix}-spare", caption, section.body, height=3.8) as ax:
         highest = 0.0
@@ -315,18 +316,17 @@ def spare_section(run: TuneRun, prefix: str) -> Section:
                 ax.plot(empty, [0] * len(empty), "x", color=color, markersize=8, clip_on=False)
         if reference:
             ax.axhline(reference, color=GREY, linestyle="--", label=f"reference {reference:,.1f} ms")
-            ax.axhline(reference * tune.BURST_FACTOR, color=RED, linestyle=":",
-                       label=f"slow: > {tune.BURST_FACTOR:g} x")
-            highest = max(highest, reference * tune.BURST_FACTOR)
+            ax.axhline(reference * figures.BURST_FACTOR, color=RED, linestyle=":",
+                       label=f"slow: > {figures.BURST_FACTOR:g} x")
+            highest = max(highest, reference * figures.BURST_FACTOR)
         ax.set_ylim(0, highest * 1.15 or 1)
         ax.get_xaxis().get_major_locator().set_params(integer=True)
         label_axes(ax, "second of the burst", "p99 (ms)", "From idle to full load")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8)
     section.add(_spare_table(run.spare))
-    if run.finished and run.recomputed:
-        section.add(paragraph("These results predate the stored reference latency: the reference and the slow "
-                              "seconds are computed here as the current pounder computes them, and may differ from "
-                              "recommendation.txt."))
+    if run.unreferenced:
+        section.add(paragraph("These results predate the stored reference latency: the reference line and the slow "
+                              "seconds are not shown (recommendation.txt has them as that run computed them)."))
     return section
 
 
@@ -339,7 +339,7 @@ def _spare_table(points: Sequence[Mapping[str, Any]]) -> str:
                  ms(p.get("steady_p99_ms")), p.get("burst_s", "-")] for p in points]
         return table(["", "Start", "MinSpare", "MaxSpare", "idle children", "NC", "RPS", "p99 1st s", "p99",
                       "steady p99", "slow s"], rows)
-    rows = [[p.get("name", "?"), p["start_servers"], p["min_spare"], p["max_spare"], tune.trials_text(p),
+    rows = [[p.get("name", "?"), p["start_servers"], p["min_spare"], p["max_spare"], figures.trials_text(p),
              p["idle_children"], p["connections"], f"{float(p['rps']):,.0f}", ms(p.get("first_p99_ms")),
              f"{float(p['p99_ms']):,.1f}", p99_interval(p), ms(p.get("steady_p99_ms")), p.get("burst_s", "-"),
              "chosen" if p.get("chosen") else ""] for p in points]

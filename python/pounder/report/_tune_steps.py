@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pounder import tune
+from pounder import _figures as figures
 from pounder._units import KIB, MIB, mib
 from pounder.report._html import Section, chart, label_axes, paragraph, table
 
@@ -95,12 +95,12 @@ def sizes_section(run: TuneRun, prefix: str) -> Section:
     median = [float(s["median_uss"]) for s in stages]
     biggest = [float(s["max_uss"]) for s in stages]
     slope, intercept = _leak_fit(xs, median)
-    verdict = tune.growth(measure)
     choice = run.max_requests or {}
+    verdict = "" if run.leak is None else f"{'a leak' if run.leak else 'no leak'}; "
     caption = (f"Private memory (USS) of a child against the requests it served: {children} children after the "
                f"warm-up, half-way and at the end of {total:,} requests. Fitted on the medians: "
-               f"{slope / KIB:,.1f} KiB/request ({'a leak' if verdict.leak else 'no leak'}; pounder measured "
-               f"{verdict.first:,.0f} then {verdict.second:,.0f} B/request).")
+               f"{slope / KIB:,.1f} KiB/request ({verdict}pounder measured "
+               f"{float(measure['growth_first']):,.0f} then {float(measure['growth_second']):,.0f} B/request).")
     if choice.get("memory_limit"):
         caption += (f" At that rate a child reaches its share of the budget ({mib(choice['child_limit_bytes'])} MiB) "
                     f"after {int(choice['memory_limit']):,} requests.")
@@ -260,11 +260,11 @@ def children_section(run: TuneRun, prefix: str) -> Section:
         return section
     queued = any(p.get("queued") is not None for p in run.sweep)  # results of earlier versions lack it
     other = has_other_cores(run, run.sweep)
-    rows = [[p["children"], p["connections"], tune.trials_text(p), f"{int(p['complete']) + int(p['failed']):,}",
-             f"{float(p['rps']):,.0f}", tune.interval_text(p), ms(p["p50_ms"]), ms(p["p99_ms"]),
-             *([tune.queued_text(p)] if queued else []), cpu(p), cores(p.get("server_cores")),
+    rows = [[p["children"], p["connections"], figures.trials_text(p), f"{int(p['complete']) + int(p['failed']):,}",
+             f"{float(p['rps']):,.0f}", figures.interval_text(p), ms(p["p50_ms"]), ms(p["p99_ms"]),
+             *([figures.queued_text(p)] if queued else []), cpu(p), cores(p.get("server_cores")),
              cores(p.get("client_cores")), *([cores(p.get("other_cores"))] if other else []),
-             mib(p.get("max_child_uss")), p["failed"], tune.flag_text(p)]
+             mib(p.get("max_child_uss")), p["failed"], figures.flag_text(p)]
             for p in run.sweep]
     section.add(table(["MC", "NC", "trials", "NR", "RPS", "95% CI", "p50", "p99", *(["queued"] if queued else []),
                        "srv CPU us/req", "srv cores", "load cores", *(["other cores"] if other else []),
@@ -275,7 +275,7 @@ def children_section(run: TuneRun, prefix: str) -> Section:
                           "trial), RPS = median requests/s with its 95% interval, latency medians in ms; "
                           f"{queued_legend}load cores: the load generator's CPU; "
                           f"{OTHER_CORES + '; ' if other else ''}wide: the interval reaches further "
-                          f"than {tune.WIDE:.0%} of the median."))
+                          f"than {figures.WIDE:.0%} of the median."))
     return section
 
 

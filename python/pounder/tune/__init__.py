@@ -9,11 +9,11 @@
     print(result.params.max_clients, result.params.max_requests)
     print(render_tune(result))
 
-Each measured point is written to the results directory as it is measured; ``resume(DIR)``
-continues an interrupted run. See :mod:`pounder.tune._session` for the steps and
-:mod:`pounder.tune._analysis` for the rules behind each decision. The server under test is run by
-:mod:`pounder.pool` (adapters, the runner, the results directory); its adapters are re-exported
-here.
+Each measured point is written to the results directory as it is measured, with what the run
+derives from its points so far (``summary.json``); ``resume(DIR)`` continues an interrupted run.
+See :mod:`pounder.tune._session` for the steps and :mod:`pounder.tune._analysis` for the rules
+behind each decision. The server under test is run by :mod:`pounder.pool` (adapters, the runner,
+the results directory); its adapters are re-exported here.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from collections.abc import Iterator
 from pounder._errors import UsageError, check_callable, check_instance, check_path, public
 from pounder.load import ENGINE, ProgressCallback, Sender
 from pounder.pool import (
-    POINT_SCHEMA,
     RESULT_SCHEMA,
     TUNE_SCHEMA,
     Adapter,
@@ -40,61 +39,12 @@ from pounder.pool import (
     adapter_from_dict,
     demo_adapter,
 )
-from pounder.tune._advice import (
-    explain_throughput,
-    preload_gain,
-)
-from pounder.tune._analysis import (
-    ChildrenChoice,
-    Growth,
-    Knee,
-    MemoryBound,
-    Target,
-    busy_seconds,
-    growth,
-    knee,
-    memory_bound,
-    size_pool,
-)
+from pounder.tune._analysis import ChildrenChoice, MemoryBound, Target
 from pounder.tune._machine import manifest, measured_cpus
-from pounder.tune._mrpc import (
-    MaxRequestsChoice,
-    RespawnModel,
-    measured_loss,
-    mrpc_losses,
-    predicted_loss,
-    respawn_cost,
-    respawn_mechanism,
-    respawn_model,
-)
+from pounder.tune._mrpc import MaxRequestsChoice
 from pounder.tune._options import TuneOptions, make_options
-from pounder.tune._points import QUEUED_BUSY, WIDE, aggregate_trials, busy_measured, queued_text, trials_by
-from pounder.tune._render import (
-    flag_text,
-    interval_text,
-    p99_interval_text,
-    render_tune,
-    sweep_load_text,
-    trials_text,
-    versus_text,
-    vs_unlimited_text,
-)
-from pounder.tune._session import Log, TuneResult, TuneSession, describe_point
-from pounder.tune._spare_rules import (
-    BURST_FACTOR,
-    burst_clients,
-    burst_seconds,
-    spare_settings,
-    steady_p99_us,
-)
-from pounder.tune._text import (
-    change_text,
-    cores_text,
-    ms_text,
-    rate_with_interval,
-    rps_text,
-    share_text,
-)
+from pounder.tune._render import render_tune
+from pounder.tune._session import Log, TuneResult, TuneSession
 
 
 def _finish(session: TuneSession) -> TuneResult:
@@ -199,70 +149,27 @@ def resume(results: str | os.PathLike[str], *, log: Log | None = None, progress:
 
 
 __all__ = [
-    "flag_text",
-    "interval_text",
-    "p99_interval_text",
-    "sweep_load_text",
-    "versus_text",
-    "trials_text",
-    "vs_unlimited_text",
-    "QUEUED_BUSY",
-    "WIDE",
-    "aggregate_trials",
-    "busy_measured",
-    "queued_text",
-    "trials_by",
-    "BURST_FACTOR",
-    "POINT_SCHEMA",
     "RESULT_SCHEMA",
     "TUNE_SCHEMA",
     "Adapter",
     "ApacheAdapter",
     "ChildrenChoice",
     "CommandAdapter",
-    "Growth",
     "GunicornAdapter",
-    "Knee",
     "MaxRequestsChoice",
     "MemoryBound",
     "MemoryFloorError",
     "PoolParams",
-    "RespawnModel",
     "ResultsDir",
     "StarmanAdapter",
     "Target",
     "TuneOptions",
     "TuneResult",
-    "TuneSession",
     "adapter_from_dict",
-    "burst_clients",
-    "burst_seconds",
-    "busy_seconds",
-    "change_text",
-    "cores_text",
     "demo_adapter",
-    "describe_point",
-    "explain_throughput",
-    "growth",
-    "knee",
     "make_options",
-    "measured_loss",
-    "memory_bound",
-    "mrpc_losses",
-    "ms_text",
     "open_run",
-    "predicted_loss",
-    "preload_gain",
-    "rate_with_interval",
     "render_tune",
-    "respawn_cost",
-    "respawn_mechanism",
-    "respawn_model",
     "resume",
-    "rps_text",
-    "share_text",
-    "size_pool",
-    "spare_settings",
-    "steady_p99_us",
     "tune",
 ]

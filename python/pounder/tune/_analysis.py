@@ -34,10 +34,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pounder._errors import PounderError, public
+from pounder._figures import WIDE, queued_text
 from pounder._units import children_text
 from pounder.compare import MAX_FAILED
 from pounder.procs import max_clients_from
-from pounder.tune._points import QUEUED_BUSY, WIDE, busy_measured, queued_text
+from pounder.tune._points import QUEUED_BUSY, busy_measured
 from pounder.tune._text import (
     _bytes,
     _counts,

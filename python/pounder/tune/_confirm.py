@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from pounder._figures import WIDE
 from pounder._units import children_text, mib, mib_unit
 from pounder.compare import MAX_FAILED, clean_trial
 from pounder.tune._analysis import (
@@ -29,7 +30,6 @@ from pounder.tune._analysis import (
     MemoryBound,
     Target,
 )
-from pounder.tune._points import WIDE
 
 RATE_MET = 0.97
 

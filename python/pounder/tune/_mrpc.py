@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pounder._errors import public
+from pounder._figures import WIDE
 from pounder._units import children_text
 from pounder.compare import ratio_interval
 from pounder.tune._analysis import (
@@ -16,7 +17,6 @@ from pounder.tune._analysis import (
     _round_down,
     growth,
 )
-from pounder.tune._points import WIDE
 from pounder.tune._text import (
     _bytes,
     _counts,

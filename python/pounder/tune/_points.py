@@ -16,10 +16,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pounder._errors import public
+from pounder._figures import WIDE
 from pounder.compare import clean_trial, median_interval
 
-WIDE = 0.10
-"""An interval reaching further than this fraction of the median on either side is "wide"."""
 QUEUED_BUSY = 0.9
 """A point's busy time (children / throughput) is the time itself, not an upper bound, when a
 connection waited in the accept queue in at least this share of the samples (every child busy)."""
@@ -90,13 +89,6 @@ def busy_measured(point: Mapping[str, Any]) -> bool | None:
     upper bound (False); None when the queue was not sampled (results of earlier versions)."""
     queued = point.get("queued")
     return None if queued is None else float(queued) >= QUEUED_BUSY
-
-
-@public
-def queued_text(point: Mapping[str, Any]) -> str:
-    """The point's accept-queue share as the tables print it ("97%"), "-" when not sampled."""
-    queued = point.get("queued")
-    return "-" if queued is None else f"{float(queued) * 100:.0f}%"
 
 
 @public

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pounder._figures import WIDE
 from pounder._units import children_text, count_text
 from pounder.compare import clean_trial, ratio_interval
 from pounder.tune._analysis import (
@@ -39,7 +40,6 @@ from pounder.tune._analysis import (
     MemoryBound,
     Target,
 )
-from pounder.tune._points import WIDE
 from pounder.tune._text import (
     change_text,
     ms_text,

@@ -9,13 +9,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pounder._errors import check_instance, public
+from pounder._figures import (
+    BURST_FACTOR,
+    flag_text,
+    interval_text,
+    p99_interval_text,
+    queued_text,
+    sweep_load_text,
+    trials_text,
+    versus_text,
+    vs_unlimited_text,
+)
 from pounder._units import children_text, mib
 from pounder.pool import WARM_FAILING_ROUNDS
-from pounder.tune._points import queued_text
 from pounder.tune._session import TuneResult
-from pounder.tune._spare_rules import (
-    BURST_FACTOR,
-)
 
 WIDTH = 100
 
@@ -42,47 +49,12 @@ def _cores(value: float | None) -> str:
     return "-" if value is None else f"{float(value):.2f}"
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:+.1f}%"
-
-
 def _rps(point: Mapping[str, Any]) -> str:
     return f"{float(point['rps']):,.0f}"
 
 
-@public
-def interval_text(point: Mapping[str, Any]) -> str:
-    """The 95 % interval of the median requests/s, "-" without one (fewer than 2 counted trials)."""
-    low, high = point.get("rps_low"), point.get("rps_high")
-    return "-" if low is None or high is None else f"{float(low):,.0f}-{float(high):,.0f}"
-
-
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{float(value):,.1f}"
-
-
-@public
-def flag_text(point: Mapping[str, Any]) -> str:
-    if point.get("wide"):
-        return "wide" + (" (re-measured)" if point.get("remeasured") else "")
-    return "re-measured" if point.get("remeasured") else ""
-
-
-@public
-def trials_text(point: Mapping[str, Any]) -> str:
-    return f"{point.get('counted', 0)}/{len(point.get('trials') or [])}"
-
-
-@public
-def vs_unlimited_text(point: Mapping[str, Any]) -> str:
-    """The point's requests/s against unlimited, with its interval: "-4.5% (-7.0..-2.1)"."""
-    loss = point.get("vs_unlimited") or {}
-    ratio, low, high = loss.get("ratio"), loss.get("low"), loss.get("high")
-    if ratio is None:
-        return "-"
-    if low is None or high is None:
-        return _pct(float(ratio) - 1)
-    return f"{_pct(float(ratio) - 1)} ({(float(low) - 1) * 100:+.1f}..{(float(high) - 1) * 100:+.1f})"
 
 
 def _target_text(result: TuneResult) -> str:
@@ -108,38 +80,6 @@ def _confirm_load(confirmation: Mapping[str, Any]) -> str:
     if confirmation.get("rate"):
         return f"{float(confirmation['rate']):,.0f} req/s (open loop; {float(confirmation['rps']):,.0f} answered)"
     return f"{confirmation['connections']} clients ({float(confirmation['rps']):,.0f} req/s)"
-
-
-@public
-def p99_interval_text(point: Mapping[str, Any]) -> str:
-    """The 95 % interval of the median p99 (ms), "-" without one."""
-    low, high = point.get("p99_low"), point.get("p99_high")
-    return "-" if low is None or high is None else f"{float(low):,.1f}-{float(high):,.1f}"
-
-
-@public
-def versus_text(vs: Mapping[str, Any] | None) -> str:
-    """"-4.5% (-7.0..-2.1)", a ratio to the best with its interval."""
-    if not vs or vs.get("ratio") is None:
-        return "-"
-    return vs_unlimited_text({"vs_unlimited": vs})
-
-
-@public
-def sweep_load_text(sweep: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
-    """``(label, words)`` for the concurrency the children sweep ran at, as the pools tables name
-    its columns: ``2xMC`` (twice as many clients as children), ``1xMC`` (as many: kept-alive
-    connections) or ``NC=32`` (the clients given, at every count)."""
-    pairs = {(int(p["children"]), int(p["connections"])) for p in sweep}
-    if pairs and all(c == max(2, 2 * n) for n, c in pairs):
-        return "2xMC", "twice as many clients as children"
-    if pairs and all(c == max(1, n) for n, c in pairs):
-        return "1xMC", "as many clients as children"
-    clients = {c for _, c in pairs}
-    if len(clients) == 1:
-        only = clients.pop()
-        return f"NC={only}", f"{only} client{'s' * (only != 1)} at every count"
-    return "sweep", "its own clients at each count"
 
 
 def _pools_table(result: TuneResult) -> list[str]:

@@ -30,7 +30,7 @@ from typing import Any
 
 from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
-from pounder._units import MIB, available_cpus, children_text, count_text, mib_unit
+from pounder._units import MIB, available_cpus, children_text, count_text
 from pounder._version import __version__
 from pounder.load import ENGINE, BenchResult, ProgressCallback, Sender
 from pounder.pool import (
@@ -87,6 +87,7 @@ from pounder.tune._spare_rules import (
     spare_settings,
     steady_p99_us,
 )
+from pounder.tune._summary import describe_point, summarize
 from pounder.tune._why import deciding_facts
 
 Log = Callable[[str], None]
@@ -115,30 +116,6 @@ def _load_summary(result: BenchResult) -> dict[str, Any]:
         "children_seen_spawned": 0 if server is None else server.children_spawned,
         "max_child_uss": None if server is None else server.max_child_uss,
     }
-
-
-@public
-def describe_point(step: str, summary: Mapping[str, Any]) -> str:
-    """One line for a measured point (the log line of the run, a row of an interrupted run's report)."""
-    if step == "sizes":
-        end = summary["end"]
-        return (f"child USS {mib_unit(end['max_uss'])} (max), shared {mib_unit(end['median_shared'])}, "
-                f"growth {summary['growth_second']:,.0f} B/request")
-    text = f"{summary['rps']:,.0f} req/s, p99 {summary['p99_ms']:,.1f} ms"
-    if summary.get("trial") is not None:
-        text = f"trial {summary['trial']}: {text}"
-    if summary.get("failed"):
-        text += f", {summary['failed']} failed"
-    if step == "max-requests":
-        text += f", {summary['respawns']} respawns"
-    if step == "spare":
-        text += f", {children_text(int(summary['idle_children']))} ready at the start"
-    if step == "confirm":
-        load = f"{float(summary['rate']):,.0f} req/s offered" if summary.get("rate") else \
-            f"{summary['connections']} clients"
-        text = (f"{children_text(int(summary['children']))} at {load}: {text}, "
-                f"footprint {mib_unit(summary['footprint'])} ({children_text(int(summary['pool_children']))} after)")
-    return text
 
 
 @public
@@ -235,8 +212,21 @@ class TuneSession:
             "children": len(sweep_counts(options.max_children)) * options.trials,
             "pools": between * options.trials, "max-requests": values * options.trials,
             "spare": 2 * options.trials, "confirm": 1})
+        self._stored: dict[str, Mapping[str, Any]] | None = None
+        """The stored points as the summary needs them (read once, then kept as they are saved)."""
+        self._memory: MemoryBound | None = None
 
     # -- points -----------------------------------------------------------------------------
+
+    def _summarize(self, key: str, point: Mapping[str, Any]) -> None:
+        """``summary.json`` rewritten with the point just stored: what the run derives from its
+        points so far, for a report of the run should it not finish."""
+        if self._stored is None:
+            self._stored = {str(p.get("key")): {name: p[name] for name in ("key", "step", "finished_at", "summary",
+                                                                          "bench") if name in p}
+                            for p in self.results.points()}
+        self._stored[key] = {"key": key, **point}
+        self.results.save_summary(summarize(self.options, list(self._stored.values()), self._memory))
 
     def _point(self, key: str, step: str, params: PoolParams, label: str,
                measure: Callable[[], tuple[dict[str, Any], dict[str, Any]]],
@@ -263,8 +253,10 @@ class TuneSession:
         self._status(f"{self.progress.where(step)}: {label}")
         started = utc_timestamp()
         summary, detail = measure()
-        self.results.save_point(key, {"step": step, "params": params.to_dict(), "started_at": started,
-                                      "finished_at": utc_timestamp(), "summary": summary, **detail})
+        point = {"step": step, "params": params.to_dict(), "started_at": started, "finished_at": utc_timestamp(),
+                 "summary": summary, **detail}
+        self.results.save_point(key, point)
+        self._summarize(key, point)
         self.progress.measured(step)
         self._log(f"[{self.progress.where(step)}] {logged or label}: {describe_point(step, summary)}")
         return summary
@@ -554,6 +546,7 @@ class TuneSession:
     def run(self) -> TuneResult:
         options, adapter = self.options, self.adapter
         measure, other, memory, other_memory = self._sizes_step()
+        self._memory = memory
         target = self.target()
         sweep = self._children_sweep(memory)
         offered = offered_load(target, memory, options.max_children)

@@ -20,12 +20,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pounder._figures import BURST_FACTOR
 from pounder.compare import clean_trial, median_interval
 from pounder.tune._pools import P99_EFFECT, _versus, p99_with_interval
-from pounder.tune._spare_rules import (
-    BURST_FACTOR,
-    burst_seconds,
-)
+from pounder.tune._spare_rules import burst_seconds
 from pounder.tune._text import (
     ms_text,
     rps_text,

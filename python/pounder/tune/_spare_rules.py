@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pounder._errors import public
+from pounder._figures import BURST_FACTOR
 from pounder.tune._analysis import (
     ChildrenChoice,
     Target,
@@ -15,10 +16,6 @@ from pounder.tune._analysis import (
 from pounder.tune._text import (
     ms_text,
 )
-
-BURST_FACTOR = 1.5
-"""A second is part of the burst while its p99 exceeds the steady p99 by this factor."""
-
 
 # ---------------------------------------------------------------------------------------------
 # Step 5: spare servers
