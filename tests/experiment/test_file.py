@@ -203,3 +203,27 @@ def test_a_file_nested_too_deeply_is_bad_input(tmp_path: Path, value: str) -> No
     with pytest.raises(ExperimentError, match="nested too deeply") as caught:
         load_experiment(path)
     assert str(caught.value).startswith(f"{path}: ") and "\n" not in str(caught.value)
+
+
+COMMAND = GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"\n', 'adapter = "command"\ncommand = "srv {port}"\n')
+
+
+@pytest.mark.parametrize(("text", "old", "new", "line", "message"), [
+    (COMMAND, "workers = 2", "workers = 2\npreload = true", 7,
+     "server.preload: preload is for gunicorn and starman only"),
+    (COMMAND, "workers = 2", "workers = 2\npythonpath = \"x\"", 7,
+     "server.pythonpath: pythonpath is for gunicorn only"),
+    (COMMAND, 'label = "b"', 'label = "b"\npreload = false', 18, "variant[1].preload: preload is for gunicorn and "
+                                                                  "starman only"),
+    (GOOD, "workers = 2", "workers = 2\nstop_signal = \"INT\"", 7, "server.stop_signal: unknown key"),
+])
+def test_server_options_follow_what_each_adapter_declares(tmp_path: Path, text: str, old: str, new: str, line: int,
+                                                          message: str) -> None:
+    """[server] and [[variant]] take the options the adapter declares (pounder.pool.SERVER_OPTIONS,
+    Adapter.options), as the command line does; a setting it would ignore is refused (issue 26)."""
+    path = tmp_path / "e.toml"
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(ExperimentError) as caught:
+        load_experiment(path)
+    assert str(caught.value).startswith(f"{path}:{line}: {message}"), str(caught.value)

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -32,7 +32,7 @@ from pounder.cli._common import (
 from pounder.cli._load_options import AGENTS, AGENTS_PER_NODE, RAY, load_option
 from pounder.cli._progress import live_status
 from pounder.load import Progress, Sender
-from pounder.pool import KINDS, Adapter, ResultsDir, demo_adapter, make_adapter
+from pounder.pool import KINDS, SERVER_OPTIONS, Adapter, ResultsDir, demo_adapter, make_adapter, refused_option
 from pounder.tune import TuneResult, make_options, open_run, render_tune, resume, tune
 
 _SERVER = "Server"
@@ -64,13 +64,19 @@ SERVER_ARG = typer.Argument(metavar="SERVER", show_default=False, help=(
     f"The server to start: {', '.join(KINDS)} (omit with --demo or --resume)."))
 TARGET_ARG = typer.Argument(metavar="TARGET", show_default=False, help=(
     "What it runs: HTTPD.CONF, MODULE:APP, APP.PSGI or 'CMD' (see above)."))
-PYTHONPATH = option("--pythonpath", panel=_SERVER, metavar="DIR", help="gunicorn: where to import the app from.")
-PRELOAD = typer.Option("--preload/--no-preload", rich_help_panel=_SERVER, show_default=False, help=(
-    "gunicorn --preload / Starman --preload-app: load the app in the parent before forking (default off, as "
-    "in the servers). The other setting is measured too, for comparison, unless --quick."))
-ENV = option("--env", panel=_SERVER, metavar="NAME=VALUE", help="Set in the server's environment (repeatable).")
-STOP_SIGNAL = option("--stop-signal", panel=_SERVER, metavar="SIG", help=(
-    "command: the signal that stops the server gracefully (default TERM)."))
+
+
+def _server_option(name: str) -> Any:
+    """The command line's form of a server option, as its adapters declare it (pounder.pool)."""
+    declared = SERVER_OPTIONS[name]
+    return option(declared.flag, panel=_SERVER, metavar=declared.metavar, help=declared.help)
+
+
+PYTHONPATH = _server_option("pythonpath")
+PRELOAD = typer.Option("--preload/--no-preload", rich_help_panel=_SERVER, show_default=False,
+                       help=SERVER_OPTIONS["preload"].help)
+ENV = _server_option("env")
+STOP_SIGNAL = _server_option("stop_signal")
 PATH = option("--path", panel=_RUN, metavar="PATH", help="What each request asks for (default /).")
 RESULTS = option("--results", panel=_RUN, metavar="DIR", help=(
     "Where to write the results (default ./pounder-tune-DATE-TIME); must not exist or be empty."))
@@ -153,14 +159,12 @@ def _adapter(server: str | None, target: str | None, *, pythonpath: str | None, 
         raise UsageError("give SERVER TARGET (e.g. 'gunicorn app:app' or 'apache httpd.conf'), --demo or --resume DIR")
     if server not in KINDS:
         raise UsageError(f"unknown server {server!r}: use one of {', '.join(KINDS)}")
-    if stop_signal is not None and server != "command":
-        raise UsageError("--stop-signal is for the command server only")
-    if pythonpath is not None and server != "gunicorn":
-        raise UsageError("--pythonpath is for gunicorn only")
-    if preload is not None and server not in ("gunicorn", "starman"):
-        raise UsageError("--preload is for gunicorn and starman (Apache preloads with PerlRequire in its conf)")
-    if env and server == "apache":
-        raise UsageError("--env is not supported for apache (use SetEnv / PerlSetEnv in the conf)")
+    given = {"stop_signal": stop_signal is not None, "pythonpath": pythonpath is not None,
+             "preload": preload is not None, "env": bool(env)}
+    for name in (name for name, is_given in given.items() if is_given):
+        refused = refused_option(server, name)
+        if refused:
+            raise UsageError(refused)
     return make_adapter(server, target, pythonpath=pythonpath, preload=bool(preload), env=env,
                         stop_signal=stop_signal or "TERM", check=False)  # checked in _plan, after the options
 

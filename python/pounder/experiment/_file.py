@@ -47,7 +47,7 @@ from pounder._files import SMALL_LIMIT, check_input_file
 from pounder._units import plain
 from pounder.compare import MAX_TRIALS, MAX_VARIANTS, MIN_TRIALS, check_label
 from pounder.load import LoadOptions, NotLoopbackError, parse_url, resolve
-from pounder.pool import KINDS, TARGET_FIELDS
+from pounder.pool import KINDS, SERVER_OPTIONS, TARGET_FIELDS, refused_option
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -276,6 +276,10 @@ def _check_load(r: _Reader, key: str, load: LoadSpec) -> None:
         raise r.fail(key, str(error)) from None
 
 
+_SERVER_KEYS = {"pythonpath", "preload", "env"}
+"""The server options an experiment file's [server] may give (of those some servers take)."""
+
+
 @public
 def load_experiment(path: str | Path) -> Experiment:
     """Read and check an experiment file; :class:`ExperimentError` (a UsageError) names the
@@ -329,12 +333,14 @@ def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
     adapter = r.get(server_data, "server", "adapter", str, required=True)
     if adapter not in ADAPTERS:
         raise r.fail("server.adapter", f"unknown adapter {adapter!r} (one of: {', '.join(ADAPTERS)})")
-    allowed = {"adapter", "workers", "max_requests", "env", "preload"}
-    if adapter in TARGET_FIELDS:
+    allowed = {"adapter", "workers", "max_requests", *_SERVER_KEYS}
+    if adapter in TARGET_FIELDS:  # a server pounder starts: the options its adapter declares
         allowed.add(TARGET_FIELDS[adapter])
-    if adapter == "gunicorn":
-        allowed.add("pythonpath")
-    r.table(server_data, "server", allowed)
+        for name in sorted(set(server_data) & _SERVER_KEYS):
+            refused = refused_option(adapter, name)
+            if refused:
+                raise r.fail(f"server.{name}", refused.replace(SERVER_OPTIONS[name].flag, name, 1))
+    r.table(server_data, "server", allowed - ({"pythonpath"} if adapter not in TARGET_FIELDS else set()))
 
     def file_of(name: str) -> Path:
         value = str(r.get(server_data, "server", name, str, required=True))
@@ -424,5 +430,8 @@ def _check_variant(r: _Reader, key: str, variant: VariantSpec, adapter: str) -> 
         _check_url(r, f"{key}.path", _CHECK_HOST + variant.path)
     if variant.config and adapter != "apache":
         raise r.fail(f"{key}.config", "config lines are for the apache adapter")
-    if variant.preload is not None and adapter not in ("gunicorn", "starman"):
-        raise r.fail(f"{key}.preload", "preload is for gunicorn and starman (Apache: PerlRequire in config)")
+    if adapter in TARGET_FIELDS:  # the options its adapter declares (see _server)
+        for name, given in (("preload", variant.preload is not None), ("env", bool(variant.env))):
+            refused = refused_option(adapter, name) if given else None
+            if refused:
+                raise r.fail(f"{key}.{name}", refused.replace(SERVER_OPTIONS[name].flag, name, 1))

@@ -31,16 +31,19 @@
 from pounder.pool._adapters import (
     ADAPTERS,
     KINDS,
+    SERVER_OPTIONS,
     TARGET_FIELDS,
     Adapter,
     ApacheAdapter,
     CommandAdapter,
     GunicornAdapter,
     PoolParams,
+    ServerOption,
     StarmanAdapter,
     adapter_from_dict,
     demo_adapter,
     make_adapter,
+    refused_option,
 )
 from pounder.pool._cpus import check_cpus, split_cpus
 from pounder.pool._queue import QueueWatch
@@ -62,6 +65,7 @@ __all__ = [
     "WARM_FAILING_ROUNDS",
     "ADAPTERS",
     "KINDS",
+    "SERVER_OPTIONS",
     "OLD_TUNE_SCHEMAS",
     "POINT_SCHEMA",
     "RESULT_SCHEMA",
@@ -73,6 +77,7 @@ __all__ = [
     "GunicornAdapter",
     "MemoryFloorError",
     "PoolParams",
+    "ServerOption",
     "QueueWatch",
     "ResultsDir",
     "Runner",
@@ -86,6 +91,7 @@ __all__ = [
     "demo_adapter",
     "growth_per_request",
     "make_adapter",
+    "refused_option",
     "pool_memory",
     "split_cpus",
     "write_file",

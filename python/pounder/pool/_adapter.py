@@ -22,6 +22,46 @@ from pounder.servers import (
 
 @public
 @dataclass(frozen=True)
+class ServerOption:
+    """An option some servers take, declared once: ``name`` is its keyword (``make_adapter``,
+    ``to_dict``, an experiment file's ``[server]`` and ``[[variant]]`` key), ``flag`` and
+    ``metavar`` the command line's, ``help`` what it does; each adapter says which it takes
+    (:attr:`Adapter.options`), and the CLI and experiment files refuse it for the others."""
+
+    name: str
+    flag: str
+    metavar: str
+    help: str
+
+
+SERVER_OPTIONS: Mapping[str, ServerOption] = {option.name: option for option in (
+    ServerOption("pythonpath", "--pythonpath", "DIR", "gunicorn: where to import the app from."),
+    ServerOption("preload", "--preload", "", (
+        "gunicorn --preload / Starman --preload-app: load the app in the parent before forking (default off, as "
+        "in the servers). The other setting is measured too, for comparison, unless --quick.")),
+    ServerOption("env", "--env", "NAME=VALUE", "Set in the server's environment (repeatable)."),
+    ServerOption("stop_signal", "--stop-signal", "SIG",
+                 "command: the signal that stops the server gracefully (default TERM)."),
+)}
+"""The options only some servers take, by name."""
+
+
+def _names(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def option_refused(adapter: type[Adapter], name: str, adapters: Collection[type[Adapter]]) -> str | None:
+    """Why ``adapter`` does not take the server option ``name`` (one line naming the servers that
+    take it, and what to do instead), None when it takes it."""
+    if name in adapter.options:
+        return None
+    takers = _names([other.who for other in adapters if name in other.options])
+    instead = adapter.instead.get(name)
+    return f"{SERVER_OPTIONS[name].flag} is for {takers} only" + (f" ({instead})" if instead else "")
+
+
+@public
+@dataclass(frozen=True)
 class PoolParams:
     """The pool settings of one server start, in the classic (Apache 1.3 / mod_perl guide) names.
 
@@ -76,6 +116,12 @@ class Adapter(abc.ABC):
     names: ClassVar[Mapping[str, str]]
     """The server's own names for max_clients, max_requests, start_servers, min_spare,
     max_spare, preload ("-" where it has none)."""
+    options: ClassVar[frozenset[str]] = frozenset()
+    """The :data:`SERVER_OPTIONS` it takes (by name): the CLI and experiment files refuse the others."""
+    instead: ClassVar[Mapping[str, str]] = {}
+    """For an option it does not take, what its users do instead (said when it is given)."""
+    who: ClassVar[str] = ""
+    """How messages name it ("gunicorn", "the command server")."""
 
     preload: bool = False
     """Whether the user's configuration preloads (the default for :class:`PoolParams`)."""

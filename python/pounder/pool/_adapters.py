@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pounder._errors import UsageError, check_path, public
-from pounder.pool._adapter import Adapter, PoolParams, _env
+from pounder.pool._adapter import SERVER_OPTIONS, Adapter, PoolParams, ServerOption, _env, option_refused
 from pounder.pool._apache import ApacheAdapter
 from pounder.pool._command import CommandAdapter
 from pounder.pool._gunicorn import GunicornAdapter
@@ -34,6 +34,13 @@ ADAPTERS: Mapping[str, type[Adapter]] = {
 KINDS = tuple(ADAPTERS)
 TARGET_FIELDS: Mapping[str, str] = {"apache": "conf", "gunicorn": "app", "starman": "psgi", "command": "command"}
 """What each kind runs, by the name its results and experiment files give it."""
+
+
+@public
+def refused_option(kind: str, name: str) -> str | None:
+    """Why server ``kind`` does not take the option ``name`` of :data:`SERVER_OPTIONS` (one
+    line), None when it does: each adapter declares its options once (``Adapter.options``)."""
+    return option_refused(ADAPTERS[kind], name, ADAPTERS.values())
 
 
 @public
@@ -105,6 +112,8 @@ def demo_adapter() -> GunicornAdapter:
 __all__ = [
     "ADAPTERS",
     "KINDS",
+    "SERVER_OPTIONS",
+    "ServerOption",
     "Adapter",
     "ApacheAdapter",
     "CommandAdapter",
@@ -114,4 +123,5 @@ __all__ = [
     "adapter_from_dict",
     "demo_adapter",
     "make_adapter",
+    "refused_option",
 ]

@@ -31,6 +31,9 @@ class ApacheAdapter(Adapter):
     directives pounder owns replaced, or (from Python) handlers given directly."""
 
     kind = "apache"
+    who = "apache"
+    instead: ClassVar[Mapping[str, str]] = {
+        "preload": "Apache preloads with PerlRequire in its conf", "env": "use SetEnv / PerlSetEnv in the conf"}
     on_demand = True
     max_requests_counts = "connections"
     names: ClassVar[Mapping[str, str]] = {

@@ -28,6 +28,8 @@ class CommandAdapter(Adapter):
     ``{max_requests}`` placeholders (see :class:`~pounder.servers.CommandServer`)."""
 
     kind = "command"
+    who = "the command server"
+    options = frozenset({"env", "stop_signal"})
     names: ClassVar[Mapping[str, str]] = {
         "max_clients": "{workers}", "max_requests": "{max_requests}", "start_servers": "-",
         "min_spare": "-", "max_spare": "-", "preload": "-"}

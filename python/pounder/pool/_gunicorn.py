@@ -33,6 +33,8 @@ class GunicornAdapter(Adapter):
     """gunicorn with sync workers serving ``app`` ("module:callable")."""
 
     kind = "gunicorn"
+    who = "gunicorn"
+    options = frozenset({"pythonpath", "preload", "env"})
     preload_toggle = True
     names: ClassVar[Mapping[str, str]] = {
         "max_clients": "--workers", "max_requests": "--max-requests", "start_servers": "-",

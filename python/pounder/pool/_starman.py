@@ -30,6 +30,8 @@ class StarmanAdapter(Adapter):
     """Starman serving the PSGI file ``psgi``."""
 
     kind = "starman"
+    who = "starman"
+    options = frozenset({"preload", "env"})
     preload_toggle = True
     max_requests_counts = "connections"
     names: ClassVar[Mapping[str, str]] = {
