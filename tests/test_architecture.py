@@ -152,3 +152,28 @@ def test_the_choice_between_this_machine_and_agents_is_made_once() -> None:
     callers = [f"{path.relative_to(PACKAGE.parent)}" for path in sorted(PACKAGE.glob("**/*.py"))
                if "from_options(ray" in path.read_text(encoding="utf-8")]
     assert callers == ["pounder/agents/_cluster.py"]
+
+
+def test_modules_and_functions_stay_small() -> None:
+    """No module of pounder over 600 lines, no function over 80 (issue 26): one concept a module,
+    one step a function."""
+    offences = []
+    for path in sorted(PACKAGE.glob("**/*.py")):
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(PACKAGE.parent)
+        if len(text.splitlines()) > 600:
+            offences.append(f"{where}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text, str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > 80:
+                    offences.append(f"{where}:{node.lineno}: {node.name} has {length} lines")
+    assert offences == []
+
+
+def test_the_tune_face_holds_what_a_library_user_needs() -> None:
+    """tune, resume, the options, the result types, render: at most 25 names (issue 26); the
+    decision functions are private, tested where they live."""
+    import pounder.tune
+
+    assert len(pounder.tune.__all__) <= 25

@@ -156,7 +156,7 @@ def test_cli_bad_load_or_label_is_one_line_before_any_directory(tmp_path: Path, 
 def test_run_experiment_checks_a_hand_built_load_before_any_directory(tmp_path: Path) -> None:
     """An Experiment built in code (not by load_experiment) is checked too, before its results directory."""
     path = tmp_path / "e.toml"
-    path.write_text(GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"\n', 'adapter = "url"\n')
+    path.write_text(GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"\nworkers = 2\n', 'adapter = "url"\n')
                     .replace('path = "/"', 'url = "http://127.0.0.1:1/a"')
                     .replace('path = "/cpu?ms=1"', 'url = "http://127.0.0.1:1/b"'))
     exp = dataclasses.replace(load_experiment(path), loads=(LoadSpec(duration="0s"),))
@@ -186,7 +186,7 @@ def test_run_experiment_with_more_agents_than_a_load_has_connections_stops_befor
     """Each agent needs a connection of its own: refused before a server starts or a cluster is
     contacted (there is none at 127.0.0.1:1)."""
     path = tmp_path / "e.toml"
-    path.write_text(GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"\n', 'adapter = "url"\n')
+    path.write_text(GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"\nworkers = 2\n', 'adapter = "url"\n')
                     .replace('path = "/"', 'url = "http://127.0.0.1:1/a"')
                     .replace('path = "/cpu?ms=1"', 'url = "http://127.0.0.1:1/b"'))
     exp = dataclasses.replace(load_experiment(path), loads=(LoadSpec(connections=2, requests=100),))
@@ -216,6 +216,8 @@ COMMAND = GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"\n', 'adapter 
     (COMMAND, 'label = "b"', 'label = "b"\npreload = false', 18, "variant[1].preload: preload is for gunicorn and "
                                                                   "starman only"),
     (GOOD, "workers = 2", "workers = 2\nstop_signal = \"INT\"", 7, "server.stop_signal: unknown key"),
+    (GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"\n', 'adapter = "url"\n'), "workers = 2",
+     "preload = true", 5, "server.preload: with adapter 'url' pounder starts no server: preload would change nothing"),
 ])
 def test_server_options_follow_what_each_adapter_declares(tmp_path: Path, text: str, old: str, new: str, line: int,
                                                           message: str) -> None:

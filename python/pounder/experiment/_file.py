@@ -333,6 +333,10 @@ def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
     adapter = r.get(server_data, "server", "adapter", str, required=True)
     if adapter not in ADAPTERS:
         raise r.fail("server.adapter", f"unknown adapter {adapter!r} (one of: {', '.join(ADAPTERS)})")
+    if adapter not in TARGET_FIELDS:  # "url": the variants' own servers, which pounder does not start
+        for name in sorted(set(server_data) - {"adapter"}):
+            raise r.fail(f"server.{name}", f"with adapter {adapter!r} pounder starts no server: {name} would change "
+                                          "nothing (give the variants' URLs only)")
     allowed = {"adapter", "workers", "max_requests", *_SERVER_KEYS}
     if adapter in TARGET_FIELDS:  # a server pounder starts: the options its adapter declares
         allowed.add(TARGET_FIELDS[adapter])
@@ -340,7 +344,7 @@ def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
             refused = refused_option(adapter, name)
             if refused:
                 raise r.fail(f"server.{name}", refused.replace(SERVER_OPTIONS[name].flag, name, 1))
-    r.table(server_data, "server", allowed - ({"pythonpath"} if adapter not in TARGET_FIELDS else set()))
+    r.table(server_data, "server", allowed)
 
     def file_of(name: str) -> Path:
         value = str(r.get(server_data, "server", name, str, required=True))
