@@ -5,7 +5,7 @@ recommendation. The servers' logs are left out; the apps' folder in tune.json is
 
 Record again when what a point stores changes, on a quiet machine, one run at a time:
 
-    python tests/data/record.py             # every run (about 11 minutes on 2 cores)
+    python tests/data/record.py             # every run (about 14 minutes on 2 cores)
     python tests/data/record.py tune-apache # one
 """
 
@@ -71,6 +71,13 @@ RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = 
     "tune-twice": (_gunicorn, lambda: make_options(path="/cpu?ms=4", ram="1G", max_children=3, mrpc="0,100",
                                                    **QUICK),
                    "the run tests/e2e/test_tune_method.py makes again and compares with this one"),
+    "tune-io": (_gunicorn, lambda: make_options(path="/sleep?ms=30", clients=32, ram="4G", mrpc="0", max_children=48,
+                                                **QUICK),
+                "an I/O-bound app (30 ms waits) at 32 clients: a child per client, the concurrency arithmetic"),
+    "tune-outgrow": (_gunicorn, lambda: make_options(path="/age?after_s=6&mib=48", ram="160M", mrpc="0",
+                                                     max_children=4, measure_children=2, clients=4, keepalive=True,
+                                                     proxy=False, **QUICK),
+                     "children that grow 48 MiB once 6 s old: the confirmation catches the pool over budget"),
 }
 
 

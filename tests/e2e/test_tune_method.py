@@ -1,10 +1,12 @@
 """``pounder tune`` sizes the pool by the method, from repeated measurements (issue 15), on real
-gunicorn servers, loopback only.
+gunicorn servers, loopback only: the same app tuned twice gives the same answer (a run measured now
+against one recorded on another day).
 
-Every run here is short (``--quick``, 1 s points, 3 trials); the expected figures come from the
-app's known behaviour (a 30 ms wait, a child that grows once it is old), never from pounder's own
-numbers; and every run's printed reasons are checked against its tables
-(:func:`support.tune_check.check_consistent`).
+The run here is short (``--quick``, 1 s points, 3 trials) and its printed reasons are checked
+against its tables (:func:`support.tune_check.check_consistent`). The decisions for an I/O-bound
+app and for a pool that outgrows its budget are made again on recorded runs
+(tests/tune/test_recorded.py: tune-io, tune-outgrow); the figures they rest on are checked live
+against the apps' known behaviour (tests/pool/test_runner.py, tests/e2e/test_server_measurements.py).
 """
 
 from __future__ import annotations
@@ -44,30 +46,6 @@ def _tune(results: Path, path: str, *args: str) -> tuple[subprocess.CompletedPro
     return done, data
 
 
-def test_an_io_bound_app_gets_a_child_per_client_and_the_concurrency_arithmetic(tmp_path: Path) -> None:
-    # every request waits 30 ms without CPU: 32 clients need 32 children, whatever the cores
-    done, data = _tune(tmp_path / "io", "/sleep?ms=30", "--clients", "32", "--ram", "4G", "--mrpc", "0",
-                       "--max-children", "48")
-    assert done.returncode == 0, done.stderr
-    assert 28 <= data["params"]["max_clients"] <= 36, data["children"]
-    reasons = " ".join(data["children"]["reasons"] + data["advice"])
-    # the concurrency arithmetic: throughput = children / the time a child is held per request
-    # (32 clients for 32 children: none waits for a free child, so the busy time is an upper bound)
-    assert "throughput is concurrency" in reasons and "32 children serve at least 32 / " in reasons, reasons
-    assert "so this is an upper bound" in reasons, reasons
-    assert "because the load offered 32 concurrent clients" in reasons, reasons
-    assert "waits on something else" not in done.stdout and "wait on something else" not in done.stdout
-    # throughput = children / busy time while the children are the limit: 16 children ~ 16 / 30 ms
-    at16 = next(p for p in data["sweep"] if p["children"] == 16)
-    assert 0.6 * 16 / 0.030 <= at16["rps"] <= 16 / 0.030 * 1.05, at16["rps"]
-    confirmation = data["confirmation"]
-    assert confirmation["connections"] == 32 and confirmation["ok"], confirmation
-    # the sweep ran at the offered load (32 clients): its points are the pools, none measured twice
-    assert data["pools"]["reasons"][0].startswith("the children sweep measured these pools at the offered load")
-    assert not list((tmp_path / "io" / "points").glob("pool-*")), "a pool was measured again"
-    assert {p["connections"] for p in data["pools"]["points"]} == {32}
-
-
 def test_the_same_app_tuned_twice_gives_the_same_answer(tmp_path: Path) -> None:
     # the first run is a recorded one (tests/data/tune-twice, made with the same options on another
     # day: tests/data/record.py), decided again by this pounder; the second is measured now
@@ -91,26 +69,3 @@ def test_the_same_app_tuned_twice_gives_the_same_answer(tmp_path: Path) -> None:
         first["max_requests"]["reasons"], second["max_requests"]["reasons"])
 
 
-def test_a_pool_that_outgrows_its_budget_is_caught_by_the_confirmation_and_lowered(tmp_path: Path) -> None:
-    # each child allocates 48 MiB once it is 6 s old: after the size measurement, before the confirmation
-    # kept-alive clients with no proxy hold a child each: the pool covers the 4 connections (the
-    # memory bound, here), as large as the sizes step allows
-    done, data = _tune(tmp_path / "age", "/age?after_s=6&mib=48", "--ram", "160M", "--mrpc", "0",
-                       "--max-children", "4", "--measure-children", "2", "--clients", "4", "--keepalive",
-                       "--no-proxy")
-    first = json.loads((tmp_path / "age" / "points" / "confirm.json").read_text())["summary"]
-    # the first confirmation measured the pool over the budget (the sizes step could not see it)
-    assert first["footprint"] > data["memory"]["ram"], first
-    # so the pool is lowered by the measured footprint and confirmed again
-    confirmation = data["confirmation"]
-    assert confirmation["lowered_from"] == {"children": first["children"], "footprint": first["footprint"]}
-    fewer = min(first["children"] - 1, first["children"] * data["memory"]["ram"] // first["footprint"])
-    assert confirmation["children"] == data["params"]["max_clients"] == max(1, fewer), (confirmation, first)
-    assert data["children"]["decided_by"] == "confirmation"
-    assert "the measurement beats the sizes' prediction" in data["children"]["reasons"][-1]
-    again = json.loads((tmp_path / "age" / "points" / "confirm-lowered.json").read_text())["summary"]
-    assert again["children"] == confirmation["children"] and again["footprint"] == confirmation["footprint"]
-    if confirmation["ok"]:
-        assert done.returncode == 0, done.stdout + done.stderr
-    else:  # still over (the lowered children grew as well): caught, exit 1
-        assert done.returncode == 1 and "did not pass its confirmation run" in done.stderr

@@ -242,6 +242,19 @@ def test_the_accept_queue_says_when_every_child_was_busy(tmp_path: Path) -> None
     assert not processes_mentioning(str(tmp_path))
 
 
+def test_an_io_bound_pool_serves_children_over_the_wait(tmp_path: Path) -> None:
+    """16 workers that each wait 30 ms per request, 32 clients: the pool serves about 16 / 30 ms,
+    whatever the cores; the recorded I/O-bound run's decisions rest on this
+    (tests/tune/test_recorded.py, tune-io)."""
+    runner = _runner(tmp_path, "/sleep?ms=30")
+    with runner.started(PoolParams(16)) as server:
+        runner.warm(server, rounds=1)
+        result = runner.bench(server, 32, duration=1.5)
+    assert result.requests.failed == 0
+    assert 0.6 * 16 / 0.030 <= result.derived.requests_per_s <= 16 / 0.030 * 1.05, result.derived.requests_per_s
+    assert not processes_mentioning(str(tmp_path))
+
+
 def _keepalive_adapter(kind: str) -> ApacheAdapter | StarmanAdapter:
     missing = starman_missing() if kind == "starman" else apache_missing(perl=True)
     if missing is not None:

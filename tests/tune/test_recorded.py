@@ -22,16 +22,21 @@ from support.recorded import decided_again, recorded_copy
 from support.schemas import validate_results_dir
 from support.tune_check import check_consistent
 
-RUNS = ["tune-demo", "tune-noleak", "tune-cpu", "tune-twice", "tune-apache", "tune-accesslog"]
+RUNS = ["tune-demo", "tune-noleak", "tune-cpu", "tune-twice", "tune-apache", "tune-accesslog", "tune-io",
+        "tune-outgrow"]
 
 
 def _decided(name: str, tmp_path: Path) -> dict[str, Any]:
+    return _decided_with_text(name, tmp_path)[0]
+
+
+def _decided_with_text(name: str, tmp_path: Path) -> tuple[dict[str, Any], str]:
     if name == "tune-apache" and apache_missing(perl=True):
         pytest.skip(str(apache_missing(perl=True)))
     data, text = decided_again(name, tmp_path)
     validate_results_dir(tmp_path / name)
     check_consistent(text, data)
-    return data
+    return data, text
 
 
 @pytest.mark.parametrize("name", RUNS)
@@ -148,3 +153,45 @@ def test_an_access_log_is_the_target_and_its_mix_the_load(tmp_path: Path) -> Non
     sizes = sorted(p["children"] for p in pools["points"])
     assert sizes[0] <= children["needed"] and sizes[-1] == 16, sizes
     assert data["params"]["max_clients"] == pools["chosen"]
+
+
+def test_an_io_bound_app_gets_a_child_per_client_and_the_concurrency_arithmetic(tmp_path: Path) -> None:
+    """Every request waits 30 ms without CPU: 32 clients need 32 children, whatever the cores (the
+    throughput = children / 30 ms that this rests on is measured live in tests/pool/test_runner.py)."""
+    data, text = _decided_with_text("tune-io", tmp_path)
+    assert 28 <= data["params"]["max_clients"] <= 36, data["children"]
+    reasons = " ".join(data["children"]["reasons"] + data["advice"])
+    # the concurrency arithmetic: throughput = children / the time a child is held per request
+    # (32 clients for 32 children: none waits for a free child, so the busy time is an upper bound)
+    assert "throughput is concurrency" in reasons and "32 children serve at least 32 / " in reasons, reasons
+    assert "so this is an upper bound" in reasons, reasons
+    assert "because the load offered 32 concurrent clients" in reasons, reasons
+    assert "waits on something else" not in text and "wait on something else" not in text
+    at16 = next(p for p in data["sweep"] if p["children"] == 16)
+    assert 0.6 * 16 / 0.030 <= at16["rps"] <= 16 / 0.030 * 1.05, at16["rps"]
+    confirmation = data["confirmation"]
+    assert confirmation["connections"] == 32 and confirmation["ok"], confirmation
+    # the sweep ran at the offered load (32 clients): its points are the pools, none measured twice
+    assert data["pools"]["reasons"][0].startswith("the children sweep measured these pools at the offered load")
+    assert not list((tmp_path / "tune-io" / "points").glob("pool-*")), "a pool was measured again"
+    assert {p["connections"] for p in data["pools"]["points"]} == {32}
+
+
+def test_a_pool_that_outgrows_its_budget_is_caught_by_the_confirmation_and_lowered(tmp_path: Path) -> None:
+    """Each child allocates 48 MiB once it is 6 s old: after the size measurement, before the
+    confirmation. Kept-alive clients with no proxy hold a child each: the pool covers the 4
+    connections (the memory bound, here), as large as the sizes step allows."""
+    data = _decided("tune-outgrow", tmp_path)
+    points = tmp_path / "tune-outgrow" / "points"
+    first = json.loads((points / "confirm.json").read_text())["summary"]
+    # the first confirmation measured the pool over the budget (the sizes step could not see it)
+    assert first["footprint"] > data["memory"]["ram"], first
+    # so the pool is lowered by the measured footprint and confirmed again
+    confirmation = data["confirmation"]
+    assert confirmation["lowered_from"] == {"children": first["children"], "footprint": first["footprint"]}
+    fewer = min(first["children"] - 1, first["children"] * data["memory"]["ram"] // first["footprint"])
+    assert confirmation["children"] == data["params"]["max_clients"] == max(1, fewer), (confirmation, first)
+    assert data["children"]["decided_by"] == "confirmation"
+    assert "the measurement beats the sizes' prediction" in data["children"]["reasons"][-1]
+    again = json.loads((points / "confirm-lowered.json").read_text())["summary"]
+    assert again["children"] == confirmation["children"] and again["footprint"] == confirmation["footprint"]
