@@ -165,8 +165,9 @@ def _adapter(server: str | None, target: str | None, *, pythonpath: str | None, 
         refused = refused_option(server, name)
         if refused:
             raise UsageError(refused)
-    return make_adapter(server, target, pythonpath=pythonpath, preload=bool(preload), env=env,
-                        stop_signal=stop_signal or "TERM", check=False)  # checked in _plan, after the options
+    stop = stop_signal or str(SERVER_OPTIONS["stop_signal"].default)
+    return make_adapter(server, target, pythonpath=pythonpath, preload=bool(preload), env=env, stop_signal=stop,
+                        check=False)  # checked in _plan, after the options
 
 
 def _int(text: str | None, what: str) -> int | None:

@@ -25,23 +25,25 @@ from pounder.servers import (
 class ServerOption:
     """An option some servers take, declared once: ``name`` is its keyword (``make_adapter``,
     ``to_dict``, an experiment file's ``[server]`` and ``[[variant]]`` key), ``flag`` and
-    ``metavar`` the command line's, ``help`` what it does; each adapter says which it takes
-    (:attr:`Adapter.options`), and the CLI and experiment files refuse it for the others."""
+    ``metavar`` the command line's, ``help`` what it does, ``default`` its value when not given;
+    each adapter says which it takes (:attr:`Adapter.options`), and the CLI and experiment files
+    refuse it for the others."""
 
     name: str
     flag: str
     metavar: str
     help: str
+    default: str | bool | None = None
 
 
 SERVER_OPTIONS: Mapping[str, ServerOption] = {option.name: option for option in (
     ServerOption("pythonpath", "--pythonpath", "DIR", "gunicorn: where to import the app from."),
     ServerOption("preload", "--preload", "", (
         "gunicorn --preload / Starman --preload-app: load the app in the parent before forking (default off, as "
-        "in the servers). The other setting is measured too, for comparison, unless --quick.")),
+        "in the servers). The other setting is measured too, for comparison, unless --quick."), False),
     ServerOption("env", "--env", "NAME=VALUE", "Set in the server's environment (repeatable)."),
     ServerOption("stop_signal", "--stop-signal", "SIG",
-                 "command: the signal that stops the server gracefully (default TERM)."),
+                 "command: the signal that stops the server gracefully (default TERM).", "TERM"),
 )}
 """The options only some servers take, by name."""
 
