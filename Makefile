@@ -25,7 +25,7 @@ deps-system:
 	else echo "note: missing Debian packages:$$missing (tests that need them are skipped)"; fi
 
 deps-python:
-	$(PIP) install -q --disable-pip-version-check "maturin>=1.7,<2" "pytest>=8" "jsonschema>=4.18" "gunicorn>=22" \
+	$(PIP) install -q --disable-pip-version-check "maturin>=1.7,<2" "pytest>=8" "pytest-xdist>=3.5" "jsonschema>=4.18" "gunicorn>=22" \
 		"ruff>=0.5" "mypy>=1.10" typer rich psutil types-psutil types-jsonschema "jinja2>=3.1" "matplotlib>=3.8" "ray>=2.60,<3"
 
 # Builds the Rust extension (release) and installs the package in editable mode.
@@ -41,8 +41,11 @@ lint:
 cargo-test:
 	cargo test --workspace --exclude pounder-py -q
 
+# The end-to-end tests measure real servers: one at a time, alone on the machine. The rest run on
+# two workers (pytest-xdist).
 pytest:
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n 2 --ignore=tests/e2e tests
+	$(PYTHON) -m pytest -q tests/e2e
 
 demo: deps-python build
 	rm -rf pounder-demo-results

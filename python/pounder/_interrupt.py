@@ -23,7 +23,7 @@ from types import FrameType
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 128 + signal.SIGTERM
-STUCK_S = 0.5
+STUCK_S = 0.3
 """How long the main thread has, after a signal in a :func:`watched` stretch, to leave it before
 the watcher ends the command."""
 

@@ -51,7 +51,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = _pounder(base / "cwd", "gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR),
                     "--env", "APP_DATA_MB=1", "--quick", "--point-duration", "500ms", "--mrpc", "0",
                     "--max-children", "2", "--measure-children", "1", "--requests-per-child", "20",
-                    "--results", str(results))
+                    "--no-confirm", "--results", str(results))
     assert done.returncode == 0, done.stderr
     assert not processes_mentioning(str(results))
     check_consistent(done.stdout, json.loads((results / "recommendation.json").read_text()))

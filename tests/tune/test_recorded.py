@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,15 @@ def test_the_spare_setting_is_never_one_measured_worse_than_the_defaults(tmp_pat
         assert after["p99_ms"] < before["p99_ms"], (before, after)
         assert after["p99_low"] <= before["p99_high"], (before, after)  # not distinguishably worse
     assert "StartServers" in data["config"]
+    # the snippet in Apache's own names, with the numbers decided
+    for name, value in (("MaxRequestWorkers", data["params"]["max_clients"]),
+                        ("MaxConnectionsPerChild", data["params"]["max_requests"])):
+        found = re.search(rf"^\s+{name}\s+(\d+)$", data["config"], re.MULTILINE)
+        assert found is not None and int(found[1]) == value, (name, data["config"])
+    # the pools compared at the clients given (4), never above the memory bound
+    chosen, bound = data["params"]["max_clients"], data["memory"]["max_clients"]
+    assert data["offered"]["connections"] == 4 and chosen <= bound
+    assert any(line.startswith("the memory bound: at most") for line in data["why"]), data["why"]
 
 
 def test_a_run_is_decided_with_the_cpus_it_was_measured_on(tmp_path: Path) -> None:
