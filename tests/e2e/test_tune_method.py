@@ -12,7 +12,6 @@ against the apps' known behaviour (tests/pool/test_runner.py, tests/e2e/test_ser
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -52,7 +51,7 @@ def test_the_same_app_tuned_twice_gives_the_same_answer(tmp_path: Path) -> None:
     first, _ = decided_again("tune-twice", tmp_path / "recorded")
     if first["cores"] != available_cpus():
         pytest.skip(f"recorded with {first['cores']} CPUs for the server, this machine has {available_cpus()}")
-    done, second = _tune(tmp_path / "second", "/cpu?ms=4", "--ram", "1G", "--max-children", "3", "--mrpc", "0,100")
+    done, second = _tune(tmp_path / "second", "/cpu?ms=4", "--ram", "1G", "--max-children", "3", "--mrpc", "0")
     assert done.returncode == 0, done.stderr
     # no target: the pools compared at 3 clients; noise may move the choice by one candidate
     sizes = sorted(p["children"] for p in first["pools"]["points"])
@@ -61,11 +60,7 @@ def test_the_same_app_tuned_twice_gives_the_same_answer(tmp_path: Path) -> None:
         sizes.index(chosen[1]) - sizes.index(chosen[0])) <= 1), (chosen, sizes)
     knees = sorted([first["children"]["throughput"], second["children"]["throughput"]])
     assert knees[1] <= 2 * knees[0], knees  # within one step of the sweep (1, 2, 4)
-
-    def decade(value: int) -> int:
-        return -1 if value == 0 else int(math.log10(value))
-
-    assert decade(first["params"]["max_requests"]) == decade(second["params"]["max_requests"]), (
-        first["max_requests"]["reasons"], second["max_requests"]["reasons"])
+    # (MaxRequestsPerChild is not swept here: an app that keeps nothing gets unlimited, decided on
+    # the recorded tune-noleak run in tests/tune/test_recorded.py)
 
 
