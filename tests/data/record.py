@@ -31,6 +31,10 @@ def _gunicorn() -> Adapter:
     return GunicornAdapter("wsgi_app:app", pythonpath=str(APPS))
 
 
+def _gunicorn_env() -> Adapter:
+    return GunicornAdapter("wsgi_app:app", pythonpath=str(APPS), env={"APP_DATA_MB": "1"})
+
+
 def _apache() -> Adapter:
     return ApacheAdapter(perl_handlers={"/hello": "PounderTest::Hello"}, startup_pl=PERL / "startup.pl",
                          perl_lib=PERL / "lib")
@@ -70,6 +74,11 @@ RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = 
                        "an access log as the target: its busiest second (200 requests) and its mix (7 : 3)"),
     "tune-twice": (_gunicorn, lambda: make_options(path="/cpu?ms=4", ram="1G", max_children=3, mrpc="0", **QUICK),
                    "the run tests/e2e/test_tune_method.py makes again and compares with this one"),
+    "tune-outputs": (_gunicorn_env, lambda: make_options(path="/", mrpc="0", max_children=2, measure_children=1,
+                                                         requests_per_child=20, confirm=False, quick=True,
+                                                         point_duration="500ms"),
+                     "what a finished run leaves (the recommended command line and gunicorn.conf.py, resume): "
+                     "tests/e2e/test_tune_outputs.py"),
     "tune-io": (_gunicorn, lambda: make_options(path="/sleep?ms=30", clients=32, ram="4G", mrpc="0", max_children=48,
                                                 **QUICK),
                 "an I/O-bound app (30 ms waits) at 32 clients: a child per client, the concurrency arithmetic"),

@@ -5,8 +5,9 @@
 * item 14: a corrupt point file stops ``tune --resume DIR`` before anything starts, with one line
   naming the file and what to do (exit 2); once it is removed the point is measured again.
 
-One run for the whole module (gunicorn, 1-2 children, 500 ms points: a few seconds); every
-server started here is stopped, and no process of the run outlives it.
+One finished run for the whole module: a real run recorded in tests/data/tune-outputs (gunicorn,
+1-2 children, 500 ms points), decided again here; the resumes measure for real. Every server
+started here is stopped, and no process of the run outlives it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pytest
 
 from pounder.servers import free_port, gunicorn_missing
 from support.leftovers import processes_mentioning
+from support.recorded import decided_again
 from support.schemas import validate_results_dir
 from support.tune_check import check_consistent
 
@@ -43,19 +45,13 @@ def _pounder(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The results directory of a finished run, started from a directory without the app (so
-    --pythonpath is what finds it), with an environment variable the app reads."""
+    """The results directory of a finished run: the recorded tests/data/tune-outputs (gunicorn with
+    --pythonpath and an environment variable the app reads, 500 ms points), decided again here so
+    that its recommendation names this checkout's paths (nothing is measured)."""
     base = tmp_path_factory.mktemp("tune-outputs")
-    (base / "cwd").mkdir()
-    results = base / "run"
-    done = _pounder(base / "cwd", "gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR),
-                    "--env", "APP_DATA_MB=1", "--quick", "--point-duration", "500ms", "--mrpc", "0",
-                    "--max-children", "2", "--measure-children", "1", "--requests-per-child", "20",
-                    "--no-confirm", "--results", str(results))
-    assert done.returncode == 0, done.stderr
-    assert not processes_mentioning(str(results))
-    check_consistent(done.stdout, json.loads((results / "recommendation.json").read_text()))
-    return results
+    data, text = decided_again("tune-outputs", base)
+    check_consistent(text, data)
+    return base / "tune-outputs"
 
 
 def _serve(words: list[str], cwd: Path) -> str:
