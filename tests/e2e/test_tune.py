@@ -40,19 +40,18 @@ def _tune(*args: str, timeout_s: float = TUNE_LIMIT_S) -> subprocess.CompletedPr
                           timeout=timeout_s, check=False)
 
 
-def _sizes_only(results: Path, *args: str) -> dict[str, Any]:
-    """A real ``pounder tune`` (``args``, ``--results results``) stopped by Ctrl-C once its size
-    measurement is stored: the ``summary.json`` it wrote (the size measurement, the leak verdict,
-    the memory bound: what the run derived from it), validated. The decisions after it are tested
-    on recorded runs (tests/tune/test_recorded.py)."""
+def _stopped(results: Path, args: tuple[str, ...], when: Path, after_s: float = 0.0) -> str:
+    """A real ``pounder tune`` (``args``, ``--results results``) stopped by Ctrl-C ``after_s`` after
+    ``when`` exists: its stderr, once it has exited with 130 leaving no server process."""
     proc = subprocess.Popen([sys.executable, "-m", "pounder", "tune", *args, "--results", str(results)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + TUNE_LIMIT_S
-        while not (results / "summary.json").exists():
+        while not when.exists():
             assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the size measurement did not finish in time"
+            assert time.monotonic() < deadline, f"no {when.name} in time"
             time.sleep(0.05)
+        time.sleep(after_s)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -61,6 +60,14 @@ def _sizes_only(results: Path, *args: str) -> dict[str, Any]:
             proc.communicate()
     assert proc.returncode == 130, err
     assert not processes_mentioning(str(results)), "a server process outlived pounder tune"
+    return err
+
+
+def _sizes_only(results: Path, *args: str) -> dict[str, Any]:
+    """A real ``pounder tune`` stopped once its size measurement is stored: the ``summary.json`` it
+    wrote (the size measurement, the leak verdict, the memory bound: what the run derived from
+    it), validated. The decisions after it are tested on recorded runs (tests/tune/test_recorded.py)."""
+    _stopped(results, args, results / "summary.json")
     validate_results_dir(results, finished=False)
     summary: dict[str, Any] = json.loads((results / "summary.json").read_text())
     assert summary["measure"] == json.loads((results / "points" / "sizes.json").read_text())["summary"]
@@ -173,26 +180,11 @@ def test_the_size_measurement_finds_a_known_leak(tmp_path: Path) -> None:
 @pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
 def test_sigint_leaves_no_server_and_resume_finishes(tmp_path: Path) -> None:
     results = tmp_path / "interrupted"
-    argv = [sys.executable, "-m", "pounder", "tune", "gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR),
-            "--quick", "--point-duration", "1s", "--mrpc", "0", "--max-children", "1", "--no-confirm",
-            "--results", str(results)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not (results / "points" / "children-1-t1.json").exists():
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no point measured in time"
-            time.sleep(0.1)
-        time.sleep(1.0)  # in the middle of the next point
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, err
+    args = ("gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--quick", "--point-duration", "1s", "--mrpc",
+            "0", "--max-children", "1", "--no-confirm")
+    # in the middle of the point after the first sweep point
+    err = _stopped(results, args, results / "points" / "children-1-t1.json", after_s=1.0)
     assert "--resume" in err and "Traceback" not in err
-    assert not processes_mentioning(str(results)), "a server process outlived pounder tune"
     measured = {p.name: p.read_bytes() for p in (results / "points").glob("*.json")}
     assert "sizes.json" in measured and "children-1-t1.json" in measured
     assert not (results / "recommendation.json").exists()
