@@ -61,7 +61,7 @@ clean:
 	rm -rf build dist python/pounder/*.so
 
 # The hostile pass of issue 25 (tests/families/run.py): 380 faults and bad inputs, each held to
-# the promises; root (tmpfs mounts, unshare, prlimit), about 7 minutes; not part of `make test`.
+# the promises; root (tmpfs mounts, unshare, prlimit), about 6 minutes; not part of `make test`.
 .PHONY: families
 families: build
 	$(PYTHON) tests/families/run.py

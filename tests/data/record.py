@@ -5,7 +5,7 @@ recommendation. The servers' logs are left out; the apps' folder in tune.json is
 
 Record again when what a point stores changes, on a quiet machine, one run at a time:
 
-    python tests/data/record.py             # every run (about 14 minutes on 2 cores)
+    python tests/data/record.py             # every run (each takes one to three minutes)
     python tests/data/record.py tune-apache # one
 """
 

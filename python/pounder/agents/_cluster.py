@@ -30,7 +30,7 @@ class Cluster(Sender):
 
     address: str
     agents: int | None = None
-    per_node: int | None = None  # type: ignore[assignment]  # the Sender's, known once placed
+    per_node: int | None = None
     distributed = True
 
     def __post_init__(self) -> None:
@@ -83,7 +83,6 @@ class Cluster(Sender):
     def run(self, spec: BenchSpec, on_progress: ProgressCallback | None = None, sampler: ServerSampler | None = None,
             *, agents: int | None = None) -> BenchResult:
         """One load from the agents, placed for it and stopped after it (see :func:`run_bench_ray`)."""
-        check_type(spec, BenchSpec, "run_bench_ray: spec", "a BenchSpec")
         self.check(spec)
         with self.open() as pool:
             return pool.run(spec, on_progress, sampler, agents=agents)

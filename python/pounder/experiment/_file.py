@@ -47,7 +47,7 @@ from pounder._files import SMALL_LIMIT, check_input_file
 from pounder._units import plain
 from pounder.compare import MAX_TRIALS, MAX_VARIANTS, MIN_TRIALS, check_label
 from pounder.load import LoadOptions, NotLoopbackError, parse_url, resolve
-from pounder.pool import KINDS, SERVER_OPTIONS, TARGET_FIELDS, refused_option
+from pounder.pool import KINDS, TARGET_FIELDS, refused_option
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -280,6 +280,13 @@ _SERVER_KEYS = {"pythonpath", "preload", "env"}
 """The server options an experiment file's [server] may give (of those some servers take)."""
 
 
+def _refuse(r: _Reader, table: str, adapter: str, name: str) -> None:
+    """The server option ``name`` given in ``table``, refused when ``adapter`` does not take it."""
+    refused = refused_option(adapter, name, called=name)
+    if refused:
+        raise r.fail(f"{table}.{name}", refused)
+
+
 @public
 def load_experiment(path: str | Path) -> Experiment:
     """Read and check an experiment file; :class:`ExperimentError` (a UsageError) names the
@@ -334,17 +341,15 @@ def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
     if adapter not in ADAPTERS:
         raise r.fail("server.adapter", f"unknown adapter {adapter!r} (one of: {', '.join(ADAPTERS)})")
     if adapter not in TARGET_FIELDS:  # "url": the variants' own servers, which pounder does not start
-        for name in sorted(set(server_data) - {"adapter"}):
-            raise r.fail(f"server.{name}", f"with adapter {adapter!r} pounder starts no server: {name} would change "
-                                          "nothing (give the variants' URLs only)")
-    allowed = {"adapter", "workers", "max_requests", *_SERVER_KEYS}
-    if adapter in TARGET_FIELDS:  # a server pounder starts: the options its adapter declares
-        allowed.add(TARGET_FIELDS[adapter])
+        extra = sorted(set(server_data) - {"adapter"})
+        if extra:
+            raise r.fail(f"server.{extra[0]}", f"with adapter {adapter!r} pounder starts no server: {extra[0]} "
+                                               "would change nothing (give the variants' URLs only)")
+    else:  # a server pounder starts: the options its adapter declares
         for name in sorted(set(server_data) & _SERVER_KEYS):
-            refused = refused_option(adapter, name)
-            if refused:
-                raise r.fail(f"server.{name}", refused.replace(SERVER_OPTIONS[name].flag, name, 1))
-    r.table(server_data, "server", allowed)
+            _refuse(r, "server", adapter, name)
+    r.table(server_data, "server", {"adapter", "workers", "max_requests", *_SERVER_KEYS,
+                                    *([TARGET_FIELDS[adapter]] if adapter in TARGET_FIELDS else [])})
 
     def file_of(name: str) -> Path:
         value = str(r.get(server_data, "server", name, str, required=True))
@@ -436,6 +441,5 @@ def _check_variant(r: _Reader, key: str, variant: VariantSpec, adapter: str) -> 
         raise r.fail(f"{key}.config", "config lines are for the apache adapter")
     if adapter in TARGET_FIELDS:  # the options its adapter declares (see _server)
         for name, given in (("preload", variant.preload is not None), ("env", bool(variant.env))):
-            refused = refused_option(adapter, name) if given else None
-            if refused:
-                raise r.fail(f"{key}.{name}", refused.replace(SERVER_OPTIONS[name].flag, name, 1))
+            if given:
+                _refuse(r, key, adapter, name)

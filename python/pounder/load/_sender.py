@@ -36,9 +36,6 @@ class Sender(abc.ABC):
     address: str | None = None
     """Where the agents are (a cluster's address), None for this machine's engine."""
 
-    per_node: int = 1
-    """How many agents share a node."""
-
     @property
     def count(self) -> int:
         """How many send each load (agents; 1 for this machine's engine)."""

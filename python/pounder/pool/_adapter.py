@@ -52,14 +52,16 @@ def _names(words: list[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def option_refused(adapter: type[Adapter], name: str, adapters: Collection[type[Adapter]]) -> str | None:
+def option_refused(adapter: type[Adapter], name: str, adapters: Collection[type[Adapter]],
+                   called: str | None = None) -> str | None:
     """Why ``adapter`` does not take the server option ``name`` (one line naming the servers that
-    take it, and what to do instead), None when it takes it."""
+    take it, and what to do instead; the option called ``called``, default its flag), None when it
+    takes it."""
     if name in adapter.options:
         return None
     takers = _names([other.who for other in adapters if name in other.options])
     instead = adapter.instead.get(name)
-    return f"{SERVER_OPTIONS[name].flag} is for {takers} only" + (f" ({instead})" if instead else "")
+    return f"{called or SERVER_OPTIONS[name].flag} is for {takers} only" + (f" ({instead})" if instead else "")
 
 
 @public

@@ -37,10 +37,11 @@ TARGET_FIELDS: Mapping[str, str] = {"apache": "conf", "gunicorn": "app", "starma
 
 
 @public
-def refused_option(kind: str, name: str) -> str | None:
+def refused_option(kind: str, name: str, called: str | None = None) -> str | None:
     """Why server ``kind`` does not take the option ``name`` of :data:`SERVER_OPTIONS` (one
-    line), None when it does: each adapter declares its options once (``Adapter.options``)."""
-    return option_refused(ADAPTERS[kind], name, ADAPTERS.values())
+    line naming it ``called``, default its flag), None when it does: each adapter declares its
+    options once (``Adapter.options``)."""
+    return option_refused(ADAPTERS[kind], name, ADAPTERS.values(), called)
 
 
 @public

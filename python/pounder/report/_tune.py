@@ -168,7 +168,7 @@ class TuneRun:
         self.mrpc = list(summary.get("mrpc") or [])
         self.max_requests = None
         self.leak = summary.get("leak")
-        self.spare = [dict(p) for p in summary.get("spare") or []]
+        self.spare = []  # each setting's figures come with the recommendation
         self.spare_trials = int(summary.get("spare_trials") or 0)
         self.point_lines = list(summary.get("points") or [])
 

@@ -221,11 +221,12 @@ class TuneSession:
     def _summarize(self, key: str, point: Mapping[str, Any]) -> None:
         """``summary.json`` rewritten with the point just stored: what the run derives from its
         points so far, for a report of the run should it not finish."""
+        def kept(point: Mapping[str, Any]) -> dict[str, Any]:  # not its bench: the summary reads none
+            return {name: point[name] for name in ("key", "step", "finished_at", "summary") if name in point}
+
         if self._stored is None:
-            self._stored = {str(p.get("key")): {name: p[name] for name in ("key", "step", "finished_at", "summary",
-                                                                          "bench") if name in p}
-                            for p in self.results.points()}
-        self._stored[key] = {"key": key, **point}
+            self._stored = {str(p.get("key")): kept(p) for p in self.results.points()}
+        self._stored[key] = kept({"key": key, **point})
         self.results.save_summary(summarize(self.options, list(self._stored.values()), self._memory))
 
     def _point(self, key: str, step: str, params: PoolParams, label: str,

@@ -1,7 +1,7 @@
 """What a run that has not finished shows: ``summary.json``, rewritten by the run after every point
 it stores, holds the figures the run derives from its points so far (the memory bound, each sweep
-point aggregated from its trials, MaxRequestsPerChild against unlimited, the spare bursts, one line
-per point), so that ``pounder report`` only reads what the run decided, never decides again. A run
+point aggregated from its trials, MaxRequestsPerChild against unlimited, the spare trials counted,
+one line per point), so that ``pounder report`` only reads what the run decided, never decides again. A run
 that finishes writes the same figures (and the decisions) to ``recommendation.json``.
 """
 
@@ -15,7 +15,6 @@ from pounder.tune._analysis import MemoryBound, growth, memory_bound
 from pounder.tune._mrpc import mrpc_losses
 from pounder.tune._options import TuneOptions
 from pounder.tune._points import aggregate_trials, trials_by
-from pounder.tune._spare_rules import burst_seconds, steady_p99_us
 
 
 def describe_point(step: str, summary: Mapping[str, Any]) -> str:
@@ -53,37 +52,12 @@ def _aggregated(trials: Sequence[Mapping[str, Any]], key: str, rounds: int) -> l
     return points
 
 
-def _spare(by_key: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The one-burst spare points of the run (each with its series, its steady reference and the
-    seconds its burst lasted, as the run computes them)."""
-    spare = []
-    for name in ("before", "after"):
-        point = by_key.get(f"spare-{name}")
-        if point is None:
-            continue
-        summary = {**(point.get("summary") or {}), "name": name}
-        if "series" not in summary:  # kept in the point's bench by earlier versions
-            bench = point.get("bench")
-            series = bench.get("series") if isinstance(bench, dict) else None
-            summary["series"] = [{"second": s["second"], "complete": s["complete"], "p99_us": s["p99_us"]}
-                                 for s in series or []]
-        spare.append(summary)
-    if spare and not all("reference_p99_ms" in p for p in spare):
-        steady = [s for s in (steady_p99_us(p["series"]) for p in spare) if s is not None]
-        reference = min(steady) if steady else 0.0
-        for point in spare:
-            point["reference_p99_ms"] = reference / 1000
-            point["burst_s"] = burst_seconds(point["series"], reference)
-    return spare
-
-
 def summarize(options: TuneOptions, points: Sequence[Mapping[str, Any]],
               memory: MemoryBound | None = None) -> dict[str, Any]:
     """The ``summary.json`` of a run with ``options`` whose stored points are ``points`` (in the
     order measured); ``memory``: the run's memory bound when it has one (else computed from the
     size measurement)."""
-    by_key = {str(p.get("key")): p for p in points}
-    summaries = {key: p.get("summary") or {} for key, p in by_key.items()}
+    summaries = {str(p.get("key")): p.get("summary") or {} for p in points}
     measure = summaries.get("sizes")
     other = next((summaries[k] for k in ("sizes-preload-on", "sizes-preload-off") if k in summaries), None)
     if memory is None and measure is not None:
@@ -110,6 +84,5 @@ def summarize(options: TuneOptions, points: Sequence[Mapping[str, Any]],
         "sweep": sweep,
         "pools": pools,
         "mrpc": mrpc_losses(mrpc) if mrpc else [],
-        "spare": _spare(by_key),
         "spare_trials": sum(1 for p in points if p.get("step") == "spare" and "-t" in str(p.get("key"))),
     }
