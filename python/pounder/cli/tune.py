@@ -166,7 +166,7 @@ def _adapter(server: str | None, target: str | None, *, pythonpath: str | None, 
         if refused:
             raise UsageError(refused)
     stop = stop_signal or str(SERVER_OPTIONS["stop_signal"].default)
-    return make_adapter(server, target, pythonpath=pythonpath, preload=bool(preload), env=env, stop_signal=stop,
+    return make_adapter(server, target, pythonpath=pythonpath, preload=preload, env=env, stop_signal=stop,
                         check=False)  # checked in _plan, after the options
 
 

@@ -117,6 +117,9 @@ class Adapter(abc.ABC):
     """The adapter can start the server with and without preloading, to compare."""
     max_requests_counts: ClassVar[str] = "requests"
     """What the server's MaxRequestsPerChild counts: "requests" or "connections"."""
+    request_limit: ClassVar[bool] = True
+    """The server can replace a child after a number of requests (Puma and Unicorn cannot: their
+    ``server()`` refuses ``max_requests`` > 0, tune skips that sweep and names a worker killer)."""
     names: ClassVar[Mapping[str, str]]
     """The server's own names for max_clients, max_requests, start_servers, min_spare,
     max_spare, preload ("-" where it has none)."""

@@ -46,16 +46,18 @@ def refused_option(kind: str, name: str, called: str | None = None) -> str | Non
 
 @public
 def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath: str | None = None,
-                 preload: bool = False, env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),
+                 preload: bool | None = None, root: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),
                  stop_signal: str = "TERM", extra_conf: str = "", perl_handlers: Mapping[str, str] | None = None,
                  startup_pl: str | os.PathLike[str] | None = None,
                  perl_lib: str | os.PathLike[str] | None = None, check: bool = True) -> Adapter:
     """The adapter of server ``kind`` (one of :data:`KINDS`) for ``target``: the apache
     configuration file (None: handlers given directly), the gunicorn ``module:callable``, the
     Starman PSGI file, or the command. Options a kind does not use are ignored (Apache takes its
-    environment and preloading from its configuration). ``check``: :meth:`Adapter.check` that
+    environment and preloading from its configuration); ``preload`` None is the server's own
+    default. ``check``: :meth:`Adapter.check` that
     what it names is there (False: only describe a stored run)."""
-    adapter = _build_adapter(kind, target, pythonpath=pythonpath, preload=preload, env=env, extra_args=extra_args,
+    adapter = _build_adapter(kind, target, pythonpath=pythonpath, preload=preload, root=root, env=env,
+                             extra_args=extra_args,
                              stop_signal=stop_signal, extra_conf=extra_conf, perl_handlers=perl_handlers,
                              startup_pl=startup_pl, perl_lib=perl_lib)
     if check:
@@ -63,7 +65,8 @@ def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath
     return adapter
 
 
-def _build_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath: str | None, preload: bool,
+def _build_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath: str | None, preload: bool | None,
+                   root: str | os.PathLike[str] | None,
                    env: Mapping[str, str] | None, extra_args: tuple[str, ...], stop_signal: str, extra_conf: str,
                    perl_handlers: Mapping[str, str] | None, startup_pl: str | os.PathLike[str] | None,
                    perl_lib: str | os.PathLike[str] | None) -> Adapter:
@@ -75,10 +78,12 @@ def _build_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpa
     if target is None:
         raise UsageError(f"{kind}: no {TARGET_FIELDS[kind]} given")
     check_path(target, f"{kind}: {TARGET_FIELDS[kind]}")
+    # preload only when given: None is each server's own default
+    preloading: dict[str, bool] = {} if preload is None else {"preload": preload}
     if kind == "gunicorn":
-        return GunicornAdapter(str(target), pythonpath=pythonpath, preload=preload, env=env, extra_args=extra_args)
+        return GunicornAdapter(str(target), pythonpath=pythonpath, env=env, extra_args=extra_args, **preloading)
     if kind == "starman":
-        return StarmanAdapter(target, preload=preload, env=env, extra_args=extra_args)
+        return StarmanAdapter(target, env=env, extra_args=extra_args, **preloading)
     return CommandAdapter(str(target), env=env, stop_signal=stop_signal)
 
 
@@ -94,6 +99,7 @@ def adapter_from_dict(data: Mapping[str, Any], *, check: bool = False) -> Adapte
     try:
         target = data.get("conf") if kind == "apache" else str(data[TARGET_FIELDS[kind]])
         return make_adapter(kind, target, pythonpath=data.get("pythonpath"), preload=bool(data.get("preload")),
+                            root=data.get("root"),
                             env=_env(data), extra_args=tuple(data.get("extra_args") or ()),
                             stop_signal=str(data.get("stop_signal") or "TERM"),
                             extra_conf=str(data.get("extra_conf") or ""),
