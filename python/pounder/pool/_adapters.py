@@ -23,16 +23,19 @@ from pounder.pool._adapter import SERVER_OPTIONS, Adapter, PoolParams, ServerOpt
 from pounder.pool._apache import ApacheAdapter
 from pounder.pool._command import CommandAdapter
 from pounder.pool._gunicorn import GunicornAdapter
+from pounder.pool._phpfpm import PhpFpmAdapter
 from pounder.pool._starman import StarmanAdapter
 
 DEMO_APP = "pounder.demo.app:app"
 DEMO_ENV = {"DEMO_PRELOAD_MB": "64", "DEMO_CPU_MS": "4", "DEMO_LEAK_KB": "16"}
 
 ADAPTERS: Mapping[str, type[Adapter]] = {
-    "apache": ApacheAdapter, "gunicorn": GunicornAdapter, "starman": StarmanAdapter, "command": CommandAdapter}
+    "apache": ApacheAdapter, "gunicorn": GunicornAdapter, "starman": StarmanAdapter, "php-fpm": PhpFpmAdapter,
+    "command": CommandAdapter}
 """Every adapter class by its kind."""
 KINDS = tuple(ADAPTERS)
-TARGET_FIELDS: Mapping[str, str] = {"apache": "conf", "gunicorn": "app", "starman": "psgi", "command": "command"}
+TARGET_FIELDS: Mapping[str, str] = {"apache": "conf", "gunicorn": "app", "starman": "psgi", "php-fpm": "conf",
+                                   "command": "command"}
 """What each kind runs, by the name its results and experiment files give it."""
 
 
@@ -82,6 +85,8 @@ def _build_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpa
     preloading: dict[str, bool] = {} if preload is None else {"preload": preload}
     if kind == "gunicorn":
         return GunicornAdapter(str(target), pythonpath=pythonpath, env=env, extra_args=extra_args, **preloading)
+    if kind == "php-fpm":
+        return PhpFpmAdapter(target, root=root, env=env)
     if kind == "starman":
         return StarmanAdapter(target, env=env, extra_args=extra_args, **preloading)
     return CommandAdapter(str(target), env=env, stop_signal=stop_signal)
@@ -125,6 +130,7 @@ __all__ = [
     "ApacheAdapter",
     "CommandAdapter",
     "GunicornAdapter",
+    "PhpFpmAdapter",
     "PoolParams",
     "StarmanAdapter",
     "adapter_from_dict",

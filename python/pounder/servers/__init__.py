@@ -54,6 +54,19 @@ from pounder.servers._gunicorn import (
     gunicorn_missing,
 )
 from pounder.servers._listen import AcceptQueue, owns_listener
+from pounder.servers._nginx import NginxFront, find_nginx, render_front_conf
+from pounder.servers._phpfpm import (
+    FpmSettings,
+    PhpFpmServer,
+    PoolFile,
+    check_pool_conf,
+    find_php_fpm,
+    fpm_status,
+    parse_pool_conf,
+    phpfpm_missing,
+    read_pool_conf,
+    render_fpm_conf,
+)
 from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_missing
 
 __all__ = [
@@ -65,12 +78,25 @@ __all__ = [
     "GunicornServer",
     "GunicornSettings",
     "ManagedServer",
+    "FpmSettings",
+    "NginxFront",
+    "PhpFpmServer",
+    "PoolFile",
     "ServerExitedError",
     "ServerFailure",
     "ServerStartError",
     "StarmanServer",
     "StarmanSettings",
     "answers_http",
+    "check_pool_conf",
+    "find_nginx",
+    "find_php_fpm",
+    "fpm_status",
+    "parse_pool_conf",
+    "phpfpm_missing",
+    "read_pool_conf",
+    "render_fpm_conf",
+    "render_front_conf",
     "apache_command",
     "apache_missing",
     "command_missing",

@@ -290,6 +290,11 @@ class ManagedServer(abc.ABC):
         """Ask the parent ``pid`` to stop its workers and exit (default: ``stop_signal``)."""
         os.kill(pid, self.stop_signal)
 
+    def _http_port(self) -> int:
+        """The port that answers HTTP (``url``, the readiness probe): the server's own ``port``
+        unless a front answers for it (php-fpm speaks FastCGI behind an nginx)."""
+        return self.port
+
     # -- properties ---------------------------------------------------------------------------
 
     @property
@@ -308,8 +313,8 @@ class ManagedServer(abc.ABC):
 
     @property
     def url(self) -> str:
-        """``http://HOST:PORT`` (no trailing slash)."""
-        return f"http://{self.host}:{self.port}"
+        """``http://HOST:PORT`` (no trailing slash), where HTTP is answered (``_http_port``)."""
+        return f"http://{self.host}:{self._http_port()}"
 
     @property
     def pid(self) -> int:
@@ -444,7 +449,7 @@ class ManagedServer(abc.ABC):
                                f"({len(seen)} started so far)")
                 listening = listening or owns_listener(self._pid, port, self.host)
                 if listening:
-                    probe = probe or _HttpProbe(self.host, port, self._ready_path)
+                    probe = probe or _HttpProbe(self.host, self._http_port(), self._ready_path)
                     answered = probe.poll()
                     if answered:
                         started = self.wait_for_children(expected, deadline - time.monotonic())
