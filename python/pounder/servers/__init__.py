@@ -54,6 +54,16 @@ from pounder.servers._gunicorn import (
     gunicorn_missing,
 )
 from pounder.servers._listen import AcceptQueue, owns_listener
+from pounder.servers._puma import (
+    PumaServer,
+    PumaSettings,
+    PumaStats,
+    PumaWorkerStats,
+    puma_command,
+    puma_missing,
+    puma_stats,
+    render_puma_config,
+)
 from pounder.servers._nginx import NginxFront, find_nginx, render_front_conf
 from pounder.servers._phpfpm import (
     FpmSettings,
@@ -68,6 +78,13 @@ from pounder.servers._phpfpm import (
     render_fpm_conf,
 )
 from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_missing
+from pounder.servers._unicorn import (
+    UnicornServer,
+    UnicornSettings,
+    render_unicorn_config,
+    unicorn_command,
+    unicorn_missing,
+)
 
 __all__ = [
     "HOST",
@@ -78,6 +95,10 @@ __all__ = [
     "GunicornServer",
     "GunicornSettings",
     "ManagedServer",
+    "PumaServer",
+    "PumaSettings",
+    "PumaStats",
+    "PumaWorkerStats",
     "FpmSettings",
     "NginxFront",
     "PhpFpmServer",
@@ -87,6 +108,8 @@ __all__ = [
     "ServerStartError",
     "StarmanServer",
     "StarmanSettings",
+    "UnicornServer",
+    "UnicornSettings",
     "answers_http",
     "check_pool_conf",
     "find_nginx",
@@ -113,9 +136,16 @@ __all__ = [
     "read_user_conf",
     "release_group",
     "owns_listener",
+    "puma_command",
+    "puma_missing",
+    "puma_stats",
     "render_apache_conf",
     "render_command",
+    "render_puma_config",
+    "render_unicorn_config",
     "starman_command",
     "starman_missing",
     "strip_owned_directives",
+    "unicorn_command",
+    "unicorn_missing",
 ]

@@ -1,0 +1,257 @@
+"""Puma in cluster mode (Ruby, Rack), run from a generated configuration file, stopped with
+SIGTERM; its control app's ``/stats`` read through a Unix socket (:func:`puma_stats`).
+
+Verified on Puma 5.6.5: the master forks every worker itself (they are its direct children; it
+owns the listening socket), and on SIGTERM it closes the listener, sends TERM to its workers and
+waits for (reaps) them before it exits (``Cluster#stop_workers``). Its control app is a thread of
+the master, not a process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pounder._errors import PounderError, UsageError, public
+from pounder.servers._base import HOST, ManagedServer
+
+BACKLOG = 1024
+"""The listen backlog of the generated ``bind`` (Puma's own default on Linux, written out)."""
+_SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes with its NUL
+_STATS_MAX_BYTES = 1 << 20
+
+
+@public
+@dataclass(frozen=True)
+class PumaSettings:
+    """What can be tuned or chosen in a Puma cluster (its own configuration names in comments)."""
+
+    workers: int = 2                    # workers
+    threads: tuple[int, int] = (1, 1)   # threads MIN, MAX (1, 1: one request per worker, as a pre-fork server)
+    preload_app: bool = False           # preload_app! (load the app in the master before forking)
+    backlog: int = BACKLOG              # bind "tcp://HOST:PORT?backlog=N"
+    extra_args: tuple[str, ...] = ()    # appended to the command line before the rackup file
+
+    def validate(self) -> None:
+        if self.workers < 1:
+            raise UsageError(f"puma: workers must be at least 1, not {self.workers}")
+        low, high = self.threads
+        if low < 0 or high < 1 or low > high:
+            raise UsageError(f"puma: threads must be MIN,MAX with 0 <= MIN <= MAX and MAX >= 1, not {low},{high}")
+        if self.backlog < 1:
+            raise UsageError(f"puma: backlog must be at least 1, not {self.backlog}")
+
+
+def ruby_string(text: str) -> str:
+    """``text`` as a Ruby string literal (JSON's escapes are Ruby's for these characters)."""
+    return json.dumps(text, ensure_ascii=False).replace("#", "\\#")
+
+
+@public
+def render_puma_config(settings: PumaSettings, *, port: int | None, host: str = HOST, pidfile: str | None = None,
+                       control_socket: str | None = None) -> str:
+    """The Puma configuration file of a cluster (a pure function): ``bind`` to ``host``:``port``
+    with the backlog (no ``bind`` for ``port`` None: the user's own), ``workers``, ``threads``,
+    ``preload_app!`` written out either way (Puma 5.6's default follows WEB_CONCURRENCY, not
+    ``workers``), the production environment; ``pidfile`` and ``control_socket`` (the control app
+    on that Unix socket, without a token: ``/stats``) when given."""
+    settings.validate()
+    low, high = settings.threads
+    lines = [
+        *([] if port is None else [f"bind {ruby_string(f'tcp://{host}:{port}?backlog={settings.backlog}')}"]),
+        f"workers {settings.workers}",
+        f"threads {low}, {high}",
+        f"preload_app! {'true' if settings.preload_app else 'false'}",
+        'environment "production"',
+    ]
+    if pidfile is not None:
+        lines.append(f"pidfile {ruby_string(pidfile)}")
+    if control_socket is not None:
+        lines.append(f"activate_control_app {ruby_string('unix://' + control_socket)}, {{ no_token: true }}")
+    if settings.workers == 1:
+        lines.append("silence_single_worker_warning")
+    return "\n".join(lines) + "\n"
+
+
+@public
+def puma_command(settings: PumaSettings, *, config: Path, rackup: Path, binary: str = "puma") -> list[str]:
+    """The command line of a Puma instance reading the configuration file ``config`` (a pure function)."""
+    settings.validate()
+    return [binary, "-C", str(config), *settings.extra_args, str(rackup)]
+
+
+def find_puma() -> str | None:
+    return shutil.which("puma")
+
+
+@public
+def puma_missing() -> str | None:
+    """Why Puma cannot run here, or None if it can."""
+    if find_puma() is None:
+        return "puma is not installed (Debian: apt-get install puma)"
+    return None
+
+
+@public
+@dataclass(frozen=True)
+class PumaWorkerStats:
+    """One worker in the control app's ``/stats`` (``last_status``: what the worker last reported
+    at its check-in, every few seconds)."""
+
+    index: int
+    pid: int
+    phase: int
+    booted: bool
+    last_checkin: str
+    backlog: int            # requests accepted and waiting for a thread
+    running: int            # threads spawned
+    pool_capacity: int      # requests it could take now
+    max_threads: int
+    requests_count: int     # requests served since it started
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PumaWorkerStats:
+        status = data.get("last_status") or {}
+        return cls(index=int(data["index"]), pid=int(data["pid"]), phase=int(data.get("phase", 0)),
+                   booted=bool(data.get("booted")), last_checkin=str(data.get("last_checkin", "")),
+                   backlog=int(status.get("backlog", 0)), running=int(status.get("running", 0)),
+                   pool_capacity=int(status.get("pool_capacity", 0)),
+                   max_threads=int(status.get("max_threads", 0)),
+                   requests_count=int(status.get("requests_count", 0)))
+
+
+@public
+@dataclass(frozen=True)
+class PumaStats:
+    """The control app's ``/stats`` of a cluster."""
+
+    workers: int
+    booted_workers: int
+    old_workers: int
+    phase: int
+    worker_status: tuple[PumaWorkerStats, ...]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PumaStats:
+        if "worker_status" not in data:
+            raise PounderError("puma: the control app's /stats has no worker_status: not a cluster")
+        return cls(workers=int(data["workers"]), booted_workers=int(data.get("booted_workers", 0)),
+                   old_workers=int(data.get("old_workers", 0)), phase=int(data.get("phase", 0)),
+                   worker_status=tuple(PumaWorkerStats.from_dict(w) for w in data["worker_status"]))
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout_s: float) -> None:
+        super().__init__("localhost", timeout=timeout_s)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self._path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+@contextlib.contextmanager
+def _short_path(path: Path) -> Iterator[str]:
+    """``path`` as a Unix socket address: itself when short enough, else through a descriptor of
+    its directory (``/proc/self/fd/N/name``), as a socket path holds at most 108 bytes."""
+    if len(os.fsencode(path)) <= _SOCKET_PATH_MAX:
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
+
+
+@public
+def puma_stats(control_socket: str | os.PathLike[str], timeout_s: float = 2.0) -> PumaStats:
+    """The ``/stats`` of the Puma control app on the Unix socket ``control_socket`` (activated
+    with ``no_token: true``); :class:`~pounder.PounderError` if it cannot be read."""
+    path = Path(control_socket)
+    try:
+        with _short_path(path) as address:
+            conn = _UnixHTTPConnection(address, timeout_s)
+            try:
+                conn.request("GET", "/stats")
+                response = conn.getresponse()
+                body = response.read(_STATS_MAX_BYTES)
+            finally:
+                conn.close()
+    except (OSError, http.client.HTTPException) as error:
+        raise PounderError(f"puma: cannot read the control app's /stats on {path}: {error}") from None
+    if response.status != 200:
+        raise PounderError(f"puma: the control app's /stats answered {response.status} {response.reason}")
+    try:
+        return PumaStats.from_dict(json.loads(body))
+    except (ValueError, KeyError, TypeError) as error:
+        raise PounderError(f"puma: the control app's /stats is not what Puma 5 writes ({error})") from None
+
+
+@public
+class PumaServer(ManagedServer):
+    """Puma in cluster mode serving the Rack application ``rackup`` (a config.ru), from a
+    configuration file written to ``workdir/puma.rb``; ``env`` is added to our environment."""
+
+    kind = "puma"
+    stop_signal = signal.SIGTERM
+    """Puma's graceful stop in cluster mode: the master stops and reaps its workers, then exits."""
+
+    def __init__(self, workdir: str | os.PathLike[str] | None, rackup: str | os.PathLike[str], *, workers: int = 2,
+                 threads: tuple[int, int] = (1, 1), preload_app: bool = False,
+                 env: Mapping[str, str] | None = None, extra_args: Sequence[str] = (), binary: str | None = None,
+                 ready_path: str = "/", stop_timeout_s: float = 10.0, die_with_parent: bool = True,
+                 cpus: Collection[int] | None = None, host: str = HOST) -> None:
+        super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
+                         die_with_parent=die_with_parent, cpus=cpus, host=host)
+        self.rackup = Path(rackup).resolve()
+        self.env = dict(env or {})
+        self.binary = binary or find_puma() or "puma"
+        self.settings = PumaSettings(workers=workers, threads=(int(threads[0]), int(threads[1])),
+                                     preload_app=preload_app, extra_args=tuple(extra_args))
+        self.settings.validate()
+
+    @property
+    def config_file(self) -> Path:
+        return self.workdir / "puma.rb"
+
+    @property
+    def control_socket(self) -> Path:
+        """The control app's Unix socket (``/stats``: :meth:`stats`)."""
+        return self.workdir / "run" / "puma-control.sock"
+
+    def stats(self, timeout_s: float = 2.0) -> PumaStats:
+        """The control app's ``/stats`` now (:func:`puma_stats`)."""
+        return puma_stats(self.control_socket, timeout_s)
+
+    def _environment(self) -> Mapping[str, str]:
+        return {**os.environ, **self.env}
+
+    def _log_files(self) -> list[Path]:
+        return [self.console_log]
+
+    def _expected_children(self) -> int:
+        return self.settings.workers
+
+    def _prepare(self, port: int) -> list[str]:
+        self.control_socket.unlink(missing_ok=True)
+        # relative to the workdir Puma runs in: an absolute socket path may be too long
+        self.config_file.write_text(render_puma_config(
+            self.settings, port=port, host=self.host, pidfile=str(self.pidfile),
+            control_socket=str(self.control_socket.relative_to(self.workdir))))
+        return puma_command(self.settings, config=self.config_file, rackup=self.rackup, binary=self.binary)

@@ -1,0 +1,61 @@
+# Rack test app for the Puma and Unicorn tests (stdlib only), configured by environment variables,
+# as tests/apps/wsgi_app.py is for gunicorn.
+#
+# - APP_DATA_MB (default 0): that many MB of data built at load, as one large String (written,
+#   so resident). Under Puma's preload_app! / Unicorn's preload_app true it is built once in the
+#   master and shared copy-on-write by the workers (the GC marks the String's object slot, not its
+#   malloc'd bytes); without preloading every worker builds its own copy.
+#
+# Paths: / trivial answer; /pid the worker's pid; /cpu?ms=N burns about N ms of CPU (default 20);
+# /sleep?ms=N waits N ms without CPU (default 30); /leak keeps ~100 KB per request for the life
+# of the worker; /data the data size and the pid that built it. Answers to all but / start with
+# "pid N".
+
+DATA_MB = Integer(ENV.fetch("APP_DATA_MB", "0"))
+DATA = ("\x00".b + (1..255).map(&:chr).join.b) * (DATA_MB * 4096)
+BUILT_IN = Process.pid
+LEAK = []
+
+def burn(ms)
+  finish = Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID) + ms / 1000.0
+  acc = 0
+  while Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID) < finish
+    200.times { |i| acc = (acc * 31 + i) & 0xFFFFFFFF }
+  end
+  acc
+end
+
+def query_ms(env, default)
+  value = env["QUERY_STRING"].to_s[/(?:\A|&)ms=([0-9.]+)/, 1]
+  value ? Float(value) : default
+end
+
+def format_ms(ms)
+  ms == ms.to_i ? ms.to_i.to_s : ms.to_s
+end
+
+app = lambda do |env|
+  pid = Process.pid
+  status = 200
+  body = case env["PATH_INFO"]
+         when "/", "" then "hello\n"
+         when "/pid" then "#{pid}\n"
+         when "/cpu"
+           ms = query_ms(env, 20.0)
+           "pid #{pid} cpu_ms #{format_ms(ms)} checksum #{burn(ms)}\n"
+         when "/sleep"
+           ms = query_ms(env, 30.0)
+           sleep(ms / 1000.0)
+           "pid #{pid} slept_ms #{format_ms(ms)}\n"
+         when "/leak"
+           LEAK << ("x" * 102_400)
+           "pid #{pid} leaked #{LEAK.size} x 100 KB\n"
+         when "/data" then "pid #{pid} bytes #{DATA.bytesize} built_in #{BUILT_IN}\n"
+         else
+           status = 404
+           "not found\n"
+         end
+  [status, { "Content-Type" => "text/plain", "Content-Length" => body.bytesize.to_s }, [body]]
+end
+
+run app

@@ -1,0 +1,143 @@
+"""Puma in cluster mode serving tests/apps/rack_app.ru (pounder.servers.PumaServer)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from pounder import PounderError, UsageError
+from pounder.servers import (
+    PumaServer,
+    PumaSettings,
+    ServerStartError,
+    puma_command,
+    puma_missing,
+    puma_stats,
+    render_puma_config,
+)
+from support.leftovers import processes_mentioning
+from support.rack import RACK_APP, kill_starter_and_check, rack_servers, worker_sizes
+from support.srvutil import fields, get, stop_and_check, wait_not_running
+
+MakePuma = Callable[..., PumaServer]
+
+
+@pytest.fixture
+def puma(tmp_path: Path) -> Iterator[MakePuma]:
+    yield from rack_servers(PumaServer, puma_missing(), tmp_path)
+
+
+def test_config_and_command_are_pure() -> None:
+    settings = PumaSettings(workers=3, preload_app=True, extra_args=("--tag", "x"))
+    text = render_puma_config(settings, port=8123, host="127.0.0.1", pidfile="/w/run/puma.pid",
+                              control_socket="run/ctl.sock")
+    assert text.splitlines() == [
+        'bind "tcp://127.0.0.1:8123?backlog=1024"', "workers 3", "threads 1, 1", "preload_app! true",
+        'environment "production"', 'pidfile "/w/run/puma.pid"',
+        'activate_control_app "unix://run/ctl.sock", { no_token: true }']
+    assert "bind" not in render_puma_config(PumaSettings(workers=1), port=None)
+    assert "silence_single_worker_warning" in render_puma_config(PumaSettings(workers=1), port=None)
+    assert 'pidfile "/a\\#{x}\\"b"' in render_puma_config(settings, port=1, pidfile='/a#{x}"b')  # no interpolation
+    assert puma_command(settings, config=Path("/w/puma.rb"), rackup=Path("/app/config.ru")) == [
+        "puma", "-C", "/w/puma.rb", "--tag", "x", "/app/config.ru"]
+
+
+@pytest.mark.parametrize("bad", [{"workers": 0}, {"threads": (2, 1)}, {"threads": (0, 0)}, {"backlog": 0}])
+def test_bad_settings_are_refused(bad: dict[str, Any]) -> None:
+    with pytest.raises(UsageError, match="^puma: "):
+        PumaSettings(**bad).validate()
+
+
+def test_starts_exactly_its_workers_as_children_and_stops(puma: MakePuma) -> None:
+    srv = puma(workers=3)
+    assert get(srv.url + "/") == "hello\n"
+    assert srv.read_pidfile() == srv.pid
+    workers = srv.children()
+    assert len(workers) == 3
+    master = psutil.Process(srv.pid)
+    assert sorted(p.pid for p in master.children(recursive=True)) == workers  # no grandchildren
+    assert int(get(srv.url + "/pid")) in workers
+    cpu = fields(get(srv.url + "/cpu?ms=30"))
+    assert cpu["cpu_ms"] == "30" and int(cpu["pid"]) in workers
+    assert fields(get(srv.url + "/leak"))["leaked"] == "1"
+    assert "Environment: production" in srv.console_log.read_text()
+    stop_and_check(srv)
+
+
+def test_control_app_stats_name_every_worker(tmp_path: Path) -> None:
+    if puma_missing():
+        pytest.skip(str(puma_missing()))
+    # a directory whose socket path is longer than a Unix socket address may be: read all the same
+    workdir = tmp_path / ("d" * 60) / "puma"
+    with PumaServer(workdir, RACK_APP, workers=2) as srv:
+        assert len(os.fsencode(srv.control_socket)) > 108
+        stats = srv.stats()
+        assert (stats.workers, stats.booted_workers, stats.old_workers, stats.phase) == (2, 2, 0, 0)
+        assert sorted(w.pid for w in stats.worker_status) == srv.children()
+        assert sorted(w.index for w in stats.worker_status) == [0, 1]
+        assert all(w.booted and w.max_threads == 1 and w.backlog == 0 for w in stats.worker_status)
+        for _ in range(6):
+            get(srv.url + "/")
+        deadline = time.monotonic() + 20  # each worker reports at its check-in, every 5 s
+        while sum(w.requests_count for w in puma_stats(srv.control_socket).worker_status) < 6:
+            assert time.monotonic() < deadline, puma_stats(srv.control_socket)
+            time.sleep(0.5)
+    assert processes_mentioning(str(workdir)) == []
+    with pytest.raises(PounderError, match="cannot read the control app's /stats"):
+        puma_stats(srv.control_socket)
+
+
+def test_preload_shares_the_data_built_at_load(puma: MakePuma) -> None:
+    """preload_app! on vs off with 40 MB built at load: shared copy-on-write vs private per worker."""
+    sizes = {}
+    for preload in (False, True):
+        srv = puma(workers=2, preload_app=preload, env={"APP_DATA_MB": "40"})
+        sizes[preload] = worker_sizes(srv, 40, preload)
+        srv.stop()
+    print("puma worker (shared MB, USS MB):", sizes)
+    for shared, uss in sizes[True].values():
+        assert shared >= 35 and uss < 10, sizes
+    for shared, uss in sizes[False].values():
+        assert uss >= 35 and shared < 35, sizes
+    off = sum(uss for _, uss in sizes[False].values()) / 2
+    on = sum(uss for _, uss in sizes[True].values()) / 2
+    assert off - on >= 30, sizes
+
+
+@pytest.mark.parametrize("preload", [True, False])
+def test_a_broken_rackup_fails_with_pumas_own_words(puma: MakePuma, tmp_path: Path, preload: bool) -> None:
+    rackup = tmp_path / "broken.ru"
+    rackup.write_text('raise "pounder-test: rackup failed on purpose"\n')
+    srv = puma(rackup, start=False, preload_app=preload)
+    with pytest.raises(ServerStartError) as failed:
+        srv.start(timeout_s=30)
+    reason, _, tail = str(failed.value).partition("\n")
+    assert reason.startswith("puma") and "Traceback" not in str(failed.value)
+    if preload:  # the master loads it: Puma says why
+        assert "exited with status 1" in reason
+        assert "pounder-test: rackup failed on purpose" in tail
+    else:  # each worker loads it and dies: Puma 5.6 logs the first line of the backtrace, not the message
+        assert "workers keep exiting" in reason
+        assert "Unable to start worker" in tail and f"{rackup}:1" in tail
+    assert not psutil.pid_exists(srv.pid)
+
+
+def test_parent_killed_then_stop(puma: MakePuma) -> None:
+    srv = puma(workers=2)
+    workers = srv.children()
+    os.kill(srv.pid, signal.SIGKILL)
+    srv.stop()
+    assert wait_not_running([srv.pid, *workers], 5) == []
+
+
+def test_gone_when_the_starting_process_dies(tmp_path: Path) -> None:
+    if puma_missing():
+        pytest.skip(str(puma_missing()))
+    kill_starter_and_check(PumaServer, tmp_path / "w")

@@ -1,0 +1,105 @@
+"""Helpers for the tests of the Ruby servers (Puma, Unicorn) serving tests/apps/rack_app.ru: a
+factory of servers in a test's directory that leaves nothing running, the sizes of a pool's
+workers read by pounder and again from /proc, and a server whose starting process is killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pounder.procs import snapshot
+from pounder.servers import ManagedServer
+from support.leftovers import kill_leftovers, processes_mentioning
+from support.srvutil import MB, REPO, fields, smaps_kb, wait_not_running, warm_every_child
+
+RACK_APP = Path(__file__).resolve().parents[1] / "apps" / "rack_app.ru"
+START_TIMEOUT_S = 60.0  # a shared 2-core machine
+
+
+def rack_servers(cls: type[ManagedServer], missing: str | None, tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """For a fixture: ``make(rackup=RACK_APP, *, start=True, **kwargs)`` returns a ``cls`` in a
+    directory of its own under ``tmp_path`` (started unless ``start=False``). At teardown every
+    server is stopped and no process may mention ``tmp_path``."""
+    if missing:
+        pytest.skip(missing)
+    made: list[ManagedServer] = []
+
+    def make(rackup: Path = RACK_APP, *, start: bool = True, **kwargs: Any) -> Any:
+        server = cls(tmp_path / f"{cls.kind}-{len(made)}", rackup, **kwargs)  # type: ignore[call-arg]
+        made.append(server)
+        if start:
+            server.start(timeout_s=START_TIMEOUT_S)
+        return server
+
+    try:
+        yield make
+    finally:
+        for server in made:
+            server.stop()
+        left = processes_mentioning(str(tmp_path))
+        kill_leftovers(str(tmp_path))
+        assert left == [], f"still running after stop: {left}"
+
+
+def worker_sizes(server: ManagedServer, data_mb: int, preload: bool) -> dict[int, tuple[float, float]]:
+    """Every worker answers /data, then ``{pid: (shared MB, USS MB)}`` as pounder reads them
+    (:func:`pounder.procs.snapshot`), each checked against a read of /proc/PID/smaps_rollup of
+    this test's own (within 1 MB) and against where the data was built (the master with
+    ``preload``, the worker itself without)."""
+    answers = warm_every_child(server, "/data")
+    snap = snapshot(server.pid)
+    assert sorted(child.pid for child in snap.children) == server.children()
+    sizes = {}
+    for child in snap.children:
+        kb = smaps_kb(child.pid)
+        shared = (kb["Shared_Clean"] + kb["Shared_Dirty"]) / 1024
+        uss = (kb["Private_Clean"] + kb["Private_Dirty"]) / 1024
+        assert abs(child.shared / MB - shared) < 1.0, (child, kb)
+        assert abs(child.uss / MB - uss) < 1.0, (child, kb)
+        data = fields(answers[child.pid])
+        assert data["bytes"] == str(data_mb * MB)
+        assert data["built_in"] == str(server.pid if preload else child.pid)
+        sizes[child.pid] = (child.shared / MB, child.uss / MB)
+    return sizes
+
+
+_STARTER = """
+import json, sys, time
+from pathlib import Path
+import pounder.servers
+cls = getattr(pounder.servers, sys.argv[1])
+server = cls(Path(sys.argv[2]), sys.argv[3], workers=2).start(timeout_s=60)
+print(json.dumps([server.pid, *server.children()]), flush=True)
+time.sleep(60)
+"""
+
+
+def kill_starter_and_check(cls: type[ManagedServer], workdir: Path, timeout_s: float = 15.0) -> None:
+    """A separate Python process starts a ``cls`` server and is SIGKILLed: the master and its
+    workers must go away by themselves (the kernel sends the master its stop signal)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    proc = subprocess.Popen([sys.executable, "-c", _STARTER, cls.__name__, str(workdir), str(RACK_APP)],
+                            stdout=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line, "the starter process printed nothing"
+        pids = json.loads(line)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert len(pids) == 3
+    left = wait_not_running(pids, timeout_s)
+    for pid in left:  # do not leave them behind even when failing
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], f"still running after the starting process was killed: {left}"
