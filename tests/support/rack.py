@@ -4,11 +4,15 @@ workers read by pounder and again from /proc, and a server whose starting proces
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
+import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -103,3 +107,58 @@ def kill_starter_and_check(cls: type[ManagedServer], workdir: Path, timeout_s: f
     for pid in left:  # do not leave them behind even when failing
         os.kill(pid, signal.SIGKILL)
     assert left == [], f"still running after the starting process was killed: {left}"
+
+
+TUNE_ARGS = ("--quick", "--point-duration", "1s", "--mrpc", "0", "--max-children", "1", "--measure-children", "1",
+             "--no-confirm")
+"""The shortest ``pounder tune`` of a Ruby server (under 60 s on a shared 2-core machine)."""
+
+
+def printed_configuration(stdout: str, kind: str) -> tuple[str, str]:
+    """(the configuration file, the command line) a ``pounder tune`` printed for ``kind``."""
+    block = stdout.split(f"Configuration ({kind})\n", 1)[1]
+    lines = [line[2:] for line in block.splitlines()]
+    blank = lines.index("")
+    assert lines[blank + 1] == "# run with", block
+    return "\n".join(lines[1:blank]) + "\n", lines[blank + 2]
+
+
+def tune_then_run_printed(kind: str, tmp_path: Path, file_name: str, listen: list[str],
+                          stop: signal.Signals) -> str:
+    """``pounder tune KIND tests/apps/rack_app.ru`` (:data:`TUNE_ARGS`) must exit 0 with a
+    configuration in the server's syntax; the configuration file it printed is written to
+    ``file_name`` and its command line run as a user would (plus ``listen``: the address flag with
+    a free port, ``{port}`` in it), and must answer; stopped with ``stop``, nothing of either may
+    be left. Returns what tune printed."""
+    from pounder.servers import answers_http, free_port
+
+    results = tmp_path / "results"
+    done = subprocess.run([sys.executable, "-m", "pounder", "tune", kind, str(RACK_APP), *TUNE_ARGS,
+                           "--results", str(results)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert processes_mentioning(str(results)) == [], "a server outlived pounder tune"
+    assert (results / "recommendation.json").is_file()
+    config, command = printed_configuration(done.stdout, kind)
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / file_name).write_text(config)
+    port = free_port()
+    argv = [*shlex.split(command), *(arg.format(port=port) for arg in listen)]
+    proc = subprocess.Popen(argv, cwd=user, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not answers_http(port):
+            assert proc.poll() is None, proc.communicate()[0]
+            assert time.monotonic() < deadline, "the printed configuration did not answer"
+            time.sleep(0.1)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as answer:
+            assert answer.read() == b"hello\n"
+        proc.send_signal(stop)
+        proc.communicate(timeout=30)
+        assert wait_not_running([p.pid for p in processes_mentioning(str(user))], 10) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+    return done.stdout

@@ -24,17 +24,21 @@ from pounder.pool._apache import ApacheAdapter
 from pounder.pool._command import CommandAdapter
 from pounder.pool._gunicorn import GunicornAdapter
 from pounder.pool._phpfpm import PhpFpmAdapter
+from pounder.pool._puma import PumaAdapter
 from pounder.pool._starman import StarmanAdapter
+from pounder.pool._unicorn import UnicornAdapter
 
 DEMO_APP = "pounder.demo.app:app"
 DEMO_ENV = {"DEMO_PRELOAD_MB": "64", "DEMO_CPU_MS": "4", "DEMO_LEAK_KB": "16"}
 
 ADAPTERS: Mapping[str, type[Adapter]] = {
     "apache": ApacheAdapter, "gunicorn": GunicornAdapter, "starman": StarmanAdapter, "php-fpm": PhpFpmAdapter,
+    "puma": PumaAdapter, "unicorn": UnicornAdapter,
     "command": CommandAdapter}
 """Every adapter class by its kind."""
 KINDS = tuple(ADAPTERS)
 TARGET_FIELDS: Mapping[str, str] = {"apache": "conf", "gunicorn": "app", "starman": "psgi", "php-fpm": "conf",
+                                   "puma": "rackup", "unicorn": "rackup",
                                    "command": "command"}
 """What each kind runs, by the name its results and experiment files give it."""
 
@@ -87,6 +91,10 @@ def _build_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpa
         return GunicornAdapter(str(target), pythonpath=pythonpath, env=env, extra_args=extra_args, **preloading)
     if kind == "php-fpm":
         return PhpFpmAdapter(target, root=root, env=env)
+    if kind == "puma":
+        return PumaAdapter(target, env=env, extra_args=extra_args, **preloading)
+    if kind == "unicorn":
+        return UnicornAdapter(target, env=env, extra_args=extra_args, **preloading)
     if kind == "starman":
         return StarmanAdapter(target, env=env, extra_args=extra_args, **preloading)
     return CommandAdapter(str(target), env=env, stop_signal=stop_signal)
@@ -132,7 +140,9 @@ __all__ = [
     "GunicornAdapter",
     "PhpFpmAdapter",
     "PoolParams",
+    "PumaAdapter",
     "StarmanAdapter",
+    "UnicornAdapter",
     "adapter_from_dict",
     "demo_adapter",
     "make_adapter",

@@ -1,0 +1,90 @@
+"""Unicorn serving a Rack application as a pool under test."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pounder._errors import (
+    UsageError,
+    check_flag,
+    check_path,
+    check_str_mapping,
+    check_strings,
+    public,
+)
+from pounder.pool._adapter import Adapter, PoolParams, _env_prefix
+from pounder.pool._puma import check_rackup, command_tail, refuse_request_limit
+from pounder.servers import (
+    HOST,
+    ManagedServer,
+    UnicornServer,
+    UnicornSettings,
+    render_unicorn_config,
+    unicorn_missing,
+)
+
+
+@public
+class UnicornAdapter(Adapter):
+    """Unicorn serving the Rack application in ``rackup`` (a config.ru) in the production
+    environment (``-E production``).
+
+    ``preload``: ``preload_app true`` (load the application in the master before forking).
+    Default False, Unicorn 6's own default.
+
+    Unicorn has no limit on the requests a worker serves: ``server()`` refuses ``max_requests`` > 0."""
+
+    kind = "unicorn"
+    who = "unicorn"
+    options = frozenset({"preload", "env"})
+    preload_toggle = True
+    request_limit = False
+    names: ClassVar[Mapping[str, str]] = {
+        "max_clients": "worker_processes", "max_requests": "-", "start_servers": "-",
+        "min_spare": "-", "max_spare": "-", "preload": "preload_app true"}
+
+    def __init__(self, rackup: str | os.PathLike[str], *, preload: bool = False,
+                 env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> None:
+        self.rackup = Path(check_path(rackup, "unicorn: rackup")).resolve()
+        self.preload = check_flag(preload, "unicorn: preload")
+        self.env = check_str_mapping(env, "unicorn: env")
+        self.extra_args = check_strings(extra_args, "unicorn: extra_args")
+
+    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+               keepalive: bool = False, host: str = HOST) -> ManagedServer:
+        """Unicorn closes every connection after its answer (``keepalive`` is not a setting of it)."""
+        refuse_request_limit(params, "unicorn")
+        return UnicornServer(workdir, self.rackup, workers=params.max_clients, preload_app=self.with_preload(params),
+                             env=self.env, extra_args=self.extra_args, cpus=cpus, host=host)
+
+    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
+        settings = UnicornSettings(workers=params.max_clients, preload_app=self.with_preload(params))
+        lines = ["# unicorn.conf.rb", render_unicorn_config(settings, port=None).rstrip("\n"),
+                 f"# listen: yours (Unicorn's default is 0.0.0.0:8080); pounder measured with a backlog of "
+                 f"{settings.backlog}, Unicorn's default"]
+        if params.max_requests:
+            lines.append(f"# {params.max_requests} requests per worker: Unicorn has no such limit "
+                         "(use a worker killer)")
+        lines += ["", "# run with",
+                  f"{_env_prefix(self.env)}unicorn -E production -c unicorn.conf.rb "
+                  f"{command_tail(self.extra_args, self.rackup)}"]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "rackup": str(self.rackup), "preload": self.preload, "env": self.env,
+                "extra_args": list(self.extra_args)}
+
+    def describe(self) -> str:
+        return f"Unicorn serving {self.rackup}{' with preload_app true' if self.preload else ''}"
+
+    def check(self) -> None:
+        check_rackup(self.rackup, "unicorn")
+        missing = unicorn_missing()
+        if missing is not None:
+            raise UsageError(f"unicorn: {missing}")
+
+    def input_files(self) -> list[tuple[str, str]]:
+        return [("rackup file", str(self.rackup))]

@@ -1,0 +1,19 @@
+"""``pounder tune puma`` end to end: one short run on the real server, then the configuration it
+printed started as a user would."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from pounder.servers import puma_missing
+from support.rack import tune_then_run_printed
+
+
+def test_tune_recommends_a_puma_configuration_that_runs(tmp_path: Path) -> None:
+    if puma_missing():
+        pytest.skip(str(puma_missing()))
+    printed = tune_then_run_printed("puma", tmp_path, "puma.rb", ["-b", "tcp://127.0.0.1:{port}"], signal.SIGTERM)
+    assert "  workers 1\n  threads 1, 1\n  preload_app! false\n" in printed

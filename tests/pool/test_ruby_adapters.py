@@ -1,0 +1,106 @@
+"""The Puma and Unicorn adapters without starting a server: render, plain data, checks of the
+rackup file, and the request limit neither server has."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pounder import UsageError
+from pounder.pool import (
+    ADAPTERS,
+    TARGET_FIELDS,
+    PoolParams,
+    PumaAdapter,
+    UnicornAdapter,
+    adapter_from_dict,
+    make_adapter,
+    refused_option,
+)
+from support.leftovers import processes_mentioning
+
+RACK_APP = Path(__file__).resolve().parents[1] / "apps" / "rack_app.ru"
+RUBY = [PumaAdapter, UnicornAdapter]
+
+
+def test_registered_by_kind_with_the_rackup_as_target() -> None:
+    assert ADAPTERS["puma"] is PumaAdapter and ADAPTERS["unicorn"] is UnicornAdapter
+    assert TARGET_FIELDS["puma"] == TARGET_FIELDS["unicorn"] == "rackup"
+    for cls in RUBY:
+        assert cls.request_limit is False and cls.preload_toggle is True
+        assert cls.options == frozenset({"preload", "env"})
+        assert set(cls.names) == {"max_clients", "max_requests", "start_servers", "min_spare", "max_spare", "preload"}
+    assert PumaAdapter.names["max_clients"] == "workers" and PumaAdapter.names["preload"] == "preload_app!"
+    assert UnicornAdapter.names["max_clients"] == "worker_processes"
+    assert refused_option("puma", "pythonpath").startswith("--pythonpath is for gunicorn")
+    assert refused_option("unicorn", "preload") is None and refused_option("unicorn", "env") is None
+
+
+@pytest.mark.parametrize("kind", ["puma", "unicorn"])
+def test_preload_defaults_to_the_servers_own_and_round_trips(kind: str) -> None:
+    assert make_adapter(kind, RACK_APP).preload is False  # Puma 5.6 (workers in its file) and Unicorn 6
+    adapter = make_adapter(kind, RACK_APP, preload=True, env={"APP_DATA_MB": "40"}, extra_args=("-q",))
+    plain = adapter.to_dict()
+    assert plain == {"kind": kind, "rackup": str(RACK_APP), "preload": True, "env": {"APP_DATA_MB": "40"},
+                     "extra_args": ["-q"]}
+    again = adapter_from_dict(json.loads(json.dumps(plain)), check=True)
+    assert type(again) is type(adapter) and again.to_dict() == plain and again.describe() == adapter.describe()
+    assert adapter.input_files() == [("rackup file", str(RACK_APP))]
+
+
+def test_relative_rackup_is_made_absolute(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(RACK_APP.parent)
+    assert PumaAdapter("rack_app.ru").rackup == RACK_APP
+
+
+def test_puma_render_is_a_config_file_and_its_command_line() -> None:
+    adapter = PumaAdapter(RACK_APP, env={"APP_DATA_MB": "40"})
+    text = adapter.render(PoolParams(3, preload=True))
+    lines = text.splitlines()
+    assert lines[:6] == ["# puma.rb", "workers 3", "threads 1, 1", "preload_app! true", 'environment "production"',
+                         lines[5]]
+    assert lines[5].startswith("# bind: yours")
+    assert lines[-1] == f"env APP_DATA_MB=40 puma -C puma.rb {RACK_APP}"
+    assert "preload_app! false" in adapter.render(PoolParams(3))  # the adapter's own: off
+    assert "requests per worker" not in text
+
+
+def test_unicorn_render_is_a_config_file_and_its_command_line() -> None:
+    adapter = UnicornAdapter(RACK_APP, preload=True, extra_args=("-N",))
+    text = adapter.render(PoolParams(4))
+    lines = text.splitlines()
+    assert lines[:5] == ["# unicorn.conf.rb", "worker_processes 4", "preload_app true", "timeout 60", lines[4]]
+    assert lines[4].startswith("# listen: yours")
+    assert lines[-1] == f"unicorn -E production -c unicorn.conf.rb -N {RACK_APP}"
+    assert "preload_app false" in adapter.render(PoolParams(4, preload=False))
+
+
+@pytest.mark.parametrize("cls", RUBY)
+def test_no_request_limit_is_refused_before_anything_starts(cls: Any, tmp_path: Path) -> None:
+    adapter = cls(RACK_APP)
+    with pytest.raises(UsageError, match=r"has no limit on the requests a worker serves") as refused:
+        adapter.server(PoolParams(2, max_requests=100), tmp_path / "w")
+    assert "\n" not in str(refused.value)
+    assert not (tmp_path / "w").exists() and processes_mentioning(str(tmp_path)) == []
+    assert adapter.server(PoolParams(2), tmp_path / "w").workdir == (tmp_path / "w").resolve()  # not started
+    assert f"{adapter.who.capitalize()} has no such limit" in adapter.render(PoolParams(2, max_requests=100))
+
+
+@pytest.mark.parametrize("kind", ["puma", "unicorn"])
+def test_a_bad_rackup_is_one_line_before_anything_starts(kind: str, tmp_path: Path) -> None:
+    big = tmp_path / "big.ru"
+    with open(big, "wb") as file:
+        file.truncate(2 * 1024 * 1024)
+    cases = {tmp_path / "missing.ru": "no such rackup file", tmp_path: "is a directory",
+             Path(os.devnull): "not a regular file", big: "larger than the limit"}
+    for path, words in cases.items():
+        with pytest.raises(UsageError, match=words) as failed:
+            make_adapter(kind, path)
+        assert str(failed.value).startswith(f"{kind}: ") and "\n" not in str(failed.value)
+        make_adapter(kind, path, check=False)  # a stored run is still described
+    with pytest.raises(UsageError, match="rackup"):
+        make_adapter(kind, None)
