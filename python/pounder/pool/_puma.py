@@ -66,6 +66,10 @@ class PumaAdapter(Adapter):
     options = frozenset({"preload", "env"})
     preload_toggle = True
     request_limit = False
+    language = "ruby"
+    preload_remedy = "add preload_app! to puma.rb"
+    respawn = ("Puma's master forks a replacement when it sees a worker exit: a fork plus loading the application "
+               "(unless preload_app!) and the new worker's warm-up")
     names: ClassVar[Mapping[str, str]] = {
         "max_clients": "workers", "max_requests": "-", "start_servers": "-",
         "min_spare": "-", "max_spare": "-", "preload": "preload_app!"}

@@ -42,6 +42,10 @@ class UnicornAdapter(Adapter):
     options = frozenset({"preload", "env"})
     preload_toggle = True
     request_limit = False
+    language = "ruby"
+    preload_remedy = "set preload_app true in unicorn.conf.rb"
+    respawn = ("Unicorn's master forks a replacement as soon as it reaps an exited worker: a fork plus loading the "
+               "application (unless preload_app true) and the new worker's warm-up")
     names: ClassVar[Mapping[str, str]] = {
         "max_clients": "worker_processes", "max_requests": "-", "start_servers": "-",
         "min_spare": "-", "max_spare": "-", "preload": "preload_app true"}
