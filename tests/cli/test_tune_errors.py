@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pounder.pool import KINDS
 from support.recorded import recorded_copy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +63,7 @@ def check(cwd: Path, args: list[str], fragment: str) -> str:
     ([], "give SERVER TARGET (e.g. 'gunicorn app:app' or 'apache httpd.conf'), --demo or --resume DIR"),
     (["gunicorn"], "give SERVER TARGET"),
     (["--quick"], "give SERVER TARGET"),
-    (["nginx", "nginx.conf"], "unknown server 'nginx': use one of apache, gunicorn, starman, command"),
+    (["nginx", "nginx.conf"], f"unknown server 'nginx': use one of {', '.join(KINDS)}"),
     (["Gunicorn", "app:app"], "unknown server 'Gunicorn'"),
     (["gunicorn", "app:app", "--ram", "lots"], "invalid --ram 'lots': use e.g. 512M, 4G"),
     (["gunicorn", "app:app", "--ram", "4"], "--ram '4' is less than 1 MiB: give a unit"),

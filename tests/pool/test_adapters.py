@@ -13,6 +13,7 @@ import pytest
 
 from pounder import UsageError
 from pounder.pool import (
+    KINDS,
     ApacheAdapter,
     CommandAdapter,
     GunicornAdapter,
@@ -181,7 +182,7 @@ def test_make_adapter_builds_each_kind() -> None:
 
 
 def test_make_adapter_errors() -> None:
-    with pytest.raises(UsageError, match="unknown server kind 'nginx': use one of apache, gunicorn, starman, command"):
+    with pytest.raises(UsageError, match=f"unknown server kind 'nginx': use one of {', '.join(KINDS)}"):
         make_adapter("nginx", "nginx.conf")
     with pytest.raises(UsageError, match="gunicorn: no app given"):
         make_adapter("gunicorn", None)

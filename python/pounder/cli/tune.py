@@ -76,6 +76,7 @@ PYTHONPATH = _server_option("pythonpath")
 PRELOAD = typer.Option("--preload/--no-preload", rich_help_panel=_SERVER, show_default=False,
                        help=SERVER_OPTIONS["preload"].help)
 ENV = _server_option("env")
+ROOT = _server_option("root")
 STOP_SIGNAL = _server_option("stop_signal")
 PATH = option("--path", panel=_RUN, metavar="PATH", help="What each request asks for (default /).")
 RESULTS = option("--results", panel=_RUN, metavar="DIR", help=(
@@ -154,19 +155,19 @@ def _env(items: list[str] | None) -> dict[str, str]:
 
 
 def _adapter(server: str | None, target: str | None, *, pythonpath: str | None, preload: bool | None,
-             env: dict[str, str], stop_signal: str | None) -> Adapter:
+             env: dict[str, str], stop_signal: str | None, root: str | None) -> Adapter:
     if server is None or target is None:
         raise UsageError("give SERVER TARGET (e.g. 'gunicorn app:app' or 'apache httpd.conf'), --demo or --resume DIR")
     if server not in KINDS:
         raise UsageError(f"unknown server {server!r}: use one of {', '.join(KINDS)}")
     given = {"stop_signal": stop_signal is not None, "pythonpath": pythonpath is not None,
-             "preload": preload is not None, "env": bool(env)}
+             "preload": preload is not None, "env": bool(env), "root": root is not None}
     for name in (name for name, is_given in given.items() if is_given):
         refused = refused_option(server, name)
         if refused:
             raise UsageError(refused)
     stop = stop_signal or str(SERVER_OPTIONS["stop_signal"].default)
-    return make_adapter(server, target, pythonpath=pythonpath, preload=preload, env=env, stop_signal=stop,
+    return make_adapter(server, target, pythonpath=pythonpath, preload=preload, env=env, stop_signal=stop, root=root,
                         check=False)  # checked in _plan, after the options
 
 
@@ -196,6 +197,7 @@ def tune_command(
     preload: Annotated[bool | None, PRELOAD] = None,
     env: Annotated[list[str] | None, ENV] = None,
     stop_signal: Annotated[str | None, STOP_SIGNAL] = None,
+    root: Annotated[str | None, ROOT] = None,
     path: Annotated[str, PATH] = "/",
     results: Annotated[str | None, RESULTS] = None,
     resume_dir: Annotated[str | None, RESUME] = None,
@@ -228,7 +230,7 @@ def tune_command(
     agents_per_node: Annotated[int | None, AGENTS_PER_NODE] = None,
 ) -> int:
     where, go, inputs = _plan(server, target, pythonpath=pythonpath, preload=preload, env=env, stop_signal=stop_signal,
-                      path=path, results=results, resume_dir=resume_dir, demo=demo, quick=quick,
+                      root=root, path=path, results=results, resume_dir=resume_dir, demo=demo, quick=quick,
                       point_duration=point_duration, requests_per_child=requests_per_child,
                       measure_children=measure_children, max_children=max_children, mrpc=mrpc, ram=ram,
                       clients=clients, p99=p99,
@@ -292,14 +294,15 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
           demo: bool, quick: bool, point_duration: str | None, requests_per_child: str | None,
           measure_children: str | None, max_children: str | None, mrpc: str | None, ram: str | None,
           clients: str | None, p99: str | None,
-          traffic: Traffic | None = None, sender: Sender | None = None) -> tuple[str, Go, list[tuple[str, str]]]:
+          traffic: Traffic | None = None, sender: Sender | None = None,
+          root: str | None = None) -> tuple[str, Go, list[tuple[str, str]]]:
     """Check every input (UsageError before anything starts); return the results directory, the
     function that runs and the user's files the server reads (no output may overwrite them).
     ``sender``: what sends the measured loads (also when resuming)."""
     traffic = traffic or Traffic()
     if resume_dir is not None:
-        given = [server, target, pythonpath, preload, env, stop_signal, results, point_duration, requests_per_child,
-                 measure_children, max_children, mrpc, ram, clients, p99, *traffic.given()]
+        given = [server, target, pythonpath, preload, env, stop_signal, root, results, point_duration,
+                 requests_per_child, measure_children, max_children, mrpc, ram, clients, p99, *traffic.given()]
         if demo or quick or path != "/" or any(v is not None and v != [] for v in given):
             raise UsageError("--resume DIR takes no other option (but --ray, --agents, --agents-per-node): the run "
                              "goes on with the settings stored in DIR")
@@ -316,8 +319,8 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
     if demo:
         if server is not None or target is not None:
             raise UsageError("--demo takes no SERVER TARGET")
-        if pythonpath is not None or preload is not None or env or stop_signal is not None:
-            raise UsageError("--demo takes no server option (--pythonpath, --preload, --env, --stop-signal)")
+        if pythonpath is not None or preload is not None or env or stop_signal is not None or root is not None:
+            raise UsageError("--demo takes no server option (--pythonpath, --preload, --env, --stop-signal, --root)")
         adapter: Adapter = demo_adapter()
         ram = ram or "512M"
         # short enough for a first look (under 3 minutes on 2 cores), every decision still from trials
@@ -326,7 +329,7 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
         mrpc = mrpc or "0,1000,100"
     else:
         adapter = _adapter(server, target, pythonpath=pythonpath, preload=preload, env=_env(env),
-                           stop_signal=stop_signal)
+                           stop_signal=stop_signal, root=root)
     options = make_options(path=path, ram=ram, clients=_int(clients, "--clients"), p99=p99, quick=quick,
                            point_duration=point_duration,
                            requests_per_child=_int(requests_per_child, "--requests-per-child"),

@@ -78,7 +78,10 @@ class ServerSpec:
     pythonpath: str | None = None
     psgi: Path | None = None
     command: str | None = None
-    preload: bool = False
+    rackup: Path | None = None
+    root: Path | None = None
+    preload: bool | None = None
+    """None: the server's own default (uWSGI preloads, gunicorn does not)."""
     workers: int = 4
     max_requests: int = 0
     env: Mapping[str, str] = field(default_factory=dict)
@@ -276,8 +279,12 @@ def _check_load(r: _Reader, key: str, load: LoadSpec) -> None:
         raise r.fail(key, str(error)) from None
 
 
-_SERVER_KEYS = {"pythonpath", "preload", "env"}
+_SERVER_KEYS = {"pythonpath", "preload", "env", "root"}
 """The server options an experiment file's [server] may give (of those some servers take)."""
+
+
+_FILE_TARGETS = {"conf", "psgi", "rackup"}
+"""The targets that are files (relative to the experiment file); the others are text."""
 
 
 def _refuse(r: _Reader, table: str, adapter: str, name: str) -> None:
@@ -359,14 +366,19 @@ def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
         return resolved
 
     pythonpath = r.get(server_data, "server", "pythonpath", str)
+    root = r.get(server_data, "server", "root", str)
+    if root is not None and not (base / root).is_dir():
+        raise r.fail("server.root", f"no such directory {root} (paths are relative to the experiment file)")
+    target = TARGET_FIELDS.get(adapter)  # none for "url"
+    what: dict[str, Any] = {} if target is None else {
+        target: file_of(target) if target in _FILE_TARGETS else r.get(server_data, "server", target, str,
+                                                                      required=True)}
     return ServerSpec(
         adapter=adapter,
-        conf=file_of("conf") if adapter == "apache" else None,
-        app=r.get(server_data, "server", "app", str, required=True) if adapter == "gunicorn" else None,
+        **what,
         pythonpath=str((base / pythonpath).resolve()) if pythonpath is not None else None,
-        psgi=file_of("psgi") if adapter == "starman" else None,
-        command=r.get(server_data, "server", "command", str, required=True) if adapter == "command" else None,
-        preload=r.get(server_data, "server", "preload", bool, default=False),
+        root=(base / root).resolve() if root is not None else None,
+        preload=r.get(server_data, "server", "preload", bool),
         workers=r.count(server_data, "server", "workers", 1, 1024, default=4) or 4,
         max_requests=r.count(server_data, "server", "max_requests", 0, 10**9, default=0) or 0,
         env=r.env(server_data, "server"),

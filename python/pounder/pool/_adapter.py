@@ -42,6 +42,9 @@ SERVER_OPTIONS: Mapping[str, ServerOption] = {option.name: option for option in 
         "gunicorn --preload / Starman --preload-app: load the app in the parent before forking (default off, as "
         "in the servers). The other setting is measured too, for comparison, unless --quick."), False),
     ServerOption("env", "--env", "NAME=VALUE", "Set in the server's environment (repeatable)."),
+    ServerOption("root", "--root", "DIR", (
+        "php-fpm: the document root of the PHP scripts (the front's root: a request for /x.php runs DIR/x.php)."),
+        None),
     ServerOption("stop_signal", "--stop-signal", "SIG",
                  "command: the signal that stops the server gracefully (default TERM).", "TERM"),
 )}
@@ -62,6 +65,22 @@ def option_refused(adapter: type[Adapter], name: str, adapters: Collection[type[
     takers = _names([other.who for other in adapters if name in other.options])
     instead = adapter.instead.get(name)
     return f"{called or SERVER_OPTIONS[name].flag} is for {takers} only" + (f" ({instead})" if instead else "")
+
+
+@public
+@dataclass(frozen=True)
+class ChildLimit:
+    """How far a child of the recommended pool may grow, from the measured sizes and the budget:
+    a warmed child's private size ``start`` (USS, bytes), the private size ``limit`` each of the
+    ``children`` may reach within the RAM budget, the memory it shares with the parent
+    (``shared``, bytes per child), and the requests it serves before it reaches ``limit`` at the
+    measured growth (``requests``; 0 when no leak was measured)."""
+
+    children: int
+    start: int
+    limit: int
+    shared: int
+    requests: int
 
 
 @public
@@ -129,6 +148,12 @@ class Adapter(abc.ABC):
     """For an option it does not take, what its users do instead (said when it is given)."""
     who: ClassVar[str] = ""
     """How messages name it ("gunicorn", "the command server")."""
+    language: ClassVar[str] = "other"
+    """The language of its applications ("perl", "python", "php", "ruby"): the advice's words."""
+    preload_remedy: ClassVar[str] = ""
+    """How its users load the application in the parent ("" when pounder cannot tell them)."""
+    respawn: ClassVar[str] = "each respawn is a fork and the new child's warm-up"
+    """What replacing a child costs on this server, by its own mechanism."""
 
     preload: bool = False
     """Whether the user's configuration preloads (the default for :class:`PoolParams`)."""
@@ -164,6 +189,12 @@ class Adapter(abc.ABC):
     def input_files(self) -> list[tuple[str, str]]:
         """The user's files the server reads, as ``(what, path)``: no output may overwrite them."""
         return []
+
+    def size_limit(self, limit: ChildLimit) -> str:
+        """For a server without a request limit (:attr:`request_limit` False): how its users
+        replace a child before it outgrows ``limit``, in their own syntax with its arithmetic ("":
+        the request limit pounder recommends is the server's own way)."""
+        return ""
 
     def with_preload(self, params: PoolParams) -> bool:
         return self.preload if params.preload is None else params.preload

@@ -36,6 +36,10 @@ class GunicornAdapter(Adapter):
     who = "gunicorn"
     options = frozenset({"pythonpath", "preload", "env"})
     preload_toggle = True
+    language = "python"
+    preload_remedy = "start gunicorn with --preload (or preload_app = True)"
+    respawn = ("gunicorn's arbiter replaces an exited worker in its loop: a fork plus loading the application "
+               "(unless --preload) and the new worker's warm-up")
     names: ClassVar[Mapping[str, str]] = {
         "max_clients": "--workers", "max_requests": "--max-requests", "start_servers": "-",
         "min_spare": "-", "max_spare": "-", "preload": "--preload"}

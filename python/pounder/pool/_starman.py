@@ -33,6 +33,10 @@ class StarmanAdapter(Adapter):
     who = "starman"
     options = frozenset({"preload", "env"})
     preload_toggle = True
+    language = "perl"
+    preload_remedy = "start Starman with --preload-app"
+    respawn = ("Starman (Net::Server::PreFork) checks its children periodically and forks replacements: a fork "
+               "plus loading the application (unless --preload-app) and the new child's warm-up")
     max_requests_counts = "connections"
     names: ClassVar[Mapping[str, str]] = {
         "max_clients": "--workers", "max_requests": "--max-requests", "start_servers": "-",

@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 _ON_DEMAND = {kind for kind, cls in ADAPTERS.items() if cls.on_demand}
 
 
+def _counts(kind: str) -> str:
+    """What MaxRequestsPerChild counts on server ``kind``: "requests" or "connections"."""
+    return ADAPTERS[kind].max_requests_counts if kind in ADAPTERS else "requests"
+
+
 def _number(run: TuneRun, old: int) -> int:
     """A section's number: one more than ``old`` in a run that compares pools at the offered load
     (its section 4), as the text report numbers them."""
@@ -176,7 +181,7 @@ def mrpc_section(run: TuneRun, prefix: str) -> Section:
     section = Section(f"{_number(run, 4)}. {name} (MaxRequestsPerChild) with {pool}{at}")
     choice = run.max_requests or {}
     recommended = int(choice["value"]) if "value" in choice else None
-    unit = "requests" if run.kind in ("gunicorn", "command") else "connections"
+    unit = _counts(run.kind)
     caption = (f"Requests/s per {name} value ({unit} a child serves before it is replaced): the median of "
                "interleaved trials with its 95% interval, the unlimited baseline measured in every round; above "
                "each bar the change against unlimited")
@@ -232,7 +237,7 @@ def old_mrpc_section(run: TuneRun, prefix: str) -> Section:
         after = [i for i, p in enumerate(points) if int(p["max_requests"]) != 0
                  and int(p["max_requests"]) > recommended]  # swept values are listed from large to small
         bars.insert(after[-1] + 1 if after else (1 if base is not None else 0), bar)
-    caption = f"Requests/s per {name} value ({'requests' if run.kind in ('gunicorn', 'command') else 'connections'} " \
+    caption = f"Requests/s per {name} value ({_counts(run.kind)} " \
               "a child serves before it is replaced)"
     cost = choice.get("respawn_cost_requests")
     if base_rps is not None:

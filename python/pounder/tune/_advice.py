@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from pounder._errors import public
 from pounder._units import MIB, children_text
+from pounder.pool import ADAPTERS, Adapter
 from pounder.procs import max_clients_from
 from pounder.tune._analysis import (
     ChildrenChoice,
@@ -47,15 +48,13 @@ decays as children write to what they share (reference counts, caches)."""
 # Advice
 
 
+def _adapter(kind: str) -> type[Adapter]:
+    """The adapter class of server ``kind`` (the base's defaults for an unknown one)."""
+    return ADAPTERS[kind] if kind in ADAPTERS else Adapter
+
+
 def _parent_language(kind: str) -> str:
-    return {"apache": "perl", "starman": "perl", "gunicorn": "python"}.get(kind, "other")
-
-
-PRELOAD_REMEDY = {
-    "apache": "load the application in the parent: PerlRequire a startup file that loads it (PerlModule)",
-    "starman": "start Starman with --preload-app",
-    "gunicorn": "start gunicorn with --preload (or preload_app = True)",
-}
+    return _adapter(kind).language
 
 
 @public
@@ -83,7 +82,8 @@ def _preload_moved(cold: int, memory: MemoryBound) -> int:
 
 
 def _preload_advice(kind: str, measure: Summary, memory: MemoryBound) -> list[str]:
-    if kind not in PRELOAD_REMEDY:
+    remedy = _adapter(kind).preload_remedy
+    if not remedy:
         return []
     after = preload_gain(measure, memory)
     if after is None:
@@ -98,7 +98,7 @@ def _preload_advice(kind: str, measure: Summary, memory: MemoryBound) -> list[st
             f"{_mib(memory.shared)} shared, and {_mib(cold)} of it was there right after it started (the "
             f"application, loaded after the fork); loaded once in the parent it would be shared{kept}: "
             f"({_mib(memory.ram)} - {_mib(memory.shared)} - {_mib(moved)}) / ({_mib(memory.child_uss)} - "
-            f"{_mib(moved)}) = {after}. Remedy: {PRELOAD_REMEDY[kind]}, then measure again."]
+            f"{_mib(moved)}) = {after}. Remedy: {remedy}, then measure again."]
 
 
 def _cpu_share(point: Summary, cores: int) -> str:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pounder._errors import public
 from pounder._figures import WIDE
 from pounder._units import children_text
 from pounder.compare import ratio_interval
+from pounder.pool import ADAPTERS, Adapter
 from pounder.tune._analysis import (
     LOSS_NOISE,
     MemoryBound,
@@ -176,16 +177,8 @@ def respawn_model(points: Sequence[Summary]) -> RespawnModel:
 
 @public
 def respawn_mechanism(kind: str) -> str:
-    """What a respawn costs on this server, by its own mechanism."""
-    return {
-        "apache": "Apache's parent replaces exiting children in its once-a-second maintenance and spawns at most 1, "
-                  "2, 4 ... 32 per second: each respawn is a fork and a new child's warm-up, and the pool runs a "
-                  "child short until the next maintenance pass",
-        "gunicorn": "gunicorn's arbiter replaces an exited worker in its loop: a fork plus loading the application "
-                    "(unless --preload) and the new worker's warm-up",
-        "starman": "Starman (Net::Server::PreFork) checks its children periodically and forks replacements: a fork "
-                   "plus loading the application (unless --preload-app) and the new child's warm-up",
-    }.get(kind, "each respawn is a fork and the new child's warm-up")
+    """What a respawn costs on this server, by its own mechanism (its adapter's ``respawn``)."""
+    return (ADAPTERS[kind] if kind in ADAPTERS else Adapter).respawn
 
 
 @public
@@ -338,3 +331,12 @@ def measured_loss(point: Summary, points: Sequence[Summary]) -> float | None:
     return 1 - float(point["rps"]) / float(base["rps"])
 
 
+def unlimited_only(choice: MaxRequestsChoice, who: str) -> tuple[MaxRequestsChoice, int]:
+    """For a server that cannot replace a child after a number of requests: ``choice`` as
+    unlimited, and the requests a leaking child may serve (0 without a leak), which a worker
+    killer is then given (:meth:`pounder.pool.Adapter.size_limit`)."""
+    requests = choice.value if choice.leak else 0
+    at = f" at {requests:,} requests" if requests else ""
+    return replace(choice, value=0, decided_by="unlimited", forced_by_memory=False, loss=None, reasons=[
+        *choice.reasons, f"{who} cannot replace a child after a number of requests: it runs unlimited (see the "
+        f"advice for a worker killer{at})"]), requests

@@ -35,6 +35,7 @@ from pounder._version import __version__
 from pounder.load import ENGINE, BenchResult, ProgressCallback, Sender
 from pounder.pool import (
     Adapter,
+    ChildLimit,
     PoolParams,
     ResultsDir,
     Runner,
@@ -43,9 +44,7 @@ from pounder.pool import (
     growth_per_request,
 )
 from pounder.procs import mem_available
-from pounder.tune._advice import (
-    advice,
-)
+from pounder.tune._advice import advice
 from pounder.tune._analysis import (
     ChildrenChoice,
     MemoryBound,
@@ -64,6 +63,7 @@ from pounder.tune._mrpc import (
     MaxRequestsChoice,
     choose_max_requests,
     mrpc_losses,
+    unlimited_only,
 )
 from pounder.tune._options import TuneOptions
 from pounder.tune._points import aggregate_trials, still_growing
@@ -81,12 +81,7 @@ from pounder.tune._pools import (
 )
 from pounder.tune._progress import StepProgress
 from pounder.tune._spare import aggregate_spare, choose_spare, reference_us
-from pounder.tune._spare_rules import (
-    burst_clients,
-    default_spares,
-    spare_settings,
-    steady_p99_us,
-)
+from pounder.tune._spare_rules import burst_clients, default_spares, spare_settings, steady_p99_us
 from pounder.tune._summary import describe_point, summarize
 from pounder.tune._why import deciding_facts
 
@@ -215,6 +210,7 @@ class TuneSession:
         self._stored: dict[str, Mapping[str, Any]] | None = None
         """The stored points as the summary needs them (read once, then kept as they are saved)."""
         self._memory: MemoryBound | None = None
+        self._killer_requests = 0  # without a request limit: what a leaking child may serve (0: no leak)
 
     # -- points -----------------------------------------------------------------------------
 
@@ -535,13 +531,15 @@ class TuneSession:
         plan = [(f"mrpc-{n}-{value}-at-{offered.connections}", PoolParams(n, max_requests=value),
                  offered.connections, f"MaxRequestsPerChild {value or 'unlimited'} ({children_text(n)}, "
                  f"{offered.short()})") for value in values]
-        if not any(options.mrpc_values):  # unlimited alone: nothing to compare it with
+        if not any(options.mrpc_values) or not adapter.request_limit:  # unlimited alone: nothing to compare
             plan = []
         points = mrpc_losses(self._sweep("max-requests", plan, options.trials, warm_rounds=False, rate=offered.rate))
         choice = room_for_growth(choice, points, measure, memory, max_loss=options.max_loss,
                                  counts=adapter.max_requests_counts, target=self.target().load)
         mrpc = choose_max_requests(points, measure, memory, choice.chosen, max_loss=options.max_loss,
                                    counts=adapter.max_requests_counts, kind=adapter.kind)
+        if not adapter.request_limit:  # what a leak would need goes to the worker killer (advice)
+            mrpc, self._killer_requests = unlimited_only(mrpc, adapter.who)
         return points, mrpc, choice
 
     def run(self) -> TuneResult:
@@ -559,8 +557,9 @@ class TuneSession:
         mrpc_points, mrpc, choice = self._mrpc_step(choice, measure, memory, offered)
         spare, spare_choice, spares = self._spare_step(choice, target, memory, mrpc.value, offered,
                                                        measure.get("child_start_s"))
-        params = PoolParams(choice.chosen, max_requests=mrpc.value, start_servers=spares[0], min_spare=spares[1],
-                            max_spare=spares[2], preload=adapter.preload)
+        # a server without a request limit runs unlimited; its users' worker killer gets the limit (advice)
+        params = PoolParams(choice.chosen, max_requests=mrpc.value if adapter.request_limit else 0,
+                            start_servers=spares[0], min_spare=spares[1], max_spare=spares[2], preload=adapter.preload)
         best = None if pools is None else next(p for p in pools.points if int(p["children"]) == pools.best)
         confirmation = self._confirm(params, memory, target, offered, best) if options.confirm else None
         fewer = lowered_pool(confirmation, memory)
@@ -577,6 +576,9 @@ class TuneSession:
         if growth(measure).leak and mrpc.forced_by_memory:
             said.append("the leak forces frequent respawns at this many children: fix the leak, or give each child "
                         "more room (fewer children, more RAM)")
+        said += filter(None, [adapter.size_limit(ChildLimit(
+            children=params.max_clients, start=mrpc.child_start_bytes, limit=memory.child_limit(params.max_clients),
+            shared=memory.shared, requests=self._killer_requests))])
         why = deciding_facts(adapter.names, choice, pools, memory, mrpc, spare_choice, options.max_children)
         return TuneResult(adapter=adapter, options=options, params=params,
                           config=adapter.render(params, keepalive=options.keepalive),
