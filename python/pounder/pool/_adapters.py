@@ -27,18 +27,19 @@ from pounder.pool._phpfpm import PhpFpmAdapter
 from pounder.pool._puma import PumaAdapter
 from pounder.pool._starman import StarmanAdapter
 from pounder.pool._unicorn import UnicornAdapter
+from pounder.pool._uwsgi import UwsgiAdapter
 
 DEMO_APP = "pounder.demo.app:app"
 DEMO_ENV = {"DEMO_PRELOAD_MB": "64", "DEMO_CPU_MS": "4", "DEMO_LEAK_KB": "16"}
 
 ADAPTERS: Mapping[str, type[Adapter]] = {
     "apache": ApacheAdapter, "gunicorn": GunicornAdapter, "starman": StarmanAdapter, "php-fpm": PhpFpmAdapter,
-    "puma": PumaAdapter, "unicorn": UnicornAdapter,
+    "puma": PumaAdapter, "unicorn": UnicornAdapter, "uwsgi": UwsgiAdapter,
     "command": CommandAdapter}
 """Every adapter class by its kind."""
 KINDS = tuple(ADAPTERS)
 TARGET_FIELDS: Mapping[str, str] = {"apache": "conf", "gunicorn": "app", "starman": "psgi", "php-fpm": "conf",
-                                   "puma": "rackup", "unicorn": "rackup",
+                                   "puma": "rackup", "unicorn": "rackup", "uwsgi": "app",
                                    "command": "command"}
 """What each kind runs, by the name its results and experiment files give it."""
 
@@ -89,6 +90,8 @@ def _build_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpa
     preloading: dict[str, bool] = {} if preload is None else {"preload": preload}
     if kind == "gunicorn":
         return GunicornAdapter(str(target), pythonpath=pythonpath, env=env, extra_args=extra_args, **preloading)
+    if kind == "uwsgi":
+        return UwsgiAdapter(target, pythonpath=pythonpath, env=env, extra_args=extra_args, **preloading)
     if kind == "php-fpm":
         return PhpFpmAdapter(target, root=root, env=env)
     if kind == "puma":
@@ -143,6 +146,7 @@ __all__ = [
     "PumaAdapter",
     "StarmanAdapter",
     "UnicornAdapter",
+    "UwsgiAdapter",
     "adapter_from_dict",
     "demo_adapter",
     "make_adapter",

@@ -85,6 +85,19 @@ from pounder.servers._unicorn import (
     unicorn_command,
     unicorn_missing,
 )
+from pounder.servers._uwsgi import (
+    UwsgiServer,
+    UwsgiSettings,
+    ini_lazy_apps,
+    read_uwsgi_ini,
+    strip_owned_options,
+    uwsgi_app_file,
+    uwsgi_app_missing,
+    uwsgi_command,
+    uwsgi_missing,
+    uwsgi_stats,
+    uwsgi_target_is_ini,
+)
 
 __all__ = [
     "HOST",
@@ -108,6 +121,8 @@ __all__ = [
     "ServerStartError",
     "StarmanServer",
     "StarmanSettings",
+    "UwsgiServer",
+    "UwsgiSettings",
     "UnicornServer",
     "UnicornSettings",
     "answers_http",
@@ -132,8 +147,10 @@ __all__ = [
     "gunicorn_app_missing",
     "gunicorn_command",
     "gunicorn_missing",
+    "ini_lazy_apps",
     "listen_address",
     "read_user_conf",
+    "read_uwsgi_ini",
     "release_group",
     "owns_listener",
     "puma_command",
@@ -146,6 +163,13 @@ __all__ = [
     "starman_command",
     "starman_missing",
     "strip_owned_directives",
+    "strip_owned_options",
+    "uwsgi_app_file",
+    "uwsgi_app_missing",
+    "uwsgi_command",
+    "uwsgi_missing",
+    "uwsgi_stats",
+    "uwsgi_target_is_ini",
     "unicorn_command",
     "unicorn_missing",
 ]

@@ -1,0 +1,140 @@
+"""The uWSGI adapter without starting a server: its plain-data form (``to_dict`` /
+``adapter_from_dict``), ``make_adapter``, ``render`` (checked by uWSGI itself where a test can),
+``check`` and ``input_files``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pounder import UsageError
+from pounder.pool import ADAPTERS, TARGET_FIELDS, PoolParams, UwsgiAdapter, adapter_from_dict, make_adapter
+from pounder.servers import uwsgi_missing
+
+APPS = Path(__file__).resolve().parents[1] / "apps"
+needs_uwsgi = pytest.mark.skipif(uwsgi_missing() is not None, reason=str(uwsgi_missing()))
+
+
+def _round_trip(adapter: UwsgiAdapter) -> UwsgiAdapter:
+    plain = adapter.to_dict()
+    again = adapter_from_dict(json.loads(json.dumps(plain)))
+    assert isinstance(again, UwsgiAdapter)
+    assert again.to_dict() == plain and again.describe() == adapter.describe() and again.preload == adapter.preload
+    return again
+
+
+def test_registered() -> None:
+    assert ADAPTERS["uwsgi"] is UwsgiAdapter and TARGET_FIELDS["uwsgi"] == "app"
+    assert UwsgiAdapter.options == {"pythonpath", "preload", "env"} and UwsgiAdapter.preload_toggle
+    assert UwsgiAdapter.names == {"max_clients": "processes", "max_requests": "max-requests", "start_servers": "-",
+                                  "min_spare": "-", "max_spare": "-", "preload": "lazy-apps = false"}
+    assert not UwsgiAdapter.on_demand and UwsgiAdapter.request_limit
+
+
+def test_module_round_trip() -> None:
+    adapter = UwsgiAdapter("wsgi_app:app", pythonpath=str(APPS), env={"APP_DATA_MB": "8"},
+                           extra_args=("--harakiri", "30"))
+    assert adapter.preload  # uWSGI's own default: the app loaded in the master
+    assert adapter.to_dict() == {"kind": "uwsgi", "app": "wsgi_app:app", "pythonpath": str(APPS), "preload": True,
+                                 "env": {"APP_DATA_MB": "8"}, "extra_args": ["--harakiri", "30"]}
+    assert _round_trip(adapter).extra_args == ("--harakiri", "30")
+    lazy = _round_trip(UwsgiAdapter("wsgi_app:app", preload=False))
+    assert not lazy.preload and lazy.describe() == "uWSGI serving wsgi_app:app with lazy-apps"
+
+
+def test_ini_round_trip_and_its_lazy_apps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ini = tmp_path / "site.ini"
+    ini.write_text("[uwsgi]\nmodule = wsgi_app:app\nlazy-apps = true\n")
+    monkeypatch.chdir(tmp_path)
+    adapter = UwsgiAdapter("site.ini")
+    assert adapter.ini == ini and adapter.to_dict()["app"] == str(ini)
+    assert not adapter.preload  # the ini's own lazy-apps
+    assert UwsgiAdapter("site.ini", preload=True).preload  # given: wins
+    assert _round_trip(adapter).ini == ini
+    assert adapter.input_files() == [("ini file", str(ini))]
+    ini.write_text("[uwsgi]\nmodule = wsgi_app:app\n")
+    assert UwsgiAdapter(str(ini)).preload
+
+
+def test_make_adapter_and_preload_not_given() -> None:
+    adapter = make_adapter("uwsgi", "wsgi_app:app", pythonpath=str(APPS), preload=None, check=False)
+    assert isinstance(adapter, UwsgiAdapter) and adapter.preload
+    assert not make_adapter("uwsgi", "wsgi_app:app", preload=False, check=False).preload
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"kind": "uwsgi"}, "describes its uwsgi server badly"),
+    ({"kind": "uwsgi", "app": "wsgi_app"}, "uwsgi: give the app as module:callable or an .ini file, not 'wsgi_app'"),
+    ({"kind": "uwsgi", "app": "/no/such/site.ini"}, "uwsgi: no such ini file /no/such/site.ini"),
+    ({"kind": "uwsgi", "app": "a:b", "env": ["A=1"]}, "describes its uwsgi server badly"),
+])
+def test_adapter_from_dict_errors(data: dict[str, object], message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        adapter_from_dict(data)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+@needs_uwsgi
+def test_check(tmp_path: Path) -> None:
+    UwsgiAdapter("wsgi_app:app", pythonpath=str(APPS)).check()
+    with pytest.raises(UsageError, match=r"^uwsgi: cannot find the module 'wsgi_app' of wsgi_app:app on PYTHONPATH "
+                                         r"or in the path of /usr/bin/python3 \(uWSGI's python3 plugin runs the "
+                                         r"system Python, not pounder's\)$"):
+        UwsgiAdapter("wsgi_app:app").check()
+    with pytest.raises(UsageError, match=f"^uwsgi: --pythonpath {tmp_path}/none is not a directory$"):
+        UwsgiAdapter("wsgi_app:app", pythonpath=str(tmp_path / "none")).check()
+    with pytest.raises(UsageError, match="cannot find the module 'pkg.missing'"):
+        UwsgiAdapter("pkg.missing:app", pythonpath=str(APPS)).check()
+    ini = tmp_path / "site.ini"
+    ini.write_text("[uwsgi]\nmodule = wsgi_app:app\n")
+    adapter = UwsgiAdapter(str(ini))
+    adapter.check()
+    ini.write_text("[uwsgi]\ninclude = other.ini\n")  # changed since: checked again
+    with pytest.raises(UsageError, match="give pounder one self-contained file"):
+        adapter.check()
+    ini.unlink()
+    with pytest.raises(UsageError, match="^uwsgi: no such ini file"):
+        adapter.check()
+    assert UwsgiAdapter("wsgi_app:app", pythonpath=str(APPS)).input_files() == [
+        ("app module wsgi_app:app", str(APPS / "wsgi_app.py"))]
+    assert UwsgiAdapter("no_such_module:app").input_files() == []
+
+
+def test_constructor_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "plain.ini").write_text("module = a:b\n")
+    for target, message in (("app", "module:callable or an .ini file"), (str(tmp_path / "plain.ini"),
+                                                                           "has no [uwsgi] section")):
+        with pytest.raises(UsageError, match=message.replace("[", r"\[").replace("]", r"\]")) as caught:
+            UwsgiAdapter(target)
+        assert "\n" not in str(caught.value)
+    with pytest.raises(UsageError, match="uwsgi: preload must be True or False"):
+        UwsgiAdapter("a:b", preload="no")  # type: ignore[arg-type]
+
+
+def test_render_module() -> None:
+    adapter = UwsgiAdapter("wsgi_app:app", pythonpath=str(APPS), env={"APP_DATA_MB": "40"})
+    text = adapter.render(PoolParams(6, max_requests=2000))
+    ini = text.split("\n\n")[0].splitlines()
+    assert ini[:2] == ["# uwsgi.ini", "[uwsgi]"]
+    settings = [line for line in ini if line and not line.startswith("#")]
+    assert settings == ["[uwsgi]", "plugin = python3", "http-socket = 127.0.0.1:8000", "module = wsgi_app:app",
+                        f"pythonpath = {APPS}", "env = APP_DATA_MB=40", "master = true", "processes = 6",
+                        "max-requests = 2000", "lazy-apps = false", "min-worker-lifetime = 0", "need-app = true",
+                        "die-on-term = true"]
+    assert text.splitlines()[-1] == (
+        f"uwsgi --plugin python3 --master --http-socket 127.0.0.1:8000 --processes 6 --max-requests 2000 "
+        f"--pythonpath {APPS} --env APP_DATA_MB=40 --need-app --die-on-term --module wsgi_app:app")
+    lazy = adapter.render(PoolParams(2, preload=False))
+    assert "lazy-apps = true" in lazy and "--lazy-apps" in lazy and "min-worker-lifetime" not in lazy
+    assert "# max-requests = 0: a worker is never replaced" in lazy
+
+
+def test_render_ini(tmp_path: Path) -> None:
+    ini = tmp_path / "site.ini"
+    ini.write_text("[uwsgi]\nmodule = wsgi_app:app\nlazy-apps = true\n")
+    text = UwsgiAdapter(str(ini)).render(PoolParams(3, max_requests=0))
+    assert text.splitlines() == [f"# in the [uwsgi] section of {ini} (replacing these options there):", "[uwsgi]",
+                                 "master = true", "processes = 3", "max-requests = 0", "lazy-apps = true",
+                                 "# max-requests = 0: a worker is never replaced", f"# run with: uwsgi --ini {ini}"]
