@@ -128,6 +128,15 @@ def test_render_front_conf(tmp_path: Path) -> None:
         render_front_conf(front_dir=tmp_path, port=1, root=PHP_APP, fastcgi=("127.0.0.1", 2), status_path="/a b")
 
 
+def test_a_status_path_the_front_cannot_pass_is_refused_before_anything(tmp_path: Path) -> None:
+    odd = tmp_path / "odd.conf"
+    odd.write_text("[www]\npm.status_path = /status page\n")
+    for attempt in (lambda: check_pool_conf(odd), lambda: PhpFpmServer(tmp_path / "w", odd, root=PHP_APP)):
+        with pytest.raises(UsageError, match="must be a plain path"):
+            attempt()
+    assert not (tmp_path / "w").exists()
+
+
 @needs_phpfpm
 def test_check_pool_conf_names_the_users_line(tmp_path: Path) -> None:
     check_pool_conf(POOL_CONF)

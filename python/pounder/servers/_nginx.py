@@ -31,6 +31,14 @@ _FASTCGI_PARAMS = (
     ("SERVER_PORT", "$server_port"), ("SERVER_NAME", "$server_name"), ("REDIRECT_STATUS", "200"))
 
 
+def check_status_path(path: str) -> str:
+    """``path`` (php-fpm's ``pm.status_path``) if the front can pass it on (a plain path);
+    :class:`~pounder.UsageError` otherwise."""
+    if not _STATUS.match(path):
+        raise UsageError(f"php-fpm: pm.status_path {path!r} must be a plain path such as /status")
+    return path
+
+
 def _nginx_path(path: Path) -> str:
     text = str(path)
     if _UNSAFE_PATH.search(text):
@@ -45,10 +53,11 @@ def render_front_conf(*, front_dir: Path, port: int, root: Path, fastcgi: tuple[
     """The nginx.conf of the front of a pool (a pure function): one worker, HTTP on
     ``host``:``port``, document root ``root`` with ``index index.php``, ``*.php`` and
     ``status_path`` passed to ``fastcgi`` (host, port); no access log; every file it writes
-    under ``front_dir``. ``keepalive`` False: one request per connection (``keepalive_timeout
-    0``). ``user``/``group``: its workers' (as root)."""
-    if not _STATUS.match(status_path):
-        raise UsageError(f"php-fpm: pm.status_path {status_path!r} must be a plain path such as /status")
+    under ``front_dir``. Answers are buffered in memory only (``fastcgi_max_temp_file_size 0``:
+    a worker that cannot reach ``front_dir``, as root, still serves them), request bodies up to
+    16 MiB too, and bodies of any size are taken. ``keepalive`` False: one request per connection
+    (``keepalive_timeout 0``). ``user``/``group``: its workers' (as root)."""
+    check_status_path(status_path)
     temp = front_dir / "tmp"
     out = ["# The nginx front of a private php-fpm pool, written by pounder.", "worker_processes 1;"]
     if user is not None:
@@ -62,6 +71,9 @@ def render_front_conf(*, front_dir: Path, port: int, root: Path, fastcgi: tuple[
         *(f"    {kind}_temp_path {_nginx_path(temp / kind)};"
           for kind in ("client_body", "fastcgi", "proxy", "uwsgi", "scgi")),
         f"    keepalive_timeout {'65s' if keepalive else '0'};",
+        "    client_max_body_size 0;",
+        "    client_body_buffer_size 16m;",
+        "    fastcgi_max_temp_file_size 0;",
         "    server {",
         f"        listen {host}:{port};",
         f"        root {_nginx_path(root)};",
@@ -98,7 +110,7 @@ class NginxFront(ManagedServer):
         super().__init__(workdir, ready_path=FRONT_READY_PATH, stop_timeout_s=stop_timeout_s,
                          die_with_parent=die_with_parent, cpus=cpus, host=host)
         self.root = Path(root).resolve()
-        self.status_path = status_path
+        self.status_path = check_status_path(status_path)
         self.keepalive = keepalive
         self.user = user
         self.binary = binary or find_nginx() or "nginx"

@@ -42,7 +42,7 @@ from pounder._errors import UsageError, public
 from pounder._files import SMALL_LIMIT, read_input
 from pounder.servers._apache import _unreachable_for
 from pounder.servers._base import HOST, ManagedServer, ServerStartError
-from pounder.servers._nginx import NginxFront, find_nginx
+from pounder.servers._nginx import NginxFront, check_status_path, find_nginx
 
 DEFAULT_USER = "www-data"
 STATUS_PATH = "/pounder-fpm-status"
@@ -295,6 +295,7 @@ def check_pool_conf(conf: str | os.PathLike[str], binary: str | None = None) -> 
     php-fpm's own words, its line numbers the user's file's, when it refuses it."""
     text = read_pool_conf(conf)
     pool = parse_pool_conf(text, source=str(conf))
+    check_status_path(pool.status_path or STATUS_PATH)
     user = _root_user(pool)
     binary = binary or find_php_fpm() or "php-fpm"
     with tempfile.TemporaryDirectory(prefix="pounder-fpm-check-") as temp:
@@ -417,7 +418,7 @@ class PhpFpmServer(ManagedServer):
                                     max_spare=max_spare, max_requests=max_requests, env=dict(env or {}),
                                     user=None if user is None else user[0])
         self.settings.validate()
-        self.status_path = pool.status_path or STATUS_PATH
+        self.status_path = check_status_path(pool.status_path or STATUS_PATH)
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
                          die_with_parent=die_with_parent, cpus=cpus, host=host)
         self.binary = binary or find_php_fpm() or "php-fpm"
