@@ -125,7 +125,7 @@ def test_a_measured_load_counts_the_pool_not_the_front(tmp_path: Path) -> None:
         assert after["accepted conn"] - before["accepted conn"] == 45 + 1
         # one child, three clients: two of them wait in php-fpm's queue nearly all the time
         assert queue.share is not None and queue.share > 0.5, (queue.samples, queue.waiting)
-        assert after["max listen queue"] >= 1
+        # (php-fpm's own "max listen queue" is sampled once a second by its master: too coarse here)
         shot = runner.snapshot(server)
         assert [c.pid for c in shot.children] == server.children()
         members = {m.pid for m in runner.tree(server).members}
