@@ -229,3 +229,33 @@ def test_server_options_follow_what_each_adapter_declares(tmp_path: Path, text: 
     with pytest.raises(ExperimentError) as caught:
         load_experiment(path)
     assert str(caught.value).startswith(f"{path}:{line}: {message}"), str(caught.value)
+
+
+APPS = Path(__file__).resolve().parents[1] / "apps"
+
+
+@pytest.mark.parametrize(("server", "field", "value"), [
+    ('adapter = "puma"\nrackup = "RACK"', "rackup", APPS / "rack_app.ru"),
+    ('adapter = "unicorn"\nrackup = "RACK"\npreload = true', "rackup", APPS / "rack_app.ru"),
+    ('adapter = "uwsgi"\napp = "wsgi_app:app"\npythonpath = "APPS"', "app", "wsgi_app:app"),
+    ('adapter = "php-fpm"\nconf = "POOL"\nroot = "PHP"', "conf", APPS / "php" / "pool.conf"),
+])
+def test_every_server_takes_its_target_from_the_file(tmp_path: Path, server: str, field: str, value: object) -> None:
+    """Each server's target by its TARGET_FIELDS name, files relative to the experiment file;
+    preload not given is the server's own default (None)."""
+    text = (server.replace("RACK", str(APPS / "rack_app.ru")).replace("APPS", str(APPS))
+            .replace("POOL", str(APPS / "php" / "pool.conf")).replace("PHP", str(APPS / "php")))
+    path = tmp_path / "e.toml"
+    path.write_text(GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"', text))
+    spec = load_experiment(path).server
+    assert getattr(spec, field) == value
+    assert spec.preload is (True if "preload = true" in server else None)
+    assert spec.root == (APPS / "php" if "root" in server else None)
+
+
+def test_a_root_that_is_not_a_directory_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "e.toml"
+    path.write_text(GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"',
+                                 f'adapter = "php-fpm"\nconf = "{APPS / "php" / "pool.conf"}"\nroot = "nowhere"'))
+    with pytest.raises(ExperimentError, match=r"e.toml:\d+: server.root: no such directory nowhere"):
+        load_experiment(path)

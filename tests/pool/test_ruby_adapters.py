@@ -14,6 +14,7 @@ from pounder import UsageError
 from pounder.pool import (
     ADAPTERS,
     TARGET_FIELDS,
+    ChildLimit,
     PoolParams,
     PumaAdapter,
     UnicornAdapter,
@@ -104,3 +105,24 @@ def test_a_bad_rackup_is_one_line_before_anything_starts(kind: str, tmp_path: Pa
         make_adapter(kind, path, check=False)  # a stored run is still described
     with pytest.raises(UsageError, match="rackup"):
         make_adapter(kind, None)
+
+
+LIMIT = ChildLimit(children=3, start=30 * 2**20, limit=60 * 2**20, shared=20 * 2**20, requests=4000, parent=50 * 2**20)
+
+
+def test_puma_worker_killer_ram_is_the_summed_rss_of_a_full_budget() -> None:
+    text = PumaAdapter(RACK_APP).size_limit(LIMIT)
+    # master 50 + 3 x (20 shared + 60 private) = 290 MiB of summed RSS
+    assert "c.ram = 290;" in text and "= 290 MiB" in text
+    assert "after about 4,000 requests" in text
+    assert "after about" not in PumaAdapter(RACK_APP).size_limit(ChildLimit(3, 30 * 2**20, 60 * 2**20, 20 * 2**20, 0))
+
+
+def test_unicorn_worker_killer_limits_rss_at_the_budget_share_and_requests_at_the_leak() -> None:
+    text = UnicornAdapter(RACK_APP).size_limit(LIMIT)
+    high = (60 + 20) * 2**20
+    low = high - (high - (30 + 20) * 2**20) // 10
+    assert f"use Unicorn::WorkerKiller::Oom, {low}, {high}" in text
+    assert "use Unicorn::WorkerKiller::MaxRequests, 3600, 4000" in text
+    no_leak = UnicornAdapter(RACK_APP).size_limit(ChildLimit(3, 30 * 2**20, 60 * 2**20, 20 * 2**20, 0))
+    assert "MaxRequests" not in no_leak and "Oom" in no_leak

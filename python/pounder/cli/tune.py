@@ -32,7 +32,16 @@ from pounder.cli._common import (
 from pounder.cli._load_options import AGENTS, AGENTS_PER_NODE, RAY, load_option
 from pounder.cli._progress import live_status
 from pounder.load import Progress, Sender
-from pounder.pool import KINDS, SERVER_OPTIONS, Adapter, ResultsDir, demo_adapter, make_adapter, refused_option
+from pounder.pool import (
+    ADAPTERS,
+    KINDS,
+    SERVER_OPTIONS,
+    Adapter,
+    ResultsDir,
+    demo_adapter,
+    make_adapter,
+    refused_option,
+)
 from pounder.tune import TuneResult, make_options, open_run, render_tune, resume, tune
 
 _SERVER = "Server"
@@ -43,12 +52,15 @@ _TRAFFIC = "Traffic"
 TUNE_HELP = "\n\n".join([
     "Start a pre-forking server on a free loopback port, measure it, and recommend its five parameters "
     "(MaxClients, MaxRequestsPerChild, StartServers, MinSpareServers, MaxSpareServers) in its own syntax.",
-    "SERVER TARGET is one of: apache HTTPD.CONF (your configuration; pounder replaces Listen, PidFile, the five "
-    "directives and their kin), gunicorn MODULE:APP (sync workers), starman APP.PSGI, or command 'CMD' (any "
-    "server, with {port}, {workers} and {max_requests} in the command).",
+    "SERVER TARGET is one of: " + ", ".join(f"{kind} {cls.target_form}" for kind, cls in ADAPTERS.items()) + ". "
+    "Apache's configuration and php-fpm's pool file are yours: pounder runs a copy with what it sets replaced "
+    "(Listen, PidFile, the five directives and their kin; listen and pm.*), php-fpm behind an nginx front it starts "
+    "too (--root DOCROOT); gunicorn runs sync workers, Puma threads 1,1; command runs any server, with {port}, "
+    "{workers} and {max_requests} in the command.",
     "Steps: child sizes after warm-up and after K requests each; the memory bound (RAM - shared) / child USS; "
     "a sweep of the number of children; a MaxRequestsPerChild sweep; a step from idle to full load for the spare "
-    "servers (Apache). Every point is written to the results directory as it is measured: after Ctrl-C, "
+    "servers (" + ", ".join(cls.who for cls in ADAPTERS.values() if cls.on_demand) + "). Every point is written "
+    "to the results directory as it is measured: after Ctrl-C, "
     "'pounder tune --resume DIR' continues.",
     "Before it is printed, the recommendation is started, warmed and held at the target load (confirmation): the "
     "pool's footprint against the RAM budget, p99 against --p99, failures.",
@@ -63,7 +75,7 @@ TUNE_HELP = "\n\n".join([
 SERVER_ARG = typer.Argument(metavar="SERVER", show_default=False, help=(
     f"The server to start: {', '.join(KINDS)} (omit with --demo or --resume)."))
 TARGET_ARG = typer.Argument(metavar="TARGET", show_default=False, help=(
-    "What it runs: HTTPD.CONF, MODULE:APP, APP.PSGI or 'CMD' (see above)."))
+    "What it runs: " + ", ".join(dict.fromkeys(cls.target_form for cls in ADAPTERS.values())) + " (see above)."))
 
 
 def _server_option(name: str) -> Any:

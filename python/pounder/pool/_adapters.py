@@ -19,7 +19,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from pounder._errors import UsageError, check_path, public
-from pounder.pool._adapter import SERVER_OPTIONS, Adapter, PoolParams, ServerOption, _env, option_refused
+from pounder.pool._adapter import (
+    SERVER_OPTIONS,
+    Adapter,
+    ChildLimit,
+    PoolParams,
+    ServerOption,
+    _env,
+    option_refused,
+    own_name,
+)
 from pounder.pool._apache import ApacheAdapter
 from pounder.pool._command import CommandAdapter
 from pounder.pool._gunicorn import GunicornAdapter
@@ -54,7 +63,8 @@ def refused_option(kind: str, name: str, called: str | None = None) -> str | Non
 
 @public
 def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath: str | None = None,
-                 preload: bool | None = None, root: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),
+                 preload: bool | None = None, root: str | os.PathLike[str] | None = None,
+                 env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),
                  stop_signal: str = "TERM", extra_conf: str = "", perl_handlers: Mapping[str, str] | None = None,
                  startup_pl: str | os.PathLike[str] | None = None,
                  perl_lib: str | os.PathLike[str] | None = None, check: bool = True) -> Adapter:
@@ -92,12 +102,12 @@ def _build_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpa
         return GunicornAdapter(str(target), pythonpath=pythonpath, env=env, extra_args=extra_args, **preloading)
     if kind == "uwsgi":
         return UwsgiAdapter(target, pythonpath=pythonpath, env=env, extra_args=extra_args, **preloading)
-    if kind == "php-fpm":
-        return PhpFpmAdapter(target, root=root, env=env)
     if kind == "puma":
         return PumaAdapter(target, env=env, extra_args=extra_args, **preloading)
     if kind == "unicorn":
         return UnicornAdapter(target, env=env, extra_args=extra_args, **preloading)
+    if kind == "php-fpm":
+        return PhpFpmAdapter(target, root=root, env=env)
     if kind == "starman":
         return StarmanAdapter(target, env=env, extra_args=extra_args, **preloading)
     return CommandAdapter(str(target), env=env, stop_signal=stop_signal)
@@ -139,6 +149,7 @@ __all__ = [
     "ServerOption",
     "Adapter",
     "ApacheAdapter",
+    "ChildLimit",
     "CommandAdapter",
     "GunicornAdapter",
     "PhpFpmAdapter",
@@ -150,5 +161,6 @@ __all__ = [
     "adapter_from_dict",
     "demo_adapter",
     "make_adapter",
+    "own_name",
     "refused_option",
 ]

@@ -29,6 +29,7 @@ class CommandAdapter(Adapter):
 
     kind = "command"
     who = "the command server"
+    target_form = "'CMD'"
     options = frozenset({"env", "stop_signal"})
     names: ClassVar[Mapping[str, str]] = {
         "max_clients": "{workers}", "max_requests": "{max_requests}", "start_servers": "-",

@@ -34,6 +34,7 @@ class GunicornAdapter(Adapter):
 
     kind = "gunicorn"
     who = "gunicorn"
+    target_form = "MODULE:APP"
     options = frozenset({"pythonpath", "preload", "env"})
     preload_toggle = True
     language = "python"

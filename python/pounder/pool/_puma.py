@@ -17,7 +17,8 @@ from pounder._errors import (
     public,
 )
 from pounder._files import SMALL_LIMIT, check_input_file
-from pounder.pool._adapter import Adapter, PoolParams, _env_prefix
+from pounder._units import MIB, mib_unit
+from pounder.pool._adapter import Adapter, ChildLimit, PoolParams, _env_prefix
 from pounder.servers import (
     HOST,
     ManagedServer,
@@ -63,6 +64,7 @@ class PumaAdapter(Adapter):
 
     kind = "puma"
     who = "puma"
+    target_form = "CONFIG.RU"
     options = frozenset({"preload", "env"})
     preload_toggle = True
     request_limit = False
@@ -98,6 +100,22 @@ class PumaAdapter(Adapter):
         lines += ["", "# run with",
                   f"{_env_prefix(self.env)}puma -C puma.rb {command_tail(self.extra_args, self.rackup)}"]
         return "\n".join(lines)
+
+    def size_limit(self, limit: ChildLimit) -> str:
+        """puma_worker_killer (Debian ruby-puma-worker-killer): it sums the RSS of the master and
+        every worker (shared pages counted in each) and restarts the largest worker above
+        ``ram`` x ``percent_usage``; ``ram`` here is that sum when every worker reaches its share
+        of the budget."""
+        total = limit.parent + limit.children * limit.rss
+        return "\n".join([
+            f"Puma cannot replace a worker after a number of requests: puma_worker_killer can, by memory. "
+            f"ram = master RSS {mib_unit(limit.parent)} + {limit.children} x (shared {mib_unit(limit.shared)} + "
+            f"the private {mib_unit(limit.limit)} each may reach in the budget) = {total // MIB:,} MiB (it sums "
+            "RSS in MiB, shared pages in every worker)" + (f"; at the measured leak a worker reaches it after about "
+                                                f"{limit.requests:,} requests" if limit.requests else "") + ":",
+            "  # puma.rb", "  before_fork do", "    require 'puma_worker_killer'",
+            f"    PumaWorkerKiller.config {{ |c| c.ram = {total // MIB}; c.frequency = 5; c.percent_usage = 1.0 }}",
+            "    PumaWorkerKiller.start", "  end"])
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "rackup": str(self.rackup), "preload": self.preload, "env": self.env,

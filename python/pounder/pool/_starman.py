@@ -31,6 +31,7 @@ class StarmanAdapter(Adapter):
 
     kind = "starman"
     who = "starman"
+    target_form = "APP.PSGI"
     options = frozenset({"preload", "env"})
     preload_toggle = True
     language = "perl"

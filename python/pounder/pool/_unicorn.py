@@ -15,7 +15,8 @@ from pounder._errors import (
     check_strings,
     public,
 )
-from pounder.pool._adapter import Adapter, PoolParams, _env_prefix
+from pounder._units import mib_unit
+from pounder.pool._adapter import Adapter, ChildLimit, PoolParams, _env_prefix
 from pounder.pool._puma import check_rackup, command_tail, refuse_request_limit
 from pounder.servers import (
     HOST,
@@ -39,6 +40,7 @@ class UnicornAdapter(Adapter):
 
     kind = "unicorn"
     who = "unicorn"
+    target_form = "CONFIG.RU"
     options = frozenset({"preload", "env"})
     preload_toggle = True
     request_limit = False
@@ -75,6 +77,22 @@ class UnicornAdapter(Adapter):
         lines += ["", "# run with",
                   f"{_env_prefix(self.env)}unicorn -E production -c unicorn.conf.rb "
                   f"{command_tail(self.extra_args, self.rackup)}"]
+        return "\n".join(lines)
+
+    def size_limit(self, limit: ChildLimit) -> str:
+        """unicorn-worker-killer (Debian ruby-unicorn-worker-killer): ``Oom`` replaces a worker whose
+        RSS (shared pages included) passes a limit drawn between its two figures, checked every 16
+        requests; ``MaxRequests`` after a count drawn between its two (given with a leak only)."""
+        high, started = limit.rss, limit.start + limit.shared
+        low = min(high, max(started, high - (high - started) // 10))  # spread over the last tenth of the growth
+        lines = [f"Unicorn cannot replace a worker after a number of requests: unicorn-worker-killer can, in "
+                 f"config.ru before `run`. Its Oom limit is RSS: shared {mib_unit(limit.shared)} + the private "
+                 f"{mib_unit(limit.limit)} each of {limit.children} workers may reach in the budget = "
+                 f"{mib_unit(high)}:", "  require 'unicorn/worker_killer'",
+                 f"  use Unicorn::WorkerKiller::Oom, {low}, {high}  # bytes of RSS"]
+        if limit.requests:
+            lines.append(f"  use Unicorn::WorkerKiller::MaxRequests, {limit.requests - limit.requests // 10}, "
+                         f"{limit.requests}  # the measured leak reaches the limit after {limit.requests:,} requests")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pounder import _figures as figures
 from pounder._units import children_text, mib
-from pounder.pool import ADAPTERS
+from pounder.pool import ADAPTERS, own_name
 from pounder.report._html import Section, chart, label_axes, paragraph, scroll, table
 from pounder.report._tune_steps import (
     BLUE,
@@ -175,7 +175,7 @@ def mrpc_section(run: TuneRun, prefix: str) -> Section:
     if run.old:
         return old_mrpc_section(run, prefix)
     points = run.mrpc
-    name = run.names.get("max_requests", "-")
+    name = own_name(run.names, "max_requests")
     at = "" if run.offered is None else f" at {offered_short(run.offered)}"
     pool = children_text(int(points[0]["children"]))
     section = Section(f"{_number(run, 4)}. {name} (MaxRequestsPerChild) with {pool}{at}")
@@ -218,7 +218,7 @@ def mrpc_section(run: TuneRun, prefix: str) -> Section:
 def old_mrpc_section(run: TuneRun, prefix: str) -> Section:
     """The MaxRequestsPerChild part of an older run (single points, measured and modelled loss)."""
     points = run.mrpc
-    name = run.names.get("max_requests", "-")
+    name = own_name(run.names, "max_requests")
     section = Section(f"4. {name} (MaxRequestsPerChild) with {children_text(int(points[0]['children']))}")
     base = next((p for p in points if int(p["max_requests"]) == 0), None)
     base_rps = float(base["rps"]) if base is not None else None

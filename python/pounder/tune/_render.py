@@ -21,7 +21,7 @@ from pounder._figures import (
     vs_unlimited_text,
 )
 from pounder._units import children_text, mib
-from pounder.pool import WARM_FAILING_ROUNDS
+from pounder.pool import WARM_FAILING_ROUNDS, own_name
 from pounder.tune._session import TuneResult
 
 WIDTH = 100
@@ -246,7 +246,7 @@ def _recommendation_section(result: TuneResult) -> list[str]:
     out.append("Recommendation")
     start, low, high = params.fixed()
     items: list[tuple[str, object]] = [(names["max_clients"], params.max_clients),
-                                       (names["max_requests"], params.max_requests or "0 (unlimited)")]
+                                       (own_name(names, "max_requests"), params.max_requests or "0 (unlimited)")]
     if result.spare:
         items += [(names["start_servers"], start), (names["min_spare"], low), (names["max_spare"], high)]
     out += [f"  {name:<24}{value}" for name, value in items]

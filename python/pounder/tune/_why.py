@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pounder._units import children_text, mib_unit
+from pounder.pool import own_name
 from pounder.tune._analysis import (
     ChildrenChoice,
     MemoryBound,
@@ -46,6 +47,10 @@ def _pool_line(name: str, choice: ChildrenChoice, pools: PoolChoice | None, memo
 def _mrpc_line(name: str, mrpc: MaxRequestsChoice) -> str:
     value = f"{mrpc.value:,}" if mrpc.value else "0 (unlimited)"
     cost = "" if mrpc.loss is None else f", measured cost {share_text(mrpc.loss)}"
+    if mrpc.leak and not mrpc.value:  # a server without a request limit (unlimited_only)
+        return (f"{name} {value}: a leak of {mrpc.growth_bytes_per_request:,.0f} bytes per request, and the server "
+                f"cannot replace a child after a number of requests: a worker killer must, before a child reaches "
+                f"its share of the budget ({mib_unit(mrpc.child_limit_bytes)}; see the advice)")
     if mrpc.leak:
         return (f"{name} {value}: a leak of {mrpc.growth_bytes_per_request:,.0f} bytes per request; replaced at this "
                 f"count a child stays within its share of the budget ({mib_unit(mrpc.child_limit_bytes)}){cost}")
@@ -63,7 +68,7 @@ def deciding_facts(names: Mapping[str, str], choice: ChildrenChoice, pools: Pool
     facts.append(f"the memory bound: at most {children_text(memory.max_clients)} in {mib_unit(memory.ram)} "
                  f"(shared {mib_unit(memory.shared)} once, {mib_unit(memory.child_uss)} per child)"
                  + ("" if cap == memory.max_clients else f"; --max-children {max_children}"))
-    facts.append(_mrpc_line(names["max_requests"], mrpc))
+    facts.append(_mrpc_line(own_name(names, "max_requests"), mrpc))
     if spare is not None:
         facts.append(str(spare["why"]))
     return facts
