@@ -58,3 +58,21 @@ def test_the_accept_queue_of_an_ipv6_listener() -> None:
             assert _settle(queue, 1) == 1
             with AcceptQueue(port) as anywhere:
                 assert anywhere.waiting() == 1
+
+
+def test_listeners_are_found_by_their_socket_inode_without_time_wait_lines() -> None:
+    """``owns_listener`` asks the kernel for listeners only (sock_diag): the inode it finds is the
+    socket's own (fstat), on the port and address it is bound to and no other; a connected
+    socket on the same port is not a listener."""
+    from pounder.servers._listen import listening_inodes  # the function under test is private
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        assert listening_inodes(port, "127.0.0.1") == {str(os.fstat(listener.fileno()).st_ino)}
+        assert listening_inodes(port, "127.0.0.2") == set()
+        with socket.create_connection(("127.0.0.1", port)):
+            assert listening_inodes(port) == {str(os.fstat(listener.fileno()).st_ino)}
+        assert owns_listener(os.getpid(), port, "127.0.0.1")
+    assert not owns_listener(os.getpid(), port, "127.0.0.1")

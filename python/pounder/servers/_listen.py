@@ -42,7 +42,14 @@ def _accepts(local: ipaddress.IPv4Address | ipaddress.IPv6Address, host: str | N
 def listening_inodes(port: int, host: str | None = None, *, pid: int | None = None) -> set[str]:
     """Inodes of the sockets listening on TCP ``port`` (on ``host``, an IP address, or a wildcard
     address that includes it; any address when ``host`` is None), IPv4 and IPv6, as seen from the
-    network namespace of ``pid`` (ours by default)."""
+    network namespace of ``pid`` (ours by default). Asked of the kernel (sock_diag, listeners
+    only) in our own namespace; read from ``/proc/PID/net/tcp*`` otherwise, whose every
+    TIME_WAIT line of the loads before costs time."""
+    if _same_netns(pid):
+        with contextlib.suppress(OSError), socket.socket(socket.AF_NETLINK, socket.SOCK_RAW,
+                                                         _NETLINK_SOCK_DIAG) as diag:
+            return {str(inode) for family in (socket.AF_INET, socket.AF_INET6)
+                    for _, inode in _listeners(diag, family, port, host)}
     where = "/proc/net" if pid is None else f"/proc/{pid}/net"
     inodes = set()
     for table in ("tcp", "tcp6"):
@@ -57,6 +64,16 @@ def listening_inodes(port: int, host: str | None = None, *, pid: int | None = No
                     if int(hex_port, 16) == port and _accepts(_address(address), host):
                         inodes.add(fields[9])
     return inodes
+
+
+def _same_netns(pid: int | None) -> bool:
+    """Is ``pid`` (None: us) in our network namespace (False when it cannot be told)?"""
+    if pid is None:
+        return True
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net") == os.readlink("/proc/self/ns/net")
+    except OSError:
+        return False
 
 
 @public
@@ -89,6 +106,31 @@ _HEADER = struct.Struct("=LHHLL")
 _REQUEST = struct.Struct("=BBBBI48x")
 
 
+def _listeners(diag: socket.socket, family: int, port: int, host: str | None) -> list[tuple[int, int]]:
+    """(connections waiting in the accept queue, inode) of every ``family`` socket listening on
+    TCP ``port`` of ``host`` (see :func:`listening_inodes`), asked of the kernel through the
+    sock_diag socket ``diag`` (``struct inet_diag_msg``: rqueue at 56, inode at 68)."""
+    request = _REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, 1 << _TCP_LISTEN)
+    diag.send(_HEADER.pack(_HEADER.size + len(request), _SOCK_DIAG_BY_FAMILY, _NLM_F_DUMP_REQUEST, 1, 0) + request)
+    found: list[tuple[int, int]] = []
+    while True:
+        data = diag.recv(65536)
+        offset = 0
+        while offset + _HEADER.size <= len(data):
+            length, kind = _HEADER.unpack_from(data, offset)[:2]
+            if kind == _NLMSG_DONE:
+                return found
+            if kind == _NLMSG_ERROR or length < _HEADER.size:
+                raise OSError("sock_diag refused the request")
+            body = offset + _HEADER.size
+            (local_port,) = struct.unpack_from(">H", data, body + 4)
+            raw = data[body + 8 : body + 24] if family == socket.AF_INET6 else data[body + 8 : body + 12]
+            queued, inode = struct.unpack_from("=I", data, body + 56)[0], struct.unpack_from("=I", data, body + 68)[0]
+            if local_port == port and _accepts(_address_bytes(raw), host):
+                found.append((queued, inode))
+            offset += (length + 3) & ~3
+
+
 @public
 class AcceptQueue:
     """The connections waiting in the accept queue of the sockets listening on TCP ``port`` (of
@@ -118,26 +160,7 @@ class AcceptQueue:
 
     def _dump(self, family: int) -> list[int]:
         assert self._socket is not None
-        request = _REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, 1 << _TCP_LISTEN)
-        self._socket.send(_HEADER.pack(_HEADER.size + len(request), _SOCK_DIAG_BY_FAMILY, _NLM_F_DUMP_REQUEST, 1, 0)
-                          + request)
-        found: list[int] = []
-        while True:
-            data = self._socket.recv(65536)
-            offset = 0
-            while offset + _HEADER.size <= len(data):
-                length, kind = _HEADER.unpack_from(data, offset)[:2]
-                if kind == _NLMSG_DONE:
-                    return found
-                if kind == _NLMSG_ERROR or length < _HEADER.size:
-                    raise OSError("sock_diag refused the request")
-                body = offset + _HEADER.size
-                (port,) = struct.unpack_from(">H", data, body + 4)
-                raw = data[body + 8 : body + 24] if family == socket.AF_INET6 else data[body + 8 : body + 12]
-                queued = struct.unpack_from("=I", data, body + 56)[0]
-                if port == self.port and _accepts(_address_bytes(raw), self.host):
-                    found.append(queued)
-                offset += (length + 3) & ~3
+        return [queued for queued, _ in _listeners(self._socket, family, self.port, self.host)]
 
     def close(self) -> None:
         if self._socket is not None:
