@@ -20,6 +20,10 @@ A server that fails raises a :class:`ServerFailure` (:class:`ServerStartError`,
 Every server runs in a process group of its own that the guard (``_guard``) stops should this
 process die without stopping it, SIGKILL included; :func:`guard_group` puts another group of this
 process's under it (a local Ray node's), :func:`release_group` takes it off.
+
+Memory as the platform counts it: a server started with ``cgroup=True`` runs in a memory cgroup of
+its own (:func:`make_cgroup`, :class:`MemoryCgroup`, whose ``memory()`` is a :class:`CgroupMemory`);
+:func:`cgroup_limit` reads the memory limit of a cgroup (``--ram cgroup``).
 """
 
 from pounder.servers._apache import (
@@ -43,6 +47,7 @@ from pounder.servers._base import (
     free_port,
     listen_address,
 )
+from pounder.servers._cgroup import CgroupMemory, MemoryCgroup, cgroup_limit, make_cgroup
 from pounder.servers._command import CommandServer, command_missing, command_placeholders, render_command
 from pounder.servers._guard import guard_group, release_group
 from pounder.servers._gunicorn import (
@@ -54,16 +59,6 @@ from pounder.servers._gunicorn import (
     gunicorn_missing,
 )
 from pounder.servers._listen import AcceptQueue, owns_listener
-from pounder.servers._puma import (
-    PumaServer,
-    PumaSettings,
-    PumaStats,
-    PumaWorkerStats,
-    puma_command,
-    puma_missing,
-    puma_stats,
-    render_puma_config,
-)
 from pounder.servers._nginx import NginxFront, find_nginx, render_front_conf
 from pounder.servers._phpfpm import (
     FpmSettings,
@@ -76,6 +71,16 @@ from pounder.servers._phpfpm import (
     phpfpm_missing,
     read_pool_conf,
     render_fpm_conf,
+)
+from pounder.servers._puma import (
+    PumaServer,
+    PumaSettings,
+    PumaStats,
+    PumaWorkerStats,
+    puma_command,
+    puma_missing,
+    puma_stats,
+    render_puma_config,
 )
 from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_missing
 from pounder.servers._unicorn import (
@@ -104,18 +109,20 @@ __all__ = [
     "AcceptQueue",
     "ApacheServer",
     "ApacheSettings",
+    "CgroupMemory",
     "CommandServer",
     "GunicornServer",
     "GunicornSettings",
     "ManagedServer",
-    "PumaServer",
-    "PumaSettings",
-    "PumaStats",
-    "PumaWorkerStats",
+    "MemoryCgroup",
     "FpmSettings",
     "NginxFront",
     "PhpFpmServer",
     "PoolFile",
+    "PumaServer",
+    "PumaSettings",
+    "PumaStats",
+    "PumaWorkerStats",
     "ServerExitedError",
     "ServerFailure",
     "ServerStartError",
@@ -137,6 +144,7 @@ __all__ = [
     "render_front_conf",
     "apache_command",
     "apache_missing",
+    "cgroup_limit",
     "command_missing",
     "command_placeholders",
     "die_with_parent_hook",
@@ -149,6 +157,7 @@ __all__ = [
     "gunicorn_missing",
     "ini_lazy_apps",
     "listen_address",
+    "make_cgroup",
     "read_user_conf",
     "read_uwsgi_ini",
     "release_group",

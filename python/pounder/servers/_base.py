@@ -26,6 +26,12 @@ inherits it (affinity passes through fork and exec). It is set on *our calling t
 ``fork`` (:func:`pounder._units.pinned_thread`), not in a ``preexec_fn`` (Python code between fork
 and exec is unsafe when other threads run, e.g. a progress display) nor through ``taskset`` (one
 more program to need, and the pid we watch would first be taskset's).
+
+Memory cgroup (``cgroup=True``, :mod:`pounder.servers._cgroup`): the parent is in a memory cgroup of
+its own from exec on, so every worker it forks is charged there: a shell moves itself in and execs
+the server, keeping its pid (:meth:`MemoryCgroup.command`; no Python code between fork and exec, and
+Python 3.11's ``subprocess``/``posix_spawn`` cannot start a child in a cgroup). ``stop`` kills
+whatever is still in it with the rest and removes it; so does a failed start.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from typing import ClassVar, NoReturn, TypeVar
 
 from pounder._errors import PounderError, UsageError, check_flag, public
 from pounder._units import pinned_thread
+from pounder.servers._cgroup import MemoryCgroup, make_cgroup
 from pounder.servers._guard import guard_group, release_group
 from pounder.servers._listen import owns_listener
 from pounder.servers._logs import EXCERPT_LINES, log_excerpt
@@ -232,6 +239,9 @@ class ManagedServer(abc.ABC):
 
     ``host``: the IPv4 address it listens on (default 127.0.0.1; see :func:`listen_address`).
 
+    ``cgroup``: start it in a memory cgroup of its own (``cgroup``, or why none in
+    ``cgroup_note``; see the module docstring).
+
     ``workdir`` holds everything the server writes (configuration, ``run/`` with the pid file,
     ``logs/``); ``None`` makes a private temporary directory (mode 0755), removed by ``stop``
     (so call ``stop`` also on a server that was never started, or use ``with``).
@@ -244,7 +254,7 @@ class ManagedServer(abc.ABC):
 
     def __init__(self, workdir: str | os.PathLike[str] | None = None, *, ready_path: str = "/",
                  stop_timeout_s: float = 10.0, die_with_parent: bool = True,
-                 cpus: Collection[int] | None = None, host: str = HOST) -> None:
+                 cpus: Collection[int] | None = None, host: str = HOST, cgroup: bool = False) -> None:
         self.host = listen_address(host, allow_remote=True)
         """The address the server listens on."""
         self._owns_workdir = workdir is None
@@ -263,6 +273,12 @@ class ManagedServer(abc.ABC):
         self._proc: subprocess.Popen[bytes] | None = None
         self._known: dict[int, ProcStat] = {}
         self._log_offsets: dict[Path, int] = {}
+        self.use_cgroup = check_flag(cgroup, f"{self.kind}: cgroup")
+        """Start the server in a memory cgroup of its own (applied by the next ``start``)."""
+        self.cgroup: MemoryCgroup | None = None
+        """The running server's memory cgroup (None when stopped, not asked for, or none could be made)."""
+        self.cgroup_note = ""
+        """Why the latest start asked for a cgroup and got none, in one sentence ("" otherwise)."""
 
     # -- what a subclass provides -------------------------------------------------------------
 
@@ -412,6 +428,8 @@ class ManagedServer(abc.ABC):
         self.pidfile.unlink(missing_ok=True)
         self._port = port
         argv = self._prepare(port)
+        if self.use_cgroup:
+            argv = self._in_cgroup(argv)
         self._log_offsets = {p: (p.stat().st_size if p.exists() else 0) for p in self._log_files()}
         with open(self.console_log, "ab") as console, pinned_thread(self.cpus):
             try:
@@ -508,6 +526,7 @@ class ManagedServer(abc.ABC):
         whatever is left. Idempotent; never raises for a server that already died."""
         proc = self._proc
         if proc is None:
+            self._drop_cgroup()
             self._remove_own_workdir()
             return
         grace = self._stop_timeout_s if timeout_s is None else timeout_s
@@ -527,6 +546,9 @@ class ManagedServer(abc.ABC):
                 if still_running(stat):
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(stat.pid, signal.SIGKILL)
+            for pid in self.cgroup.pids() if self.cgroup is not None else []:  # all the server's
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(_KILL_WAIT_S)
             end = time.monotonic() + _KILL_WAIT_S
@@ -534,9 +556,25 @@ class ManagedServer(abc.ABC):
                 time.sleep(_POLL_S)
         finally:
             release_group(proc.pid)
+            self._drop_cgroup()
             self._proc = None
             _RUNNING.discard(self)
             self._remove_own_workdir()
+
+    def _in_cgroup(self, argv: list[str]) -> list[str]:
+        """``argv`` started inside a new memory cgroup (see the module docstring), or as it is with
+        ``cgroup_note`` saying why none could be made."""
+        self.cgroup, self.cgroup_note = make_cgroup()
+        try:
+            return argv if self.cgroup is None else self.cgroup.command(argv, self._environment())
+        except FileNotFoundError as error:
+            raise ServerStartError(f"{self.kind}: cannot run {argv[0]}: {error.strerror}") from None
+
+    def _drop_cgroup(self) -> None:
+        """Remove the cgroup once its processes are gone (``stop``)."""
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
 
     def _remove_own_workdir(self) -> None:
         if self._owns_workdir:

@@ -5,7 +5,11 @@ without stopping them itself (SIGKILL, a crash). The kernel's parent-death signa
 guard holds the process group of every server started (each has its own session, so its group is
 everything it forked) and, when the pipe from this process closes (however this process ended),
 sends the group SIGTERM, waits up to two seconds, then SIGKILL. It ignores the terminal's signals:
-only the pipe ends it."""
+only the pipe ends it.
+
+It also holds the memory cgroups pounder made (:mod:`pounder.servers._cgroup`): after the groups,
+it SIGKILLs whatever is still in them (every process there is a server's) and removes them,
+so a SIGKILLed pounder leaves no cgroup directory behind (nor keeps its parent cgroup busy)."""
 
 from __future__ import annotations
 
@@ -21,10 +25,13 @@ import os, signal, sys, time
 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
     signal.signal(sig, signal.SIG_IGN)
 groups = set()
+cgroups = set()
 for line in sys.stdin:
-    sign, _, group = line.strip().partition(" ")
-    if group.isdigit():
-        (groups.add if sign == "+" else groups.discard)(int(group))
+    sign, _, arg = line.rstrip("\n").partition(" ")
+    if sign in ("c+", "c-") and arg.startswith("/"):
+        (cgroups.add if sign == "c+" else cgroups.discard)(arg)
+    elif arg.isdigit():
+        (groups.add if sign == "+" else groups.discard)(int(arg))
 def alive(group):
     try:
         os.killpg(group, 0)
@@ -44,6 +51,33 @@ for group in groups:
         os.killpg(group, signal.SIGKILL)
     except OSError:
         pass
+for path in cgroups:
+    try:
+        with open(os.path.join(path, "cgroup.kill"), "w") as kill:  # v2, Linux 5.14+: all at once
+            kill.write("1")
+    except OSError:
+        pass
+    try:
+        pids = [int(pid) for pid in open(os.path.join(path, "cgroup.procs")).read().split()]
+    except (OSError, ValueError):
+        pids = []
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+end = time.monotonic() + 2.0
+while cgroups and time.monotonic() < end:
+    for path in list(cgroups):
+        try:
+            os.rmdir(path)
+            cgroups.discard(path)
+        except FileNotFoundError:
+            cgroups.discard(path)
+        except OSError:
+            pass
+    if cgroups:
+        time.sleep(0.05)
 """
 
 _lock = threading.Lock()
@@ -87,3 +121,16 @@ def release_group(group: int) -> None:
     """The group was stopped: the guard forgets it."""
     _check_group(group, "release_group")
     _send(f"- {group}", start=False)
+
+
+def guard_cgroup(path: str) -> None:
+    """Have the guard empty and remove the cgroup directory ``path`` (absolute) if this process
+    dies without removing it."""
+    if path.startswith("/") and "\n" not in path:
+        _send(f"c+ {path}", start=True)
+
+
+def release_cgroup(path: str) -> None:
+    """The cgroup ``path`` was removed: the guard forgets it."""
+    if path.startswith("/") and "\n" not in path:
+        _send(f"c- {path}", start=False)
