@@ -95,13 +95,13 @@ def check(cwd: Path, args: list[str], fragment: str) -> str:
     (["gunicorn", "app:app", "--access-log", "/"], "access log is a directory: /"),
     (["gunicorn", "app:app", "--stop-signal", "QUIT"], "--stop-signal is for the command server only"),
     (["starman", str(PSGI), "--stop-signal", "QUIT"], "--stop-signal is for the command server only"),
-    (["starman", str(PSGI), "--pythonpath", "/srv"], "--pythonpath is for gunicorn only"),
-    (["apache", "httpd.conf", "--preload"], "--preload is for gunicorn and starman only (Apache preloads with "
-                                            "PerlRequire in its conf)"),
-    (["apache", "httpd.conf", "--no-preload"], "--preload is for gunicorn and starman"),
-    (["command", "server {port}", "--preload"], "--preload is for gunicorn and starman"),
-    (["apache", "httpd.conf", "--env", "A=1"], "--env is for gunicorn, starman and the command server only (use "
-     "SetEnv / PerlSetEnv in the conf)"),
+    (["starman", str(PSGI), "--pythonpath", "/srv"], "--pythonpath is for gunicorn and uwsgi only"),
+    (["apache", "httpd.conf", "--preload"], "--preload is for gunicorn, starman, puma, unicorn and uwsgi only "
+                                            "(Apache preloads with PerlRequire in its conf)"),
+    (["apache", "httpd.conf", "--no-preload"], "--preload is for gunicorn, starman, puma, unicorn and uwsgi"),
+    (["command", "server {port}", "--preload"], "--preload is for gunicorn, starman, puma, unicorn and uwsgi"),
+    (["apache", "httpd.conf", "--env", "A=1"], "--env is for gunicorn, starman, php-fpm, puma, unicorn, uwsgi and the "
+                                               "command server only (use SetEnv / PerlSetEnv in the conf)"),
     (["apache", "/no/such/httpd.conf"], "apache: no such configuration file /no/such/httpd.conf"),
     (["gunicorn", "app:app", "--env", "FOO"], "invalid --env 'FOO': expected NAME=VALUE"),
     (["--demo", "--listen", "192.0.2.1"], "--listen 192.0.2.1 would open the server under test to the network: "

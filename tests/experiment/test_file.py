@@ -210,11 +210,11 @@ COMMAND = GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"\n', 'adapter 
 
 @pytest.mark.parametrize(("text", "old", "new", "line", "message"), [
     (COMMAND, "workers = 2", "workers = 2\npreload = true", 7,
-     "server.preload: preload is for gunicorn and starman only"),
+     "server.preload: preload is for gunicorn, starman, puma, unicorn and uwsgi only"),
     (COMMAND, "workers = 2", "workers = 2\npythonpath = \"x\"", 7,
-     "server.pythonpath: pythonpath is for gunicorn only"),
-    (COMMAND, 'label = "b"', 'label = "b"\npreload = false', 18, "variant[1].preload: preload is for gunicorn and "
-                                                                  "starman only"),
+     "server.pythonpath: pythonpath is for gunicorn and uwsgi only"),
+    (COMMAND, 'label = "b"', 'label = "b"\npreload = false', 18, "variant[1].preload: preload is for gunicorn, "
+                                                                  "starman, puma, unicorn and uwsgi only"),
     (GOOD, "workers = 2", "workers = 2\nstop_signal = \"INT\"", 7, "server.stop_signal: unknown key"),
     (GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"\n', 'adapter = "url"\n'), "workers = 2",
      "preload = true", 5, "server.preload: with adapter 'url' pounder starts no server: preload would change nothing"),

@@ -372,7 +372,7 @@ MANIFEST_BREAKS: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
     ("cpus not a list", lambda d: d["options"].update(server_cpus="0-1")),
     ("adapter field of another kind", lambda d: d["adapter"].update(psgi="/x.psgi")),
     ("adapter missing a field", lambda d: d["adapter"].pop("app")),
-    ("unknown adapter kind", lambda d: d["adapter"].update(kind="uwsgi")),
+    ("unknown adapter kind", lambda d: d["adapter"].update(kind="nginx")),
 ]
 
 

@@ -45,6 +45,7 @@ class PhpFpmAdapter(Adapter):
 
     kind = "php-fpm"
     who = "php-fpm"
+    target_form = "POOL.CONF"
     options = frozenset({"root", "env"})
     instead: ClassVar[Mapping[str, str]] = {"preload": "php-fpm preloads with opcache.preload in its pool file"}
     language = "php"
@@ -76,6 +77,9 @@ class PhpFpmAdapter(Adapter):
         return PhpFpmServer(workdir, self.conf, root=self.root, max_children=params.max_clients,
                             start_servers=start, min_spare=low, max_spare=high, max_requests=params.max_requests,
                             env=self.env, keepalive=keepalive, cpus=cpus, host=host)
+
+    def spares(self, params: PoolParams) -> tuple[int, int, int]:
+        return fpm_spares(params) or params.fixed()
 
     def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         spares = fpm_spares(params)

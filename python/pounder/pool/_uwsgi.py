@@ -44,7 +44,7 @@ class UwsgiAdapter(Adapter):
 
     kind = "uwsgi"
     who = "uwsgi"
-    target_form = "MODULE:APP|UWSGI.INI"
+    target_form = "MODULE:APP or UWSGI.INI"
     options = frozenset({"pythonpath", "preload", "env"})
     preload_toggle = True
     language = "python"

@@ -244,7 +244,7 @@ def _recommendation_section(result: TuneResult) -> list[str]:
     names = result.adapter.names
     params = result.params
     out.append("Recommendation")
-    start, low, high = params.fixed()
+    start, low, high = result.adapter.spares(params)  # as the server runs them
     items: list[tuple[str, object]] = [(names["max_clients"], params.max_clients),
                                        (own_name(names, "max_requests"), params.max_requests or "0 (unlimited)")]
     if result.spare:
