@@ -9,7 +9,7 @@
   throughout (:class:`MemoryFloorError`); the server and the load generator on CPUs of their own
   (:func:`split_cpus`, :func:`check_cpus`);
 * the children's sizes and their growth per request (:func:`child_sizes`, :func:`pool_memory`,
-  :func:`growth_per_request`);
+  :func:`growth_per_request`; :func:`child_statm`: VmSize as Apache2::SizeLimit reads it);
 * the results directory (:class:`ResultsDir`; :func:`write_json` and :func:`write_file` write a
   file of one at once).
 
@@ -52,7 +52,7 @@ from pounder.pool._adapters import (
 from pounder.pool._cpus import check_cpus, split_cpus
 from pounder.pool._queue import QueueWatch
 from pounder.pool._runner import WARM_FAILING_ROUNDS, MemoryFloorError, Runner, Warmed
-from pounder.pool._sizes import child_sizes, growth_per_request, pool_memory
+from pounder.pool._sizes import child_sizes, child_statm, growth_per_request, pool_memory
 from pounder.pool._store import (
     OLD_TUNE_SCHEMAS,
     POINT_SCHEMA,
@@ -96,6 +96,7 @@ __all__ = [
     "adapter_from_dict",
     "check_cpus",
     "child_sizes",
+    "child_statm",
     "demo_adapter",
     "growth_per_request",
     "make_adapter",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import abc
 import shlex
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -74,13 +74,29 @@ class ChildLimit:
     a warmed child's private size ``start`` (USS, bytes), the private size ``limit`` each of the
     ``children`` may reach within the RAM budget, the memory it shares with the parent
     (``shared``, bytes per child), and the requests it serves before it reaches ``limit`` at the
-    measured growth (``requests``; 0 when no leak was measured)."""
+    measured growth (``requests``; 0 when no leak was measured). ``growth``: the private bytes a
+    child gains per request served (0 when no leak was measured). ``vm_size`` and
+    ``statm_shared``: the warmed child whose USS is ``start`` as ``/proc/PID/statm`` shows it
+    (VmSize, resident file-backed pages; bytes, 0 when not measured), for the servers whose
+    limits read statm (Apache2::SizeLimit)."""
 
     children: int
     start: int
     limit: int
     shared: int
     requests: int
+    growth: float = 0.0
+    vm_size: int = 0
+    statm_shared: int = 0
+
+    def with_statm(self, statm: Mapping[str, Any] | None) -> ChildLimit:
+        """With ``vm_size`` and ``statm_shared`` from a sizes measurement's ``statm`` (see
+        :func:`~pounder.pool.child_statm`; None: not measured): the VmSize of a child at ``start``,
+        its own VmSize moved by the difference of the USS (a child's VmSize and USS grow alike)."""
+        if not statm:
+            return self
+        return replace(self, vm_size=int(statm["vm_size"]) + self.start - int(statm["uss"]),
+                       statm_shared=int(statm["statm_shared"]))
 
 
 @public
@@ -191,9 +207,9 @@ class Adapter(abc.ABC):
         return []
 
     def size_limit(self, limit: ChildLimit) -> str:
-        """For a server without a request limit (:attr:`request_limit` False): how its users
-        replace a child before it outgrows ``limit``, in their own syntax with its arithmetic ("":
-        the request limit pounder recommends is the server's own way)."""
+        """How its users replace a child before it outgrows ``limit``, beside the request limit
+        (the only way for a server without one, :attr:`request_limit` False), in their own syntax
+        with its arithmetic ("": the request limit pounder recommends is the server's own way)."""
         return ""
 
     def with_preload(self, params: PoolParams) -> bool:

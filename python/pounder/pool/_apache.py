@@ -15,7 +15,8 @@ from pounder._errors import (
     check_text,
     public,
 )
-from pounder.pool._adapter import Adapter, PoolParams
+from pounder._units import KIB, children_text, count_text, mib_unit
+from pounder.pool._adapter import Adapter, ChildLimit, PoolParams
 from pounder.servers import (
     HOST,
     ApacheServer,
@@ -23,6 +24,10 @@ from pounder.servers import (
     apache_missing,
     read_user_conf,
 )
+
+SIZE_CHECK_OVERSHOOT = 0.02
+"""Apache2::SizeLimit's check interval: a child may grow past its limit between two checks by at
+most this fraction of the limit, at the measured growth per request."""
 
 
 @public
@@ -61,6 +66,7 @@ class ApacheAdapter(Adapter):
         # checked now: a bad file is bad input, before anything starts
         conf_text = read_user_conf(self.conf) if self.conf is not None else ""
         self.preload = self.startup_pl is not None or _preloads(conf_text)
+        self.mod_perl = bool(self.perl_handlers) or self.startup_pl is not None or "perl" in conf_text.lower()
 
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
                keepalive: bool = False, host: str = HOST) -> ManagedServer:
@@ -86,6 +92,61 @@ class ApacheAdapter(Adapter):
             "# MaxConnectionsPerChild counts connections: with KeepAlive On one connection carries up to",
             f"# MaxKeepAliveRequests requests (pounder measured with KeepAlive {'On' if keepalive else 'Off'}).",
         ])
+
+    def size_limit(self, limit: ChildLimit) -> str:
+        """Apache2::SizeLimit (mod_perl 2, Debian libapache2-mod-perl2): the figures that make it
+        replace a child when its USS reaches ``limit.limit``.
+
+        Without Linux::Smaps (CPAN only; Debian 12 does not package it) it reads
+        ``/proc/self/statm``: its "size" is VmSize, every mapped page, resident or not (shared
+        libraries, the parent's copy-on-write pages, reserved address space) and its "unshared" is
+        VmSize minus the resident file-backed pages, so it still counts the pages shared with the
+        parent. A leak grows VmSize and the USS alike (the difference stays put), so
+        ``set_max_process_size`` = the warmed child's VmSize + (limit - its USS) tracks the USS;
+        unshared would move too when a child faults in library pages (statm's "share" rises) and is
+        no closer to the USS. With Linux::Smaps its "size" is the same VmSize: the line holds.
+        The check interval keeps the overshoot between two checks at the measured growth within
+        :data:`SIZE_CHECK_OVERSHOOT` of the limit (every request without a measured leak: the
+        module's default). ``set_min_shared_size`` is not given: statm's "share" holds file pages
+        only, which copy-on-write never lowers.
+
+        "" when it would mean nothing: the configuration runs no mod_perl (the module runs in
+        it), the child's VmSize was not measured (results of earlier versions), or a child has no
+        room to grow (``limit`` at most its warmed size)."""
+        if not self.mod_perl or limit.vm_size <= 0 or limit.limit <= limit.start:
+            return ""
+        room = limit.limit - limit.start
+        max_size = (limit.vm_size + room) // KIB
+        every = max(1, int(SIZE_CHECK_OVERSHOOT * limit.limit // limit.growth)) if limit.growth > 0 else 1
+        overshoot = every * limit.growth
+        unshared = limit.vm_size - limit.statm_shared
+        when = (f"Checked every {count_text(every, 'request')}: at the measured {limit.growth / KIB:,.1f} KB per "
+                f"request a child reaches the limit after about {int(room // limit.growth):,} requests and "
+                f"overshoots it by at most {every} x {limit.growth / KIB:,.1f} = {overshoot / KIB:,.0f} KB "
+                f"({overshoot / limit.limit:.1%} of {mib_unit(limit.limit)})"
+                if limit.growth > 0 else "Checked at every request (the module's default): no leak was measured, "
+                "the limit is for growth a short run cannot see")
+        vm, uss, cap = mib_unit(limit.vm_size), mib_unit(limit.start), mib_unit(limit.limit)
+        return "\n".join([
+            f"Apache2::SizeLimit replaces a child by its memory, beside MaxConnectionsPerChild (whichever comes "
+            f"first; with KeepAlive that one counts connections). Without Linux::Smaps it reads /proc/self/statm, "
+            f"not the USS: its size is VmSize (with Linux::Smaps too), {vm} for a warmed child of USS {uss} (the "
+            f"rest: libraries, the parent's pages, unused address space), and a leak grows both alike, so max "
+            f"process size = VmSize "
+            f"{vm} + (the {cap} each of {children_text(limit.children)} may reach - USS {uss}) = {max_size:,} KB. "
+            f"Not max unshared size = {cap}: statm's unshared is VmSize - resident file pages "
+            f"({mib_unit(limit.statm_shared)}) = {mib_unit(unshared)} already, {mib_unit(unshared - limit.start)} "
+            f"above the USS. {when}. No min shared size: statm's share is file pages only, which copy-on-write "
+            "never lowers (growth that only unshares the parent's pages raises the USS, not VmSize: "
+            "MaxConnectionsPerChild covers it):",
+            "  # httpd.conf, after LoadModule perl_module",
+            "  PerlLoadModule Apache2::SizeLimit",
+            "  <Perl>",
+            f"    # KB = VmSize {vm} + (USS limit {cap} - USS {uss})",
+            f"    Apache2::SizeLimit->set_max_process_size({max_size});",
+            f"    Apache2::SizeLimit->set_check_interval({every});",
+            "  </Perl>",
+            "  PerlCleanupHandler Apache2::SizeLimit"])
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "conf": None if self.conf is None else str(self.conf),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pounder._errors import public
-from pounder.procs import PoolSnapshot
+from pounder.procs import PoolSnapshot, ProcessGone, read_statm
 
 
 @public
@@ -21,6 +21,21 @@ def child_sizes(snap: PoolSnapshot) -> dict[str, int]:
         "max_rss": totals.max_child_rss or 0,
         "footprint": totals.footprint,
     }
+
+
+@public
+def child_statm(snap: PoolSnapshot) -> dict[str, int] | None:
+    """The child of ``snap`` with the largest USS as ``/proc/PID/statm`` shows it, read now (call
+    it right after ``snap``, the pool idle): ``vm_size`` (VmSize), ``statm_shared`` (resident
+    file-backed pages) and its ``uss`` in ``snap``, in bytes, with its ``pid``; None when no child
+    is left to read. What Apache2::SizeLimit measures without Linux::Smaps, next to the USS."""
+    for child in sorted(snap.children, key=lambda c: c.private, reverse=True):
+        try:
+            statm = read_statm(child.pid)
+        except ProcessGone:
+            continue
+        return {"pid": child.pid, "vm_size": statm.size, "statm_shared": statm.shared, "uss": child.private}
+    return None
 
 
 @public

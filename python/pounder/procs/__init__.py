@@ -56,11 +56,13 @@ from pounder.procs._read import (
     ProcMem,
     Role,
     Rollup,
+    Statm,
     mem_available,
     mem_total,
     process_cpu_clock,
     read_process,
     read_rollup,
+    read_statm,
 )
 from pounder.procs._render import render_mem
 from pounder.procs._sampler import ServerSampler
@@ -90,6 +92,7 @@ __all__ = [
     "ProcessGone",
     "Role",
     "Rollup",
+    "Statm",
     "ServerGone",
     "ServerLoadReport",
     "ServerSampler",
@@ -114,6 +117,7 @@ __all__ = [
     "read_pidfile",
     "read_process",
     "read_rollup",
+    "read_statm",
     "render_mem",
     "serves",
     "snapshot",

@@ -124,6 +124,41 @@ def read_rollup(pid: int) -> Rollup:
 
 @public
 @dataclass(frozen=True)
+class Statm:
+    """``/proc/PID/statm`` in bytes, as Apache2::SizeLimit and psutil read it without smaps:
+    ``size`` is VmSize (every mapped page, resident or not), ``resident`` the RSS, ``shared`` the
+    resident file-backed and shmem pages (RssFile + RssShmem: libraries and mapped files, shared
+    with another process or not; copy-on-write sharing with the parent is not in it)."""
+
+    size: int
+    resident: int
+    shared: int
+
+
+@public
+def read_statm(pid: int) -> Statm:
+    """Read ``/proc/PID/statm`` (pages converted to bytes with the system's page size).
+    Raises :class:`ProcessGone` when the process has exited."""
+    path = f"/proc/{pid}/statm"
+    try:
+        with open(path, "rb", buffering=0) as file:
+            fields = file.read(256).split()
+    except PermissionError:
+        raise _permission_error(path) from None
+    except (FileNotFoundError, ProcessLookupError):
+        raise ProcessGone(pid) from None
+    except OSError as error:
+        if error.errno in (errno.ESRCH, errno.ENOENT):
+            raise ProcessGone(pid) from None
+        raise PounderError(f"cannot read {path}: {error.strerror}") from None
+    if len(fields) < 3 or int(fields[0]) == 0:  # a zombie has no memory left
+        raise ProcessGone(pid)
+    page = os.sysconf("SC_PAGE_SIZE")
+    return Statm(size=int(fields[0]) * page, resident=int(fields[1]) * page, shared=int(fields[2]) * page)
+
+
+@public
+@dataclass(frozen=True)
 class ProcMem:
     """One process at one instant. Sizes in bytes, times in seconds.
 

@@ -41,6 +41,7 @@ from pounder.pool import (
     Runner,
     Workload,
     child_sizes,
+    child_statm,
     growth_per_request,
 )
 from pounder.procs import mem_available
@@ -269,7 +270,7 @@ class TuneSession:
                 warm = runner.snapshot(server)
                 if warm.totals.children < 1 and server.wait_for_children(1, 2.0):  # a crashed child replaced
                     warm = runner.snapshot(server)
-                count = warm.totals.children
+                count, statm = warm.totals.children, child_statm(warm)  # statm: VmSize read still idle
                 if count < 1:
                     raise PounderError(f"the server (pid {server.pid}) runs no child process to measure: is it a "
                                        "pre-forking server, and does it fork before answering?")
@@ -306,7 +307,7 @@ class TuneSession:
                 "growth_first": growth_per_request(warm, mid, served_first),
                 "growth_second": growth_per_request(mid, end, served_second),
                 "sharing": end.totals.median_sharing,
-                "mem_available": available,
+                "mem_available": available, "statm": statm,
             }
             snapshots = {name: snap.to_dict() for name, snap in
                          (("cold", cold), ("warm", warm), ("mid", mid), ("end", end))}
@@ -578,7 +579,8 @@ class TuneSession:
                         "more room (fewer children, more RAM)")
         said += filter(None, [adapter.size_limit(ChildLimit(
             children=params.max_clients, start=mrpc.child_start_bytes, limit=memory.child_limit(params.max_clients),
-            shared=memory.shared, requests=self._killer_requests))])
+            shared=memory.shared, requests=self._killer_requests,
+            growth=growth(measure).per_request).with_statm(measure.get("statm")))])
         why = deciding_facts(adapter.names, choice, pools, memory, mrpc, spare_choice, options.max_children)
         return TuneResult(adapter=adapter, options=options, params=params,
                           config=adapter.render(params, keepalive=options.keepalive),
