@@ -35,6 +35,7 @@ from pounder.pool._adapters import (
     TARGET_FIELDS,
     Adapter,
     ApacheAdapter,
+    ChildLimit,
     CommandAdapter,
     GunicornAdapter,
     PhpFpmAdapter,
@@ -47,6 +48,7 @@ from pounder.pool._adapters import (
     adapter_from_dict,
     demo_adapter,
     make_adapter,
+    own_name,
     refused_option,
 )
 from pounder.pool._cpus import check_cpus, split_cpus
@@ -77,6 +79,7 @@ __all__ = [
     "TUNE_SCHEMA",
     "Adapter",
     "ApacheAdapter",
+    "ChildLimit",
     "CommandAdapter",
     "GunicornAdapter",
     "MemoryFloorError",
@@ -100,6 +103,7 @@ __all__ = [
     "demo_adapter",
     "growth_per_request",
     "make_adapter",
+    "own_name",
     "refused_option",
     "pool_memory",
     "split_cpus",

@@ -39,8 +39,9 @@ class ServerOption:
 SERVER_OPTIONS: Mapping[str, ServerOption] = {option.name: option for option in (
     ServerOption("pythonpath", "--pythonpath", "DIR", "gunicorn: where to import the app from."),
     ServerOption("preload", "--preload", "", (
-        "gunicorn --preload / Starman --preload-app: load the app in the parent before forking (default off, as "
-        "in the servers). The other setting is measured too, for comparison, unless --quick."), False),
+        "Load the app in the parent before forking (gunicorn --preload, Starman --preload-app, uWSGI without "
+        "lazy-apps, Puma preload_app!, Unicorn preload_app true); default: the server's own (on for uWSGI, off for "
+        "the others). The other setting is measured too, for comparison, unless --quick."), False),
     ServerOption("env", "--env", "NAME=VALUE", "Set in the server's environment (repeatable)."),
     ServerOption("root", "--root", "DIR", (
         "php-fpm: the document root of the PHP scripts (the front's root: a request for /x.php runs DIR/x.php)."),
@@ -49,6 +50,20 @@ SERVER_OPTIONS: Mapping[str, ServerOption] = {option.name: option for option in 
                  "command: the signal that stops the server gracefully (default TERM).", "TERM"),
 )}
 """The options only some servers take, by name."""
+
+
+CLASSIC_NAMES: Mapping[str, str] = {
+    "max_clients": "MaxClients", "max_requests": "MaxRequestsPerChild", "start_servers": "StartServers",
+    "min_spare": "MinSpareServers", "max_spare": "MaxSpareServers", "preload": "preload"}
+"""The five parameters (and preloading) in the classic Apache 1.3 / mod_perl guide names."""
+
+
+@public
+def own_name(names: Mapping[str, str], key: str) -> str:
+    """Parameter ``key`` in a server's own ``names`` (an adapter's, or as stored with a run); the
+    classic name where the server has none ("-")."""
+    name = names.get(key, "-")
+    return CLASSIC_NAMES[key] if name == "-" else name
 
 
 def _names(words: list[str]) -> str:
@@ -73,21 +88,27 @@ class ChildLimit:
     """How far a child of the recommended pool may grow, from the measured sizes and the budget:
     a warmed child's private size ``start`` (USS, bytes), the private size ``limit`` each of the
     ``children`` may reach within the RAM budget, the memory it shares with the parent
-    (``shared``, bytes per child), and the requests it serves before it reaches ``limit`` at the
-    measured growth (``requests``; 0 when no leak was measured). ``growth``: the private bytes a
-    child gains per request served (0 when no leak was measured). ``vm_size`` and
-    ``statm_shared``: the warmed child whose USS is ``start`` as ``/proc/PID/statm`` shows it
-    (VmSize, resident file-backed pages; bytes, 0 when not measured), for the servers whose
-    limits read statm (Apache2::SizeLimit)."""
+    (``shared``, bytes per child), the requests it serves before it reaches ``limit`` at the
+    measured growth (``requests``; 0 when no leak was measured), and the parent's RSS
+    (``parent``, bytes). ``growth``: the private bytes a child gains per request served (0 when no
+    leak was measured). ``vm_size`` and ``statm_shared``: the warmed child whose USS is ``start``
+    as ``/proc/PID/statm`` shows it (VmSize, resident file-backed pages; bytes, 0 when not
+    measured), for the servers whose limits read statm (Apache2::SizeLimit)."""
 
     children: int
     start: int
     limit: int
     shared: int
     requests: int
+    parent: int = 0
     growth: float = 0.0
     vm_size: int = 0
     statm_shared: int = 0
+
+    @property
+    def rss(self) -> int:
+        """The RSS a child reaches at ``limit``: its private memory and what it shares."""
+        return self.limit + self.shared
 
     def with_statm(self, statm: Mapping[str, Any] | None) -> ChildLimit:
         """With ``vm_size`` and ``statm_shared`` from a sizes measurement's ``statm`` (see
@@ -163,6 +184,8 @@ class Adapter(abc.ABC):
     instead: ClassVar[Mapping[str, str]] = {}
     """For an option it does not take, what its users do instead (said when it is given)."""
     who: ClassVar[str] = ""
+    target_form: ClassVar[str] = "TARGET"
+    """What ``pounder tune SERVER TARGET`` takes for it ("HTTPD.CONF", "MODULE:APP")."""
     """How messages name it ("gunicorn", "the command server")."""
     language: ClassVar[str] = "other"
     """The language of its applications ("perl", "python", "php", "ruby"): the advice's words."""
@@ -211,6 +234,12 @@ class Adapter(abc.ABC):
         (the only way for a server without one, :attr:`request_limit` False), in their own syntax
         with its arithmetic ("": the request limit pounder recommends is the server's own way)."""
         return ""
+
+    def spares(self, params: PoolParams) -> tuple[int, int, int]:
+        """(StartServers, MinSpareServers, MaxSpareServers) of ``params`` as the server runs them:
+        what tune measures, stores and prints (Apache's rule, :meth:`PoolParams.fixed`, unless
+        the server has its own: php-fpm caps them by the children)."""
+        return params.fixed()
 
     def with_preload(self, params: PoolParams) -> bool:
         return self.preload if params.preload is None else params.preload

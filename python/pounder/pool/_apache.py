@@ -37,6 +37,7 @@ class ApacheAdapter(Adapter):
 
     kind = "apache"
     who = "apache"
+    target_form = "HTTPD.CONF"
     instead: ClassVar[Mapping[str, str]] = {
         "preload": "Apache preloads with PerlRequire in its conf", "env": "use SetEnv / PerlSetEnv in the conf"}
     on_demand = True
