@@ -141,6 +141,7 @@ def load_summary(children: int, rps: float, *, p99_ms: float = 10.0, max_request
         "server_cores": server_cores,
         "client_cores": client_cores,
         "other_cores": other_cores,
+        "front_cores": None,
         "children_seen_spawned": 0,
         "max_child_uss": 20 * MIB,
         "respawns": (complete // max_requests if max_requests else 0) if respawns is None else respawns,

@@ -257,7 +257,8 @@ class Runner:
         A sampled (measured) load is sent by :attr:`sender`, from as many of its agents as it has
         connections (and requests), at most all; an agent lost meanwhile raises
         :class:`~pounder.PounderError`: a load with a share missing is not a measurement."""
-        sampler = ServerSampler(self.tree(server), interval_s=SAMPLE_INTERVAL_S) if sample else None
+        sampler = ServerSampler(self.tree(server), interval_s=SAMPLE_INTERVAL_S,
+                                front=server.front_pid) if sample else None
         spec = self.spec(server, connections, duration=duration, requests=requests, rate=rate, full_speed=full_speed)
         measuring: list[float] = []
         # the engine's threads (and the sampler's, the queue watch's) are created by this thread:

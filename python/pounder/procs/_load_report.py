@@ -119,7 +119,11 @@ class ServerLoadReport:
     own_cpu_s: float | None = None
     """CPU time (user + system, all threads) of pounder's own process over the window."""
     other_cpu_s: float | None = None
-    """What the other processes used: ``machine_cpu_s - server_cpu_s - own_cpu_s``, at least 0."""
+    """What the other processes used: ``machine_cpu_s - server_cpu_s - own_cpu_s - front_cpu_s``,
+    at least 0."""
+    front_cpu_s: float | None = None
+    """CPU time of the front that passes the load to the server (php-fpm's nginx), counted apart:
+    neither the server's nor another's; None without a front."""
 
     @property
     def other_cores(self) -> float | None:
@@ -160,7 +164,7 @@ class ServerLoadReport:
         )
 
 
-_ADDED_LATER = ("serves_url", "machine_cpu_s", "machine_cpus", "own_cpu_s", "other_cpu_s")
+_ADDED_LATER = ("serves_url", "machine_cpu_s", "machine_cpus", "own_cpu_s", "other_cpu_s", "front_cpu_s")
 """Fields of version 2 that older files lack (read as None): ``serves_url`` was not checked by
 pounder 0.1, the machine's CPU was not measured."""
 

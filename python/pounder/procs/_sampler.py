@@ -22,8 +22,10 @@ A zombie (exited, not yet reaped) still shows its CPU in /proc and is counted as
 The rest of the machine over the same window: ``machine_cpu_s``, the busy time of all CPUs
 (``/proc/stat``, clock ticks), and ``own_cpu_s``, pounder's own process (its CPU clock, all
 threads: the sampler, and the load engine when it runs in this process), are read at the same
-instants as the samples that bound ``server_cpu_s``; ``other_cpu_s`` = machine - server - own
-(at least 0) is what every other process used.
+instants as the samples that bound ``server_cpu_s``; so is ``front_cpu_s``, the CPU of a front that
+passes the load to the server (php-fpm's nginx: not the server's, not another's), from its
+processes' clocks (a front replaces no process during a load); ``other_cpu_s`` = machine - server
+- own - front (at least 0) is what every other process used.
 
 Limits: reaped children's CPU comes in clock ticks (10 ms per reaped child); a process whose parent ignores SIGCHLD
 (auto-reaping) or that is re-parented outside the tree (double fork, daemonising helpers) takes
@@ -34,6 +36,7 @@ sample before (a message says so), and the processes seen that have exited by th
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -100,8 +103,8 @@ class _State:
     root_exited: bool = False
     messages: list[str] = field(default_factory=list)
     # the machine and pounder's own process at the first and at the last successful sample
-    machine_first: tuple[MachineCpu, float] | None = None
-    machine_last: tuple[MachineCpu, float] | None = None
+    machine_first: tuple[MachineCpu, float, float | None] | None = None
+    machine_last: tuple[MachineCpu, float, float | None] | None = None
 
 
 @public
@@ -121,7 +124,8 @@ class ServerSampler:
     sampling goes on. See the module documentation for how the server's CPU is counted.
     """
 
-    def __init__(self, target: ServerTarget | int, interval_s: float = 1.0, status_url: str | None = None) -> None:
+    def __init__(self, target: ServerTarget | int, interval_s: float = 1.0, status_url: str | None = None,
+                 front: int | None = None) -> None:
         if isinstance(target, bool) or not isinstance(target, (ServerTarget, int)):
             raise UsageError(f"target must be a ServerTarget or a pid, got {target!r}")
         if isinstance(interval_s, bool) or not isinstance(interval_s, (int, float)) or not interval_s > 0:
@@ -129,6 +133,7 @@ class ServerSampler:
         self._target = find_server(pid=target) if isinstance(target, int) else target
         self._interval = float(interval_s)
         self._status_url = None if status_url is None else status_auto_url(status_url)
+        self._front = front
         self._status_timeout = min(2.0, max(0.2, self._interval))
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
@@ -214,7 +219,7 @@ class ServerSampler:
 
     def _sample(self, first: bool, last: bool = False) -> None:
         t = time.monotonic() - self._t0
-        machine = _machine_now()
+        machine = _machine_now(self._front)
         try:
             members = discover(self._target)
         except ServerGone as error:
@@ -389,15 +394,32 @@ class ServerSampler:
         )  # fmt: skip
 
 
-def _machine_now() -> tuple[MachineCpu, float] | None:
-    """The machine's busy CPU and pounder's own CPU (user + system, all threads) now; None when
-    ``/proc/stat`` cannot be read."""
+def _machine_now(front: int | None = None) -> tuple[MachineCpu, float, float | None] | None:
+    """The machine's busy CPU, pounder's own CPU (user + system, all threads) and the CPU of the
+    front whose root is ``front`` (its processes' own and reaped; None without one) now; None
+    when ``/proc/stat`` cannot be read."""
     machine = read_machine_cpu()
-    return None if machine is None else (machine, time.process_time())
+    return None if machine is None else (machine, time.process_time(), None if front is None else _tree_cpu(front))
+
+
+def _tree_cpu(root: int) -> float | None:
+    """User + system CPU of process ``root`` and its descendants, with what they reaped (None
+    when ``root`` is gone)."""
+    try:
+        parent = psutil.Process(root)
+        total = sum(parent.cpu_times()[2:4])  # what it reaped
+        for proc in [parent, *parent.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                times = proc.cpu_times()
+                total += times.user + times.system
+        return total
+    except psutil.Error:
+        return None
 
 
 def _machine_fields(
-    first: tuple[MachineCpu, float] | None, last: tuple[MachineCpu, float] | None, server_cpu: float
+    first: tuple[MachineCpu, float, float | None] | None, last: tuple[MachineCpu, float, float | None] | None,
+    server_cpu: float,
 ) -> dict[str, Any]:
     """``machine_cpu_s``, ``machine_cpus``, ``own_cpu_s`` and ``other_cpu_s`` between two readings
     of :func:`_machine_now` (none of them when either is missing)."""
@@ -405,11 +427,13 @@ def _machine_fields(
         return {}
     machine = max(0.0, last[0].busy_s - first[0].busy_s)
     own = max(0.0, last[1] - first[1])
+    front = None if first[2] is None or last[2] is None else max(0.0, last[2] - first[2])
     return {
         "machine_cpu_s": round(machine, 6),
         "machine_cpus": last[0].cpus,
         "own_cpu_s": round(own, 6),
-        "other_cpu_s": round(max(0.0, machine - server_cpu - own), 6),
+        "front_cpu_s": None if front is None else round(front, 6),
+        "other_cpu_s": round(max(0.0, machine - server_cpu - own - (front or 0.0)), 6),
     }
 
 

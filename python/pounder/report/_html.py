@@ -97,7 +97,12 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 
 
 def bullets(items: Sequence[str], css: str = "reasons") -> str:
-    return f'<ul class="{css}">' + "".join(f"<li>{esc(i)}</li>" for i in items) + "</ul>"
+    """A list; an item's lines after its first (a snippet of configuration) kept as lines."""
+    def item(text: str) -> str:
+        first, _, snippet = text.partition("\n")
+        return f"<li>{esc(first)}" + (f"<pre>{esc(snippet)}</pre>" if snippet else "") + "</li>"
+
+    return f'<ul class="{css}">' + "".join(item(i) for i in items) + "</ul>"
 
 
 def scroll(fragment: str) -> str:

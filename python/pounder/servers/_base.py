@@ -311,6 +311,12 @@ class ManagedServer(abc.ABC):
         unless a front answers for it (php-fpm speaks FastCGI behind an nginx)."""
         return self.port
 
+    @property
+    def front_pid(self) -> int | None:
+        """The root process of a front that passes the load to the server (php-fpm's nginx), whose
+        CPU is counted apart; None without one."""
+        return None
+
     # -- properties ---------------------------------------------------------------------------
 
     @property

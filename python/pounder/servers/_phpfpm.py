@@ -441,6 +441,10 @@ class PhpFpmServer(ManagedServer):
         """The pool's status page (:func:`fpm_status`)."""
         return fpm_status(self.status_url)
 
+    @property
+    def front_pid(self) -> int | None:
+        return self.front.pid if self.front.running else None
+
     def _http_port(self) -> int:
         return self.front.port if self.front._port is not None else self.port
 

@@ -18,12 +18,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pounder._units import mib_unit
+from pounder.pool import ChildLimit
 from pounder.tune._analysis import (
     ChildrenChoice,
     MemoryBound,
     growth,
 )
 from pounder.tune._mrpc import (
+    MaxRequestsChoice,
     _affordable,
 )
 
@@ -57,3 +59,13 @@ def room_for_growth(choice: ChildrenChoice, mrpc_points: Sequence[Mapping[str, A
               f"{mib_unit(grown_to)}): the pool is "
               f"{fit}, not the {choice.chosen} the children's present size allows")
     return dataclasses.replace(choice, chosen=fit, decided_by="memory", reasons=[*choice.reasons, reason])
+
+
+def child_limit(measure: Mapping[str, Any], memory: MemoryBound, mrpc: MaxRequestsChoice, children: int,
+                killer_requests: int) -> ChildLimit:
+    """How far each of ``children`` may grow, for :meth:`pounder.pool.Adapter.size_limit`: the
+    warmed size, its share of the budget, the measured growth and statm of the sizes step;
+    ``killer_requests``: what a leaking child may serve where the server has no request limit."""
+    return ChildLimit(children=children, start=mrpc.child_start_bytes, limit=memory.child_limit(children),
+                      shared=memory.shared, requests=killer_requests, parent=int(measure["parent"]["rss"]),
+                      growth=growth(measure).per_request).with_statm(measure.get("statm"))

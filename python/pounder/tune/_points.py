@@ -23,8 +23,8 @@ QUEUED_BUSY = 0.9
 """A point's busy time (children / throughput) is the time itself, not an upper bound, when a
 connection waited in the accept queue in at least this share of the samples (every child busy)."""
 
-_MEDIANS = ("p50_ms", "p95_ms", "p99_ms", "server_cores", "client_cores", "other_cores", "server_cpu_us", "elapsed_s",
-            "queued")
+_MEDIANS = ("p50_ms", "p95_ms", "p99_ms", "server_cores", "client_cores", "other_cores", "front_cores", "server_cpu_us",
+            "elapsed_s", "queued")
 _SUMS = ("complete", "failed", "non_2xx", "respawns")
 
 

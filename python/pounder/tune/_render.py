@@ -34,9 +34,13 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str
 
 
 def _bullets(items: Sequence[str]) -> list[str]:
+    """Each item a wrapped paragraph; lines after an item's first (a snippet of configuration to
+    paste) kept as they are, under it."""
     out = []
     for item in items:
-        out += textwrap.wrap(item, WIDTH, initial_indent="  - ", subsequent_indent="    ")
+        first, *snippet = item.split("\n")
+        out += textwrap.wrap(first, WIDTH, initial_indent="  - ", subsequent_indent="    ")
+        out += [f"    {line}" for line in snippet]
     return out
 
 
@@ -190,7 +194,8 @@ def _children_section(result: TuneResult) -> list[str]:
             for p in result.sweep]
     out += _table(["MC", "NC", "trials", "NR", "RPS", "95% CI", "p50", "p99", *(["queued"] if queued else []),
                    "srv CPU us/req", "srv cores", "load cores", "other cores", "max USS MiB", "failed", ""], rows)
-    out.append(f"  CPUs: {result.cpus}; other cores: processes that are neither the server nor pounder")
+    out.append(f"  CPUs: {result.cpus}; other cores: processes that are neither the server nor pounder"
+               + _front_note(result.sweep))
     out.append("")
     return out
 
@@ -275,3 +280,14 @@ def _confirmation_section(result: TuneResult) -> list[str]:
             out.append(f"  (of the pool lowered from {children_text(int(lowered['children']))}, whose footprint "
                        f"{mib(int(lowered['footprint']))} MiB was over the RAM budget: see Details)")
     return out
+
+
+def _front_note(points: Sequence[Mapping[str, Any]]) -> str:
+    """What the front that passes the load to the server used (php-fpm's nginx), counted apart
+    from "srv cores" and "other cores" ("" without a front)."""
+    fronts = [(int(p["children"]), float(p["front_cores"])) for p in points if p.get("front_cores") is not None]
+    if not fronts:
+        return ""
+    children, cores = fronts[-1]
+    return (f"; the front passing the load to the server (nginx) used {cores:.2f} cores at {children_text(children)},"
+            " counted in neither")

@@ -35,7 +35,6 @@ from pounder._version import __version__
 from pounder.load import ENGINE, BenchResult, ProgressCallback, Sender
 from pounder.pool import (
     Adapter,
-    ChildLimit,
     PoolParams,
     ResultsDir,
     Runner,
@@ -58,7 +57,7 @@ from pounder.tune._analysis import (
     sweep_done,
 )
 from pounder.tune._confirm import confirmation_checks, lower_pool, lowered_pool
-from pounder.tune._leak import room_for_growth
+from pounder.tune._leak import child_limit, room_for_growth
 from pounder.tune._machine import cpus_for
 from pounder.tune._mrpc import (
     MaxRequestsChoice,
@@ -109,6 +108,8 @@ def _load_summary(result: BenchResult) -> dict[str, Any]:
         "client_cores": (result.client_cpu.user_s + result.client_cpu.sys_s) / elapsed,
         "other_cores": None if server is None or server.other_cpu_s is None
         else server.other_cpu_s / max(server.duration_s, 1e-9),
+        "front_cores": None if server is None or server.front_cpu_s is None
+        else server.front_cpu_s / max(server.duration_s, 1e-9),
         "children_seen_spawned": 0 if server is None else server.children_spawned,
         "max_child_uss": None if server is None else server.max_child_uss,
     }
@@ -420,8 +421,10 @@ class TuneSession:
         self._check_fits(choice.chosen, memory)
         # the offered load at once (clients beyond the pool queue alike under every setting)
         burst = max(1, offered.connections if offered.rate is None else burst_clients(choice, target))
-        before = default_spares(choice.chosen)
-        after = spare_settings(choice.chosen, burst, self.adapter.kind, None)
+        spares = self.adapter.spares  # as the server runs them (php-fpm caps them by the children)
+        before, after = (spares(PoolParams(choice.chosen, start_servers=start, min_spare=low, max_spare=high))
+                         for start, low, high in (default_spares(choice.chosen),
+                                                  spare_settings(choice.chosen, burst, self.adapter.kind, None)))
         settings = {"before": before, **({"after": after} if tuple(after) != tuple(before) else {})}
         self.progress.expect("spare", len(settings) * options.trials)
         trials: dict[str, list[dict[str, Any]]] = {name: [] for name in settings}
@@ -577,10 +580,8 @@ class TuneSession:
         if growth(measure).leak and mrpc.forced_by_memory:
             said.append("the leak forces frequent respawns at this many children: fix the leak, or give each child "
                         "more room (fewer children, more RAM)")
-        said += filter(None, [adapter.size_limit(ChildLimit(
-            children=params.max_clients, start=mrpc.child_start_bytes, limit=memory.child_limit(params.max_clients),
-            shared=memory.shared, requests=self._killer_requests,
-            growth=growth(measure).per_request).with_statm(measure.get("statm")))])
+        said += filter(None, [adapter.size_limit(child_limit(measure, memory, mrpc, params.max_clients,
+                                                             self._killer_requests))])
         why = deciding_facts(adapter.names, choice, pools, memory, mrpc, spare_choice, options.max_children)
         return TuneResult(adapter=adapter, options=options, params=params,
                           config=adapter.render(params, keepalive=options.keepalive),

@@ -30,7 +30,7 @@ from pounder.tune._text import (
 )
 
 _MEDIANS = ("rps", "p50_ms", "p95_ms", "p99_ms", "steady_p99_ms", "first_p99_ms", "server_cores", "client_cores",
-            "other_cores", "server_cpu_us", "elapsed_s")
+            "other_cores", "front_cores", "server_cpu_us", "elapsed_s")
 _SUMS = ("complete", "failed", "non_2xx")
 _FIXED = ("children", "start_servers", "min_spare", "max_spare", "connections")
 
