@@ -138,3 +138,16 @@ def test_render_ini(tmp_path: Path) -> None:
     assert text.splitlines() == [f"# in the [uwsgi] section of {ini} (replacing these options there):", "[uwsgi]",
                                  "master = true", "processes = 3", "max-requests = 0", "lazy-apps = true",
                                  "# max-requests = 0: a worker is never replaced", f"# run with: uwsgi --ini {ini}"]
+
+
+def test_reload_on_rss_is_the_rss_a_worker_has_at_its_share_of_the_budget() -> None:
+    from pounder.pool import ChildLimit
+
+    adapter = UwsgiAdapter("wsgi_app:app")
+    mib = 1024 * 1024
+    text = adapter.size_limit(ChildLimit(children=3, start=10 * mib, limit=60 * mib, shared=30 * mib, requests=0,
+                                         growth=102400))
+    assert text.endswith("\n  reload-on-rss = 90")  # 60 private + 30 shared, in MiB
+    assert "after about 512 requests" in text  # (60 - 10) MiB / 100 KB
+    assert "no leak was measured" in adapter.size_limit(ChildLimit(3, 10 * mib, 60 * mib, 30 * mib, 0))
+    assert adapter.size_limit(ChildLimit(3, 60 * mib, 60 * mib, 30 * mib, 0)) == ""  # no room to grow

@@ -243,7 +243,7 @@ def check_documents(root: Path) -> None:
     else:
         candidates = trials_by(by_step["pools"], "children")
         aggregated = [_recorded(stored, _aggregated(list(candidates[n]), rounds))
-                      for stored, n in zip(pools["points"], sorted(candidates))]
+                      for stored, n in zip(pools["points"], sorted(candidates), strict=True)]
         again = choose_pool(aggregated, OfferedLoad(**offered), target, tolerance=float(options["tolerance"]))
         # the decisions as stored (the wording of the reasons may have changed since the run)
         text = ("why", "reasons")

@@ -17,7 +17,8 @@ from pounder._errors import (
     check_text,
     public,
 )
-from pounder.pool._adapter import Adapter, PoolParams
+from pounder._units import MIB, children_text, mib_unit
+from pounder.pool._adapter import Adapter, ChildLimit, PoolParams
 from pounder.servers import (
     HOST,
     ManagedServer,
@@ -110,6 +111,23 @@ class UwsgiAdapter(Adapter):
         flags += ["--need-app", "--die-on-term", f"--module {shlex.quote(self.app)}"]
         flags += [shlex.quote(word) for word in self.extra_args]
         return "\n".join([*lines, "", "# or on the command line", f"uwsgi {' '.join(flags)}"])
+
+    def size_limit(self, limit: ChildLimit) -> str:
+        """``reload-on-rss`` (MB = MiB): after every request a worker reads its RSS
+        (``/proc/self/statm``'s resident pages: private and shared alike) and is replaced above
+        it; so the value is the RSS a worker has at ``limit``: its private memory and what it
+        shares (``ChildLimit.rss``). "" when a worker has no room to grow."""
+        if limit.limit <= limit.start:
+            return ""
+        mb = limit.rss // MIB
+        leak = (f"; at the measured {limit.growth / 1024:,.1f} KB per request a worker gets there after about "
+                f"{int((limit.limit - limit.start) // limit.growth):,} requests" if limit.growth > 0 else
+                "; no leak was measured: it guards against growth a short run cannot see")
+        return "\n".join([
+            f"uWSGI replaces a worker by its memory with reload-on-rss, checked after every request, beside "
+            f"max-requests (whichever comes first). It reads the RSS, shared pages included: the "
+            f"{mib_unit(limit.limit)} private each of {children_text(limit.children)} may reach in the budget + "
+            f"{mib_unit(limit.shared)} shared = {mb:,} MB{leak}:", f"  reload-on-rss = {mb}"])
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "app": self.app, "pythonpath": self.pythonpath, "preload": self.preload,
