@@ -1330,10 +1330,12 @@ def first_request(*, cold_uss: int = 5 * MIB, warm_uss: int = 15 * MIB, growth_f
 
 
 @pytest.mark.parametrize(("kind", "preload", "remedy"), [
-    ("gunicorn", False, "Remedy: import the application and build its data in the arbiter with --preload."),
-    ("starman", False, "Remedy: load the modules and data in the parent: PerlRequire startup.pl / PerlModule "
-                       "(Apache) or --preload-app (Starman)."),
-    ("apache", False, "PerlRequire startup.pl"),
+    ("gunicorn", False, "Remedy: load the code and data in the parent: start gunicorn with --preload (or "
+                        "preload_app = True)."),
+    ("starman", False, "Remedy: load the code and data in the parent: start Starman with --preload-app."),
+    ("apache", False, "PerlRequire a startup file"),
+    ("puma", False, "Remedy: load the code and data in the parent: add preload_app! to puma.rb."),
+    ("uwsgi", False, "Remedy: load the code and data in the parent: drop lazy-apps"),
     ("command", False, "Remedy: load the code and data in the parent before it forks."),
     ("gunicorn", True, "Remedy: even with preloading, something is loaded on first use"),
     ("starman", True, "Remedy: even with preloading, something is loaded on first use"),

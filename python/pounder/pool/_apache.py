@@ -42,7 +42,7 @@ class ApacheAdapter(Adapter):
         "preload": "Apache preloads with PerlRequire in its conf", "env": "use SetEnv / PerlSetEnv in the conf"}
     on_demand = True
     language = "perl"
-    preload_remedy = "load the application in the parent: PerlRequire a startup file that loads it (PerlModule)"
+    preload_remedy = "PerlRequire a startup file that loads the application (PerlModule)"
     respawn = ("Apache's parent replaces exiting children in its once-a-second maintenance and spawns at most 1, "
                "2, 4 ... 32 per second: each respawn is a fork and a new child's warm-up, and the pool runs a "
                "child short until the next maintenance pass")

@@ -105,14 +105,16 @@ class PumaAdapter(Adapter):
         """puma_worker_killer (Debian ruby-puma-worker-killer): it sums the RSS of the master and
         every worker (shared pages counted in each) and restarts the largest worker above
         ``ram`` x ``percent_usage``; ``ram`` here is that sum when every worker reaches its share
-        of the budget."""
+        of the budget: the budget as the killer counts it."""
         total = limit.parent + limit.children * limit.rss
+        leak = (f"; at the measured leak a worker reaches it after about {limit.requests:,} requests"
+                if limit.requests else "")
         return "\n".join([
-            f"Puma cannot replace a worker after a number of requests: puma_worker_killer can, by memory. "
-            f"ram = master RSS {mib_unit(limit.parent)} + {limit.children} x (shared {mib_unit(limit.shared)} + "
-            f"the private {mib_unit(limit.limit)} each may reach in the budget) = {total // MIB:,} MiB (it sums "
-            "RSS in MiB, shared pages in every worker)" + (f"; at the measured leak a worker reaches it after about "
-                                                f"{limit.requests:,} requests" if limit.requests else "") + ":",
+            f"Puma cannot replace a worker after a number of requests: puma_worker_killer can, by memory. It sums "
+            f"the RSS of the master and every worker, so the pages they share count once per process: ram = master "
+            f"RSS {mib_unit(limit.parent)} + {limit.children} x (shared {mib_unit(limit.shared)} + the private "
+            f"{mib_unit(limit.limit)} each may reach in the budget) = {total // MIB:,} MiB, the RAM budget as it "
+            f"counts it{leak}:",
             "  # puma.rb", "  before_fork do", "    require 'puma_worker_killer'",
             f"    PumaWorkerKiller.config {{ |c| c.ram = {total // MIB}; c.frequency = 5; c.percent_usage = 1.0 }}",
             "    PumaWorkerKiller.start", "  end"])

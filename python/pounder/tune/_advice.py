@@ -193,11 +193,9 @@ def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBou
             remedy = ("even with preloading, something is loaded on first use: imports inside functions, caches "
                       "or connections built lazily; do that at load time, in the parent")
         else:
-            remedy = {
-                "perl": "load the modules and data in the parent: PerlRequire startup.pl / PerlModule (Apache) "
-                        "or --preload-app (Starman)",
-                "python": "import the application and build its data in the arbiter with --preload",
-            }.get(language, "load the code and data in the parent before it forks")
+            own = _adapter(kind).preload_remedy  # each server's own way
+            remedy = f"load the code and data in the parent: {own}" if own else \
+                "load the code and data in the parent before it forks"
         said.append(f"each child grows {_mib(first)} on its first requests: code or data is loaded on first use, "
                     f"in every child, instead of once in the parent. Remedy: {remedy}.")
     sharing = measure.get("sharing")
