@@ -71,6 +71,7 @@ def test_tune_uwsgi_recommends_in_its_syntax_and_the_printed_ini_runs(tmp_path: 
     results = tmp_path / "results"
     done = subprocess.run(
         [sys.executable, "-m", "pounder", "tune", "uwsgi", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--quick",
+         "--no-preload", "--env", "APP_DATA_MB=40",
          "--point-duration", "1s", "--mrpc", "0", "--max-children", "2", "--measure-children", "1",
          "--requests-per-child", "20", "--no-confirm", "--results", str(results)],
         capture_output=True, text=True, timeout=TUNE_LIMIT_S, check=False)
@@ -82,12 +83,15 @@ def test_tune_uwsgi_recommends_in_its_syntax_and_the_printed_ini_runs(tmp_path: 
     validate_results_dir(results)
     data: dict[str, Any] = json.loads((results / "recommendation.json").read_text())
     check_consistent(done.stdout, data)
-    assert data["server"]["kind"] == "uwsgi" and data["server"]["preload"] is True
+    assert data["server"]["kind"] == "uwsgi" and data["server"]["preload"] is False
+    # 40 MB built at import in every worker (lazy-apps): private, and the advice names uWSGI's way out
+    assert data["measure"]["end"]["max_uss"] >= 35 * 1024 * 1024
+    assert any("Remedy: drop lazy-apps" in said for said in data["advice"]), data["advice"]
     processes = data["params"]["max_clients"]
     assert 1 <= processes <= 2 and data["params"]["max_requests"] == 0
     config = data["config"]
     assert f"processes = {processes}" in config.splitlines() and "max-requests = 0" in config.splitlines()
-    assert "lazy-apps = false" in config.splitlines() and "module = wsgi_app:app" in config.splitlines()
+    assert "lazy-apps = true" in config.splitlines() and "module = wsgi_app:app" in config.splitlines()
     assert f"pythonpath = {APPS_DIR}" in config.splitlines()
     assert "Configuration (uwsgi)" in done.stdout and "  [uwsgi]" in done.stdout
     assert "  processes" in done.stdout.split("\nRecommendation\n")[1].split("\nWhy\n")[0]
