@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import shlex
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from pounder._errors import (
-    UsageError,
-    check_flag,
-    check_path,
-    check_str_mapping,
-    check_strings,
-    public,
-)
-from pounder._files import SMALL_LIMIT, check_input_file
+from pounder._errors import public
 from pounder._units import MIB, mib_unit
-from pounder.pool._adapter import Adapter, ChildLimit, PoolParams, _env_prefix
+from pounder.pool._adapter import ChildLimit, PoolParams, _env_prefix
+from pounder.pool._rack import RackAdapter
 from pounder.servers import (
     HOST,
     ManagedServer,
@@ -29,28 +20,8 @@ from pounder.servers import (
 )
 
 
-def check_rackup(rackup: Path, who: str) -> None:
-    """:class:`~pounder.UsageError` unless ``rackup`` is a regular file of at most 1 MiB."""
-    if not rackup.exists():
-        raise UsageError(f"{who}: no such rackup file {rackup}")
-    if rackup.is_dir():
-        raise UsageError(f"{who}: the rackup file {rackup} is a directory (give its config.ru)")
-    check_input_file(rackup, f"{who}: rackup file", SMALL_LIMIT)
-
-
-def refuse_request_limit(params: PoolParams, who: str) -> None:
-    """Servers without a request limit are measured without one (tune names a worker killer instead)."""
-    if params.max_requests > 0:
-        raise UsageError(f"{who} has no limit on the requests a worker serves: it can only be measured with "
-                         f"max_requests 0, not {params.max_requests}")
-
-
-def command_tail(extra_args: tuple[str, ...], rackup: Path) -> str:
-    return " ".join(shlex.quote(word) for word in (*extra_args, str(rackup)))
-
-
 @public
-class PumaAdapter(Adapter):
+class PumaAdapter(RackAdapter):
     """Puma 5 in cluster mode serving the Rack application in ``rackup`` (a config.ru), with
     ``threads 1, 1`` (one request per worker, as the other pre-fork servers) in the production
     environment.
@@ -64,11 +35,7 @@ class PumaAdapter(Adapter):
 
     kind = "puma"
     who = "puma"
-    target_form = "CONFIG.RU"
-    options = frozenset({"preload", "env"})
-    preload_toggle = True
-    request_limit = False
-    language = "ruby"
+    missing = staticmethod(puma_missing)
     preload_remedy = "add preload_app! to puma.rb"
     respawn = ("Puma's master forks a replacement when it sees a worker exit: a fork plus loading the application "
                "(unless preload_app!) and the new worker's warm-up")
@@ -76,17 +43,10 @@ class PumaAdapter(Adapter):
         "max_clients": "workers", "max_requests": "-", "start_servers": "-",
         "min_spare": "-", "max_spare": "-", "preload": "preload_app!"}
 
-    def __init__(self, rackup: str | os.PathLike[str], *, preload: bool = False,
-                 env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> None:
-        self.rackup = Path(check_path(rackup, "puma: rackup")).resolve()
-        self.preload = check_flag(preload, "puma: preload")
-        self.env = check_str_mapping(env, "puma: env")
-        self.extra_args = check_strings(extra_args, "puma: extra_args")
-
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
                keepalive: bool = False, host: str = HOST) -> ManagedServer:
         """Puma keeps connections alive on its own (``keepalive`` is not a setting of it)."""
-        refuse_request_limit(params, "puma")
+        self.refuse_request_limit(params)
         return PumaServer(workdir, self.rackup, workers=params.max_clients, preload_app=self.with_preload(params),
                           env=self.env, extra_args=self.extra_args, cpus=cpus, host=host)
 
@@ -98,7 +58,7 @@ class PumaAdapter(Adapter):
         if params.max_requests:
             lines.append(f"# {params.max_requests} requests per worker: Puma has no such limit (use a worker killer)")
         lines += ["", "# run with",
-                  f"{_env_prefix(self.env)}puma -C puma.rb {command_tail(self.extra_args, self.rackup)}"]
+                  f"{_env_prefix(self.env)}puma -C puma.rb {self.command_tail()}"]
         return "\n".join(lines)
 
     def size_limit(self, limit: ChildLimit) -> str:
@@ -119,18 +79,5 @@ class PumaAdapter(Adapter):
             f"    PumaWorkerKiller.config {{ |c| c.ram = {total // MIB}; c.frequency = 5; c.percent_usage = 1.0 }}",
             "    PumaWorkerKiller.start", "  end"])
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "rackup": str(self.rackup), "preload": self.preload, "env": self.env,
-                "extra_args": list(self.extra_args)}
-
     def describe(self) -> str:
         return f"Puma (cluster, threads 1,1) serving {self.rackup}{' with preload_app!' if self.preload else ''}"
-
-    def check(self) -> None:
-        check_rackup(self.rackup, "puma")
-        missing = puma_missing()
-        if missing is not None:
-            raise UsageError(f"puma: {missing}")
-
-    def input_files(self) -> list[tuple[str, str]]:
-        return [("rackup file", str(self.rackup))]

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pounder._errors import (
-    UsageError,
-    check_flag,
-    check_path,
-    check_str_mapping,
-    check_strings,
     public,
 )
 from pounder._units import mib_unit
-from pounder.pool._adapter import Adapter, ChildLimit, PoolParams, _env_prefix
-from pounder.pool._puma import check_rackup, command_tail, refuse_request_limit
+from pounder.pool._adapter import ChildLimit, PoolParams, _env_prefix
+from pounder.pool._rack import RackAdapter
 from pounder.servers import (
     HOST,
     ManagedServer,
@@ -29,7 +23,7 @@ from pounder.servers import (
 
 
 @public
-class UnicornAdapter(Adapter):
+class UnicornAdapter(RackAdapter):
     """Unicorn serving the Rack application in ``rackup`` (a config.ru) in the production
     environment (``-E production``).
 
@@ -40,11 +34,7 @@ class UnicornAdapter(Adapter):
 
     kind = "unicorn"
     who = "unicorn"
-    target_form = "CONFIG.RU"
-    options = frozenset({"preload", "env"})
-    preload_toggle = True
-    request_limit = False
-    language = "ruby"
+    missing = staticmethod(unicorn_missing)
     preload_remedy = "set preload_app true in unicorn.conf.rb"
     respawn = ("Unicorn's master forks a replacement as soon as it reaps an exited worker: a fork plus loading the "
                "application (unless preload_app true) and the new worker's warm-up")
@@ -52,17 +42,10 @@ class UnicornAdapter(Adapter):
         "max_clients": "worker_processes", "max_requests": "-", "start_servers": "-",
         "min_spare": "-", "max_spare": "-", "preload": "preload_app true"}
 
-    def __init__(self, rackup: str | os.PathLike[str], *, preload: bool = False,
-                 env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> None:
-        self.rackup = Path(check_path(rackup, "unicorn: rackup")).resolve()
-        self.preload = check_flag(preload, "unicorn: preload")
-        self.env = check_str_mapping(env, "unicorn: env")
-        self.extra_args = check_strings(extra_args, "unicorn: extra_args")
-
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
                keepalive: bool = False, host: str = HOST) -> ManagedServer:
         """Unicorn closes every connection after its answer (``keepalive`` is not a setting of it)."""
-        refuse_request_limit(params, "unicorn")
+        self.refuse_request_limit(params)
         return UnicornServer(workdir, self.rackup, workers=params.max_clients, preload_app=self.with_preload(params),
                              env=self.env, extra_args=self.extra_args, cpus=cpus, host=host)
 
@@ -76,7 +59,7 @@ class UnicornAdapter(Adapter):
                          "(use a worker killer)")
         lines += ["", "# run with",
                   f"{_env_prefix(self.env)}unicorn -E production -c unicorn.conf.rb "
-                  f"{command_tail(self.extra_args, self.rackup)}"]
+                  f"{self.command_tail()}"]
         return "\n".join(lines)
 
     def size_limit(self, limit: ChildLimit) -> str:
@@ -95,18 +78,5 @@ class UnicornAdapter(Adapter):
                          f"{limit.requests}  # the measured leak reaches the limit after {limit.requests:,} requests")
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "rackup": str(self.rackup), "preload": self.preload, "env": self.env,
-                "extra_args": list(self.extra_args)}
-
     def describe(self) -> str:
         return f"Unicorn serving {self.rackup}{' with preload_app true' if self.preload else ''}"
-
-    def check(self) -> None:
-        check_rackup(self.rackup, "unicorn")
-        missing = unicorn_missing()
-        if missing is not None:
-            raise UsageError(f"unicorn: {missing}")
-
-    def input_files(self) -> list[tuple[str, str]]:
-        return [("rackup file", str(self.rackup))]
