@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pounder._errors import UsageError, public
 from pounder.servers._base import HOST, ManagedServer
+from pounder.servers._pymodule import find_module_spec
 
 
 @public
@@ -97,16 +98,7 @@ def _find_app_module(app: str, pythonpath: str | None, env: Mapping[str, str] | 
     here = Path.cwd()
     dirs += [d for d in sys.path if d and os.path.isabs(d) and Path(d) != here]
     module = app.partition(":")[0]
-    locations: list[str] | None = dirs
-    found = None
-    for depth, part in enumerate(module.split(".")):
-        if locations is None or not part.isidentifier():
-            found = None
-            break
-        found = importlib.machinery.PathFinder.find_spec(".".join(module.split(".")[:depth + 1]), locations)
-        if found is None:
-            break
-        locations = list(found.submodule_search_locations or []) or None
+    found = find_module_spec(module, dirs)
     if found is not None:
         return None, found
     where = f"in --pythonpath {pythonpath}, " if pythonpath else ""

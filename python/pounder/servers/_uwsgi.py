@@ -47,6 +47,7 @@ from pounder._errors import PounderError, UsageError, public
 from pounder._files import SMALL_LIMIT, read_input
 from pounder.servers._base import HOST, ManagedServer
 from pounder.servers._proc import children_of
+from pounder.servers._pymodule import find_module_spec
 
 BINARY = "/usr/bin/uwsgi"
 PLUGIN = "python3"
@@ -416,16 +417,7 @@ def _find_module(app: str, pythonpath: str | None,
         return None, None  # cannot tell
     dirs += system
     module = app.partition(":")[0]
-    locations: list[str] | None = dirs
-    found = None
-    for depth, part in enumerate(module.split(".")):
-        if locations is None or not part.isidentifier():
-            found = None
-            break
-        found = importlib.machinery.PathFinder.find_spec(".".join(module.split(".")[:depth + 1]), locations)
-        if found is None:
-            break
-        locations = list(found.submodule_search_locations or []) or None
+    found = find_module_spec(module, dirs)
     if found is not None:
         return None, found
     where = f"in --pythonpath {pythonpath}, " if pythonpath else ""
