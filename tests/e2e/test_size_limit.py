@@ -17,7 +17,6 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from pounder.procs import read_statm, snapshot
 from pounder.servers import apache_missing, find_apache
 from support.leftovers import processes_mentioning
 from support.srvutil import warm_every_child
+from support.uss_watch import UssWatch
 
 MIB = 1024 * 1024
 PERL_APPS_DIR = Path(__file__).resolve().parents[1] / "apps" / "perl"
@@ -63,16 +63,6 @@ def _leaking_conf(folder: Path) -> Path:
     return conf
 
 
-def _uss(pid: int) -> int:
-    """This test's own reading of /proc/PID/smaps_rollup: Private_Clean + Private_Dirty, bytes."""
-    total = 0
-    with open(f"/proc/{pid}/smaps_rollup") as file:
-        for line in file:
-            if line.startswith(("Private_Clean:", "Private_Dirty:")):
-                total += int(line.split()[1]) * 1024
-    return total
-
-
 def _status(pid: int, *keys: str) -> int:
     """The sum of the kB lines ``keys`` of /proc/PID/status, in bytes."""
     with open(f"/proc/{pid}/status") as file:
@@ -85,31 +75,6 @@ def _load(url: str, requests: int) -> None:
                            "-n", str(requests), "--warmup", "0"],
                           capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-
-
-def _children(parent: int) -> list[int]:
-    """The children of ``parent`` as the kernel lists them (no scan of every process)."""
-    with open(f"/proc/{parent}/task/{parent}/children") as file:
-        return [int(pid) for pid in file.read().split()]
-
-
-class _Watch(threading.Thread):
-    """Reads the USS of every child of ``parent`` until stopped: the largest seen per pid."""
-
-    def __init__(self, parent: int) -> None:
-        super().__init__(daemon=True)
-        self.parent = parent
-        self.largest: dict[int, int] = {}
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        while not self.done.is_set():
-            for pid in _children(self.parent):
-                try:
-                    self.largest[pid] = max(self.largest.get(pid, 0), _uss(pid))
-                except (OSError, ValueError):
-                    continue  # exited between being listed and being read
-            time.sleep(0.001)
 
 
 def _measure(adapter: ApacheAdapter, workdir: Path) -> ChildLimit:
@@ -157,7 +122,7 @@ def test_children_are_replaced_at_the_printed_size(public_dir: Path) -> None:
     applied.chmod(0o644)
     requests = int(3 * CHILDREN * limit // LEAK)  # room for each child to be replaced twice and more
     with ApacheAdapter(applied).server(PoolParams(CHILDREN), public_dir / "applied").start(START_TIMEOUT_S) as server:
-        watch = _Watch(server.pid)
+        watch = UssWatch(server.pid)
         watch.start()
         try:
             _load(server.url + "/leak", requests)

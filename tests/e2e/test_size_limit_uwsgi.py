@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from pounder.pool import ChildLimit, PoolParams, UwsgiAdapter, child_sizes
 from pounder.procs import snapshot
 from support.leftovers import processes_mentioning
 from support.srvutil import warm_every_child
+from support.uss_watch import UssWatch
 
 MIB = 1024 * 1024
 APPS = Path(__file__).resolve().parents[1] / "apps"
@@ -31,34 +31,6 @@ WORKERS = 2
 ROOM = 24 * MIB
 TOLERANCE = 0.10
 RATE = 600  # requests a second: a worker grows ~30 MB/s, 0.3 MB between two of this test's readings
-
-
-def _uss(pid: int) -> int:
-    with open(f"/proc/{pid}/smaps_rollup") as file:
-        return sum(int(line.split()[1]) * 1024 for line in file
-                   if line.startswith(("Private_Clean:", "Private_Dirty:")))
-
-
-def _children(parent: int) -> list[int]:
-    with open(f"/proc/{parent}/task/{parent}/children") as file:
-        return [int(pid) for pid in file.read().split()]
-
-
-class _Watch(threading.Thread):
-    """The largest USS seen of every child of ``parent`` until stopped."""
-
-    def __init__(self, parent: int) -> None:
-        super().__init__(daemon=True)
-        self.parent, self.largest, self.done = parent, dict[int, int](), threading.Event()
-
-    def run(self) -> None:
-        while not self.done.is_set():
-            for pid in _children(self.parent):
-                try:
-                    self.largest[pid] = max(self.largest.get(pid, 0), _uss(pid))
-                except (OSError, ValueError):
-                    continue
-            time.sleep(0.001)
 
 
 def test_workers_are_replaced_at_the_printed_rss(tmp_path: Path) -> None:
@@ -80,7 +52,7 @@ def test_workers_are_replaced_at_the_printed_rss(tmp_path: Path) -> None:
     applied = UwsgiAdapter("wsgi_app:app", pythonpath=str(APPS), env=env, extra_args=("--reload-on-rss", str(mb)))
     requests = int(3 * WORKERS * ROOM // LEAK)  # room for each worker to be replaced twice and more
     with applied.server(PoolParams(WORKERS), tmp_path / "applied").start(60) as server:
-        watch = _Watch(server.pid)
+        watch = UssWatch(server.pid)
         watch.start()
         try:
             done = subprocess.run([sys.executable, "-m", "pounder", "bench", server.url + "/leak", "--rate", str(RATE),
