@@ -1297,6 +1297,10 @@ def cow_bound() -> MemoryBound:
     ("starman", "Cause: Perl writes to preloaded variables when it uses them"),
     ("apache", "Cause: Perl writes to preloaded variables when it uses them"),
     ("command", "Cause: the children write to memory they inherited."),
+    ("uwsgi", "gc.freeze() at the end of the preload"),
+    ("puma", "Cause: Ruby's garbage collector marks and moves the objects it inherited"),
+    ("unicorn", "GC.compact in before_fork"),
+    ("php-fpm", "Cause: PHP shares only what OPcache keeps in its shared memory"),
 ])
 def test_advice_copy_on_write_broken(kind: str, cause: str) -> None:
     said = run_advice(cow(), kind=kind, memory=cow_bound())
@@ -1305,7 +1309,7 @@ def test_advice_copy_on_write_broken(kind: str, cause: str) -> None:
     assert broken[0].startswith("copy-on-write is broken early: the children still share only 30.0 MiB of the "
                                 "parent's 100.0 MiB (30%). ")
     assert cause in broken[0]
-    if kind == "gunicorn":
+    if kind in ("gunicorn", "uwsgi"):
         assert "Perl" not in broken[0]
     else:
         assert "gc.freeze" not in broken[0]

@@ -209,6 +209,12 @@ def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBou
             "python": "reference counting and the cycle collector write to every object they touch: call "
                       "gc.freeze() at the end of the preload (before the fork) and prefer few large objects "
                       "(bytes, arrays) to many small ones",
+            "ruby": "Ruby's garbage collector marks and moves the objects it inherited, writing to their pages: "
+                    "compact the heap before the fork (GC.compact in before_fork, or Process.warmup on Ruby 3.3+) "
+                    "so the survivors sit on few pages, and keep preloaded data frozen",
+            "php": "PHP shares only what OPcache keeps in its shared memory: compiled scripts (opcache.preload "
+                   "in php.ini loads them in the master) and interned strings; data a request builds is the "
+                   "child's own",
         }.get(language, "the children write to memory they inherited")
         said.append(f"copy-on-write is broken early: the children still share only {_mib(shared)} of the parent's "
                     f"{_mib(parent_rss)} ({float(sharing):.0%}). Cause: {cause}.")
