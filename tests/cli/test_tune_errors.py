@@ -68,6 +68,8 @@ def check(cwd: Path, args: list[str], fragment: str) -> str:
     (["gunicorn", "app:app", "--ram", "lots"], "invalid --ram 'lots': use e.g. 512M, 4G"),
     (["gunicorn", "app:app", "--ram", "4"], "--ram '4' is less than 1 MiB: give a unit"),
     (["gunicorn", "app:app", "--ram", "8M"], "--ram must be at least 16M"),
+    (["gunicorn", "app:app", "--ram", "cgroup:"], "--ram cgroup: needs a cgroup after the colon"),
+    (["gunicorn", "app:app", "--ram", "cgroup:/pounder-no-such-cgroup"], "--ram cgroup:/pounder-no-such-cgroup: "),
     (["gunicorn", "app:app", "--p99", "soon"], "invalid --p99 'soon'"),
     (["gunicorn", "app:app", "--p99", "0ms"], "--p99 must be more than 0 and at most 10m, got 0s"),
     (["gunicorn", "app:app", "--p99", "1h"], "--p99 must be more than 0 and at most 10m"),

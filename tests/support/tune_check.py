@@ -108,6 +108,7 @@ def check_consistent(stdout: str, data: dict[str, Any]) -> None:
                 f"'more children will not help' but {point['children']} children were faster")
     _check_pools(head, narrative, data)
     _check_spare(narrative, data)
+    check_platform(*platform_text(head), data["measure"])
     params = data["params"]
     names = data["names"]
     config_lines = stdout.split("\nRecommendation\n")[1].split("\nWhy")[0]
@@ -117,6 +118,93 @@ def check_consistent(stdout: str, data: dict[str, Any]) -> None:
         assert met == bool(confirmation["ok"]), "the confirmation line disagrees with its checks"
         for check in confirmation["checks"]:
             assert check["text"] in narrative
+
+
+def platform_text(text: str) -> tuple[str | None, list[list[str]], list[str]]:
+    """From recommendation.txt's sizes section: the line on memory as the platform counts it (None
+    when there is none), its table's rows (cells split on 2+ spaces) and its notes (each bullet
+    joined into one line)."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("  memory as the platform counts it:")), None)
+    if start is None:
+        return None, [], []
+    rows: list[list[str]] = []
+    notes: list[str] = []
+    for line in lines[start + 1:]:
+        if line.startswith("  - "):
+            notes.append(line[4:])
+        elif line.startswith("    ") and notes:
+            notes[-1] += " " + line.strip()
+        elif line.startswith("    ") and not notes:
+            rows.append(re.split(r"\s{2,}", line.strip()))
+        else:
+            break
+    return lines[start].strip(), rows[1:], notes  # rows[0]: the header
+
+
+_MIB = 1024 * 1024
+
+
+def _mib(value: float) -> str:
+    return f"{value / _MIB:,.1f}"
+
+
+def _num(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def check_platform(heading: str | None, rows: list[list[str]], notes: list[str], measure: dict[str, Any]) -> None:
+    """The cgroup's figures shown next to the sum of PSS are the stored ones, and no sentence about
+    them contradicts the table: each figure quoted is the end row's, each difference quoted is the
+    difference of the cells it names, "more" / "less" as the cells say."""
+    cgroup = measure.get("cgroup")
+    if cgroup is None:  # a run of a version that did not read it
+        assert heading is None and not rows and not notes
+        return
+    assert heading is not None, "the sizes point has cgroup figures and the report shows none"
+    if cgroup["end"] is None:
+        assert "not read" in heading and not rows and not notes, (heading, rows, notes)
+        if cgroup["note"]:
+            assert cgroup["note"] in heading
+        return
+    assert f"cgroup v{cgroup['end']['version']}" in heading, heading
+    by_name = {row[0]: row for row in rows}
+    for name, stage in (("warmed", "warm"), ("end", "end")):
+        charged = cgroup[stage]
+        if charged is None:
+            assert name not in by_name
+            continue
+        row = by_name[name]
+        expected = [_mib(measure[stage]["footprint"]), _mib(charged["pss_anon"]), None,
+                    *(_mib(charged[k]) for k in ("current", "anon", "file", "shmem")), None]
+        for cell, want in zip(row[1:], expected, strict=True):
+            assert want is None or cell == want, (name, row, expected)
+        pss, pss_anon, files, current, anon, file, _shmem, other = (_num(c) for c in row[1:])
+        assert abs(files - (pss - pss_anon)) < 0.051 and abs(other - (current - anon - file)) < 0.051, row
+    pss, pss_anon, files, current, anon, file, shmem, other = (_num(c) for c in by_name["end"][1:])
+    text = " ".join(notes)
+    quoted = {_num(v) for v in re.findall(r"([\d,]+\.\d) MiB", text)}
+    cells = {pss, pss_anon, files, current, anon, file, shmem, abs(other)}
+    differences = {round(abs(a - b), 1) for a in cells for b in cells}
+    assert quoted <= cells | differences, (quoted - cells - differences, text)
+
+    def said(subject: str, value: float, reference: str, than: float) -> None:
+        found = re.search(rf"{subject} (?:is )?(?:([\d,]+\.\d) MiB (more|less) than|the same as) {reference}", text)
+        assert found, (subject, reference, text)
+        assert _num(re.findall(r"[\d,]+\.\d", found[0])[0]) == value, (found[0], value)
+        difference = round(value - than, 1)
+        if found[1] is None:
+            assert abs(difference) < 0.051, (subject, value, reference, than)
+        else:
+            assert abs(_num(found[1]) - abs(difference)) < 0.051 and (found[2] == "more") == (difference > 0), (
+                found[0], value, than)
+
+    said(r"the sum of PSS, [\d,.]+ MiB,", pss, "anon", anon)
+    said(r"Pss_Anon, their shares of it, add up to [\d,.]+ MiB,", pss_anon, "anon", anon)
+    if other >= 0.05 or other <= -0.05:
+        said(r"current, [\d,.]+ MiB,", current, r"anon \+ file", anon + file)
+    assert re.search(rf"\banon {re.escape(f'{anon:,.1f}')} MiB\b", text), text
+    assert (shmem >= 0.05) == ("shmem, " in text), text
 
 
 def _check_pools(head: str, narrative: str, data: dict[str, Any]) -> None:

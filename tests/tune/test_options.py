@@ -161,7 +161,7 @@ def test_to_dict_from_dict_round_trip() -> None:
     assert plain["mrpc_values"] == [0, 10000, 100]
     assert plain["ram"] == 2 * GIB and plain["p99_s"] == 0.3 and plain["clients"] == 50
     assert set(plain) == {
-        "path", "ram", "clients", "p99_s", "quick", "point_s", "requests_per_child", "measure_children",
+        "path", "ram", "ram_source", "clients", "p99_s", "quick", "point_s", "requests_per_child", "measure_children",
         "max_children", "mrpc_values", "max_loss", "tolerance", "safety_margin", "memory_floor", "compare_preload",
         "timeout_s", "trials", "targets", "traffic", "keepalive", "throttle", "proxy", "peak_rate", "peak_source",
         "server_cpus", "load_cpus", "confirm", "listen", "allow_remote"}

@@ -108,8 +108,9 @@ MAX_CHILDREN = option("--max-children", panel=_RUN, metavar="N", help=(
 MRPC = option("--mrpc", panel=_RUN, metavar="LIST", help=(
     "MaxRequestsPerChild values to sweep, 0 = unlimited (default 0,10000,1000,100,10)."))
 RAM = option("--ram", panel=_GOALS, metavar="SIZE", help=(
-    "RAM budget for the server: 512M, 4G (powers of 1024). Default: MemAvailable + the server's footprint, "
-    "less a safety margin."))
+    "RAM budget for the server: 512M, 4G (powers of 1024), or cgroup / cgroup:PATH: the memory limit of the "
+    "cgroup pounder runs in (as a container sets it) or of the one named. Default: MemAvailable + the server's "
+    "footprint, less a safety margin."))
 CLIENTS = option("--clients", panel=_GOALS, metavar="N", help=(
     "Expected concurrent clients: the sweep runs at this concurrency, and the pool is the smallest that serves "
     "them as well as the best measured (a child for each when every connection holds one: --no-proxy with "

@@ -26,9 +26,10 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from pounder._errors import PounderError, check_instance, public
 from pounder._files import write_atomic
@@ -44,6 +45,7 @@ from pounder.load import (
     clean_trial,
 )
 from pounder.pool._adapters import Adapter, PoolParams
+from pounder.pool._charged import charged_memory
 from pounder.pool._cpus import check_cpus
 from pounder.pool._queue import QueueWatch
 from pounder.pool._workload import Workload, url_file_line
@@ -123,12 +125,15 @@ class Runner:
     ``server_cpus`` / ``load_cpus``: the CPUs the server and the load generator run on (None:
     anywhere; see :func:`split_cpus`). ``host``: the address the servers listen on (see
     :func:`~pounder.servers.listen_address`). ``sender``: what sends the measured loads, opened
-    (default this machine's engine; see the module's documentation)."""
+    (default this machine's engine; see the module's documentation). Every server starts in a
+    memory cgroup of its own when one can be made (:meth:`charged` reads it); ``log`` is told
+    once why not when none can (also :attr:`cgroup_note`)."""
 
     def __init__(self, adapter: Adapter, root: Path, workload: Workload | str, memory_floor: int, timeout_s: float,
                  progress: ProgressCallback | None = None, *, server_cpus: Collection[int] | None = None,
                  load_cpus: Collection[int] | None = None, host: str = HOST,
-                 sender: Sender | None = None, logs_dir: Path | None = None) -> None:
+                 sender: Sender | None = None, logs_dir: Path | None = None,
+                 log: Callable[[str], None] | None = None) -> None:
         self.adapter = adapter
         self.root = root
         self.logs_dir = root.parent / "logs" if logs_dir is None else logs_dir
@@ -146,6 +151,9 @@ class Runner:
         self.ready_s: float | None = None
         """Seconds from the latest start until the server answered HTTP with its first children up."""
         self._starts = 0
+        self._log = log
+        self.cgroup_note = ""
+        """Why the servers of this run have no memory cgroup of their own ("" while they have one)."""
 
     @property
     def path(self) -> str:
@@ -175,11 +183,13 @@ class Runner:
         workdir.chmod(0o755)
         server = self.adapter.server(params, workdir, cpus=self.server_cpus, keepalive=self.workload.keepalive,
                                      host=self.host)
+        server.use_cgroup = True  # every server pounder measures: see charged()
         try:
             self.ready_s = None
             began = time.monotonic()
             server.start(timeout_s=60.0)
             self.ready_s = time.monotonic() - began
+            self._note_cgroup(server.cgroup_note)
             yield server
         except ServerFailure as error:
             server.stop()
@@ -191,6 +201,20 @@ class Runner:
         finally:
             server.stop()
             shutil.rmtree(workdir, ignore_errors=True)
+
+    def _note_cgroup(self, note: str) -> None:
+        """Say once per run why a server got no memory cgroup of its own."""
+        if note and not self.cgroup_note:
+            self.cgroup_note = note
+            if self._log is not None:
+                self._log(note)
+
+    @staticmethod
+    def charged(server: ManagedServer, snap: PoolSnapshot) -> dict[str, Any] | None:
+        """What the running ``server``'s own memory cgroup is charged, read right after ``snap``, with
+        the PSS split of its processes (:func:`~pounder.pool._charged.charged_memory`); None without
+        a cgroup."""
+        return charged_memory(server, snap)
 
     def _keep_logs(self, logs: list[Path], name: str) -> tuple[Path, ...]:
         """The logs of a server that failed, moved to ``logs_dir/name/`` (before its workdir goes)."""

@@ -8,8 +8,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pounder import _figures as figures
+from pounder._platform import HEADERS as PLATFORM_HEADERS
+from pounder._platform import platform_heading, platform_notes, platform_table
 from pounder._units import KIB, MIB, mib
-from pounder.report._html import Section, chart, label_axes, paragraph, table
+from pounder.report._html import Section, bullets, chart, label_axes, paragraph, table
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -120,11 +122,26 @@ def sizes_section(run: TuneRun, prefix: str) -> Section:
     parent = measure["parent"]
     section.add(paragraph(f"parent: RSS {mib(parent['rss'])}, USS {mib(parent['uss'])} MiB; growth per request "
                           f"{float(measure['growth_first']):,.0f} B then {float(measure['growth_second']):,.0f} B"))
+    _platform(section, measure, run.kind)
     other = run.other_measure
     if other is not None:
         section.add(paragraph(f"with preload {'on' if other['preload'] else 'off'}: child USS max "
                               f"{mib(other['end']['max_uss'])} MiB, shared {mib(other['end']['median_shared'])} MiB"))
     return section
+
+
+def _platform(section: Section, measure: Mapping[str, Any], kind: str) -> None:
+    """Memory as the platform counts it, as the text report shows it (stored figures only)."""
+    heading = platform_heading(measure)
+    if heading is None:
+        return
+    section.add(paragraph(heading[0].upper() + heading[1:]))
+    rows = platform_table(measure)
+    if rows:
+        section.add(table(PLATFORM_HEADERS, rows))
+    notes = platform_notes(measure, kind)
+    if notes:
+        section.add(bullets(notes))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -189,15 +189,16 @@ class MemoryBound:
 
 
 @public
-def memory_bound(measure: Summary, ram: int | None, safety_margin: int) -> MemoryBound:
-    """MaxClients from the sizes at the end of the size measurement (after K requests per child)."""
+def memory_bound(measure: Summary, ram: int | None, safety_margin: int, ram_source: str | None = None) -> MemoryBound:
+    """MaxClients from the sizes at the end of the size measurement (after K requests per child);
+    ``ram_source``: where a given ``ram`` came from when not typed as a size (``--ram cgroup``)."""
     end = measure["end"]
     shared, child_uss, child_rss = int(end["median_shared"]), int(end["max_uss"]), int(end["max_rss"])
     if ram is None:
         ram = int(measure["mem_available"]) + int(end["footprint"])
         source = "MemAvailable + server footprint - safety margin"
     else:  # a given budget is taken as it is: the safety margin is for the default one only
-        safety_margin, source = 0, "given"
+        safety_margin, source = 0, ram_source or "given"
     # the parent's own private memory is in the budget too: the pool's footprint is the parent's
     # private pages + the shared pages once + every child's private pages
     parent_uss = int(measure["parent"]["uss"])

@@ -22,7 +22,7 @@ from pounder._units import (
 from pounder.compare import MIN_TRIALS
 from pounder.load import read_access_log, read_url_targets
 from pounder.procs import mem_total
-from pounder.servers import HOST, listen_address
+from pounder.servers import HOST, cgroup_limit, listen_address
 
 FULL_MRPC = (0, 10000, 1000, 100, 10)
 QUICK_MRPC = (0, 1000, 100, 10)
@@ -35,7 +35,9 @@ class TuneOptions:
 
     * ``path``: what each request asks for (path and query), on the server pounder started.
     * ``ram``: the RAM budget for the server; None: MemAvailable + the server's own footprint
-      at the time of the measurement, less ``safety_margin``.
+      at the time of the measurement, less ``safety_margin``. ``ram_source``: where it came from
+      when it is a cgroup's memory limit (``--ram cgroup[:PATH]``, read once, when the run
+      starts); None: given as a size.
     * ``clients``: the expected number of concurrent clients (None: unknown).
     * ``p99_s``: a latency target for the 99th percentile at ``clients`` concurrency.
     * ``point_s``: how long each sweep point runs; ``requests_per_child``: the K requests each
@@ -69,6 +71,7 @@ class TuneOptions:
 
     path: str = "/"
     ram: int | None = None
+    ram_source: str | None = None
     clients: int | None = None
     p99_s: float | None = None
     quick: bool = False
@@ -181,7 +184,8 @@ class TuneOptions:
 _WHOLE = (int, "a whole number")
 _NUMBER = ((int, float), "a number")
 _FIELD_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
-    "path": (str, "a string"), "ram": _WHOLE, "clients": _WHOLE, "p99_s": _NUMBER, "quick": (bool, "True or False"),
+    "path": (str, "a string"), "ram": _WHOLE, "ram_source": (str, "a string"), "clients": _WHOLE, "p99_s": _NUMBER,
+    "quick": (bool, "True or False"),
     "point_s": _NUMBER, "requests_per_child": _WHOLE, "measure_children": _WHOLE, "max_children": _WHOLE,
     "max_loss": _NUMBER, "tolerance": _NUMBER, "safety_margin": _WHOLE, "memory_floor": _WHOLE,
     "compare_preload": (bool, "True or False"), "timeout_s": _NUMBER, "trials": _WHOLE,
@@ -189,7 +193,7 @@ _FIELD_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
     "proxy": (bool, "True or False"), "peak_rate": _NUMBER, "peak_source": (str, "a string"),
     "confirm": (bool, "True or False"), "listen": (str, "an IPv4 address"), "allow_remote": (bool, "True or False"),
 }
-_OPTIONAL = frozenset({"ram", "clients", "p99_s", "throttle", "peak_rate", "peak_source"})
+_OPTIONAL = frozenset({"ram", "ram_source", "clients", "p99_s", "throttle", "peak_rate", "peak_source"})
 
 
 def _ints(value: Any) -> tuple[int, ...]:
@@ -257,8 +261,7 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
         "memory_floor": max(256 * MIB, total // 50),
     }
     if ram is not None:
-        values["ram"] = parse_ram(ram) if isinstance(ram, str) else check_type(ram, int, "ram", "a size such as 4G "
-                                                                                 "or a number of bytes")
+        values.update(_ram(ram))
     if p99 is not None:
         values["p99_s"] = _seconds(p99, "--p99")
     if point_duration is not None:
@@ -292,6 +295,28 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
     options = TuneOptions(**values)
     options.validate()
     return options
+
+
+def _ram(ram: str | int) -> dict[str, Any]:
+    """The RAM budget as typed: a size (``4G``), a number of bytes, or ``cgroup`` / ``cgroup:PATH``:
+    the memory limit of the cgroup pounder runs in (as a container sets it) or of the cgroup
+    ``PATH`` names (see :func:`~pounder.servers.cgroup_limit`), with where it came from."""
+    if not isinstance(ram, str):
+        return {"ram": check_type(ram, int, "ram", "a size such as 4G or a number of bytes")}
+    kind, colon, path = ram.strip().partition(":")
+    if kind != "cgroup":
+        return {"ram": parse_ram(ram)}
+    if colon and not path.strip():
+        raise UsageError("--ram cgroup: needs a cgroup after the colon (cgroup:/system.slice/app.service or a "
+                         "directory under /sys/fs/cgroup), or no colon for the cgroup pounder runs in")
+    try:
+        limit = cgroup_limit(path.strip())
+    except UsageError as error:
+        text = str(error)
+        raise UsageError(text if text.startswith("--ram") else f"--ram {ram.strip()}: {text}") from None
+    if not path.strip():
+        return {"ram": limit, "ram_source": "--ram cgroup: the memory limit of the cgroup pounder runs in"}
+    return {"ram": limit, "ram_source": f"--ram cgroup:{path.strip()}: the cgroup's memory limit"}
 
 
 def _traffic(urls: str | os.PathLike[str] | None, access_log: str | os.PathLike[str] | None, exclude_static: bool,

@@ -20,6 +20,7 @@ from pounder._figures import (
     versus_text,
     vs_unlimited_text,
 )
+from pounder._platform import HEADERS, platform_heading, platform_notes, platform_table
 from pounder._units import children_text, mib
 from pounder.pool import WARM_FAILING_ROUNDS, own_name
 from pounder.tune._session import TuneResult
@@ -157,12 +158,23 @@ def _sizes_section(result: TuneResult) -> list[str]:
     if measure.get("child_start_s") is not None:
         warm += f"; a lost child is replaced and serving after {measure['child_start_s']:,.2f} s"
     out.append(warm)
+    out += _platform_lines(measure, result.adapter.kind)
     if result.other_measure is not None:
         other = result.other_measure
         out.append(f"  with preload {'on' if other['preload'] else 'off'}: child USS max "
                    f"{mib(other['end']['max_uss'])} MiB, shared {mib(other['end']['median_shared'])} MiB")
     out.append("")
     return out
+
+
+def _platform_lines(measure: Mapping[str, Any], kind: str) -> list[str]:
+    """Memory as the platform counts it, next to the sum of PSS (:mod:`pounder._platform`)."""
+    heading = platform_heading(measure)
+    if heading is None:
+        return []
+    rows = platform_table(measure)
+    return [f"  {heading}", *(["  " + line for line in _table(HEADERS, rows)] if rows else []),
+            *_bullets(platform_notes(measure, kind))]
 
 
 def _memory_section(result: TuneResult) -> list[str]:

@@ -194,7 +194,7 @@ class TuneSession:
                             throttle=options.throttle)
         self.runner = Runner(adapter, results.servers_dir, workload, options.memory_floor, options.timeout_s,
                              progress, server_cpus=server_cpus, load_cpus=load_cpus, host=options.listen,
-                             sender=sender)
+                             sender=sender, log=self._log)
         # a resumed run decides with the CPUs it was measured on (and measures nothing on others)
         self._cores_here = len(server_cpus) if server_cpus else available_cpus()
         self.cores = self._cores_here if measured_on is None else measured_on[0]
@@ -271,7 +271,7 @@ class TuneSession:
                 warm = runner.snapshot(server)
                 if warm.totals.children < 1 and server.wait_for_children(1, 2.0):  # a crashed child replaced
                     warm = runner.snapshot(server)
-                count, statm = warm.totals.children, child_statm(warm)  # statm: VmSize read still idle
+                count, statm, charged = warm.totals.children, child_statm(warm), {"warm": runner.charged(server, warm)}
                 if count < 1:
                     raise PounderError(f"the server (pid {server.pid}) runs no child process to measure: is it a "
                                        "pre-forking server, and does it fork before answering?")
@@ -279,7 +279,7 @@ class TuneSession:
                 mid = runner.snapshot(server)
                 second = runner.bench(server, count, requests=half * count)
                 end = runner.snapshot(server)
-                available = mem_available()
+                available, charged["end"] = mem_available(), runner.charged(server, end)
                 child_start = runner.child_start_s(server)
             done_first = first.requests.complete + first.requests.failed
             done_second = second.requests.complete + second.requests.failed
@@ -308,7 +308,7 @@ class TuneSession:
                 "growth_first": growth_per_request(warm, mid, served_first),
                 "growth_second": growth_per_request(mid, end, served_second),
                 "sharing": end.totals.median_sharing,
-                "mem_available": available, "statm": statm,
+                "mem_available": available, "statm": statm, "cgroup": {**charged, "note": server.cgroup_note},
             }
             snapshots = {name: snap.to_dict() for name, snap in
                          (("cold", cold), ("warm", warm), ("mid", mid), ("end", end))}
@@ -493,8 +493,8 @@ class TuneSession:
             flipped = not adapter.preload
             other = self._sizes_point(f"sizes-preload-{'on' if flipped else 'off'}",
                                       PoolParams(measure_n, preload=flipped))
-            other_memory = memory_bound(other, options.ram, options.safety_margin)
-        memory = memory_bound(measure, options.ram, options.safety_margin)
+            other_memory = memory_bound(other, options.ram, options.safety_margin, options.ram_source)
+        memory = memory_bound(measure, options.ram, options.safety_margin, options.ram_source)
         if memory.max_clients < 1:
             raise PounderError(f"not even one child fits the RAM budget of {memory.ram / MIB:.0f} MiB "
                                f"(shared {memory.shared / MIB:.0f} MiB, child {memory.child_uss / MIB:.0f} MiB)")

@@ -21,8 +21,11 @@ def describe_point(step: str, summary: Mapping[str, Any]) -> str:
     """One line for a measured point (the log line of the run, a row of an interrupted run's report)."""
     if step == "sizes":
         end = summary["end"]
+        charged = (summary.get("cgroup") or {}).get("end")
         return (f"child USS {mib_unit(end['max_uss'])} (max), shared {mib_unit(end['median_shared'])}, "
-                f"growth {summary['growth_second']:,.0f} B/request")
+                f"growth {summary['growth_second']:,.0f} B/request" + ("" if not charged else
+                f"; sum of PSS {mib_unit(end['footprint'])}, its cgroup's current {mib_unit(charged['current'])}, "
+                f"anon {mib_unit(charged['anon'])}"))
     text = f"{summary['rps']:,.0f} req/s, p99 {summary['p99_ms']:,.1f} ms"
     if summary.get("trial") is not None:
         text = f"trial {summary['trial']}: {text}"
@@ -61,7 +64,7 @@ def summarize(options: TuneOptions, points: Sequence[Mapping[str, Any]],
     measure = summaries.get("sizes")
     other = next((summaries[k] for k in ("sizes-preload-on", "sizes-preload-off") if k in summaries), None)
     if memory is None and measure is not None:
-        memory = memory_bound(measure, options.ram, options.safety_margin)
+        memory = memory_bound(measure, options.ram, options.safety_margin, options.ram_source)
     by_step: dict[str, list[Mapping[str, Any]]] = {}
     for point in points:
         by_step.setdefault(str(point.get("step")), []).append(point.get("summary") or {})
