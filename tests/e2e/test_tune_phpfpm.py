@@ -128,3 +128,40 @@ def test_tune_php_fpm_quick(tmp_path: Path) -> None:
     assert status["process manager"] == printed["pm"]
     expected = printed["pm.max_children"] if printed["pm"] == "static" else printed["pm.start_servers"]
     assert status["total processes"] == int(expected)
+    # php-fpm's own view of every load, read before and after it, stored with each trial and said
+    trials = [json.loads(path.read_text())["summary"] for path in (results / "points").glob("children-*-t*.json")]
+    assert trials and all(t["server_status"] is not None for t in trials), trials
+    assert all(t["server_status"]["accepted"] >= t["complete"] + t["failed"] for t in trials), trials
+    assert "php-fpm's status page, read before and after each load:" in done.stdout.replace("\n    ", " ")
+
+
+def test_the_size_measurement_finds_leak_php_keeping_100_kb(tmp_path: Path) -> None:
+    """leak.php keeps 100 KB per request: a real run stopped once its size measurement is stored
+    finds the growth (100 KB per request, ±25 %) and calls it a leak. What follows (a finite
+    pm.max_requests with the leak named, the memory bound) is decided again on the recorded run
+    tests/data/tune-phpfpm-leak (tests/tune/test_recorded.py)."""
+    results = tmp_path / "leak"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pounder", "tune", "php-fpm", str(POOL_CONF), "--root", str(PHP_APP), "--path",
+         "/leak.php", "--quick", "--ram", "1G", "--point-duration", "1s", "--max-children", "2", "--results",
+         str(results)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + TUNE_LIMIT_S
+        while not (results / "summary.json").exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no summary.json in time"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert not processes_mentioning(str(results)), "a server process outlived pounder tune"
+    validate_results_dir(results, finished=False)
+    summary = json.loads((results / "summary.json").read_text())
+    measure = summary["measure"]
+    assert summary["leak"] is True, measure
+    for half in ("growth_first", "growth_second"):
+        assert 0.75 * 100 * 1024 <= measure[half] <= 1.25 * 100 * 1024, measure

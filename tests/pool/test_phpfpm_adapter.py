@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pounder import UsageError
+from pounder._server_status import status_note
 from pounder.pool import (
     ADAPTERS,
     TARGET_FIELDS,
@@ -18,8 +19,10 @@ from pounder.pool import (
     adapter_from_dict,
     make_adapter,
     refused_option,
+    status_change,
 )
 from pounder.servers import PhpFpmServer, fpm_status, parse_pool_conf, phpfpm_missing
+from pounder.tune._points import aggregate_trials
 from support.leftovers import processes_mentioning
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -61,7 +64,9 @@ def test_round_trip() -> None:
 def test_render_in_php_fpm_syntax() -> None:
     adapter = _adapter()
     assert adapter.render(PoolParams(6, max_requests=500)) == (
-        f"; in {POOL_CONF}, pool [www]:\npm = static\npm.max_children = 6\npm.max_requests = 500")
+        f"; in {POOL_CONF}, pool [www]:\npm = static\npm.max_children = 6\npm.max_requests = 500\n"
+        "; pounder measured it as pm = dynamic, pm.start_servers = pm.max_spare_servers = 6, pm.min_spare_servers = 1:"
+        "\n; every child started and kept, as static, and php-fpm counting 'max children reached'")
     assert adapter.render(PoolParams(8, start_servers=5, min_spare=2, max_spare=6)).splitlines()[1:] == [
         "pm = dynamic", "pm.max_children = 8", "pm.start_servers = 5", "pm.min_spare_servers = 2",
         "pm.max_spare_servers = 6", "pm.max_requests = 0  ; 0: never replaced"]
@@ -76,8 +81,13 @@ def test_the_rendered_lines_are_what_is_run(tmp_path: Path) -> None:
                    PoolParams(2, start_servers=1, min_spare=3, max_spare=2)):
         server = adapter.server(params, tmp_path, cpus=[1, 0, 1])
         assert isinstance(server, PhpFpmServer) and server.cpus == (0, 1) and server.front.cpus == (0, 1)
-        rendered = [line for line in adapter.render(params).splitlines() if not line.startswith(";")]
-        assert [line.split("  ;")[0] for line in rendered] == server.settings.lines()
+        rendered = [line.split("  ;")[0] for line in adapter.render(params).splitlines() if not line.startswith(";")]
+        if params.start_servers is None:  # a fixed pool: recommended static, run as its dynamic equivalent
+            n = params.max_clients
+            assert rendered == ["pm = static", f"pm.max_children = {n}", f"pm.max_requests = {params.max_requests}"]
+            rendered = ["pm = dynamic", f"pm.max_children = {n}", f"pm.start_servers = {n}", "pm.min_spare_servers = 1",
+                        f"pm.max_spare_servers = {n}", rendered[-1]]
+        assert rendered == server.settings.lines()
 
 
 def test_make_adapter() -> None:
@@ -122,7 +132,9 @@ def test_a_measured_load_counts_the_pool_not_the_front(tmp_path: Path) -> None:
         result = runner.bench(server, 3, requests=45, sample=False, queue=queue)
         assert result.requests.complete == 45 and result.requests.failed == 0
         after = fpm_status(server.status_url)
-        assert after["accepted conn"] - before["accepted conn"] == 45 + 1
+        # the queue watch read the status page right before and after the load: two requests more
+        assert after["accepted conn"] - before["accepted conn"] == 45 + 2 + 1
+        assert queue.server_status is not None and queue.server_status["accepted"] == 45
         # one child, three clients: two of them wait in php-fpm's queue nearly all the time
         assert queue.share is not None and queue.share > 0.5, (queue.samples, queue.waiting)
         # (php-fpm's own "max listen queue" is sampled once a second by its master: too coarse here)
@@ -135,3 +147,77 @@ def test_a_measured_load_counts_the_pool_not_the_front(tmp_path: Path) -> None:
 
 def test_pool_conf_example_is_one_pool() -> None:
     assert parse_pool_conf(POOL_CONF.read_text()).name == "www"
+
+
+def test_status_change_of_php_fpms_counters() -> None:
+    before = {"accepted conn": 10, "max children reached": 0, "max listen queue": 0, "slow requests": 1}
+    after = {"accepted conn": 111, "max children reached": 1, "max listen queue": 3, "slow requests": 1}
+    assert status_change(before, after) == {"accepted": 100, "slow_requests": 0, "max_children_reached": 1,
+                                            "max_listen_queue": 3}
+    # counted while warming: php-fpm counts it once until it starts a child, the load's cannot show
+    # (None, not 0); a largest listen queue that did not grow during the load cannot be told either
+    latched = status_change({**before, "max children reached": 1, "max listen queue": 2},
+                            {**after, "max children reached": 1, "max listen queue": 2})
+    assert latched is not None and latched["max_children_reached"] is None and latched["max_listen_queue"] is None
+    assert status_change({**before, "max listen queue": 0}, {**after, "max listen queue": 0})["max_listen_queue"] == 0  # type: ignore[index]
+    assert status_change(None, after) is None and status_change(before, None) is None
+
+
+def _trial_status(children: int, queued: float, rose: int | None, queue: int | None) -> dict[str, object]:
+    return {"children": children, "max_requests": 0, "connections": 4, "complete": 100, "failed": 0, "rps": 100.0,
+            "queued": queued, "server_status": {"accepted": 100, "slow_requests": 0, "max_children_reached": rose,
+                                                "max_listen_queue": queue}}
+
+
+def test_status_note_agrees_with_the_queued_column() -> None:
+    points = [aggregate_trials([_trial_status(1, 0.99, 1, 3), _trial_status(1, 0.98, None, 3)]),
+              aggregate_trials([_trial_status(4, 0.0, 1, 0), _trial_status(4, 0.01, 1, 0)])]
+    assert points[0]["server_status"] == {"trials": 2, "listen_queue": 2, "listen_queue_seen": 2, "max_listen_queue": 3,
+                                          "max_children_reached": 1, "max_children_seen": 1, "accepted": 200,
+                                          "slow_requests": 0}
+    note = status_note(points)
+    assert note.startswith("php-fpm's status page, read before and after each load: its listen queue held connections "
+                           "in 2 of 2 trials (up to 3) of 1 child: requests waited for a free child, pm.max_children "
+                           "smaller than the clients there, as the queued column says"), note
+    assert "4 children" not in note.split(";")[0]  # no queue there, as queued (0 %) says
+    assert "'max children reached' rose (no child idle at one of its checks) in 1 of 1 trials of 1 child, 2 of 2 " \
+           "trials of 4 children" in note
+    assert "counted before the load (while warming) in 1 of 4 trials" in note
+    # php-fpm's once-a-second checks missed a queue pounder's watch saw: said, never "no queue"
+    missed = status_note([aggregate_trials([_trial_status(2, 0.5, 0, 0)])])
+    assert "at 2 children its checks saw no listen queue where pounder's watch found connections waiting" in missed
+    assert status_note([aggregate_trials([{**_trial_status(2, 0.5, 0, 0), "server_status": None}])]) == ""
+
+
+@needs_phpfpm
+def test_php_fpms_status_page_during_trials_agrees_with_the_accept_queue(tmp_path: Path) -> None:
+    """A pool smaller than the load (1 child, 4 clients): php-fpm's listen queue held connections
+    during the load, as pounder's accept-queue watch says; a pool larger than it (2 children, 1
+    client): neither saw any. The trials as tune stores them, then the text tune prints of them."""
+    runner = Runner(_adapter(), tmp_path / "servers", "/sleep.php?ms=20", memory_floor=0, timeout_s=10.0)
+    trials = {}
+    for children, clients in ((1, 4), (2, 1)):
+        with runner.started(PoolParams(children)) as server:
+            assert isinstance(server, PhpFpmServer) and server.settings.pm == "dynamic"  # counts max children
+            runner.warm(server)
+            queue = runner.queue_watch(server)
+            result = runner.bench(server, clients, duration=2.0, queue=queue)
+            status = queue.server_status
+            assert status is not None and server.status_counters() is not None
+            assert len(server.children()) == children
+        done = result.requests.complete + result.requests.failed
+        # every request the load sent reached php-fpm (and only they: the status reads left out)
+        assert status["accepted"] == done, (status, done)
+        trials[children] = {"children": children, "max_requests": 0, "connections": clients, "trial": 1,
+                            "complete": result.requests.complete, "failed": result.requests.failed,
+                            "rps": result.derived.requests_per_s, "queued": queue.share, "server_status": status}
+    small, large = trials[1], trials[2]
+    assert small["queued"] is not None and small["queued"] > 0.5 and small["server_status"]["max_listen_queue"] >= 1
+    assert large["queued"] is not None and large["queued"] < 0.1 and large["server_status"]["max_listen_queue"] == 0
+    assert small["server_status"]["max_children_reached"] in (1, None)  # None: counted while warming
+    assert large["server_status"]["max_children_reached"] in (0, None)  # one client: a child always idle
+    note = status_note([aggregate_trials([small]), aggregate_trials([large])])
+    assert "its listen queue held connections in 1 of 1 trials (up to " in note
+    assert "of 1 child: requests waited for a free child, pm.max_children smaller than the clients there" in note
+    assert "2 children" not in note, note
+    assert processes_mentioning(str(tmp_path)) == []

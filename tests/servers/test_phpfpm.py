@@ -258,6 +258,40 @@ def test_max_children_reached_with_a_pool_smaller_than_the_load(phpfpm: Callable
 
 
 @needs_phpfpm
+def test_a_fixed_pool_as_pounder_measures_it_keeps_every_child(phpfpm: Callable[..., PhpFpmServer]) -> None:
+    """pounder runs a fixed pool as pm = dynamic with start = max spare = max_children and min spare
+    1 (pool.PhpFpmAdapter), so that php-fpm counts "max children reached": equivalent to static,
+    every child started and kept, idle and under a load larger than the pool."""
+    server = phpfpm(max_children=3, start_servers=3, min_spare=1, max_spare=3)
+    children = server.children()
+    assert len(children) == 3 and server.status()["process manager"] == "dynamic"
+    before = server.status_counters()
+    assert before is not None and set(before) == {"accepted conn", "max children reached", "max listen queue",
+                                                  "slow requests"}
+    assert before["max children reached"] == 0
+    answers: list[str] = []
+    threads = [threading.Thread(target=lambda: [answers.append(get(server.url + "/sleep.php?ms=50", 30))
+                                                for _ in range(40)]) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    seen = []
+    while any(thread.is_alive() for thread in threads):  # php-fpm's checks run once a second
+        seen.append(len(server.children()))
+        threading.Event().wait(0.2)
+    for thread in threads:
+        thread.join(60)
+    assert len(answers) == 320 and {int(a.splitlines()[1].split("=")[1]) for a in answers} == set(children)
+    assert set(seen) == {3}, seen  # none started beyond, none stopped
+    after = server.status_counters()
+    assert after is not None and after["max children reached"] == 1  # no child idle at a check: counted once
+    assert after["accepted conn"] - before["accepted conn"] == 320 + 1
+    threading.Event().wait(2.5)  # idle through two checks: no idle child stopped (max spare = max_children)
+    assert server.children() == children and server.status()["idle processes"] >= 2
+    server.stop()
+    assert server.status_counters() is None  # no page: None, never an exception
+
+
+@needs_phpfpm
 def test_leak_php_keeps_100_kb_per_request(phpfpm: Callable[..., PhpFpmServer]) -> None:
     server = phpfpm(max_children=1)
     child = server.children()[0]

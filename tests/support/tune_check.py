@@ -216,7 +216,8 @@ def _check_pools(head: str, narrative: str, data: dict[str, Any]) -> None:
     if not pools:
         return
     table = head.split("\n4. Pools at the offered load")[1].split("\n\n")[0]
-    rows = {int(cells[0]): cells for cells in (re.split(r"\s{2,}", line.strip()) for line in table.splitlines()[2:])}
+    rows = {int(cells[0]): cells for cells in (re.split(r"\s{2,}", line.strip()) for line in table.splitlines()[2:])
+            if cells[0].isdigit()}  # the lines under the table (php-fpm's status page) are no rows
     for point in pools["points"]:
         cells = rows[int(point["children"])]
         assert f"{float(point['rps']):,.0f}" in cells and f"{float(point['p99_ms']):,.1f}" in cells, (point, cells)

@@ -52,7 +52,7 @@ from pounder.pool._adapters import (
     refused_option,
 )
 from pounder.pool._cpus import check_cpus, split_cpus
-from pounder.pool._queue import QueueWatch
+from pounder.pool._queue import QueueWatch, status_change
 from pounder.pool._runner import WARM_FAILING_ROUNDS, MemoryFloorError, Runner, Warmed
 from pounder.pool._sizes import child_sizes, child_statm, growth_per_request, pool_memory
 from pounder.pool._store import (
@@ -107,6 +107,7 @@ __all__ = [
     "refused_option",
     "pool_memory",
     "split_cpus",
+    "status_change",
     "write_file",
     "write_json",
 ]

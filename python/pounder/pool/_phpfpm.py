@@ -38,6 +38,22 @@ def fpm_spares(params: PoolParams) -> tuple[int, int, int] | None:
     return max(low, min(start, high)), low, high
 
 
+def measured_as(params: PoolParams) -> tuple[int, int, int]:
+    """(pm.start_servers, pm.min_spare_servers, pm.max_spare_servers) pounder runs ``params`` with:
+    a fixed pool (``pm = static`` recommended) as ``pm = dynamic`` with every child started and kept
+    (start = max spare = max_children: never more idle than that, so none is stopped; never fewer
+    children than that, so none is started) and min spare 1, so that php-fpm counts "max children
+    reached" (never counted with static) exactly when it finds no child idle (with min spare =
+    max_children it would count it whenever one child is busy)."""
+    return fpm_spares(params) or (params.max_clients, 1, params.max_clients)
+
+
+FIXED_NOTE = ("; pounder measured it as pm = dynamic, pm.start_servers = pm.max_spare_servers = {n}, "
+              "pm.min_spare_servers = 1:\n; every child started and kept, as static, and php-fpm counting "
+              "'max children reached'")
+"""The comment under a fixed pool's ``pm = static`` saying how pounder ran it."""
+
+
 @public
 class PhpFpmAdapter(Adapter):
     """php-fpm running the user's pool file ``conf`` (with the settings pounder owns replaced),
@@ -72,8 +88,7 @@ class PhpFpmAdapter(Adapter):
 
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
                keepalive: bool = False, host: str = HOST) -> ManagedServer:
-        spares = fpm_spares(params)
-        start, low, high = spares if spares is not None else (None, None, None)
+        start, low, high = measured_as(params)
         return PhpFpmServer(workdir, self.conf, root=self.root, max_children=params.max_clients,
                             start_servers=start, min_spare=low, max_spare=high, max_requests=params.max_requests,
                             env=self.env, keepalive=keepalive, cpus=cpus, host=host)
@@ -92,6 +107,8 @@ class PhpFpmAdapter(Adapter):
         lines = [f"; in {self.conf}, pool [{self.pool}]:"]
         lines += [f"{name} = {value}" for name, value in rows]
         lines[-1] += note
+        if spares is None:
+            lines.append(FIXED_NOTE.format(n=params.max_clients))
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:

@@ -302,8 +302,8 @@ class Runner:
 
     @staticmethod
     def queue_watch(server: ManagedServer) -> QueueWatch:
-        """A watch of ``server``'s accept queue, for :meth:`bench`."""
-        return QueueWatch(server.port, server.host)
+        """A watch of ``server``'s accept queue (and of its own counters), for :meth:`bench`."""
+        return QueueWatch(server.port, server.host, status=server.status_counters)
 
     def warm(self, server: ManagedServer, rounds: int | None = None) -> Warmed:
         """Load the server with the workload until it is warm: every child has served requests,

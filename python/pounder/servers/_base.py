@@ -21,11 +21,9 @@ interpreter exit are stopped by an ``atexit`` hook, and the guard (:mod:`pounder
 stops every group still held when this process is gone, SIGKILL included (a server started through
 a shell, whose real parent the parent-death signal does not reach).
 
-CPUs (``cpus``): the parent is started with its CPU affinity already set, so every worker it forks
-inherits it (affinity passes through fork and exec). It is set on *our calling thread* around the
-``fork`` (:func:`pounder._units.pinned_thread`), not in a ``preexec_fn`` (Python code between fork
-and exec is unsafe when other threads run, e.g. a progress display) nor through ``taskset`` (one
-more program to need, and the pid we watch would first be taskset's).
+CPUs (``cpus``): the parent starts with its CPU affinity set (every worker inherits it), set on *our
+calling thread* around the ``fork`` (:func:`pounder._units.pinned_thread`): not in a ``preexec_fn``
+(Python code between fork and exec is unsafe when other threads run) nor through ``taskset``.
 
 Memory cgroup (``cgroup=True``, :mod:`pounder.servers._cgroup`): the parent is in a memory cgroup of
 its own from exec on, so every worker it forks is charged there: a shell moves itself in and execs
@@ -307,14 +305,17 @@ class ManagedServer(abc.ABC):
         os.kill(pid, self.stop_signal)
 
     def _http_port(self) -> int:
-        """The port that answers HTTP (``url``, the readiness probe): the server's own ``port``
-        unless a front answers for it (php-fpm speaks FastCGI behind an nginx)."""
+        """The port that answers HTTP (``url``, the readiness probe): ``port`` unless a front answers."""
         return self.port
 
     @property
     def front_pid(self) -> int | None:
-        """The root process of a front that passes the load to the server (php-fpm's nginx), whose
-        CPU is counted apart; None without one."""
+        """The root process of a front passing the load on (php-fpm's nginx; CPU counted apart), or None."""
+        return None
+
+    def status_counters(self) -> dict[str, int] | None:
+        """The server's own counters on its status page, read now (php-fpm's "accepted conn", "max
+        children reached", "max listen queue", "slow requests"); None without one or unreadable."""
         return None
 
     # -- properties ---------------------------------------------------------------------------
@@ -394,8 +395,7 @@ class ManagedServer(abc.ABC):
         return log_excerpt(logs, lines, self._user_words) or f"(the {self.kind} wrote nothing to its logs)"
 
     def _user_words(self, line: str) -> str:
-        """A log line as the user should read it (Apache: a line of the generated httpd.conf is
-        named as the line of the user's own file it came from)."""
+        """A log line as the user should read it (Apache: the generated httpd.conf's lines as the user's file's)."""
         return line
 
     @property

@@ -59,6 +59,11 @@ _KEY = re.compile(r"^\s*([^=;\s][^=]*?)\s*=")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FPM_NAMES = ("php-fpm", "php-fpm8.4", "php-fpm8.3", "php-fpm8.2", "php-fpm8.1", "php-fpm8.0", "php-fpm7.4")
 _SBIN = "/usr/sbin:/usr/local/sbin:/sbin"
+COUNTERS = ("accepted conn", "max children reached", "max listen queue", "slow requests")
+"""The status page's counters :meth:`PhpFpmServer.status_counters` returns. php-fpm counts "max
+children reached" only with ``pm = dynamic`` or ``ondemand``, once until it next starts a child (a pool
+kept full counts it at most once in its life); "max listen queue" is the largest listen queue seen at
+its once-a-second checks since it started."""
 _STATUS_FIELDS = ("accepted conn", "listen queue", "max listen queue", "listen queue len", "idle processes",
                   "active processes", "total processes", "max active processes", "max children reached",
                   "slow requests")
@@ -440,6 +445,16 @@ class PhpFpmServer(ManagedServer):
     def status(self) -> dict[str, Any]:
         """The pool's status page (:func:`fpm_status`)."""
         return fpm_status(self.status_url)
+
+    def status_counters(self) -> dict[str, int] | None:
+        """php-fpm's own counters on its status page, read now (:data:`COUNTERS`; None when the
+        page does not answer within 5 s, e.g. behind a long listen queue). The read is a request
+        too: it counts in ``accepted conn`` (see :func:`fpm_status`)."""
+        try:
+            status = self.status()
+        except (OSError, ValueError):  # URLError, a timeout, no JSON
+            return None
+        return {name: int(status[name]) for name in COUNTERS if name in status}
 
     @property
     def front_pid(self) -> int | None:

@@ -21,6 +21,7 @@ from pounder._figures import (
     vs_unlimited_text,
 )
 from pounder._platform import HEADERS, platform_heading, platform_notes, platform_table
+from pounder._server_status import status_note
 from pounder._units import children_text, mib
 from pounder.pool import WARM_FAILING_ROUNDS, own_name
 from pounder.tune._session import TuneResult
@@ -111,8 +112,15 @@ def _pools_table(result: TuneResult) -> list[str]:
     out += _table(["MC", f"RPS {label}", f"p99 {label}", "NC", "trials", "NR", "RPS", "95% CI",
                    "RPS vs best (95% CI)", "p50", "p99", "p99 95% CI", "srv cores", "load cores", "other cores",
                    "failed", "", ""], rows)
+    out += _status_lines(result, pools.points)
     out.append("")
     return out
+
+
+def _status_lines(result: TuneResult, points: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the server's own status page said of these loads (:func:`pounder._server_status.status_note`)."""
+    note = status_note(points, result.adapter.who or result.adapter.kind, result.adapter.names["max_clients"])
+    return textwrap.wrap(note, WIDTH, initial_indent="  ", subsequent_indent="    ") if note else []
 
 
 @public
@@ -208,6 +216,7 @@ def _children_section(result: TuneResult) -> list[str]:
                    "srv CPU us/req", "srv cores", "load cores", "other cores", "max USS MiB", "failed", ""], rows)
     out.append(f"  CPUs: {result.cpus}; other cores: processes that are neither the server nor pounder"
                + _front_note(result.sweep))
+    out += _status_lines(result, result.sweep)
     out.append("")
     return out
 

@@ -330,7 +330,7 @@ class TuneSession:
                 result = runner.bench(server, connections, duration=self.options.point_s, queue=queue, rate=rate)
             summary = {"children": params.max_clients, "max_requests": params.max_requests, "trial": trial,
                        "connections": connections, "rate": rate, "warmed": warmed.warmed, "settled": warmed.settled,
-                       **_load_summary(result), "queued": queue.share}
+                       **_load_summary(result), "queued": queue.share, "server_status": queue.server_status}
             done = summary["complete"] + summary["failed"]
             summary["respawns"] = done // params.max_requests if params.max_requests else 0
             return summary, {"bench": result.to_dict()}
