@@ -19,6 +19,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from pounder.pool import PhpFpmAdapter
 from pounder.tune import Adapter, ApacheAdapter, GunicornAdapter, TuneOptions, demo_adapter, make_options, tune
 
 DATA = Path(__file__).resolve().parent
@@ -33,6 +34,10 @@ def _gunicorn() -> Adapter:
 
 def _gunicorn_env() -> Adapter:
     return GunicornAdapter("wsgi_app:app", pythonpath=str(APPS), env={"APP_DATA_MB": "1"})
+
+
+def _phpfpm() -> Adapter:
+    return PhpFpmAdapter(APPS / "php" / "pool.conf", root=APPS / "php")
 
 
 def _apache() -> Adapter:
@@ -86,6 +91,10 @@ RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = 
                                                      max_children=4, measure_children=2, clients=4, keepalive=True,
                                                      proxy=False, **QUICK),
                      "children that grow 48 MiB once 6 s old: the confirmation catches the pool over budget"),
+    "tune-phpfpm-leak": (_phpfpm, lambda: make_options(path="/leak.php", ram="1G", mrpc="0,1000,200", max_children=4,
+                                                       measure_children=2, **QUICK),
+                         "php-fpm running leak.php (100 KB kept per request): a finite pm.max_requests with the "
+                         "leak named, the memory bound from the sizes, php-fpm's status page read at every load"),
 }
 
 

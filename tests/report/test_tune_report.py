@@ -451,3 +451,17 @@ def test_interrupted_run_shows_the_pools_measured_so_far(demo_run: Path, tmp_pat
         assert row[0] == text_row[0] and "chosen" not in row and "best" not in row
         assert row[:8] == text_row[:8]  # MC, the sweep, NC, trials, NR, RPS, 95% CI: aggregated as the run does
 
+
+
+def test_php_fpms_status_page_is_said_under_its_tables(tmp_path: Path) -> None:
+    """The recorded php-fpm run (tests/data/tune-phpfpm-leak): what php-fpm's status page said of
+    the loads is on the page under the children and pools tables, as in recommendation.txt."""
+    from support.recorded import recorded_copy
+
+    run = recorded_copy("tune-phpfpm-leak", tmp_path)
+    text = html.unescape(_render(run))
+    said = "php-fpm's status page, read before and after each load: its listen queue held connections in "
+    assert text.count(said) == 2, text[:2000]
+    assert "pm.max_children smaller than the clients there, as the queued column says" in text
+    stored = " ".join((run / "recommendation.txt").read_text().split())
+    assert "php-fpm's status page, read before and after each load: its listen queue held connections in " in stored

@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 
 from pounder import PounderError
-from pounder.servers import apache_missing
+from pounder.servers import apache_missing, phpfpm_missing
 from pounder.tune import resume
 from support.recorded import decided_again, recorded_copy
 from support.schemas import validate_results_dir
 from support.tune_check import check_consistent
 
 RUNS = ["tune-demo", "tune-noleak", "tune-cpu", "tune-twice", "tune-apache", "tune-accesslog", "tune-io",
-        "tune-outgrow"]
+        "tune-outgrow", "tune-phpfpm-leak"]
 
 
 def _decided(name: str, tmp_path: Path) -> dict[str, Any]:
@@ -34,6 +34,8 @@ def _decided(name: str, tmp_path: Path) -> dict[str, Any]:
 def _decided_with_text(name: str, tmp_path: Path) -> tuple[dict[str, Any], str]:
     if name == "tune-apache" and apache_missing(perl=True):
         pytest.skip(str(apache_missing(perl=True)))
+    if name == "tune-phpfpm-leak" and phpfpm_missing():
+        pytest.skip(str(phpfpm_missing()))
     data, text = decided_again(name, tmp_path)
     validate_results_dir(tmp_path / name)
     check_consistent(text, data)
@@ -75,6 +77,34 @@ def test_the_leaking_demo_gets_a_finite_value_with_the_leak_named(tmp_path: Path
     headroom = choice["child_limit_bytes"] - choice["child_start_bytes"]
     assert data["params"]["max_requests"] <= headroom / (15 * 1024)
     assert any("a leak of" in line for line in data["why"]), data["why"]
+
+
+def test_a_php_script_keeping_100_kb_per_request_gets_a_finite_pm_max_requests(tmp_path: Path) -> None:
+    """php-fpm running tests/apps/php/leak.php, which keeps 100 KB per request (recorded with a 1G
+    budget and 4 children at most): the leak is measured (±25 %) and named, pm.max_requests is
+    finite and keeps a child within its share of the budget; the memory bound is the formula's value
+    from the stored sizes (±1); php-fpm's status page was read at every load and the text says so."""
+    data, text = _decided_with_text("tune-phpfpm-leak", tmp_path)
+    choice, memory = data["max_requests"], data["memory"]
+    assert choice["leak"] is True and data["params"]["max_requests"] > 0
+    assert 0.75 * 100 * 1024 <= choice["growth_bytes_per_request"] <= 1.25 * 100 * 1024, choice
+    headroom = choice["child_limit_bytes"] - choice["child_start_bytes"]
+    assert data["params"]["max_requests"] <= headroom / choice["growth_bytes_per_request"]
+    assert any(line.startswith("pm.max_requests ") and "a leak of" in line for line in data["why"]), data["why"]
+    assert "pm.max_requests = " + str(data["params"]["max_requests"]) in data["config"]
+    # the memory bound: (RAM - parent USS - shared) / child USS from the stored sizes
+    end = data["measure"]["end"]
+    formula = (memory["ram"] - data["measure"]["parent"]["uss"] - end["median_shared"]) / end["max_uss"]
+    assert abs(memory["max_clients"] - formula) <= 1, (memory, formula)
+    assert memory["max_clients"] == math.floor(formula)
+    # php-fpm's own view of every load of the sweep, said under the children table
+    assert all(p["server_status"] is not None and p["server_status"]["trials"] == len(p["trials"])
+               for p in data["sweep"])
+    assert "php-fpm's status page, read before and after each load:" in text.replace("\n    ", " ")
+    # php-fpm's listen queue and pounder's accept-queue share agree in direction
+    for point in [*data["sweep"], *data["pools"]["points"]]:
+        if point["server_status"]["listen_queue"]:
+            assert point["queued"] > 0, point
 
 
 def test_a_cpu_bound_app_gets_fewer_children_than_the_bound(tmp_path: Path) -> None:
