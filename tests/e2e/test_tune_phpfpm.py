@@ -133,6 +133,12 @@ def test_tune_php_fpm_quick(tmp_path: Path) -> None:
     assert trials and all(t["server_status"] is not None for t in trials), trials
     assert all(t["server_status"]["accepted"] >= t["complete"] + t["failed"] for t in trials), trials
     assert "php-fpm's status page, read before and after each load:" in done.stdout.replace("\n    ", " ")
+    # the load goes to the front, which passes it to the pool: the pool's CPU per request is known,
+    # and the front's CPU is counted apart from the others'
+    assert all(t["server_cpu_us"] is not None and t["front_cores"] is not None for t in trials), trials
+    # the spare settings are shown as php-fpm runs them (no MaxSpare above the children)
+    for point in recommendation["spare"]:
+        assert point["max_spare"] <= recommendation["params"]["max_clients"], point
 
 
 def test_the_size_measurement_finds_leak_php_keeping_100_kb(tmp_path: Path) -> None:

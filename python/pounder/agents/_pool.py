@@ -237,7 +237,7 @@ class AgentPool(Sender):
                 member.share["threads"] = max(1, min(member.share["connections"], cpus))
         self._check_targets(spec.allow_remote)
         started_at = utc_timestamp()
-        served = None if sampler is None else serves_all(sampler.target, spec)
+        served = None if sampler is None else serves_all(sampler.target, spec, sampler.front)
         try:
             self._launch(spec, sampler)
             self._follow(spec, on_progress)

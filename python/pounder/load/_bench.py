@@ -113,10 +113,20 @@ def _follow(run: Run, load: LoadModel, on_progress: ProgressCallback | None) -> 
 
 
 @public
-def serves_all(target: ServerTarget, spec: BenchSpec) -> bool | None:
-    """Whether the sampled server listens where every target of ``spec`` sends its requests
+def serves_all(target: ServerTarget, spec: BenchSpec, front: int | None = None) -> bool | None:
+    """Whether the sampled server - or the front that passes its load to it, whose root is
+    ``front`` (php-fpm's nginx) - listens where every target of ``spec`` sends its requests
     (False as soon as one does not; None when one cannot be told)."""
-    found = {serves(target, connect) for connect in {t.info().connect for t in spec.targets}}
+    def served(connect: str) -> bool | None:
+        own = serves(target, connect)
+        if own or front is None:
+            return own
+        try:
+            return serves(find_server(pid=front), connect) or own
+        except PounderError:  # the front is gone
+            return own
+
+    found = {served(connect) for connect in {t.info().connect for t in spec.targets}}
     return False if False in found else None if None in found else True
 
 
@@ -158,7 +168,7 @@ def _run_here(spec: BenchSpec, on_progress: ProgressCallback | None, sampler: Se
     ensure_descriptors(spec.load.connections, spec.load.threads)
     engine = load_engine()
     started_at = utc_timestamp()
-    served = None if sampler is None else serves_all(sampler.target, spec)
+    served = None if sampler is None else serves_all(sampler.target, spec, sampler.front)
     # --tsv and --hdr-log are written beside their file and renamed over it at the end
     staged: dict[str, StagedOutput] = {}
     try:

@@ -150,6 +150,11 @@ class ServerSampler:
         return self._target
 
     @property
+    def front(self) -> int | None:
+        """The root of the front that passes the load to the server (None without one)."""
+        return self._front
+
+    @property
     def started(self) -> bool:
         """Whether :meth:`start` was called."""
         return self._thread is not None

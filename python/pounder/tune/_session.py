@@ -389,7 +389,7 @@ class TuneSession:
         """One trial of a spare setting (point ``spare-NAME-tN``): started, idle for a second, then
         ``burst`` clients at once."""
         runner = self.runner
-        start, low, high = params.fixed()
+        start, low, high = self.adapter.spares(params)  # as the server runs them
 
         def measure() -> tuple[dict[str, Any], dict[str, Any]]:
             with runner.started(params) as server:
