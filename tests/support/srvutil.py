@@ -122,11 +122,12 @@ def warm_every_child(server: ManagedServer, path: str, attempts: int = 20) -> di
     open at once (see ``_get_at_once``): a child that is awake cannot take them all."""
     children = set(server.children())
     answers: dict[int, str] = {}
-    for _ in range(attempts):
+    for attempt in range(attempts):
         for body in _get_at_once(server.url, path, len(children)):
             answers.setdefault(int(fields(body)["pid"]), body)
         if children <= answers.keys():
             return answers
+        time.sleep(min(0.05 * attempt, 0.5))  # a child still loading its application (lazy-apps, a busy machine)
     raise AssertionError(f"children {sorted(children)} not all reached in {attempts} rounds: {sorted(answers)}")
 
 
