@@ -130,6 +130,55 @@ def test_stats_count_every_request_and_show_busy_workers(uwsgi_server) -> None:
         held.join()
 
 
+def _workers_until(srv: UwsgiServer, wanted: int, timeout_s: float) -> list[int]:
+    """The running workers (uWSGI's status_counters), read every 0.2 s until ``wanted`` run (at
+    most ``timeout_s``)."""
+    seen: list[int] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        counters = srv.status_counters()
+        assert counters is not None
+        seen.append(counters["workers"])
+        if seen[-1] == wanted:
+            break
+        time.sleep(0.2)
+    return seen
+
+
+@needs_uwsgi
+def test_cheaper_starts_its_initial_workers_grows_under_load_and_shrinks_when_idle(uwsgi_server) -> None:
+    """processes 3, cheaper 1, cheaper-initial 2, cheaper-step 1 (cheaper-overload 1: uWSGI's
+    checks, once a second, start a worker after two busy ones and stop one per idle one): 2 workers
+    at the start, 3 under a load of 3 clients, back to 1 idle; uWSGI counts every request."""
+    srv = uwsgi_server(processes=3, cheaper=1, cheaper_initial=2, cheaper_step=1)
+    counters = srv.status_counters()
+    assert counters is not None and counters["workers"] == 2 == len(srv.children())
+    assert [w["status"] for w in srv.stats()["workers"]].count("cheap") == 1
+    stop = threading.Event()
+    served = [0, 0, 0]
+
+    def client(index: int) -> None:
+        while not stop.is_set():
+            get(srv.url + "/sleep?ms=100")
+            served[index] += 1
+
+    clients = [threading.Thread(target=client, args=(i,)) for i in range(3)]
+    for thread in clients:
+        thread.start()
+    try:
+        grown = _workers_until(srv, 3, timeout_s=10)
+    finally:
+        stop.set()
+        for thread in clients:
+            thread.join()
+    assert grown[-1] == 3 and len(srv.children()) == 3, grown
+    shrunk = _workers_until(srv, 1, timeout_s=10)
+    assert shrunk[-1] == 1 and len(srv.children()) == 1, shrunk
+    after = srv.status_counters()
+    # every request counted, in the worker slots cheaped since too (pounder's readiness probe before)
+    assert after is not None and after["requests"] - counters["requests"] == sum(served) and after["busy workers"] == 0
+
+
 @needs_uwsgi
 def test_stats_socket_of_a_long_workdir(uwsgi_server, tmp_path: Path) -> None:
     srv = uwsgi_server(processes=1, workdir=tmp_path / ("w" * 90))
@@ -417,6 +466,17 @@ def test_uwsgi_command() -> None:
                       app="a:b")
     with pytest.raises(UsageError, match="either the app"):
         uwsgi_command(UwsgiSettings(), port=1, pidfile=Path("p"), stats=Path("s"), master_fifo=Path("f"))
+    cheaper = uwsgi_command(UwsgiSettings(processes=4, cheaper=1, cheaper_initial=3, cheaper_step=2), port=1,
+                            pidfile=Path("p"), stats=Path("s"), master_fifo=Path("f"), app="a:b")
+    at = cheaper.index("--cheaper-algo")
+    assert cheaper[at:at + 10] == ["--cheaper-algo", "spare", "--cheaper", "1", "--cheaper-initial", "3",
+                                   "--cheaper-step", "2", "--cheaper-overload", "1"]
+    assert UwsgiSettings(processes=4, cheaper=2).initial == 2 and UwsgiSettings(processes=4).initial == 4
+    for bad, message in ((UwsgiSettings(processes=2, cheaper=2), "cheaper must be at least 1 and below processes"),
+                         (UwsgiSettings(processes=3, cheaper=2, cheaper_initial=1), "cheaper-initial must be from"),
+                         (UwsgiSettings(processes=3, cheaper=1, cheaper_step=0), "cheaper-step and cheaper-overload")):
+        with pytest.raises(UsageError, match=message):
+            bad.validate()
 
 
 def test_strip_owned_options() -> None:

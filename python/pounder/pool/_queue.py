@@ -2,8 +2,8 @@
 sampled every few milliseconds. A connection waits there only while no child is free to accept it,
 so the share of samples with one waiting is the share of the time every child was busy.
 
-The server's own view of the same load (php-fpm's status page, :meth:`ManagedServer.status_counters`)
-is read right before and right after it: :func:`status_change`."""
+The server's own view of the same load (php-fpm's status page, uWSGI's stats server:
+:meth:`ManagedServer.status_counters`) is read right before and right after it: :func:`status_change`."""
 
 from __future__ import annotations
 
@@ -35,7 +35,12 @@ def status_change(before: Counters | None, after: Counters | None) -> dict[str, 
       measures it, counts it at most once, mostly while warming, and then cannot show the load's);
     * ``max_listen_queue``: the largest listen queue seen at its once-a-second checks during the
       load (it is the largest since its start: None when the load's did not exceed the one before,
-      0 when none was ever seen)."""
+      0 when none was ever seen).
+
+    uWSGI's (its stats server): ``requests`` its workers served meanwhile (the load's: reading the
+    stats is no request); ``listen_queue_errors``: its once-a-second checks that found its listen
+    queue full meanwhile; ``workers`` running and ``busy_workers`` serving a request right after
+    the load."""
     if before is None or after is None:
         return None
 
@@ -52,6 +57,13 @@ def status_change(before: Counters | None, after: Counters | None) -> dict[str, 
         out["max_children_reached"] = rose if rose > 0 or reached[0] == 0 else None
     if (queued := both("max listen queue")) is not None:
         out["max_listen_queue"] = queued[1] if queued[1] > queued[0] else 0 if queued[1] == 0 else None
+    # uWSGI's stats server (UwsgiServer.status_counters)
+    if (requests := both("requests")) is not None:
+        out["requests"] = requests[1] - requests[0]
+    if (full := both("listen queue errors")) is not None:
+        out["listen_queue_errors"] = full[1] - full[0]
+    out.update({key: int(after[name]) for name, key in (("workers", "workers"), ("busy workers", "busy_workers"))
+                if name in after})
     return out
 
 

@@ -1,4 +1,4 @@
-"""uWSGI (master + a fixed pool of workers, the python3 plugin) as a pool under test."""
+"""uWSGI (master + workers, the python3 plugin; a fixed pool or the cheaper subsystem) as a pool under test."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from pounder._errors import (
 from pounder._units import MIB, children_text, mib_unit
 from pounder.pool._adapter import Adapter, ChildLimit, PoolParams
 from pounder.servers import (
+    CHEAPER_ALGO,
+    CHEAPER_OVERLOAD,
     HOST,
     ManagedServer,
     UwsgiServer,
@@ -35,13 +37,39 @@ EXAMPLE_SOCKET = "127.0.0.1:8000"
 """The address the printed ini listens on (the user's own goes there)."""
 
 
+def uwsgi_cheaper(params: PoolParams) -> tuple[int, int, int] | None:
+    """(cheaper-initial, cheaper, cheaper-step) uWSGI runs ``params`` with (a pure function; the
+    same for its own result, so what tune stores and prints is what runs); None for a fixed pool
+    (no spare settings; settings that start every child and never stop an idle one, StartServers and
+    MaxSpareServers at least the children: uWSGI's own default, no cheaper, is that pool, while its
+    cheaper would stop workers down to cheaper, below processes; cheaper-step 0 as
+    :meth:`UwsgiAdapter.spares` says of a fixed pool; one process, as uWSGI takes cheaper below
+    processes only):
+
+    * ``cheaper`` = MinSpareServers: the fewest workers kept (at least 1, below processes);
+    * ``cheaper-initial`` = StartServers: the workers started (from cheaper to processes);
+    * ``cheaper-step`` = MaxSpareServers, capped by the workers left to start (processes -
+      cheaper): uWSGI bounds no idle workers (its spare algorithm stops one whenever two are idle),
+      and what MaxSpareServers asks of a burst - its children ready at once - is in uWSGI how many
+      workers it starts at once when every one is busy."""
+    fixed = (params.start_servers, params.min_spare, params.max_spare) == (None, None, None) or params.max_spare == 0
+    if fixed or params.max_clients < 2:
+        return None
+    start, low, high = params.fixed()
+    if start >= params.max_clients and high >= params.max_clients:
+        return None  # every child started and none ever stopped for idling: a fixed pool (uWSGI's default)
+    cheaper = max(1, min(low, params.max_clients - 1))
+    return max(cheaper, min(start, params.max_clients)), cheaper, max(1, min(high, params.max_clients - cheaper))
+
+
 @public
 class UwsgiAdapter(Adapter):
     """uWSGI serving ``target``: a WSGI app as "module:callable" (``pythonpath``: where to import
     it from, comma-separated) or the user's ini file (its sockets, pool sizes and other options
     pounder owns replaced). ``preload``: load the app in the master before forking (uWSGI's own
     default) or in each worker (``lazy-apps``); None: the ini's own ``lazy-apps``, else preload.
-    A fixed pool of ``processes`` workers (the cheaper subsystem is not used)."""
+    A fixed pool is ``processes`` workers, all started; with spare settings, the cheaper subsystem
+    (:func:`uwsgi_cheaper`, its ``spare`` algorithm checking once a second, ``cheaper-overload`` 1)."""
 
     kind = "uwsgi"
     who = "uwsgi"
@@ -50,12 +78,13 @@ class UwsgiAdapter(Adapter):
     preload_toggle = True
     language = "python"
     preload_remedy = "drop lazy-apps (uWSGI then loads the application once in the master, before forking)"
+    on_demand = True
     respawn = ("uWSGI's master replaces a worker that reached max-requests at once: a fork (plus loading the "
                "application, with lazy-apps) and the new worker's warm-up; more respawns than processes within a "
                "second make the master sleep 2 s (its fork-bomb protection, forkbomb-delay), the pool a worker short")
     names: ClassVar[Mapping[str, str]] = {
-        "max_clients": "processes", "max_requests": "max-requests", "start_servers": "-",
-        "min_spare": "-", "max_spare": "-", "preload": "lazy-apps = false"}
+        "max_clients": "processes", "max_requests": "max-requests", "start_servers": "cheaper-initial",
+        "min_spare": "cheaper", "max_spare": "cheaper-step", "preload": "lazy-apps = false"}
 
     def __init__(self, target: str | os.PathLike[str], *, pythonpath: str | None = None, preload: bool | None = None,
                  env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> None:
@@ -81,14 +110,33 @@ class UwsgiAdapter(Adapter):
 
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
                keepalive: bool = False, host: str = HOST) -> ManagedServer:
+        initial, cheaper, step = uwsgi_cheaper(params) or (None, 0, 1)
         return UwsgiServer(workdir, self.app, pythonpath=self.pythonpath, processes=params.max_clients,
-                           max_requests=params.max_requests, lazy_apps=not self.with_preload(params), env=self.env,
+                           max_requests=params.max_requests, lazy_apps=not self.with_preload(params),
+                           cheaper=cheaper, cheaper_initial=initial, cheaper_step=step, env=self.env,
                            extra_args=self.extra_args, cpus=cpus, host=host)
+
+    def spares(self, params: PoolParams) -> tuple[int, int, int]:
+        """(cheaper-initial, cheaper, cheaper-step) as uWSGI runs ``params``; without cheaper (a
+        fixed pool, or one process) every worker started and kept, none started on demand: (processes,
+        processes, 0)."""
+        return uwsgi_cheaper(params) or (params.max_clients, params.max_clients, 0)
 
     def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         preload = self.with_preload(params)
         pool = ["master = true", f"processes = {params.max_clients}", f"max-requests = {params.max_requests}"]
         pool.append("lazy-apps = false" if preload else "lazy-apps = true")
+        cheaper = uwsgi_cheaper(params)
+        if cheaper is not None:
+            initial, fewest, step = cheaper
+            pool += [f"cheaper-algo = {CHEAPER_ALGO}", f"cheaper = {fewest}", f"cheaper-initial = {initial}",
+                     f"cheaper-step = {step}", f"cheaper-overload = {CHEAPER_OVERLOAD}",
+                     "# uWSGI checks once a second: after more than cheaper-overload checks with every worker busy it",
+                     "# starts cheaper-step workers; a check with two idle stops the oldest, down to cheaper"]
+        elif params.max_clients < 2 and (params.start_servers, params.min_spare, params.max_spare) != (None,) * 3:
+            pool.append("# one worker: no cheaper (uWSGI takes cheaper below processes only)")
+        elif (params.start_servers, params.min_spare, params.max_spare) != (None,) * 3:
+            pool.append("# no cheaper (uWSGI's default): every worker started and kept, as the spare servers measured")
         if params.max_requests:
             pool += ["# uWSGI keeps a worker at least 60 s whatever max-requests says, unless:",
                      "min-worker-lifetime = 0"]
@@ -106,6 +154,9 @@ class UwsgiAdapter(Adapter):
         lines.append("# run with: uwsgi --ini uwsgi.ini")
         flags = ["--plugin python3", "--master", f"--http-socket {EXAMPLE_SOCKET}", f"--processes {params.max_clients}",
                  f"--max-requests {params.max_requests}"] + ([] if preload else ["--lazy-apps"])
+        if cheaper is not None:
+            flags += [f"--cheaper-algo {CHEAPER_ALGO}", f"--cheaper {cheaper[1]}", f"--cheaper-initial {cheaper[0]}",
+                      f"--cheaper-step {cheaper[2]}", f"--cheaper-overload {CHEAPER_OVERLOAD}"]
         flags += [f"--pythonpath {shlex.quote(entry)}" for entry in (self.pythonpath or "").split(",") if entry]
         flags += [f"--env {shlex.quote(f'{name}={value}')}" for name, value in self.env.items()]
         flags += ["--need-app", "--die-on-term", f"--module {shlex.quote(self.app)}"]

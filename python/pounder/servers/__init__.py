@@ -91,6 +91,8 @@ from pounder.servers._unicorn import (
     unicorn_missing,
 )
 from pounder.servers._uwsgi import (
+    CHEAPER_ALGO,
+    CHEAPER_OVERLOAD,
     UwsgiServer,
     UwsgiSettings,
     ini_lazy_apps,
@@ -128,6 +130,8 @@ __all__ = [
     "ServerStartError",
     "StarmanServer",
     "StarmanSettings",
+    "CHEAPER_ALGO",
+    "CHEAPER_OVERLOAD",
     "UwsgiServer",
     "UwsgiSettings",
     "UnicornServer",

@@ -78,6 +78,15 @@ _STATS_LIMIT = 16 << 20
 _REAP_TICK_S = 1.1
 """uWSGI's master checks for exited workers once a second."""
 _MAGIC = re.compile(r"%(.)")
+CHEAPER_ALGO = "spare"
+"""uWSGI's default cheaper algorithm, named: at its checks (once a second here) it counts one with
+every worker busy (one with a worker idle takes one back); past ``cheaper-overload`` of them it
+starts ``cheaper-step`` cheaped workers; every ``cheaper-overload``-th check with two or more
+workers idle stops the oldest, down to ``cheaper`` (one idle worker is its steady state)."""
+CHEAPER_OVERLOAD = 1
+"""pounder's ``cheaper-overload`` (uWSGI's default: 3): the fewest it takes (0 would divide by
+zero), so that a burst gets workers after two busy checks rather than four and an idle pool
+shrinks by one worker a check."""
 
 
 @public
@@ -88,6 +97,10 @@ class UwsgiSettings:
     processes: int = 2                  # processes
     max_requests: int = 0               # max-requests (0: unlimited)
     lazy_apps: bool = False             # lazy-apps (load the app in each worker; default: in the master)
+    cheaper: int = 0                    # cheaper (the fewest workers kept; 0: no cheaper, every worker started)
+    cheaper_initial: int | None = None  # cheaper-initial (workers started; None: cheaper)
+    cheaper_step: int = 1               # cheaper-step (workers started at once when every one is busy)
+    cheaper_overload: int = CHEAPER_OVERLOAD  # cheaper-overload (checks, see CHEAPER_OVERLOAD)
     extra_args: tuple[str, ...] = ()    # appended last
 
     def validate(self) -> None:
@@ -95,6 +108,25 @@ class UwsgiSettings:
             raise UsageError(f"uwsgi: processes must be at least 1, not {self.processes}")
         if self.max_requests < 0:
             raise UsageError(f"uwsgi: max_requests must not be negative, not {self.max_requests}")
+        if not self.cheaper:
+            return
+        if not 1 <= self.cheaper < self.processes:
+            raise UsageError(f"uwsgi: cheaper must be at least 1 and below processes ({self.processes}), "
+                             f"not {self.cheaper}")
+        if not self.cheaper <= self.initial <= self.processes:
+            raise UsageError(f"uwsgi: cheaper-initial must be from cheaper ({self.cheaper}) to processes "
+                             f"({self.processes}), not {self.initial}")
+        if self.cheaper_step < 1 or self.cheaper_overload < 1:
+            raise UsageError(f"uwsgi: cheaper-step and cheaper-overload must be at least 1, not "
+                             f"{self.cheaper_step} and {self.cheaper_overload}")
+
+    @property
+    def initial(self) -> int:
+        """The workers uWSGI starts: ``cheaper_initial`` (``cheaper`` when not given) with cheaper,
+        else every one of ``processes``."""
+        if not self.cheaper:
+            return self.processes
+        return self.cheaper if self.cheaper_initial is None else self.cheaper_initial
 
 
 @public
@@ -129,6 +161,10 @@ def uwsgi_command(settings: UwsgiSettings, *, port: int, pidfile: Path, stats: P
              "--master-fifo", str(master_fifo)]
     if settings.lazy_apps:
         argv.append("--lazy-apps")
+    if settings.cheaper:
+        argv += ["--cheaper-algo", CHEAPER_ALGO, "--cheaper", str(settings.cheaper), "--cheaper-initial",
+                 str(settings.initial), "--cheaper-step", str(settings.cheaper_step), "--cheaper-overload",
+                 str(settings.cheaper_overload)]
     for entry in pythonpath:
         argv += ["--pythonpath", entry]
     if app is not None:
@@ -289,7 +325,9 @@ class UwsgiServer(ManagedServer):
 
     def __init__(self, workdir: str | os.PathLike[str] | None, target: str | os.PathLike[str], *,
                  pythonpath: str | None = None, processes: int = 2, max_requests: int = 0, lazy_apps: bool = False,
-                 env: Mapping[str, str] | None = None, extra_args: Sequence[str] = (), binary: str | None = None,
+                 cheaper: int = 0, cheaper_initial: int | None = None, cheaper_step: int = 1,
+                 cheaper_overload: int = CHEAPER_OVERLOAD, env: Mapping[str, str] | None = None,
+                 extra_args: Sequence[str] = (), binary: str | None = None,
                  ready_path: str = "/", stop_timeout_s: float = 10.0, die_with_parent: bool = True,
                  cpus: Collection[int] | None = None, host: str = HOST) -> None:
         self.ini = Path(target).resolve() if uwsgi_target_is_ini(target) else None
@@ -299,7 +337,8 @@ class UwsgiServer(ManagedServer):
         elif ":" not in str(self.app):
             raise UsageError(f"uwsgi: the app must be given as module:callable or an .ini file, not {target!r}")
         self.settings = UwsgiSettings(processes=processes, max_requests=max_requests, lazy_apps=lazy_apps,
-                                      extra_args=tuple(extra_args))
+                                      cheaper=cheaper, cheaper_initial=cheaper_initial, cheaper_step=cheaper_step,
+                                      cheaper_overload=cheaper_overload, extra_args=tuple(extra_args))
         self.settings.validate()
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
                          die_with_parent=die_with_parent, cpus=cpus, host=host)
@@ -333,6 +372,36 @@ class UwsgiServer(ManagedServer):
         """:func:`uwsgi_stats` of this instance."""
         return uwsgi_stats(self.stats_path)
 
+    def start(self, timeout_s: float = 30.0) -> UwsgiServer:
+        """Start as every server does, then wait (within ``timeout_s``) for the stats server,
+        which the master binds after forking its workers: the workers may answer before it."""
+        began = time.monotonic()
+        super().start(timeout_s)
+        deadline = began + timeout_s
+        while True:
+            try:
+                self.stats()
+                return self
+            except PounderError as error:
+                if time.monotonic() >= deadline or not self.running:
+                    self._fail(f"uwsgi: its stats server did not answer within {timeout_s:g} s ({error})")
+                time.sleep(0.02)
+
+    def status_counters(self) -> dict[str, int] | None:
+        """uWSGI's own counters on its stats server, read now (None when it does not answer):
+        ``requests``: its workers' requests summed (a worker's count is kept when it is replaced
+        or cheaped; reading the stats is no request); ``listen queue errors``: its master's
+        once-a-second checks that found the listen queue full (``listen``, 100 by default);
+        ``workers``: workers running (not cheaped); ``busy workers``: of them, serving a request."""
+        try:
+            stats = self.stats()
+        except PounderError:
+            return None
+        running = [w for w in stats["workers"] if int(w.get("pid") or 0) > 0 and w.get("status") != "cheap"]
+        return {"requests": sum(int(w.get("requests") or 0) for w in stats["workers"]),
+                "listen queue errors": int(stats.get("listen_queue_errors") or 0), "workers": len(running),
+                "busy workers": sum(1 for w in running if w.get("status") == "busy")}
+
     def _environment(self) -> Mapping[str, str]:
         return {**os.environ, **self.env}
 
@@ -340,7 +409,7 @@ class UwsgiServer(ManagedServer):
         return [self.console_log]
 
     def _expected_children(self) -> int:
-        return self.settings.processes
+        return self.settings.initial
 
     def _prepare(self, port: int) -> list[str]:
         ini = self.ini_path

@@ -273,7 +273,9 @@ def _recommendation_section(result: TuneResult) -> list[str]:
     start, low, high = result.adapter.spares(params)  # as the server runs them
     items: list[tuple[str, object]] = [(names["max_clients"], params.max_clients),
                                        (own_name(names, "max_requests"), params.max_requests or "0 (unlimited)")]
-    if result.spare:
+    if result.spare and not high:  # uWSGI without cheaper (cheaper-step 0): every child started and kept
+        items.append((names["min_spare"], "none: every child started and kept"))
+    elif result.spare:
         items += [(names["start_servers"], start), (names["min_spare"], low), (names["max_spare"], high)]
     out += [f"  {name:<24}{value}" for name, value in items]
     out.append("")
