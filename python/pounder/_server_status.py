@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pounder._puma_status import puma_note, puma_point
 from pounder._units import children_text
 
 MISSED = 0.5
@@ -26,7 +27,7 @@ def aggregate_status(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any] | No
     read = [t["server_status"] for t in trials if t.get("server_status")]
     if not read:
         return None
-    point: dict[str, Any] = {"trials": len(read)}
+    point: dict[str, Any] = {"trials": len(read), **puma_point(read)}  # Puma's: pounder._puma_status
     if any(key in s for s in read for key in FPM_KEYS):
         point.update(_fpm(read))
     if any("requests" in s for s in read):  # uWSGI's stats server
@@ -66,6 +67,8 @@ def status_note(points: Sequence[Mapping[str, Any]], who: str = "php-fpm",
     column ("" when no point has it): where its listen queue held connections (requests waited for
     a free child: ``max_clients`` below the clients), where it saw none though pounder's watch
     did in at least :data:`MISSED` of its samples, and what "max children reached" could show."""
+    if any("booted_workers" in (p.get("server_status") or {}) for p in points):  # Puma's /stats
+        return puma_note(points, max_clients)
     read = [(int(p["children"]), p["server_status"], p.get("queued")) for p in points if p.get("server_status")]
     uwsgi = _uwsgi_note([(n, s) for n, s, _ in read if "requests" in s], max_clients)
     read = [(n, s, queued) for n, s, queued in read if "accepted" in s]

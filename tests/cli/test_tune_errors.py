@@ -105,6 +105,14 @@ def check(cwd: Path, args: list[str], fragment: str) -> str:
     (["apache", "httpd.conf", "--env", "A=1"], "--env is for gunicorn, starman, php-fpm, puma, unicorn, uwsgi and the "
                                                "command server only (use SetEnv / PerlSetEnv in the conf)"),
     (["apache", "/no/such/httpd.conf"], "apache: no such configuration file /no/such/httpd.conf"),
+    (["gunicorn", "app:app", "--threads", "4"], "--threads is for puma only"),
+    (["unicorn", "config.ru", "--threads", "1"], "--threads is for puma only"),
+    (["puma", "config.ru", "--threads", "0"], "puma: threads must be N or MIN,MAX with 0 <= MIN <= MAX and "
+                                              "1 <= MAX <= 1024, not '0'"),
+    (["puma", "config.ru", "--threads", "4,2"], "puma: threads must be N or MIN,MAX"),
+    (["puma", "config.ru", "--threads", "many"], "puma: threads must be N or MIN,MAX"),
+    (["puma", "/no/such/config.ru", "--threads", "4"], "puma: no such rackup file /no/such/config.ru"),
+    (["--demo", "--threads", "4"], "--demo takes no server option"),
     (["gunicorn", "app:app", "--env", "FOO"], "invalid --env 'FOO': expected NAME=VALUE"),
     (["--demo", "--listen", "192.0.2.1"], "--listen 192.0.2.1 would open the server under test to the network: "
                                           "add --allow-remote"),
@@ -146,6 +154,7 @@ def test_bad_input_names_the_server_file(cwd: Path, tmp_path: Path) -> None:
     ["--quick"], ["--demo"], ["--ram", "1G"], ["--clients", "5"], ["--p99", "300ms"], ["--mrpc", "0"],
     ["--path", "/x"], ["--no-preload"], ["--preload"], ["--env", "A=1"], ["--results", "elsewhere"],
     ["--point-duration", "3s"], ["--max-children", "4"], ["--stop-signal", "QUIT"], ["gunicorn", "app:app"],
+    ["--threads", "4"],
     ["--listen", "127.0.0.2"], ["--allow-remote"],
 ])
 def test_resume_takes_no_other_option(cwd: Path, tmp_path: Path, extra: list[str]) -> None:

@@ -216,6 +216,7 @@ COMMAND = GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"\n', 'adapter 
     (COMMAND, 'label = "b"', 'label = "b"\npreload = false', 18, "variant[1].preload: preload is for gunicorn, "
                                                                   "starman, puma, unicorn and uwsgi only"),
     (GOOD, "workers = 2", "workers = 2\nstop_signal = \"INT\"", 7, "server.stop_signal: unknown key"),
+    (GOOD, "workers = 2", "workers = 2\nthreads = 4", 7, "server.threads: threads is for puma only"),
     (GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"\n', 'adapter = "url"\n'), "workers = 2",
      "preload = true", 5, "server.preload: with adapter 'url' pounder starts no server: preload would change nothing"),
 ])
@@ -251,6 +252,24 @@ def test_every_server_takes_its_target_from_the_file(tmp_path: Path, server: str
     assert getattr(spec, field) == value
     assert spec.preload is (True if "preload = true" in server else None)
     assert spec.root == (APPS / "php" if "root" in server else None)
+    assert spec.threads is None
+
+
+@pytest.mark.parametrize(("given", "stored"), [("4", "4,4"), ('"1,4"', "1,4"), ('"2:2"', "2,2")])
+def test_puma_threads_from_the_file(tmp_path: Path, given: str, stored: str) -> None:
+    path = tmp_path / "e.toml"
+    path.write_text(GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"',
+                                 f'adapter = "puma"\nrackup = "{APPS / "rack_app.ru"}"\nthreads = {given}'))
+    assert load_experiment(path).server.threads == stored
+
+
+@pytest.mark.parametrize("given", ['"4,1"', "0", "true", "[1, 4]"])
+def test_bad_puma_threads_in_the_file_are_named(tmp_path: Path, given: str) -> None:
+    path = tmp_path / "e.toml"
+    path.write_text(GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"',
+                                 f'adapter = "puma"\nrackup = "{APPS / "rack_app.ru"}"\nthreads = {given}'))
+    with pytest.raises(ExperimentError, match=r"e.toml:\d+: server.threads: "):
+        load_experiment(path)
 
 
 def test_a_root_that_is_not_a_directory_is_named(tmp_path: Path) -> None:

@@ -33,8 +33,9 @@ def test_registered_by_kind_with_the_rackup_as_target() -> None:
     assert TARGET_FIELDS["puma"] == TARGET_FIELDS["unicorn"] == "rackup"
     for cls in RUBY:
         assert cls.request_limit is False and cls.preload_toggle is True
-        assert cls.options == frozenset({"preload", "env"})
         assert set(cls.names) == {"max_clients", "max_requests", "start_servers", "min_spare", "max_spare", "preload"}
+    assert PumaAdapter.options == frozenset({"preload", "env", "threads"})
+    assert UnicornAdapter.options == frozenset({"preload", "env"})
     assert PumaAdapter.names["max_clients"] == "workers" and PumaAdapter.names["preload"] == "preload_app!"
     assert UnicornAdapter.names["max_clients"] == "worker_processes"
     assert refused_option("puma", "pythonpath").startswith("--pythonpath is for gunicorn")
@@ -47,10 +48,49 @@ def test_preload_defaults_to_the_servers_own_and_round_trips(kind: str) -> None:
     adapter = make_adapter(kind, RACK_APP, preload=True, env={"APP_DATA_MB": "40"}, extra_args=("-q",))
     plain = adapter.to_dict()
     assert plain == {"kind": kind, "rackup": str(RACK_APP), "preload": True, "env": {"APP_DATA_MB": "40"},
-                     "extra_args": ["-q"]}
+                     "extra_args": ["-q"], **({"threads": [1, 1]} if kind == "puma" else {})}
     again = adapter_from_dict(json.loads(json.dumps(plain)), check=True)
     assert type(again) is type(adapter) and again.to_dict() == plain and again.describe() == adapter.describe()
     assert adapter.input_files() == [("rackup file", str(RACK_APP))]
+
+
+@pytest.mark.parametrize(("given", "threads"), [
+    (None, (1, 1)), ("4", (4, 4)), ("1,4", (1, 4)), ("0:8", (0, 8)), (" 2 , 2 ", (2, 2)), (3, (3, 3)),
+    ((1, 2), (1, 2)), ([2, 6], (2, 6)),
+])
+def test_puma_threads_round_trip_and_are_rendered(given: Any, threads: tuple[int, int]) -> None:
+    """--threads N is Puma's -t N (threads N, N); MIN,MAX as its own; stored as [MIN, MAX], and
+    a run stored before --threads existed (no key) is threads 1, 1."""
+    adapter = make_adapter("puma", RACK_APP, threads=given)
+    assert isinstance(adapter, PumaAdapter) and adapter.threads == threads
+    plain = adapter.to_dict()
+    assert plain["threads"] == list(threads)
+    again = adapter_from_dict(json.loads(json.dumps(plain)), check=True)
+    assert isinstance(again, PumaAdapter) and again.threads == threads and again.to_dict() == plain
+    old = {key: value for key, value in plain.items() if key != "threads"}
+    assert adapter_from_dict(old).to_dict()["threads"] == [1, 1]
+    text = adapter.render(PoolParams(3))
+    assert f"threads {threads[0]}, {threads[1]}" in text.splitlines()
+    assert f"threads {threads[0]},{threads[1]}" in adapter.describe()
+    server = adapter.server(PoolParams(2), Path("/nonexistent"))
+    assert server.settings.threads == threads  # type: ignore[attr-defined]  # what the pools are measured with
+
+
+@pytest.mark.parametrize("bad", ["0", "4,2", "a", "1,2,3", "", "-1,2", "1,2000", 0, True, 2.5, [1], [1, 2, 3],
+                                 ["1", "2"]])
+def test_bad_puma_threads_are_one_line_before_anything_starts(bad: Any) -> None:
+    with pytest.raises(UsageError) as caught:
+        make_adapter("puma", RACK_APP, threads=bad)
+    message = str(caught.value)
+    assert message.startswith("puma: threads must be N or MIN,MAX with 0 <= MIN <= MAX and 1 <= MAX <= 1024, not ")
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("kind", [kind for kind in ADAPTERS if kind != "puma"])
+def test_threads_are_puma_only(kind: str) -> None:
+    assert refused_option(kind, "threads") == "--threads is for puma only"
+    assert refused_option(kind, "threads", called="threads") == "threads is for puma only"
+    assert refused_option("puma", "threads") is None
 
 
 def test_relative_rackup_is_made_absolute(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -62,9 +102,10 @@ def test_puma_render_is_a_config_file_and_its_command_line() -> None:
     adapter = PumaAdapter(RACK_APP, env={"APP_DATA_MB": "40"})
     text = adapter.render(PoolParams(3, preload=True))
     lines = text.splitlines()
-    assert lines[:6] == ["# puma.rb", "workers 3", "threads 1, 1", "preload_app! true", 'environment "production"',
-                         lines[5]]
-    assert lines[5].startswith("# bind: yours")
+    assert lines[:7] == ["# puma.rb", "workers 3", "threads 1, 1", "preload_app! true", 'environment "production"',
+                         "# threads 1, 1: as measured, one request per worker at a time (pounder tune --threads N "
+                         "measures N)", lines[6]]
+    assert lines[6].startswith("# bind: yours")
     assert lines[-1] == f"env APP_DATA_MB=40 puma -C puma.rb {RACK_APP}"
     assert "preload_app! false" in adapter.render(PoolParams(3))  # the adapter's own: off
     assert "requests per worker" not in text

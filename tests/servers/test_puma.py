@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import psutil
 import pytest
 
 from pounder import PounderError, UsageError
+from pounder.pool import QueueWatch
 from pounder.servers import (
     PumaServer,
     PumaSettings,
@@ -43,6 +45,9 @@ def test_config_and_command_are_pure() -> None:
         'environment "production"', 'pidfile "/w/run/puma.pid"',
         'activate_control_app "unix://run/ctl.sock", { no_token: true }']
     assert "bind" not in render_puma_config(PumaSettings(workers=1), port=None)
+    assert "worker_check_interval" not in text  # the user's: Puma's default
+    assert "worker_check_interval 1" in render_puma_config(settings, port=1, check_interval_s=1).splitlines()
+    assert "threads 0, 4" in render_puma_config(PumaSettings(threads=(0, 4)), port=None).splitlines()
     assert "silence_single_worker_warning" in render_puma_config(PumaSettings(workers=1), port=None)
     assert 'pidfile "/a\\#{x}\\"b"' in render_puma_config(settings, port=1, pidfile='/a#{x}"b')  # no interpolation
     assert puma_command(settings, config=Path("/w/puma.rb"), rackup=Path("/app/config.ru")) == [
@@ -71,6 +76,77 @@ def test_starts_exactly_its_workers_as_children_and_stops(puma: MakePuma) -> Non
     stop_and_check(srv)
 
 
+SLEEP_MS = 1500
+"""Longer than a check-in interval (CHECK_INTERVAL_S): a worker reports itself during the sleeps."""
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_threads_serve_that_many_requests_at_once_in_one_worker(puma: MakePuma, threads: int) -> None:
+    """One worker and 4 clients asking for /sleep at once: with threads 4 the worker holds all 4
+    at once (Puma's own count at a check-in during the sleeps, and the status change pounder stores
+    for the load); with threads 1 it serves them one after the other (the k-th answer comes at
+    least k sleeps after they were sent)."""
+    srv = puma(workers=1, threads=(threads, threads))
+    assert srv.settings.threads == (threads, threads)
+    assert "worker_check_interval 1" in srv.config_file.read_text().splitlines()
+    wait_checked_in(srv)
+    answers: list[tuple[float, str]] = []
+    sent = time.monotonic()
+
+    def ask() -> None:
+        body = get(f"{srv.url}/sleep?ms={SLEEP_MS}", timeout_s=60)
+        answers.append((time.monotonic() - sent, body))
+
+    with QueueWatch(srv.port, srv.host, status=srv.status_counters) as watch:
+        clients = [threading.Thread(target=ask) for _ in range(4)]
+        for client in clients:
+            client.start()
+        for client in clients:
+            client.join()
+    assert len(answers) == 4 and len({fields(body)["pid"] for _, body in answers}) == 1
+    status = watch.server_status
+    assert status is not None and status["booted_workers"] == 1 and status["threads"] == threads
+    # every worker checked in during the load (it lasts 1.5 s at least, they check in every second)
+    assert status["busy_threads"] == threads and status["backlog"] == 0, status
+    if threads == 1:
+        done = sorted(at for at, _ in answers)
+        assert all(at >= (k + 1) * SLEEP_MS / 1000 for k, at in enumerate(done)), done
+
+
+def wait_checked_in(srv: PumaServer) -> None:
+    """Until every worker has reported itself at a check-in."""
+    deadline = time.monotonic() + 20
+    while not all(w.booted and w.max_threads for w in srv.stats().worker_status):
+        assert time.monotonic() < deadline, srv.stats()
+        time.sleep(0.1)
+
+
+def test_status_counters_say_when_the_workers_checked_in(puma: MakePuma) -> None:
+    srv = puma(workers=2, threads=(1, 2))
+    wait_checked_in(srv)
+    first = srv.status_counters()  # a first check-in may come while the readiness probe is served
+    assert first is not None
+    deadline = time.monotonic() + 20
+    while (before := srv.status_counters()) is None or not all(
+            before[key] > first[key] for key in first if key.startswith("checkin:")):
+        assert time.monotonic() < deadline, before
+        time.sleep(0.2)
+    assert (before["booted_workers"], before["max_threads"], before["backlog"]) == (2, 4, 0)
+    assert before["pool_capacity"] == 4  # idle: every thread free (or not yet spawned)
+    checkins = {key: at for key, at in before.items() if key.startswith("checkin:")}
+    assert sorted(checkins) == sorted(f"checkin:{pid}" for pid in srv.children())
+    assert all(time.time() - 5 <= at <= time.time() + 1 for at in checkins.values())
+    for _ in range(4):
+        get(srv.url + "/")
+    deadline = time.monotonic() + 20  # counted at the next check-ins (the readiness probe's too)
+    while (now := srv.status_counters()) is None or now["requests_count"] < 4:
+        assert time.monotonic() < deadline, now
+        time.sleep(0.2)
+    assert all(now[key] >= at for key, at in checkins.items())
+    srv.stop()
+    assert srv.status_counters() is None
+
+
 def test_control_app_stats_name_every_worker(tmp_path: Path) -> None:
     if puma_missing():
         pytest.skip(str(puma_missing()))
@@ -88,7 +164,7 @@ def test_control_app_stats_name_every_worker(tmp_path: Path) -> None:
         assert sorted(w.index for w in stats.worker_status) == [0, 1]
         for _ in range(6):
             get(srv.url + "/")
-        deadline = time.monotonic() + 20  # each worker reports at its check-in, every 5 s
+        deadline = time.monotonic() + 20  # each worker reports at its check-in (every second here)
         while sum(w.requests_count for w in puma_stats(srv.control_socket).worker_status) < 6:
             assert time.monotonic() < deadline, puma_stats(srv.control_socket)
             time.sleep(0.5)

@@ -55,8 +55,8 @@ TUNE_HELP = "\n\n".join([
     "SERVER TARGET is one of: " + ", ".join(f"{kind} {cls.target_form}" for kind, cls in ADAPTERS.items()) + ". "
     "Apache's configuration and php-fpm's pool file are yours: pounder runs a copy with what it sets replaced "
     "(Listen, PidFile, the five directives and their kin; listen and pm.*), php-fpm behind an nginx front it starts "
-    "too (--root DOCROOT); gunicorn runs sync workers, Puma threads 1,1; command runs any server, with {port}, "
-    "{workers} and {max_requests} in the command.",
+    "too (--root DOCROOT); gunicorn runs sync workers, Puma threads 1,1 (--threads for more); command runs any "
+    "server, with {port}, {workers} and {max_requests} in the command.",
     "Steps: child sizes after warm-up and after K requests each; the memory bound (RAM - shared) / child USS; "
     "a sweep of the number of children; a MaxRequestsPerChild sweep; a step from idle to full load for the spare "
     "servers (" + ", ".join(cls.who for cls in ADAPTERS.values() if cls.on_demand) + "). Every point is written "
@@ -89,6 +89,7 @@ PRELOAD = typer.Option("--preload/--no-preload", rich_help_panel=_SERVER, show_d
                        help=SERVER_OPTIONS["preload"].help)
 ENV = _server_option("env")
 ROOT = _server_option("root")
+THREADS = _server_option("threads")
 STOP_SIGNAL = _server_option("stop_signal")
 PATH = option("--path", panel=_RUN, metavar="PATH", help="What each request asks for (default /).")
 RESULTS = option("--results", panel=_RUN, metavar="DIR", help=(
@@ -168,20 +169,21 @@ def _env(items: list[str] | None) -> dict[str, str]:
 
 
 def _adapter(server: str | None, target: str | None, *, pythonpath: str | None, preload: bool | None,
-             env: dict[str, str], stop_signal: str | None, root: str | None) -> Adapter:
+             env: dict[str, str], stop_signal: str | None, root: str | None, threads: str | None = None) -> Adapter:
     if server is None or target is None:
         raise UsageError("give SERVER TARGET (e.g. 'gunicorn app:app' or 'apache httpd.conf'), --demo or --resume DIR")
     if server not in KINDS:
         raise UsageError(f"unknown server {server!r}: use one of {', '.join(KINDS)}")
     given = {"stop_signal": stop_signal is not None, "pythonpath": pythonpath is not None,
-             "preload": preload is not None, "env": bool(env), "root": root is not None}
+             "preload": preload is not None, "env": bool(env), "root": root is not None,
+             "threads": threads is not None}
     for name in (name for name, is_given in given.items() if is_given):
         refused = refused_option(server, name)
         if refused:
             raise UsageError(refused)
     stop = stop_signal or str(SERVER_OPTIONS["stop_signal"].default)
     return make_adapter(server, target, pythonpath=pythonpath, preload=preload, env=env, stop_signal=stop, root=root,
-                        check=False)  # checked in _plan, after the options
+                        threads=threads, check=False)  # checked in _plan, after the options
 
 
 def _int(text: str | None, what: str) -> int | None:
@@ -211,6 +213,7 @@ def tune_command(
     env: Annotated[list[str] | None, ENV] = None,
     stop_signal: Annotated[str | None, STOP_SIGNAL] = None,
     root: Annotated[str | None, ROOT] = None,
+    threads: Annotated[str | None, THREADS] = None,
     path: Annotated[str, PATH] = "/",
     results: Annotated[str | None, RESULTS] = None,
     resume_dir: Annotated[str | None, RESUME] = None,
@@ -243,7 +246,8 @@ def tune_command(
     agents_per_node: Annotated[int | None, AGENTS_PER_NODE] = None,
 ) -> int:
     where, go, inputs = _plan(server, target, pythonpath=pythonpath, preload=preload, env=env, stop_signal=stop_signal,
-                      root=root, path=path, results=results, resume_dir=resume_dir, demo=demo, quick=quick,
+                      root=root, threads=threads, path=path, results=results, resume_dir=resume_dir, demo=demo,
+                      quick=quick,
                       point_duration=point_duration, requests_per_child=requests_per_child,
                       measure_children=measure_children, max_children=max_children, mrpc=mrpc, ram=ram,
                       clients=clients, p99=p99,
@@ -308,13 +312,13 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
           measure_children: str | None, max_children: str | None, mrpc: str | None, ram: str | None,
           clients: str | None, p99: str | None,
           traffic: Traffic | None = None, sender: Sender | None = None,
-          root: str | None = None) -> tuple[str, Go, list[tuple[str, str]]]:
+          root: str | None = None, threads: str | None = None) -> tuple[str, Go, list[tuple[str, str]]]:
     """Check every input (UsageError before anything starts); return the results directory, the
     function that runs and the user's files the server reads (no output may overwrite them).
     ``sender``: what sends the measured loads (also when resuming)."""
     traffic = traffic or Traffic()
     if resume_dir is not None:
-        given = [server, target, pythonpath, preload, env, stop_signal, root, results, point_duration,
+        given = [server, target, pythonpath, preload, env, stop_signal, root, threads, results, point_duration,
                  requests_per_child, measure_children, max_children, mrpc, ram, clients, p99, *traffic.given()]
         if demo or quick or path != "/" or any(v is not None and v != [] for v in given):
             raise UsageError("--resume DIR takes no other option (but --ray, --agents, --agents-per-node): the run "
@@ -332,8 +336,10 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
     if demo:
         if server is not None or target is not None:
             raise UsageError("--demo takes no SERVER TARGET")
-        if pythonpath is not None or preload is not None or env or stop_signal is not None or root is not None:
-            raise UsageError("--demo takes no server option (--pythonpath, --preload, --env, --stop-signal, --root)")
+        if pythonpath is not None or preload is not None or env or stop_signal is not None or root is not None \
+                or threads is not None:
+            raise UsageError("--demo takes no server option (--pythonpath, --preload, --env, --stop-signal, --root, "
+                             "--threads)")
         adapter: Adapter = demo_adapter()
         ram = ram or "512M"
         # short enough for a first look (under 3 minutes on 2 cores), every decision still from trials
@@ -342,7 +348,7 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
         mrpc = mrpc or "0,1000,100"
     else:
         adapter = _adapter(server, target, pythonpath=pythonpath, preload=preload, env=_env(env),
-                           stop_signal=stop_signal, root=root)
+                           stop_signal=stop_signal, root=root, threads=threads)
     options = make_options(path=path, ram=ram, clients=_int(clients, "--clients"), p99=p99, quick=quick,
                            point_duration=point_duration,
                            requests_per_child=_int(requests_per_child, "--requests-per-child"),

@@ -47,7 +47,7 @@ from pounder._files import SMALL_LIMIT, check_input_file
 from pounder._units import plain
 from pounder.compare import MAX_TRIALS, MAX_VARIANTS, MIN_TRIALS, check_label
 from pounder.load import LoadOptions, NotLoopbackError, parse_url, resolve
-from pounder.pool import KINDS, TARGET_FIELDS, refused_option
+from pounder.pool import KINDS, TARGET_FIELDS, puma_threads, refused_option
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -80,6 +80,8 @@ class ServerSpec:
     command: str | None = None
     rackup: Path | None = None
     root: Path | None = None
+    threads: str | None = None
+    """Puma's threads ("N" or "MIN,MAX"; None: 1,1)."""
     preload: bool | None = None
     """None: the server's own default (uWSGI preloads, gunicorn does not)."""
     workers: int = 4
@@ -279,7 +281,7 @@ def _check_load(r: _Reader, key: str, load: LoadSpec) -> None:
         raise r.fail(key, str(error)) from None
 
 
-_SERVER_KEYS = {"pythonpath", "preload", "env", "root"}
+_SERVER_KEYS = {"pythonpath", "preload", "env", "root", "threads"}
 """The server options an experiment file's [server] may give (of those some servers take)."""
 
 
@@ -367,6 +369,12 @@ def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
 
     pythonpath = r.get(server_data, "server", "pythonpath", str)
     root = r.get(server_data, "server", "root", str)
+    threads = r.get(server_data, "server", "threads", (str, int))
+    if threads is not None:
+        try:
+            threads = "{},{}".format(*puma_threads(threads))
+        except UsageError as error:
+            raise r.fail("server.threads", str(error)) from None
     if root is not None and not (base / root).is_dir():
         raise r.fail("server.root", f"no such directory {root} (paths are relative to the experiment file)")
     target = TARGET_FIELDS.get(adapter)  # none for "url"
@@ -378,6 +386,7 @@ def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
         **what,
         pythonpath=str((base / pythonpath).resolve()) if pythonpath is not None else None,
         root=(base / root).resolve() if root is not None else None,
+        threads=threads,
         preload=r.get(server_data, "server", "preload", bool),
         workers=r.count(server_data, "server", "workers", 1, 1024, default=4) or 4,
         max_requests=r.count(server_data, "server", "max_requests", 0, 10**9, default=0) or 0,

@@ -56,7 +56,8 @@ def _adapter(exp: Experiment, variant: VariantSpec) -> Adapter:
     target = getattr(server, TARGET_FIELDS[server.adapter])
     return make_adapter(server.adapter, target, pythonpath=server.pythonpath,
                         preload=server.preload if variant.preload is None else variant.preload,
-                        env={**server.env, **variant.env}, extra_conf=variant.config, root=server.root)
+                        env={**server.env, **variant.env}, extra_conf=variant.config, root=server.root,
+                        threads=server.threads)
 
 
 @public

@@ -52,6 +52,7 @@ from pounder.pool._adapters import (
     refused_option,
 )
 from pounder.pool._cpus import check_cpus, split_cpus
+from pounder.pool._puma import puma_threads
 from pounder.pool._queue import QueueWatch, status_change
 from pounder.pool._runner import WARM_FAILING_ROUNDS, MemoryFloorError, Runner, Warmed
 from pounder.pool._sizes import child_sizes, child_statm, growth_per_request, pool_memory
@@ -106,6 +107,7 @@ __all__ = [
     "own_name",
     "refused_option",
     "pool_memory",
+    "puma_threads",
     "split_cpus",
     "status_change",
     "write_file",

@@ -46,6 +46,10 @@ SERVER_OPTIONS: Mapping[str, ServerOption] = {option.name: option for option in 
     ServerOption("root", "--root", "DIR", (
         "php-fpm: the document root of the PHP scripts (the front's root: a request for /x.php runs DIR/x.php)."),
         None),
+    ServerOption("threads", "--threads", "N|MIN,MAX", (
+        "Puma: the threads of each worker (threads MIN, MAX; N is N,N). Default 1,1: one request per worker, as the "
+        "other pre-fork servers; a run with 4 measures the pools with threads 4,4, to compare with a run with 1."),
+        None),
     ServerOption("stop_signal", "--stop-signal", "SIG",
                  "command: the signal that stops the server gracefully (default TERM).", "TERM"),
 )}

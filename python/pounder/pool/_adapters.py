@@ -65,17 +65,18 @@ def refused_option(kind: str, name: str, called: str | None = None) -> str | Non
 def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath: str | None = None,
                  preload: bool | None = None, root: str | os.PathLike[str] | None = None,
                  env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),
-                 stop_signal: str = "TERM", extra_conf: str = "", perl_handlers: Mapping[str, str] | None = None,
+                 threads: Any = None, stop_signal: str = "TERM", extra_conf: str = "",
+                 perl_handlers: Mapping[str, str] | None = None,
                  startup_pl: str | os.PathLike[str] | None = None,
                  perl_lib: str | os.PathLike[str] | None = None, check: bool = True) -> Adapter:
     """The adapter of server ``kind`` (one of :data:`KINDS`) for ``target``: the apache
     configuration file (None: handlers given directly), the gunicorn ``module:callable``, the
     Starman PSGI file, or the command. Options a kind does not use are ignored (Apache takes its
     environment and preloading from its configuration); ``preload`` None is the server's own
-    default. ``check``: :meth:`Adapter.check` that
+    default, as ``threads`` None (Puma's threads, "N" or "MIN,MAX": 1,1). ``check``: :meth:`Adapter.check` that
     what it names is there (False: only describe a stored run)."""
     adapter = _build_adapter(kind, target, pythonpath=pythonpath, preload=preload, root=root, env=env,
-                             extra_args=extra_args,
+                             extra_args=extra_args, threads=threads,
                              stop_signal=stop_signal, extra_conf=extra_conf, perl_handlers=perl_handlers,
                              startup_pl=startup_pl, perl_lib=perl_lib)
     if check:
@@ -85,7 +86,8 @@ def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath
 
 def _build_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath: str | None, preload: bool | None,
                    root: str | os.PathLike[str] | None,
-                   env: Mapping[str, str] | None, extra_args: tuple[str, ...], stop_signal: str, extra_conf: str,
+                   env: Mapping[str, str] | None, extra_args: tuple[str, ...], threads: Any, stop_signal: str,
+                   extra_conf: str,
                    perl_handlers: Mapping[str, str] | None, startup_pl: str | os.PathLike[str] | None,
                    perl_lib: str | os.PathLike[str] | None) -> Adapter:
     if not isinstance(kind, str) or kind not in ADAPTERS:
@@ -103,7 +105,8 @@ def _build_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpa
     if kind == "uwsgi":
         return UwsgiAdapter(target, pythonpath=pythonpath, env=env, extra_args=extra_args, **preloading)
     if kind == "puma":
-        return PumaAdapter(target, env=env, extra_args=extra_args, **preloading)
+        return PumaAdapter(target, env=env, extra_args=extra_args, **preloading,
+                           **({} if threads is None else {"threads": threads}))
     if kind == "unicorn":
         return UnicornAdapter(target, env=env, extra_args=extra_args, **preloading)
     if kind == "php-fpm":
@@ -125,7 +128,7 @@ def adapter_from_dict(data: Mapping[str, Any], *, check: bool = False) -> Adapte
     try:
         target = data.get("conf") if kind == "apache" else str(data[TARGET_FIELDS[kind]])
         return make_adapter(kind, target, pythonpath=data.get("pythonpath"), preload=bool(data.get("preload")),
-                            root=data.get("root"),
+                            root=data.get("root"), threads=data.get("threads"),
                             env=_env(data), extra_args=tuple(data.get("extra_args") or ()),
                             stop_signal=str(data.get("stop_signal") or "TERM"),
                             extra_conf=str(data.get("extra_conf") or ""),

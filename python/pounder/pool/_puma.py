@@ -1,12 +1,15 @@
-"""Puma (cluster mode, one thread per worker) serving a Rack application as a pool under test."""
+"""Puma (cluster mode, one thread per worker unless ``threads`` says otherwise) serving a Rack
+application as a pool under test."""
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from pounder._errors import public
+from pounder._errors import UsageError, public
 from pounder._units import MIB, mib_unit
 from pounder.pool._adapter import ChildLimit, PoolParams, _env_prefix
 from pounder.pool._rack import RackAdapter
@@ -19,12 +22,37 @@ from pounder.servers import (
     render_puma_config,
 )
 
+MAX_THREADS = 1024
+_THREADS = re.compile(r"^\s*(\d{1,4})\s*(?:[,:]\s*(\d{1,4})\s*)?$")
+
+
+@public
+def puma_threads(value: Any) -> tuple[int, int]:
+    """Puma's ``threads MIN, MAX`` from ``value``: "N" (N,N, as ``puma -t N``), "MIN,MAX" (or
+    Puma's "MIN:MAX"), an int or a pair of ints; :class:`~pounder.UsageError` in one line unless
+    0 <= MIN <= MAX, 1 <= MAX <= :data:`MAX_THREADS`."""
+    pair: tuple[Any, ...]
+    if isinstance(value, str):
+        match = _THREADS.match(value)
+        pair = (int(match[1]), int(match[2] or match[1])) if match else ()
+    elif isinstance(value, int) and not isinstance(value, bool):
+        pair = (value, value)
+    elif isinstance(value, (list, tuple)) and len(value) == 2:
+        pair = tuple(value)
+    else:
+        pair = ()
+    if len(pair) != 2 or not all(isinstance(n, int) and not isinstance(n, bool) for n in pair) \
+            or not 0 <= pair[0] <= pair[1] or not 1 <= pair[1] <= MAX_THREADS:
+        raise UsageError(f"puma: threads must be N or MIN,MAX with 0 <= MIN <= MAX and 1 <= MAX <= {MAX_THREADS}, "
+                         f"not {value!r}")
+    return int(pair[0]), int(pair[1])
+
 
 @public
 class PumaAdapter(RackAdapter):
     """Puma 5 in cluster mode serving the Rack application in ``rackup`` (a config.ru), with
-    ``threads 1, 1`` (one request per worker, as the other pre-fork servers) in the production
-    environment.
+    ``threads`` (MIN, MAX: default 1, 1, one request per worker, as the other pre-fork servers; see
+    :func:`puma_threads`) in the production environment.
 
     ``preload``: ``preload_app!`` (load the application in the master before forking). Default
     False, as Puma 5.6 runs a configuration file that sets ``workers``: its own default turns
@@ -42,17 +70,30 @@ class PumaAdapter(RackAdapter):
     names: ClassVar[Mapping[str, str]] = {
         "max_clients": "workers", "max_requests": "-", "start_servers": "-",
         "min_spare": "-", "max_spare": "-", "preload": "preload_app!"}
+    options = frozenset({"preload", "env", "threads"})
+
+    def __init__(self, rackup: str | os.PathLike[str], *, preload: bool = False,
+                 env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),
+                 threads: Any = (1, 1)) -> None:
+        super().__init__(rackup, preload=preload, env=env, extra_args=extra_args)
+        self.threads = puma_threads(threads)
 
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
                keepalive: bool = False, host: str = HOST) -> ManagedServer:
         """Puma keeps connections alive on its own (``keepalive`` is not a setting of it)."""
         self.refuse_request_limit(params)
-        return PumaServer(workdir, self.rackup, workers=params.max_clients, preload_app=self.with_preload(params),
-                          env=self.env, extra_args=self.extra_args, cpus=cpus, host=host)
+        return PumaServer(workdir, self.rackup, workers=params.max_clients, threads=self.threads,
+                          preload_app=self.with_preload(params), env=self.env, extra_args=self.extra_args, cpus=cpus,
+                          host=host)
 
     def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
-        settings = PumaSettings(workers=params.max_clients, preload_app=self.with_preload(params))
+        settings = PumaSettings(workers=params.max_clients, threads=self.threads,
+                                preload_app=self.with_preload(params))
+        low, high = self.threads
         lines = ["# puma.rb", render_puma_config(settings, port=None).rstrip("\n"),
+                 f"# threads {low}, {high}: as measured, "
+                 + ("one request per worker at a time (pounder tune --threads N measures N)" if high == 1 else
+                    f"up to {high} requests per worker at a time (pounder's default: 1, 1, as a pre-fork server)"),
                  f"# bind: yours (Puma's default is tcp://0.0.0.0:9292); pounder measured with a backlog of "
                  f"{settings.backlog}, Puma's default"]
         if params.max_requests:
@@ -79,5 +120,10 @@ class PumaAdapter(RackAdapter):
             f"    PumaWorkerKiller.config {{ |c| c.ram = {total // MIB}; c.frequency = 5; c.percent_usage = 1.0 }}",
             "    PumaWorkerKiller.start", "  end"])
 
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "threads": list(self.threads)}
+
     def describe(self) -> str:
-        return f"Puma (cluster, threads 1,1) serving {self.rackup}{' with preload_app!' if self.preload else ''}"
+        low, high = self.threads
+        preloading = " with preload_app!" if self.preload else ""
+        return f"Puma (cluster, threads {low},{high}) serving {self.rackup}{preloading}"

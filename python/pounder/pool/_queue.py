@@ -64,7 +64,26 @@ def status_change(before: Counters | None, after: Counters | None) -> dict[str, 
         out["listen_queue_errors"] = full[1] - full[0]
     out.update({key: int(after[name]) for name, key in (("workers", "workers"), ("busy workers", "busy_workers"))
                 if name in after})
+    out.update(_puma_change(before, after))
     return out
+
+
+def _puma_change(before: Counters, after: Counters) -> dict[str, int | None]:
+    """Puma's (its control app's ``/stats``, :meth:`~pounder.servers.PumaServer.status_counters`):
+    ``booted_workers`` right after the load (the master's count); ``threads``: its workers' threads;
+    ``busy_threads`` and ``backlog``: summed as the workers reported them at their last check-in
+    before the read after the load, when every worker checked in after the read before it (its
+    ``checkin:PID`` later than before, or a worker started meanwhile: a check-in during the load,
+    once a second), else None. Its ``requests_count`` is not a figure of the load: a worker's
+    count is as of its check-in, and the warm-up's last requests may come after the one before."""
+    if "pool_capacity" not in before or "pool_capacity" not in after:
+        return {}
+    checkins = [key for key in after if key.startswith("checkin:")]
+    fresh = bool(checkins) and all(int(after[key]) > int(before.get(key, 0)) for key in checkins)
+    threads = int(after["max_threads"])
+    return {"booted_workers": int(after["booted_workers"]), "threads": threads,
+            "busy_threads": max(0, threads - int(after["pool_capacity"])) if fresh else None,
+            "backlog": int(after["backlog"]) if fresh else None}
 
 
 @public

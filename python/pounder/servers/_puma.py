@@ -5,6 +5,11 @@ Verified on Puma 5.6.5: the master forks every worker itself (they are its direc
 owns the listening socket), and on SIGTERM it closes the listener, sends TERM to its workers and
 waits for (reaps) them before it exits (``Cluster#stop_workers``). Its control app is a thread of
 the master, not a process.
+
+A worker's figures in ``/stats`` (backlog, pool capacity, requests count) are what it last reported
+at its check-in, every ``worker_check_interval`` seconds (5 by default): pounder's own instances
+check in every second (:data:`CHECK_INTERVAL_S`: a line written to a pipe once a second, nothing
+else changes), and :meth:`PumaServer.status_counters` says when they checked in.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import signal
 import socket
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +32,9 @@ from pounder.servers._base import HOST, ManagedServer
 
 BACKLOG = 1024
 """The listen backlog of the generated ``bind`` (Puma's own default on Linux, written out)."""
+CHECK_INTERVAL_S = 1
+"""``worker_check_interval`` of the Puma instances pounder measures: each worker reports its
+figures to the master every second (Puma's default: 5)."""
 _SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes with its NUL
 _STATS_MAX_BYTES = 1 << 20
 
@@ -58,12 +67,12 @@ def ruby_string(text: str) -> str:
 
 @public
 def render_puma_config(settings: PumaSettings, *, port: int | None, host: str = HOST, pidfile: str | None = None,
-                       control_socket: str | None = None) -> str:
+                       control_socket: str | None = None, check_interval_s: int | None = None) -> str:
     """The Puma configuration file of a cluster (a pure function): ``bind`` to ``host``:``port``
     with the backlog (no ``bind`` for ``port`` None: the user's own), ``workers``, ``threads``,
     ``preload_app!`` written out either way (Puma 5.6's default follows WEB_CONCURRENCY, not
     ``workers``), the production environment; ``pidfile`` and ``control_socket`` (the control app
-    on that Unix socket, without a token: ``/stats``) when given."""
+    on that Unix socket, without a token: ``/stats``) and ``worker_check_interval`` when given."""
     settings.validate()
     low, high = settings.threads
     lines = [
@@ -77,6 +86,8 @@ def render_puma_config(settings: PumaSettings, *, port: int | None, host: str = 
         lines.append(f"pidfile {ruby_string(pidfile)}")
     if control_socket is not None:
         lines.append(f"activate_control_app {ruby_string('unix://' + control_socket)}, {{ no_token: true }}")
+    if check_interval_s is not None:
+        lines.append(f"worker_check_interval {int(check_interval_s)}")
     if settings.workers == 1:
         lines.append("silence_single_worker_warning")
     return "\n".join(lines) + "\n"
@@ -147,6 +158,15 @@ class PumaStats:
         return cls(workers=int(data["workers"]), booted_workers=int(data.get("booted_workers", 0)),
                    old_workers=int(data.get("old_workers", 0)), phase=int(data.get("phase", 0)),
                    worker_status=tuple(PumaWorkerStats.from_dict(w) for w in data["worker_status"]))
+
+
+def _epoch(checkin: str) -> int:
+    """Puma's ``last_checkin`` ("2026-11-26T10:25:50Z", UTC) in whole seconds since the epoch (0
+    when it is not such a time)."""
+    try:
+        return int(datetime.strptime(checkin, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp())
+    except ValueError:
+        return 0
 
 
 class _UnixHTTPConnection(http.client.HTTPConnection):
@@ -239,6 +259,26 @@ class PumaServer(ManagedServer):
         """The control app's ``/stats`` now (:func:`puma_stats`)."""
         return puma_stats(self.control_socket, timeout_s)
 
+    def status_counters(self) -> dict[str, int] | None:
+        """Puma's own figures in the control app's ``/stats``, read now (None when it does not
+        answer): ``booted_workers`` (the master's own count, exact now); summed over the workers as
+        each last reported them at its check-in (every :data:`CHECK_INTERVAL_S` s): ``backlog``
+        (requests a worker accepted that wait for a thread), ``pool_capacity`` (requests it could
+        take: idle threads and threads not yet spawned), ``max_threads``, ``requests_count``
+        (requests it began since it started, the one in progress included); ``checkin:PID``: when
+        the worker PID last checked in (whole seconds since the epoch, as Puma writes it; a worker
+        checks in at most once a second, so a later second is a later check-in)."""
+        try:
+            stats = self.stats()
+        except PounderError:
+            return None
+        workers = stats.worker_status
+        return {"booted_workers": stats.booted_workers, "backlog": sum(w.backlog for w in workers),
+                "pool_capacity": sum(w.pool_capacity for w in workers),
+                "max_threads": sum(w.max_threads for w in workers),
+                "requests_count": sum(w.requests_count for w in workers),
+                **{f"checkin:{w.pid}": _epoch(w.last_checkin) for w in workers}}
+
     def _environment(self) -> Mapping[str, str]:
         return {**os.environ, **self.env}
 
@@ -253,5 +293,5 @@ class PumaServer(ManagedServer):
         # relative to the workdir Puma runs in: an absolute socket path may be too long
         self.config_file.write_text(render_puma_config(
             self.settings, port=port, host=self.host, pidfile=str(self.pidfile),
-            control_socket=str(self.control_socket.relative_to(self.workdir))))
+            control_socket=str(self.control_socket.relative_to(self.workdir)), check_interval_s=CHECK_INTERVAL_S))
         return puma_command(self.settings, config=self.config_file, rackup=self.rackup, binary=self.binary)

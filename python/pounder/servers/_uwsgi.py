@@ -390,8 +390,9 @@ class UwsgiServer(ManagedServer):
     def status_counters(self) -> dict[str, int] | None:
         """uWSGI's own counters on its stats server, read now (None when it does not answer):
         ``requests``: its workers' requests summed (a worker's count is kept when it is replaced
-        or cheaped; reading the stats is no request); ``listen queue errors``: its master's
-        once-a-second checks that found the listen queue full (``listen``, 100 by default);
+        or cheaped; reading the stats is no request); ``listen queue errors``: its stats server's
+        ``listen_queue_errors`` (uWSGI 2.0.21 never counts it: its master logs "listen queue of
+        socket ... full" and the counter stays 0, measured with ``--listen 2`` and a queue of 3);
         ``workers``: workers running (not cheaped); ``busy workers``: of them, serving a request."""
         try:
             stats = self.stats()
