@@ -263,6 +263,24 @@ def test_puma_threads_from_the_file(tmp_path: Path, given: str, stored: str) -> 
     assert load_experiment(path).server.threads == stored
 
 
+def test_puma_variants_compare_threads_each_on_its_own_server(tmp_path: Path) -> None:
+    """threads in a [[variant]] (a server of its own: threads 1 against 4, interleaved); another
+    server's variant may not give it."""
+    path = tmp_path / "e.toml"
+    text = GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"',
+                        f'adapter = "puma"\nrackup = "{APPS / "rack_app.ru"}"\nthreads = 1')
+    text = text.replace('label = "b"', 'label = "b"\nthreads = "4"', 1)
+    path.write_text(text)
+    experiment = load_experiment(path)
+    assert experiment.server.threads == "1,1"
+    first, second = experiment.variants
+    assert (first.threads, second.threads) == (None, "4,4") and first.server_key() != second.server_key()
+    assert experiment.to_dict()["variants"][1]["threads"] == "4,4"
+    path.write_text(GOOD.replace('label = "b"', 'label = "b"\nthreads = 4', 1))
+    with pytest.raises(ExperimentError, match=r"e.toml:\d+: variant\[1\].threads: threads is for puma only"):
+        load_experiment(path)
+
+
 @pytest.mark.parametrize("given", ['"4,1"', "0", "true", "[1, 4]"])
 def test_bad_puma_threads_in_the_file_are_named(tmp_path: Path, given: str) -> None:
     path = tmp_path / "e.toml"

@@ -131,10 +131,13 @@ class VariantSpec:
     max_requests: int | None = None
     preload: bool | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    threads: str | None = None
+    """Puma's threads ("MIN,MAX"; None: the server's)."""
 
     def server_key(self) -> tuple[Any, ...]:
         """Variants with equal keys share one server."""
-        return (self.config, self.workers, self.max_requests, self.preload, tuple(sorted(self.env.items())))
+        return (self.config, self.workers, self.max_requests, self.preload, tuple(sorted(self.env.items())),
+                self.threads)
 
 
 @public
@@ -369,12 +372,7 @@ def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
 
     pythonpath = r.get(server_data, "server", "pythonpath", str)
     root = r.get(server_data, "server", "root", str)
-    threads = r.get(server_data, "server", "threads", (str, int))
-    if threads is not None:
-        try:
-            threads = "{},{}".format(*puma_threads(threads))
-        except UsageError as error:
-            raise r.fail("server.threads", str(error)) from None
+    threads = _threads(r, server_data, "server")
     if root is not None and not (base / root).is_dir():
         raise r.fail("server.root", f"no such directory {root} (paths are relative to the experiment file)")
     target = TARGET_FIELDS.get(adapter)  # none for "url"
@@ -415,10 +413,21 @@ def _loads(r: _Reader, data: dict[str, Any]) -> list[LoadSpec]:
     return loads
 
 
+def _threads(r: _Reader, data: Mapping[str, Any], table: str) -> str | None:
+    """Puma's ``threads`` of ``table`` as "MIN,MAX" (N or "MIN,MAX" in the file), None when not given."""
+    threads = r.get(data, table, "threads", (str, int))
+    if threads is None:
+        return None
+    try:
+        return "{},{}".format(*puma_threads(threads))
+    except UsageError as error:
+        raise r.fail(f"{table}.threads", str(error)) from None
+
+
 def _variants(r: _Reader, data: dict[str, Any], adapter: str) -> list[VariantSpec]:
     """The [[variant]] tables (two at least), each checked against the server's ``adapter``."""
     variants: list[VariantSpec] = []
-    allowed = {"label", "path", "url", "config", "workers", "max_requests", "preload", "env"}
+    allowed = {"label", "path", "url", "config", "workers", "max_requests", "preload", "env", "threads"}
     for key, item in r.tables(data, "variant", allowed):
         variant = VariantSpec(
             label=r.get(item, key, "label", str, required=True),
@@ -429,6 +438,7 @@ def _variants(r: _Reader, data: dict[str, Any], adapter: str) -> list[VariantSpe
             max_requests=r.count(item, key, "max_requests", 0, 10**9),
             preload=r.get(item, key, "preload", bool),
             env=r.env(item, key),
+            threads=_threads(r, item, key),
         )
         _check_variant(r, key, variant, adapter)
         if any(v.label == variant.label for v in variants):
@@ -461,6 +471,7 @@ def _check_variant(r: _Reader, key: str, variant: VariantSpec, adapter: str) -> 
     if variant.config and adapter != "apache":
         raise r.fail(f"{key}.config", "config lines are for the apache adapter")
     if adapter in TARGET_FIELDS:  # the options its adapter declares (see _server)
-        for name, given in (("preload", variant.preload is not None), ("env", bool(variant.env))):
+        for name, given in (("preload", variant.preload is not None), ("env", bool(variant.env)),
+                            ("threads", variant.threads is not None)):
             if given:
                 _refuse(r, key, adapter, name)

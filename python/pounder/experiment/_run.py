@@ -57,7 +57,7 @@ def _adapter(exp: Experiment, variant: VariantSpec) -> Adapter:
     return make_adapter(server.adapter, target, pythonpath=server.pythonpath,
                         preload=server.preload if variant.preload is None else variant.preload,
                         env={**server.env, **variant.env}, extra_conf=variant.config, root=server.root,
-                        threads=server.threads)
+                        threads=server.threads if variant.threads is None else variant.threads)
 
 
 @public
