@@ -42,7 +42,9 @@ def test_a_shell_wrapped_server_dies_with_the_process_that_started_it(tmp_path: 
         deadline = time.monotonic() + 60  # a loaded machine (tests on two workers) starts them slowly
         while len(processes_mentioning(marker)) < 4 and time.monotonic() < deadline:  # bash, the arbiter, 2 workers
             time.sleep(0.1)
-        assert len(processes_mentioning(marker)) >= 4, [p.cmdline() for p in processes_mentioning(marker)]
+        logs = "".join(path.read_text(errors="replace")[-3000:] for path in (tmp_path / "work").rglob("*.log"))
+        assert len(processes_mentioning(marker)) >= 4, ([(p.cmdline(), p.status()) for p in processes_mentioning(marker)],
+                                                        logs)
         starter.send_signal(getattr(signal, how))
         starter.wait(timeout=10)
         deadline = time.monotonic() + 5
