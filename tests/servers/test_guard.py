@@ -43,8 +43,8 @@ def test_a_shell_wrapped_server_dies_with_the_process_that_started_it(tmp_path: 
         while len(processes_mentioning(marker)) < 4 and time.monotonic() < deadline:  # bash, the arbiter, 2 workers
             time.sleep(0.1)
         logs = "".join(path.read_text(errors="replace")[-3000:] for path in (tmp_path / "work").rglob("*.log"))
-        assert len(processes_mentioning(marker)) >= 4, ([(p.cmdline(), p.status()) for p in processes_mentioning(marker)],
-                                                        logs)
+        running = [(p.cmdline(), p.status()) for p in processes_mentioning(marker)]
+        assert len(running) >= 4, (running, logs)
         starter.send_signal(getattr(signal, how))
         starter.wait(timeout=10)
         deadline = time.monotonic() + 5
