@@ -108,8 +108,8 @@ def test_tune_php_fpm_quick(tmp_path: Path) -> None:
     results = tmp_path / "results"
     done = subprocess.run(
         [sys.executable, "-m", "pounder", "tune", "php-fpm", str(POOL_CONF), "--root", str(PHP_APP),
-         "--path", "/index.php", "--quick", "--point-duration", "1s", "--mrpc", "0", "--max-children", "2",
-         "--measure-children", "2", "--requests-per-child", "50", "--no-confirm", "--results", str(results)],
+         "--path", "/index.php", "--quick", "--point-duration", "1s", "--mrpc", "0", "--max-children", "1",
+         "--measure-children", "1", "--requests-per-child", "50", "--no-confirm", "--results", str(results)],
         capture_output=True, text=True, timeout=TUNE_LIMIT_S, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert not processes_mentioning(str(results)), "a server process outlived pounder tune"
