@@ -3,10 +3,7 @@ pool file tests/apps/php/pool.conf: the generated files (pure functions), then t
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -31,7 +28,7 @@ from pounder.servers import (
     render_front_conf,
 )
 from support.leftovers import kill_leftovers, processes_mentioning
-from support.srvutil import REPO, get, smaps_kb, tree, wait_not_running
+from support.srvutil import REPO, get, smaps_kb, start_then_sigkill, tree, wait_not_running
 
 PHP_APP = REPO / "tests" / "apps" / "php"
 POOL_CONF = PHP_APP / "pool.conf"
@@ -343,19 +340,7 @@ time.sleep(60)
 
 @needs_phpfpm
 def test_pool_and_front_gone_when_the_starting_process_dies(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
-    proc = subprocess.Popen([sys.executable, "-c", _STARTER, str(tmp_path / "w"), str(POOL_CONF), str(PHP_APP)],
-                            stdout=subprocess.PIPE, env=env)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line, "the starter printed nothing"
-        pids = json.loads(line)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+    pids = start_then_sigkill([sys.executable, "-c", _STARTER, str(tmp_path / "w"), str(POOL_CONF), str(PHP_APP)])
     assert len(pids) == 5
     left = wait_not_running(pids, 15)
     kill_leftovers(str(tmp_path))

@@ -6,11 +6,9 @@ stripping) without a server."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -37,7 +35,15 @@ from pounder.servers import (
     uwsgi_target_is_ini,
 )
 from support.leftovers import kill_leftovers, processes_mentioning
-from support.srvutil import MB, REPO, fields, get, stop_and_check, wait_not_running, warm_every_child
+from support.srvutil import (
+    MB,
+    fields,
+    get,
+    start_then_sigkill,
+    stop_and_check,
+    wait_not_running,
+    warm_every_child,
+)
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
 MISSING = uwsgi_missing()
@@ -391,17 +397,7 @@ time.sleep(60)
 
 @needs_uwsgi
 def test_gone_when_the_starting_process_dies(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
-    proc = subprocess.Popen([sys.executable, "-c", _STARTER, str(tmp_path / "w"), str(APPS)], stdout=subprocess.PIPE,
-                            env=env)
-    try:
-        assert proc.stdout is not None
-        pids = json.loads(proc.stdout.readline())
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+    pids = start_then_sigkill([sys.executable, "-c", _STARTER, str(tmp_path / "w"), str(APPS)])
     assert len(pids) == 3
     left = wait_not_running(pids, 10)
     kill_leftovers(str(tmp_path))

@@ -5,7 +5,6 @@ workers read by pounder and again from /proc, and a server whose starting proces
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shlex
 import signal
@@ -22,7 +21,7 @@ import pytest
 from pounder.procs import snapshot
 from pounder.servers import ManagedServer
 from support.leftovers import kill_leftovers, processes_mentioning
-from support.srvutil import MB, REPO, fields, smaps_kb, wait_not_running, warm_every_child
+from support.srvutil import MB, fields, smaps_kb, start_then_sigkill, wait_not_running, warm_every_child
 
 RACK_APP = Path(__file__).resolve().parents[1] / "apps" / "rack_app.ru"
 START_TIMEOUT_S = 60.0  # a shared 2-core machine
@@ -89,19 +88,7 @@ time.sleep(60)
 def kill_starter_and_check(cls: type[ManagedServer], workdir: Path, timeout_s: float = 15.0) -> None:
     """A separate Python process starts a ``cls`` server and is SIGKILLed: the master and its
     workers must go away by themselves (the kernel sends the master its stop signal)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
-    proc = subprocess.Popen([sys.executable, "-c", _STARTER, cls.__name__, str(workdir), str(RACK_APP)],
-                            stdout=subprocess.PIPE, env=env)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line, "the starter process printed nothing"
-        pids = json.loads(line)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
+    pids = start_then_sigkill([sys.executable, "-c", _STARTER, cls.__name__, str(workdir), str(RACK_APP)])
     assert len(pids) == 3
     left = wait_not_running(pids, timeout_s)
     for pid in left:  # do not leave them behind even when failing

@@ -131,21 +131,29 @@ def warm_every_child(server: ManagedServer, path: str, attempts: int = 20) -> di
     raise AssertionError(f"children {sorted(children)} not all reached in {attempts} rounds: {sorted(answers)}")
 
 
-def kill_starter_and_check(kind: str, workdir: Path, timeout_s: float = 10.0) -> None:
-    """A separate Python process starts a ``kind`` server (see ``_starter``) and is SIGKILLed: the
-    server (parent and workers) must go away by itself (PR_SET_PDEATHSIG)."""
+def start_then_sigkill(argv: list[str]) -> list[int]:
+    """Run ``argv`` (a Python process that starts a server and prints its pids as a JSON list on its
+    first line, then waits), read the pids, and SIGKILL it: the pids, for the caller to check that
+    the server went away by itself."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "python"), str(REPO / "tests")])}
-    proc = subprocess.Popen([sys.executable, __file__, kind, str(workdir)], stdout=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, env=env)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert line, "the starter process printed nothing"
-        pids = json.loads(line)
+        pids: list[int] = json.loads(line)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+    return pids
+
+
+def kill_starter_and_check(kind: str, workdir: Path, timeout_s: float = 10.0) -> None:
+    """A separate Python process starts a ``kind`` server (see ``_starter``) and is SIGKILLed: the
+    server (parent and workers) must go away by itself (PR_SET_PDEATHSIG)."""
+    pids = start_then_sigkill([sys.executable, __file__, kind, str(workdir)])
     assert len(pids) > 1
     left = wait_not_running(pids, timeout_s)
     for pid in left:  # do not leave them behind even when failing
