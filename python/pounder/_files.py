@@ -141,7 +141,8 @@ TEMP_SUFFIX = ".pounder-tmp"
 (``.NAME.PID.XXXX.pounder-tmp``, a chart's with its format's suffix after it)."""
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one of another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -165,7 +166,7 @@ def remove_stale_temps(path: str | os.PathLike[str]) -> None:
     except OSError:
         return
     for name, pid in found:
-        if pid != os.getpid() and not _alive(pid):
+        if pid != os.getpid() and not pid_alive(pid):
             try:
                 os.unlink(target.parent / name)
             except OSError:

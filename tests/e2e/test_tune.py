@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ import pytest
 
 from pounder.servers import apache_missing, find_apache, gunicorn_missing
 from pounder.tune import ResultsDir
+from support.interrupted import interrupted
 from support.leftovers import processes_mentioning
 from support.schemas import validate_results_dir
 from support.tune_check import check_consistent
@@ -43,24 +43,9 @@ def _tune(*args: str, timeout_s: float = TUNE_LIMIT_S) -> subprocess.CompletedPr
 def _stopped(results: Path, args: tuple[str, ...], when: Path, after_s: float = 0.0) -> str:
     """A real ``pounder tune`` (``args``, ``--results results``) stopped by Ctrl-C ``after_s`` after
     ``when`` exists: its stderr, once it has exited with 130 leaving no server process."""
-    proc = subprocess.Popen([sys.executable, "-m", "pounder", "tune", *args, "--results", str(results)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + TUNE_LIMIT_S
-        while not when.exists():
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, f"no {when.name} in time"
-            time.sleep(0.05)
-        time.sleep(after_s)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, err
-    assert not processes_mentioning(str(results)), "a server process outlived pounder tune"
-    return err
+    return interrupted([sys.executable, "-m", "pounder", "tune", *args, "--results", str(results)], results, when,
+                       after_s=after_s, limit_s=TUNE_LIMIT_S)[1]
+
 
 
 def _sizes_only(results: Path, *args: str) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -33,7 +32,7 @@ import pytest
 from pounder import UsageError
 from pounder.servers import MemoryCgroup, cgroup_limit, gunicorn_missing, make_cgroup
 from pounder.tune import make_options
-from support.leftovers import processes_mentioning
+from support.interrupted import interrupted
 from support.schemas import validate_results_dir
 
 MIB = 1024 * 1024
@@ -90,30 +89,23 @@ class _Watch(threading.Thread):
 def _sizes_only(results: Path, args: list[str], inside: MemoryCgroup) -> tuple[_Watch, str]:
     """A real ``pounder tune`` started inside the cgroup ``inside`` (as in a container), stopped by
     Ctrl-C once ``summary.json`` exists; the watch of the cgroups it made and its stderr."""
-    proc = subprocess.Popen(inside.command([sys.executable, "-m", "pounder", "tune", *args, "--results",
-                                            str(results)], os.environ),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     watch_parent = inside.path
-    watch = _Watch(watch_parent, proc.pid)
-    watch.start()
+    watches: list[_Watch] = []
+
+    def watch(pid: int) -> None:
+        watches.append(_Watch(watch_parent, pid))
+        watches[0].start()
+
     try:
-        deadline = time.monotonic() + RUN_LIMIT_S
-        while not (results / "summary.json").exists():
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no summary.json in time"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        pid, err = interrupted(inside.command([sys.executable, "-m", "pounder", "tune", *args, "--results",
+                                               str(results)], os.environ), results, results / "summary.json",
+                               limit_s=RUN_LIMIT_S, started=watch)
     finally:
-        watch.done.set()
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    watch.join(5)
-    assert proc.returncode == 130, err
-    assert not processes_mentioning(str(results)), "a server process outlived pounder tune"
-    assert list(watch_parent.glob(f"pounder-{proc.pid}-*")) == [], "pounder left a cgroup"
-    return watch, err
+        for started in watches:
+            started.done.set()
+            started.join(5)
+    assert list(watch_parent.glob(f"pounder-{pid}-*")) == [], "pounder left a cgroup"
+    return watches[0], err
 
 
 def _refused(cwd: Path, ram: str) -> str:

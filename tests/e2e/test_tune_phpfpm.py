@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from pounder.servers import find_nginx, find_php_fpm, phpfpm_missing
+from support.interrupted import interrupted
 from support.leftovers import kill_leftovers, processes_mentioning
 from support.schemas import validate_results_dir
 
@@ -147,24 +148,9 @@ def test_the_size_measurement_finds_leak_php_keeping_100_kb(tmp_path: Path) -> N
     pm.max_requests with the leak named, the memory bound) is decided again on the recorded run
     tests/data/tune-phpfpm-leak (tests/tune/test_recorded.py)."""
     results = tmp_path / "leak"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pounder", "tune", "php-fpm", str(POOL_CONF), "--root", str(PHP_APP), "--path",
-         "/leak.php", "--quick", "--ram", "1G", "--point-duration", "1s", "--max-children", "2", "--results",
-         str(results)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + TUNE_LIMIT_S
-        while not (results / "summary.json").exists():
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no summary.json in time"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, err
-    assert not processes_mentioning(str(results)), "a server process outlived pounder tune"
+    interrupted([sys.executable, "-m", "pounder", "tune", "php-fpm", str(POOL_CONF), "--root", str(PHP_APP), "--path",
+                 "/leak.php", "--quick", "--ram", "1G", "--point-duration", "1s", "--max-children", "2", "--results",
+                 str(results)], results, results / "summary.json", limit_s=TUNE_LIMIT_S)
     validate_results_dir(results, finished=False)
     summary = json.loads((results / "summary.json").read_text())
     measure = summary["measure"]

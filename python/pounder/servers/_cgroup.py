@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pounder._errors import UsageError, check_type, public
+from pounder._files import pid_alive
 from pounder.servers._guard import guard_cgroup, release_cgroup
 
 _PREFIX = "pounder-"
@@ -153,16 +154,6 @@ def _read_words(path: Path) -> list[str]:
         return []
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _sweep(parent: Path) -> None:
     """Remove the empty ``pounder-PID-N`` cgroups under ``parent`` whose PID is gone."""
     with contextlib.suppress(OSError):
@@ -170,7 +161,7 @@ def _sweep(parent: Path) -> None:
             match = _STALE.fullmatch(entry.name)
             if match and entry.is_dir(follow_symlinks=False):
                 pid = int(match.group(1))
-                if pid != os.getpid() and not _alive(pid):
+                if pid != os.getpid() and not pid_alive(pid):
                     with contextlib.suppress(OSError):  # still holds processes (EBUSY): not ours to end
                         os.rmdir(entry.path)
 
