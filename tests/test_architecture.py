@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "pool": 4,
     "compare": 5,
     "syscalls": 5,
+    "profile": 5,
     "tune": 6,
     "experiment": 6,
     "demo": 0,

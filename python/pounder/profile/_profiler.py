@@ -1,0 +1,70 @@
+"""The one interface every profiler of a server's pool implements (py-spy for Python, Devel::NYTProf
+for Perl, perf for anything else), and what a profiling window collects.
+
+A profile covers exactly the measured windows: :func:`pounder.profile.profile` opens the window
+(:meth:`Profiler.resume`) right before a profiled trial's load and closes it (:meth:`Profiler.pause`)
+right after, several times, interleaved with unprofiled trials that measure the profiler's cost;
+:meth:`Profiler.finish` then collects everything (a Perl child's profile is written when it exits).
+:meth:`Profiler.close` runs in every case, also after Ctrl-C: nothing the profiler started is
+left running.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+
+UNITS = ("samples", "ns")
+"""A stack's weight: the samples that saw it (py-spy, perf), or the nanoseconds spent in its leaf (NYTProf)."""
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """What a profiler collected over all its windows.
+
+    ``stacks``: ``(pid, "outermost;...;leaf") -> weight``, one entry per distinct stack per process
+    (frames are function names as the profiler names them, e.g. ``hot (app.py)``,
+    ``main::hot``); ``calls``: function -> calls (NYTProf counts them; empty for samplers);
+    ``unit``: one of :data:`UNITS`; ``pids``: every process profiled (children forked during a
+    window included); ``notes``: what the user must know about it (one sentence each);
+    ``files``: artefacts kept (e.g. the merged ``nytprof.out``), by name."""
+
+    stacks: dict[tuple[int, str], int]
+    unit: str
+    pids: tuple[int, ...]
+    calls: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    files: dict[str, str] = field(default_factory=dict)
+
+
+class Profiler(abc.ABC):
+    """One profiler attached to one server's pool (the parent ``pid`` and all its children, those
+    forked during a window included)."""
+
+    name: str
+    """"py-spy", "nytprof" or "perf" (the ``--profiler`` choice)."""
+    unit: str
+    """One of :data:`UNITS`."""
+
+    @abc.abstractmethod
+    def check(self) -> None:
+        """Raise :class:`~pounder.UsageError` (one line, with what to do) when this profiler cannot
+        run here: missing, not permitted, or the server not prepared for it. Before anything is sent."""
+
+    @abc.abstractmethod
+    def resume(self, workdir: Path) -> None:
+        """Open a window: from now on the pool's processes are profiled. ``workdir`` is a private
+        directory for this profiler's files (the same at every call)."""
+
+    @abc.abstractmethod
+    def pause(self) -> None:
+        """Close the current window (what was collected is kept for :meth:`finish`)."""
+
+    @abc.abstractmethod
+    def finish(self) -> Sampled:
+        """After the last :meth:`pause`: everything collected, read and merged."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Stop whatever this profiler still runs (idempotent; called in every case, Ctrl-C too)."""
