@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import abc
+import copy
 import shlex
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
@@ -200,6 +201,20 @@ class Adapter(abc.ABC):
 
     preload: bool = False
     """Whether the user's configuration preloads (the default for :class:`PoolParams`)."""
+    nytprof: ClassVar[bool] = False
+    """Its servers can load Devel::NYTProf for ``pounder profile`` (see :meth:`profiling`)."""
+    profile_dir: Path | None = None
+    """Where its servers' NYTProf writes (None: not loaded)."""
+
+    def profiling(self, directory: Path) -> Adapter:
+        """This adapter, whose servers load Devel::NYTProf and pounder's window profiling into
+        ``directory`` (a copy; for ``pounder tune --profile``); itself when its servers need nothing
+        for their profiler (py-spy and perf attach from outside)."""
+        if not self.nytprof:
+            return self
+        clone = copy.copy(self)
+        clone.profile_dir = Path(directory)
+        return clone
 
     @abc.abstractmethod
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,

@@ -42,6 +42,7 @@ class ApacheAdapter(Adapter):
         "preload": "Apache preloads with PerlRequire in its conf", "env": "use SetEnv / PerlSetEnv in the conf"}
     on_demand = True
     language = "perl"
+    nytprof = True
     preload_remedy = "PerlRequire a startup file that loads the application (PerlModule)"
     respawn = ("Apache's parent replaces exiting children in its once-a-second maintenance and spawns at most 1, "
                "2, 4 ... 32 per second: each respawn is a fork and a new child's warm-up, and the pool runs a "
@@ -80,7 +81,8 @@ class ApacheAdapter(Adapter):
             startup_pl=self.startup_pl.read_text() if self.startup_pl is not None else None,
             perl_lib=self.perl_lib, extra_conf=self.extra_conf, start_servers=min(start, params.max_clients),
             min_spare=low, max_spare=high, max_request_workers=params.max_clients,
-            max_connections_per_child=params.max_requests, keepalive=keepalive, cpus=cpus, host=host, **extra)
+            max_connections_per_child=params.max_requests, keepalive=keepalive, cpus=cpus, host=host,
+            profile_dir=self.profile_dir, **extra)
 
     def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         start, low, high = params.fixed()

@@ -35,6 +35,7 @@ class StarmanAdapter(Adapter):
     options = frozenset({"preload", "env"})
     preload_toggle = True
     language = "perl"
+    nytprof = True
     preload_remedy = "start Starman with --preload-app"
     respawn = ("Starman (Net::Server::PreFork) checks its children periodically and forks replacements: a fork "
                "plus loading the application (unless --preload-app) and the new child's warm-up")
@@ -56,7 +57,7 @@ class StarmanAdapter(Adapter):
                keepalive: bool = False, host: str = HOST) -> ManagedServer:
         return StarmanServer(workdir, self.psgi, workers=params.max_clients, max_requests=params.max_requests,
                              preload_app=self.with_preload(params), keepalive=keepalive, env=self.env,
-                             extra_args=self.extra_args, cpus=cpus, host=host)
+                             extra_args=self.extra_args, cpus=cpus, host=host, profile_dir=self.profile_dir)
 
     def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         limit = params.max_requests or 1_000_000_000

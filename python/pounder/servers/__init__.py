@@ -60,6 +60,15 @@ from pounder.servers._gunicorn import (
 )
 from pounder.servers._listen import AcceptQueue, owns_listener
 from pounder.servers._nginx import NginxFront, find_nginx, render_front_conf
+from pounder.servers._nytprof import (
+    NYTPROF_FILE,
+    NYTPROF_LIB,
+    WINDOW_FLAG,
+    WINDOW_MARK,
+    apache_nytprof_lines,
+    nytprof_env,
+    starman_nytprof_args,
+)
 from pounder.servers._phpfpm import (
     FpmSettings,
     PhpFpmServer,
@@ -82,7 +91,7 @@ from pounder.servers._puma import (
     puma_stats,
     render_puma_config,
 )
-from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_missing
+from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_env, starman_missing
 from pounder.servers._unicorn import (
     UnicornServer,
     UnicornSettings,
@@ -174,6 +183,7 @@ __all__ = [
     "render_puma_config",
     "render_unicorn_config",
     "starman_command",
+    "starman_env",
     "starman_missing",
     "strip_owned_directives",
     "strip_owned_options",
@@ -185,4 +195,11 @@ __all__ = [
     "uwsgi_target_is_ini",
     "unicorn_command",
     "unicorn_missing",
+    "NYTPROF_FILE",
+    "NYTPROF_LIB",
+    "WINDOW_FLAG",
+    "WINDOW_MARK",
+    "apache_nytprof_lines",
+    "nytprof_env",
+    "starman_nytprof_args",
 ]

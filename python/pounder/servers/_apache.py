@@ -30,6 +30,7 @@ from pathlib import Path
 
 from pounder._errors import UsageError, public
 from pounder.servers._base import HOST, ManagedServer, ServerStartError
+from pounder.servers._nytprof import apache_nytprof_lines
 
 MODULE_DIRS = ("/usr/lib/apache2/modules", "/usr/lib64/httpd/modules", "/usr/lib/httpd/modules")
 BINARIES = ("apache2", "httpd")
@@ -67,6 +68,7 @@ class ApacheSettings:
     extra_conf: str = ""                # appended verbatim
     user: str | None = None
     group: str | None = None
+    profile_dir: Path | None = None     # Devel::NYTProf + pounder's window, profiling into it (pounder profile)
 
     def validate(self) -> None:
         """Raise :class:`~pounder.UsageError` for values Apache would refuse or silently change."""
@@ -166,7 +168,7 @@ def render_apache_conf(settings: ApacheSettings, *, workdir: Path, port: int, mo
     settings.validate()
     user_text, _removed = strip_owned_directives(user_conf, source=user_conf_name, keep_lines=True)
     paths = apache_paths(workdir)
-    perl = startup_pl or bool(settings.perl_handlers)
+    perl = startup_pl or bool(settings.perl_handlers) or settings.profile_dir is not None
     if perl and any(c.isspace() for c in str(paths["perl_lib"])):
         raise UsageError(f"apache: the Perl library path {paths['perl_lib']} must not contain spaces (PerlSwitches)")
     modules = ["mpm_prefork", "authz_core", "mime", "dir"]
@@ -213,6 +215,8 @@ def render_apache_conf(settings: ApacheSettings, *, workdir: Path, port: int, mo
     ]
     if perl:
         out += ["", f"PerlSwitches -I{paths['perl_lib']}"]
+        if settings.profile_dir is not None:  # before the application's code: compiled later, it is profiled
+            out += apache_nytprof_lines(settings.profile_dir)
         if startup_pl:
             out.append(f"PerlRequire {_quoted(paths['startup_pl'])}")
         for location, package in settings.perl_handlers.items():
@@ -304,6 +308,10 @@ class ApacheServer(ManagedServer):
     ``server_root``: the ServerRoot, against which Apache and mod_perl resolve the relative paths
     of ``conf`` (``PerlRequire startup.pl``; default: ``conf``'s directory, or the workdir without
     ``conf``). Both directories must be reachable by ``user`` too.
+
+    ``profile_dir``: load Devel::NYTProf (``start=no``) and pounder's window module
+    (``Pounder::ProfileWindow``) before the application, profiling into that directory (made, and
+    given to ``user``) while ``pounder.profile``'s NYTProf profiler opens a window.
     """
 
     kind = "apache"
@@ -316,7 +324,8 @@ class ApacheServer(ManagedServer):
                  modules_dir: str | os.PathLike[str] | None = None, conf: str | os.PathLike[str] | None = None,
                  server_root: str | os.PathLike[str] | None = None, ready_path: str = "/",
                  stop_timeout_s: float = 10.0, die_with_parent: bool = True,
-                 cpus: Collection[int] | None = None, host: str = HOST) -> None:
+                 cpus: Collection[int] | None = None, host: str = HOST,
+                 profile_dir: str | os.PathLike[str] | None = None) -> None:
         self.conf = Path(conf).resolve() if conf is not None else None
         self._conf_text()  # refuse an unreadable or unusable file before making a workdir
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
@@ -334,7 +343,8 @@ class ApacheServer(ManagedServer):
             start_servers=start_servers, min_spare=min_spare, max_spare=max_spare,
             max_request_workers=max_request_workers, max_connections_per_child=max_connections_per_child,
             keepalive=keepalive, server_status=server_status, perl_handlers=dict(perl_handlers or {}),
-            extra_conf=extra_conf, user=user, group=group)
+            extra_conf=extra_conf, user=user, group=group,
+            profile_dir=None if profile_dir is None else Path(profile_dir).resolve())
         self.settings.validate()
         self.startup_pl = startup_pl
         self.perl_lib = Path(perl_lib) if perl_lib is not None else None
@@ -392,8 +402,13 @@ class ApacheServer(ManagedServer):
                                                     server_root=self.server_root, user_conf=self._conf_text(),
                                                     user_conf_name=str(self.conf or "the configuration")),
                                  encoding="utf-8", errors="surrogateescape")  # the user's bytes, as they were
+        if self.settings.profile_dir is not None:
+            self.settings.profile_dir.mkdir(parents=True, exist_ok=True)
         if self.settings.user is not None:
             _make_readable(self.workdir)
+            if self.settings.profile_dir is not None:  # the children write their profiles there
+                entry = pwd.getpwnam(self.settings.user)
+                os.chown(self.settings.profile_dir, entry.pw_uid, entry.pw_gid)
         return apache_command(paths["conf"], self._binary)
 
     def _user_words(self, line: str) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pounder._errors import UsageError, public
 from pounder.servers._base import HOST, ManagedServer
+from pounder.servers._nytprof import nytprof_env, starman_nytprof_args
 
 UNLIMITED_REQUESTS = 1_000_000_000
 """Passed as --max-requests for "unlimited": Starman takes 0 as its default, 1000."""
@@ -27,6 +28,7 @@ class StarmanSettings:
     preload_app: bool = False           # --preload-app (load the app in the master before forking)
     keepalive: bool = True              # --disable-keepalive when False
     extra_args: tuple[str, ...] = ()    # appended before the .psgi
+    profile_dir: Path | None = None     # Devel::NYTProf + pounder's window, profiling into it (pounder profile)
 
     def validate(self) -> None:
         if self.workers < 1:
@@ -46,7 +48,15 @@ def starman_command(settings: StarmanSettings, *, psgi: Path, port: int, pidfile
         argv.append("--preload-app")
     if not settings.keepalive:
         argv.append("--disable-keepalive")
+    if settings.profile_dir is not None:  # with NYTPROF (starman_env) in its environment
+        argv += starman_nytprof_args()
     return argv + list(settings.extra_args) + [str(psgi)]
+
+
+@public
+def starman_env(settings: StarmanSettings) -> dict[str, str]:
+    """What a Starman instance needs in its environment besides the user's (a pure function)."""
+    return {} if settings.profile_dir is None else {"NYTPROF": nytprof_env(settings.profile_dir)}
 
 
 def find_starman() -> str | None:
@@ -63,7 +73,9 @@ def starman_missing() -> str | None:
 
 @public
 class StarmanServer(ManagedServer):
-    """Starman serving the PSGI app in the file ``psgi``; ``env`` is added to our environment."""
+    """Starman serving the PSGI app in the file ``psgi``; ``env`` is added to our environment.
+    ``profile_dir``: load Devel::NYTProf (``start=no``) and pounder's window module in the master,
+    profiling into that directory (made) while ``pounder.profile``'s NYTProf profiler opens a window."""
 
     kind = "starman"
     stop_signal = signal.SIGQUIT
@@ -74,22 +86,26 @@ class StarmanServer(ManagedServer):
                  max_requests: int = 0, preload_app: bool = False, keepalive: bool = True,
                  env: Mapping[str, str] | None = None, extra_args: Sequence[str] = (), binary: str | None = None,
                  ready_path: str = "/", stop_timeout_s: float = 10.0, die_with_parent: bool = True,
-                 cpus: Collection[int] | None = None, host: str = HOST) -> None:
+                 cpus: Collection[int] | None = None, host: str = HOST,
+                 profile_dir: str | os.PathLike[str] | None = None) -> None:
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
                          die_with_parent=die_with_parent, cpus=cpus, host=host)
         self.psgi = Path(psgi).resolve()
         self.env = dict(env or {})
         self.binary = binary or find_starman() or "starman"
         self.settings = StarmanSettings(workers=workers, max_requests=max_requests, preload_app=preload_app,
-                                        keepalive=keepalive, extra_args=tuple(extra_args))
+                                        keepalive=keepalive, extra_args=tuple(extra_args),
+                                        profile_dir=None if profile_dir is None else Path(profile_dir).resolve())
         self.settings.validate()
 
     def _environment(self) -> Mapping[str, str]:
-        return {**os.environ, **self.env}
+        return {**os.environ, **self.env, **starman_env(self.settings)}
 
     def _expected_children(self) -> int:
         return self.settings.workers
 
     def _prepare(self, port: int) -> list[str]:
+        if self.settings.profile_dir is not None:
+            self.settings.profile_dir.mkdir(parents=True, exist_ok=True)
         return starman_command(self.settings, psgi=self.psgi, port=port, pidfile=self.pidfile,
                                error_log=self.error_log, binary=self.binary, host=self.host)
