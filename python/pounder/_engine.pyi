@@ -10,7 +10,8 @@ from typing import Literal, TypedDict, final
 
 from typing_extensions import NotRequired
 
-__all__ = ["start", "merge", "Run", "__version__"]  # as at runtime; the TypedDicts below exist only for type checkers
+# as at runtime; the TypedDicts below exist only for type checkers
+__all__ = ["start", "merge", "sum_seconds", "flamegraph_svg", "collapse_perf", "Run", "__version__"]
 
 __version__: str
 
@@ -84,3 +85,13 @@ def sum_seconds(entries: Sequence[str]) -> str:
 def merge(results: Sequence[str]) -> str:
     """Merges the result JSONs of the shares of one run (each made with ``export_histograms``) into one
     result JSON of the same shape; ValueError (naming the bad result's index) when one cannot be merged."""
+
+def flamegraph_svg(folded: str, title: str, count_name: str) -> str:
+    """The SVG text of the flame graph (inferno) of ``folded`` (``outer;...;leaf COUNT`` lines),
+    titled ``title``, counts called ``count_name`` ("samples" or "ns"); colours from the function
+    names' hashes (the same every time), search included. ValueError (one line) on a malformed line
+    or no samples."""
+
+def collapse_perf(script: str) -> str:
+    """``perf script`` text folded (inferno) into ``comm-PID;outer;...;leaf COUNT`` lines, the pid
+    kept in the root frame; a sample counts 1 unless the script shows each sample's period."""

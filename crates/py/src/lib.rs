@@ -9,6 +9,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+mod flame;
+
 fn bad(msg: impl Into<String>) -> PyErr {
     PyValueError::new_err(msg.into())
 }
@@ -168,11 +170,26 @@ fn sum_seconds(py: Python<'_>, entries: Vec<String>) -> PyResult<String> {
     py.detach(|| pounder_engine::sum_seconds(&entries.iter().map(String::as_str).collect::<Vec<_>>())).map_err(bad)
 }
 
+/// The SVG of the flame graph of folded stacks (`outer;...;leaf COUNT` lines), colours from the
+/// names' hashes; ValueError (one line) on a malformed line or no samples.
+#[pyfunction]
+fn flamegraph_svg(py: Python<'_>, folded: String, title: String, count_name: String) -> PyResult<String> {
+    py.detach(|| flame::flamegraph_svg(&folded, &title, &count_name)).map_err(bad)
+}
+
+/// `perf script` text folded into `comm-PID;outer;...;leaf COUNT` lines; ValueError (one line).
+#[pyfunction]
+fn collapse_perf(py: Python<'_>, script: String) -> PyResult<String> {
+    py.detach(|| flame::collapse_perf(&script)).map_err(bad)
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start, m)?)?;
     m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(sum_seconds, m)?)?;
+    m.add_function(wrap_pyfunction!(flamegraph_svg, m)?)?;
+    m.add_function(wrap_pyfunction!(collapse_perf, m)?)?;
     m.add_class::<PyRun>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
