@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "compare": 5,
     "syscalls": 5,
     "profile": 5,
+    "top": 5,
     "tune": 6,
     "experiment": 6,
     "demo": 0,

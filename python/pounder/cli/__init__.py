@@ -37,6 +37,7 @@ from pounder.cli.mem import MEM_HELP, mem_command
 from pounder.cli.report import REPORT_HELP, report_command
 from pounder.cli.run import RUN_HELP, run_command
 from pounder.cli.syscalls import SYSCALLS_HELP, syscalls_command
+from pounder.cli.top import TOP_HELP, top_command
 from pounder.cli.tune import TUNE_HELP, tune_command
 
 # typer either uses click or vendors it (typer._click): take the exception classes it really raises.
@@ -168,6 +169,7 @@ for _name, _help, _command in (
     ("compare", COMPARE_HELP, compare_command),
     ("mem", MEM_HELP, mem_command),
     ("syscalls", SYSCALLS_HELP, syscalls_command),
+    ("top", TOP_HELP, top_command),
     ("tune", TUNE_HELP, tune_command),
     ("run", RUN_HELP, run_command),
     ("report", REPORT_HELP, report_command),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -35,19 +36,31 @@ def _fraction(progress: Progress) -> float | None:
 
 
 @contextmanager
-def live_progress(enabled: bool) -> Iterator[ProgressCallback | None]:
+def live_progress(enabled: bool, server_line: Callable[[], str | None] | None = None) -> Iterator[
+        ProgressCallback | None]:
     """Yield a progress callback that draws a live line on stderr, or None when not ``enabled``.
     The line appears with the first progress (so a run refused for bad input draws nothing) and
-    disappears when the bench ends, so the report starts on a clean screen."""
+    disappears when the bench ends, so the report starts on a clean screen. ``server_line``: a
+    line drawn under it, asked for once a second (``pounder top``'s compact form of the server)."""
     if not enabled:
         yield None
         return
     # Imported here: rich's console costs ~20 ms of start-up, needed only on a terminal.
-    from rich.console import Console
+    from rich.console import Console, RenderableType
     from rich.progress import BarColumn, TextColumn
     from rich.progress import Progress as RichProgress
+    from rich.text import Text
 
-    display = RichProgress(
+    class WithLine(RichProgress):
+        line: str | None = None
+        asked = 0.0
+
+        def get_renderables(self) -> Iterator[RenderableType]:
+            yield self.make_tasks_table(self.tasks)
+            if self.line:
+                yield Text(self.line, no_wrap=True, overflow="ellipsis")
+
+    display = WithLine(
         TextColumn("{task.description:<8}"),
         BarColumn(),
         TextColumn("{task.fields[status]}"),
@@ -60,6 +73,9 @@ def live_progress(enabled: bool) -> Iterator[ProgressCallback | None]:
         if not display.live.is_started:
             display.start()
         fraction = _fraction(progress)
+        if server_line is not None and time.monotonic() - display.asked >= 1.0:
+            display.asked = time.monotonic()
+            display.line = server_line()
         display.update(
             task,
             description=progress.phase,

@@ -7,6 +7,7 @@ library.
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from functools import partial
 from typing import Annotated, Any
 
@@ -36,6 +37,7 @@ from pounder.cli._load_options import (
     threads_warning,
 )
 from pounder.cli._progress import live_progress
+from pounder.cli.top import server_line
 from pounder.load import (
     AccessLog,
     BenchResult,
@@ -184,7 +186,9 @@ def bench_command(
     from_log: dict[str, Any] = (  # without a log the library says what the log options need
         {"access_log": log} if log is not None else {"exclude_static": exclude_static, "log_methods": log_methods})
     unwritten: OutputWriteError | None = None
-    with live_progress(enabled=not quiet and sys.stderr.isatty()) as on_progress:
+    live = not quiet and sys.stderr.isatty()
+    with (server_line(server_pid, server_pidfile, server_name) if live else nullcontext()) as line, \
+            live_progress(enabled=live, server_line=line) as on_progress:
         try:
             result = bench(
                 url, url_file=url_file, **from_log, order=order, warmup=warmup, unix_socket=unix_socket,

@@ -1,0 +1,220 @@
+"""``pounder top``: a live view of a pre-forking server's children, refreshed every interval; ``q``
+or Ctrl-C quits. ``--once`` shows one view (``--json -``: as JSON, for scripts).
+
+The command maps flags to :class:`pounder.top.Top`; the rules and the text live in ``pounder.top``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from pounder._errors import PounderError, UsageError
+from pounder._files import STDOUT, check_distinct, check_output_path, write_output
+from pounder._units import parse_duration, parse_pid
+from pounder.cli._common import interrupted, json_option, option
+from pounder.procs import MEM_OPTIONS, SERVER_OPTIONS, ServerTarget, find_server
+from pounder.top import Top, TopView, check_status_url, compact_line, render_top
+
+if TYPE_CHECKING:
+    from rich.text import Text as RichText
+
+_WHICH = "Which server"
+_VIEW = "View"
+
+TOP_HELP = "\n\n".join(
+    [
+        "Show what every child of a pre-forking server is doing now, refreshed every --interval: its pid, state, "
+        "requests served (when the server's status page tells it), CPU % since the refresh before, USS, shared "
+        "and PSS (from /proc/PID/smaps_rollup) and age; the pool's footprint (sum of PSS), requests per second "
+        "and the connections waiting in its accept queue. Children that appeared are marked new, those that "
+        "exited are listed as exited, for 3 refreshes. q or Ctrl-C quits.",
+        "How the state is known: with --status, the server's own word (Apache mod_status's table with "
+        "ExtendedStatus On: idle, reading, writing, keepalive...; php-fpm's status page, asked with ?full&json; "
+        "uWSGI's stats server, unix:PATH or --stats-http's URL; Puma's control app /stats); requests per second "
+        "come from its total of requests. Without it, from /proc: running (on a CPU or ready to run), accept "
+        "(blocked in accept, or in poll/select/epoll_wait on the server's listening socket, or on the accept "
+        "mutex: waiting for a new connection; /proc/PID/syscall, read as root or the server's user), else "
+        "sleeping with the kernel function it waits in (wchan); requests per second are then unknown (—).",
+        "CPU % is the child's CPU time (all threads, the kernel's per-process clock) over the wall time since the "
+        "refresh before: 100 is one CPU. The accept queue is the kernel's count of connections that arrived and "
+        "no child has accepted yet (sock_diag), summed over the server's TCP listening sockets.",
+        "Exit status: 0 done (q), 1 could not read (the server exited), 2 bad input, 130 Ctrl-C.",
+    ]
+)
+
+Text = str | None
+
+# fmt: off
+PID = option("--pid", panel=_WHICH, metavar="PID", help="The server's parent process.")
+PIDFILE = option("--pidfile", panel=_WHICH, metavar="FILE", help=(
+    "A file holding the parent's pid (Apache's PidFile, gunicorn --pid, Starman --pid)."))
+NAME = option("--name", panel=_WHICH, metavar="TEXT", help=(
+    "Part of the process name or command line; the top-most matching process is the parent."))
+HIDDEN_PID, HIDDEN_PIDFILE, HIDDEN_NAME = (typer.Option(flag, hidden=True) for flag in SERVER_OPTIONS)
+STATUS = option("--status", panel=_WHICH, metavar="URL", help=(
+    "The server's status page on this machine: http://127.0.0.1:PORT/server-status (Apache, ExtendedStatus On), "
+    "php-fpm's pm.status_path, Puma's control app /stats, uWSGI's --stats-http URL, or unix:PATH (uWSGI's "
+    "stats socket, Puma's control socket)."))
+INTERVAL = option("--interval", panel=_VIEW, metavar="TIME", help="Time between refreshes (default 1s; 100ms to 1h).")
+ONCE = option("--once", panel=_VIEW, help=(
+    "Show one view and exit (CPU % and requests per second over one --interval)."))
+JSON = json_option(_VIEW, "pounder/top/1", "table", "Without --once, the file is rewritten at every refresh.")
+# fmt: on
+
+
+def _interval(text: str) -> float:
+    interval = parse_duration(text, "--interval")
+    if not 0.1 <= interval <= 3600:
+        raise UsageError(f"--interval must be between 100ms and 1h, got {text!r}")
+    return interval
+
+
+def _target(given: dict[str, Text]) -> ServerTarget:
+    named = [flag for flag, value in given.items() if value is not None]
+    if len(named) != 1:
+        got = f" (got {' and '.join(named)})" if named else ""
+        raise UsageError(f"give exactly one of --pid, --pidfile and --name{got}")
+    flag, value = named[0], given[named[0]]
+    assert value is not None
+    options = SERVER_OPTIONS if flag in SERVER_OPTIONS else MEM_OPTIONS
+    if flag == options[0]:
+        return find_server(pid=parse_pid(value, flag), options=options)
+    if flag == options[1]:
+        return find_server(pidfile=value, options=options)
+    return find_server(name=value, options=options)
+
+
+def _styled(view: TopView, height: int) -> RichText:
+    from rich.text import Text as RichTextClass
+
+    rows = max(1, height - 5 - len(view.exited) - len(view.notes))
+    styled = RichTextClass()
+    for index, line in enumerate(render_top(view, max_rows=rows).splitlines(keepends=True)):
+        style = "bold" if index in (0, 1, 3) else ""
+        if line.rstrip().endswith(" new"):
+            style = "green"
+        elif line.rstrip().endswith(" exited"):
+            style = "red"
+        styled.append(line, style=style)
+    styled.append("q or Ctrl-C quits\n", style="dim")
+    return styled
+
+
+@contextlib.contextmanager
+def _keys() -> Iterator[int | None]:
+    """stdin in cbreak mode (keys read one by one, Ctrl-C still a signal) while the view runs, put
+    back after; None when stdin is no terminal."""
+    if not sys.stdin.isatty():
+        yield None
+        return
+    import termios
+    import tty
+
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    tty.setcbreak(fd)
+    try:
+        yield fd
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def _wait(fd: int | None, seconds: float) -> bool:
+    """Wait ``seconds``; True when q was typed meanwhile."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        if fd is None:
+            time.sleep(left)
+            return False
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready and os.read(fd, 32).lower().startswith(b"q"):
+            return True
+    return False
+
+
+def _live(top: Top, interval: float, json_out: str | None) -> None:
+    """Refresh in place until q (on a terminal), else print one view after the other."""
+    from rich.console import Console
+    from rich.live import Live
+
+    if not sys.stdout.isatty():
+        while True:
+            view = _view(top, json_out)
+            write_output(STDOUT, render_top(view) + "\n")
+            time.sleep(interval)
+    console = Console(highlight=False)
+    with _keys() as fd, Live(console=console, auto_refresh=False, vertical_overflow="crop") as live:
+        while True:
+            live.update(_styled(_view(top, json_out), console.height - 1), refresh=True)
+            if _wait(fd, interval):
+                return
+
+
+def _view(top: Top, json_out: str | None) -> TopView:
+    view = top.view()
+    if json_out is not None:
+        write_output(json_out, json.dumps(view.to_dict(), indent=2) + "\n", "--json")
+    return view
+
+
+def top_command(
+    pid: Annotated[Text, PID] = None,
+    pidfile: Annotated[Text, PIDFILE] = None,
+    name: Annotated[Text, NAME] = None,
+    status: Annotated[Text, STATUS] = None,
+    interval: Annotated[str, INTERVAL] = "1s",
+    once: Annotated[bool, ONCE] = False,
+    json_path: Annotated[Text, JSON] = None,
+    server_pid: Annotated[Text, HIDDEN_PID] = None,
+    server_pidfile: Annotated[Text, HIDDEN_PIDFILE] = None,
+    server_name: Annotated[Text, HIDDEN_NAME] = None,
+) -> None:
+    """Show a server's children live (help: TOP_HELP)."""
+    seconds = _interval(interval)
+    json_out = check_output_path(json_path, "--json")
+    if json_out == STDOUT and not once:
+        raise UsageError("--json - needs --once (give a file to have it rewritten at every refresh)")
+    check_distinct([("--json", json_out)], [("--pidfile", pidfile), ("--server-pidfile", server_pidfile)])
+    status_url = None if status is None else check_status_url(status)
+    given = (pid, pidfile, name, server_pid, server_pidfile, server_name)
+    target = _target(dict(zip((*MEM_OPTIONS, *SERVER_OPTIONS), given, strict=True)))
+    try:
+        with Top(target, status_url) as top:
+            if once:
+                time.sleep(seconds)
+                view = _view(top, json_out)
+                if json_out != STDOUT:
+                    write_output(STDOUT, render_top(view))
+                return
+            _live(top, seconds, json_out)
+    except KeyboardInterrupt:
+        raise interrupted("the view only showed, nothing was kept" if json_out is None
+                          else f"the last view is in {json_out}") from None
+
+
+@contextlib.contextmanager
+def server_line(pid: int | None, pidfile: str | None, name: str | None) -> Iterator[Callable[[], str | None] | None]:
+    """For ``bench --server-*`` on a terminal: a callable giving the server's children in one line
+    (:func:`pounder.top.compact_line`; None once the server cannot be read), or None without a server."""
+    if pid is None and pidfile is None and name is None:
+        yield None
+        return
+    target = find_server(pid=pid, pidfile=pidfile, name=name, options=SERVER_OPTIONS)
+    with Top(target) as top:
+
+        def line() -> str | None:
+            try:
+                return compact_line(top.view())
+            except PounderError:
+                return None
+
+        yield line
