@@ -35,7 +35,7 @@ from pounder.compare import (
     render_compare,
     verdict,
 )
-from pounder.compare._stats import quantile
+from pounder._stats import quantile
 from pounder.load import HttpOptions, LoadModel
 from support.schemas import schema, validate
 

@@ -36,6 +36,7 @@ from pounder.cli.compare import COMPARE_HELP, compare_command
 from pounder.cli.mem import MEM_HELP, mem_command
 from pounder.cli.report import REPORT_HELP, report_command
 from pounder.cli.run import RUN_HELP, run_command
+from pounder.cli.profile import PROFILE_HELP, profile_command
 from pounder.cli.syscalls import SYSCALLS_HELP, syscalls_command
 from pounder.cli.top import TOP_HELP, top_command
 from pounder.cli.tune import TUNE_HELP, tune_command
@@ -169,6 +170,7 @@ for _name, _help, _command in (
     ("compare", COMPARE_HELP, compare_command),
     ("mem", MEM_HELP, mem_command),
     ("syscalls", SYSCALLS_HELP, syscalls_command),
+    ("profile", PROFILE_HELP, profile_command),
     ("top", TOP_HELP, top_command),
     ("tune", TUNE_HELP, tune_command),
     ("run", RUN_HELP, run_command),

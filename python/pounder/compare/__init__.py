@@ -18,7 +18,7 @@ counts only when at most 1 % of its requests failed (and one completed); a varia
 than 2 counted trials has no ratio and the verdict "unknown" (:attr:`CompareResult.failed_variants`,
 :func:`failure_message`). See
 :mod:`pounder.compare._trials` for the run, :mod:`pounder.compare._result` for the result and
-:mod:`pounder.compare._stats` for the statistics.
+:mod:`pounder._stats` for the statistics (shared: the profiler's cost uses them too).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pounder.compare._result import (
     Variant,
     VariantSummary,
 )
-from pounder.compare._stats import (
+from pounder._stats import (
     Estimate,
     RatioEstimate,
     Verdict,

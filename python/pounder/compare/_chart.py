@@ -18,7 +18,7 @@ from pounder._files import replacing
 from pounder._matplotlib import require_matplotlib
 from pounder.compare._report import format_ratio
 from pounder.compare._result import CompareResult
-from pounder.compare._stats import Estimate
+from pounder._stats import Estimate
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

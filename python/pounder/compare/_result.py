@@ -10,7 +10,7 @@ from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from pounder._errors import public
-from pounder.compare._stats import (
+from pounder._stats import (
     CONFIDENCE,
     MIN_EFFECT,
     MIN_SAMPLES,
@@ -28,7 +28,7 @@ SCHEMA = "pounder/compare/1"
 
 NotCounted = Literal["warm-up", "interrupted", "failures"]
 """Why a trial is not part of the statistics: the warm-up round, stopped by Ctrl-C, or more than
-:data:`~pounder.compare._stats.MAX_FAILED` of its requests failed (or none completed)."""
+:data:`~pounder.load.MAX_FAILED` of its requests failed (or none completed)."""
 
 
 @public

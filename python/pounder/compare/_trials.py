@@ -26,7 +26,7 @@ from pounder._errors import PounderError, UsageError, check_callable, check_path
 from pounder._files import check_output_path, utc_timestamp, write_atomic
 from pounder._version import __version__
 from pounder.compare._result import CompareOptions, CompareResult, Trial, TrialCallback, Variant
-from pounder.compare._stats import MIN_EFFECT
+from pounder._stats import MIN_EFFECT
 from pounder.load import ENGINE, BenchSpec, LoadOptions, ProgressCallback, Sender, run_bench
 from pounder.procs import ServerSampler, ServerTarget, find_server, serves
 

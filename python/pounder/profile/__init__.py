@@ -1,6 +1,83 @@
-"""``pounder profile``: where each child of a pre-forking server spends its time under load."""
+"""``pounder profile``: where each child of a pre-forking server spends its time under load.
 
+::
+
+    from pounder.profile import profile, render_profile
+
+    result = profile("http://127.0.0.1:8000/", server_pidfile="gunicorn.pid", rounds=3, duration="5s")
+    print(render_profile(result, per_child=True))
+    print(result.by_self[0].name, result.by_self[0].self_share)
+    print(result.cost.throughput_ratio)     # requests/s profiled / not, from the interleaved trials
+
+The profiler follows the runtime the children run (:func:`make_profiler`): py-spy for Python
+(:mod:`pounder.profile._pyspy`), Devel::NYTProf for Perl (``_nytprof``), perf for anything else
+(``_perf``); each implements :class:`Profiler` (``_profiler``). The run is in ``_run``, the shares
+in ``_stacks``, the result and its JSON form (``pounder/profile/1``) in ``_result``, the text in
+``_render``.
+"""
+
+from pounder.profile._choose import PROFILERS, make_profiler, runtime
+from pounder.profile._flame import flame_svg
 from pounder.profile._nytprof import NYTProf, is_perl_server, read_nytprof
 from pounder.profile._profiler import UNITS, Profiler, Sampled
+from pounder.profile._pyspy import PySpy, find_py_spy, parse_raw
+from pounder.profile._render import DEFAULT_TOP, cost_lines, render_profile
+from pounder.profile._result import (
+    PROFILE_SCHEMA,
+    ChildProfile,
+    MalformedProfileError,
+    ProfilerCost,
+    ProfileResult,
+    ProfileTrial,
+    load_profile,
+    profile_from_dict,
+)
+from pounder.profile._run import DEFAULT_LOAD, DEFAULT_ROUNDS, DEFAULT_WARMUP, MAX_ROUNDS, profile
+from pounder.profile._stacks import (
+    FunctionShare,
+    by_inclusive,
+    folded_text,
+    function_table,
+    merged,
+    parse_folded,
+    per_process,
+)
 
-__all__ = ["UNITS", "NYTProf", "Profiler", "Sampled", "is_perl_server", "read_nytprof"]
+__all__ = [
+    "DEFAULT_LOAD",
+    "DEFAULT_ROUNDS",
+    "DEFAULT_TOP",
+    "DEFAULT_WARMUP",
+    "MAX_ROUNDS",
+    "PROFILERS",
+    "PROFILE_SCHEMA",
+    "UNITS",
+    "ChildProfile",
+    "FunctionShare",
+    "MalformedProfileError",
+    "NYTProf",
+    "ProfileResult",
+    "ProfileTrial",
+    "Profiler",
+    "ProfilerCost",
+    "PySpy",
+    "Sampled",
+    "by_inclusive",
+    "cost_lines",
+    "find_py_spy",
+    "flame_svg",
+    "folded_text",
+    "function_table",
+    "is_perl_server",
+    "load_profile",
+    "make_profiler",
+    "merged",
+    "parse_folded",
+    "parse_raw",
+    "per_process",
+    "profile",
+    "profile_from_dict",
+    "read_nytprof",
+    "render_profile",
+    "runtime",
+]

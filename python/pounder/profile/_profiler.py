@@ -47,6 +47,10 @@ class Profiler(abc.ABC):
     unit: str
     """One of :data:`UNITS`."""
 
+    def version(self) -> str | None:
+        """The profiler's version as it says it (``py-spy 0.4.3``), None when unknown."""
+        return None
+
     @abc.abstractmethod
     def check(self) -> None:
         """Raise :class:`~pounder.UsageError` (one line, with what to do) when this profiler cannot

@@ -1,0 +1,159 @@
+"""``pounder profile``: where each child of a pre-forking server spends its time under load, with the
+profiler's own cost measured in the same run.
+
+The command maps flags to :func:`pounder.profile.profile`; the rules and the text live in
+``pounder.profile``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from pounder import _interrupt
+from pounder._files import check_distinct, check_output_path, write_output
+from pounder._units import parse_pid
+from pounder.cli._common import interrupted, json_option, option, print_error, whole_number
+from pounder.cli._load_options import load_option, load_parameter, takes_load_options
+from pounder.cli._progress import live_progress
+from pounder.load import LoadOptions
+from pounder.profile import (
+    DEFAULT_ROUNDS,
+    DEFAULT_TOP,
+    DEFAULT_WARMUP,
+    MAX_ROUNDS,
+    PROFILERS,
+    ProfileResult,
+    ProfileTrial,
+    flame_svg,
+    profile,
+    render_profile,
+)
+
+_WHICH = "Which server"
+_HOW = "Profiler"
+_LOAD = "Load"
+_OUT = "Output"
+_MAX_TOP = 100_000
+_MAX_SAMPLE_RATE = 1000
+
+PROFILE_HELP = "\n\n".join(
+    [
+        "Profile every child of a pre-forking server while pounder loads it: which functions the time goes to, "
+        "by self share (the function itself) and inclusive share (it and what it calls), with the profiler's own "
+        "cost measured in the same run.",
+        "pounder sends the warm-up requests unprofiled, then --rounds rounds of two trials of the same load, one "
+        "unprofiled and one profiled, in alternating order (off on, on off, ...). The profiler samples only during "
+        "the profiled trials' loads; children forked meanwhile (MaxRequestsPerChild) are followed. The cost is the "
+        "ratio of the medians, profiled / unprofiled, of requests/s and p50 latency, with a 95 % interval.",
+        "The profiler follows what the children run (--profiler auto): py-spy for Python (gunicorn, uWSGI; pip "
+        "install py-spy), Devel::NYTProf for Perl (mod_perl, Starman; apt-get install libdevel-nytprof-perl; the "
+        "server must load it: pounder says which lines to add, and pounder tune --profile does it), perf for "
+        "anything else (php-fpm, Ruby: native frames; needs perf and permission). py-spy and perf sample "
+        "(--sample-rate per second); NYTProf times every call and counts calls.",
+        "The server named must be the one behind the URL (checked before anything is sent). Its parent's own "
+        "samples are kept apart: they are not the requests' work.",
+        "Exit status: 0 done, 1 nothing sampled or a profiler failed, 2 bad input or something to fix first, "
+        "130 interrupted (what was sampled is still written).",
+    ]
+)
+
+Text = str | None
+
+
+# fmt: off
+URL_ARG = typer.Argument(metavar="URL", help="http:// URL to request (on this machine).", show_default=False)
+SERVER_PID = option("--server-pid", panel=_WHICH, metavar="PID", help="The server's parent process.")
+SERVER_PIDFILE = load_option("server_pidfile", _WHICH, help=(
+    "A file holding the parent's pid (Apache's PidFile, gunicorn --pid, Starman --pid, php-fpm's pid)."))
+SERVER_NAME = load_option("server_name", _WHICH, help=(
+    "Part of the process name or command line; the top-most matching process is the parent."))
+PROFILER = option("--profiler", panel=_HOW, metavar="|".join(PROFILERS), help=(
+    "The profiler (default auto: py-spy for Python, nytprof for Perl, perf for anything else)."))
+SAMPLE_RATE = option("--sample-rate", panel=_HOW, metavar="N", help=(
+    "Samples per second per process for py-spy and perf (default 100 and 99)."))
+NATIVE = typer.Option("--native", rich_help_panel=_HOW, help="py-spy: include native (C) frames.")
+ROUNDS = option("--rounds", panel=_HOW, metavar="N", help=(
+    f"Rounds of an unprofiled and a profiled trial (default {DEFAULT_ROUNDS}; at least 2 for the cost's interval)."))
+WARMUP = option("--warmup", panel=_LOAD, metavar="N", help=(
+    f"Requests sent before the first trial, not profiled (default {DEFAULT_WARMUP}; 0 for none)."))
+JSON = json_option(_OUT, "pounder/profile/1", "text")
+FLAME = option("--flamegraph", panel=_OUT, metavar="PATH", help=(
+    "Write the children's stacks as a flame graph (SVG; open it in a browser: click to zoom, Ctrl-F to search)."))
+TOP = option("--top", panel=_OUT, metavar="N", help=f"Functions shown in each table (default {DEFAULT_TOP}).")
+PER_CHILD = typer.Option("--per-child", rich_help_panel=_OUT, help=(
+    "Also show each process: its share and its own top function (a child unlike the others shows here)."))
+# fmt: on
+
+
+def _trial_line(trial: ProfileTrial) -> None:
+    what = "profiled  " if trial.profiled else "unprofiled"
+    sys.stderr.write(f"pounder: round {trial.round} {what}: {trial.complete:,} requests, "
+                     f"{trial.requests_per_s:,.0f} req/s, p50 {trial.p50_us / 1000:.2f} ms"
+                     + (f", {trial.failed:,} failed" if trial.failed else "") + "\n")  # fmt: skip
+
+
+def _write(result: ProfileResult, json_out: str | None, flame_out: str | None, rows: int, per_child: bool) -> None:
+    if flame_out is not None:
+        if result.stacks:
+            title = f"{result.server_name} (pid {result.server_pid}): {result.url}"
+            write_output(flame_out, flame_svg(result.stacks, title=title, unit=result.unit), "--flamegraph")
+        else:
+            print_error("no flame graph written: nothing was sampled")
+    if json_out is not None:
+        write_output(json_out, json.dumps(result.to_dict(), indent=2) + "\n", "--json")
+    if json_out != "-":
+        write_output("-", render_profile(result, top=rows, per_child=per_child))
+
+
+@takes_load_options(
+    load_parameter("connections", _LOAD),
+    load_parameter("requests", _LOAD, "A trial's requests."),
+    load_parameter("duration", _LOAD, "A trial's length; default 5s when neither -n nor -d is given."),
+    load_parameter("threads", _LOAD),
+    load_parameter("rate", _LOAD, "Then the cost shows in the latency, not in requests/s."),
+    load_parameter("keepalive", _LOAD, "Default: on.", value=True),
+    *(load_parameter(name, _LOAD) for name in ("method", "body", "content_type", "header", "cookie", "auth",
+                                               "timeout")),
+)  # fmt: skip
+def profile_command(
+    url: Annotated[str, URL_ARG],
+    server_pid: Annotated[Text, SERVER_PID] = None,
+    server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
+    server_name: Annotated[Text, SERVER_NAME] = None,
+    *,
+    load: LoadOptions,
+    profiler: Annotated[str, PROFILER] = "auto",
+    sample_rate: Annotated[Text, SAMPLE_RATE] = None,
+    native: Annotated[bool, NATIVE] = False,
+    rounds: Annotated[str, ROUNDS] = str(DEFAULT_ROUNDS),
+    warmup: Annotated[str, WARMUP] = str(DEFAULT_WARMUP),
+    json_path: Annotated[Text, JSON] = None,
+    flamegraph: Annotated[Text, FLAME] = None,
+    top: Annotated[Text, TOP] = None,
+    per_child: Annotated[bool, PER_CHILD] = False,
+) -> None:
+    """Profile a server's children under load (help: PROFILE_HELP)."""
+    json_out = check_output_path(json_path, "--json")
+    flame_out = check_output_path(flamegraph, "--flamegraph")
+    if flame_out == "-":
+        raise typer.BadParameter("--flamegraph needs a file, not '-'")
+    check_distinct([("--json", json_out), ("--flamegraph", flame_out)],
+                   [("--server-pidfile", server_pidfile), *load.input_files()])  # fmt: skip
+    rows = DEFAULT_TOP if top is None else whole_number(top, "--top", _MAX_TOP)
+    rate = None if sample_rate is None else whole_number(sample_rate, "--sample-rate", _MAX_SAMPLE_RATE)
+    whole_number(rounds, "--rounds", MAX_ROUNDS)
+    pid = None if server_pid is None else parse_pid(server_pid, "--server-pid")
+    with live_progress(enabled=sys.stderr.isatty()) as on_progress:
+        result = profile(url, server_pid=pid, server_pidfile=server_pidfile, server_name=server_name,
+                         profiler=profiler, rounds=rounds, warmup=warmup, rate=rate, native=native,
+                         on_progress=on_progress, on_trial=_trial_line, options=load)  # fmt: skip
+    with _interrupt.deferred():  # a signal now waits until the outputs are whole
+        _write(result, json_out, flame_out, rows, per_child)
+    if result.interrupted:
+        kept = [path for path in (json_out, flame_out) if path not in (None, "-")]
+        raise interrupted("the profile holds what was sampled until then" + (f", written to {', '.join(kept)}"
+                                                                             if kept else ""))  # fmt: skip

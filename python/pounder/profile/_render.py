@@ -1,0 +1,100 @@
+"""The text of a profile (``pounder profile``'s output): what was profiled and how, the profiler's
+cost, the top functions by self and by inclusive share, and, with ``per_child``, each process."""
+
+from __future__ import annotations
+
+import statistics
+
+from pounder._units import number
+from pounder.profile._result import ProfilerCost, ProfileResult
+from pounder.profile._stacks import FunctionShare
+
+DEFAULT_TOP = 15
+TRUNK = 0.99
+"""A function on at least this share of the stacks, and hardly ever the leaf, is the server's own loop
+(``main``, the worker's run loop): left out of the inclusive table, which would show only those."""
+_NAME_WIDTH = 100
+
+
+def _interval(ratio: float | None, low: float | None, high: float | None) -> str:
+    if ratio is None:
+        return "not known (fewer than 2 counted trials of each kind)"
+    if low is None or high is None:
+        return f"{ratio:.2f}x"
+    return f"{ratio:.2f}x (95 % interval {low:.2f}-{high:.2f})"
+
+
+def cost_lines(result: ProfileResult) -> list[str]:
+    """The profiler's cost in words, with the medians it is the ratio of."""
+    cost: ProfilerCost = result.cost
+    on = sorted(t.requests_per_s for t in result.trials if t.profiled and t.complete and not t.failed)
+    off = sorted(t.requests_per_s for t in result.trials if not t.profiled and t.complete and not t.failed)
+    rps = _interval(cost.throughput_ratio, cost.throughput_low, cost.throughput_high)
+    lines = [f"Profiler's cost: requests/s profiled / not {rps}"]
+    if on and off:
+        lines[0] += f"; median {statistics.median(on):,.0f} vs {statistics.median(off):,.0f} req/s"
+    p50 = _interval(cost.p50_ratio, cost.p50_low, cost.p50_high)
+    lines.append(f"                 p50 latency profiled / not {p50}")
+    return lines
+
+
+def _unit(result: ProfileResult) -> str:
+    return "samples" if result.unit == "samples" else "ms"
+
+
+def _weight(result: ProfileResult, weight: int) -> str:
+    return number(weight) if result.unit == "samples" else f"{weight / 1e6:,.1f}"
+
+
+def _rows(result: ProfileResult, rows: list[FunctionShare], top: int) -> list[str]:
+    calls = any(row.calls is not None for row in result.functions)
+    head = f"  {'self %':>6}  {'incl %':>6}  {_unit(result):>9}" + (f"  {'calls':>9}" if calls else "") + "  function"
+    lines = [head]
+    for row in rows[:top]:
+        count = f"  {number(row.calls) if row.calls is not None else '':>9}" if calls else ""
+        lines.append(f"  {row.self_share * 100:6.1f}  {row.inclusive_share * 100:6.1f}  "
+                     f"{_weight(result, row.self_weight):>9}{count}  {row.name[:_NAME_WIDTH]}")
+    return lines
+
+
+def render_profile(result: ProfileResult, *, top: int = DEFAULT_TOP, per_child: bool = False) -> str:
+    """The text ``pounder profile`` prints."""
+    how = "" if result.found_by.startswith("pid ") else f" (from {result.found_by})"
+    version = result.profiler_version or result.profiler
+    profiled = sum(1 for t in result.trials if t.profiled)
+    lines = [f"Profile of process {result.server_pid}{how}, {result.server_name}, by {version}",
+             f"URL: {result.url}",
+             f"Load: {result.load}; {result.rounds} round{'s' if result.rounds != 1 else ''} of an unprofiled and a "
+             f"profiled trial, interleaved, after {number(result.warmup_requests)} unprofiled warm-up requests",
+             f"Profiled: {number(result.profiled_requests)} requests in {profiled} trials; "
+             f"{len(result.children)} processes seen"
+             + (f" ({len(result.started)} forked during the run)" if result.started else "")
+             + (f", {len(result.exited)} exited" if result.exited else ""),
+             *cost_lines(result)]
+    if result.interrupted:
+        lines.append("Interrupted: the profile holds what was sampled until Ctrl-C.")
+    if result.total_weight == 0:
+        lines.append("Nothing was sampled: no table to show.")
+        return "\n".join([*lines, *(f"Note: {note}" for note in result.notes)]) + "\n"
+    total = (f"{number(result.total_weight)} samples" if result.unit == "samples"
+             else f"{result.total_weight / 1e9:,.3f} s of profiled time")
+    lines += ["", f"Top functions by self share (of {total}):", *_rows(result, result.by_self, top),
+              ""]
+    trunk = [row for row in result.by_inclusive if row.inclusive_share >= TRUNK and row.self_share < 1 - TRUNK]
+    branches = [row for row in result.by_inclusive if row not in trunk]
+    lines += ["Top functions by inclusive share" + (f" ({len(trunk)} functions on at least {TRUNK:.0%} of the stacks, "
+              "the server's own loop, left out)" if trunk else "") + ":", *_rows(result, branches, top)]
+    if per_child:
+        lines += ["", "Per process:",
+                  f"  {'pid':>8}  {'share %':>7}  {_unit(result):>9}  top function (its share of the process)"]
+        lines += [f"  {child.pid:>8}  {child.share * 100:7.1f}  {_weight(result, child.weight):>9}  "
+                  f"{child.top_function[:_NAME_WIDTH]} ({child.top_share * 100:.1f} %)" for child in result.children]
+    if result.parent_weight:
+        lines.append(f"Note: the parent's own {_weight(result, result.parent_weight)} {_unit(result)} (its loop, "
+                     "forking) are not in the shares: they are not the requests' work.")
+    if result.dropped_weight:
+        lines.append(f"Note: {_weight(result, result.dropped_weight)} {_unit(result)} in rare stacks are in the shares "
+                     "but not in the stored stacks (the flame graph).")
+    lines += [f"Note: {note}" for note in result.notes]
+    lines += [f"File: {name} {path}" for name, path in result.files.items()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,227 @@
+"""Profiling a server's children for exactly the measured windows (:func:`profile`).
+
+How (also in ``pounder profile --help``):
+
+1. The server is found (``find_server``) and must be the one behind the URL (one of its processes
+   listens on the URL's address and port); the profiler is chosen by what its children run and
+   checked (present, permitted, the server prepared for it) before anything is sent.
+2. The warm-up requests are sent unprofiled (a child's first requests load code).
+3. ``rounds`` rounds follow, each an unprofiled trial and a profiled one of the same load, in
+   alternating order (off on, on off, ...) so a drift of the machine falls on both alike. The
+   profiler samples only during the profiled trials' loads: its window opens right before the
+   load and closes right after.
+4. The profiler's cost is the ratio of the medians, profiled / unprofiled, of requests/s and of
+   the corrected p50 latency, with a 95 % bootstrap interval over the rounds.
+5. The profile (the windows' stacks summed) is read into shares: a function's self share is the
+   weight of the stacks it is the leaf of, its inclusive share the weight of the stacks it is on.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pounder._errors import PounderError, UsageError, check_callable, check_text, public
+from pounder._files import utc_timestamp
+from pounder._stats import ratio_interval
+from pounder._units import count_in_range
+from pounder._version import __version__
+from pounder.load import (
+    BenchResult,
+    BenchSpec,
+    LoadOptions,
+    NotLoopbackError,
+    ProgressCallback,
+    describe_load,
+    run_bench,
+)
+from pounder.procs import SERVER_OPTIONS, ServerGone, ServerTarget, discover, find_server, serves
+from pounder.profile._choose import make_profiler
+from pounder.profile._profiler import Profiler, Sampled
+from pounder.profile._result import (
+    ChildProfile,
+    ProfilerCost,
+    ProfileResult,
+    ProfileTrial,
+    stored_functions,
+    stored_stacks,
+)
+from pounder.profile._stacks import function_table, merged, per_process
+
+DEFAULT_ROUNDS = 3
+MAX_ROUNDS = 50
+DEFAULT_WARMUP = 200
+MAX_WARMUP = 1_000_000
+DEFAULT_DURATION_S = 5.0
+DEFAULT_LOAD = LoadOptions(duration=DEFAULT_DURATION_S)
+"""A trial's load unless told otherwise: bench's defaults, 5 s long."""
+
+TrialCallback = Callable[[ProfileTrial], None]
+
+
+def _target(pid: int | None, pidfile: str | os.PathLike[str] | None, name: str | None) -> ServerTarget:
+    target = find_server(pid=pid, pidfile=pidfile, name=name, options=SERVER_OPTIONS)
+    if not target.children:
+        raise UsageError(f"the server process {target.pid} ({target.name}) has no children to profile: name the "
+                         "parent of a pre-forking server (its workers serve the requests)")  # fmt: skip
+    return target
+
+
+def _specs(url: str, given: LoadOptions, warm: int) -> tuple[BenchSpec, BenchSpec | None]:
+    """A trial's spec (bounded: a duration when neither one nor a request count is given) and the warm-up's."""
+    if given.duration is None and given.requests is None:
+        given = LoadOptions.of(given, duration=DEFAULT_DURATION_S)
+    try:
+        spec = BenchSpec.from_options(url, options=given)
+        warm_spec = None if warm == 0 else BenchSpec.from_options(
+            url, options=LoadOptions.of(given, requests=warm, duration=None, rate=None, stages=None))
+    except NotLoopbackError as error:
+        raise UsageError(f"{error.address} is not a loopback address (127.0.0.0/8 or ::1): the profiler runs on "
+                         "this machine, so the server must too") from None  # fmt: skip
+    return spec, warm_spec
+
+
+def _trial(round_: int, profiled: bool, result: BenchResult) -> ProfileTrial:
+    p50 = result.latency.corrected.percentiles.get("50", 0)
+    p99 = result.latency.corrected.percentiles.get("99", 0)
+    return ProfileTrial(round=round_, profiled=profiled, complete=result.requests.complete,
+                        failed=result.requests.failed, non_2xx=result.requests.non_2xx, elapsed_s=result.elapsed_s,
+                        requests_per_s=result.derived.requests_per_s, p50_us=p50, p99_us=p99)  # fmt: skip
+
+
+def _cost(trials: tuple[ProfileTrial, ...]) -> ProfilerCost:
+    """Profiled / unprofiled medians with their intervals, from the trials where every request succeeded."""
+    counted = [t for t in trials if t.complete and not t.failed]
+    on = [t for t in counted if t.profiled]
+    off = [t for t in counted if not t.profiled]
+    if len(on) < 2 or len(off) < 2:
+        return ProfilerCost(None, None, None, None, None, None)
+    rps = ratio_interval([t.requests_per_s for t in on], [t.requests_per_s for t in off], higher_is_better=True)
+    p50 = ratio_interval([float(t.p50_us) for t in on], [float(t.p50_us) for t in off], higher_is_better=False)
+    return ProfilerCost(rps.ratio, rps.low, rps.high, p50.ratio, p50.low, p50.high)
+
+
+def _rounds(profiler: Profiler, spec: BenchSpec, rounds: int, workdir: Path,
+            on_progress: ProgressCallback | None, on_trial: TrialCallback | None) -> tuple[list[ProfileTrial], bool]:
+    """The interleaved trials (off on, on off, ...); True with them when Ctrl-C cut the run short."""
+    trials: list[ProfileTrial] = []
+    try:
+        for number in range(1, rounds + 1):
+            for profiled in ((False, True) if number % 2 else (True, False)):
+                if profiled:
+                    profiler.resume(workdir)
+                result = run_bench(spec, on_progress)
+                if profiled:
+                    profiler.pause()
+                trials.append(_trial(number, profiled, result))
+                if on_trial is not None:
+                    on_trial(trials[-1])
+                if result.interrupted:
+                    return trials, True
+    except KeyboardInterrupt:
+        return trials, True
+    return trials, False
+
+
+def _children(stacks: dict[int, dict[str, int]], total: int) -> tuple[ChildProfile, ...]:
+    rows = []
+    for pid, own in sorted(stacks.items()):
+        weight = sum(own.values())
+        top = function_table(own)[0] if weight else None
+        rows.append(ChildProfile(pid=pid, weight=weight, share=weight / total if total else 0.0,
+                                 top_function=top.name if top else "", top_share=top.self_share if top else 0.0))
+    return tuple(sorted(rows, key=lambda row: (-row.weight, row.pid)))
+
+
+def _alive(target: ServerTarget) -> set[int]:
+    try:
+        return {member.pid for member in discover(target)}
+    except ServerGone:
+        return set()
+
+
+@public
+def profile(
+    url: str,
+    *,
+    server_pid: int | None = None,
+    server_pidfile: str | os.PathLike[str] | None = None,
+    server_name: str | None = None,
+    profiler: str = "auto",
+    rounds: int | str = DEFAULT_ROUNDS,
+    warmup: int | str = DEFAULT_WARMUP,
+    rate: int | None = None,
+    native: bool = False,
+    on_progress: ProgressCallback | None = None,
+    on_trial: TrialCallback | None = None,
+    options: LoadOptions | None = None,
+    **load: Any,
+) -> ProfileResult:
+    """Profile the children of the server behind ``url`` while pounder loads it (see the module's
+    docstring for how): ``rounds`` rounds of an unprofiled and a profiled trial, each of the load
+    options (:class:`~pounder.LoadOptions` as ``options`` or keywords; 5 s long by default), after
+    ``warmup`` unprofiled requests. ``profiler``: "auto", "py-spy", "nytprof" or "perf"; ``rate``:
+    samples per second for py-spy and perf; ``native``: py-spy's native frames.
+
+    Raises :class:`~pounder.UsageError` before anything is sent for bad input or what to fix first
+    (no such server, a profiler missing or not permitted, a Perl server not prepared for NYTProf),
+    :class:`~pounder.PounderError` when nothing was sampled. After Ctrl-C the result holds what was
+    sampled until then, with ``interrupted`` set; no profiler process is left running.
+    """
+    check_text(url, "profile: url")
+    check_callable(on_progress, "on_progress")
+    check_callable(on_trial, "on_trial")
+    count = count_in_range(rounds, "--rounds", 1, MAX_ROUNDS)
+    warm = count_in_range(warmup, "--warmup", 0, MAX_WARMUP)
+    spec, warm_spec = _specs(url, LoadOptions.of(DEFAULT_LOAD if options is None else options, **load), warm)
+    target = _target(server_pid, server_pidfile, server_name)
+    if serves(target, spec.targets[0].info().connect) is False:
+        raise UsageError(f"process {target.pid} does not listen on {spec.targets[0].info().connect}: it is not the "
+                         "server behind the URL")  # fmt: skip
+    chosen = make_profiler(target, profiler, **({} if rate is None else {"rate": rate}), native=native)
+    chosen.check()
+    started_at = utc_timestamp()
+    if warm_spec is not None and run_bench(warm_spec).interrupted:
+        raise KeyboardInterrupt
+    before = _alive(target)
+    try:
+        with tempfile.TemporaryDirectory(prefix="pounder-profile-") as tmp:
+            trials, interrupted = _rounds(chosen, spec, count, Path(tmp), on_progress, on_trial)
+            chosen.pause()
+            sampled = chosen.finish()
+    finally:
+        chosen.close()
+    return _result(url, target, chosen, spec, count, warm_spec, tuple(trials), sampled, before, started_at,
+                   interrupted)  # fmt: skip
+
+
+def _result(url: str, target: ServerTarget, chosen: Profiler, spec: BenchSpec, rounds: int,
+            warm_spec: BenchSpec | None, trials: tuple[ProfileTrial, ...], sampled: Sampled, before: set[int],
+            started_at: str, interrupted: bool) -> ProfileResult:  # fmt: skip
+    # The parent's own samples are not the requests' work (its loop, forking): kept apart.
+    children = {key: weight for key, weight in sampled.stacks.items() if key[0] != target.pid}
+    parent_weight = sum(weight for (pid, _), weight in sampled.stacks.items() if pid == target.pid)
+    pool = merged(children)
+    total = sum(pool.values())
+    if total == 0 and not interrupted:
+        raise PounderError(f"{chosen.name} collected nothing from process {target.pid}'s children during "
+                           f"{sum(t.complete for t in trials if t.profiled):,} profiled requests: did the load "
+                           "reach this server?")  # fmt: skip
+    kept, dropped = stored_stacks(pool)
+    after = _alive(target)
+    seen = set(sampled.pids) - {target.pid}
+    return ProfileResult(
+        tool_version=__version__, started_at=started_at, url=spec.targets[0].info().url,
+        server_pid=target.pid, server_name=target.name, found_by=target.found_by,
+        profiler=chosen.name, profiler_version=chosen.version(), unit=sampled.unit,
+        load=describe_load(spec.load) + ("" if spec.http.keepalive else ", keep-alive off"), rounds=rounds,
+        warmup_requests=0 if warm_spec is None else warm_spec.load.requests or 0, trials=trials, cost=_cost(trials),
+        total_weight=total, functions=stored_functions(pool, sampled.calls or None),
+        children=_children(per_process(children), total), stacks=kept, dropped_weight=dropped,
+        parent_weight=parent_weight,
+        started=tuple(sorted(seen - before)), exited=tuple(sorted((before | seen) - after - {target.pid})),
+        notes=sampled.notes, files=dict(sampled.files), interrupted=interrupted,
+    )  # fmt: skip
