@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from pounder.profile import PROFILE_SCHEMA, load_profile, profile, profile_from_dict, render_profile
+from support.chromium import CHROMIUM, rendered_dom
 from support.schemas import validate
 
 pytestmark = pytest.mark.skipif(shutil.which("py-spy") is None, reason="py-spy is not installed")
@@ -70,3 +74,59 @@ def test_bad_input_is_one_line_before_anything_runs(gunicorn_server, tmp_path: P
 
 def _py_spy_running() -> bool:
     return subprocess.run(["pgrep", "-f", "py-spy record"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+def test_the_command_writes_json_flame_graph_and_a_report_page(gunicorn_server, tmp_path: Path) -> None:
+    """pounder profile --json --flamegraph, then pounder report on the JSON: the SVG and the page open
+    in Chromium without console messages and name the hot function."""
+    srv = gunicorn_server(app="profile_app:app", workers=2)
+    out, svg, page = tmp_path / "p.json", tmp_path / "flame.svg", tmp_path / "page.html"
+    done = subprocess.run([sys.executable, "-m", "pounder", "profile", srv.url + "/", "--server-pid", str(srv.pid),
+                           "--rounds", "2", "-d", "1s", "-c", "2", "--warmup", "10", "--per-child", "--json", str(out),
+                           "--flamegraph", str(svg)], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    result = load_profile(out)
+    top = result.by_self[0]
+    assert top.name.startswith("hot_loop")
+    # the text shows the table the JSON holds: the top row's share as stored
+    assert f"{top.self_share * 100:6.1f}  {top.inclusive_share * 100:6.1f}" in text.split("Top functions by self")[1]
+    assert "Per process:" in text and "Profiler's cost: requests/s profiled / not" in text
+    assert "hot_loop" in rendered_dom(svg)
+    assert subprocess.run([sys.executable, "-m", "pounder", "report", str(out), "-o", str(page)],
+                          capture_output=True, text=True, timeout=120).returncode == 0
+    dom = rendered_dom(page)
+    assert "Where the children" in dom and "hot_loop" in dom and "data:image/svg+xml;base64," in dom
+    assert not _py_spy_running()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_a_profile_keeps_what_was_sampled(gunicorn_server, tmp_path: Path, signum: int) -> None:
+    """Ctrl-C (or SIGTERM) while py-spy samples: exit 130 (143), no py-spy left running, and the JSON
+    holds the samples taken until then, marked interrupted."""
+    srv = gunicorn_server(app="profile_app:app", workers=2)
+    out = tmp_path / "p.json"
+    proc = subprocess.Popen([sys.executable, "-m", "pounder", "profile", srv.url + "/", "--server-pid", str(srv.pid),
+                             "--rounds", "3", "-d", "3s", "-c", "2", "--warmup", "10", "--json", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not _py_spy_running():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "py-spy never started"
+            time.sleep(0.05)
+        time.sleep(1.0)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == (130 if signum == signal.SIGINT else 143), err
+    assert "interrupted by" in err and err.strip().splitlines()[-1].startswith("pounder: error: interrupted")
+    result = load_profile(out)
+    assert result.interrupted and result.total_weight > 0
+    assert result.by_self[0].name.startswith("hot_loop")
+    assert not _py_spy_running()
+    assert psutil.pid_exists(srv.pid)  # pounder did not start this server: it is left as it was

@@ -34,9 +34,9 @@ from pounder.cli._common import (
 from pounder.cli.bench import BENCH_HELP, bench_command
 from pounder.cli.compare import COMPARE_HELP, compare_command
 from pounder.cli.mem import MEM_HELP, mem_command
+from pounder.cli.profile import PROFILE_HELP, profile_command
 from pounder.cli.report import REPORT_HELP, report_command
 from pounder.cli.run import RUN_HELP, run_command
-from pounder.cli.profile import PROFILE_HELP, profile_command
 from pounder.cli.syscalls import SYSCALLS_HELP, syscalls_command
 from pounder.cli.top import TOP_HELP, top_command
 from pounder.cli.tune import TUNE_HELP, tune_command

@@ -38,6 +38,23 @@ def cost_lines(result: ProfileResult) -> list[str]:
     return lines
 
 
+def inclusive_rows(result: ProfileResult) -> tuple[list[FunctionShare], int]:
+    """(the functions by inclusive share, the server's own loop left out; how many were left out):
+    a function on at least :data:`TRUNK` of the stacks and hardly ever their leaf."""
+    trunk = [row for row in result.by_inclusive if row.inclusive_share >= TRUNK and row.self_share < 1 - TRUNK]
+    return [row for row in result.by_inclusive if row not in trunk], len(trunk)
+
+
+def trunk_note(left_out: int) -> str:
+    return (f" ({left_out} functions on at least {TRUNK:.0%} of the stacks, the server's own loop, left out)"
+            if left_out else "")
+
+
+def weight_text(result: ProfileResult, weight: int) -> str:
+    """A weight as shown: samples, or milliseconds for a profiler that times (NYTProf)."""
+    return _weight(result, weight)
+
+
 def _unit(result: ProfileResult) -> str:
     return "samples" if result.unit == "samples" else "ms"
 
@@ -80,10 +97,8 @@ def render_profile(result: ProfileResult, *, top: int = DEFAULT_TOP, per_child: 
              else f"{result.total_weight / 1e9:,.3f} s of profiled time")
     lines += ["", f"Top functions by self share (of {total}):", *_rows(result, result.by_self, top),
               ""]
-    trunk = [row for row in result.by_inclusive if row.inclusive_share >= TRUNK and row.self_share < 1 - TRUNK]
-    branches = [row for row in result.by_inclusive if row not in trunk]
-    lines += ["Top functions by inclusive share" + (f" ({len(trunk)} functions on at least {TRUNK:.0%} of the stacks, "
-              "the server's own loop, left out)" if trunk else "") + ":", *_rows(result, branches, top)]
+    rows, trunk = inclusive_rows(result)
+    lines += [f"Top functions by inclusive share{trunk_note(trunk)}:", *_rows(result, rows, top)]
     if per_child:
         lines += ["", "Per process:",
                   f"  {'pid':>8}  {'share %':>7}  {_unit(result):>9}  top function (its share of the process)"]

@@ -2,8 +2,8 @@
 
 What each path is, by its content: a bench result (``pounder/bench-result/3``, ``/2`` or ``/1``; several
 are overlaid on one page), a comparison (``pounder/compare/1``), a memory snapshot
-(``pounder/mem/2`` or ``/1``, from ``pounder mem --json``), a tuning results directory (with
-``tune.json``, or its ``recommendation.json``), an experiment results directory (with
+(``pounder/mem/2`` or ``/1``, from ``pounder mem --json``), a profile (``pounder/profile/1``), a tuning
+results directory (with ``tune.json``, or its ``recommendation.json``), an experiment results directory (with
 ``experiment.json``). Several paths of different kinds make one page with a part for each.
 """
 
@@ -24,6 +24,7 @@ from pounder.load import READ_SCHEMAS as BENCH_SCHEMAS
 from pounder.load import SCHEMA as BENCH_SCHEMA
 from pounder.load import BenchResult, MalformedResultError
 from pounder.procs import MEM_READ_SCHEMAS, MEM_SCHEMA, MalformedMemError, mem_from_dict
+from pounder.profile import PROFILE_SCHEMA, MalformedProfileError, profile_from_dict
 from pounder.report._html import ReportError, Section, page
 
 
@@ -59,8 +60,14 @@ def _kind(path: Path) -> tuple[str, Any]:
             return "mem", mem_from_dict(data)
         except MalformedMemError as error:
             raise UsageError(f"{path}: {error}") from None
+    if schema == PROFILE_SCHEMA:
+        try:
+            return "profile", profile_from_dict(data)
+        except MalformedProfileError as error:
+            raise UsageError(f"{path}: {error}") from None
     raise UsageError(f"{path} is not a result pounder can report on (schema {schema!r}; expected "
-                     f"{BENCH_SCHEMA}, {COMPARE_SCHEMA}, {MEM_SCHEMA}, or a tune or experiment results directory)")
+                     f"{BENCH_SCHEMA}, {COMPARE_SCHEMA}, {MEM_SCHEMA}, {PROFILE_SCHEMA}, or a tune or experiment "
+                     "results directory)")
 
 
 Result = str | os.PathLike[str] | BenchResult | Mapping[str, Any]
@@ -99,6 +106,7 @@ def render_report(paths: Result | Sequence[Result], title: str | None = None) ->
     from pounder.report._bench import bench_sections
     from pounder.report._compare import compare_sections, experiment_sections
     from pounder.report._mem import mem_sections
+    from pounder.report._profile import profile_sections
     from pounder.report._tune import tune_sections
 
     paths = _results(paths)
@@ -123,6 +131,8 @@ def render_report(paths: Result | Sequence[Result], title: str | None = None) ->
                 sections += compare_sections(value, str(path), chart_prefix=prefix)
             elif kind == "mem":
                 sections += mem_sections(value, str(path))
+            elif kind == "profile":
+                sections += profile_sections(value, str(path))
             else:
                 sections += experiment_sections(value, chart_prefix=prefix)
     kinds = sorted({kind for _, kind, _ in found})
@@ -156,8 +166,9 @@ def _label(path: Path, benches: Sequence[tuple[Path, Any]]) -> str:
 def _title(found: Sequence[tuple[Path, str, Any]]) -> str:
     if len(found) == 1:
         path, kind, _ = found[0]
-        return {"bench": "pounder bench", "tune": "pounder tune", "compare": "pounder compare",
-                "experiment": "pounder run", "mem": "pounder mem"}[kind] + f": {path.name}"
+        names = {"bench": "pounder bench", "tune": "pounder tune", "compare": "pounder compare",
+                 "experiment": "pounder run", "mem": "pounder mem", "profile": "pounder profile"}
+        return names[kind] + f": {path.name}"
     return f"pounder report: {len(found)} results"
 
 
