@@ -1,4 +1,5 @@
-"""The statistics of ``pounder compare`` (and of the profiler's cost in ``pounder profile``): medians over trials and percentile-bootstrap intervals.
+"""The statistics of ``pounder compare`` (and of the profiler's cost in ``pounder profile``): medians
+over trials and percentile-bootstrap intervals.
 
 Pure functions of lists of numbers (no I/O, no clock), so the same trials always give the same
 figures: the bootstrap draws from a :class:`random.Random` seeded with a fixed ``seed``.

@@ -20,6 +20,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from pounder._stats import quantile
 from pounder.compare import (
     MAX_FAILED,
     CompareOptions,
@@ -35,7 +36,6 @@ from pounder.compare import (
     render_compare,
     verdict,
 )
-from pounder._stats import quantile
 from pounder.load import HttpOptions, LoadModel
 from support.schemas import schema, validate
 

@@ -23,6 +23,14 @@ than 2 counted trials has no ratio and the verdict "unknown" (:attr:`CompareResu
 
 from __future__ import annotations
 
+from pounder._stats import (
+    Estimate,
+    RatioEstimate,
+    Verdict,
+    median_interval,
+    ratio_interval,
+    verdict,
+)
 from pounder.compare._chart import chart_format, render_chart
 from pounder.compare._report import describe_errors, failure_message, format_rate, format_ratio, render_compare
 from pounder.compare._result import (
@@ -35,14 +43,6 @@ from pounder.compare._result import (
     TrialCallback,
     Variant,
     VariantSummary,
-)
-from pounder._stats import (
-    Estimate,
-    RatioEstimate,
-    Verdict,
-    median_interval,
-    ratio_interval,
-    verdict,
 )
 from pounder.compare._trials import (
     DEFAULT_TRIALS,

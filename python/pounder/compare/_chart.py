@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from pounder._errors import UsageError, public
 from pounder._files import replacing
 from pounder._matplotlib import require_matplotlib
+from pounder._stats import Estimate
 from pounder.compare._report import format_ratio
 from pounder.compare._result import CompareResult
-from pounder._stats import Estimate
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

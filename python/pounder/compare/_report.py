@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pounder._errors import check_instance, public
+from pounder._stats import MIN_SAMPLES, Estimate, RatioEstimate
 from pounder._units import count_text, plain
 from pounder.compare._result import CompareResult, Comparison, Trial
-from pounder._stats import MIN_SAMPLES, Estimate, RatioEstimate
 from pounder.load import ERROR_CATEGORIES, MAX_FAILED, describe_load, format_ms
 
 _GAP = "  "

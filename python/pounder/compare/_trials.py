@@ -24,9 +24,9 @@ from urllib.parse import urlsplit
 
 from pounder._errors import PounderError, UsageError, check_callable, check_path, check_text, check_type, public
 from pounder._files import check_output_path, utc_timestamp, write_atomic
+from pounder._stats import MIN_EFFECT
 from pounder._version import __version__
 from pounder.compare._result import CompareOptions, CompareResult, Trial, TrialCallback, Variant
-from pounder._stats import MIN_EFFECT
 from pounder.load import ENGINE, BenchSpec, LoadOptions, ProgressCallback, Sender, run_bench
 from pounder.procs import ServerSampler, ServerTarget, find_server, serves
 

@@ -21,7 +21,7 @@ from pounder.profile._flame import flame_svg
 from pounder.profile._nytprof import NYTProf, is_perl_server, read_nytprof
 from pounder.profile._profiler import UNITS, Profiler, Sampled
 from pounder.profile._pyspy import PySpy, find_py_spy, parse_raw
-from pounder.profile._render import DEFAULT_TOP, cost_lines, render_profile
+from pounder.profile._render import DEFAULT_TOP, cost_lines, inclusive_rows, render_profile, trunk_note, weight_text
 from pounder.profile._result import (
     PROFILE_SCHEMA,
     ChildProfile,
@@ -68,6 +68,7 @@ __all__ = [
     "flame_svg",
     "folded_text",
     "function_table",
+    "inclusive_rows",
     "is_perl_server",
     "load_profile",
     "make_profiler",
@@ -80,4 +81,6 @@ __all__ = [
     "read_nytprof",
     "render_profile",
     "runtime",
+    "trunk_note",
+    "weight_text",
 ]
