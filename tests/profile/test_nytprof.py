@@ -5,6 +5,8 @@ access log) and Starman; a server not prepared for it is told what to add."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ import pytest
 import pounder
 from pounder import UsageError
 from pounder.procs import find_server
-from pounder.profile import NYTProf, Sampled
+from pounder.profile import NYTProf, Sampled, load_profile
 from pounder.servers import ApacheServer, StarmanServer, apache_missing, starman_missing
 from support.leftovers import processes_mentioning
 
@@ -138,3 +140,30 @@ def test_check_names_the_lines_to_add(apache_server, monkeypatch: pytest.MonkeyP
         profiler.check()
     srv.stop()
     assert processes_mentioning(str(srv.workdir)) == []
+
+
+def test_pounder_profile_on_apache_counts_every_profiled_request(public_dir: Path, tmp_path: Path) -> None:
+    """``pounder profile`` (auto: NYTProf on a mod_perl server prepared for it): the hot sub first,
+    its calls equal to the profiled trials' requests, and the access log holding every request sent."""
+    if apache_missing(perl=True) or _nytprof_missing():
+        pytest.skip(str(apache_missing(perl=True) or _nytprof_missing()))
+    srv = _apache(public_dir, start_servers=2, min_spare=1, max_spare=3, max_request_workers=3,
+                  max_connections_per_child=50, profile_dir=public_dir / "nytprof")
+    srv.start(timeout_s=30)
+    out = tmp_path / "p.json"
+    try:
+        done = subprocess.run([sys.executable, "-m", "pounder", "profile", f"{srv.url}/hot", "--server-pidfile",
+                               str(srv.pidfile), "--rounds", "2", "-n", "120", "-c", "2", "--no-keepalive",
+                               "--warmup", "40", "--json", str(out)], capture_output=True, text=True, timeout=180)
+    finally:
+        srv.stop()
+    assert processes_mentioning(str(srv.workdir)) == []
+    assert done.returncode == 0, done.stderr
+    result = load_profile(out)
+    assert result.profiler == "nytprof" and result.unit == "ns"
+    top = result.by_self[0]
+    assert top.name == HOT, done.stdout
+    logged = len([line for line in (public_dir / "access.log").read_text().splitlines() if "GET /hot" in line])
+    assert logged == 40 + sum(trial.complete for trial in result.trials)
+    assert top.calls is not None and abs(top.calls - result.profiled_requests) <= 0.05 * result.profiled_requests
+    assert "calls" in done.stdout and HOT in done.stdout

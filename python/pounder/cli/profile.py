@@ -83,6 +83,9 @@ WARMUP = option("--warmup", panel=_LOAD, metavar="N", help=(
 JSON = json_option(_OUT, "pounder/profile/1", "text")
 FLAME = option("--flamegraph", panel=_OUT, metavar="PATH", help=(
     "Write the children's stacks as a flame graph (SVG; open it in a browser: click to zoom, Ctrl-F to search)."))
+KEEP = option("--keep", panel=_OUT, metavar="DIR", help=(
+    "Keep the profiler's own files in this new (or empty) directory: NYTProf's merged nytprof.out (for "
+    "nytprofhtml) and each child's, py-spy's raw stacks, perf's data."))
 TOP = option("--top", panel=_OUT, metavar="N", help=f"Functions shown in each table (default {DEFAULT_TOP}).")
 PER_CHILD = typer.Option("--per-child", rich_help_panel=_OUT, help=(
     "Also show each process: its share and its own top function (a child unlike the others shows here)."))
@@ -133,6 +136,7 @@ def profile_command(
     warmup: Annotated[str, WARMUP] = str(DEFAULT_WARMUP),
     json_path: Annotated[Text, JSON] = None,
     flamegraph: Annotated[Text, FLAME] = None,
+    keep: Annotated[Text, KEEP] = None,
     top: Annotated[Text, TOP] = None,
     per_child: Annotated[bool, PER_CHILD] = False,
 ) -> None:
@@ -149,7 +153,7 @@ def profile_command(
     pid = None if server_pid is None else parse_pid(server_pid, "--server-pid")
     with live_progress(enabled=sys.stderr.isatty()) as on_progress:
         result = profile(url, server_pid=pid, server_pidfile=server_pidfile, server_name=server_name,
-                         profiler=profiler, rounds=rounds, warmup=warmup, rate=rate, native=native,
+                         profiler=profiler, rounds=rounds, warmup=warmup, rate=rate, native=native, workdir=keep,
                          on_progress=on_progress, on_trial=_trial_line, options=load)  # fmt: skip
     with _interrupt.deferred():  # a signal now waits until the outputs are whole
         _write(result, json_out, flame_out, rows, per_child)

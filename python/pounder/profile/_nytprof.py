@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pounder._errors import PounderError, UsageError, public
+from pounder._units import count_text
 from pounder.procs import ServerGone, ServerTarget, discover
 from pounder.profile._profiler import Profiler, Sampled
 from pounder.servers import (
@@ -260,7 +261,8 @@ class NYTProf(Profiler):
         while left and time.monotonic() < deadline:
             time.sleep(0.05)
             left = [pid for pid in left if _alive(pid)]
-        notes = [f"pounder asked the server's {len(children)} children to exit after their request "
+        asked = count_text(len(children), "child", "children")
+        notes = [f"pounder asked the server's {asked} to exit after their request "
                  f"({signal.Signals(how).name}) so that each wrote its profile; the server replaced them"]
         if left:
             notes.append(f"{len(left)} children had not exited {self.exit_timeout_s:g} s later (pids "

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pounder._errors import PounderError, UsageError, check_callable, check_text, public
+from pounder._errors import PounderError, UsageError, check_callable, check_path, check_text, public
 from pounder._files import utc_timestamp
 from pounder._stats import ratio_interval
 from pounder._units import count_in_range
@@ -136,6 +138,29 @@ def _children(stacks: dict[int, dict[str, int]], total: int) -> tuple[ChildProfi
     return tuple(sorted(rows, key=lambda row: (-row.weight, row.pid)))
 
 
+@contextmanager
+def _place(workdir: str | os.PathLike[str] | None) -> Iterator[Path]:
+    """The profiler's directory: ``workdir`` (made, or empty) kept, else a temporary one removed."""
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="pounder-profile-") as tmp:
+            yield Path(tmp)
+        return
+    yield Path(workdir)
+
+
+def check_workdir(workdir: str | os.PathLike[str] | None) -> None:
+    """UsageError unless ``workdir`` is None, a new directory (made now) or an empty one."""
+    if workdir is None:
+        return
+    path = Path(check_path(workdir, "--keep"))
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise UsageError(f"--keep {path}: must be a new or empty directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"--keep {path}: cannot make it: {error.strerror or error}") from None
+
+
 def _alive(target: ServerTarget) -> set[int]:
     try:
         return {member.pid for member in discover(target)}
@@ -155,6 +180,7 @@ def profile(
     warmup: int | str = DEFAULT_WARMUP,
     rate: int | None = None,
     native: bool = False,
+    workdir: str | os.PathLike[str] | None = None,
     on_progress: ProgressCallback | None = None,
     on_trial: TrialCallback | None = None,
     options: LoadOptions | None = None,
@@ -164,7 +190,9 @@ def profile(
     docstring for how): ``rounds`` rounds of an unprofiled and a profiled trial, each of the load
     options (:class:`~pounder.LoadOptions` as ``options`` or keywords; 5 s long by default), after
     ``warmup`` unprofiled requests. ``profiler``: "auto", "py-spy", "nytprof" or "perf"; ``rate``:
-    samples per second for py-spy and perf; ``native``: py-spy's native frames.
+    samples per second for py-spy and perf; ``native``: py-spy's native frames; ``workdir``: a
+    directory (new, or empty) where the profiler's own files are kept (NYTProf's merged
+    ``nytprof.out`` for ``nytprofhtml``, py-spy's raw output); by default they are removed.
 
     Raises :class:`~pounder.UsageError` before anything is sent for bad input or what to fix first
     (no such server, a profiler missing or not permitted, a Perl server not prepared for NYTProf),
@@ -183,15 +211,19 @@ def profile(
                          "server behind the URL")  # fmt: skip
     chosen = make_profiler(target, profiler, **({} if rate is None else {"rate": rate}), native=native)
     chosen.check()
+    check_workdir(workdir)
     started_at = utc_timestamp()
     if warm_spec is not None and run_bench(warm_spec).interrupted:
         raise KeyboardInterrupt
     before = _alive(target)
     try:
-        with tempfile.TemporaryDirectory(prefix="pounder-profile-") as tmp:
-            trials, interrupted = _rounds(chosen, spec, count, Path(tmp), on_progress, on_trial)
+        with _place(workdir) as place:
+            trials, interrupted = _rounds(chosen, spec, count, place, on_progress, on_trial)
             chosen.pause()
             sampled = chosen.finish()
+            if workdir is None and sampled.files:
+                sampled = replace(sampled, files={}, notes=(*sampled.notes, "the profiler's files (" + ", ".join(
+                    sampled.files) + ") were removed: --keep DIR keeps them"))
     finally:
         chosen.close()
     return _result(url, target, chosen, spec, count, warm_spec, tuple(trials), sampled, before, started_at,
