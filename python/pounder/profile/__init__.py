@@ -19,6 +19,7 @@ in ``_stacks``, the result and its JSON form (``pounder/profile/1``) in ``_resul
 from pounder.profile._choose import PROFILERS, make_profiler, runtime
 from pounder.profile._flame import flame_svg
 from pounder.profile._nytprof import NYTProf, is_perl_server, read_nytprof
+from pounder.profile._perf import Perf, find_perf
 from pounder.profile._profiler import UNITS, Profiler, Sampled
 from pounder.profile._pyspy import PySpy, find_py_spy, parse_raw
 from pounder.profile._render import DEFAULT_TOP, cost_lines, inclusive_rows, render_profile, trunk_note, weight_text
@@ -56,6 +57,7 @@ __all__ = [
     "FunctionShare",
     "MalformedProfileError",
     "NYTProf",
+    "Perf",
     "ProfileResult",
     "ProfileTrial",
     "Profiler",
@@ -64,6 +66,7 @@ __all__ = [
     "Sampled",
     "by_inclusive",
     "cost_lines",
+    "find_perf",
     "find_py_spy",
     "flame_svg",
     "folded_text",
