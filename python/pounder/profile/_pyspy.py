@@ -71,12 +71,22 @@ class PySpy(Profiler):
         self._outputs: list[Path] = []
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: Path | None = None
+        self._version: str | None = None
+
+    def version(self) -> str | None:
+        return self._version
 
     def check(self) -> None:
         """py-spy present and able to read the server's parent (a Python process it may trace)."""
         if not 1 <= self.rate <= MAX_RATE:
             raise UsageError(f"--rate for py-spy must be 1..{MAX_RATE} samples per second, not {self.rate}")
         self.binary = find_py_spy(self.binary)
+        try:
+            said = subprocess.run([self.binary, "--version"], capture_output=True, text=True, timeout=_CHECK_TIMEOUT_S,
+                                  check=False).stdout.strip()  # fmt: skip
+            self._version = said or None
+        except (OSError, subprocess.TimeoutExpired):
+            self._version = None
         try:
             done = subprocess.run([self.binary, "dump", "--nonblocking", "--pid", str(self.target.pid)],
                                   capture_output=True, timeout=_CHECK_TIMEOUT_S, check=False)  # fmt: skip

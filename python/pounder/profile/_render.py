@@ -21,7 +21,8 @@ def _interval(ratio: float | None, low: float | None, high: float | None) -> str
         return "not known (fewer than 2 counted trials of each kind)"
     if low is None or high is None:
         return f"{ratio:.2f}x"
-    return f"{ratio:.2f}x (95 % interval {low:.2f}-{high:.2f})"
+    told = ": no difference these trials can tell" if low <= 1 <= high else ""
+    return f"{ratio:.2f}x (95 % interval {low:.2f}-{high:.2f}{told})"
 
 
 def cost_lines(result: ProfileResult) -> list[str]:
