@@ -62,7 +62,9 @@ def test_the_workers_cpu_is_sampled_those_forked_during_the_window_too(fpm: PhpF
     try:
         perf.check()
         before = set(fpm.children())
-        perf.resume(tmp_path)
+        workdir = tmp_path / "a,b:c"  # perf's --control and -p split on those
+        workdir.mkdir()
+        perf.resume(workdir)
         served = _served_by(fpm.url)
         perf.pause()
         sampled = perf.finish()

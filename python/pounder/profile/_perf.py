@@ -144,8 +144,8 @@ class Perf(Profiler):
         (workdir / f"perf.{number}.data").unlink(missing_ok=True)  # else perf keeps it as .old
         self._log = workdir / f"perf.{number}.log"
         argv = [os.fspath(self.binary), "record", "-g", "-F", str(self.frequency), "-N", "-D", "-1",
-                "--control", f"fifo:{ctl},{ack}", "-p", ",".join(map(str, pids)),
-                "-o", str(workdir / f"perf.{number}.data")]  # fmt: skip
+                "--control", f"fifo:{ctl.name},{ack.name}", "-p", ",".join(map(str, pids)),
+                "-o", f"perf.{number}.data"]  # fmt: skip  # in workdir: its path may hold a comma
         ack_fd = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)  # before perf, which opens it to write
         self._fds = [ack_fd]
         with open(self._log, "wb") as log:
@@ -155,6 +155,7 @@ class Perf(Profiler):
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,
+                    cwd=workdir,
                     start_new_session=True,
                     preexec_fn=die_with_parent_hook(signal.SIGTERM),
                 )
