@@ -54,7 +54,8 @@ PROFILE_HELP = "\n\n".join(
         "server must load it: pounder says which lines to add, and pounder tune --profile does it), perf for "
         "anything else (php-fpm, Ruby: native frames; needs perf and permission). py-spy and perf sample "
         "(--sample-rate per second); NYTProf times every call and counts calls.",
-        "The server named must be the one behind the URL (checked before anything is sent). Its parent's own "
+        "The server named must be the one behind the URL (checked before anything is sent; --behind-proxy for a "
+        "backend such as php-fpm behind nginx). Its parent's own "
         "samples are kept apart: they are not the requests' work.",
         "Exit status: 0 done, 1 nothing sampled or a profiler failed, 2 bad input or something to fix first, "
         "130 interrupted (what was sampled is still written).",
@@ -71,6 +72,9 @@ SERVER_PIDFILE = load_option("server_pidfile", _WHICH, help=(
     "A file holding the parent's pid (Apache's PidFile, gunicorn --pid, Starman --pid, php-fpm's pid)."))
 SERVER_NAME = load_option("server_name", _WHICH, help=(
     "Part of the process name or command line; the top-most matching process is the parent."))
+BEHIND_PROXY = typer.Option("--behind-proxy", rich_help_panel=_WHICH, help=(
+    "The server is a backend the URL reaches through a proxy (php-fpm behind nginx): it need not listen on the "
+    "URL's port itself."))
 PROFILER = option("--profiler", panel=_HOW, metavar="|".join(PROFILERS), help=(
     "The profiler (default auto: py-spy for Python, nytprof for Perl, perf for anything else)."))
 SAMPLE_RATE = option("--sample-rate", panel=_HOW, metavar="N", help=(
@@ -129,6 +133,7 @@ def profile_command(
     server_name: Annotated[Text, SERVER_NAME] = None,
     *,
     load: LoadOptions,
+    behind_proxy: Annotated[bool, BEHIND_PROXY] = False,
     profiler: Annotated[str, PROFILER] = "auto",
     sample_rate: Annotated[Text, SAMPLE_RATE] = None,
     native: Annotated[bool, NATIVE] = False,
@@ -154,6 +159,7 @@ def profile_command(
     with live_progress(enabled=sys.stderr.isatty()) as on_progress:
         result = profile(url, server_pid=pid, server_pidfile=server_pidfile, server_name=server_name,
                          profiler=profiler, rounds=rounds, warmup=warmup, rate=rate, native=native, workdir=keep,
+                         behind_proxy=behind_proxy,
                          on_progress=on_progress, on_trial=_trial_line, options=load)  # fmt: skip
     with _interrupt.deferred():  # a signal now waits until the outputs are whole
         _write(result, json_out, flame_out, rows, per_child)

@@ -181,6 +181,7 @@ def profile(
     rate: int | None = None,
     native: bool = False,
     workdir: str | os.PathLike[str] | None = None,
+    behind_proxy: bool = False,
     on_progress: ProgressCallback | None = None,
     on_trial: TrialCallback | None = None,
     options: LoadOptions | None = None,
@@ -206,9 +207,10 @@ def profile(
     warm = count_in_range(warmup, "--warmup", 0, MAX_WARMUP)
     spec, warm_spec = _specs(url, LoadOptions.of(DEFAULT_LOAD if options is None else options, **load), warm)
     target = _target(server_pid, server_pidfile, server_name)
-    if serves(target, spec.targets[0].info().connect) is False:
+    if not behind_proxy and serves(target, spec.targets[0].info().connect) is False:
         raise UsageError(f"process {target.pid} does not listen on {spec.targets[0].info().connect}: it is not the "
-                         "server behind the URL")  # fmt: skip
+                         "server behind the URL (a backend behind a proxy, as php-fpm behind nginx: "
+                         "--behind-proxy)")  # fmt: skip
     chosen = make_profiler(target, profiler, **({} if rate is None else {"rate": rate}), native=native)
     chosen.check()
     check_workdir(workdir)
