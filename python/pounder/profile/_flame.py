@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pounder import _engine
+from pounder.load import load_engine
 from pounder.profile._profiler import UNITS
 from pounder.profile._stacks import folded_text
 
@@ -19,4 +19,5 @@ def flame_svg(stacks: Mapping[str, int], *, title: str, unit: str) -> str:
     folded = folded_text(stacks)
     if not folded:
         raise ValueError("no flame graph: nothing was sampled")
-    return _engine.flamegraph_svg(folded, title, unit)
+    svg: str = load_engine().flamegraph_svg(folded, title, unit)  # loaded here: the CLI starts without it
+    return svg

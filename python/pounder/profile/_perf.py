@@ -16,8 +16,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from pounder import _engine
 from pounder._errors import PounderError, UsageError
+from pounder.load import load_engine
 from pounder.procs import ServerTarget, discover
 from pounder.profile._profiler import Profiler, Sampled
 from pounder.servers import die_with_parent_hook
@@ -222,7 +222,8 @@ class Perf(Profiler):
         for data in self._outputs:
             if not data.exists():
                 continue
-            for key, weight in parse_collapsed(_engine.collapse_perf(self._script(data))).items():
+            folded: str = load_engine().collapse_perf(self._script(data))
+            for key, weight in parse_collapsed(folded).items():
                 stacks[key] = stacks.get(key, 0) + weight
         pids = tuple(sorted(self._attached | {pid for pid, _ in stacks}))
         return Sampled(stacks=stacks, unit=self.unit, pids=pids, notes=_NOTES)
