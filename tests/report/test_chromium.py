@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,35 +18,21 @@ from pounder.compare import Variant, compare
 from pounder.experiment import load_experiment, run_experiment
 from pounder.report import render_report
 from pounder.servers import gunicorn_missing
+from support.chromium import CHROMIUM, console_messages, run_chromium
 
 REPO = Path(__file__).resolve().parents[2]
 APPS = REPO / "tests" / "apps"
 ARTIFACTS = Path(os.environ.get("POUNDER_ARTIFACTS", REPO / "test-artifacts"))
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-NO_NETWORK = ["--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND", "--disable-background-networking"]
-
 pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)"),
               pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))]
-
-
-def _chromium(html: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    assert CHROMIUM is not None
-    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
-                           "--v=0", *NO_NETWORK, *args, html.as_uri()], capture_output=True, text=True, timeout=120,
-                          check=False)
-
-
-def _console(stderr: str) -> list[str]:
-    """The page's console messages (errors, warnings, logs) among Chromium's log lines."""
-    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
 
 
 def check_in_chromium(html: Path, kind: str, charts: set[str]) -> str:
     """Load ``html``; return the DOM Chromium rendered. Fails on any console message of the page
     and unless the charts drawn are exactly ``charts`` (each once, each an inline SVG)."""
-    done = _chromium(html, "--dump-dom")
+    done = run_chromium(html, "--dump-dom")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert not _console(done.stderr), _console(done.stderr)
+    assert not console_messages(done.stderr), console_messages(done.stderr)
     dom = done.stdout
     figures = re.findall(r'<figure class="chart" id="([^"]+)">\s*<svg', dom)
     assert len(figures) == len(set(figures)), figures
@@ -56,7 +40,7 @@ def check_in_chromium(html: Path, kind: str, charts: set[str]) -> str:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / f"report-{kind}.png"
     shot.unlink(missing_ok=True)
-    taken = _chromium(html, f"--screenshot={shot}", "--window-size=1280,6000", "--hide-scrollbars")
+    taken = run_chromium(html, f"--screenshot={shot}", "--window-size=1280,6000", "--hide-scrollbars")
     assert taken.returncode == 0 and shot.stat().st_size > 10_000, taken.stderr[-2000:]
     return dom
 
@@ -66,7 +50,7 @@ def test_a_console_error_would_be_seen(tmp_path: Path) -> None:
     page = tmp_path / "broken.html"
     page.write_text('<!DOCTYPE html><html><body><script>console.error("pounder-check"); nothing();</script>'
                     "</body></html>")
-    messages = _console(_chromium(page, "--dump-dom").stderr)
+    messages = console_messages(run_chromium(page, "--dump-dom").stderr)
     assert any("pounder-check" in line for line in messages), messages
     assert any("nothing is not defined" in line for line in messages), messages
 
@@ -127,14 +111,14 @@ def _write(tmp_path: Path, kind: str, paths: list[Any]) -> Path:
 
 def test_bench_report(tmp_path: Path, bench_files: list[Path]) -> None:
     html = _write(tmp_path, "bench", bench_files)
-    dom = check_in_chromium(html, "bench", BENCH_CHARTS | {"bench-memory-1", "bench-memory-2"})
+    dom = check_inrun_chromium(html, "bench", BENCH_CHARTS | {"bench-memory-1", "bench-memory-2"})
     assert "cheap" in dom and "costly" in dom
     assert "status 404" in dom
 
 
 def test_compare_report(tmp_path: Path, compare_file: Path) -> None:
     html = _write(tmp_path, "compare", [compare_file])
-    check_in_chromium(html, "compare", {"compare-bars"})
+    check_inrun_chromium(html, "compare", {"compare-bars"})
 
 
 def test_experiment_report(tmp_path: Path) -> None:
@@ -160,19 +144,19 @@ path = "/cpu?ms=2"
 """)
     run_experiment(load_experiment(experiment), tmp_path / "results")
     html = _write(tmp_path, "experiment", [tmp_path / "results"])
-    check_in_chromium(html, "experiment", {"experiment-load-1-bars", "experiment-memory"})
+    check_inrun_chromium(html, "experiment", {"experiment-load-1-bars", "experiment-memory"})
 
 
 def test_tune_report(tmp_path: Path, demo_run: Path) -> None:
     html = _write(tmp_path, "tune", [demo_run])
-    dom = check_in_chromium(html, "tune", _tune_charts(demo_run))
+    dom = check_inrun_chromium(html, "tune", _tune_charts(demo_run))
     assert "--workers" in dom
     assert "<details><summary>Details</summary>" in dom  # the long reasons collapsed
 
 
 def test_apache_tune_report(tmp_path: Path, apache_run: Path) -> None:
     html = _write(tmp_path, "tune-apache", [apache_run])
-    dom = check_in_chromium(html, "tune-apache", _tune_charts(apache_run) | {"tune-spare"})
+    dom = check_inrun_chromium(html, "tune-apache", _tune_charts(apache_run) | {"tune-spare"})
     assert "MaxRequestWorkers" in dom
 
 
@@ -180,6 +164,6 @@ def test_several_results_on_one_page(tmp_path: Path, bench_files: list[Path], co
                                      demo_run: Path) -> None:
     """Every kind at once, two of some: each chart keeps an id of its own."""
     html = _write(tmp_path, "mixed", [*bench_files, compare_file, compare_file, demo_run, demo_run])
-    check_in_chromium(html, "mixed", BENCH_CHARTS | {"bench-memory-1", "bench-memory-2", "compare-bars",
+    check_inrun_chromium(html, "mixed", BENCH_CHARTS | {"bench-memory-1", "bench-memory-2", "compare-bars",
                                                      "compare2-bars"} | _tune_charts(demo_run)
                       | _tune_charts(demo_run, "tune2"))
