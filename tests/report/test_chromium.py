@@ -111,14 +111,14 @@ def _write(tmp_path: Path, kind: str, paths: list[Any]) -> Path:
 
 def test_bench_report(tmp_path: Path, bench_files: list[Path]) -> None:
     html = _write(tmp_path, "bench", bench_files)
-    dom = check_inrun_chromium(html, "bench", BENCH_CHARTS | {"bench-memory-1", "bench-memory-2"})
+    dom = check_in_chromium(html, "bench", BENCH_CHARTS | {"bench-memory-1", "bench-memory-2"})
     assert "cheap" in dom and "costly" in dom
     assert "status 404" in dom
 
 
 def test_compare_report(tmp_path: Path, compare_file: Path) -> None:
     html = _write(tmp_path, "compare", [compare_file])
-    check_inrun_chromium(html, "compare", {"compare-bars"})
+    check_in_chromium(html, "compare", {"compare-bars"})
 
 
 def test_experiment_report(tmp_path: Path) -> None:
@@ -144,19 +144,19 @@ path = "/cpu?ms=2"
 """)
     run_experiment(load_experiment(experiment), tmp_path / "results")
     html = _write(tmp_path, "experiment", [tmp_path / "results"])
-    check_inrun_chromium(html, "experiment", {"experiment-load-1-bars", "experiment-memory"})
+    check_in_chromium(html, "experiment", {"experiment-load-1-bars", "experiment-memory"})
 
 
 def test_tune_report(tmp_path: Path, demo_run: Path) -> None:
     html = _write(tmp_path, "tune", [demo_run])
-    dom = check_inrun_chromium(html, "tune", _tune_charts(demo_run))
+    dom = check_in_chromium(html, "tune", _tune_charts(demo_run))
     assert "--workers" in dom
     assert "<details><summary>Details</summary>" in dom  # the long reasons collapsed
 
 
 def test_apache_tune_report(tmp_path: Path, apache_run: Path) -> None:
     html = _write(tmp_path, "tune-apache", [apache_run])
-    dom = check_inrun_chromium(html, "tune-apache", _tune_charts(apache_run) | {"tune-spare"})
+    dom = check_in_chromium(html, "tune-apache", _tune_charts(apache_run) | {"tune-spare"})
     assert "MaxRequestWorkers" in dom
 
 
@@ -164,6 +164,6 @@ def test_several_results_on_one_page(tmp_path: Path, bench_files: list[Path], co
                                      demo_run: Path) -> None:
     """Every kind at once, two of some: each chart keeps an id of its own."""
     html = _write(tmp_path, "mixed", [*bench_files, compare_file, compare_file, demo_run, demo_run])
-    check_inrun_chromium(html, "mixed", BENCH_CHARTS | {"bench-memory-1", "bench-memory-2", "compare-bars",
+    check_in_chromium(html, "mixed", BENCH_CHARTS | {"bench-memory-1", "bench-memory-2", "compare-bars",
                                                      "compare2-bars"} | _tune_charts(demo_run)
                       | _tune_charts(demo_run, "tune2"))
