@@ -4,6 +4,7 @@ share the app's own timing measures, and the result validates against its schema
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -69,6 +70,11 @@ def test_bad_input_is_one_line_before_anything_runs(gunicorn_server, tmp_path: P
         assert done.returncode == 2, (name, done.stderr)
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("pounder: error: "), (name, done.stderr)
+    # py-spy missing (not on PATH): one line naming it, nothing sent
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([*pounder, srv.url + "/", "--server-pid", str(srv.pid)], capture_output=True, text=True,
+                          timeout=60, env=env)  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "pip install py-spy" in done.stderr, done.stderr
     assert not _py_spy_running()
 
 
