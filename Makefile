@@ -7,7 +7,7 @@ export PIP_ROOT_USER_ACTION := ignore
 # Debian packages the tests use: Apache prefork + mod_perl, Starman (PSGI) and strace (server-side
 # tests), nginx and wrk and ab (apache2-utils) for benchmarks/peers.py.
 APT_PACKAGES := apache2 libapache2-mod-perl2 starman libplack-perl strace chromium \
-	php-fpm nginx uwsgi uwsgi-plugin-python3 puma unicorn
+	php-fpm nginx uwsgi uwsgi-plugin-python3 puma unicorn libdevel-nytprof-perl linux-perf tmux
 APT_BENCH_PACKAGES := nginx wrk apache2-utils
 
 .PHONY: test demo build deps deps-system deps-python lint cargo-test pytest bench-peers clean
@@ -27,7 +27,7 @@ deps-system:
 
 deps-python:
 	$(PIP) install -q --disable-pip-version-check "maturin>=1.7,<2" "pytest>=8" "pytest-xdist>=3.5" "jsonschema>=4.18" "gunicorn>=22" \
-		"ruff>=0.5" "mypy>=1.10" typer rich psutil types-psutil types-jsonschema "jinja2>=3.1" "matplotlib>=3.8" "ray>=2.60,<3"
+		"ruff>=0.5" "mypy>=1.10" typer rich psutil types-psutil types-jsonschema "jinja2>=3.1" "matplotlib>=3.8" "ray>=2.60,<3" "py-spy>=0.4"
 
 # Builds the Rust extension (release) and installs the package in editable mode.
 build:
