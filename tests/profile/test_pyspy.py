@@ -75,11 +75,12 @@ def test_bad_input_is_one_line_before_anything_runs(gunicorn_server, tmp_path: P
     done = subprocess.run([*pounder, srv.url + "/", "--server-pid", str(srv.pid)], capture_output=True, text=True,
                           timeout=60, env=env)  # fmt: skip
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "pip install py-spy" in done.stderr, done.stderr
-    assert not _py_spy_running()
+    assert not _py_spy_running(srv.pid)
 
 
-def _py_spy_running() -> bool:
-    return subprocess.run(["pgrep", "-f", "py-spy record"], capture_output=True).returncode == 0
+def _py_spy_running(pid: int) -> bool:
+    """A py-spy recording server ``pid`` runs (tests of other servers may run py-spy meanwhile)."""
+    return subprocess.run(["pgrep", "-f", f"py-spy record --pid {pid} "], capture_output=True).returncode == 0
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
@@ -104,7 +105,7 @@ def test_the_command_writes_json_flame_graph_and_a_report_page(gunicorn_server, 
                           capture_output=True, text=True, timeout=120).returncode == 0
     dom = rendered_dom(page)
     assert "Where the children" in dom and "hot_loop" in dom and "data:image/svg+xml;base64," in dom
-    assert not _py_spy_running()
+    assert not _py_spy_running(srv.pid)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -118,7 +119,7 @@ def test_a_signal_during_a_profile_keeps_what_was_sampled(gunicorn_server, tmp_p
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 60
-        while not _py_spy_running():
+        while not _py_spy_running(srv.pid):
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "py-spy never started"
             time.sleep(0.05)
@@ -134,5 +135,5 @@ def test_a_signal_during_a_profile_keeps_what_was_sampled(gunicorn_server, tmp_p
     result = load_profile(out)
     assert result.interrupted and result.total_weight > 0
     assert result.by_self[0].name.startswith("hot_loop")
-    assert not _py_spy_running()
+    assert not _py_spy_running(srv.pid)
     assert psutil.pid_exists(srv.pid)  # pounder did not start this server: it is left as it was
