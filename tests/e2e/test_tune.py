@@ -164,9 +164,11 @@ def test_the_size_measurement_finds_a_known_leak(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
 def test_sigint_leaves_no_server_and_resume_finishes(tmp_path: Path) -> None:
+    """Also --profile (stored with the options: the resumed run profiles): profile_app spends most of
+    its time in hot_loop."""
     results = tmp_path / "interrupted"
-    args = ("gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--quick", "--point-duration", "1s", "--mrpc",
-            "0", "--max-children", "1", "--no-confirm")
+    args = ("gunicorn", "profile_app:app", "--pythonpath", str(APPS_DIR), "--quick", "--point-duration", "1s",
+            "--mrpc", "0", "--max-children", "1", "--no-confirm", "--profile")
     # in the middle of the point after the first sweep point
     err = _stopped(results, args, results / "points" / "children-1-t1.json", after_s=1.0)
     assert "--resume" in err and "Traceback" not in err
@@ -191,6 +193,28 @@ def test_sigint_leaves_no_server_and_resume_finishes(tmp_path: Path) -> None:
     for name, content in measured.items():  # what was measured before is kept, not measured again
         assert (results / "points" / name).read_bytes() == content
     assert not processes_mentioning(str(results))
+    _check_profile(results, done.stdout, tmp_path / "done.html")
+
+
+def _check_profile(results: Path, stdout: str, page: Path) -> None:
+    """tune --profile's files (validated with the results directory), its text agreeing with
+    them, and the report page showing it."""
+    assert json.loads((results / "tune.json").read_text())["options"]["profile"] is True
+    profile = json.loads((results / "profile.json").read_text())
+    assert profile["profiler"]["name"] == "py-spy" and not profile["interrupted"]
+    first = profile["functions"][0]
+    assert first["name"].startswith("hot_loop (profile_app.py") and first["self_share"] > 0.5, profile["functions"][:3]
+    assert "hot_loop" in (results / "flame.svg").read_text()
+    text = stdout[stdout.index("Profile of the recommended configuration"):]
+    row = text.splitlines()[text.splitlines().index(next(line for line in text.splitlines()
+                                                         if "functions by self share" in line)) + 2]
+    assert row.split()[0] == f"{first['self_share'] * 100:.1f}" and row.endswith(first["name"])
+    assert "Files: profile.json, flame.svg" in text
+    assert (results / "recommendation.txt").read_text() == stdout
+    done = subprocess.run([sys.executable, "-m", "pounder", "report", str(results), "-o", str(page)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "s time went" in page.read_text() and "hot_loop" in page.read_text()
 
 
 @pytest.mark.skipif(apache_missing(perl=True) is not None, reason=str(apache_missing(perl=True)))

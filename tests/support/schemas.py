@@ -51,8 +51,8 @@ def validate(document: Any, name: str) -> None:
 def validate_results_dir(path: str | os.PathLike[str], *, finished: bool | None = None) -> list[Path]:
     """Check a ``pounder tune`` results directory: ``tune.json`` (schema "tune"), every
     ``points/*.json`` ("tune-point", each named after its ``key``), ``summary.json``
-    ("tune-summary") and ``recommendation.json`` ("tune-result", with ``recommendation.txt`` next
-    to it) when present. ``finished``: True
+    ("tune-summary"), ``profile.json`` ("profile", tune --profile) and ``recommendation.json``
+    ("tune-result", with ``recommendation.txt`` next to it) when present. ``finished``: True
     requires the recommendation, False requires its absence (an interrupted run), None accepts
     either. Raises ``AssertionError`` listing every problem, file by file (date-time formats
     included); returns the files checked."""
@@ -61,6 +61,8 @@ def validate_results_dir(path: str | os.PathLike[str], *, finished: bool | None 
     checks += [(point, "tune-point") for point in sorted((root / "points").glob("*.json"))]
     if (root / "summary.json").exists():
         checks.append((root / "summary.json", "tune-summary"))
+    if (root / "profile.json").exists():  # tune --profile
+        checks.append((root / "profile.json", "profile"))
     result = root / "recommendation.json"
     problems: list[str] = []
     if result.exists():

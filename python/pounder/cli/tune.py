@@ -149,6 +149,10 @@ SERVER_CPUS = option("--server-cpus", panel=_RUN, metavar="LIST", help=(
 LOAD_CPUS = option("--load-cpus", panel=_RUN, metavar="LIST", help="CPUs for pounder's load generator (3).")
 NO_CONFIRM = option("--no-confirm", panel=_RUN, help=(
     "Skip the confirmation run (the recommended configuration started, warmed and held at the target load)."))
+PROFILE = option("--profile", panel=_RUN, help=(
+    "After the confirmation, profile the recommended configuration at its load (py-spy, Devel::NYTProf or perf, "
+    "as pounder profile; 2 rounds with --quick, else 3): profile.json and flame.svg in the results directory, the "
+    "top functions and the profiler's cost in the text."))
 REPORT = report_option(_RUN, "results")
 LISTEN = option("--listen", panel=_SERVER, metavar="ADDRESS", help=(
     "The IPv4 address of this machine the server listens on (default 127.0.0.1): the one Ray agents on other "
@@ -238,6 +242,7 @@ def tune_command(
     server_cpus: Annotated[str | None, SERVER_CPUS] = None,
     load_cpus: Annotated[str | None, LOAD_CPUS] = None,
     no_confirm: Annotated[bool, NO_CONFIRM] = False,
+    profile: Annotated[bool, PROFILE] = False,
     report: Annotated[str | None, REPORT] = None,
     listen: Annotated[str | None, LISTEN] = None,
     allow_remote: Annotated[bool, ALLOW_REMOTE] = False,
@@ -254,7 +259,8 @@ def tune_command(
                       traffic=Traffic(peak_rate=peak_rate, trials=trials, urls=urls, access_log=access_log,
                                       exclude_static=exclude_static, keepalive=keepalive, throttle=throttle,
                                       no_proxy=no_proxy, server_cpus=server_cpus, load_cpus=load_cpus,
-                                      no_confirm=no_confirm, listen=listen, allow_remote=allow_remote),
+                                      no_confirm=no_confirm, listen=listen, allow_remote=allow_remote,
+                                      profile=profile),
                       sender=make_sender(ray, agents, agents_per_node))
     check_report_path(report)
     outputs = [("--report", report)] if resume_dir is not None else [("--results", where), ("--report", report)]
@@ -295,12 +301,13 @@ class Traffic:
     no_confirm: bool = False
     listen: str | None = None
     allow_remote: bool = False
+    profile: bool = False
 
     def given(self) -> list[object]:
         """The values a user gave (None or False when not): --resume takes none of them."""
         return [self.peak_rate, self.trials, self.urls, self.access_log, self.exclude_static or None,
                 self.keepalive, self.throttle, self.no_proxy or None, self.server_cpus, self.load_cpus,
-                self.no_confirm or None, self.listen, self.allow_remote or None]
+                self.no_confirm or None, self.listen, self.allow_remote or None, self.profile or None]
 
 
 Go = Callable[[Callable[[str], None], Callable[[str], None], Callable[[Progress], None] | None], TuneResult]
@@ -359,7 +366,7 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
                            throttle=traffic.throttle, proxy=not traffic.no_proxy, peak_rate=traffic.peak_rate,
                            server_cpus=traffic.server_cpus, load_cpus=traffic.load_cpus,
                            confirm=not traffic.no_confirm, listen=traffic.listen,
-                           allow_remote=traffic.allow_remote)
+                           allow_remote=traffic.allow_remote, profile=traffic.profile)
     where = f"pounder-tune-{datetime.now():%Y%m%d-%H%M%S}" if results is None else results
     ResultsDir.check_new(where)
     adapter.check()  # the program, the application, the paths it names: before anything starts

@@ -17,6 +17,14 @@ in ``_stacks``, the result and its JSON form (``pounder/profile/1``) in ``_resul
 """
 
 from pounder.profile._choose import PROFILERS, make_profiler, runtime
+from pounder.profile._embedded import (
+    check_profiler,
+    moved_rows,
+    profiler_for,
+    render_moved,
+    save_profile,
+    summary_lines,
+)
 from pounder.profile._flame import flame_svg
 from pounder.profile._nytprof import NYTProf, is_perl_server, read_nytprof
 from pounder.profile._perf import Perf, find_perf
@@ -65,6 +73,7 @@ __all__ = [
     "PySpy",
     "Sampled",
     "by_inclusive",
+    "check_profiler",
     "cost_lines",
     "find_perf",
     "find_py_spy",
@@ -76,14 +85,19 @@ __all__ = [
     "load_profile",
     "make_profiler",
     "merged",
+    "moved_rows",
     "parse_folded",
     "parse_raw",
     "per_process",
     "profile",
     "profile_from_dict",
+    "profiler_for",
     "read_nytprof",
+    "render_moved",
     "render_profile",
     "runtime",
+    "save_profile",
+    "summary_lines",
     "trunk_note",
     "weight_text",
 ]

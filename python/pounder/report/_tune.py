@@ -49,7 +49,9 @@ from pounder.pool import (
     ResultsDir,
     adapter_from_dict,
 )
+from pounder.profile import load_profile
 from pounder.report._html import ReportError, Section, bullets, check_numbers, details, esc, paragraph, pre, table
+from pounder.report._profile import profile_sections
 from pounder.report._tune_pools import mrpc_section, offered_short, offered_text, pools_section, spare_section
 from pounder.report._tune_steps import children_section, memory_section, sizes_section
 
@@ -221,6 +223,9 @@ def _sections(run: TuneRun, prefix: str) -> list[Section]:
     if run.mrpc:
         sections.append(mrpc_section(run, prefix))
     sections.append(spare_section(run, prefix))
+    profiled = run.path / "profile.json"  # tune --profile: the recommended configuration's profile
+    if profiled.is_file():
+        sections += profile_sections(load_profile(profiled), str(profiled))
     return sections
 
 

@@ -43,12 +43,13 @@ from pounder.tune._analysis import ChildrenChoice, MemoryBound, Target
 from pounder.tune._machine import manifest, measured_cpus
 from pounder.tune._mrpc import MaxRequestsChoice
 from pounder.tune._options import TuneOptions, make_options
+from pounder.tune._profile_step import check_profile, profile_step
 from pounder.tune._render import render_tune
 from pounder.tune._session import Log, TuneResult, TuneSession
 
 
 def _finish(session: TuneSession) -> TuneResult:
-    result = session.run()
+    result = profile_step(session, session.run())
     session.results.save_result(result.to_dict(), render_tune(result))
     return result
 
@@ -91,6 +92,7 @@ def tune(adapter: Adapter, options: TuneOptions | None = None, *, results: str |
     options = options or TuneOptions()
     options.validate()
     adapter.check()
+    check_profile(adapter, options)
     ResultsDir.check_new(results)
     with _opened(sender, options) as opened:
         store = ResultsDir.create(results, manifest(adapter, options, opened))
@@ -129,6 +131,7 @@ def resume(results: str | os.PathLike[str], *, log: Log | None = None, progress:
     check_instance(sender, Sender, "resume: sender", optional=True)
     distributed = sender is not None and sender.distributed
     store, adapter, options = open_run(results)
+    check_profile(adapter, options)
     recorded = ResultsDir.open(results)[1]
     stored = recorded.get("load")
     if stored is not None and not isinstance(stored, dict):

@@ -67,6 +67,8 @@ class TuneOptions:
     * ``listen``: the IPv4 address the server under test listens on (default 127.0.0.1), for
       load generators on other machines (Ray agents); one outside 127.0.0.0/8 needs
       ``allow_remote`` (see :func:`~pounder.servers.listen_address`).
+    * ``profile``: after the confirmation, profile the recommended configuration at its load
+      (``profile.json`` and ``flame.svg`` in the results directory; :mod:`pounder.tune._profile_step`).
     """
 
     path: str = "/"
@@ -99,6 +101,7 @@ class TuneOptions:
     confirm: bool = True
     listen: str = HOST
     allow_remote: bool = False
+    profile: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         plain = asdict(self)
@@ -192,6 +195,7 @@ _FIELD_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
     "keepalive": (bool, "True or False"), "throttle": (str, "a bandwidth such as 56kbit"),
     "proxy": (bool, "True or False"), "peak_rate": _NUMBER, "peak_source": (str, "a string"),
     "confirm": (bool, "True or False"), "listen": (str, "an IPv4 address"), "allow_remote": (bool, "True or False"),
+    "profile": (bool, "True or False"),
 }
 _OPTIONAL = frozenset({"ram", "ram_source", "clients", "p99_s", "throttle", "peak_rate", "peak_source"})
 
@@ -239,7 +243,8 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
                  exclude_static: bool = False, keepalive: bool = False, throttle: str | None = None,
                  proxy: bool = True, peak_rate: str | float | None = None,
                  server_cpus: str | Sequence[int] | None = None, load_cpus: str | Sequence[int] | None = None,
-                 confirm: bool = True, listen: str | None = None, allow_remote: bool = False) -> TuneOptions:
+                 confirm: bool = True, listen: str | None = None, allow_remote: bool = False,
+                 profile: bool = False) -> TuneOptions:
     """:class:`TuneOptions` from values as a user types them (``ram="4G"``, ``p99="300ms"``,
     ``mrpc="0,10k,1000"``, ``peak_rate="200/s"``, ``server_cpus="1-3"``); ``quick`` shortens every
     step. ``urls``: a bench URL file (weights, GET/HEAD per line; only each URL's path and query
@@ -286,7 +291,8 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
     if peak_rate is not None:
         values["peak_rate"] = parse_rate(peak_rate, "--peak-rate") if isinstance(peak_rate, str) else peak_rate
         values["peak_source"] = "--peak-rate"
-    values.update(keepalive=keepalive, throttle=throttle, proxy=proxy, confirm=confirm, allow_remote=allow_remote)
+    values.update(keepalive=keepalive, throttle=throttle, proxy=proxy, confirm=confirm, allow_remote=allow_remote,
+                  profile=profile)
     if listen is not None:
         values["listen"] = listen_address(listen, allow_remote=allow_remote)
     for key, cpus in (("server_cpus", server_cpus), ("load_cpus", load_cpus)):

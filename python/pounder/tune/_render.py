@@ -132,7 +132,7 @@ def render_tune(result: TuneResult) -> str:
     out += [f"  {line}" for line in result.options.traffic]
     out.append("")
     for section in (_sizes_section, _memory_section, _children_section, _pools_table, _mrpc_section,
-                    _spare_section, _recommendation_section, _confirmation_section):
+                    _spare_section, _recommendation_section, _confirmation_section, _profile_section):
         out += section(result)
     if result.advice:
         out.append("")
@@ -303,6 +303,11 @@ def _confirmation_section(result: TuneResult) -> list[str]:
             out.append(f"  (of the pool lowered from {children_text(int(lowered['children']))}, whose footprint "
                        f"{mib(int(lowered['footprint']))} MiB was over the RAM budget: see Details)")
     return out
+
+
+def _profile_section(result: TuneResult) -> list[str]:
+    """tune --profile: the recommended configuration's profile in short (the whole: profile.json)."""
+    return ["", *result.profile_lines] if result.profile_lines else []
 
 
 def _front_note(points: Sequence[Mapping[str, Any]]) -> str:

@@ -144,6 +144,7 @@ class TuneResult:
     pools: PoolChoice | None = None
     spare_choice: Mapping[str, Any] | None = None
     why: Sequence[str] = ()
+    profile_lines: tuple[str, ...] = ()  # tune --profile: its summary (the profile: profile.json, _profile_step)
 
     def to_dict(self) -> dict[str, Any]:
         return {
