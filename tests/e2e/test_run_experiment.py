@@ -73,6 +73,61 @@ workers = 1
     assert not processes_mentioning(str(results))
 
 
+@pytest.mark.skipif(gunicorn_missing() is not None or shutil.which("py-spy") is None,
+                    reason="needs gunicorn and py-spy")
+def test_recorded_profiles_show_where_the_time_moved(public_dir: Path) -> None:
+    """record = ["profile"], quick: each variant profiled on a server of its own (py-spy), and the
+    side-by-side table shows profile_app's time moving from hot_loop to cold_loop."""
+    experiment = public_dir / "e.toml"
+    experiment.write_text(f"""
+title = "hot against cold"
+record = ["rps", "profile"]
+[server]
+adapter = "gunicorn"
+app = "profile_app:app"
+pythonpath = "{APPS_DIR}"
+workers = 2
+
+[[load]]
+connections = 2
+duration = "1s"
+trials = 3
+
+[[variant]]
+label = "hot"
+path = "/?hot=400000&cold=100000"
+
+[[variant]]
+label = "cold"
+path = "/?hot=100000&cold=400000"
+""")
+    results = public_dir / "results"
+    done = _run(str(experiment), "--quick", "--results", str(results))
+    assert done.returncode == 0, done.stderr
+    profiles = [json.loads((results / f"profile-{n}.json").read_text()) for n in (1, 2)]
+    for profile in profiles:
+        validate(profile, "profile")
+    shares = [{row["name"].split()[0]: row["self_share"] for row in profile["functions"]} for profile in profiles]
+    assert profiles[0]["functions"][0]["name"].startswith("hot_loop (profile_app.py")
+    assert profiles[1]["functions"][0]["name"].startswith("cold_loop (profile_app.py")
+    assert shares[0]["hot_loop"] > shares[1]["hot_loop"] + 0.3 and shares[1]["cold_loop"] > shares[0]["cold_loop"]
+    assert profiles[0]["url"].endswith("/?hot=400000&cold=100000")
+    assert "hot_loop" in (results / "flame-1.svg").read_text()
+    # the table: a row per function, the self share in each variant as the files store it
+    lines = done.stdout.splitlines()
+    table = lines[next(i for i, line in enumerate(lines) if line.startswith("Where did the time move")) + 1:]
+    assert table[0].split() == ["function", "hot", "cold"]
+    rows = {line.split()[0]: line.split()[-2:] for line in table[1:] if line.startswith("  ") and "(" in line}
+    for name in ("hot_loop", "cold_loop"):
+        assert rows[name] == [f"{shares[0][name] * 100:.1f}", f"{shares[1][name] * 100:.1f}"]
+    assert (results / "summary.txt").read_text() == done.stdout
+    page = subprocess.run([sys.executable, "-m", "pounder", "report", str(results), "-o", str(public_dir / "r.html")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert page.returncode == 0, page.stderr
+    assert "Where did the time move" in (public_dir / "r.html").read_text()
+    assert not processes_mentioning(str(results))
+
+
 @pytest.mark.skipif(apache_missing(perl=True) is not None, reason=str(apache_missing(perl=True)))
 def test_classic_preload_experiment_shows_the_memory_saved(public_dir: Path) -> None:
     """examples/experiments/preload.toml, quick: loading Example::Big in the parent leaves each child

@@ -55,7 +55,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 ADAPTERS = (*KINDS, "url")
-RECORD = ("rps", "latency", "cpu", "memory", "syscalls")
+RECORD = ("rps", "latency", "cpu", "memory", "syscalls", "profile")
 DEFAULT_RECORD = ("rps", "latency", "cpu", "memory")
 _KEY_LINE = re.compile(r"^\s*(?P<key>[A-Za-z0-9_-]+|\"[^\"]*\")\s*=")
 _TABLE_LINE = re.compile(r"^\s*(?P<open>\[\[?)\s*(?P<name>[A-Za-z0-9_.-]+)\s*\]\]?")
@@ -320,6 +320,9 @@ def load_experiment(path: str | Path) -> Experiment:
             raise r.fail("record", f"unknown item {item!r} (one of: {', '.join(RECORD)})")
         if item == "syscalls" and server.adapter == "url":
             raise r.fail("record", "syscalls are traced on the servers pounder starts, not with adapter 'url'")
+        if item == "profile" and server.adapter == "url":
+            raise r.fail("record", "profiles are taken on the servers pounder starts, not with adapter 'url' (its "
+                                   "variants name no server: profile one with pounder profile --server-pidfile)")
     return Experiment(path=path.resolve(), title=title, description=description, server=server, loads=tuple(loads),
                       variants=tuple(variants), baseline=baseline, record=tuple(record))
 

@@ -8,6 +8,7 @@ The results directory is written as it goes::
     DIR/load-<N>.json       the comparison under load N (pounder/compare/1), after each trial
     DIR/memory.json         each server's children after warm-up and after the loads
     DIR/syscalls-<N>.json   variant N's system calls per request (pounder/syscalls/1), when recorded
+    DIR/profile-<N>.json    variant N's profile (pounder/profile/1) and DIR/flame-<N>.svg, when recorded
     DIR/summary.txt         the text ``pounder run`` printed
 """
 
@@ -25,11 +26,11 @@ from pounder._units import MIB
 from pounder._version import __version__
 from pounder.compare import CompareResult, TrialCallback, Variant, compare, failure_message, render_compare
 from pounder.experiment._file import Experiment, LoadSpec, VariantSpec
+from pounder.experiment._profiles import check_profiles, moved_lines, params_of, profile_variants
 from pounder.load import ENGINE, BenchSpec, Sender
 from pounder.pool import (
     TARGET_FIELDS,
     Adapter,
-    PoolParams,
     ResultsDir,
     Runner,
     make_adapter,
@@ -37,6 +38,7 @@ from pounder.pool import (
     write_file,
     write_json,
 )
+from pounder.profile import ProfileResult
 from pounder.servers import ManagedServer
 from pounder.syscalls import SyscallReport, trace_syscalls
 
@@ -72,6 +74,8 @@ class ExperimentResult:
     syscalls: dict[str, SyscallReport] = field(default_factory=dict)
     interrupted: bool = False
     """A signal (Ctrl-C, SIGTERM, SIGHUP) stopped the run: what was measured until then is here."""
+    profiles: dict[str, ProfileResult] = field(default_factory=dict)
+    """Each variant's profile, when recorded (:mod:`pounder.experiment._profiles`)."""
 
     def failures(self) -> list[str]:
         """For each load where a variant was left with fewer than 2 counted trials because its
@@ -87,7 +91,9 @@ class ExperimentResult:
         if exp.description:
             out.append(exp.description)
         out.append(f"results in {self.results_dir}")
-        if self.interrupted:
+        if self.interrupted and len(self.comparisons) == len(exp.loads) and not self.comparisons[-1][1].interrupted:
+            out.append("interrupted after the loads, while recording (system calls, profiles): partial result")
+        elif self.interrupted:
             out.append(f"interrupted after {len(self.comparisons)} of {len(exp.loads)} loads "
                        f"(the last one partly): partial result")
         for index, (load, result) in enumerate(self.comparisons, start=1):
@@ -119,6 +125,7 @@ class ExperimentResult:
                 for failure in report.failures[:12]:
                     out.append(f"  {label}: {failure.name} {failure.errno} {failure.path or '-'} "
                                f"{failure.per_request:.2f}/request")
+        out += moved_lines(self.profiles, exp.baseline)
         return "\n".join(out) + "\n"
 
 
@@ -139,6 +146,7 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
     say = log or (lambda line: None)
     ResultsDir.check_new(results)
     planned = _servers(exp)  # every server's inputs checked (UsageError) before anything is created
+    check_profiles(exp, [adapter for _, adapter in planned])
     for index, load in enumerate(exp.loads, start=1):  # as load_experiment did (an Experiment may be built by hand)
         load.options().load_model()
         try:  # what the sender cannot send (agents cannot share), before any server starts
@@ -157,6 +165,7 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
     comparisons: list[tuple[LoadSpec, CompareResult]] = []
     memory: dict[str, dict[str, Any]] = {}
     syscalls: dict[str, SyscallReport] = {}
+    profiles: dict[str, ProfileResult] = {}
     interrupted = False
     try:
         with contextlib.ExitStack() as stack:
@@ -189,12 +198,15 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
                     report = trace_syscalls(url, server_pid=pid, requests=SYSCALL_REQUESTS, connections=2)
                     syscalls[variant.label] = report
                     write_json(folder / f"syscalls-{number}.json", report.to_dict())
+        if "profile" in exp.record and not interrupted:  # each on a server of its own, the others stopped
+            profile_variants(exp, {v.label: adapter for members, adapter in planned for v in members}, folder,
+                             quick, say, profiles, MEMORY_FLOOR)
     except KeyboardInterrupt:  # every server is stopped by now; what was measured is written below
         interrupted = True
     finally:
         if memory:
             write_json(folder / "memory.json", {"schema": "pounder/experiment-memory/1", "variants": memory})
-    outcome = ExperimentResult(exp, comparisons, memory, folder, syscalls, interrupted)
+    outcome = ExperimentResult(exp, comparisons, memory, folder, syscalls, interrupted, profiles)
     write_file(folder / "summary.txt", outcome.render())
     return outcome
 
@@ -221,9 +233,7 @@ def _start_servers(exp: Experiment, planned: list[tuple[list[VariantSpec], Adapt
     runners: Started = []
     for number, (members, adapter) in enumerate(planned, start=1):
         first = members[0]
-        params = PoolParams(first.workers or exp.server.workers,
-                            max_requests=exp.server.max_requests if first.max_requests is None
-                            else first.max_requests)
+        params = params_of(exp, first)
         runner = Runner(adapter, folder / "servers" / f"server-{number}", first.path or "/", MEMORY_FLOOR, 30.0)
         say(f"starting the server for {', '.join(v.label for v in members)}")
         server = stack.enter_context(runner.started(params))

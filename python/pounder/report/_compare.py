@@ -10,7 +10,9 @@ from typing import Any
 from pounder._records import decode_json
 from pounder._units import MIB, number
 from pounder.compare import MAX_FAILED, describe_errors, format_ratio
+from pounder.profile import ProfileResult, load_profile, moved_rows
 from pounder.report._html import Section, chart, check_numbers, esc, label_axes, paragraph, pre, table
+from pounder.report._profile import profile_sections
 
 _WHY = {"warm-up": "warm-up", "interrupted": "interrupted (Ctrl-C)", "failures": "requests failed"}
 
@@ -212,7 +214,31 @@ def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Se
             section.add(f"<h3>{esc('Failing calls')}</h3>")
             section.add(pre("\n".join(failing)))
         sections.append(section)
+    sections += _profiles(path, exp.get("variants") or [], str(exp.get("baseline") or ""))
     summary = path / "summary.txt"
     if summary.is_file():
         sections.append(Section("As printed").add(pre(summary.read_text())))
+    return sections
+
+
+def _profiles(path: Path, variants: Sequence[Mapping[str, Any]], baseline: str) -> list[Section]:
+    """An experiment's ``record = ["profile"]``: where the time moved between the variants (self
+    shares of each one's top functions), then each variant's profile (``profile-N.json``)."""
+    found: dict[str, tuple[Path, ProfileResult]] = {}
+    for profile_path in sorted(path.glob("profile-*.json"), key=lambda p: int(p.stem.split("-")[1])):
+        index = int(profile_path.stem.split("-")[1]) - 1
+        label = str(variants[index]["label"]) if index < len(variants) else profile_path.stem
+        found[label] = (profile_path, load_profile(profile_path))
+    sections = []
+    profiles = {label: result for label, (_, result) in found.items()}
+    if baseline in profiles and len(profiles) > 1:
+        rows = [[name, *("-" if share is None else f"{share * 100:.1f}" for share in shares)]
+                for name, shares in moved_rows(profiles, baseline)]
+        sections.append(Section("Where did the time move").add(paragraph(
+            "Self share (%) of each variant's profiled time, for the top functions of each variant's profile "
+            "(- : not among a profile's stored functions).")).add(table(["function", *profiles], rows)))
+    for label, (profile_path, result) in found.items():
+        for section in profile_sections(result, str(profile_path)):
+            section.title = f"{label}: {section.title}"
+            sections.append(section)
     return sections
