@@ -98,7 +98,7 @@ def describe_load(load: LoadModel) -> str:
     threads = f"{load.threads} thread{'s' if load.threads != 1 else ''}"
     if load.is_open:
         return f"open loop, {_describe_stages(load)}, at most {load.connections} in flight, {threads}"
-    return f"closed loop, {load.connections} connections, {threads}"
+    return f"closed loop, {load.connections} connection{'s' if load.connections != 1 else ''}, {threads}"
 
 
 def _describe_http(result: BenchResult) -> str:
