@@ -15,6 +15,7 @@ from pounder import UsageError
 from pounder.experiment import ExperimentError, load_experiment
 from pounder.pool import GunicornAdapter
 from pounder.profile import (
+    CostFigure,
     ProfilerCost,
     ProfileResult,
     ProfileTrial,
@@ -40,7 +41,8 @@ def _result(stacks: dict[str, int], unit: str = "samples") -> ProfileResult:
         tool_version="0", started_at="2024-01-01T00:00:00Z", url="http://127.0.0.1:1/", server_pid=42,
         server_name="gunicorn", found_by="pid 42", profiler="py-spy", profiler_version="py-spy 0.4.3", unit=unit,
         load="closed loop, 2 connections", rounds=2, warmup_requests=0, trials=trials,
-        cost=ProfilerCost(100 / 110, 0.85, 0.95, 1.0, 0.9, 1.1), total_weight=sum(stacks.values()),
+        cost=ProfilerCost(CostFigure(100 / 110, 0.85, 0.95, 5, 5, 1 / 32, True),
+                          CostFigure(1.0, 0.9, 1.1, 5, 2, 0.8125, False)), total_weight=sum(stacks.values()),
         functions=tuple(function_table(stacks)), children=(), stacks=dict(stacks))
 
 
@@ -78,7 +80,10 @@ def test_summary_lines_say_the_stored_figures() -> None:
     text = "\n".join(lines)
     assert lines[0].startswith("Profile of it: gunicorn (pid 42) by py-spy 0.4.3")
     assert "200 requests profiled" in lines[0]
-    assert "requests/s profiled / not 0.91x (95 % interval 0.85-0.95)" in text
+    assert ("Profiler's cost on requests/s: 0.91x profiled / not (median of 5 rounds, each 0.85-0.95): a cost "
+            "(5 of 5 rounds served fewer profiled; sign test p = 0.031)") in text
+    assert ("p50 latency: 1.00x profiled / not (median of 5 rounds, each 0.90-1.10): no cost these rounds can "
+            "tell") in text
     table = lines[lines.index("  Top 2 functions by self share (of 1,000 samples):") + 2:][:2]
     assert [row.split()[-1] for row in table] == ["hot_loop", "cold_loop"]
     assert [float(row.split()[0]) for row in table] == [80.0, 15.0]
@@ -96,7 +101,8 @@ def test_the_profiler_follows_the_servers_language() -> None:
 
 def test_a_missing_py_spy_is_said_before_anything_starts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # nothing on it
-    with pytest.raises(UsageError, match="py-spy is not installed"):
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))  # nor next to the interpreter
+    with pytest.raises(UsageError, match="py-spy is not on PATH"):
         check_profiler("python", False)
     with pytest.raises(UsageError, match="nytprofmerge is not installed"):
         check_profiler("perl", True)
@@ -138,21 +144,26 @@ def test_an_experiment_with_plain_urls_cannot_record_profiles(tmp_path: Path) ->
 
 
 def test_tune_and_run_refuse_a_missing_py_spy_before_starting_anything(tmp_path: Path) -> None:
-    """A PATH without py-spy: one line, exit 2, no results directory, no server."""
+    """A PATH without py-spy (nor py-spy next to the interpreter): one line, exit 2, no results directory,
+    no server."""
     env = {**os.environ, "PATH": str(tmp_path)}
+    alone = tmp_path / "bin"
+    alone.mkdir()
+    python = alone / "python"
+    python.symlink_to(sys.executable)
     results = tmp_path / "results"
-    tuned = subprocess.run([sys.executable, "-m", "pounder", "tune", "gunicorn", "profile_app:app", "--pythonpath",
+    tuned = subprocess.run([str(python), "-m", "pounder", "tune", "gunicorn", "profile_app:app", "--pythonpath",
                             str(APPS_DIR), "--quick", "--profile", "--results", str(results)],
                            capture_output=True, text=True, timeout=120, env=env, check=False)
     assert tuned.returncode == 2, tuned.stderr
-    assert "py-spy is not installed" in tuned.stderr and "Traceback" not in tuned.stderr
+    assert "py-spy is not on PATH" in tuned.stderr and "Traceback" not in tuned.stderr
     experiment = tmp_path / "e.toml"
     experiment.write_text(f'title = "t"\nrecord = ["profile"]\n[server]\nadapter = "gunicorn"\n'
                           f'app = "profile_app:app"\npythonpath = "{APPS_DIR}"\n[[load]]\nrequests = 10\n'
                           '[[variant]]\nlabel = "a"\npath = "/"\n[[variant]]\nlabel = "b"\npath = "/?hot=1"\n')
-    ran = subprocess.run([sys.executable, "-m", "pounder", "run", str(experiment), "--results", str(results)],
+    ran = subprocess.run([str(python), "-m", "pounder", "run", str(experiment), "--results", str(results)],
                          capture_output=True, text=True, timeout=120, env=env, check=False)
     assert ran.returncode == 2, ran.stderr
-    assert "py-spy is not installed" in ran.stderr and "Traceback" not in ran.stderr
+    assert "py-spy is not on PATH" in ran.stderr and "Traceback" not in ran.stderr
     assert not results.exists()
     assert not processes_mentioning(str(tmp_path))

@@ -46,7 +46,7 @@ def test_the_hot_function_first_with_the_share_the_app_times(gunicorn_server, tm
     assert result.parent_weight >= 0 and srv.pid not in {child.pid for child in result.children}
     assert sum(child.weight for child in result.children) == result.total_weight
     assert [t.profiled for t in result.trials] == [False, True, True, False]
-    assert result.cost.throughput_ratio is not None
+    assert result.cost.throughput.ratio is not None and result.cost.throughput.rounds == 2
     doc = json.loads(json.dumps(result.to_dict()))
     validate(doc, "profile")
     assert doc["schema"] == PROFILE_SCHEMA and profile_from_dict(doc) == result
@@ -70,10 +70,13 @@ def test_bad_input_is_one_line_before_anything_runs(gunicorn_server, tmp_path: P
         assert done.returncode == 2, (name, done.stderr)
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("pounder: error: "), (name, done.stderr)
-    # py-spy missing (not on PATH): one line naming it, nothing sent
-    env = {**os.environ, "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([*pounder, srv.url + "/", "--server-pid", str(srv.pid)], capture_output=True, text=True,
-                          timeout=60, env=env)  # fmt: skip
+    # py-spy missing (not on PATH, not next to the interpreter): one line naming it, nothing sent
+    alone = tmp_path / "bin"
+    alone.mkdir()
+    (alone / "python").symlink_to(sys.executable)
+    env = {**os.environ, "PATH": "/usr/bin:/bin", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([str(alone / "python"), *pounder[1:], srv.url + "/", "--server-pid", str(srv.pid)],
+                          capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "pip install py-spy" in done.stderr, done.stderr
     assert not _py_spy_running(srv.pid)
 
@@ -99,7 +102,7 @@ def test_the_command_writes_json_flame_graph_and_a_report_page(gunicorn_server, 
     assert top.name.startswith("hot_loop")
     # the text shows the table the JSON holds: the top row's share as stored
     assert f"{top.self_share * 100:6.1f}  {top.inclusive_share * 100:6.1f}" in text.split("Top functions by self")[1]
-    assert "Per process:" in text and "Profiler's cost: requests/s profiled / not" in text
+    assert "Per process:" in text and "Profiler's cost on requests/s:" in text
     assert "hot_loop" in rendered_dom(svg)
     assert subprocess.run([sys.executable, "-m", "pounder", "report", str(out), "-o", str(page)],
                           capture_output=True, text=True, timeout=120).returncode == 0

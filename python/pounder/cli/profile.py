@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
 
 from pounder import _interrupt
+from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_output
 from pounder._units import parse_pid
 from pounder.cli._common import interrupted, json_option, option, print_error, whole_number
@@ -47,8 +50,10 @@ PROFILE_HELP = "\n\n".join(
         "cost measured in the same run.",
         "pounder sends the warm-up requests unprofiled, then --rounds rounds of two trials of the same load, one "
         "unprofiled and one profiled, in alternating order (off on, on off, ...). The profiler samples only during "
-        "the profiled trials' loads; children forked meanwhile (MaxRequestsPerChild) are followed. The cost is the "
-        "ratio of the medians, profiled / unprofiled, of requests/s and p50 latency, with a 95 % interval.",
+        "the profiled trials' loads; children forked meanwhile (MaxRequestsPerChild) are followed. The cost is each "
+        "round's ratio, profiled / unprofiled, of requests/s and p50 latency: their median and range; a cost is "
+        "said only when the rounds tell it (a sign test: at least 5 rounds, all dearer), else 'no cost these "
+        "rounds can tell'. A round with a failed request or cut short is left out, and named.",
         "The profiler follows what the children run (--profiler auto): py-spy for Python (gunicorn, uWSGI; pip "
         "install py-spy), Devel::NYTProf for Perl (mod_perl, Starman; apt-get install libdevel-nytprof-perl; the "
         "server must load it: pounder says which lines to add, and pounder tune --profile does it), perf for "
@@ -81,7 +86,7 @@ SAMPLE_RATE = option("--sample-rate", panel=_HOW, metavar="N", help=(
     "Samples per second per process for py-spy and perf (default 100 and 99)."))
 NATIVE = typer.Option("--native", rich_help_panel=_HOW, help="py-spy: include native (C) frames.")
 ROUNDS = option("--rounds", panel=_HOW, metavar="N", help=(
-    f"Rounds of an unprofiled and a profiled trial (default {DEFAULT_ROUNDS}; at least 2 for the cost's interval)."))
+    f"Rounds of an unprofiled and a profiled trial (default {DEFAULT_ROUNDS}; 5 or more can tell a cost)."))
 WARMUP = option("--warmup", panel=_LOAD, metavar="N", help=(
     f"Requests sent before the first trial, not profiled (default {DEFAULT_WARMUP}; 0 for none)."))
 JSON = json_option(_OUT, "pounder/profile/1", "text")
@@ -100,7 +105,18 @@ def _trial_line(trial: ProfileTrial) -> None:
     what = "profiled  " if trial.profiled else "unprofiled"
     sys.stderr.write(f"pounder: round {trial.round} {what}: {trial.complete:,} requests, "
                      f"{trial.requests_per_s:,.0f} req/s, p50 {trial.p50_us / 1000:.2f} ms"
-                     + (f", {trial.failed:,} failed" if trial.failed else "") + "\n")  # fmt: skip
+                     + (f", {trial.failed:,} failed" if trial.failed else "")
+                     + (f", {trial.non_2xx:,} not 2xx" if trial.non_2xx else "")
+                     + ("" if trial.whole else ", cut short") + "\n")  # fmt: skip
+
+
+@contextmanager
+def _before_sampling() -> Iterator[None]:
+    """A signal before the first profiled trial (the warm-up) leaves nothing to write: say so."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise interrupted("nothing was profiled yet, so nothing was written") from None
 
 
 def _write(result: ProfileResult, json_out: str | None, flame_out: str | None, rows: int, per_child: bool) -> None:
@@ -119,7 +135,7 @@ def _write(result: ProfileResult, json_out: str | None, flame_out: str | None, r
 @takes_load_options(
     load_parameter("connections", _LOAD),
     load_parameter("requests", _LOAD, "A trial's requests."),
-    load_parameter("duration", _LOAD, "A trial's length; default 5s when neither -n nor -d is given."),
+    load_parameter("duration", _LOAD, "A trial's length; default 3s when neither -n nor -d is given."),
     load_parameter("threads", _LOAD),
     load_parameter("rate", _LOAD, "Then the cost shows in the latency, not in requests/s."),
     load_parameter("keepalive", _LOAD, "Default: on.", value=True),
@@ -149,20 +165,24 @@ def profile_command(
     json_out = check_output_path(json_path, "--json")
     flame_out = check_output_path(flamegraph, "--flamegraph")
     if flame_out == "-":
-        raise typer.BadParameter("--flamegraph needs a file, not '-'")
+        raise UsageError("--flamegraph needs a file, not '-'")
     check_distinct([("--json", json_out), ("--flamegraph", flame_out)],
                    [("--server-pidfile", server_pidfile), *load.input_files()])  # fmt: skip
     rows = DEFAULT_TOP if top is None else whole_number(top, "--top", _MAX_TOP)
     rate = None if sample_rate is None else whole_number(sample_rate, "--sample-rate", _MAX_SAMPLE_RATE)
     whole_number(rounds, "--rounds", MAX_ROUNDS)
     pid = None if server_pid is None else parse_pid(server_pid, "--server-pid")
-    with live_progress(enabled=sys.stderr.isatty()) as on_progress:
+    with live_progress(enabled=sys.stderr.isatty()) as on_progress, _before_sampling():
         result = profile(url, server_pid=pid, server_pidfile=server_pidfile, server_name=server_name,
                          profiler=profiler, rounds=rounds, warmup=warmup, rate=rate, native=native, workdir=keep,
                          behind_proxy=behind_proxy,
                          on_progress=on_progress, on_trial=_trial_line, options=load)  # fmt: skip
     with _interrupt.deferred():  # a signal now waits until the outputs are whole
         _write(result, json_out, flame_out, rows, per_child)
+    profiled = [trial for trial in result.trials if trial.profiled]
+    if profiled and not result.interrupted and all(trial.non_2xx == trial.complete for trial in profiled):
+        raise PounderError("no profiled response was 2xx: the profile is of the error handling, not of the "
+                           "page (check the URL with pounder bench)")  # fmt: skip
     if result.interrupted:
         kept = [path for path in (json_out, flame_out) if path not in (None, "-")]
         raise interrupted("the profile holds what was sampled until then" + (f", written to {', '.join(kept)}"

@@ -151,7 +151,7 @@ NO_CONFIRM = option("--no-confirm", panel=_RUN, help=(
     "Skip the confirmation run (the recommended configuration started, warmed and held at the target load)."))
 PROFILE = option("--profile", panel=_RUN, help=(
     "After the confirmation, profile the recommended configuration at its load (py-spy, Devel::NYTProf or perf, "
-    "as pounder profile; 2 rounds with --quick, else 3): profile.json and flame.svg in the results directory, the "
+    "as pounder profile; 2 rounds with --quick, else 5): profile.json and flame.svg in the results directory, the "
     "top functions and the profiler's cost in the text."))
 REPORT = report_option(_RUN, "results")
 LISTEN = option("--listen", panel=_SERVER, metavar="ADDRESS", help=(

@@ -5,7 +5,7 @@ as the experiment starts it (its workers, its request limit, its settings; with 
 loaded for a Perl server: ``adapter.profiling``), warmed with the variant's path, and profiled by
 :func:`pounder.profile.profile` under the experiment's first load (its connections, rate and
 keep-alive; each trial as long as one of its trials, 1 s with ``--quick``, else 5 s for a load
-given as requests), 2 rounds with ``--quick`` else 3, then stopped. So the comparisons ran
+given as requests), 2 rounds with ``--quick`` else 5, then stopped. So the comparisons ran
 with no profiler in their servers. The profiles go to ``profile-<N>.json`` (N: the variant's
 position in the file) with ``flame-<N>.svg``; the text ends with the side-by-side table of
 :func:`pounder.profile.render_moved`.
@@ -19,7 +19,15 @@ from pathlib import Path
 from pounder.experiment._file import Experiment, LoadSpec, VariantSpec
 from pounder.load import LoadOptions
 from pounder.pool import Adapter, PoolParams, Runner
-from pounder.profile import ProfileResult, check_profiler, profile, profiler_for, render_moved, save_profile
+from pounder.profile import (
+    DEFAULT_ROUNDS,
+    ProfileResult,
+    check_profiler,
+    profile,
+    profiler_for,
+    render_moved,
+    save_profile,
+)
 
 DURATION = "5s"
 """A trial's length when the first load is given as requests."""
@@ -58,7 +66,7 @@ def profile_variants(exp: Experiment, adapters: dict[str, Adapter], folder: Path
         say(f"profiling {variant.label}")
         with runner.started(params_of(exp, variant)) as server:
             runner.warm(server)
-            result = profile(runner.url(server), server_pid=server.pid, rounds=2 if quick else 3, warmup=0,
+            result = profile(runner.url(server), server_pid=server.pid, rounds=2 if quick else DEFAULT_ROUNDS, warmup=0,
                              options=_load(exp.loads[0], quick),
                              profiler=profiler_for(adapter.language, adapter.nytprof))
         save_profile(result, folder, f"profile-{number}.json", f"flame-{number}.svg")
@@ -67,13 +75,20 @@ def profile_variants(exp: Experiment, adapters: dict[str, Adapter], folder: Path
             raise KeyboardInterrupt
 
 
+def _cost(result: ProfileResult) -> str:
+    """"0.91x" (a cost the rounds tell), "0.97x, no cost told" or "not known"."""
+    figure = result.cost.throughput
+    if figure.ratio is None:
+        return "not known"
+    return f"{figure.ratio:.2f}x" + ("" if figure.told else f", no cost told by {figure.rounds} rounds")
+
+
 def moved_lines(profiles: dict[str, ProfileResult], baseline: str) -> list[str]:
     """The text's last part: where the time moved between the variants (their self shares)."""
     if baseline not in profiles or len(profiles) < 2:
         return []
     first = next(iter(profiles.values()))
-    ratios = {label: result.cost.throughput_ratio for label, result in profiles.items()}
-    costs = ", ".join(f"{label} {'not known' if ratio is None else f'{ratio:.2f}x'}" for label, ratio in ratios.items())
+    costs = ", ".join(f"{label} {_cost(result)}" for label, result in profiles.items())
     return ["", f"Where did the time move (self share %, the top functions of each variant's profile; "
                 f"{first.profiler_version or first.profiler}, profile-N.json)", *render_moved(profiles, baseline),
             f"  the profiler's cost, requests/s profiled / not: {costs}"]

@@ -11,7 +11,7 @@ import psutil
 
 from pounder._errors import PounderError, UsageError, check_path, check_text, public
 from pounder._files import read_input
-from pounder.procs._read import Role
+from pounder.procs._read import Role, display_name
 from pounder.servers import owns_listener
 
 _PIDFILE_MAX_BYTES = 4096
@@ -138,7 +138,7 @@ def discover(target: ServerTarget | int) -> tuple[TreeMember, ...]:
         root = psutil.Process(pid)
         with root.oneshot():
             zombie = root.status() == psutil.STATUS_ZOMBIE
-            name = root.name()
+            name = display_name(root).strip()  # "/usr/sbin/apach" is apache2; Starman's "starman master "
             ppid = root.ppid()
             create_time = root.create_time()
         descendants = root.children(recursive=True)

@@ -7,7 +7,7 @@
     result = profile("http://127.0.0.1:8000/", server_pidfile="gunicorn.pid", rounds=3, duration="5s")
     print(render_profile(result, per_child=True))
     print(result.by_self[0].name, result.by_self[0].self_share)
-    print(result.cost.throughput_ratio)     # requests/s profiled / not, from the interleaved trials
+    print(result.cost.throughput.ratio, result.cost.throughput.told)  # requests/s profiled / not, by round
 
 The profiler follows the runtime the children run (:func:`make_profiler`): py-spy for Python
 (:mod:`pounder.profile._pyspy`), Devel::NYTProf for Perl (``_nytprof``), perf for anything else
@@ -17,6 +17,7 @@ in ``_stacks``, the result and its JSON form (``pounder/profile/1``) in ``_resul
 """
 
 from pounder.profile._choose import PROFILERS, make_profiler, runtime
+from pounder.profile._cost import CostFigure, ProfilerCost, profiler_cost, sign_test
 from pounder.profile._embedded import (
     check_profiler,
     moved_rows,
@@ -35,7 +36,6 @@ from pounder.profile._result import (
     PROFILE_SCHEMA,
     ChildProfile,
     MalformedProfileError,
-    ProfilerCost,
     ProfileResult,
     ProfileTrial,
     load_profile,
@@ -62,6 +62,7 @@ __all__ = [
     "PROFILE_SCHEMA",
     "UNITS",
     "ChildProfile",
+    "CostFigure",
     "FunctionShare",
     "MalformedProfileError",
     "NYTProf",
@@ -91,11 +92,13 @@ __all__ = [
     "per_process",
     "profile",
     "profile_from_dict",
+    "profiler_cost",
     "profiler_for",
     "read_nytprof",
     "render_moved",
     "render_profile",
     "runtime",
+    "sign_test",
     "save_profile",
     "summary_lines",
     "trunk_note",

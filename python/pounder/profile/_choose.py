@@ -50,6 +50,10 @@ def make_profiler(target: ServerTarget, name: str = "auto", **options: Any) -> P
         raise UsageError(f"--profiler must be one of {', '.join(PROFILERS)}, not {name!r}")
     if name == "auto":
         name = {"python": "py-spy", "perl": "nytprof", "other": "perf"}[runtime(target)]
+    if options.get("native") and name != "py-spy":
+        raise UsageError(f"--native is py-spy's (native frames of Python); the profiler here is {name}")
+    if options.get("rate") is not None and name == "nytprof":
+        raise UsageError("--sample-rate is for py-spy and perf: NYTProf does not sample, it times every call")
     if name == "py-spy":
         from pounder.profile._pyspy import PySpy
 

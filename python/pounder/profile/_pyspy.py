@@ -12,6 +12,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -33,8 +34,10 @@ _PROCESS = re.compile(r'process (\d+):".*?"(?:;|$)')
 def find_py_spy(binary: str | os.PathLike[str] | None = None) -> str:
     """The py-spy program (``binary`` or ``py-spy`` on PATH); UsageError saying how to get it."""
     found = shutil.which(os.fspath(binary) if binary is not None else "py-spy")
+    if found is None and binary is None:  # pip installs it next to the interpreter (a venv not activated)
+        found = shutil.which("py-spy", path=os.path.dirname(sys.executable))
     if found is None:
-        named = f"{binary} is not a program" if binary is not None else "py-spy is not installed"
+        named = f"{binary} is not a program" if binary is not None else "py-spy is not on PATH"
         raise UsageError(f"{named}: profiling a Python server needs py-spy (pip install py-spy)")
     return found
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import statistics
 
-from pounder._units import number
-from pounder.profile._result import ProfilerCost, ProfileResult
+from pounder._units import count_text, number
+from pounder.profile._cost import CostFigure, ProfilerCost, counted_rounds
+from pounder.profile._result import ProfileResult
 from pounder.profile._stacks import FunctionShare
 
 DEFAULT_TOP = 15
@@ -16,27 +17,39 @@ TRUNK = 0.99
 _NAME_WIDTH = 100
 
 
-def _interval(ratio: float | None, low: float | None, high: float | None) -> str:
-    if ratio is None:
-        return "not known (fewer than 2 counted trials of each kind)"
-    if low is None or high is None:
-        return f"{ratio:.2f}x"
-    told = ": no difference these trials can tell" if low <= 1 <= high else ""
-    return f"{ratio:.2f}x (95 % interval {low:.2f}-{high:.2f}{told})"
+def _figure(what: str, figure: CostFigure, *, dearer: str) -> str:
+    if figure.ratio is None or figure.low is None or figure.high is None or figure.p_value is None:
+        return f"{what}: not known (no round had both its trials whole)"
+    rounds = count_text(figure.rounds, "round")
+    spread = f"{figure.ratio:.2f}x profiled / not (median of {rounds}, each {figure.low:.2f}-{figure.high:.2f})"
+    if figure.told:
+        return f"{what}: {spread}: a cost ({figure.costly} of {rounds} {dearer}; sign test p = {figure.p_value:.3f})"
+    return (f"{what}: {spread}: no cost these rounds can tell ({figure.costly} of {rounds} {dearer}; a cost is told "
+            "from at least 5 rounds, all of them dearer)")
 
 
 def cost_lines(result: ProfileResult) -> list[str]:
-    """The profiler's cost in words, with the medians it is the ratio of."""
+    """The profiler's cost in words: on requests/s and on the p50 latency, with the medians of the
+    counted rounds' trials, and the rounds left out."""
     cost: ProfilerCost = result.cost
-    on = sorted(t.requests_per_s for t in result.trials if t.profiled and t.complete and not t.failed)
-    off = sorted(t.requests_per_s for t in result.trials if not t.profiled and t.complete and not t.failed)
-    rps = _interval(cost.throughput_ratio, cost.throughput_low, cost.throughput_high)
-    lines = [f"Profiler's cost: requests/s profiled / not {rps}"]
-    if on and off:
-        lines[0] += f"; median {statistics.median(on):,.0f} vs {statistics.median(off):,.0f} req/s"
-    p50 = _interval(cost.p50_ratio, cost.p50_low, cost.p50_high)
-    lines.append(f"                 p50 latency profiled / not {p50}")
+    lines = [_figure("Profiler's cost on requests/s", cost.throughput, dearer="served fewer profiled"),
+             _figure("Profiler's cost on p50 latency", cost.p50, dearer="slower profiled")]
+    pairs, _ = counted_rounds(result.trials)
+    if pairs:
+        on = statistics.median(p.requests_per_s for _, p in pairs)
+        off = statistics.median(u.requests_per_s for u, _ in pairs)
+        lines[0] += f"; median {on:,.0f} vs {off:,.0f} req/s"
+    lines += [f"Left out of the cost: {why}" for why in cost.left_out]
     return lines
+
+
+def _name(name: str) -> str:
+    """A function's name as the table shows it: a long one shortened in the middle, its end (the file and
+    line) kept."""
+    if len(name) <= _NAME_WIDTH:
+        return name
+    half = (_NAME_WIDTH - 1) // 2
+    return name[:half] + "…" + name[-half:]
 
 
 def inclusive_rows(result: ProfileResult) -> tuple[list[FunctionShare], int]:
@@ -47,8 +60,8 @@ def inclusive_rows(result: ProfileResult) -> tuple[list[FunctionShare], int]:
 
 
 def trunk_note(left_out: int) -> str:
-    return (f" ({left_out} functions on at least {TRUNK:.0%} of the stacks, the server's own loop, left out)"
-            if left_out else "")
+    return (f" ({count_text(left_out, 'function')} on at least {TRUNK:.0%} of the stacks and almost never their "
+            "leaf, the server's own loop, left out)" if left_out else "")
 
 
 def weight_text(result: ProfileResult, weight: int) -> str:
@@ -68,10 +81,10 @@ def _rows(result: ProfileResult, rows: list[FunctionShare], top: int) -> list[st
     calls = any(row.calls is not None for row in result.functions)
     head = f"  {'self %':>6}  {'incl %':>6}  {_unit(result):>9}" + (f"  {'calls':>9}" if calls else "") + "  function"
     lines = [head]
-    for row in rows[:top]:
+    for row in [row for row in rows if row.self_weight or row.inclusive_weight][:top]:
         count = f"  {number(row.calls) if row.calls is not None else '':>9}" if calls else ""
         lines.append(f"  {row.self_share * 100:6.1f}  {row.inclusive_share * 100:6.1f}  "
-                     f"{_weight(result, row.self_weight):>9}{count}  {row.name[:_NAME_WIDTH]}")
+                     f"{_weight(result, row.self_weight):>9}{count}  {_name(row.name)}")
     return lines
 
 
@@ -84,7 +97,7 @@ def render_profile(result: ProfileResult, *, top: int = DEFAULT_TOP, per_child: 
              f"URL: {result.url}",
              f"Load: {result.load}; {result.rounds} round{'s' if result.rounds != 1 else ''} of an unprofiled and a "
              f"profiled trial, interleaved, after {number(result.warmup_requests)} unprofiled warm-up requests",
-             f"Profiled: {number(result.profiled_requests)} requests in {profiled} trials; "
+             f"Profiled: {number(result.profiled_requests)} requests in {count_text(profiled, 'trial')}; "
              f"{len(result.children)} processes seen"
              + (f" ({len(result.started)} forked during the run)" if result.started else "")
              + (f", {len(result.exited)} exited" if result.exited else ""),
@@ -104,7 +117,7 @@ def render_profile(result: ProfileResult, *, top: int = DEFAULT_TOP, per_child: 
         lines += ["", "Per process:",
                   f"  {'pid':>8}  {'share %':>7}  {_unit(result):>9}  top function (its share of the process)"]
         lines += [f"  {child.pid:>8}  {child.share * 100:7.1f}  {_weight(result, child.weight):>9}  "
-                  f"{child.top_function[:_NAME_WIDTH]} ({child.top_share * 100:.1f} %)" for child in result.children]
+                  f"{_name(child.top_function)} ({child.top_share * 100:.1f} %)" for child in result.children]
     if result.parent_weight:
         lines.append(f"Note: the parent's own {_weight(result, result.parent_weight)} {_unit(result)} (its loop, "
                      "forking) are not in the shares: they are not the requests' work.")

@@ -11,6 +11,7 @@ from typing import Any
 from pounder._errors import PounderError, UsageError, check_path, public
 from pounder._files import RESULT_LIMIT, check_input_file
 from pounder._records import Reader, decode_json
+from pounder.profile._cost import CostFigure, ProfilerCost
 from pounder.profile._stacks import FunctionShare, by_inclusive, function_table
 
 PROFILE_SCHEMA = "pounder/profile/1"
@@ -28,7 +29,7 @@ class MalformedProfileError(PounderError):
 @dataclass(frozen=True)
 class ProfileTrial:
     """One trial of the run: ``profiled`` or not, its completed and failed requests, requests/s
-    (completed / elapsed) and the corrected p50 and p99 (µs)."""
+    (completed / elapsed) and the corrected p50 and p99 (µs); ``whole``: not cut short by a signal."""
 
     round: int
     profiled: bool
@@ -39,21 +40,7 @@ class ProfileTrial:
     requests_per_s: float
     p50_us: int
     p99_us: int
-
-
-@public
-@dataclass(frozen=True)
-class ProfilerCost:
-    """What the profiler cost, from the interleaved trials: median requests/s profiled / not, and
-    median p50 latency profiled / not, each with its 95 % bootstrap interval (None when there were
-    fewer than 2 counted trials of each kind)."""
-
-    throughput_ratio: float | None
-    throughput_low: float | None
-    throughput_high: float | None
-    p50_ratio: float | None
-    p50_low: float | None
-    p50_high: float | None
+    whole: bool = True
 
 
 @public
@@ -119,7 +106,9 @@ class ProfileResult:
             "url": self.url, "server": {"pid": self.server_pid, "name": self.server_name, "found_by": self.found_by},
             "profiler": {"name": self.profiler, "version": self.profiler_version, "unit": self.unit},
             "load": self.load, "rounds": self.rounds, "warmup_requests": self.warmup_requests,
-            "trials": [vars(trial) for trial in self.trials], "cost": vars(self.cost),
+            "trials": [vars(trial) for trial in self.trials],
+            "cost": {"throughput": vars(self.cost.throughput), "p50": vars(self.cost.p50),
+                     "left_out": list(self.cost.left_out)},
             "total_weight": self.total_weight, "functions": [row.to_dict() for row in self.functions],
             "children": [vars(child) for child in self.children], "stacks": dict(sorted(self.stacks.items())),
             "dropped_weight": self.dropped_weight, "parent_weight": self.parent_weight,
@@ -163,6 +152,16 @@ def _weights(value: object, key: str) -> dict[str, int]:
     return {name: _READ.as_int(weight, f"{key}.{name}") for name, weight in _READ.as_dict(value, key).items()}
 
 
+def _cost(value: object, key: str) -> ProfilerCost:
+    cost = _READ.as_dict(value, key)
+    return ProfilerCost(
+        throughput=_READ.record(CostFigure, _READ.get(cost, "throughput"), f"{key}.throughput"),
+        p50=_READ.record(CostFigure, _READ.get(cost, "p50"), f"{key}.p50"),
+        left_out=tuple(_READ.as_str(item, f"{key}.left_out") for item in _READ.as_list(_READ.get(cost, "left_out"),
+                                                                                          f"{key}.left_out")),
+    )
+
+
 def _trial(value: object, key: str) -> ProfileTrial:
     return _READ.record(ProfileTrial, value, key)  # type: ignore[no-any-return]
 
@@ -198,7 +197,7 @@ def profile_from_dict(data: Mapping[str, Any]) -> ProfileResult:
         rounds=_READ.as_int(_READ.get(doc, "rounds"), "rounds"),
         warmup_requests=_READ.as_int(_READ.get(doc, "warmup_requests"), "warmup_requests"),
         trials=_READ.list_of(_trial)(_READ.get(doc, "trials"), "trials"),
-        cost=_READ.record(ProfilerCost, _READ.get(doc, "cost"), "cost"),
+        cost=_cost(_READ.get(doc, "cost"), "cost"),
         total_weight=_READ.as_int(_READ.get(doc, "total_weight"), "total_weight"),
         functions=_READ.list_of(_function)(_READ.get(doc, "functions"), "functions"),
         children=_READ.list_of(_child)(_READ.get(doc, "children"), "children"),

@@ -10,8 +10,9 @@ How (also in ``pounder profile --help``):
    alternating order (off on, on off, ...) so a drift of the machine falls on both alike. The
    profiler samples only during the profiled trials' loads: its window opens right before the
    load and closes right after.
-4. The profiler's cost is the ratio of the medians, profiled / unprofiled, of requests/s and of
-   the corrected p50 latency, with a 95 % bootstrap interval over the rounds.
+4. The profiler's cost is each round's ratio, profiled / unprofiled, of requests/s and of the
+   corrected p50 latency: their median and range, and a cost told only when a one-sided sign test
+   over the rounds says so (``_cost``).
 5. The profile (the windows' stacks summed) is read into shares: a function's self share is the
    weight of the stacks it is the leaf of, its inclusive share the weight of the stacks it is on.
 """
@@ -26,9 +27,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from pounder._errors import PounderError, UsageError, check_callable, check_path, check_text, public
 from pounder._files import utc_timestamp
-from pounder._stats import ratio_interval
 from pounder._units import count_in_range
 from pounder._version import __version__
 from pounder.load import (
@@ -40,12 +42,12 @@ from pounder.load import (
     describe_load,
     run_bench,
 )
-from pounder.procs import SERVER_OPTIONS, ServerGone, ServerTarget, discover, find_server, serves
+from pounder.procs import SERVER_OPTIONS, ServerGone, ServerTarget, discover, find_server, process_cpu_clock, serves
 from pounder.profile._choose import make_profiler
+from pounder.profile._cost import profiler_cost
 from pounder.profile._profiler import Profiler, Sampled
 from pounder.profile._result import (
     ChildProfile,
-    ProfilerCost,
     ProfileResult,
     ProfileTrial,
     stored_functions,
@@ -53,13 +55,13 @@ from pounder.profile._result import (
 )
 from pounder.profile._stacks import function_table, merged, per_process
 
-DEFAULT_ROUNDS = 3
+DEFAULT_ROUNDS = 5
 MAX_ROUNDS = 50
 DEFAULT_WARMUP = 200
 MAX_WARMUP = 1_000_000
-DEFAULT_DURATION_S = 5.0
+DEFAULT_DURATION_S = 3.0
 DEFAULT_LOAD = LoadOptions(duration=DEFAULT_DURATION_S)
-"""A trial's load unless told otherwise: bench's defaults, 5 s long."""
+"""A trial's load unless told otherwise: bench's defaults, 3 s long."""
 
 TrialCallback = Callable[[ProfileTrial], None]
 
@@ -91,19 +93,8 @@ def _trial(round_: int, profiled: bool, result: BenchResult) -> ProfileTrial:
     p99 = result.latency.corrected.percentiles.get("99", 0)
     return ProfileTrial(round=round_, profiled=profiled, complete=result.requests.complete,
                         failed=result.requests.failed, non_2xx=result.requests.non_2xx, elapsed_s=result.elapsed_s,
-                        requests_per_s=result.derived.requests_per_s, p50_us=p50, p99_us=p99)  # fmt: skip
-
-
-def _cost(trials: tuple[ProfileTrial, ...]) -> ProfilerCost:
-    """Profiled / unprofiled medians with their intervals, from the trials where every request succeeded."""
-    counted = [t for t in trials if t.complete and not t.failed]
-    on = [t for t in counted if t.profiled]
-    off = [t for t in counted if not t.profiled]
-    if len(on) < 2 or len(off) < 2:
-        return ProfilerCost(None, None, None, None, None, None)
-    rps = ratio_interval([t.requests_per_s for t in on], [t.requests_per_s for t in off], higher_is_better=True)
-    p50 = ratio_interval([float(t.p50_us) for t in on], [float(t.p50_us) for t in off], higher_is_better=False)
-    return ProfilerCost(rps.ratio, rps.low, rps.high, p50.ratio, p50.low, p50.high)
+                        requests_per_s=result.derived.requests_per_s, p50_us=p50, p99_us=p99,
+                        whole=not result.interrupted)  # fmt: skip
 
 
 def _rounds(profiler: Profiler, spec: BenchSpec, rounds: int, workdir: Path,
@@ -136,6 +127,47 @@ def _children(stacks: dict[int, dict[str, int]], total: int) -> tuple[ChildProfi
         rows.append(ChildProfile(pid=pid, weight=weight, share=weight / total if total else 0.0,
                                  top_function=top.name if top else "", top_share=top.self_share if top else 0.0))
     return tuple(sorted(rows, key=lambda row: (-row.weight, row.pid)))
+
+
+def _answers(trials: tuple[ProfileTrial, ...]) -> list[str]:
+    """A note when profiled responses were not 2xx: their handling (an error page) is in the profile."""
+    profiled = [t for t in trials if t.profiled]
+    bad, answered = sum(t.non_2xx for t in profiled), sum(t.complete for t in profiled)
+    if not bad:
+        return []
+    return [f"{bad:,} of the {answered:,} profiled responses were not 2xx: the profile is of what answered them "
+            "(an error page?); check the URL with pounder bench"]
+
+
+def tree_cpu(target: ServerTarget) -> float:
+    """CPU seconds (user + system) of the server's processes now, children it has reaped included."""
+    total = 0.0
+    try:
+        members = discover(target)
+    except ServerGone:
+        return 0.0
+    for member in members:  # the kernel's per-process clocks: ns, where /proc's ticks are 10 ms
+        total += process_cpu_clock(member.pid) or 0.0
+    try:
+        reaped = psutil.Process(target.pid).cpu_times()
+    except psutil.Error:
+        return total
+    return total + reaped.children_user + reaped.children_system
+
+
+MIN_CPU_PER_REQUEST_S = 10e-6
+"""Below this much of the server's CPU per request, the load did not reach it (``behind_proxy``)."""
+
+
+def _check_reached(target: ServerTarget, cpu_before: float, result: ProfileResult) -> None:
+    """With ``behind_proxy`` nothing checked that the load reaches the server: its processes must have
+    worked for the requests sent (at least :data:`MIN_CPU_PER_REQUEST_S` each)."""
+    requests = sum(t.complete for t in result.trials)
+    used = tree_cpu(target) - cpu_before
+    if requests and not result.interrupted and used < MIN_CPU_PER_REQUEST_S * requests:
+        raise PounderError(f"process {target.pid} ({target.name}) used {used * 1000:.0f} ms of CPU for the "
+                           f"{requests:,} requests sent: the load did not reach it (is it the backend behind "
+                           "this URL?)")  # fmt: skip
 
 
 @contextmanager
@@ -218,23 +250,28 @@ def profile(
     if warm_spec is not None and run_bench(warm_spec).interrupted:
         raise KeyboardInterrupt
     before = _alive(target)
+    cpu_before = tree_cpu(target) if behind_proxy else None
     try:
         with _place(workdir) as place:
             trials, interrupted = _rounds(chosen, spec, count, place, on_progress, on_trial)
             chosen.pause()
+            after = _alive(target)  # before finish(), which may ask the children to exit (NYTProf)
             sampled = chosen.finish()
             if workdir is None and sampled.files:
                 sampled = replace(sampled, files={}, notes=(*sampled.notes, "the profiler's files (" + ", ".join(
                     sampled.files) + ") were removed: --keep DIR keeps them"))
     finally:
         chosen.close()
-    return _result(url, target, chosen, spec, count, warm_spec, tuple(trials), sampled, before, started_at,
-                   interrupted)  # fmt: skip
+    result = _result(url, target, chosen, spec, count, warm_spec, tuple(trials), sampled, (before, after),
+                     started_at, interrupted)  # fmt: skip
+    if cpu_before is not None:
+        _check_reached(target, cpu_before, result)
+    return result
 
 
 def _result(url: str, target: ServerTarget, chosen: Profiler, spec: BenchSpec, rounds: int,
-            warm_spec: BenchSpec | None, trials: tuple[ProfileTrial, ...], sampled: Sampled, before: set[int],
-            started_at: str, interrupted: bool) -> ProfileResult:  # fmt: skip
+            warm_spec: BenchSpec | None, trials: tuple[ProfileTrial, ...], sampled: Sampled,
+            alive: tuple[set[int], set[int]], started_at: str, interrupted: bool) -> ProfileResult:  # fmt: skip
     # The parent's own samples are not the requests' work (its loop, forking): kept apart.
     children = {key: weight for key, weight in sampled.stacks.items() if key[0] != target.pid}
     parent_weight = sum(weight for (pid, _), weight in sampled.stacks.items() if pid == target.pid)
@@ -245,17 +282,18 @@ def _result(url: str, target: ServerTarget, chosen: Profiler, spec: BenchSpec, r
                            f"{sum(t.complete for t in trials if t.profiled):,} profiled requests: did the load "
                            "reach this server?")  # fmt: skip
     kept, dropped = stored_stacks(pool)
-    after = _alive(target)
+    before, after = alive
     seen = set(sampled.pids) - {target.pid}
     return ProfileResult(
         tool_version=__version__, started_at=started_at, url=spec.targets[0].info().url,
         server_pid=target.pid, server_name=target.name, found_by=target.found_by,
         profiler=chosen.name, profiler_version=chosen.version(), unit=sampled.unit,
         load=describe_load(spec.load) + ("" if spec.http.keepalive else ", keep-alive off"), rounds=rounds,
-        warmup_requests=0 if warm_spec is None else warm_spec.load.requests or 0, trials=trials, cost=_cost(trials),
+        warmup_requests=0 if warm_spec is None else warm_spec.load.requests or 0, trials=trials,
+        cost=profiler_cost(trials),
         total_weight=total, functions=stored_functions(pool, sampled.calls or None),
         children=_children(per_process(children), total), stacks=kept, dropped_weight=dropped,
         parent_weight=parent_weight,
         started=tuple(sorted(seen - before)), exited=tuple(sorted((before | seen) - after - {target.pid})),
-        notes=sampled.notes, files=dict(sampled.files), interrupted=interrupted,
+        notes=(*_answers(trials), *sampled.notes), files=dict(sampled.files), interrupted=interrupted,
     )  # fmt: skip

@@ -4,7 +4,7 @@ After the run has decided (and confirmed) its recommendation, the recommended co
 started once more (with Devel::NYTProf loaded for a Perl server: ``adapter.profiling``), every
 child warmed, and :func:`pounder.profile.profile` run against it at the confirmation's load
 (the offered load: its clients, or its rate open loop), each trial as long as a sweep point, 2
-rounds with ``--quick`` else 3. ``profile.json`` (``pounder/profile/1``) and ``flame.svg`` go to
+rounds with ``--quick`` else 5 (enough to tell a cost). ``profile.json`` (``pounder/profile/1``) and ``flame.svg`` go to
 the results directory; the server is stopped in every case (Ctrl-C too, after what was sampled
 is written). A resumed run profiles again.
 
@@ -23,7 +23,15 @@ from pounder._errors import PounderError, UsageError
 from pounder._units import pinned_thread
 from pounder.load import LoadOptions
 from pounder.pool import Adapter
-from pounder.profile import ProfileResult, check_profiler, profile, profiler_for, save_profile, summary_lines
+from pounder.profile import (
+    DEFAULT_ROUNDS,
+    ProfileResult,
+    check_profiler,
+    profile,
+    profiler_for,
+    save_profile,
+    summary_lines,
+)
 from pounder.tune._options import TuneOptions
 from pounder.tune._session import TuneResult, TuneSession
 
@@ -69,7 +77,7 @@ def profile_step(session: TuneSession, result: TuneResult) -> TuneResult:
     folder = Path(session.results.path)
     runner = copy.copy(session.runner)  # its CPUs, address, memory floor; its own adapter
     runner.adapter = session.adapter.profiling(folder / NYTPROF_DIR)
-    rounds = 2 if options.quick else 3
+    rounds = 2 if options.quick else DEFAULT_ROUNDS  # 5: enough rounds to tell a cost
     load = _load(session, result)
     session._status(f"profile: the recommended configuration at {describe(load)}")
     try:
