@@ -5,13 +5,17 @@ child recycled by MaxConnectionsPerChild marked new, then exited, then gone; q q
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -24,8 +28,8 @@ from support.schemas import validate
 PYTHON_DIR = str(Path(__file__).resolve().parents[2] / "python")
 ENV = {**os.environ, "PYTHONPATH": PYTHON_DIR}
 PROC_STATES = {"running", "accept", "sleeping", "exiting"}
-APACHE_STATES = {"idle", "starting", "reading", "writing", "keepalive", "dns", "closing", "logging", "finishing",
-                 "cleanup"}
+APACHE_STATES = {"status", "idle", "starting", "reading", "writing", "keepalive", "dns", "closing", "logging",
+                 "finishing", "cleanup"}
 MIB = 1 << 20
 
 
@@ -162,8 +166,9 @@ def test_once_text_with_the_status_page(apache_server) -> None:
     rows = _rows(result.stdout)
     assert set(rows) == _children(srv.pid), result.stdout
     assert "states from apache's status page" in result.stdout
-    # the status read itself is served by a child: "writing"; the others idle
-    assert sorted(cells[0] for cells in rows.values()).count("idle") >= len(rows) - 1, result.stdout
+    # the status read itself is served by a child: "status" (not counted busy); the others idle
+    states = [cells[0] for cells in rows.values()]
+    assert states.count("idle") >= len(rows) - 1 and set(states) <= {"idle", "status"}, result.stdout
 
 
 def test_bad_input(tmp_path: Path) -> None:
@@ -188,13 +193,16 @@ def test_bench_shows_the_compact_line_on_a_terminal(apache_server, tmp_path: Pat
         pytest.skip("tmux is not installed")
     srv = apache_server(start_servers=2, min_spare=1, max_spare=3, max_request_workers=3, keepalive=False)
     session = f"pounder-top-bench-{os.getpid()}"
-    command = (f"{sys.executable} -m pounder bench {srv.url}/cpu?ms=10 -c 2 -d 3s -n 300 --warmup 0 "
+    command = (f"{sys.executable} -m pounder bench {srv.url}/cpu?ms=10 -c 2 -d 4s --warmup 0 "
                f"--server-pidfile {srv.pidfile}; echo $? > {tmp_path / 'exit'}; sleep 30")
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "20",
                     f"env PYTHONPATH={PYTHON_DIR} sh -c '{command}'"], check=True, timeout=10)
     try:
-        time.sleep(2.5)
+        deadline = time.monotonic() + 15  # the line is drawn once a second while the load runs
         screen = _capture(session)
+        while "server: " not in screen and time.monotonic() < deadline:
+            time.sleep(0.2)
+            screen = _capture(session)
         deadline = time.monotonic() + 20
         while not (tmp_path / "exit").exists() and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -206,3 +214,59 @@ def test_bench_shows_the_compact_line_on_a_terminal(apache_server, tmp_path: Pat
     assert re.search(r"server: \d+ children \(.+\)  footprint [\d.]+ MiB  top CPU \d+ \d+%", line), line
     srv.stop()
     assert processes_mentioning(str(srv.workdir)) == []
+
+
+def test_a_worker_is_no_server_and_another_servers_status_page_is_not_believed(apache_server) -> None:
+    """top on a child names its parent (exit 2); a status page whose pids are none of this server's
+    children is set aside with a note, the states then from /proc."""
+    srv = apache_server(start_servers=2, min_spare=1, max_spare=3)
+    child = sorted(_children(srv.pid))[0]
+    assert_usage_error(*run_cli("top", "--pid", str(child), "--once"), "has no children",
+                       f"this one's parent is {srv.pid}")
+    page = json.dumps({"accepted conn": 7, "processes": [{"pid": 4194000, "state": "Idle", "requests": 3}]})
+    with _json_server(page) as url:
+        result = subprocess.run([sys.executable, "-m", "pounder", "top", "--pidfile", str(srv.pidfile), "--once",
+                                 "--interval", "0.2s", "--status", url, "--json", "-"], env=ENV,
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    view = json.loads(result.stdout)
+    assert view["status"] is None and view["totals"]["requests_per_s"] is None
+    assert any("names none of this server's children" in note for note in view["notes"]), view["notes"]
+    assert {child["state_from"] for child in view["children"]} == {"proc"}
+
+
+def test_php_fpm_child_serving_the_status_read_is_not_busy() -> None:
+    from pounder.top import parse_status_page
+
+    page = {"accepted conn": 9, "processes": [
+        {"pid": 11, "state": "Idle", "requests": 4, "request uri": "/index.php"},
+        {"pid": 12, "state": "Running", "requests": 5, "request uri": "/fpm-status?full&json"},
+        {"pid": 13, "state": "Running", "requests": 2, "request uri": "/slow.php"}]}
+    read = parse_status_page(json.dumps(page), "http://127.0.0.1:8080/fpm-status?full&json")
+    assert {pid: (c.state, c.busy) for pid, c in read.children.items()} == {
+        11: ("idle", False), 12: ("status", False), 13: ("running", True)}
+
+
+@contextlib.contextmanager
+def _json_server(body: str) -> Iterator[str]:
+    """A small server of our own on loopback answering every GET with ``body`` (JSON)."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            data = body.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/status"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Annotated
 
+import psutil
 import typer
 
 from pounder._errors import PounderError, UsageError
@@ -187,6 +188,10 @@ def top_command(
     status_url = None if status is None else check_status_url(status)
     given = (pid, pidfile, name, server_pid, server_pidfile, server_name)
     target = _target(dict(zip((*MEM_OPTIONS, *SERVER_OPTIONS), given, strict=True)))
+    if not target.children:
+        parent = _parent(target.pid)
+        raise UsageError(f"process {target.pid} ({target.name}) has no children: name the parent of a pre-forking "
+                         "server" + (f" (this one's parent is {parent})" if parent else ""))  # fmt: skip
     try:
         with Top(target, status_url) as top:
             if once:
@@ -197,8 +202,17 @@ def top_command(
                 return
             _live(top, seconds, json_out)
     except KeyboardInterrupt:
-        raise interrupted("the view only showed, nothing was kept" if json_out is None
+        raise interrupted("nothing to keep: the view was only shown" if json_out is None
                           else f"the last view is in {json_out}") from None
+
+
+def _parent(pid: int) -> int | None:
+    """The parent of ``pid`` when it is not init (a worker's master), else None."""
+    try:
+        ppid = psutil.Process(pid).ppid()
+    except psutil.Error:
+        return None
+    return ppid if ppid > 1 else None
 
 
 @contextlib.contextmanager

@@ -139,9 +139,7 @@ def parse_status_json(data: Any, url: str = "the status page") -> StatusRead:
     if not isinstance(data, dict):
         raise PounderError(f"--status: {url} is JSON but not a status page")
     if isinstance(data.get("processes"), list):  # php-fpm
-        children = {int(p["pid"]): ChildStatus(str(p.get("state", "")).lower(),
-                                               str(p.get("state", "")).lower() not in ("idle", ""),
-                                               _int(p.get("requests"))) for p in data["processes"] if "pid" in p}
+        children = {int(p["pid"]): _fpm_child(p, url) for p in data["processes"] if isinstance(p, dict) and "pid" in p}
         return StatusRead("php-fpm", children, _int(data.get("accepted conn")))
     if isinstance(data.get("workers"), list):  # uWSGI
         workers = [w for w in data["workers"] if isinstance(w, dict) and _int(w.get("pid"))]
@@ -160,6 +158,15 @@ def parse_status_json(data: Any, url: str = "the status page") -> StatusRead:
         known = [c.requests for c in children.values()]
         return StatusRead("puma", children, None if None in known else sum(r or 0 for r in known))
     raise PounderError(f"--status: {url} is JSON but neither php-fpm's, uWSGI's nor Puma's status")
+
+
+def _fpm_child(process: Mapping[str, Any], url: str) -> ChildStatus:
+    """A php-fpm process; the one serving this very read of the status page is ``status`` (not busy)."""
+    state = str(process.get("state", "")).lower()
+    path = urllib.parse.urlsplit(url).path
+    if state == "running" and path and str(process.get("request uri", "")).startswith(path):
+        return ChildStatus("status", False, _int(process.get("requests")))
+    return ChildStatus(state, state not in ("idle", ""), _int(process.get("requests")))
 
 
 def _int(value: object) -> int | None:
@@ -203,7 +210,10 @@ def parse_apache_html(text: str, url: str = "the status page") -> StatusRead:
         acc = values.get("Acc", "").split("/")
         requests = int(acc[1]) if len(acc) == 3 and acc[1].isdigit() else None
         state = _APACHE_MODES.get(mode, mode)
-        child = ChildStatus(state, mode not in ("_", "I"), requests)
+        path = urllib.parse.urlsplit(url).path
+        if mode == "W" and path and f" {path}" in values.get("Request", ""):  # serving this very read
+            state = "status"
+        child = ChildStatus(state, mode not in ("_", "I") and state != "status", requests)
         if int(pid) not in children or child.busy:
             children[int(pid)] = child
     if header is None:

@@ -16,6 +16,8 @@ from pounder.top._procstate import listening_inodes, listening_ports, proc_state
 from pounder.top._status import StatusRead, check_status_url, read_status
 from pounder.top._view import ChildRow, ExitedChild, TopTotals, TopView, count_states
 
+SELF_COUNTING = ("apache", "php-fpm")
+"""Servers whose status page is served by a child: each read is one request of its total (not counted in req/s)."""
 DEFAULT_MARKS = 3
 """How many views a child that appeared or exited stays marked."""
 
@@ -61,14 +63,20 @@ class Top:
             raise
         self._first = False
 
-    def _status(self, notes: list[str]) -> StatusRead | None:
+    def _status(self, notes: list[str], children: set[int]) -> StatusRead | None:
         if self.status_url is None:
             return None
         try:
-            return read_status(self.status_url, self.timeout_s)
+            read = read_status(self.status_url, self.timeout_s)
         except PounderError as error:
             notes.append(f"{error}; states from /proc")
             return None
+        if read.children and children and not set(read.children) & children:
+            named = ", ".join(map(str, sorted(read.children)[:5]))
+            notes.append(f"{self.status_url} names none of this server's children (it names pids {named}): another "
+                         "server's status page? states from /proc")  # fmt: skip
+            return None
+        return read
 
     def _accept_queue(self) -> int | None:
         waiting = [queue.waiting() for queue in self._queues]
@@ -81,7 +89,7 @@ class Top:
         notes: list[str] = []
         snap = snapshot(self.target)
         now = time.monotonic()
-        status = self._status(notes)
+        status = self._status(notes, {proc.pid for proc in snap.children})
         rows = tuple(self._row(proc.pid, snap, now, status) for proc in snap.children)
         current = {row.pid for row in rows}
         self._age_marks(current)
@@ -143,7 +151,8 @@ class Top:
         before, self._total = self._total, (now, total)
         if before is None or now - before[0] < 0.01 or total < before[1]:
             return None
-        return round((total - before[1]) / (now - before[0]), 1)
+        own = 1 if status is not None and status.kind in SELF_COUNTING else 0  # this read of the page itself
+        return round(max(0, total - before[1] - own) / (now - before[0]), 1)
 
     def close(self) -> None:
         for queue in self._queues:
