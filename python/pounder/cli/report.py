@@ -15,7 +15,8 @@ from pounder.cli._common import option
 REPORT_HELP = "\n\n".join([
     "Make one self-contained HTML page (inline SVG charts and CSS, nothing fetched when viewed) from results "
     "pounder wrote: bench --json files (several are overlaid, labelled), a pounder tune or pounder run results "
-    "directory, a pounder compare --json file.",
+    "directory, a pounder compare --json file, a pounder mem --json file, a pounder profile --json file (with its "
+    "flame graph).",
     "Exit status: 0 written, 1 could not write (or matplotlib is missing), 2 bad input (a path that is no "
     "pounder result, or a result that is incomplete or malformed).",
 ])

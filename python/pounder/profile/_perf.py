@@ -35,7 +35,8 @@ _CHECK_TIMEOUT_S = 30.0
 _SCRIPT_TIMEOUT_S = 600.0
 _ATTACH_TRIES = 3
 _NOTES = (
-    "perf sees native frames: PHP/Ruby functions appear as the interpreter's (php-fpm: execute_ex, zend_*)",
+    "perf sees native frames: the functions of an interpreted language (PHP, Ruby, Python, Perl) appear as the "
+    "interpreter's own (php-fpm: execute_ex, zend_*)",
     "perf samples a process only while it runs on a CPU, and walks stacks by frame pointers: a binary built "
     "without them shows short stacks",
 )
