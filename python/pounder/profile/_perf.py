@@ -19,8 +19,8 @@ from pathlib import Path
 from pounder._errors import PounderError, UsageError
 from pounder.load import load_engine
 from pounder.procs import ServerTarget, discover
-from pounder.profile._profiler import Profiler, Sampled
-from pounder.servers import die_with_parent_hook
+from pounder.profile._profiler import Profiler, Sampled, read_log
+from pounder.servers import die_with_parent_hook, interrupt_then_kill
 
 DEFAULT_FREQUENCY = 99
 """Samples per second per process (odd, so as not to run in step with timers)."""
@@ -51,11 +51,6 @@ def find_perf(binary: str | os.PathLike[str] | None = None) -> str:
     return found
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
 
 
 def _first_error(text: str) -> str:
@@ -199,7 +194,7 @@ class Perf(Profiler):
         """perf's error once it is stopped (it exited, or did not enable its events in time)."""
         running = proc.poll() is None
         self.close()
-        said = _first_error(_read(self._log)) if self._log is not None else "no message"
+        said = _first_error(read_log(self._log)) if self._log is not None else "no message"
         if running:
             return f"it did not start sampling within {_READY_TIMEOUT_S:g} s ({said})"
         return said
@@ -212,7 +207,7 @@ class Perf(Profiler):
         self._proc = None
         self._close_fds()
         if proc.returncode not in (0, 130, 143, -signal.SIGINT, -signal.SIGTERM):
-            said = _first_error(_read(self._log)) if self._log is not None else "no message"
+            said = _first_error(read_log(self._log)) if self._log is not None else "no message"
             raise PounderError(f"perf record ended with status {proc.returncode}: {said}")
 
     def finish(self) -> Sampled:
@@ -281,10 +276,4 @@ def _max_rate() -> int:
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """SIGINT (perf writes its recording and exits), SIGKILL if it does not within 30 s."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    proc.wait()
+    interrupt_then_kill(proc, _STOP_TIMEOUT_S)

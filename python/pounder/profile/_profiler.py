@@ -72,3 +72,11 @@ class Profiler(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Stop whatever this profiler still runs (idempotent; called in every case, Ctrl-C too)."""
+
+
+def read_log(path: Path) -> str:
+    """A profiler's output or log file as text ("" when it is not there (yet))."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pounder._errors import PounderError, UsageError
 from pounder.procs import ServerTarget
-from pounder.profile._profiler import Profiler, Sampled
-from pounder.servers import die_with_parent_hook
+from pounder.profile._profiler import Profiler, Sampled, read_log
+from pounder.servers import die_with_parent_hook, interrupt_then_kill
 
 DEFAULT_RATE = 100
 """Samples per second per process (py-spy's default)."""
@@ -116,9 +116,9 @@ class PySpy(Profiler):
     def _wait_ready(self, proc: subprocess.Popen[bytes], log: Path) -> None:
         """Until py-spy says it samples (so the window's load is sampled from its first request)."""
         deadline = time.monotonic() + _READY_TIMEOUT_S
-        while _READY not in _read(log):
+        while _READY not in read_log(log):
             if proc.poll() is not None:
-                raise PounderError(f"py-spy ended with status {proc.returncode}: {_first_error(_read(log))}")
+                raise PounderError(f"py-spy ended with status {proc.returncode}: {_first_error(read_log(log))}")
             if time.monotonic() > deadline:
                 raise PounderError(f"py-spy did not start sampling within {_READY_TIMEOUT_S:g} s")
             time.sleep(0.02)
@@ -130,12 +130,12 @@ class PySpy(Profiler):
         _stop(proc)
         self._proc = None
         if proc.returncode not in (0, -signal.SIGINT, 130) and self._stderr is not None:
-            raise PounderError(f"py-spy ended with status {proc.returncode}: {_first_error(_read(self._stderr))}")
+            raise PounderError(f"py-spy ended with status {proc.returncode}: {_first_error(read_log(self._stderr))}")
 
     def finish(self) -> Sampled:
         stacks: dict[tuple[int, str], int] = {}
         for output in self._outputs:
-            for key, weight in parse_raw(_read(output), self.target.pid).items():
+            for key, weight in parse_raw(read_log(output), self.target.pid).items():
                 stacks[key] = stacks.get(key, 0) + weight
         notes = ("py-spy samples only what runs: a child waiting for a connection is not sampled, so the shares are "
                  "of the time the children ran Python" + ("" if self.native else " (native frames off: --native)"),)
@@ -149,20 +149,9 @@ class PySpy(Profiler):
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """SIGINT (py-spy writes what it sampled and exits), SIGKILL if it does not within 30 s."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(_STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    proc.wait()
+    interrupt_then_kill(proc, _STOP_TIMEOUT_S)
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
 
 
 def _first_error(text: str) -> str:

@@ -92,6 +92,7 @@ from pounder.servers._puma import (
     render_puma_config,
 )
 from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_env, starman_missing
+from pounder.servers._tool import interrupt_then_kill
 from pounder.servers._unicorn import (
     UnicornServer,
     UnicornSettings,
@@ -164,6 +165,7 @@ __all__ = [
     "find_apache",
     "free_port",
     "guard_group",
+    "interrupt_then_kill",
     "gunicorn_app_file",
     "gunicorn_app_missing",
     "gunicorn_command",

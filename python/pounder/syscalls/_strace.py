@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 
 from pounder._errors import PounderError, UsageError, public
-from pounder.servers import die_with_parent_hook
+from pounder.servers import die_with_parent_hook, interrupt_then_kill
 
 ATTACH_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
@@ -162,14 +162,7 @@ def start(binary: str, log: Path, stderr_path: Path, pids: list[int]) -> subproc
 
 def stop(proc: subprocess.Popen[bytes]) -> int:
     """SIGINT (strace detaches from every process and exits), SIGKILL if it does not."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    return proc.returncode
+    return interrupt_then_kill(proc, STOP_TIMEOUT_S)
 
 
 @contextmanager
