@@ -12,10 +12,26 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Annotated, Any
 
+import typer
+
 from pounder._errors import UsageError
 from pounder._units import available_cpus, count_in_range
 from pounder.cli._common import option, print_warning
 from pounder.load import LoadOptions, Progress, ProgressCallback
+
+LOCAL_URL = typer.Argument(metavar="URL", help="http:// URL to request (on this machine).", show_default=False)
+"""The URL of a command that works on a server of this machine (syscalls, profile)."""
+
+
+def which_server(panel: str) -> tuple[Any, Any, Any]:
+    """``--server-pid``, ``--server-pidfile`` and ``--server-name`` of a command that works on the
+    processes of a server of this machine (syscalls, profile)."""
+    return (option("--server-pid", panel=panel, metavar="PID", help="The server's parent process."),
+            load_option("server_pidfile", panel, help=("A file holding the parent's pid (Apache's PidFile, gunicorn "
+                                                       "--pid, Starman --pid, php-fpm's pid).")),
+            load_option("server_name", panel, help=("Part of the process name or command line; the top-most matching "
+                                                    "process is the parent.")))  # fmt: skip
+
 
 # name: (flags, metavar, help)
 # fmt: off

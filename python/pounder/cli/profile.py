@@ -20,7 +20,7 @@ from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_output
 from pounder._units import parse_pid
 from pounder.cli._common import interrupted, json_option, option, print_error, whole_number
-from pounder.cli._load_options import load_option, load_parameter, takes_load_options
+from pounder.cli._load_options import LOCAL_URL, load_parameter, takes_load_options, which_server
 from pounder.cli._progress import live_progress
 from pounder.load import LoadOptions
 from pounder.profile import (
@@ -71,12 +71,8 @@ Text = str | None
 
 
 # fmt: off
-URL_ARG = typer.Argument(metavar="URL", help="http:// URL to request (on this machine).", show_default=False)
-SERVER_PID = option("--server-pid", panel=_WHICH, metavar="PID", help="The server's parent process.")
-SERVER_PIDFILE = load_option("server_pidfile", _WHICH, help=(
-    "A file holding the parent's pid (Apache's PidFile, gunicorn --pid, Starman --pid, php-fpm's pid)."))
-SERVER_NAME = load_option("server_name", _WHICH, help=(
-    "Part of the process name or command line; the top-most matching process is the parent."))
+URL_ARG = LOCAL_URL
+SERVER_PID, SERVER_PIDFILE, SERVER_NAME = which_server(_WHICH)
 BEHIND_PROXY = typer.Option("--behind-proxy", rich_help_panel=_WHICH, help=(
     "The server is a backend the URL reaches through a proxy (php-fpm behind nginx): it need not listen on the "
     "URL's port itself."))

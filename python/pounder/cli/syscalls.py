@@ -12,13 +12,11 @@ import os
 import sys
 from typing import Annotated
 
-import typer
-
 from pounder import _interrupt
 from pounder._files import check_distinct, check_output_path, write_output
 from pounder._units import parse_pid
 from pounder.cli._common import interrupted, json_option, option, whole_number
-from pounder.cli._load_options import load_option, load_parameter, takes_load_options
+from pounder.cli._load_options import LOCAL_URL, load_parameter, takes_load_options, which_server
 from pounder.cli._progress import live_progress
 from pounder.load import LoadOptions
 from pounder.syscalls import (
@@ -59,12 +57,8 @@ Text = str | None
 
 
 # fmt: off
-URL_ARG = typer.Argument(metavar="URL", help="http:// URL to request (on this machine).", show_default=False)
-SERVER_PID = option("--server-pid", panel=_WHICH, metavar="PID", help="The server's parent process.")
-SERVER_PIDFILE = load_option("server_pidfile", _WHICH, help=(
-    "A file holding the parent's pid (Apache's PidFile, gunicorn --pid, Starman --pid)."))
-SERVER_NAME = load_option("server_name", _WHICH, help=(
-    "Part of the process name or command line; the top-most matching process is the parent."))
+URL_ARG = LOCAL_URL
+SERVER_PID, SERVER_PIDFILE, SERVER_NAME = which_server(_WHICH)
 WARMUP = option("--warmup", panel=_LOAD, metavar="N", help=(
     f"Requests sent before strace attaches, not traced (default {DEFAULT_WARMUP}; 0 for none)."))
 JSON = json_option(_OUT, "pounder/syscalls/1", "tables")
