@@ -237,6 +237,18 @@ def plain(value: float, significant: int = 6) -> str:
     return f"{sign}{int(whole.lstrip('-')):,}" + (f".{fraction}" if fraction else "")
 
 
+def age_text(seconds: float) -> str:
+    """A duration in one token: 42s, 5m03s, 2h05m, 3d04h."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
+
+
 def number(value: float | None, digits: int = 0) -> str:
     """A number with thousands separators and ``digits`` decimals; "-" for None."""
     return "-" if value is None else f"{value:,.{digits}f}"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
+from pounder._units import age_text as age
 from pounder.procs import PoolSnapshot, ProcMem, max_clients, render_mem
-from pounder.procs._render import age, header_line, mib
+from pounder.procs._render import header_line, mib
 
 MIB = 1 << 20
 

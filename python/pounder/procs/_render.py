@@ -33,16 +33,6 @@ def mib(size: int | None) -> str:
     return units.mib(size, grouped=False)
 
 
-def age(seconds: float) -> str:
-    """A duration in one token: 42s, 5m03s, 2h05m, 3d04h."""
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    if whole < 86400:
-        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
 
 
 def _cells(cells: tuple[str, ...], name: str) -> str:
@@ -67,7 +57,7 @@ def process_line(proc: ProcMem) -> str:
         mib(proc.pss),
         mib(proc.swap),
         f"{proc.cpu_s:.2f}",
-        age(proc.age_s),
+        units.age_text(proc.age_s),
     )
     return _cells(cells, proc.name)
 

@@ -4,21 +4,12 @@ exited ones at the end, a totals line) and the one line shown under a bench's pr
 from __future__ import annotations
 
 from pounder._errors import public
-from pounder._units import mib, mib_unit
+from pounder._units import age_text, mib, mib_unit
 from pounder.top._view import ChildRow, TopView
 
 _DASH = "—"
 _HEADER = ("pid", "state", "requests", "CPU %", "USS MiB", "shared MiB", "PSS MiB", "age", "")
 _RIGHT = (True, False, True, True, True, True, True, True, False)
-
-
-def _age(seconds: float) -> str:
-    whole = int(seconds)
-    if whole < 60:
-        return f"{seconds:.0f}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    return f"{whole // 3600}h{whole // 60 % 60:02d}m"
 
 
 def _state(row: ChildRow) -> str:
@@ -28,7 +19,7 @@ def _state(row: ChildRow) -> str:
 def _cells(row: ChildRow) -> tuple[str, ...]:
     return (str(row.pid), _state(row), _DASH if row.requests is None else f"{row.requests:,}",
             _DASH if row.cpu_percent is None else f"{row.cpu_percent:.1f}", mib(row.uss), mib(row.shared),
-            mib(row.pss), _age(row.age_s), "new" if row.new else "")
+            mib(row.pss), age_text(row.age_s), "new" if row.new else "")
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
@@ -60,7 +51,7 @@ def render_top(view: TopView, *, max_rows: int | None = None) -> str:
     children.sort(key=lambda c: c.pid)
     rows = [_HEADER, *(_cells(child) for child in children)]
     rows += [(str(e.pid), "exited", _DASH if e.requests is None else f"{e.requests:,}", "", "", "", "",
-              _age(e.age_s), "exited") for e in view.exited]
+              age_text(e.age_s), "exited") for e in view.exited]
     lines = [title, totals_line(view), "", *_table(rows)]
     hidden = len(view.children) - len(children)
     if hidden:
