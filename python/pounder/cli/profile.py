@@ -52,7 +52,8 @@ PROFILE_HELP = "\n\n".join(
         "unprofiled and one profiled, in alternating order (off on, on off, ...). The profiler samples only during "
         "the profiled trials' loads; children forked meanwhile (MaxRequestsPerChild) are followed. The cost is each "
         "round's ratio, profiled / unprofiled, of requests/s and p50 latency: their median and range; a cost is "
-        "said only when the rounds tell it (a sign test: at least 5 rounds, all dearer), else 'no cost these "
+        "said only when the rounds tell it (a one-sided sign test, p < 0.05: 5 of 5 rounds dearer, 7 of 8, 9 of "
+        "10), else 'no cost these "
         "rounds can tell'. A round with a failed request or cut short is left out, and named.",
         "The profiler follows what the children run (--profiler auto): py-spy for Python (gunicorn, uWSGI; pip "
         "install py-spy), Devel::NYTProf for Perl (mod_perl, Starman; apt-get install libdevel-nytprof-perl; the "

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from pounder._errors import PounderError
 from pounder.experiment._file import Experiment, LoadSpec, VariantSpec
 from pounder.load import LoadOptions
 from pounder.pool import Adapter, PoolParams, Runner
@@ -64,11 +65,15 @@ def profile_variants(exp: Experiment, adapters: dict[str, Adapter], folder: Path
         runner = Runner(adapter.profiling(folder / "nytprof" / f"variant-{number}"),
                         folder / "servers" / f"profile-{number}", variant.path or "/", memory_floor, 30.0)
         say(f"profiling {variant.label}")
-        with runner.started(params_of(exp, variant)) as server:
-            runner.warm(server)
-            result = profile(runner.url(server), server_pid=server.pid, rounds=2 if quick else DEFAULT_ROUNDS, warmup=0,
-                             options=_load(exp.loads[0], quick),
-                             profiler=profiler_for(adapter.language, adapter.nytprof))
+        try:
+            with runner.started(params_of(exp, variant)) as server:
+                runner.warm(server)
+                result = profile(runner.url(server), server_pid=server.pid, rounds=2 if quick else DEFAULT_ROUNDS,
+                                 warmup=0, options=_load(exp.loads[0], quick),
+                                 profiler=profiler_for(adapter.language, adapter.nytprof))
+        except PounderError as error:  # the loads stand: this variant has no profile, and the text says why
+            say(f"profile of {variant.label}: not taken: {error}")
+            continue
         save_profile(result, folder, f"profile-{number}.json", f"flame-{number}.svg")
         profiles[variant.label] = result
         if result.interrupted:

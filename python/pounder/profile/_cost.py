@@ -5,8 +5,8 @@ other, so a round's ratio (profiled / unprofiled) compares like with like whatev
 in other rounds. The figure is the median of the rounds' ratios with their range; whether the
 rounds *tell* a cost is a one-sided sign test: a profiler can only add work, so under "no cost"
 each round is as likely to come out cheaper as dearer, and a cost is told only when the rounds
-that came out dearer are more than chance would give in 1 of 20 runs (at least 5 rounds, all
-dearer). A round counts only when both its trials are whole: every request answered (none
+that came out dearer are more than chance would give in 1 of 20 runs (5 of 5, 7 of 8, 9 of 10:
+:func:`needed`). A round counts only when both its trials are whole: every request answered (none
 failed) and not cut short by a signal; the others are listed as left out.
 """
 
@@ -52,6 +52,12 @@ class ProfilerCost:
 def sign_test(costly: int, rounds: int) -> float:
     """P(at least ``costly`` of ``rounds`` fair coin flips come up "costly")."""
     return float(sum(math.comb(rounds, k) for k in range(costly, rounds + 1))) / float(2**rounds)
+
+
+def needed(rounds: int) -> int | None:
+    """The fewest dearer rounds of ``rounds`` that tell a cost (5 of 5, 7 of 8, 9 of 10), None when
+    no count can (fewer than 5 rounds)."""
+    return next((k for k in range(rounds + 1) if sign_test(k, rounds) < SIGNIFICANCE), None)
 
 
 def cost_figure(ratios: Sequence[float], *, higher_is_costly: bool) -> CostFigure:

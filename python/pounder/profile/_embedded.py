@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,6 +29,7 @@ from pounder.pool import write_file, write_json
 from pounder.profile._flame import flame_svg
 from pounder.profile._render import _rows, cost_lines
 from pounder.profile._result import ProfileResult
+from pounder.servers import die_with_parent_hook
 
 SUMMARY_TOP = 5
 """Functions in a run's summary of its profile."""
@@ -84,7 +86,8 @@ def _check_perf() -> None:
         raise UsageError(f"perf may not profile other processes here: {advice}")
     try:
         done = subprocess.run([perf, "record", "-q", "-g", "-F", "99", "-o", os.devnull, "--", "true"],
-                              capture_output=True, timeout=_CHECK_TIMEOUT_S, check=False)
+                              capture_output=True, timeout=_CHECK_TIMEOUT_S, check=False,
+                              preexec_fn=die_with_parent_hook(signal.SIGKILL))
     except (OSError, subprocess.TimeoutExpired) as error:
         raise UsageError(f"perf could not make a test recording: {error}") from None
     if done.returncode != 0:

@@ -40,6 +40,7 @@ from pounder.servers import (
     WINDOW_FLAG,
     WINDOW_MARK,
     apache_nytprof_lines,
+    die_with_parent_hook,
     nytprof_env,
     starman_nytprof_args,
 )
@@ -138,7 +139,7 @@ def read_nytprof(path: Path, pid: int, perl: str = "perl") -> _Read:
     not exit cleanly leaves an incomplete file)."""
     try:
         done = subprocess.run([perl, str(READER), str(path)], stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=READ_TIMEOUT_S, check=False)
+                              timeout=READ_TIMEOUT_S, check=False, preexec_fn=die_with_parent_hook(signal.SIGKILL))
     except (OSError, subprocess.TimeoutExpired) as error:
         raise PounderError(f"cannot read the profile {path}: {error}") from None
     if done.returncode != 0:
@@ -184,6 +185,7 @@ class NYTProf(Profiler):
         self.exit_timeout_s = exit_timeout_s
         self._workdir: Path | None = None
         self._before: dict[str, tuple[int, int, int] | None] = {}
+        self._found_open = False
 
     def version(self) -> str | None:
         try:
@@ -221,6 +223,9 @@ class NYTProf(Profiler):
             raise UsageError(f"cannot write to the profile directory {directory} (the flag file that opens a window "
                              "goes there): run as the server's user or root")
         self.directory = directory
+        if (directory / WINDOW_FLAG).exists():  # left by a pounder killed while a window was open
+            (directory / WINDOW_FLAG).unlink(missing_ok=True)
+            self._found_open = True
 
     def _dir(self) -> Path:
         if self.directory is None:
@@ -274,6 +279,11 @@ class NYTProf(Profiler):
         if self._workdir is None:
             return Sampled(stacks={}, unit=self.unit, pids=(), notes=("no window was opened: nothing profiled",))
         asked, notes = self._exit_children()
+        notes.append("the unprofiled trials ran with NYTProf loaded but off: the cost leaves out what loading it "
+                     "costs (compare with a server started without it)")
+        if self._found_open:
+            notes.append("a window left open by an earlier pounder (killed while profiling) was closed before this "
+                         "run; files its children wrote since may hold requests of that time")
         keep = self._workdir / "children"
         keep.mkdir(parents=True, exist_ok=True)
         reads: list[_Read] = []
@@ -293,7 +303,8 @@ class NYTProf(Profiler):
         if kept:
             merged = self._workdir / NYTPROF_FILE
             done = subprocess.run(["nytprofmerge", "-o", str(merged), *map(str, kept)], stdin=subprocess.DEVNULL,
-                                  capture_output=True, timeout=READ_TIMEOUT_S, check=False)
+                                  capture_output=True, timeout=READ_TIMEOUT_S, check=False,
+                                  preexec_fn=die_with_parent_hook(signal.SIGKILL))
             if done.returncode == 0 and merged.is_file():
                 files[NYTPROF_FILE] = str(merged)
             else:

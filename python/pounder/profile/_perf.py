@@ -95,7 +95,7 @@ class Perf(Profiler):
         parent that works (permission, a container's seccomp, a perf that does not fit the kernel)."""
         limit = _max_rate()
         if not 1 <= self.frequency <= limit:
-            raise UsageError(f"--rate for perf must be 1..{limit} samples per second, not {self.frequency}")
+            raise UsageError(f"--sample-rate for perf must be 1..{limit} samples per second, not {self.frequency}")
         self.binary = find_perf(self.binary)
         level = _paranoid()
         if os.geteuid() != 0 and level is not None and level > 2:

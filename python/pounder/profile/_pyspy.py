@@ -82,17 +82,19 @@ class PySpy(Profiler):
     def check(self) -> None:
         """py-spy present and able to read the server's parent (a Python process it may trace)."""
         if not 1 <= self.rate <= MAX_RATE:
-            raise UsageError(f"--rate for py-spy must be 1..{MAX_RATE} samples per second, not {self.rate}")
+            raise UsageError(f"--sample-rate for py-spy must be 1..{MAX_RATE} samples per second, not {self.rate}")
         self.binary = find_py_spy(self.binary)
         try:
-            said = subprocess.run([self.binary, "--version"], capture_output=True, text=True, timeout=_CHECK_TIMEOUT_S,
-                                  check=False).stdout.strip()  # fmt: skip
+            said = subprocess.run([self.binary, "--version"], capture_output=True, text=True,
+                                  timeout=_CHECK_TIMEOUT_S, check=False,
+                                  preexec_fn=die_with_parent_hook(signal.SIGKILL)).stdout.strip()  # fmt: skip
             self._version = said or None
         except (OSError, subprocess.TimeoutExpired):
             self._version = None
         try:
             done = subprocess.run([self.binary, "dump", "--nonblocking", "--pid", str(self.target.pid)],
-                                  capture_output=True, timeout=_CHECK_TIMEOUT_S, check=False)  # fmt: skip
+                                  capture_output=True, timeout=_CHECK_TIMEOUT_S, check=False,
+                                  preexec_fn=die_with_parent_hook(signal.SIGKILL))  # fmt: skip
         except subprocess.TimeoutExpired:
             raise UsageError(f"py-spy could not read process {self.target.pid} within {_CHECK_TIMEOUT_S:g} s") from None
         if done.returncode != 0:

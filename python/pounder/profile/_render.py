@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 
 from pounder._units import count_text, number
-from pounder.profile._cost import CostFigure, ProfilerCost, counted_rounds
+from pounder.profile._cost import CostFigure, ProfilerCost, counted_rounds, needed
 from pounder.profile._result import ProfileResult
 from pounder.profile._stacks import FunctionShare
 
@@ -24,8 +24,10 @@ def _figure(what: str, figure: CostFigure, *, dearer: str) -> str:
     spread = f"{figure.ratio:.2f}x profiled / not (median of {rounds}, each {figure.low:.2f}-{figure.high:.2f})"
     if figure.told:
         return f"{what}: {spread}: a cost ({figure.costly} of {rounds} {dearer}; sign test p = {figure.p_value:.3f})"
-    return (f"{what}: {spread}: no cost these rounds can tell ({figure.costly} of {rounds} {dearer}; a cost is told "
-            "from at least 5 rounds, all of them dearer)")
+    least = needed(figure.rounds)
+    rule = (f"a cost needs at least {least} of {figure.rounds} dearer" if least is not None
+            else "a cost needs at least 5 rounds, all dearer")
+    return f"{what}: {spread}: no cost these rounds can tell ({figure.costly} of {rounds} {dearer}; {rule})"
 
 
 def cost_lines(result: ProfileResult) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pounder._errors import PounderError, UsageError, check_path, public
@@ -219,7 +220,7 @@ def load_profile(path: str | os.PathLike[str]) -> ProfileResult:
     where = check_path(path, "path")
     check_input_file(where, "profile result", RESULT_LIMIT)
     try:
-        return profile_from_dict(decode_json(open(where, encoding="utf-8").read()))
+        return profile_from_dict(decode_json(Path(where).read_text(encoding="utf-8")))
     except (ValueError, UnicodeDecodeError):
         raise UsageError(f"{where} is not a pounder JSON result (not JSON)") from None
     except MalformedProfileError as error:

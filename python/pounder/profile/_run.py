@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -29,9 +29,10 @@ from typing import Any
 
 import psutil
 
+from pounder import _interrupt
 from pounder._errors import PounderError, UsageError, check_callable, check_path, check_text, public
 from pounder._files import utc_timestamp
-from pounder._units import count_in_range
+from pounder._units import count_in_range, pinned_thread
 from pounder._version import __version__
 from pounder.load import (
     BenchResult,
@@ -97,8 +98,8 @@ def _trial(round_: int, profiled: bool, result: BenchResult) -> ProfileTrial:
                         whole=not result.interrupted)  # fmt: skip
 
 
-def _rounds(profiler: Profiler, spec: BenchSpec, rounds: int, workdir: Path,
-            on_progress: ProgressCallback | None, on_trial: TrialCallback | None) -> tuple[list[ProfileTrial], bool]:
+def _rounds(profiler: Profiler, spec: BenchSpec, rounds: int, workdir: Path, on_progress: ProgressCallback | None,
+            on_trial: TrialCallback | None, load_cpus: Collection[int] | None) -> tuple[list[ProfileTrial], bool]:
     """The interleaved trials (off on, on off, ...); True with them when Ctrl-C cut the run short."""
     trials: list[ProfileTrial] = []
     try:
@@ -106,7 +107,8 @@ def _rounds(profiler: Profiler, spec: BenchSpec, rounds: int, workdir: Path,
             for profiled in ((False, True) if number % 2 else (True, False)):
                 if profiled:
                     profiler.resume(workdir)
-                result = run_bench(spec, on_progress)
+                with pinned_thread(load_cpus):  # the load only: the profiler is not pinned with it
+                    result = run_bench(spec, on_progress)
                 if profiled:
                     profiler.pause()
                 trials.append(_trial(number, profiled, result))
@@ -214,6 +216,7 @@ def profile(
     native: bool = False,
     workdir: str | os.PathLike[str] | None = None,
     behind_proxy: bool = False,
+    load_cpus: Collection[int] | None = None,
     on_progress: ProgressCallback | None = None,
     on_trial: TrialCallback | None = None,
     options: LoadOptions | None = None,
@@ -221,7 +224,7 @@ def profile(
 ) -> ProfileResult:
     """Profile the children of the server behind ``url`` while pounder loads it (see the module's
     docstring for how): ``rounds`` rounds of an unprofiled and a profiled trial, each of the load
-    options (:class:`~pounder.LoadOptions` as ``options`` or keywords; 5 s long by default), after
+    options (:class:`~pounder.LoadOptions` as ``options`` or keywords; 3 s long by default), after
     ``warmup`` unprofiled requests. ``profiler``: "auto", "py-spy", "nytprof" or "perf"; ``rate``:
     samples per second for py-spy and perf; ``native``: py-spy's native frames; ``workdir``: a
     directory (new, or empty) where the profiler's own files are kept (NYTProf's merged
@@ -247,16 +250,25 @@ def profile(
     chosen.check()
     check_workdir(workdir)
     started_at = utc_timestamp()
-    if warm_spec is not None and run_bench(warm_spec).interrupted:
-        raise KeyboardInterrupt
+    if warm_spec is not None:
+        with pinned_thread(load_cpus):
+            if run_bench(warm_spec).interrupted:
+                raise KeyboardInterrupt
     before = _alive(target)
     cpu_before = tree_cpu(target) if behind_proxy else None
     try:
         with _place(workdir) as place:
-            trials, interrupted = _rounds(chosen, spec, count, place, on_progress, on_trial)
-            chosen.pause()
-            after = _alive(target)  # before finish(), which may ask the children to exit (NYTProf)
-            sampled = chosen.finish()
+            trials, interrupted = _rounds(chosen, spec, count, place, on_progress, on_trial, load_cpus)
+            sampled: Sampled | None = None
+            try:
+                with _interrupt.deferred():  # a signal now waits until what was sampled is read
+                    chosen.pause()
+                    after = _alive(target)  # before finish(), which may ask the children to exit (NYTProf)
+                    sampled = chosen.finish()
+            except KeyboardInterrupt:
+                if sampled is None:
+                    raise
+                interrupted = True
             if workdir is None and sampled.files:
                 sampled = replace(sampled, files={}, notes=(*sampled.notes, "the profiler's files (" + ", ".join(
                     sampled.files) + ") were removed: --keep DIR keeps them"))

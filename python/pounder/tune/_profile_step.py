@@ -20,7 +20,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from pounder._errors import PounderError, UsageError
-from pounder._units import pinned_thread
 from pounder.load import LoadOptions
 from pounder.pool import Adapter
 from pounder.profile import (
@@ -80,13 +79,14 @@ def profile_step(session: TuneSession, result: TuneResult) -> TuneResult:
     rounds = 2 if options.quick else DEFAULT_ROUNDS  # 5: enough rounds to tell a cost
     load = _load(session, result)
     session._status(f"profile: the recommended configuration at {describe(load)}")
+    for stale in (PROFILE_FILE, FLAME_FILE):  # a resumed run's earlier, interrupted profile
+        (folder / stale).unlink(missing_ok=True)
     try:
         with runner.started(result.params) as server:
             runner.warm(server)
-            with pinned_thread(runner.load_cpus):
-                profiled: ProfileResult = profile(
-                    runner.url(server), server_pid=server.pid, rounds=rounds, warmup=0, options=load,
-                    profiler=profiler_for(session.adapter.language, session.adapter.nytprof))
+            profiled: ProfileResult = profile(
+                runner.url(server), server_pid=server.pid, rounds=rounds, warmup=0, options=load,
+                profiler=profiler_for(session.adapter.language, session.adapter.nytprof), load_cpus=runner.load_cpus)
     except PounderError as error:  # the recommendation stands: the text says why it has no profile
         session._log(f"profile: not taken: {error}")
         return replace(result, profile_lines=(f"Profile: not taken: {error}",))
