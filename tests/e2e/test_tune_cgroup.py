@@ -34,6 +34,7 @@ from pounder.servers import MemoryCgroup, cgroup_limit, gunicorn_missing, make_c
 from pounder.tune import make_options
 from support.interrupted import interrupted
 from support.schemas import validate_results_dir
+from support.srvutil import cgroup_probe
 
 MIB = 1024 * 1024
 APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
@@ -42,14 +43,9 @@ RUN_LIMIT_S = 120
 
 
 def _probe() -> tuple[MemoryCgroup | None, str]:
-    if os.geteuid() != 0:
-        return None, "not root: pounder makes no memory cgroup"
     if gunicorn_missing() is not None:
         return None, str(gunicorn_missing())
-    made, why = make_cgroup()
-    if made is not None:
-        made.remove()
-    return made, why
+    return cgroup_probe()
 
 
 PROBE, WHY = _probe()

@@ -3,16 +3,14 @@ running: exit 130, the run says how to go on, and no process of the server is le
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from pounder.servers import phpfpm_missing, puma_missing, unicorn_missing, uwsgi_missing
-from support.leftovers import kill_leftovers, processes_mentioning
+from support.interrupted import interrupted
+from support.leftovers import processes_mentioning
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
 SERVERS = {
@@ -30,24 +28,9 @@ def test_ctrl_c_with_the_server_running_leaves_nothing(kind: str, tmp_path: Path
     if missing() is not None:
         pytest.skip(str(missing()))
     results = tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "pounder", "tune", *args, "--quick", "--mrpc", "0",
-                             "--max-children", "1", "--no-confirm", "--results", str(results)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while len(processes_mentioning(str(results))) < 2:  # the server's parent and a child run
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the server did not start in time"
-            time.sleep(0.05)
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        left = processes_mentioning(str(results))
-        kill_leftovers(str(results))
-    assert proc.returncode == 130, err
+    argv = [sys.executable, "-m", "pounder", "tune", *args, "--quick", "--mrpc", "0", "--max-children", "1",
+            "--no-confirm", "--results", str(results)]
+    # Ctrl-C once the server's parent and a child run
+    _, err = interrupted(argv, results, lambda: len(processes_mentioning(str(results))) >= 2, after_s=0.5,
+                         limit_s=120)
     assert "Traceback" not in err and f"pounder tune --resume {results}" in err
-    assert not left, f"left running: {[p.cmdline() for p in left]}"

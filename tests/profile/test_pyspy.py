@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -17,6 +15,7 @@ import pytest
 
 from pounder.profile import PROFILE_SCHEMA, load_profile, profile, profile_from_dict, render_profile
 from support.chromium import CHROMIUM, rendered_dom
+from support.interrupted import interrupted
 from support.schemas import validate
 
 pytestmark = pytest.mark.skipif(shutil.which("py-spy") is None, reason="py-spy is not installed")
@@ -115,26 +114,11 @@ def test_a_signal_during_a_profile_keeps_what_was_sampled(gunicorn_server, tmp_p
     """Ctrl-C while py-spy samples: exit 130, no py-spy left running, and the JSON holds the samples
     taken until then, marked interrupted. (SIGTERM and SIGHUP reach the same path: pounder._interrupt
     raises each as Ctrl-C, tests/cli/test_interrupt.py.)"""
-    signum = signal.SIGINT
     srv = gunicorn_server(app="profile_app:app", workers=2)
     out = tmp_path / "p.json"
-    proc = subprocess.Popen([sys.executable, "-m", "pounder", "profile", srv.url + "/", "--server-pid", str(srv.pid),
-                             "--rounds", "3", "-d", "3s", "-c", "2", "--warmup", "10", "--json", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while not _py_spy_running(srv.pid):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "py-spy never started"
-            time.sleep(0.05)
-        time.sleep(1.0)
-        proc.send_signal(signum)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, err
+    argv = [sys.executable, "-m", "pounder", "profile", srv.url + "/", "--server-pid", str(srv.pid), "--rounds", "3",
+            "-d", "3s", "-c", "2", "--warmup", "10", "--json", str(out)]
+    _, err = interrupted(argv, out, lambda: _py_spy_running(srv.pid), after_s=1.0, limit_s=60)
     assert "interrupted by" in err and err.strip().splitlines()[-1].startswith("pounder: error: interrupted")
     result = load_profile(out)
     assert result.interrupted and result.total_weight > 0

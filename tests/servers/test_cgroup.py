@@ -19,21 +19,11 @@ import psutil
 import pytest
 
 from pounder import UsageError
-from pounder.servers import ManagedServer, MemoryCgroup, ServerStartError, cgroup_limit, make_cgroup
+from pounder.servers import ManagedServer, ServerStartError, cgroup_limit, make_cgroup
 from support.leftovers import kill_leftovers, processes_mentioning
-from support.srvutil import MB, REPO, fields, smaps_kb, tree, wait_not_running, warm_every_child
+from support.srvutil import MB, REPO, cgroup_probe, fields, smaps_kb, tree, wait_not_running, warm_every_child
 
-
-def _probe() -> tuple[MemoryCgroup | None, str]:
-    if os.geteuid() != 0:
-        return None, "not root: pounder makes no memory cgroup"
-    made, why = make_cgroup()
-    if made is not None:
-        made.remove()
-    return made, why
-
-
-PROBE, WHY = _probe()
+PROBE, WHY = cgroup_probe()
 pytestmark = pytest.mark.skipif(PROBE is None, reason=WHY)
 PARENT = PROBE.path.parent if PROBE is not None else Path("/")
 VERSION = PROBE.version if PROBE is not None else 0

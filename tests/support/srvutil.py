@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from pounder.servers import ManagedServer
+from pounder.servers import ManagedServer, MemoryCgroup, make_cgroup
 
 MB = 1024 * 1024
 REPO = Path(__file__).resolve().parents[2]
@@ -173,3 +173,14 @@ def _starter(kind: str, workdir: str) -> None:
 
 if __name__ == "__main__":
     _starter(sys.argv[1], sys.argv[2])
+
+
+def cgroup_probe() -> tuple[MemoryCgroup | None, str]:
+    """A memory cgroup pounder can make here, made and removed at once (its path and version tell the
+    tests where pounder's go), or None with why not: for the tests' skip condition."""
+    if os.geteuid() != 0:
+        return None, "not root: pounder makes no memory cgroup"
+    made, why = make_cgroup()
+    if made is not None:
+        made.remove()
+    return made, why
