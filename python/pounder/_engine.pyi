@@ -28,6 +28,42 @@ class EngineTarget(TypedDict):
 # [duration_s, start_rate, end_rate]: exactly three numbers (checked by the engine).
 EngineStage = Sequence[float]
 
+class EngineTextPiece(TypedDict):
+    text: bytes  # sent as it is
+
+class EngineVarPiece(TypedDict):
+    var: int  # index into EngineScenario["vars"]
+    enc: Literal["raw", "form", "json"]  # form: x-www-form-urlencoded value; json: inside a JSON string
+
+EnginePiece = EngineTextPiece | EngineVarPiece
+
+# header: the named response header's value; cookie: the named cookie of Set-Cookie; body: the first
+# group of regex on the body's first 1 MiB (regex on a header's or cookie's value too when given).
+# "var": index into EngineScenario["vars"]. ("from" is a keyword: the functional form.)
+EngineCapture = TypedDict(
+    "EngineCapture",
+    {"var": int, "from": Literal["header", "cookie", "body"], "name": str | None, "regex": str | None},
+)
+
+class EngineStep(TypedDict):
+    """One request of a virtual user (a scenario's step)."""
+
+    name: str
+    target: int  # index into EngineSpec["targets"]: its address; its request bytes are not used
+    head: list[EnginePiece]  # request line + headers, each ending CRLF, no blank line, no Cookie/Content-Length
+    body: list[EnginePiece] | None
+    is_head: bool
+    expect: list[int] | None  # None: 200-399
+    think_s: float  # closed loop: pause after the step (not measured); open loop: ignored
+    captures: list[EngineCapture]
+
+class EngineScenario(TypedDict):
+    """Virtual users with sessions: the first ``login`` steps once per user, the rest in a loop."""
+
+    vars: list[str]
+    login: int
+    steps: list[EngineStep]
+
 class EngineSpec(TypedDict):
     """What ``start`` takes (docs/engine-contract.md, "The spec")."""
 
@@ -51,6 +87,8 @@ class EngineSpec(TypedDict):
     slot_offset: NotRequired[int | None]  # default 0; below slot_stride
     slot_stride: NotRequired[int | None]  # default 1: this run takes slots offset, offset + stride, ...
     export_histograms: NotRequired[bool | None]  # default False: raw histograms in the result, for merge()
+    # Virtual users with sessions (a scenario file)
+    scenario: NotRequired[EngineScenario | None]
     # Outputs
     tsv_path: NotRequired[str | PathLike[str] | None]
     hdr_log_path: NotRequired[str | PathLike[str] | None]
