@@ -14,7 +14,7 @@ fn main() {
     }
     let addr = args[1].parse().expect("HOST:PORT");
     let request = format!("GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: pounder\r\nAccept: */*\r\n\r\n", args[2], args[1]);
-    let mut spec = Spec::new(vec![Target { addr: Addr::Tcp(vec![addr]), request: request.into_bytes(), head: false, weight: 1 }]);
+    let mut spec = Spec::new(vec![Target { addr: Addr::Tcp(vec![addr]), request: request.into_bytes(), head: false, weight: 1, tls_name: None }]);
     spec.connections = args[3].parse().expect("CONNECTIONS");
     spec.requests = Some(args[4].parse().expect("REQUESTS"));
     let result: serde_json::Value = serde_json::from_str(&run(spec).expect("a valid spec")).expect("JSON");

@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use crate::http::{parse_head, BodyDecoder, MAX_HEAD};
 use crate::spec::{Addr, Target};
 use crate::stats::ErrorKind;
+use crate::tls::Tls;
 
 /// Receive buffer asked of the kernel when throttling, so the server really waits on us.
 const THROTTLED_RCVBUF: u32 = 8 * 1024;
@@ -26,6 +27,7 @@ const BUF_SIZE: usize = MAX_HEAD + 16 * 1024;
 pub enum Stream {
     Tcp(tokio::net::TcpStream),
     Unix(UnixStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
 }
 
 impl AsyncRead for Stream {
@@ -33,6 +35,7 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -42,6 +45,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -49,6 +53,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
             Stream::Unix(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
@@ -56,6 +61,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }
@@ -95,6 +101,8 @@ pub struct Response {
     pub status: u16,
     /// Connect time, when this exchange opened the connection.
     pub connect: Option<Duration>,
+    /// The TLS handshake's time and whether it resumed a session, when this exchange made one.
+    pub tls: Option<(Duration, bool)>,
     pub written: Instant,
     pub first_byte: Instant,
     pub bytes_in: u64,
@@ -143,6 +151,8 @@ pub struct Connection<'a> {
     reuse: Reuse,
     /// Counts every connection opened, as soon as it is (also when the request on it is aborted).
     opened: &'a Cell<u64>,
+    /// The thread's TLS client, when some target is HTTPS.
+    tls: Option<&'a Tls>,
 }
 
 fn io_kind(e: &io::Error, connecting: bool) -> ErrorKind {
@@ -155,7 +165,8 @@ fn io_kind(e: &io::Error, connecting: bool) -> ErrorKind {
             ErrorKind::Reset
         }
         K::TimedOut => ErrorKind::Timeout,
-        _ => ErrorKind::Other,
+        // a TLS error (rustls's are InvalidData): a refused certificate, a bad record
+        _ => crate::tls::error_kind(e).unwrap_or(ErrorKind::Other),
     }
 }
 
@@ -169,7 +180,14 @@ impl<'a> Connection<'a> {
             buf: vec![0u8; BUF_SIZE].into_boxed_slice(),
             reuse,
             opened,
+            tls: None,
         }
+    }
+
+    /// This connection speaks TLS to the addresses the thread's `tls` says are HTTPS.
+    pub fn with_tls(mut self, tls: Option<&'a Tls>) -> Connection<'a> {
+        self.tls = tls;
+        self
     }
 
     pub fn close(&mut self) {
@@ -204,14 +222,25 @@ impl<'a> Connection<'a> {
     async fn attempt(&mut self, target: &Target) -> Result<Response, Failure> {
         self.written.set(false);
         let mut connect = None;
+        let mut tls = None;
         if self.stream.is_none() {
             let t0 = Instant::now();
-            let stream = connect_to(&target.addr, self.reuse.throttle_bps).await?;
+            let mut stream = connect_to(&target.addr, self.reuse.throttle_bps).await?;
             connect = Some(t0.elapsed());
-            self.stream = Some(stream);
             self.opened.set(self.opened.get() + 1);
+            if let Some(client) = self.tls.filter(|t| t.is_tls(self.addr_id)) {
+                let Stream::Tcp(tcp) = stream else { unreachable!("TLS targets have tcp addresses") };
+                let t1 = Instant::now();
+                let done = client.handshake(tcp, self.addr_id).await.map_err(Failure::unsent)?;
+                tls = Some((t1.elapsed(), done.resumed));
+                stream = Stream::Tls(done.stream);
+            }
+            self.stream = Some(stream);
         }
-        let result = self.roundtrip(target, connect).await;
+        let mut result = self.roundtrip(target, connect).await;
+        if let (Some(t), Ok(r)) = (tls, &mut result) {
+            r.tls = Some(t);
+        }
         match &result {
             Ok(_) => {
                 self.served += 1;
@@ -291,6 +320,7 @@ impl<'a> Connection<'a> {
         Ok(Response {
             status: head.expect("a complete response has a head"),
             connect,
+            tls: None,
             written,
             first_byte: first_byte.expect("a complete response has bytes"),
             bytes_in,

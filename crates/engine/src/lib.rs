@@ -10,7 +10,9 @@ mod runner;
 mod spec;
 mod stats;
 mod timer;
+mod tls;
 
 pub use merge::{merge, sum_seconds};
 pub use runner::{run, Progress, Run};
+pub use tls::{probe as tls_probe, TlsOptions};
 pub use spec::{Addr, Order, Spec, Stage, Target, Warmup};

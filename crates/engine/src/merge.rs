@@ -145,6 +145,7 @@ mod tests {
                 total,
                 lag: Some(lag),
                 connect: (i % 10 == 0).then_some(80 + i),
+                tls: (i % 10 == 0).then_some((40 + i, i % 20 == 0)),
                 waiting: total - 60,
                 processing: 60,
             };
@@ -156,6 +157,7 @@ mod tests {
         open.bytes_sent = 9_000;
         open.connections_opened = 20;
         open.warmup_complete = 10;
+        open.tls_used = true;
         let mut closed = Stats::new();
         for i in 0..150u64 {
             let total = 900 + i * 13 % 20_000;
@@ -164,6 +166,7 @@ mod tests {
                 total,
                 lag: None,
                 connect: (i < 4).then_some(120),
+                tls: None,
                 waiting: total - 100,
                 processing: 100,
             };
@@ -228,6 +231,9 @@ mod tests {
         assert_eq!((merged["status"]["200"].as_u64(), merged["status"]["404"].as_u64()), (Some(324), Some(3)));
         assert_eq!(merged["latency"]["corrected"]["count"], 200); // lag known: the open share's only
         assert_eq!(merged["latency"]["uncorrected"]["count"], 350);
+        assert_eq!(merged["tls"], serde_json::json!({"handshakes": 20, "resumed": 10}));
+        assert_eq!(merged["phases"]["tls"]["count"], 20);
+        assert_eq!(merged["errors"]["tls_certificate"], 0);
         assert_eq!(merged["histogram"], Value::String(total.corrected().encode()));
         let seconds: Vec<(u64, u64)> = merged["series"]
             .as_array()

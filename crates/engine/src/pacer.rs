@@ -210,3 +210,4 @@ mod tests {
         assert!((share - 0.75).abs() < 0.02, "{share}");
     }
 }
+                tls_name: None,

@@ -27,6 +27,7 @@ use crate::pacer::{Picker, Schedule};
 use crate::spec::{Addr, Spec, Stage, Warmup};
 use crate::stats::{is_2xx, ErrorKind, Interval, RunFacts, SecondStats, Stats, Timing};
 use crate::timer::PreciseTimer;
+use crate::tls::{RunTls, Tls};
 
 /// How long requests in flight at the end may take to finish before they count as aborted.
 const DRAIN: Duration = Duration::from_secs(1);
@@ -51,8 +52,10 @@ struct Counters {
 struct Shared {
     spec: Spec,
     schedule: Option<Schedule>,
-    /// Distinct address index of each target.
+    /// Distinct address index of each target (the address and, for HTTPS, the server name).
     addr_ids: Vec<usize>,
+    /// HTTPS: the checked options and the server name of each distinct address (None: plain).
+    tls: Option<RunTls>,
     start: Instant,
     start_unix_us: u64,
     /// Measured phase start, in ns after `start`; `UNKNOWN` until the warm-up ends.
@@ -177,18 +180,19 @@ impl Run {
             Some(p) => Some(File::create(p).map_err(|e| format!("hdr log: cannot write {}: {e}", p.display()))?),
             None => None,
         };
-        let mut addrs: Vec<&Addr> = Vec::new();
+        let mut addrs: Vec<(&Addr, &Option<String>)> = Vec::new();
         let addr_ids = spec
             .targets
             .iter()
-            .map(|t| match addrs.iter().position(|a| **a == t.addr) {
+            .map(|t| match addrs.iter().position(|a| *a == (&t.addr, &t.tls_name)) {
                 Some(i) => i,
                 None => {
-                    addrs.push(&t.addr);
+                    addrs.push((&t.addr, &t.tls_name));
                     addrs.len() - 1
                 }
             })
             .collect();
+        let tls = crate::tls::run_setup(&spec, addrs.iter().map(|a| a.1))?;
         // With start_at: the run (and its clock) begins then; the threads start now, connect
         // nothing and wait for it.
         let now = Instant::now();
@@ -207,6 +211,7 @@ impl Run {
             counters: (0..spec.threads).map(|_| Counters::default()).collect(),
             schedule,
             addr_ids,
+            tls,
             start,
             start_unix_us,
             measure_start_ns: AtomicU64::new(measure_start_ns),
@@ -520,6 +525,8 @@ struct Worker {
 }
 
 fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) -> ThreadOutput {
+    /// This thread's TLS client (its own session cache), when some target is HTTPS.
+    tls: Option<Tls>,
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
     let (n, t) = (sh.spec.connections, sh.spec.threads);
     let cap = n / t + usize::from(id < n % t);
@@ -551,6 +558,7 @@ fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) ->
     local.block_on(&rt, Rc::clone(&w).control());
     drop(local);
     drop(rt);
+        tls: sh.tls.as_ref().map(|(setup, names)| setup.thread(names)),
     w.flush_tsv();
     let mut stats = w.stats.replace(Stats::new());
     stats.connections_opened = w.opened.get();
@@ -560,6 +568,7 @@ fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) ->
 impl Worker {
     /// Starts the tasks, stops them at the deadline or on cancel, drains, and hands over the
     /// last second.
+    stats.tls_used = w.tls.is_some();
     async fn control(self: Rc<Self>) {
         // a start in the future (start_at): wait for it, and for nothing longer than a cancel
         while Instant::now() < self.sh.start && !self.sh.cancel.load(Ordering::Relaxed) {
@@ -636,7 +645,7 @@ impl Worker {
             throttle_bps: self.sh.spec.throttle_bps,
         };
         let written = Cell::new(false);
-        let mut conn = Connection::new(reuse, &self.opened, &written);
+        let mut conn = Connection::new(reuse, &self.opened, &written).with_tls(self.tls.as_ref());
         // One timeout timer for the task's life, moved forward for each request: moving a tokio
         // timer later is an atomic store, where a new timer per request is a wheel insertion.
         let timeout = tokio::time::sleep(self.sh.spec.timeout);
@@ -784,6 +793,7 @@ impl Worker {
                 stats.record_ok(r.status, &timing);
                 stats.bytes_total += r.bytes_in;
                 stats.bytes_body += r.body;
+                    tls: r.tls.map(|(d, resumed)| (us(d), resumed)),
                 stats.bytes_sent += self.sh.spec.targets[index].request.len() as u64;
                 iv.complete += 1;
                 iv.non_2xx += u64::from(!is_2xx(r.status));

@@ -28,6 +28,9 @@ pub struct Target {
     /// Relative weight when targets are picked at random.
     pub weight: u32,
 }
+    /// HTTPS: the server name (SNI and the certificate's name; an IP address is checked against
+    /// the certificate's addresses and sends no SNI). None: plain HTTP.
+    pub tls_name: Option<String>,
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Order {
@@ -100,6 +103,8 @@ impl Spec {
             threads: 1,
             requests: None,
             duration: None,
+    /// How HTTPS targets are trusted and resumed (None: the system's roots, resumption on).
+    pub tls: Option<crate::tls::TlsOptions>,
             warmup: Warmup::None,
             stages: None,
             keepalive: true,
@@ -125,6 +130,7 @@ impl Spec {
         }
         if self.targets.iter().any(|t| t.weight == 0) {
             return Err("targets: weight must be at least 1".into());
+            tls: None,
         }
         if self.connections == 0 {
             return Err("connections must be at least 1".into());
@@ -136,6 +142,9 @@ impl Spec {
             return Err("timeout must be positive".into());
         }
         if self.throttle_bps == Some(0) {
+        if self.targets.iter().any(|t| t.tls_name.is_some() && matches!(t.addr, Addr::Unix(_))) {
+            return Err("targets: tls_name needs a tcp address".into());
+        }
             return Err("throttle must be positive".into());
         }
         if self.requests == Some(0) {

@@ -22,16 +22,22 @@ pub enum ErrorKind {
     Other,
     /// Still in flight when the run stopped, and not finished within the drain.
     Aborted,
+    /// HTTPS: the server's certificate was not trusted, or ours was refused.
+    TlsCertificate,
+    /// HTTPS: any other failed handshake (no TLS server there, no common protocol, ...).
+    TlsHandshake,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 6] = [
+    pub const ALL: [ErrorKind; 8] = [
         ErrorKind::Refused,
         ErrorKind::Reset,
         ErrorKind::Timeout,
         ErrorKind::BadResponse,
         ErrorKind::Other,
         ErrorKind::Aborted,
+        ErrorKind::TlsCertificate,
+        ErrorKind::TlsHandshake,
     ];
 
     pub fn name(self) -> &'static str {
@@ -42,6 +48,8 @@ impl ErrorKind {
             ErrorKind::BadResponse => "bad_response",
             ErrorKind::Other => "other",
             ErrorKind::Aborted => "aborted",
+            ErrorKind::TlsCertificate => "tls_certificate",
+            ErrorKind::TlsHandshake => "tls_handshake",
         }
     }
 }
@@ -66,6 +74,8 @@ pub struct Timing {
     pub lag: Option<u64>,
     /// Set when this request opened its connection.
     pub connect: Option<u64>,
+    /// Set when this request made a TLS handshake: its time, and whether it resumed a session.
+    pub tls: Option<(u64, bool)>,
     pub waiting: u64,
     pub processing: u64,
 }
@@ -93,13 +103,20 @@ pub struct Stats {
     connect: Hist,
     waiting: Hist,
     processing: Hist,
+    /// HTTPS: handshake times (the `tls` phase), handshakes made, of them resumed.
+    tls: Hist,
+    pub tls_handshakes: u64,
+    pub tls_resumed: u64,
+    /// Some target is HTTPS: the result has the `tls` counts.
+    pub tls_used: bool,
 }
 
 /// Late: started more than this after the intended time (microseconds).
 pub const LATE_US: u64 = 1000;
 
 /// The raw histograms, by their key in the result's `"histograms"` (the order of `Stats::hists`).
-pub const HISTOGRAMS: [&str; 6] = ["corrected", "uncorrected", "schedule_lag", "connect", "waiting", "processing"];
+pub const HISTOGRAMS: [&str; 7] =
+    ["corrected", "uncorrected", "schedule_lag", "connect", "waiting", "processing", "tls"];
 
 impl Default for Stats {
     fn default() -> Self {
@@ -129,6 +146,10 @@ impl Stats {
             connect: Hist::new(),
             waiting: Hist::new(),
             processing: Hist::new(),
+            tls: Hist::new(),
+            tls_handshakes: 0,
+            tls_resumed: 0,
+            tls_used: false,
         }
     }
 
@@ -147,9 +168,19 @@ impl Stats {
         }
         if let Some(c) = t.connect {
             self.connect.record(c);
+            if let Some((us, resumed)) = t.tls {
+                self.record_tls(us, resumed);
+            }
         }
         self.waiting.record(t.waiting);
         self.processing.record(t.processing);
+    }
+
+    #[cold]
+    fn record_tls(&mut self, us: u64, resumed: bool) {
+        self.tls.record(us);
+        self.tls_handshakes += 1;
+        self.tls_resumed += u64::from(resumed);
     }
 
     #[inline]
@@ -186,6 +217,9 @@ impl Stats {
         self.connections_opened += o.connections_opened;
         self.warmup_complete += o.warmup_complete;
         self.warmup_failed += o.warmup_failed;
+        self.tls_handshakes += o.tls_handshakes;
+        self.tls_resumed += o.tls_resumed;
+        self.tls_used |= o.tls_used;
         for (a, b) in self.status.iter_mut().zip(&o.status) {
             *a += b;
         }
@@ -198,12 +232,20 @@ impl Stats {
     }
 
     /// The raw histograms, in the order of `HISTOGRAMS` (`corrected` is empty in closed loop).
-    fn hists(&self) -> [&Hist; 6] {
-        [&self.corrected, &self.uncorrected, &self.lag, &self.connect, &self.waiting, &self.processing]
+    fn hists(&self) -> [&Hist; 7] {
+        [&self.corrected, &self.uncorrected, &self.lag, &self.connect, &self.waiting, &self.processing, &self.tls]
     }
 
-    fn hists_mut(&mut self) -> [&mut Hist; 6] {
-        [&mut self.corrected, &mut self.uncorrected, &mut self.lag, &mut self.connect, &mut self.waiting, &mut self.processing]
+    fn hists_mut(&mut self) -> [&mut Hist; 7] {
+        [
+            &mut self.corrected,
+            &mut self.uncorrected,
+            &mut self.lag,
+            &mut self.connect,
+            &mut self.waiting,
+            &mut self.processing,
+            &mut self.tls,
+        ]
     }
 
     /// The result document (see docs/engine-contract.md); with `export`, also the raw
@@ -246,6 +288,7 @@ impl Stats {
             },
             "phases": {
                 "connect": self.connect.summary(),
+                "tls": self.tls.summary(),
                 "waiting": self.waiting.summary(),
                 "processing": self.processing.summary(),
                 "total": self.uncorrected.summary(),
@@ -254,6 +297,9 @@ impl Stats {
             "client_cpu": {"user_s": run.cpu_user_s, "sys_s": run.cpu_sys_s},
             "histogram": self.corrected().encode(),
         });
+        if self.tls_used {
+            doc["tls"] = json!({"handshakes": self.tls_handshakes, "resumed": self.tls_resumed});
+        }
         if export {
             let hists = HISTOGRAMS.iter().zip(self.hists()).map(|(&k, h)| (k.to_string(), json!(h.encode())));
             doc["histograms"] = Value::Object(hists.collect());
@@ -286,10 +332,21 @@ impl Stats {
             s.status[slot] += n.as_u64().ok_or_else(|| format!("status: {code} is not a count"))?;
         }
         for k in ErrorKind::ALL {
-            s.errors[k as usize] = count(doc, &format!("/errors/{}", k.name()))?;
+            let path = format!("/errors/{}", k.name());
+            // a share from before HTTPS has no tls_* categories: none of its requests had them
+            let old = matches!(k, ErrorKind::TlsCertificate | ErrorKind::TlsHandshake) && doc.pointer(&path).is_none();
+            s.errors[k as usize] = if old { 0 } else { count(doc, &path)? };
+        }
+        if doc.get("tls").is_some() {
+            s.tls_used = true;
+            s.tls_handshakes = count(doc, "/tls/handshakes")?;
+            s.tls_resumed = count(doc, "/tls/resumed")?;
         }
         let hists = doc.get("histograms").ok_or("no \"histograms\" (was it run with export_histograms?)")?;
         for (&key, h) in HISTOGRAMS.iter().zip(s.hists_mut()) {
+            if key == "tls" && hists.get(key).is_none() {
+                continue; // from before HTTPS: no handshake
+            }
             let text = hists.get(key).and_then(Value::as_str).ok_or_else(|| format!("histograms: no {key}"))?;
             *h = Hist::decode(text).map_err(|e| format!("histograms.{key}: {e}"))?;
         }
@@ -414,7 +471,15 @@ mod tests {
     #[test]
     fn merge_adds_everything() {
         let (mut a, mut b) = (Stats::new(), Stats::new());
-        let t = Timing { corrected: 900, total: 800, lag: Some(2000), connect: Some(50), waiting: 700, processing: 50 };
+        let t = Timing {
+            corrected: 900,
+            total: 800,
+            lag: Some(2000),
+            connect: Some(50),
+            tls: Some((40, true)),
+            waiting: 700,
+            processing: 50,
+        };
         a.record_ok(200, &t);
         b.record_ok(404, &t);
         b.record_error(ErrorKind::Reset, None);
@@ -423,6 +488,7 @@ mod tests {
         assert_eq!((a.status[200], a.status[404]), (1, 1));
         assert_eq!(a.errors(ErrorKind::Reset), 1);
         assert_eq!(a.corrected().count(), 2);
+        assert_eq!((a.tls_handshakes, a.tls_resumed, a.tls.count()), (2, 2, 2));
     }
 
     #[test]

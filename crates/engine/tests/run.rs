@@ -60,7 +60,7 @@ fn tcp_server() -> (String, Arc<AtomicU64>) {
 }
 
 fn target(addr: Addr) -> Target {
-    Target { addr, request: b"GET / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec(), head: false, weight: 1 }
+    Target { addr, request: b"GET / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec(), head: false, weight: 1, tls_name: None }
 }
 
 fn spec(addr: &str) -> Spec {

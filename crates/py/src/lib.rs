@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use pounder_engine::{Addr, Order, Run, Spec, Stage, Target, Warmup};
+use pounder_engine::{Addr, Order, Run, Spec, Stage, Target, TlsOptions, Warmup};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -56,7 +56,49 @@ fn target(d: &Bound<'_, PyDict>) -> PyResult<Target> {
         request: req::<Vec<u8>>(d, "request")?,
         head: opt(d, "head")?.unwrap_or(false),
         weight: opt(d, "weight")?.unwrap_or(1),
+        tls_name: opt(d, "tls_name")?,
     })
+}
+
+/// `{"insecure", "ca_pem", "cert_pem", "key_pem", "resume"}` (PEM contents as bytes).
+fn tls_options(d: &Bound<'_, PyDict>) -> PyResult<TlsOptions> {
+    Ok(TlsOptions {
+        insecure: opt(d, "insecure")?.unwrap_or(false),
+        ca_pem: opt(d, "ca_pem")?,
+        cert_pem: opt(d, "cert_pem")?,
+        key_pem: opt(d, "key_pem")?,
+        resume: opt(d, "resume")?.unwrap_or(true),
+    })
+}
+
+/// One TLS handshake to `tcp` (comma-separated addresses, tried in order) as a run would make
+/// it, without a request: None when it succeeds, else a one-line reason. ValueError when the
+/// options are bad (naming the field).
+#[pyfunction]
+fn tls_probe(
+    py: Python<'_>,
+    tcp: String,
+    tls_name: String,
+    tls: &Bound<'_, PyDict>,
+    timeout_s: f64,
+) -> PyResult<Option<String>> {
+    let addrs = tcp
+        .split(',')
+        .map(|a| a.trim().parse().map_err(|_| bad(format!("tls_probe: bad tcp address {tcp:?}"))))
+        .collect::<PyResult<Vec<_>>>()?;
+    let options = tls_options(tls)?;
+    let timeout = seconds(timeout_s, "timeout_s")?;
+    py.detach(|| pounder_engine::tls_probe(&addrs, &tls_name, &options, timeout)).map_err(bad)
+}
+
+/// `{"times_us": [...], "targets": [...]}`: request i at times_us[i] µs, to targets[targets[i]].
+fn replay(r: &Bound<'_, PyDict>, spec: &Bound<'_, PyDict>) -> PyResult<Replay> {
+    if item(spec, "order")?.is_some() {
+        return Err(bad("spec: replay excludes order (each request names its target)"));
+    }
+    let times_us: Vec<u64> = req(r, "times_us")?;
+    let targets: Vec<u32> = req(r, "targets")?;
+    Ok(Replay { times_us: times_us.into(), targets: targets.into() })
 }
 
 fn spec(d: &Bound<'_, PyDict>) -> PyResult<Spec> {
@@ -93,6 +135,7 @@ fn spec(d: &Bound<'_, PyDict>) -> PyResult<Spec> {
                 .collect::<PyResult<Vec<_>>>()
         })
         .transpose()?;
+    s.tls = opt::<Bound<'_, PyDict>>(d, "tls")?.map(|t| tls_options(&t)).transpose()?;
     s.keepalive = opt(d, "keepalive")?.unwrap_or(true);
     s.calls_per_conn = opt(d, "calls_per_conn")?.unwrap_or(0);
     s.timeout = seconds(opt(d, "timeout_s")?.unwrap_or(30.0), "timeout_s")?;
@@ -187,6 +230,7 @@ fn collapse_perf(py: Python<'_>, script: String) -> PyResult<String> {
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start, m)?)?;
     m.add_function(wrap_pyfunction!(merge, m)?)?;
+    m.add_function(wrap_pyfunction!(tls_probe, m)?)?;
     m.add_function(wrap_pyfunction!(sum_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(flamegraph_svg, m)?)?;
     m.add_function(wrap_pyfunction!(collapse_perf, m)?)?;

@@ -1,0 +1,364 @@
+//! HTTPS: rustls (ring provider) client configurations built from a spec's `TlsOptions`, the
+//! handshake on a connected TCP stream, its errors by category, and the pre-flight probe.
+//!
+//! A run checks the options once (`TlsSetup::new`: PEM parsed, roots loaded, names parsed) and
+//! each engine thread builds its own `ClientConfig` from it (`TlsSetup::thread`), so that its
+//! session cache (resumption) is its own and no lock is shared between threads.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{ResolvesClientCert, Resumption};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+pub use rustls::pki_types::ServerName;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
+use rustls::{AlertDescription, ClientConfig, DigitallySignedStruct, HandshakeKind, RootCertStore, SignatureScheme};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+use AlertDescription as A;
+
+use crate::stats::ErrorKind;
+
+/// The spec's TLS options (PEM contents, not paths: agents on other machines get them too).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsOptions {
+    /// Accept any server certificate (the handshake's signatures are still checked).
+    pub insecure: bool,
+    /// Trust only these roots (PEM); None: the system's.
+    pub ca_pem: Option<Vec<u8>>,
+    /// Client certificate chain and its key (PEM), both or neither.
+    pub cert_pem: Option<Vec<u8>>,
+    pub key_pem: Option<Vec<u8>>,
+    /// Session resumption (tickets, session ids); false: every handshake is a full one.
+    pub resume: bool,
+}
+
+impl Default for TlsOptions {
+    fn default() -> Self {
+        TlsOptions { insecure: false, ca_pem: None, cert_pem: None, key_pem: None, resume: true }
+    }
+}
+
+type ClientAuth = (Vec<CertificateDer<'static>>, Arc<PrivateKeyDer<'static>>);
+
+/// The options of a run, checked: what each thread builds its configuration from.
+pub struct TlsSetup {
+    options: TlsOptions,
+    provider: Arc<CryptoProvider>,
+    roots: Arc<RootCertStore>,
+    client: Option<ClientAuth>,
+}
+
+impl TlsSetup {
+    /// Parses the PEM, loads the roots and builds one configuration to check that it can be
+    /// built; the error names the field.
+    pub fn new(options: &TlsOptions) -> Result<TlsSetup, String> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = RootCertStore::empty();
+        match &options.ca_pem {
+            Some(pem) => {
+                let certs = parse_certs(pem, "tls.ca_pem")?;
+                let (added, _) = roots.add_parsable_certificates(certs);
+                if added == 0 {
+                    return Err("tls.ca_pem: no usable CA certificate in it".into());
+                }
+            }
+            None if !options.insecure => {
+                // the system's bundle; unreadable ones are left out (a handshake then says UnknownIssuer)
+                roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+            }
+            None => {}
+        }
+        let client = match (&options.cert_pem, &options.key_pem) {
+            (None, None) => None,
+            (Some(cert), Some(key)) => {
+                let chain = parse_certs(cert, "tls.cert_pem")?;
+                let key =
+                    PrivateKeyDer::from_pem_slice(key).map_err(|e| format!("tls.key_pem: no private key ({e})"))?;
+                Some((chain, Arc::new(key)))
+            }
+            _ => return Err("tls: cert_pem and key_pem go together".into()),
+        };
+        let setup = TlsSetup { options: options.clone(), provider, roots: Arc::new(roots), client };
+        setup.config(None)?;
+        Ok(setup)
+    }
+
+    /// A configuration; `asked` is set when the server asks for a client certificate.
+    fn config(&self, asked: Option<Arc<AtomicBool>>) -> Result<Arc<ClientConfig>, String> {
+        let builder = ClientConfig::builder_with_provider(Arc::clone(&self.provider))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("tls: {e}"))?;
+        let builder = if self.options.insecure {
+            builder.dangerous().with_custom_certificate_verifier(Arc::new(AnyCertificate(Arc::clone(&self.provider))))
+        } else {
+            builder.with_root_certificates(Arc::clone(&self.roots))
+        };
+        let mut config = match &self.client {
+            Some((chain, key)) => builder
+                .with_client_auth_cert(chain.clone(), key.clone_key())
+                .map_err(|e| format!("tls.key_pem: not usable with tls.cert_pem: {e}"))?,
+            None => builder.with_no_client_auth(),
+        };
+        if let Some(asked) = asked {
+            config.client_auth_cert_resolver =
+                Arc::new(Asked { inner: Arc::clone(&config.client_auth_cert_resolver), asked });
+        }
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        if !self.options.resume {
+            config.resumption = Resumption::disabled();
+        }
+        Ok(Arc::new(config))
+    }
+
+    /// One engine thread's client: its own configuration (and session cache), the server name
+    /// of each distinct address (`names`, by address index; None: plain).
+    pub fn thread(&self, names: &[Option<ServerName<'static>>]) -> Tls {
+        let config = self.config(None).expect("checked by TlsSetup::new");
+        Tls { connector: TlsConnector::from(config), names: names.to_vec() }
+    }
+}
+
+/// The checked options of a run and the server name of each distinct address (None: plain).
+pub type RunTls = (TlsSetup, Vec<Option<ServerName<'static>>>);
+
+/// A run's TLS: None when no target is HTTPS, else the checked options (the spec's, or the
+/// defaults) and the server name of each distinct address (`tls_names`, in address order).
+pub fn run_setup<'a>(
+    spec: &crate::spec::Spec,
+    tls_names: impl Iterator<Item = &'a Option<String>>,
+) -> Result<Option<RunTls>, String> {
+    let names = tls_names.map(|n| n.as_deref().map(server_name).transpose()).collect::<Result<Vec<_>, _>>()?;
+    if names.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    let setup = TlsSetup::new(spec.tls.as_ref().unwrap_or(&TlsOptions::default()))?;
+    Ok(Some((setup, names)))
+}
+
+/// The server name of a target's `tls_name`: a DNS name (sent as SNI) or an IP address (no SNI;
+/// the certificate's IP addresses are checked).
+pub fn server_name(name: &str) -> Result<ServerName<'static>, String> {
+    let bare = name.strip_prefix('[').and_then(|n| n.strip_suffix(']')).unwrap_or(name);
+    ServerName::try_from(bare.to_string()).map_err(|_| format!("targets: bad tls_name {name:?}"))
+}
+
+fn parse_certs(pem: &[u8], field: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{field}: not PEM certificates ({e})"))?;
+    if certs.is_empty() {
+        return Err(format!("{field}: no certificate in it"));
+    }
+    Ok(certs)
+}
+
+/// One thread's TLS client.
+pub struct Tls {
+    connector: TlsConnector,
+    names: Vec<Option<ServerName<'static>>>,
+}
+
+/// A completed handshake: its stream and whether it resumed a session.
+pub struct Handshake {
+    pub stream: Box<TlsStream<TcpStream>>,
+    pub resumed: bool,
+}
+
+impl Tls {
+    /// Whether the address `addr_id` speaks TLS.
+    #[inline]
+    pub fn is_tls(&self, addr_id: usize) -> bool {
+        self.names.get(addr_id).is_some_and(Option::is_some)
+    }
+
+    pub async fn handshake(&self, tcp: TcpStream, addr_id: usize) -> Result<Handshake, ErrorKind> {
+        let name = self.names[addr_id].clone().expect("a TLS address");
+        let stream =
+            self.connector.connect(name, tcp).await.map_err(|e| error_kind(&e).unwrap_or(ErrorKind::TlsHandshake))?;
+        let resumed = stream.get_ref().1.handshake_kind() == Some(HandshakeKind::Resumed);
+        Ok(Handshake { stream: Box::new(stream), resumed })
+    }
+}
+
+/// The category of an I/O error that carries a TLS error (a handshake's, or an alert received
+/// later: a client certificate refused after a TLS 1.3 handshake); None for a plain I/O error.
+pub fn error_kind(e: &io::Error) -> Option<ErrorKind> {
+    let tls = e.get_ref()?.downcast_ref::<rustls::Error>()?;
+    Some(if is_certificate_error(tls) { ErrorKind::TlsCertificate } else { ErrorKind::TlsHandshake })
+}
+
+fn is_certificate_error(e: &rustls::Error) -> bool {
+    match e {
+        rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => true,
+        rustls::Error::AlertReceived(alert) => matches!(
+            alert,
+            A::BadCertificate
+                | A::UnsupportedCertificate
+                | A::CertificateRevoked
+                | A::CertificateExpired
+                | A::CertificateUnknown
+                | A::UnknownCA
+                | A::CertificateRequired
+                | A::AccessDenied
+        ),
+        _ => false,
+    }
+}
+
+/// A one-line reason for a TLS error.
+fn describe(e: &io::Error) -> String {
+    let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) else {
+        return format!("TLS handshake failed: {e}");
+    };
+    match tls {
+        rustls::Error::InvalidCertificate(why) => format!("certificate not trusted ({why:?})"),
+        rustls::Error::AlertReceived(A::CertificateRequired) => {
+            "the server requires a client certificate (AlertReceived(CertificateRequired))".into()
+        }
+        rustls::Error::AlertReceived(alert) if is_certificate_error(tls) => {
+            format!("the server refused the client certificate (AlertReceived({alert:?}))")
+        }
+        rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => {
+            format!("no TLS server there ({tls}): is it plain http://?")
+        }
+        other => format!("TLS handshake failed ({other})"),
+    }
+}
+
+/// One handshake to `tcp` (addresses tried in order) as a run would make it, without a request:
+/// None when it succeeds, else a one-line reason. When the server asks for a client certificate
+/// and none is given, waits a moment for its refusal (TLS 1.3 sends it after the handshake).
+pub fn probe(
+    tcp: &[std::net::SocketAddr],
+    tls_name: &str,
+    options: &TlsOptions,
+    timeout: Duration,
+) -> Result<Option<String>, String> {
+    let setup = TlsSetup::new(options)?;
+    let name = server_name(tls_name)?;
+    let asked = Arc::new(AtomicBool::new(false));
+    let config = setup.config(Some(Arc::clone(&asked)))?;
+    let rt =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("tls probe: {e}"))?;
+    let outcome = rt.block_on(async {
+        tokio::time::timeout(timeout, async {
+            let mut first = None;
+            let mut stream = None;
+            for sa in tcp {
+                match TcpStream::connect(sa).await {
+                    Ok(s) => {
+                        stream = Some(s);
+                        break;
+                    }
+                    Err(e) => {
+                        first.get_or_insert(e);
+                    }
+                }
+            }
+            let Some(tcp) = stream else {
+                let e = first.map_or_else(|| "no address".to_string(), |e| e.to_string());
+                return Some(format!("cannot connect: {e}"));
+            };
+            let mut tls = match TlsConnector::from(config).connect(name, tcp).await {
+                Ok(s) => s,
+                Err(e) => return Some(describe(&e)),
+            };
+            if asked.load(Ordering::Relaxed) && options.cert_pem.is_none() {
+                use tokio::io::AsyncReadExt;
+                let mut buf = [0u8; 1];
+                let wait = tokio::time::timeout(Duration::from_millis(300), tls.read(&mut buf)).await;
+                if let Ok(Err(e)) = wait {
+                    if error_kind(&e).is_some() {
+                        return Some(describe(&e));
+                    }
+                }
+            }
+            None
+        })
+        .await
+        .unwrap_or_else(|_| Some(format!("no TLS handshake within {:.1} s", timeout.as_secs_f64())))
+    });
+    Ok(outcome)
+}
+
+/// Accepts any server certificate, still checking that the server holds its key.
+#[derive(Debug)]
+struct AnyCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The configured client certificate resolver, noting whether the server asked for one.
+#[derive(Debug)]
+struct Asked {
+    inner: Arc<dyn ResolvesClientCert>,
+    asked: Arc<AtomicBool>,
+}
+
+impl ResolvesClientCert for Asked {
+    fn resolve(&self, hints: &[&[u8]], schemes: &[SignatureScheme]) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        self.asked.store(true, Ordering::Relaxed);
+        self.inner.resolve(hints, schemes)
+    }
+
+    fn has_certs(&self) -> bool {
+        self.inner.has_certs()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_bad_pem_are_checked() {
+        assert!(matches!(server_name("example.test"), Ok(ServerName::DnsName(_))));
+        assert!(matches!(server_name("127.0.0.1"), Ok(ServerName::IpAddress(_))));
+        assert!(matches!(server_name("[::1]"), Ok(ServerName::IpAddress(_))));
+        assert!(server_name("bad name!").is_err());
+        let bad = |o: TlsOptions| TlsSetup::new(&o).err().unwrap_or_default();
+        let ca = TlsOptions { ca_pem: Some(b"not pem".to_vec()), ..TlsOptions::default() };
+        assert!(bad(ca).starts_with("tls.ca_pem:"));
+        let half = TlsOptions { cert_pem: Some(b"x".to_vec()), ..TlsOptions::default() };
+        assert!(bad(half).contains("go together"));
+        assert!(TlsSetup::new(&TlsOptions { insecure: true, ..TlsOptions::default() }).is_ok());
+    }
+}
