@@ -15,4 +15,4 @@ mod tls;
 pub use merge::{merge, sum_seconds};
 pub use runner::{run, Progress, Run};
 pub use tls::{probe as tls_probe, TlsOptions};
-pub use spec::{Addr, Order, Spec, Stage, Target, Warmup};
+pub use spec::{Addr, Order, Replay, Spec, Stage, Target, Warmup};

@@ -6,16 +6,21 @@
 //! is measured from the intended time either way, so stalls are not hidden (no coordinated
 //! omission).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::spec::{Order, Stage, Target};
 
-/// A piecewise-linear rate schedule, with the warm-up prepended as a constant-rate stage.
+/// A piecewise-linear rate schedule, with the warm-up prepended as a constant-rate stage; or the
+/// explicit times of a replay.
 #[derive(Clone, Debug)]
 pub struct Schedule {
     stages: Vec<StageIndex>,
+    /// A replay's send times (µs from the start); `stages` is then empty.
+    times_us: Option<Arc<[u64]>>,
     total: u64,
-    length: Duration,
+    /// `None`: a replay that is not cut short by a duration ends with its last answer.
+    length: Option<Duration>,
 }
 
 #[derive(Clone, Debug)]
@@ -52,7 +57,17 @@ impl Schedule {
         // Slot i is sent when the count reaches i, so slots 0..=floor(total) fit, less one when
         // the total is a whole number (that slot would fall exactly on the end).
         let total = if first_slot.fract() == 0.0 { first_slot as u64 } else { first_slot.ceil() as u64 };
-        Schedule { stages: index, total, length: Duration::from_secs_f64(start_s) }
+        Schedule { stages: index, times_us: None, total, length: Some(Duration::from_secs_f64(start_s)) }
+    }
+
+    /// A replay's schedule: slot `i` at `times_us[i]` (non-decreasing). With `cut`, only the
+    /// times before it, and the schedule lasts `cut`; without, it ends with its last answer.
+    pub fn explicit(times_us: Arc<[u64]>, cut: Option<Duration>) -> Schedule {
+        let total = match cut {
+            Some(c) => times_us.partition_point(|&t| u128::from(t) < c.as_micros()),
+            None => times_us.len(),
+        };
+        Schedule { stages: Vec::new(), times_us: Some(times_us), total: total as u64, length: cut }
     }
 
     /// Slots in the whole schedule.
@@ -60,8 +75,8 @@ impl Schedule {
         self.total
     }
 
-    /// Length of the whole schedule.
-    pub fn length(&self) -> Duration {
+    /// Length of the whole schedule; `None` for a replay that ends with its last answer.
+    pub fn length(&self) -> Option<Duration> {
         self.length
     }
 
@@ -69,6 +84,9 @@ impl Schedule {
     pub fn time_of(&self, slot: u64) -> Option<Duration> {
         if slot >= self.total {
             return None;
+        }
+        if let Some(times) = &self.times_us {
+            return Some(Duration::from_micros(times[slot as usize]));
         }
         let n = slot as f64;
         // Stages are few: a linear scan beats a binary search here.
@@ -86,10 +104,18 @@ impl Schedule {
     }
 }
 
-/// Picks the target of each request: in turn, or at random by weight. One per thread; the
-/// random generator is a xorshift seeded per thread, so picking never locks or allocates.
+/// How targets are picked: `Order`'s two ways, or a replay's target of each slot.
+enum Pick {
+    Sequential,
+    Random,
+    Replay(Arc<[u32]>),
+}
+
+/// Picks the target of each request: in turn, at random by weight, or as a replay names it. One
+/// per thread; the random generator is a xorshift seeded per thread, so picking never locks or
+/// allocates.
 pub struct Picker {
-    order: Order,
+    order: Pick,
     /// Cumulative weights, for the weighted random pick.
     cumulative: Vec<u64>,
     rng: u64,
@@ -107,7 +133,16 @@ impl Picker {
             .collect();
         // xorshift must not start at zero.
         let rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let order = match order {
+            Order::Sequential => Pick::Sequential,
+            Order::Random => Pick::Random,
+        };
         Picker { order, cumulative, rng }
+    }
+
+    /// A replay's picker: slot `i` goes to `targets[i]`.
+    pub fn replay(targets: &[Target], replay: Arc<[u32]>) -> Picker {
+        Picker { order: Pick::Replay(replay), ..Picker::new(targets, Order::Sequential, 1) }
     }
 
     /// The index of the next target. `slot` makes sequential order global across threads.
@@ -116,9 +151,10 @@ impl Picker {
         if n == 1 {
             return 0;
         }
-        match self.order {
-            Order::Sequential => (slot % n as u64) as usize,
-            Order::Random => {
+        match &self.order {
+            Pick::Sequential => (slot % n as u64) as usize,
+            Pick::Replay(targets) => targets[slot as usize] as usize,
+            Pick::Random => {
                 self.rng ^= self.rng << 13;
                 self.rng ^= self.rng >> 7;
                 self.rng ^= self.rng << 17;
@@ -147,6 +183,7 @@ mod tests {
         assert_eq!(s.time_of(1), Some(Duration::from_millis(10)));
         assert_eq!(s.time_of(150), Some(Duration::from_millis(1500)));
         assert_eq!(s.time_of(200), None);
+        assert_eq!(s.length(), Some(Duration::from_secs(2)));
     }
 
     #[test]
@@ -165,7 +202,7 @@ mod tests {
     fn stages_follow_each_other() {
         let s = Schedule::new(&[stage(1.0, 10.0, 10.0), stage(1.0, 0.0, 0.0), stage(1.0, 20.0, 20.0)]);
         assert_eq!(s.total(), 30);
-        assert_eq!(s.length(), Duration::from_secs(3));
+        assert_eq!(s.length(), Some(Duration::from_secs(3)));
         assert_eq!(s.time_of(9), Some(Duration::from_millis(900)));
         // Slot 10 starts the third stage: the pause is skipped over in time, not in count.
         assert_eq!(s.time_of(10), Some(Duration::from_secs(2)));
@@ -188,6 +225,7 @@ mod tests {
                 request: b"GET / HTTP/1.1\r\n\r\n".to_vec(),
                 head: false,
                 weight: w,
+                tls_name: None,
             })
             .collect()
     }
@@ -209,5 +247,34 @@ mod tests {
         let share = ones / n as f64;
         assert!((share - 0.75).abs() < 0.02, "{share}");
     }
+
+    #[test]
+    fn explicit_times_are_sent_as_given() {
+        let times: Arc<[u64]> = vec![0, 0, 1_500, 250_000, 2_000_000].into();
+        let s = Schedule::explicit(Arc::clone(&times), None);
+        assert_eq!(s.total(), 5);
+        assert_eq!(s.length(), None);
+        assert_eq!(s.time_of(1), Some(Duration::ZERO));
+        assert_eq!(s.time_of(2), Some(Duration::from_micros(1_500)));
+        assert_eq!(s.time_of(4), Some(Duration::from_secs(2)));
+        assert_eq!(s.time_of(5), None);
+    }
+
+    #[test]
+    fn a_duration_cuts_explicit_times() {
+        let times: Arc<[u64]> = vec![0, 999_999, 1_000_000, 3_000_000].into();
+        let s = Schedule::explicit(times, Some(Duration::from_secs(1)));
+        // only the times before the cut: slot 2 falls exactly on it
+        assert_eq!(s.total(), 2);
+        assert_eq!(s.length(), Some(Duration::from_secs(1)));
+        assert_eq!(s.time_of(2), None);
+    }
+
+    #[test]
+    fn replay_picks_each_slots_target() {
+        let t = targets(&[1, 1, 1]);
+        let mut p = Picker::replay(&t, vec![2, 2, 0, 1].into());
+        let picks: Vec<usize> = (0..4).map(|s| p.pick(s)).collect();
+        assert_eq!(picks, vec![2, 2, 0, 1]);
+    }
 }
-                tls_name: None,

@@ -123,7 +123,7 @@ impl Shared {
 
     fn deadline(&self) -> Option<Instant> {
         match &self.schedule {
-            Some(s) => Some(self.start + s.length()),
+            Some(s) => Some(self.start + s.length()?),
             None => Some(self.measure_start()? + self.spec.duration?),
         }
     }
@@ -315,6 +315,9 @@ pub fn run(spec: Spec) -> Result<String, String> {
 
 /// The open-loop schedule with the warm-up prepended, and the number of warm-up slots.
 fn open_schedule(spec: &Spec) -> (Option<Schedule>, u64) {
+    if let Some(replay) = &spec.replay {
+        return (Some(Schedule::explicit(Arc::clone(&replay.times_us), spec.duration)), 0);
+    }
     let Some(stages) = &spec.stages else {
         let warm = if let Warmup::Requests(n) = spec.warmup { n } else { 0 };
         return (None, warm);
@@ -522,17 +525,20 @@ struct Worker {
     /// end, whenever the last answer came, so that its rates divide by the schedule's length.
     schedule_ran_out: Cell<bool>,
     tasks: RefCell<Vec<JoinHandle<()>>>,
+    /// This thread's TLS client (its own session cache), when some target is HTTPS.
+    tls: Option<Tls>,
 }
 
 fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) -> ThreadOutput {
-    /// This thread's TLS client (its own session cache), when some target is HTTPS.
-    tls: Option<Tls>,
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
     let (n, t) = (sh.spec.connections, sh.spec.threads);
     let cap = n / t + usize::from(id < n % t);
     // one start for every share: the share's offset keeps their random orders apart
     let seed = sh.start_unix_us ^ id as u64 ^ sh.spec.slot_offset.rotate_left(32);
-    let picker = Picker::new(&sh.spec.targets, sh.spec.order, seed.wrapping_add(1));
+    let picker = match &sh.spec.replay {
+        Some(r) => Picker::replay(&sh.spec.targets, Arc::clone(&r.targets)),
+        None => Picker::new(&sh.spec.targets, sh.spec.order, seed.wrapping_add(1)),
+    };
     let w = Rc::new(Worker {
         id,
         stats: RefCell::new(Stats::new()),
@@ -552,23 +558,23 @@ fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) ->
         pacer_done: Cell::new(false),
         schedule_ran_out: Cell::new(false),
         tasks: RefCell::new(Vec::with_capacity(cap)),
+        tls: sh.tls.as_ref().map(|(setup, names)| setup.thread(names)),
         sh,
     });
     let local = LocalSet::new();
     local.block_on(&rt, Rc::clone(&w).control());
     drop(local);
     drop(rt);
-        tls: sh.tls.as_ref().map(|(setup, names)| setup.thread(names)),
     w.flush_tsv();
     let mut stats = w.stats.replace(Stats::new());
     stats.connections_opened = w.opened.get();
+    stats.tls_used = w.tls.is_some();
     ThreadOutput { stats, cpu: thread_cpu(), last_end: w.last_end.get() }
 }
 
 impl Worker {
     /// Starts the tasks, stops them at the deadline or on cancel, drains, and hands over the
     /// last second.
-    stats.tls_used = w.tls.is_some();
     async fn control(self: Rc<Self>) {
         // a start in the future (start_at): wait for it, and for nothing longer than a cancel
         while Instant::now() < self.sh.start && !self.sh.cancel.load(Ordering::Relaxed) {
@@ -711,7 +717,7 @@ impl Worker {
             let Some((slot, offset)) = self.sh.take_slot().and_then(|slot| Some((slot, schedule.time_of(slot)?)))
             else {
                 // the schedule's end, unless -n cut it short
-                self.schedule_ran_out.set(self.sh.slot_limit >= schedule.total());
+                self.schedule_ran_out.set(self.sh.slot_limit >= schedule.total() && schedule.length().is_some());
                 break;
             };
             let intended = self.sh.start + offset;
@@ -787,13 +793,13 @@ impl Worker {
                     total,
                     lag,
                     connect: r.connect.map(us),
+                    tls: r.tls.map(|(d, resumed)| (us(d), resumed)),
                     waiting: us(r.first_byte.saturating_duration_since(r.written)),
                     processing: us(end.saturating_duration_since(r.first_byte)),
                 };
                 stats.record_ok(r.status, &timing);
                 stats.bytes_total += r.bytes_in;
                 stats.bytes_body += r.body;
-                    tls: r.tls.map(|(d, resumed)| (us(d), resumed)),
                 stats.bytes_sent += self.sh.spec.targets[index].request.len() as u64;
                 iv.complete += 1;
                 iv.non_2xx += u64::from(!is_2xx(r.status));

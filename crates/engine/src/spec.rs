@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Where a target listens.
@@ -27,10 +28,10 @@ pub struct Target {
     pub head: bool,
     /// Relative weight when targets are picked at random.
     pub weight: u32,
-}
     /// HTTPS: the server name (SNI and the certificate's name; an IP address is checked against
     /// the certificate's addresses and sends no SNI). None: plain HTTP.
     pub tls_name: Option<String>,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Order {
@@ -45,6 +46,15 @@ pub struct Stage {
     pub duration: Duration,
     pub start_rate: f64,
     pub end_rate: f64,
+}
+
+/// A timed replay: request `i` is sent `times_us[i]` microseconds after the run's start, to
+/// `targets[i]` (an index into the spec's targets). Shared, not copied: a log of a million
+/// requests is two arrays, its distinct requests are the targets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replay {
+    pub times_us: Arc<[u64]>,
+    pub targets: Arc<[u32]>,
 }
 
 /// What ends the warm-up phase (not measured).
@@ -69,6 +79,8 @@ pub struct Spec {
     pub warmup: Warmup,
     /// `None`: closed loop. `Some`: open loop on this schedule.
     pub stages: Option<Vec<Stage>>,
+    /// `Some`: open loop at these explicit times (excludes `stages`, random order, warm-up).
+    pub replay: Option<Replay>,
     pub keepalive: bool,
     /// Close a connection after this many responses (0: no limit).
     pub calls_per_conn: u32,
@@ -91,6 +103,8 @@ pub struct Spec {
     /// Put the raw histograms (encoded) in the result, as a whole and per second, so that the
     /// results of several shares can be merged exactly (`merge`).
     pub export_histograms: bool,
+    /// How HTTPS targets are trusted and resumed (None: the system's roots, resumption on).
+    pub tls: Option<crate::tls::TlsOptions>,
 }
 
 impl Spec {
@@ -103,10 +117,9 @@ impl Spec {
             threads: 1,
             requests: None,
             duration: None,
-    /// How HTTPS targets are trusted and resumed (None: the system's roots, resumption on).
-    pub tls: Option<crate::tls::TlsOptions>,
             warmup: Warmup::None,
             stages: None,
+            replay: None,
             keepalive: true,
             calls_per_conn: 0,
             timeout: Duration::from_secs(30),
@@ -117,6 +130,7 @@ impl Spec {
             slot_offset: 0,
             slot_stride: 1,
             export_histograms: false,
+            tls: None,
         }
     }
 
@@ -128,9 +142,11 @@ impl Spec {
         if self.targets.iter().any(|t| t.request.is_empty()) {
             return Err("targets: a request is empty".into());
         }
+        if self.targets.iter().any(|t| t.tls_name.is_some() && matches!(t.addr, Addr::Unix(_))) {
+            return Err("targets: tls_name needs a tcp address".into());
+        }
         if self.targets.iter().any(|t| t.weight == 0) {
             return Err("targets: weight must be at least 1".into());
-            tls: None,
         }
         if self.connections == 0 {
             return Err("connections must be at least 1".into());
@@ -142,9 +158,6 @@ impl Spec {
             return Err("timeout must be positive".into());
         }
         if self.throttle_bps == Some(0) {
-        if self.targets.iter().any(|t| t.tls_name.is_some() && matches!(t.addr, Addr::Unix(_))) {
-            return Err("targets: tls_name needs a tcp address".into());
-        }
             return Err("throttle must be positive".into());
         }
         if self.requests == Some(0) {
@@ -156,8 +169,11 @@ impl Spec {
         if self.slot_stride == 0 || self.slot_offset >= self.slot_stride {
             return Err("slot_offset must be below slot_stride, which must be at least 1".into());
         }
+        if let Some(replay) = &self.replay {
+            replay.validate(self)?;
+        }
         match &self.stages {
-            None if self.requests.is_none() && self.duration.is_none() => {
+            None if self.replay.is_none() && self.requests.is_none() && self.duration.is_none() => {
                 return Err("a closed-loop run needs requests or duration".into())
             }
             Some(stages) => {
@@ -178,6 +194,35 @@ impl Spec {
                 }
             }
             None => {}
+        }
+        Ok(())
+    }
+}
+
+impl Replay {
+    /// What a replay relies on: as many times as targets, non-decreasing, indexes in range, and
+    /// none of the other schedules.
+    fn validate(&self, spec: &Spec) -> Result<(), String> {
+        if self.times_us.is_empty() {
+            return Err("replay: at least one request is needed".into());
+        }
+        if self.times_us.len() != self.targets.len() {
+            return Err("replay: times_us and targets must have the same length".into());
+        }
+        if let Some(i) = self.times_us.windows(2).position(|w| w[1] < w[0]) {
+            return Err(format!("replay: times_us must not decrease (request {} is before request {i})", i + 1));
+        }
+        if let Some(i) = self.targets.iter().position(|&t| t as usize >= spec.targets.len()) {
+            return Err(format!("replay: request {i} names target {}, beyond the targets", self.targets[i]));
+        }
+        if spec.stages.is_some() {
+            return Err("replay excludes stages".into());
+        }
+        if spec.order != Order::Sequential {
+            return Err("replay excludes order: each request names its target".into());
+        }
+        if spec.warmup != Warmup::None {
+            return Err("replay excludes a warm-up".into());
         }
         Ok(())
     }

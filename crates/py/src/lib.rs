@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use pounder_engine::{Addr, Order, Run, Spec, Stage, Target, TlsOptions, Warmup};
+use pounder_engine::{Addr, Order, Replay, Run, Spec, Stage, Target, TlsOptions, Warmup};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -135,6 +135,7 @@ fn spec(d: &Bound<'_, PyDict>) -> PyResult<Spec> {
                 .collect::<PyResult<Vec<_>>>()
         })
         .transpose()?;
+    s.replay = opt::<Bound<'_, PyDict>>(d, "replay")?.map(|r| replay(&r, d)).transpose()?;
     s.tls = opt::<Bound<'_, PyDict>>(d, "tls")?.map(|t| tls_options(&t)).transpose()?;
     s.keepalive = opt(d, "keepalive")?.unwrap_or(true);
     s.calls_per_conn = opt(d, "calls_per_conn")?.unwrap_or(0);

@@ -72,7 +72,8 @@ Text = str | None
 
 # fmt: off
 URL_ARG = typer.Argument(metavar="URL", help=(
-    "http:// URL to load (omit with -f); with --access-log the server's base, http://HOST:PORT."), show_default=False)
+    "http:// URL to load (omit with -f); with --access-log or --scenario the server's base, http://HOST:PORT."),
+    show_default=False)
 URL_FILE = option("-f", "--url-file", panel=_LOAD, metavar="FILE", help=(
     "File of URLs, one per line, optionally preceded by a weight and a method ('3 http://...', 'HEAD http://...', "
     "'3 POST http://...'; a GET or HEAD line sends no body); blank lines and # comments are skipped."))
@@ -147,6 +148,7 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
     load_parameter("keepalive", _HTTP, "Default: on.", value=True),
     *(load_parameter(name, _HTTP) for name in ("calls_per_conn", "throttle", "method", "body", "content_type",
                                               "header", "cookie", "auth", "timeout", "allow_remote")),
+    load_parameter("scenario", _LOAD),
 )  # fmt: skip
 def bench_command(
     url: Annotated[Text, URL_ARG] = None,

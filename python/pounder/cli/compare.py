@@ -213,6 +213,7 @@ def _check_chart(path: str | None) -> str | None:
     load_parameter("rate", _LOAD, "Length: -d, else -n divided by the rate, else 5s."),
     load_parameter("keepalive", _LOAD, "Default: on.", value=True),
     *(load_parameter(name, _LOAD) for name in ("timeout", "allow_remote")),
+    load_parameter("scenario", _LOAD, "Every variant runs it; each URL is then a server's base."),
 )
 def compare_command(
     urls: Annotated[list[str], URLS],

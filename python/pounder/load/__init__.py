@@ -54,8 +54,10 @@ from pounder.load._parse import Stage, read_url_targets
 from pounder.load._report import describe_load, format_ms, render_report
 from pounder.load._result import READ_SCHEMAS, SCHEMA, BenchResult, Derived, ReplyRate, load_result
 from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
+from pounder.load._scenario import Scenario, read_scenario
 from pounder.load._sender import Sender
 from pounder.load._spec import BenchSpec, Target
+from pounder.load._steps import StepStats
 from pounder.load._url import NotLoopbackError, is_loopback, parse_url, resolve
 
 __all__ = [
@@ -98,7 +100,9 @@ __all__ = [
     "SecondSample",
     "Sender",
     "ServiceTime",
+    "Scenario",
     "Stage",
+    "StepStats",
     "Target",
     "TargetInfo",
     "WarmupCounts",
@@ -110,6 +114,7 @@ __all__ = [
     "load_result",
     "parse_url",
     "read_access_log",
+    "read_scenario",
     "read_url_targets",
     "render_csv",
     "render_report",

@@ -14,6 +14,7 @@ from pounder._units import mib, plain
 from pounder.load._measured import ERROR_CATEGORIES, PERCENTILES, Histogram
 from pounder.load._result import BenchResult, ReplyRate
 from pounder.load._run_options import LoadModel
+from pounder.load._steps import STEP_COLUMNS, step_rows
 
 LABEL_WIDTH = 26
 COLUMN_WIDTH = 12
@@ -68,6 +69,8 @@ def _header(result: BenchResult) -> list[str]:
         if len(targets) > MAX_LISTED_TARGETS:
             lines.append(_continued(f"... and {len(targets) - MAX_LISTED_TARGETS} more"))
     lines.append(_line("Load model", describe_load(result.options.load)))
+    if result.options.scenario is not None:
+        lines.append(_line("Scenario", _describe_scenario(result)))
     lines.append(_line("Requests", _describe_http(result)))
     lines.append(_line("Measured time", _describe_time(result)))
     if result.options.load.warmup_requests or result.options.load.warmup_s:
@@ -110,11 +113,33 @@ def _describe_http(result: BenchResult) -> str:
     else:
         connection = "keep-alive"
     own = any(target.method for target in result.options.targets)
-    parts = [f"{http.method} (or each target's own)" if own else http.method, connection,
+    method = "each step's method" if result.options.scenario else f"{http.method} (or each target's own)" if own \
+        else http.method
+    parts = [method, connection,
              f"timeout {plain(http.timeout_s)} s"]
     if http.throttle_bps:
         parts.append(f"throttled to {http.throttle_bps} bytes/s")
     return ", ".join(parts)
+
+
+def _describe_scenario(result: BenchResult) -> str:
+    steps = result.steps or ()
+    login = sum(step.part == "login" for step in steps)
+    users = ("a virtual user per connection the schedule needs" if result.options.load.is_open
+             else "each connection a virtual user")
+    return f"{result.options.scenario} ({login} login, {len(steps) - login} loop step{'s' * (len(steps) - login != 1)}; {users})"
+
+
+def _steps(result: BenchResult) -> list[str]:
+    """A scenario's steps: requests, what went wrong, percentiles (only with --scenario)."""
+    if result.steps is None:
+        return []
+    width = min(40, max(12, *(len(step.name) + 2 for step in result.steps)))
+    lines = ["Steps (latency in ms; a failed, unexpected or capture-less step starts the user over)",
+             _row("step", STEP_COLUMNS, width)]
+    lines += [_row(name if len(name) < width else name[:width - 4] + "...", cells, width)
+              for name, cells in step_rows(result.steps, format_ms)]
+    return lines
 
 
 def _describe_time(result: BenchResult) -> str:
@@ -311,6 +336,7 @@ def render_report(result: BenchResult) -> str:
         _counts(result),
         _connection_times(result),
         _percentiles(result),
+        _steps(result),
         _status_codes(result),
         _client(result),
         _server(result),

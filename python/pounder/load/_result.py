@@ -36,6 +36,7 @@ from pounder.load._measured import (
     measurements,
 )
 from pounder.load._run_options import RunOptions, read_run_options, stages_as_lists
+from pounder.load._steps import StepStats, read_steps
 from pounder.procs import MalformedReportError, ServerLoadReport, per_request
 
 SCHEMA = "pounder/bench-result/3"
@@ -144,6 +145,8 @@ class BenchResult:
     """The server's processes sampled during the run (``--server-pid`` and co.), else None."""
     agents: Agents | None = None
     """The agents that sent the load (``--ray``), else None: the figures are their merged ones."""
+    steps: tuple[StepStats, ...] | None = None
+    """A scenario's steps (``--scenario``), in the file's order, else None."""
 
     @property
     def completed_requests(self) -> int:
@@ -204,6 +207,7 @@ class BenchResult:
     ) -> BenchResult:
         """Combine the engine's result JSON with the run's metadata (and the server sampling).
         Raises :class:`MalformedResultError` if the engine's JSON does not follow the contract."""
+        data = _decode(engine_json)
         return cls(
             tool_version=tool_version,
             started_at=started_at,
@@ -211,7 +215,8 @@ class BenchResult:
             options=options,
             server=server,
             agents=agents,
-            **measurements(_decode(engine_json)),
+            steps=read_steps(data.get("steps"), "steps"),
+            **measurements(data),
         )
 
     @classmethod
@@ -235,6 +240,7 @@ class BenchResult:
             options=read_run_options(READ.get(data, "options"), "options"),
             server=_server(data.get("server")),
             agents=read_agents(data.get("agents"), "agents"),
+            steps=read_steps(data.get("steps"), "steps"),
             **measurements(data),
         )
 
@@ -247,6 +253,10 @@ class BenchResult:
         plain["server"] = None if self.server is None else self.server.to_dict()
         plain["agents"] = None if self.agents is None else self.agents.to_dict()
         plain["options"]["load"]["stages"] = stages_as_lists(self.options.load.stages)
+        if plain["options"]["scenario"] is None:  # a scenario's file and its steps only when one ran
+            del plain["options"]["scenario"]
+        if plain["steps"] is None:
+            del plain["steps"]
         plain["options"]["http"]["headers"] = [list(pair) for pair in self.options.http.headers]
         plain["options"]["targets"] = [  # a target's own method only when its URL file line named one
             {key: value for key, value in target.items() if key != "method" or value is not None}

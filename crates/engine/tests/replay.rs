@@ -1,0 +1,162 @@
+//! A timed replay (explicit send times) against a real (tiny, in-process) HTTP server on loopback.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pounder_engine::{run, Addr, Order, Replay, Run, Spec, Stage, Target, Warmup};
+use serde_json::Value;
+
+/// Serves keep-alive requests with a 2-byte body; records each request line it read.
+fn server() -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let all = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let all = Arc::clone(&all);
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if h == "\r\n" {
+                            break;
+                        }
+                    }
+                    all.lock().unwrap().push(line.trim_end().to_string());
+                    if reader.get_mut().write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, seen)
+}
+
+fn replay_spec(addr: &str, times_us: Vec<u64>, targets: Vec<u32>) -> Spec {
+    let sock = Addr::Tcp(vec![addr.parse().unwrap()]);
+    let t = |path: &str| Target {
+        addr: sock.clone(),
+        request: format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").into_bytes(),
+        head: false,
+        weight: 1,
+        tls_name: None,
+    };
+    let mut s = Spec::new(vec![t("/a"), t("/b"), t("/c")]);
+    s.connections = 8;
+    s.threads = 2;
+    s.replay = Some(Replay { times_us: times_us.into(), targets: targets.into() });
+    s
+}
+
+fn result(s: Spec) -> Value {
+    serde_json::from_str(&run(s).unwrap()).unwrap()
+}
+
+fn tsv_rows(path: &std::path::Path) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines().skip(1).map(|l| l.split('\t').map(str::to_string).collect()).collect()
+}
+
+#[test]
+fn a_replay_sends_each_request_at_its_time_to_its_target() {
+    let (addr, seen) = server();
+    let dir = std::env::temp_dir().join(format!("pounder-engine-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let times: Vec<u64> = vec![0, 0, 0, 100_000, 250_000, 250_000, 400_000, 700_000];
+    let targets: Vec<u32> = vec![0, 1, 2, 2, 1, 0, 0, 2];
+    let mut s = replay_spec(&addr, times.clone(), targets.clone());
+    s.tsv_path = Some(dir.join("r.tsv"));
+    let r = result(s);
+    assert_eq!(r["requests"]["complete"], 8);
+    assert_eq!(r["requests"]["unsent"], 0);
+    assert_eq!(seen.lock().unwrap().len(), 8);
+    // the run ends with its last answer, soon after the last time (no stage length to wait for)
+    let elapsed = r["elapsed_s"].as_f64().unwrap();
+    assert!((0.7..3.0).contains(&elapsed), "{elapsed}");
+    let mut rows: Vec<(u64, u32)> = tsv_rows(&dir.join("r.tsv"))
+        .iter()
+        .map(|row| (row[1].parse().unwrap(), row[2].parse().unwrap()))
+        .collect();
+    rows.sort_unstable();
+    let mut expected: Vec<(u64, u32)> = times.into_iter().zip(targets).collect();
+    expected.sort_unstable();
+    assert_eq!(rows, expected);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn requests_and_duration_cut_a_replay_short() {
+    let (addr, seen) = server();
+    let times: Vec<u64> = (0..20).map(|i| i * 50_000).collect();
+    let mut s = replay_spec(&addr, times.clone(), vec![0; 20]);
+    s.requests = Some(5);
+    assert_eq!(result(s)["requests"]["complete"], 5);
+    let mut s = replay_spec(&addr, times, vec![1; 20]);
+    s.duration = Some(Duration::from_millis(300)); // the times 0, 50, ..., 250 ms
+    let r = result(s);
+    assert_eq!(r["requests"]["complete"], 6);
+    assert_eq!(seen.lock().unwrap().len(), 11);
+}
+
+#[test]
+fn shares_of_a_replay_take_every_nth_request() {
+    let (addr, seen) = server();
+    let times: Vec<u64> = (0..30).map(|i| i * 10_000).collect();
+    let targets: Vec<u32> = (0..30).map(|i| i % 3).collect();
+    let at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as u64 + 200_000;
+    let runs: Vec<Run> = (0..3u64)
+        .map(|offset| {
+            let mut s = replay_spec(&addr, times.clone(), targets.clone());
+            s.slot_offset = offset;
+            s.slot_stride = 3;
+            s.start_at_unix_us = Some(at);
+            Run::start(s).unwrap()
+        })
+        .collect();
+    for r in &runs {
+        while !r.wait(Duration::from_secs(1)) {}
+        let v: Value = serde_json::from_str(&r.result().unwrap()).unwrap();
+        assert_eq!(v["requests"]["complete"], 10);
+    }
+    // share k took requests k, k+3, ...: all of target k
+    let lines = seen.lock().unwrap().clone();
+    assert_eq!(lines.len(), 30);
+    for path in ["/a", "/b", "/c"] {
+        assert_eq!(lines.iter().filter(|l| l.starts_with(&format!("GET {path} "))).count(), 10);
+    }
+}
+
+#[test]
+fn a_bad_replay_is_refused() {
+    let addr = "127.0.0.1:9";
+    let check = |s: Spec, needle: &str| {
+        let e = s.validate().unwrap_err();
+        assert!(e.contains(needle), "{e}");
+    };
+    check(replay_spec(addr, vec![], vec![]), "at least one");
+    check(replay_spec(addr, vec![0, 1], vec![0]), "same length");
+    check(replay_spec(addr, vec![5, 1], vec![0, 0]), "must not decrease (request 1 is before request 0)");
+    check(replay_spec(addr, vec![0, 1], vec![0, 3]), "request 1 names target 3");
+    let mut s = replay_spec(addr, vec![0], vec![0]);
+    s.stages = Some(vec![Stage { duration: Duration::from_secs(1), start_rate: 1.0, end_rate: 1.0 }]);
+    check(s, "excludes stages");
+    let mut s = replay_spec(addr, vec![0], vec![0]);
+    s.order = Order::Random;
+    check(s, "excludes order");
+    let mut s = replay_spec(addr, vec![0], vec![0]);
+    s.warmup = Warmup::Requests(3);
+    check(s, "warm-up");
+    assert!(replay_spec(addr, vec![0, 0, 7], vec![0, 1, 2]).validate().is_ok());
+}
