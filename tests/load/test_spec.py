@@ -77,6 +77,7 @@ def test_defaults_closed_loop(monkeypatch: pytest.MonkeyPatch) -> None:
         "throttle_bps": None,
         "tsv_path": None,
         "hdr_log_path": None,
+        "scenario": None,
     }
 
 

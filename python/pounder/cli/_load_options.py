@@ -86,6 +86,12 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
     "log_methods": (("--log-methods",), "LIST",
                     "With --access-log: the methods replayed, default GET,HEAD (a POST replayed without the body "
                     "it had is not the request the server saw)."),
+    "scenario": (("--scenario",), "FILE",
+                 "Virtual users with sessions, from a TOML scenario file (docs/scenarios.md): each connection is "
+                 "a user that runs the [[login]] steps once (capturing CSRF tokens, cookies in its own jar), then "
+                 "the [[loop]] steps round and round; every step is a request (-n counts them) with its own "
+                 "percentiles. The URL is then the server's base, http://HOST:PORT. In open loop think times are "
+                 "not slept."),
     "ray": (("--ray",), "local|auto|HOST:PORT",
             "Send the load from agents on a Ray cluster: 'local' (one on this machine, on loopback), 'auto' (the "
             "cluster in RAY_ADDRESS or the one this machine started) or the head's HOST:PORT. Every agent runs "

@@ -6,9 +6,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from pounder._errors import UsageError, check_flag, check_text, check_type, public, wrong_type
+from pounder._errors import UsageError, check_flag, check_path, check_text, check_type, public, wrong_type
 from pounder.load._model import Number, build_load_model
 from pounder.load._parse import Stage
 from pounder.load._run_options import LoadModel
@@ -45,13 +46,16 @@ class LoadOptions:
     auth: str | None = None
     timeout: Number | None = None
     allow_remote: bool = False
+    scenario: str | Path | None = None
+    """A scenario file (docs/scenarios.md): virtual users with sessions instead of one request."""
 
     def input_files(self) -> list[tuple[str, str]]:
         """The files these options read (``body="@FILE"``), as ``(option, path)``: no output of
         the run may overwrite them."""
+        files = [("--scenario", str(self.scenario))] if self.scenario is not None else []
         if isinstance(self.body, str) and self.body.startswith("@"):
-            return [("--body", self.body[1:])]
-        return []
+            files.append(("--body", self.body[1:]))
+        return files
 
     @classmethod
     def of(cls, options: LoadOptions | None = None, /, **changes: Any) -> LoadOptions:
@@ -74,6 +78,7 @@ class LoadOptions:
         for name in ("method", "content_type", "auth"):
             check_text(getattr(self, name), name, optional=True)
         check_type(self.body, (str, bytes), "body", "text, '@file' or bytes", optional=True)
+        check_path(self.scenario, "scenario", optional=True)
 
     def load_model(self, names: Mapping[str, str] | None = None) -> LoadModel:
         """The load these options describe (connections, length, rate), checked as

@@ -127,7 +127,8 @@ def _describe_scenario(result: BenchResult) -> str:
     login = sum(step.part == "login" for step in steps)
     users = ("a virtual user per connection the schedule needs" if result.options.load.is_open
              else "each connection a virtual user")
-    return f"{result.options.scenario} ({login} login, {len(steps) - login} loop step{'s' * (len(steps) - login != 1)}; {users})"
+    loop = len(steps) - login
+    return f"{result.options.scenario} ({login} login, {loop} loop step{'s' * (loop != 1)}; {users})"
 
 
 def _steps(result: BenchResult) -> list[str]:

@@ -69,6 +69,8 @@ class RunOptions:
     order: Literal["sequential", "random"]
     load: LoadModel
     http: HttpOptions
+    scenario: str | None = None
+    """The scenario file the virtual users ran (``--scenario``), or None."""
 
 
 def _stage(value: object, key: str) -> Stage:
@@ -119,6 +121,7 @@ def read_run_options(value: object, key: str) -> RunOptions:
         order=READ.choice("sequential", "random"),
         load=_load_model,
         http=_http_options,
+        scenario=READ.nullable(READ.as_str),
     )
     return options
 

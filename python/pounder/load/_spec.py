@@ -17,10 +17,11 @@ from pounder.load._options import LoadOptions
 from pounder.load._parse import UrlLine, read_url_file
 from pounder.load._request import RequestTemplate, build_request_template, recorded_headers
 from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
+from pounder.load._scenario import check_scenario_options, read_scenario
 from pounder.load._url import check_unix_socket, parse_url, resolve
 
 if TYPE_CHECKING:
-    from pounder._engine import EngineSpec, EngineTarget
+    from pounder._engine import EngineScenario, EngineSpec, EngineTarget
 
 DEFAULT_TIMEOUT_S = 30.0
 MAX_THROTTLE_BPS = 10**10
@@ -173,6 +174,9 @@ class BenchSpec:
     """The engine threads were not given (``-t``): they are this machine's CPUs, and each agent of
     a distributed run uses its own instead."""
     """Whether targets off this machine were allowed (so is a server-status URL then)."""
+    scenario: EngineScenario | None = None
+    """The virtual users' steps (``--scenario``), built for the one target; None: the targets' requests."""
+    scenario_file: str | None = None
 
     @classmethod
     def from_options(
@@ -207,6 +211,10 @@ class BenchSpec:
         check_path(tsv_path, "tsv_path", optional=True)
         check_path(hdr_log_path, "hdr_log_path", optional=True)
         log_path = access_log.path if isinstance(access_log, AccessLog) else access_log
+        scenario = None
+        if given.scenario is not None:
+            url = check_scenario_options(given, url, url_file, access_log, order)
+            scenario = read_scenario(given.scenario)
         if access_log is None:
             lines, max_weight = _url_lines(url, url_file), MAX_WEIGHT
         else:
@@ -223,9 +231,10 @@ class BenchSpec:
                        [("-f/--url-file", url_file), ("--access-log", log_path), *given.input_files()])
         if "-" in (tsv, hdr_log):
             raise UsageError("--tsv and --hdr-log need a file, not '-'")
+        targets = build_targets(lines, template, unix_socket=unix_socket, allow_remote=given.allow_remote,
+                                max_weight=max_weight)
         return cls(
-            targets=build_targets(lines, template, unix_socket=unix_socket, allow_remote=given.allow_remote,
-                                  max_weight=max_weight),
+            targets=targets,
             order="random" if order == "random" or access_log is not None else "sequential",
             load=model,
             http=http,
@@ -233,6 +242,10 @@ class BenchSpec:
             hdr_log_path=hdr_log,
             allow_remote=given.allow_remote,
             auto_threads=given.threads is None,
+            scenario=None if scenario is None else scenario.engine_scenario(
+                parse_url(targets[0].url).host_header, keepalive=given.keepalive, headers=template.user,
+                generated=[pair for pair in template.generated if pair[0] == "Authorization"]),
+            scenario_file=None if scenario is None else scenario.path,
         )
 
     def run_options(self) -> RunOptions:
@@ -242,6 +255,7 @@ class BenchSpec:
             order=self.order,
             load=self.load,
             http=self.http,
+            scenario=self.scenario_file,
         )
 
     def engine_spec(self) -> EngineSpec:
@@ -265,6 +279,7 @@ class BenchSpec:
             "throttle_bps": http.throttle_bps,
             "tsv_path": self.tsv_path,
             "hdr_log_path": self.hdr_log_path,
+            "scenario": self.scenario,
         }
 
     def share_spec(self, index: int, count: int, start_at_unix_us: int | None = None) -> EngineSpec:

@@ -56,7 +56,23 @@ def bench_sections(results: Results) -> list[Section]:
             sections.append(_server_section(index, label, result.server, result))
         if result.agents is not None:
             sections.append(_agents_section(label, result.agents))
+        if result.steps is not None:
+            sections.append(_steps_section(label, result))
     return sections
+
+
+def _steps_section(label: str, result: BenchResult) -> Section:
+    """A scenario's steps (``--scenario``): a row per step, its counts and percentiles."""
+    section = Section(f"Scenario steps: {label} ({result.options.scenario})")
+    rows = [[step.name, step.part, f"{step.requests:,}", f"{step.failed:,}", f"{step.unexpected_status:,}",
+             f"{step.capture_missed:,}",
+             *((_ms(step.latency.percentiles[p]) if step.latency.count else "-") for p in ("50", "90", "99"))]
+            for step in result.steps or ()]  # fmt: skip
+    section.add(table(["step", "part", "requests", "failed", "unexpected status", "capture missed", "p50 ms",
+                       "p90 ms", "p99 ms"], rows))  # fmt: skip
+    section.add(paragraph("A failed request, an unexpected status or a capture that finds nothing ends the "
+                          "virtual user's session: it starts over from the login steps."))
+    return section
 
 
 def _agents_section(label: str, agents: Agents) -> Section:
