@@ -1,0 +1,152 @@
+"""bench --scenario against a real Django admin (issue 29): the skeleton of ``django-admin
+startproject``, migrated on SQLite, a superuser made with ``createsuperuser --noinput``, served by
+gunicorn (2 sync workers) on a free loopback port. Each virtual user GETs the login form (the CSRF
+token captured from it, the csrftoken cookie kept in its jar), POSTs the login (302 and a
+sessionid cookie), then loops on GET /admin/, which answers 200 only to a logged-in user (else a
+302 to the login). The counts are checked against gunicorn's own access log."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pounder.servers import GunicornServer, gunicorn_missing
+from support.cliutil import assert_usage_error, run_cli
+from support.schemas import validate
+
+django = pytest.importorskip("django", reason="Django is not installed (pip install django)")
+
+PASSWORD = "pounder-S3cret pass&word"
+SCENARIO = """\
+[vars]
+user = "admin"
+password = "PASSWORD"
+
+[[login]]
+name = "login form"
+path = "/admin/login/"
+capture = [{ var = "csrf", body = 'name="csrfmiddlewaretoken" value="([^"]+)"' }]
+
+[[login]]
+name = "log in"
+path = "/admin/login/?next=/admin/"
+form = { csrfmiddlewaretoken = "{{csrf}}", username = "{{user}}", password = "{{password}}" }
+expect = [302]
+capture = [{ var = "session", cookie = "sessionid" }, { var = "to", header = "Location" }]
+
+[[loop]]
+name = "admin index"
+path = "/admin/"
+expect = [200]
+capture = [{ var = "title", body = '<title>(Site administration)' }]
+"""
+USERS = 4
+REQUESTS = 200
+# "127.0.0.1 - - [date] "GET /admin/ HTTP/1.1" 200 ..." (gunicorn's default access log format)
+_LOG_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/1\.1" (?P<status>\d{3}) ')
+
+
+@dataclass
+class Admin:
+    server: GunicornServer
+    access_log: Path
+    scenario: Path
+
+    def log_lines(self) -> list[re.Match[str]]:
+        text = self.access_log.read_text()
+        found = [_LOG_LINE.search(line) for line in text.splitlines()]
+        assert all(found), text
+        return [match for match in found if match is not None]
+
+
+def _django_admin(*args: str, cwd: Path, env: dict[str, str]) -> None:
+    subprocess.run([sys.executable, "-m", "django", *args], cwd=cwd, env=env, check=True, capture_output=True,
+                   timeout=120)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def admin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Admin]:
+    missing = gunicorn_missing()
+    if missing:
+        pytest.skip(missing)
+    root = tmp_path_factory.mktemp("django")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "mysite.settings", "PYTHONPATH": str(root / "mysite"),
+           "DJANGO_SUPERUSER_PASSWORD": PASSWORD}  # fmt: skip
+    _django_admin("startproject", "mysite", cwd=root, env={**env, "DJANGO_SETTINGS_MODULE": ""})
+    project = root / "mysite"
+    _django_admin("migrate", "--noinput", cwd=project, env=env)
+    _django_admin("createsuperuser", "--noinput", "--username", "admin", "--email", "admin@example.test",
+                  cwd=project, env=env)  # fmt: skip
+    access_log = root / "access.log"
+    server = GunicornServer(root / "gunicorn", "mysite.wsgi:application", pythonpath=str(project), workers=2,
+                            env={"DJANGO_SETTINGS_MODULE": "mysite.settings"}, ready_path="/admin/login/",
+                            extra_args=["--access-logfile", str(access_log)])  # fmt: skip
+    scenario = root / "admin.toml"
+    scenario.write_text(SCENARIO.replace('"PASSWORD"', json.dumps(PASSWORD)))
+    try:
+        server.start(timeout_s=60)
+        yield Admin(server, access_log, scenario)
+    finally:
+        server.stop()
+
+
+def test_every_virtual_user_logs_into_the_django_admin_once(admin: Admin, tmp_path: Path) -> None:
+    before = len(admin.log_lines())
+    out = tmp_path / "run.json"
+    code, stdout, stderr = run_cli("bench", "--scenario", str(admin.scenario), admin.server.url, "-c", str(USERS),
+                                   "-t", "2", "-n", str(REQUESTS), "--json", str(out))  # fmt: skip
+    print(stdout)
+    assert code == 0, stderr
+    result = json.loads(out.read_text())
+    validate(result, "bench-result")
+    form, login, index = result["steps"]
+    assert [step["name"] for step in result["steps"]] == ["login form", "log in", "admin index"]
+    assert [step["part"] for step in result["steps"]] == ["login", "login", "loop"]
+    for step in (form, login, index):  # no session ended: every user logged in once, then looped
+        assert (step["failed"], step["unexpected_status"], step["capture_missed"]) == (0, 0, 0), step
+        assert step["latency"]["count"] == step["complete"]
+        assert 0 < step["latency"]["percentiles"]["50"] <= step["latency"]["percentiles"]["99"]
+    assert form["complete"] == login["complete"] == USERS
+    assert index["complete"] == REQUESTS - 2 * USERS
+    assert result["requests"]["complete"] == REQUESTS and result["requests"]["failed"] == 0
+    assert result["status"] == {"200": REQUESTS - USERS, "302": USERS}
+    assert result["options"]["scenario"] == str(admin.scenario)
+
+    # the server saw exactly these requests: the login POSTs answered 302, every GET /admin/ 200
+    seen = admin.log_lines()[before:]
+    assert len(seen) == REQUESTS
+    by_kind: dict[tuple[str, str, str], int] = {}
+    for match in seen:
+        key = (match["method"], match["path"], match["status"])
+        by_kind[key] = by_kind.get(key, 0) + 1
+    assert by_kind == {("GET", "/admin/login/", "200"): USERS, ("POST", "/admin/login/?next=/admin/", "302"): USERS,
+                       ("GET", "/admin/", "200"): REQUESTS - 2 * USERS}  # fmt: skip
+
+    # the text report: the scenario and a row per step with its percentiles
+    assert f"Scenario:                 {admin.scenario} (2 login, 1 loop step" in stdout
+    rows = {line.split()[0] + " " + line.split()[1]: line.split() for line in stdout.splitlines()
+            if line.startswith(("login form", "log in", "admin index"))}  # fmt: skip
+    assert rows["log in"][2:7] == ["login", str(USERS), "0", "0", "0"]
+    assert rows["admin index"][2:7] == ["loop", str(REQUESTS - 2 * USERS), "0", "0", "0"]
+    assert all(re.fullmatch(r"\d+\.\d+", cell) for cell in rows["admin index"][7:10])
+
+
+def test_a_scenario_mistake_is_one_line_before_anything_is_sent(admin: Admin, tmp_path: Path) -> None:
+    before = len(admin.log_lines())
+    bad = tmp_path / "bad.toml"
+    bad.write_text(admin.scenario.read_text().replace("{{csrf}}", "{{token}}"))
+    code, stdout, stderr = run_cli("bench", "--scenario", str(bad), admin.server.url, "-n", "10")
+    assert_usage_error(code, stdout, stderr, f"{bad}: login step 2: form.csrfmiddlewaretoken: unknown variable "
+                                             "{{token}}")  # fmt: skip
+    code, stdout, stderr = run_cli("bench", "--scenario", str(admin.scenario), admin.server.url, "-n", "10",
+                                   "-m", "POST")  # fmt: skip
+    assert_usage_error(code, stdout, stderr, "-m/--method cannot go with --scenario")
+    assert len(admin.log_lines()) == before
