@@ -95,6 +95,40 @@ async fn connect_tcp(sa: &SocketAddr, throttle: Option<u64>) -> io::Result<TcpSt
     Ok(stream)
 }
 
+/// Where a response goes besides being counted: its head once complete (interim 1xx responses
+/// included) and, when wanted, its body's payload (chunked framing removed) piece by piece.
+pub trait Sink {
+    fn head(&mut self, head: &[u8]);
+    fn wants_body(&self) -> bool;
+    fn body(&mut self, payload: &[u8]);
+}
+
+/// The plain path's sink: nothing (compiled away).
+pub struct Discard;
+
+impl Sink for Discard {
+    #[inline(always)]
+    fn head(&mut self, _: &[u8]) {}
+    #[inline(always)]
+    fn wants_body(&self) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn body(&mut self, _: &[u8]) {}
+}
+
+impl<T: Sink + ?Sized> Sink for &mut T {
+    fn head(&mut self, head: &[u8]) {
+        (**self).head(head);
+    }
+    fn wants_body(&self) -> bool {
+        (**self).wants_body()
+    }
+    fn body(&mut self, payload: &[u8]) {
+        (**self).body(payload);
+    }
+}
+
 /// A successful exchange.
 #[derive(Clone, Copy, Debug)]
 pub struct Response {
@@ -199,16 +233,33 @@ impl<'a> Connection<'a> {
     /// connection open to another one is closed first. A request that fails on a reused
     /// connection before any response byte (the server closed it while idle) is sent once more on
     /// a new connection, as browsers do.
-    pub async fn exchange(&mut self, target: &Target, addr_id: usize) -> Result<Response, Failure> {
+    pub fn exchange<'s>(
+        &'s mut self,
+        target: &'s Target,
+        addr_id: usize,
+    ) -> impl std::future::Future<Output = Result<Response, Failure>> + use<'s, 'a> {
+        self.exchange_with(target, &target.request, target.head, addr_id, Discard)
+    }
+
+    /// `exchange` with other bytes than the target's (`head_request`: they ask for a HEAD), the
+    /// response's head and body also handed to `sink` (a scenario's step).
+    pub async fn exchange_with<S: Sink>(
+        &mut self,
+        target: &Target,
+        request: &[u8],
+        head_request: bool,
+        addr_id: usize,
+        mut sink: S,
+    ) -> Result<Response, Failure> {
         if self.addr_id != addr_id {
             self.close();
             self.addr_id = addr_id;
         }
         let reused = self.stream.is_some();
-        match self.attempt(target).await {
+        match self.attempt(target, request, head_request, &mut sink).await {
             Err(f) if reused && f.bytes_in == 0 && f.kind == ErrorKind::Reset => {
                 self.close();
-                self.attempt(target).await
+                self.attempt(target, request, head_request, &mut sink).await
             }
             other => other,
         }
@@ -219,7 +270,13 @@ impl<'a> Connection<'a> {
         self.written.get()
     }
 
-    async fn attempt(&mut self, target: &Target) -> Result<Response, Failure> {
+    async fn attempt<S: Sink>(
+        &mut self,
+        target: &Target,
+        request: &[u8],
+        head_request: bool,
+        sink: &mut S,
+    ) -> Result<Response, Failure> {
         self.written.set(false);
         let mut connect = None;
         let mut tls = None;
@@ -237,7 +294,7 @@ impl<'a> Connection<'a> {
             }
             self.stream = Some(stream);
         }
-        let mut result = self.roundtrip(target, connect).await;
+        let mut result = self.roundtrip(request, head_request, sink, connect).await;
         if let (Some(t), Ok(r)) = (tls, &mut result) {
             r.tls = Some(t);
         }
@@ -254,9 +311,15 @@ impl<'a> Connection<'a> {
         result
     }
 
-    async fn roundtrip(&mut self, target: &Target, connect: Option<Duration>) -> Result<Response, Failure> {
+    async fn roundtrip<S: Sink>(
+        &mut self,
+        request: &[u8],
+        head_request: bool,
+        sink: &mut S,
+        connect: Option<Duration>,
+    ) -> Result<Response, Failure> {
         let stream = self.stream.as_mut().expect("connected");
-        stream.write_all(&target.request).await.map_err(|e| Failure::unsent(io_kind(&e, false)))?;
+        stream.write_all(request).await.map_err(|e| Failure::unsent(io_kind(&e, false)))?;
         self.written.set(true);
         let written = Instant::now();
 
@@ -285,12 +348,13 @@ impl<'a> Connection<'a> {
             first_byte.get_or_insert_with(Instant::now);
             let fresh = if head.is_none() {
                 filled += n;
-                match parse_head(&self.buf[..filled], target.head) {
+                match parse_head(&self.buf[..filled], head_request) {
                     Ok(None) => {
                         pace_read(&mut pace, n).await;
                         continue;
                     }
                     Ok(Some(h)) => {
+                        sink.head(&self.buf[..h.len]);
                         body = BodyDecoder::new(h.framing);
                         reusable = h.reusable;
                         head = Some(h.status);
@@ -301,7 +365,9 @@ impl<'a> Connection<'a> {
             } else {
                 0..n
             };
-            let used = body.feed(&self.buf[fresh.clone()]).map_err(|_| Failure::new(ErrorKind::BadResponse, bytes_in))?;
+            let data = &self.buf[fresh.clone()];
+            let used = if sink.wants_body() { body.feed_with(data, |d| sink.body(d)) } else { body.feed(data) };
+            let used = used.map_err(|_| Failure::new(ErrorKind::BadResponse, bytes_in))?;
             if body.is_done() {
                 // Bytes past the response: nothing was asked for them, so the stream is out of step.
                 if used < fresh.len() {

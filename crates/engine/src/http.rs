@@ -177,17 +177,26 @@ impl BodyDecoder {
     }
 
     /// Feeds bytes; returns how many belong to this body (the rest would be a next response).
+    #[inline]
     pub fn feed(&mut self, data: &[u8]) -> Result<usize, Malformed> {
+        self.feed_with(data, |_| {})
+    }
+
+    /// `feed`, handing each piece of payload (chunked: the data without its framing) to `on_payload`.
+    #[inline]
+    pub fn feed_with(&mut self, data: &[u8], mut on_payload: impl FnMut(&[u8])) -> Result<usize, Malformed> {
         let mut i = 0;
         while i < data.len() {
             match self.state {
                 State::Done => break,
                 State::UntilClose => {
+                    on_payload(&data[i..]);
                     self.payload += (data.len() - i) as u64;
                     i = data.len();
                 }
                 State::Length(left) | State::Data(left) => {
                     let take = left.min((data.len() - i) as u64);
+                    on_payload(&data[i..i + take as usize]);
                     self.payload += take;
                     i += take as usize;
                     let left = left - take;
@@ -349,6 +358,21 @@ mod tests {
             let (payload, done, used) = decode(Framing::Chunked, CHUNKED, step).unwrap();
             assert_eq!((payload, done, used), (22, true, CHUNKED.len()), "step {step}");
         }
+    }
+
+    #[test]
+    fn feed_with_hands_over_the_payload_without_framing() {
+        for step in [1, 3, 64] {
+            let mut d = BodyDecoder::new(Framing::Chunked);
+            let mut out = Vec::new();
+            for piece in CHUNKED.chunks(step) {
+                d.feed_with(piece, |p| out.extend_from_slice(p)).unwrap();
+            }
+            assert_eq!(out, b"hello, world0123456789", "step {step}");
+        }
+        let mut out = Vec::new();
+        BodyDecoder::new(Framing::Length(5)).feed_with(b"helloEXTRA", |p| out.extend_from_slice(p)).unwrap();
+        assert_eq!(out, b"hello");
     }
 
     #[test]

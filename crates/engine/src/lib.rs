@@ -2,17 +2,22 @@
 //! latency in HDR histograms measured from each request's intended send time.
 
 mod connection;
+mod cookies;
 mod histogram;
 mod http;
 mod merge;
 mod pacer;
 mod runner;
+mod scenario;
+mod session;
 mod spec;
 mod stats;
+mod steps;
 mod timer;
 mod tls;
 
 pub use merge::{merge, sum_seconds};
 pub use runner::{run, Progress, Run};
+pub use scenario::{Capture, Encoding, Piece, Scenario, Source, Step};
 pub use tls::{probe as tls_probe, TlsOptions};
 pub use spec::{Addr, Order, Replay, Spec, Stage, Target, Warmup};

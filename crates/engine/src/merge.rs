@@ -22,7 +22,9 @@ pub fn merge(results: &[&str]) -> Result<String, String> {
     for (i, text) in results.iter().enumerate() {
         let at = |e: String| format!("merge: result {i}: {e}");
         let doc: Value = serde_json::from_str(text).map_err(|e| at(format!("not JSON: {e}")))?;
-        total.merge(&Stats::from_json(&doc).map_err(at)?);
+        let share = Stats::from_json(&doc).map_err(at)?;
+        crate::steps::check_same(&total.steps, &share.steps).map_err(at)?;
+        total.merge(&share);
         facts.push(run_facts(&doc).map_err(at)?);
         let series = doc.get("series").and_then(Value::as_array).ok_or_else(|| at("series: missing".into()))?;
         for (j, entry) in series.iter().enumerate() {

@@ -29,6 +29,8 @@ use crate::stats::{is_2xx, ErrorKind, Interval, RunFacts, SecondStats, Stats, Ti
 use crate::timer::PreciseTimer;
 use crate::tls::{RunTls, Tls};
 
+mod vu;
+
 /// How long requests in flight at the end may take to finish before they count as aborted.
 const DRAIN: Duration = Duration::from_secs(1);
 /// The same after a cancel (Ctrl-C, SIGTERM): the caller has promised to stop within a second.
@@ -541,7 +543,7 @@ fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) ->
     };
     let w = Rc::new(Worker {
         id,
-        stats: RefCell::new(Stats::new()),
+        stats: RefCell::new(crate::steps::stats_for(sh.spec.scenario.as_ref())),
         interval: RefCell::new(Interval::new(id, 0)),
         picker: RefCell::new(picker),
         tx,
@@ -656,6 +658,8 @@ impl Worker {
         // timer later is an atomic store, where a new timer per request is a wheel insertion.
         let timeout = tokio::time::sleep(self.sh.spec.timeout);
         tokio::pin!(timeout);
+        // a scenario: this task is a virtual user
+        let mut vu = self.sh.spec.scenario.as_ref().map(crate::session::Session::new);
         loop {
             if self.stopping.get() {
                 break;
@@ -677,7 +681,10 @@ impl Worker {
                     None => break,
                 }
             };
-            self.serve(&mut conn, &written, timeout.as_mut(), job).await;
+            match vu.as_mut() {
+                None => self.serve(&mut conn, &written, timeout.as_mut(), job).await,
+                Some(vu) => self.serve_step(vu, &mut conn, &written, timeout.as_mut(), job).await,
+            }
         }
     }
 
@@ -766,10 +773,11 @@ impl Worker {
         }
         let end = Instant::now();
         in_flight.disarm();
-        self.record(job, index, start, end, &result);
+        self.record(job, index, target.request.len(), start, end, &result);
     }
 
-    fn record(&self, job: Job, index: usize, start: Instant, end: Instant, result: &Result<Response, Failure>) {
+    /// Counts a request: `index` is its target (a scenario's: its step), `sent` its length.
+    fn record(&self, job: Job, index: usize, sent: usize, start: Instant, end: Instant, result: &Result<Response, Failure>) {
         let counters = &self.sh.counters[self.id];
         if !job.measured {
             let mut s = self.stats.borrow_mut();
@@ -800,7 +808,7 @@ impl Worker {
                 stats.record_ok(r.status, &timing);
                 stats.bytes_total += r.bytes_in;
                 stats.bytes_body += r.body;
-                stats.bytes_sent += self.sh.spec.targets[index].request.len() as u64;
+                stats.bytes_sent += sent as u64;
                 iv.complete += 1;
                 iv.non_2xx += u64::from(!is_2xx(r.status));
                 iv.bytes += r.bytes_in;
@@ -812,7 +820,7 @@ impl Worker {
                 stats.record_error(f.kind, lag);
                 stats.bytes_total += f.bytes_in;
                 if f.sent {
-                    stats.bytes_sent += self.sh.spec.targets[index].request.len() as u64;
+                    stats.bytes_sent += sent as u64;
                 }
                 iv.failed += 1;
                 iv.bytes += f.bytes_in;

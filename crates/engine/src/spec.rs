@@ -81,6 +81,9 @@ pub struct Spec {
     pub stages: Option<Vec<Stage>>,
     /// `Some`: open loop at these explicit times (excludes `stages`, random order, warm-up).
     pub replay: Option<Replay>,
+    /// Logged-in virtual users: each connection task runs the scenario's steps (the targets give
+    /// the steps' addresses only).
+    pub scenario: Option<crate::scenario::Scenario>,
     pub keepalive: bool,
     /// Close a connection after this many responses (0: no limit).
     pub calls_per_conn: u32,
@@ -120,6 +123,7 @@ impl Spec {
             warmup: Warmup::None,
             stages: None,
             replay: None,
+            scenario: None,
             keepalive: true,
             calls_per_conn: 0,
             timeout: Duration::from_secs(30),
@@ -139,7 +143,8 @@ impl Spec {
         if self.targets.is_empty() {
             return Err("targets: at least one target is needed".into());
         }
-        if self.targets.iter().any(|t| t.request.is_empty()) {
+        // a scenario's targets are addresses only: their requests are not sent
+        if self.scenario.is_none() && self.targets.iter().any(|t| t.request.is_empty()) {
             return Err("targets: a request is empty".into());
         }
         if self.targets.iter().any(|t| t.tls_name.is_some() && matches!(t.addr, Addr::Unix(_))) {
@@ -171,6 +176,12 @@ impl Spec {
         }
         if let Some(replay) = &self.replay {
             replay.validate(self)?;
+        }
+        if let Some(scenario) = &self.scenario {
+            scenario.validate(self.targets.len())?;
+            if self.replay.is_some() {
+                return Err("scenario excludes replay".into());
+            }
         }
         match &self.stages {
             None if self.replay.is_none() && self.requests.is_none() && self.duration.is_none() => {

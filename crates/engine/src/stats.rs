@@ -109,6 +109,8 @@ pub struct Stats {
     pub tls_resumed: u64,
     /// Some target is HTTPS: the result has the `tls` counts.
     pub tls_used: bool,
+    /// A scenario's steps (empty without one): the result has `steps`.
+    pub steps: Vec<crate::steps::StepStats>,
 }
 
 /// Late: started more than this after the intended time (microseconds).
@@ -150,6 +152,7 @@ impl Stats {
             tls_handshakes: 0,
             tls_resumed: 0,
             tls_used: false,
+            steps: Vec::new(),
         }
     }
 
@@ -220,6 +223,7 @@ impl Stats {
         self.tls_handshakes += o.tls_handshakes;
         self.tls_resumed += o.tls_resumed;
         self.tls_used |= o.tls_used;
+        crate::steps::merge(&mut self.steps, &o.steps);
         for (a, b) in self.status.iter_mut().zip(&o.status) {
             *a += b;
         }
@@ -300,6 +304,9 @@ impl Stats {
         if self.tls_used {
             doc["tls"] = json!({"handshakes": self.tls_handshakes, "resumed": self.tls_resumed});
         }
+        if !self.steps.is_empty() {
+            doc["steps"] = crate::steps::to_json(&self.steps, export);
+        }
         if export {
             let hists = HISTOGRAMS.iter().zip(self.hists()).map(|(&k, h)| (k.to_string(), json!(h.encode())));
             doc["histograms"] = Value::Object(hists.collect());
@@ -350,6 +357,7 @@ impl Stats {
             let text = hists.get(key).and_then(Value::as_str).ok_or_else(|| format!("histograms: no {key}"))?;
             *h = Hist::decode(text).map_err(|e| format!("histograms.{key}: {e}"))?;
         }
+        s.steps = crate::steps::from_json(doc)?;
         Ok(s)
     }
 }

@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 mod flame;
+mod scenario;
 
 fn bad(msg: impl Into<String>) -> PyErr {
     PyValueError::new_err(msg.into())
@@ -136,6 +137,7 @@ fn spec(d: &Bound<'_, PyDict>) -> PyResult<Spec> {
         })
         .transpose()?;
     s.replay = opt::<Bound<'_, PyDict>>(d, "replay")?.map(|r| replay(&r, d)).transpose()?;
+    s.scenario = opt::<Bound<'_, PyDict>>(d, "scenario")?.map(|sc| scenario::scenario(&sc)).transpose()?;
     s.tls = opt::<Bound<'_, PyDict>>(d, "tls")?.map(|t| tls_options(&t)).transpose()?;
     s.keepalive = opt(d, "keepalive")?.unwrap_or(true);
     s.calls_per_conn = opt(d, "calls_per_conn")?.unwrap_or(0);
