@@ -150,3 +150,51 @@ def test_a_scenario_mistake_is_one_line_before_anything_is_sent(admin: Admin, tm
                                    "-m", "POST")  # fmt: skip
     assert_usage_error(code, stdout, stderr, "-m/--method cannot go with --scenario")
     assert len(admin.log_lines()) == before
+
+
+def test_shares_of_the_virtual_users_merge_into_the_whole_run(admin: Admin) -> None:
+    """What agents do with --ray (pounder.agents): each share of the spec (its share of the users,
+    every other request slot) run with export_histograms, the results merged by the engine."""
+    from pounder import BenchSpec, __version__
+    from pounder.load import BenchResult, load_engine
+
+    spec = BenchSpec.from_options(admin.server.url, scenario=admin.scenario, connections=USERS, requests=60)
+    engine = load_engine()
+    before = len(admin.log_lines())
+    runs = [engine.start({**spec.share_spec(index, 2), "export_histograms": True}) for index in range(2)]
+    for run in runs:
+        assert run.wait(60.0)
+    shares = [json.loads(run.result()) for run in runs]
+    merged = BenchResult.from_engine(engine.merge([json.dumps(share) for share in shares]),
+                                     options=spec.run_options(), started_at="now", interrupted=False,
+                                     tool_version=__version__)  # fmt: skip
+    assert merged.steps is not None
+    for index, step in enumerate(merged.steps):
+        assert step.complete == sum(share["steps"][index]["complete"] for share in shares)
+        assert step.latency.count == step.complete
+        assert (step.failed, step.unexpected_status, step.capture_missed) == (0, 0, 0)
+    assert [step.complete for step in merged.steps[:2]] == [USERS, USERS]  # 2 users in each share
+    assert merged.requests.complete == sum(step.complete for step in merged.steps) == 60
+    assert len(admin.log_lines()) - before == 60
+
+
+def test_open_loop_users_log_in_once_each(admin: Admin, tmp_path: Path) -> None:
+    """Open loop: a virtual user per connection the schedule needs (at most -c), each logged in once;
+    a request due while every user is busy (the logins are slow: PBKDF2) is unsent, not sent."""
+    before = len(admin.log_lines())
+    out = tmp_path / "open.json"
+    code, _, stderr = run_cli("bench", "--scenario", str(admin.scenario), admin.server.url, "--rate", "50", "-d", "3s",
+                              "-c", str(USERS), "--json", str(out), "--quiet")  # fmt: skip
+    assert code == 0, stderr
+    result = json.loads(out.read_text())
+    form, login, index = result["steps"]
+    assert 1 <= login["complete"] <= form["complete"] <= USERS  # the run may end between a user's two logins
+    assert index["complete"] > 0
+    assert all((step["unexpected_status"], step["capture_missed"]) == (0, 0) for step in result["steps"])
+    # at most a request still in flight when the run ended (aborted after the drain); nothing else failed
+    failed = sum(step["failed"] for step in result["steps"])
+    assert failed == result["requests"]["failed"] == result["errors"]["aborted"]
+    sent = result["requests"]["complete"] + result["requests"]["failed"]
+    assert form["complete"] + login["complete"] + index["complete"] == result["requests"]["complete"]
+    assert result["status"] == {"200": result["requests"]["complete"] - login["complete"], "302": login["complete"]}
+    assert len(admin.log_lines()) - before == sent

@@ -342,6 +342,7 @@ def render_report(result: BenchResult) -> str:
         _client(result),
         _server(result),
         _agents(result),
+        [] if result.gates is None else result.gates.render(),
     ]
     sections = [section for section in sections if section]
     return "\n\n".join("\n".join(section) for section in sections) + "\n"
