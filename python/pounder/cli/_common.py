@@ -15,6 +15,8 @@ from pounder._errors import PounderError, UsageError, public
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_GATES = 3
+"""A ``--fail-if`` gate failed (or could not be measured): the run itself went fine."""
 EXIT_INTERRUPTED = _interrupt.EXIT_INTERRUPTED
 
 
@@ -159,6 +161,34 @@ def json_option(panel: str, schema: str, replaces: str, more: str = "") -> Any:
     instead of the ``replaces`` (the report, the table); ``more``: a sentence of the command's own."""
     return option("--json", panel=panel, metavar="PATH", help=" ".join(filter(None, (
         f"Write the result as JSON (schema {schema}); '-' for stdout, which replaces the {replaces}.", more))))
+
+
+BENCH_GATES = (
+    "p99>300ms, p50>50ms, errors>1%, non2xx>0, rps<500, late>1% (open loop). Metrics: p50 p66 p75 p80 p90 p95 p98 "
+    "p99 p99.9 max mean (the corrected latency, with a unit), errors and non2xx (a count, or a share with %), rps "
+    "(completed requests/s), late (requests sent more than 1 ms late or not sent).")
+COMPARE_GATES = (
+    "slower>5%: a variant fails only when the WHOLE 95 % interval of its ratio to the baseline says it is more than "
+    "5 % slower, on the figure the verdict is about (requests/s in closed loop, p99 latency in open loop), so noise "
+    "does not fail a build. Also each URL's p50, p99, rps (medians over its counted trials: p99>300ms) and errors, "
+    "non2xx (over its measured trials: errors>1%).")
+
+
+def fail_if_option(panel: str, metrics: str, more: str = "") -> Any:
+    """``--fail-if EXPR`` (repeatable) of the commands that measure (bench, compare, run): ``metrics``
+    says what the command's gates take (:data:`BENCH_GATES`, :data:`COMPARE_GATES`), ``more`` is a
+    sentence of its own."""
+    return option("--fail-if", panel=panel, metavar="EXPR", help=" ".join(filter(None, (
+        "Fail (exit status 3) when EXPR holds:", metrics, "Operators > >= < <=. Repeatable; a gate that cannot be "
+        "measured fails. The verdicts are printed after the report and written into the JSON.", more))))
+
+
+def gates_exit(failure: str | None) -> None:
+    """After the outputs: ``failure`` (the line naming the gates that failed, None when all
+    passed) on stderr and exit 3."""
+    if failure is not None:
+        print_error(failure)
+        raise typer.Exit(EXIT_GATES)
 
 
 def quiet_option(panel: str) -> Any:

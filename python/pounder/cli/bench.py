@@ -18,7 +18,10 @@ from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_output
 from pounder.agents import agent_file, make_sender
 from pounder.cli._common import (
+    BENCH_GATES,
     check_report_path,
+    fail_if_option,
+    gates_exit,
     interrupted,
     json_option,
     kept_outputs,
@@ -63,7 +66,8 @@ BENCH_HELP = "\n\n".join(
         "The target must be on this machine (127.0.0.0/8 or ::1) unless --allow-remote.",
         "Exit status: 0 done, 1 could not run, no request succeeded or an agent was lost (the result is still "
         "reported and written), "
-        "2 bad input, 130 interrupted by Ctrl-C or SIGHUP, 143 by SIGTERM (the partial result is still reported).",
+        "2 bad input, 3 a --fail-if gate failed, 130 interrupted by Ctrl-C or SIGHUP, 143 by SIGTERM (the partial "
+        "result is still reported, its gates too).",
     ]
 )
 
@@ -107,6 +111,7 @@ SERVER_STATUS = option("--server-status", panel=_SERVER, metavar="URL", help=(
 SAMPLE_INTERVAL = option("--sample-interval", panel=_SERVER, metavar="TIME", help=(
     "How often the server is sampled; default 1s."))
 QUIET = quiet_option(_OUT)
+FAIL_IF = fail_if_option(_OUT, BENCH_GATES, "Evaluated on the final result (merged, with --ray).")
 # fmt: on
 
 
@@ -175,6 +180,7 @@ def bench_command(
     agents_per_node: Annotated[int | None, AGENTS_PER_NODE] = None,
     quiet: Annotated[bool, QUIET] = False,
     report: Annotated[Text, REPORT] = None,
+    fail_if: Annotated[list[str] | None, FAIL_IF] = None,
 ) -> None:
     """Load an HTTP server and report throughput, latency and errors (help: BENCH_HELP)."""
     json_out, csv_out = _outputs(json_path, csv_path)
@@ -197,7 +203,7 @@ def bench_command(
                 tsv_path=tsv_path, hdr_log_path=hdr_log, options=load, server_pid=server_pid,
                 server_pidfile=server_pidfile, server_name=server_name, server_status=server_status,
                 sample_interval=sample_interval, sender=make_sender(ray, agents, agents_per_node),
-                on_progress=threads_warning(load, on_progress),
+                on_progress=threads_warning(load, on_progress), gates=fail_if or None,
             )  # fmt: skip
         except OutputWriteError as error:  # the figures are whole: shown, then the one line
             result, unwritten = error.result, error
@@ -219,3 +225,4 @@ def bench_command(
     if result.requests.complete == 0:  # the outputs are written; the run still did not work
         failed = ", ".join(f"{name.replace('_', ' ')} {count:,}" for name, count in result.errors.nonzero().items())
         raise PounderError(f"no request succeeded ({result.requests.failed:,} failed{': ' + failed if failed else ''})")
+    gates_exit(None if result.gates is None else result.gates.failure_line())

@@ -20,7 +20,10 @@ from pounder._matplotlib import require_matplotlib
 from pounder._units import parse_count
 from pounder.agents import make_sender
 from pounder.cli._common import (
+    COMPARE_GATES,
     check_report_path,
+    fail_if_option,
+    gates_exit,
     interrupted,
     kept_outputs,
     option,
@@ -76,8 +79,8 @@ COMPARE_HELP = "\n\n".join(
         "than 2 counted trials for a URL there is no ratio and the verdict is unknown.",
         "Targets must be on this machine (127.0.0.0/8 or ::1) unless --allow-remote.",
         "Exit status: 0 done, 1 could not run, or a URL was left with fewer than 2 counted trials because its "
-        "requests failed (the results are still written and reported), 2 bad input, 130 interrupted (the trials "
-        "done are still reported).",
+        "requests failed (the results are still written and reported), 2 bad input, 3 a --fail-if gate failed, "
+        "130 interrupted (the trials done are still reported, their gates too).",
     ]
 )
 
@@ -107,6 +110,7 @@ REPORT = report_option(_OUT, "comparison")
 CHART = option("--chart", panel=_OUT, metavar="PATH.png|.svg", help=(
     "Draw median requests/s and p99 latency per URL with their 95 % intervals (needs matplotlib)."))
 QUIET = quiet_option(_OUT)
+FAIL_IF = fail_if_option(_OUT, COMPARE_GATES)
 # fmt: on
 
 
@@ -234,6 +238,7 @@ def compare_command(
     chart_path: Annotated[Text, CHART] = None,
     quiet: Annotated[bool, QUIET] = False,
     report: Annotated[Text, REPORT] = None,
+    fail_if: Annotated[list[str] | None, FAIL_IF] = None,
 ) -> None:
     """Compare URLs in interleaved trials (help: COMPARE_HELP)."""
     labels = labels_for(urls, label)
@@ -253,7 +258,7 @@ def compare_command(
             trials=count, warmup=not no_warmup, baseline=baseline, min_effect=effect,
             results=None if json_out in (None, "-") else json_out, on_trial=on_trial,
             on_progress=threads_warning(load, on_progress),
-            options=load, sender=make_sender(ray, agents, agents_per_node),
+            options=load, sender=make_sender(ray, agents, agents_per_node), gates=fail_if or None,
         )  # fmt: skip
     with _interrupt.deferred():  # a signal now waits until every output is whole
         _emit(result, json_out, chart_out, quiet)
@@ -264,3 +269,4 @@ def compare_command(
     failure = failure_message(result)
     if failure is not None:  # written and reported; still no comparison
         raise PounderError(failure)
+    gates_exit(None if result.gates is None else result.gates.failure_line())

@@ -14,7 +14,10 @@ from pounder._errors import PounderError
 from pounder._files import check_distinct
 from pounder.agents import make_sender
 from pounder.cli._common import (
+    COMPARE_GATES,
     check_report_path,
+    fail_if_option,
+    gates_exit,
     interrupted,
     measured_run,
     option,
@@ -22,6 +25,7 @@ from pounder.cli._common import (
     write_html_report,
 )
 from pounder.cli._load_options import AGENTS, AGENTS_PER_NODE, RAY
+from pounder.compare import parse_compare_gates
 from pounder.experiment import load_experiment, run_experiment
 from pounder.pool import ResultsDir
 
@@ -33,7 +37,7 @@ RUN_HELP = "\n\n".join([
     "The classic experiments ship in examples/experiments/. Everything is written to the results directory as it "
     "is measured.",
     "Exit status: 0 done, 1 a server or a measurement failed or no request succeeded to a variant (written first), "
-    "2 bad input (a bad file names its line and key), "
+    "2 bad input (a bad file names its line and key), 3 a gate failed (--fail-if or the file's fail_if), "
     "130 interrupted.",
 ])
 
@@ -43,6 +47,8 @@ RESULTS = option("--results", panel="Output", metavar="DIR", help=(
     "Where to write the results (default ./pounder-run-NAME-DATE-TIME); must not exist or be empty."))
 REPORT = report_option("Output", "results")
 QUICK = option("--quick", panel="Run", help="At most 3 trials of 1 s per variant and load.")
+FAIL_IF = fail_if_option("Output", COMPARE_GATES, (
+    "Evaluated on every load's comparison, after the experiment file's own fail_if = [\"slower>5%\", ...]."))
 
 
 def run_command(
@@ -53,7 +59,9 @@ def run_command(
     ray: Annotated[str | None, RAY] = None,
     agents: Annotated[int | None, AGENTS] = None,
     agents_per_node: Annotated[int | None, AGENTS_PER_NODE] = None,
+    fail_if: Annotated[list[str] | None, FAIL_IF] = None,
 ) -> int:
+    gates = parse_compare_gates(fail_if)  # before anything is started
     sender = make_sender(ray, agents, agents_per_node)
     exp = load_experiment(experiment)
     where = results if results is not None else f"pounder-run-{exp.path.stem}-{datetime.now():%Y%m%d-%H%M%S}"
@@ -71,7 +79,8 @@ def run_command(
 
     measured = f"what was measured is in {where}"
     with measured_run(measured, keep):
-        outcome = run_experiment(exp, where, quick=quick, log=log, sender=sender)
+        outcome = run_experiment(exp, where, quick=quick, log=log, sender=sender,
+                                 gates=[gate.text for gate in gates] if fail_if else None)
     with _interrupt.deferred():  # a signal now waits until the summary and the page are out
         sys.stdout.write(outcome.render())
         keep()
@@ -80,4 +89,6 @@ def run_command(
     failures = outcome.failures()
     if failures:  # written and printed; still no comparison with them (as pounder compare)
         raise PounderError("; ".join(failures))
+    gate_failures = outcome.gate_failures()
+    gates_exit("; ".join(gate_failures) if gate_failures else None)
     return 0

@@ -18,7 +18,8 @@ counts only when at most 1 % of its requests failed (and one completed); a varia
 than 2 counted trials has no ratio and the verdict "unknown" (:attr:`CompareResult.failed_variants`,
 :func:`failure_message`). See
 :mod:`pounder.compare._trials` for the run, :mod:`pounder.compare._result` for the result and
-:mod:`pounder._stats` for the statistics (shared: the profiler's cost uses them too).
+:mod:`pounder._stats` for the statistics (shared: the profiler's cost uses them too);
+:mod:`pounder.compare._gates` for the ``--fail-if`` gates of a comparison (``slower>5%``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pounder._stats import (
     verdict,
 )
 from pounder.compare._chart import chart_format, render_chart
+from pounder.compare._gates import COMPARE_METRICS, evaluate_compare_gates, parse_compare_gates
 from pounder.compare._report import describe_errors, failure_message, format_rate, format_ratio, render_compare
 from pounder.compare._result import (
     SCHEMA,
@@ -58,6 +60,9 @@ from pounder.compare._trials import (
 from pounder.load import MAX_FAILED, clean_trial  # a counted trial's rule, defined with the results
 
 __all__ = [
+    "COMPARE_METRICS",
+    "evaluate_compare_gates",
+    "parse_compare_gates",
     "DEFAULT_TRIALS",
     "MAX_FAILED",
     "MAX_TRIALS",

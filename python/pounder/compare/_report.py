@@ -252,4 +252,6 @@ def render_compare(result: CompareResult) -> str:
     notes = _notes(result)
     if notes:
         sections.append(notes)
+    if result.gates is not None and result.gates.results:
+        sections.append(result.gates.render())
     return "\n\n".join("\n".join(section) for section in sections) + "\n"

@@ -22,7 +22,7 @@ from pounder._stats import (
     median_interval,
     ratio_interval,
 )
-from pounder.load import MAX_FAILED, BenchResult, HttpOptions, LoadModel, Stage, clean_trial
+from pounder.load import MAX_FAILED, BenchResult, GateReport, HttpOptions, LoadModel, Stage, clean_trial
 
 SCHEMA = "pounder/compare/1"
 
@@ -207,6 +207,8 @@ class CompareResult:
     connect: tuple[str, ...]
     """Where pounder connected for each variant ("ip:port")."""
     trials: tuple[Trial, ...] = field(default=())
+    gates: GateReport | None = None
+    """The ``--fail-if`` gates evaluated once the comparison ended (:mod:`pounder.compare._gates`), else None."""
 
     @property
     def complete(self) -> bool:
@@ -314,6 +316,7 @@ class CompareResult:
             "variants": [summary.to_dict() for summary in self.summaries],
             "comparisons": [comparison.to_dict() for comparison in self.comparisons],
             "trials": [trial.to_dict() for trial in self.trials],
+            **({} if self.gates is None else {"gates": self.gates.to_list()}),  # only when gates were given
         }
 
     def to_json(self, indent: int | None = 2) -> str:

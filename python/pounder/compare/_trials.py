@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,8 +27,9 @@ from pounder._errors import PounderError, UsageError, check_callable, check_path
 from pounder._files import check_output_path, utc_timestamp, write_atomic
 from pounder._stats import MIN_EFFECT
 from pounder._version import __version__
+from pounder.compare._gates import ACCEPTED, COMPARE_METRICS, evaluate_compare_gates, parse_compare_gates
 from pounder.compare._result import CompareOptions, CompareResult, Trial, TrialCallback, Variant
-from pounder.load import ENGINE, BenchSpec, LoadOptions, ProgressCallback, Sender, run_bench
+from pounder.load import ENGINE, BenchSpec, Gate, LoadOptions, ProgressCallback, Sender, check_tls, run_bench
 from pounder.procs import ServerSampler, ServerTarget, find_server, serves
 
 DEFAULT_TRIALS = 5
@@ -150,6 +152,7 @@ def compare(
     on_progress: ProgressCallback | None = None,
     options: LoadOptions | None = None,
     sender: Sender | None = None,
+    gates: Sequence[str | Gate] | str | None = None,
     **load: Any,
 ) -> CompareResult:
     """Is one variant faster than another, and by how much: the same load against each variant,
@@ -169,10 +172,15 @@ def compare(
     :class:`pounder.agents.Cluster`: the same agents on a Ray cluster, placed once for the whole
     comparison).
 
+    ``gates``: ``--fail-if`` expressions (``"slower>5%"``, ``"p99>300ms"``; see
+    :func:`parse_compare_gates`) or :class:`~pounder.load.Gate` objects, checked before anything
+    is sent and evaluated once the comparison ended (also when interrupted): ``result.gates``.
+
     Raises :class:`~pounder.UsageError` on bad input, before anything is sent. On Ctrl-C the
     trials done are returned, with ``interrupted=True``.
     """
     checked = _check_variants(variants)
+    gate_list = _gates(gates)
     labels = [variant.label for variant in checked]
     check_text(baseline, "baseline", optional=True)
     check_path(results, "results", optional=True)
@@ -201,13 +209,26 @@ def compare(
         for spec in specs:
             opened.check(spec)
         return _trials(checked, specs, servers, output, opened, on_trial, on_progress,
-                       trials=trials, warmup=warmup, baseline=base, min_effect=min_effect)
+                       trials=trials, warmup=warmup, baseline=base, min_effect=min_effect, gates=gate_list)
+
+
+def _gates(gates: Sequence[str | Gate] | str | None) -> tuple[Gate, ...] | None:
+    """``compare``'s gates (None: none given): expressions parsed, :class:`Gate` objects as they are."""
+    if gates is None or isinstance(gates, str):
+        return None if gates is None else parse_compare_gates(gates)
+    if not isinstance(gates, Sequence):
+        raise UsageError(f"gates must be a list of --fail-if expressions such as 'slower>5%', not {gates!r}")
+    checked = tuple(gate if isinstance(gate, Gate) else parse_compare_gates(gate)[0] for gate in gates)
+    for gate in checked:
+        if gate.metric not in COMPARE_METRICS:
+            raise UsageError(f"invalid gate {gate.text!r}: a comparison takes {ACCEPTED}")
+    return checked
 
 
 def _trials(checked: tuple[Variant, ...], specs: Sequence[BenchSpec], servers: Sequence[ServerTarget | None],
             output: str | None, sender: Sender, on_trial: TrialCallback | None,
             on_progress: ProgressCallback | None, *, trials: int, warmup: bool, baseline: str,
-            min_effect: float) -> CompareResult:
+            min_effect: float, gates: tuple[Gate, ...] | None = None) -> CompareResult:
     labels = [variant.label for variant in checked]
     base = baseline
     first = specs[0].run_options()
@@ -254,6 +275,8 @@ def _trials(checked: tuple[Variant, ...], specs: Sequence[BenchSpec], servers: S
     except KeyboardInterrupt:
         interrupted = True
     final = _with(result, done, finished=True, interrupted=interrupted)
+    if gates is not None:
+        final = replace(final, gates=evaluate_compare_gates(gates, final))
     save(final)
     return final
 

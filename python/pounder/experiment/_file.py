@@ -5,6 +5,7 @@ compare them under.
 
     title = "Custom handler against ModPerl::Registry"
     description = "What the experiment shows, one paragraph."
+    fail_if = ["slower>5%"]     # optional: gates on every load's comparison (pounder compare --fail-if)
 
     [server]
     adapter = "apache"          # apache | gunicorn | starman | command | url
@@ -45,7 +46,7 @@ from typing import Any
 from pounder._errors import UsageError, check_path, public
 from pounder._files import SMALL_LIMIT, check_input_file
 from pounder._units import plain
-from pounder.compare import MAX_TRIALS, MAX_VARIANTS, MIN_TRIALS, check_label
+from pounder.compare import MAX_TRIALS, MAX_VARIANTS, MIN_TRIALS, check_label, parse_compare_gates
 from pounder.load import LoadOptions, NotLoopbackError, parse_url, resolve
 from pounder.pool import KINDS, TARGET_FIELDS, puma_threads, refused_option
 
@@ -151,6 +152,8 @@ class Experiment:
     variants: tuple[VariantSpec, ...]
     baseline: str
     record: tuple[str, ...]
+    fail_if: tuple[str, ...] = ()
+    """The file's ``fail_if`` gates (``pounder compare --fail-if`` expressions), checked when read."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -159,7 +162,7 @@ class Experiment:
                        for k, v in self.server.__dict__.items()},
             "loads": [dict(load.__dict__) for load in self.loads],
             "variants": [{**v.__dict__, "env": dict(v.env)} for v in self.variants],
-            "baseline": self.baseline, "record": list(self.record),
+            "baseline": self.baseline, "record": list(self.record), "fail_if": list(self.fail_if),
         }
 
 
@@ -305,7 +308,7 @@ def load_experiment(path: str | Path) -> Experiment:
     file, line and key of the first mistake."""
     path = Path(check_path(path, "load_experiment: path"))
     r, data = _parsed(path)
-    r.table(data, "", {"title", "description", "server", "load", "variant", "baseline", "record"})
+    r.table(data, "", {"title", "description", "server", "load", "variant", "baseline", "record", "fail_if"})
     title = r.get(data, "", "title", str, required=True)
     description = r.get(data, "", "description", str, default="")
     server = _server(r, data, path.resolve().parent)
@@ -324,7 +327,20 @@ def load_experiment(path: str | Path) -> Experiment:
             raise r.fail("record", "profiles are taken on the servers pounder starts, not with adapter 'url' (its "
                                    "variants name no server: profile one with pounder profile --server-pidfile)")
     return Experiment(path=path.resolve(), title=title, description=description, server=server, loads=tuple(loads),
-                      variants=tuple(variants), baseline=baseline, record=tuple(record))
+                      variants=tuple(variants), baseline=baseline, record=tuple(record), fail_if=_fail_if(r, data))
+
+
+def _fail_if(r: _Reader, data: dict[str, Any]) -> tuple[str, ...]:
+    """``fail_if = ["slower>5%", "p99>300ms"]``: the gates of every load's comparison, each checked."""
+    gates = r.get(data, "", "fail_if", list, default=[])
+    for gate in gates:
+        if not isinstance(gate, str):
+            raise r.fail("fail_if", f"expected a list of strings such as \"slower>5%\", got {gate!r}")
+        try:
+            parse_compare_gates(gate, "gate")
+        except UsageError as error:
+            raise r.fail("fail_if", str(error)) from None
+    return tuple(gates)
 
 
 def _parsed(path: Path) -> tuple[_Reader, dict[str, Any]]:

@@ -24,10 +24,18 @@ from pounder._errors import PounderError, UsageError, check_callable, check_inst
 from pounder._files import utc_timestamp
 from pounder._units import MIB
 from pounder._version import __version__
-from pounder.compare import CompareResult, TrialCallback, Variant, compare, failure_message, render_compare
+from pounder.compare import (
+    CompareResult,
+    TrialCallback,
+    Variant,
+    compare,
+    failure_message,
+    parse_compare_gates,
+    render_compare,
+)
 from pounder.experiment._file import Experiment, LoadSpec, VariantSpec
 from pounder.experiment._profiles import check_profiles, moved_lines, params_of, profile_variants
-from pounder.load import ENGINE, BenchSpec, Sender
+from pounder.load import ENGINE, BenchSpec, Gate, Sender
 from pounder.pool import (
     TARGET_FIELDS,
     Adapter,
@@ -85,6 +93,12 @@ class ExperimentResult:
                 for index, (load, result) in enumerate(self.comparisons, start=1)
                 if (message := failure_message(result)) is not None]
 
+    def gate_failures(self) -> list[str]:
+        """For each load whose comparison failed a gate: ``load N (LABEL): ...`` (the gates that failed)."""
+        return [f"load {index} ({load.label}): {line}"
+                for index, (load, result) in enumerate(self.comparisons, start=1)
+                if result.gates is not None and (line := result.gates.failure_line()) is not None]
+
     def render(self) -> str:
         exp = self.experiment
         out = [exp.title, "=" * len(exp.title)]
@@ -131,13 +145,15 @@ class ExperimentResult:
 
 @public
 def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False, log: Log | None = None,
-                   on_trial: TrialCallback | None = None, sender: Sender | None = None) -> ExperimentResult:
+                   on_trial: TrialCallback | None = None, sender: Sender | None = None,
+                   gates: Sequence[str] | None = None) -> ExperimentResult:
     """Run every load of ``exp``; everything measured is in ``results`` as it comes. Ctrl-C (or
     any ``KeyboardInterrupt``) stops it: every server is stopped, what was measured is written and
     returned with ``interrupted=True``. ``sender``: what sends the loads (default this machine's
     engine; a :class:`pounder.agents.Cluster` is placed for each load's comparison, see
-    :func:`pounder.compare.compare`)."""
+    :func:`pounder.compare.compare`). ``gates``: more gates than the file's ``fail_if`` (:func:`_gates`)."""
     check_instance(exp, Experiment, "run_experiment: exp (see load_experiment)")
+    checked_gates = _gates(exp, gates)
     check_path(results, "run_experiment: results")
     check_callable(log, "run_experiment: log")
     check_callable(on_trial, "run_experiment: on_trial")
@@ -147,12 +163,7 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
     ResultsDir.check_new(results)
     planned = _servers(exp)  # every server's inputs checked (UsageError) before anything is created
     check_profiles(exp, [adapter for _, adapter in planned])
-    for index, load in enumerate(exp.loads, start=1):  # as load_experiment did (an Experiment may be built by hand)
-        load.options().load_model()
-        try:  # what the sender cannot send (agents cannot share), before any server starts
-            sender.check(BenchSpec.from_options("http://127.0.0.1:1/", options=load.options()))
-        except UsageError as error:
-            raise UsageError(f"load {index} ({load.label}): {error}") from None
+    _check_loads(exp, sender)
     folder = Path(results)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -181,7 +192,7 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
                 for index, load in enumerate(exp.loads, start=1):
                     say(f"load {index}: {load.label}")
                     result = _compare(variants, exp.baseline, load, quick, on_trial, folder / f"load-{index}.json",
-                                      sender)
+                                      sender, checked_gates)
                     comparisons.append((load, result))
                     if result.interrupted:
                         interrupted = True
@@ -212,6 +223,26 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
 
 
 Started = list[tuple[list[VariantSpec], Runner, ManagedServer]]
+
+
+def _check_loads(exp: Experiment, sender: Sender) -> None:
+    """Every load as load_experiment checked it (an Experiment may be built by hand), and what the
+    sender cannot send (agents cannot share), before any server starts."""
+    for index, load in enumerate(exp.loads, start=1):
+        load.options().load_model()
+        try:
+            sender.check(BenchSpec.from_options("http://127.0.0.1:1/", options=load.options()))
+        except UsageError as error:
+            raise UsageError(f"load {index} ({load.label}): {error}") from None
+
+
+def _gates(exp: Experiment, gates: Sequence[str] | None) -> tuple[Gate, ...] | None:
+    """The gates of every load's comparison: the experiment file's ``fail_if``, then ``gates``
+    (``--fail-if`` expressions of a comparison, :func:`pounder.compare.parse_compare_gates`); None
+    when there are none."""
+    if not exp.fail_if and gates is None:
+        return None
+    return (*parse_compare_gates(exp.fail_if, "fail_if"), *parse_compare_gates(gates))
 
 
 def _servers(exp: Experiment) -> list[tuple[list[VariantSpec], Adapter]]:
@@ -251,7 +282,8 @@ def _start_servers(exp: Experiment, planned: list[tuple[list[VariantSpec], Adapt
 
 
 def _compare(variants: Sequence[Variant], baseline: str, load: LoadSpec, quick: bool,
-             on_trial: TrialCallback | None, results: Path, sender: Sender) -> CompareResult:
+             on_trial: TrialCallback | None, results: Path, sender: Sender,
+             gates: tuple[Gate, ...] | None = None) -> CompareResult:
     """The comparison under ``load``, written to ``results`` after every trial."""
     duration = load.duration
     if quick and duration is not None:
@@ -259,5 +291,5 @@ def _compare(variants: Sequence[Variant], baseline: str, load: LoadSpec, quick: 
     return compare(list(variants), baseline=baseline, trials=min(load.trials, QUICK_TRIALS) if quick else load.trials,
                    connections=load.connections, requests=None if quick and duration else load.requests,
                    duration=duration, rate=load.rate, keepalive=load.keepalive, on_trial=on_trial,
-                   results=results, sender=sender)
+                   results=results, sender=sender, gates=gates)
 

@@ -5,8 +5,8 @@ interface; this machine's engine, run in ``_bench``, is the first; agents on a c
 :mod:`pounder.agents`, the second), results (``_result``, with the engine's measurements in
 ``_measured``, the options it ran with in ``_run_options`` and the agents who sent it in
 ``_distributed``) and their
-text and CSV forms (``_report``, ``_csv``); the user's traffic from an access log
-(``_access_log``). The public names are re-exported by :mod:`pounder`."""
+text and CSV forms (``_report``, ``_csv``); pass/fail gates on a result (``_gates``); the user's
+traffic from an access log (``_access_log``). The public names are re-exported by :mod:`pounder`."""
 
 from pounder.load._access_log import (
     STATIC_EXTENSIONS,
@@ -32,6 +32,17 @@ from pounder.load._bench import (
 )
 from pounder.load._csv import render_csv
 from pounder.load._distributed import AgentReport, Agents
+from pounder.load._gates import (
+    BENCH_METRICS,
+    Gate,
+    GateReport,
+    GateResult,
+    check_gates,
+    evaluate_gates,
+    parse_gate,
+    parse_gates,
+    verdict_of,
+)
 from pounder.load._measured import (
     ERROR_CATEGORIES,
     MAX_FAILED,
@@ -61,6 +72,15 @@ from pounder.load._steps import StepStats
 from pounder.load._url import NotLoopbackError, is_loopback, parse_url, resolve
 
 __all__ = [
+    "BENCH_METRICS",
+    "Gate",
+    "GateReport",
+    "GateResult",
+    "check_gates",
+    "evaluate_gates",
+    "parse_gate",
+    "parse_gates",
+    "verdict_of",
     "MAX_FAILED",
     "clean_trial",
     "ensure_descriptors",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import resource
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
@@ -23,6 +23,7 @@ from pounder._files import StagedOutput, utc_timestamp
 from pounder._records import decode_json
 from pounder._units import parse_duration, plain
 from pounder._version import __version__
+from pounder.load._gates import Gate, check_gates, evaluate_gates, parse_gates
 from pounder.load._measured import MalformedResultError
 from pounder.load._model import Number
 from pounder.load._result import BenchResult
@@ -347,6 +348,7 @@ def bench(
     sample_interval: Number | None = None,
     on_progress: ProgressCallback | None = None,
     sender: Sender | None = None,
+    gates: Sequence[str | Gate] | str | None = None,
     **spec_options: Any,
 ) -> BenchResult:
     """Benchmark an HTTP server; the keyword arguments mirror ``pounder bench``'s options.
@@ -370,15 +372,37 @@ def bench(
     :class:`pounder.agents.Cluster` (``pounder.bench(url, ray=...)`` builds one). The server
     sampled with the server options is on this machine.
 
+    ``gates``: ``--fail-if`` expressions (``"p99>300ms"``, ``"errors>1%"``; see
+    :func:`parse_gates`) or :class:`Gate` objects, checked before anything is sent (``late`` needs
+    an open-loop load) and evaluated on the final result (merged, with agents):
+    ``result.gates`` holds the verdicts, which the JSON and the report show.
+
     Raises :class:`~pounder.UsageError` on bad input (before anything is sent) and
     :class:`~pounder.PounderError` if the engine cannot run. On Ctrl-C the partial result is
     returned with ``interrupted=True``.
     """
     check_callable(on_progress, "on_progress")
     check_instance(sender, Sender, "bench: sender", optional=True)
+    checked = _gates(gates)
     spec = BenchSpec.from_options(url, **spec_options)
+    check_gates(checked, spec.load)
     sampler = server_sampler(
         pid=server_pid, pidfile=server_pidfile, name=server_name, status_url=server_status,
         interval=sample_interval, allow_remote=spec.allow_remote,
     )  # fmt: skip
-    return run_bench(spec, on_progress, sampler, sender)
+    if gates is None:
+        return run_bench(spec, on_progress, sampler, sender)
+    try:
+        result = run_bench(spec, on_progress, sampler, sender)
+    except OutputWriteError as error:  # the figures are whole: their gates too
+        raise OutputWriteError(str(error), replace(error.result, gates=evaluate_gates(checked, error.result))) from None
+    return replace(result, gates=evaluate_gates(checked, result))
+
+
+def _gates(gates: Sequence[str | Gate] | str | None) -> tuple[Gate, ...]:
+    """``bench``'s gates: expressions parsed, :class:`Gate` objects as they are."""
+    if gates is None or isinstance(gates, str):
+        return parse_gates(gates)
+    if not isinstance(gates, Sequence):
+        raise UsageError(f"gates must be a list of --fail-if expressions such as 'p99>300ms', not {gates!r}")
+    return tuple(gate if isinstance(gate, Gate) else parse_gates(gate)[0] for gate in gates)

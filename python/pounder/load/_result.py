@@ -22,6 +22,7 @@ from pounder._errors import UsageError, check_path, public
 from pounder._files import RESULT_LIMIT, check_input_file
 from pounder._records import decode_json
 from pounder.load._distributed import Agents, read_agents
+from pounder.load._gates import GateReport
 from pounder.load._measured import (
     READ,
     ByteCounts,
@@ -147,6 +148,10 @@ class BenchResult:
     """The agents that sent the load (``--ray``), else None: the figures are their merged ones."""
     steps: tuple[StepStats, ...] | None = None
     """A scenario's steps (``--scenario``), in the file's order, else None."""
+    tls: TlsCounts | None = None
+    """https://: the TLS handshakes and how many resumed a session; None when no target was https://."""
+    gates: GateReport | None = None
+    """The ``--fail-if`` gates evaluated on this result (:func:`~pounder.load.evaluate_gates`), else None."""
 
     @property
     def completed_requests(self) -> int:
@@ -240,6 +245,7 @@ class BenchResult:
             options=read_run_options(READ.get(data, "options"), "options"),
             server=_server(data.get("server")),
             agents=read_agents(data.get("agents"), "agents"),
+            gates=None if data.get("gates") is None else GateReport.from_list(data["gates"]),
             steps=read_steps(data.get("steps"), "steps"),
             **measurements(data),
         )
@@ -252,6 +258,9 @@ class BenchResult:
         connections_opened = plain.pop("connections_opened")
         plain["server"] = None if self.server is None else self.server.to_dict()
         plain["agents"] = None if self.agents is None else self.agents.to_dict()
+        plain.pop("gates")
+        if self.gates is not None:  # only when gates were given
+            plain["gates"] = self.gates.to_list()
         plain["options"]["load"]["stages"] = stages_as_lists(self.options.load.stages)
         if plain["options"]["scenario"] is None:  # a scenario's file and its steps only when one ran
             del plain["options"]["scenario"]

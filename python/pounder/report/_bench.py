@@ -19,6 +19,7 @@ from typing import Any
 from pounder._units import MIB, mib, number
 from pounder.load import ERROR_CATEGORIES, Agents, BenchResult, Histogram, describe_load
 from pounder.procs import ServerLoadReport
+from pounder.report._gates import gates_section
 from pounder.report._html import Section, bullets, chart, label_axes, paragraph, table
 from pounder.report._series import Shown, downsample, duration_text, peaks
 
@@ -58,6 +59,8 @@ def bench_sections(results: Results) -> list[Section]:
             sections.append(_agents_section(label, result.agents))
         if result.steps is not None:
             sections.append(_steps_section(label, result))
+        if result.gates is not None and result.gates.results:
+            sections.append(gates_section(f"Gates (--fail-if): {label}", result.gates.to_list()))
     return sections
 
 

@@ -11,6 +11,7 @@ from pounder._records import decode_json
 from pounder._units import MIB, number
 from pounder.compare import MAX_FAILED, describe_errors, format_ratio
 from pounder.profile import ProfileResult, load_profile, moved_rows
+from pounder.report._gates import gates_section
 from pounder.report._html import Section, chart, check_numbers, esc, label_axes, paragraph, pre, table
 from pounder.report._profile import profile_sections
 
@@ -137,7 +138,8 @@ def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "c
     for reason in _unknown_reasons(doc, trial_docs):
         section.add(paragraph(reason))
     section.add(_excluded(trial_docs))
-    return [section]
+    gates = [gate for gate in doc.get("gates") or [] if isinstance(gate, Mapping)]
+    return [section, gates_section(f"Gates (--fail-if): {heading or source}", gates)] if gates else [section]
 
 
 def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Section]:

@@ -1,0 +1,113 @@
+"""Gates on a comparison (``pounder compare --fail-if``, ``pounder run``).
+
+* ``slower>N%`` (or ``>=``): a ratio gate on each variant against the baseline, on the figure the
+  comparison's verdict is about (:attr:`Comparison.by`: requests/s in closed loop, p99 latency in
+  open loop). It fails only when the WHOLE 95 % bootstrap interval of the ratio variant/baseline
+  says the variant is more than N % slower (requests/s lower by more than N %, or p99 higher by
+  more than N %), so noise does not fail a build. Without an interval (fewer than 2 counted
+  trials on a side) it is ``unmeasurable``, which fails.
+* ``p50``, ``p99``, ``rps``: each variant's median over its counted trials (the figures the
+  comparison reports); ``errors`` and ``non2xx``: each variant's requests over every measured
+  trial (counted or not: a trial left out for its failures still failed them). Compare keeps no
+  other figure of its trials, so the other metrics of a bench are refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from pounder._errors import UsageError, check_instance, public
+from pounder.compare._report import format_ratio
+from pounder.compare._result import CompareResult, Comparison
+from pounder.load import BENCH_METRICS, Gate, GateReport, GateResult, parse_gate, verdict_of
+
+COMPARE_METRICS: Mapping[str, str] = {
+    "slower": "slowdown", "p50": "latency", "p99": "latency", "rps": "rate", "errors": "share", "non2xx": "share",
+}  # fmt: skip
+"""The metrics a comparison can be gated on."""
+ACCEPTED = ("slower>N% (the whole 95 % interval of variant/baseline beyond N %), and each URL's p50, p99, rps "
+            "(medians over its trials), errors, non2xx")  # fmt: skip
+
+
+@public
+def parse_compare_gates(exprs: Iterable[str] | str | None, what: str = "--fail-if") -> tuple[Gate, ...]:
+    """The gates of a comparison (:data:`COMPARE_METRICS`); a metric of a bench that compare does
+    not keep is refused with one line naming what it accepts."""
+    if exprs is None:
+        return ()
+    items = (exprs,) if isinstance(exprs, str) else tuple(exprs)
+    gates = []
+    for item in items:
+        try:
+            gates.append(parse_gate(item, what, COMPARE_METRICS))  # type: ignore[arg-type]
+            continue
+        except UsageError as error:
+            first = error
+        try:
+            other = parse_gate(item, what, BENCH_METRICS)
+        except UsageError:
+            raise first from None
+        raise UsageError(
+            f"invalid {what} {item!r}: a comparison keeps no {other.metric} of its trials; it takes {ACCEPTED}"
+        )
+    return tuple(gates)
+
+
+def _slower(gate: Gate, comparison: Comparison) -> GateResult:
+    """``slower>N%`` on one variant against the baseline: the smallest slowdown the interval allows."""
+    by_latency = comparison.by == "p99_us"
+    estimate = comparison.p99_us if by_latency else comparison.requests_per_s
+    figure = "p99" if by_latency else "requests/s"
+    subject = f"{comparison.label} vs {comparison.baseline}"
+    if estimate.ratio is None or estimate.low is None or estimate.high is None:
+        return verdict_of(
+            gate, None, "no interval: fewer than 2 counted trials on a side", subject, f"{figure} ratio unknown"
+        )
+    # latency higher by more than N %, or requests/s lower by more than N %, over the whole interval
+    least = (estimate.low - 1) * 100 if by_latency else (1 - estimate.high) * 100
+    shown = (f"{figure} {format_ratio(estimate.ratio)} ({format_ratio(estimate.low)}-"
+             f"{format_ratio(estimate.high)})")  # fmt: skip
+    if gate.fails(least):
+        why = f"the whole 95 % interval is {'at least' if gate.operator == '>=' else 'more than'} " \
+              f"{gate.shown_threshold()} slower"  # fmt: skip
+        return verdict_of(gate, least, why, subject, shown)
+    return verdict_of(gate, least, "", subject, shown)
+
+
+def _absolute(gate: Gate, result: CompareResult, label: str) -> GateResult:
+    """An absolute gate on one variant: its medians, or its requests over every measured trial."""
+    if gate.metric in ("errors", "non2xx"):
+        measured = [trial for trial in result.trials if trial.label == label and trial.measured]
+        complete = sum(trial.complete for trial in measured)
+        failed = sum(trial.failed for trial in measured)
+        count, total = (failed, complete + failed) if gate.metric == "errors" else \
+            (sum(trial.non_2xx for trial in measured), complete)  # fmt: skip
+        if gate.unit == "count":
+            return verdict_of(gate, float(count), "", label)
+        if total == 0:
+            return verdict_of(gate, None, "no request was sent" if not measured else "no request completed", label)
+        return verdict_of(gate, count * 100 / total, "", label)
+    summary = result.summary(label)
+    estimate = {"p50": summary.p50_us, "p99": summary.p99_us, "rps": summary.requests_per_s}[gate.metric]
+    if estimate is None:
+        return verdict_of(gate, None, "no counted trial", label)
+    shown = f"{gate.shown(estimate.median)} (median of {estimate.samples})"
+    return verdict_of(gate, estimate.median, "", label, shown)
+
+
+@public
+def evaluate_compare_gates(gates: Iterable[Gate], result: CompareResult) -> GateReport:
+    """Each gate on ``result``, in order: ``slower`` on each variant against the baseline, the
+    others on each variant (:data:`COMPARE_METRICS`)."""
+    check_instance(result, CompareResult, "evaluate_compare_gates: result")
+    evaluated: list[GateResult] = []
+    for gate in gates:
+        if not isinstance(gate, Gate) or gate.metric not in COMPARE_METRICS:
+            raise UsageError(
+                f"evaluate_compare_gates: {gate!r} is not a gate of a comparison (see parse_compare_gates)"
+            )
+        if gate.metric == "slower":
+            evaluated += [_slower(gate, comparison) for comparison in result.comparisons]
+        else:
+            evaluated += [_absolute(gate, result, variant.label) for variant in result.variants]
+    return GateReport(tuple(evaluated))

@@ -1,0 +1,371 @@
+"""Pass/fail gates (``--fail-if EXPR``): a condition on a result's figures that fails the run.
+
+An expression is ``METRIC OP VALUE`` and says when to FAIL: ``p99>300ms`` fails when the p99
+latency is above 300 ms. Operators ``>``, ``>=``, ``<``, ``<=``. The metrics of a bench
+(:data:`BENCH_METRICS`):
+
+* ``p50`` ... ``p99.9``, ``max``, ``mean``: the corrected latency (from each request's intended
+  send time; in closed loop the same as from the actual send), the one the report shows first.
+  The value needs a unit (``300ms``, ``1.5s``; the duration rule of :mod:`pounder._units`).
+* ``errors``: failed requests (refused, reset, timed out, ...): a count (``errors>0``) or, with
+  ``%``, a share of the requests attempted (``errors>1%``).
+* ``non2xx``: complete responses whose status is not 2xx: a count, or with ``%`` a share of the
+  complete responses.
+* ``rps``: completed requests per second of the measured phase (``rps<500``, ``2.5k``, ``500/s``).
+* ``late``: open loop only: requests not sent on time, those that started more than 1 ms after
+  their scheduled time plus those never sent for want of a free connection (``requests.unsent``);
+  a count, or with ``%`` a share of the requests scheduled. Refused up front for a closed-loop
+  load (:func:`check_gates`); on a closed-loop result it is ``unmeasurable``.
+
+A gate that cannot be measured (a latency with no request completed, ``late`` in closed loop) is
+``unmeasurable``, which fails like ``fail``: a gate never passes silently.
+
+:func:`evaluate_gates` works on any :class:`~pounder.BenchResult`, a fresh one or one read back
+with :func:`~pounder.load_result`. ``pounder.compare`` adds the ratio gate ``slower`` (the kind
+``slowdown`` here) and evaluates gates on a comparison.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from pounder._errors import UsageError, public
+from pounder._records import Reader
+from pounder._units import parse_count, parse_duration, parse_rate, plain
+from pounder.load._measured import MalformedResultError
+
+if TYPE_CHECKING:
+    from pounder.load._result import BenchResult
+    from pounder.load._run_options import LoadModel
+
+Operator = Literal[">", ">=", "<", "<="]
+GateVerdict = Literal["pass", "fail", "unmeasurable"]
+Unit = Literal["us", "percent", "count", "req/s"]
+Kind = Literal["latency", "share", "rate", "slowdown"]
+
+OPERATORS: tuple[Operator, ...] = (">=", "<=", ">", "<")
+_LATENCY: dict[str, str] = {f"p{p}": p for p in ("50", "66", "75", "80", "90", "95", "98", "99", "99.9")}
+BENCH_METRICS: Mapping[str, Kind] = {
+    **dict.fromkeys(_LATENCY, "latency"), "max": "latency", "mean": "latency",
+    "errors": "share", "non2xx": "share", "rps": "rate", "late": "share",
+}  # fmt: skip
+"""The metrics a bench result can be gated on, and what kind of value each takes."""
+EXAMPLES = "p99>300ms, errors>1%, non2xx>0 or rps<500"
+_EXPRESSION = re.compile(r"\s*(?P<metric>[A-Za-z][A-Za-z0-9.]*)\s*(?P<op>>=|<=|>|<|==|=|!=)\s*(?P<value>.*?)\s*")
+_PERCENT = re.compile(r"(?P<num>\d+(?:\.\d*)?|\.\d+)\s*%")
+_READ = Reader(MalformedResultError)
+
+
+@public
+@dataclass(frozen=True)
+class Gate:
+    """One ``--fail-if`` expression, read: it fails when ``measured OPERATOR threshold``.
+
+    ``threshold`` is in ``unit``: ``us`` (latency, microseconds), ``percent`` (5.0 for 5 %),
+    ``count`` or ``req/s``; ``text`` is the expression as written."""
+
+    metric: str
+    operator: Operator
+    threshold: float
+    unit: Unit
+    text: str
+
+    def fails(self, measured: float) -> bool:
+        """Whether ``measured`` (in :attr:`unit`) fails the gate."""
+        return {">": measured > self.threshold, ">=": measured >= self.threshold,
+                "<": measured < self.threshold, "<=": measured <= self.threshold}[self.operator]  # fmt: skip
+
+    def shown(self, value: float) -> str:
+        """``value`` in the gate's unit as people read it: "20.35 ms", "0.5%", "1,204", "496.9956 req/s"."""
+        if self.unit == "us":
+            from pounder.load._report import format_ms
+
+            return f"{format_ms(value)} ms"
+        if self.unit == "percent":
+            return f"{plain(value, 4)}%"
+        if self.unit == "count":
+            return plain(int(value))
+        return f"{plain(value, 7)} req/s"
+
+    def shown_threshold(self) -> str:
+        """The threshold as written, in its unit: "300 ms", "1%", "500 req/s"."""
+        return f"{plain(self.threshold / 1000)} ms" if self.unit == "us" else self.shown(self.threshold)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"expression": self.text, "metric": self.metric, "operator": self.operator,
+                "threshold": self.threshold, "unit": self.unit}  # fmt: skip
+
+
+@public
+@dataclass(frozen=True)
+class GateResult:
+    """A gate evaluated: ``measured`` in the gate's unit (None when ``unmeasurable``), shown as
+    ``measured_text``; ``verdict`` "pass", "fail" or "unmeasurable" (which fails too); ``why`` a
+    few words on the verdict; ``subject`` what was measured when a result has several (a
+    comparison's variant, "B vs A"), else None."""
+
+    gate: Gate
+    measured: float | None
+    measured_text: str
+    verdict: GateVerdict
+    why: str
+    subject: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.gate.to_dict(), "subject": self.subject, "measured": self.measured,
+                "measured_text": self.measured_text, "verdict": self.verdict, "why": self.why}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, value: object, key: str) -> GateResult:
+        data = _READ.as_dict(value, key)
+
+        def text(name: str) -> str:
+            return _READ.as_str(_READ.get(data, name), f"{key}.{name}")
+
+        operator, unit, verdict = text("operator"), text("unit"), text("verdict")
+        for name, given, allowed in (("operator", operator, OPERATORS), ("unit", unit, ("us", "percent", "count",
+                                     "req/s")), ("verdict", verdict, ("pass", "fail", "unmeasurable"))):  # fmt: skip
+            if given not in allowed:
+                raise MalformedResultError(f"{key}.{name} is {given!r}, expected one of {', '.join(allowed)}")
+        measured = _READ.get(data, "measured")
+        subject = _READ.get(data, "subject")
+        threshold = _READ.as_signed_float(_READ.get(data, "threshold"), f"{key}.threshold")
+        gate = Gate(text("metric"), cast(Operator, operator), threshold, cast(Unit, unit), text("expression"))
+        return cls(
+            gate,
+            None if measured is None else _READ.as_signed_float(measured, f"{key}.measured"),
+            text("measured_text"),
+            cast(GateVerdict, verdict),
+            text("why"),
+            None if subject is None else _READ.as_str(subject, f"{key}.subject"),
+        )
+
+
+@public
+@dataclass(frozen=True)
+class GateReport:
+    """Every gate of a run evaluated, in the order given."""
+
+    results: tuple[GateResult, ...]
+
+    @property
+    def failed(self) -> tuple[GateResult, ...]:
+        """The gates that did not pass (``fail`` or ``unmeasurable``)."""
+        return tuple(result for result in self.results if not result.passed)
+
+    @property
+    def passed(self) -> bool:
+        """Whether every gate passed (True with no gate)."""
+        return not self.failed
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """The ``"gates"`` section of a result's JSON (docs/results.md)."""
+        return [result.to_dict() for result in self.results]
+
+    @classmethod
+    def from_list(cls, value: object, key: str = "gates") -> GateReport:
+        """Read :meth:`to_list`'s output; :class:`~pounder.load.MalformedResultError` names the key."""
+        items = _READ.as_list(value, key)
+        return cls(tuple(GateResult.from_dict(item, f"{key}[{index}]") for index, item in enumerate(items)))
+
+    def render(self) -> list[str]:
+        """The table printed after a report: gate, measured, verdict (with the subject first when
+        there is one); no line without a gate."""
+        if not self.results:
+            return []
+        subjects = any(result.subject is not None for result in self.results)
+        rows = [(result.subject or "" if subjects else None, result.gate.text, result.measured_text,
+                 result.verdict.upper() if not result.passed else "pass", result.why)
+                for result in self.results]  # fmt: skip
+        head = ("", "gate", "measured", "verdict", "")
+        widths = [max(len(row[i] or "") for row in [head, *rows]) for i in range(4)]
+        failed = len(self.failed)
+        title = f"Gates (--fail-if): {failed} of {len(self.results)} failed" if failed else \
+            f"Gates (--fail-if): all {len(self.results)} passed"  # fmt: skip
+        lines = [title]
+        for row in [head, *rows]:
+            cells = [f"{row[i] or '':<{widths[i]}}" for i in range(4) if i or subjects]
+            why = f"  ({row[4]})" if row[4] and row is not head else ""
+            lines.append(("  " + "  ".join(cells)).rstrip() + why)
+        return lines
+
+    def failure_line(self) -> str | None:
+        """One line naming the gates that failed and what was measured; None when all passed."""
+        failed = self.failed
+        if not failed:
+            return None
+        parts = [
+            f"{result.gate.text}"
+            + (f" for {result.subject}" if result.subject else "")
+            + f": {result.measured_text}{', ' + result.why if result.why else ''}"
+            for result in failed
+        ]
+        return f"{len(failed)} of {len(self.results)} gates failed: " + "; ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+
+
+def _usage(text: str, what: str, reason: str) -> UsageError:
+    return UsageError(f"invalid {what} {text!r}: {reason}")
+
+
+def _share(value: str) -> tuple[float, Unit] | None:
+    """``1%`` → (1.0, percent), ``10`` / ``1k`` → (10, count); None when neither."""
+    percent = _PERCENT.fullmatch(value)
+    if percent is not None:
+        number = float(percent["num"])
+        return (number, "percent") if number <= 100 else None
+    try:
+        return float(parse_count(value, "count")), "count"
+    except UsageError:
+        return None
+
+
+def _threshold(kind: Kind, metric: str, value: str) -> tuple[float, Unit] | str:
+    """The threshold of a ``kind`` of metric in its unit, or why ``value`` is not one."""
+    if not value:
+        return f"no value after the operator, e.g. {metric}>{ {'latency': '300ms', 'rate': '500'}.get(kind, '5%')}"
+    if kind == "latency":
+        if value[-1].isdigit() or value.endswith("."):
+            return f"give {metric} a unit, e.g. {metric}>300ms or {metric}>1.5s"
+        try:
+            return parse_duration(value, metric) * 1e6, "us"
+        except UsageError:
+            return f"{value!r} is not a duration (300ms, 1.5s, 2m)"
+    if kind == "rate":
+        try:
+            return parse_rate(value, metric), "req/s"
+        except UsageError:
+            return f"{value!r} is not a rate (500, 2.5k or 500/s requests per second)"
+    share = _share(value)
+    if kind == "slowdown":
+        if share is None or share[1] != "percent":
+            return f"{metric} takes a percentage, e.g. {metric}>5%"
+        return share
+    if share is None:
+        return f"{value!r} is neither a count (10, 1k) nor a percentage from 0% to 100% (1%, 0.5%)"
+    return share
+
+
+@public
+def parse_gate(text: str, what: str = "--fail-if", metrics: Mapping[str, Kind] = BENCH_METRICS) -> Gate:
+    """One expression (``p99>300ms``) as a :class:`Gate`; :class:`~pounder.UsageError` with one
+    line naming the expression and what is allowed. ``metrics``: the metrics taken (default a
+    bench's, :data:`BENCH_METRICS`) and their kinds."""
+    if not isinstance(text, str):
+        raise UsageError(f"{what} expressions must be text such as 'p99>300ms', got {text!r}")
+    names = ", ".join(metrics)
+    match = _EXPRESSION.fullmatch(text)
+    if match is None:
+        raise _usage(
+            text,
+            what,
+            f"expected METRIC OP VALUE, e.g. {EXAMPLES} (metrics: {names}; operators: "
+            "> >= < <=; the expression says when to fail)",
+        )
+    metric, op, value = match["metric"].lower(), match["op"], match["value"]
+    if metric not in metrics:
+        ratio = " (a ratio gate of pounder compare and pounder run)" if metric == "slower" else ""
+        raise _usage(text, what, f"unknown metric {match['metric']!r}{ratio} (one of: {names})")
+    if op not in OPERATORS:
+        raise _usage(text, what, f"unknown operator {op!r} (one of: > >= < <=; the expression says when to fail)")
+    kind = metrics[metric]
+    if kind == "slowdown" and op not in (">", ">="):
+        raise _usage(text, what, f"{metric} takes > or >= (fail when slower by more than), e.g. {metric}>5%")
+    threshold = _threshold(kind, metric, value)
+    if isinstance(threshold, str):
+        raise _usage(text, what, threshold)
+    return Gate(metric, cast(Operator, op), threshold[0], threshold[1], text.strip())
+
+
+@public
+def parse_gates(exprs: Iterable[str] | str | None, what: str = "--fail-if",
+                metrics: Mapping[str, Kind] = BENCH_METRICS) -> tuple[Gate, ...]:  # fmt: skip
+    """Every expression of ``exprs`` (one text or several; None: none) as :class:`Gate` objects,
+    in order (:func:`parse_gate`)."""
+    if exprs is None:
+        return ()
+    items: Sequence[str] = (exprs,) if isinstance(exprs, str) else tuple(exprs)
+    return tuple(parse_gate(item, what, metrics) for item in items)
+
+
+@public
+def check_gates(gates: Iterable[Gate], load: LoadModel, what: str = "--fail-if") -> None:
+    """Refuse, before anything is sent, a gate that ``load`` cannot measure: ``late`` in closed loop."""
+    for gate in gates:
+        if gate.metric == "late" and not load.is_open:
+            raise UsageError(
+                f"invalid {what} {gate.text!r}: late is measured in open loop only (--rate, --stages); "
+                "this load is closed loop, where no request has a scheduled time"
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation
+
+
+def _share_of(gate: Gate, count: int, total: int, none: str) -> tuple[float | None, str]:
+    if gate.unit == "count":
+        return float(count), ""
+    return (None, none) if total == 0 else (count * 100 / total, "")
+
+
+def _measure(gate: Gate, result: BenchResult) -> tuple[float | None, str]:
+    """The figure ``gate`` is about (None and why when there is none)."""
+    requests, corrected = result.requests, result.latency.corrected
+    attempted = requests.complete + requests.failed
+    if BENCH_METRICS.get(gate.metric) == "latency":
+        if corrected.count == 0:
+            return None, "no request completed" if attempted else "no request was sent"
+        if gate.metric == "max":
+            return float(corrected.max_us), ""
+        if gate.metric == "mean":
+            return corrected.mean_us, ""
+        return float(corrected.percentiles[_LATENCY[gate.metric]]), ""
+    if gate.metric == "errors":
+        return _share_of(gate, requests.failed, attempted, "no request was sent")
+    if gate.metric == "non2xx":
+        return _share_of(gate, requests.non_2xx, requests.complete, "no request completed")
+    if gate.metric == "rps":
+        return result.derived.requests_per_s, ""
+    if gate.metric == "late":
+        if not result.options.load.is_open:
+            return None, "closed loop: no request has a scheduled time"
+        late = requests.late + requests.unsent
+        return _share_of(gate, late, attempted + requests.unsent, "no request was scheduled")
+    return None, f"a bench result has no {gate.metric}"
+
+
+def verdict_of(gate: Gate, measured: float | None, why: str, subject: str | None = None,
+               shown: str | None = None) -> GateResult:  # fmt: skip
+    """The :class:`GateResult` of ``gate`` given the figure ``measured`` (None: ``unmeasurable``
+    for the reason ``why``); ``shown``: the figure as text when it is not the gate's plain unit."""
+    if measured is None:
+        return GateResult(gate, None, shown or "-", "unmeasurable", why, subject)
+    text = shown or gate.shown(measured)
+    if gate.fails(measured):
+        words = {">": "above", ">=": "at or above", "<": "below", "<=": "at or below"}[gate.operator]
+        return GateResult(gate, measured, text, "fail", why or f"{words} {gate.shown_threshold()}", subject)
+    return GateResult(gate, measured, text, "pass", why, subject)
+
+
+@public
+def evaluate_gates(gates: Iterable[Gate], result: BenchResult) -> GateReport:
+    """Each gate on ``result`` (a fresh one or one read back from JSON), in order."""
+    from pounder.load._result import BenchResult
+
+    if not isinstance(result, BenchResult):
+        raise UsageError(f"evaluate_gates: result must be a BenchResult, not {type(result).__name__}")
+    checked = tuple(gates)
+    if not all(isinstance(gate, Gate) for gate in checked):
+        raise UsageError("evaluate_gates: gates must be Gate objects (see parse_gates)")
+    return GateReport(tuple(verdict_of(gate, *_measure(gate, result)) for gate in checked))
