@@ -11,7 +11,7 @@ from typing import Literal, TypedDict, final
 from typing_extensions import NotRequired
 
 # as at runtime; the TypedDicts below exist only for type checkers
-__all__ = ["start", "merge", "sum_seconds", "flamegraph_svg", "collapse_perf", "Run", "__version__"]
+__all__ = ["start", "merge", "tls_probe", "sum_seconds", "flamegraph_svg", "collapse_perf", "Run", "__version__"]
 
 __version__: str
 
@@ -24,6 +24,18 @@ class EngineTarget(TypedDict):
     request: bytes  # the complete HTTP/1.1 request, sent byte for byte
     head: NotRequired[bool | None]  # default False: the response has no body whatever its headers say
     weight: NotRequired[int | None]  # default 1; ≥ 1
+    # https: the server name (SNI, and the name the certificate must hold; an IP address sends no
+    # SNI and is checked against the certificate's addresses); None: plain HTTP. Needs tcp.
+    tls_name: NotRequired[str | None]
+
+class EngineTls(TypedDict):
+    """How https targets are trusted (PEM contents, not paths: agents on other machines get them)."""
+
+    insecure: bool  # accept any server certificate (the handshake's signatures are still checked)
+    ca_pem: bytes | None  # trust only these roots; None: the system's
+    cert_pem: bytes | None  # client certificate chain, with key_pem
+    key_pem: bytes | None
+    resume: bool  # session resumption; False: every handshake is a full one
 
 # [duration_s, start_rate, end_rate]: exactly three numbers (checked by the engine).
 EngineStage = Sequence[float]
@@ -87,6 +99,8 @@ class EngineSpec(TypedDict):
     slot_offset: NotRequired[int | None]  # default 0; below slot_stride
     slot_stride: NotRequired[int | None]  # default 1: this run takes slots offset, offset + stride, ...
     export_histograms: NotRequired[bool | None]  # default False: raw histograms in the result, for merge()
+    # https targets: how they are trusted; None: the system's roots, resumption on
+    tls: NotRequired[EngineTls | None]
     # Virtual users with sessions (a scenario file)
     scenario: NotRequired[EngineScenario | None]
     # Outputs
@@ -114,6 +128,11 @@ class Run:
 
 def start(spec_dict: EngineSpec) -> Run:
     """Validates the spec (ValueError when it is bad) and starts the run in background threads."""
+
+def tls_probe(tcp: str, tls_name: str, tls: EngineTls, timeout_s: float) -> str | None:
+    """One TLS handshake (no HTTP request) to ``tcp`` (addresses tried in order) as a run would make
+    it: None when it succeeds or no address accepts the connection, else a one-line reason ("certificate
+    not trusted (UnknownIssuer)"). ValueError naming the field when the options are bad."""
 
 def sum_seconds(entries: Sequence[str]) -> str:
     """Adds up series entries of one share (from ``Run.seconds``) into JSON with ``seconds``,

@@ -27,7 +27,10 @@ def run_cli(*args: str) -> tuple[int, str, str]:
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["https://127.0.0.1/"], "https is not supported yet"),
+        (["http://127.0.0.1/", "--insecure"], "--insecure applies to https:// targets, and no target is https://"),
+        (["https://127.0.0.1/", "--cacert", "/nonexistent/ca.pem"], "--cacert not found: /nonexistent/ca.pem"),
+        (["https://127.0.0.1/", "--cert", "/nonexistent/c.pem"], "--cert and --key go together"),
+        (["https://127.0.0.1/", "--unix-socket", "/nonexistent"], "no such file"),
         (["not-a-url"], "expected http://HOST[:PORT]/PATH"),
         (["ftp://127.0.0.1/"], "expected http://"),
         (["http://127.0.0.1:70000/"], "invalid URL"),
@@ -79,8 +82,8 @@ def test_url_file_errors(tmp_path: Path) -> None:
     malformed.write_text(f"{URL}\n# comment\nzero {URL}\n")
     assert_usage_error(*run_cli("-f", str(malformed)), f"{malformed}:3: expected '[WEIGHT] [METHOD] URL'")
     bad_url = tmp_path / "bad-url.txt"
-    bad_url.write_text(f"{URL}\n2 https://127.0.0.1/\n")
-    assert_usage_error(*run_cli("-f", str(bad_url)), f"{bad_url}:2: https is not supported yet")
+    bad_url.write_text(f"{URL}\n2 ftp://127.0.0.1/\n")
+    assert_usage_error(*run_cli("-f", str(bad_url)), f"{bad_url}:2: invalid URL 'ftp://127.0.0.1/'")
     assert_usage_error(*run_cli("-f", str(malformed), URL), "not both")
 
 
@@ -140,7 +143,7 @@ def run_process(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (["https://127.0.0.1:8080/"], "https is not supported yet"),
+        (["http://127.0.0.1:8080/", "--no-tls-resume"], "--no-tls-resume applies to https:// targets"),
         (["-c", "0", URL], "-c/--connections must be between 1"),
         (["--no-such-flag", URL], "No such option: --no-such-flag"),
         (["http://10.1.2.3:8080/"], "not a loopback address (127.0.0.0/8 or ::1); pass --allow-remote"),

@@ -232,7 +232,8 @@ fn describe(e: &io::Error) -> String {
 }
 
 /// One handshake to `tcp` (addresses tried in order) as a run would make it, without a request:
-/// None when it succeeds, else a one-line reason. When the server asks for a client certificate
+/// None when it succeeds or no address accepts the connection (the run counts that as it
+/// does for plain HTTP), else a one-line reason. When the server asks for a client certificate
 /// and none is given, waits a moment for its refusal (TLS 1.3 sends it after the handshake).
 pub fn probe(
     tcp: &[std::net::SocketAddr],
@@ -248,23 +249,14 @@ pub fn probe(
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("tls probe: {e}"))?;
     let outcome = rt.block_on(async {
         tokio::time::timeout(timeout, async {
-            let mut first = None;
             let mut stream = None;
             for sa in tcp {
-                match TcpStream::connect(sa).await {
-                    Ok(s) => {
-                        stream = Some(s);
-                        break;
-                    }
-                    Err(e) => {
-                        first.get_or_insert(e);
-                    }
+                if let Ok(s) = TcpStream::connect(sa).await {
+                    stream = Some(s);
+                    break;
                 }
             }
-            let Some(tcp) = stream else {
-                let e = first.map_or_else(|| "no address".to_string(), |e| e.to_string());
-                return Some(format!("cannot connect: {e}"));
-            };
+            let tcp = stream?;
             let mut tls = match TlsConnector::from(config).connect(name, tcp).await {
                 Ok(s) => s,
                 Err(e) => return Some(describe(&e)),

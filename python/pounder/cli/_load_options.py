@@ -72,6 +72,16 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
     "auth": (("-A", "--auth"), "USER:PASS", "Basic authentication."),
     "timeout": (("--timeout",), "TIME", "Per-request timeout, connect included (like ab). Default 30s."),
     "allow_remote": (("--allow-remote",), None, "Allow targets that are not loopback addresses (127.0.0.0/8, ::1)."),
+    "insecure": (("--insecure",), None,
+                 "https://: accept any server certificate (a self-signed one); the handshake is still made in "
+                 "full."),
+    "cacert": (("--cacert",), "FILE", "https://: trust the CA certificates of this PEM file instead of the "
+               "system's."),
+    "cert": (("--cert",), "FILE", "https://: send this PEM client certificate (with --key)."),
+    "key": (("--key",), "FILE", "https://: the client certificate's PEM private key (not encrypted)."),
+    "tls_resume": (("--tls-resume/--no-tls-resume",), None,
+                   "https://: resume TLS sessions on new connections (default), or make every handshake a full "
+                   "one (--no-tls-resume), which is what a server pays for new visitors."),
     "server_pidfile": (("--server-pidfile",), "FILE",
                        "Like --server-pid, with the pid read from the server's pid file."),
     "server_name": (("--server-name",), "TEXT",
@@ -132,6 +142,12 @@ def load_parameter(name: str, panel: str, default: str = "", *, help: str | None
     empty = False if metavar is None else None
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=empty if value is _UNSET else value,
                              annotation=Annotated[kind, load_option(name, panel, default, help=help)])  # fmt: skip
+
+
+def tls_parameters(panel: str = "HTTPS") -> list[inspect.Parameter]:
+    """``--insecure``, ``--cacert``, ``--cert``, ``--key`` and ``--no-tls-resume``, shown in ``panel``."""
+    return [load_parameter(name, panel, value=True if name == "tls_resume" else _UNSET)
+            for name in ("insecure", "cacert", "cert", "key", "tls_resume")]
 
 
 def load_options(values: Mapping[str, Any]) -> LoadOptions:

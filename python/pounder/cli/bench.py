@@ -38,6 +38,7 @@ from pounder.cli._load_options import (
     load_parameter,
     takes_load_options,
     threads_warning,
+    tls_parameters,
 )
 from pounder.cli._progress import live_progress
 from pounder.cli.top import server_line
@@ -154,6 +155,7 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
     *(load_parameter(name, _HTTP) for name in ("calls_per_conn", "throttle", "method", "body", "content_type",
                                               "header", "cookie", "auth", "timeout", "allow_remote")),
     load_parameter("scenario", _LOAD),
+    *tls_parameters(),
 )  # fmt: skip
 def bench_command(
     url: Annotated[Text, URL_ARG] = None,

@@ -39,6 +39,7 @@ from pounder.cli._load_options import (
     load_parameter,
     takes_load_options,
     threads_warning,
+    tls_parameters,
 )
 from pounder.cli._progress import live_status
 from pounder.compare import (
@@ -218,6 +219,7 @@ def _check_chart(path: str | None) -> str | None:
     load_parameter("keepalive", _LOAD, "Default: on.", value=True),
     *(load_parameter(name, _LOAD) for name in ("timeout", "allow_remote")),
     load_parameter("scenario", _LOAD, "Every variant runs it; each URL is then a server's base."),
+    *tls_parameters(),
 )
 def compare_command(
     urls: Annotated[list[str], URLS],

@@ -16,7 +16,7 @@ from pounder import _interrupt
 from pounder._files import check_distinct, check_output_path, write_output
 from pounder._units import parse_pid
 from pounder.cli._common import interrupted, json_option, option, whole_number
-from pounder.cli._load_options import LOCAL_URL, load_parameter, takes_load_options, which_server
+from pounder.cli._load_options import LOCAL_URL, load_parameter, takes_load_options, tls_parameters, which_server
 from pounder.cli._progress import live_progress
 from pounder.load import LoadOptions
 from pounder.syscalls import (
@@ -82,6 +82,7 @@ def _json_text(report: SyscallReport) -> str:
     load_parameter("duration", _LOAD, value=f"{DEFAULT_DURATION_S:g}s", help=(
         f"Stop the traced load after this long even if -n is not reached (default {DEFAULT_DURATION_S:g}s).")),
     load_parameter("timeout", _LOAD),
+    *tls_parameters(_LOAD),
 )  # fmt: skip
 def syscalls_command(
     url: Annotated[str, URL_ARG],

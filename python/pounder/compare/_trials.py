@@ -29,7 +29,7 @@ from pounder._stats import MIN_EFFECT
 from pounder._version import __version__
 from pounder.compare._gates import ACCEPTED, COMPARE_METRICS, evaluate_compare_gates, parse_compare_gates
 from pounder.compare._result import CompareOptions, CompareResult, Trial, TrialCallback, Variant
-from pounder.load import ENGINE, BenchSpec, Gate, LoadOptions, ProgressCallback, Sender, run_bench
+from pounder.load import ENGINE, BenchSpec, Gate, LoadOptions, ProgressCallback, Sender, check_tls, run_bench
 from pounder.procs import ServerSampler, ServerTarget, find_server, serves
 
 DEFAULT_TRIALS = 5
@@ -244,6 +244,8 @@ def _trials(checked: tuple[Variant, ...], specs: Sequence[BenchSpec], servers: S
         connect=tuple(spec.targets[0].info().connect for spec in specs),
     )  # fmt: skip
     path = None if output is None else Path(output)
+    for spec in specs:  # every https:// URL's certificate before the first trial sends anything
+        check_tls(spec)
 
     def save(current: CompareResult) -> None:
         if path is not None:

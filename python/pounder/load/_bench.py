@@ -30,6 +30,7 @@ from pounder.load._result import BenchResult
 from pounder.load._run_options import LoadModel
 from pounder.load._sender import Sender
 from pounder.load._spec import BenchSpec
+from pounder.load._tls import check_handshakes
 from pounder.load._url import parse_url, resolve
 from pounder.procs import SERVER_OPTIONS, ServerSampler, ServerTarget, find_server, serves
 
@@ -144,7 +145,22 @@ def run_bench(
     check_callable(on_progress, "on_progress")
     check_instance(sampler, ServerSampler, "sampler", optional=True)
     check_instance(sender, Sender, "run_bench: sender", optional=True)
+    check_tls(spec)
     return (sender or ENGINE).run(spec, on_progress, sampler)
+
+
+@public
+def check_tls(spec: BenchSpec) -> None:
+    """One TLS handshake (no request) to each https:// address of ``spec``, as the run would
+    make it: :class:`~pounder.UsageError` ``URL: reason (what to do)`` when the engine would
+    refuse the certificate, or no TLS server answers there. Nothing when no target is https://.
+    :func:`run_bench` calls it first; a caller that runs several specs checks them all before
+    the first."""
+    check_instance(spec, BenchSpec, "check_tls: spec")
+    if spec.tls is None:
+        return
+    targets = [(t.url, t.tcp, t.tls_name) for t in spec.targets if t.tls_name is not None and t.tcp is not None]
+    check_handshakes(load_engine(), targets, spec.tls, spec.http.timeout_s)
 
 
 @public
@@ -182,6 +198,8 @@ def _run_here(spec: BenchSpec, on_progress: ProgressCallback | None, sampler: Se
                 run: Run = engine.start({**spec.engine_spec(), "tsv_path": staged["--tsv"].path,
                                          "hdr_log_path": staged["--hdr-log"].path})
             except ValueError as error:
+                if spec.tls is not None and str(error).startswith("tls"):  # a file the checks let through
+                    raise UsageError(spec.tls.flag_of(str(error))) from None
                 raise _start_error(str(error), staged) from None
             interrupted = _follow(run, spec.load, on_progress)
         finally:

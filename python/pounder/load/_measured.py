@@ -12,7 +12,9 @@ from pounder._errors import PounderError, public
 from pounder._records import Reader
 
 PERCENTILES: tuple[str, ...] = ("50", "66", "75", "80", "90", "95", "98", "99", "99.9", "100")
-ERROR_CATEGORIES: tuple[str, ...] = ("refused", "reset", "timeout", "bad_response", "other", "aborted")
+ERROR_CATEGORIES: tuple[str, ...] = (
+    "refused", "reset", "timeout", "bad_response", "other", "aborted", "tls_certificate", "tls_handshake",
+)  # fmt: skip
 
 
 class MalformedResultError(PounderError):
@@ -44,6 +46,21 @@ class Histogram:
 def _percentiles(value: object, key: str) -> dict[str, int]:
     data = READ.as_dict(value, key)
     return {percent: READ.as_int(READ.get(data, percent), f"{key}.{percent}") for percent in PERCENTILES}
+
+
+EMPTY_HISTOGRAM = Histogram(count=0, min_us=0, max_us=0, mean_us=0.0, stdev_us=0.0,
+                            percentiles=dict.fromkeys(PERCENTILES, 0))
+"""No sample (a result from before a histogram existed)."""
+
+
+@public
+@dataclass(frozen=True)
+class TlsCounts:
+    """https://: TLS handshakes made by the measured requests that completed (one per connection
+    they opened), and of them those that resumed an earlier session (an abbreviated handshake)."""
+
+    handshakes: int
+    resumed: int
 
 
 @public
@@ -90,6 +107,10 @@ class ErrorCounts:
     bad_response: int
     other: int
     aborted: int
+    tls_certificate: int = 0
+    """https://: the server's certificate was not trusted, or the client's was refused."""
+    tls_handshake: int = 0
+    """https://: any other failed TLS handshake (no TLS server there, no common protocol...)."""
 
     def nonzero(self) -> dict[str, int]:
         return {name: count for name, count in asdict(self).items() if count}
@@ -115,6 +136,8 @@ class Phases:
     waiting: Histogram
     processing: Histogram
     total: Histogram
+    tls: Histogram = EMPTY_HISTOGRAM
+    """https://: the TLS handshakes (of the requests that opened a connection), after ``connect``."""
 
 
 @public
@@ -148,10 +171,18 @@ def _record_of(cls: type[Any]) -> Callable[[object, str], Any]:
     return lambda value, key: READ.record(cls, value, key)
 
 
-def _histograms(cls: type[Any]) -> Callable[[object, str], Any]:
-    """Converter for a group of histograms (:class:`Latency`, :class:`Phases`)."""
+def _histograms(cls: type[Any], optional: tuple[str, ...] = ()) -> Callable[[object, str], Any]:
+    """Converter for a group of histograms (:class:`Latency`, :class:`Phases`); those ``optional``
+    are empty when missing (a result from before them)."""
     converters: dict[str, Any] = dict.fromkeys((field.name for field in fields(cls)), Histogram.from_dict)
+    for name in optional:
+        converters[name] = lambda value, key: EMPTY_HISTOGRAM if value is None else Histogram.from_dict(value, key)
     return lambda value, key: READ.record(cls, value, key, **converters)
+
+
+def _count_or_zero(value: object, key: str) -> int:
+    """A count that a result from before it does not have: 0 then."""
+    return 0 if value is None else READ.as_int(value, key)
 
 
 def _status(value: object, key: str) -> dict[str, int]:
@@ -170,9 +201,10 @@ _MEASUREMENTS: dict[str, tuple[str, Callable[[object, str], Any]]] = {
     "bytes": ("bytes", _record_of(ByteCounts)),
     "connections_opened": ("connections", _opened),
     "status": ("status", _status),
-    "errors": ("errors", _record_of(ErrorCounts)),
+    "errors": ("errors", lambda value, key: READ.record(ErrorCounts, value, key, tls_certificate=_count_or_zero,
+                                                         tls_handshake=_count_or_zero)),
     "latency": ("latency", _histograms(Latency)),
-    "phases": ("phases", _histograms(Phases)),
+    "phases": ("phases", _histograms(Phases, optional=("tls",))),
     "series": ("series", READ.list_of(_record_of(SecondSample))),
     "client_cpu": ("client_cpu", _record_of(ClientCpu)),
     "histogram": ("histogram", READ.as_str),
@@ -181,7 +213,9 @@ _MEASUREMENTS: dict[str, tuple[str, Callable[[object, str], Any]]] = {
 
 def measurements(data: Mapping[str, Any]) -> dict[str, Any]:
     """The engine's measurements as :class:`BenchResult` fields."""
-    return {field: convert(READ.get(data, key), key) for field, (key, convert) in _MEASUREMENTS.items()}
+    found = {field: convert(READ.get(data, key), key) for field, (key, convert) in _MEASUREMENTS.items()}
+    tls = data.get("tls")  # only when a target was https://
+    return {**found, "tls": None if tls is None else READ.record(TlsCounts, tls, "tls")}
 
 
 MAX_FAILED = 0.01

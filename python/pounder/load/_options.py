@@ -13,6 +13,7 @@ from pounder._errors import UsageError, check_flag, check_path, check_text, chec
 from pounder.load._model import Number, build_load_model
 from pounder.load._parse import Stage
 from pounder.load._run_options import LoadModel
+from pounder.load._tls import check_tls_types
 
 
 @public
@@ -46,6 +47,16 @@ class LoadOptions:
     auth: str | None = None
     timeout: Number | None = None
     allow_remote: bool = False
+    insecure: bool = False
+    """https://: accept any server certificate (the handshake is still checked)."""
+    cacert: str | Path | None = None
+    """https://: a PEM file of the CA certificates to trust instead of the system's."""
+    cert: str | Path | None = None
+    """https://: a PEM client certificate (with ``key``)."""
+    key: str | Path | None = None
+    """https://: the client certificate's PEM private key (not encrypted)."""
+    tls_resume: bool = True
+    """https://: resume TLS sessions (False: every handshake is a full one)."""
     scenario: str | Path | None = None
     """A scenario file (docs/scenarios.md): virtual users with sessions instead of one request."""
 
@@ -55,6 +66,8 @@ class LoadOptions:
         files = [("--scenario", str(self.scenario))] if self.scenario is not None else []
         if isinstance(self.body, str) and self.body.startswith("@"):
             files.append(("--body", self.body[1:]))
+        files += [(flag, str(path)) for flag, path in (("--cacert", self.cacert), ("--cert", self.cert),
+                                                       ("--key", self.key)) if path is not None]
         return files
 
     @classmethod
@@ -79,6 +92,7 @@ class LoadOptions:
             check_text(getattr(self, name), name, optional=True)
         check_type(self.body, (str, bytes), "body", "text, '@file' or bytes", optional=True)
         check_path(self.scenario, "scenario", optional=True)
+        check_tls_types(self)
 
     def load_model(self, names: Mapping[str, str] | None = None) -> LoadModel:
         """The load these options describe (connections, length, rate), checked as

@@ -168,6 +168,7 @@ def _counts(result: BenchResult) -> list[str]:
         _line("Body transferred", f"{result.bytes.body} bytes"),
         _line("Bytes sent", f"{result.bytes.sent} bytes"),
         _line("Connections opened", str(result.connections_opened)),
+        *_tls_line(result),
         _line("Requests per second", f"{derived.requests_per_s:.2f} [#/sec] (mean)"),
     ]
     if derived.time_per_request_ms is not None:
@@ -188,10 +189,19 @@ def _counts(result: BenchResult) -> list[str]:
     return lines
 
 
+def _tls_line(result: BenchResult) -> list[str]:
+    """https://: the handshakes of the measured requests, and how many resumed a session."""
+    if result.tls is None:
+        return []
+    tls = result.tls
+    return [_line("TLS handshakes", f"{tls.handshakes} ({tls.resumed} resumed, {tls.handshakes - tls.resumed} full)")]
+
+
 def _connection_times(result: BenchResult) -> list[str]:
     phases = result.phases
     rows = [
         ("Connect:", phases.connect),
+        *([("TLS:", phases.tls)] if result.tls is not None else []),
         ("Waiting:", phases.waiting),
         ("Processing:", phases.processing),
         ("Total:", phases.total),

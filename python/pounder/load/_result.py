@@ -33,6 +33,7 @@ from pounder.load._measured import (
     Phases,
     RequestCounts,
     SecondSample,
+    TlsCounts,
     WarmupCounts,
     measurements,
 )
@@ -266,6 +267,8 @@ class BenchResult:
             del plain["options"]["scenario"]
         if plain["steps"] is None:
             del plain["steps"]
+        if plain["tls"] is None:  # the handshakes only when a target was https://
+            del plain["tls"]
         plain["options"]["http"]["headers"] = [list(pair) for pair in self.options.http.headers]
         plain["options"]["targets"] = [  # a target's own method only when its URL file line named one
             {key: value for key, value in target.items() if key != "method" or value is not None}

@@ -18,7 +18,8 @@ from pounder.load._parse import UrlLine, read_url_file
 from pounder.load._request import RequestTemplate, build_request_template, recorded_headers
 from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
 from pounder.load._scenario import check_scenario_options, read_scenario
-from pounder.load._url import check_unix_socket, parse_url, resolve
+from pounder.load._tls import TlsSettings, read_tls
+from pounder.load._url import check_unix_socket, parse_url, resolve, server_name
 
 if TYPE_CHECKING:
     from pounder._engine import EngineScenario, EngineSpec, EngineTarget
@@ -44,9 +45,12 @@ class Target:
     head: bool
     method: str | None = None
     """The URL file line's own method, or ``None`` (the global method)."""
+    tls_name: str | None = None
+    """https://: the server name (SNI, and the name its certificate must hold); None: plain HTTP."""
 
     def engine_dict(self) -> EngineTarget:
-        return {"tcp": self.tcp, "unix": self.unix, "request": self.request, "head": self.head, "weight": self.weight}
+        return {"tcp": self.tcp, "unix": self.unix, "request": self.request, "head": self.head, "weight": self.weight,
+                "tls_name": self.tls_name}
 
     def info(self) -> TargetInfo:
         return TargetInfo(url=self.url, weight=self.weight, connect=self.tcp or f"unix:{self.unix}",
@@ -99,6 +103,8 @@ def build_targets(
         if line.weight > max_weight:
             raise UsageError(f"{where}weight {line.weight} is more than {max_weight:,}")
         url = parse_url(line.url, where)
+        if url.tls and socket_path is not None:
+            raise UsageError(f"{where}--unix-socket carries plain HTTP: {url.text!r} is https://")
         address = None
         if socket_path is None:
             key = (url.host, url.port)
@@ -115,6 +121,7 @@ def build_targets(
                 request=request.render(url),
                 head=request.method == "HEAD",
                 method=line.method,
+                tls_name=server_name(url.host) if url.tls else None,
             )
         )
     return tuple(targets)
@@ -177,6 +184,9 @@ class BenchSpec:
     scenario: EngineScenario | None = None
     """The virtual users' steps (``--scenario``), built for the one target; None: the targets' requests."""
     scenario_file: str | None = None
+    tls: TlsSettings | None = None
+    """How https:// targets are trusted (``--insecure``, ``--cacert``, ``--cert``/``--key``,
+    ``--no-tls-resume``); None when no target is https://."""
 
     @classmethod
     def from_options(
@@ -246,6 +256,7 @@ class BenchSpec:
                 parse_url(targets[0].url).host_header, keepalive=given.keepalive, headers=template.user,
                 generated=[pair for pair in template.generated if pair[0] == "Authorization"]),
             scenario_file=None if scenario is None else scenario.path,
+            tls=read_tls(given, any(target.tls_name is not None for target in targets)),
         )
 
     def run_options(self) -> RunOptions:
@@ -280,6 +291,7 @@ class BenchSpec:
             "tsv_path": self.tsv_path,
             "hdr_log_path": self.hdr_log_path,
             "scenario": self.scenario,
+            "tls": None if self.tls is None else self.tls.engine_dict(),
         }
 
     def share_spec(self, index: int, count: int, start_at_unix_us: int | None = None) -> EngineSpec:

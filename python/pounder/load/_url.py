@@ -1,4 +1,4 @@
-"""Targets' URLs and addresses: an http:// URL checked and split (:func:`parse_url`), its host
+"""Targets' URLs and addresses: an http:// or https:// URL checked and split (:func:`parse_url`), its host
 resolved under the loopback rule (:func:`resolve`), a Unix socket checked.
 
 Targets must resolve to a loopback address (127.0.0.0/8 or ::1) unless ``allow_remote``. Without
@@ -25,18 +25,21 @@ _URL_SAFE = "!#$%&'()*+,/:;=?@[]~"
 
 @dataclass(frozen=True)
 class ParsedUrl:
-    """An http:// URL split into what pounder needs."""
+    """An http:// or https:// URL split into what pounder needs."""
 
     text: str
     host: str
     port: int
     host_header: str
     request_target: str
+    tls: bool = False
+    """https://: the connection speaks TLS, and ``host`` is the server name it checks."""
 
 
 @public
 def parse_url(text: str, where: str = "") -> ParsedUrl:
-    """Check an http:// URL; ``where`` (e.g. ``"urls.txt:3: "``) prefixes messages."""
+    """Check an http:// or https:// URL (default port 80 or 443); ``where`` (e.g. ``"urls.txt:3: "``)
+    prefixes messages."""
     check_text(text, f"{where}url")
     text = text.strip()
     try:
@@ -45,10 +48,8 @@ def parse_url(text: str, where: str = "") -> ParsedUrl:
     except ValueError as error:
         raise UsageError(f"{where}invalid URL {text!r}: {error}") from None
     scheme = parts.scheme.lower()
-    if scheme == "https":
-        raise UsageError(f"{where}https is not supported yet: {text!r} (only http:// URLs)")
-    if scheme != "http" or not parts.hostname:
-        raise UsageError(f"{where}invalid URL {text!r}: expected http://HOST[:PORT]/PATH")
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"{where}invalid URL {text!r}: expected http://HOST[:PORT]/PATH or https://...")
     if parts.username is not None or parts.password is not None:
         raise UsageError(f"{where}credentials in a URL are not supported: use -A/--auth user:password")
     if port == 0:
@@ -58,10 +59,21 @@ def parse_url(text: str, where: str = "") -> ParsedUrl:
     return ParsedUrl(
         text=text,
         host=parts.hostname,
-        port=port or 80,
+        port=port or (443 if scheme == "https" else 80),
         host_header=_host_header(parts.hostname, port, text, where),
         request_target=f"{path}?{query}" if query else path,
+        tls=scheme == "https",
     )
+
+
+def server_name(host: str) -> str:
+    """The name a TLS connection to ``host`` (a URL's host) checks: in lower case and ASCII (an
+    international name in punycode), an IPv6 address without brackets."""
+    name = host.lower().strip("[]")
+    try:
+        return name if name.isascii() else name.encode("idna").decode("ascii")
+    except UnicodeError as error:
+        raise UsageError(f"invalid host name {host!r}: {error}") from None
 
 
 def _host_header(hostname: str, port: int | None, text: str, where: str) -> str:

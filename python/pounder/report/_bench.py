@@ -298,17 +298,20 @@ def _phases_chart(results: Results, section: Section) -> None:
     if not measured:
         section.add(paragraph("No connection phases: no request completed."))
         return
-    caption = ("Per request: connect (requests that opened a connection), waiting (send to first byte), "
-               "processing (first to last byte), total; mean and p99")
+    # https: the TLS handshake after connect, when a result had one
+    phases = (*PHASES[:1], "tls", *PHASES[1:]) if any(r.tls is not None for _, _, r in measured) else PHASES
+    caption = ("Per request: connect (requests that opened a connection), " + "tls (their TLS handshake), " * (
+        len(phases) > len(PHASES)) + "waiting (send to first byte), processing (first to last byte), total; "
+        "mean and p99")  # fmt: skip
     width = 0.8 / len(measured)
     with chart("bench-phases", caption, section.body, cols=2) as axes:
         for ax, stat in zip(axes, ("mean", "p99"), strict=True):
             for slot, (i, label, r) in enumerate(measured):
-                histograms = [getattr(r.phases, name) for name in PHASES]
+                histograms = [getattr(r.phases, name) for name in phases]
                 values = [(h.mean_us if stat == "mean" else h.percentiles["99"]) / 1000 for h in histograms]
-                ax.bar([p + (slot - (len(measured) - 1) / 2) * width for p in range(len(PHASES))], values,
+                ax.bar([p + (slot - (len(measured) - 1) / 2) * width for p in range(len(phases))], values,
                        width=width, color=_color(i), label=_legend_text(label))
-            ax.set_xticks(range(len(PHASES)), PHASES)
+            ax.set_xticks(range(len(phases)), phases)
             label_axes(ax, "", "ms", stat)
         _legend(axes[0], len(measured))
 

@@ -1,0 +1,163 @@
+"""HTTPS options (``--insecure``, ``--cacert``, ``--cert``/``--key``, ``--no-tls-resume``): their
+files read and checked up front (:func:`read_tls`, PEM parsed by Python's ``ssl``, the key
+matched to its certificate), and the pre-flight handshake (:func:`check_handshakes`) that turns a
+certificate the engine would refuse into one line before any request is sent.
+
+The engine gets the PEM contents, not the paths, so that agents on other machines get them too.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pounder._errors import UsageError, check_flag, check_path
+from pounder._files import SMALL_LIMIT, read_input
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from pounder._engine import EngineTls
+    from pounder.load._options import LoadOptions
+
+TLS_FILE_LIMIT = SMALL_LIMIT
+"""The largest --cacert, --cert or --key file read (1 MiB: a bundle of a few thousand roots)."""
+PROBE_TIMEOUT_S = 10.0
+"""The pre-flight handshake's longest wait (or the request timeout, when shorter)."""
+FIELD_FLAGS = {"tls.ca_pem": "--cacert", "tls.cert_pem": "--cert", "tls.key_pem": "--key"}
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    """The TLS options as the engine gets them, with the paths they were read from (for messages)."""
+
+    insecure: bool = False
+    ca_pem: bytes | None = None
+    cert_pem: bytes | None = None
+    key_pem: bytes | None = None
+    resume: bool = True
+    paths: tuple[tuple[str, str], ...] = ()
+    """``(flag, path)`` of each file read."""
+
+    def engine_dict(self) -> EngineTls:
+        return {"insecure": self.insecure, "ca_pem": self.ca_pem, "cert_pem": self.cert_pem,
+                "key_pem": self.key_pem, "resume": self.resume}  # fmt: skip
+
+    def flag_of(self, engine_message: str) -> str:
+        """The engine's message about a field (``tls.key_pem: ...``) in the user's words."""
+        field, _, why = engine_message.partition(": ")
+        flag = FIELD_FLAGS.get(field)
+        path = dict(self.paths).get(flag or "")
+        return f"{flag} {path}: {why}" if flag and path else engine_message
+
+
+def _given_flags(given: LoadOptions) -> list[str]:
+    flags = [("--insecure", given.insecure), ("--cacert", given.cacert is not None),
+             ("--cert", given.cert is not None), ("--key", given.key is not None),
+             ("--no-tls-resume", not given.tls_resume)]  # fmt: skip
+    return [flag for flag, used in flags if used]
+
+
+def check_tls_types(given: LoadOptions) -> None:
+    check_flag(given.insecure, "insecure")
+    check_flag(given.tls_resume, "tls_resume")
+    for name in ("cacert", "cert", "key"):
+        check_path(getattr(given, name), name, optional=True)
+
+
+def read_tls(given: LoadOptions, https: bool) -> TlsSettings | None:
+    """The TLS settings of a run whose targets include ``https`` ones (else None, and a TLS option
+    given is an error): every file read and checked now, :class:`~pounder.UsageError` naming it."""
+    used = _given_flags(given)
+    if not https:
+        if used:
+            raise UsageError(f"{used[0]} applies to https:// targets, and no target is https://")
+        return None
+    if given.insecure and given.cacert is not None:
+        raise UsageError("--insecure accepts any certificate: it cannot go with --cacert")
+    if (given.cert is None) != (given.key is None):
+        raise UsageError("--cert and --key go together: the client certificate and its private key")
+    paths: list[tuple[str, str]] = []
+    ca = cert = key = None
+    if given.cacert is not None:
+        ca = _read("--cacert", given.cacert, paths)
+        _check_ca(ca, paths[-1][1])
+    if given.cert is not None and given.key is not None:
+        cert = _read("--cert", given.cert, paths)
+        key = _read("--key", given.key, paths)
+        _check_pair(cert, key, dict(paths))
+    return TlsSettings(
+        insecure=given.insecure, ca_pem=ca, cert_pem=cert, key_pem=key, resume=given.tls_resume, paths=tuple(paths)
+    )
+
+
+def _read(flag: str, path: str | os.PathLike[str], paths: list[tuple[str, str]]) -> bytes:
+    text = os.fspath(path)
+    data = read_input(text, flag, limit=TLS_FILE_LIMIT)
+    if len(data) > TLS_FILE_LIMIT:
+        raise UsageError(f"{flag} {text} is larger than the limit of 1 MiB")
+    if b"-----BEGIN " not in data:
+        raise UsageError(f"{flag} {text} is not a PEM file (no '-----BEGIN' line)")
+    paths.append((flag, text))
+    return data
+
+
+def _check_ca(pem: bytes, path: str) -> None:
+    if b"-----BEGIN CERTIFICATE-----" not in pem:
+        raise UsageError(f"--cacert {path} holds no certificate (a PEM 'BEGIN CERTIFICATE' block)")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    try:
+        context.load_verify_locations(cadata=pem.decode("ascii", "replace"))
+    except (ssl.SSLError, ValueError) as error:
+        raise UsageError(f"--cacert {path} is not a PEM certificate bundle: {_ssl_reason(error)}") from None
+
+
+def _check_pair(cert: bytes, key: bytes, paths: dict[str, str]) -> None:
+    cert_path, key_path = paths["--cert"], paths["--key"]
+    if b"-----BEGIN CERTIFICATE-----" not in cert:
+        raise UsageError(f"--cert {cert_path} holds no certificate (a PEM 'BEGIN CERTIFICATE' block)")
+    if b"ENCRYPTED" in key:
+        raise UsageError(f"--key {key_path} is encrypted: give it decrypted (openssl pkey -in KEY -out PLAIN)")
+    if b"PRIVATE KEY-----" not in key:
+        raise UsageError(f"--key {key_path} holds no private key (a PEM 'BEGIN ... PRIVATE KEY' block)")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    try:
+        context.load_cert_chain(cert_path, key_path, password=b"")
+    except (ssl.SSLError, OSError, ValueError) as error:
+        raise UsageError(f"--key {key_path} does not go with --cert {cert_path}: {_ssl_reason(error)}") from None
+
+
+def _ssl_reason(error: Exception) -> str:
+    reason = getattr(error, "reason", None)
+    return str(reason).lower().replace("_", " ") if reason else str(error).splitlines()[0]
+
+
+def _hint(reason: str, settings: TlsSettings) -> str:
+    if reason.startswith("certificate not trusted"):
+        return "give --cacert FILE or --insecure"
+    if "client certificate" in reason:
+        return "give --cert FILE and --key FILE" if settings.cert_pem is None else "check --cert and --key"
+    if reason.startswith("no TLS server there"):
+        return "use http:// for a plain HTTP port"
+    return "check the server's TLS setup"
+
+
+def check_handshakes(
+    engine: ModuleType, targets: list[tuple[str, str, str]], settings: TlsSettings, timeout_s: float
+) -> None:
+    """One handshake to each distinct ``(url, tcp, tls_name)`` address, no request: a
+    :class:`~pounder.UsageError` ``URL: reason (what to do)`` when one fails. An address that
+    accepts no connection is left to the run, which counts it as for plain HTTP."""
+    done: set[tuple[str, str]] = set()
+    for url, tcp, name in targets:
+        if (tcp, name) in done:
+            continue
+        done.add((tcp, name))
+        try:
+            reason = engine.tls_probe(tcp, name, settings.engine_dict(), min(timeout_s, PROBE_TIMEOUT_S))
+        except ValueError as error:
+            raise UsageError(settings.flag_of(str(error))) from None
+        if reason is not None:
+            raise UsageError(f"{url}: {reason} ({_hint(reason, settings)})")
