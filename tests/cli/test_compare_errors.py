@@ -38,7 +38,7 @@ def assert_error(code: int, stdout: str, stderr: str, fragment: str, expected_co
     [
         ([], "Missing argument 'URL...'"),
         ([A], "compare needs at least 2 URLs, got 1"),
-        ([A, "https://127.0.0.1/"], "https is not supported yet"),
+        ([A, B, "--insecure"], "--insecure applies to https:// targets"),
         ([A, "not-a-url"], "expected http://HOST[:PORT]/PATH"),
         ([A, "http://10.1.2.3/"], "not a loopback address"),
         (["--label", "x", A, B], "give one --label per URL: 2 URLs, 1 labels"),

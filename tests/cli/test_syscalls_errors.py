@@ -117,7 +117,7 @@ def test_bad_options(listener: str, args: list[str], fragments: list[str]) -> No
 @pytest.mark.parametrize(
     ("url", "fragment"),
     [("http://10.1.2.3/", "10.1.2.3 is not a loopback address (127.0.0.0/8 or ::1): strace traces a server on this "
-      "machine only"), ("https://127.0.0.1/", "https is not supported"), ("nope", "http://")],
+      "machine only"), ("ftp://127.0.0.1/", "expected http://"), ("nope", "http://")],
 )
 def test_bad_urls(url: str, fragment: str) -> None:
     line = assert_usage_error(*run_cli(url, "--server-pid", str(os.getpid())), fragment)

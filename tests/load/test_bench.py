@@ -206,8 +206,8 @@ def test_bad_input_sends_nothing(testserver: Any) -> None:
     for kwargs in ({"connections": 0}, {"duration": "soon"}, {"rate": 100, "stages": "1s@100"}):
         with pytest.raises(UsageError):
             bench(srv.url + "/", **kwargs)
-    with pytest.raises(UsageError, match="https is not supported"):
-        bench(f"https://127.0.0.1:{port}/")
+    with pytest.raises(UsageError, match="--insecure applies to https:// targets"):
+        bench(f"http://127.0.0.1:{port}/", insecure=True)
     assert srv.count(settle_s=0.3) == 0
 
 

@@ -61,6 +61,7 @@ def test_defaults_closed_loop(monkeypatch: pytest.MonkeyPatch) -> None:
                 ),
                 "head": False,
                 "weight": 1,
+                "tls_name": None,
             }
         ],
         "order": "sequential",
@@ -78,6 +79,7 @@ def test_defaults_closed_loop(monkeypatch: pytest.MonkeyPatch) -> None:
         "tsv_path": None,
         "hdr_log_path": None,
         "scenario": None,
+        "tls": None,
     }
 
 
@@ -251,7 +253,7 @@ def test_the_host_header_is_the_ascii_name(url: str, host: str) -> None:
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("https://127.0.0.1/", "https is not supported yet"),
+        ("ftps://127.0.0.1/", "expected http://"),
         ("ftp://127.0.0.1/", "expected http://"),
         ("127.0.0.1:8080/", "expected http://"),
         ("http:///path", "expected http://"),
@@ -365,8 +367,8 @@ def test_url_file_line_methods(tmp_path: Path) -> None:
 
 def test_url_file_bad_url_names_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "urls.txt"
-    path.write_text("http://127.0.0.1/\n\nhttps://127.0.0.1/\n")
-    with pytest.raises(UsageError, match=f"^{path}:3: https is not supported yet"):
+    path.write_text("http://127.0.0.1/\n\nftp://127.0.0.1/\n")
+    with pytest.raises(UsageError, match=f"^{path}:3: invalid URL 'ftp://127.0.0.1/': expected http://"):
         spec(None, url_file=path)
 
 

@@ -33,6 +33,7 @@ from pounder.load._measured import (
     Phases,
     RequestCounts,
     SecondSample,
+    TlsCounts,
     WarmupCounts,
     measurements,
 )
@@ -148,6 +149,8 @@ class BenchResult:
     """The agents that sent the load (``--ray``), else None: the figures are their merged ones."""
     steps: tuple[StepStats, ...] | None = None
     """A scenario's steps (``--scenario``), in the file's order, else None."""
+    tls: TlsCounts | None = None
+    """https://: the TLS handshakes and how many resumed a session; None when no target was https://."""
     gates: GateReport | None = None
     """The ``--fail-if`` gates evaluated on this result (:func:`~pounder.load.evaluate_gates`), else None."""
 
@@ -264,6 +267,8 @@ class BenchResult:
             del plain["options"]["scenario"]
         if plain["steps"] is None:
             del plain["steps"]
+        if plain["tls"] is None:  # the handshakes only when a target was https://
+            del plain["tls"]
         plain["options"]["http"]["headers"] = [list(pair) for pair in self.options.http.headers]
         plain["options"]["targets"] = [  # a target's own method only when its URL file line named one
             {key: value for key, value in target.items() if key != "method" or value is not None}

@@ -1,0 +1,224 @@
+"""HTTPS for the tests: certificates made with the ``openssl`` CLI (:func:`make_pki`), and a private
+nginx with TLS (:class:`TlsNginx`) whose access log says what it served: one line per request,
+``STATUS REUSED PORT`` (REUSED ``r`` when the TLS session was resumed, else ``.``).
+
+    pki = make_pki(tmp_path)
+    with TlsNginx(tmp_path / "nginx", pki) as srv:
+        ... srv.url, srv.verify_url (client certificate required), srv.plain_url ...
+        srv.log_lines()
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+
+def openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=30)
+
+
+@dataclass(frozen=True)
+class Pki:
+    """A CA, a server certificate it signed (localhost and 127.0.0.1), a client certificate it
+    signed, and another CA that signed none of them."""
+
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+    other_ca: Path
+
+
+def _ca(directory: Path, name: str) -> tuple[Path, Path]:
+    cert, key = directory / f"{name}.pem", directory / f"{name}.key"
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        str(key),
+        "-out",
+        str(cert),
+        "-days",
+        "2",
+        "-subj",
+        f"/CN=pounder test {name}",
+    )
+    return cert, key
+
+
+def _leaf(directory: Path, name: str, ca: tuple[Path, Path], san: str) -> tuple[Path, Path]:
+    cert, key, csr, ext = (directory / f"{name}{suffix}" for suffix in (".pem", ".key", ".csr", ".ext"))
+    openssl(
+        "req",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        str(key),
+        "-out",
+        str(csr),
+        "-subj",
+        f"/CN={name}",
+    )
+    ext.write_text(f"subjectAltName={san}\n")
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        str(csr),
+        "-CA",
+        str(ca[0]),
+        "-CAkey",
+        str(ca[1]),
+        "-CAcreateserial",
+        "-out",
+        str(cert),
+        "-days",
+        "2",
+        "-extfile",
+        str(ext),
+    )
+    return cert, key
+
+
+def make_pki(directory: Path) -> Pki:
+    directory.mkdir(parents=True, exist_ok=True)
+    ca = _ca(directory, "ca")
+    server = _leaf(directory, "server", ca, "DNS:localhost,IP:127.0.0.1")
+    client = _leaf(directory, "client", ca, "DNS:client")
+    other, _ = _ca(directory, "other")
+    return Pki(ca[0], server[0], server[1], client[0], client[1], other)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+_CONF = """\
+worker_processes 1;
+daemon off;
+pid {root}/nginx.pid;
+error_log {root}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    log_format t '$status $ssl_session_reused $server_port';
+    access_log {root}/access.log t;
+    client_body_temp_path {root}/tmp; proxy_temp_path {root}/tmp; fastcgi_temp_path {root}/tmp;
+    uwsgi_temp_path {root}/tmp; scgi_temp_path {root}/tmp;
+    keepalive_timeout 60s;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_certificate {cert};
+    ssl_certificate_key {key};
+    ssl_session_cache shared:pounder:1m;
+    server {{
+        listen 127.0.0.1:{port} ssl;
+        location / {{ return 200 "ok\\n"; }}
+    }}
+    server {{
+        listen 127.0.0.1:{verify_port} ssl;
+        ssl_verify_client on;
+        ssl_client_certificate {ca};
+        location / {{ return 200 "ok\\n"; }}
+    }}
+    server {{
+        listen 127.0.0.1:{plain_port};
+        location / {{ return 200 "ok\\n"; }}
+    }}
+}}
+"""
+
+
+class TlsNginx:
+    """One nginx (one worker) with three servers on free loopback ports: HTTPS (``url``), HTTPS
+    requiring a client certificate signed by the CA (``verify_url``), plain HTTP (``plain_url``)."""
+
+    def __init__(self, root: Path, pki: Pki) -> None:
+        self.root = root
+        self.pki = pki
+        self.port, self.verify_port, self.plain_port = free_port(), free_port(), free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}/"
+
+    @property
+    def verify_url(self) -> str:
+        return f"https://localhost:{self.verify_port}/"
+
+    @property
+    def plain_url(self) -> str:
+        return f"127.0.0.1:{self.plain_port}/"
+
+    def __enter__(self) -> TlsNginx:
+        binary = shutil.which("nginx", path="/usr/sbin:/usr/bin:/sbin:/bin")
+        assert binary is not None, "nginx is not installed"
+        (self.root / "tmp").mkdir(parents=True, exist_ok=True)
+        conf = self.root / "nginx.conf"
+        conf.write_text(
+            _CONF.format(
+                root=self.root,
+                cert=self.pki.server_cert,
+                key=self.pki.server_key,
+                ca=self.pki.ca,
+                port=self.port,
+                verify_port=self.verify_port,
+                plain_port=self.plain_port,
+            )
+        )
+        self.proc = subprocess.Popen([binary, "-p", str(self.root), "-c", str(conf)], stderr=subprocess.PIPE)
+        if not all(wait_port(port) for port in (self.port, self.verify_port, self.plain_port)):
+            self.stop()
+            raise RuntimeError("nginx did not start: " + (self.root / "error.log").read_text())
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGQUIT)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def log_lines(self, port: int | None = None) -> list[str]:
+        """The access log's lines (of one server's port), after a moment for the last ones."""
+        time.sleep(0.1)
+        path = self.root / "access.log"
+        lines = path.read_text().splitlines() if path.exists() else []
+        return [line for line in lines if port is None or line.endswith(f" {port}")]
+
+    def clear_log(self) -> None:
+        (self.root / "access.log").write_text("")
