@@ -150,13 +150,14 @@ class AccessLog:
 
 
 def base_of(base_url: str) -> str:
-    """``http://host:port`` from a base URL, which must have no path (but ``/``), query or fragment."""
+    """``http://host:port`` (``https://`` for an https base) from a base URL, which must have no path
+    (but ``/``), query or fragment."""
     parsed = parse_url(base_url, "base URL: ")
     parts = urlsplit(base_url.strip())
     if parts.path not in ("", "/") or parts.query or parts.fragment:
         raise UsageError(f"the base URL {base_url!r} must be scheme://host[:port] only: the paths come from the "
                          "access log")
-    return f"http://{parsed.host_header}"
+    return f"{'https' if parsed.tls else 'http'}://{parsed.host_header}"
 
 
 def url_lines(targets: Iterable[tuple[int, str, str]], base_url: str) -> str:
