@@ -76,6 +76,13 @@ class EngineScenario(TypedDict):
     login: int
     steps: list[EngineStep]
 
+class EngineReplay(TypedDict):
+    """A timed replay: request i is sent ``times_us[i]`` µs after the start (non-decreasing), to
+    ``spec["targets"][targets[i]]``; the same lengths, at least one request."""
+
+    times_us: list[int]
+    targets: list[int]
+
 class EngineSpec(TypedDict):
     """What ``start`` takes (docs/engine-contract.md, "The spec")."""
 
@@ -89,6 +96,7 @@ class EngineSpec(TypedDict):
     warmup_requests: NotRequired[int | None]  # default 0; excludes warmup_s
     warmup_s: NotRequired[float | None]  # default 0.0
     stages: NotRequired[Sequence[EngineStage] | None]  # None: closed loop
+    replay: NotRequired[EngineReplay | None]  # open loop at explicit times; excludes stages, order, warm-up
     # HTTP
     keepalive: NotRequired[bool | None]  # default True
     calls_per_conn: NotRequired[int | None]  # default 0 (no limit)

@@ -170,6 +170,28 @@ def test_open_loop_sends_the_one_schedule(cluster: str, testserver: Any, tmp_pat
     assert abs(p90 - alone_p90) <= 0.15 * alone_p90, (p90, alone_p90)
 
 
+def test_a_replay_is_dealt_out_request_by_request(cluster: str, testserver: Any, tmp_path: Path) -> None:
+    """--replay over three agents: agent k sends the log's requests k, k+3, ... at their own
+    (scaled) times; together every request once, at its time, and the merge counts them all."""
+    start = 1_700_000_000.0
+    times = [start + i * 0.01 + (0.5 if i >= 300 else 0) for i in range(600)]  # 600 over 6.5 s, a pause
+    log = tmp_path / "access.log"
+    stamp = "%d/%b/%Y:%H:%M:%S"
+    log.write_text("".join(
+        f'127.0.0.1 - - [{time.strftime(stamp, time.gmtime(t))}.{round(t * 1000) % 1000:03d} +0000] '
+        f'"GET /r{i % 5} HTTP/1.1" 200 2\n' for i, t in enumerate(times)))  # fmt: skip
+    srv = testserver(mode="ok")
+    tsv = tmp_path / "replay.tsv"
+    result = bench(srv.url, replay=str(log), speed="4x", ray=cluster, agents=3, tsv_path=str(tsv))
+    assert srv.count() == 600 == result.requests.complete
+    assert result.agents is not None and [a.complete for a in result.agents.members] == [200, 200, 200]
+    intended = sorted(int(row["intended_offset_us"]) for index in range(3)
+                      for row in _tsv(tmp_path / f"replay.agent-{index}.tsv"))  # fmt: skip
+    assert intended == [round((round(t * 1000) - round(times[0] * 1000)) * 1000 / 4) for t in times]
+    assert sum(sample.complete for sample in result.series) == 600
+    assert result.options.replay is not None and result.options.replay.requests == 600
+
+
 def test_a_lost_agent_leaves_a_partial_result(cluster: str, testserver: Any) -> None:
     """An agent killed 2.3 s into a 4 s run: the others finish, the result is partial, and the
     lost agent keeps what it measured in the whole seconds it reported (counts and percentiles),

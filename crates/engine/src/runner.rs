@@ -33,6 +33,9 @@ mod vu;
 
 /// How long requests in flight at the end may take to finish before they count as aborted.
 const DRAIN: Duration = Duration::from_secs(1);
+/// How long after its start call a replay's clock starts (without `start_at`), so that its
+/// first requests, due at once, do not wait for the threads to start.
+const REPLAY_LEAD: Duration = Duration::from_millis(50);
 /// The same after a cancel (Ctrl-C, SIGTERM): the caller has promised to stop within a second.
 const CANCEL_DRAIN: Duration = Duration::from_millis(200);
 /// How often a thread's controller looks at the cancel flag.
@@ -197,8 +200,10 @@ impl Run {
         let tls = crate::tls::run_setup(&spec, addrs.iter().map(|a| a.1))?;
         // With start_at: the run (and its clock) begins then; the threads start now, connect
         // nothing and wait for it.
-        let now = Instant::now();
-        let now_unix_us = unix_us();
+        // a replay's first requests are due at once: its clock starts once the threads are up
+        let lead = if spec.replay.is_some() { REPLAY_LEAD } else { Duration::ZERO };
+        let now = Instant::now() + lead;
+        let now_unix_us = unix_us() + lead.as_micros() as u64;
         let (start, start_unix_us) = match spec.start_at_unix_us {
             Some(at) if at > now_unix_us => (now + Duration::from_micros(at - now_unix_us), at),
             _ => (now, now_unix_us),

@@ -87,15 +87,25 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
     "server_name": (("--server-name",), "TEXT",
                     "Like --server-pid, with the parent found by process name or command line."),
     "access_log": (("--access-log",), "FILE",
-                   "Replay the traffic of this Apache/nginx access log (common or combined format, gzip or not): "
+                   "Replay the traffic of this Apache/nginx access log (common or combined format, gzip or not) or HAR "
+                   "file (a browser's export): "
                    "each distinct request (method, path and query) weighted by its count, in random order; the URL "
                    "is then the server's base, http://HOST:PORT. The log's busiest second and minute and its mix "
                    "are reported."),
     "exclude_static": (("--exclude-static",), None,
-                       "With --access-log: leave out static files (.css, .js, images, fonts, media)."),
+                       "With --access-log or --replay: leave out static files (.css, .js, images, fonts, media)."),
     "log_methods": (("--log-methods",), "LIST",
-                    "With --access-log: the methods replayed, default GET,HEAD (a POST replayed without the body "
-                    "it had is not the request the server saw)."),
+                    "With --access-log or --replay: the methods replayed, default GET,HEAD (a POST replayed "
+                    "without the body it had is not the request the server saw; a HAR's bodies are sent)."),
+    "replay": (("--replay",), "FILE",
+               "Send the requests of this access log (common or combined, gzip or not) or HAR file at their "
+               "recorded times, scaled by --speed: open loop, latency from each request's time, -c the cap on "
+               "requests in flight. Sub-second times are used when the log has them ([10/Oct/2000:13:55:36.123 "
+               "+0000], a HAR's startedDateTime); a log of whole seconds has each second's requests spread evenly "
+               "over it (the report says so). The URL is the server's base, http://HOST:PORT. -n or -d cut it "
+               "short. Excludes --rate, --stages, --warmup, --order, -f, --access-log, --scenario."),
+    "speed": (("--speed",), "FACTOR",
+              "With --replay: how much faster than recorded, e.g. 10x, 0.5x or 2; default 1x."),
     "scenario": (("--scenario",), "FILE",
                  "Virtual users with sessions, from a TOML scenario file (docs/scenarios.md): each connection is "
                  "a user that runs the [[login]] steps once (capturing CSRF tokens, cookies in its own jar), then "

@@ -151,6 +151,8 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
     load_parameter("rate", _LOAD, "Length: -d, else -n divided by the rate, else 10s."),
     load_parameter("stages", _LOAD),
     load_parameter("max_in_flight", _LOAD),
+    load_parameter("replay", _LOAD),
+    load_parameter("speed", _LOAD),
     load_parameter("keepalive", _HTTP, "Default: on.", value=True),
     *(load_parameter(name, _HTTP) for name in ("calls_per_conn", "throttle", "method", "body", "content_type",
                                               "header", "cookie", "auth", "timeout", "allow_remote")),

@@ -64,9 +64,10 @@ from pounder.load._measured import (
 from pounder.load._model import Number
 from pounder.load._options import LoadOptions
 from pounder.load._parse import Stage, read_url_targets
+from pounder.load._replay import MAX_REPLAY_S, describe_replay
 from pounder.load._report import describe_load, format_ms, render_report
 from pounder.load._result import READ_SCHEMAS, SCHEMA, BenchResult, Derived, ReplyRate, load_result
-from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
+from pounder.load._run_options import HttpOptions, LoadModel, ReplayInfo, RunOptions, TargetInfo
 from pounder.load._scenario import Scenario, read_scenario
 from pounder.load._sender import Sender
 from pounder.load._spec import BenchSpec, Target
@@ -116,6 +117,8 @@ __all__ = [
     "Phases",
     "Progress",
     "ProgressCallback",
+    "MAX_REPLAY_S",
+    "ReplayInfo",
     "ReplyRate",
     "RequestCounts",
     "RunOptions",
@@ -132,6 +135,7 @@ __all__ = [
     "bench",
     "check_tls",
     "describe_load",
+    "describe_replay",
     "format_ms",
     "is_loopback",
     "load_engine",

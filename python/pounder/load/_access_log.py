@@ -5,7 +5,10 @@ Formats, told apart line by line: Apache/nginx **common** (``%h %l %u %t "%r" %>
 **combined** (common + ``"%{Referer}i" "%{User-Agent}i"``), each optionally followed by a service
 time: a whole number is Apache's ``%D`` (microseconds), a number with a decimal point nginx's
 ``$request_time`` (seconds); ``time_unit`` says otherwise (Apache's ``%T``, whole seconds, is
-``time_unit="s"``). A file compressed with gzip is read as such (told by its first bytes).
+``time_unit="s"``). A file compressed with gzip is read as such (told by its first bytes). The
+time may carry a fraction of a second (``[10/Oct/2000:13:55:36.123 +0000]``, what Apache's
+``%{%d/%b/%Y:%H:%M:%S}t.%{msec_frac}t %{%z}t`` writes). A HAR file (``_har``, a JSON object with
+``log.entries``) is read too, told by its content.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import math
 import os
 import re
 import zlib
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
@@ -27,6 +31,7 @@ from urllib.parse import urlsplit
 from pounder._errors import UsageError, check_flag, check_path, check_strings, public
 from pounder._files import check_input_file, write_atomic
 from pounder._units import GIB, KIB, number
+from pounder.load._har import HAR_LIMIT, looks_like_har, read_har
 from pounder.load._parse import LINE_METHODS
 from pounder.load._url import parse_url
 
@@ -60,6 +65,7 @@ _MONTHS = {name: index for index, name in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
 _METHOD_RE = re.compile(r"[A-Z]+")
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+_FRACTION_RE = re.compile(r"[0-9]{1,9}")
 
 
 @public
@@ -150,14 +156,13 @@ class AccessLog:
 
 
 def base_of(base_url: str) -> str:
-    """``http://host:port`` (``https://`` for an https base) from a base URL, which must have no path
-    (but ``/``), query or fragment."""
+    """``http://host:port`` from a base URL, which must have no path (but ``/``), query or fragment."""
     parsed = parse_url(base_url, "base URL: ")
     parts = urlsplit(base_url.strip())
     if parts.path not in ("", "/") or parts.query or parts.fragment:
         raise UsageError(f"the base URL {base_url!r} must be scheme://host[:port] only: the paths come from the "
                          "access log")
-    return f"{'https' if parsed.tls else 'http'}://{parsed.host_header}"
+    return f"http://{parsed.host_header}"
 
 
 def url_lines(targets: Iterable[tuple[int, str, str]], base_url: str) -> str:
@@ -180,6 +185,29 @@ def write_url_file(mix: AccessLog | Iterable[tuple[int, str, str]], base_url: st
 # Reading
 
 
+RequestKey = tuple[str, str, tuple[tuple[str, str], ...], bytes | None]
+"""A distinct request of a replay: method, path and query, headers, body (a HAR's; a log has none)."""
+
+
+@dataclass
+class Kept:
+    """Each request that passed the filters, in the file's order, for a timed replay: its time
+    (Unix microseconds; a whole second's start when the log gave no fraction) and which distinct
+    request it is (an index into ``distinct``'s insertion order). Compact arrays, so that a log of
+    millions of requests is not millions of objects."""
+
+    unix_us: array[int] = field(default_factory=lambda: array("q"))
+    which: array[int] = field(default_factory=lambda: array("l"))
+    distinct: dict[RequestKey, int] = field(default_factory=dict)
+    whole_seconds: int = 0
+    """Requests whose time had no fraction of a second."""
+
+    def add(self, unix_us: int, fraction: bool, key: RequestKey) -> None:
+        self.unix_us.append(unix_us)
+        self.which.append(self.distinct.setdefault(key, len(self.distinct)))
+        self.whole_seconds += not fraction
+
+
 @dataclass
 class _Tally:
     """What the lines add up to while they are read."""
@@ -194,6 +222,8 @@ class _Tally:
     time_kinds: set[str] = field(default_factory=set)
     offset: timezone | None = None
     clock: dict[str, tuple[int, timezone]] = field(default_factory=dict)
+    kept: Kept | None = None
+    har: bool = False
 
     def bad(self, number: int) -> None:
         self.skipped["malformed"] += 1
@@ -238,11 +268,19 @@ def _lines(path: Path) -> Iterator[bytes]:
             raise UsageError(f"cannot read access log {path}: {getattr(error, 'strerror', None) or error}") from None
 
 
-def _clock(text: str, tally: _Tally) -> tuple[int, timezone] | None:
-    """``10/Oct/2000:13:55:36 -0700`` → (Unix second, its UTC offset); None when malformed."""
+def _clock(text: str, tally: _Tally) -> tuple[int, timezone, int | None] | None:
+    """``10/Oct/2000:13:55:36 -0700`` → (Unix second, its UTC offset, None); with a fraction,
+    ``10/Oct/2000:13:55:36.123 -0700``, its microseconds third; None when malformed."""
+    whole, dot, rest = text.partition(".")
+    fraction = None
+    if dot:
+        digits, _, zone = rest.partition(" ")
+        if not _FRACTION_RE.fullmatch(digits):
+            return None
+        fraction, text = int(digits[:6].ljust(6, "0")), f"{whole} {zone}"
     known = tally.clock.get(text)
     if known is not None:
-        return known
+        return (*known, fraction)
     match = _TIME_RE.fullmatch(text)
     month = _MONTHS.get(match.group(2)) if match else None
     if match is None or month is None:
@@ -256,7 +294,7 @@ def _clock(text: str, tally: _Tally) -> tuple[int, timezone] | None:
     if len(tally.clock) > 100_000:
         tally.clock.clear()
     tally.clock[text] = found = (int(moment.timestamp()), offset)
-    return found
+    return (*found, fraction)
 
 
 def _request(text: str) -> tuple[str, str] | None:
@@ -318,13 +356,71 @@ def _read_line(raw: bytes, number: int, tally: _Tally, methods: frozenset[str], 
         tally.skipped["static"] += 1
         return
     tally.mix[(method, target)] += 1
-    second, offset = clock
+    second, offset, fraction = clock
     tally.seconds[second] += 1
     tally.offset = tally.offset or offset
+    if tally.kept is not None:
+        tally.kept.add(second * 1_000_000 + (fraction or 0), fraction is not None, (method, target, (), None))
     logged = _service_time(match.group("rest"), unit)
     if logged is not None:
         tally.times.append(logged[0])
         tally.time_kinds.add(logged[1])
+
+
+def _is_har(path: Path) -> bool:
+    with ExitStack() as stack:
+        try:
+            return looks_like_har(_open(path, stack).read(64))
+        except (OSError, EOFError, zlib.error):
+            return False  # the reading of the lines says why
+
+
+def _read_har(path: Path, tally: _Tally, methods: frozenset[str], exclude_static: bool) -> None:
+    with ExitStack() as stack:
+        try:
+            data = _open(path, stack).read(HAR_LIMIT + 1)
+        except (OSError, EOFError, zlib.error) as error:
+            raise UsageError(f"cannot read HAR file {path}: {getattr(error, 'strerror', None) or error}") from None
+    entries, no_request = read_har(data, os.fspath(path))
+    tally.har = True
+    tally.lines = tally.parsed = len(entries) + no_request
+    tally.skipped["request"] += no_request
+    for entry in entries:
+        if entry.method not in methods:
+            tally.skipped["method"] += 1
+        elif exclude_static and _is_static(entry.target):
+            tally.skipped["static"] += 1
+        else:
+            tally.mix[(entry.method, entry.target)] += 1
+            tally.seconds[entry.unix_us // 1_000_000] += 1
+            tally.offset = tally.offset or entry.offset
+            if tally.kept is not None:
+                body = None if entry.method in ("GET", "HEAD") else entry.body
+                tally.kept.add(entry.unix_us, True, (entry.method, entry.target, entry.headers, body))
+
+
+def read_tally(where: Path, methods: str | Sequence[str], exclude_static: bool, time_unit: TimeUnit = "auto",
+               kept: Kept | None = None) -> _Tally:  # fmt: skip
+    """Every line of an access log (or entry of a HAR) counted, each request that passes the
+    filters added to ``kept`` too; :class:`~pounder.UsageError` when none is left."""
+    chosen = _methods(methods)
+    check_input_file(where, "access log", FILE_LIMIT)
+    tally = _Tally(kept=kept)
+    if _is_har(where):
+        _read_har(where, tally, chosen, exclude_static)
+    else:
+        for number_, raw in enumerate(_lines(where), start=1):
+            _read_line(raw, number_, tally, chosen, exclude_static, time_unit)
+    what = "HAR file" if tally.har else "access log"
+    if tally.lines == 0:
+        raise UsageError(f"{what} {where} has no {'entries' if tally.har else 'lines'}")
+    if tally.parsed == 0:
+        raise UsageError(f"access log {where}: no line is in the common or combined log format (line "
+                         f"{tally.first_bad} is not)")
+    if not tally.mix:
+        raise UsageError(f"{what} {where}: no request left: {tally.parsed:,} requests, none "
+                         f"{'of ' + ', '.join(sorted(chosen))}{' outside static files' if exclude_static else ''}")
+    return tally
 
 
 def _peak_window(seconds: Mapping[int, int], width: int) -> tuple[int, int]:
@@ -397,20 +493,8 @@ def read_access_log(
         raise UsageError(f"max_targets must be a whole number >= 1, got {max_targets!r}")
     if time_unit not in ("auto", *_UNIT_SECONDS):
         raise UsageError(f"time_unit must be 'auto', 'us', 'ms' or 's', got {time_unit!r}")
-    chosen = _methods(methods)
     where = Path(path)
-    check_input_file(where, "access log", FILE_LIMIT)
-    tally = _Tally()
-    for number_, raw in enumerate(_lines(where), start=1):
-        _read_line(raw, number_, tally, chosen, exclude_static, time_unit)
-    if tally.lines == 0:
-        raise UsageError(f"access log {where} has no lines")
-    if tally.parsed == 0:
-        raise UsageError(f"access log {where}: no line is in the common or combined log format (line "
-                         f"{tally.first_bad} is not)")
-    if not tally.mix:
-        raise UsageError(f"access log {where}: no request left: {tally.parsed:,} requests, none "
-                         f"{'of ' + ', '.join(sorted(chosen))}{' outside static files' if exclude_static else ''}")
+    tally = read_tally(where, methods, exclude_static, time_unit)
     ranked = sorted(tally.mix.items(), key=lambda item: (-item[1], item[0]))
     kept, dropped = ranked[:max_targets], ranked[max_targets:]
     if dropped:

@@ -59,11 +59,17 @@ class LoadOptions:
     """https://: resume TLS sessions (False: every handshake is a full one)."""
     scenario: str | Path | None = None
     """A scenario file (docs/scenarios.md): virtual users with sessions instead of one request."""
+    replay: str | Path | None = None
+    """An access log or HAR file whose requests are sent at their recorded times (open loop)."""
+    speed: str | float | None = None
+    """With ``replay``: how much faster the log is replayed (``"10x"``, ``"0.5x"``, ``2``); default 1x."""
 
     def input_files(self) -> list[tuple[str, str]]:
         """The files these options read (``body="@FILE"``), as ``(option, path)``: no output of
         the run may overwrite them."""
         files = [("--scenario", str(self.scenario))] if self.scenario is not None else []
+        if self.replay is not None:
+            files.append(("--replay", str(self.replay)))
         if isinstance(self.body, str) and self.body.startswith("@"):
             files.append(("--body", self.body[1:]))
         files += [(flag, str(path)) for flag, path in (("--cacert", self.cacert), ("--cert", self.cert),
@@ -92,6 +98,7 @@ class LoadOptions:
             check_text(getattr(self, name), name, optional=True)
         check_type(self.body, (str, bytes), "body", "text, '@file' or bytes", optional=True)
         check_path(self.scenario, "scenario", optional=True)
+        check_path(self.replay, "replay", optional=True)
         check_tls_types(self)
 
     def load_model(self, names: Mapping[str, str] | None = None) -> LoadModel:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pounder._errors import check_instance, public
 from pounder._units import mib, plain
 from pounder.load._measured import ERROR_CATEGORIES, PERCENTILES, Histogram
+from pounder.load._replay import describe_replay
 from pounder.load._result import BenchResult, ReplyRate
 from pounder.load._run_options import LoadModel
 from pounder.load._steps import STEP_COLUMNS, step_rows
@@ -62,13 +63,17 @@ def _header(result: BenchResult) -> list[str]:
         method = f"{targets[0].method} " if targets[0].method else ""
         lines.append(_line("Target", f"{method}{targets[0].url} ({targets[0].connect})"))
     else:
-        lines.append(_line("Targets", f"{len(targets)}, {result.options.order} order"))
+        order = "as the replayed log names them" if result.options.replay else f"{result.options.order} order"
+        lines.append(_line("Targets", f"{len(targets)}, {order}"))
         for target in targets[:MAX_LISTED_TARGETS]:
             method = f"{target.method} " if target.method else ""
             lines.append(_continued(f"{method}{target.url} (weight {target.weight}, {target.connect})"))
         if len(targets) > MAX_LISTED_TARGETS:
             lines.append(_continued(f"... and {len(targets) - MAX_LISTED_TARGETS} more"))
     lines.append(_line("Load model", describe_load(result.options.load)))
+    if result.options.replay is not None:
+        first, *rest = describe_replay(result.options.replay)
+        lines += [_line("Replay", first), *map(_continued, rest)]
     if result.options.scenario is not None:
         lines.append(_line("Scenario", _describe_scenario(result)))
     lines.append(_line("Requests", _describe_http(result)))
@@ -99,6 +104,8 @@ def _describe_stages(load: LoadModel) -> str:
 def describe_load(load: LoadModel) -> str:
     """The load model in words: "closed loop, 10 connections, 4 threads"."""
     threads = f"{load.threads} thread{'s' if load.threads != 1 else ''}"
+    if load.is_open and load.stages is None:
+        return f"open loop, timed replay, at most {load.connections} in flight, {threads}"
     if load.is_open:
         return f"open loop, {_describe_stages(load)}, at most {load.connections} in flight, {threads}"
     return f"closed loop, {load.connections} connection{'s' if load.connections != 1 else ''}, {threads}"

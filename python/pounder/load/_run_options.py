@@ -62,6 +62,29 @@ class HttpOptions:
 
 @public
 @dataclass(frozen=True)
+class ReplayInfo:
+    """A timed replay (``--replay``): the file (``format`` "access_log" or "har"), the requests
+    in it after the filters (``log_requests``, ``distinct`` of them) and those replayed
+    (``requests``, fewer when ``-n`` or ``-d`` cut it), the span from its first request to its
+    last as logged (``span_s``), the ``speed`` and the replay's length at that speed
+    (``length_s``: ``-d`` when it cut). ``whole_seconds``: the log's times had no fraction of a
+    second, so the requests of each second were spread evenly over it. ``out_of_order``: lines
+    earlier than a line before them (sorted by time for the replay)."""
+
+    path: str
+    format: Literal["access_log", "har"]
+    log_requests: int
+    distinct: int
+    requests: int
+    span_s: float
+    speed: float
+    length_s: float
+    whole_seconds: bool
+    out_of_order: int
+
+
+@public
+@dataclass(frozen=True)
 class RunOptions:
     """The options a bench ran with."""
 
@@ -71,6 +94,8 @@ class RunOptions:
     http: HttpOptions
     scenario: str | None = None
     """The scenario file the virtual users ran (``--scenario``), or None."""
+    replay: ReplayInfo | None = None
+    """The log replayed at its recorded times (``--replay``), or None."""
 
 
 def _stage(value: object, key: str) -> Stage:
@@ -112,6 +137,11 @@ def _target(value: object, key: str) -> TargetInfo:
     return target
 
 
+def _replay_info(value: object, key: str) -> ReplayInfo:
+    info: ReplayInfo = READ.record(ReplayInfo, value, key, format=READ.choice("access_log", "har"))
+    return info
+
+
 def read_run_options(value: object, key: str) -> RunOptions:
     options: RunOptions = READ.record(
         RunOptions,
@@ -122,6 +152,7 @@ def read_run_options(value: object, key: str) -> RunOptions:
         load=_load_model,
         http=_http_options,
         scenario=READ.nullable(READ.as_str),
+        replay=READ.nullable(_replay_info),
     )
     return options
 

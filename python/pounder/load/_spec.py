@@ -4,7 +4,7 @@ model (``_model``), the request (``_request``) and the targets (``_url``) put to
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -15,6 +15,7 @@ from pounder.load._access_log import AccessLog, base_of, read_access_log
 from pounder.load._model import build_load_model, count, seconds
 from pounder.load._options import LoadOptions
 from pounder.load._parse import UrlLine, read_url_file
+from pounder.load._replay import ReplayPlan, plan_replay, recorded_request
 from pounder.load._request import RequestTemplate, build_request_template, recorded_headers
 from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
 from pounder.load._scenario import check_scenario_options, read_scenario
@@ -138,8 +139,10 @@ def _check_given(given: LoadOptions, url: str | None, url_file: str | Path | Non
     check_flag(exclude_static, "exclude_static")
     if order not in (None, "sequential", "random"):
         raise UsageError(f"--order must be 'sequential' or 'random', got {order!r}")
-    if access_log is None and (exclude_static or log_methods is not None):
-        raise UsageError("--exclude-static and --log-methods need --access-log")
+    if given.replay is None and given.speed is not None:
+        raise UsageError("--speed needs --replay")
+    if access_log is None and given.replay is None and (exclude_static or log_methods is not None):
+        raise UsageError("--exclude-static and --log-methods need --access-log or --replay")
     if access_log is not None and order == "sequential":
         raise UsageError("--access-log replays its mix in random order: --order sequential cannot go with it")
     if given.calls_per_conn is not None and not given.keepalive:
@@ -187,6 +190,8 @@ class BenchSpec:
     tls: TlsSettings | None = None
     """How https:// targets are trusted (``--insecure``, ``--cacert``, ``--cert``/``--key``,
     ``--no-tls-resume``); None when no target is https://."""
+    replay: ReplayPlan | None = None
+    """A timed replay (``--replay``): each request's time and target; None: the load model's schedule."""
 
     @classmethod
     def from_options(
@@ -221,16 +226,22 @@ class BenchSpec:
         check_path(tsv_path, "tsv_path", optional=True)
         check_path(hdr_log_path, "hdr_log_path", optional=True)
         log_path = access_log.path if isinstance(access_log, AccessLog) else access_log
+        replay = None
+        if given.replay is not None:  # before the scenario: a replay names what it excludes
+            replay = plan_replay(given, url_file=url_file, access_log=access_log, order=order, warmup=warmup,
+                                 exclude_static=exclude_static, log_methods=log_methods)
         scenario = None
         if given.scenario is not None:
             url = check_scenario_options(given, url, url_file, access_log, order)
             scenario = read_scenario(given.scenario)
-        if access_log is None:
+        if replay is not None:
+            lines, max_weight = replay.url_lines(_replay_base(url)), MAX_WEIGHT
+        elif access_log is None:
             lines, max_weight = _url_lines(url, url_file), MAX_WEIGHT
         else:
             lines = _log_lines(url, url_file, access_log, exclude_static, log_methods)
             max_weight = MAX_LOG_WEIGHT
-        model = build_load_model(
+        model = replay.load if replay is not None else build_load_model(
             connections=given.connections, requests=given.requests, duration=given.duration, threads=given.threads,
             rate=given.rate, stages=given.stages, max_in_flight=given.max_in_flight, warmup=warmup,
         )  # fmt: skip
@@ -243,6 +254,8 @@ class BenchSpec:
             raise UsageError("--tsv and --hdr-log need a file, not '-'")
         targets = build_targets(lines, template, unix_socket=unix_socket, allow_remote=given.allow_remote,
                                 max_weight=max_weight)
+        if replay is not None:
+            targets = _recorded(targets, replay, template)
         return cls(
             targets=targets,
             order="random" if order == "random" or access_log is not None else "sequential",
@@ -257,6 +270,7 @@ class BenchSpec:
                 generated=[pair for pair in template.generated if pair[0] == "Authorization"]),
             scenario_file=None if scenario is None else scenario.path,
             tls=read_tls(given, any(target.tls_name is not None for target in targets)),
+            replay=replay,
         )
 
     def run_options(self) -> RunOptions:
@@ -267,6 +281,7 @@ class BenchSpec:
             load=self.load,
             http=self.http,
             scenario=self.scenario_file,
+            replay=None if self.replay is None else self.replay.info,
         )
 
     def engine_spec(self) -> EngineSpec:
@@ -274,11 +289,11 @@ class BenchSpec:
         load, http = self.load, self.http
         return {
             "targets": [target.engine_dict() for target in self.targets],
-            "order": self.order,
+            "order": self.order if self.replay is None else None,
             "connections": load.connections,
             "threads": load.threads,
             "requests": load.requests,
-            "duration_s": load.duration_s,
+            "duration_s": load.duration_s if self.replay is None else self.replay.cut_s,
             "warmup_requests": load.warmup_requests,
             "warmup_s": load.warmup_s,
             "stages": None
@@ -292,6 +307,7 @@ class BenchSpec:
             "hdr_log_path": self.hdr_log_path,
             "scenario": self.scenario,
             "tls": None if self.tls is None else self.tls.engine_dict(),
+            "replay": None if self.replay is None else self.replay.engine_replay(),
         }
 
     def share_spec(self, index: int, count: int, start_at_unix_us: int | None = None) -> EngineSpec:
@@ -315,6 +331,20 @@ class BenchSpec:
         return {**self.engine_spec(), "connections": connections, "threads": min(self.load.threads, connections),
                 "slot_offset": index, "slot_stride": count, "start_at_unix_us": start_at_unix_us,
                 "tsv_path": None, "hdr_log_path": None}
+
+
+def _replay_base(url: str | None) -> str:
+    if url is None or not url.strip():
+        raise UsageError("--replay needs the server's base URL, e.g. http://127.0.0.1:8080")
+    return base_of(url)
+
+
+def _recorded(targets: tuple[Target, ...], replay: ReplayPlan, template: RequestTemplate) -> tuple[Target, ...]:
+    """The targets of a replay with a HAR's own headers and bodies."""
+    own = [recorded_request(key, template, parse_url(target.url)) for key, target in zip(replay.requests, targets,
+                                                                                       strict=True)]
+    return tuple(target if request is None else replace(target, request=request)
+                 for target, request in zip(targets, own, strict=True))  # fmt: skip
 
 
 def _throttle(value: int | str | None) -> int | None:

@@ -1,0 +1,126 @@
+"""HAR files (HTTP Archive, what a browser's developer tools export) as a source of requests: for
+``--access-log FILE.har`` (the mix) and ``--replay FILE.har`` (the timing, from each entry's
+``startedDateTime``, to the millisecond).
+
+A HAR is told from an access log by its content: a JSON object with ``log.entries``. Each entry's
+request keeps its method, its URL's path and query (the scheme, host and port are the URL
+argument's, as for an access log), its body (``postData.text``, sent for methods other than GET
+and HEAD) and its headers, but for those that are pounder's own or would be wrong on another
+server: :data:`DROPPED_HEADERS` and HTTP/2 pseudo-headers (``:authority``, ...).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import urlsplit
+
+from pounder._errors import UsageError
+from pounder._units import MIB
+
+HAR_LIMIT = 256 * MIB
+"""The largest HAR file (decompressed)."""
+DROPPED_HEADERS = frozenset({
+    # hop-by-hop (RFC 9110 7.6.1) and framing: pounder's own (keep-alive, Content-Length)
+    "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
+    "content-length", "host",
+    # the recorded session is the browser's, with another server: stale there (--cookie, --scenario)
+    "cookie", "proxy-authorization",
+})  # fmt: skip
+"""Request headers of a HAR that are not replayed (lower case): ``Host`` and the framing are
+pounder's (from the URL argument, the body and ``--no-keepalive``), cookies are the recorded
+browser's session."""
+
+
+@dataclass(frozen=True)
+class HarEntry:
+    """One request of a HAR: when it started (Unix microseconds, and the UTC offset it was written
+    with), its method, path and query, the headers kept and its body (``None``: none)."""
+
+    unix_us: int
+    offset: timezone
+    method: str
+    target: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes | None
+
+
+def looks_like_har(head: bytes) -> bool:
+    """Whether a file starting with ``head`` is JSON (a HAR), not log lines."""
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+
+
+def _fail(path: str, why: str) -> UsageError:
+    return UsageError(f"HAR file {path}: {why}")
+
+
+def _moment(text: object, path: str, number: int) -> tuple[int, timezone]:
+    if not isinstance(text, str):
+        raise _fail(path, f"entry {number} has no startedDateTime")
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise _fail(path, f"entry {number}: startedDateTime {text!r} is not an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        raise _fail(path, f"entry {number}: startedDateTime {text!r} has no UTC offset")
+    offset = moment.utcoffset()
+    assert offset is not None
+    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds, timezone(offset)
+
+
+def _headers(value: object) -> tuple[tuple[str, str], ...]:
+    kept = []
+    for header in value if isinstance(value, list) else []:
+        if not isinstance(header, dict):
+            continue
+        name, text = header.get("name"), header.get("value")
+        if not isinstance(name, str) or not isinstance(text, str) or name.startswith(":"):
+            continue
+        if name.lower() in DROPPED_HEADERS or any(c in text for c in "\r\n\0") or not name.strip():
+            continue
+        kept.append((name, text))
+    return tuple(kept)
+
+
+def _entry(entry: object, path: str, number: int) -> HarEntry | None:
+    """The entry's request, or None when it has no usable one (a ``data:`` or ``blob:`` URL)."""
+    request = entry.get("request") if isinstance(entry, dict) else None
+    if not isinstance(request, dict):
+        raise _fail(path, f"entry {number} has no request")
+    assert isinstance(entry, dict)
+    method, url = request.get("method"), request.get("url")
+    if not isinstance(method, str) or not isinstance(url, str):
+        raise _fail(path, f"entry {number}'s request has no method or url")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        return None
+    unix_us, offset = _moment(entry.get("startedDateTime"), path, number)
+    post = request.get("postData")
+    text = post.get("text") if isinstance(post, dict) else None
+    return HarEntry(
+        unix_us=unix_us, offset=offset, method=method.upper(),
+        target=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
+        headers=_headers(request.get("headers")), body=text.encode("utf-8") if isinstance(text, str) else None,
+    )  # fmt: skip
+
+
+def read_har(data: bytes, path: str) -> tuple[list[HarEntry], int]:
+    """The requests of a HAR file's bytes, in the file's order, and how many entries had none
+    (``data:`` and ``blob:`` URLs); :class:`~pounder.UsageError` naming the file when it is not a
+    HAR."""
+    if len(data) > HAR_LIMIT:
+        raise _fail(path, f"larger than the limit of {HAR_LIMIT // MIB} MiB")
+    try:
+        document: Any = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise _fail(path, f"not valid JSON ({getattr(error, 'msg', None) or error})") from None
+    log = document.get("log") if isinstance(document, dict) else None
+    entries = log.get("entries") if isinstance(log, dict) else None
+    if not isinstance(entries, list):
+        raise _fail(path, "not a HAR: no log.entries list")
+    found = [_entry(entry, path, number) for number, entry in enumerate(entries, start=1)]
+    kept = [entry for entry in found if entry is not None]
+    return kept, len(found) - len(kept)
