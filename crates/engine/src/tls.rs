@@ -225,7 +225,7 @@ fn describe(e: &io::Error) -> String {
             format!("the server refused the client certificate (AlertReceived({alert:?}))")
         }
         rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => {
-            format!("no TLS server there ({tls}): is it plain http://?")
+            format!("no TLS server there ({tls})")
         }
         other => format!("TLS handshake failed ({other})"),
     }
