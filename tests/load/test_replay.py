@@ -25,7 +25,7 @@ import pytest
 
 import pounder
 from pounder import BenchResult, UsageError, bench
-from pounder.load import BenchSpec
+from pounder.load import BenchSpec, read_access_log
 from support.schemas import REGISTRY
 
 ZONE = timezone(timedelta(hours=1))
@@ -255,6 +255,9 @@ def test_a_har_is_a_mix_and_a_replay(testserver: Any, tmp_path: Path) -> None:
     seen = srv.by_request()
     assert sum(seen.values()) == 40 == mix.requests.complete
     assert set(seen) == {"GET /", "GET /cart"}  # static and POST (not in --log-methods) left out
+    assert read_access_log(path).describe()[0] == (
+        f"HAR file {path}: 5 entries, 3 requests in the mix (skipped: request 1, method 1)"
+    )
     before = Counter(seen)
     result = bench(srv.url, replay=str(path), log_methods="GET,POST", speed="5x", tsv_path=str(tmp_path / "r.tsv"))
     assert result.requests.complete == 4

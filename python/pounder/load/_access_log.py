@@ -120,6 +120,8 @@ class AccessLog:
     peak_second: Peak
     peak_minute: Peak
     service_time: ServiceTime | None
+    har: bool = False
+    """The file was a HAR (``lines``: its entries), not an access log."""
 
     @property
     def span_s(self) -> float:
@@ -135,7 +137,8 @@ class AccessLog:
         minute, the ``top`` requests of the mix with their shares, the service times."""
         skipped = ", ".join(f"{reason.replace('_', ' ')} {count:,}" for reason, count in self.skipped.items())
         lines = [
-            f"Access log {self.path}: {self.lines:,} lines, {self.used:,} requests in the mix"
+            f"{'HAR file' if self.har else 'Access log'} {self.path}: {self.lines:,} "
+            f"{'entries' if self.har else 'lines'}, {self.used:,} requests in the mix"
             + (f" (skipped: {skipped})" if skipped else ""),
             f"Span {self.first.isoformat()} to {self.last.isoformat()} ({number(self.span_s)} s), "
             f"mean {number(self.mean_rate, 1)} req/s",
@@ -156,13 +159,14 @@ class AccessLog:
 
 
 def base_of(base_url: str) -> str:
-    """``http://host:port`` from a base URL, which must have no path (but ``/``), query or fragment."""
+    """``http://host:port`` (``https://`` for an https base) from a base URL, which must have no path
+    (but ``/``), query or fragment."""
     parsed = parse_url(base_url, "base URL: ")
     parts = urlsplit(base_url.strip())
     if parts.path not in ("", "/") or parts.query or parts.fragment:
         raise UsageError(f"the base URL {base_url!r} must be scheme://host[:port] only: the paths come from the "
                          "access log")
-    return f"http://{parsed.host_header}"
+    return f"{'https' if parsed.tls else 'http'}://{parsed.host_header}"
 
 
 def url_lines(targets: Iterable[tuple[int, str, str]], base_url: str) -> str:
@@ -521,4 +525,5 @@ def read_access_log(
         peak_second=Peak(moment(second[0]), second[1]),
         peak_minute=Peak(moment(minute[0]), minute[1]),
         service_time=_service_summary(tally),
+        har=tally.har,
     )
