@@ -98,35 +98,10 @@ async fn connect_tcp(sa: &SocketAddr, throttle: Option<u64>) -> io::Result<TcpSt
 /// Where a response goes besides being counted: its head once complete (interim 1xx responses
 /// included) and, when wanted, its body's payload (chunked framing removed) piece by piece.
 pub trait Sink {
-    fn head(&mut self, head: &[u8]);
+    /// The head is `buf[..len]` (not sliced by the caller: the plain path does no bounds check).
+    fn head(&mut self, buf: &[u8], len: usize);
     fn wants_body(&self) -> bool;
     fn body(&mut self, payload: &[u8]);
-}
-
-/// The plain path's sink: nothing (compiled away).
-pub struct Discard;
-
-impl Sink for Discard {
-    #[inline(always)]
-    fn head(&mut self, _: &[u8]) {}
-    #[inline(always)]
-    fn wants_body(&self) -> bool {
-        false
-    }
-    #[inline(always)]
-    fn body(&mut self, _: &[u8]) {}
-}
-
-impl<T: Sink + ?Sized> Sink for &mut T {
-    fn head(&mut self, head: &[u8]) {
-        (**self).head(head);
-    }
-    fn wants_body(&self) -> bool {
-        (**self).wants_body()
-    }
-    fn body(&mut self, payload: &[u8]) {
-        (**self).body(payload);
-    }
 }
 
 /// A successful exchange.
@@ -233,36 +208,46 @@ impl<'a> Connection<'a> {
     /// connection open to another one is closed first. A request that fails on a reused
     /// connection before any response byte (the server closed it while idle) is sent once more on
     /// a new connection, as browsers do.
-    pub fn exchange<'s>(
-        &'s mut self,
-        target: &'s Target,
-        addr_id: usize,
-    ) -> impl std::future::Future<Output = Result<Response, Failure>> + use<'s, 'a> {
-        self.exchange_with(target, &target.request, target.head, addr_id, Discard)
+    pub async fn exchange(&mut self, target: &Target, addr_id: usize) -> Result<Response, Failure> {
+        let reused = self.reuse_for(addr_id);
+        match self.attempt(target, &target.request, target.head, None).await {
+            Err(f) if retry(reused, &f) => {
+                self.close();
+                self.attempt(target, &target.request, target.head, None).await
+            }
+            other => other,
+        }
     }
 
-    /// `exchange` with other bytes than the target's (`head_request`: they ask for a HEAD), the
-    /// response's head and body also handed to `sink` (a scenario's step).
-    pub async fn exchange_with<S: Sink>(
+    /// `exchange` for a scenario's step: `request` (its rendered bytes; `head_request`: it asks
+    /// for a HEAD) goes to `target`'s address, and `sink` also gets the response's head and body.
+    /// (Apart from `exchange`, so that the plain path keeps its single callers, inlined.)
+    pub async fn exchange_with(
         &mut self,
         target: &Target,
         request: &[u8],
         head_request: bool,
         addr_id: usize,
-        mut sink: S,
+        sink: &mut dyn Sink,
     ) -> Result<Response, Failure> {
+        let reused = self.reuse_for(addr_id);
+        match self.attempt(target, request, head_request, Some(&mut *sink)).await {
+            Err(f) if retry(reused, &f) => {
+                self.close();
+                self.attempt(target, request, head_request, Some(sink)).await
+            }
+            other => other,
+        }
+    }
+
+    /// Closes a connection open to another address than `addr_id`; whether one stays open.
+    #[inline]
+    fn reuse_for(&mut self, addr_id: usize) -> bool {
         if self.addr_id != addr_id {
             self.close();
             self.addr_id = addr_id;
         }
-        let reused = self.stream.is_some();
-        match self.attempt(target, request, head_request, &mut sink).await {
-            Err(f) if reused && f.bytes_in == 0 && f.kind == ErrorKind::Reset => {
-                self.close();
-                self.attempt(target, request, head_request, &mut sink).await
-            }
-            other => other,
-        }
+        self.stream.is_some()
     }
 
     /// Whether the last attempt wrote its request (for a request cut short by the timeout).
@@ -270,12 +255,12 @@ impl<'a> Connection<'a> {
         self.written.get()
     }
 
-    async fn attempt<S: Sink>(
+    async fn attempt(
         &mut self,
         target: &Target,
         request: &[u8],
         head_request: bool,
-        sink: &mut S,
+        sink: Option<&mut dyn Sink>,
     ) -> Result<Response, Failure> {
         self.written.set(false);
         let mut connect = None;
@@ -311,11 +296,11 @@ impl<'a> Connection<'a> {
         result
     }
 
-    async fn roundtrip<S: Sink>(
+    async fn roundtrip(
         &mut self,
         request: &[u8],
         head_request: bool,
-        sink: &mut S,
+        mut sink: Option<&mut dyn Sink>,
         connect: Option<Duration>,
     ) -> Result<Response, Failure> {
         let stream = self.stream.as_mut().expect("connected");
@@ -354,7 +339,9 @@ impl<'a> Connection<'a> {
                         continue;
                     }
                     Ok(Some(h)) => {
-                        sink.head(&self.buf[..h.len]);
+                        if let Some(s) = sink.as_deref_mut() {
+                            s.head(&self.buf, h.len);
+                        }
                         body = BodyDecoder::new(h.framing);
                         reusable = h.reusable;
                         head = Some(h.status);
@@ -366,7 +353,10 @@ impl<'a> Connection<'a> {
                 0..n
             };
             let data = &self.buf[fresh.clone()];
-            let used = if sink.wants_body() { body.feed_with(data, |d| sink.body(d)) } else { body.feed(data) };
+            let used = match sink.as_deref_mut() {
+                Some(s) if s.wants_body() => body.feed_with(data, |d| s.body(d)),
+                _ => body.feed(data),
+            };
             let used = used.map_err(|_| Failure::new(ErrorKind::BadResponse, bytes_in))?;
             if body.is_done() {
                 // Bytes past the response: nothing was asked for them, so the stream is out of step.
@@ -393,6 +383,13 @@ impl<'a> Connection<'a> {
             body: body.payload,
         })
     }
+}
+
+/// A request failed on a reused connection before any response byte (the server closed it while
+/// idle): sent once more on a new connection.
+#[inline]
+fn retry(reused: bool, f: &Failure) -> bool {
+    reused && f.bytes_in == 0 && f.kind == ErrorKind::Reset
 }
 
 async fn connect_to(addr: &Addr, throttle: Option<u64>) -> Result<Stream, Failure> {

@@ -183,7 +183,7 @@ impl BodyDecoder {
     }
 
     /// `feed`, handing each piece of payload (chunked: the data without its framing) to `on_payload`.
-    #[inline]
+    #[inline(always)]
     pub fn feed_with(&mut self, data: &[u8], mut on_payload: impl FnMut(&[u8])) -> Result<usize, Malformed> {
         let mut i = 0;
         while i < data.len() {

@@ -645,7 +645,11 @@ impl Worker {
 
     fn spawn_connection(self: &Rc<Self>) {
         self.live.set(self.live.get() + 1);
-        let task = tokio::task::spawn_local(Rc::clone(self).connection());
+        let task = match self.sh.spec.scenario {
+            None => tokio::task::spawn_local(Rc::clone(self).connection()),
+            // a scenario: the task is a virtual user (vu.rs)
+            Some(_) => tokio::task::spawn_local(Rc::clone(self).virtual_user()),
+        };
         self.tasks.borrow_mut().push(task);
     }
 
@@ -663,8 +667,6 @@ impl Worker {
         // timer later is an atomic store, where a new timer per request is a wheel insertion.
         let timeout = tokio::time::sleep(self.sh.spec.timeout);
         tokio::pin!(timeout);
-        // a scenario: this task is a virtual user
-        let mut vu = self.sh.spec.scenario.as_ref().map(crate::session::Session::new);
         loop {
             if self.stopping.get() {
                 break;
@@ -686,10 +688,7 @@ impl Worker {
                     None => break,
                 }
             };
-            match vu.as_mut() {
-                None => self.serve(&mut conn, &written, timeout.as_mut(), job).await,
-                Some(vu) => self.serve_step(vu, &mut conn, &written, timeout.as_mut(), job).await,
-            }
+            self.serve(&mut conn, &written, timeout.as_mut(), job).await;
         }
     }
 

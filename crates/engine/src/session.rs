@@ -210,7 +210,8 @@ impl User<'_> {
 }
 
 impl Sink for User<'_> {
-    fn head(&mut self, head: &[u8]) {
+    fn head(&mut self, buf: &[u8], len: usize) {
+        let head = &buf[..len];
         let mut offset = 0;
         while offset < head.len() {
             let mut headers = [httparse::EMPTY_HEADER; 128];
@@ -289,7 +290,7 @@ mod tests {
     /// Feeds a response to the session as the connection does.
     fn respond(s: &mut Session<'_>, head: &str, body: &str) {
         let (_, user) = s.parts();
-        user.head(head.as_bytes());
+        user.head(head.as_bytes(), head.len());
         if user.wants_body() {
             for piece in body.as_bytes().chunks(7) {
                 user.body(piece);

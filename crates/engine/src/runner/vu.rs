@@ -1,30 +1,74 @@
 //! A connection task that is a virtual user of the spec's scenario: each job it takes sends its
-//! session's next step (the login steps first, then the loop steps round and round).
+//! session's next step (the login steps first, then the loop steps round and round). Apart from
+//! `connection` and `serve`, which stay the plain path's alone.
 
 use std::cell::Cell;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
-use super::{InFlight, Job, Worker};
-use crate::connection::{Connection, Failure};
+use super::{Alive, InFlight, Job, Worker};
+use crate::connection::{Connection, Failure, Reuse};
 use crate::session::Session;
 use crate::stats::ErrorKind;
 
 impl Worker {
-    /// Sends the session's next step for `job` and counts it (in the run's totals and in its
-    /// step's); in closed loop, then pauses for the step's think time (not measured: the next
-    /// request's time starts after it).
-    pub(super) async fn serve_step(
+    /// A connection task that is one virtual user: takes jobs as `connection` does (the same
+    /// rules: closed loop, claims; open loop, the backlog), each one its session's next step.
+    pub(super) async fn virtual_user(self: Rc<Self>) {
+        let sc = self.sh.spec.scenario.as_ref().expect("a virtual user has a scenario");
+        let _alive = Alive(&self.live);
+        let reuse = Reuse {
+            keepalive: self.sh.spec.keepalive,
+            calls_per_conn: self.sh.spec.calls_per_conn,
+            throttle_bps: self.sh.spec.throttle_bps,
+        };
+        let written = Cell::new(false);
+        let mut conn = Connection::new(reuse, &self.opened, &written).with_tls(self.tls.as_ref());
+        let timeout = tokio::time::sleep(self.sh.spec.timeout);
+        tokio::pin!(timeout);
+        let mut vu = Session::new(sc);
+        loop {
+            if self.stopping.get() {
+                break;
+            }
+            let job = if self.sh.schedule.is_some() {
+                let next = self.backlog.borrow_mut().pop_front();
+                match next {
+                    Some(job) => job,
+                    None if self.pacer_done.get() => break,
+                    None => {
+                        self.idle.set(self.idle.get() + 1);
+                        self.work.notified().await;
+                        continue;
+                    }
+                }
+            } else {
+                match self.claim() {
+                    Some(job) => job,
+                    None => break,
+                }
+            };
+            if let Some(pause) = self.serve_step(&mut vu, &mut conn, &written, timeout.as_mut(), job).await {
+                self.think(pause).await;
+            }
+        }
+    }
+
+    /// Sends the session's next step for `job` and counts it, in the run's totals and in its
+    /// step's; the pause to make before the next one (closed loop: its think time, not measured,
+    /// unless the run has no slot left).
+    async fn serve_step(
         &self,
         vu: &mut Session<'_>,
         conn: &mut Connection<'_>,
         written: &Cell<bool>,
         mut timeout: Pin<&mut Sleep>,
         job: Job,
-    ) {
+    ) -> Option<Duration> {
         let sc = self.sh.spec.scenario.as_ref().expect("a virtual user has a scenario");
         let index = vu.next_step();
         let step = &sc.steps[index];
@@ -33,6 +77,7 @@ impl Worker {
         written.set(false);
         let in_flight = InFlight { worker: self, measured: job.measured, armed: true, written, request_len };
         let step_in_flight = StepInFlight { worker: self, step: index, armed: job.measured };
+        // Closed loop: the request is meant to go now, so its claim time is its start.
         let start = if self.sh.schedule.is_some() { Instant::now() } else { job.intended };
         timeout.as_mut().reset(start + self.sh.spec.timeout);
         let (request, user) = vu.parts();
@@ -43,6 +88,7 @@ impl Worker {
         };
         if let Err(f) = &mut result {
             if f.kind == ErrorKind::Timeout {
+                // Timed out while connecting, or after the request went out: only the latter sent it.
                 f.sent = conn.request_written();
                 conn.close();
             }
@@ -56,19 +102,20 @@ impl Worker {
             let corrected = end.saturating_duration_since(job.intended).as_micros() as u64;
             self.stats.borrow_mut().steps[index].record(outcome, corrected);
         }
-        if self.sh.schedule.is_none() && !step.think.is_zero() {
-            self.think(step.think).await;
+        if self.sh.schedule.is_some() || step.think.is_zero() {
+            return None;
         }
-    }
-
-    /// Sleeps `pause`, or until the run stops; not after the run's last request.
-    async fn think(&self, pause: Duration) {
-        // made before the check: a stop after it still wakes this (notify_waiters)
-        let stopped = self.work.notified();
         let spec = &self.sh.spec;
         let next = self.sh.next_slot.load(Ordering::Relaxed);
         let next_slot = next.checked_mul(spec.slot_stride).and_then(|s| s.checked_add(spec.slot_offset));
-        if self.stopping.get() || next_slot.is_none_or(|s| s >= self.sh.slot_limit) {
+        next_slot.is_some_and(|s| s < self.sh.slot_limit).then_some(step.think)
+    }
+
+    /// Sleeps `pause`, or until the run stops.
+    async fn think(&self, pause: Duration) {
+        // made before the check: a stop after it still wakes this (notify_waiters)
+        let stopped = self.work.notified();
+        if self.stopping.get() {
             return;
         }
         tokio::select! {
