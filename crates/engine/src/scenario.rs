@@ -149,6 +149,7 @@ impl Scenario {
                 }
                 match c.from {
                     Source::Body if c.regex.is_none() => return Err(at("regex: a body capture needs one")),
+                    Source::Body if step.is_head => return Err(at("from: the answer to a HEAD has no body")),
                     Source::Header | Source::Cookie if c.name.as_deref().is_none_or(str::is_empty) => {
                         return Err(at("name: a header or cookie capture needs one"))
                     }
@@ -288,6 +289,13 @@ mod tests {
         check(
             &|s| s.steps[0].captures = vec![Capture::new(0, Source::Body, None, None).unwrap()],
             "scenario.steps[0].captures[0].regex",
+        );
+        check(
+            &|s| {
+                s.steps[0].is_head = true;
+                s.steps[0].captures = vec![Capture::new(0, Source::Body, None, Some("x")).unwrap()];
+            },
+            "scenario.steps[0].captures[0].from",
         );
         check(
             &|s| s.steps[0].captures = vec![Capture::new(0, Source::Cookie, None, None).unwrap()],
