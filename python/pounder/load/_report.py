@@ -160,12 +160,26 @@ def _describe_time(result: BenchResult) -> str:
     return f"{_seconds(result.elapsed_s)} (planned {' or '.join(planned)})"
 
 
+def _wrapped(indent: str, parts: list[str], width: int = 90) -> list[str]:
+    """``(part, part, ...)`` after ``indent``, on as many lines of at most ``width`` as needed."""
+    lines = [indent + "("]
+    for index, part in enumerate(parts):
+        piece = part + (")" if index == len(parts) - 1 else ",")
+        if index and len(lines[-1]) + 1 + len(piece) > width:
+            lines.append(" " * (len(indent) + 1) + piece)
+        else:
+            lines[-1] += (" " if index else "") + piece
+    return lines
+
+
 def _counts(result: BenchResult) -> list[str]:
     requests, derived = result.requests, result.derived
     lines = [_line("Complete requests", str(requests.complete)), _line("Failed requests", str(requests.failed))]
     if requests.failed:
-        errors = ", ".join(f"{name.replace('_', ' ')} {getattr(result.errors, name)}" for name in ERROR_CATEGORIES)
-        lines.append(f"   ({errors})")
+        # the TLS kinds where a handshake was made (or failed)
+        named = [name for name in ERROR_CATEGORIES
+                 if not name.startswith("tls_") or result.tls is not None or getattr(result.errors, name)]
+        lines.extend(_wrapped("   ", [f"{name.replace('_', ' ')} {getattr(result.errors, name)}" for name in named]))
     lines.append(_line("Non-2xx responses", str(requests.non_2xx)))
     if result.options.load.is_open:
         lines.append(_line("Unsent requests", f"{requests.unsent} (no free connection in time)"))
