@@ -1,5 +1,6 @@
-//! pounder's load engine: HTTP/1.1 over TCP or Unix sockets, closed or open loop, with
-//! latency in HDR histograms measured from each request's intended send time.
+//! pounder's load engine: HTTP/1.1 over TCP (plain or TLS) or Unix sockets, closed or open loop
+//! (a rate schedule or the explicit times of a replay), plain requests or logged-in virtual
+//! users, with latency in HDR histograms measured from each request's intended send time.
 
 mod connection;
 mod cookies;
