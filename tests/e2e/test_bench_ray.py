@@ -508,3 +508,25 @@ def test_another_cluster_after_a_local_one_in_one_process(cluster: str, testserv
     assert result.requests.complete == 300
     assert srv.stats()["requests"] == 500
     assert os.environ.get("RAY_AUTH_MODE") is None  # as it was before the local cluster
+
+
+def test_a_scenario_gives_each_agent_its_share_of_the_users(cluster: str, testserver: Any, tmp_path: Path) -> None:
+    """--scenario over three agents: 6 virtual users, 2 per agent, each logs in once (its token
+    captured from the login answer) and then sends it in a header on every loop request, which the
+    echo server's answer must show (else the capture misses and the user starts over). The merged
+    steps add up to the server's own count and to the agents' requests."""
+    scenario = tmp_path / "users.toml"
+    scenario.write_text("\n".join([
+        "[[login]]", 'name = "log in"', 'path = "/login?token=t42"',
+        "capture = [{ var = \"token\", body = 'token=(\\w+)' }]",
+        "[[loop]]", 'name = "private"', 'path = "/private"', 'headers = { X-Token = "{{token}}" }',
+        "capture = [{ var = \"seen\", body = '\"X-Token\", \"(t42)\"' }]", "",
+    ]))  # fmt: skip
+    srv = testserver(mode="echo")
+    result = bench(srv.url, scenario=str(scenario), connections=6, requests=300, ray=cluster, agents=3)
+    assert srv.count() == 300 == result.requests.complete
+    assert result.agents is not None and [a.connections for a in result.agents.members] == [2, 2, 2]
+    assert sum(a.complete for a in result.agents.members) == 300
+    login, private = result.steps
+    assert (login.name, login.complete, private.complete) == ("log in", 6, 294)
+    assert all(step.failed == step.unexpected_status == step.capture_missed == 0 for step in result.steps)
