@@ -45,7 +45,10 @@ class EngineTextPiece(TypedDict):
 
 class EngineVarPiece(TypedDict):
     var: int  # index into EngineScenario["vars"]
-    enc: Literal["raw", "form", "json"]  # form: x-www-form-urlencoded value; json: inside a JSON string
+    # raw: as it is (a captured value with CR, LF or NUL in a head is a missed capture); form:
+    # x-www-form-urlencoded value (unreserved kept, space +); json: inside a JSON string; path: in
+    # a target's path (unreserved, sub-delims, :@/? and %XX kept, the rest %XX)
+    enc: Literal["raw", "form", "json", "path"]
 
 EnginePiece = EngineTextPiece | EngineVarPiece
 
@@ -141,6 +144,10 @@ def tls_probe(tcp: str, tls_name: str, tls: EngineTls, timeout_s: float) -> str 
     """One TLS handshake (no HTTP request) to ``tcp`` (addresses tried in order) as a run would make
     it: None when it succeeds or no address accepts the connection, else a one-line reason ("certificate
     not trusted (UnknownIssuer)"). ValueError naming the field when the options are bad."""
+
+def regex_groups(pattern: str) -> int:
+    """The number of groups of a capture's regex as the engine compiles it (Rust regex syntax);
+    ValueError with the regex crate's message, on one line, when it does not compile."""
 
 def sum_seconds(entries: Sequence[str]) -> str:
     """Adds up series entries of one share (from ``Run.seconds``) into JSON with ``seconds``,

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pounder import BenchSpec, UsageError, __version__
-from pounder.load import BenchResult, LoadOptions, read_scenario, render_report
+from pounder.load import BenchResult, Histogram, LoadOptions, StepStats, read_scenario, render_report, scenario_failure
+from support.cliutil import run_cli
 
 LOGIN = """
 [vars]
@@ -97,7 +99,8 @@ json = { token = "Bearer {{tok}}", n = 3, ok = true, list = [1.5, "{{quote}}"], 
     )
     step = engine["steps"][1]
     assert step["name"] == "POST /api/items/{{tok}}?q={{quote}}"
-    assert text_of(step["head"]).startswith("POST /api/items/<0:form>?q=say%20%22hi%22%0A HTTP/1.1\r\n")
+    # a captured value in the path: the path encoding; a [vars] value in the query: a form value
+    assert text_of(step["head"]).startswith("POST /api/items/<0:path>?q=say+%22hi%22%0A HTTP/1.1\r\n")
     assert "Content-Type: application/json\r\n" in text_of(step["head"])
     assert text_of(step["body"]) == (
         '{"token":"Bearer <0:json>","n":3,"ok":true,"list":[1.5,"say \\"hi\\"\\n"],"inner":{"<0:json>":"x"}}'
@@ -150,7 +153,25 @@ def test_no_keepalive_closes_every_step(tmp_path: Path) -> None:
     ('[[loop]]\npath = "/"\nfoo = 1\n', r"s\.toml: loop step 1: foo: unknown key \(a step has name, method"),
     ('steps = 1\n[[loop]]\npath = "/"\n', r"s\.toml: steps: unknown key \(a scenario file has vars, login, loop\)"),
     ('[[loop]]\nname = "x"\n', r"loop step 1: path: needed: the path .* starting with /"),
-    ('[[loop]]\npath = "http://a/"\n', r"loop step 1: path: needed"),
+    ('[[loop]]\npath = "http://a/"\n', r"loop step 1: path: must start with / .*got 'http://a/'"),
+    ('[[loop]]\npath = "x"\n', r"loop step 1: path: must start with /"),
+    ('[[loop]]\npath = "/{{x"\n', r"loop step 1: path: an unclosed \{\{: a variable is \{\{name\}\}"),
+    ('[vars]\nx = "1"\n[[loop]]\npath = "/{{x}}/{{y"\n', r"path: an unclosed \{\{"),
+    ('[[loop]]\npath = "/"\nbody = "a {{ b"\n', r"loop step 1: body: an unclosed \{\{"),
+    ('[[loop]]\npath = "/"\njson = 5\n', r"loop step 1: json: must be a table or a list"),
+    ('[[loop]]\npath = "/"\njson = "x"\n', r"loop step 1: json: must be a table or a list"),
+    ('[vars]\nevil = "a\\r\\nX-Injected: 1"\n[[loop]]\npath = "/"\nheaders = { X-Test = "{{evil}}" }\n',
+     r"loop step 1: headers\.X-Test: holds a CR, LF or NUL \(from a \[vars\] value\): a header value is one line"),
+    ('[vars]\nevil = "a\\u0000"\n[[loop]]\npath = "/"\nheaders = { X-Test = "x{{evil}}" }\n',
+     r"headers\.X-Test: holds a CR, LF or NUL"),
+    ('[[loop]]\npath = "/"\ncapture = [{var = "t", body = \'x(\\d+)\\Z\'}]\n',
+     r"capture\[0\]\.body: invalid regular expression \(the engine's Rust syntax\): regex parse error"),
+    ('[[loop]]\npath = "/"\ncapture = [{var = "t", body = "(a)(?#c)"}]\n',
+     r"capture\[0\]\.body: invalid regular expression"),
+    ('[[loop]]\npath = "/"\ncapture = [{var = "t", body = \'(a)\\1\'}]\n', r"capture\[0\]\.body: invalid regular"),
+    ('[[loop]]\npath = "/"\ncapture = [{var = "t", body = "(a"}]\n', r"capture\[0\]\.body: invalid regular"),
+    ('[[loop]]\npath = "/"\ncapture = [{var = "a b", body = "(a)"}]\n',
+     r"capture\[0\]\.var: a variable's name is letters, digits and _, not starting with a digit, got 'a b'"),
     ('[[loop]]\npath = "/{{nope}}"\n', r"loop step 1: path: unknown variable \{\{nope\}\}: define it in \[vars\]"),
     ('[[loop]]\npath = "/{{a-b}}"\n', r"loop step 1: path: invalid variable '\{\{a-b\}\}'"),
     ('[[loop]]\npath = "/{{t}}"\n[[loop]]\npath = "/"\ncapture = [{var = "t", header = "X"}]\n',
@@ -162,8 +183,11 @@ def test_no_keepalive_closes_every_step(tmp_path: Path) -> None:
     ('[[loop]]\npath = "/"\ncapture = [{var = "t", body = "(a)(b)"}]\n', r"capture\[0\]\.body: .* it has 2"),
     ('[[loop]]\npath = "/"\ncapture = [{var = "t", header = "X", regex = "("}]\n',
      r"capture\[0\]\.regex: invalid regular expression"),
-    ('[[loop]]\npath = "/"\ncapture = [{var = "t", body = "(?=a)(b)"}]\n', r"capture\[0\]\.body: lookaround"),
+    ('[[loop]]\npath = "/"\ncapture = [{var = "t", body = "(?=a)(b)"}]\n',
+     r"capture\[0\]\.body: invalid regular expression .*look-around"),
     ('[[loop]]\npath = "/"\ncapture = [{var = "t", cookie = "a", header = "b"}]\n',
+     r"capture\[0\]: only one of header, cookie or body: header or cookie, not both"),
+    ('[[loop]]\npath = "/"\ncapture = [{var = "t"}]\n',
      r"capture\[0\]: needs one of header = NAME, cookie = NAME or body = 'REGEX'"),
     ('[[loop]]\npath = "/"\ncapture = [{var = "t", cookie = "a", from = "b"}]\n', r"capture\[0\]\.from: unknown key"),
     ('[[loop]]\npath = "/"\ncapture = [{cookie = "a"}]\n', r"capture\[0\]\.var: needed"),
@@ -196,6 +220,44 @@ def test_every_mistake_is_one_line_naming_the_file_step_and_key(tmp_path: Path, 
         read_scenario(write(tmp_path, text))
     assert "\n" not in str(caught.value)
     assert str(caught.value).startswith(str(tmp_path / "s.toml"))
+
+
+def test_regexes_are_the_engines_and_python_says_nothing_of_them(tmp_path: Path) -> None:
+    """[[:alpha:]] is an ASCII class to the engine (Python's re would warn of a nested set)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scenario = read_scenario(
+            write(tmp_path, '[[loop]]\npath = "/"\ncapture = [{var = "t", body = "[[:alpha:]](a)"}]\n')
+        )
+    assert scenario.steps[0].captures[0].regex == "[[:alpha:]](a)"
+
+
+def test_paths_and_queries_are_encoded_as_the_engine_encodes_a_slot_there(tmp_path: Path) -> None:
+    engine = built(
+        tmp_path,
+        """
+[vars]
+dir = "a b/c~d*%2F%zz"
+q = "x&y=z/ é"
+[[login]]
+path = "/"
+capture = [{ var = "loc", header = "Location" }]
+[[loop]]
+path = "/{{loc}}/{{dir}}/é x?{{loc}}&q={{q}}&r={{loc}}#frag"
+""",
+    )
+    head = text_of(engine["steps"][1]["head"])
+    # the path: a [vars] value and the text as the engine's path encoding (unreserved, sub-delims,
+    # :@/?, %XX kept; a lone % and the rest escaped); the query's slots and [vars]: form values
+    assert head.startswith(
+        "GET /<0:path>/a%20b/c~d*%2F%25zz/%C3%A9%20x?<0:form>&q=x%26y%3Dz%2F+%C3%A9&r=<0:form> HTTP/1.1\r\n"
+    )
+
+
+def test_a_cookie_header_from_bench_cannot_go_with_a_scenario(tmp_path: Path) -> None:
+    path = write(tmp_path, '[[loop]]\npath = "/"\n')
+    with pytest.raises(UsageError, match=r"^-H 'Cookie: \.\.\.' cannot go with --scenario: each virtual user's"):
+        BenchSpec.from_options(URL, scenario=path, headers=["cookie: a=1"], requests=5)
 
 
 def test_the_file_must_be_a_small_regular_file(tmp_path: Path) -> None:
@@ -354,3 +416,34 @@ def test_step_figures_are_read_written_and_reported(tmp_path: Path) -> None:
     )
     assert "steps" not in without.to_dict() and "scenario" not in without.to_dict()["options"]
     assert "Steps" not in render_report(without)
+
+
+def _steps(*rows: tuple[str, str, int, int, int, int]) -> tuple[StepStats, ...]:
+    return tuple(
+        StepStats(name=name, part=part, complete=complete, failed=failed, unexpected_status=unexpected,  # type: ignore[arg-type]
+                  capture_missed=missed, latency=Histogram.from_dict(_histogram(complete, 1000), "latency"))
+        for name, part, complete, failed, unexpected, missed in rows
+    )  # fmt: skip
+
+
+def test_a_scenario_whose_users_never_get_through_says_so_in_one_line() -> None:
+    assert scenario_failure(None) is None
+    assert scenario_failure(_steps(("form", "login", 4, 0, 0, 0), ("index", "loop", 5, 0, 4, 0))) is None
+    assert scenario_failure(
+        _steps(("form", "login", 8, 1, 0, 0), ("log in", "login", 8, 0, 6, 2), ("index", "loop", 0, 0, 0, 0))
+    ) == (  # fmt: skip
+        "no virtual user got past the login steps: form: 1 failed; log in: 6 unexpected status, 2 no capture"
+    )
+    assert scenario_failure(_steps(("index", "loop", 3, 0, 1, 2))) == (
+        "no loop step succeeded: index: 1 unexpected status, 2 no capture"
+    )
+    assert scenario_failure(_steps(("form", "login", 2, 0, 0, 0), ("index", "loop", 0, 0, 0, 0))) == (
+        "no virtual user got past the login steps: the run ended first (give it more requests or time)"
+    )
+
+
+def test_the_help_shows_the_steps_tables() -> None:
+    for command in ("bench", "compare"):
+        code, stdout, _ = run_cli(command, "--help")
+        assert code == 0
+        assert "[[login]]" in stdout and "[[loop]]" in stdout, stdout  # rich markup would eat [login]

@@ -19,6 +19,6 @@ mod tls;
 
 pub use merge::{merge, sum_seconds};
 pub use runner::{run, Progress, Run};
-pub use scenario::{Capture, Encoding, Piece, Scenario, Source, Step};
+pub use scenario::{regex_groups, Capture, Encoding, Piece, Scenario, Source, Step};
 pub use tls::{probe as tls_probe, TlsOptions};
 pub use spec::{Addr, Order, Replay, Spec, Stage, Target, Warmup};

@@ -504,6 +504,14 @@ struct Job {
     measured: bool,
 }
 
+/// A connection task's next move (`Worker::next_job`).
+enum Next {
+    Job(Job),
+    /// Open loop: nothing due yet; wait for the pacer's `work`.
+    Wait,
+    Stop,
+}
+
 /// One engine thread's state, shared by its tasks (all on this thread).
 struct Worker {
     id: usize,
@@ -668,27 +676,41 @@ impl Worker {
         let timeout = tokio::time::sleep(self.sh.spec.timeout);
         tokio::pin!(timeout);
         loop {
-            if self.stopping.get() {
-                break;
-            }
-            let job = if self.sh.schedule.is_some() {
-                let next = self.backlog.borrow_mut().pop_front();
-                match next {
-                    Some(job) => job,
-                    None if self.pacer_done.get() => break,
-                    None => {
-                        self.idle.set(self.idle.get() + 1);
-                        self.work.notified().await;
-                        continue;
-                    }
-                }
-            } else {
-                match self.claim() {
-                    Some(job) => job,
-                    None => break,
+            let job = match self.next_job() {
+                Next::Job(job) => job,
+                Next::Stop => break,
+                Next::Wait => {
+                    self.work.notified().await;
+                    continue;
                 }
             };
             self.serve(&mut conn, &written, timeout.as_mut(), job).await;
+        }
+    }
+
+    /// What a connection task does next (connection's and virtual_user's loop): stop when the run
+    /// stops; closed loop, claim a request; open loop, take the backlog's first, or wait (counted
+    /// idle) for the pacer.
+    #[inline(always)]
+    fn next_job(&self) -> Next {
+        if self.stopping.get() {
+            return Next::Stop;
+        }
+        if self.sh.schedule.is_some() {
+            let next = self.backlog.borrow_mut().pop_front();
+            match next {
+                Some(job) => Next::Job(job),
+                None if self.pacer_done.get() => Next::Stop,
+                None => {
+                    self.idle.set(self.idle.get() + 1);
+                    Next::Wait
+                }
+            }
+        } else {
+            match self.claim() {
+                Some(job) => Next::Job(job),
+                None => Next::Stop,
+            }
         }
     }
 

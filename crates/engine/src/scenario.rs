@@ -54,11 +54,22 @@ pub enum Piece {
 pub enum Encoding {
     /// As it is.
     Raw,
-    /// `application/x-www-form-urlencoded`: alphanumerics and `*-._` as they are, space as `+`,
-    /// every other byte as `%XX`.
+    /// `application/x-www-form-urlencoded` value: RFC 3986's unreserved (letters, digits, `-._~`)
+    /// as they are, space as `+`, every other byte as `%XX` (as Python's `quote_plus`).
     Form,
+    /// In a request target's path: unreserved, sub-delims (`!$&'()*+,;=`), `:@/?` and a `%`
+    /// followed by two hex digits as they are (a captured link or `Location` goes in unchanged);
+    /// every other byte as `%XX` (space `%20`; never CR, LF or NUL).
+    Path,
     /// Inside a JSON string: `"`, `\` and control characters escaped.
     Json,
+}
+
+impl Encoding {
+    /// Whether a value written this way goes into the head as it is (CR, LF and NUL included).
+    pub fn is_raw(self) -> bool {
+        self == Encoding::Raw
+    }
 }
 
 /// Where a capture looks in a response.
@@ -104,6 +115,12 @@ impl Capture {
         let (a, b) = locs.get(group)?;
         Some(&haystack[a..b])
     }
+}
+
+/// The number of groups of `pattern` (not counting the whole match) as the engine compiles a
+/// capture's regex; the regex crate's error, on one line, when it does not compile.
+pub fn regex_groups(pattern: &str) -> Result<usize, String> {
+    Regex::new(pattern).map(|re| re.captures_len() - 1).map_err(|e| one_line(&e.to_string()))
 }
 
 /// The regex crate's multi-line error, on one line.
@@ -184,8 +201,20 @@ pub fn encode(out: &mut Vec<u8>, value: &[u8], enc: Encoding) {
         Encoding::Form => {
             for &b in value {
                 match b {
-                    b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'*' | b'-' | b'.' | b'_' => out.push(b),
+                    b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => out.push(b),
                     b' ' => out.push(b'+'),
+                    _ => out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]),
+                }
+            }
+        }
+        Encoding::Path => {
+            for (i, &b) in value.iter().enumerate() {
+                let escape = value.get(i + 1..i + 3).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit));
+                match b {
+                    b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => out.push(b),
+                    b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' => out.push(b),
+                    b':' | b'@' | b'/' | b'?' => out.push(b),
+                    b'%' if escape => out.push(b),
                     _ => out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]),
                 }
             }
@@ -224,7 +253,11 @@ mod tests {
         let v = "a b&c=d/é\"\\\n\u{1}";
         assert_eq!(enc(v, Encoding::Raw), v);
         assert_eq!(enc(v, Encoding::Form), "a+b%26c%3Dd%2F%C3%A9%22%5C%0A%01");
-        assert_eq!(enc("Az09*-._~", Encoding::Form), "Az09*-._%7E");
+        assert_eq!(enc("Az09*-._~", Encoding::Form), "Az09%2A-._~");
+        // a captured link goes into a path as it is; what a target cannot hold is escaped
+        assert_eq!(enc("/a/b?x=1&y=%2F:@!$'()*+,;~", Encoding::Path), "/a/b?x=1&y=%2F:@!$'()*+,;~");
+        assert_eq!(enc("a b%zz%4\r\n\0#\"<>é", Encoding::Path), "a%20b%25zz%254%0D%0A%00%23%22%3C%3E%C3%A9");
+        assert_eq!(enc("100%", Encoding::Path), "100%25");
         assert_eq!(enc(v, Encoding::Json), "a b&c=d/é\\\"\\\\\\n\\u0001");
         // what the JSON encoding makes parses back to the value
         let json = format!("\"{}\"", enc(v, Encoding::Json));
@@ -246,6 +279,12 @@ mod tests {
         assert_eq!(optional.find(b"ac", &mut None), None);
         let e = Capture::new(0, Source::Body, None, Some("(unclosed")).unwrap_err();
         assert!(!e.contains('\n') && e.contains("unclosed"), "{e}");
+        assert_eq!(regex_groups("a(b)(?:c)(?P<d>d)"), Ok(2));
+        assert_eq!(regex_groups("[[:alpha:]](a)"), Ok(1));
+        for unsupported in [r"x(\d+)\Z", "(a)(?#c)", "(?=a)(b)", r"(a)\1"] {
+            let e = regex_groups(unsupported).unwrap_err();
+            assert!(!e.contains('\n') && e.starts_with("regex parse error"), "{unsupported}: {e}");
+        }
     }
 
     fn step(name: &str) -> Step {

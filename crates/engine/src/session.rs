@@ -47,8 +47,12 @@ pub struct User<'s> {
     /// The first `MAX_BODY` bytes of the response body, when a capture reads it.
     response_body: Vec<u8>,
     reads_body: bool,
-    /// A header or cookie capture of the current response found nothing.
+    /// A header or cookie capture of the current response found nothing (or its head could not
+    /// be read again), or a capture found a value the head cannot hold.
     missed: bool,
+    /// Per variable: written as it is into some step's head (a header value), where a value
+    /// holding CR, LF or NUL would add or cut header lines.
+    in_head: Vec<bool>,
     /// Each capture's match positions (`[step][capture]`), made on first use.
     locs: Vec<Vec<Option<CaptureLocations>>>,
 }
@@ -68,6 +72,7 @@ impl<'s> Session<'s> {
                 response_body: Vec::new(),
                 reads_body: false,
                 missed: false,
+                in_head: in_head(sc),
                 locs: sc.steps.iter().map(|s| s.captures.iter().map(|_| None).collect()).collect(),
             },
         }
@@ -139,6 +144,17 @@ impl<'s> Session<'s> {
     }
 }
 
+/// Per variable of `sc`: whether some step's head has it raw (`Encoding::Raw`).
+fn in_head(sc: &Scenario) -> Vec<bool> {
+    let mut raw = vec![false; sc.vars.len()];
+    for p in sc.steps.iter().flat_map(|s| &s.head) {
+        if let Piece::Var { var, enc } = p {
+            raw[*var] |= enc.is_raw();
+        }
+    }
+    raw
+}
+
 fn piece(out: &mut Vec<u8>, p: &Piece, vars: &[Vec<u8>]) {
     match p {
         Piece::Text(t) => out.extend_from_slice(t),
@@ -162,12 +178,9 @@ impl User<'_> {
             if c.from != Source::Body {
                 continue;
             }
-            match c.find(&self.response_body, &mut self.locs[self.step][j]) {
-                Some(v) => {
-                    self.vars[c.var].clear();
-                    self.vars[c.var].extend_from_slice(v);
-                }
-                None => return false,
+            let Some(v) = c.find(&self.response_body, &mut self.locs[self.step][j]) else { return false };
+            if !store(&mut self.vars[c.var], v, self.in_head[c.var]) {
+                return false;
             }
         }
         true
@@ -198,15 +211,23 @@ impl User<'_> {
                     .rfind(|k| k.name == name.as_bytes())
                     .and_then(|k| c.find(k.value, locs)),
             };
-            match found {
-                Some(v) => {
-                    self.vars[c.var].clear();
-                    self.vars[c.var].extend_from_slice(v);
-                }
-                None => self.missed = true,
+            if !found.is_some_and(|v| store(&mut self.vars[c.var], v, self.in_head[c.var])) {
+                self.missed = true;
             }
         }
     }
+}
+
+/// Sets a variable to a captured `value`; false (a missed capture: the session starts over)
+/// when the variable goes raw into a head and `value` holds CR, LF or NUL, which the engine never
+/// writes there.
+fn store(var: &mut Vec<u8>, value: &[u8], in_head: bool) -> bool {
+    if in_head && value.iter().any(|b| matches!(b, b'\r' | b'\n' | 0)) {
+        return false;
+    }
+    var.clear();
+    var.extend_from_slice(value);
+    true
 }
 
 impl Sink for User<'_> {
@@ -216,8 +237,12 @@ impl Sink for User<'_> {
         while offset < head.len() {
             let mut headers = [httparse::EMPTY_HEADER; 128];
             let mut res = httparse::Response::new(&mut headers);
-            // the connection parsed this head already: it is complete and well formed
-            let Ok(httparse::Status::Complete(len)) = res.parse(&head[offset..]) else { return };
+            // The connection parsed this head already; should it not parse here, the step's
+            // captures cannot have found their values.
+            let Ok(httparse::Status::Complete(len)) = res.parse(&head[offset..]) else {
+                self.missed = !self.sc.steps[self.step].captures.is_empty();
+                return;
+            };
             if res.code.is_some_and(|c| (100..200).contains(&c) && c != 101) {
                 offset += len;
                 continue;
@@ -361,6 +386,44 @@ mod tests {
         s.render(false);
         assert_eq!(s.finish(None), Outcome::Failed);
         assert_eq!(s.next_step(), 0);
+    }
+
+    #[test]
+    fn a_value_with_cr_lf_or_nul_never_goes_raw_into_a_head() {
+        let sc = scenario();
+        let mut s = Session::new(&sc);
+        for bad in ["t\r\nX-Injected: 1", "t\nx", "t\0"] {
+            s.render(false);
+            respond(&mut s, "HTTP/1.1 200 OK\r\n\r\n", &format!(r#"name="csrf" value="{bad}""#));
+            assert_eq!(s.finish(Some(200)), Outcome::CaptureMissed, "{bad:?}");
+            assert_eq!((s.next_step(), s.var(0)), (0, &b""[..]));
+        }
+        // the same value in a body only (form or JSON encoded there) is taken
+        let body_only = Capture::new(0, Source::Body, None, Some("(?s)v=(.*)")).unwrap();
+        let sc = Scenario {
+            vars: vec!["v".into()],
+            login: 1,
+            steps: vec![
+                step("get", vec![text("GET / HTTP/1.1\r\n")], None, vec![body_only]),
+                step("post", vec![text("POST / HTTP/1.1\r\n")], Some(vec![var(0, Encoding::Form)]), vec![]),
+            ],
+        };
+        let mut s = Session::new(&sc);
+        s.render(false);
+        respond(&mut s, "HTTP/1.1 200 OK\r\n\r\n", "v=a\r\nb");
+        assert_eq!(s.finish(Some(200)), Outcome::Done);
+        assert!(render(&mut s).ends_with("\r\n\r\na%0D%0Ab"));
+    }
+
+    #[test]
+    fn a_head_that_does_not_parse_again_misses_the_captures() {
+        let sc = scenario();
+        let mut s = Session::new(&sc);
+        s.render(false);
+        let (_, user) = s.parts();
+        let head = b"HTTP/1.1 200 OK\r\nbad header\r\n\r\n";
+        user.head(head, head.len());
+        assert_eq!(s.finish(Some(200)), Outcome::CaptureMissed);
     }
 
     #[test]

@@ -234,6 +234,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start, m)?)?;
     m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(tls_probe, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario::regex_groups, m)?)?;
     m.add_function(wrap_pyfunction!(sum_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(flamegraph_svg, m)?)?;
     m.add_function(wrap_pyfunction!(collapse_perf, m)?)?;

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use pounder_engine::{Capture, Encoding, Piece, Scenario, Source, Step};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -77,7 +78,8 @@ fn piece(d: &Bound<'_, PyDict>, at: &str) -> PyResult<Piece> {
                 None | Some("raw") => Encoding::Raw,
                 Some("form") => Encoding::Form,
                 Some("json") => Encoding::Json,
-                Some(e) => return Err(bad(format!("spec: {at}.enc: unknown encoding {e:?} (raw, form or json)"))),
+                Some("path") => Encoding::Path,
+                Some(e) => return Err(bad(format!("spec: {at}.enc: unknown encoding {e:?} (raw, form, json or path)"))),
             };
             Ok(Piece::Var { var, enc })
         }
@@ -95,4 +97,11 @@ fn capture(d: &Bound<'_, PyDict>, at: &str) -> PyResult<Capture> {
     let regex: Option<String> = get(d, at, "regex")?;
     Capture::new(need(d, at, "var")?, from, get(d, at, "name")?, regex.as_deref())
         .map_err(|e| bad(format!("spec: {at}.regex: {e}")))
+}
+
+/// The number of groups of a capture's regex as the engine compiles it (Rust `regex` syntax);
+/// ValueError with the regex crate's message (one line) when it does not compile.
+#[pyfunction]
+pub fn regex_groups(pattern: &str) -> PyResult<usize> {
+    pounder_engine::regex_groups(pattern).map_err(PyValueError::new_err)
 }

@@ -108,8 +108,8 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
               "With --replay: how much faster than recorded, e.g. 10x, 0.5x or 2; default 1x."),
     "scenario": (("--scenario",), "FILE",
                  "Virtual users with sessions, from a TOML scenario file (docs/scenarios.md): each connection is "
-                 "a user that runs the [[login]] steps once (capturing CSRF tokens, cookies in its own jar), then "
-                 "the [[loop]] steps round and round; every step is a request (-n counts them) with its own "
+                 "a user that runs the \\[\\[login]] steps once (capturing CSRF tokens, cookies in its own jar), then "
+                 "the \\[\\[loop]] steps round and round; every step is a request (-n counts them) with its own "
                  "percentiles. The URL is then the server's base, http://HOST:PORT. In open loop think times are "
                  "not slept."),
     "ray": (("--ray",), "local|auto|HOST:PORT",

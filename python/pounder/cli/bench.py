@@ -51,6 +51,7 @@ from pounder.load import (
     read_access_log,
     render_csv,
     render_report,
+    scenario_failure,
 )
 
 _LOAD = "Load"
@@ -65,7 +66,8 @@ BENCH_HELP = "\n\n".join(
         "answered. Open loop with --rate or --stages: requests are sent on a schedule and latency is measured from "
         "the intended send time, so a slow server cannot hide its queueing.",
         "The target must be on this machine (127.0.0.0/8 or ::1) unless --allow-remote.",
-        "Exit status: 0 done, 1 could not run, no request succeeded or an agent was lost (the result is still "
+        "Exit status: 0 done, 1 could not run, no request succeeded (with --scenario: no loop step did) or an "
+        "agent was lost (the result is still "
         "reported and written), "
         "2 bad input, 3 a --fail-if gate failed, 130 interrupted by Ctrl-C or SIGHUP, 143 by SIGTERM (the partial "
         "result is still reported, its gates too).",
@@ -229,4 +231,7 @@ def bench_command(
     if result.requests.complete == 0:  # the outputs are written; the run still did not work
         failed = ", ".join(f"{name.replace('_', ' ')} {count:,}" for name, count in result.errors.nonzero().items())
         raise PounderError(f"no request succeeded ({result.requests.failed:,} failed{': ' + failed if failed else ''})")
+    nowhere = scenario_failure(result.steps)  # a scenario whose users never got through: did not work either
+    if nowhere is not None:
+        raise PounderError(nowhere)
     gates_exit(None if result.gates is None else result.gates.failure_line())

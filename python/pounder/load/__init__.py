@@ -71,7 +71,7 @@ from pounder.load._run_options import HttpOptions, LoadModel, ReplayInfo, RunOpt
 from pounder.load._scenario import Scenario, read_scenario
 from pounder.load._sender import Sender
 from pounder.load._spec import BenchSpec, Target
-from pounder.load._steps import StepStats
+from pounder.load._steps import StepStats, scenario_failure
 from pounder.load._url import NotLoopbackError, is_loopback, parse_url, resolve
 
 __all__ = [
@@ -148,6 +148,7 @@ __all__ = [
     "render_report",
     "resolve",
     "run_bench",
+    "scenario_failure",
     "server_sampler",
     "serves_all",
     "write_url_file",

@@ -66,13 +66,13 @@ class RequestTemplate:
     def render(self, url: ParsedUrl) -> bytes:
         """The complete HTTP/1.1 request for ``url``."""
         generated = [("Host", url.host_header), ("User-Agent", f"pounder/{__version__}"), ("Accept", "*/*")]
-        headers = _merge_headers(generated, self.user, list(self.generated))
+        headers = merge_headers(generated, self.user, list(self.generated))
         head = f"{self.method} {url.request_target} HTTP/1.1\r\n"
         head += "".join(f"{name}: {value}\r\n" for name, value in headers) + "\r\n"
         return head.encode("utf-8") + self.body
 
 
-def _merge_headers(
+def merge_headers(
     first: list[tuple[str, str]], user: Sequence[tuple[str, str]], last: list[tuple[str, str]]
 ) -> list[tuple[str, str]]:
     """``first`` + the user headers that replace none + ``last``, where a user header replaces

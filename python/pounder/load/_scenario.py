@@ -4,10 +4,12 @@ pre-serialised templates with slots (:meth:`Scenario.engine_scenario`). docs/sce
 describes the format.
 
 A value of ``[vars]`` is substituted when the file is read (it is text like any other); a variable
-a step captures is a slot the engine fills per virtual user, encoded for where it stands: in the
-path as a form value, in a ``form`` body as a form value, inside a string of a ``json`` body as
-JSON, raw in a header and in a ``body`` text. Every mistake is one :class:`~pounder.UsageError`
-naming the file, the step and the key, raised before anything is sent."""
+a step captures is a slot the engine fills per virtual user, encoded for where it stands
+(load/_templates.py): in the path with what a path cannot hold percent-encoded, in the query and
+a ``form`` body as a form value, inside a string of a ``json`` body as JSON, raw in a header (the
+engine refuses a captured value with CR, LF or NUL there) and in a ``body`` text. Every mistake is
+one :class:`~pounder.UsageError` naming the file, the step and the key, raised before anything is
+sent."""
 
 from __future__ import annotations
 
@@ -15,18 +17,28 @@ import json
 import math
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import quote, quote_plus
 
 from pounder._errors import UsageError, check_path, public
 from pounder._files import SMALL_LIMIT, check_input_file
 from pounder._units import parse_duration, plain
-from pounder._version import __version__
 from pounder.load._parse import check_token, parse_header
-from pounder.load._request import BODY_METHODS, POUNDER_HEADERS, _merge_headers
+from pounder.load._request import BODY_METHODS, POUNDER_HEADERS
+from pounder.load._templates import (
+    Encoding,
+    Slot,
+    Template,
+    engine_pieces,
+    form_text,
+    head_pieces,
+    joined,
+    json_text,
+    path_text,
+    split_query,
+)  # fmt: skip
 from pounder.load._url import parse_url
 
 if sys.version_info >= (3, 11):
@@ -35,7 +47,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 if TYPE_CHECKING:
-    from pounder._engine import EnginePiece, EngineScenario, EngineStep
+    from pounder._engine import EngineScenario, EngineStep
 
 SCENARIO_LIMIT = SMALL_LIMIT
 """The largest scenario file read (1 MiB)."""
@@ -43,26 +55,10 @@ MAX_STEPS = 1000
 MAX_THINK_S = 3600.0
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SLOT_RE = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
-_URL_SAFE = "!$&'()*+,/:;=?@[]~%"
+_NAME_RULE = "letters, digits and _, not starting with a digit"
 _STEP_KEYS = ("name", "method", "path", "headers", "form", "json", "body", "expect", "think", "capture")
 _CAPTURE_KEYS = ("var", "header", "cookie", "body", "regex")
 _TOP_KEYS = ("vars", "login", "loop")
-_UNSUPPORTED_REGEX = re.compile(r"\(\?<?[=!]|\\[1-9]|\(\?P=")
-"""Lookaround and backreferences: Python's ``re`` has them, the engine's (Rust) regex does not."""
-
-Encoding = Literal["raw", "form", "json"]
-
-
-@dataclass(frozen=True)
-class Slot:
-    """Where a captured variable goes: its index in :attr:`Scenario.variables`, and its encoding."""
-
-    var: int
-    enc: Encoding
-
-
-Template = tuple["str | Slot", ...]
-"""Text (as it is sent) and slots."""
 
 
 @dataclass(frozen=True)
@@ -135,49 +131,20 @@ class Scenario:
 
 def _engine_step(step: ScenarioStep, host: str, keepalive: bool, headers: Sequence[tuple[str, str]],
                  generated: Sequence[tuple[str, str]], target: int) -> EngineStep:  # fmt: skip
-    slots: list[Slot] = []
-
-    def marked(template: Template) -> str:  # a slot as \0N\0 (no header value nor target holds a NUL)
-        text = ""
-        for part in template:
-            if isinstance(part, Slot):
-                slots.append(part)
-                part = f"\0{len(slots) - 1}\0"
-            text += part
-        return text
-
-    own = {name.lower() for name, _ in step.headers}
-    user = [(name, marked(value)) for name, value in step.headers]
-    user += [(name, value) for name, value in headers if name.lower() not in own]
-    last = [*generated, *([("Content-Type", step.content_type)] if step.content_type else [])]
-    if not keepalive:
-        last.append(("Connection", "close"))
-    first = [("Host", host), ("User-Agent", f"pounder/{__version__}"), ("Accept", "*/*")]
-    merged = _merge_headers(first, user, last)
-    head = f"{step.method} {marked(step.target)} HTTP/1.1\r\n" + "".join(f"{n}: {v}\r\n" for n, v in merged)
-    pieces: list[str | Slot] = []
-    for index, text in enumerate(head.split("\0")):
-        pieces.append(slots[int(text)] if index % 2 else text)
+    if any(name.lower() == "cookie" for name, _ in headers):
+        raise UsageError("-H 'Cookie: ...' cannot go with --scenario: each virtual user's cookie jar sends the cookies")
+    head = head_pieces(step.method, step.target, step.headers, host, keepalive=keepalive, headers=headers,
+                       generated=generated, content_type=step.content_type)  # fmt: skip
     return {
         "name": step.name,
         "target": target,
-        "head": _engine_pieces(tuple(pieces)),
-        "body": None if step.body is None else _engine_pieces(step.body),
+        "head": head,
+        "body": None if step.body is None else engine_pieces(step.body),
         "is_head": step.method == "HEAD",
         "expect": None if step.expect is None else list(step.expect),
         "think_s": step.think_s,
         "captures": [{"var": c.var, "from": c.source, "name": c.name, "regex": c.regex} for c in step.captures],
     }
-
-
-def _engine_pieces(template: Template) -> list[EnginePiece]:
-    pieces: list[EnginePiece] = []
-    for part in template:
-        if isinstance(part, Slot):
-            pieces.append({"var": part.var, "enc": part.enc})
-        elif part:
-            pieces.append({"text": part.encode("utf-8")})
-    return pieces
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,21 +169,26 @@ class _Reader:
         where = f"{self.where}: " if self.where else ""
         return UsageError(f"{self.path}: {where}{key + ': ' if key else ''}{message}")
 
-    def template(self, text: str, key: str, enc: Encoding, quote_text: Any) -> Template:
-        """``text`` with ``{{name}}`` read: a static variable's value and the text around are
-        encoded by ``quote_text``; a captured variable is a slot."""
+    def template(self, text: str, key: str, enc: Encoding, quote_text: Callable[[str], str],
+                 quote_value: Callable[[str], str] | None = None) -> Template:  # fmt: skip
+        """``text`` with ``{{name}}`` read: the text around is encoded by ``quote_text``, a static
+        variable's value by ``quote_value`` (default ``quote_text``); a captured variable is a
+        slot. ``{{`` always opens a variable."""
         parts: list[str | Slot] = []
         position = 0
-        for match in _SLOT_RE.finditer(text):
-            parts.append(quote_text(text[position : match.start()]))
+        for match in [*_SLOT_RE.finditer(text), None]:
+            around = text[position : len(text) if match is None else match.start()]
+            if "{{" in around:
+                raise self.fail(key, "an unclosed {{: a variable is {{name}} ({{ always opens one)")
+            parts.append(quote_text(around))
+            if match is None:
+                break
             position = match.end()
             name = match[1].strip()
             if not _NAME_RE.fullmatch(name):
-                raise self.fail(
-                    key, f"invalid variable {match[0]!r}: a name is letters, digits and _, e.g. {{{{csrf}}}}"
-                )
+                raise self.fail(key, f"invalid variable {match[0]!r}: a name is {_NAME_RULE}, e.g. {{{{csrf}}}}")
             if name in self.static:
-                parts.append(quote_text(self.static[name]))
+                parts.append((quote_value or quote_text)(self.static[name]))
             elif name in self.available:
                 parts.append(Slot(self.captured[name], enc))
             elif name in self.captured:
@@ -229,8 +201,7 @@ class _Reader:
                 raise self.fail(
                     key, f"unknown variable {{{{{name}}}}}: define it in [vars] or capture it in an earlier step"
                 )
-        parts.append(quote_text(text[position:]))
-        return _joined(parts)
+        return joined(parts)
 
 
 def _as_text(value: object) -> str | None:
@@ -283,7 +254,7 @@ def read_scenario(path: str | Path) -> Scenario:
     for name, value in static.items():
         text = _as_text(value)
         if not _NAME_RE.fullmatch(name):
-            raise r.fail(f"vars.{name}", "a variable's name is letters, digits and _")
+            raise r.fail(f"vars.{name}", f"a variable's name is {_NAME_RULE}")
         if text is None:
             raise r.fail(f"vars.{name}", "must be text, a number or true/false")
         r.static[name] = text
@@ -334,8 +305,10 @@ def _step(r: _Reader, table: Mapping[str, Any], part: Literal["login", "loop"]) 
     if unknown:
         raise r.fail(unknown[0], f"unknown key (a step has {', '.join(_STEP_KEYS)})")
     path = table.get("path")
-    if not isinstance(path, str) or not path.startswith("/"):
+    if path is None:
         raise r.fail("path", "needed: the path (and query) under the URL, starting with /, e.g. /admin/login/")
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise r.fail("path", f"must start with / (the path and query under the URL, e.g. /admin/login/), got {path!r}")
     name = table.get("name", None)
     if name is not None and (not isinstance(name, str) or not name.strip() or len(name) > 100):
         raise r.fail("name", "must be text of 1 to 100 characters")
@@ -350,7 +323,9 @@ def _step(r: _Reader, table: Mapping[str, Any], part: Literal["login", "loop"]) 
     method = _checked(r, "method", lambda: check_token(method.upper(), "method"))
     if method == "HEAD" and bodies:
         raise r.fail(bodies[0], "a HEAD request cannot have a body")
-    target = r.template(path.split("#", 1)[0], "path", "form", lambda text: quote(text, safe=_URL_SAFE))
+    before, query = split_query(path.split("#", 1)[0])
+    target = joined([*r.template(before, "path", "path", path_text), *r.template(query, "path", "form", path_text,
+                                                                                   form_text)])  # fmt: skip
     body, content_type = _body(r, table, bodies[0] if bodies else None)
     if body is None and method in BODY_METHODS:
         body = ()  # sent with Content-Length: 0
@@ -387,7 +362,10 @@ def _headers(r: _Reader, table: Mapping[str, Any]) -> tuple[tuple[str, Template]
             )
         if lower in POUNDER_HEADERS:
             raise r.fail(key, f"not allowed: pounder sets {name} itself")
-        pairs.append((name, r.template(text.strip(), key, "raw", str)))
+        value = r.template(text.strip(), key, "raw", str)
+        if any(isinstance(part, str) and any(c in part for c in "\r\n\0") for part in value):
+            raise r.fail(key, "holds a CR, LF or NUL (from a [vars] value): a header value is one line")
+        pairs.append((name, value))
     return tuple(pairs)
 
 
@@ -400,6 +378,8 @@ def _body(r: _Reader, table: Mapping[str, Any], kind: str | None) -> tuple[Templ
         if not isinstance(value, str):
             raise r.fail("body", "must be text (for a form or JSON give form = {...} or json = {...})")
         return r.template(value, "body", "raw", str), None
+    if kind == "json" and not isinstance(value, (dict, list)):
+        raise r.fail("json", 'must be a table or a list, e.g. json = { user = "admin" }')
     if kind == "form":
         if not isinstance(value, dict):
             raise r.fail("form", 'must be a table of fields, e.g. form = { username = "admin" }')
@@ -412,26 +392,18 @@ def _body(r: _Reader, table: Mapping[str, Any], kind: str | None) -> tuple[Templ
                 if parts:
                     parts.append("&")
                 parts += [
-                    *r.template(field, f"form.{field}", "form", _form),
+                    *r.template(field, f"form.{field}", "form", form_text),
                     "=",
-                    *r.template(text, f"form.{field}", "form", _form),
+                    *r.template(text, f"form.{field}", "form", form_text),
                 ]
-        return _joined(parts), "application/x-www-form-urlencoded"
-    return _joined(_json(r, value, "json")), "application/json"
-
-
-def _form(text: str) -> str:
-    return quote_plus(text, safe="")
-
-
-def _json_text(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)[1:-1]
+        return joined(parts), "application/x-www-form-urlencoded"
+    return joined(_json(r, value, "json")), "application/json"
 
 
 def _json(r: _Reader, value: object, key: str) -> list[str | Slot]:
     """The JSON text of ``value`` with the variables of its strings (keys too) as slots."""
     if isinstance(value, str):
-        return ['"', *r.template(value, key, "json", _json_text), '"']
+        return ['"', *r.template(value, key, "json", json_text), '"']
     if isinstance(value, dict):
         parts: list[str | Slot] = ["{"]
         for index, (name, item) in enumerate(value.items()):
@@ -445,16 +417,6 @@ def _json(r: _Reader, value: object, key: str) -> list[str | Slot]:
     if isinstance(value, bool) or isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)):
         return [json.dumps(value)]
     raise r.fail(key, f"{type(value).__name__} has no JSON form: use text, numbers, true/false, lists and tables")
-
-
-def _joined(parts: Sequence[str | Slot]) -> Template:
-    joined: list[str | Slot] = []
-    for part in parts:
-        if isinstance(part, str) and joined and isinstance(joined[-1], str):
-            joined[-1] += part
-        elif part != "":
-            joined.append(part)
-    return tuple(joined)
 
 
 def _expect(r: _Reader, value: object) -> tuple[int, ...] | None:
@@ -491,13 +453,17 @@ def _captures(r: _Reader, value: object) -> tuple[Capture, ...]:
         if unknown:
             raise r.fail(f"{key}.{unknown[0]}", f"unknown key (a capture has {', '.join(_CAPTURE_KEYS)})")
         name = item.get("var")
+        if name is None:
+            raise r.fail(f"{key}.var", f"needed: the variable's name ({_NAME_RULE})")
         if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
-            raise r.fail(f"{key}.var", "needed: the variable's name (letters, digits and _)")
+            raise r.fail(f"{key}.var", f"a variable's name is {_NAME_RULE}, got {name!r}")
         if name in r.static:
             raise r.fail(f"{key}.var", f"{name!r} is a [vars] value: a captured variable needs a name of its own")
         sources = [source for source in ("header", "cookie", "body") if source in item]
-        if len(sources) != 1:
+        if not sources:
             raise r.fail(key, "needs one of header = NAME, cookie = NAME or body = 'REGEX'")
+        if len(sources) > 1:
+            raise r.fail(key, f"only one of header, cookie or body: {sources[0]} or {sources[1]}, not both")
         source = sources[0]
         if source == "body" and "regex" in item:
             raise r.fail(f"{key}.regex", "the body's regex is body = '...' itself")
@@ -519,14 +485,15 @@ def _captures(r: _Reader, value: object) -> tuple[Capture, ...]:
 
 
 def _check_regex(r: _Reader, key: str, regex: object) -> None:
+    """Compiled by the engine's own regex crate (Rust syntax: no lookaround, backreferences, ...)."""
     if not isinstance(regex, str) or not regex:
         raise r.fail(key, "must be a regular expression (text)")
+    from pounder.load._bench import load_engine  # noqa: PLC0415 (the engine: only when a file is read)
+
     try:
-        groups = re.compile(regex).groups
-    except re.error as error:
-        raise r.fail(key, f"invalid regular expression: {error}") from None
-    if _UNSUPPORTED_REGEX.search(regex):
-        raise r.fail(key, "lookaround ((?=, (?!, (?<=, (?<!) and backreferences (\\1) are not supported")
+        groups: int = load_engine().regex_groups(regex)
+    except ValueError as error:
+        raise r.fail(key, f"invalid regular expression (the engine's Rust syntax): {error}") from None
     if groups != 1:
         raise r.fail(
             key,

@@ -47,6 +47,30 @@ def read_steps(value: object, key: str) -> tuple[StepStats, ...] | None:
     return steps
 
 
+@public
+def scenario_failure(steps: tuple[StepStats, ...] | None) -> str | None:
+    """None unless the result's scenario got nowhere: no loop step completed with an expected
+    status and its captures found. Then the one line saying so, with the counts that ended the
+    sessions (``bench`` exits 1 with it, after the report and the files, as when no request
+    succeeded): ``"no virtual user got past the login steps: log in: 12 unexpected status"``."""
+    if steps is None:
+        return None
+    loop = [step for step in steps if step.part == "loop"]
+    if any(step.complete - step.unexpected_status - step.capture_missed > 0 for step in loop):
+        return None
+    ended = []
+    for step in steps:
+        counts = ((step.failed, "failed"), (step.unexpected_status, "unexpected status"),
+                  (step.capture_missed, "no capture"))  # fmt: skip
+        said = ", ".join(f"{count:,} {what}" for count, what in counts if count)
+        if said:
+            ended.append(f"{step.name}: {said}")
+    head = (
+        "no loop step succeeded" if any(step.requests for step in loop) else "no virtual user got past the login steps"
+    )
+    return f"{head}: {'; '.join(ended) if ended else 'the run ended first (give it more requests or time)'}"
+
+
 STEP_COLUMNS = ("part", "requests", "failed", "unexpected", "no capture", "p50 ms", "p90 ms", "p99 ms")
 
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
-use super::{Alive, InFlight, Job, Worker};
+use super::{Alive, InFlight, Job, Next, Worker};
 use crate::connection::{Connection, Failure, Reuse};
 use crate::session::Session;
 use crate::stats::ErrorKind;
@@ -32,24 +32,12 @@ impl Worker {
         tokio::pin!(timeout);
         let mut vu = Session::new(sc);
         loop {
-            if self.stopping.get() {
-                break;
-            }
-            let job = if self.sh.schedule.is_some() {
-                let next = self.backlog.borrow_mut().pop_front();
-                match next {
-                    Some(job) => job,
-                    None if self.pacer_done.get() => break,
-                    None => {
-                        self.idle.set(self.idle.get() + 1);
-                        self.work.notified().await;
-                        continue;
-                    }
-                }
-            } else {
-                match self.claim() {
-                    Some(job) => job,
-                    None => break,
+            let job = match self.next_job() {
+                Next::Job(job) => job,
+                Next::Stop => break,
+                Next::Wait => {
+                    self.work.notified().await;
+                    continue;
                 }
             };
             if let Some(pause) = self.serve_step(&mut vu, &mut conn, &written, timeout.as_mut(), job).await {
