@@ -12,8 +12,8 @@ One suffix rule for every option:
 * sizes (``--ram``): the same letters, but powers of 1024 as RAM is sold and as ``free -h`` and
   ``top`` show it (``512M`` = 512 MiB, ``4G``, ``1.5GiB``, ``4gb``, ``2048k``); a bare number is
   bytes.
-* durations: ``500ms``, ``30s``, ``2m``, ``1h`` and sums of them such as ``1m30s``; a bare number
-  is seconds.
+* durations: ``500us`` (also ``µs``, microseconds, as the JSON writes latencies), ``500ms``,
+  ``30s``, ``2m``, ``1h`` and sums of them such as ``1m30s``; a bare number is seconds.
 * rates (requests per second): a count-like number that may be fractional (``0.5``, ``2.5k``),
   optionally followed by ``/s``.
 * bandwidths: decimal SI prefixes (``k`` = 1000, ``M`` = 10^6, ``G`` = 10^9) and binary ones
@@ -41,8 +41,9 @@ _NUM = r"(?:\d+(?:\.\d*)?|\.\d+)"
 _COUNT_SUFFIXES: dict[str, int] = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9}
 _COUNT_RE = re.compile(rf"(?P<num>{_NUM})(?P<suffix>[kKMG]?)")
 _RATE_RE = re.compile(rf"(?P<num>{_NUM})(?P<suffix>[kKMG]?)(?:/s)?")
-_DURATION_UNITS: dict[str, float] = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART_RE = re.compile(rf"(?P<num>{_NUM})(?P<unit>ms|s|m|h)")
+_DURATION_UNITS: dict[str, float] = {"us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 0.001, "s": 1.0, "m": 60.0,
+                                     "h": 3600.0}  # fmt: skip
+_DURATION_PART_RE = re.compile(rf"(?P<num>{_NUM})(?P<unit>us|\u00b5s|\u03bcs|ms|s|m|h)")
 _BARE_NUMBER_RE = re.compile(_NUM)
 _SIZE_RE = re.compile(rf"(?P<num>{_NUM})\s*(?:(?P<prefix>[kKmMgGtT])(?:i?[bB])?|[bB])?")
 _SIZE_PREFIXES = {"": 1, "k": KIB, "m": MIB, "g": GIB, "t": 1024 * GIB}
@@ -111,7 +112,8 @@ def parse_pid(text: str, what: str) -> int:
 
 def parse_duration(text: str, what: str) -> float:
     """``"30s"`` → 30.0, ``"2m"`` → 120.0, ``"1h"``, ``"500ms"`` → 0.5, ``"1m30s"`` → 90.0,
-    ``"45"`` → 45.0 (a bare number is seconds). Returns seconds."""
+    ``"500us"`` (or ``"500µs"``, the micro sign or the Greek mu) → 0.0005, ``"45"`` → 45.0 (a bare
+    number is seconds). Returns seconds."""
     cleaned = text.strip()
     if _BARE_NUMBER_RE.fullmatch(cleaned):
         return float(cleaned)

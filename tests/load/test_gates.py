@@ -5,7 +5,13 @@ missed (the gate printed), 2 for a bad expression before anything is sent."""
 from __future__ import annotations
 
 import copy
+import html
 import json
+import re
+import signal
+import subprocess
+import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,6 +39,7 @@ from pounder.load import (
     parse_gates,
 )
 from support import cliutil
+from support.interrupted import interrupted
 from support.schemas import validate
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -67,6 +74,9 @@ def verdicts(report: GateReport) -> list[tuple[str, str]]:
         (" p50 >= 1.5s ", "p50", ">=", 1_500_000, "us"),
         ("P99.9<2m", "p99.9", "<", 120_000_000, "us"),
         ("max>1m30s", "max", ">", 90_000_000, "us"),
+        ("p50>500us", "p50", ">", 500, "us"),  # the unit the JSON writes latencies in
+        ("p50>500\u00b5s", "p50", ">", 500, "us"),
+        ("p99>1ms500us", "p99", ">", 1500, "us"),
         ("errors>1%", "errors", ">", 1.0, "percent"),
         ("errors>0", "errors", ">", 0, "count"),
         ("non2xx>=10k", "non2xx", ">=", 10_000, "count"),
@@ -142,15 +152,32 @@ def test_nothing_completed_never_passes() -> None:
             "percentiles": dict.fromkeys(data["latency"]["corrected"]["percentiles"], 0)}  # fmt: skip
     data.update(requests={"complete": 0, "failed": 5, "non_2xx": 0, "unsent": 0, "late": 0}, status={}, series=[],
                 latency=dict.fromkeys(("corrected", "uncorrected", "schedule_lag"), zero))  # fmt: skip
-    report = evaluate_gates(parse_gates(["p99>1s", "mean>1s", "non2xx>1%", "errors>50%"]), result_of(data))
-    assert [(r.verdict, r.why) for r in report.results] == [
-        ("unmeasurable", "no request completed"), ("unmeasurable", "no request completed"),
-        ("unmeasurable", "no request completed"), ("fail", "above 50%"),
+    report = evaluate_gates(parse_gates(["p99>1s", "mean>1s", "non2xx>1%", "non2xx>0", "errors>50%", "errors>10"]),
+                            result_of(data))  # fmt: skip
+    assert [(r.verdict, r.measured_text, r.why) for r in report.results] == [
+        ("unmeasurable", "-", "no request completed"), ("unmeasurable", "-", "no request completed"),
+        ("unmeasurable", "-", "no response"), ("unmeasurable", "-", "no response"),  # the count form too
+        ("fail", "100%", "above 50%"), ("pass", "5", ""),  # 5 requests attempted: measured
     ]  # fmt: skip
     assert report.failure_line() == (
-        "4 of 4 gates failed: p99>1s: -, no request completed; mean>1s: -, no request "
-        "completed; non2xx>1%: -, no request completed; errors>50%: 100%, above 50%"
+        "5 of 6 gates failed: p99>1s: -, no request completed; mean>1s: -, no request completed; "
+        "non2xx>1%: -, no response; non2xx>0: -, no response; errors>50%: 100%, above 50%"
     )
+
+
+def test_nothing_sent_never_passes_a_count() -> None:
+    """A count of nothing is no measurement: errors>0, non2xx>0, late>0 with no request sent or scheduled."""
+    data = copy.deepcopy(RECORDED)
+    zero = {"count": 0, "min_us": 0, "max_us": 0, "mean_us": 0.0, "stdev_us": 0.0,
+            "percentiles": dict.fromkeys(data["latency"]["corrected"]["percentiles"], 0)}  # fmt: skip
+    data.update(requests={"complete": 0, "failed": 0, "non_2xx": 0, "unsent": 0, "late": 0}, status={}, series=[],
+                latency=dict.fromkeys(("corrected", "uncorrected", "schedule_lag"), zero))  # fmt: skip
+    report = evaluate_gates(parse_gates(["errors>0", "errors>1%", "non2xx>0", "late>0", "p50>1s"]), result_of(data))
+    assert [(r.verdict, r.measured, r.why) for r in report.results] == [
+        ("unmeasurable", None, "no request was sent"), ("unmeasurable", None, "no request was sent"),
+        ("unmeasurable", None, "no request was sent"), ("unmeasurable", None, "no request was scheduled"),
+        ("unmeasurable", None, "no request was sent"),
+    ]  # fmt: skip
 
 
 def test_late_on_a_closed_loop_result_is_unmeasurable() -> None:
@@ -170,7 +197,7 @@ def test_json_round_trip_report_and_schema(tmp_path: Path) -> None:
     validate(document, "bench-result")
     assert [(g["expression"], g["verdict"], g["measured"]) for g in document["gates"]] == [
         ("p99>6ms", "fail", 6255),
-        ("rps<100", "pass", pytest.approx(496.99563)),
+        ("rps<100", "pass", pytest.approx(496.99563)),  # unrounded in the JSON
     ]
     assert "gates" not in json.loads(result.to_json())  # only when gates were given
     path = tmp_path / "result.json"
@@ -178,12 +205,14 @@ def test_json_round_trip_report_and_schema(tmp_path: Path) -> None:
     read = load_result(path)
     assert read.gates == gated.gates
     assert evaluate_gates(parse_gates(["p99>6ms", "rps<100"]), read) == gated.gates  # on a result read back
-    assert render_report(read).endswith(
+    report = render_report(read)
+    assert report.endswith(
         "\n\nGates (--fail-if): 1 of 2 failed\n"
-        "  gate     measured        verdict\n"
-        "  p99>6ms  6.255 ms        FAIL  (above 6 ms)\n"
-        "  rps<100  496.9956 req/s  pass\n"
+        "  gate     measured      verdict\n"
+        "  p99>6ms  6.255 ms      FAIL  (above 6 ms)\n"
+        "  rps<100  497.00 req/s  pass\n"
     )
+    assert "Requests per second:      497.00 [#/sec] (mean)\n" in report  # the same figure as the report's
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,18 +228,19 @@ def trial(seq: int, label: str, rps: float, p99_us: int, failed: int = 0) -> Tri
 
 
 def compare_result(fast: list[float], slow: list[float], *, open_loop: bool = False) -> CompareResult:
-    """Five interleaved rounds; fast's p99 4001..4005 µs, slow's the same; slow's first trial had a reset."""
+    """Interleaved rounds (one per rate given); fast's p99 4001..4005 µs, slow's the same; slow's
+    first trial had a reset."""
     load = LoadModel(kind="open" if open_loop else "closed", connections=4, threads=2, requests=200, duration_s=None,
                      stages=None, warmup_requests=0, warmup_s=0.0)  # fmt: skip
     http = HttpOptions(method="GET", keepalive=True, calls_per_conn=0, timeout_s=30.0, throttle_bps=None,
                        body_bytes=0, headers=())  # fmt: skip
     trials = []
-    for index in range(5):
+    for index in range(len(fast)):
         trials.append(trial(2 * index + 1, "fast", fast[index], 4001 + index))
         trials.append(trial(2 * index + 2, "slow", slow[index], 4001 + index, failed=int(index == 0)))
     return CompareResult(tool_version="0.1.0", started_at="2025-01-01T12:00:00.000Z",
                          finished_at="2025-01-01T12:00:30.000Z", interrupted=False,
-                         options=CompareOptions(trials=5, warmup=False, baseline="fast", load=load, http=http),
+                         options=CompareOptions(trials=len(fast), warmup=False, baseline="fast", load=load, http=http),
                          variants=(Variant("fast", "http://127.0.0.1:8080/"), Variant("slow", "http://127.0.0.1:8081/")),
                          connect=("127.0.0.1:8080", "127.0.0.1:8081"), trials=tuple(trials))  # fmt: skip
 
@@ -231,6 +261,7 @@ def test_slower_fails_only_when_the_whole_interval_is_beyond() -> None:
         ("fast", "errors>0", "pass"),
         ("slow", "errors>0", "fail"),  # one reset in its first trial
     ]
+    assert report.results[7].measured_text == "800 req/s (median of 5)"  # as the comparison's report writes it
     slower = report.results[0]
     ratio = clear.comparison("slow").requests_per_s
     assert slower.measured == pytest.approx((1 - ratio.high) * 100) and slower.measured > 15  # type: ignore[operator]
@@ -243,6 +274,54 @@ def test_slower_fails_only_when_the_whole_interval_is_beyond() -> None:
     (latency,) = evaluate_compare_gates(parse_compare_gates(["slower>5%"]), compare_result(
         [1000] * 5, [800] * 5, open_loop=True)).results  # fmt: skip
     assert latency.verdict == "pass" and latency.measured_text.startswith("p99 1.000x")
+
+
+def test_slower_needs_five_counted_trials_on_each_side() -> None:
+    """With 4 trials the bootstrap interval is about the range of the ratios: no verdict from it."""
+    four = compare_result([1000, 1010, 990, 1005], [800, 810, 790, 805])  # clearly slower, 4 rounds
+    (gate,) = evaluate_compare_gates(parse_compare_gates(["slower>5%"]), four).results
+    assert (gate.verdict, gate.measured) == ("unmeasurable", None)
+    assert gate.why == "4 and 4 counted trials: slower needs 5 on each side"
+    assert gate.measured_text.startswith("requests/s 0.80")
+    # 5 rounds, but one of slow's trials left out for its failures (2 % failed): 4 counted
+    five = compare_result([1000, 1010, 990, 1005, 995], [800, 810, 790, 805, 795])
+    trials = [replace(t, failed=4) if (t.label, t.round) == ("slow", 2) else t for t in five.trials]
+    (left_out,) = evaluate_compare_gates(
+        parse_compare_gates(["slower>5%"]), replace(five, trials=tuple(trials))
+    ).results
+    assert (left_out.verdict, left_out.why) == ("unmeasurable", "4 and 5 counted trials: slower needs 5 on each side")
+
+
+def test_slower_with_fewer_than_five_trials_is_refused_up_front() -> None:
+    from pounder.compare import check_slower_trials
+
+    gates = parse_compare_gates(["p99>1s", "slower>5%"])
+    check_slower_trials(gates, 5)
+    check_slower_trials(gates[:1], 3)  # the other gates need no interval
+    with pytest.raises(UsageError) as caught:
+        check_slower_trials(gates, 4)
+    assert str(caught.value) == (
+        "invalid --fail-if 'slower>5%': slower needs at least 5 trials per variant, this run has 4 (with fewer the 95 "
+        "% interval is about the range of the ratios, so noise could fail the build); give --trials 5 or more"
+    )
+
+
+def test_a_variant_with_nothing_measured_never_passes() -> None:
+    """errors>0 / non2xx>0 on a variant with no measured trial, or none that got an answer."""
+    result = compare_result([1000] * 5, [800] * 5)
+    unmeasured = tuple(replace(t, interrupted=True) if t.label == "slow" else t for t in result.trials)
+    gates = parse_compare_gates(["errors>0", "non2xx>0"])
+    report = evaluate_compare_gates(gates, replace(result, trials=unmeasured))
+    assert [(r.subject, r.gate.text, r.verdict, r.why) for r in report.results] == [
+        ("fast", "errors>0", "pass", ""), ("slow", "errors>0", "unmeasurable", "no measured trial"),
+        ("fast", "non2xx>0", "pass", ""), ("slow", "non2xx>0", "unmeasurable", "no measured trial"),
+    ]  # fmt: skip
+    reset = tuple(replace(t, complete=0, failed=200) if t.label == "slow" else t for t in result.trials)
+    report = evaluate_compare_gates(gates, replace(result, trials=reset))
+    assert [(r.subject, r.verdict, r.measured, r.why) for r in report.results] == [
+        ("fast", "pass", 0, ""), ("slow", "fail", 1000, "above 0"),
+        ("fast", "pass", 0, ""), ("slow", "unmeasurable", None, "no response"),
+    ]  # fmt: skip
 
 
 def test_compare_gates_in_json_and_report() -> None:
@@ -315,9 +394,121 @@ def test_bench_bad_expression_exits_2_before_sending(slow_server: Any) -> None:
 def test_compare_slower_on_identical_targets_passes(slow_server: Any, tmp_path: Path) -> None:
     out = tmp_path / "c.json"
     code, stdout, stderr = cliutil.run_cli(
-        "compare", f"{slow_server.url}/a", f"{slow_server.url}/b", "--trials", "3", "--no-warmup", "-n", "10",
+        "compare", f"{slow_server.url}/a", f"{slow_server.url}/b", "--trials", "5", "--no-warmup", "-n", "10",
         "-c", "2", "--fail-if", "slower>5%", "--json", str(out))  # fmt: skip
     assert code == 0, (stdout, stderr)
     (gate,) = json.loads(out.read_text())["gates"]
     assert (gate["subject"], gate["verdict"]) == ("/b vs /a", "pass")
-    assert slow_server.count() == 60
+    assert slow_server.count() == 100
+
+
+def test_slower_with_too_few_trials_exits_2_before_sending(slow_server: Any, tmp_path: Path) -> None:
+    code, stdout, stderr = cliutil.run_cli("compare", f"{slow_server.url}/a", f"{slow_server.url}/b", "--trials", "3",
+                                           "-n", "10", "--fail-if", "slower>5%")  # fmt: skip
+    cliutil.assert_usage_error(code, stdout, stderr, "invalid --fail-if 'slower>5%': slower needs at least 5 trials "
+                               "per variant, this run has 3", "give --trials 5 or more")  # fmt: skip
+    experiment = tmp_path / "e.toml"
+    experiment.write_text(EXPERIMENT.format(url=slow_server.url, duration="1s", trials=5, fail_if='"slower>5%"'))
+    results = tmp_path / "results"
+    code, stdout, stderr = cliutil.run_cli("run", str(experiment), "--quick", "--results", str(results))
+    cliutil.assert_usage_error(code, stdout, stderr, "load 1 (", "invalid fail_if 'slower>5%': slower needs at least "
+                               "5 trials per variant, this run has 3", "run without --quick")  # fmt: skip
+    experiment.write_text(EXPERIMENT.format(url=slow_server.url, duration="1s", trials=3, fail_if=""))
+    code, stdout, stderr = cliutil.run_cli("run", str(experiment), "--fail-if", "slower>1%", "--results", str(results))
+    cliutil.assert_usage_error(code, stdout, stderr, "invalid --fail-if 'slower>1%'", "this run has 3",
+                               "set trials = 5 or more in this load")  # fmt: skip
+    assert slow_server.count() == 0 and not results.exists()
+
+
+EXPERIMENT = """\
+title = "gates"
+fail_if = [{fail_if}]
+
+[server]
+adapter = "url"
+
+[[load]]
+connections = 1
+duration = "{duration}"
+trials = {trials}
+
+[[variant]]
+label = "a"
+url = "{url}/a"
+
+[[variant]]
+label = "b"
+url = "{url}/b"
+"""
+
+
+def test_nothing_answered_fails_the_count_gates_and_exits_1(testserver: Any) -> None:
+    """Against a server that resets every connection: non2xx>0 is unmeasurable (no response), not
+    'pass' above the 'no request succeeded' line; the run did not work, so the exit is 1, not 3."""
+    server = testserver(mode="reset")
+    code, stdout, stderr = cliutil.run_cli("bench", f"{server.url}/", "-n", "5", "-c", "1", "--fail-if", "non2xx>0",
+                                           "--fail-if", "errors>10")  # fmt: skip
+    assert code == 1, (stdout, stderr)
+    table = stdout[stdout.index("Gates (--fail-if)") :].splitlines()
+    assert table[0] == "Gates (--fail-if): 1 of 2 failed"
+    assert table[2].split() == ["non2xx>0", "-", "UNMEASURABLE", "(no", "response)"]
+    assert table[3].split() == ["errors>10", "5", "pass"]  # 5 attempted, 5 failed: measured, not above 10
+    assert stderr.startswith("pounder: error: no request succeeded (5 failed")
+
+
+@pytest.mark.parametrize(("command", "signum", "code"), [("bench", signal.SIGTERM, 143),
+                                                          ("compare", signal.SIGINT, 130)])  # fmt: skip
+def test_an_interrupted_run_whose_gates_failed_exits_as_interrupted(slow_server: Any, command: str, signum: int,
+                                                                     code: int) -> None:  # fmt: skip
+    """The signal's status (130, 143) comes before the gates' 3: the run was stopped, its gates are on a part."""
+    urls = [f"{slow_server.url}/"] if command == "bench" else [f"{slow_server.url}/a", f"{slow_server.url}/b"]
+    argv = [sys.executable, "-m", "pounder", command, *urls, "-d", "20s", "-c", "1", "--fail-if", "p99>1ms"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while slow_server.count(settle_s=0) < 3:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        proc.send_signal(signum)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == code, (stdout, stderr)
+    assert "Gates (--fail-if): 1 of 1 failed" in stdout or "Gates (--fail-if): 2 of 2 failed" in stdout, stdout
+    assert stderr.splitlines()[-1].startswith("pounder: error: interrupted by "), stderr
+
+
+def test_an_interrupted_experiment_whose_gates_failed_exits_130(slow_server: Any, tmp_path: Path) -> None:
+    experiment = tmp_path / "e.toml"
+    experiment.write_text(EXPERIMENT.format(url=slow_server.url, duration="2s", trials=5, fail_if='"p99>1ms"'))
+    results = tmp_path / "results"
+    argv = [sys.executable, "-m", "pounder", "run", str(experiment), "--results", str(results)]
+    _, stderr = interrupted(argv, results, lambda: slow_server.count(settle_s=0) >= 3, limit_s=60)
+    assert "interrupted by Ctrl-C" in stderr
+    gates = json.loads((results / "load-1.json").read_text())["gates"]
+    assert {gate["verdict"] for gate in gates} <= {"fail", "unmeasurable"} and len(gates) == 2
+
+
+def test_the_html_page_shows_the_gates(tmp_path: Path) -> None:
+    """``pounder report`` on a bench result with gates: a Gates section with the table (gate, measured, verdict)."""
+    result = result_of()
+    gated = replace(result, gates=evaluate_gates(parse_gates(["p99>6ms", "rps<100", "p50>500us"]), result))
+    path = tmp_path / "gated.json"
+    path.write_text(gated.to_json())
+    code, page, stderr = cliutil.run_cli("report", str(path), "-o", "-")
+    assert (code, stderr) == (0, "")
+    section = page[page.index("Gates (--fail-if)") :]
+    assert "2 of 3 gates failed (the run exited with status 3)." in section
+    table = re.search(r"<table>(.*?)</table>", section, re.S)
+    assert table is not None
+    rows = [[html.unescape(cell) for cell in re.findall(r"<t[hd]>(.*?)</t[hd]>", row)]
+            for row in re.findall(r"<tr>(.*?)</tr>", table[1])]  # fmt: skip
+    assert rows == [
+        ["gate", "measured", "verdict", "why"],
+        ["p99>6ms", "6.255 ms", "FAIL", "above 6 ms"],
+        ["rps<100", "497.00 req/s", "pass", ""],
+        ["p50>500us", "1.798 ms", "FAIL", "above 0.5 ms"],
+    ]
+    assert page.count("Gates (--fail-if)") == 1

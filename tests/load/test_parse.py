@@ -51,13 +51,17 @@ def test_count_rejects(text: str) -> None:
         ("1m30s", 90.0),
         ("1h30m", 5400.0),
         ("1.5s", 1.5),
+        ("500us", 0.0005),  # microseconds, the unit the JSON writes latencies in
+        ("500\u00b5s", 0.0005),  # the micro sign
+        ("500\u03bcs", 0.0005),  # the Greek mu
+        ("1ms500us", 0.0015),
     ],
 )
 def test_duration(text: str, seconds: float) -> None:
     assert parse_duration(text, "-d") == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "s", "3x", "-1s", "30 s", "1d", "s30", "30s2", "ms"])
+@pytest.mark.parametrize("text", ["", "s", "3x", "-1s", "30 s", "1d", "s30", "30s2", "ms", "us", "5u", "5mus"])
 def test_duration_rejects(text: str) -> None:
     with pytest.raises(UsageError, match=r"invalid -d .*30s"):
         parse_duration(text, "-d")

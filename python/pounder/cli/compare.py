@@ -95,7 +95,7 @@ LABEL = option("--label", panel=_TRIALS, metavar="NAME", help=(
 BASELINE = option("--baseline", panel=_TRIALS, metavar="LABEL", help=(
     "The label the others are compared with; default the first URL."))
 TRIALS = option("--trials", panel=_TRIALS, metavar="N", help=(
-    f"Measured trials per URL, default {DEFAULT_TRIALS} (at least {MIN_TRIALS})."))
+    f"Measured trials per URL, default {DEFAULT_TRIALS} (at least {MIN_TRIALS}; 5 for --fail-if slower>N%)."))
 NO_WARMUP = option("--no-warmup", panel=_TRIALS, help="Skip the warm-up trial of each URL.")
 MIN_EFFECT = option("--min-effect", panel=_TRIALS, metavar="PERCENT", help=(
     "A ratio within this many percent of 1 is 'no clear difference' even when its interval excludes 1; "

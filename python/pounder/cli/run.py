@@ -46,7 +46,8 @@ EXPERIMENT = typer.Argument(metavar="EXPERIMENT.toml", show_default=False, help=
 RESULTS = option("--results", panel="Output", metavar="DIR", help=(
     "Where to write the results (default ./pounder-run-NAME-DATE-TIME); must not exist or be empty."))
 REPORT = report_option("Output", "results")
-QUICK = option("--quick", panel="Run", help="At most 3 trials of 1 s per variant and load.")
+QUICK = option("--quick", panel="Run", help=(
+    "At most 3 trials of 1 s per variant and load (too few for a slower>N% gate, which is then refused)."))
 FAIL_IF = fail_if_option("Output", COMPARE_GATES, (
     "Evaluated on every load's comparison, after the experiment file's own fail_if = [\"slower>5%\", ...]."))
 

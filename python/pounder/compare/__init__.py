@@ -33,7 +33,13 @@ from pounder._stats import (
     verdict,
 )
 from pounder.compare._chart import chart_format, render_chart
-from pounder.compare._gates import COMPARE_METRICS, evaluate_compare_gates, parse_compare_gates
+from pounder.compare._gates import (
+    COMPARE_METRICS,
+    SLOWER_MIN_TRIALS,
+    check_slower_trials,
+    evaluate_compare_gates,
+    parse_compare_gates,
+)
 from pounder.compare._report import describe_errors, failure_message, format_rate, format_ratio, render_compare
 from pounder.compare._result import (
     SCHEMA,
@@ -61,6 +67,8 @@ from pounder.load import MAX_FAILED, clean_trial  # a counted trial's rule, defi
 
 __all__ = [
     "COMPARE_METRICS",
+    "SLOWER_MIN_TRIALS",
+    "check_slower_trials",
     "evaluate_compare_gates",
     "parse_compare_gates",
     "DEFAULT_TRIALS",

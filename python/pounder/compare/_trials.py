@@ -27,7 +27,13 @@ from pounder._errors import PounderError, UsageError, check_callable, check_path
 from pounder._files import check_output_path, utc_timestamp, write_atomic
 from pounder._stats import MIN_EFFECT
 from pounder._version import __version__
-from pounder.compare._gates import ACCEPTED, COMPARE_METRICS, evaluate_compare_gates, parse_compare_gates
+from pounder.compare._gates import (
+    ACCEPTED,
+    COMPARE_METRICS,
+    check_slower_trials,
+    evaluate_compare_gates,
+    parse_compare_gates,
+)
 from pounder.compare._result import CompareOptions, CompareResult, Trial, TrialCallback, Variant
 from pounder.load import ENGINE, BenchSpec, Gate, LoadOptions, ProgressCallback, Sender, check_tls, run_bench
 from pounder.procs import ServerSampler, ServerTarget, find_server, serves
@@ -190,6 +196,7 @@ def compare(
     if base not in labels:
         raise UsageError(f"--baseline {base!r} is not one of the labels: {', '.join(labels)}")
     trials = check_trials(trials)
+    check_slower_trials(gate_list or (), trials)
     min_effect = _check_min_effect(min_effect)
     if not isinstance(warmup, bool):
         raise UsageError(f"warmup must be True or False, got {warmup!r}")

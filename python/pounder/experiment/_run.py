@@ -25,9 +25,11 @@ from pounder._files import utc_timestamp
 from pounder._units import MIB
 from pounder._version import __version__
 from pounder.compare import (
+    SLOWER_MIN_TRIALS,
     CompareResult,
     TrialCallback,
     Variant,
+    check_slower_trials,
     compare,
     failure_message,
     parse_compare_gates,
@@ -153,7 +155,7 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
     engine; a :class:`pounder.agents.Cluster` is placed for each load's comparison, see
     :func:`pounder.compare.compare`). ``gates``: more gates than the file's ``fail_if`` (:func:`_gates`)."""
     check_instance(exp, Experiment, "run_experiment: exp (see load_experiment)")
-    checked_gates = _gates(exp, gates)
+    checked_gates = _gates(exp, gates, quick)
     check_path(results, "run_experiment: results")
     check_callable(log, "run_experiment: log")
     check_callable(on_trial, "run_experiment: on_trial")
@@ -236,13 +238,23 @@ def _check_loads(exp: Experiment, sender: Sender) -> None:
             raise UsageError(f"load {index} ({load.label}): {error}") from None
 
 
-def _gates(exp: Experiment, gates: Sequence[str] | None) -> tuple[Gate, ...] | None:
+def _gates(exp: Experiment, gates: Sequence[str] | None, quick: bool = False) -> tuple[Gate, ...] | None:
     """The gates of every load's comparison: the experiment file's ``fail_if``, then ``gates``
     (``--fail-if`` expressions of a comparison, :func:`pounder.compare.parse_compare_gates`); None
-    when there are none."""
+    when there are none. ``slower`` is refused for a load of fewer than 5 trials (``quick``: 3)."""
     if not exp.fail_if and gates is None:
         return None
-    return (*parse_compare_gates(exp.fail_if, "fail_if"), *parse_compare_gates(gates))
+    own, given = parse_compare_gates(exp.fail_if, "fail_if"), parse_compare_gates(gates)
+    for index, load in enumerate(exp.loads, start=1):
+        fix = "run without --quick" if quick else "set trials = 5 or more in this load"
+        if quick and load.trials < SLOWER_MIN_TRIALS:
+            fix += ", with trials = 5 or more in this load"
+        try:
+            for checked, what in ((own, "fail_if"), (given, "--fail-if")):
+                check_slower_trials(checked, min(load.trials, QUICK_TRIALS) if quick else load.trials, what, fix)
+        except UsageError as error:
+            raise UsageError(f"load {index} ({load.label}): {error}") from None
+    return (*own, *given)
 
 
 def _servers(exp: Experiment) -> list[tuple[list[VariantSpec], Adapter]]:

@@ -6,7 +6,7 @@ latency is above 300 ms. Operators ``>``, ``>=``, ``<``, ``<=``. The metrics of 
 
 * ``p50`` ... ``p99.9``, ``max``, ``mean``: the corrected latency (from each request's intended
   send time; in closed loop the same as from the actual send), the one the report shows first.
-  The value needs a unit (``300ms``, ``1.5s``; the duration rule of :mod:`pounder._units`).
+  The value needs a unit (``300ms``, ``1.5s``, ``500us``; the duration rule of :mod:`pounder._units`).
 * ``errors``: failed requests (refused, reset, timed out, ...): a count (``errors>0``) or, with
   ``%``, a share of the requests attempted (``errors>1%``).
 * ``non2xx``: complete responses whose status is not 2xx: a count, or with ``%`` a share of the
@@ -17,8 +17,10 @@ latency is above 300 ms. Operators ``>``, ``>=``, ``<``, ``<=``. The metrics of 
   a count, or with ``%`` a share of the requests scheduled. Refused up front for a closed-loop
   load (:func:`check_gates`); on a closed-loop result it is ``unmeasurable``.
 
-A gate that cannot be measured (a latency with no request completed, ``late`` in closed loop) is
-``unmeasurable``, which fails like ``fail``: a gate never passes silently.
+A gate that cannot be measured (a latency with no request completed, ``late`` in closed loop, a
+count or share whose whole is 0: ``non2xx`` with no response, ``errors`` with no request sent,
+``late`` with none scheduled) is ``unmeasurable``, which fails like ``fail``: a gate never passes
+silently, and ``non2xx>0`` does not pass a run that got no answer at all.
 
 :func:`evaluate_gates` works on any :class:`~pounder.BenchResult`, a fresh one or one read back
 with :func:`~pounder.load_result`. ``pounder.compare`` adds the ratio gate ``slower`` (the kind
@@ -79,7 +81,8 @@ class Gate:
                 "<": measured < self.threshold, "<=": measured <= self.threshold}[self.operator]  # fmt: skip
 
     def shown(self, value: float) -> str:
-        """``value`` in the gate's unit as people read it: "20.35 ms", "0.5%", "1,204", "496.9956 req/s"."""
+        """``value`` in the gate's unit as the report shows it: "20.35 ms" (:func:`format_ms`),
+        "0.5%", "1,204", "496.99 req/s"."""
         if self.unit == "us":
             from pounder.load._report import format_ms
 
@@ -88,11 +91,13 @@ class Gate:
             return f"{plain(value, 4)}%"
         if self.unit == "count":
             return plain(int(value))
-        return f"{plain(value, 7)} req/s"
+        return f"{value:.2f} req/s"
 
     def shown_threshold(self) -> str:
         """The threshold as written, in its unit: "300 ms", "1%", "500 req/s"."""
-        return f"{plain(self.threshold / 1000)} ms" if self.unit == "us" else self.shown(self.threshold)
+        if self.unit == "us":
+            return f"{plain(self.threshold / 1000)} ms"
+        return f"{plain(self.threshold)} req/s" if self.unit == "req/s" else self.shown(self.threshold)
 
     def to_dict(self) -> dict[str, Any]:
         return {"expression": self.text, "metric": self.metric, "operator": self.operator,
@@ -240,7 +245,7 @@ def _threshold(kind: Kind, metric: str, value: str) -> tuple[float, Unit] | str:
         try:
             return parse_duration(value, metric) * 1e6, "us"
         except UsageError:
-            return f"{value!r} is not a duration (300ms, 1.5s, 2m)"
+            return f"{value!r} is not a duration (500us, 300ms, 1.5s, 2m)"
     if kind == "rate":
         try:
             return parse_rate(value, metric), "req/s"
@@ -314,9 +319,11 @@ def check_gates(gates: Iterable[Gate], load: LoadModel, what: str = "--fail-if")
 
 
 def _share_of(gate: Gate, count: int, total: int, none: str) -> tuple[float | None, str]:
-    if gate.unit == "count":
-        return float(count), ""
-    return (None, none) if total == 0 else (count * 100 / total, "")
+    """A count (or its share of ``total``); with ``total`` 0 nothing was measured: unmeasurable
+    for the reason ``none``, also for a count (``non2xx>0`` must not pass a run with no response)."""
+    if total == 0:
+        return None, none
+    return (float(count), "") if gate.unit == "count" else (count * 100 / total, "")
 
 
 def _measure(gate: Gate, result: BenchResult) -> tuple[float | None, str]:
@@ -334,7 +341,8 @@ def _measure(gate: Gate, result: BenchResult) -> tuple[float | None, str]:
     if gate.metric == "errors":
         return _share_of(gate, requests.failed, attempted, "no request was sent")
     if gate.metric == "non2xx":
-        return _share_of(gate, requests.non_2xx, requests.complete, "no request completed")
+        none = "no response" if attempted else "no request was sent"
+        return _share_of(gate, requests.non_2xx, requests.complete, none)
     if gate.metric == "rps":
         return result.derived.requests_per_s, ""
     if gate.metric == "late":
