@@ -171,3 +171,20 @@ def test_url_file_round_trip(tmp_path: Path) -> None:
     assert target.read_text() == "3 POST http://127.0.0.1:8080/f\n"
     with pytest.raises(UsageError, match="must be scheme://host"):
         log.url_lines("http://127.0.0.1:8080/prefix")
+
+
+def test_the_busiest_minute_needs_a_minute_of_log(tmp_path: Path) -> None:
+    """A 30 s log at 10 req/s: a 60 s window over it would say 300 requests, 5.0 req/s, half the
+    mean; it is left out, and the summary says why. A log of 90 s shows it."""
+    short = read_access_log(
+        write(
+            tmp_path / "short.log",
+            [combined(T0 + timedelta(seconds=second), "GET / HTTP/1.1") for second in range(30) for _ in range(10)],
+        )
+    )
+    lines = short.describe()
+    assert lines[1].endswith("(30 s), mean 10.0 req/s")
+    assert lines[3] == "Busiest minute: not shown (the log spans less than a minute)"
+    assert not any("req/s)" in text for text in lines)
+    long = read_access_log(known_mix(tmp_path / "long.log")).describe()
+    assert long[3] == f"Busiest minute from {(T0 + timedelta(seconds=11)).isoformat()}: 790 requests (13.2 req/s)"

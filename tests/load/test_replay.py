@@ -1,22 +1,14 @@
 """``pounder bench --replay``: an access log's (or a HAR's) requests sent at their recorded times,
-scaled by ``--speed``, against the real test server: each request's send time against its log
-time (the engine's own TSV), the burst in the per-second series, the server's own counts; whole
-seconds spread evenly, out-of-order lines sorted, HAR files as targets and as replays, and every
-refusal as one line before anything is sent."""
+scaled by ``--speed``, against the real test server: whole seconds spread evenly, out-of-order
+lines sorted, the lines read and skipped by reason, HAR files as targets and as replays (their
+main origin only, their headers checked), and every refusal as one line before anything is sent.
+The 10x acceptance test (send times measured) is tests/e2e/test_bench_replay.py."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections import Counter
-from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -25,155 +17,11 @@ import pytest
 
 import pounder
 from pounder import BenchResult, UsageError, bench
-from pounder.load import BenchSpec, read_access_log
+from pounder.load import BenchSpec, describe_replay, read_access_log
+from support.accesslog import T0, line, pounder_cli, tsv_rows
 from support.schemas import REGISTRY
 
-ZONE = timezone(timedelta(hours=1))
-T0 = datetime(2026, 11, 23, 9, 0, 0, tzinfo=ZONE)
 SCHEMA_PATH = Path(pounder.__file__).parent / "schemas" / "bench-result.schema.json"
-PYTHON_DIR = Path(pounder.__file__).resolve().parents[1]
-
-
-def stamp(moment: datetime, fraction: bool = True) -> str:
-    """``[23/Nov/2026:09:00:01.234 +0100]`` (with ``fraction``), as Apache's
-    ``%{%d/%b/%Y:%H:%M:%S}t.%{msec_frac}t %{%z}t`` writes it."""
-    whole = moment.strftime("%d/%b/%Y:%H:%M:%S")
-    millis = f".{moment.microsecond // 1000:03d}" if fraction else ""
-    return f"{whole}{millis} {moment.strftime('%z')}"
-
-
-def line(moment: datetime, request: str, fraction: bool = True) -> str:
-    return f'127.0.0.1 - - [{stamp(moment, fraction)}] "{request}" 200 512 "-" "curl/8"\n'
-
-
-def burst_log(path: Path) -> tuple[Path, list[int]]:
-    """3,000 requests over 30 s: 80 a second (2,400), and a burst of 600 more in the two seconds
-    from 15 s (380 a second in all). Each request's offset from the first, in ms; the lines in
-    time order."""
-    offsets = sorted([second * 1000 + k * 1000 // 80 + 3 for second in range(30) for k in range(80)]
-                     + [15_000 + k * 2000 // 600 + 1 for k in range(600)])  # fmt: skip
-    paths = ("/", "/a", "/b?q=1", "/c")
-    path.write_text("".join(line(T0 + timedelta(milliseconds=ms), f"GET {paths[i % 4]} HTTP/1.1")
-                            for i, ms in enumerate(offsets)))  # fmt: skip
-    return path, [ms - offsets[0] for ms in offsets]
-
-
-NGINX_CONF = """\
-worker_processes 1;
-daemon off;
-pid {root}/nginx.pid;
-error_log {root}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-    log_format t '$msec $request_uri';
-    access_log {root}/access.log t;
-    client_body_temp_path {root}/tmp; proxy_temp_path {root}/tmp; fastcgi_temp_path {root}/tmp;
-    uwsgi_temp_path {root}/tmp; scgi_temp_path {root}/tmp;
-    keepalive_requests 100000;
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{ return 200 "ok\\n"; }}
-    }}
-}}
-"""
-
-
-@pytest.fixture
-def nginx(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """A fast real server: nginx (one worker) on a free loopback port answering 200 to anything;
-    its URL and its access log (``$msec $request_uri`` lines: its own count). Stopped at teardown."""
-    binary = shutil.which("nginx", path="/usr/sbin:/usr/bin:/sbin:/bin")
-    if binary is None:
-        pytest.skip("nginx is not installed")
-    root = tmp_path / "nginx"
-    (root / "tmp").mkdir(parents=True)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    (root / "nginx.conf").write_text(NGINX_CONF.format(root=root, port=port))
-    proc = subprocess.Popen([binary, "-p", str(root), "-c", str(root / "nginx.conf")], stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and proc.poll() is None, "nginx did not start"
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}", root / "access.log"
-    finally:
-        proc.send_signal(signal.SIGQUIT)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
-def pounder_cli(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
-    env = {"PYTHONPATH": str(PYTHON_DIR), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "pounder", "bench", *args], capture_output=True, text=True,
-                          timeout=timeout_s, env=env, check=False)  # fmt: skip
-
-
-def busy() -> bool:
-    """Whether other work holds this machine's CPUs (load average over the last minute above
-    their number): then a thread waits its turn for a time slice, several ms, whoever sends."""
-    return os.getloadavg()[0] > len(os.sched_getaffinity(0))
-
-
-def tsv_rows(path: Path) -> list[dict[str, str]]:
-    header, *rows = path.read_text().splitlines()
-    names = header.split("\t")
-    return [dict(zip(names, row.split("\t"), strict=True)) for row in rows]
-
-
-def test_a_replay_at_10x_follows_the_logs_times(nginx: tuple[str, Path], tmp_path: Path) -> None:
-    url, served = nginx
-    log, offsets_ms = burst_log(tmp_path / "access.log")
-    tsv, out = tmp_path / "requests.tsv", tmp_path / "result.json"
-    crowded = busy()
-    proc = pounder_cli("--replay", str(log), "--speed", "10x", "--tsv", str(tsv), "--json", str(out), url)
-    crowded = crowded or busy()
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    paths = Counter(text.split(" ", 1)[1] for text in served.read_text().splitlines())  # the server's own count
-    assert paths == Counter({"/": 750, "/a": 750, "/b?q=1": 750, "/c": 750})
-    result = BenchResult.from_json(out.read_text())
-    assert result.requests.complete == 3000 and result.requests.failed == result.requests.unsent == 0
-    rows = tsv_rows(tsv)
-    assert len(rows) == 3000
-    # each request was meant to go at its log time / 10, to the microsecond
-    intended = sorted(int(row["intended_offset_us"]) for row in rows)
-    assert intended == [ms * 100 for ms in offsets_ms]
-    # and each went within 5 ms of it (the engine's own lag; the TSV's send times against each
-    # other). On a machine crowded by other work (a thread waits for a time slice of a CPU, several
-    # ms, whoever sends) 95 % of them, and none 100 ms late.
-    lag = result.latency.schedule_lag
-    sent = [int(row["start_unix_us"]) - int(row["intended_offset_us"]) for row in rows]
-    spread = sorted(value - min(sent) for value in sent)
-    if crowded:
-        assert lag.percentiles["95"] <= 5000 and spread[len(spread) * 95 // 100] <= 5000, (lag, os.getloadavg())
-        assert lag.max_us <= 100_000 and spread[-1] <= 100_000, (lag, os.getloadavg())
-    else:
-        assert lag.max_us <= 5000 and spread[-1] <= 5000, (lag, os.getloadavg())
-    # the burst (600 more in log second 15) is in the series' second 1 (log seconds 10 to 20)
-    per_second = {sample.second: sample.complete for sample in result.series}
-    assert per_second[1] >= per_second[0] + 400 and per_second[1] >= per_second[2] + 400, per_second
-    assert sum(per_second.values()) == 3000
-    info = result.options.replay
-    assert info is not None and (info.format, info.log_requests, info.requests, info.speed) == (
-        "access_log",
-        3000,
-        3000,
-        10.0,
-    )
-    assert (info.whole_seconds, info.out_of_order, info.distinct) == (False, 0, 4)
-    assert info.span_s == offsets_ms[-1] / 1000 and info.length_s == offsets_ms[-1] / 10_000
-    assert result.options.load.kind == "open" and result.options.load.stages is None
-    document = json.loads(out.read_text())
-    jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()), registry=REGISTRY).validate(document)
-    assert "Replay:" in proc.stdout and "at 10x" in proc.stdout and "sub-second times as recorded" in proc.stdout
 
 
 def test_whole_seconds_are_spread_evenly_and_said(testserver: Any, tmp_path: Path) -> None:
@@ -286,6 +134,113 @@ def test_a_har_requests_keep_their_headers_and_body(tmp_path: Path) -> None:
     assert get.startswith(b"GET / HTTP/1.1\r\n") and get.endswith(b"\r\n\r\n")  # no body on a GET
 
 
+def test_the_lines_read_and_skipped_are_said(testserver: Any, tmp_path: Path) -> None:
+    """Like --access-log's summary: the lines read, the requests kept, the others by reason, in
+    the report and the JSON; each distinct request's count in the log instead of a weight."""
+    log = tmp_path / "mixed.log"
+    log.write_text("".join([
+        line(T0, "GET /a HTTP/1.1"), "not a log line\n", line(T0 + timedelta(milliseconds=10), "POST /form HTTP/1.1"),
+        line(T0 + timedelta(milliseconds=20), "GET /a HTTP/1.1"), line(T0 + timedelta(milliseconds=30), "-"),
+        line(T0 + timedelta(milliseconds=40), "GET /b HTTP/1.1"),
+        line(T0 + timedelta(milliseconds=50), "GET /a HTTP/1.1"),
+    ]))  # fmt: skip
+    srv = testserver(mode="ok")
+    result = bench(srv.url, replay=str(log), speed="5x")
+    assert result.requests.complete == 4 == srv.count()
+    info = result.options.replay
+    assert info is not None
+    assert (info.lines, info.log_requests, dict(info.skipped)) == (7, 4, {"malformed": 1, "request": 1, "method": 1})
+    assert (info.methods, info.origin) == (("GET", "HEAD"), None)
+    assert describe_replay(info)[1] == ("7 lines read, 4 requests kept; skipped: malformed 1, request 1, method 1 "
+                                        "(not GET or HEAD: --log-methods)")  # fmt: skip
+    assert [(target.url.rsplit("/", 1)[1], target.weight) for target in result.options.targets] == [("a", 3), ("b", 1)]
+    report = pounder.render_report(result)
+    assert "(3 in the log, " in report and "(1 in the log, " in report and "weight" not in report
+    document = json.loads(result.to_json())
+    assert document["options"]["replay"]["skipped"] == {"malformed": 1, "request": 1, "method": 1}
+    jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()), registry=REGISTRY).validate(document)
+    assert BenchResult.from_json(result.to_json()).options.replay == info
+
+
+def test_a_hars_posts_left_out_are_said(tmp_path: Path) -> None:
+    spec = BenchSpec.from_options("http://127.0.0.1:9", replay=str(shop_har(tmp_path)))
+    assert spec.replay is not None
+    assert describe_replay(spec.replay.info)[1] == ("5 entries read, 3 requests kept; skipped: request 1, method 1 "
+                                                    "(not GET or HEAD: --log-methods)")  # fmt: skip
+
+
+def test_a_har_keeps_its_most_frequent_origin(testserver: Any, tmp_path: Path) -> None:
+    """A browser's HAR: a redirect from http://, the site's own requests, a CDN's and another
+    port's. Only the most frequent origin's are sent; the others are counted and said."""
+    path = har(tmp_path / "site.har", [
+        (0, "GET", "http://Shop.example/", {}, None),
+        (10, "GET", "https://shop.example/", {}, None),
+        (20, "GET", "https://cdn.example/lib.js", {}, None),
+        (30, "GET", "https://cdn.example/font.woff2", {}, None),
+        (40, "GET", "https://SHOP.example:443/api?x=1", {}, None),
+        (50, "GET", "https://shop.example:8443/admin", {}, None),
+        (60, "GET", "https://shop.example/cart", {}, None),
+    ])  # fmt: skip
+    mix = read_access_log(path)
+    assert (mix.origin, mix.used, dict(mix.skipped)) == ("https://shop.example", 3, {"other_host": 4})
+    assert mix.describe()[1] == ("Only the requests to https://shop.example (the HAR's most frequent origin): 4 to "
+                                 "other hosts (CDNs, analytics, fonts) left out")  # fmt: skip
+    srv = testserver(mode="ok")
+    result = bench(srv.url, replay=str(path), speed="10x")
+    assert srv.by_request() == {"GET /": 1, "GET /api?x=1": 1, "GET /cart": 1}
+    info = result.options.replay
+    assert info is not None and (info.origin, info.log_requests, dict(info.skipped)) == (
+        "https://shop.example", 3, {"other_host": 4})  # fmt: skip
+    assert "4 to other hosts" in pounder.render_report(result)
+    # equally frequent: the earliest in the file
+    tie = har(tmp_path / "tie.har", [
+        (0, "GET", "http://b.example/", {}, None), (1, "GET", "http://a.example/", {}, None),
+        (2, "GET", "http://a.example/x", {}, None), (3, "GET", "http://b.example/y", {}, None),
+    ])  # fmt: skip
+    assert read_access_log(tie).origin == "http://b.example"
+
+
+@pytest.mark.parametrize(("headers", "message"), [
+    ({"X Bad": "1"}, "entry 2: invalid header name 'X Bad': only letters, digits"),
+    ({"X-Ok": "a\r\nX-Injected: 1"}, "entry 2: header X-Ok's value holds a line break or NUL"),
+])  # fmt: skip
+def test_a_hars_bad_header_is_refused_naming_the_entry(tmp_path: Path, headers: dict[str, str], message: str) -> None:
+    path = har(tmp_path / "bad.har", [(0, "GET", "http://x.example/", {}, None),
+                                      (5, "GET", "http://x.example/a", headers, None)])  # fmt: skip
+    for read in (lambda: read_access_log(path), lambda: BenchSpec.from_options("http://127.0.0.1:9", replay=str(path))):
+        with pytest.raises(UsageError) as caught:
+            read()
+        assert message in str(caught.value) and str(caught.value).startswith(f"HAR file {path}: ")
+        assert "\n" not in str(caught.value)
+
+
+def test_a_hars_mix_takes_get_and_head_only(tmp_path: Path) -> None:
+    """The mix is keyed on method and target: a HAR's bodies and headers are not in it, so its
+    POSTs would go without their bodies. Refused, pointing to --replay, which sends them."""
+    path = shop_har(tmp_path)
+    expected = (f"HAR file {path}: the mix (--access-log) sends no recorded body or header, so it takes GET and HEAD "
+                "only, not POST: replay the HAR with --replay to send them")  # fmt: skip
+    with pytest.raises(UsageError) as caught:
+        read_access_log(path, methods="GET,POST")
+    assert str(caught.value) == expected
+    with pytest.raises(UsageError) as caught:
+        BenchSpec.from_options("http://127.0.0.1:9", access_log=str(path), log_methods="GET,POST")
+    assert str(caught.value) == expected
+
+
+@pytest.mark.parametrize("source", ["replay", "access_log"])
+@pytest.mark.parametrize(("option", "flag"), [("method", "-m/--method"), ("body", "-b/--body"),
+                                              ("content_type", "-T/--content-type")])  # fmt: skip
+def test_method_body_and_content_type_are_refused(tmp_path: Path, source: str, option: str, flag: str) -> None:
+    log = tmp_path / "a.log"
+    log.write_text(line(T0, "GET / HTTP/1.1"))
+    with pytest.raises(UsageError) as caught:
+        BenchSpec.from_options("http://127.0.0.1:9", **{source: str(log), option: "POST"})
+    name = "--access-log" if source == "access_log" else "--replay"
+    assert str(caught.value) == (f"{name} takes each request's method (and a HAR's body and headers) from the file: "
+                                 f"{flag} cannot go with it")  # fmt: skip
+
+
 @pytest.mark.parametrize(("options", "message"), [
     ({"rate": "10"}, "--replay cannot be combined with --rate (the log sets the times)"),
     ({"stages": "1s@5"}, "--replay cannot be combined with --stages"),
@@ -341,6 +296,8 @@ def test_the_cli_refuses_before_sending(tmp_path: Path) -> None:
         (["--speed", "2x", "http://127.0.0.1:9/"], "--speed needs --replay"),
         (["--replay", str(log), "http://127.0.0.1:9/x"], "must be scheme://host[:port] only"),
         (["--replay", str(tmp_path / "none.log"), "http://127.0.0.1:9"], "access log not found"),
+        (["--replay", str(log), "-m", "POST", "-b", "hello", "http://127.0.0.1:9"], "--replay takes each request's"),
+        (["--access-log", str(log), "-b", "hello", "http://127.0.0.1:9"], "-b/--body cannot go with it"),
     ):
         proc = pounder_cli(*args)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr

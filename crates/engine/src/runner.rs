@@ -608,10 +608,14 @@ impl Worker {
                 self.spawn_connection();
             }
         }
+        // stopped by the clock (-d, a stage schedule's end) or a cancel: the run ends now; when its
+        // requests ran out, it ends with its last answer (not up to a POLL later)
+        let mut by_clock = false;
         loop {
             let now = Instant::now();
             let deadline = self.sh.deadline();
             if self.sh.cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
+                by_clock = true;
                 break;
             }
             // open loop: a schedule sent in full still runs to its end (its length is the
@@ -625,7 +629,9 @@ impl Worker {
             tokio::time::sleep_until(wake).await;
         }
         self.stop();
-        self.last_end.set(self.last_end.get().max(Some(Instant::now())));
+        if by_clock {
+            self.last_end.set(self.last_end.get().max(Some(Instant::now())));
+        }
         let drain = if self.sh.cancel.load(Ordering::Relaxed) { CANCEL_DRAIN } else { DRAIN };
         let drain_end = Instant::now() + drain;
         while self.live.get() > 0 && Instant::now() < drain_end {

@@ -82,17 +82,56 @@ fn a_replay_sends_each_request_at_its_time_to_its_target() {
     assert_eq!(r["requests"]["complete"], 8);
     assert_eq!(r["requests"]["unsent"], 0);
     assert_eq!(seen.lock().unwrap().len(), 8);
-    // the run ends with its last answer, soon after the last time (no stage length to wait for)
-    let elapsed = r["elapsed_s"].as_f64().unwrap();
-    assert!((0.7..3.0).contains(&elapsed), "{elapsed}");
-    let mut rows: Vec<(u64, u32)> = tsv_rows(&dir.join("r.tsv"))
-        .iter()
-        .map(|row| (row[1].parse().unwrap(), row[2].parse().unwrap()))
-        .collect();
+    // the run ends with its last answer (no stage length to wait for)
+    assert_ends_with_last_answer(&r, &tsv_rows(&dir.join("r.tsv")));
+    let mut rows: Vec<(u64, u32)> =
+        tsv_rows(&dir.join("r.tsv")).iter().map(|row| (row[1].parse().unwrap(), row[2].parse().unwrap())).collect();
     rows.sort_unstable();
     let mut expected: Vec<(u64, u32)> = times.into_iter().zip(targets).collect();
     expected.sort_unstable();
     assert_eq!(rows, expected);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The run's elapsed time is from its start to its last answer, to the microsecond: the TSV's
+/// intended send offset (µs from the start) plus the corrected latency (from that time to the
+/// answer), at its largest. Not a wall-clock bound: the controller's poll (10 ms) is not in it.
+fn assert_ends_with_last_answer(r: &Value, rows: &[Vec<String>]) {
+    let last_us = rows.iter().map(|row| row[1].parse::<u64>().unwrap() + row[4].parse::<u64>().unwrap()).max().unwrap();
+    let elapsed_us = r["elapsed_s"].as_f64().unwrap() * 1e6;
+    // both truncated to whole µs from the same instants
+    assert!((elapsed_us - last_us as f64).abs() <= 3.0, "elapsed {elapsed_us} µs, last answer at {last_us} µs");
+}
+
+#[test]
+fn a_run_whose_requests_run_out_ends_with_its_last_answer() {
+    let (addr, _) = server();
+    let dir = std::env::temp_dir().join(format!("pounder-engine-last-answer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let with_tsv = |mut s: Spec, name: &str| {
+        s.tsv_path = Some(dir.join(name));
+        let r = result(s);
+        (r, tsv_rows(&dir.join(name)))
+    };
+    // a replay of one request
+    let (r, rows) = with_tsv(replay_spec(&addr, vec![0], vec![0]), "one.tsv");
+    assert_eq!((r["requests"]["complete"].as_u64(), rows.len()), (Some(1), 1));
+    assert_ends_with_last_answer(&r, &rows);
+    // open loop cut by -n
+    let mut s = replay_spec(&addr, vec![0], vec![0]);
+    s.replay = None;
+    s.stages = Some(vec![Stage { duration: Duration::from_secs(10), start_rate: 100.0, end_rate: 100.0 }]);
+    s.requests = Some(5);
+    let (r, rows) = with_tsv(s, "open.tsv");
+    assert_eq!((r["requests"]["complete"].as_u64(), rows.len()), (Some(5), 5));
+    assert_ends_with_last_answer(&r, &rows);
+    // closed loop cut by -n
+    let mut s = replay_spec(&addr, vec![0], vec![0]);
+    s.replay = None;
+    s.requests = Some(20);
+    let (r, rows) = with_tsv(s, "closed.tsv");
+    assert_eq!((r["requests"]["complete"].as_u64(), rows.len()), (Some(20), 20));
+    assert_ends_with_last_answer(&r, &rows);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -91,19 +91,24 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
                    "file (a browser's export): "
                    "each distinct request (method, path and query) weighted by its count, in random order; the URL "
                    "is then the server's base, http://HOST:PORT. The log's busiest second and minute and its mix "
-                   "are reported."),
+                   "are reported. A HAR's mix takes GET and HEAD only, without its recorded headers (--replay sends "
+                   "bodies and headers), and only the requests to its most frequent origin. Each request's method "
+                   "comes from the file: -m, -b and -T are refused."),
     "exclude_static": (("--exclude-static",), None,
                        "With --access-log or --replay: leave out static files (.css, .js, images, fonts, media)."),
     "log_methods": (("--log-methods",), "LIST",
                     "With --access-log or --replay: the methods replayed, default GET,HEAD (a POST replayed "
-                    "without the body it had is not the request the server saw; a HAR's bodies are sent)."),
+                    "without the body it had is not the request the server saw; --replay sends a HAR's bodies and "
+                    "headers, --access-log FILE.har takes GET and HEAD only)."),
     "replay": (("--replay",), "FILE",
                "Send the requests of this access log (common or combined, gzip or not) or HAR file at their "
                "recorded times, scaled by --speed: open loop, latency from each request's time, -c the cap on "
                "requests in flight. Sub-second times are used when the log has them ([10/Oct/2000:13:55:36.123 "
                "+0000], a HAR's startedDateTime); a log of whole seconds has each second's requests spread evenly "
-               "over it (the report says so). The URL is the server's base, http://HOST:PORT. -n or -d cut it "
-               "short. Excludes --rate, --stages, --warmup, --order, -f, --access-log, --scenario."),
+               "over it (the report says so). A HAR's requests keep their headers and bodies; only those to its "
+               "most frequent origin are sent (the others are counted as skipped). The URL is the server's base, "
+               "http://HOST:PORT. -n or -d cut it short. Excludes --rate, --stages, --warmup, --order, -f, "
+               "--access-log, --scenario, -m, -b, -T."),
     "speed": (("--speed",), "FACTOR",
               "With --replay: how much faster than recorded, e.g. 10x, 0.5x or 2; default 1x."),
     "scenario": (("--scenario",), "FILE",

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from pounder._errors import UsageError, check_flag, check_path, check_strings, public
 from pounder._files import check_input_file, write_atomic
 from pounder._units import GIB, KIB, number
-from pounder.load._har import HAR_LIMIT, looks_like_har, read_har
+from pounder.load._har import HAR_LIMIT, looks_like_har, main_origin, read_har
 from pounder.load._parse import LINE_METHODS
 from pounder.load._url import parse_url
 
@@ -46,10 +46,14 @@ STATIC_EXTENSIONS = frozenset(
     "mp3 mp4 webm ogg wav".split()
 )
 """What ``exclude_static`` drops: paths ending in one of these extensions (any case)."""
-SKIP_REASONS = ("malformed", "request", "method", "static", "max_targets")
+SKIP_REASONS = ("malformed", "request", "other_host", "method", "static", "max_targets")
 """The reasons a line is not in the mix, in :attr:`AccessLog.skipped`: not a log line of either
 format; a request line that names no path (``"-"`` of a connection closed before its request,
-``OPTIONS *``); a method not kept; a static file; beyond ``max_targets``."""
+``OPTIONS *``; a HAR's ``data:`` or ``blob:`` URL); a HAR's request to another origin than its
+main one (a CDN, analytics: see ``_har``); a method not kept; a static file; beyond
+``max_targets``."""
+BODY_LESS = frozenset({"GET", "HEAD"})
+"""The methods a HAR's mix takes: the mix sends no recorded body or header (``--replay`` does)."""
 TimeUnit = Literal["auto", "us", "ms", "s"]
 _UNIT_SECONDS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
 _TIME_FIELDS = {"us": "%D (microseconds)", "ms": "milliseconds", "s": "seconds", "float": "$request_time (seconds)"}
@@ -122,6 +126,8 @@ class AccessLog:
     service_time: ServiceTime | None
     har: bool = False
     """The file was a HAR (``lines``: its entries), not an access log."""
+    origin: str | None = None
+    """A HAR's main origin (``scheme://host[:port]``): only its requests are in the mix."""
 
     @property
     def span_s(self) -> float:
@@ -143,11 +149,15 @@ class AccessLog:
             f"Span {self.first.isoformat()} to {self.last.isoformat()} ({number(self.span_s)} s), "
             f"mean {number(self.mean_rate, 1)} req/s",
             f"Busiest second {self.peak_second.start.isoformat()}: {self.peak_second.count:,} requests",
+            # a 60 s window over a shorter log would divide its requests by time it does not cover
+            "Busiest minute: not shown (the log spans less than a minute)" if self.span_s < 60 else
             f"Busiest minute from {self.peak_minute.start.isoformat()}: {self.peak_minute.count:,} requests "
             f"({number(self.peak_minute.count / 60, 1)} req/s)",
             f"Mix: {len(self.targets):,} distinct requests"
             + (f" ({self.dropped_targets:,} more left out)" if self.dropped_targets else ""),
         ]
+        if self.origin is not None and self.skipped.get("other_host"):
+            lines.insert(1, other_hosts(self.origin, self.skipped["other_host"]))
         total = sum(weight for weight, _, _ in self.targets)
         lines += [f"  {100 * weight / total:5.1f} %  {method} {path}" for weight, method, path in self.targets[:top]]
         times = self.service_time
@@ -156,6 +166,12 @@ class AccessLog:
             lines.append(f"Service time ({times.field}, {times.count:,} requests): p50 {ms[0]} ms, p90 {ms[1]} ms, "
                          f"p99 {ms[2]} ms, max {ms[3]} ms")
         return lines
+
+
+def other_hosts(origin: str, skipped: int) -> str:
+    """What a HAR's origin filter left out, in words."""
+    return (f"Only the requests to {origin} (the HAR's most frequent origin): {skipped:,} to other hosts "
+            "(CDNs, analytics, fonts) left out")  # fmt: skip
 
 
 def base_of(base_url: str) -> str:
@@ -228,6 +244,9 @@ class _Tally:
     clock: dict[str, tuple[int, timezone]] = field(default_factory=dict)
     kept: Kept | None = None
     har: bool = False
+    origin: str | None = None
+    methods: frozenset[str] = frozenset()
+    """The methods kept."""
 
     def bad(self, number: int) -> None:
         self.skipped["malformed"] += 1
@@ -389,8 +408,11 @@ def _read_har(path: Path, tally: _Tally, methods: frozenset[str], exclude_static
     tally.har = True
     tally.lines = tally.parsed = len(entries) + no_request
     tally.skipped["request"] += no_request
+    tally.origin = main_origin(entries)
     for entry in entries:
-        if entry.method not in methods:
+        if entry.origin != tally.origin:
+            tally.skipped["other_host"] += 1
+        elif entry.method not in methods:
             tally.skipped["method"] += 1
         elif exclude_static and _is_static(entry.target):
             tally.skipped["static"] += 1
@@ -409,8 +431,12 @@ def read_tally(where: Path, methods: str | Sequence[str], exclude_static: bool, 
     filters added to ``kept`` too; :class:`~pounder.UsageError` when none is left."""
     chosen = _methods(methods)
     check_input_file(where, "access log", FILE_LIMIT)
-    tally = _Tally(kept=kept)
+    tally = _Tally(kept=kept, methods=chosen)
     if _is_har(where):
+        if kept is None and chosen - BODY_LESS:
+            raise UsageError(f"HAR file {where}: the mix (--access-log) sends no recorded body or header, so it takes "
+                             f"GET and HEAD only, not {', '.join(sorted(chosen - BODY_LESS))}: replay the HAR with "
+                             "--replay to send them")  # fmt: skip
         _read_har(where, tally, chosen, exclude_static)
     else:
         for number_, raw in enumerate(_lines(where), start=1):
@@ -526,4 +552,5 @@ def read_access_log(
         peak_minute=Peak(moment(minute[0]), minute[1]),
         service_time=_service_summary(tally),
         har=tally.har,
+        origin=tally.origin,
     )

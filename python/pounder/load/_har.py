@@ -6,19 +6,30 @@ A HAR is told from an access log by its content: a JSON object with ``log.entrie
 request keeps its method, its URL's path and query (the scheme, host and port are the URL
 argument's, as for an access log), its body (``postData.text``, sent for methods other than GET
 and HEAD) and its headers, but for those that are pounder's own or would be wrong on another
-server: :data:`DROPPED_HEADERS` and HTTP/2 pseudo-headers (``:authority``, ...).
+server: :data:`DROPPED_HEADERS` and HTTP/2 pseudo-headers (``:authority``, ...). Bodies and
+headers are sent by ``--replay`` only: the mix (``--access-log``) is keyed on method and target,
+and takes GET and HEAD only from a HAR.
+
+A browser's HAR also holds requests to other hosts (CDNs, analytics, fonts): only the entries of
+the HAR's **main origin** (scheme, host, port) are kept, the others counted as ``other_host``.
+The main origin is the most frequent one, the earliest in the file among equally frequent ones
+(not the first entry's: a page often starts with a redirect from ``http://`` or to ``www.``).
+A header name that is not an HTTP token, or a value with a line break or NUL, is not a request
+a browser sent: the file is refused, naming the entry.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from pounder._errors import UsageError
 from pounder._units import MIB
+from pounder.load._parse import check_token
 
 HAR_LIMIT = 256 * MIB
 """The largest HAR file (decompressed)."""
@@ -37,10 +48,12 @@ browser's session."""
 @dataclass(frozen=True)
 class HarEntry:
     """One request of a HAR: when it started (Unix microseconds, and the UTC offset it was written
-    with), its method, path and query, the headers kept and its body (``None``: none)."""
+    with), its origin (``scheme://host[:port]``, the port only when not the scheme's default), its
+    method, path and query, the headers kept and its body (``None``: none)."""
 
     unix_us: int
     offset: timezone
+    origin: str
     method: str
     target: str
     headers: tuple[tuple[str, str], ...]
@@ -71,7 +84,7 @@ def _moment(text: object, path: str, number: int) -> tuple[int, timezone]:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds, timezone(offset)
 
 
-def _headers(value: object) -> tuple[tuple[str, str], ...]:
+def _headers(value: object, path: str, number: int) -> tuple[tuple[str, str], ...]:
     kept = []
     for header in value if isinstance(value, list) else []:
         if not isinstance(header, dict):
@@ -79,10 +92,30 @@ def _headers(value: object) -> tuple[tuple[str, str], ...]:
         name, text = header.get("name"), header.get("value")
         if not isinstance(name, str) or not isinstance(text, str) or name.startswith(":"):
             continue
-        if name.lower() in DROPPED_HEADERS or any(c in text for c in "\r\n\0") or not name.strip():
+        if name.lower() in DROPPED_HEADERS:
             continue
+        try:
+            check_token(name, "header name")
+        except UsageError as error:
+            raise _fail(path, f"entry {number}: {error}") from None
+        if any(c in text for c in "\r\n\0"):
+            raise _fail(path, f"entry {number}: header {name}'s value holds a line break or NUL")
         kept.append((name, text))
     return tuple(kept)
+
+
+def _origin(parts: SplitResult, path: str, number: int) -> str:
+    """``scheme://host[:port]`` of a URL, the host in lower case, the port only when not the
+    scheme's default."""
+    try:
+        port = parts.port
+    except ValueError:
+        raise _fail(path, f"entry {number}: the URL's port is not a number from 0 to 65535") from None
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    default = 443 if parts.scheme == "https" else 80
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None and port != default else "")
 
 
 def _entry(entry: object, path: str, number: int) -> HarEntry | None:
@@ -101,10 +134,18 @@ def _entry(entry: object, path: str, number: int) -> HarEntry | None:
     post = request.get("postData")
     text = post.get("text") if isinstance(post, dict) else None
     return HarEntry(
-        unix_us=unix_us, offset=offset, method=method.upper(),
+        unix_us=unix_us, offset=offset, origin=_origin(parts, path, number), method=method.upper(),
         target=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
-        headers=_headers(request.get("headers")), body=text.encode("utf-8") if isinstance(text, str) else None,
+        headers=_headers(request.get("headers"), path, number),
+        body=text.encode("utf-8") if isinstance(text, str) else None,
     )  # fmt: skip
+
+
+def main_origin(entries: list[HarEntry]) -> str | None:
+    """The HAR's main origin: the most frequent, the earliest in the file among equally frequent
+    ones; None without entries."""
+    counts = Counter(entry.origin for entry in entries)  # insertion order: the file's
+    return max(counts, key=counts.__getitem__) if counts else None
 
 
 def read_har(data: bytes, path: str) -> tuple[list[HarEntry], int]:

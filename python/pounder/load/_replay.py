@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pounder._errors import UsageError, check_path, public
 from pounder._units import available_cpus, plain
-from pounder.load._access_log import Kept, RequestKey, read_tally
+from pounder.load._access_log import SKIP_REASONS, Kept, RequestKey, other_hosts, read_tally
 from pounder.load._model import DEFAULT_OPEN_LOOP_CAP, MAX_CONNECTIONS, MAX_REQUESTS, MAX_THREADS, count, seconds
 from pounder.load._options import LoadOptions
 from pounder.load._parse import UrlLine
@@ -76,11 +76,15 @@ class ReplayPlan:
     which: list[int]
     load: LoadModel
     cut_s: float | None
+    counts: tuple[int, ...]
+    """How many of the log's requests (after the filters) each distinct request is."""
 
     def url_lines(self, base: str) -> tuple[UrlLine, ...]:
-        """One URL line per distinct request, under ``base`` (``http://host:port``)."""
-        return tuple(UrlLine(base + target, 1, f"{self.info.path}: {method} {target}", method)
-                     for method, target, _, _ in self.requests)  # fmt: skip
+        """One URL line per distinct request, under ``base`` (``http://host:port``), its weight the
+        number of the log's requests it is (the engine does not pick by weight in a replay: it is
+        recorded for the report)."""
+        return tuple(UrlLine(base + target, count, f"{self.info.path}: {method} {target}", method)
+                     for (method, target, _, _), count in zip(self.requests, self.counts, strict=True))  # fmt: skip
 
     def engine_replay(self) -> EngineReplay:
         return {"times_us": self.times_us, "targets": self.which}
@@ -186,20 +190,38 @@ def plan_replay(given: LoadOptions, *, url_file: object = None, access_log: obje
         path=str(given.replay), format=fmt, speed=speed, log_requests=len(times),
         requests=min(sent, requests) if requests is not None else sent, distinct=len(kept.distinct),
         span_s=(raw[-1] - first) / 1e6, length_s=length_s if cut is None else cut,
-        whole_seconds=kept.whole_seconds == len(times), out_of_order=late,
+        whole_seconds=kept.whole_seconds == len(times), out_of_order=late, lines=tally.lines,
+        skipped={reason: tally.skipped[reason] for reason in SKIP_REASONS if tally.skipped[reason]},
+        methods=tuple(sorted(tally.methods)), origin=tally.origin,
     )  # fmt: skip
-    return ReplayPlan(info=info, requests=tuple(kept.distinct), times_us=times, which=which, load=model, cut_s=cut)
+    counts = [0] * len(kept.distinct)
+    for index in which:
+        counts[index] += 1
+    return ReplayPlan(info=info, requests=tuple(kept.distinct), times_us=times, which=which, load=model, cut_s=cut,
+                      counts=tuple(counts))  # fmt: skip
 
 
 @public
 def describe_replay(info: ReplayInfo) -> list[str]:
-    """Two lines: the file, what is replayed, its span and speed; how its times were read."""
+    """A few lines: the file, what is replayed, its span and speed; the lines read and those
+    skipped (by reason; a HAR's other hosts); how its times were read."""
     times = ("whole seconds in the log: the requests of each second spread evenly over it" if info.whole_seconds
              else "sub-second times as recorded")  # fmt: skip
     late = f"; {info.out_of_order:,} out of order (sorted by time)" if info.out_of_order else ""
     cut = f" of {info.log_requests:,}" if info.requests != info.log_requests else ""
-    return [
+    lines = [
         f"{info.path} ({info.format.replace('_', ' ')}): {info.requests:,}{cut} requests ({info.distinct:,} "
         f"distinct), {plain(info.span_s)} s as recorded, at {plain(info.speed)}x: {plain(info.length_s)} s",
-        f"{times}{late}",
+        f"{info.lines:,} {'entries' if info.format == 'har' else 'lines'} read, {info.log_requests:,} requests "
+        "kept" + (f"; skipped: {_skipped(info)}" if info.skipped else ""),
     ]
+    if info.origin is not None and info.skipped.get("other_host"):
+        lines.append(other_hosts(info.origin, info.skipped["other_host"]))
+    return [*lines, f"{times}{late}"]
+
+
+def _skipped(info: ReplayInfo) -> str:
+    """``malformed 1, method 3 (not GET or HEAD: --log-methods)``."""
+    why = {"method": f" (not {' or '.join(info.methods)}: --log-methods)"}
+    return ", ".join(f"{reason.replace('_', ' ')} {count:,}{why.get(reason, '')}"
+                     for reason, count in info.skipped.items())  # fmt: skip

@@ -67,7 +67,8 @@ def _header(result: BenchResult) -> list[str]:
         lines.append(_line("Targets", f"{len(targets)}, {order}"))
         for target in targets[:MAX_LISTED_TARGETS]:
             method = f"{target.method} " if target.method else ""
-            lines.append(_continued(f"{method}{target.url} (weight {target.weight}, {target.connect})"))
+            weight = f"{target.weight:,} in the log" if result.options.replay else f"weight {target.weight}"
+            lines.append(_continued(f"{method}{target.url} ({weight}, {target.connect})"))
         if len(targets) > MAX_LISTED_TARGETS:
             lines.append(_continued(f"... and {len(targets) - MAX_LISTED_TARGETS} more"))
     lines.append(_line("Load model", describe_load(result.options.load)))

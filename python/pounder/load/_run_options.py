@@ -3,6 +3,7 @@ load model and the request options, and their reading from a saved result."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -69,7 +70,11 @@ class ReplayInfo:
     last as logged (``span_s``), the ``speed`` and the replay's length at that speed
     (``length_s``: ``-d`` when it cut). ``whole_seconds``: the log's times had no fraction of a
     second, so the requests of each second were spread evenly over it. ``out_of_order``: lines
-    earlier than a line before them (sorted by time for the replay)."""
+    earlier than a line before them (sorted by time for the replay). ``lines``: the file's
+    non-blank lines (a HAR's entries), so ``lines == log_requests + sum(skipped.values())``;
+    ``skipped``: the others by reason (``pounder.load.SKIP_REASONS``, those that occurred);
+    ``methods``: the methods kept (``--log-methods``); ``origin``: a HAR's main origin, the only
+    one replayed (requests to others are ``skipped["other_host"]``), None for an access log."""
 
     path: str
     format: Literal["access_log", "har"]
@@ -81,6 +86,10 @@ class ReplayInfo:
     length_s: float
     whole_seconds: bool
     out_of_order: int
+    lines: int
+    skipped: Mapping[str, int]
+    methods: tuple[str, ...]
+    origin: str | None = None
 
 
 @public
@@ -137,8 +146,13 @@ def _target(value: object, key: str) -> TargetInfo:
     return target
 
 
+def _counts(value: object, key: str) -> dict[str, int]:
+    return {name: READ.as_int(count, f"{key}.{name}") for name, count in READ.as_dict(value, key).items()}
+
+
 def _replay_info(value: object, key: str) -> ReplayInfo:
-    info: ReplayInfo = READ.record(ReplayInfo, value, key, format=READ.choice("access_log", "har"))
+    info: ReplayInfo = READ.record(ReplayInfo, value, key, strict=True, format=READ.choice("access_log", "har"),
+                                   skipped=_counts, methods=READ.list_of(READ.as_str))  # fmt: skip
     return info
 
 

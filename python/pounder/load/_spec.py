@@ -145,6 +145,12 @@ def _check_given(given: LoadOptions, url: str | None, url_file: str | Path | Non
         raise UsageError("--exclude-static and --log-methods need --access-log or --replay")
     if access_log is not None and order == "sequential":
         raise UsageError("--access-log replays its mix in random order: --order sequential cannot go with it")
+    source = "--replay" if given.replay is not None else "--access-log" if access_log is not None else None
+    request = (("-m/--method", given.method), ("-b/--body", given.body), ("-T/--content-type", given.content_type))
+    for flag, value in request if source is not None else ():
+        if value is not None:
+            raise UsageError(f"{source} takes each request's method (and a HAR's body and headers) from the file: "
+                             f"{flag} cannot go with it")
     if given.calls_per_conn is not None and not given.keepalive:
         raise UsageError("--calls-per-conn needs keep-alive: it cannot be combined with --no-keepalive")
     if access_log is not None and not isinstance(access_log, AccessLog):
@@ -234,8 +240,8 @@ class BenchSpec:
         if given.scenario is not None:
             url = check_scenario_options(given, url, url_file, access_log, order)
             scenario = read_scenario(given.scenario)
-        if replay is not None:
-            lines, max_weight = replay.url_lines(_replay_base(url)), MAX_WEIGHT
+        if replay is not None:  # each distinct request's count in the log as its weight: as large as it is
+            lines, max_weight = replay.url_lines(_replay_base(url)), MAX_LOG_WEIGHT
         elif access_log is None:
             lines, max_weight = _url_lines(url, url_file), MAX_WEIGHT
         else:
