@@ -174,8 +174,9 @@ fn io_kind(e: &io::Error, connecting: bool) -> ErrorKind {
             ErrorKind::Reset
         }
         K::TimedOut => ErrorKind::Timeout,
-        // a TLS error (rustls's are InvalidData): a refused certificate, a bad record
-        _ => crate::tls::error_kind(e).unwrap_or(ErrorKind::Other),
+        // a TLS error after the handshake (rustls's are InvalidData): an alert, a bad record
+        // (the handshake's own failures are categorised by Tls::handshake)
+        _ => crate::tls::after_handshake_kind(e).unwrap_or(ErrorKind::Other),
     }
 }
 

@@ -42,7 +42,7 @@ const CANCEL_DRAIN: Duration = Duration::from_millis(200);
 const POLL: Duration = Duration::from_millis(10);
 const TSV_FLUSH: usize = 192 * 1024;
 const TSV_HEADER: &str =
-    "start_unix_us\tintended_offset_us\ttarget\tstatus\tlatency_us\tuncorrected_us\tconnect_us\twaiting_us\tbytes\terror\n";
+    "start_unix_us\tintended_offset_us\ttarget\tstatus\tlatency_us\tuncorrected_us\tconnect_us\twaiting_us\tbytes\terror\ttls_us\n";
 const UNKNOWN: u64 = u64::MAX;
 
 /// Live counters of one thread, on a cache line of its own.
@@ -927,7 +927,11 @@ impl Worker {
         if let Some(t) = timing {
             let _ = write!(buf, "{}", t.waiting);
         }
-        let _ = writeln!(buf, "\t{bytes}\t{error}");
+        let _ = write!(buf, "\t{bytes}\t{error}\t");
+        if let Some((handshake, _)) = timing.and_then(|t| t.tls) {
+            let _ = write!(buf, "{handshake}");
+        }
+        buf.push(b'\n');
         if buf.len() >= TSV_FLUSH {
             drop(buf);
             self.flush_tsv();

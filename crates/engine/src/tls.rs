@@ -11,12 +11,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::{ResolvesClientCert, Resumption};
+use rustls::client::{ResolvesClientCert, Resumption, WebPkiServerVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 pub use rustls::pki_types::ServerName;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
-use rustls::{AlertDescription, ClientConfig, DigitallySignedStruct, HandshakeKind, RootCertStore, SignatureScheme};
+use rustls::server::ParsedCertificate;
+use rustls::{
+    AlertDescription, CertificateError, ClientConfig, DigitallySignedStruct, HandshakeKind, RootCertStore,
+    SignatureScheme,
+};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
@@ -51,6 +55,8 @@ pub struct TlsSetup {
     options: TlsOptions,
     provider: Arc<CryptoProvider>,
     roots: Arc<RootCertStore>,
+    /// The `ca_pem` certificates: a server certificate that is one of them is trusted as it is.
+    pinned: Arc<Vec<CertificateDer<'static>>>,
     client: Option<ClientAuth>,
 }
 
@@ -60,9 +66,11 @@ impl TlsSetup {
     pub fn new(options: &TlsOptions) -> Result<TlsSetup, String> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut roots = RootCertStore::empty();
+        let mut pinned = Vec::new();
         match &options.ca_pem {
             Some(pem) => {
                 let certs = parse_certs(pem, "tls.ca_pem")?;
+                pinned.clone_from(&certs);
                 let (added, _) = roots.add_parsable_certificates(certs);
                 if added == 0 {
                     return Err("tls.ca_pem: no usable CA certificate in it".into());
@@ -84,7 +92,8 @@ impl TlsSetup {
             }
             _ => return Err("tls: cert_pem and key_pem go together".into()),
         };
-        let setup = TlsSetup { options: options.clone(), provider, roots: Arc::new(roots), client };
+        let setup =
+            TlsSetup { options: options.clone(), provider, roots: Arc::new(roots), pinned: Arc::new(pinned), client };
         setup.config(None)?;
         Ok(setup)
     }
@@ -96,13 +105,19 @@ impl TlsSetup {
             .map_err(|e| format!("tls: {e}"))?;
         let builder = if self.options.insecure {
             builder.dangerous().with_custom_certificate_verifier(Arc::new(AnyCertificate(Arc::clone(&self.provider))))
+        } else if !self.pinned.is_empty() {
+            let inner = WebPkiServerVerifier::builder_with_provider(Arc::clone(&self.roots), Arc::clone(&self.provider))
+                .build()
+                .map_err(|e| format!("tls.ca_pem: no usable CA certificate in it ({e})"))?;
+            let pinned = Pinned { inner, pinned: Arc::clone(&self.pinned) };
+            builder.dangerous().with_custom_certificate_verifier(Arc::new(pinned))
         } else {
             builder.with_root_certificates(Arc::clone(&self.roots))
         };
         let mut config = match &self.client {
-            Some((chain, key)) => builder
-                .with_client_auth_cert(chain.clone(), key.clone_key())
-                .map_err(|e| format!("tls.key_pem: not usable with tls.cert_pem: {e}"))?,
+            Some((chain, key)) => {
+                builder.with_client_auth_cert(chain.clone(), key.clone_key()).map_err(|e| client_cert_error(&e))?
+            }
             None => builder.with_no_client_auth(),
         };
         if let Some(asked) = asked {
@@ -211,24 +226,144 @@ fn is_certificate_error(e: &rustls::Error) -> bool {
     }
 }
 
-/// A one-line reason for a TLS error.
-fn describe(e: &io::Error) -> String {
+/// The webpki error inside a certificate error rustls did not name (`Other`).
+fn webpki_error(e: &rustls::Error) -> Option<&webpki::Error> {
+    match e {
+        rustls::Error::InvalidCertificate(CertificateError::Other(other)) => other.0.downcast_ref::<webpki::Error>(),
+        _ => None,
+    }
+}
+
+/// Why the client certificate (`cert_pem`) and its key cannot be used, naming the field.
+fn client_cert_error(e: &rustls::Error) -> String {
+    match (webpki_error(e), e) {
+        (Some(webpki::Error::UnsupportedCertVersion), _) => {
+            "tls.cert_pem: is an X.509 v1 certificate; a v3 one is needed".into()
+        }
+        (_, rustls::Error::InconsistentKeys(_)) => {
+            "tls.key_pem: is not the private key of the client certificate".into()
+        }
+        (_, rustls::Error::InvalidCertificate(why)) => {
+            format!("tls.cert_pem: is not a usable client certificate ({})", words(&format!("{why:?}")))
+        }
+        _ => format!("tls.cert_pem: is not usable with its key ({e})"),
+    }
+}
+
+/// `CaUsedAsEndEntity` -> "ca used as end entity" (the names of rustls's and webpki's variants).
+fn words(name: &str) -> String {
+    let bare = name.split(['(', ' ', '{']).next().unwrap_or(name);
+    let mut out = String::new();
+    for (i, c) in bare.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push(' ');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// A time as a UTC date: "2026-11-26 15:20 UTC".
+fn date(t: UnixTime) -> String {
+    let secs = t.as_secs();
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // civil_from_days (H. Hinnant)
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
+}
+
+/// Why the server's certificate was refused, in words. `has_ca`: roots were given (`ca_pem`,
+/// which the caller names "the --cacert file"); `name`: the name the certificate was checked for.
+fn certificate_words(why: &CertificateError, e: &rustls::Error, has_ca: bool, name: &str) -> String {
+    use CertificateError as C;
+    let cert = "the server's certificate";
+    match (why, webpki_error(e)) {
+        (C::UnknownIssuer, _) if has_ca => format!("{cert} is not signed by a CA in the --cacert file"),
+        (C::UnknownIssuer, _) => format!("{cert} is not signed by a CA this system trusts"),
+        (C::ExpiredContext { not_after, .. }, _) => format!("{cert} expired on {}", date(*not_after)),
+        (C::Expired, _) => format!("{cert} has expired"),
+        (C::NotValidYetContext { not_before, .. }, _) => format!("{cert} is not valid until {}", date(*not_before)),
+        (C::NotValidYet, _) => format!("{cert} is not valid yet"),
+        (C::NotValidForNameContext { presented, .. }, _) if !presented.is_empty() => {
+            let names: Vec<&str> = presented.iter().map(|p| presented_name(p)).collect();
+            format!("the certificate is for {}, not {name}", names.join(", "))
+        }
+        (C::NotValidForName | C::NotValidForNameContext { .. }, _) => format!("the certificate is not for {name}"),
+        (C::BadSignature, _) => format!("{cert} has a bad signature"),
+        (C::Revoked, _) => format!("{cert} has been revoked"),
+        (C::BadEncoding, _) => format!("{cert} is not valid DER"),
+        (C::InvalidPurpose | C::InvalidPurposeContext { .. }, _) => {
+            format!("{cert} is not for a TLS server (its extended key usage)")
+        }
+        (_, Some(webpki::Error::CaUsedAsEndEntity)) if has_ca => {
+            format!("{cert} is a CA certificate (CA:TRUE), not one in the --cacert file")
+        }
+        (_, Some(webpki::Error::CaUsedAsEndEntity)) => {
+            format!("{cert} is a CA certificate (CA:TRUE), trusted only when given itself with --cacert")
+        }
+        (_, Some(webpki::Error::UnsupportedCertVersion)) => {
+            format!("{cert} is an X.509 v1 certificate; a v3 one is needed")
+        }
+        (_, Some(other)) => format!("{cert} is not accepted: {}", words(&format!("{other:?}"))),
+        (other, None) => format!("{cert} is not accepted: {}", words(&format!("{other:?}"))),
+    }
+}
+
+/// A name of a certificate as rustls presents it (`DnsName("a.test")`, `IpAddress(127.0.0.1)`):
+/// the bare name.
+fn presented_name(presented: &str) -> &str {
+    for (start, end) in [("DnsName(\"", "\")"), ("IpAddress(", ")")] {
+        if let Some(bare) = presented.strip_prefix(start).and_then(|p| p.strip_suffix(end)) {
+            return bare;
+        }
+    }
+    presented
+}
+
+/// A one-line reason for a TLS error, in words (see `certificate_words` for `has_ca` and `name`).
+fn describe(e: &io::Error, has_ca: bool, name: &str) -> String {
     let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) else {
-        return format!("TLS handshake failed: {e}");
+        return format!("the TLS handshake failed: {e}");
     };
     match tls {
-        rustls::Error::InvalidCertificate(why) => format!("certificate not trusted ({why:?})"),
-        rustls::Error::AlertReceived(A::CertificateRequired) => {
-            "the server requires a client certificate (AlertReceived(CertificateRequired))".into()
-        }
+        rustls::Error::InvalidCertificate(why) => certificate_words(why, tls, has_ca, name),
+        rustls::Error::AlertReceived(A::CertificateRequired) => "the server requires a client certificate".into(),
         rustls::Error::AlertReceived(alert) if is_certificate_error(tls) => {
-            format!("the server refused the client certificate (AlertReceived({alert:?}))")
+            format!("the server refused the client certificate (its alert: {})", words(&format!("{alert:?}")))
+        }
+        rustls::Error::AlertReceived(alert) => {
+            format!("the server ended the TLS handshake (its alert: {})", words(&format!("{alert:?}")))
         }
         rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => {
-            format!("no TLS server there ({tls})")
+            "no TLS server there (its answer is not TLS)".into()
         }
-        other => format!("TLS handshake failed ({other})"),
+        rustls::Error::PeerIncompatible(why) => {
+            format!("the server and pounder have no TLS version or cipher in common ({})", words(&format!("{why:?}")))
+        }
+        other => format!("the TLS handshake failed ({other})"),
     }
+}
+
+/// The category of a TLS error after the handshake (io errors carry rustls's as InvalidData): the
+/// server's verdict on the client certificate (an alert, which TLS 1.3 servers send once the
+/// client has finished its handshake) is `tls_certificate`; another alert ends the connection
+/// (`reset`); anything else (a record that does not decrypt, a malformed one) is `other`. Never
+/// `tls_handshake`, which is for failures inside the handshake. None for a plain I/O error.
+pub fn after_handshake_kind(e: &io::Error) -> Option<ErrorKind> {
+    let tls = e.get_ref()?.downcast_ref::<rustls::Error>()?;
+    Some(match tls {
+        rustls::Error::AlertReceived(_) if is_certificate_error(tls) => ErrorKind::TlsCertificate,
+        rustls::Error::AlertReceived(_) => ErrorKind::Reset,
+        _ => ErrorKind::Other,
+    })
 }
 
 /// One handshake to `tcp` (addresses tried in order) as a run would make it, without a request:
@@ -245,6 +380,7 @@ pub fn probe(
     let name = server_name(tls_name)?;
     let asked = Arc::new(AtomicBool::new(false));
     let config = setup.config(Some(Arc::clone(&asked)))?;
+    let has_ca = options.ca_pem.is_some();
     let rt =
         tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("tls probe: {e}"))?;
     let outcome = rt.block_on(async {
@@ -259,7 +395,7 @@ pub fn probe(
             let tcp = stream?;
             let mut tls = match TlsConnector::from(config).connect(name, tcp).await {
                 Ok(s) => s,
-                Err(e) => return Some(describe(&e)),
+                Err(e) => return Some(describe(&e, has_ca, tls_name)),
             };
             if asked.load(Ordering::Relaxed) && options.cert_pem.is_none() {
                 use tokio::io::AsyncReadExt;
@@ -267,7 +403,7 @@ pub fn probe(
                 let wait = tokio::time::timeout(Duration::from_millis(300), tls.read(&mut buf)).await;
                 if let Ok(Err(e)) = wait {
                     if error_kind(&e).is_some() {
-                        return Some(describe(&e));
+                        return Some(describe(&e, has_ca, tls_name));
                     }
                 }
             }
@@ -315,6 +451,61 @@ impl ServerCertVerifier for AnyCertificate {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The roots of `ca_pem`, and more: a server certificate that is byte for byte one of them is
+/// trusted as it is (a pinned certificate, as curl takes a self-signed one given as its CA file),
+/// although it says CA:TRUE (`openssl req -x509` makes such certificates), which webpki refuses
+/// as a server's (CaUsedAsEndEntity). Its dates are checked all the same (webpki checks them
+/// before it looks at CA:TRUE), and so are its name and the handshake's signatures.
+#[derive(Debug)]
+struct Pinned {
+    inner: Arc<WebPkiServerVerifier>,
+    pinned: Arc<Vec<CertificateDer<'static>>>,
+}
+
+impl ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(e)
+                if matches!(webpki_error(&e), Some(webpki::Error::CaUsedAsEndEntity))
+                    && self.pinned.iter().any(|c| c.as_ref() == end_entity.as_ref()) =>
+            {
+                rustls::client::verify_server_name(&ParsedCertificate::try_from(end_entity)?, server_name)?;
+                Ok(ServerCertVerified::assertion())
+            }
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
     }
 }
 

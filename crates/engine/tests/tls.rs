@@ -20,6 +20,9 @@ struct Pki {
 fn pki() -> Pki {
     let ca_key = rcgen::KeyPair::generate().unwrap();
     let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    // a name of its own (CAs of the same name: a bad signature rather than an unknown issuer)
+    let serial = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    ca.distinguished_name.push(rcgen::DnType::CommonName, format!("pounder test CA {serial}"));
     ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     let ca_cert = ca.self_signed(&ca_key).unwrap();
     let key = rcgen::KeyPair::generate().unwrap();
@@ -35,6 +38,12 @@ fn pki() -> Pki {
 /// A TLS server answering each request with a 5-byte body (closing after `Connection: close`);
 /// counts the requests and the connections it accepted.
 fn tls_server(pki: &Pki) -> (String, Arc<AtomicU64>, Arc<AtomicU64>) {
+    tls_server_corrupting(pki, u64::MAX)
+}
+
+/// `tls_server`, which after `after` responses on a connection sends a record that does not
+/// decrypt (a TLS error in the middle of a connection, after its handshake).
+fn tls_server_corrupting(pki: &Pki, after: u64) -> (String, Arc<AtomicU64>, Arc<AtomicU64>) {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -53,20 +62,38 @@ fn tls_server(pki: &Pki) -> (String, Arc<AtomicU64>, Arc<AtomicU64>) {
             let (config, r) = (Arc::clone(&config), Arc::clone(&r));
             std::thread::spawn(move || {
                 let Ok(conn) = rustls::ServerConnection::new(config) else { return };
-                serve(rustls::StreamOwned::new(conn, tcp), &r);
+                let mut stream = rustls::StreamOwned::new(conn, tcp);
+                if serve(&mut stream, &r, after) {
+                    let mut garbage = vec![0x17, 0x03, 0x03, 0x00, 0x20];
+                    garbage.extend_from_slice(&[0xaa; 32]);
+                    let _ = stream.sock.write_all(&garbage);
+                    std::thread::sleep(Duration::from_millis(500));
+                }
             });
         }
     });
     (addr, requests, conns)
 }
 
-fn serve(mut s: impl Read + Write, count: &AtomicU64) {
+/// Answers requests; true when it stopped after `after` responses (the connection left open).
+fn serve(mut s: impl Read + Write, count: &AtomicU64, after: u64) -> bool {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
+    let mut answered = 0;
     loop {
+        if answered == after {
+            // the next request read, then a broken record instead of its answer
+            while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => return false,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            return true;
+        }
         while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
             match s.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
+                Ok(0) | Err(_) => return false,
                 Ok(n) => buf.extend_from_slice(&chunk[..n]),
             }
         }
@@ -75,8 +102,9 @@ fn serve(mut s: impl Read + Write, count: &AtomicU64) {
         buf.drain(..end);
         count.fetch_add(1, Ordering::SeqCst);
         if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello").is_err() || s.flush().is_err() || close {
-            return;
+            return false;
         }
+        answered += 1;
     }
 }
 
@@ -186,11 +214,72 @@ fn the_probe_says_why() {
     let t = Duration::from_secs(5);
     assert_eq!(tls_probe(&sa, "localhost", &trusting(&pki), t), Ok(None));
     let why = tls_probe(&sa, "localhost", &TlsOptions::default(), t).unwrap().unwrap();
-    assert_eq!(why, "certificate not trusted (UnknownIssuer)");
+    assert_eq!(why, "the server's certificate is not signed by a CA this system trusts");
+    let why = tls_probe(&sa, "localhost", &trusting(&self::pki()), t).unwrap().unwrap();
+    assert_eq!(why, "the server's certificate is not signed by a CA in the --cacert file");
     let why = tls_probe(&sa, "example.test", &trusting(&pki), t).unwrap().unwrap();
-    assert!(why.starts_with("certificate not trusted (NotValidForName"), "{why}");
+    assert_eq!(why, "the certificate is for localhost, 127.0.0.1, not example.test");
     assert_eq!(requests.load(Ordering::SeqCst), 0);
-    assert_eq!(conns.load(Ordering::SeqCst), 3);
+    assert_eq!(conns.load(Ordering::SeqCst), 4);
+}
+
+/// A self-signed certificate as `openssl req -x509` makes it (CA:TRUE), for `names`, valid
+/// until `not_after` (year).
+fn self_signed(names: &[&str], not_after: i32) -> Pki {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+    params.not_after = rcgen::date_time_ymd(not_after, 1, 1);
+    let cert = params.self_signed(&key).unwrap();
+    Pki {
+        ca_pem: cert.pem(),
+        chain: vec![cert.der().clone()],
+        key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+    }
+}
+
+#[test]
+fn a_self_signed_ca_certificate_given_as_the_ca_is_trusted_as_it_is() {
+    let pinned = self_signed(&["localhost", "127.0.0.1"], 2100);
+    let (addr, requests, _) = tls_server(&pinned);
+    let sa = [addr.parse().unwrap()];
+    let t = Duration::from_secs(5);
+    assert_eq!(tls_probe(&sa, "localhost", &trusting(&pinned), t), Ok(None));
+    let v = result(spec(&addr, "127.0.0.1", trusting(&pinned), true));
+    assert_eq!((v["requests"]["complete"].as_u64(), v["tls"]["handshakes"].as_u64()), (Some(20), Some(2)), "{v}");
+    assert_eq!(requests.load(Ordering::SeqCst), 20);
+    // its name is still checked
+    let why = tls_probe(&sa, "example.test", &trusting(&pinned), t).unwrap().unwrap();
+    assert_eq!(why, "the certificate is for localhost, 127.0.0.1, not example.test");
+    // another CA:TRUE certificate than the one given is not
+    let other = self_signed(&["localhost"], 2100);
+    let why = tls_probe(&sa, "localhost", &trusting(&other), t).unwrap().unwrap();
+    assert_eq!(why, "the server's certificate is a CA certificate (CA:TRUE), not one in the --cacert file");
+    let why = tls_probe(&sa, "localhost", &TlsOptions::default(), t).unwrap().unwrap();
+    assert!(why.starts_with("the server's certificate is "), "{why}");
+    // nor an expired one, given or not
+    let expired = self_signed(&["localhost"], 2020);
+    let (addr, _, _) = tls_server(&expired);
+    let why = tls_probe(&[addr.parse().unwrap()], "localhost", &trusting(&expired), t).unwrap().unwrap();
+    assert_eq!(why, "the server's certificate expired on 2020-01-01 00:00 UTC");
+    assert_eq!(result(spec(&addr, "localhost", trusting(&expired), true))["errors"]["tls_certificate"], 20);
+}
+
+#[test]
+fn a_tls_error_after_the_handshake_is_not_a_handshake_error() {
+    let pki = pki();
+    let (addr, requests, conns) = tls_server_corrupting(&pki, 5);
+    let mut s = spec(&addr, "localhost", trusting(&pki), true);
+    s.connections = 1;
+    s.requests = Some(10);
+    let v = result(s);
+    // 5 answers, the 6th request's answer does not decrypt; a new connection: 4 more
+    assert_eq!(v["requests"]["complete"], 9, "{v}");
+    assert_eq!(v["errors"]["other"], 1, "{v}");
+    assert_eq!((v["errors"]["tls_handshake"].as_u64(), v["errors"]["tls_certificate"].as_u64()), (Some(0), Some(0)));
+    assert_eq!(v["tls"]["handshakes"], 2);
+    assert_eq!((requests.load(Ordering::SeqCst), conns.load(Ordering::SeqCst)), (9, 2));
 }
 
 #[test]
@@ -203,10 +292,64 @@ fn bad_options_name_their_field() {
     let cert = Some(pki.ca_pem.clone().into_bytes());
     s.tls = Some(TlsOptions { cert_pem: cert.clone(), key_pem: Some(b"nope".to_vec()), ..TlsOptions::default() });
     assert!(err(&s).starts_with("tls.key_pem: "), "{}", err(&s));
+    // a client certificate in X.509 v1: said so, of the certificate
+    let key = rcgen::KeyPair::generate().unwrap();
+    let v1 = v1_certificate(&key);
+    let key_pem = Some(key.serialize_pem().into_bytes());
+    s.tls = Some(TlsOptions { cert_pem: Some(v1), key_pem, ..TlsOptions::default() });
+    assert_eq!(err(&s), "tls.cert_pem: is an X.509 v1 certificate; a v3 one is needed");
     s.tls = None;
     s.targets[0].tls_name = Some("bad name!".into());
     assert!(err(&s).contains("tls_name"), "{}", err(&s));
     s.targets[0].tls_name = Some("localhost".into());
     s.targets[0].addr = Addr::Unix("/nonexistent".into());
     assert!(err(&s).contains("tls_name needs a tcp address"));
+}
+
+/// An X.509 v1 certificate of `key` (rcgen writes v3 only: its v3 DER with the version field and
+/// the extensions taken out, the signature left as it is: only the version matters here).
+fn v1_certificate(key: &rcgen::KeyPair) -> Vec<u8> {
+    let params = rcgen::CertificateParams::new(vec!["client".to_string()]).unwrap();
+    let der = params.self_signed(key).unwrap().der().to_vec();
+    // DER: (tag, header length, content length) at `at`
+    let tlv = |at: usize| -> (u8, usize, usize) {
+        let first = der[at + 1] as usize;
+        if first < 0x80 {
+            (der[at], 2, first)
+        } else {
+            let n = first & 0x7f;
+            (der[at], 2 + n, der[at + 2..at + 2 + n].iter().fold(0, |a, b| a << 8 | *b as usize))
+        }
+    };
+    let (_, cert_h, _) = tlv(0);
+    let (_, tbs_h, tbs_len) = tlv(cert_h);
+    let tbs_start = cert_h + tbs_h;
+    let mut fields = Vec::new();
+    let mut at = tbs_start;
+    while at < tbs_start + tbs_len {
+        let (tag, h, len) = tlv(at);
+        if tag != 0xa0 && tag != 0xa3 {
+            fields.extend_from_slice(&der[at..at + h + len]); // not [0] version, not [3] extensions
+        }
+        at += h + len;
+    }
+    let seq = |content: &[u8]| -> Vec<u8> {
+        let mut out = vec![0x30];
+        let len = content.len();
+        if len < 0x80 {
+            out.push(len as u8);
+        } else if len < 0x100 {
+            out.extend_from_slice(&[0x81, len as u8]);
+        } else {
+            out.extend_from_slice(&[0x82, (len >> 8) as u8, len as u8]);
+        }
+        out.extend_from_slice(content);
+        out
+    };
+    let mut rest = seq(&fields);
+    rest.extend_from_slice(&der[tbs_start + tbs_len..]);
+    let cert = seq(&rest);
+    let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, cert);
+    let lines: Vec<&str> = b64.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect();
+    format!("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n", lines.join("\n")).into_bytes()
 }
