@@ -159,8 +159,9 @@ def make_certificate(root: Path) -> None:
 
 def tls_main(args: argparse.Namespace) -> int:
     """nginx over HTTPS: pounder and wrk, with keep-alive and with one handshake per request."""
-    if shutil.which("openssl") is None:
-        print("peers: --tls needs the openssl CLI", file=sys.stderr)
+    missing = [t for t in ("nginx", "wrk", "taskset", "openssl") if shutil.which(t) is None]
+    if missing:
+        print(f"peers: --tls needs {', '.join(missing)} (Debian: nginx wrk util-linux openssl)", file=sys.stderr)
         return 2
     port = free_port()
     url = f"https://127.0.0.1:{port}/index.html"

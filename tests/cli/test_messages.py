@@ -40,8 +40,8 @@ def test_a_remote_url_in_an_experiment_names_its_line_before_anything_starts(tmp
 
 
 def test_a_bad_url_in_an_experiment_names_its_line(tmp_path: Path) -> None:
-    path = _experiment(tmp_path, "https://127.0.0.1/")
-    assert_usage_error(*cliutil.run_cli("run", str(path)), f"{path}:8: variant[0].url: https is not supported")
+    path = _experiment(tmp_path, "ftp://127.0.0.1/")
+    assert_usage_error(*cliutil.run_cli("run", str(path)), f"{path}:8: variant[0].url: invalid URL 'ftp://127.0.0.1/'")
 
 
 @pytest.mark.parametrize(("args", "fragment"), [

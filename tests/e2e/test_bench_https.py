@@ -5,6 +5,7 @@ mod_ssl's ``SSL_SESSION_RESUMED``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import tempfile
@@ -14,9 +15,11 @@ from pathlib import Path
 import pytest
 from tests.support.cliutil import assert_usage_error, run_cli
 from tests.support.schemas import validate
-from tests.support.tls import Pki, TlsNginx, free_port, make_pki
+from tests.support.tls import Pki, TlsNginx, free_port, make_pki, self_signed, v1_certificate
 
 import pounder
+from pounder.report._bench import bench_sections
+from pounder.report._html import page
 from pounder.servers import ApacheServer, apache_missing
 
 pytestmark = pytest.mark.skipif(
@@ -39,9 +42,11 @@ def nginx(pki: Pki, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsNgi
 def test_counts_and_the_tls_phase(nginx: TlsNginx, pki: Pki, tmp_path: Path) -> None:
     nginx.clear_log()
     out = tmp_path / "r.json"
+    tsv = tmp_path / "r.tsv"
     code, stdout, stderr = run_cli(
-        "bench", nginx.url, "--cacert", str(pki.ca), "-n", "300", "-c", "3", "-t", "1", "--json", str(out)
-    )
+        "bench", nginx.url, "--cacert", str(pki.ca), "-n", "300", "-c", "3", "-t", "1", "--json", str(out),
+        "--tsv", str(tsv),
+    )  # fmt: skip
     assert code == 0, stderr
     served = nginx.log_lines(nginx.port)
     assert len(served) == 300 and all(line.startswith("200 ") for line in served)
@@ -59,12 +64,29 @@ def test_counts_and_the_tls_phase(nginx: TlsNginx, pki: Pki, tmp_path: Path) -> 
     ]
     assert phases == ["Connect", "TLS", "Waiting", "Processing", "Total"], stdout
     assert pounder.load_result(out).phases.tls.count == 3  # read back
+    # the settings: in the JSON and the report
+    assert result["options"]["tls"] == {"insecure": False, "cacert": str(pki.ca), "cert": None, "resume": True}
+    assert f"TLS settings:             server certificate checked against {pki.ca}, session resumption on" in lines
+    assert pounder.load_result(out).options.tls == pounder.load.TlsInfo(False, str(pki.ca), None, True)
+    # the TSV: the handshake in its last column, for the requests that opened a connection
+    header, *rows = (line.split("\t") for line in tsv.read_text().splitlines())
+    assert header[-3:] == ["bytes", "error", "tls_us"] and len(rows) == 300
+    handshakes = [row for row in rows if row[-1] != ""]
+    assert len(handshakes) == 3 and all(row[header.index("connect_us")] != "" for row in handshakes)
+    assert all(int(row[-1]) <= int(row[header.index("uncorrected_us")]) for row in handshakes)
+    # pounder report's page: the handshakes
+    assert "TLS handshakes: 3 (" in page("bench", "t", bench_sections([("r", pounder.load_result(out))]))
 
 
 def test_refused_certificates_are_one_line_before_anything_is_sent(nginx: TlsNginx, pki: Pki) -> None:
     nginx.clear_log()
-    wrong = ("https://127.0.0.1:", "certificate not trusted (UnknownIssuer)", "(give --cacert FILE or --insecure)")
-    assert_usage_error(*run_cli("bench", nginx.url, "--cacert", str(pki.other_ca), "-n", "5"), *wrong)
+    assert_usage_error(
+        *run_cli("bench", nginx.url, "--cacert", str(pki.other_ca), "-n", "5"),
+        f"{nginx.url}: the server's certificate is not signed by a CA in {pki.other_ca} (give --cacert the CA that "
+        "signed it, or --insecure instead of --cacert)",
+    )
+    wrong = (f"{nginx.url}: the server's certificate is not signed by a CA this system trusts (give --cacert FILE "
+             "or --insecure)",)  # fmt: skip
     assert_usage_error(*run_cli("bench", nginx.url, "-n", "5"), *wrong)  # the system's roots
     assert_usage_error(*run_cli("compare", nginx.url, nginx.url, "-n", "5", "--trials", "3"), *wrong)
     assert_usage_error(
@@ -90,6 +112,55 @@ def test_refused_certificates_are_one_line_before_anything_is_sent(nginx: TlsNgi
     code, _, stderr = run_cli("bench", nginx.url, "--insecure", "-n", "5", "-q")
     assert code == 0, stderr
     assert len(nginx.log_lines(nginx.port)) == 5
+
+
+def test_the_pre_flight_handshake_is_made_once_outside_the_run(nginx: TlsNginx, pki: Pki) -> None:
+    """run_bench makes no connection besides the run's; bench makes one before it (the probe).
+    nginx numbers every connection its one worker accepts ($connection), requests or not."""
+    spec = pounder.BenchSpec.from_options(nginx.url, cacert=pki.ca, requests=20, connections=2, threads=1, timeout=10)
+
+    def serials() -> list[int]:
+        return sorted({int(line.split()[2]) for line in nginx.log_lines(nginx.port)})
+
+    nginx.clear_log()
+    first = pounder.run_bench(spec)
+    second = pounder.run_bench(spec)
+    runs = serials()
+    assert first.connections_opened == second.connections_opened == 2 and len(runs) == 4
+    assert runs == list(range(runs[0], runs[0] + 4)), runs  # one after the other: nothing in between
+    nginx.clear_log()
+    result = pounder.bench(nginx.url, cacert=pki.ca, requests=20, connections=2, threads=1, timeout=10)
+    assert result.connections_opened == result.tls.handshakes == 2  # type: ignore[union-attr]
+    assert serials() == [runs[-1] + 2, runs[-1] + 3]  # runs[-1] + 1: the probe's, which made no request
+
+
+def test_a_self_signed_certificate_given_with_cacert(pki: Pki, tmp_path: Path) -> None:
+    """openssl req -x509's certificate (CA:TRUE) given as --cacert is trusted as it is, as curl
+    does; its name is still checked."""
+    cert, key = self_signed(tmp_path)
+    with TlsNginx(tmp_path / "nginx", dataclasses.replace(pki, server_cert=cert, server_key=key)) as srv:
+        code, _, stderr = run_cli("bench", srv.url, "--cacert", str(cert), "-n", "10", "-c", "2", "-q")
+        assert code == 0, stderr
+        assert len(srv.log_lines(srv.port)) == 10
+        localhost = f"https://localhost:{srv.port}/"
+        assert_usage_error(
+            *run_cli("bench", localhost, "--cacert", str(cert), "-n", "5"),
+            f"{localhost}: the certificate is for 127.0.0.1, not localhost (use a URL with one of its names, or "
+            "give --insecure)",
+        )
+        assert_usage_error(
+            *run_cli("bench", srv.url, "--cacert", str(pki.ca), "-n", "5"),
+            "the server's certificate is a CA certificate (CA:TRUE), not one in",
+        )
+        assert len(srv.log_lines(srv.port)) == 10
+
+
+def test_a_v1_client_certificate_is_named(nginx: TlsNginx, pki: Pki, tmp_path: Path) -> None:
+    cert, key = v1_certificate(tmp_path)
+    assert_usage_error(
+        *run_cli("bench", nginx.verify_url, "--cacert", str(pki.ca), "--cert", str(cert), "--key", str(key), "-n", "5"),
+        f"--cert {cert} is an X.509 v1 certificate; a v3 one is needed",
+    )
 
 
 def test_one_handshake_per_request_and_resumption(nginx: TlsNginx, pki: Pki) -> None:

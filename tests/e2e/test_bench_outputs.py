@@ -24,7 +24,7 @@ from support.schemas import REGISTRY
 SCHEMA_PATH = Path(pounder.__file__).resolve().parent / "schemas" / "bench-result.schema.json"
 TSV_COLUMNS = [
     "start_unix_us", "intended_offset_us", "target", "status", "latency_us", "uncorrected_us",
-    "connect_us", "waiting_us", "bytes", "error",
+    "connect_us", "waiting_us", "bytes", "error", "tls_us",
 ]  # fmt: skip
 CSV_PERCENTS = ["0", "50", "66", "75", "80", "90", "95", "98", "99", "99.9", "100"]
 RUN_SECONDS = 2.5

@@ -34,7 +34,7 @@ PHASES = ("warmup", "measure", "drain", "done")
 INTERRUPTED_LINE = "Interrupted:              yes: partial result"
 TSV_COLUMNS = [
     "start_unix_us", "intended_offset_us", "target", "status", "latency_us",
-    "uncorrected_us", "connect_us", "waiting_us", "bytes", "error",
+    "uncorrected_us", "connect_us", "waiting_us", "bytes", "error", "tls_us",
 ]  # fmt: skip
 HAS_PROC = os.path.isdir("/proc/self")
 needs_proc = pytest.mark.skipif(not HAS_PROC, reason="needs /proc (a directory where no file can be created)")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from tests.support.tls import Pki, make_pki, openssl
 
+import pounder.load
 from pounder import BenchSpec, UsageError
 from pounder.load import BenchResult, parse_url
 
@@ -30,6 +31,8 @@ def test_https_urls() -> None:
     engine = spec.engine_spec()
     assert engine["targets"][0]["tls_name"] == "127.0.0.1"
     assert engine["tls"] == {"insecure": True, "ca_pem": None, "cert_pem": None, "key_pem": None, "resume": True}
+    assert spec.run_options().tls == pounder.load.TlsInfo(insecure=True, cacert=None, cert=None, resume=True)
+    assert BenchSpec.from_options("http://127.0.0.1/", requests=1).run_options().tls is None
     mixed = BenchSpec.from_options("https://[::1]:8443/", requests=1, tls_resume=False)
     assert mixed.engine_spec()["targets"][0]["tls_name"] == "::1"
     assert mixed.engine_spec()["tls"]["resume"] is False  # type: ignore[index]
@@ -73,9 +76,14 @@ def test_results_with_and_without_tls() -> None:
     assert "tls" not in data["phases"] and "tls_certificate" not in data["errors"]
     old = BenchResult.from_dict(data)
     assert old.tls is None and old.errors.tls_certificate == old.errors.tls_handshake == 0
-    assert old.phases.tls.count == 0
-    assert "tls" not in old.to_dict()
+    assert old.phases.tls.count == 0 and old.options.tls is None
+    assert "tls" not in old.to_dict() and "tls" not in old.to_dict()["options"]
     data = {**data, "tls": {"handshakes": 3, "resumed": 1}}
     new = BenchResult.from_dict(data)
     assert new.tls is not None and (new.tls.handshakes, new.tls.resumed) == (3, 1)
     assert BenchResult.from_json(new.to_json()).tls == new.tls
+    settings = {"insecure": False, "cacert": "ca.pem", "cert": None, "resume": False}
+    data["options"] = {**data["options"], "tls": settings}
+    read = BenchResult.from_dict(data)
+    assert read.options.tls is not None and (read.options.tls.cacert, read.options.tls.resume) == ("ca.pem", False)
+    assert BenchResult.from_json(read.to_json()).to_dict()["options"]["tls"] == settings

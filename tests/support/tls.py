@@ -1,6 +1,8 @@
 """HTTPS for the tests: certificates made with the ``openssl`` CLI (:func:`make_pki`), and a private
 nginx with TLS (:class:`TlsNginx`) whose access log says what it served: one line per request,
-``STATUS REUSED PORT`` (REUSED ``r`` when the TLS session was resumed, else ``.``).
+``STATUS REUSED CONNECTION PORT`` (REUSED ``r`` when the TLS session was resumed, else ``.``;
+CONNECTION nginx's serial number of the connection, which counts every connection its one
+worker accepted, also those that made no request).
 
     pki = make_pki(tmp_path)
     with TlsNginx(tmp_path / "nginx", pki) as srv:
@@ -96,6 +98,23 @@ def _leaf(directory: Path, name: str, ca: tuple[Path, Path], san: str) -> tuple[
     return cert, key
 
 
+def self_signed(directory: Path, name: str = "ss") -> tuple[Path, Path]:
+    """A self-signed certificate made the usual way (RSA, CA:TRUE) for 127.0.0.1 only, and its key."""
+    cert, key = directory / f"{name}.pem", directory / f"{name}.key"
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+            "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1")  # fmt: skip
+    return cert, key
+
+
+def v1_certificate(directory: Path) -> tuple[Path, Path]:
+    """An X.509 v1 certificate (self-signed, no extensions) and its key."""
+    cert, key, csr = directory / "v1.pem", directory / "v1.key", directory / "v1.csr"
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", str(key),
+            "-out", str(csr), "-subj", "/CN=v1")  # fmt: skip
+    openssl("x509", "-req", "-in", str(csr), "-signkey", str(key), "-out", str(cert), "-days", "2")
+    return cert, key
+
+
 def make_pki(directory: Path) -> Pki:
     directory.mkdir(parents=True, exist_ok=True)
     ca = _ca(directory, "ca")
@@ -129,7 +148,7 @@ pid {root}/nginx.pid;
 error_log {root}/error.log warn;
 events {{ worker_connections 256; }}
 http {{
-    log_format t '$status $ssl_session_reused $server_port';
+    log_format t '$status $ssl_session_reused $connection $server_port';
     access_log {root}/access.log t;
     client_body_temp_path {root}/tmp; proxy_temp_path {root}/tmp; fastcgi_temp_path {root}/tmp;
     uwsgi_temp_path {root}/tmp; scgi_temp_path {root}/tmp;

@@ -19,7 +19,8 @@ from pounder._units import available_cpus, count_in_range
 from pounder.cli._common import option, print_warning
 from pounder.load import LoadOptions, Progress, ProgressCallback
 
-LOCAL_URL = typer.Argument(metavar="URL", help="http:// URL to request (on this machine).", show_default=False)
+LOCAL_URL = typer.Argument(metavar="URL", help="http:// or https:// URL to request (on this machine).",
+                           show_default=False)
 """The URL of a command that works on a server of this machine (syscalls, profile)."""
 
 
@@ -76,7 +77,9 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
                  "https://: accept any server certificate (a self-signed one); the handshake is still made in "
                  "full."),
     "cacert": (("--cacert",), "FILE", "https://: trust the CA certificates of this PEM file instead of the "
-               "system's."),
+               "system's; a self-signed server certificate given here is trusted as it is. Before the load, "
+               "pounder makes one TLS handshake (no request) to each https:// address to check its certificate: "
+               "the server logs that connection (nginx logs a 400 line when the port speaks plain HTTP)."),
     "cert": (("--cert",), "FILE", "https://: send this PEM client certificate (with --key)."),
     "key": (("--key",), "FILE", "https://: the client certificate's PEM private key (not encrypted)."),
     "tls_resume": (("--tls-resume/--no-tls-resume",), None,
@@ -90,10 +93,10 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
                    "Replay the traffic of this Apache/nginx access log (common or combined format, gzip or not) or HAR "
                    "file (a browser's export): "
                    "each distinct request (method, path and query) weighted by its count, in random order; the URL "
-                   "is then the server's base, http://HOST:PORT. The log's busiest second and minute and its mix "
-                   "are reported. A HAR's mix takes GET and HEAD only, without its recorded headers (--replay sends "
-                   "bodies and headers), and only the requests to its most frequent origin. Each request's method "
-                   "comes from the file: -m, -b and -T are refused."),
+                   "is then the server's base, http://HOST:PORT or https://HOST:PORT. The log's busiest second and "
+                   "minute and its mix are reported. A HAR's mix takes GET and HEAD only, without its recorded "
+                   "headers (--replay sends bodies and headers), and only the requests to its most frequent "
+                   "origin. Each request's method comes from the file: -m, -b and -T are refused."),
     "exclude_static": (("--exclude-static",), None,
                        "With --access-log or --replay: leave out static files (.css, .js, images, fonts, media)."),
     "log_methods": (("--log-methods",), "LIST",
@@ -107,16 +110,16 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
                "+0000], a HAR's startedDateTime); a log of whole seconds has each second's requests spread evenly "
                "over it (the report says so). A HAR's requests keep their headers and bodies; only those to its "
                "most frequent origin are sent (the others are counted as skipped). The URL is the server's base, "
-               "http://HOST:PORT. -n or -d cut it short. Excludes --rate, --stages, --warmup, --order, -f, "
-               "--access-log, --scenario, -m, -b, -T."),
+               "http://HOST:PORT or https://HOST:PORT. -n or -d cut it short. Excludes --rate, --stages, --warmup, "
+               "--order, -f, --access-log, --scenario, -m, -b, -T."),
     "speed": (("--speed",), "FACTOR",
               "With --replay: how much faster than recorded, e.g. 10x, 0.5x or 2; default 1x."),
     "scenario": (("--scenario",), "FILE",
                  "Virtual users with sessions, from a TOML scenario file (docs/scenarios.md): each connection is "
                  "a user that runs the \\[\\[login]] steps once (capturing CSRF tokens, cookies in its own jar), then "
                  "the \\[\\[loop]] steps round and round; every step is a request (-n counts them) with its own "
-                 "percentiles. The URL is then the server's base, http://HOST:PORT. In open loop think times are "
-                 "not slept."),
+                 "percentiles. The URL is then the server's base, http://HOST:PORT or https://HOST:PORT. In open "
+                 "loop think times are not slept."),
     "ray": (("--ray",), "local|auto|HOST:PORT",
             "Send the load from agents on a Ray cluster: 'local' (one on this machine, on loopback), 'auto' (the "
             "cluster in RAY_ADDRESS or the one this machine started) or the head's HOST:PORT. Every agent runs "

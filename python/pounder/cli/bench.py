@@ -79,7 +79,8 @@ Text = str | None
 
 # fmt: off
 URL_ARG = typer.Argument(metavar="URL", help=(
-    "http:// URL to load (omit with -f); with --access-log or --scenario the server's base, http://HOST:PORT."),
+    "http:// or https:// URL to load (omit with -f); with --access-log or --scenario the server's base, "
+    "http://HOST:PORT or https://HOST:PORT."),
     show_default=False)
 URL_FILE = option("-f", "--url-file", panel=_LOAD, metavar="FILE", help=(
     "File of URLs, one per line, optionally preceded by a weight and a method ('3 http://...', 'HEAD http://...', "

@@ -88,7 +88,7 @@ COMPARE_HELP = "\n\n".join(
 Text = str | None
 
 # fmt: off
-URLS = typer.Argument(metavar="URL...", help="Two or more http:// URLs to compare.", show_default=False)
+URLS = typer.Argument(metavar="URL...", help="Two or more http:// or https:// URLs to compare.", show_default=False)
 LABEL = option("--label", panel=_TRIALS, metavar="NAME", help=(
     "A name for each URL, in order (repeat once per URL). Default: the URL's path (host:port/path when two "
     "paths are alike)."))

@@ -67,7 +67,7 @@ from pounder.load._parse import Stage, read_url_targets
 from pounder.load._replay import MAX_REPLAY_S, describe_replay
 from pounder.load._report import describe_load, format_ms, render_report
 from pounder.load._result import READ_SCHEMAS, SCHEMA, BenchResult, Derived, ReplyRate, load_result
-from pounder.load._run_options import HttpOptions, LoadModel, ReplayInfo, RunOptions, TargetInfo
+from pounder.load._run_options import HttpOptions, LoadModel, ReplayInfo, RunOptions, TargetInfo, TlsInfo
 from pounder.load._scenario import Scenario, read_scenario
 from pounder.load._sender import Sender
 from pounder.load._spec import BenchSpec, Target
@@ -131,6 +131,7 @@ __all__ = [
     "Target",
     "TargetInfo",
     "TlsCounts",
+    "TlsInfo",
     "WarmupCounts",
     "bench",
     "check_tls",

@@ -140,12 +140,12 @@ def run_bench(
     """Run a validated spec and return its result. With a ``sampler``, the server's processes are
     sampled from just before the first request to just after the last one. ``sender``: what sends
     the load (default this machine's engine, :data:`ENGINE`; agents on a cluster, see
-    :mod:`pounder.agents`)."""
+    :mod:`pounder.agents`). It makes no connection besides the run's: the pre-flight TLS check
+    (:func:`check_tls`) is the caller's, once before its first run."""
     check_instance(spec, BenchSpec, "run_bench: spec")
     check_callable(on_progress, "on_progress")
     check_instance(sampler, ServerSampler, "sampler", optional=True)
     check_instance(sender, Sender, "run_bench: sender", optional=True)
-    check_tls(spec)
     return (sender or ENGINE).run(spec, on_progress, sampler)
 
 
@@ -154,8 +154,9 @@ def check_tls(spec: BenchSpec) -> None:
     """One TLS handshake (no request) to each https:// address of ``spec``, as the run would
     make it: :class:`~pounder.UsageError` ``URL: reason (what to do)`` when the engine would
     refuse the certificate, or no TLS server answers there. Nothing when no target is https://.
-    :func:`run_bench` calls it first; a caller that runs several specs checks them all before
-    the first."""
+    :func:`bench` calls it before its run; a caller of :func:`run_bench` calls it once before
+    the first run (not inside a measured window: the server logs and counts the handshake, and
+    answers a plain HTTP port with a 400)."""
     check_instance(spec, BenchSpec, "check_tls: spec")
     if spec.tls is None:
         return
@@ -408,6 +409,7 @@ def bench(
         pid=server_pid, pidfile=server_pidfile, name=server_name, status_url=server_status,
         interval=sample_interval, allow_remote=spec.allow_remote,
     )  # fmt: skip
+    check_tls(spec)
     if gates is None:
         return run_bench(spec, on_progress, sampler, sender)
     try:

@@ -14,7 +14,7 @@ from pounder._units import mib, plain
 from pounder.load._measured import ERROR_CATEGORIES, PERCENTILES, Histogram
 from pounder.load._replay import describe_replay
 from pounder.load._result import BenchResult, ReplyRate
-from pounder.load._run_options import LoadModel
+from pounder.load._run_options import LoadModel, TlsInfo
 from pounder.load._steps import STEP_COLUMNS, step_rows
 
 LABEL_WIDTH = 26
@@ -78,6 +78,8 @@ def _header(result: BenchResult) -> list[str]:
     if result.options.scenario is not None:
         lines.append(_line("Scenario", _describe_scenario(result)))
     lines.append(_line("Requests", _describe_http(result)))
+    if result.options.tls is not None:
+        lines.append(_line("TLS settings", _describe_tls(result.options.tls)))
     lines.append(_line("Measured time", _describe_time(result)))
     if result.options.load.warmup_requests or result.options.load.warmup_s:
         warmup = result.warmup
@@ -127,6 +129,16 @@ def _describe_http(result: BenchResult) -> str:
              f"timeout {plain(http.timeout_s)} s"]
     if http.throttle_bps:
         parts.append(f"throttled to {http.throttle_bps} bytes/s")
+    return ", ".join(parts)
+
+
+def _describe_tls(tls: TlsInfo) -> str:
+    """The TLS settings in words: "server certificate checked against ca.pem, session resumption on"."""
+    trust = ("any server certificate accepted (--insecure)" if tls.insecure
+             else f"server certificate checked against {tls.cacert}" if tls.cacert is not None
+             else "server certificate checked against the system's CAs")  # fmt: skip
+    parts = [trust, *([f"client certificate {tls.cert}"] if tls.cert is not None else []),
+             "session resumption on" if tls.resume else "session resumption off (--no-tls-resume)"]  # fmt: skip
     return ", ".join(parts)
 
 

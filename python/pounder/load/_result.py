@@ -269,6 +269,8 @@ class BenchResult:
             del plain["steps"]
         if plain["tls"] is None:  # the handshakes only when a target was https://
             del plain["tls"]
+        if plain["options"]["tls"] is None:  # its settings too
+            del plain["options"]["tls"]
         plain["options"]["http"]["headers"] = [list(pair) for pair in self.options.http.headers]
         plain["options"]["targets"] = [  # a target's own method only when its URL file line named one
             {key: value for key, value in target.items() if key != "method" or value is not None}

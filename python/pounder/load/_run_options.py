@@ -94,6 +94,19 @@ class ReplayInfo:
 
 @public
 @dataclass(frozen=True)
+class TlsInfo:
+    """The TLS settings of a run with https:// targets: ``insecure`` (any certificate accepted),
+    the ``cacert`` and client ``cert`` files as given (None: the system's roots, no client
+    certificate), and ``resume`` (False: ``--no-tls-resume``, every handshake a full one)."""
+
+    insecure: bool
+    cacert: str | None
+    cert: str | None
+    resume: bool
+
+
+@public
+@dataclass(frozen=True)
 class RunOptions:
     """The options a bench ran with."""
 
@@ -105,6 +118,8 @@ class RunOptions:
     """The scenario file the virtual users ran (``--scenario``), or None."""
     replay: ReplayInfo | None = None
     """The log replayed at its recorded times (``--replay``), or None."""
+    tls: TlsInfo | None = None
+    """The TLS settings when a target was https://, else None (and in results from before HTTPS)."""
 
 
 def _stage(value: object, key: str) -> Stage:
@@ -156,6 +171,11 @@ def _replay_info(value: object, key: str) -> ReplayInfo:
     return info
 
 
+def _tls_info(value: object, key: str) -> TlsInfo:
+    info: TlsInfo = READ.record(TlsInfo, value, key)
+    return info
+
+
 def read_run_options(value: object, key: str) -> RunOptions:
     options: RunOptions = READ.record(
         RunOptions,
@@ -167,6 +187,7 @@ def read_run_options(value: object, key: str) -> RunOptions:
         http=_http_options,
         scenario=READ.nullable(READ.as_str),
         replay=READ.nullable(_replay_info),
+        tls=READ.nullable(_tls_info),
     )
     return options
 

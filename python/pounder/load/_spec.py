@@ -288,6 +288,7 @@ class BenchSpec:
             http=self.http,
             scenario=self.scenario_file,
             replay=None if self.replay is None else self.replay.info,
+            tls=None if self.tls is None else self.tls.info(),
         )
 
     def engine_spec(self) -> EngineSpec:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from pounder._errors import UsageError, check_flag, check_path
 from pounder._files import SMALL_LIMIT, read_input
+from pounder.load._run_options import TlsInfo
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -41,16 +42,30 @@ class TlsSettings:
     paths: tuple[tuple[str, str], ...] = ()
     """``(flag, path)`` of each file read."""
 
+    def info(self) -> TlsInfo:
+        """What the result records of these settings (``options.tls``): the files as given."""
+        paths = dict(self.paths)
+        return TlsInfo(insecure=self.insecure, cacert=paths.get("--cacert"), cert=paths.get("--cert"),
+                       resume=self.resume)  # fmt: skip
+
     def engine_dict(self) -> EngineTls:
         return {"insecure": self.insecure, "ca_pem": self.ca_pem, "cert_pem": self.cert_pem,
                 "key_pem": self.key_pem, "resume": self.resume}  # fmt: skip
 
     def flag_of(self, engine_message: str) -> str:
-        """The engine's message about a field (``tls.key_pem: ...``) in the user's words."""
+        """The engine's message about a field (``tls.key_pem: ...``) in the user's words: the flag
+        and its file (``--cert FILE is an X.509 v1 certificate; ...``)."""
         field, _, why = engine_message.partition(": ")
         flag = FIELD_FLAGS.get(field)
         path = dict(self.paths).get(flag or "")
-        return f"{flag} {path}: {why}" if flag and path else engine_message
+        if not flag or not path:
+            return engine_message
+        return f"{flag} {path} {why}" if why.startswith(("is ", "does ")) else f"{flag} {path}: {why}"
+
+    def in_words(self, reason: str) -> str:
+        """The engine's reason with the files it speaks of named (``the --cacert file``: its path)."""
+        path = dict(self.paths).get("--cacert")
+        return reason.replace("the --cacert file", path) if path else reason
 
 
 def _given_flags(given: LoadOptions) -> list[str]:
@@ -135,7 +150,17 @@ def _ssl_reason(error: Exception) -> str:
 
 
 def _hint(reason: str, settings: TlsSettings) -> str:
-    if reason.startswith("certificate not trusted"):
+    if "(CA:TRUE), not one in " in reason:
+        return "give --cacert the server's certificate itself, or --insecure instead of --cacert"
+    if "not signed by a CA in " in reason:
+        return "give --cacert the CA that signed it, or --insecure instead of --cacert"
+    if "a CA this system trusts" in reason or "(CA:TRUE)" in reason:
+        return "give --cacert FILE or --insecure"
+    if " expired on " in reason or " has expired" in reason or " not valid until " in reason:
+        return "renew the server's certificate, or give --insecure"
+    if reason.startswith("the certificate is "):
+        return "use a URL with one of its names, or give --insecure"
+    if reason.startswith("the server's certificate "):
         return "give --cacert FILE or --insecure"
     if "client certificate" in reason:
         return "give --cert FILE and --key FILE" if settings.cert_pem is None else "check --cert and --key"
@@ -160,4 +185,4 @@ def check_handshakes(
         except ValueError as error:
             raise UsageError(settings.flag_of(str(error))) from None
         if reason is not None:
-            raise UsageError(f"{url}: {reason} ({_hint(reason, settings)})")
+            raise UsageError(f"{url}: {settings.in_words(reason)} ({_hint(reason, settings)})")

@@ -40,6 +40,7 @@ from pounder.load import (
     LoadOptions,
     NotLoopbackError,
     ProgressCallback,
+    check_tls,
     describe_load,
     run_bench,
 )
@@ -249,6 +250,7 @@ def profile(
     chosen = make_profiler(target, profiler, **({} if rate is None else {"rate": rate}), native=native)
     chosen.check()
     check_workdir(workdir)
+    check_tls(spec)  # its handshake before the warm-up and the profiler: not profiled
     started_at = utc_timestamp()
     if warm_spec is not None:
         with pinned_thread(load_cpus):

@@ -314,6 +314,10 @@ def _phases_chart(results: Results, section: Section) -> None:
             ax.set_xticks(range(len(phases)), phases)
             label_axes(ax, "", "ms", stat)
         _legend(axes[0], len(measured))
+    for _, label, r in measured:  # https: how many handshakes the tls bar is made of
+        if r.tls is not None:
+            counts = f"{r.tls.handshakes:,} ({r.tls.resumed:,} resumed, {r.tls.handshakes - r.tls.resumed:,} full)"
+            section.add(paragraph(f"{label + ': ' if len(measured) > 1 else ''}TLS handshakes: {counts}"))
 
 
 # -- the server -----------------------------------------------------------------------------------

@@ -43,7 +43,15 @@ from pounder._errors import PounderError, UsageError, check_callable, check_path
 from pounder._files import check_output_path, utc_timestamp
 from pounder._units import count_in_range
 from pounder._version import __version__
-from pounder.load import BenchResult, BenchSpec, LoadOptions, NotLoopbackError, ProgressCallback, run_bench
+from pounder.load import (
+    BenchResult,
+    BenchSpec,
+    LoadOptions,
+    NotLoopbackError,
+    ProgressCallback,
+    check_tls,
+    run_bench,
+)
 from pounder.procs import SERVER_OPTIONS, ServerGone, ServerTarget, TreeMember, discover, find_server, serves
 from pounder.syscalls._parse import TraceCounts, parse_strace_log
 from pounder.syscalls._report import SyscallReport, count_tables
@@ -310,6 +318,7 @@ def trace_syscalls(
     _check_listens(target, spec.targets[0].info().connect)
     binary = find_strace(strace)
     version = strace_version(binary)
+    check_tls(spec)  # its handshake before the warm-up and strace: not counted
     if warm_spec is not None:
         warm_result = run_bench(warm_spec)
         if warm_result.interrupted:
