@@ -80,6 +80,7 @@ def test_defaults_closed_loop(monkeypatch: pytest.MonkeyPatch) -> None:
         "hdr_log_path": None,
         "scenario": None,
         "tls": None,
+        "replay": None,
     }
 
 

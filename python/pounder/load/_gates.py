@@ -353,6 +353,7 @@ def _measure(gate: Gate, result: BenchResult) -> tuple[float | None, str]:
     return None, f"a bench result has no {gate.metric}"
 
 
+@public
 def verdict_of(gate: Gate, measured: float | None, why: str, subject: str | None = None,
                shown: str | None = None) -> GateResult:  # fmt: skip
     """The :class:`GateResult` of ``gate`` given the figure ``measured`` (None: ``unmeasurable``
