@@ -13,14 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.support.cliutil import assert_usage_error, run_cli
 from tests.support.schemas import validate
-from tests.support.tls import Pki, TlsNginx, free_port, make_pki, self_signed, v1_certificate
 
 import pounder
 from pounder.report._bench import bench_sections
 from pounder.report._html import page
 from pounder.servers import ApacheServer, apache_missing
+from support.cliutil import assert_usage_error, run_cli
+from support.tls import Pki, TlsNginx, free_port, make_pki, self_signed, v1_certificate
 
 pytestmark = pytest.mark.skipif(
     shutil.which("openssl") is None or shutil.which("nginx", path="/usr/sbin:/usr/bin") is None,

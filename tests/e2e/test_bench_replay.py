@@ -8,11 +8,6 @@ xdist workers' other tests."""
 from __future__ import annotations
 
 import json
-import shutil
-import signal
-import socket
-import subprocess
-import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import timedelta
@@ -24,27 +19,18 @@ import pytest
 import pounder
 from pounder import BenchResult
 from support.accesslog import T0, line, pounder_cli, tsv_rows
+from support.nginx import PrivateNginx, free_port, nginx_binary
 from support.schemas import REGISTRY
 
 SCHEMA_PATH = Path(pounder.__file__).parent / "schemas" / "bench-result.schema.json"
-NGINX_CONF = """\
-worker_processes 1;
-daemon off;
-pid {root}/nginx.pid;
-error_log {root}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
+NGINX_HTTP = """\
     log_format t '$msec $request_uri';
     access_log {root}/access.log t;
-    client_body_temp_path {root}/tmp; proxy_temp_path {root}/tmp; fastcgi_temp_path {root}/tmp;
-    uwsgi_temp_path {root}/tmp; scgi_temp_path {root}/tmp;
     keepalive_requests 100000;
     server {{
         listen 127.0.0.1:{port};
         location / {{ return 200 "ok\\n"; }}
-    }}
-}}
-"""
+    }}"""
 ON_TIME_US = 5_000
 """A send within this of its scaled log time is on time (the issue: 5 ms on loopback)."""
 ON_TIME_SHARE = 0.995
@@ -55,33 +41,10 @@ NEVER_LATER_US = 100_000
 def nginx(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A fast real server: nginx (one worker) on a free loopback port answering 200 to anything;
     its URL and its access log (``$msec $request_uri`` lines: its own count). Stopped at teardown."""
-    binary = shutil.which("nginx", path="/usr/sbin:/usr/bin:/sbin:/bin")
-    if binary is None:
+    if nginx_binary() is None:
         pytest.skip("nginx is not installed")
-    root = tmp_path / "nginx"
-    (root / "tmp").mkdir(parents=True)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    (root / "nginx.conf").write_text(NGINX_CONF.format(root=root, port=port))
-    proc = subprocess.Popen([binary, "-p", str(root), "-c", str(root / "nginx.conf")], stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and proc.poll() is None, "nginx did not start"
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}", root / "access.log"
-    finally:
-        proc.send_signal(signal.SIGQUIT)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+    with PrivateNginx(tmp_path / "nginx", NGINX_HTTP, connections=1024, port=free_port()) as server:
+        yield f"http://127.0.0.1:{server.ports['port']}", server.root / "access.log"
 
 
 def burst_log(path: Path) -> tuple[Path, list[int]]:

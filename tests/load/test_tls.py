@@ -9,11 +9,11 @@ import socket
 from pathlib import Path
 
 import pytest
-from tests.support.tls import Pki, make_pki, openssl
 
 import pounder.load
 from pounder import BenchSpec, UsageError
 from pounder.load import BenchResult, parse_url
+from support.tls import Pki, make_pki, openssl
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI")
 

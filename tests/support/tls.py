@@ -12,14 +12,15 @@ worker accepted, also those that made no request).
 
 from __future__ import annotations
 
-import shutil
-import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+
+from support.nginx import PrivateNginx, free_port, wait_port
+
+__all__ = ["Pki", "TlsNginx", "free_port", "make_pki", "openssl", "self_signed", "v1_certificate", "wait_port"]
 
 
 def openssl(*args: str) -> None:
@@ -124,34 +125,9 @@ def make_pki(directory: Path) -> Pki:
     return Pki(ca[0], server[0], server[1], client[0], client[1], other)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(port: int, timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
-
-
-_CONF = """\
-worker_processes 1;
-daemon off;
-pid {root}/nginx.pid;
-error_log {root}/error.log warn;
-events {{ worker_connections 256; }}
-http {{
+_HTTP = """\
     log_format t '$status $ssl_session_reused $connection $server_port';
     access_log {root}/access.log t;
-    client_body_temp_path {root}/tmp; proxy_temp_path {root}/tmp; fastcgi_temp_path {root}/tmp;
-    uwsgi_temp_path {root}/tmp; scgi_temp_path {root}/tmp;
     keepalive_timeout 60s;
     ssl_protocols TLSv1.2 TLSv1.3;
     ssl_certificate {cert};
@@ -170,9 +146,7 @@ http {{
     server {{
         listen 127.0.0.1:{plain_port};
         location / {{ return 200 "ok\\n"; }}
-    }}
-}}
-"""
+    }}"""
 
 
 class TlsNginx:
@@ -183,7 +157,9 @@ class TlsNginx:
         self.root = root
         self.pki = pki
         self.port, self.verify_port, self.plain_port = free_port(), free_port(), free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
+        http = _HTTP.replace("{cert}", str(pki.server_cert)).replace("{key}", str(pki.server_key))
+        self.nginx = PrivateNginx(root, http.replace("{ca}", str(pki.ca)), port=self.port,
+                                  verify_port=self.verify_port, plain_port=self.plain_port)
 
     @property
     def url(self) -> str:
@@ -198,39 +174,14 @@ class TlsNginx:
         return f"127.0.0.1:{self.plain_port}/"
 
     def __enter__(self) -> TlsNginx:
-        binary = shutil.which("nginx", path="/usr/sbin:/usr/bin:/sbin:/bin")
-        assert binary is not None, "nginx is not installed"
-        (self.root / "tmp").mkdir(parents=True, exist_ok=True)
-        conf = self.root / "nginx.conf"
-        conf.write_text(
-            _CONF.format(
-                root=self.root,
-                cert=self.pki.server_cert,
-                key=self.pki.server_key,
-                ca=self.pki.ca,
-                port=self.port,
-                verify_port=self.verify_port,
-                plain_port=self.plain_port,
-            )
-        )
-        self.proc = subprocess.Popen([binary, "-p", str(self.root), "-c", str(conf)], stderr=subprocess.PIPE)
-        if not all(wait_port(port) for port in (self.port, self.verify_port, self.plain_port)):
-            self.stop()
-            raise RuntimeError("nginx did not start: " + (self.root / "error.log").read_text())
+        self.nginx.__enter__()
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGQUIT)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        self.nginx.stop()
 
     def log_lines(self, port: int | None = None) -> list[str]:
         """The access log's lines (of one server's port), after a moment for the last ones."""

@@ -796,13 +796,7 @@ impl Worker {
             r = conn.exchange(target, self.sh.addr_ids[index]) => r,
             () = timeout => Err(Failure { kind: ErrorKind::Timeout, bytes_in: 0, sent: false }),
         };
-        if let Err(f) = &mut result {
-            if f.kind == ErrorKind::Timeout {
-                // Timed out while connecting, or after the request went out: only the latter sent it.
-                f.sent = conn.request_written();
-                conn.close();
-            }
-        }
+        settle_timeout(&mut result, conn);
         let end = Instant::now();
         in_flight.disarm();
         self.record(job, index, target.request.len(), start, end, &result);
@@ -950,6 +944,18 @@ impl Worker {
             }
         }
         buf.clear();
+    }
+}
+
+/// A request cut by its timeout: timed out while connecting, or after the request went out (only
+/// the latter sent it); either way the connection is closed.
+#[inline(always)]
+fn settle_timeout<T>(result: &mut Result<T, Failure>, conn: &mut Connection<'_>) {
+    if let Err(f) = result {
+        if f.kind == ErrorKind::Timeout {
+            f.sent = conn.request_written();
+            conn.close();
+        }
     }
 }
 

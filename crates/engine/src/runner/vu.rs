@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
 
-use super::{Alive, InFlight, Job, Next, Worker};
+use super::{settle_timeout, Alive, InFlight, Job, Next, Worker};
 use crate::connection::{Connection, Failure, Reuse};
 use crate::session::Session;
 use crate::stats::ErrorKind;
@@ -74,13 +74,7 @@ impl Worker {
             r = conn.exchange_with(target, request, step.is_head, self.sh.addr_ids[step.target], user) => r,
             () = timeout => Err(Failure { kind: ErrorKind::Timeout, bytes_in: 0, sent: false }),
         };
-        if let Err(f) = &mut result {
-            if f.kind == ErrorKind::Timeout {
-                // Timed out while connecting, or after the request went out: only the latter sent it.
-                f.sent = conn.request_written();
-                conn.close();
-            }
-        }
+        settle_timeout(&mut result, conn);
         let end = Instant::now();
         in_flight.disarm();
         step_in_flight.disarm();
