@@ -7,7 +7,7 @@ export PIP_ROOT_USER_ACTION := ignore
 # Debian packages the tests use: Apache prefork + mod_perl, Starman (PSGI) and strace (server-side
 # tests), nginx and wrk and ab (apache2-utils) for benchmarks/peers.py.
 APT_PACKAGES := apache2 libapache2-mod-perl2 starman libplack-perl strace chromium \
-	php-fpm nginx uwsgi uwsgi-plugin-python3 puma unicorn libdevel-nytprof-perl linux-perf tmux
+	php-fpm nginx uwsgi uwsgi-plugin-python3 puma unicorn libdevel-nytprof-perl linux-perf tmux openssl
 APT_BENCH_PACKAGES := nginx wrk apache2-utils
 
 .PHONY: test demo build deps deps-system deps-python lint cargo-test pytest bench-peers clean
