@@ -134,6 +134,19 @@ def test_a_har_requests_keep_their_headers_and_body(tmp_path: Path) -> None:
     assert get.startswith(b"GET / HTTP/1.1\r\n") and get.endswith(b"\r\n\r\n")  # no body on a GET
 
 
+def test_a_har_body_without_its_header_gets_the_recorded_type(tmp_path: Path) -> None:
+    """A POST whose header list names no Content-Type is sent with postData's mimeType (a form
+    backend does not read a body of no type); one that names it keeps its own."""
+    path = har(tmp_path / "form.har", [(0, "POST", "https://shop.example/login", {"User-Agent": "x"}, "a=1"),
+                                       (5, "POST", "https://shop.example/note", {"Content-Type": "text/plain"}, "b")])
+    spec = BenchSpec.from_options("http://127.0.0.1:9", replay=str(path), log_methods="POST")
+    heads = {t.request.split(b" ", 2)[1]: t.request.partition(b"\r\n\r\n")[0].decode().split("\r\n")
+             for t in spec.targets}  # fmt: skip
+    assert heads[b"/login"].count("Content-Type: application/x-www-form-urlencoded") == 1
+    assert "Content-Type: text/plain" in heads[b"/note"]
+    assert not any(line.startswith("Content-Type: application") for line in heads[b"/note"])
+
+
 def test_the_lines_read_and_skipped_are_said(testserver: Any, tmp_path: Path) -> None:
     """Like --access-log's summary: the lines read, the requests kept, the others by reason, in
     the report and the JSON; each distinct request's count in the log instead of a weight."""

@@ -133,10 +133,15 @@ def _entry(entry: object, path: str, number: int) -> HarEntry | None:
     unix_us, offset = _moment(entry.get("startedDateTime"), path, number)
     post = request.get("postData")
     text = post.get("text") if isinstance(post, dict) else None
+    headers = _headers(request.get("headers"), path, number)
+    mime = post.get("mimeType") if isinstance(post, dict) and isinstance(text, str) else None
+    if isinstance(mime, str) and mime.strip() and not any(name.lower() == "content-type" for name, _ in headers):
+        # the body's type as the browser recorded it, when its header list does not name it
+        headers = (*_headers([{"name": "Content-Type", "value": mime.strip()}], path, number), *headers)
     return HarEntry(
         unix_us=unix_us, offset=offset, origin=_origin(parts, path, number), method=method.upper(),
         target=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
-        headers=_headers(request.get("headers"), path, number),
+        headers=headers,
         body=text.encode("utf-8") if isinstance(text, str) else None,
     )  # fmt: skip
 

@@ -209,11 +209,13 @@ def describe_replay(info: ReplayInfo) -> list[str]:
              else "sub-second times as recorded")  # fmt: skip
     late = f"; {info.out_of_order:,} out of order (sorted by time)" if info.out_of_order else ""
     cut = f" of {info.log_requests:,}" if info.requests != info.log_requests else ""
+    plural = "s" * (info.log_requests != 1)
     lines = [
-        f"{info.path} ({info.format.replace('_', ' ')}): {info.requests:,}{cut} requests ({info.distinct:,} "
-        f"distinct), {plain(info.span_s)} s as recorded, at {plain(info.speed)}x: {plain(info.length_s)} s",
-        f"{info.lines:,} {'entries' if info.format == 'har' else 'lines'} read, {info.log_requests:,} requests "
-        "kept" + (f"; skipped: {_skipped(info)}" if info.skipped else ""),
+        f"{info.path} ({info.format.replace('_', ' ')}): {info.requests:,}{cut} request{plural} "
+        f"({info.distinct:,} distinct), {plain(info.span_s)} s as recorded, at {plain(info.speed)}x: "
+        f"{plain(info.length_s)} s",
+        f"{info.lines:,} {'entries' if info.format == 'har' else 'lines'} read, {info.log_requests:,} "
+        f"request{plural} kept" + (f"; skipped: {_skipped(info)}" if info.skipped else ""),
     ]
     if info.origin is not None and info.skipped.get("other_host"):
         lines.append(other_hosts(info.origin, info.skipped["other_host"]))
