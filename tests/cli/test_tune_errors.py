@@ -288,7 +288,8 @@ def _no_process_mentions(text: str) -> bool:
 ])
 def test_gunicorn_app_and_pythonpath_are_checked_first(cwd: Path, tmp_path: Path, where: str | None,
                                                         fragment: str) -> None:
-    module = f"pounder_item13_{tmp_path.name.replace('-', '_')}"  # no other test's process names it
+    # no other test's process names it, nor the same case's on another xdist worker (same tmp name)
+    module = f"pounder_item13_{os.getpid()}_{tmp_path.name.replace('-', '_')}"
     (tmp_path / "app.py").write_text("def app(environ, start_response): ...\n")
     (tmp_path / "empty").mkdir()
     (cwd / f"{module}.py").write_text("def app(environ, start_response): ...\n")  # gunicorn would not see it
