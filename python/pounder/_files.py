@@ -1,5 +1,5 @@
 """Files pounder writes: output paths checked before a run, atomic writes, file-or-stdout, and the
-UTC timestamp every result carries."""
+UTC timestamp every result carries; and the input files the user names (checked, read, TOML parsed)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,15 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import Any, Literal, TextIO
 
 from pounder._errors import PounderError, UsageError
 from pounder._units import MIB, size_text
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 STDOUT = "-"
 
@@ -68,6 +73,22 @@ def read_input(path: str | os.PathLike[str], what: str, *, limit: int = INPUT_LI
         raise UsageError(directory.format(what=what, path=path)) from None
     except OSError as error:
         raise UsageError(f"cannot read {what} {path}: {error.strerror}") from None
+
+
+def parse_toml(text: str, path: str | os.PathLike[str], kind: str,
+               error: type[UsageError] = UsageError) -> dict[str, Any]:  # fmt: skip
+    """``text``, the contents of the file ``path``, as TOML. A syntax error is ``error`` with
+    ``PATH:LINE: invalid TOML: reason``; nesting too deep for the parser, ``PATH: invalid TOML:
+    nested too deeply to be KIND`` (``kind``: "an experiment file", ...)."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as decode_error:
+        message = str(decode_error)
+        where = re.search(r"\(at line (\d+), column \d+\)", message)
+        reason = re.sub(r" \(at .*\)$", "", message)
+        raise error(f"{os.fspath(path)}:{where[1] if where else 1}: invalid TOML: {reason}") from None
+    except RecursionError:  # tomllib recurses per level of nesting ([[[[..., {a={a={...)
+        raise error(f"{os.fspath(path)}: invalid TOML: nested too deeply to be {kind}") from None
 
 
 def check_output_path(path: str | os.PathLike[str] | None, what: str) -> str | None:

@@ -37,23 +37,17 @@ own line, or the line of its table when the key is missing.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pounder._errors import UsageError, check_path, public
-from pounder._files import SMALL_LIMIT, check_input_file
+from pounder._files import SMALL_LIMIT, check_input_file, parse_toml
 from pounder._units import plain
 from pounder.compare import MAX_TRIALS, MAX_VARIANTS, MIN_TRIALS, check_label, parse_compare_gates
 from pounder.load import LoadOptions, NotLoopbackError, parse_url, resolve
 from pounder.pool import KINDS, TARGET_FIELDS, puma_threads, refused_option
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 ADAPTERS = (*KINDS, "url")
 RECORD = ("rps", "latency", "cpu", "memory", "syscalls", "profile")
@@ -352,16 +346,7 @@ def _parsed(path: Path) -> tuple[_Reader, dict[str, Any]]:
         raise ExperimentError(f"{path}: cannot read: {error.strerror or error}") from None
     except UnicodeDecodeError:
         raise ExperimentError(f"{path}: not UTF-8 text") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        message = str(error)
-        where = re.search(r"\(at line (\d+), column \d+\)", message)
-        line = where[1] if where else "1"
-        reason = re.sub(r" \(at .*\)$", "", message)
-        raise ExperimentError(f"{path}:{line}: invalid TOML: {reason}") from None
-    except RecursionError:  # tomllib recurses per level of nesting ([[[[…, {a={a={…)
-        raise ExperimentError(f"{path}: invalid TOML: nested too deeply to be an experiment file") from None
+    data = parse_toml(text, path, "an experiment file", ExperimentError)
     return _Reader(path, text), data
 
 

@@ -16,14 +16,13 @@ from __future__ import annotations
 import json
 import math
 import re
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pounder._errors import UsageError, check_path, public
-from pounder._files import SMALL_LIMIT, check_input_file
+from pounder._files import SMALL_LIMIT, parse_toml, read_input
 from pounder._units import parse_duration, plain
 from pounder.load._parse import check_token, parse_header
 from pounder.load._request import BODY_METHODS, POUNDER_HEADERS
@@ -40,11 +39,6 @@ from pounder.load._templates import (
     split_query,
 )  # fmt: skip
 from pounder.load._url import parse_url
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 if TYPE_CHECKING:
     from pounder._engine import EngineScenario, EngineStep
@@ -216,25 +210,12 @@ def _as_text(value: object) -> str | None:
 
 
 def _parse_toml(path: Path) -> dict[str, Any]:
-    check_input_file(path, "scenario file", SCENARIO_LIMIT)
+    raw = read_input(path, "scenario file", limit=SCENARIO_LIMIT, directory="scenario file {path} is a directory")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"scenario file not found: {path}") from None
-    except IsADirectoryError:
-        raise UsageError(f"scenario file {path} is a directory") from None
-    except OSError as error:
-        raise UsageError(f"cannot read scenario file {path}: {error.strerror or error}") from None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"{path}: not UTF-8 text") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        where = re.search(r"\(at line (\d+), column \d+\)", str(error))
-        reason = re.sub(r" \(at .*\)$", "", str(error))
-        raise UsageError(f"{path}:{where[1] if where else 1}: invalid TOML: {reason}") from None
-    except RecursionError:
-        raise UsageError(f"{path}: invalid TOML: nested too deeply to be a scenario file") from None
+    return parse_toml(text, path, "a scenario file")
 
 
 @public
