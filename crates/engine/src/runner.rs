@@ -667,16 +667,19 @@ impl Worker {
         self.tasks.borrow_mut().push(task);
     }
 
+    /// A connection task's connection (plain or virtual user's): the spec's reuse, this thread's TLS.
+    fn task_connection<'a>(&'a self, written: &'a Cell<bool>) -> Connection<'a> {
+        let spec = &self.sh.spec;
+        let reuse =
+            Reuse { keepalive: spec.keepalive, calls_per_conn: spec.calls_per_conn, throttle_bps: spec.throttle_bps };
+        Connection::new(reuse, &self.opened, written).with_tls(self.tls.as_ref())
+    }
+
     /// A connection task: takes jobs until there are none or the run stops.
     async fn connection(self: Rc<Self>) {
         let _alive = Alive(&self.live);
-        let reuse = Reuse {
-            keepalive: self.sh.spec.keepalive,
-            calls_per_conn: self.sh.spec.calls_per_conn,
-            throttle_bps: self.sh.spec.throttle_bps,
-        };
         let written = Cell::new(false);
-        let mut conn = Connection::new(reuse, &self.opened, &written).with_tls(self.tls.as_ref());
+        let mut conn = self.task_connection(&written);
         // One timeout timer for the task's life, moved forward for each request: moving a tokio
         // timer later is an atomic store, where a new timer per request is a wheel insertion.
         let timeout = tokio::time::sleep(self.sh.spec.timeout);
@@ -787,7 +790,7 @@ impl Worker {
         let target = &self.sh.spec.targets[index];
         written.set(false);
         let in_flight =
-            InFlight { worker: self, measured: job.measured, armed: true, written, request_len: target.request.len() };
+            InFlight { worker: self, measured: job.measured, armed: true, written, request_len: target.request.len(), step: None };
         // Closed loop: the request is meant to go now, so its claim time is its start.
         let start = if self.sh.schedule.is_some() { Instant::now() } else { job.intended };
         timeout.as_mut().reset(start + self.sh.spec.timeout);
@@ -976,6 +979,8 @@ struct InFlight<'a> {
     /// Its request went out (its bytes count as sent, also when it is aborted).
     written: &'a Cell<bool>,
     request_len: usize,
+    /// A virtual user's step: it counts the abort as failed too.
+    step: Option<usize>,
 }
 
 impl InFlight<'_> {
@@ -993,6 +998,9 @@ impl Drop for InFlight<'_> {
         let mut s = w.stats.borrow_mut();
         if self.measured {
             s.record_error(ErrorKind::Aborted, None);
+            if let Some(step) = self.step {
+                s.steps[step].failed += 1;
+            }
             if self.written.get() {
                 s.bytes_sent += self.request_len as u64;
             }

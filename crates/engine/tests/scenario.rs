@@ -20,6 +20,8 @@ struct Site {
     private_refused: AtomicU64,
     /// Answer this private request (1-based, of all) with a 500.
     fail_private: Option<u64>,
+    /// Leave the private requests after this many unanswered (for 5 s).
+    hang_private_after: Option<u64>,
     privates: AtomicU64,
     /// sid → token, of the logged-in sessions
     sessions: Mutex<HashMap<String, String>>,
@@ -85,6 +87,9 @@ fn answer(site: &Site, req: &Request) -> String {
         }
         ("GET", "/private") => {
             let k = site.privates.fetch_add(1, Ordering::SeqCst) + 1;
+            if site.hang_private_after.is_some_and(|n| k > n) {
+                std::thread::sleep(std::time::Duration::from_secs(5));
+            }
             if site.fail_private == Some(k) {
                 return response("500 Internal Server Error", "", "oops");
             }
@@ -222,6 +227,20 @@ fn every_virtual_user_logs_in_once_and_then_sees_the_private_page() {
     assert_eq!(site.private_refused.load(Ordering::SeqCst), 0);
     assert_eq!(r["connections"]["opened"], 4);
     assert!(r.get("histograms").is_none() && steps[0].get("histogram").is_none());
+}
+
+#[test]
+fn a_step_still_in_flight_at_the_end_counts_as_failed_in_its_step() {
+    // both users hang on a private page after 10 of them: the run's end aborts them after its drain
+    let (addr, _site) = server(Site { hang_private_after: Some(10), ..Site::default() });
+    let mut s = spec(&addr, 2, 1);
+    s.duration = Some(std::time::Duration::from_millis(300));
+    let r = result(s);
+    assert_eq!(r["errors"]["aborted"], 2);
+    let steps = r["steps"].as_array().unwrap();
+    assert_eq!(counts(&steps[2]), [10, 2, 0, 0]);
+    let sent: u64 = steps.iter().map(|step| counts(step)[0] + counts(step)[1]).sum();
+    assert_eq!(sent, r["requests"]["complete"].as_u64().unwrap() + r["requests"]["failed"].as_u64().unwrap());
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::{Instant, Sleep};
 
 use super::{settle_timeout, Alive, InFlight, Job, Next, Worker};
-use crate::connection::{Connection, Failure, Reuse};
+use crate::connection::{Connection, Failure};
 use crate::session::Session;
 use crate::stats::ErrorKind;
 
@@ -21,13 +21,8 @@ impl Worker {
     pub(super) async fn virtual_user(self: Rc<Self>) {
         let sc = self.sh.spec.scenario.as_ref().expect("a virtual user has a scenario");
         let _alive = Alive(&self.live);
-        let reuse = Reuse {
-            keepalive: self.sh.spec.keepalive,
-            calls_per_conn: self.sh.spec.calls_per_conn,
-            throttle_bps: self.sh.spec.throttle_bps,
-        };
         let written = Cell::new(false);
-        let mut conn = Connection::new(reuse, &self.opened, &written).with_tls(self.tls.as_ref());
+        let mut conn = self.task_connection(&written);
         let timeout = tokio::time::sleep(self.sh.spec.timeout);
         tokio::pin!(timeout);
         let mut vu = Session::new(sc);
@@ -63,8 +58,8 @@ impl Worker {
         let target = &self.sh.spec.targets[step.target];
         let request_len = vu.render(target.tls_name.is_some()).len();
         written.set(false);
-        let in_flight = InFlight { worker: self, measured: job.measured, armed: true, written, request_len };
-        let step_in_flight = StepInFlight { worker: self, step: index, armed: job.measured };
+        let in_flight =
+            InFlight { worker: self, measured: job.measured, armed: true, written, request_len, step: Some(index) };
         // Closed loop: the request is meant to go now, so its claim time is its start.
         let start = if self.sh.schedule.is_some() { Instant::now() } else { job.intended };
         timeout.as_mut().reset(start + self.sh.spec.timeout);
@@ -77,7 +72,6 @@ impl Worker {
         settle_timeout(&mut result, conn);
         let end = Instant::now();
         in_flight.disarm();
-        step_in_flight.disarm();
         let outcome = vu.finish(result.as_ref().ok().map(|r| r.status));
         self.record(job, index, request_len, start, end, &result);
         if job.measured {
@@ -103,28 +97,6 @@ impl Worker {
         tokio::select! {
             () = tokio::time::sleep(pause) => {}
             () = stopped => {}
-        }
-    }
-}
-
-/// A step in flight: if its task is aborted before it finishes, the step counts it as failed
-/// (as `InFlight` does for the run).
-struct StepInFlight<'a> {
-    worker: &'a Worker,
-    step: usize,
-    armed: bool,
-}
-
-impl StepInFlight<'_> {
-    fn disarm(mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for StepInFlight<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.worker.stats.borrow_mut().steps[self.step].failed += 1;
         }
     }
 }
