@@ -16,10 +16,8 @@ it is measured.
 6. confirmation: the recommended configuration started, warmed and held at the target load;
    footprint, p99 and failures checked against their limits.
 
-Every trial is a file in the results directory (:class:`pounder.pool.ResultsDir`); a trial already
-there is read instead of measured, so an interrupted run resumes where it stopped and makes the
-same decisions.
-"""
+Every trial is a file in the results directory (:class:`pounder.pool.ResultsDir`); one already there
+is read instead of measured, so an interrupted run resumes where it stopped, deciding the same."""
 
 from __future__ import annotations
 
@@ -28,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pounder import _interrupt
 from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
 from pounder._units import MIB, available_cpus, children_text, count_text
@@ -255,8 +254,9 @@ class TuneSession:
         summary, detail = measure()
         point = {"step": step, "params": params.to_dict(), "started_at": started, "finished_at": utc_timestamp(),
                  "summary": summary, **detail}
-        self.results.save_point(key, point)
-        self._summarize(key, point)
+        with _interrupt.deferred():  # a point stored is in summary.json too, whatever signal comes between
+            self.results.save_point(key, point)
+            self._summarize(key, point)
         self.progress.measured(step)
         self._log(f"[{self.progress.where(step)}] {logged or label}: {describe_point(step, summary)}")
         return summary
