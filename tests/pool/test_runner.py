@@ -152,8 +152,9 @@ def test_the_engine_threads_run_on_the_load_cpus(tmp_path: Path) -> None:
                 name = (task / "comm").read_text().strip()
             except OSError:
                 continue
-            if name.startswith("pounder-"):
-                seen[name] = _cpus_allowed(task / "status")
+            allowed = _cpus_allowed(task / "status") if name.startswith("pounder-") else None
+            if allowed is not None:  # None: the thread ended between the two reads (the run's last moments)
+                seen[name] = allowed
 
     before = os.sched_getaffinity(0)
     runner = Runner(GunicornAdapter("wsgi_app:app", pythonpath=str(APPS)), tmp_path / "servers", "/", 0, 10.0,
