@@ -63,6 +63,11 @@ def _screens_during_load(srv, session: str, load: subprocess.Popen[bytes]) -> li
         before = _children(srv.pid)
         time.sleep(1.3)  # more than two refreshes of 0.5 s: the screen shows every child of ``before``
         screen = _capture(session)
+        for _ in range(10):  # a capture taken while the terminal redraws holds half a frame
+            if "accept queue" in screen:
+                break
+            time.sleep(0.05)
+            screen = _capture(session)
         screens.append((before & _children(srv.pid), screen))
     return screens
 
