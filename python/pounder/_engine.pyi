@@ -114,6 +114,8 @@ class EngineSpec(TypedDict):
     tls: NotRequired[EngineTls | None]
     # Virtual users with sessions (a scenario file)
     scenario: NotRequired[EngineScenario | None]
+    # I/O path: auto (io_uring when the kernel allows it and nothing needs epoll), uring, epoll
+    io: NotRequired[Literal["auto", "uring", "epoll"] | None]  # default "auto"
     # Outputs
     tsv_path: NotRequired[str | PathLike[str] | None]
     hdr_log_path: NotRequired[str | PathLike[str] | None]
@@ -139,6 +141,10 @@ class Run:
 
 def start(spec_dict: EngineSpec) -> Run:
     """Validates the spec (ValueError when it is bad) and starts the run in background threads."""
+
+def choose_io(spec_dict: EngineSpec) -> tuple[Literal["uring", "epoll"], str]:
+    """The I/O path ``spec_dict`` would take and why (the result's ``io``); ValueError (one line)
+    when ``io="uring"`` cannot be taken here, naming what stands in the way."""
 
 def tls_probe(tcp: str, tls_name: str, tls: EngineTls, timeout_s: float) -> str | None:
     """One TLS handshake (no HTTP request) to ``tcp`` (addresses tried in order) as a run would make

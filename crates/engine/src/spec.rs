@@ -57,6 +57,17 @@ pub struct Replay {
     pub targets: Arc<[u32]>,
 }
 
+/// Which I/O path the engine threads take (`uring::choose` decides `Auto`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Io {
+    /// io_uring when the kernel allows it and the run needs nothing only epoll has, else epoll.
+    Auto,
+    /// io_uring or an error saying why not.
+    Uring,
+    /// tokio's epoll reactor.
+    Epoll,
+}
+
 /// What ends the warm-up phase (not measured).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Warmup {
@@ -108,6 +119,8 @@ pub struct Spec {
     pub export_histograms: bool,
     /// How HTTPS targets are trusted and resumed (None: the system's roots, resumption on).
     pub tls: Option<crate::tls::TlsOptions>,
+    /// The I/O path asked for.
+    pub io: Io,
 }
 
 impl Spec {
@@ -135,6 +148,7 @@ impl Spec {
             slot_stride: 1,
             export_histograms: false,
             tls: None,
+            io: Io::Auto,
         }
     }
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use pounder_engine::{Addr, Order, Replay, Run, Spec, Stage, Target, TlsOptions, Warmup};
+use pounder_engine::{Addr, Io, Order, Replay, Run, Spec, Stage, Target, TlsOptions, Warmup};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -149,6 +149,12 @@ fn spec(d: &Bound<'_, PyDict>) -> PyResult<Spec> {
     s.slot_offset = opt(d, "slot_offset")?.unwrap_or(0);
     s.slot_stride = opt(d, "slot_stride")?.unwrap_or(1);
     s.export_histograms = opt(d, "export_histograms")?.unwrap_or(false);
+    s.io = match opt::<String>(d, "io")?.as_deref() {
+        None | Some("auto") => Io::Auto,
+        Some("uring") => Io::Uring,
+        Some("epoll") => Io::Epoll,
+        Some(o) => return Err(bad(format!("spec: unknown io {o:?} (auto, uring or epoll)"))),
+    };
     Ok(s)
 }
 
@@ -202,6 +208,16 @@ fn start(spec_dict: &Bound<'_, PyDict>) -> PyResult<PyRun> {
     Run::start(s).map(|inner| PyRun { inner }).map_err(bad)
 }
 
+/// The I/O path `spec` would take and why: ("uring" | "epoll", reason); ValueError (one line)
+/// when io_uring was asked for and cannot be taken, or the spec is invalid.
+#[pyfunction]
+fn choose_io(spec_dict: &Bound<'_, PyDict>) -> PyResult<(&'static str, String)> {
+    let s = spec(spec_dict)?;
+    s.validate().map_err(bad)?;
+    let choice = pounder_engine::choose_io(&s).map_err(bad)?;
+    Ok((choice.path.name(), choice.reason))
+}
+
 /// Merges the result JSONs of the shares of one run (made with `export_histograms`) into one
 /// result JSON; ValueError naming the bad result's index.
 #[pyfunction]
@@ -233,6 +249,7 @@ fn collapse_perf(py: Python<'_>, script: String) -> PyResult<String> {
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start, m)?)?;
     m.add_function(wrap_pyfunction!(merge, m)?)?;
+    m.add_function(wrap_pyfunction!(choose_io, m)?)?;
     m.add_function(wrap_pyfunction!(tls_probe, m)?)?;
     m.add_function(wrap_pyfunction!(scenario::regex_groups, m)?)?;
     m.add_function(wrap_pyfunction!(sum_seconds, m)?)?;
