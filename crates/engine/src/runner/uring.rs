@@ -1,8 +1,866 @@
-//! An engine thread on io_uring (placeholder while it is written).
+//! An engine thread on io_uring: one ring, one loop, no tasks. Each pass of the loop enters the
+//! kernel once: it submits every operation queued since the last pass (sends, and for a new
+//! connection a linked socket → TCP_NODELAY → connect → send → receive chain) and waits, until a
+//! completion or the next due moment (an open-loop send time, a request's timeout, the end of a
+//! second, the run's end), for completions. Sockets are direct descriptors in the ring's fixed
+//! file table (slot i is connection i), receives are multishot into a provided-buffer ring, and a
+//! successful send posts no completion, so a busy thread enters the kernel once per batch of
+//! requests, not twice per request.
+//!
+//! What is measured, and how, is the epoll path's (`Worker::record`, `Worker::claim`, the same
+//! response framing): only the clock readings differ, taken once per pass instead of per request.
 
-use super::Worker;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use tokio::time::Instant;
+
+use super::{Job, Worker, CANCEL_DRAIN, DRAIN, POLL};
+use crate::connection::{Failure, Response};
+use crate::http::{parse_head, BodyDecoder, Framing};
+use crate::spec::Addr;
+use crate::stats::ErrorKind;
+use crate::uring::{kernel, new_ring, BufRing, GROUP};
+
+/// Each provided buffer: a whole small response, or a piece of a large one.
+const BUF_SIZE: usize = 16 * 1024;
+const OP_CONNECT: u64 = 1;
+const OP_RECV: u64 = 2;
+/// Operations whose success posts nothing (socket, setsockopt, send, cancel, close): their
+/// completion is an error.
+const OP_QUIET: u64 = 3;
+static ONE: libc::c_int = 1;
+
+fn user_data(op: u64, conn: usize, gen: u32) -> u64 {
+    op | (conn as u64) << 8 | (gen as u64) << 32
+}
+
+/// A socket address as the kernel reads it (stays put: the ring reads it when it connects).
+struct SockAddr {
+    storage: libc::sockaddr_storage,
+    len: libc::socklen_t,
+    domain: libc::c_int,
+}
+
+fn sockaddr_tcp(sa: &SocketAddr) -> SockAddr {
+    // SAFETY: an all-zero sockaddr_storage is valid; each arm writes a smaller sockaddr into it.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let (len, domain) = match sa {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
+                sin_zero: [0; 8],
+            };
+            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in, sin) };
+            (std::mem::size_of::<libc::sockaddr_in>(), libc::AF_INET)
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
+                sin6_scope_id: a.scope_id(),
+            };
+            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            (std::mem::size_of::<libc::sockaddr_in6>(), libc::AF_INET6)
+        }
+    };
+    SockAddr { storage, len: len as libc::socklen_t, domain }
+}
+
+/// None: the path does not fit in a sockaddr_un (the connect fails as `other`).
+fn sockaddr_unix(path: &std::path::Path) -> Option<SockAddr> {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    // SAFETY: as above.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let sun = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_un) };
+    if bytes.len() >= sun.sun_path.len() {
+        return None;
+    }
+    sun.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (d, &b) in sun.sun_path.iter_mut().zip(bytes) {
+        *d = b as libc::c_char;
+    }
+    let len = std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
+    Some(SockAddr { storage, len: len as libc::socklen_t, domain: libc::AF_UNIX })
+}
+
+/// Connection slot i: its socket (fixed file i) and the exchange on it.
+struct Conn {
+    /// Bumped whenever the socket is opened or closed: completions of another generation are
+    /// stale (their buffers still go back).
+    gen: u32,
+    open: bool,
+    addr_id: usize,
+    recv_armed: bool,
+    served: u32,
+    /// In the list of slots free for an open-loop request.
+    listed: bool,
+    busy: bool,
+    job: Job,
+    index: usize,
+    start: Instant,
+    seq: u64,
+    reused: bool,
+    retried: bool,
+    /// Which of the address's socket addresses this attempt connects to.
+    try_addr: usize,
+    connecting: Option<Instant>,
+    connect: Option<Duration>,
+    written: Option<Instant>,
+    first_byte: Option<Instant>,
+    bytes_in: u64,
+    head: Option<u16>,
+    body: BodyDecoder,
+    reusable: bool,
+    /// A head that came in several pieces.
+    acc: Vec<u8>,
+}
+
+impl Conn {
+    fn new(job: Job) -> Conn {
+        Conn {
+            gen: 0,
+            open: false,
+            addr_id: usize::MAX,
+            recv_armed: false,
+            served: 0,
+            listed: false,
+            busy: false,
+            job,
+            index: 0,
+            start: job.intended,
+            seq: 0,
+            reused: false,
+            retried: false,
+            try_addr: 0,
+            connecting: None,
+            connect: None,
+            written: None,
+            first_byte: None,
+            bytes_in: 0,
+            head: None,
+            body: BodyDecoder::new(Framing::Empty),
+            reusable: false,
+            acc: Vec::new(),
+        }
+    }
+
+    /// Forgets the last attempt's response (a new attempt starts).
+    fn reset_exchange(&mut self) {
+        self.connecting = None;
+        self.connect = None;
+        self.written = None;
+        self.first_byte = None;
+        self.bytes_in = 0;
+        self.head = None;
+        self.reusable = false;
+        self.acc.clear();
+    }
+}
+
+/// The thread's ring and connections. Field order matters: the ring (which the kernel writes
+/// buffers through) drops before the buffers.
+struct Ring<'w> {
+    ring: IoUring,
+    bufs: BufRing,
+    w: &'w Worker,
+    conns: Vec<Conn>,
+    addrs: Vec<Vec<Option<SockAddr>>>,
+    /// Open loop: slots free for the backlog's requests, the last freed on top.
+    avail: Vec<usize>,
+    busy: usize,
+    /// (deadline, slot, request number): deadlines come in start order.
+    timeouts: VecDeque<(Instant, usize, u64)>,
+    /// Slots whose multishot receive ended while their exchange goes on.
+    rearm: Vec<usize>,
+    /// Slots whose request was queued this pass: written when the pass's submission returns.
+    sent: Vec<usize>,
+    cqes: Vec<(u64, i32, u32)>,
+    seq: u64,
+    now: Instant,
+    nodelay: bool,
+    open_loop: bool,
+    /// Closed loop: no request is left to claim.
+    claims_done: bool,
+}
 
 /// Runs this thread's share on a ring; false when the ring cannot be set up (nothing was sent).
-pub(super) fn drive(_w: &Worker) -> bool {
-    false
+pub(super) fn drive(w: &Worker) -> bool {
+    match Ring::new(w) {
+        Ok(mut r) => {
+            r.run();
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+impl<'w> Ring<'w> {
+    fn new(w: &'w Worker) -> std::io::Result<Ring<'w>> {
+        let cap = w.cap.max(1);
+        let entries = (cap * 8).next_power_of_two().clamp(256, 4096) as u32;
+        let ring = new_ring(entries)?;
+        ring.submitter().register_files_sparse(cap as u32)?;
+        let count = (cap * 2).next_power_of_two().clamp(64, 2048) as u16;
+        let bufs = BufRing::new(&ring, count, BUF_SIZE)?;
+        let spec = &w.sh.spec;
+        let distinct = w.sh.addr_ids.iter().copied().max().map_or(0, |m| m + 1);
+        let mut addrs: Vec<Vec<Option<SockAddr>>> = (0..distinct).map(|_| Vec::new()).collect();
+        for (t, &id) in spec.targets.iter().zip(&w.sh.addr_ids) {
+            if addrs[id].is_empty() {
+                addrs[id] = match &t.addr {
+                    Addr::Tcp(list) => list.iter().map(|sa| Some(sockaddr_tcp(sa))).collect(),
+                    Addr::Unix(path) => vec![sockaddr_unix(path)],
+                };
+            }
+        }
+        let now = Instant::now();
+        let idle = Job { slot: 0, intended: now, measured: false };
+        Ok(Ring {
+            ring,
+            bufs,
+            w,
+            conns: (0..cap).map(|_| Conn::new(idle)).collect(),
+            addrs,
+            avail: (0..cap).rev().collect(),
+            busy: 0,
+            timeouts: VecDeque::with_capacity(cap * 2),
+            rearm: Vec::with_capacity(cap),
+            sent: Vec::with_capacity(cap),
+            cqes: Vec::with_capacity(entries as usize * 2),
+            seq: 0,
+            now,
+            nodelay: kernel().setsockopt,
+            open_loop: w.sh.schedule.is_some(),
+            claims_done: false,
+        })
+    }
+
+    /// The thread's life: start, load until the deadline, cancel or the last request, drain,
+    /// count what is left as aborted, hand over the last second.
+    fn run(&mut self) {
+        let w = self.w;
+        let sh = &w.sh;
+        while Instant::now() < sh.start && !sh.cancel.load(Ordering::Relaxed) {
+            std::thread::sleep(sh.start.saturating_duration_since(Instant::now()).min(POLL));
+        }
+        if !sh.cancel.load(Ordering::Relaxed) {
+            sh.began_unix_us.fetch_min(super::unix_us(), Ordering::Relaxed);
+        }
+        self.now = Instant::now();
+        let mut pacer = Pacer::default();
+        // closed loop: every slot claims its first request (unless cancelled while waiting)
+        if !self.open_loop && !sh.cancel.load(Ordering::Relaxed) {
+            for i in 0..self.conns.len() {
+                self.next_claim(i);
+            }
+        }
+        if !self.open_loop {
+            self.avail.clear();
+        }
+        let mut by_clock = false;
+        loop {
+            self.now = Instant::now();
+            let now = self.now;
+            w.advance_interval(&mut w.interval.borrow_mut(), now);
+            let deadline = sh.deadline();
+            if sh.cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
+                by_clock = true;
+                break;
+            }
+            if self.open_loop {
+                self.pace(&mut pacer);
+            }
+            self.expire();
+            let finished = if self.open_loop { pacer.done && !pacer.ran_out } else { self.claims_done };
+            if self.busy == 0 && finished {
+                break;
+            }
+            let mut wake = self.next_second().min(now + POLL);
+            if let Some(d) = deadline {
+                wake = wake.min(d);
+            }
+            if let Some(job) = pacer.next {
+                wake = wake.min(job.intended);
+            }
+            self.enter(wake);
+        }
+        self.w.stop();
+        if by_clock {
+            self.w.last_end.set(self.w.last_end.get().max(Some(Instant::now())));
+        }
+        let drain = if sh.cancel.load(Ordering::Relaxed) { CANCEL_DRAIN } else { DRAIN };
+        let drain_end = Instant::now() + drain;
+        while self.busy > 0 && Instant::now() < drain_end {
+            self.now = Instant::now();
+            self.expire();
+            if self.busy == 0 {
+                break;
+            }
+            self.enter(drain_end.min(self.now + POLL));
+        }
+        self.now = Instant::now();
+        for i in 0..self.conns.len() {
+            if self.conns[i].busy {
+                self.abort(i);
+            }
+        }
+        self.w.hand_over_interval();
+    }
+
+    /// When the current second of the series ends (plus a millisecond), or a poll from now.
+    fn next_second(&self) -> Instant {
+        match self.w.sh.measure_start() {
+            Some(m) => {
+                let elapsed = self.now.saturating_duration_since(m).as_secs();
+                m + Duration::from_secs(elapsed + 1) + Duration::from_millis(1)
+            }
+            None => self.now + POLL,
+        }
+    }
+
+    /// Submits what was queued and waits until a completion or `wake`, then handles every
+    /// completion there is.
+    fn enter(&mut self, wake: Instant) {
+        let before = Instant::now();
+        for i in self.sent.drain(..) {
+            self.conns[i].written.get_or_insert(before);
+        }
+        self.bufs.publish();
+        let ts = types::Timespec::from(wake.saturating_duration_since(before));
+        let args = types::SubmitArgs::new().timespec(&ts);
+        if let Err(e) = self.ring.submitter().submit_with_args(1, &args) {
+            match e.raw_os_error() {
+                Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN) => {}
+                _ => panic!("io_uring_enter: {e}"),
+            }
+        }
+        self.reap();
+    }
+
+    fn reap(&mut self) {
+        self.now = Instant::now();
+        let mut cqes = std::mem::take(&mut self.cqes);
+        loop {
+            cqes.clear();
+            cqes.extend(self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+            if cqes.is_empty() {
+                break;
+            }
+            for &(data, res, flags) in &cqes {
+                self.complete(data, res, flags);
+            }
+        }
+        self.cqes = cqes;
+        for i in std::mem::take(&mut self.rearm) {
+            let c = &self.conns[i];
+            if c.open && c.busy && !c.recv_armed {
+                self.arm_recv(i);
+            }
+        }
+        if self.open_loop {
+            self.dispatch();
+        }
+    }
+
+    fn complete(&mut self, data: u64, res: i32, flags: u32) {
+        let op = data & 0xff;
+        let i = ((data >> 8) & 0xff_ffff) as usize;
+        let gen = (data >> 32) as u32;
+        let bid = cqueue::buffer_select(flags);
+        let current = self.conns[i].gen == gen;
+        if op == OP_RECV && current && !cqueue::more(flags) {
+            self.conns[i].recv_armed = false;
+        }
+        if !current {
+            if let Some(bid) = bid {
+                self.bufs.give_back(bid);
+            }
+            return;
+        }
+        match op {
+            OP_RECV => self.on_recv(i, res, bid),
+            OP_CONNECT => self.on_connect(i, res),
+            // socket, setsockopt or send failed (the rest of a chain is cancelled, stale once
+            // closed); a send on a reused connection the server closed while idle goes once more
+            _ if res < 0 && res != -libc::ECANCELED && self.conns[i].busy => {
+                self.conns[i].written = None;
+                self.fail_or_retry(i, errno_kind(-res, false));
+            }
+            _ => {}
+        }
+    }
+
+    fn on_connect(&mut self, i: usize, res: i32) {
+        if !self.conns[i].busy || res == -libc::ECANCELED {
+            return;
+        }
+        if res < 0 {
+            let c = &self.conns[i];
+            if c.try_addr + 1 < self.addrs[c.addr_id].len() {
+                // the next of the host's addresses (the first error is the one reported if all fail)
+                let next = c.try_addr + 1;
+                self.close(i);
+                self.conns[i].try_addr = next;
+                self.open(i);
+                return;
+            }
+            self.fail(i, errno_kind(-res, true));
+            return;
+        }
+        let now = self.now;
+        let w = self.w;
+        let c = &mut self.conns[i];
+        c.connect = c.connecting.map(|t| now.saturating_duration_since(t));
+        // the linked send goes out as the connect completes
+        c.written = Some(now);
+        w.opened.set(w.opened.get() + 1);
+    }
+
+    fn on_recv(&mut self, i: usize, res: i32, bid: Option<u16>) {
+        if res < 0 {
+            match -res {
+                // out of buffers, or a short send cut the chain: receive again once buffers are back
+                libc::ENOBUFS | libc::ECANCELED => {
+                    if self.conns[i].busy {
+                        self.rearm.push(i);
+                    }
+                }
+                e if self.conns[i].busy => {
+                    let kind = errno_kind(e, false);
+                    self.fail_or_retry(i, kind);
+                }
+                _ => self.close_idle(i),
+            }
+            return;
+        }
+        if !self.conns[i].busy {
+            // the server closed an idle connection, or sent what nobody asked for: out of step
+            if let Some(bid) = bid {
+                self.bufs.give_back(bid);
+            }
+            self.close_idle(i);
+            return;
+        }
+        if res == 0 {
+            if let Some(bid) = bid {
+                self.bufs.give_back(bid);
+            }
+            let c = &self.conns[i];
+            if c.head.is_some() && c.body.ends_at_close() {
+                self.conns[i].reusable = false;
+                self.finish(i);
+            } else {
+                self.fail_or_retry(i, ErrorKind::Reset);
+            }
+            return;
+        }
+        let Some(bid) = bid else { return };
+        let n = res as usize;
+        let outcome = self.feed(i, bid, n);
+        self.bufs.give_back(bid);
+        match outcome {
+            Feed::More => {
+                if !self.conns[i].recv_armed {
+                    self.rearm.push(i);
+                }
+            }
+            Feed::Done => self.finish(i),
+            Feed::Bad => self.fail(i, ErrorKind::BadResponse),
+        }
+    }
+
+    /// The bytes of buffer `bid` into slot i's response (as `Connection::roundtrip` frames them).
+    fn feed(&mut self, i: usize, bid: u16, n: usize) -> Feed {
+        let data = self.bufs.bytes(bid, n);
+        let c = &mut self.conns[i];
+        let head_request = self.w.sh.spec.targets[c.index].head;
+        c.bytes_in += n as u64;
+        c.first_byte.get_or_insert(self.now);
+        let used = if c.head.is_none() {
+            let whole = if c.acc.is_empty() { data } else { c.acc.extend_from_slice(data); &c.acc[..] };
+            match parse_head(whole, head_request) {
+                Ok(None) => {
+                    if c.acc.is_empty() {
+                        c.acc.extend_from_slice(data);
+                    }
+                    return Feed::More;
+                }
+                Ok(Some(h)) => {
+                    c.head = Some(h.status);
+                    c.reusable = h.reusable;
+                    c.body = BodyDecoder::new(h.framing);
+                    let rest = &whole[h.len..];
+                    let fed = c.body.feed(rest).map(|used| used < rest.len());
+                    c.acc.clear();
+                    fed
+                }
+                Err(_) => return Feed::Bad,
+            }
+        } else {
+            c.body.feed(data).map(|used| used < data.len())
+        };
+        match used {
+            Err(_) => Feed::Bad,
+            Ok(extra) if c.body.is_done() => {
+                // bytes past the response: nothing asked for them, the stream is out of step
+                if extra {
+                    c.reusable = false;
+                }
+                Feed::Done
+            }
+            Ok(_) => Feed::More,
+        }
+    }
+
+    /// Slot i's response is complete: count it, keep or close the connection, take the next.
+    fn finish(&mut self, i: usize) {
+        let w = self.w;
+        let c = &mut self.conns[i];
+        let target = &w.sh.spec.targets[c.index];
+        let response = Response {
+            status: c.head.expect("a complete response has a head"),
+            connect: c.connect,
+            tls: None,
+            written: c.written.unwrap_or(c.start),
+            first_byte: c.first_byte.expect("a complete response has bytes"),
+            bytes_in: c.bytes_in,
+            body: c.body.payload,
+        };
+        w.record(c.job, c.index, target.request.len(), c.start, self.now, &Ok(response));
+        c.served += 1;
+        let limit = w.sh.spec.calls_per_conn;
+        let keep = c.reusable && w.sh.spec.keepalive && (limit == 0 || c.served < limit);
+        self.release(i);
+        if !keep {
+            self.close(i);
+        }
+        self.after(i);
+    }
+
+    /// A failure: sent once more on a new connection when it came on a reused one before any byte
+    /// of the response (the server closed it while idle), else counted.
+    fn fail_or_retry(&mut self, i: usize, kind: ErrorKind) {
+        let c = &self.conns[i];
+        if c.reused && !c.retried && c.bytes_in == 0 && kind == ErrorKind::Reset {
+            self.close(i);
+            let c = &mut self.conns[i];
+            c.retried = true;
+            c.reused = false;
+            c.try_addr = 0;
+            self.open(i);
+            return;
+        }
+        self.fail(i, kind);
+    }
+
+    /// Counts slot i's request as failed (its bytes count as sent if its request went out) and
+    /// closes the connection.
+    fn fail(&mut self, i: usize, kind: ErrorKind) {
+        let w = self.w;
+        let c = &self.conns[i];
+        let failure = Failure { kind, bytes_in: c.bytes_in, sent: c.written.is_some() };
+        let len = w.sh.spec.targets[c.index].request.len();
+        w.record(c.job, c.index, len, c.start, self.now, &Err(failure));
+        self.release(i);
+        self.close(i);
+        self.after(i);
+    }
+
+    /// The request on slot i has ended.
+    fn release(&mut self, i: usize) {
+        self.conns[i].busy = false;
+        self.busy -= 1;
+    }
+
+    /// Slot i is free: closed loop, its next request; open loop, back in the free list.
+    fn after(&mut self, i: usize) {
+        if self.open_loop {
+            let c = &mut self.conns[i];
+            if !c.listed {
+                c.listed = true;
+                self.avail.push(i);
+            }
+        } else if !self.w.stopping.get() {
+            self.next_claim(i);
+        }
+    }
+
+    fn next_claim(&mut self, i: usize) {
+        if self.claims_done {
+            return;
+        }
+        match self.w.claim() {
+            Some(job) => self.start(i, job),
+            None => self.claims_done = true,
+        }
+    }
+
+    /// Starts `job` on slot i (free): on its open connection to the target's address, or a new one.
+    fn start(&mut self, i: usize, job: Job) {
+        let w = self.w;
+        let index = w.picker.borrow_mut().pick(job.slot);
+        let addr_id = w.sh.addr_ids[index];
+        // closed loop: the request is meant to go now, so its claim time is its start
+        let start = if self.open_loop { self.now } else { job.intended };
+        self.seq += 1;
+        self.timeouts.push_back((start + w.sh.spec.timeout, i, self.seq));
+        self.busy += 1;
+        if self.conns[i].open && self.conns[i].addr_id != addr_id {
+            self.close(i);
+        }
+        let c = &mut self.conns[i];
+        c.busy = true;
+        c.job = job;
+        c.index = index;
+        c.start = start;
+        c.seq = self.seq;
+        c.retried = false;
+        c.addr_id = addr_id;
+        c.reset_exchange();
+        if c.open {
+            c.reused = true;
+            self.send(i);
+        } else {
+            c.reused = false;
+            c.try_addr = 0;
+            self.open(i);
+        }
+    }
+
+    fn request(&self, i: usize) -> &'w [u8] {
+        &self.w.sh.spec.targets[self.conns[i].index].request
+    }
+
+    /// The request on slot i's open connection (its multishot receive is armed already).
+    fn send(&mut self, i: usize) {
+        let gen = self.conns[i].gen;
+        let send = send_entry(i, self.request(i)).user_data(user_data(OP_QUIET, i, gen));
+        self.push(&[send]);
+        self.sent.push(i);
+        if !self.conns[i].recv_armed {
+            self.arm_recv(i);
+        }
+    }
+
+    /// A new connection for slot i, its request and its receive, as one linked chain.
+    fn open(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        c.gen = c.gen.wrapping_add(1);
+        c.open = true;
+        c.recv_armed = true;
+        c.served = 0;
+        c.reset_exchange();
+        c.connecting = Some(self.now);
+        let gen = c.gen;
+        let Some(sa) = self.addrs[c.addr_id].get(c.try_addr).and_then(Option::as_ref) else {
+            c.recv_armed = false;
+            c.open = false;
+            self.fail(i, ErrorKind::Other);
+            return;
+        };
+        let quiet = user_data(OP_QUIET, i, gen);
+        let link = squeue::Flags::IO_LINK;
+        let skip = squeue::Flags::SKIP_SUCCESS;
+        let slot = types::DestinationSlot::try_from_slot_target(i as u32).expect("a slot index");
+        let fixed = types::Fixed(i as u32);
+        // a direct descriptor is in no process's file table: no close-on-exec flag (the kernel refuses it)
+        let socket = opcode::Socket::new(sa.domain, libc::SOCK_STREAM, 0)
+            .file_index(Some(slot))
+            .build()
+            .flags(link | skip)
+            .user_data(quiet);
+        let connect = opcode::Connect::new(fixed, &sa.storage as *const _ as *const libc::sockaddr, sa.len)
+            .build()
+            .flags(link)
+            .user_data(user_data(OP_CONNECT, i, gen));
+        let send = send_entry(i, self.request(i)).flags(link | skip).user_data(quiet);
+        let recv = recv_entry(i).user_data(user_data(OP_RECV, i, gen));
+        if self.nodelay && sa.domain != libc::AF_UNIX {
+            let one = &ONE as *const libc::c_int as *const libc::c_void;
+            let nodelay = opcode::SetSockOpt::new(fixed, libc::IPPROTO_TCP as u32, libc::TCP_NODELAY as u32, one, 4)
+                .build()
+                .flags(link | skip)
+                .user_data(quiet);
+            self.push(&[socket, nodelay, connect, send, recv]);
+        } else {
+            self.push(&[socket, connect, send, recv]);
+        }
+    }
+
+    fn arm_recv(&mut self, i: usize) {
+        self.conns[i].recv_armed = true;
+        let entry = recv_entry(i).user_data(user_data(OP_RECV, i, self.conns[i].gen));
+        self.push(&[entry]);
+    }
+
+    /// Closes slot i's socket: what is pending on it is cancelled, its completions are stale.
+    fn close(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if !c.open {
+            return;
+        }
+        let quiet = user_data(OP_QUIET, i, c.gen);
+        c.gen = c.gen.wrapping_add(1);
+        c.open = false;
+        c.recv_armed = false;
+        c.served = 0;
+        let fixed = types::Fixed(i as u32);
+        let skip = squeue::Flags::SKIP_SUCCESS;
+        let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::fd(fixed).all()).build().flags(skip).user_data(quiet);
+        let close = opcode::Close::new(fixed).build().flags(skip).user_data(quiet);
+        self.push(&[cancel, close]);
+    }
+
+    /// An idle connection the server closed (or that went out of step): closed, its slot free.
+    fn close_idle(&mut self, i: usize) {
+        self.close(i);
+        if self.open_loop && !self.conns[i].listed {
+            self.conns[i].listed = true;
+            self.avail.push(i);
+        }
+    }
+
+    /// Queues `entries` together (a linked chain is never split between two submissions).
+    fn push(&mut self, entries: &[squeue::Entry]) {
+        let room = {
+            let sq = self.ring.submission();
+            sq.capacity() - sq.len()
+        };
+        if room < entries.len() {
+            // full: submit what is queued (waiting for nothing)
+            let _ = self.ring.submit();
+        }
+        // SAFETY: every pointer in the entries (requests, socket addresses, ONE) lives as long as
+        // the run's spec or this Ring, which outlives the ring's operations.
+        unsafe {
+            self.ring.submission().push_multiple(entries).expect("room was made for the entries");
+        }
+    }
+
+    /// Counts requests past their timeout as timed out (sent if their request went out).
+    fn expire(&mut self) {
+        while let Some(&(deadline, i, seq)) = self.timeouts.front() {
+            if deadline > self.now {
+                break;
+            }
+            self.timeouts.pop_front();
+            let c = &self.conns[i];
+            if c.busy && c.seq == seq {
+                self.fail(i, ErrorKind::Timeout);
+            }
+        }
+    }
+
+    /// Open loop: what the pacer claims and the backlog; due requests go to free slots.
+    fn pace(&mut self, pacer: &mut Pacer) {
+        let w = self.w;
+        let sh = &w.sh;
+        let schedule = sh.schedule.as_ref().expect("open loop");
+        let measure_start = sh.measure_start().expect("known in open loop");
+        loop {
+            if pacer.next.is_none() && !pacer.done {
+                match sh.take_slot().and_then(|slot| Some((slot, schedule.time_of(slot)?))) {
+                    Some((slot, offset)) => {
+                        let intended = sh.start + offset;
+                        let measured = slot >= w.warmup_slots && intended >= measure_start;
+                        pacer.next = Some(Job { slot, intended, measured });
+                    }
+                    None => {
+                        // the schedule's end, unless -n cut it short
+                        pacer.ran_out = sh.slot_limit >= schedule.total() && schedule.length().is_some();
+                        pacer.done = true;
+                    }
+                }
+            }
+            match pacer.next {
+                Some(job) if job.intended <= self.now => {
+                    w.backlog.borrow_mut().push_back(job);
+                    pacer.next = None;
+                }
+                _ => break,
+            }
+        }
+        self.dispatch();
+    }
+
+    /// Open loop: the backlog's requests to free slots, oldest first.
+    fn dispatch(&mut self) {
+        if self.w.stopping.get() {
+            return;
+        }
+        while !self.w.backlog.borrow().is_empty() {
+            let Some(i) = self.avail.pop() else { break };
+            self.conns[i].listed = false;
+            if self.conns[i].busy {
+                continue;
+            }
+            let job = self.w.backlog.borrow_mut().pop_front().expect("not empty");
+            self.start(i, job);
+        }
+    }
+
+    /// A request still in flight when the drain ended: aborted (as the epoll path's `InFlight`).
+    fn abort(&mut self, i: usize) {
+        let w = self.w;
+        let c = &self.conns[i];
+        let mut s = w.stats.borrow_mut();
+        if !c.job.measured {
+            s.warmup_failed += 1;
+            return;
+        }
+        s.record_error(ErrorKind::Aborted, None);
+        if c.written.is_some() {
+            s.bytes_sent += w.sh.spec.targets[c.index].request.len() as u64;
+        }
+        w.sh.counters[w.id].failed.fetch_add(1, Ordering::Relaxed);
+        let mut iv = w.interval.borrow_mut();
+        w.advance_interval(&mut iv, self.now);
+        iv.failed += 1;
+    }
+}
+
+enum Feed {
+    More,
+    Done,
+    Bad,
+}
+
+/// Open loop: the next claimed arrival (not yet due) and whether the schedule is spent.
+#[derive(Default)]
+struct Pacer {
+    next: Option<Job>,
+    done: bool,
+    ran_out: bool,
+}
+
+/// A whole request in one send: MSG_WAITALL makes the ring send the rest of a short send itself,
+/// so only an error posts a completion.
+fn send_entry(i: usize, request: &[u8]) -> squeue::Entry {
+    opcode::Send::new(types::Fixed(i as u32), request.as_ptr(), request.len() as u32)
+        .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+        .build()
+        .flags(squeue::Flags::SKIP_SUCCESS)
+}
+
+fn recv_entry(i: usize) -> squeue::Entry {
+    opcode::RecvMulti::new(types::Fixed(i as u32), GROUP).build()
+}
+
+/// An errno as the epoll path categorises the same error (`connection::io_kind`).
+fn errno_kind(errno: i32, connecting: bool) -> ErrorKind {
+    match errno {
+        libc::ECONNREFUSED | libc::ENOENT | libc::EHOSTUNREACH | libc::ENETUNREACH if connecting => ErrorKind::Refused,
+        libc::ECONNRESET | libc::ECONNABORTED | libc::EPIPE | libc::ENOTCONN => ErrorKind::Reset,
+        libc::ETIMEDOUT => ErrorKind::Timeout,
+        _ => ErrorKind::Other,
+    }
 }
