@@ -8,9 +8,10 @@ export PIP_ROOT_USER_ACTION := ignore
 # tests), nginx and wrk and ab (apache2-utils) for benchmarks/peers.py.
 APT_PACKAGES := apache2 libapache2-mod-perl2 starman libplack-perl strace chromium \
 	php-fpm nginx uwsgi uwsgi-plugin-python3 puma unicorn libdevel-nytprof-perl linux-perf tmux openssl
-APT_BENCH_PACKAGES := nginx wrk apache2-utils
+APT_BENCH_PACKAGES := nginx wrk apache2-utils util-linux
+OHA_VERSION := 1.16.0
 
-.PHONY: test demo build deps deps-system deps-python lint cargo-test pytest bench-peers clean
+.PHONY: test demo build deps deps-system deps-python lint cargo-test pytest bench-peers bench-precision bench-tools clean
 
 test: deps build lint cargo-test pytest
 
@@ -52,10 +53,20 @@ demo: deps-python build
 	rm -rf pounder-demo-results
 	$(PYTHON) -m pounder tune --demo --results pounder-demo-results --report pounder-demo-report.html
 
-bench-peers: build
+bench-peers: build bench-tools
+	$(PYTHON) benchmarks/peers.py
+
+# benchmarks/precision.py: open-loop precision of the io_uring and the epoll path (nginx, the freeze test server).
+bench-precision: build bench-tools
+	$(PYTHON) benchmarks/precision.py
+
+# The peers: wrk and ab from Debian, oha from crates.io (built once into benchmarks/.tools, unless on PATH).
+bench-tools:
 	@missing=""; for p in $(APT_BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
-	$(PYTHON) benchmarks/peers.py
+	@if [ ! -x benchmarks/.tools/bin/oha ] && ! command -v oha >/dev/null; then \
+		echo "building oha $(OHA_VERSION) from crates.io into benchmarks/.tools (a few minutes)"; \
+		cargo install oha --version $(OHA_VERSION) --locked --root benchmarks/.tools -q; fi
 
 clean:
 	cargo clean

@@ -1,21 +1,37 @@
-"""pounder against wrk and ab: requests/s and client CPU per request, same server, same load.
+"""pounder against wrk, ab and oha: client CPU per request and requests/s, same server, same load.
 
 A private nginx (one worker) serves a small static file on a free loopback port, pinned to one
-core; each client is pinned to the other core and runs one thread with the same connection count
-for the same time. Client CPU is read the same way for every tool: the rusage of the client
-process (user + sys) from wait4, divided by the requests it completed. For pounder the engine's
-own figure (its threads only, no Python start-up) is shown as well.
+core; every client is pinned to the other core and runs one thread (ab and oha as they come) with
+the same connection count. The tools run interleaved, A B C D E in each round, the first tool of a
+round moving one place each round, over --rounds rounds, so that a noisy shared machine hits
+every tool alike; medians over the rounds are shown, with the min-max of each round's ratio to
+wrk (the pairwise ratio: wrk ran in the same round, moments apart).
 
-This is a benchmark, not a test: it prints a table and asserts nothing.
+CPU per request is the marginal cost: each tool runs twice per round, --short and --long seconds,
+and its client CPU (user + sys of the process, all its threads and children, from the kernel by
+wait4) of the long run less the short one is divided by the requests it completed in the long
+run less the short one, so start-up (Python's import, a Tokio runtime, connecting) does not
+count. Requests are each tool's own count, checked against nginx's (stub_status, on a second
+port) after every run.
 
-    python benchmarks/peers.py [--duration 10] [--connections 50] [--repeat 3]
-    python benchmarks/peers.py --tls [--duration 10] [--connections 50] [--repeat 3]
+Two modes, both by default (--mode): keep-alive, and a new connection per request (pounder
+--no-keepalive, wrk -H 'Connection: close', ab without -k, oha --disable-keepalive). pounder
+runs on both of its I/O paths (--io uring, --io epoll). A verdict line per target of issue 30
+states the measured value and PASS or FAIL; the numbers decide.
+
+This is a benchmark, not a test: it prints tables and asserts nothing.
+
+    python benchmarks/peers.py [--rounds 5] [--short 3] [--long 6] [--connections 50]
+                               [--mode both|keepalive|close] [--markdown FILE] [--only TOOL,...]
+    python benchmarks/peers.py --tls [...]
 
 --tls: the same nginx over HTTPS with a self-signed certificate made here (openssl CLI, EC P-256),
-pounder against wrk (ab is left out), twice: keep-alive, and one TLS handshake per request (wrk
--H 'Connection: close', pounder --no-keepalive, the latter with and without session resumption).
+pounder (--insecure; HTTPS runs on the epoll path) against wrk, keep-alive and one TLS handshake
+per request (wrk -H 'Connection: close'; pounder --no-keepalive, with and without resumption).
 
-Needs nginx, wrk and ab (Debian: nginx, wrk, apache2-utils); `make bench-peers` installs them.
+Needs nginx, taskset, and the peers wrk and ab (Debian: nginx wrk apache2-utils util-linux) and
+oha (crates.io); `make bench-peers` installs them, oha into benchmarks/.tools. A missing peer is
+skipped and named.
 """
 
 from __future__ import annotations
@@ -24,6 +40,7 @@ import argparse
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -32,12 +49,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 SERVER_CPU, CLIENT_CPU = "1", "0"
 BODY = b"<html><body>pounder peers benchmark</body></html>\n" * 2
+TOOLS_DIR = Path(__file__).resolve().parent / ".tools" / "bin"
+RUN_SLACK_S = 60  # a client still running this long after its duration is killed
 
 NGINX_CONF = """\
 worker_processes 1;
@@ -59,21 +80,20 @@ http {{
         root {root}/www;
         location / {{ }}
     }}
+    server {{
+        listen 127.0.0.1:{status_port};
+        location / {{ stub_status; }}
+    }}
 }}
 """
+TLS_LISTEN = """listen 127.0.0.1:{port} ssl;
+        ssl_certificate {root}/cert.pem;
+        ssl_certificate_key {root}/key.pem;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_session_cache shared:peers:10m;"""
 
 
-@dataclass
-class Sample:
-    tool: str
-    requests: int
-    rps: float
-    cpu_s: float
-    engine_cpu_s: float | None = None
-
-    @property
-    def cpu_us_per_request(self) -> float:
-        return self.cpu_s / self.requests * 1e6 if self.requests else float("nan")
+# ----------------------------------------------------------------------------------- the server
 
 
 def free_port() -> int:
@@ -82,169 +102,492 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_nginx(root: Path, port: int, tls: bool = False) -> subprocess.Popen[bytes]:
+@dataclass
+class Nginx:
+    port: int
+    status_port: int
+
+    def requests(self) -> int:
+        """nginx's count of requests so far (stub_status), this read included."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.status_port}/", timeout=10) as answer:
+            text = answer.read().decode()
+        return int(text.splitlines()[2].split()[2])  # " accepts handled requests" -> its third number
+
+
+@contextmanager
+def nginx_server(root: Path, tls: bool = False) -> Iterator[Nginx]:
+    """One nginx worker on SERVER_CPU serving BODY at /index.html; stopped (SIGQUIT, then kill) at the end."""
+    root.mkdir(exist_ok=True)
+    root.chmod(0o755)  # nginx's worker (nobody, when started by root) must read www/: a 403 is no benchmark
     (root / "www").mkdir()
     (root / "tmp").mkdir()
     (root / "www" / "index.html").write_bytes(BODY)
-    conf = root / "nginx.conf"
-    text = NGINX_CONF.format(root=root, port=port)
+    server = Nginx(free_port(), free_port())
+    text = NGINX_CONF.format(root=root, port=server.port, status_port=server.status_port)
     if tls:  # the same server over HTTPS, resumption allowed (tickets, and a session cache)
-        text = text.replace(f"listen 127.0.0.1:{port};", f"listen 127.0.0.1:{port} ssl;\n"
-                            f"        ssl_certificate {root}/cert.pem;\n        ssl_certificate_key {root}/key.pem;\n"
-                            "        ssl_protocols TLSv1.2 TLSv1.3;\n        ssl_session_cache shared:peers:10m;")
-    conf.write_text(text)
-    proc = subprocess.Popen(["taskset", "-c", SERVER_CPU, "nginx", "-c", str(conf), "-p", str(root)])
+        text = text.replace(f"listen 127.0.0.1:{server.port};", TLS_LISTEN.format(root=root, port=server.port))
+    (root / "nginx.conf").write_text(text)
+    proc = subprocess.Popen(["taskset", "-c", SERVER_CPU, "nginx", "-c", str(root / "nginx.conf"), "-p", str(root)])
+    try:
+        _wait_listening(server.status_port, proc, root)
+        yield server
+    finally:
+        proc.send_signal(signal.SIGQUIT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[bytes], root: Path) -> None:
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and proc.poll() is None:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc
+            return
         except OSError:
             time.sleep(0.1)
-    proc.kill()
     raise SystemExit("peers: nginx did not start: " + (root / "error.log").read_text())
-
-
-class ChildCpu:
-    """CPU time of reaped children, measured as a difference of RUSAGE_CHILDREN."""
-
-    def __enter__(self) -> ChildCpu:
-        r = os.times()
-        self.start = r.children_user + r.children_system
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        r = os.times()
-        self.seconds = r.children_user + r.children_system - self.start
-
-
-def client(cmd: list[str]) -> tuple[str, float]:
-    with ChildCpu() as cpu:
-        proc = subprocess.run(["taskset", "-c", CLIENT_CPU, *cmd], capture_output=True, timeout=600)
-    if proc.returncode != 0:
-        raise SystemExit(f"peers: {cmd[0]} failed ({proc.returncode}): {proc.stderr.decode()[-500:]}")
-    return proc.stdout.decode(), cpu.seconds
-
-
-def run_pounder(url: str, c: int, d: int, extra: tuple[str, ...] = ()) -> Sample:
-    out, cpu = client([sys.executable, "-m", "pounder", "bench", url, "-c", str(c), "-t", "1", "-d", f"{d}s",
-                       "--json", "-", *extra])
-    r = json.loads(out)
-    done = r["requests"]["complete"] + r["requests"]["failed"]
-    engine = r["client_cpu"]["user_s"] + r["client_cpu"]["sys_s"]
-    return Sample("pounder", done, r["derived"]["requests_per_s"], cpu, engine)
-
-
-def run_wrk(url: str, c: int, d: int, extra: tuple[str, ...] = ()) -> Sample:
-    out, cpu = client(["wrk", "-t1", f"-c{c}", f"-d{d}s", *extra, url])
-    done = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    return Sample("wrk", done, rps, cpu)
-
-
-def run_ab(url: str, c: int, d: int) -> Sample:
-    out, cpu = client(["ab", "-k", "-q", "-c", str(c), "-t", str(d), "-n", "100000000", url])
-    done = int(re.search(r"Complete requests:\s+(\d+)", out).group(1))  # type: ignore[union-attr]
-    rps = float(re.search(r"Requests per second:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    return Sample("ab", done, rps, cpu)
 
 
 def make_certificate(root: Path) -> None:
     """A self-signed EC P-256 certificate for 127.0.0.1 and localhost: root/cert.pem, root/key.pem."""
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                    "-keyout", str(root / "key.pem"), "-out", str(root / "cert.pem"), "-days", "2",
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-                   check=True, capture_output=True, timeout=60)
+    key, cert = str(root / "key.pem"), str(root / "cert.pem")
+    args = "req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=127.0.0.1".split()
+    names = "subjectAltName=IP:127.0.0.1,DNS:localhost"
+    subprocess.run(
+        ["openssl", *args, "-keyout", key, "-out", cert, "-addext", names], check=True, capture_output=True, timeout=60
+    )
 
 
-def tls_main(args: argparse.Namespace) -> int:
-    """nginx over HTTPS: pounder and wrk, with keep-alive and with one handshake per request."""
-    missing = [t for t in ("nginx", "wrk", "taskset", "openssl") if shutil.which(t) is None]
-    if missing:
-        print(f"peers: --tls needs {', '.join(missing)} (Debian: nginx wrk util-linux openssl)", file=sys.stderr)
-        return 2
-    port = free_port()
-    url = f"https://127.0.0.1:{port}/index.html"
-    close = ("-H", "Connection: close")
-    runs: dict[str, tuple[str, Callable[..., Sample], tuple[str, ...]]] = {
-        "pounder": ("keep-alive", run_pounder, ("--insecure",)),
-        "wrk": ("keep-alive", run_wrk, ()),
-        "pounder ": ("handshake per request", run_pounder, ("--insecure", "--no-keepalive", "--no-tls-resume")),
-        "pounder resumed": ("handshake per request", run_pounder, ("--insecure", "--no-keepalive")),
-        "wrk ": ("handshake per request", run_wrk, close),
-    }
-    samples: dict[str, list[Sample]] = {name: [] for name in runs}
-    with tempfile.TemporaryDirectory(prefix="pounder-peers-") as tmp:
-        make_certificate(Path(tmp))
-        nginx = start_nginx(Path(tmp), port, tls=True)
-        try:
-            for _ in range(args.repeat):
-                for name, (_, fn, extra) in runs.items():
-                    samples[name].append(fn(url, args.connections, args.duration, extra))
-        finally:
-            nginx.send_signal(signal.SIGQUIT)
+# ----------------------------------------------------------------------------------- the clients
+
+
+@dataclass
+class Sample:
+    """One run of one tool: its own count and rate, its CPU from wait4, nginx's count."""
+
+    requests: int
+    rps: float
+    cpu_s: float
+    nginx_requests: int
+    failed: int = 0
+    engine_cpu_s: float | None = None  # pounder: its engine threads only (the result's client_cpu)
+    io_path: str | None = None  # pounder: the path the result says it ran on
+
+
+@dataclass
+class Tool:
+    """A client: how to run it for a duration and read its count from what it printed."""
+
+    name: str
+    argv: Callable[[str, int, int], list[str]]  # (url, connections, seconds) -> command line
+    parse: Callable[[str], tuple[int, float, int, dict[str, object]]]  # -> requests, rps, failed, extra
+    expect_io: str | None = None
+
+
+def run_client(argv: list[str], timeout_s: float) -> tuple[str, float]:
+    """Run argv pinned to CLIENT_CPU; its stdout and its CPU (user + sys, all threads, reaped children)."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(["taskset", "-c", CLIENT_CPU, *argv], stdout=subprocess.PIPE, stderr=err)
+        assert proc.stdout is not None
+        out = bytearray()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                proc.kill()
+                break
+            if select.select([proc.stdout], [], [], left)[0]:
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                out += chunk
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        proc.stdout.close()
+        if proc.returncode != 0:
+            err.seek(0)
+            tail = err.read().decode(errors="replace")[-600:]
+            raise RuntimeError(f"{argv[0]} exited {proc.returncode}: {tail or out.decode(errors='replace')[-600:]}")
+    return out.decode(errors="replace"), usage.ru_utime + usage.ru_stime
+
+
+def _number(pattern: str, text: str, default: str | None = None) -> str:
+    match = re.search(pattern, text)
+    if match is None:
+        if default is not None:
+            return default
+        raise RuntimeError(f"cannot find {pattern!r} in: {text[-600:]}")
+    return match.group(1)
+
+
+def parse_pounder(out: str) -> tuple[int, float, int, dict[str, object]]:
+    result = json.loads(out)
+    cpu = result["client_cpu"]["user_s"] + result["client_cpu"]["sys_s"]
+    path = (result.get("io") or {}).get("path")
+    requests = result["requests"]
+    return (
+        requests["complete"],
+        result["derived"]["requests_per_s"],
+        requests["failed"] + requests["non_2xx"],
+        {"engine_cpu_s": cpu, "io_path": path},
+    )
+
+
+def parse_wrk(out: str) -> tuple[int, float, int, dict[str, object]]:
+    done = int(_number(r"(\d+) requests in", out))
+    errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
+    non2xx = int(_number(r"Non-2xx or 3xx responses: (\d+)", out, "0"))
+    return done, float(_number(r"Requests/sec:\s+([\d.]+)", out)), errors + non2xx, {}
+
+
+def parse_ab(out: str) -> tuple[int, float, int, dict[str, object]]:
+    done = int(_number(r"Complete requests:\s+(\d+)", out))
+    failed = int(_number(r"Failed requests:\s+(\d+)", out, "0")) + int(_number(r"Non-2xx responses:\s+(\d+)", out, "0"))
+    return done, float(_number(r"Requests per second:\s+([\d.]+)", out)), failed, {}
+
+
+def parse_oha(out: str) -> tuple[int, float, int, dict[str, object]]:
+    result = json.loads(out)
+    statuses = result.get("statusCodeDistribution", {})
+    done = sum(statuses.values())
+    # the requests cut off at the deadline are "aborted due to deadline": not failures of the server
+    errors = sum(n for what, n in result.get("errorDistribution", {}).items() if "deadline" not in what)
+    errors += sum(n for status, n in statuses.items() if not status.startswith("2"))
+    return done, float(result["summary"]["requestsPerSec"]), errors, {}
+
+
+def find_oha() -> str | None:
+    local = TOOLS_DIR / "oha"
+    return str(local) if os.access(local, os.X_OK) else shutil.which("oha")
+
+
+def pounder_argv(*extra: str) -> Callable[[str, int, int], list[str]]:
+    """pounder bench with one engine thread, the JSON result on stdout."""
+    py = [sys.executable, "-m", "pounder", "bench"]
+    return lambda u, c, d: [*py, u, "-c", str(c), "-t", "1", "-d", f"{d}s", *extra, "--json", "-"]
+
+
+def wrk_argv(*extra: str) -> Callable[[str, int, int], list[str]]:
+    return lambda u, c, d: ["wrk", "-t1", f"-c{c}", f"-d{d}s", *extra, u]
+
+
+def ab_argv(*extra: str) -> Callable[[str, int, int], list[str]]:
+    # -t alone would stop at 50,000 requests: -n after it lifts that
+    return lambda u, c, d: ["ab", *extra, "-q", "-c", str(c), "-t", str(d), "-n", "100000000", u]
+
+
+def oha_argv(oha: str, *extra: str) -> Callable[[str, int, int], list[str]]:
+    return lambda u, c, d: [oha, "-z", f"{d}s", "-c", str(c), "--no-tui", "--output-format", "json", *extra, u]
+
+
+def plain_tools(keepalive: bool, only: set[str] | None) -> tuple[list[Tool], list[str]]:
+    """The tools of one plain-HTTP mode, and the peers missing (named, with where to get them)."""
+    no_ka = () if keepalive else ("--no-keepalive",)
+    oha = find_oha()
+    candidates: list[tuple[Tool, str | None]] = [
+        (Tool("pounder uring", pounder_argv("--io", "uring", *no_ka), parse_pounder, "uring"), None),
+        (Tool("pounder epoll", pounder_argv("--io", "epoll", *no_ka), parse_pounder, "epoll"), None),
+        (
+            Tool("wrk", wrk_argv() if keepalive else wrk_argv("-H", "Connection: close"), parse_wrk),
+            None if shutil.which("wrk") else "wrk (Debian: wrk)",
+        ),
+        (
+            Tool("ab", ab_argv("-k") if keepalive else ab_argv(), parse_ab),
+            None if shutil.which("ab") else "ab (Debian: apache2-utils)",
+        ),
+        (
+            Tool("oha", oha_argv(oha or "oha", *(() if keepalive else ("--disable-keepalive",))), parse_oha),
+            None if oha else "oha (crates.io: make bench-peers builds it into benchmarks/.tools)",
+        ),
+    ]
+    wanted = [(t, missing) for t, missing in candidates if only is None or t.name in only]
+    return [t for t, missing in wanted if missing is None], [missing for _, missing in wanted if missing is not None]
+
+
+def tls_tools(handshake_per_request: bool) -> list[Tool]:
+    """pounder (epoll: HTTPS runs there) and wrk over HTTPS."""
+    if not handshake_per_request:
+        return [Tool("pounder", pounder_argv("--insecure"), parse_pounder), Tool("wrk", wrk_argv(), parse_wrk)]
+    return [
+        Tool("pounder full", pounder_argv("--insecure", "--no-keepalive", "--no-tls-resume"), parse_pounder),
+        Tool("pounder resumed", pounder_argv("--insecure", "--no-keepalive"), parse_pounder),
+        Tool("wrk", wrk_argv("-H", "Connection: close"), parse_wrk),
+    ]
+
+
+def sample(tool: Tool, server: Nginx, url: str, connections: int, seconds: int) -> Sample:
+    before = server.requests()
+    out, cpu = run_client(tool.argv(url, connections, seconds), seconds + RUN_SLACK_S)
+    seen = server.requests() - before - 1  # less the second status read itself
+    done, rps, failed, extra = tool.parse(out)
+    path = extra.get("io_path")
+    if tool.expect_io is not None and path != tool.expect_io:
+        raise RuntimeError(f"{tool.name}: the result says it ran on {path!r}, not {tool.expect_io!r}")
+    engine = extra.get("engine_cpu_s")
+    engine_s = float(engine) if isinstance(engine, float | int) else None
+    return Sample(done, rps, cpu, seen, failed, engine_s, None if path is None else str(path))
+
+
+# ----------------------------------------------------------------------------------- measuring
+
+
+@dataclass
+class Round:
+    short: Sample
+    long: Sample
+    span_s: int  # long - short, seconds
+
+    @property
+    def extra_requests(self) -> int:
+        return self.long.requests - self.short.requests
+
+    @property
+    def us_per_request(self) -> float:
+        """Marginal client CPU per request: (CPU long - CPU short) / (requests long - requests short)."""
+        n = self.extra_requests
+        return (self.long.cpu_s - self.short.cpu_s) / n * 1e6 if n > 0 else float("nan")
+
+    @property
+    def engine_us_per_request(self) -> float | None:
+        if self.long.engine_cpu_s is None or self.short.engine_cpu_s is None or self.extra_requests <= 0:
+            return None
+        return (self.long.engine_cpu_s - self.short.engine_cpu_s) / self.extra_requests * 1e6
+
+    @property
+    def core_busy(self) -> float:
+        """The share of its core the tool used over the extra seconds."""
+        return (self.long.cpu_s - self.short.cpu_s) / self.span_s
+
+
+@dataclass
+class Mode:
+    """One mode's tools and what each did in every round."""
+
+    title: str
+    tools: list[Tool]
+    missing: list[str] = field(default_factory=list)
+    rounds: dict[str, list[Round]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # a tool that failed: its message (no more rounds)
+    count_notes: list[str] = field(default_factory=list)
+
+
+def measure(mode: Mode, server: Nginx, url: str, args: argparse.Namespace) -> None:
+    """args.rounds rounds; in each every tool runs short then long, the tools in turn, the first moving along."""
+    mode.rounds = {tool.name: [] for tool in mode.tools}
+    for r in range(args.rounds):
+        order = mode.tools[r % len(mode.tools) :] + mode.tools[: r % len(mode.tools)]
+        for tool in order:
+            if tool.name in mode.errors:
+                continue
             try:
-                nginx.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                nginx.kill()
-    print(f"nginx 1 worker on cpu {SERVER_CPU} over HTTPS (self-signed EC P-256, TLS 1.3); each client 1 thread on "
-          f"cpu {CLIENT_CPU}, {args.connections} connections, {args.duration} s x {args.repeat} runs (median)\n")
-    print(f"{'mode':22} {'tool':16} {'requests/s':>12} {'client CPU us/req':>18} {'vs wrk':>7}")
-    for mode in ("keep-alive", "handshake per request"):
-        names = [name for name, run in runs.items() if run[0] == mode]
-        wrk_cpu = statistics.median(s.cpu_us_per_request for s in samples[next(n for n in names if "wrk" in n)])
-        for name in names:
-            rps = statistics.median(s.rps for s in samples[name])
-            cpu = statistics.median(s.cpu_us_per_request for s in samples[name])
-            print(f"{mode:22} {name.strip():16} {rps:12.0f} {cpu:18.2f} {cpu / wrk_cpu:6.2f}x")
-            engine = [s.engine_cpu_s / s.requests * 1e6 for s in samples[name] if s.engine_cpu_s is not None]
-            if engine:
-                print(f"{'':22} {'  engine':16} {'':12} {statistics.median(engine):18.2f}   (engine threads only)")
-    print("\npounder: full handshakes (--no-tls-resume) unless 'resumed'; wrk resumes no session.")
-    return 0
+                short = sample(tool, server, url, args.connections, args.short)
+                long = sample(tool, server, url, args.connections, args.long)
+            except (RuntimeError, json.JSONDecodeError, KeyError) as error:
+                mode.errors[tool.name] = str(error).strip().splitlines()[-1][:300]
+                print(f"peers: {mode.title}: {tool.name} failed, left out: {mode.errors[tool.name]}", file=sys.stderr)
+                continue
+            mode.rounds[tool.name].append(Round(short, long, args.long - args.short))
+            for s in (short, long):
+                check_count(mode, tool.name, s, args.connections)
+        print(f"peers: {mode.title}: round {r + 1} of {args.rounds} done", file=sys.stderr)
 
 
-def main() -> int:
+def check_count(mode: Mode, name: str, s: Sample, connections: int) -> None:
+    """A tool's count is nginx's, less at most the requests in flight when it stopped (one per connection)."""
+    if not 0 <= s.nginx_requests - s.requests <= connections + s.failed:
+        mode.count_notes.append(f"{name}: counted {s.requests} (failed {s.failed}), nginx served {s.nginx_requests}")
+    elif s.failed:
+        mode.count_notes.append(f"{name}: {s.failed} failed of {s.requests + s.failed}")
+
+
+# ----------------------------------------------------------------------------------- reporting
+
+
+def _spread(values: Sequence[float]) -> str:
+    finite = [v for v in values if v == v]
+    if not finite:
+        return "n/a"
+    return f"{statistics.median(finite):.2f}x ({min(finite):.2f}-{max(finite):.2f})"
+
+
+@dataclass
+class Row:
+    tool: str
+    us: float
+    rps: float
+    cpu_ratios: list[float]
+    rps_ratios: list[float]
+    busy: float
+    engine_us: float | None
+    rounds: int
+
+
+def rows_of(mode: Mode, baseline: str = "wrk") -> list[Row]:
+    base = mode.rounds.get(baseline, [])
+    rows = []
+    for tool, rounds in mode.rounds.items():
+        if not rounds:
+            continue
+        # pairwise: round i of this tool against round i of wrk (the same round, if both ran in each)
+        pairs = list(zip(rounds, base, strict=False)) if len(rounds) == len(base) else []
+        engine = [e for e in (r.engine_us_per_request for r in rounds) if e is not None]
+        rows.append(
+            Row(
+                tool,
+                statistics.median(r.us_per_request for r in rounds),
+                statistics.median(r.long.rps for r in rounds),
+                [a.us_per_request / b.us_per_request for a, b in pairs],
+                [a.long.rps / b.long.rps for a, b in pairs],
+                statistics.median(r.core_busy for r in rounds),
+                statistics.median(engine) if engine else None,
+                len(rounds),
+            )
+        )
+    return rows
+
+
+def table(mode: Mode, markdown: bool) -> list[str]:
+    rows = rows_of(mode)
+    head = ["tool", "µs CPU/request", "requests/s", "CPU vs wrk", "requests/s vs wrk", "client core busy", "rounds"]
+    cells = [
+        [
+            r.tool,
+            f"{r.us:.2f}" + (f" (engine {r.engine_us:.2f})" if r.engine_us is not None else ""),
+            f"{r.rps:,.0f}",
+            _spread(r.cpu_ratios),
+            _spread(r.rps_ratios),
+            f"{r.busy:.0%}",
+            str(r.rounds),
+        ]
+        for r in rows
+    ]
+    if markdown:
+        return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(c) + " |" for c in cells]
+    widths = [max(len(x) for x in col) for col in zip(head, *cells, strict=False)]
+    fmt = "  ".join(f"{{:{'<' if i == 0 else '>'}{w}}}" for i, w in enumerate(widths))
+    return [fmt.format(*head)] + [fmt.format(*c) for c in cells]
+
+
+def footnotes(mode: Mode) -> list[str]:
+    lines = [f"skipped, not found: {m}" for m in mode.missing]
+    lines += [f"left out after it failed: {name}: {why}" for name, why in mode.errors.items()]
+    if mode.count_notes:
+        lines.append(
+            f"counts that differ from nginx's by more than the requests in flight, or failures "
+            f"({len(mode.count_notes)}): " + "; ".join(mode.count_notes[:6])
+        )
+    return lines
+
+
+def _median(values: list[float]) -> float | None:
+    finite = [v for v in values if v == v]
+    return statistics.median(finite) if finite else None
+
+
+def verdicts(modes: dict[str, Mode]) -> list[str]:
+    """One line per target of issue 30's "Must show" (pounder's io_uring path against wrk)."""
+    rows = {(key, r.tool): r for key, mode in modes.items() for r in rows_of(mode)}
+    lines = []
+    for key, what, kind, target in (
+        ("keepalive", "CPU per request vs wrk, keep-alive", "cpu", 0.7),
+        ("close", "CPU per request vs wrk, new connection per request", "cpu", 0.9),
+        ("keepalive", "requests/s vs wrk, keep-alive", "rps", 1.0),
+    ):
+        wanted = f"<= {target:.1f}x" if kind == "cpu" else f">= {target:.1f}x"
+        r, wrk = rows.get((key, "pounder uring")), rows.get((key, "wrk"))
+        value = None if r is None else _median(r.cpu_ratios if kind == "cpu" else r.rps_ratios)
+        if r is None or wrk is None or value is None:
+            lines.append(f"{what}: not measured (target {wanted}): n/a")
+            continue
+        ok = value <= target if kind == "cpu" else value >= target
+        note = f"; client core busy: wrk {wrk.busy:.0%}, pounder {r.busy:.0%}" if kind == "rps" else ""
+        lines.append(
+            f"{what}: median {value:.2f}x over {r.rounds} rounds (target {wanted}{note}): {'PASS' if ok else 'FAIL'}"
+        )
+    return lines
+
+
+def method_line(args: argparse.Namespace, tls: bool) -> str:
+    return (
+        f"Method: nginx 1 worker on cpu {SERVER_CPU}{' over HTTPS (self-signed EC P-256)' if tls else ''}, "
+        f"each client 1 thread pinned to cpu {CLIENT_CPU} (ab and oha as they come), {args.connections} "
+        f"connections, {args.rounds} interleaved rounds; CPU per request is the marginal cost: client CPU "
+        f"(user + sys, wait4) of a {args.long} s run less a {args.short} s run over the extra requests "
+        "completed; requests/s from the long run; medians, and each round's ratio to wrk (median, min-max)."
+    )
+
+
+def report(modes: dict[str, Mode], args: argparse.Namespace, tls: bool) -> None:
+    text, md = [method_line(args, tls), ""], [method_line(args, tls), ""]
+    for mode in modes.values():
+        text += [mode.title, *table(mode, False), *footnotes(mode), ""]
+        md += [f"**{mode.title}**", "", *table(mode, True), "", *(f"- {n}" for n in footnotes(mode)), ""]
+    if not tls:
+        v = verdicts(modes)
+        text += v
+        md += ["Verdicts (issue 30):", "", *(f"- {line}" for line in v)]
+    print("\n".join(text))
+    if args.markdown:
+        Path(args.markdown).write_text("\n".join(md).rstrip() + "\n")
+        print(f"\nMarkdown written to {args.markdown}")
+
+
+# ----------------------------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--duration", type=int, default=10, help="seconds per run (default 10)")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
+    ap.add_argument("--short", type=int, default=3, help="seconds of the short run of each pair (default 3)")
+    ap.add_argument("--long", type=int, default=6, help="seconds of the long run of each pair (default 6)")
     ap.add_argument("--connections", type=int, default=50, help="connections per client (default 50)")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per tool, interleaved (default 3)")
-    ap.add_argument("--tls", action="store_true", help="over HTTPS: pounder and wrk, keep-alive and a handshake "
-                    "per request")
-    args = ap.parse_args()
-    if args.tls:
-        return tls_main(args)
-    missing = [t for t in ("nginx", "wrk", "ab", "taskset") if shutil.which(t) is None]
+    ap.add_argument(
+        "--mode",
+        choices=("both", "keepalive", "close"),
+        default="both",
+        help="keep-alive, a new connection per request, or both (default)",
+    )
+    ap.add_argument("--only", metavar="TOOL,...", help="only these tools (names as in the table; wrk is the baseline)")
+    ap.add_argument("--markdown", metavar="FILE", help="also write the tables and verdicts as Markdown")
+    ap.add_argument(
+        "--tls", action="store_true", help="over HTTPS: pounder and wrk, keep-alive and a handshake per request"
+    )
+    args = ap.parse_args(argv)
+    if args.rounds < 1 or args.connections < 1 or not 0 < args.short < args.long:
+        ap.error("--rounds and --connections must be >= 1 and 0 < --short < --long")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    needed = ("nginx", "taskset", "wrk", "openssl") if args.tls else ("nginx", "taskset")
+    missing = [t for t in needed if shutil.which(t) is None]
     if missing:
-        print(f"peers: missing {', '.join(missing)} (Debian: nginx wrk apache2-utils util-linux)", file=sys.stderr)
+        print(f"peers: needs {', '.join(missing)} (Debian: nginx util-linux wrk openssl)", file=sys.stderr)
         return 2
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/index.html"
-    runners = {"pounder": run_pounder, "wrk": run_wrk, "ab": run_ab}
-    samples: dict[str, list[Sample]] = {name: [] for name in runners}
+    only = None if args.only is None else {name.strip() for name in args.only.split(",")}
+    modes: dict[str, Mode] = {}
+    if args.tls:
+        modes["tls-keepalive"] = Mode("HTTPS, keep-alive", tls_tools(False))
+        title = "HTTPS, a handshake per request (pounder full: --no-tls-resume; wrk resumes no session)"
+        modes["tls-close"] = Mode(title, tls_tools(True))
+    for key, title, keepalive in (("keepalive", "keep-alive", True), ("close", "a new connection per request", False)):
+        if not args.tls and args.mode in ("both", key):
+            tools, absent = plain_tools(keepalive, only)
+            modes[key] = Mode(title, tools, absent)
     with tempfile.TemporaryDirectory(prefix="pounder-peers-") as tmp:
-        nginx = start_nginx(Path(tmp), port)
-        try:
-            for _ in range(args.repeat):
-                for name, fn in runners.items():
-                    samples[name].append(fn(url, args.connections, args.duration))
-        finally:
-            nginx.send_signal(signal.SIGQUIT)
-            try:
-                nginx.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                nginx.kill()
-    print(f"nginx 1 worker on cpu {SERVER_CPU}; each client 1 thread on cpu {CLIENT_CPU}, "
-          f"{args.connections} connections, keep-alive, {args.duration} s x {args.repeat} runs (median)\n")
-    print(f"{'tool':10} {'requests/s':>12} {'client CPU us/req':>18} {'vs wrk':>7}")
-    wrk_cpu = statistics.median(s.cpu_us_per_request for s in samples["wrk"])
-    for name, runs in samples.items():
-        rps = statistics.median(s.rps for s in runs)
-        cpu = statistics.median(s.cpu_us_per_request for s in runs)
-        print(f"{name:10} {rps:12.0f} {cpu:18.2f} {cpu / wrk_cpu:6.2f}x")
-        engine = [s.engine_cpu_s / s.requests * 1e6 for s in runs if s.engine_cpu_s is not None]
-        if engine:
-            print(f"{'  engine':10} {'':12} {statistics.median(engine):18.2f}   (engine threads only)")
+        if args.tls:
+            make_certificate(Path(tmp))
+        with nginx_server(Path(tmp), tls=args.tls) as server:
+            url = f"{'https' if args.tls else 'http'}://127.0.0.1:{server.port}/index.html"
+            for mode in modes.values():
+                for name in mode.missing:
+                    print(f"peers: {mode.title}: skipped, not found: {name}", file=sys.stderr)
+                measure(mode, server, url, args)
+    report(modes, args, args.tls)
     return 0
 
 
