@@ -19,15 +19,20 @@ def _options(command: str) -> dict[str, str]:
             for name in param.opts}  # fmt: skip
 
 
-@pytest.mark.parametrize("flag", ["-c", "-t", "--rate", "--keepalive", "--timeout", "--allow-remote"])
+@pytest.mark.parametrize("flag", ["-c", "-t", "--rate", "--keepalive", "--timeout", "--allow-remote", "--io"])
 def test_bench_and_compare_share_the_help(flag: str) -> None:
     bench, compare = _options("bench")[flag], _options("compare")[flag]
     shared = bench.split(" Length:")[0]
     assert compare.startswith(shared), (bench, compare)
 
 
-@pytest.mark.parametrize("flag", ["--timeout", "--keepalive"])
+@pytest.mark.parametrize("flag", ["--timeout", "--keepalive", "--io"])
 def test_syscalls_shares_the_help(flag: str) -> None:
     """(syscalls' -d has a text of its own: -n always applies there, so -d is only a cap.)"""
     bench, syscalls = _options("bench")[flag], _options("syscalls")[flag]
     assert syscalls.split(" Default")[0] == bench.split(" Default")[0], (bench, syscalls)
+
+
+@pytest.mark.parametrize("command", ["bench", "compare", "syscalls", "profile"])
+def test_io_is_offered_wherever_the_load_options_are(command: str) -> None:
+    assert _options(command)["--io"] == _options("bench")["--io"]

@@ -81,6 +81,7 @@ def test_defaults_closed_loop(monkeypatch: pytest.MonkeyPatch) -> None:
         "scenario": None,
         "tls": None,
         "replay": None,
+        "io": "auto",
     }
 
 

@@ -64,6 +64,19 @@ def _unreachable(address: str, connect: Callable[[], socket.socket]) -> str | No
     return None
 
 
+def _io_problem(spec: EngineSpec) -> str | None:
+    """Why this agent's kernel cannot take the I/O path the spec asks for (``--io uring``), or None."""
+    from pounder import _engine
+
+    try:
+        _engine.choose_io(spec)
+    except ValueError as error:  # another refusal of the spec is start's to say
+        why = str(error)
+        if why.startswith("io_uring: "):
+            return f"--io {spec.get('io')}: {why.removeprefix('io_uring: ')} on this agent's machine"
+    return None
+
+
 def machine_id() -> str:
     """This machine (this boot of it): two agents, or an agent and the driver, with the same id
     share a loopback interface."""
@@ -137,7 +150,7 @@ class Agent:
                     problems += [problem] if problem else []
             if not reachable:
                 return problems[0]
-        return None
+        return _io_problem(spec)
 
     def start(self, spec: EngineSpec) -> str | None:
         """Start the engine on ``spec`` (it waits for the spec's start time); the engine's refusal

@@ -28,7 +28,7 @@ from pounder._errors import PounderError, UsageError, check_type, public
 from pounder._files import utc_timestamp
 from pounder._version import __version__
 from pounder.agents._agent import Agent, machine_id, target_hosts
-from pounder.agents._report import agent_report
+from pounder.agents._report import agent_report, merged_io
 from pounder.load import (
     POLL_INTERVAL_S,
     Agents,
@@ -402,10 +402,11 @@ class AgentPool(Sender):
         )  # fmt: skip
         try:
             merged = load_engine().merge([json.dumps(m.result) for m in done])
-            return BenchResult.from_engine(
+            whole = BenchResult.from_engine(
                 merged, options=spec.run_options(), started_at=started_at, interrupted=self.interrupted,
                 tool_version=__version__, server=server, agents=agents,
             )  # fmt: skip
+            return replace(whole, io=merged_io([(m.index, m.result) for m in done if m.result is not None]))
         except (ValueError, MalformedResultError) as error:
             raise PounderError(f"the agents' results cannot be merged: {error}") from None
 

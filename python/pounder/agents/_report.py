@@ -3,10 +3,12 @@ the agent said and measured."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pounder.load import AgentReport
+from pounder.load import AgentReport, IoInfo, MalformedResultError
+
+_IO_NAMES = {"uring": "io_uring", "epoll": "epoll"}
 
 
 def agent_report(
@@ -46,3 +48,24 @@ def agent_report(
         p50_us=latency.get("50"), p90_us=latency.get("90"), p99_us=latency.get("99"), max_us=latency.get("100"),
         lost=lost, kept_seconds=seconds,
     )  # fmt: skip
+
+
+def merged_io(shares: Sequence[tuple[int, Mapping[str, Any]]]) -> IoInfo | None:
+    """The I/O path of a merged run from its shares' results (``(agent index, result)``): theirs
+    when they all say the same; else the path they share, or "mixed", with what each agent took
+    and why. None when no share says (agents of a pounder from before the io_uring path).
+    :class:`~pounder.load.MalformedResultError` for an ``io`` that is not the engine's."""
+    taken: dict[tuple[Any, str], list[int]] = {}  # (path, reason): the agents
+    for index, result in shares:
+        io = result.get("io")
+        if io is None:
+            continue
+        if not isinstance(io, Mapping) or io.get("path") not in _IO_NAMES or not isinstance(io.get("reason"), str):
+            raise MalformedResultError(f"agent {index}: 'io' must be {{path: uring or epoll, reason}}, got {io!r}")
+        taken.setdefault((io["path"], io["reason"]), []).append(index)
+    if len(taken) <= 1:
+        return next((IoInfo(path=path, reason=reason) for path, reason in taken), None)
+    paths = {path for path, _ in taken}
+    reason = "; ".join(f"agent{'s' * (len(agents) > 1)} {', '.join(map(str, agents))}: {_IO_NAMES[path]} ({why})"
+                       for (path, why), agents in taken.items())  # fmt: skip
+    return IoInfo(path=paths.pop() if len(paths) == 1 else "mixed", reason=reason)

@@ -85,6 +85,10 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
     "tls_resume": (("--tls-resume/--no-tls-resume",), None,
                    "https://: resume TLS sessions on new connections (default), or make every handshake a full "
                    "one (--no-tls-resume), which is what a server pays for new visitors."),
+    "io": (("--io",), "auto|uring|epoll",
+           "The engine's I/O path: auto (the default: io_uring when this kernel allows it, else epoll; HTTPS, "
+           "--scenario and --throttle run on epoll), uring (io_uring, or an error saying why not, before anything "
+           "is sent) or epoll. The report and the JSON say which was taken and why."),
     "server_pidfile": (("--server-pidfile",), "FILE",
                        "Like --server-pid, with the pid read from the server's pid file."),
     "server_name": (("--server-name",), "TEXT",
@@ -166,6 +170,11 @@ def tls_parameters(panel: str = "HTTPS") -> list[inspect.Parameter]:
     """``--insecure``, ``--cacert``, ``--cert``, ``--key`` and ``--no-tls-resume``, shown in ``panel``."""
     return [load_parameter(name, panel, value=True if name == "tls_resume" else _UNSET)
             for name in ("insecure", "cacert", "cert", "key", "tls_resume")]
+
+
+def io_parameter(panel: str) -> inspect.Parameter:
+    """``--io auto|uring|epoll`` (default auto), shown in ``panel``."""
+    return load_parameter("io", panel, value="auto")
 
 
 def load_options(values: Mapping[str, Any]) -> LoadOptions:

@@ -20,7 +20,14 @@ from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_output
 from pounder._units import parse_pid
 from pounder.cli._common import interrupted, json_option, option, print_error, whole_number
-from pounder.cli._load_options import LOCAL_URL, load_parameter, takes_load_options, tls_parameters, which_server
+from pounder.cli._load_options import (
+    LOCAL_URL,
+    io_parameter,
+    load_parameter,
+    takes_load_options,
+    tls_parameters,
+    which_server,
+)
 from pounder.cli._progress import live_progress
 from pounder.load import LoadOptions
 from pounder.profile import (
@@ -135,6 +142,7 @@ def _write(result: ProfileResult, json_out: str | None, flame_out: str | None, r
     load_parameter("duration", _LOAD, "A trial's length; default 3s when neither -n nor -d is given."),
     load_parameter("threads", _LOAD),
     load_parameter("rate", _LOAD, "Then the cost shows in the latency, not in requests/s."),
+    io_parameter(_LOAD),
     load_parameter("keepalive", _LOAD, "Default: on.", value=True),
     *(load_parameter(name, _LOAD) for name in ("method", "body", "content_type", "header", "cookie", "auth",
                                                "timeout")),

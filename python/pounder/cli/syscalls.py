@@ -16,7 +16,14 @@ from pounder import _interrupt
 from pounder._files import check_distinct, check_output_path, write_output
 from pounder._units import parse_pid
 from pounder.cli._common import interrupted, json_option, option, whole_number
-from pounder.cli._load_options import LOCAL_URL, load_parameter, takes_load_options, tls_parameters, which_server
+from pounder.cli._load_options import (
+    LOCAL_URL,
+    io_parameter,
+    load_parameter,
+    takes_load_options,
+    tls_parameters,
+    which_server,
+)
 from pounder.cli._progress import live_progress
 from pounder.load import LoadOptions
 from pounder.syscalls import (
@@ -78,6 +85,7 @@ def _json_text(report: SyscallReport) -> str:
     load_parameter("connections", _LOAD, value=str(DEFAULT_CONNECTIONS), help=(
         f"Concurrent connections (default {DEFAULT_CONNECTIONS}). Keep it at or below the server's idle children, "
         "so that none is started during the trace.")),
+    io_parameter(_LOAD),
     load_parameter("keepalive", _LOAD, "Default: off (each request is a connection of its own)."),
     load_parameter("duration", _LOAD, value=f"{DEFAULT_DURATION_S:g}s", help=(
         f"Stop the traced load after this long even if -n is not reached (default {DEFAULT_DURATION_S:g}s).")),

@@ -35,7 +35,17 @@ from pounder.compare._gates import (
     parse_compare_gates,
 )
 from pounder.compare._result import CompareOptions, CompareResult, Trial, TrialCallback, Variant
-from pounder.load import ENGINE, BenchSpec, Gate, LoadOptions, ProgressCallback, Sender, check_tls, run_bench
+from pounder.load import (
+    ENGINE,
+    BenchSpec,
+    Gate,
+    LoadOptions,
+    ProgressCallback,
+    Sender,
+    check_io,
+    check_tls,
+    run_bench,
+)
 from pounder.procs import ServerSampler, ServerTarget, find_server, serves
 
 DEFAULT_TRIALS = 5
@@ -251,6 +261,8 @@ def _trials(checked: tuple[Variant, ...], specs: Sequence[BenchSpec], servers: S
         connect=tuple(spec.targets[0].info().connect for spec in specs),
     )  # fmt: skip
     path = None if output is None else Path(output)
+    for spec in specs:  # --io uring where it cannot be: before any handshake
+        check_io(spec)
     for spec in specs:  # every https:// URL's certificate before the first trial sends anything
         check_tls(spec)
 

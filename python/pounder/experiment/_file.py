@@ -17,6 +17,7 @@ compare them under.
     connections = 10
     duration = "3s"             # or requests = 2000; rate = 200 for open loop
     keepalive = false
+    io = "auto"                 # optional: the engine's I/O path, auto | uring | epoll (pounder bench --io)
 
     [[variant]]
     label = "handler"
@@ -40,7 +41,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pounder._errors import UsageError, check_path, public
 from pounder._files import SMALL_LIMIT, check_input_file, parse_toml
@@ -95,6 +96,7 @@ class LoadSpec:
     rate: float | None = None
     keepalive: bool = False
     trials: int = 5
+    io: Literal["auto", "uring", "epoll"] = "auto"
 
     @property
     def label(self) -> str:
@@ -110,7 +112,7 @@ class LoadSpec:
     def options(self) -> LoadOptions:
         """The load options a trial under this load runs with (checked when used)."""
         return LoadOptions(connections=self.connections, requests=self.requests, duration=self.duration,
-                           rate=self.rate, keepalive=self.keepalive)
+                           rate=self.rate, keepalive=self.keepalive, io=self.io)
 
 
 @public
@@ -399,7 +401,8 @@ def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
 def _loads(r: _Reader, data: dict[str, Any]) -> list[LoadSpec]:
     """The [[load]] tables (at least one)."""
     loads: list[LoadSpec] = []
-    for key, item in r.tables(data, "load", {"connections", "requests", "duration", "rate", "keepalive", "trials"}):
+    for key, item in r.tables(data, "load", {"connections", "requests", "duration", "rate", "keepalive", "trials",
+                                             "io"}):
         load = LoadSpec(
             connections=r.count(item, key, "connections", 1, 10000, default=10) or 10,
             requests=r.count(item, key, "requests", 1, 10**8),
@@ -407,7 +410,10 @@ def _loads(r: _Reader, data: dict[str, Any]) -> list[LoadSpec]:
             rate=r.get(item, key, "rate", (int, float)),
             keepalive=r.get(item, key, "keepalive", bool, default=False),
             trials=r.count(item, key, "trials", MIN_TRIALS, MAX_TRIALS, default=5) or 5,
+            io=r.get(item, key, "io", str, default="auto"),
         )
+        if load.io not in ("auto", "uring", "epoll"):
+            raise r.fail(f"{key}.io", f"expected auto, uring or epoll, got {load.io!r}")
         if load.requests is None and load.duration is None:
             raise r.fail(key, "give 'requests' or 'duration' (every load is bounded)")
         _check_load(r, key, load)

@@ -53,7 +53,7 @@ def check_profiles(exp: Experiment, adapters: list[Adapter]) -> None:
 def _load(load: LoadSpec, quick: bool) -> LoadOptions:
     duration = QUICK_DURATION if quick else load.duration or DURATION
     return LoadOptions(connections=load.connections, duration=duration, rate=load.rate, keepalive=load.keepalive,
-                       threads=1)
+                       threads=1, io=load.io)
 
 
 def profile_variants(exp: Experiment, adapters: dict[str, Adapter], folder: Path, quick: bool, say: Log,

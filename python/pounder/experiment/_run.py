@@ -302,6 +302,6 @@ def _compare(variants: Sequence[Variant], baseline: str, load: LoadSpec, quick: 
         duration = QUICK_DURATION
     return compare(list(variants), baseline=baseline, trials=min(load.trials, QUICK_TRIALS) if quick else load.trials,
                    connections=load.connections, requests=None if quick and duration else load.requests,
-                   duration=duration, rate=load.rate, keepalive=load.keepalive, on_trial=on_trial,
+                   duration=duration, rate=load.rate, keepalive=load.keepalive, io=load.io, on_trial=on_trial,
                    results=results, sender=sender, gates=gates)
 

@@ -24,7 +24,7 @@ from pounder._records import decode_json
 from pounder._units import parse_duration, plain
 from pounder._version import __version__
 from pounder.load._gates import Gate, check_gates, evaluate_gates, parse_gates
-from pounder.load._measured import MalformedResultError
+from pounder.load._measured import IoInfo, MalformedResultError
 from pounder.load._model import Number
 from pounder.load._result import BenchResult
 from pounder.load._run_options import LoadModel
@@ -165,6 +165,28 @@ def check_tls(spec: BenchSpec) -> None:
 
 
 @public
+def check_io(spec: BenchSpec) -> IoInfo:
+    """The I/O path the engine takes for ``spec`` on this machine (io_uring or epoll) and why:
+    what the result's ``io`` will say. :class:`~pounder.UsageError` in one line when ``io="uring"``
+    cannot be taken (HTTPS, a scenario or a throttle runs on epoll only; a kernel without a usable
+    io_uring). It makes no connection. :func:`bench` calls it before its run; a caller of
+    :func:`run_bench` calls it once before the first run, like :func:`check_tls`."""
+    check_instance(spec, BenchSpec, "check_io: spec")
+    try:
+        path, reason = load_engine().choose_io(spec.engine_spec())
+    except ValueError as error:
+        raise _io_error(str(error), spec) from None
+    return IoInfo(path=path, reason=reason)
+
+
+def _io_error(message: str, spec: BenchSpec) -> PounderError:
+    """The engine's ``io_uring: why`` in the user's words (a usage error), or any other refusal."""
+    if not message.startswith("io_uring: "):
+        return PounderError(f"the engine rejected the spec: {message}")
+    return UsageError(f"--io {spec.io}: {message.removeprefix('io_uring: ')}; use --io auto or epoll")
+
+
+@public
 class Engine(Sender):
     """The load sent from this process by the Rust engine (its threads; the GIL released)."""
 
@@ -201,6 +223,8 @@ def _run_here(spec: BenchSpec, on_progress: ProgressCallback | None, sampler: Se
             except ValueError as error:
                 if spec.tls is not None and str(error).startswith("tls"):  # a file the checks let through
                     raise UsageError(spec.tls.flag_of(str(error))) from None
+                if str(error).startswith("io_uring: "):  # --io uring where it cannot be (check_io not called)
+                    raise _io_error(str(error), spec) from None
                 raise _start_error(str(error), staged) from None
             interrupted = _follow(run, spec.load, on_progress)
         finally:
@@ -409,6 +433,7 @@ def bench(
         pid=server_pid, pidfile=server_pidfile, name=server_name, status_url=server_status,
         interval=sample_interval, allow_remote=spec.allow_remote,
     )  # fmt: skip
+    check_io(spec)
     check_tls(spec)
     if gates is None:
         return run_bench(spec, on_progress, sampler, sender)

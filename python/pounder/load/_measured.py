@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, Literal
 
 from pounder._errors import PounderError, public
 from pounder._records import Reader
@@ -61,6 +61,38 @@ class TlsCounts:
 
     handshakes: int
     resumed: int
+
+
+@public
+@dataclass(frozen=True)
+class IoInfo:
+    """The engine's I/O path: ``path`` "uring" (io_uring) or "epoll" ("mixed" in a merged result
+    whose agents took different ones) and the ``reason`` in words ("asked for", "auto: the kernel
+    (6.8.0) allows it", "auto: HTTPS runs on the epoll path only")."""
+
+    path: Literal["uring", "epoll", "mixed"]
+    reason: str
+
+    @property
+    def name(self) -> str:
+        """The path's name: "io_uring", "epoll" or "mixed"."""
+        return IO_PATH_NAMES[self.path]
+
+    def describe(self) -> str:
+        """In words: "io_uring (auto: the kernel (6.8.0) allows it)"."""
+        return f"{self.name} ({self.reason})"
+
+
+IO_PATH_NAMES = {"uring": "io_uring", "epoll": "epoll", "mixed": "mixed"}
+
+
+def read_io(value: object, key: str) -> IoInfo | None:
+    """A result's ``io`` (None: a result from before the io_uring path)."""
+    if value is None:
+        return None
+    info: IoInfo = READ.record(IoInfo, value, key, strict=True, path=READ.choice(*IO_PATH_NAMES),
+                               reason=READ.as_str)  # fmt: skip
+    return info
 
 
 @public
@@ -215,7 +247,8 @@ def measurements(data: Mapping[str, Any]) -> dict[str, Any]:
     """The engine's measurements as :class:`BenchResult` fields."""
     found = {field: convert(READ.get(data, key), key) for field, (key, convert) in _MEASUREMENTS.items()}
     tls = data.get("tls")  # only when a target was https://
-    return {**found, "tls": None if tls is None else READ.record(TlsCounts, tls, "tls")}
+    return {**found, "tls": None if tls is None else READ.record(TlsCounts, tls, "tls"),
+            "io": read_io(data.get("io"), "io")}  # fmt: skip
 
 
 MAX_FAILED = 0.01

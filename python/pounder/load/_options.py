@@ -7,13 +7,16 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pounder._errors import UsageError, check_flag, check_path, check_text, check_type, public, wrong_type
 from pounder.load._model import Number, build_load_model
 from pounder.load._parse import Stage
 from pounder.load._run_options import LoadModel
 from pounder.load._tls import check_tls_types
+
+IO_PATHS = ("auto", "uring", "epoll")
+"""The values of ``--io`` (:attr:`LoadOptions.io`)."""
 
 
 @public
@@ -63,6 +66,10 @@ class LoadOptions:
     """An access log or HAR file whose requests are sent at their recorded times (open loop)."""
     speed: str | float | None = None
     """With ``replay``: how much faster the log is replayed (``"10x"``, ``"0.5x"``, ``2``); default 1x."""
+    io: Literal["auto", "uring", "epoll"] = "auto"
+    """The engine's I/O path: ``"auto"`` (io_uring when this kernel allows it and the run needs nothing
+    only epoll does: HTTPS, a scenario, a throttle), ``"uring"`` (io_uring, or a
+    :class:`~pounder.UsageError` saying why not) or ``"epoll"``."""
 
     def input_files(self) -> list[tuple[str, str]]:
         """The files these options read (``body="@FILE"``), as ``(option, path)``: no output of
@@ -99,6 +106,8 @@ class LoadOptions:
         check_type(self.body, (str, bytes), "body", "text, '@file' or bytes", optional=True)
         check_path(self.scenario, "scenario", optional=True)
         check_path(self.replay, "replay", optional=True)
+        if self.io not in IO_PATHS:
+            raise UsageError(f"--io must be auto, uring or epoll, got {self.io!r}")
         check_tls_types(self)
 
     def load_model(self, names: Mapping[str, str] | None = None) -> LoadModel:

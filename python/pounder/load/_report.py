@@ -80,6 +80,8 @@ def _header(result: BenchResult) -> list[str]:
     lines.append(_line("Requests", _describe_http(result)))
     if result.options.tls is not None:
         lines.append(_line("TLS settings", _describe_tls(result.options.tls)))
+    if result.io is not None:  # absent in results from before the io_uring path
+        lines.append(_line("I/O", result.io.describe()))
     lines.append(_line("Measured time", _describe_time(result)))
     if result.options.load.warmup_requests or result.options.load.warmup_s:
         warmup = result.warmup

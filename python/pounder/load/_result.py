@@ -28,6 +28,7 @@ from pounder.load._measured import (
     ByteCounts,
     ClientCpu,
     ErrorCounts,
+    IoInfo,
     Latency,
     MalformedResultError,
     Phases,
@@ -151,6 +152,8 @@ class BenchResult:
     """A scenario's steps (``--scenario``), in the file's order, else None."""
     tls: TlsCounts | None = None
     """https://: the TLS handshakes and how many resumed a session; None when no target was https://."""
+    io: IoInfo | None = None
+    """The engine's I/O path (io_uring or epoll) and why; None in results from before the io_uring path."""
     gates: GateReport | None = None
     """The ``--fail-if`` gates evaluated on this result (:func:`~pounder.load.evaluate_gates`), else None."""
 
@@ -269,6 +272,8 @@ class BenchResult:
             del plain["steps"]
         if plain["tls"] is None:  # the handshakes only when a target was https://
             del plain["tls"]
+        if plain["io"] is None:  # a result from before the io_uring path, read and written again
+            del plain["io"]
         if plain["options"]["tls"] is None:  # its settings too
             del plain["options"]["tls"]
         plain["options"]["http"]["headers"] = [list(pair) for pair in self.options.http.headers]

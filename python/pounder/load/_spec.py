@@ -198,6 +198,8 @@ class BenchSpec:
     ``--no-tls-resume``); None when no target is https://."""
     replay: ReplayPlan | None = None
     """A timed replay (``--replay``): each request's time and target; None: the load model's schedule."""
+    io: Literal["auto", "uring", "epoll"] = "auto"
+    """The I/O path asked for (``--io``); :func:`~pounder.load.check_io` says which one the run takes."""
 
     @classmethod
     def from_options(
@@ -277,6 +279,7 @@ class BenchSpec:
             scenario_file=None if scenario is None else scenario.path,
             tls=read_tls(given, any(target.tls_name is not None for target in targets)),
             replay=replay,
+            io=given.io,
         )
 
     def run_options(self) -> RunOptions:
@@ -315,6 +318,7 @@ class BenchSpec:
             "scenario": self.scenario,
             "tls": None if self.tls is None else self.tls.engine_dict(),
             "replay": None if self.replay is None else self.replay.engine_replay(),
+            "io": self.io,
         }
 
     def share_spec(self, index: int, count: int, start_at_unix_us: int | None = None) -> EngineSpec:

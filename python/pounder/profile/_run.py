@@ -40,6 +40,7 @@ from pounder.load import (
     LoadOptions,
     NotLoopbackError,
     ProgressCallback,
+    check_io,
     check_tls,
     describe_load,
     run_bench,
@@ -250,6 +251,7 @@ def profile(
     chosen = make_profiler(target, profiler, **({} if rate is None else {"rate": rate}), native=native)
     chosen.check()
     check_workdir(workdir)
+    check_io(spec)
     check_tls(spec)  # its handshake before the warm-up and the profiler: not profiled
     started_at = utc_timestamp()
     if warm_spec is not None:

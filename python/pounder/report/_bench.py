@@ -142,11 +142,11 @@ def _summary(results: Results) -> str:
             label, f"{r.requests.complete + r.requests.failed:,}", f"{r.requests.complete:,} / {r.requests.failed:,}",
             number(r.derived.requests_per_s, 1),
             *(_ms(p[key]) if done else "-" for key in ("50", "90", "99", "99.9", "100")),
-            describe_load(r.options.load), number(r.derived.client_cpu_us_per_request, 1),
-            number(r.derived.server_cpu_us_per_request, 1),
+            describe_load(r.options.load), "-" if r.io is None else r.io.name,
+            number(r.derived.client_cpu_us_per_request, 1), number(r.derived.server_cpu_us_per_request, 1),
         ])
     return table(["result", "requests", "complete / failed", "req/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms",
-                  "max ms", "load", "client CPU us/req", "server CPU us/req"], rows)
+                  "max ms", "load", "I/O", "client CPU us/req", "server CPU us/req"], rows)
 
 
 def _status_table(results: Results) -> str:

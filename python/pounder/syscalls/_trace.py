@@ -49,6 +49,7 @@ from pounder.load import (
     LoadOptions,
     NotLoopbackError,
     ProgressCallback,
+    check_io,
     check_tls,
     run_bench,
 )
@@ -318,6 +319,7 @@ def trace_syscalls(
     _check_listens(target, spec.targets[0].info().connect)
     binary = find_strace(strace)
     version = strace_version(binary)
+    check_io(spec)
     check_tls(spec)  # its handshake before the warm-up and strace: not counted
     if warm_spec is not None:
         warm_result = run_bench(warm_spec)
