@@ -5,8 +5,11 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pounder_engine::{run, Addr, Order, Replay, Run, Spec, Stage, Target, Warmup};
+use pounder_engine::{Addr, Io, Order, Replay, Run, Spec, Stage, Target, Warmup};
 use serde_json::Value;
+
+mod common;
+use common::{result, temp_dir, wait_result};
 
 /// Serves keep-alive requests with a 2-byte body; records each request line it read.
 fn server() -> (String, Arc<Mutex<Vec<String>>>) {
@@ -44,7 +47,7 @@ fn server() -> (String, Arc<Mutex<Vec<String>>>) {
     (addr, seen)
 }
 
-fn replay_spec(addr: &str, times_us: Vec<u64>, targets: Vec<u32>) -> Spec {
+fn replay_spec(addr: &str, times_us: Vec<u64>, targets: Vec<u32>, io: Io) -> Spec {
     let sock = Addr::Tcp(vec![addr.parse().unwrap()]);
     let t = |path: &str| Target {
         addr: sock.clone(),
@@ -57,11 +60,8 @@ fn replay_spec(addr: &str, times_us: Vec<u64>, targets: Vec<u32>) -> Spec {
     s.connections = 8;
     s.threads = 2;
     s.replay = Some(Replay { times_us: times_us.into(), targets: targets.into() });
+    s.io = io;
     s
-}
-
-fn result(s: Spec) -> Value {
-    serde_json::from_str(&run(s).unwrap()).unwrap()
 }
 
 fn tsv_rows(path: &std::path::Path) -> Vec<Vec<String>> {
@@ -69,14 +69,23 @@ fn tsv_rows(path: &std::path::Path) -> Vec<Vec<String>> {
     text.lines().skip(1).map(|l| l.split('\t').map(str::to_string).collect()).collect()
 }
 
-#[test]
-fn a_replay_sends_each_request_at_its_time_to_its_target() {
+/// The run's elapsed time is from its start to its last answer, to the microsecond: the TSV's
+/// intended send offset (µs from the start) plus the corrected latency (from that time to the
+/// answer), at its largest. Not a wall-clock bound: the controller's poll (10 ms) is not in it.
+fn assert_ends_with_last_answer(r: &Value, rows: &[Vec<String>]) {
+    let last_us = rows.iter().map(|row| row[1].parse::<u64>().unwrap() + row[4].parse::<u64>().unwrap()).max().unwrap();
+    let elapsed_us = r["elapsed_s"].as_f64().unwrap() * 1e6;
+    // both truncated to whole µs from the same instants
+    assert!((elapsed_us - last_us as f64).abs() <= 3.0, "elapsed {elapsed_us} µs, last answer at {last_us} µs");
+}
+
+both_paths! {
+fn a_replay_sends_each_request_at_its_time_to_its_target(io: Io) {
     let (addr, seen) = server();
-    let dir = std::env::temp_dir().join(format!("pounder-engine-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("replay", io);
     let times: Vec<u64> = vec![0, 0, 0, 100_000, 250_000, 250_000, 400_000, 700_000];
     let targets: Vec<u32> = vec![0, 1, 2, 2, 1, 0, 0, 2];
-    let mut s = replay_spec(&addr, times.clone(), targets.clone());
+    let mut s = replay_spec(&addr, times.clone(), targets.clone(), io);
     s.tsv_path = Some(dir.join("r.tsv"));
     let r = result(s);
     assert_eq!(r["requests"]["complete"], 8);
@@ -93,32 +102,20 @@ fn a_replay_sends_each_request_at_its_time_to_its_target() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The run's elapsed time is from its start to its last answer, to the microsecond: the TSV's
-/// intended send offset (µs from the start) plus the corrected latency (from that time to the
-/// answer), at its largest. Not a wall-clock bound: the controller's poll (10 ms) is not in it.
-fn assert_ends_with_last_answer(r: &Value, rows: &[Vec<String>]) {
-    let last_us = rows.iter().map(|row| row[1].parse::<u64>().unwrap() + row[4].parse::<u64>().unwrap()).max().unwrap();
-    let elapsed_us = r["elapsed_s"].as_f64().unwrap() * 1e6;
-    // both truncated to whole µs from the same instants
-    assert!((elapsed_us - last_us as f64).abs() <= 3.0, "elapsed {elapsed_us} µs, last answer at {last_us} µs");
-}
-
-#[test]
-fn a_run_whose_requests_run_out_ends_with_its_last_answer() {
+fn a_run_whose_requests_run_out_ends_with_its_last_answer(io: Io) {
     let (addr, _) = server();
-    let dir = std::env::temp_dir().join(format!("pounder-engine-last-answer-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("last-answer", io);
     let with_tsv = |mut s: Spec, name: &str| {
         s.tsv_path = Some(dir.join(name));
         let r = result(s);
         (r, tsv_rows(&dir.join(name)))
     };
     // a replay of one request
-    let (r, rows) = with_tsv(replay_spec(&addr, vec![0], vec![0]), "one.tsv");
+    let (r, rows) = with_tsv(replay_spec(&addr, vec![0], vec![0], io), "one.tsv");
     assert_eq!((r["requests"]["complete"].as_u64(), rows.len()), (Some(1), 1));
     assert_ends_with_last_answer(&r, &rows);
     // open loop cut by -n
-    let mut s = replay_spec(&addr, vec![0], vec![0]);
+    let mut s = replay_spec(&addr, vec![0], vec![0], io);
     s.replay = None;
     s.stages = Some(vec![Stage { duration: Duration::from_secs(10), start_rate: 100.0, end_rate: 100.0 }]);
     s.requests = Some(5);
@@ -126,7 +123,7 @@ fn a_run_whose_requests_run_out_ends_with_its_last_answer() {
     assert_eq!((r["requests"]["complete"].as_u64(), rows.len()), (Some(5), 5));
     assert_ends_with_last_answer(&r, &rows);
     // closed loop cut by -n
-    let mut s = replay_spec(&addr, vec![0], vec![0]);
+    let mut s = replay_spec(&addr, vec![0], vec![0], io);
     s.replay = None;
     s.requests = Some(20);
     let (r, rows) = with_tsv(s, "closed.tsv");
@@ -135,29 +132,27 @@ fn a_run_whose_requests_run_out_ends_with_its_last_answer() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn requests_and_duration_cut_a_replay_short() {
+fn requests_and_duration_cut_a_replay_short(io: Io) {
     let (addr, seen) = server();
     let times: Vec<u64> = (0..20).map(|i| i * 50_000).collect();
-    let mut s = replay_spec(&addr, times.clone(), vec![0; 20]);
+    let mut s = replay_spec(&addr, times.clone(), vec![0; 20], io);
     s.requests = Some(5);
     assert_eq!(result(s)["requests"]["complete"], 5);
-    let mut s = replay_spec(&addr, times, vec![1; 20]);
+    let mut s = replay_spec(&addr, times, vec![1; 20], io);
     s.duration = Some(Duration::from_millis(300)); // the times 0, 50, ..., 250 ms
     let r = result(s);
     assert_eq!(r["requests"]["complete"], 6);
     assert_eq!(seen.lock().unwrap().len(), 11);
 }
 
-#[test]
-fn shares_of_a_replay_take_every_nth_request() {
+fn shares_of_a_replay_take_every_nth_request(io: Io) {
     let (addr, seen) = server();
     let times: Vec<u64> = (0..30).map(|i| i * 10_000).collect();
     let targets: Vec<u32> = (0..30).map(|i| i % 3).collect();
     let at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as u64 + 200_000;
     let runs: Vec<Run> = (0..3u64)
         .map(|offset| {
-            let mut s = replay_spec(&addr, times.clone(), targets.clone());
+            let mut s = replay_spec(&addr, times.clone(), targets.clone(), io);
             s.slot_offset = offset;
             s.slot_stride = 3;
             s.start_at_unix_us = Some(at);
@@ -165,8 +160,7 @@ fn shares_of_a_replay_take_every_nth_request() {
         })
         .collect();
     for r in &runs {
-        while !r.wait(Duration::from_secs(1)) {}
-        let v: Value = serde_json::from_str(&r.result().unwrap()).unwrap();
+        let v = wait_result(r, io);
         assert_eq!(v["requests"]["complete"], 10);
     }
     // share k took requests k, k+3, ...: all of target k
@@ -176,6 +170,7 @@ fn shares_of_a_replay_take_every_nth_request() {
         assert_eq!(lines.iter().filter(|l| l.starts_with(&format!("GET {path} "))).count(), 10);
     }
 }
+}
 
 #[test]
 fn a_bad_replay_is_refused() {
@@ -184,18 +179,18 @@ fn a_bad_replay_is_refused() {
         let e = s.validate().unwrap_err();
         assert!(e.contains(needle), "{e}");
     };
-    check(replay_spec(addr, vec![], vec![]), "at least one");
-    check(replay_spec(addr, vec![0, 1], vec![0]), "same length");
-    check(replay_spec(addr, vec![5, 1], vec![0, 0]), "must not decrease (request 1 is before request 0)");
-    check(replay_spec(addr, vec![0, 1], vec![0, 3]), "request 1 names target 3");
-    let mut s = replay_spec(addr, vec![0], vec![0]);
+    check(replay_spec(addr, vec![], vec![], Io::Epoll), "at least one");
+    check(replay_spec(addr, vec![0, 1], vec![0], Io::Epoll), "same length");
+    check(replay_spec(addr, vec![5, 1], vec![0, 0], Io::Epoll), "must not decrease (request 1 is before request 0)");
+    check(replay_spec(addr, vec![0, 1], vec![0, 3], Io::Epoll), "request 1 names target 3");
+    let mut s = replay_spec(addr, vec![0], vec![0], Io::Epoll);
     s.stages = Some(vec![Stage { duration: Duration::from_secs(1), start_rate: 1.0, end_rate: 1.0 }]);
     check(s, "excludes stages");
-    let mut s = replay_spec(addr, vec![0], vec![0]);
+    let mut s = replay_spec(addr, vec![0], vec![0], Io::Epoll);
     s.order = Order::Random;
     check(s, "excludes order");
-    let mut s = replay_spec(addr, vec![0], vec![0]);
+    let mut s = replay_spec(addr, vec![0], vec![0], Io::Epoll);
     s.warmup = Warmup::Requests(3);
     check(s, "warm-up");
-    assert!(replay_spec(addr, vec![0, 0, 7], vec![0, 1, 2]).validate().is_ok());
+    assert!(replay_spec(addr, vec![0, 0, 7], vec![0, 1, 2], Io::Epoll).validate().is_ok());
 }

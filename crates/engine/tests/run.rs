@@ -7,8 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pounder_engine::{merge, run, sum_seconds, Addr, Order, Run, Spec, Stage, Target, Warmup};
+use pounder_engine::{merge, run, sum_seconds, Addr, Io, Order, Run, Spec, Stage, Target, Warmup};
 use serde_json::Value;
+
+mod common;
+use common::{checked, result, temp_dir, wait_result};
 
 /// Serves keep-alive requests with a 5-byte body (404 for `/missing`, else 200); counts the
 /// requests it read.
@@ -63,21 +66,40 @@ fn target(addr: Addr) -> Target {
     Target { addr, request: b"GET / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec(), head: false, weight: 1, tls_name: None }
 }
 
-fn spec(addr: &str) -> Spec {
+fn spec(addr: &str, io: Io) -> Spec {
     let mut s = Spec::new(vec![target(Addr::Tcp(vec![addr.parse().unwrap()]))]);
     s.connections = 4;
     s.threads = 2;
+    s.io = io;
     s
 }
 
-fn result(s: Spec) -> Value {
-    serde_json::from_str(&run(s).unwrap()).unwrap()
+fn now_unix_us() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as u64
 }
 
-#[test]
-fn closed_loop_counts_are_exact() {
+/// Runs `shares` specs made by `make(offset)` together (one share each, the same start time)
+/// and returns that start time and their results.
+fn shares(shares: u64, make: impl Fn(u64) -> Spec) -> (u64, Vec<Value>) {
+    let at = now_unix_us() + 200_000;
+    let runs: Vec<(Run, Io)> = (0..shares)
+        .map(|offset| {
+            let mut s = make(offset);
+            s.slot_offset = offset;
+            s.slot_stride = shares;
+            s.start_at_unix_us = Some(at);
+            let io = s.io;
+            (Run::start(s).unwrap(), io)
+        })
+        .collect();
+    let results = runs.iter().map(|(r, io)| wait_result(r, *io)).collect();
+    (at, results)
+}
+
+both_paths! {
+fn closed_loop_counts_are_exact(io: Io) {
     let (addr, count) = tcp_server();
-    let mut s = spec(&addr);
+    let mut s = spec(&addr, io);
     s.requests = Some(1000);
     let r = result(s);
     assert_eq!(r["requests"]["complete"], 1000);
@@ -90,11 +112,10 @@ fn closed_loop_counts_are_exact() {
     assert_eq!(series, 1000);
 }
 
-#[test]
-fn a_host_with_several_addresses_falls_back_to_the_one_that_accepts() {
+fn a_host_with_several_addresses_falls_back_to_the_one_that_accepts(io: Io) {
     let (addr, count) = tcp_server();
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap(); // dropped: refuses
-    let mut s = spec(&addr);
+    let mut s = spec(&addr, io);
     s.targets = vec![target(Addr::Tcp(vec![closed, addr.parse().unwrap()]))];
     s.requests = Some(100);
     let r = result(s);
@@ -103,18 +124,16 @@ fn a_host_with_several_addresses_falls_back_to_the_one_that_accepts() {
     assert_eq!(count.load(Ordering::SeqCst), 100);
 }
 
-#[test]
-fn a_host_whose_addresses_all_refuse_reports_the_refusal() {
+fn a_host_whose_addresses_all_refuse_reports_the_refusal(io: Io) {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let mut s = spec(&closed.to_string());
+    let mut s = spec(&closed.to_string(), io);
     s.targets = vec![target(Addr::Tcp(vec![closed, closed]))];
     s.requests = Some(10);
     let r = result(s);
     assert_eq!(r["errors"]["refused"], 10);
 }
 
-#[test]
-fn requests_sent_and_aborted_at_the_end_count_their_bytes_sent() {
+fn requests_sent_and_aborted_at_the_end_count_their_bytes_sent(io: Io) {
     // A server that reads each request and never answers: every request is aborted at the end.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -127,7 +146,7 @@ fn requests_sent_and_aborted_at_the_end_count_their_bytes_sent() {
         }
         std::thread::sleep(Duration::from_secs(5));
     });
-    let mut s = spec(&addr.to_string());
+    let mut s = spec(&addr.to_string(), io);
     s.connections = 2;
     s.threads = 1;
     s.duration = Some(Duration::from_millis(500));
@@ -137,10 +156,9 @@ fn requests_sent_and_aborted_at_the_end_count_their_bytes_sent() {
     assert_eq!(r["bytes"]["sent"], 2 * len);
 }
 
-#[test]
-fn non_2xx_responses_are_counted_per_second_too() {
+fn non_2xx_responses_are_counted_per_second_too(io: Io) {
     let (addr, _) = tcp_server();
-    let mut s = spec(&addr);
+    let mut s = spec(&addr, io);
     let mut missing = target(Addr::Tcp(vec![addr.parse().unwrap()]));
     missing.request = b"GET /missing HTTP/1.1\r\nHost: test\r\n\r\n".to_vec();
     s.targets.push(missing);
@@ -153,10 +171,9 @@ fn non_2xx_responses_are_counted_per_second_too() {
     assert_eq!((sum("complete"), sum("non_2xx"), sum("failed")), (1000, 500, 0));
 }
 
-#[test]
-fn warmup_requests_are_run_but_not_measured() {
+fn warmup_requests_are_run_but_not_measured(io: Io) {
     let (addr, count) = tcp_server();
-    let mut s = spec(&addr);
+    let mut s = spec(&addr, io);
     s.requests = Some(300);
     s.warmup = Warmup::Requests(100);
     let r = result(s);
@@ -165,10 +182,9 @@ fn warmup_requests_are_run_but_not_measured() {
     assert_eq!(count.load(Ordering::SeqCst), 400);
 }
 
-#[test]
-fn a_time_warmup_does_not_use_up_the_requests() {
+fn a_time_warmup_does_not_use_up_the_requests(io: Io) {
     let (addr, count) = tcp_server();
-    let mut s = spec(&addr);
+    let mut s = spec(&addr, io);
     s.requests = Some(300);
     s.warmup = Warmup::Time(Duration::from_millis(300));
     let r = result(s);
@@ -178,10 +194,9 @@ fn a_time_warmup_does_not_use_up_the_requests() {
     assert_eq!(count.load(Ordering::SeqCst), 300 + warm);
 }
 
-#[test]
-fn no_keepalive_opens_a_connection_per_request() {
+fn no_keepalive_opens_a_connection_per_request(io: Io) {
     let (addr, count) = tcp_server();
-    let mut s = spec(&addr);
+    let mut s = spec(&addr, io);
     s.requests = Some(50);
     s.keepalive = false;
     s.targets[0].request = b"GET / HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n".to_vec();
@@ -192,10 +207,9 @@ fn no_keepalive_opens_a_connection_per_request() {
     assert_eq!(count.load(Ordering::SeqCst), 50);
 }
 
-#[test]
-fn open_loop_sends_the_schedule() {
+fn open_loop_sends_the_schedule(io: Io) {
     let (addr, count) = tcp_server();
-    let mut s = spec(&addr);
+    let mut s = spec(&addr, io);
     // 50 -> 150 req/s over 2 s: 200 requests.
     s.stages = Some(vec![Stage { duration: Duration::from_secs(2), start_rate: 50.0, end_rate: 150.0 }]);
     let t0 = Instant::now();
@@ -206,11 +220,10 @@ fn open_loop_sends_the_schedule() {
     assert_eq!(r["latency"]["schedule_lag"]["count"], r["requests"]["complete"]);
 }
 
-#[test]
-fn refused_connections_are_counted() {
+fn refused_connections_are_counted(io: Io) {
     // Bind then drop: nothing listens on this port any more.
     let addr = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
-    let mut s = spec(&addr);
+    let mut s = spec(&addr, io);
     s.requests = Some(20);
     let r = result(s);
     assert_eq!(r["requests"]["failed"], 20);
@@ -218,10 +231,8 @@ fn refused_connections_are_counted() {
     assert_eq!(r["bytes"]["sent"], 0);
 }
 
-#[test]
-fn unix_socket_target() {
-    let dir = std::env::temp_dir().join(format!("pounder-engine-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+fn unix_socket_target(io: Io) {
+    let dir = temp_dir("unix", io);
     let path = dir.join("s.sock");
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path).unwrap();
@@ -234,6 +245,7 @@ fn unix_socket_target() {
         }
     });
     let mut s = Spec::new(vec![target(Addr::Unix(path.clone()))]);
+    s.io = io;
     s.connections = 2;
     s.requests = Some(100);
     let r = result(s);
@@ -242,10 +254,9 @@ fn unix_socket_target() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn cancel_stops_a_long_run_and_keeps_the_result() {
+fn cancel_stops_a_long_run_and_keeps_the_result(io: Io) {
     let (addr, _) = tcp_server();
-    let mut s = spec(&addr);
+    let mut s = spec(&addr, io);
     s.duration = Some(Duration::from_secs(60));
     let run = Run::start(s).unwrap();
     std::thread::sleep(Duration::from_millis(300));
@@ -253,17 +264,15 @@ fn cancel_stops_a_long_run_and_keeps_the_result() {
     run.cancel();
     assert!(run.wait(Duration::from_secs(5)));
     assert!(t0.elapsed() < Duration::from_secs(3));
-    let r: Value = serde_json::from_str(&run.result().unwrap()).unwrap();
+    let r: Value = checked(&run.result().unwrap(), io);
     assert!(r["requests"]["complete"].as_u64().unwrap() > 0);
     assert!(r["elapsed_s"].as_f64().unwrap() < 2.0);
 }
 
-#[test]
-fn duration_run_ends_on_time_and_writes_tsv_and_hdr_log() {
+fn duration_run_ends_on_time_and_writes_tsv_and_hdr_log(io: Io) {
     let (addr, _) = tcp_server();
-    let dir = std::env::temp_dir().join(format!("pounder-engine-out-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut s = spec(&addr);
+    let dir = temp_dir("out", io);
+    let mut s = spec(&addr, io);
     s.duration = Some(Duration::from_millis(1500));
     s.order = Order::Random;
     s.tsv_path = Some(dir.join("r.tsv"));
@@ -283,38 +292,10 @@ fn duration_run_ends_on_time_and_writes_tsv_and_hdr_log() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn now_unix_us() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as u64
-}
-
-/// Runs `shares` specs made by `make(offset)` together (one share each, the same start time)
-/// and returns that start time and their results.
-fn shares(shares: u64, make: impl Fn(u64) -> Spec) -> (u64, Vec<Value>) {
-    let at = now_unix_us() + 200_000;
-    let runs: Vec<Run> = (0..shares)
-        .map(|offset| {
-            let mut s = make(offset);
-            s.slot_offset = offset;
-            s.slot_stride = shares;
-            s.start_at_unix_us = Some(at);
-            Run::start(s).unwrap()
-        })
-        .collect();
-    let results = runs
-        .iter()
-        .map(|r| {
-            while !r.wait(Duration::from_secs(1)) {}
-            serde_json::from_str(&r.result().unwrap()).unwrap()
-        })
-        .collect();
-    (at, results)
-}
-
-#[test]
-fn shares_of_a_closed_loop_run_send_exactly_its_requests() {
+fn shares_of_a_closed_loop_run_send_exactly_its_requests(io: Io) {
     let (addr, count) = tcp_server();
     let (_, results) = shares(3, |_| {
-        let mut s = spec(&addr);
+        let mut s = spec(&addr, io);
         s.requests = Some(100);
         s.warmup = Warmup::Requests(10);
         s
@@ -328,20 +309,19 @@ fn shares_of_a_closed_loop_run_send_exactly_its_requests() {
     assert_eq!(count.load(Ordering::SeqCst), 110);
 }
 
-#[test]
-fn shares_of_an_open_loop_schedule_take_every_nth_arrival() {
+fn shares_of_an_open_loop_schedule_take_every_nth_arrival(io: Io) {
     let (addr, count) = tcp_server();
-    let dir = std::env::temp_dir().join(format!("pounder-engine-shares-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("shares", io);
     // 300 req/s for 1 s: 300 arrivals, 3.33 ms apart; each share sends every third
     let (_, results) = shares(3, |offset| {
-        let mut s = spec(&addr);
+        let mut s = spec(&addr, io);
         s.stages = Some(vec![Stage { duration: Duration::from_secs(1), start_rate: 300.0, end_rate: 300.0 }]);
         s.tsv_path = Some(dir.join(format!("{offset}.tsv")));
         s
     });
     for r in &results {
-        assert_eq!(r["requests"]["complete"].as_u64().unwrap() + r["requests"]["unsent"].as_u64().unwrap(), 100);
+        let sent = r["requests"]["complete"].as_u64().unwrap() + r["requests"]["unsent"].as_u64().unwrap();
+        assert_eq!(sent, 100, "requests {}, errors {}", r["requests"], r["errors"]);
     }
     assert_eq!(count.load(Ordering::SeqCst), 300);
     // the union of the intended times is the one schedule: evenly spaced, no three-way bursts
@@ -360,34 +340,32 @@ fn shares_of_an_open_loop_schedule_take_every_nth_arrival() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn a_start_time_starts_the_run_then() {
+fn a_start_time_starts_the_run_then(io: Io) {
     let (addr, _) = tcp_server();
-    let mut s = spec(&addr);
+    let mut s = spec(&addr, io);
     s.requests = Some(20);
     let at = now_unix_us() + 300_000;
     s.start_at_unix_us = Some(at);
     let run = Run::start(s).unwrap();
     assert_eq!(run.progress().phase, "waiting");
     while !run.wait(Duration::from_secs(1)) {}
-    let r: Value = serde_json::from_str(&run.result().unwrap()).unwrap();
+    let r: Value = checked(&run.result().unwrap(), io);
     assert_eq!(r["start_unix_us"].as_u64().unwrap(), at);
     let measured = r["measure_start_unix_us"].as_u64().unwrap();
     assert!((at..at + 5_000).contains(&measured), "{measured} for {at}");
     assert_eq!(r["requests"]["complete"], 20);
     // a share must lie within its stride
-    let mut bad = spec(&addr);
+    let mut bad = spec(&addr, io);
     bad.requests = Some(1);
     bad.slot_offset = 3;
     bad.slot_stride = 3;
     assert!(Run::start(bad).err().is_some_and(|e| e.contains("slot_offset")));
 }
 
-#[test]
-fn shares_merge_into_one_result() {
+fn shares_merge_into_one_result(io: Io) {
     let (addr, count) = tcp_server();
     let (at, results) = shares(3, |_| {
-        let mut s = spec(&addr);
+        let mut s = spec(&addr, io);
         s.requests = Some(300);
         s.export_histograms = true;
         s
@@ -415,33 +393,31 @@ fn shares_merge_into_one_result() {
     assert_eq!(Some(began), results.iter().filter_map(|r| r["began_unix_us"].as_u64()).min());
     assert_eq!(m["start_unix_us"], at);
     // without export_histograms, a result has no histograms to merge
-    let mut plain = spec(&addr);
+    let mut plain = spec(&addr, io);
     plain.requests = Some(1);
     let plain = run(plain).unwrap();
-    assert!(serde_json::from_str::<Value>(&plain).unwrap().get("histograms").is_none());
+    assert!(checked(&plain, io).get("histograms").is_none());
     assert!(merge(&[texts[0], &plain]).is_err_and(|e| e.contains("result 1")));
 }
 
-#[test]
-fn a_run_cancelled_while_waiting_never_began() {
+fn a_run_cancelled_while_waiting_never_began(io: Io) {
     let (addr, count) = tcp_server();
-    let mut s = spec(&addr);
+    let mut s = spec(&addr, io);
     s.requests = Some(20);
     s.start_at_unix_us = Some(now_unix_us() + 5_000_000);
     let run = Run::start(s).unwrap();
     std::thread::sleep(Duration::from_millis(50));
     run.cancel();
     assert!(run.wait(Duration::from_secs(3)));
-    let r: Value = serde_json::from_str(&run.result().unwrap()).unwrap();
+    let r: Value = checked(&run.result().unwrap(), io);
     assert!(r["began_unix_us"].is_null());
     assert_eq!(r["requests"]["complete"], 0);
     assert_eq!(count.load(Ordering::SeqCst), 0);
 }
 
-#[test]
-fn finished_seconds_are_readable_while_the_run_goes_on() {
+fn finished_seconds_are_readable_while_the_run_goes_on(io: Io) {
     let (addr, count) = tcp_server();
-    let mut s = spec(&addr);
+    let mut s = spec(&addr, io);
     s.duration = Some(Duration::from_millis(2500));
     s.export_histograms = true;
     let run = Run::start(s).unwrap();
@@ -451,7 +427,7 @@ fn finished_seconds_are_readable_while_the_run_goes_on() {
     let early = run.seconds(0);
     assert!(!early.is_empty() && early.len() <= 2, "{}", early.len());
     assert!(run.wait(Duration::from_secs(5)));
-    let r: Value = serde_json::from_str(&run.result().unwrap()).unwrap();
+    let r: Value = checked(&run.result().unwrap(), io);
     let all = run.seconds(0);
     assert_eq!(run.seconds(early.len()), all[early.len()..].to_vec());
     assert!(run.seconds(all.len() + 5).is_empty());
@@ -469,10 +445,11 @@ fn finished_seconds_are_readable_while_the_run_goes_on() {
         assert_eq!(sum[format!("p{p}_us")], r["latency"]["corrected"]["percentiles"][p], "p{p}");
     }
     // without export_histograms nothing is kept
-    let mut plain = spec(&addr);
+    let mut plain = spec(&addr, io);
     plain.requests = Some(10);
     let run = Run::start(plain).unwrap();
     assert!(run.wait(Duration::from_secs(5)));
     assert!(run.seconds(0).is_empty());
     assert!(sum_seconds(&["{}"]).is_err_and(|e| e.contains("entry 0")));
+}
 }

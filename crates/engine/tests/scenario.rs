@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pounder_engine::{merge, run, Addr, Capture, Encoding, Piece, Scenario, Source, Spec, Stage, Step, Target};
+use pounder_engine::{merge, run, Addr, Capture, Encoding, Io, Piece, Scenario, Source, Spec, Stage, Step, Target};
 use serde_json::Value;
 
 #[derive(Default)]
@@ -367,4 +367,21 @@ fn a_bad_scenario_is_refused_naming_its_field() {
     s.scenario.as_mut().unwrap().steps[1].target = 3;
     let e = run(s).unwrap_err();
     assert!(e.starts_with("scenario.steps[1].target"), "{e}");
+}
+
+#[test]
+fn a_scenario_takes_the_epoll_path_and_the_ring_is_refused() {
+    let (addr, site) = server(Site::default());
+    let mut s = spec(&addr, 2, 1);
+    s.requests = Some(10);
+    s.io = Io::Auto;
+    let r = result(s.clone());
+    let reason = "auto: logged-in users (a scenario) run on the epoll path only";
+    assert_eq!(r["io"], serde_json::json!({"path": "epoll", "reason": reason}));
+    assert_eq!(r["requests"]["complete"], 10);
+    // asked for, the ring is refused at the start in one line, before anything is sent
+    s.io = Io::Uring;
+    let e = pounder_engine::Run::start(s).err().expect("a scenario on the ring is refused");
+    assert_eq!(e, "io_uring: logged-in users (a scenario) run on the epoll path only");
+    assert_eq!(site.forms.load(Ordering::SeqCst), 2);
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pounder_engine::{run, tls_probe, Addr, Run, Spec, Target, TlsOptions};
+use pounder_engine::{run, tls_probe, Addr, Io, Run, Spec, Target, TlsOptions};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::Value;
 
@@ -352,4 +352,20 @@ fn v1_certificate(key: &rcgen::KeyPair) -> Vec<u8> {
     let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, cert);
     let lines: Vec<&str> = b64.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect();
     format!("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n", lines.join("\n")).into_bytes()
+}
+
+#[test]
+fn https_takes_the_epoll_path_and_the_ring_is_refused() {
+    let pki = pki();
+    let (addr, requests, _) = tls_server(&pki);
+    let mut s = spec(&addr, "localhost", trusting(&pki), true);
+    s.io = Io::Auto;
+    let v = result(s.clone());
+    assert_eq!(v["io"], serde_json::json!({"path": "epoll", "reason": "auto: HTTPS runs on the epoll path only"}));
+    assert_eq!(v["requests"]["complete"], 20);
+    // asked for, the ring is refused at the start in one line, before anything is sent
+    s.io = Io::Uring;
+    let e = Run::start(s).err().expect("HTTPS on the ring is refused");
+    assert_eq!(e, "io_uring: HTTPS runs on the epoll path only");
+    assert_eq!(requests.load(Ordering::SeqCst), 20);
 }

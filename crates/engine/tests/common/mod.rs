@@ -1,0 +1,73 @@
+//! What the engine's integration tests share: each plain-HTTP test runs on both I/O paths, and
+//! every result says it ran on the path asked for.
+
+// each test file uses its own part of this module
+#![allow(dead_code)]
+
+use pounder_engine::{Io, Run, Spec};
+use serde_json::Value;
+
+/// `both_paths! { fn name(io: Io) { ... } }` makes the tests `name::uring` and `name::epoll`,
+/// which run the body with `Io::Uring` and `Io::Epoll` (`cargo test uring` runs the ring's).
+#[macro_export]
+macro_rules! both_paths {
+    ($($(#[$meta:meta])* fn $name:ident($io:ident: Io) $body:block)*) => {$(
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            fn on_path($io: pounder_engine::Io) $body
+
+            #[test]
+            fn uring() {
+                on_path(pounder_engine::Io::Uring)
+            }
+
+            #[test]
+            fn epoll() {
+                on_path(pounder_engine::Io::Epoll)
+            }
+        }
+    )*};
+}
+
+/// The result's name of the path `io` asks for.
+pub fn path(io: Io) -> &'static str {
+    match io {
+        Io::Uring => "uring",
+        Io::Epoll => "epoll",
+        Io::Auto => panic!("a test asks for a path"),
+    }
+}
+
+/// A result's text parsed, checked to have run on the path `io` asks for.
+pub fn checked(text: &str, io: Io) -> Value {
+    let r: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(r["io"]["path"], path(io), "the result's io: {}", r["io"]);
+    r
+}
+
+/// Runs `s` to its end: its result, checked to have run on the path it asked for.
+pub fn result(s: Spec) -> Value {
+    let io = s.io;
+    checked(&pounder_engine::run(s).unwrap(), io)
+}
+
+/// The result of a started run, waited for (checked as `result`).
+pub fn wait_result(run: &Run, io: Io) -> Value {
+    while !run.wait(std::time::Duration::from_secs(1)) {}
+    checked(&run.result().unwrap(), io)
+}
+
+/// A fresh directory of this process's for a test on path `io` (tests on both paths run at once).
+pub fn temp_dir(name: &str, io: Io) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "pounder-engine-{name}-{}-{}",
+        std::process::id(),
+        path(io)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

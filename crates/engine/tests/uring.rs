@@ -1,0 +1,524 @@
+//! What a careless io_uring driver would get wrong, on both I/O paths, against tiny in-process
+//! servers on loopback: bodies and heads larger than any one receive buffer, servers that close
+//! or reset under the client, bytes past a response, answers that never come, more connections
+//! than a thread's buffer ring has buffers, connection reuse limits, Unix sockets, and the
+//! fallback from a refused address.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixListener;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pounder_engine::{Addr, Io, Spec, Target};
+
+mod common;
+use common::{result, temp_dir};
+
+/// What a server saw.
+#[derive(Default)]
+struct Seen {
+    accepted: AtomicU64,
+    requests: AtomicU64,
+    /// Connections the server holds open now.
+    open: AtomicI64,
+    /// Responses written on each connection, as each ended.
+    served: Mutex<Vec<u64>>,
+}
+
+impl Seen {
+    fn requests(&self) -> u64 {
+        self.requests.load(Ordering::SeqCst)
+    }
+
+    fn accepted(&self) -> u64 {
+        self.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Waits (at most 5 s) until the server holds no connection open: the client closed them all.
+    fn all_closed(&self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.open.load(Ordering::SeqCst) != 0 {
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+}
+
+/// How a server answers the `nth` (1-based) request of a connection, whose head is `head`:
+/// false closes the connection.
+type Answer<S> = dyn Fn(&mut S, u64, &[u8]) -> bool + Send + Sync;
+
+/// Reads one request head (the tests' requests have no body) into `buf`'s front, returning its
+/// length; None at the connection's end.
+fn read_head<S: Read>(s: &mut S, buf: &mut Vec<u8>) -> Option<usize> {
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            return Some(end + 4);
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+fn connection<S: Read + Write>(mut s: S, seen: &Seen, answer: &Answer<S>) {
+    let mut buf = Vec::new();
+    let mut nth = 0;
+    while let Some(len) = read_head(&mut s, &mut buf) {
+        nth += 1;
+        seen.requests.fetch_add(1, Ordering::SeqCst);
+        let head: Vec<u8> = buf.drain(..len).collect();
+        if !answer(&mut s, nth, &head) {
+            break;
+        }
+    }
+    seen.served.lock().unwrap().push(nth);
+    drop(s);
+    seen.open.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Accepts connections from `incoming`, a thread for each (small stacks: hundreds of them).
+fn accept<S: Read + Write + Send + 'static>(
+    incoming: impl Iterator<Item = S> + Send + 'static,
+    answer: Arc<Answer<S>>,
+) -> Arc<Seen> {
+    let seen = Arc::new(Seen::default());
+    let s = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in incoming {
+            s.accepted.fetch_add(1, Ordering::SeqCst);
+            s.open.fetch_add(1, Ordering::SeqCst);
+            let (s, answer) = (Arc::clone(&s), Arc::clone(&answer));
+            std::thread::Builder::new()
+                .stack_size(128 * 1024)
+                .spawn(move || connection(stream, &s, &*answer))
+                .unwrap();
+        }
+    });
+    seen
+}
+
+/// A TCP server on a free loopback port (a listen backlog of 1024: hundreds connect at once).
+fn server(
+    answer: impl Fn(&mut TcpStream, u64, &[u8]) -> bool + Send + Sync + 'static,
+) -> (SocketAddr, Arc<Seen>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    // SAFETY: listen on the socket we own (again: a longer queue).
+    assert_eq!(unsafe { libc::listen(listener.as_raw_fd(), 1024) }, 0);
+    let addr = listener.local_addr().unwrap();
+    let seen = accept(
+        std::iter::from_fn(move || listener.accept().ok().map(|(s, _)| s)),
+        Arc::new(answer),
+    );
+    (addr, seen)
+}
+
+/// Answers every request with `response`, keeping the connection.
+fn always(
+    response: Vec<u8>,
+) -> impl Fn(&mut TcpStream, u64, &[u8]) -> bool + Send + Sync + 'static {
+    move |s, _, _| s.write_all(&response).is_ok()
+}
+
+const HELLO: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+const REQUEST: &[u8] = b"GET / HTTP/1.1\r\nHost: test\r\n\r\n";
+
+fn target(addr: Addr) -> Target {
+    Target {
+        addr,
+        request: REQUEST.to_vec(),
+        head: false,
+        weight: 1,
+        tls_name: None,
+    }
+}
+
+/// `requests` over `connections` (threads: 2 when there are 2 connections or more) on path `io`.
+fn spec(addr: SocketAddr, io: Io, connections: usize, requests: u64) -> Spec {
+    let mut s = Spec::new(vec![target(Addr::Tcp(vec![addr]))]);
+    s.connections = connections;
+    s.threads = connections.min(2);
+    s.requests = Some(requests);
+    s.timeout = Duration::from_secs(10);
+    s.io = io;
+    s
+}
+
+/// A body of `len` bytes that is not one byte repeated.
+fn letters(len: usize) -> Vec<u8> {
+    (0..len).map(|i| b'a' + (i % 26) as u8).collect()
+}
+
+/// `payload` chunked in pieces of many sizes (1 byte to 1 MB, none a power of two but one).
+fn chunked(payload: &[u8]) -> Vec<u8> {
+    let mut out = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    let sizes = [1, 7, 4096, 16_383, 65_537, 100_000, 1_000_003];
+    let (mut at, mut k) = (0, 0);
+    while at < payload.len() {
+        let n = sizes[k % sizes.len()].min(payload.len() - at);
+        out.extend_from_slice(format!("{n:x}\r\n").as_bytes());
+        out.extend_from_slice(&payload[at..at + n]);
+        out.extend_from_slice(b"\r\n");
+        at += n;
+        k += 1;
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    out
+}
+
+/// A response whose head has `headers` headers of `size` bytes each (and a 5-byte body).
+fn big_head(headers: usize, size: usize) -> Vec<u8> {
+    let mut out = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n".to_vec();
+    for i in 0..headers {
+        let name = format!("X-Filler-{i:03}: ");
+        out.extend_from_slice(name.as_bytes());
+        out.extend(std::iter::repeat_n(b'v', size - name.len() - 2));
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\nhello");
+    out
+}
+
+/// A result's counts, for a failed assertion's message.
+fn brief(r: &serde_json::Value) -> String {
+    let keys = ["io", "requests", "errors", "bytes", "connections", "status"];
+    keys.iter()
+        .map(|k| format!("{k}: {}", r[*k]))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn count(r: &serde_json::Value, path: &[&str]) -> u64 {
+    path.iter()
+        .fold(r, |v, k| &v[*k])
+        .as_u64()
+        .unwrap_or_else(|| panic!("{path:?} in {r}"))
+}
+
+both_paths! {
+fn a_body_of_megabytes_is_counted_to_the_byte(io: Io) {
+    let payload = 3 * 1024 * 1024 + 17;
+    let mut response = format!("HTTP/1.1 200 OK\r\nContent-Length: {payload}\r\n\r\n").into_bytes();
+    response.extend_from_slice(&letters(payload));
+    let len = response.len() as u64;
+    let (addr, seen) = server(always(response));
+    // 4 connections on one thread receive at once: more than its receive buffers hold
+    let mut s = spec(addr, io, 4, 8);
+    s.threads = 1;
+    let r = result(s);
+    assert_eq!(count(&r, &["requests", "complete"]), 8, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 0);
+    assert_eq!(count(&r, &["status", "200"]), 8);
+    assert_eq!(count(&r, &["bytes", "total"]), 8 * len);
+    assert_eq!(count(&r, &["bytes", "body"]), 8 * payload as u64);
+    assert_eq!(count(&r, &["bytes", "sent"]), 8 * REQUEST.len() as u64);
+    assert_eq!(count(&r, &["connections", "opened"]), 4);
+    assert_eq!(seen.requests(), 8);
+}
+
+fn a_chunked_body_of_megabytes_is_counted_to_the_byte(io: Io) {
+    let payload = 3 * 1024 * 1024 + 17;
+    let response = chunked(&letters(payload));
+    let len = response.len() as u64;
+    let (addr, seen) = server(always(response));
+    let r = result(spec(addr, io, 2, 8));
+    assert_eq!(count(&r, &["requests", "complete"]), 8, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 0);
+    assert_eq!(count(&r, &["bytes", "total"]), 8 * len);
+    assert_eq!(count(&r, &["bytes", "body"]), 8 * payload as u64);
+    assert_eq!(count(&r, &["connections", "opened"]), 2);
+    assert_eq!(seen.requests(), 8);
+}
+
+fn a_head_of_40_kb_is_read_whole(io: Io) {
+    let response = big_head(100, 400);
+    let len = response.len() as u64;
+    assert!(len > 40_000);
+    let (addr, seen) = server(always(response));
+    let r = result(spec(addr, io, 2, 20));
+    assert_eq!(count(&r, &["requests", "complete"]), 20, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 0);
+    assert_eq!(count(&r, &["bytes", "total"]), 20 * len);
+    assert_eq!(count(&r, &["bytes", "body"]), 20 * 5);
+    assert_eq!(count(&r, &["connections", "opened"]), 2);
+    assert_eq!(seen.requests(), 20);
+}
+
+fn a_head_over_64_kib_is_a_bad_response(io: Io) {
+    let response = big_head(120, 600);
+    assert!(response.len() > 64 * 1024 + 5);
+    let (addr, seen) = server(always(response));
+    let r = result(spec(addr, io, 2, 6));
+    assert_eq!(count(&r, &["errors", "bad_response"]), 6, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 6);
+    assert_eq!(count(&r, &["requests", "complete"]), 0);
+    // a connection that gave a bad response is not used again
+    assert_eq!(count(&r, &["connections", "opened"]), 6);
+    assert_eq!(seen.requests(), 6);
+    assert!(seen.all_closed());
+}
+
+fn a_server_closing_idle_connections_unannounced_costs_no_request(io: Io) {
+    // after every 3rd response the server closes (no Connection: close): the next request on
+    // that connection fails before any byte of an answer and is sent again on a new one
+    let every_third = |s: &mut TcpStream, nth: u64, _: &[u8]| s.write_all(HELLO).is_ok() && !nth.is_multiple_of(3);
+    let (addr, seen) = server(every_third);
+    let r = result(spec(addr, io, 1, 30));
+    assert_eq!(count(&r, &["requests", "complete"]), 30, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 0);
+    assert_eq!(count(&r, &["connections", "opened"]), 10);
+    assert_eq!((seen.requests(), seen.accepted()), (30, 10));
+    // 4 connections: each opens ceil(its requests / 3)
+    let (addr, seen) = server(every_third);
+    let r = result(spec(addr, io, 4, 300));
+    assert_eq!(count(&r, &["requests", "complete"]), 300, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 0);
+    assert_eq!(count(&r, &["bytes", "body"]), 300 * 5);
+    let opened = count(&r, &["connections", "opened"]);
+    assert!((100..=102).contains(&opened), "{opened}");
+    assert_eq!((seen.requests(), seen.accepted()), (300, opened));
+    assert!(seen.all_closed());
+    let served = seen.served.lock().unwrap().clone();
+    assert!(served.iter().all(|&n| (1..=3).contains(&n)), "{served:?}");
+    assert!(served.iter().filter(|&&n| n < 3).count() <= 4, "{served:?}");
+}
+
+fn bytes_past_a_response_leave_the_connection_unused(io: Io) {
+    let response = [HELLO, b"EXTRA!"].concat();
+    let len = response.len() as u64;
+    let (addr, seen) = server(always(response));
+    let r = result(spec(addr, io, 2, 40));
+    assert_eq!(count(&r, &["requests", "complete"]), 40, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 0);
+    assert_eq!(count(&r, &["status", "200"]), 40);
+    assert_eq!(count(&r, &["bytes", "body"]), 40 * 5);
+    // the extra bytes came in the response's one segment: received, so counted
+    assert_eq!(count(&r, &["bytes", "total"]), 40 * len);
+    // out of step: each connection carries one exchange
+    assert_eq!(count(&r, &["connections", "opened"]), 40);
+    assert_eq!((seen.requests(), seen.accepted()), (40, 40));
+    assert!(seen.all_closed());
+}
+
+fn a_server_that_never_answers_times_out_each_request(io: Io) {
+    // the server reads each request and waits for the client to close
+    let (addr, seen) = server(|s, _, _| {
+        let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+        let _ = s.read(&mut [0u8; 64]);
+        false
+    });
+    let mut s = spec(addr, io, 2, 6);
+    s.threads = 1;
+    s.timeout = Duration::from_millis(200);
+    let r = result(s);
+    assert_eq!(count(&r, &["errors", "timeout"]), 6, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 6);
+    assert_eq!(count(&r, &["requests", "complete"]), 0);
+    assert_eq!(count(&r, &["bytes", "sent"]), 6 * REQUEST.len() as u64);
+    assert_eq!(count(&r, &["bytes", "total"]), 0);
+    // a timed-out connection is closed, not used again
+    assert_eq!(count(&r, &["connections", "opened"]), 6);
+    assert_eq!((seen.requests(), seen.accepted()), (6, 6));
+    assert!(seen.all_closed());
+}
+
+fn a_reset_in_the_middle_of_a_response_is_a_reset(io: Io) {
+    let (addr, seen) = server(|s, _, _| {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial");
+        std::thread::sleep(Duration::from_millis(20));
+        // SO_LINGER 0: the close sends a reset
+        let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+        // SAFETY: a plain setsockopt on the socket we own, with a value of its size.
+        let size = std::mem::size_of::<libc::linger>() as libc::socklen_t;
+        let rc = unsafe {
+            libc::setsockopt(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_LINGER, (&raw const linger).cast(), size)
+        };
+        assert_eq!(rc, 0);
+        false
+    });
+    let mut s = spec(addr, io, 2, 10);
+    s.threads = 1;
+    let r = result(s);
+    assert_eq!(count(&r, &["errors", "reset"]), 10, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 10);
+    assert_eq!(count(&r, &["requests", "complete"]), 0);
+    assert_eq!(count(&r, &["bytes", "sent"]), 10 * REQUEST.len() as u64);
+    // a fresh connection's request is not sent again
+    assert_eq!(count(&r, &["connections", "opened"]), 10);
+    assert_eq!((seen.requests(), seen.accepted()), (10, 10));
+}
+
+fn six_hundred_connections_on_two_threads(io: Io) {
+    // more receives in flight than a thread's buffer ring may hold buffers
+    let (addr, seen) = server(always(HELLO.to_vec()));
+    let r = result(spec(addr, io, 600, 6000));
+    assert_eq!(count(&r, &["requests", "complete"]), 6000, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 0);
+    assert_eq!(count(&r, &["status", "200"]), 6000);
+    assert_eq!(count(&r, &["bytes", "total"]), 6000 * HELLO.len() as u64);
+    assert_eq!(count(&r, &["bytes", "sent"]), 6000 * REQUEST.len() as u64);
+    assert_eq!(count(&r, &["connections", "opened"]), 600);
+    assert_eq!((seen.requests(), seen.accepted()), (6000, 600));
+    assert!(seen.all_closed());
+}
+
+fn calls_per_conn_closes_after_that_many_responses(io: Io) {
+    let (addr, seen) = server(always(HELLO.to_vec()));
+    let mut s = spec(addr, io, 1, 100);
+    s.calls_per_conn = 5;
+    let r = result(s);
+    assert_eq!(count(&r, &["requests", "complete"]), 100, "{}", brief(&r));
+    assert_eq!(count(&r, &["connections", "opened"]), 20);
+    assert_eq!((seen.requests(), seen.accepted()), (100, 20));
+    assert!(seen.all_closed());
+    assert_eq!(*seen.served.lock().unwrap(), vec![5; 20]);
+    // 4 connections: each opens ceil(its requests / 5)
+    let (addr, seen) = server(always(HELLO.to_vec()));
+    let mut s = spec(addr, io, 4, 200);
+    s.calls_per_conn = 5;
+    let r = result(s);
+    assert_eq!(count(&r, &["requests", "complete"]), 200, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 0);
+    let opened = count(&r, &["connections", "opened"]);
+    assert!((40..=43).contains(&opened), "{opened}");
+    assert_eq!((seen.requests(), seen.accepted()), (200, opened));
+    assert!(seen.all_closed());
+    let served = seen.served.lock().unwrap().clone();
+    assert!(served.iter().all(|&n| (1..=5).contains(&n)), "{served:?}");
+}
+
+fn no_keepalive_over_a_unix_socket(io: Io) {
+    let dir = temp_dir("uring-unix", io);
+    let path = dir.join("s.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let answer: Arc<Answer<std::os::unix::net::UnixStream>> = Arc::new(|s, _, head| {
+        let close = String::from_utf8_lossy(head).to_ascii_lowercase().contains("connection: close");
+        s.write_all(HELLO).is_ok() && !close
+    });
+    let seen = accept(std::iter::from_fn(move || listener.accept().ok().map(|(s, _)| s)), answer);
+    let mut s = Spec::new(vec![target(Addr::Unix(path.clone()))]);
+    s.targets[0].request = b"GET / HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n".to_vec();
+    s.keepalive = false;
+    s.connections = 2;
+    s.threads = 2;
+    s.requests = Some(50);
+    s.io = io;
+    let r = result(s);
+    assert_eq!(count(&r, &["requests", "complete"]), 50, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 0);
+    assert_eq!(count(&r, &["connections", "opened"]), 50);
+    assert_eq!(count(&r, &["phases", "connect", "count"]), 50);
+    assert_eq!((seen.requests(), seen.accepted()), (50, 50));
+    assert!(seen.all_closed());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn each_new_connection_falls_back_from_a_refused_address(io: Io) {
+    let (addr, seen) = server(|s, _, _| {
+        let _ = s.write_all(HELLO);
+        false
+    });
+    // bound then dropped: nothing listens there
+    let refused = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let mut s = spec(addr, io, 2, 20);
+    s.targets = vec![target(Addr::Tcp(vec![refused, addr]))];
+    s.targets[0].request = b"GET / HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n".to_vec();
+    s.keepalive = false;
+    let r = result(s);
+    assert_eq!(count(&r, &["requests", "complete"]), 20, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 0);
+    assert_eq!(count(&r, &["errors", "refused"]), 0);
+    assert_eq!(count(&r, &["connections", "opened"]), 20);
+    assert_eq!((seen.requests(), seen.accepted()), (20, 20));
+}
+
+fn a_body_until_close_ends_with_the_connection(io: Io) {
+    // no length, not chunked: the body is what comes until the server closes
+    let (addr, seen) = server(|s, _, _| {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\n\r\nuntil close");
+        false
+    });
+    let r = result(spec(addr, io, 2, 20));
+    assert_eq!(count(&r, &["requests", "complete"]), 20, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 0);
+    assert_eq!(count(&r, &["bytes", "body"]), 20 * 11);
+    assert_eq!(count(&r, &["connections", "opened"]), 20);
+    assert_eq!((seen.requests(), seen.accepted()), (20, 20));
+}
+
+fn a_head_request_reads_no_body_whatever_the_length_says(io: Io) {
+    let (addr, seen) = server(always(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n".to_vec()));
+    let mut s = spec(addr, io, 2, 30);
+    s.targets[0].request = b"HEAD / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec();
+    s.targets[0].head = true;
+    let r = result(s);
+    assert_eq!(count(&r, &["requests", "complete"]), 30, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 0);
+    assert_eq!(count(&r, &["bytes", "body"]), 0);
+    assert_eq!(count(&r, &["connections", "opened"]), 2);
+    assert_eq!(seen.requests(), 30);
+}
+
+fn a_response_dribbled_in_pieces_is_framed_right(io: Io) {
+    // chunked, written 3 bytes at a time: head and chunk lines split across receives
+    let response = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+    let (addr, seen) = server(move |s, _, _| {
+        let _ = s.set_nodelay(true);
+        response.chunks(3).all(|piece| {
+            std::thread::sleep(Duration::from_micros(200));
+            s.write_all(piece).is_ok()
+        })
+    });
+    let r = result(spec(addr, io, 2, 20));
+    assert_eq!(count(&r, &["requests", "complete"]), 20, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 0);
+    assert_eq!(count(&r, &["bytes", "body"]), 20 * 11);
+    assert_eq!(count(&r, &["bytes", "total"]), 20 * response.len() as u64);
+    assert_eq!(count(&r, &["connections", "opened"]), 2);
+    assert_eq!(seen.requests(), 20);
+}
+
+fn no_keepalive_closes_a_connection_the_server_would_keep(io: Io) {
+    let (addr, seen) = server(always(HELLO.to_vec()));
+    let mut s = spec(addr, io, 2, 30);
+    s.keepalive = false;
+    let r = result(s);
+    assert_eq!(count(&r, &["requests", "complete"]), 30, "{}", brief(&r));
+    assert_eq!(count(&r, &["connections", "opened"]), 30);
+    assert_eq!((seen.requests(), seen.accepted()), (30, 30));
+    assert!(seen.all_closed());
+    assert_eq!(*seen.served.lock().unwrap(), vec![1; 30]);
+}
+
+fn open_loop_requests_that_get_no_answer_time_out(io: Io) {
+    let (addr, seen) = server(|s, _, _| {
+        let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+        let _ = s.read(&mut [0u8; 64]);
+        false
+    });
+    // 100 req/s for 0.5 s: 50 arrivals, each timed out after 200 ms (within the run's drain)
+    let mut s = spec(addr, io, 64, 1);
+    s.requests = None;
+    s.stages = Some(vec![pounder_engine::Stage {
+        duration: Duration::from_millis(500),
+        start_rate: 100.0,
+        end_rate: 100.0,
+    }]);
+    s.timeout = Duration::from_millis(200);
+    let r = result(s);
+    assert_eq!(count(&r, &["errors", "timeout"]), 50, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 50);
+    assert_eq!(count(&r, &["requests", "unsent"]), 0);
+    assert_eq!(count(&r, &["bytes", "sent"]), 50 * REQUEST.len() as u64);
+    assert_eq!((seen.requests(), seen.accepted()), (50, 50));
+    assert!(seen.all_closed());
+}
+}
