@@ -272,12 +272,14 @@ impl<'w> Ring<'w> {
             let now = self.now;
             w.advance_interval(&mut w.interval.borrow_mut(), now);
             let deadline = sh.deadline();
-            if sh.cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
+            let over = sh.cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d);
+            if self.open_loop {
+                // what fell due before this pass goes to the backlog, sent or (when over) unsent
+                self.pace(&mut pacer, !over);
+            }
+            if over {
                 by_clock = true;
                 break;
-            }
-            if self.open_loop {
-                self.pace(&mut pacer);
             }
             self.expire();
             let finished = if self.open_loop { pacer.done && !pacer.ran_out } else { self.claims_done };
@@ -761,7 +763,7 @@ impl<'w> Ring<'w> {
     }
 
     /// Open loop: what the pacer claims and the backlog; due requests go to free slots.
-    fn pace(&mut self, pacer: &mut Pacer) {
+    fn pace(&mut self, pacer: &mut Pacer, send: bool) {
         let w = self.w;
         let sh = &w.sh;
         let schedule = sh.schedule.as_ref().expect("open loop");
@@ -789,7 +791,9 @@ impl<'w> Ring<'w> {
                 _ => break,
             }
         }
-        self.dispatch();
+        if send {
+            self.dispatch();
+        }
     }
 
     /// Open loop: the backlog's requests to free slots, oldest first.
