@@ -241,6 +241,28 @@ def testserver(tmp_path: Path) -> Iterator[ServerPool]:
         pool.stop_all()
 
 
+def _uring_refused() -> str | None:
+    """Why this kernel refuses the engine's io_uring path (None: it takes it)."""
+    from pounder import _engine
+
+    target = {"tcp": "127.0.0.1:9", "unix": None, "request": b"GET / HTTP/1.1\r\n\r\n", "head": False, "weight": 1}
+    try:
+        _engine.choose_io({"targets": [target], "connections": 1, "threads": 1, "requests": 1, "io": "uring"})
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+@pytest.fixture(params=["uring", "epoll"])
+def io_path(request: pytest.FixtureRequest) -> str:
+    """The engine's I/O paths, one test each: ``run(url, io=io_path, ...)`` (``--io``). The
+    uring case is skipped, saying why, on a kernel that refuses the ring."""
+    if request.param == "uring" and (why := _uring_refused()) is not None:
+        pytest.skip(why)
+    path: str = request.param
+    return path
+
+
 @pytest.fixture
 def public_dir() -> Iterator[Path]:
     """A directory under /tmp that servers' children (Apache's run as www-data when we are root)

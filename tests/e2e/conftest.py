@@ -64,6 +64,8 @@ class Runner:
         if "error" in outcome:
             raise outcome["error"]
         result: BenchResult = outcome["result"]
+        if options.get("io") in ("uring", "epoll"):  # the path asked for is the one taken (and stated)
+            assert result.io is not None and result.io.path == options["io"], result.io
         return result
 
 

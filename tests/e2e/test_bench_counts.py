@@ -12,9 +12,9 @@ import pytest
     ("connections", "threads", "requests"),
     [(1, 1, 50), (4, 1, 200), (4, 2, 200), (3, 2, 101), (8, 2, 301)],
 )
-def test_closed_loop_requests_exact(testserver, run, assert_accounted, connections, threads, requests):
+def test_closed_loop_requests_exact(testserver, run, assert_accounted, connections, threads, requests, io_path):
     srv = testserver(mode="ok")
-    result = run(srv.url + "/", connections=connections, threads=threads, requests=requests)
+    result = run(srv.url + "/", connections=connections, threads=threads, requests=requests, io=io_path)
 
     assert result.options.load.kind == "closed"
     assert result.options.load.threads == threads
@@ -41,9 +41,9 @@ def test_closed_loop_duration_exact(testserver, run, assert_accounted, threads):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_open_loop_rate_exact(testserver, run, assert_accounted, threads):
+def test_open_loop_rate_exact(testserver, run, assert_accounted, threads, io_path):
     srv = testserver(mode="ok", delay_ms=2)
-    result = run(srv.url + "/", rate=200, duration="1.5s", threads=threads)
+    result = run(srv.url + "/", rate=200, duration="1.5s", threads=threads, io=io_path)
 
     assert result.options.load.kind == "open"
     assert result.requests.failed == 0
@@ -54,9 +54,9 @@ def test_open_loop_rate_exact(testserver, run, assert_accounted, threads):
     assert result.connections_opened == stats["connections"]
 
 
-def test_open_loop_warmup_exact(testserver, run, assert_accounted):
+def test_open_loop_warmup_exact(testserver, run, assert_accounted, io_path):
     srv = testserver(mode="ok")
-    result = run(srv.url + "/", rate=100, duration="1s", warmup=20)
+    result = run(srv.url + "/", rate=100, duration="1s", warmup=20, io=io_path)
 
     assert result.warmup.complete == 20
     assert result.warmup.failed == 0
@@ -65,9 +65,9 @@ def test_open_loop_warmup_exact(testserver, run, assert_accounted):
     assert stats["requests"] == 20 + result.requests.complete + result.requests.failed
 
 
-def test_no_keepalive_one_connection_per_request(testserver, run, assert_accounted):
+def test_no_keepalive_one_connection_per_request(testserver, run, assert_accounted, io_path):
     srv = testserver(mode="ok")
-    result = run(srv.url + "/", connections=4, threads=2, requests=100, keepalive=False)
+    result = run(srv.url + "/", connections=4, threads=2, requests=100, keepalive=False, io=io_path)
 
     assert result.requests.complete == 100
     assert result.requests.failed == 0
@@ -88,9 +88,9 @@ def test_no_keepalive_duration_connections_match(testserver, run, assert_account
 
 
 @pytest.mark.parametrize(("connections", "requests"), [(1, 30), (2, 30), (4, 50)])
-def test_calls_per_conn(testserver, run, assert_accounted, connections, requests):
+def test_calls_per_conn(testserver, run, assert_accounted, connections, requests, io_path):
     srv = testserver(mode="ok")
-    result = run(srv.url + "/", connections=connections, requests=requests, calls_per_conn=3)
+    result = run(srv.url + "/", connections=connections, requests=requests, calls_per_conn=3, io=io_path)
 
     assert result.requests.complete == requests
     assert result.requests.failed == 0
@@ -103,9 +103,9 @@ def test_calls_per_conn(testserver, run, assert_accounted, connections, requests
         assert result.connections_opened == requests // 3
 
 
-def test_warmup_by_count(testserver, run, assert_accounted):
+def test_warmup_by_count(testserver, run, assert_accounted, io_path):
     srv = testserver(mode="ok")
-    result = run(srv.url + "/", connections=4, threads=2, requests=100, warmup=25)
+    result = run(srv.url + "/", connections=4, threads=2, requests=100, warmup=25, io=io_path)
 
     assert result.options.load.warmup_requests == 25
     assert result.warmup.complete == 25
@@ -146,9 +146,9 @@ def test_open_loop_no_keepalive_with_warmup(testserver, run, assert_accounted):
     assert stats["connections"] == result.connections_opened == stats["requests"]
 
 
-def test_open_loop_calls_per_conn(testserver, run, assert_accounted):
+def test_open_loop_calls_per_conn(testserver, run, assert_accounted, io_path):
     srv = testserver(mode="ok")
-    result = run(srv.url + "/", rate=100, duration="1s", connections=1, calls_per_conn=2)
+    result = run(srv.url + "/", rate=100, duration="1s", connections=1, calls_per_conn=2, io=io_path)
 
     assert result.requests.complete + result.requests.unsent == 100
     assert result.requests.failed == 0

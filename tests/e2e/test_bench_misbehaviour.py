@@ -39,9 +39,10 @@ def assert_only(result, category: str, count: int) -> None:
     ],
 )
 @pytest.mark.parametrize("keepalive", [True, False], ids=["keepalive", "no-keepalive"])
-def test_misbehaviour_counted_in_its_category(testserver, run, assert_accounted, mode, category, keepalive):
+def test_misbehaviour_counted_in_its_category(testserver, run, assert_accounted, mode, category, keepalive, io_path):
     srv = testserver(mode=mode)
-    result = run(srv.url + "/", connections=4, threads=2, requests=REQUESTS, keepalive=keepalive, timeout=5)
+    result = run(srv.url + "/", connections=4, threads=2, requests=REQUESTS, keepalive=keepalive, timeout=5,
+                 io=io_path)
 
     assert_only(result, category, REQUESTS)
     stats = assert_accounted(srv, result)
@@ -61,18 +62,18 @@ def test_misbehaviour_open_loop(testserver, run, assert_accounted, mode, categor
     assert_accounted(srv, result)
 
 
-def test_reset_over_unix_socket(testserver, run, assert_accounted):
+def test_reset_over_unix_socket(testserver, run, assert_accounted, io_path):
     # on a Unix socket the server can only close (no RST): EOF before any response is still "reset"
     srv = testserver(mode="reset", unix=True)
-    result = run("http://localhost/", unix_socket=srv.unix, connections=2, requests=20, timeout=5)
+    result = run("http://localhost/", unix_socket=srv.unix, connections=2, requests=20, timeout=5, io=io_path)
 
     assert_only(result, "reset", 20)
     assert_accounted(srv, result)
 
 
-def test_silent_times_out(testserver, run, assert_accounted):
+def test_silent_times_out(testserver, run, assert_accounted, io_path):
     srv = testserver(mode="silent")
-    result = run(srv.url + "/", connections=4, threads=2, requests=8, timeout="0.5s")
+    result = run(srv.url + "/", connections=4, threads=2, requests=8, timeout="0.5s", io=io_path)
 
     assert_only(result, "timeout", 8)
     stats = assert_accounted(srv, result)
@@ -81,9 +82,9 @@ def test_silent_times_out(testserver, run, assert_accounted):
     assert 1.0 <= run.wall_s < 4.0
 
 
-def test_silent_run_ends_at_deadline(testserver, run, assert_accounted):
+def test_silent_run_ends_at_deadline(testserver, run, assert_accounted, io_path):
     srv = testserver(mode="silent")
-    result = run(srv.url + "/", connections=4, threads=2, duration="1s", timeout=30)
+    result = run(srv.url + "/", connections=4, threads=2, duration="1s", timeout=30, io=io_path)
 
     # the run ends at the deadline plus at most the 1 s drain, not at the 30 s timeout
     assert run.wall_s < 4.0, run.wall_s
@@ -113,8 +114,8 @@ def test_silent_open_loop_aborted(testserver, run, assert_accounted):
 
 
 @pytest.mark.parametrize("keepalive", [True, False], ids=["keepalive", "no-keepalive"])
-def test_refused(run, free_port, keepalive):
-    result = run(f"http://127.0.0.1:{free_port}/", connections=2, requests=10, keepalive=keepalive)
+def test_refused(run, free_port, keepalive, io_path):
+    result = run(f"http://127.0.0.1:{free_port}/", connections=2, requests=10, keepalive=keepalive, io=io_path)
 
     assert_only(result, "refused", 10)
     assert result.connections_opened == 0

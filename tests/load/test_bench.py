@@ -97,10 +97,11 @@ def assert_sane_progress(seen: list[Progress], result: BenchResult) -> None:
 # Library
 
 
-def test_bench_result_matches_what_the_server_saw(testserver: Any) -> None:
+def test_bench_result_matches_what_the_server_saw(testserver: Any, io_path: str) -> None:
     srv = testserver(delay_ms=20, body_size=100)
-    result = bench(srv.url + "/", connections=2, duration="0.5s")
+    result = bench(srv.url + "/", connections=2, duration="0.5s", io=io_path)
     assert isinstance(result, BenchResult)
+    assert result.io is not None and (result.io.path, result.io.reason) == (io_path, "asked for")
     assert result.interrupted is False
     assert result.tool_version == pounder.__version__
     assert result.started_at.endswith("Z")
@@ -279,18 +280,19 @@ def test_cli_prints_report(testserver: Any) -> None:
     assert srv.connections() == 3
 
 
-def test_cli_output_files(testserver: Any, tmp_path: Path) -> None:
+def test_cli_output_files(testserver: Any, tmp_path: Path, io_path: str) -> None:
     srv = testserver()
     paths = {name: tmp_path / f"r.{name}" for name in ("json", "csv", "tsv", "hlog")}
     result = invoke(
         "--rate", "100", "-n", "50", "-q", "--json", str(paths["json"]), "--csv", str(paths["csv"]),
-        "--tsv", str(paths["tsv"]), "--hdr-log", str(paths["hlog"]), srv.url + "/",
+        "--tsv", str(paths["tsv"]), "--hdr-log", str(paths["hlog"]), "--io", io_path, srv.url + "/",
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "" and result.stderr == ""
     assert srv.count() == 50
 
     saved = pounder.load_result(paths["json"])
+    assert saved.io is not None and saved.io.path == io_path
     assert saved.interrupted is False
     assert saved.options.load.kind == "open"
     assert saved.options.load.stages == (Stage(0.5, 100.0, 100.0),)
