@@ -30,7 +30,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster as RayCluster  # noqa: E402
 
-from pounder import BenchResult, PounderError, UsageError, bench  # noqa: E402
+from pounder import BenchResult, IoInfo, PounderError, UsageError, bench  # noqa: E402
 from pounder.agents import Cluster, agent_pool, run_bench_ray  # noqa: E402
 from pounder.compare import Variant, compare  # noqa: E402
 from pounder.load import BenchSpec, run_bench, server_sampler  # noqa: E402
@@ -105,9 +105,11 @@ def test_counts_are_exact_over_three_agents(cluster: str, testserver: Any, tmp_p
     assert all(abs(a.offset_ms) < 50 and a.clock_error_ms < 50 for a in agents.members)  # one machine, one clock
     assert result.latency.corrected.count == 30_000
     assert sum(sample.complete for sample in result.series) == 30_000
+    # the agents' I/O path, the same on each (one machine): io_uring, as auto takes it here
+    assert result.io is not None and result.io.path == "uring" and result.io.reason.startswith("auto: the kernel")
     # written and read back as any result is
     back = BenchResult.from_json(result.to_json())
-    assert back.agents == agents
+    assert back.agents == agents and back.io == result.io
 
 
 def test_merged_histogram_is_the_agents_requests(cluster: str, testserver: Any, tmp_path: Path) -> None:
@@ -117,7 +119,8 @@ def test_merged_histogram_is_the_agents_requests(cluster: str, testserver: Any, 
     srv = testserver(mode="ok", delay_ms=20)
     tsv, hdr = tmp_path / "requests.tsv", tmp_path / "requests.hdr"
     result = bench(srv.url + "/", connections=6, requests=900, ray=cluster, agents=3, tsv_path=str(tsv),
-                   hdr_log_path=str(hdr))
+                   hdr_log_path=str(hdr), io="epoll")
+    assert result.io == IoInfo(path="epoll", reason="asked for")  # the spec's io travels to every agent
     rebuilt: Counter[tuple[int, int]] = Counter()
     for index in range(3):
         for *_, interval in hdr_log_intervals(tmp_path / f"requests.agent-{index}.hdr"):

@@ -151,3 +151,14 @@ def test_the_html_page_has_a_table_of_the_agents(tmp_path: Path) -> None:
 def test_without_t_the_threads_are_the_agents_own() -> None:
     assert BenchSpec.from_options("http://127.0.0.1:1/").auto_threads
     assert not BenchSpec.from_options("http://127.0.0.1:1/", threads=3).auto_threads
+
+
+def test_an_agent_refuses_io_uring_where_it_cannot_be_taken() -> None:
+    """The driver's check_io refuses --io uring for what the spec needs (HTTPS, a throttle) and for
+    its own kernel; each agent asks its own kernel too, before anything starts."""
+    agent = Agent()
+    spec = BenchSpec.from_options("http://127.0.0.1:1/", connections=2, throttle="1MB/s", io="uring")
+    problem = agent.check(spec.share_spec(0, 1), False, machine_id(), probe=False)
+    assert problem == "--io uring: a throttled receive runs on the epoll path only on this agent's machine"
+    auto = BenchSpec.from_options("http://127.0.0.1:1/", connections=2, throttle="1MB/s").share_spec(0, 1)
+    assert agent.check(auto, False, machine_id(), probe=False) is None
