@@ -8,7 +8,7 @@ export PIP_ROOT_USER_ACTION := ignore
 # tests), nginx and wrk and ab (apache2-utils) for benchmarks/peers.py.
 APT_PACKAGES := apache2 libapache2-mod-perl2 starman libplack-perl strace chromium \
 	php-fpm nginx uwsgi uwsgi-plugin-python3 puma unicorn libdevel-nytprof-perl linux-perf tmux openssl
-APT_BENCH_PACKAGES := nginx wrk apache2-utils util-linux
+APT_BENCH_PACKAGES := nginx wrk apache2-utils util-linux cmake
 OHA_VERSION := 1.16.0
 
 .PHONY: test demo build deps deps-system deps-python lint cargo-test pytest bench-peers bench-precision bench-tools clean

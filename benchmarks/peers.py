@@ -1,11 +1,12 @@
 """pounder against wrk, ab and oha: client CPU per request and requests/s, same server, same load.
 
 A private nginx (one worker) serves a small static file on a free loopback port, pinned to one
-core; every client is pinned to the other core and runs one thread (ab and oha as they come) with
-the same connection count. The tools run interleaved, A B C D E in each round, the first tool of a
-round moving one place each round, over --rounds rounds, so that a noisy shared machine hits
-every tool alike; medians over the rounds are shown, with the min-max of each round's ratio to
-wrk (the pairwise ratio: wrk ran in the same round, moments apart).
+core; every client is pinned to the other core and runs one thread (pounder -t 1, wrk -t1, oha
+--worker-threads 1, ab) with the same connection count. The tools run interleaved, A B C D E in
+each round, the first tool of a round moving one place each round, over --rounds rounds, so that
+a noisy shared machine hits every tool alike; medians over the rounds are shown, with the
+min-max of each round's ratio to wrk (the pairwise ratio: wrk ran in the same round, moments
+apart).
 
 CPU per request is the marginal cost: each tool runs twice per round, --short and --long seconds,
 and its client CPU (user + sys of the process, all its threads and children, from the kernel by
@@ -280,7 +281,8 @@ def ab_argv(*extra: str) -> Callable[[str, int, int], list[str]]:
 
 
 def oha_argv(oha: str, *extra: str) -> Callable[[str, int, int], list[str]]:
-    return lambda u, c, d: [oha, "-z", f"{d}s", "-c", str(c), "--no-tui", "--output-format", "json", *extra, u]
+    fixed = ["--worker-threads", "1", "--no-tui", "--output-format", "json", *extra]
+    return lambda u, c, d: [oha, "-z", f"{d}s", "-c", str(c), *fixed, u]
 
 
 def plain_tools(keepalive: bool, only: set[str] | None) -> tuple[list[Tool], list[str]]:
@@ -513,7 +515,8 @@ def verdicts(modes: dict[str, Mode]) -> list[str]:
 def method_line(args: argparse.Namespace, tls: bool) -> str:
     return (
         f"Method: nginx 1 worker on cpu {SERVER_CPU}{' over HTTPS (self-signed EC P-256)' if tls else ''}, "
-        f"each client 1 thread pinned to cpu {CLIENT_CPU} (ab and oha as they come), {args.connections} "
+        f"each client pinned to cpu {CLIENT_CPU} with one thread (pounder -t 1, wrk -t1, oha --worker-threads 1, "
+        f"ab), {args.connections} "
         f"connections, {args.rounds} interleaved rounds; CPU per request is the marginal cost: client CPU "
         f"(user + sys, wait4) of a {args.long} s run less a {args.short} s run over the extra requests "
         "completed; requests/s from the long run; medians, and each round's ratio to wrk (median, min-max)."
