@@ -92,6 +92,8 @@ struct Shared {
     tsv_failed: AtomicBool,
     /// The I/O path the threads take, and why.
     io: IoChoice,
+    /// Why threads that were to take the ring could not set it up (they ran on epoll).
+    ring_failures: Mutex<Vec<String>>,
 }
 
 impl Shared {
@@ -241,6 +243,7 @@ impl Run {
             tsv_failed: AtomicBool::new(tsv_header_error.is_some()),
             tsv,
             io,
+            ring_failures: Mutex::new(Vec::new()),
             spec,
         });
         let sh = Arc::clone(&shared);
@@ -419,7 +422,7 @@ fn supervise(sh: Arc<Shared>, hdr_log: Option<File>, warmup_slots: u64) {
         facts.measure_start_unix_us = Some(sh.start_unix_us + warmup.as_micros() as u64);
     }
     let mut doc = total.to_json(&facts, &series, sh.spec.export_histograms);
-    doc["io"] = serde_json::json!({"path": sh.io.path.name(), "reason": sh.io.reason});
+    doc["io"] = io_json(&sh);
     if !errors.is_empty() {
         doc["engine_errors"] = serde_json::json!(errors);
     }
@@ -430,6 +433,24 @@ fn supervise(sh: Arc<Shared>, hdr_log: Option<File>, warmup_slots: u64) {
     let mut done = sh.done.lock().unwrap_or_else(|e| e.into_inner());
     *done = Some(doc.to_string());
     sh.done_cv.notify_all();
+}
+
+/// The result's `io`: the path taken and why; threads that could not set up their ring ran on
+/// epoll (all of them: the path is epoll; some: mixed), and the reason says why.
+fn io_json(sh: &Shared) -> serde_json::Value {
+    let failures = sh.ring_failures.lock().unwrap_or_else(|p| p.into_inner());
+    if failures.is_empty() {
+        return serde_json::json!({"path": sh.io.path.name(), "reason": sh.io.reason});
+    }
+    let path = if failures.len() >= sh.spec.threads { "epoll" } else { "mixed" };
+    let reason = format!(
+        "{}; {} of {} threads could not set up their ring ({}) and ran on epoll",
+        sh.io.reason,
+        failures.len(),
+        sh.spec.threads,
+        failures[0]
+    );
+    serde_json::json!({"path": path, "reason": reason})
 }
 
 /// Merges the threads' seconds into the series (and the HDR log) as each second completes.
@@ -582,8 +603,10 @@ fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) ->
         tls: sh.tls.as_ref().map(|(setup, names)| setup.thread(names)),
         sh,
     });
-    // a ring the thread cannot set up (a memory limit hit after the probe): this thread runs on epoll
-    let on_ring = w.sh.io.path == IoPath::Uring && uring::drive(&w);
+    // a ring the thread cannot set up (a memory limit hit after the probe): this thread runs on
+    // epoll, and the result says so
+    let on_ring = w.sh.io.path == IoPath::Uring
+        && uring::drive(&w).map_err(|e| w.sh.ring_failures.lock().unwrap_or_else(|p| p.into_inner()).push(e)).is_ok();
     if !on_ring {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
         let local = LocalSet::new();

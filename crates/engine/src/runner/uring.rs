@@ -192,15 +192,11 @@ struct Ring<'w> {
     claims_done: bool,
 }
 
-/// Runs this thread's share on a ring; false when the ring cannot be set up (nothing was sent).
-pub(super) fn drive(w: &Worker) -> bool {
-    match Ring::new(w) {
-        Ok(mut r) => {
-            r.run();
-            true
-        }
-        Err(_) => false,
-    }
+/// Runs this thread's share on a ring; an error (nothing was sent) when the ring cannot be set up.
+pub(super) fn drive(w: &Worker) -> Result<(), String> {
+    let mut ring = Ring::new(w).map_err(|e| format!("io_uring: {e}"))?;
+    ring.run();
+    Ok(())
 }
 
 impl<'w> Ring<'w> {
