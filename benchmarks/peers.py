@@ -534,7 +534,8 @@ def report(modes: dict[str, Mode], args: argparse.Namespace, tls: bool) -> None:
     text, md = [method_line(args, tls), ""], [method_line(args, tls), ""]
     for mode in modes.values():
         text += [mode.title, *table(mode, False), *footnotes(mode), ""]
-        md += [f"**{mode.title}**", "", *table(mode, True), "", *(f"- {n}" for n in footnotes(mode)), ""]
+        notes = [f"- {n}" for n in footnotes(mode)]
+        md += [f"**{mode.title}**", "", *table(mode, True), "", *(notes + [""] if notes else [])]
     if not tls:
         v = verdicts(modes)
         text += v
