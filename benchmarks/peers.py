@@ -16,15 +16,21 @@ run less the short one, so start-up (Python's import, a Tokio runtime, connectin
 count. Requests are each tool's own count, checked against nginx's (stub_status, on a second
 port) after every run.
 
-Two modes, both by default (--mode): keep-alive, and a new connection per request (pounder
---no-keepalive, wrk -H 'Connection: close', ab without -k, oha --disable-keepalive). pounder
-runs on both of its I/O paths (--io uring, --io epoll). A verdict line per target of issue 30
-states the measured value and PASS or FAIL; the numbers decide.
+Three modes, all by default (--mode): keep-alive, a new connection per request (pounder
+--no-keepalive, wrk -H 'Connection: close', ab without -k, oha --disable-keepalive), and keep-alive
+with each client capped at --client-cpu of its core (default 0.5) by a cgroup CPU quota (cgroup v1
+cpu.cfs_quota_us, or v2 cpu.max; benchmarks/cpucap.py), so that the client core, not the server, is
+certainly the limit: requests/s is judged there, and only from rounds the cap bound (cpu.stat: the
+long run throttled, and >= 90 % of the quota used between the short and the long run); without a
+writable cpu cgroup that mode is skipped and says why. pounder runs on both of its I/O paths (--io
+uring, --io epoll). A verdict line per target of issue 30 states the measured value and PASS or
+FAIL; the numbers decide (tables and verdicts: benchmarks/peers_report.py).
 
 This is a benchmark, not a test: it prints tables and asserts nothing.
 
     python benchmarks/peers.py [--rounds 5] [--short 3] [--long 6] [--connections 50]
-                               [--mode both|keepalive|close] [--markdown FILE] [--only TOOL,...]
+                               [--mode all|both|keepalive|close|capped] [--client-cpu 0.5]
+                               [--markdown FILE] [--only TOOL,...]
     python benchmarks/peers.py --tls [...]
 
 --tls: the same nginx over HTTPS with a self-signed certificate made here (openssl CLI, EC P-256),
@@ -46,16 +52,18 @@ import select
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from cpucap import Cap, Throttle, cpu_cap
+from peers_report import BOUND_SHARE, footnotes, table, verdicts
 
 SERVER_CPU, CLIENT_CPU = "1", "0"
 BODY = b"<html><body>pounder peers benchmark</body></html>\n" * 2
@@ -180,6 +188,8 @@ class Sample:
     failed: int = 0
     engine_cpu_s: float | None = None  # pounder: its engine threads only (the result's client_cpu)
     io_path: str | None = None  # pounder: the path the result says it ran on
+    wall_s: float = 0.0  # from start to reaped
+    throttle: Throttle | None = None  # capped runs: the CFS periods it ran in, and was throttled in
 
 
 @dataclass
@@ -192,31 +202,59 @@ class Tool:
     expect_io: str | None = None
 
 
-def run_client(argv: list[str], timeout_s: float) -> tuple[str, float]:
-    """Run argv pinned to CLIENT_CPU; its stdout and its CPU (user + sys, all threads, reaped children)."""
+@dataclass
+class Ran:
+    """What run_client saw: the client's stdout, CPU, wall time, and its cgroup's throttling (capped runs)."""
+
+    out: str
+    cpu_s: float
+    wall_s: float
+    throttle: Throttle | None
+
+
+def run_client(argv: list[str], timeout_s: float, cap: Cap | None = None) -> Ran:
+    """Run argv pinned to CLIENT_CPU, inside cap's cgroup when given (it enters between fork and exec); its stdout,
+    CPU (user + sys, all threads, reaped children, from wait4), wall time, and the periods it was throttled in."""
+    before = cap.stat() if cap is not None else None
     with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(["taskset", "-c", CLIENT_CPU, *argv], stdout=subprocess.PIPE, stderr=err)
+        start = time.monotonic()
+        enter = cap.enter if cap is not None else None
+        proc = subprocess.Popen(
+            ["taskset", "-c", CLIENT_CPU, *argv], stdout=subprocess.PIPE, stderr=err, preexec_fn=enter
+        )
         assert proc.stdout is not None
-        out = bytearray()
-        deadline = time.monotonic() + timeout_s
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                proc.kill()
-                break
-            if select.select([proc.stdout], [], [], left)[0]:
-                chunk = os.read(proc.stdout.fileno(), 65536)
-                if not chunk:
-                    break
-                out += chunk
-        _, status, usage = os.wait4(proc.pid, 0)
+        try:
+            out = _read_until(proc, start + timeout_s)
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:  # an error or Ctrl-C: the client must not outlive us (nor keep its cgroup busy)
+            proc.kill()
+            proc.wait()
+            raise
+        wall = time.monotonic() - start
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
         proc.stdout.close()
         if proc.returncode != 0:
             err.seek(0)
             tail = err.read().decode(errors="replace")[-600:]
             raise RuntimeError(f"{argv[0]} exited {proc.returncode}: {tail or out.decode(errors='replace')[-600:]}")
-    return out.decode(errors="replace"), usage.ru_utime + usage.ru_stime
+    throttle = cap.stat() - before if cap is not None and before is not None else None
+    return Ran(out.decode(errors="replace"), usage.ru_utime + usage.ru_stime, wall, throttle)
+
+
+def _read_until(proc: subprocess.Popen[bytes], deadline: float) -> bytes:
+    """proc's stdout until it closes it, or until the deadline (then proc is killed)."""
+    assert proc.stdout is not None
+    out = bytearray()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            proc.kill()
+            return bytes(out)
+        if select.select([proc.stdout], [], [], left)[0]:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                return bytes(out)
+            out += chunk
 
 
 def _number(pattern: str, text: str, default: str | None = None) -> str:
@@ -324,17 +362,18 @@ def tls_tools(handshake_per_request: bool) -> list[Tool]:
     ]
 
 
-def sample(tool: Tool, server: Nginx, url: str, connections: int, seconds: int) -> Sample:
+def sample(tool: Tool, server: Nginx, url: str, connections: int, seconds: int, cap: Cap | None = None) -> Sample:
     before = server.requests()
-    out, cpu = run_client(tool.argv(url, connections, seconds), seconds + RUN_SLACK_S)
+    ran = run_client(tool.argv(url, connections, seconds), seconds + RUN_SLACK_S, cap)
     seen = server.requests() - before - 1  # less the second status read itself
-    done, rps, failed, extra = tool.parse(out)
+    done, rps, failed, extra = tool.parse(ran.out)
     path = extra.get("io_path")
     if tool.expect_io is not None and path != tool.expect_io:
         raise RuntimeError(f"{tool.name}: the result says it ran on {path!r}, not {tool.expect_io!r}")
     engine = extra.get("engine_cpu_s")
     engine_s = float(engine) if isinstance(engine, float | int) else None
-    return Sample(done, rps, cpu, seen, failed, engine_s, None if path is None else str(path))
+    io_path = None if path is None else str(path)
+    return Sample(done, rps, ran.cpu_s, seen, failed, engine_s, io_path, ran.wall_s, ran.throttle)
 
 
 # ----------------------------------------------------------------------------------- measuring
@@ -378,20 +417,24 @@ class Mode:
     rounds: dict[str, list[Round]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # a tool that failed: its message (no more rounds)
     count_notes: list[str] = field(default_factory=list)
+    cap: Cap | None = None  # the clients run in this cgroup, held to a fraction of their core
+    skipped: str | None = None  # why the mode was not measured
 
 
 def measure(mode: Mode, server: Nginx, url: str, args: argparse.Namespace) -> None:
     """args.rounds rounds; in each every tool runs short then long, the tools in turn, the first moving along."""
     mode.rounds = {tool.name: [] for tool in mode.tools}
+    if mode.skipped:
+        return
     for r in range(args.rounds):
         order = mode.tools[r % len(mode.tools) :] + mode.tools[: r % len(mode.tools)]
         for tool in order:
             if tool.name in mode.errors:
                 continue
             try:
-                short = sample(tool, server, url, args.connections, args.short)
-                long = sample(tool, server, url, args.connections, args.long)
-            except (RuntimeError, json.JSONDecodeError, KeyError) as error:
+                short = sample(tool, server, url, args.connections, args.short, mode.cap)
+                long = sample(tool, server, url, args.connections, args.long, mode.cap)
+            except (RuntimeError, subprocess.SubprocessError, json.JSONDecodeError, KeyError) as error:
                 mode.errors[tool.name] = str(error).strip().splitlines()[-1][:300]
                 print(f"peers: {mode.title}: {tool.name} failed, left out: {mode.errors[tool.name]}", file=sys.stderr)
                 continue
@@ -412,112 +455,6 @@ def check_count(mode: Mode, name: str, s: Sample, connections: int) -> None:
 # ----------------------------------------------------------------------------------- reporting
 
 
-def _spread(values: Sequence[float]) -> str:
-    finite = [v for v in values if v == v]
-    if not finite:
-        return "n/a"
-    return f"{statistics.median(finite):.2f}x ({min(finite):.2f}-{max(finite):.2f})"
-
-
-@dataclass
-class Row:
-    tool: str
-    us: float
-    rps: float
-    cpu_ratios: list[float]
-    rps_ratios: list[float]
-    busy: float
-    engine_us: float | None
-    rounds: int
-
-
-def rows_of(mode: Mode, baseline: str = "wrk") -> list[Row]:
-    base = mode.rounds.get(baseline, [])
-    rows = []
-    for tool, rounds in mode.rounds.items():
-        if not rounds:
-            continue
-        # pairwise: round i of this tool against round i of wrk (the same round, if both ran in each)
-        pairs = list(zip(rounds, base, strict=False)) if len(rounds) == len(base) else []
-        engine = [e for e in (r.engine_us_per_request for r in rounds) if e is not None]
-        rows.append(
-            Row(
-                tool,
-                statistics.median(r.us_per_request for r in rounds),
-                statistics.median(r.long.rps for r in rounds),
-                [a.us_per_request / b.us_per_request for a, b in pairs],
-                [a.long.rps / b.long.rps for a, b in pairs],
-                statistics.median(r.core_busy for r in rounds),
-                statistics.median(engine) if engine else None,
-                len(rounds),
-            )
-        )
-    return rows
-
-
-def table(mode: Mode, markdown: bool) -> list[str]:
-    rows = rows_of(mode)
-    head = ["tool", "µs CPU/request", "requests/s", "CPU vs wrk", "requests/s vs wrk", "client core busy", "rounds"]
-    cells = [
-        [
-            r.tool,
-            f"{r.us:.2f}" + (f" (engine {r.engine_us:.2f})" if r.engine_us is not None else ""),
-            f"{r.rps:,.0f}",
-            _spread(r.cpu_ratios),
-            _spread(r.rps_ratios),
-            f"{r.busy:.0%}",
-            str(r.rounds),
-        ]
-        for r in rows
-    ]
-    if markdown:
-        return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(c) + " |" for c in cells]
-    widths = [max(len(x) for x in col) for col in zip(head, *cells, strict=False)]
-    fmt = "  ".join(f"{{:{'<' if i == 0 else '>'}{w}}}" for i, w in enumerate(widths))
-    return [fmt.format(*head)] + [fmt.format(*c) for c in cells]
-
-
-def footnotes(mode: Mode) -> list[str]:
-    lines = [f"skipped, not found: {m}" for m in mode.missing]
-    lines += [f"left out after it failed: {name}: {why}" for name, why in mode.errors.items()]
-    if mode.count_notes:
-        lines.append(
-            f"counts that differ from nginx's by more than the requests in flight, or failures "
-            f"({len(mode.count_notes)}): " + "; ".join(mode.count_notes[:6])
-        )
-    return lines
-
-
-def _median(values: list[float]) -> float | None:
-    finite = [v for v in values if v == v]
-    return statistics.median(finite) if finite else None
-
-
-def verdicts(modes: dict[str, Mode]) -> list[str]:
-    """One line per target of issue 30's "Must show" (pounder's io_uring path against wrk)."""
-    rows = {(key, r.tool): r for key, mode in modes.items() for r in rows_of(mode)}
-    lines = []
-    for key, what, kind, target in (
-        ("keepalive", "CPU per request vs wrk, keep-alive", "cpu", 0.7),
-        ("close", "CPU per request vs wrk, new connection per request", "cpu", 0.9),
-        ("keepalive", "requests/s vs wrk, keep-alive", "rps", 1.0),
-    ):
-        wanted = f"<= {target:.1f}x" if kind == "cpu" else f">= {target:.1f}x"
-        r, wrk = rows.get((key, "pounder uring")), rows.get((key, "wrk"))
-        value = None if r is None else _median(r.cpu_ratios if kind == "cpu" else r.rps_ratios)
-        if r is None or wrk is None or value is None:
-            lines.append(f"{what}: not measured (target {wanted}): n/a")
-            continue
-        ok = value <= target if kind == "cpu" else value >= target
-        note = f"; client core busy: wrk {wrk.busy:.0%}, pounder {r.busy:.0%}" if kind == "rps" else ""
-        if kind == "rps" and max(wrk.busy, r.busy) < 0.9:
-            note += ", below 90 %: the server, not the client core, was the limit"
-        lines.append(
-            f"{what}: median {value:.2f}x over {r.rounds} rounds (target {wanted}{note}): {'PASS' if ok else 'FAIL'}"
-        )
-    return lines
-
-
 def method_line(args: argparse.Namespace, tls: bool) -> str:
     return (
         f"Method: nginx 1 worker on cpu {SERVER_CPU}{' over HTTPS (self-signed EC P-256)' if tls else ''} serving "
@@ -527,6 +464,14 @@ def method_line(args: argparse.Namespace, tls: bool) -> str:
         f"connections, {args.rounds} interleaved rounds; CPU per request is the marginal cost: client CPU "
         f"(user + sys, wait4) of a {args.long} s run less a {args.short} s run over the extra requests "
         "completed; requests/s from the long run; medians, and each round's ratio to wrk (median, min-max)."
+        + (
+            f" Capped mode: each client in a cgroup with a CPU quota of {args.client_cpu:.2f} of a core (CFS period "
+            f"100 ms), so that the client core is the limit; a round counts as bound when the long run was "
+            f"throttled and the tool used >= {BOUND_SHARE:.0%} of its quota between the short and the long run "
+            "(CPU over wall time); requests/s is judged there."
+            if args.mode in ("all", "capped") and not tls
+            else ""
+        )
     )
 
 
@@ -557,9 +502,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--connections", type=int, default=50, help="connections per client (default 50)")
     ap.add_argument(
         "--mode",
-        choices=("both", "keepalive", "close"),
-        default="both",
-        help="keep-alive, a new connection per request, or both (default)",
+        choices=("all", "both", "keepalive", "close", "capped"),
+        default="all",
+        help="keep-alive, a new connection per request, both, keep-alive with the client capped (--client-cpu), or "
+        "all three (default)",
+    )
+    ap.add_argument(
+        "--client-cpu",
+        type=float,
+        default=0.5,
+        metavar="FRACTION",
+        help="the capped mode: each client held to this fraction of its core by a cgroup CPU quota, so that the "
+        "client core, not the server, is the limit (default 0.5)",
     )
     ap.add_argument("--only", metavar="TOOL,...", help="only these tools (names as in the table; wrk is the baseline)")
     ap.add_argument(
@@ -575,6 +529,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.connections < 1 or not 0 < args.short < args.long:
         ap.error("--rounds and --connections must be >= 1 and 0 < --short < --long")
+    if not 0.01 <= args.client_cpu <= 1:
+        ap.error("--client-cpu is a fraction of one core: 0.01 to 1")
     return args
 
 
@@ -591,11 +547,23 @@ def main(argv: list[str] | None = None) -> int:
         modes["tls-keepalive"] = Mode("HTTPS, keep-alive", tls_tools(False))
         title = "HTTPS, a handshake per request (pounder full: --no-tls-resume; wrk resumes no session)"
         modes["tls-close"] = Mode(title, tls_tools(True))
-    for key, title, keepalive in (("keepalive", "keep-alive", True), ("close", "a new connection per request", False)):
-        if not args.tls and args.mode in ("both", key):
+    wanted = {"all": ("keepalive", "close", "capped"), "both": ("keepalive", "close")}.get(args.mode, (args.mode,))
+    for key, title, keepalive in (
+        ("keepalive", "keep-alive", True),
+        ("close", "a new connection per request", False),
+        ("capped", f"keep-alive, each client capped at {args.client_cpu:.2f} core (the client core the limit)", True),
+    ):
+        if not args.tls and key in wanted:
             tools, absent = plain_tools(keepalive, only)
             modes[key] = Mode(title, tools, absent)
-    with tempfile.TemporaryDirectory(prefix="pounder-peers-") as tmp:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the finally blocks stop nginx, drop the cgroup
+    with tempfile.TemporaryDirectory(prefix="pounder-peers-") as tmp, ExitStack() as stack:
+        if "capped" in modes:
+            capped = modes["capped"]
+            capped.cap = stack.enter_context(cpu_cap(args.client_cpu))
+            capped.skipped = capped.cap.error
+            if capped.skipped:
+                print(f"peers: {capped.title}: skipped: {capped.skipped}", file=sys.stderr)
         if args.tls:
             make_certificate(Path(tmp))
         with nginx_server(Path(tmp), tls=args.tls) as server:
