@@ -288,7 +288,8 @@ impl<'a> Connection<'a> {
             Ok(_) => {
                 self.served += 1;
                 let limit = self.reuse.calls_per_conn;
-                if !self.reuse.keepalive || (limit > 0 && self.served >= limit) {
+                // a response that ended the connection (not reusable) starts the count again too
+                if self.stream.is_none() || !self.reuse.keepalive || (limit > 0 && self.served >= limit) {
                     self.close();
                 }
             }

@@ -164,6 +164,10 @@ impl Spec {
         if self.targets.iter().any(|t| t.tls_name.is_some() && matches!(t.addr, Addr::Unix(_))) {
             return Err("targets: tls_name needs a tcp address".into());
         }
+        // sockaddr_un's sun_path holds 107 bytes and the final NUL
+        if self.targets.iter().any(|t| matches!(&t.addr, Addr::Unix(p) if p.as_os_str().len() >= 108)) {
+            return Err("targets: a Unix socket path must be shorter than 108 bytes".into());
+        }
         if self.targets.iter().any(|t| t.weight == 0) {
             return Err("targets: weight must be at least 1".into());
         }

@@ -118,8 +118,11 @@ fn probe() -> Kernel {
     if let Err(e) = ring.submitter().register_files_sparse(4) {
         return unusable(format!("io_uring cannot register files: {e}"));
     }
-    // multishot receive into a provided-buffer ring (6.0); a ring of 2 one-byte buffers
-    if let Err(e) = BufRing::new(&ring, 2, 1) {
+    // multishot receive into a provided-buffer ring (6.0); a ring of 2 one-byte buffers, freed
+    // after the ring (as every BufRing)
+    let bufs = BufRing::new(&ring, 2, 1);
+    drop(ring);
+    if let Err(e) = bufs {
         return unusable(format!("io_uring cannot register a buffer ring: {e} (kernel {} ; 6.1 or later is needed)", release()));
     }
     Kernel { unusable: None, setsockopt: probe.is_supported(opcode::SetSockOpt::CODE) && release_at_least(6, 7) }

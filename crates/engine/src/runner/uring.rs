@@ -10,7 +10,6 @@
 //! What is measured, and how, is the epoll path's (`Worker::record`, `Worker::claim`, the same
 //! response framing): only the clock readings differ, taken once per pass instead of per request.
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -29,9 +28,17 @@ use crate::uring::{kernel, new_ring, BufRing, GROUP};
 const BUF_SIZE: usize = 16 * 1024;
 const OP_CONNECT: u64 = 1;
 const OP_RECV: u64 = 2;
-/// Operations whose success posts nothing (socket, setsockopt, send, cancel, close): their
-/// completion is an error.
+/// Operations whose success posts nothing (socket, setsockopt, a small send, cancel, close): a
+/// completion of the current generation is a failure (cancel's and close's carry the old one).
 const OP_QUIET: u64 = 3;
+/// A large request's send, whose completion says when it was all written.
+const OP_SEND: u64 = 4;
+/// Requests up to this size go out whole at their submission (the socket's send buffer has room
+/// for them once the previous response came); their send posts nothing unless it fails. A larger
+/// one may wait for the server to read: its completion tells when it was written.
+const QUIET_SEND: usize = 64 * 1024;
+/// No slot (the ends of the list of busy slots).
+const NONE: usize = usize::MAX;
 static ONE: libc::c_int = 1;
 
 fn user_data(op: u64, conn: usize, gen: u32) -> u64 {
@@ -122,6 +129,10 @@ struct Conn {
     reusable: bool,
     /// A head that came in several pieces.
     acc: Vec<u8>,
+    /// When the request times out; the busy slots are a list in this order (`prev`, `next`).
+    deadline: Instant,
+    prev: usize,
+    next: usize,
 }
 
 impl Conn {
@@ -150,6 +161,9 @@ impl Conn {
             body: BodyDecoder::new(Framing::Empty),
             reusable: false,
             acc: Vec::new(),
+            deadline: job.intended,
+            prev: NONE,
+            next: NONE,
         }
     }
 
@@ -177,12 +191,15 @@ struct Ring<'w> {
     /// Open loop: slots free for the backlog's requests, the last freed on top.
     avail: Vec<usize>,
     busy: usize,
-    /// (deadline, slot, request number): deadlines come in start order.
-    timeouts: VecDeque<(Instant, usize, u64)>,
+    /// The busy slots, oldest request first: their deadlines come in this order (each is its
+    /// start plus the same timeout, and starts only grow).
+    oldest: usize,
+    newest: usize,
     /// Slots whose multishot receive ended while their exchange goes on.
     rearm: Vec<usize>,
-    /// Slots whose request was queued this pass: written when the pass's submission returns.
-    sent: Vec<usize>,
+    /// (slot, request number) of the requests queued this pass on an open connection: written
+    /// when the pass's submission is made.
+    sent: Vec<(usize, u64)>,
     cqes: Vec<(u64, i32, u32)>,
     seq: u64,
     now: Instant,
@@ -228,7 +245,8 @@ impl<'w> Ring<'w> {
             addrs,
             avail: (0..cap).rev().collect(),
             busy: 0,
-            timeouts: VecDeque::with_capacity(cap * 2),
+            oldest: NONE,
+            newest: NONE,
             rearm: Vec::with_capacity(cap),
             sent: Vec::with_capacity(cap),
             cqes: Vec::with_capacity(entries as usize * 2),
@@ -289,7 +307,7 @@ impl<'w> Ring<'w> {
             if let Some(job) = pacer.next {
                 wake = wake.min(job.intended);
             }
-            self.enter(wake);
+            self.enter(wake.min(self.next_timeout()));
         }
         self.w.stop();
         if by_clock {
@@ -299,11 +317,12 @@ impl<'w> Ring<'w> {
         let drain_end = Instant::now() + drain;
         while self.busy > 0 && Instant::now() < drain_end {
             self.now = Instant::now();
+            w.advance_interval(&mut w.interval.borrow_mut(), self.now);
             self.expire();
             if self.busy == 0 {
                 break;
             }
-            self.enter(drain_end.min(self.now + POLL));
+            self.enter(drain_end.min(self.now + POLL).min(self.next_second()).min(self.next_timeout()));
         }
         self.now = Instant::now();
         for i in 0..self.conns.len() {
@@ -312,6 +331,14 @@ impl<'w> Ring<'w> {
             }
         }
         self.w.hand_over_interval();
+    }
+
+    /// When the oldest request in flight times out (far away when none is).
+    fn next_timeout(&self) -> Instant {
+        match self.oldest {
+            NONE => self.now + POLL,
+            i => self.conns[i].deadline,
+        }
     }
 
     /// When the current second of the series ends (plus a millisecond), or a poll from now.
@@ -329,8 +356,12 @@ impl<'w> Ring<'w> {
     /// completion there is.
     fn enter(&mut self, wake: Instant) {
         let before = Instant::now();
-        for i in self.sent.drain(..) {
-            self.conns[i].written.get_or_insert(before);
+        for (i, seq) in self.sent.drain(..) {
+            let c = &mut self.conns[i];
+            // not if that request has ended since, or its slot opens a new connection for it
+            if c.busy && c.seq == seq && c.connecting.is_none() {
+                c.written.get_or_insert(before);
+            }
         }
         self.bufs.publish();
         let ts = types::Timespec::from(wake.saturating_duration_since(before));
@@ -387,14 +418,31 @@ impl<'w> Ring<'w> {
         match op {
             OP_RECV => self.on_recv(i, res, bid),
             OP_CONNECT => self.on_connect(i, res),
-            // socket, setsockopt or send failed (the rest of a chain is cancelled, stale once
-            // closed); a send on a reused connection the server closed while idle goes once more
-            _ if res < 0 && res != -libc::ECANCELED && self.conns[i].busy => {
+            OP_SEND => self.on_send(i, res),
+            // socket, setsockopt or a small send failed (the rest of a chain is cancelled, stale
+            // once closed; a send that failed part-way has a positive result): as the epoll
+            // path's failed write, unsent, and sent once more on a new connection when the server
+            // closed a reused one while it was idle
+            _ if res != -libc::ECANCELED && self.conns[i].busy => {
                 self.conns[i].written = None;
-                self.fail_or_retry(i, errno_kind(-res, false));
+                self.fail_or_retry(i, if res < 0 { errno_kind(-res, false) } else { ErrorKind::Reset });
             }
             _ => {}
         }
+    }
+
+    /// A large request's send: written when all of it went, else failed as unsent.
+    fn on_send(&mut self, i: usize, res: i32) {
+        let c = &mut self.conns[i];
+        if !c.busy || res == -libc::ECANCELED {
+            return;
+        }
+        if res >= 0 && res as usize == self.w.sh.spec.targets[c.index].request.len() {
+            c.written = Some(self.now);
+            return;
+        }
+        c.written = None;
+        self.fail_or_retry(i, if res < 0 { errno_kind(-res, false) } else { ErrorKind::Reset });
     }
 
     fn on_connect(&mut self, i: usize, res: i32) {
@@ -404,11 +452,13 @@ impl<'w> Ring<'w> {
         if res < 0 {
             let c = &self.conns[i];
             if c.try_addr + 1 < self.addrs[c.addr_id].len() {
-                // the next of the host's addresses (the first error is the one reported if all fail)
-                let next = c.try_addr + 1;
+                // the next of the host's addresses (the first error is the one reported if all
+                // fail); the connect time counts from the first
+                let (next, began) = (c.try_addr + 1, c.connecting);
                 self.close(i);
                 self.conns[i].try_addr = next;
                 self.open(i);
+                self.conns[i].connecting = began;
                 return;
             }
             self.fail(i, errno_kind(-res, true));
@@ -418,8 +468,12 @@ impl<'w> Ring<'w> {
         let w = self.w;
         let c = &mut self.conns[i];
         c.connect = c.connecting.map(|t| now.saturating_duration_since(t));
-        // the linked send goes out as the connect completes
-        c.written = Some(now);
+        c.connecting = None;
+        // the linked send of a small request goes out as the connect completes (a large one's
+        // completion says when)
+        if w.sh.spec.targets[c.index].request.len() <= QUIET_SEND {
+            c.written = Some(now);
+        }
         w.opened.set(w.opened.get() + 1);
     }
 
@@ -575,7 +629,18 @@ impl<'w> Ring<'w> {
 
     /// The request on slot i has ended.
     fn release(&mut self, i: usize) {
-        self.conns[i].busy = false;
+        let (prev, next) = (self.conns[i].prev, self.conns[i].next);
+        match prev {
+            NONE => self.oldest = next,
+            p => self.conns[p].next = next,
+        }
+        match next {
+            NONE => self.newest = prev,
+            n => self.conns[n].prev = prev,
+        }
+        let c = &mut self.conns[i];
+        (c.prev, c.next) = (NONE, NONE);
+        c.busy = false;
         self.busy -= 1;
     }
 
@@ -610,8 +675,14 @@ impl<'w> Ring<'w> {
         // closed loop: the request is meant to go now, so its claim time is its start
         let start = if self.open_loop { self.now } else { job.intended };
         self.seq += 1;
-        self.timeouts.push_back((start + w.sh.spec.timeout, i, self.seq));
         self.busy += 1;
+        // the newest request: last in the list of busy slots
+        match self.newest {
+            NONE => self.oldest = i,
+            n => self.conns[n].next = i,
+        }
+        (self.conns[i].prev, self.conns[i].next) = (self.newest, NONE);
+        self.newest = i;
         if self.conns[i].open && self.conns[i].addr_id != addr_id {
             self.close(i);
         }
@@ -620,6 +691,7 @@ impl<'w> Ring<'w> {
         c.job = job;
         c.index = index;
         c.start = start;
+        c.deadline = start + w.sh.spec.timeout;
         c.seq = self.seq;
         c.retried = false;
         c.addr_id = addr_id;
@@ -641,9 +713,12 @@ impl<'w> Ring<'w> {
     /// The request on slot i's open connection (its multishot receive is armed already).
     fn send(&mut self, i: usize) {
         let gen = self.conns[i].gen;
-        let send = send_entry(i, self.request(i)).user_data(user_data(OP_QUIET, i, gen));
+        let request = self.request(i);
+        let (send, quiet) = send_entry(i, request, gen);
+        if quiet {
+            self.sent.push((i, self.conns[i].seq));
+        }
         self.push(&[send]);
-        self.sent.push(i);
         if !self.conns[i].recv_armed {
             self.arm_recv(i);
         }
@@ -680,7 +755,8 @@ impl<'w> Ring<'w> {
             .build()
             .flags(link)
             .user_data(user_data(OP_CONNECT, i, gen));
-        let send = send_entry(i, self.request(i)).flags(link | skip).user_data(quiet);
+        let (send, _) = send_entry(i, self.request(i), gen);
+        let send = send.flags(link);
         let recv = recv_entry(i).user_data(user_data(OP_RECV, i, gen));
         if self.nodelay && sa.domain != libc::AF_UNIX {
             let one = &ONE as *const libc::c_int as *const libc::c_void;
@@ -744,17 +820,13 @@ impl<'w> Ring<'w> {
         }
     }
 
-    /// Counts requests past their timeout as timed out (sent if their request went out).
+    /// Counts requests past their timeout as timed out (sent if their request went out; the bytes
+    /// of a response cut short are not counted, as on the epoll path).
     fn expire(&mut self) {
-        while let Some(&(deadline, i, seq)) = self.timeouts.front() {
-            if deadline > self.now {
-                break;
-            }
-            self.timeouts.pop_front();
-            let c = &self.conns[i];
-            if c.busy && c.seq == seq {
-                self.fail(i, ErrorKind::Timeout);
-            }
+        while self.oldest != NONE && self.conns[self.oldest].deadline <= self.now {
+            let i = self.oldest;
+            self.conns[i].bytes_in = 0;
+            self.fail(i, ErrorKind::Timeout);
         }
     }
 
@@ -842,13 +914,18 @@ struct Pacer {
     ran_out: bool,
 }
 
-/// A whole request in one send: MSG_WAITALL makes the ring send the rest of a short send itself,
-/// so only an error posts a completion.
-fn send_entry(i: usize, request: &[u8]) -> squeue::Entry {
-    opcode::Send::new(types::Fixed(i as u32), request.as_ptr(), request.len() as u32)
+/// A whole request in one send (MSG_WAITALL: the ring sends the rest of a short send itself), and
+/// whether it is quiet: a small one posts a completion only when it fails, a large one
+/// (`OP_SEND`) always.
+fn send_entry(i: usize, request: &[u8], gen: u32) -> (squeue::Entry, bool) {
+    let send = opcode::Send::new(types::Fixed(i as u32), request.as_ptr(), request.len() as u32)
         .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
-        .build()
-        .flags(squeue::Flags::SKIP_SUCCESS)
+        .build();
+    if request.len() <= QUIET_SEND {
+        (send.flags(squeue::Flags::SKIP_SUCCESS).user_data(user_data(OP_QUIET, i, gen)), true)
+    } else {
+        (send.user_data(user_data(OP_SEND, i, gen)), false)
+    }
 }
 
 fn recv_entry(i: usize) -> squeue::Entry {
