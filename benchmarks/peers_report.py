@@ -128,7 +128,15 @@ def cap_binding(mode: Mode) -> str:
         held, runs = _bound_counts(mode, tool)
         throttled = statistics.median(throttled_share(r) for r in rounds)
         used = statistics.median(quota_used(r, mode.cap.fraction) for r in rounds)
-        parts.append(f"{tool} {held} of {runs} (throttled in {throttled:.0%} of periods, {used:.0%} of the quota used)")
+        loose = [
+            f"round {i + 1}: {throttled_share(r):.0%}, {quota_used(r, mode.cap.fraction):.0%}"
+            for i, r in enumerate(rounds)
+            if not bound(r, mode.cap.fraction)
+        ]
+        detail = f"; not bound in {', '.join(loose)}" if loose else ""
+        parts.append(
+            f"{tool} {held} of {runs} (throttled in {throttled:.0%} of periods, {used:.0%} of the quota used{detail})"
+        )
     every = all(held == runs for held, runs in (_bound_counts(mode, tool) for tool in mode.rounds))
     verdict = "the client core is the limit" if every else "where it did not, the client core was not the limit"
     return (
