@@ -187,6 +187,34 @@ fn big_head(headers: usize, size: usize) -> Vec<u8> {
     out
 }
 
+/// Makes the socket's close send a reset (SO_LINGER 0).
+fn reset_on_close(s: &TcpStream) {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    let size = std::mem::size_of::<libc::linger>() as libc::socklen_t;
+    // SAFETY: a plain setsockopt on the socket we own, with a value of its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&raw const linger).cast(),
+            size,
+        )
+    };
+    assert_eq!(rc, 0);
+}
+
+/// A POST of `len` body bytes (a Content-Length body).
+fn post(len: usize) -> Vec<u8> {
+    let mut request =
+        format!("POST / HTTP/1.1\r\nHost: test\r\nContent-Length: {len}\r\n\r\n").into_bytes();
+    request.resize(request.len() + len, b'x');
+    request
+}
+
 /// A result's counts, for a failed assertion's message.
 fn brief(r: &serde_json::Value) -> String {
     let keys = ["io", "requests", "errors", "bytes", "connections", "status"];
@@ -334,14 +362,7 @@ fn a_reset_in_the_middle_of_a_response_is_a_reset(io: Io) {
     let (addr, seen) = server(|s, _, _| {
         let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial");
         std::thread::sleep(Duration::from_millis(20));
-        // SO_LINGER 0: the close sends a reset
-        let linger = libc::linger { l_onoff: 1, l_linger: 0 };
-        // SAFETY: a plain setsockopt on the socket we own, with a value of its size.
-        let size = std::mem::size_of::<libc::linger>() as libc::socklen_t;
-        let rc = unsafe {
-            libc::setsockopt(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_LINGER, (&raw const linger).cast(), size)
-        };
-        assert_eq!(rc, 0);
+        reset_on_close(s);
         false
     });
     let mut s = spec(addr, io, 2, 10);
@@ -456,14 +477,16 @@ fn a_body_until_close_ends_with_the_connection(io: Io) {
 
 fn a_head_request_reads_no_body_whatever_the_length_says(io: Io) {
     let (addr, seen) = server(always(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n".to_vec()));
+    // both connections on one thread: on two, one thread may take all 30 before the other starts
     let mut s = spec(addr, io, 2, 30);
+    s.threads = 1;
     s.targets[0].request = b"HEAD / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec();
     s.targets[0].head = true;
     let r = result(s);
     assert_eq!(count(&r, &["requests", "complete"]), 30, "{}", brief(&r));
     assert_eq!(count(&r, &["requests", "failed"]), 0);
     assert_eq!(count(&r, &["bytes", "body"]), 0);
-    assert_eq!(count(&r, &["connections", "opened"]), 2);
+    assert_eq!(count(&r, &["connections", "opened"]), 2, "{}", brief(&r));
     assert_eq!(seen.requests(), 30);
 }
 
@@ -520,5 +543,97 @@ fn open_loop_requests_that_get_no_answer_time_out(io: Io) {
     assert_eq!(count(&r, &["bytes", "sent"]), 50 * REQUEST.len() as u64);
     assert_eq!((seen.requests(), seen.accepted()), (50, 50));
     assert!(seen.all_closed());
+}
+
+fn a_large_request_reset_part_way_is_a_reset_at_once(io: Io) {
+    // the server reads 64 KB of a 16 MB request, then resets: the send fails part-way
+    let (addr, seen) = server(|s, _, _| {
+        let mut chunk = [0u8; 16 * 1024];
+        let mut read = 0;
+        while read < 64 * 1024 {
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => read += n,
+            }
+        }
+        reset_on_close(s);
+        false
+    });
+    let mut s = spec(addr, io, 1, 1);
+    s.targets[0].request = post(16 * 1024 * 1024);
+    let r = result(s);
+    assert_eq!(count(&r, &["errors", "reset"]), 1, "{}", brief(&r));
+    assert_eq!(count(&r, &["errors", "timeout"]), 0);
+    assert_eq!(count(&r, &["requests", "failed"]), 1);
+    // not all of it went: unsent
+    assert_eq!(count(&r, &["bytes", "sent"]), 0);
+    assert_eq!(count(&r, &["connections", "opened"]), 1);
+    // no wait for the run's 10 s timeout (a bound on a hang, not a speed target)
+    let elapsed = r["elapsed_s"].as_f64().unwrap();
+    assert!(elapsed < 5.0, "{elapsed} s");
+    assert_eq!((seen.requests(), seen.accepted()), (1, 1));
+}
+
+fn an_answer_after_the_timeout_is_a_timeout(io: Io) {
+    // each answer comes 230 ms after its request was read: 30 ms past the 200 ms timeout (a
+    // margin a loaded machine keeps; an answer under ~10 ms late races its timeout)
+    let (addr, seen) = server(|s, _, _| {
+        std::thread::sleep(Duration::from_millis(230));
+        s.write_all(HELLO).is_ok()
+    });
+    let mut s = spec(addr, io, 2, 4);
+    s.timeout = Duration::from_millis(200);
+    let r = result(s);
+    assert_eq!(count(&r, &["errors", "timeout"]), 4, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 4);
+    assert_eq!(count(&r, &["requests", "complete"]), 0);
+    assert_eq!(count(&r, &["bytes", "sent"]), 4 * REQUEST.len() as u64);
+    assert_eq!(count(&r, &["connections", "opened"]), 4);
+    assert_eq!((seen.requests(), seen.accepted()), (4, 4));
+}
+
+fn calls_per_conn_counts_afresh_after_the_server_ends_a_connection(io: Io) {
+    // every 3rd response of a connection says Connection: close (and the server closes): with
+    // calls_per_conn 5 each connection serves 3, the count starting again on the next one
+    let (addr, seen) = server(|s, nth, _| {
+        if nth.is_multiple_of(3) {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 5\r\n\r\nhello");
+            return false;
+        }
+        s.write_all(HELLO).is_ok()
+    });
+    let mut s = spec(addr, io, 1, 30);
+    s.calls_per_conn = 5;
+    let r = result(s);
+    assert_eq!(count(&r, &["requests", "complete"]), 30, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 0);
+    assert_eq!(count(&r, &["connections", "opened"]), 10);
+    assert_eq!((seen.requests(), seen.accepted()), (30, 10));
+    assert!(seen.all_closed());
+    assert_eq!(*seen.served.lock().unwrap(), vec![3; 10]);
+}
+
+fn a_large_request_still_going_out_at_its_timeout_is_unsent(io: Io) {
+    // the server accepts and never reads: a 16 MB request cannot all go out
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let server = std::thread::spawn(move || {
+        let held = listener.accept();
+        // held until the run ended (or 10 s)
+        let _ = wait.recv_timeout(Duration::from_secs(10));
+        held.is_ok()
+    });
+    let mut s = spec(addr, io, 1, 1);
+    s.targets[0].request = post(16 * 1024 * 1024);
+    s.timeout = Duration::from_millis(300);
+    let r = result(s);
+    let _ = done.send(());
+    assert!(server.join().unwrap());
+    assert_eq!(count(&r, &["errors", "timeout"]), 1, "{}", brief(&r));
+    assert_eq!(count(&r, &["requests", "failed"]), 1);
+    assert_eq!(count(&r, &["bytes", "sent"]), 0);
+    assert_eq!(count(&r, &["bytes", "total"]), 0);
+    assert_eq!(count(&r, &["connections", "opened"]), 1);
 }
 }
