@@ -319,11 +319,15 @@ fn shares_of_an_open_loop_schedule_take_every_nth_arrival(io: Io) {
         s.tsv_path = Some(dir.join(format!("{offset}.tsv")));
         s
     });
+    let mut unsent = 0;
     for r in &results {
         let sent = r["requests"]["complete"].as_u64().unwrap() + r["requests"]["unsent"].as_u64().unwrap();
         assert_eq!(sent, 100, "requests {}, errors {}", r["requests"], r["errors"]);
+        unsent += r["requests"]["unsent"].as_u64().unwrap();
     }
-    assert_eq!(count.load(Ordering::SeqCst), 300);
+    // an arrival due as the schedule ends, on a thread woken late (a busy machine), is unsent
+    assert!(unsent <= 3, "{unsent} unsent");
+    assert_eq!(count.load(Ordering::SeqCst), 300 - unsent);
     // the union of the intended times is the one schedule: evenly spaced, no three-way bursts
     let mut intended: Vec<u64> = (0..3)
         .flat_map(|offset| {
@@ -332,7 +336,7 @@ fn shares_of_an_open_loop_schedule_take_every_nth_arrival(io: Io) {
         })
         .collect();
     intended.sort_unstable();
-    assert_eq!(intended.len(), 300);
+    assert_eq!(intended.len() as u64, 300 - unsent);
     for pair in intended.windows(2) {
         let gap = pair[1] - pair[0];
         assert!((3_000..=3_700).contains(&gap), "arrivals {} and {} us", pair[0], pair[1]);

@@ -419,16 +419,6 @@ impl<'w> Ring<'w> {
             }
             return;
         }
-        let connecting = self.conns[i].busy && self.conns[i].connecting.is_some();
-        if connecting && res < 0 && res != -libc::ECANCELED && (op != OP_RECV || res != -libc::ENOBUFS) {
-            // the socket, its option, its connect, or a send or receive waiting for it failed
-            self.connect_failed(i, -res);
-            return;
-        }
-        if connecting && op == OP_RECV {
-            // response bytes (or the end) before the connect's own completion: it is made
-            self.connected(i);
-        }
         match op {
             OP_RECV => self.on_recv(i, res, bid),
             OP_CONNECT => self.on_connect(i, res),
@@ -453,7 +443,6 @@ impl<'w> Ring<'w> {
         }
         if res >= 0 && res as usize == self.w.sh.spec.targets[c.index].request.len() {
             c.written = Some(self.now);
-            self.connected(i);
             return;
         }
         c.written = None;
@@ -461,47 +450,42 @@ impl<'w> Ring<'w> {
     }
 
     fn on_connect(&mut self, i: usize, res: i32) {
-        // (a failure was handled in `complete`)
-        if self.conns[i].busy && res >= 0 {
-            self.connected(i);
+        if !self.conns[i].busy || res == -libc::ECANCELED {
+            return;
         }
-    }
-
-    /// Slot i's new connection is made (its connect's completion, or response bytes first):
-    /// counted, its connect time taken, and a small request written by now.
-    fn connected(&mut self, i: usize) {
+        if res < 0 {
+            let c = &self.conns[i];
+            if c.try_addr + 1 < self.addrs[c.addr_id].len() {
+                // the next of the host's addresses (the first error is the one reported if all
+                // fail); the connect time counts from the first
+                let (next, began) = (c.try_addr + 1, c.connecting);
+                self.close(i);
+                self.conns[i].try_addr = next;
+                self.open(i);
+                self.conns[i].connecting = began;
+                return;
+            }
+            self.fail(i, errno_kind(-res, true));
+            return;
+        }
         let now = self.now;
         let w = self.w;
         let c = &mut self.conns[i];
-        let Some(began) = c.connecting.take() else { return };
-        c.connect = Some(now.saturating_duration_since(began));
+        c.connect = c.connecting.map(|t| now.saturating_duration_since(t));
+        c.connecting = None;
+        // the linked send of a small request goes out as the connect completes (a large one's
+        // completion says when). Linked, not issued together: a connect the ring retries after
+        // the connection was reset would connect again (a second connection to the server)
         if w.sh.spec.targets[c.index].request.len() <= QUIET_SEND {
-            c.written.get_or_insert(now);
+            c.written = Some(now);
         }
         w.opened.set(w.opened.get() + 1);
-    }
-
-    /// Slot i's new connection failed (`errno`): the host's next address, or the request fails
-    /// as the epoll path's connect would (a Unix socket whose backlog is full: `other`).
-    fn connect_failed(&mut self, i: usize, errno: i32) {
-        let c = &self.conns[i];
-        if c.try_addr + 1 < self.addrs[c.addr_id].len() {
-            // the first error is the one reported if all fail; the connect time counts from the first
-            let (next, began) = (c.try_addr + 1, c.connecting);
-            self.close(i);
-            self.conns[i].try_addr = next;
-            self.open(i);
-            self.conns[i].connecting = began;
-            return;
-        }
-        let kind = if errno == libc::ENOTCONN || errno == libc::EAGAIN { ErrorKind::Other } else { errno_kind(errno, true) };
-        self.fail(i, kind);
     }
 
     fn on_recv(&mut self, i: usize, res: i32, bid: Option<u16>) {
         if res < 0 {
             match -res {
-                // out of buffers: receive again once buffers are back
+                // out of buffers, or a short send cut the chain: receive again once buffers are back
                 libc::ENOBUFS | libc::ECANCELED => {
                     if self.conns[i].busy {
                         self.rearm.push(i);
@@ -761,11 +745,8 @@ impl<'w> Ring<'w> {
             self.fail(i, ErrorKind::Other);
             return;
         };
-        // not linked: each is issued as the submission reaches it, in order, so that the request
-        // goes out at once when the connect completes within its call (loopback), as on epoll;
-        // otherwise the send and the receive wait for the socket (their errors before the connect
-        // completes are the connect's: `connect_failed`)
         let quiet = user_data(OP_QUIET, i, gen);
+        let link = squeue::Flags::IO_LINK;
         let skip = squeue::Flags::SKIP_SUCCESS;
         let slot = types::DestinationSlot::try_from_slot_target(i as u32).expect("a slot index");
         let fixed = types::Fixed(i as u32);
@@ -773,18 +754,20 @@ impl<'w> Ring<'w> {
         let socket = opcode::Socket::new(sa.domain, libc::SOCK_STREAM, 0)
             .file_index(Some(slot))
             .build()
-            .flags(skip)
+            .flags(link | skip)
             .user_data(quiet);
         let connect = opcode::Connect::new(fixed, &sa.storage as *const _ as *const libc::sockaddr, sa.len)
             .build()
+            .flags(link)
             .user_data(user_data(OP_CONNECT, i, gen));
         let (send, _) = send_entry(i, self.request(i), gen);
+        let send = send.flags(link);
         let recv = recv_entry(i).user_data(user_data(OP_RECV, i, gen));
         if self.nodelay && sa.domain != libc::AF_UNIX {
             let one = &ONE as *const libc::c_int as *const libc::c_void;
             let nodelay = opcode::SetSockOpt::new(fixed, libc::IPPROTO_TCP as u32, libc::TCP_NODELAY as u32, one, 4)
                 .build()
-                .flags(skip)
+                .flags(link | skip)
                 .user_data(quiet);
             self.push(&[socket, nodelay, connect, send, recv]);
         } else {
