@@ -419,6 +419,10 @@ impl<'w> Ring<'w> {
             }
             return;
         }
+        if op == OP_RECV && (res >= 0 || res == -libc::ENOBUFS) {
+            // bytes (or the end) came: the connection is made, if its connect was not reaped yet
+            self.connected(i);
+        }
         match op {
             OP_RECV => self.on_recv(i, res, bid),
             OP_CONNECT => self.on_connect(i, res),
@@ -450,6 +454,11 @@ impl<'w> Ring<'w> {
     }
 
     fn on_connect(&mut self, i: usize, res: i32) {
+        if res >= 0 {
+            // (also when its request has ended: its response was reaped first)
+            self.connected(i);
+            return;
+        }
         if !self.conns[i].busy || res == -libc::ECANCELED {
             return;
         }
@@ -468,16 +477,23 @@ impl<'w> Ring<'w> {
             self.fail(i, errno_kind(-res, true));
             return;
         }
+        self.connected(i);
+    }
+
+    /// Slot i's new connection is made: counted, its connect time taken, a small request written.
+    /// From the connect's completion, or from the first response bytes when they were reaped
+    /// first (a multishot receive posts its completions at once, the connect's are batched).
+    fn connected(&mut self, i: usize) {
         let now = self.now;
         let w = self.w;
         let c = &mut self.conns[i];
-        c.connect = c.connecting.map(|t| now.saturating_duration_since(t));
-        c.connecting = None;
+        let Some(began) = c.connecting.take() else { return };
+        c.connect = Some(now.saturating_duration_since(began));
         // the linked send of a small request goes out as the connect completes (a large one's
         // completion says when). Linked, not issued together: a connect the ring retries after
         // the connection was reset would connect again (a second connection to the server)
         if w.sh.spec.targets[c.index].request.len() <= QUIET_SEND {
-            c.written = Some(now);
+            c.written.get_or_insert(now);
         }
         w.opened.set(w.opened.get() + 1);
     }
