@@ -145,12 +145,17 @@ def nginx_server(root: Path, tls: bool = False) -> Iterator[Nginx]:
         _wait_listening(server.status_port, proc, root)
         yield server
     finally:
-        proc.send_signal(signal.SIGQUIT)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, signal.SIGQUIT)
+
+
+def stop(proc: subprocess.Popen[bytes], signum: int) -> None:
+    """Asks a server to stop with ``signum``; killed after 10 s."""
+    proc.send_signal(signum)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _wait_listening(port: int, proc: subprocess.Popen[bytes], root: Path) -> None:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from peers import CLIENT_CPU, SERVER_CPU, nginx_server
+from peers import CLIENT_CPU, SERVER_CPU, nginx_server, stop
 
 from pounder.load import load_engine
 
@@ -146,12 +146,7 @@ def freeze(rounds: int) -> dict[str, list[float]]:
                     p90[io].append(float(result["latency"]["corrected"]["percentiles"]["90"]))
                 print(f"precision: freeze round {r + 1} of {rounds} done", file=sys.stderr)
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc, signal.SIGTERM)
     return p90
 
 

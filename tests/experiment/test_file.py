@@ -36,6 +36,22 @@ path = "/cpu?ms=1"
 """
 
 
+def _with_io(value: str) -> str:
+    """GOOD with ``io = value`` after its load's duration (line 11)."""
+    return GOOD.replace('duration = "1s"\n', f'duration = "1s"\nio = "{value}"\n')
+
+
+def test_a_load_takes_the_io_path(tmp_path: Path) -> None:
+    path = tmp_path / "e.toml"
+    path.write_text(GOOD)
+    assert load_experiment(path).loads[0].options().io == "auto"
+    path.write_text(_with_io("epoll"))
+    assert load_experiment(path).loads[0].options().io == "epoll"
+    path.write_text(_with_io("kqueue"))
+    with pytest.raises(ExperimentError, match=r":11: load\[0\]\.io: expected auto, uring or epoll, got 'kqueue'$"):
+        load_experiment(path)
+
+
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
 def test_shipped_experiments_load(path: Path) -> None:
     exp = load_experiment(path)

@@ -1,7 +1,8 @@
 """The engine's I/O path (``--io auto|uring|epoll``): the choice the result and the report state,
 the pre-flight refusal of ``--io uring`` where it cannot be (one line, exit 2, nothing sent), the
-saved JSON (schema, older results without ``io``), a merged run's path, an experiment file's
-``io``. Real engine, real test servers on loopback; each run is a few dozen requests."""
+saved JSON (schema, older results without ``io``), a merged run's path (an experiment file's
+``io``: tests/experiment/test_file.py). Real engine, real test servers on loopback; each run is a
+few dozen requests."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ import pounder
 from pounder import UsageError, bench
 from pounder.agents._report import merged_io
 from pounder.cli import app
-from pounder.experiment import ExperimentError, load_experiment
 from pounder.load import IoInfo
 from support.schemas import validate
 
@@ -137,36 +137,3 @@ def test_merged_io_of_agents() -> None:
     assert mixed.describe().startswith("mixed (agents 0, 2: io_uring")
     with pytest.raises(pounder.load.MalformedResultError, match="agent 1: 'io'"):
         merged_io([(0, _share("uring", auto)), (1, {"io": "uring"})])
-
-
-EXPERIMENT = """\
-title = "t"
-
-[server]
-adapter = "gunicorn"
-app = "wsgi_app:app"
-workers = 2
-
-[[load]]
-connections = 4
-duration = "1s"
-{io}
-[[variant]]
-label = "a"
-path = "/"
-
-[[variant]]
-label = "b"
-path = "/cpu?ms=1"
-"""
-
-
-def test_experiment_file_io(tmp_path: Path) -> None:
-    path = tmp_path / "e.toml"
-    path.write_text(EXPERIMENT.format(io=""))
-    assert load_experiment(path).loads[0].options().io == "auto"
-    path.write_text(EXPERIMENT.format(io='io = "epoll"\n'))
-    assert load_experiment(path).loads[0].options().io == "epoll"
-    path.write_text(EXPERIMENT.format(io='io = "kqueue"\n'))
-    with pytest.raises(ExperimentError, match=r":11: load\[0\]\.io: expected auto, uring or epoll, got 'kqueue'$"):
-        load_experiment(path)

@@ -2,32 +2,16 @@
 //! larger than the descriptor limit) runs on epoll, and the result says so: never "uring" for a
 //! run that did not take it. Alone in its test binary: it lowers the process's descriptor limit.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
-
 use pounder_engine::{run, Addr, Io, Spec, Target};
 use serde_json::Value;
 
+mod common;
+use common::tcp_server;
+
 #[test]
 fn a_thread_that_cannot_set_up_its_ring_runs_on_epoll_and_says_so() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream);
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    if line == "\r\n" && reader.get_mut().write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
+    let (addr, _) = tcp_server();
+    let addr = addr.parse().unwrap();
     // SAFETY: getrlimit/setrlimit on structs we own.
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) }, 0);

@@ -1,6 +1,5 @@
 //! The engine against a real (tiny, in-process) HTTP server on loopback.
 
-use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::os::unix::net::UnixListener;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,56 +10,7 @@ use pounder_engine::{merge, run, sum_seconds, Addr, Io, Order, Run, Spec, Stage,
 use serde_json::Value;
 
 mod common;
-use common::{checked, result, temp_dir, wait_result};
-
-/// Serves keep-alive requests with a 5-byte body (404 for `/missing`, else 200); counts the
-/// requests it read.
-fn serve<S: std::io::Read + Write>(stream: S, count: &AtomicU64) {
-    let mut reader = BufReader::new(stream);
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut close = false;
-        loop {
-            let mut h = String::new();
-            if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                return;
-            }
-            if h.eq_ignore_ascii_case("connection: close\r\n") {
-                close = true;
-            }
-            if h == "\r\n" {
-                break;
-            }
-        }
-        count.fetch_add(1, Ordering::SeqCst);
-        let stream = reader.get_mut();
-        let answer: &[u8] = if line.starts_with("GET /missing ") {
-            b"HTTP/1.1 404 Not Found\r\nContent-Length: 5\r\n\r\nnope!"
-        } else {
-            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
-        };
-        if stream.write_all(answer).is_err() || close {
-            return;
-        }
-    }
-}
-
-fn tcp_server() -> (String, Arc<AtomicU64>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let count = Arc::new(AtomicU64::new(0));
-    let c = Arc::clone(&count);
-    std::thread::spawn(move || {
-        for s in listener.incoming().flatten() {
-            let c = Arc::clone(&c);
-            std::thread::spawn(move || serve(s, &c));
-        }
-    });
-    (addr, count)
-}
+use common::{checked, result, serve, tcp_server, temp_dir, wait_result};
 
 fn target(addr: Addr) -> Target {
     Target { addr, request: b"GET / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec(), head: false, weight: 1, tls_name: None }

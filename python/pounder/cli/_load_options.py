@@ -87,8 +87,8 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
                    "one (--no-tls-resume), which is what a server pays for new visitors."),
     "io": (("--io",), "auto|uring|epoll",
            "The engine's I/O path: auto (the default: io_uring when this kernel allows it, else epoll; HTTPS, "
-           "--scenario and --throttle run on epoll), uring (io_uring, or an error saying why not, before anything "
-           "is sent) or epoll. The report and the JSON say which was taken and why."),
+           "--scenario, --throttle and the load of pounder syscalls run on epoll), uring (io_uring, or an error "
+           "saying why not, before anything is sent) or epoll. The report and the JSON say which was taken and why."),
     "server_pidfile": (("--server-pidfile",), "FILE",
                        "Like --server-pid, with the pid read from the server's pid file."),
     "server_name": (("--server-name",), "TEXT",

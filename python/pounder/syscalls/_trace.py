@@ -16,6 +16,8 @@ How (decisions, also in ``pounder syscalls --help``):
 4. The load runs: ``requests`` requests, at most ``duration`` long, on ``connections``
    connections, keep-alive off unless asked (so every request is a connection of its own:
    accept, read, respond, close, and the calls per request are those of the whole exchange).
+   The load runs on epoll unless ``--io`` says otherwise: on io_uring a new connection's request
+   follows its connect by a few microseconds, and a child that accepts in between reads once more.
 5. When it is done pounder waits until the children are idle again (their context switch counts
    unchanged for 0.2 s, at most 5 s), so the last request's closing calls are in the log, then
    sends strace SIGINT: it detaches and exits (SIGKILL after 10 s; the kernel detaches then).

@@ -10,7 +10,6 @@
 //! What is measured, and how, is the epoll path's (`Worker::record`, `Worker::claim`, the same
 //! response framing): only the clock readings differ, taken once per pass instead of per request.
 
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -21,6 +20,7 @@ use super::{Job, Worker, CANCEL_DRAIN, DRAIN, POLL};
 use crate::connection::{Failure, Response};
 use crate::http::{parse_head, BodyDecoder, Framing};
 use crate::spec::Addr;
+use socket2::SockAddr;
 use crate::stats::ErrorKind;
 use crate::uring::{kernel, new_ring, BufRing, GROUP};
 
@@ -43,60 +43,6 @@ static ONE: libc::c_int = 1;
 
 fn user_data(op: u64, conn: usize, gen: u32) -> u64 {
     op | (conn as u64) << 8 | (gen as u64) << 32
-}
-
-/// A socket address as the kernel reads it (stays put: the ring reads it when it connects).
-struct SockAddr {
-    storage: libc::sockaddr_storage,
-    len: libc::socklen_t,
-    domain: libc::c_int,
-}
-
-fn sockaddr_tcp(sa: &SocketAddr) -> SockAddr {
-    // SAFETY: an all-zero sockaddr_storage is valid; each arm writes a smaller sockaddr into it.
-    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let (len, domain) = match sa {
-        SocketAddr::V4(a) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: a.port().to_be(),
-                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
-                sin_zero: [0; 8],
-            };
-            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in, sin) };
-            (std::mem::size_of::<libc::sockaddr_in>(), libc::AF_INET)
-        }
-        SocketAddr::V6(a) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: a.port().to_be(),
-                sin6_flowinfo: a.flowinfo(),
-                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
-                sin6_scope_id: a.scope_id(),
-            };
-            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in6, sin6) };
-            (std::mem::size_of::<libc::sockaddr_in6>(), libc::AF_INET6)
-        }
-    };
-    SockAddr { storage, len: len as libc::socklen_t, domain }
-}
-
-/// None: the path does not fit in a sockaddr_un (the connect fails as `other`).
-fn sockaddr_unix(path: &std::path::Path) -> Option<SockAddr> {
-    use std::os::unix::ffi::OsStrExt;
-    let bytes = path.as_os_str().as_bytes();
-    // SAFETY: as above.
-    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let sun = unsafe { &mut *(&mut storage as *mut _ as *mut libc::sockaddr_un) };
-    if bytes.len() >= sun.sun_path.len() {
-        return None;
-    }
-    sun.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    for (d, &b) in sun.sun_path.iter_mut().zip(bytes) {
-        *d = b as libc::c_char;
-    }
-    let len = std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
-    Some(SockAddr { storage, len: len as libc::socklen_t, domain: libc::AF_UNIX })
 }
 
 /// Connection slot i: its socket (fixed file i) and the exchange on it.
@@ -187,11 +133,11 @@ struct Ring<'w> {
     bufs: BufRing,
     w: &'w Worker,
     conns: Vec<Conn>,
-    addrs: Vec<Vec<Option<SockAddr>>>,
+    /// The socket addresses of each distinct address (the kernel reads them when it connects).
+    addrs: Vec<Vec<SockAddr>>,
     /// Open loop: slots free for the backlog's requests, the last freed on top.
     avail: Vec<usize>,
-    busy: usize,
-    /// The busy slots, oldest request first: their deadlines come in this order (each is its
+    /// The busy slots (none: `NONE`), oldest request first: their deadlines come in this order (each is its
     /// start plus the same timeout, and starts only grow).
     oldest: usize,
     newest: usize,
@@ -226,12 +172,13 @@ impl<'w> Ring<'w> {
         let bufs = BufRing::new(&ring, count, BUF_SIZE)?;
         let spec = &w.sh.spec;
         let distinct = w.sh.addr_ids.iter().copied().max().map_or(0, |m| m + 1);
-        let mut addrs: Vec<Vec<Option<SockAddr>>> = (0..distinct).map(|_| Vec::new()).collect();
+        let mut addrs: Vec<Vec<SockAddr>> = (0..distinct).map(|_| Vec::new()).collect();
         for (t, &id) in spec.targets.iter().zip(&w.sh.addr_ids) {
             if addrs[id].is_empty() {
                 addrs[id] = match &t.addr {
-                    Addr::Tcp(list) => list.iter().map(|sa| Some(sockaddr_tcp(sa))).collect(),
-                    Addr::Unix(path) => vec![sockaddr_unix(path)],
+                    Addr::Tcp(list) => list.iter().map(|&sa| SockAddr::from(sa)).collect(),
+                    // a path too long for a sockaddr_un is refused by Spec::validate
+                    Addr::Unix(path) => vec![SockAddr::unix(path)?],
                 };
             }
         }
@@ -243,8 +190,7 @@ impl<'w> Ring<'w> {
             w,
             conns: (0..cap).map(|_| Conn::new(idle)).collect(),
             addrs,
-            avail: (0..cap).rev().collect(),
-            busy: 0,
+            avail: if w.sh.schedule.is_some() { (0..cap).rev().collect() } else { Vec::new() },
             oldest: NONE,
             newest: NONE,
             rearm: Vec::with_capacity(cap),
@@ -277,9 +223,6 @@ impl<'w> Ring<'w> {
                 self.next_claim(i);
             }
         }
-        if !self.open_loop {
-            self.avail.clear();
-        }
         let mut by_clock = false;
         loop {
             self.now = Instant::now();
@@ -297,7 +240,7 @@ impl<'w> Ring<'w> {
             }
             self.expire();
             let finished = if self.open_loop { pacer.done && !pacer.ran_out } else { self.claims_done };
-            if self.busy == 0 && finished {
+            if self.oldest == NONE && finished {
                 break;
             }
             let mut wake = self.next_second().min(now + POLL);
@@ -315,11 +258,11 @@ impl<'w> Ring<'w> {
         }
         let drain = if sh.cancel.load(Ordering::Relaxed) { CANCEL_DRAIN } else { DRAIN };
         let drain_end = Instant::now() + drain;
-        while self.busy > 0 && Instant::now() < drain_end {
+        while self.oldest != NONE && Instant::now() < drain_end {
             self.now = Instant::now();
             w.advance_interval(&mut w.interval.borrow_mut(), self.now);
             self.expire();
-            if self.busy == 0 {
+            if self.oldest == NONE {
                 break;
             }
             self.enter(drain_end.min(self.now + POLL).min(self.next_second()).min(self.next_timeout()));
@@ -393,7 +336,7 @@ impl<'w> Ring<'w> {
             }
         }
         self.cqes = cqes;
-        for i in std::mem::take(&mut self.rearm) {
+        while let Some(i) = self.rearm.pop() {
             let c = &self.conns[i];
             if c.open && c.busy && !c.recv_armed {
                 self.arm_recv(i);
@@ -462,22 +405,18 @@ impl<'w> Ring<'w> {
         if !self.conns[i].busy || res == -libc::ECANCELED {
             return;
         }
-        if res < 0 {
-            let c = &self.conns[i];
-            if c.try_addr + 1 < self.addrs[c.addr_id].len() {
-                // the next of the host's addresses (the first error is the one reported if all
-                // fail); the connect time counts from the first
-                let (next, began) = (c.try_addr + 1, c.connecting);
-                self.close(i);
-                self.conns[i].try_addr = next;
-                self.open(i);
-                self.conns[i].connecting = began;
-                return;
-            }
-            self.fail(i, errno_kind(-res, true));
+        let c = &self.conns[i];
+        if c.try_addr + 1 < self.addrs[c.addr_id].len() {
+            // the next of the host's addresses (the first error is the one reported if all fail);
+            // the connect time counts from the first
+            let (next, began) = (c.try_addr + 1, c.connecting);
+            self.close(i);
+            self.conns[i].try_addr = next;
+            self.open(i);
+            self.conns[i].connecting = began;
             return;
         }
-        self.connected(i);
+        self.fail(i, errno_kind(-res, true));
     }
 
     /// Slot i's new connection is made: counted, its connect time taken, a small request written.
@@ -662,7 +601,6 @@ impl<'w> Ring<'w> {
         let c = &mut self.conns[i];
         (c.prev, c.next) = (NONE, NONE);
         c.busy = false;
-        self.busy -= 1;
     }
 
     /// Slot i is free: closed loop, its next request; open loop, back in the free list.
@@ -696,7 +634,6 @@ impl<'w> Ring<'w> {
         // closed loop: the request is meant to go now, so its claim time is its start
         let start = if self.open_loop { self.now } else { job.intended };
         self.seq += 1;
-        self.busy += 1;
         // the newest request: last in the list of busy slots
         match self.newest {
             NONE => self.oldest = i,
@@ -755,31 +692,27 @@ impl<'w> Ring<'w> {
         c.reset_exchange();
         c.connecting = Some(self.now);
         let gen = c.gen;
-        let Some(sa) = self.addrs[c.addr_id].get(c.try_addr).and_then(Option::as_ref) else {
-            c.recv_armed = false;
-            c.open = false;
-            self.fail(i, ErrorKind::Other);
-            return;
-        };
+        let sa = &self.addrs[c.addr_id][c.try_addr];
+        let domain = libc::c_int::from(sa.family());
         let quiet = user_data(OP_QUIET, i, gen);
         let link = squeue::Flags::IO_LINK;
         let skip = squeue::Flags::SKIP_SUCCESS;
         let slot = types::DestinationSlot::try_from_slot_target(i as u32).expect("a slot index");
         let fixed = types::Fixed(i as u32);
         // a direct descriptor is in no process's file table: no close-on-exec flag (the kernel refuses it)
-        let socket = opcode::Socket::new(sa.domain, libc::SOCK_STREAM, 0)
+        let socket = opcode::Socket::new(domain, libc::SOCK_STREAM, 0)
             .file_index(Some(slot))
             .build()
             .flags(link | skip)
             .user_data(quiet);
-        let connect = opcode::Connect::new(fixed, &sa.storage as *const _ as *const libc::sockaddr, sa.len)
+        let connect = opcode::Connect::new(fixed, sa.as_ptr().cast::<libc::sockaddr>(), sa.len())
             .build()
             .flags(link)
             .user_data(user_data(OP_CONNECT, i, gen));
         let (send, _) = send_entry(i, self.request(i), gen);
         let send = send.flags(link);
         let recv = recv_entry(i).user_data(user_data(OP_RECV, i, gen));
-        if self.nodelay && sa.domain != libc::AF_UNIX {
+        if self.nodelay && domain != libc::AF_UNIX {
             let one = &ONE as *const libc::c_int as *const libc::c_void;
             let nodelay = opcode::SetSockOpt::new(fixed, libc::IPPROTO_TCP as u32, libc::TCP_NODELAY as u32, one, 4)
                 .build()
@@ -826,18 +759,17 @@ impl<'w> Ring<'w> {
 
     /// Queues `entries` together (a linked chain is never split between two submissions).
     fn push(&mut self, entries: &[squeue::Entry]) {
-        let room = {
-            let sq = self.ring.submission();
-            sq.capacity() - sq.len()
-        };
-        if room < entries.len() {
+        let mut sq = self.ring.submission();
+        if sq.capacity() - sq.len() < entries.len() {
             // full: submit what is queued (waiting for nothing)
+            drop(sq);
             let _ = self.ring.submit();
+            sq = self.ring.submission();
         }
         // SAFETY: every pointer in the entries (requests, socket addresses, ONE) lives as long as
         // the run's spec or this Ring, which outlives the ring's operations.
         unsafe {
-            self.ring.submission().push_multiple(entries).expect("room was made for the entries");
+            sq.push_multiple(entries).expect("room was made for the entries");
         }
     }
 
