@@ -65,7 +65,7 @@ from pounder.tune._mrpc import (
     unlimited_only,
 )
 from pounder.tune._options import TuneOptions
-from pounder.tune._points import aggregate_trials, still_growing
+from pounder.tune._points import still_growing
 from pounder.tune._pools import (
     SWEPT_NOTE,
     OfferedLoad,
@@ -82,6 +82,7 @@ from pounder.tune._progress import StepProgress
 from pounder.tune._spare import aggregate_spare, choose_spare, reference_us
 from pounder.tune._spare_rules import burst_clients, default_spares, spare_settings, steady_p99_us
 from pounder.tune._summary import describe_point, summarize
+from pounder.tune._sweep import Plan, interleaved
 from pounder.tune._why import deciding_facts
 
 Log = Callable[[str], None]
@@ -338,24 +339,12 @@ class TuneSession:
 
         return self._point(f"{key}-t{trial}", step, params, f"{label}, trial {trial}", measure, logged=label)
 
-    def _sweep(self, step: str, plan: Sequence[tuple[str, PoolParams, int, str]], rounds: int, *,
-               warm_rounds: bool = True, rate: float | None = None) -> list[dict[str, Any]]:
-        """Rounds of interleaved trials over ``plan`` ((key, params, connections, label) per
-        point), then one more trial of every point still wide; the aggregated points in order."""
-        trials: dict[str, list[dict[str, Any]]] = {key: [] for key, _, _, _ in plan}
+    def _sweep(self, step: str, plan: Plan, rounds: int, *, warm_rounds: bool = True,
+               rate: float | None = None) -> list[dict[str, Any]]:
+        """Rounds of interleaved trials over ``plan`` (:func:`pounder.tune._sweep.interleaved`)."""
         self.progress.expect(step, len(plan) * rounds)
-        for number in range(1, rounds + 1):
-            for key, params, connections, label in plan:
-                trials[key].append(self._trial(key, step, params, connections, number, label,
-                                               warm_rounds=warm_rounds, rate=rate))
-        points = {key: aggregate_trials(trials[key]) for key in trials}
-        for key, params, connections, label in plan:
-            if points[key]["wide"]:
-                trials[key].append(self._trial(key, step, params, connections, rounds + 1, label,
-                                               warm_rounds=warm_rounds, rate=rate))
-                points[key] = aggregate_trials(trials[key])
-                points[key]["remeasured"] = True
-        return [points[key] for key, _, _, _ in plan]
+        return interleaved(plan, rounds, lambda key, params, connections, number, label: self._trial(
+            key, step, params, connections, number, label, warm_rounds=warm_rounds, rate=rate))
 
     def _children_sweep(self, memory: MemoryBound) -> list[dict[str, Any]]:
         """1, 2, 4, ... children up to the memory bound: a first round stops where two counts in a
