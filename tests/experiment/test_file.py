@@ -12,6 +12,9 @@ import pytest
 from pounder import UsageError
 from pounder.agents import Cluster
 from pounder.experiment import ExperimentError, LoadSpec, load_experiment, run_experiment
+from pounder.experiment._profiles import params_of
+from pounder.pool import PoolParams
+from support.schemas import validate
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "experiments"
 GOOD = """\
@@ -311,4 +314,33 @@ def test_a_root_that_is_not_a_directory_is_named(tmp_path: Path) -> None:
     path.write_text(GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"',
                                  f'adapter = "php-fpm"\nconf = "{APPS / "php" / "pool.conf"}"\nroot = "nowhere"'))
     with pytest.raises(ExperimentError, match=r"e.toml:\d+: server.root: no such directory nowhere"):
+        load_experiment(path)
+
+
+def test_spare_settings_for_servers_that_start_children_on_demand(tmp_path: Path) -> None:
+    """start_servers, min_spare, max_spare in [server] and [[variant]] (php-fpm's stock pm = dynamic
+    against a fixed pool, each on its own server); the pool each server runs takes the variant's,
+    else the server's; stored in experiment.json as the schema says; refused for a server that
+    starts every child at once, and min_spare above max_spare is named."""
+    path = tmp_path / "e.toml"
+    php = f'adapter = "php-fpm"\nconf = "{APPS / "php" / "pool.conf"}"\nroot = "{APPS / "php"}"\nmin_spare = 1'
+    text = GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"', php)
+    text = text.replace('label = "b"', 'label = "b"\nworkers = 40\nstart_servers = 2\nmax_spare = 3', 1)
+    path.write_text(text.replace('"/cpu?ms=1"', '"/cpu.php"'))
+    exp = load_experiment(path)
+    first, second = exp.variants
+    assert (exp.server.start_servers, exp.server.min_spare, exp.server.max_spare) == (None, 1, None)
+    assert (second.start_servers, second.min_spare, second.max_spare) == (2, None, 3)
+    assert first.server_key() != second.server_key()
+    assert params_of(exp, first) == PoolParams(2, min_spare=1)
+    assert params_of(exp, second) == PoolParams(40, start_servers=2, min_spare=1, max_spare=3)
+    validate({"schema": "pounder/experiment/1", "tool_version": "0", "started_at": "2026-01-01T00:00:00Z",
+              "quick": False, "experiment": exp.to_dict()}, "experiment")
+    path.write_text(GOOD.replace('label = "b"', 'label = "b"\nstart_servers = 2', 1))
+    with pytest.raises(ExperimentError, match=r"e.toml:18: variant\[1\].start_servers: gunicorn starts every child "
+                                              r"at once: spare settings are for the servers that start them on "
+                                              r"demand \(apache, php-fpm, uwsgi\)$"):
+        load_experiment(path)
+    path.write_text(text.replace("max_spare = 3", "min_spare = 5\nmax_spare = 3"))
+    with pytest.raises(ExperimentError, match=r"e.toml:\d+: variant\[1\].max_spare: must be at least min_spare"):
         load_experiment(path)

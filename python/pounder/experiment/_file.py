@@ -12,6 +12,8 @@ compare them under.
     conf = "apps/handlers.conf" # apache: relative to this file
     workers = 4                 # children of every variant (MaxClients)
     max_requests = 0            # MaxRequestsPerChild of every variant (0 = unlimited)
+    # start_servers = 5, min_spare = 5, max_spare = 10: children started on demand (apache,
+    # php-fpm's pm = dynamic, uwsgi's cheaper); none given: every child started and kept
 
     [[load]]                    # one or more: every variant runs under each
     connections = 10
@@ -48,6 +50,7 @@ from pounder._files import SMALL_LIMIT, check_input_file, parse_toml
 from pounder._units import plain
 from pounder.compare import MAX_TRIALS, MAX_VARIANTS, MIN_TRIALS, check_label, parse_compare_gates
 from pounder.load import LoadOptions, NotLoopbackError, parse_url, resolve
+from pounder.pool import ADAPTERS as POOL_ADAPTERS
 from pounder.pool import KINDS, TARGET_FIELDS, puma_threads, refused_option
 
 ADAPTERS = (*KINDS, "url")
@@ -83,6 +86,10 @@ class ServerSpec:
     workers: int = 4
     max_requests: int = 0
     env: Mapping[str, str] = field(default_factory=dict)
+    start_servers: int | None = None
+    """StartServers (pm.start_servers, cheaper-initial) of every variant; None: all children at start."""
+    min_spare: int | None = None
+    max_spare: int | None = None
 
 
 @public
@@ -130,11 +137,15 @@ class VariantSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     threads: str | None = None
     """Puma's threads ("MIN,MAX"; None: the server's)."""
+    start_servers: int | None = None
+    """This variant's spare settings (servers that start children on demand); None: the server's."""
+    min_spare: int | None = None
+    max_spare: int | None = None
 
     def server_key(self) -> tuple[Any, ...]:
         """Variants with equal keys share one server."""
         return (self.config, self.workers, self.max_requests, self.preload, tuple(sorted(self.env.items())),
-                self.threads)
+                self.threads, self.start_servers, self.min_spare, self.max_spare)
 
 
 @public
@@ -287,6 +298,27 @@ _SERVER_KEYS = {"pythonpath", "preload", "env", "root", "threads"}
 """The server options an experiment file's [server] may give (of those some servers take)."""
 
 
+_SPARE_KEYS = ("start_servers", "min_spare", "max_spare")
+"""The spare settings of servers that start children on demand (StartServers, MinSpareServers,
+MaxSpareServers in each server's own names)."""
+
+
+def _spares(r: _Reader, data: Mapping[str, Any], table: str, adapter: str) -> dict[str, int | None]:
+    """``start_servers``, ``min_spare``, ``max_spare`` of ``table`` (1 to 1024 each, None when not
+    given), refused for a server that does not start children on demand."""
+    spares = {name: r.count(data, table, name, 1, 1024) for name in _SPARE_KEYS}
+    given = [name for name in _SPARE_KEYS if spares[name] is not None]
+    cls = POOL_ADAPTERS.get(adapter)
+    if given and (cls is None or not cls.on_demand):
+        on_demand = ", ".join(kind for kind, c in POOL_ADAPTERS.items() if c.on_demand)
+        raise r.fail(f"{table}.{given[0]}", f"{adapter} starts every child at once: spare settings are for the "
+                                            f"servers that start them on demand ({on_demand})")
+    low, high = spares["min_spare"], spares["max_spare"]
+    if low is not None and high is not None and low > high:
+        raise r.fail(f"{table}.max_spare", f"must be at least min_spare ({low}), got {high}")
+    return spares
+
+
 _FILE_TARGETS = {"conf", "psgi", "rackup"}
 """The targets that are files (relative to the experiment file); the others are text."""
 
@@ -366,7 +398,7 @@ def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
     else:  # a server pounder starts: the options its adapter declares
         for name in sorted(set(server_data) & _SERVER_KEYS):
             _refuse(r, "server", adapter, name)
-    r.table(server_data, "server", {"adapter", "workers", "max_requests", *_SERVER_KEYS,
+    r.table(server_data, "server", {"adapter", "workers", "max_requests", *_SERVER_KEYS, *_SPARE_KEYS,
                                     *([TARGET_FIELDS[adapter]] if adapter in TARGET_FIELDS else [])})
 
     def file_of(name: str) -> Path:
@@ -395,6 +427,7 @@ def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
         workers=r.count(server_data, "server", "workers", 1, 1024, default=4) or 4,
         max_requests=r.count(server_data, "server", "max_requests", 0, 10**9, default=0) or 0,
         env=r.env(server_data, "server"),
+        **_spares(r, server_data, "server", adapter),
     )
 
 
@@ -437,7 +470,8 @@ def _threads(r: _Reader, data: Mapping[str, Any], table: str) -> str | None:
 def _variants(r: _Reader, data: dict[str, Any], adapter: str) -> list[VariantSpec]:
     """The [[variant]] tables (two at least), each checked against the server's ``adapter``."""
     variants: list[VariantSpec] = []
-    allowed = {"label", "path", "url", "config", "workers", "max_requests", "preload", "env", "threads"}
+    allowed = {"label", "path", "url", "config", "workers", "max_requests", "preload", "env", "threads",
+               *_SPARE_KEYS}
     for key, item in r.tables(data, "variant", allowed):
         variant = VariantSpec(
             label=r.get(item, key, "label", str, required=True),
@@ -449,6 +483,7 @@ def _variants(r: _Reader, data: dict[str, Any], adapter: str) -> list[VariantSpe
             preload=r.get(item, key, "preload", bool),
             env=r.env(item, key),
             threads=_threads(r, item, key),
+            **_spares(r, item, key, adapter),
         )
         _check_variant(r, key, variant, adapter)
         if any(v.label == variant.label for v in variants):

@@ -38,9 +38,14 @@ Log = Callable[[str], None]
 
 
 def params_of(exp: Experiment, variant: VariantSpec) -> PoolParams:
-    """The pool a variant's server runs: the variant's workers and request limit, else the server's."""
-    return PoolParams(variant.workers or exp.server.workers,
-                      max_requests=exp.server.max_requests if variant.max_requests is None else variant.max_requests)
+    """The pool a variant's server runs: the variant's workers, request limit and spare settings, else the
+    server's (no spare settings: every child started and kept)."""
+    server = exp.server
+    spares = {name: getattr(server, name) if getattr(variant, name) is None else getattr(variant, name)
+              for name in ("start_servers", "min_spare", "max_spare")}
+    return PoolParams(variant.workers or server.workers,
+                      max_requests=server.max_requests if variant.max_requests is None else variant.max_requests,
+                      **spares)
 
 
 def check_profiles(exp: Experiment, adapters: list[Adapter]) -> None:
