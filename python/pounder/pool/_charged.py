@@ -15,11 +15,21 @@ The split is read raw: unlike the snapshot's PSS it keeps the share of a file pa
 own process maps too (the same Python), so ``pss_file`` reads lower than the file-backed part of
 the snapshot's sum of PSS; ``pss_anon`` is the same either way (pounder maps none of the server's
 anonymous pages), so the file-backed part of the sum of PSS is the sum less ``pss_anon``.
+
+:class:`MemoryPeak` reads the most that cgroup was charged over a window (a load): cgroup v1's
+``memory.max_usage_in_bytes``, reset at the window's start by writing 0 to it; v2's
+``memory.peak``, reset for the descriptor that wrote to it where the kernel allows it (6.12 and
+later), else the peak since the cgroup was made (the server's start: its warm-up included); where
+neither can be read or reset, the largest of the samples of ``memory.current`` (v1
+``memory.usage_in_bytes``) taken every 50 ms during the window.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterable
+from types import TracebackType
 from typing import Any
 
 from pounder.procs import PoolSnapshot
@@ -68,3 +78,104 @@ def charged_memory(server: ManagedServer, snap: PoolSnapshot) -> dict[str, Any] 
         return None
     return {"version": memory.version, "current": memory.current, "anon": memory.anon, "file": memory.file,
             "shmem": memory.shmem, **pss_split(proc.pid for proc in snap.processes)}
+
+
+PEAK_SAMPLE_S = 0.05
+
+
+class MemoryPeak:
+    """The most ``server``'s memory cgroup is charged during a ``with`` block (see the module
+    docstring): :meth:`reading` once the block ended."""
+
+    def __init__(self, server: ManagedServer, interval_s: float = PEAK_SAMPLE_S) -> None:
+        self._cgroup = server.cgroup
+        self._note = server.cgroup_note
+        self._interval_s = interval_s
+        self._fd: int | None = None  # v2 memory.peak reset for this descriptor
+        self._source = ""
+        self._samples: list[int] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._peak: int | None = None
+
+    def _current_file(self) -> str:
+        assert self._cgroup is not None
+        name = "memory.current" if self._cgroup.version == 2 else "memory.usage_in_bytes"
+        return str(self._cgroup.path / name)
+
+    def _sample(self) -> None:
+        try:
+            with open(self._current_file(), "rb", buffering=0) as file:
+                self._samples.append(int(file.read(64)))
+        except (OSError, ValueError):
+            pass
+
+    def _sampling(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            self._sample()
+
+    def __enter__(self) -> MemoryPeak:
+        cgroup = self._cgroup
+        if cgroup is None:
+            return self
+        if cgroup.version == 1:
+            try:
+                (cgroup.path / "memory.max_usage_in_bytes").write_text("0")
+                self._source = "memory.max_usage_in_bytes (cgroup v1), reset at the load's start"
+            except OSError:
+                pass
+        elif (cgroup.path / "memory.peak").exists():
+            try:
+                self._fd = os.open(cgroup.path / "memory.peak", os.O_RDWR)
+                os.write(self._fd, b"reset")
+                self._source = "memory.peak (cgroup v2), reset at the load's start"
+            except OSError:  # before Linux 6.12 the file is read-only: the peak since the server started
+                if self._fd is not None:
+                    os.close(self._fd)
+                    self._fd = None
+                self._source = "memory.peak (cgroup v2) since the server started, its warm-up included"
+        self._sample()
+        if not self._source:
+            self._thread = threading.Thread(target=self._sampling, name="pounder-memory-peak", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._sample()
+        self._peak = self._read_peak()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _read_peak(self) -> int | None:
+        cgroup = self._cgroup
+        if cgroup is None or not self._source:
+            return None
+        try:
+            if self._fd is not None:
+                return int(os.pread(self._fd, 64, 0))
+            name = "memory.max_usage_in_bytes" if cgroup.version == 1 else "memory.peak"
+            return int((cgroup.path / name).read_text())
+        except (OSError, ValueError):
+            self._source = ""
+            return None
+
+    def reading(self) -> dict[str, Any]:
+        """``peak`` (bytes; None without a cgroup or any reading), ``source`` (what was read, or why
+        nothing), ``version`` (1, 2, or None without a cgroup)."""
+        if self._cgroup is None:
+            return {"peak": None, "source": self._note or "the server ran in no memory cgroup of its own",
+                    "version": None}
+        peak, source = self._peak, self._source
+        if peak is None and self._samples:
+            peak, source = max(self._samples), (
+                f"the largest of {len(self._samples)} readings of {os.path.basename(self._current_file())} "
+                f"(cgroup v{self._cgroup.version}), every {self._interval_s * 1000:.0f} ms during the load")
+        elif peak is not None and self._samples:  # a sample may be read after the peak file: never below it
+            peak = max(peak, *self._samples)
+        return {"peak": peak, "source": source or "the server's memory cgroup could not be read",
+                "version": self._cgroup.version}

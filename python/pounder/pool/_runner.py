@@ -45,7 +45,7 @@ from pounder.load import (
     clean_trial,
 )
 from pounder.pool._adapters import Adapter, PoolParams
-from pounder.pool._charged import charged_memory
+from pounder.pool._charged import MemoryPeak, charged_memory
 from pounder.pool._cpus import check_cpus
 from pounder.pool._queue import QueueWatch
 from pounder.pool._workload import Workload, url_file_line
@@ -215,6 +215,12 @@ class Runner:
         the PSS split of its processes (:func:`~pounder.pool._charged.charged_memory`); None without
         a cgroup."""
         return charged_memory(server, snap)
+
+    @staticmethod
+    def memory_peak(server: ManagedServer) -> MemoryPeak:
+        """The most the running ``server``'s memory cgroup is charged during a ``with`` block
+        (:class:`~pounder.pool._charged.MemoryPeak`: its ``reading()`` once the block ended)."""
+        return MemoryPeak(server)
 
     def _keep_logs(self, logs: list[Path], name: str) -> tuple[Path, ...]:
         """The logs of a server that failed, moved to ``logs_dir/name/`` (before its workdir goes)."""

@@ -38,6 +38,7 @@ from typing import Any
 
 from pounder._errors import PounderError
 from pounder._figures import BURST_FACTOR
+from pounder._pod_line import pod_line
 from pounder._records import decode_json
 from pounder._units import mib
 from pounder.pool import (
@@ -269,6 +270,9 @@ def _top(run: TuneRun) -> Section:
         section.add(bullets(traffic))
     if result.get("cpus"):
         section.add(paragraph(f"CPUs: {result['cpus']}"))
+    pod = pod_line(run.options, result.get("sweep") or [])
+    if pod is not None:
+        section.add(paragraph(pod))
     fixed_pool = not run.spare
     rows: list[list[object]] = []
     for key in PARAMS:
@@ -286,15 +290,31 @@ def _top(run: TuneRun) -> Section:
     section.add('<div class="callout">' + table(["parameter", f"{run.kind} name", "recommended"], rows) + "</div>")
     section.add(f"<h3>Configuration ({esc(run.kind)})</h3>")
     section.add(pre(str(result["config"])))
+    for fragment in _pod(result.get("fleet")):
+        section.add(fragment)
     for fragment in _why(run):
         section.add(fragment)
     if not run.old:
         section.add("<h3>Confirmation</h3>")
         section.add(_confirmation(run.confirmation))
+    size = (result.get("fleet") or {}).get("size")
+    if size:
+        section.add("<h3>Fleet</h3>")
+        section.add(paragraph(str(size["text"])))
     if result.get("advice"):
         section.add("<h3>Advice</h3>")
         section.add(bullets([str(a) for a in result["advice"]], css="advice"))
     return section
+
+
+def _pod(fleet: Mapping[str, Any] | None) -> list[str]:
+    """The container's resources as the run decided them (pounder.tune._fleet): the Kubernetes
+    block, the docker options, how each figure was reached; nothing without a pod."""
+    pod = (fleet or {}).get("pod")
+    if not pod:
+        return []
+    return ["<h3>Container resources</h3>", pre(str(pod["yaml"])), pre(str(pod["docker"])),
+            bullets([str(note) for note in pod.get("notes") or []])]
 
 
 def _why(run: TuneRun) -> list[str]:

@@ -21,6 +21,7 @@ from pounder._figures import (
     vs_unlimited_text,
 )
 from pounder._platform import HEADERS, platform_heading, platform_notes, platform_table
+from pounder._pod_line import pod_line
 from pounder._server_status import status_note
 from pounder._units import children_text, mib
 from pounder.pool import WARM_FAILING_ROUNDS, own_name
@@ -130,9 +131,12 @@ def render_tune(result: TuneResult) -> str:
     out = [f"pounder tune: {result.adapter.describe()}", f"results in {result.results_dir}",
            f"target: {_target_text(result)}", f"traffic: {result.workload}"]
     out += [f"  {line}" for line in result.options.traffic]
+    pod = pod_line(result.options.to_dict(), result.sweep)
+    out += [] if pod is None else textwrap.wrap(pod, WIDTH, subsequent_indent="  ")
     out.append("")
     for section in (_sizes_section, _memory_section, _children_section, _pools_table, _mrpc_section,
-                    _spare_section, _recommendation_section, _confirmation_section, _profile_section):
+                    _spare_section, _recommendation_section, _confirmation_section, _fleet_section,
+                    _profile_section):
         out += section(result)
     if result.advice:
         out.append("")
@@ -141,6 +145,7 @@ def render_tune(result: TuneResult) -> str:
     out.append("")
     out.append(f"Configuration ({result.adapter.kind})")
     out += ["  " + line if line else "" for line in result.config.splitlines()]
+    out += _pod_section(result)
     return "\n".join(out) + "\n"
 
 
@@ -303,6 +308,23 @@ def _confirmation_section(result: TuneResult) -> list[str]:
             out.append(f"  (of the pool lowered from {children_text(int(lowered['children']))}, whose footprint "
                        f"{mib(int(lowered['footprint']))} MiB was over the RAM budget: see Details)")
     return out
+
+
+def _fleet_section(result: TuneResult) -> list[str]:
+    """The servers a peak needs, with one to spare (:mod:`pounder.tune._fleet`), as decided."""
+    size = None if result.fleet is None else result.fleet.size
+    if size is None:
+        return []
+    return ["", "Fleet", *textwrap.wrap(size.text, WIDTH, initial_indent="  ", subsequent_indent="    ")]
+
+
+def _pod_section(result: TuneResult) -> list[str]:
+    """A container's resources next to the configuration (:mod:`pounder.tune._fleet`), as decided."""
+    pod = None if result.fleet is None else result.fleet.pod
+    if pod is None:
+        return []
+    return ["", "Container resources (Kubernetes)", *["  " + line for line in pod.yaml.splitlines()], "",
+            f"  {pod.docker}", "", *_bullets(pod.notes)]
 
 
 def _profile_section(result: TuneResult) -> list[str]:

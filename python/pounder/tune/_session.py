@@ -56,6 +56,7 @@ from pounder.tune._analysis import (
     sweep_done,
 )
 from pounder.tune._confirm import confirmation_checks, lower_pool, lowered_pool
+from pounder.tune._fleet import Fleet, plan_fleet
 from pounder.tune._leak import child_limit, room_for_growth
 from pounder.tune._machine import cpus_for
 from pounder.tune._mrpc import (
@@ -145,6 +146,7 @@ class TuneResult:
     spare_choice: Mapping[str, Any] | None = None
     why: Sequence[str] = ()
     profile_lines: tuple[str, ...] = ()  # tune --profile: its summary (the profile: profile.json, _profile_step)
+    fleet: Fleet | None = None  # the servers a peak needs, a container's resources (_fleet)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -173,6 +175,7 @@ class TuneResult:
             "pools": None if self.pools is None else self.pools.to_dict(),
             "spare_choice": None if self.spare_choice is None else dict(self.spare_choice),
             "why": list(self.why),
+            "fleet": None if self.fleet is None else self.fleet.to_dict(),
         }
 
 
@@ -441,7 +444,8 @@ class TuneSession:
         def measure() -> tuple[dict[str, Any], dict[str, Any]]:
             with runner.started(params) as server:
                 warmed = runner.warm(server)
-                result = runner.bench(server, connections, duration=max(5.0, options.point_s), rate=rate)
+                with runner.memory_peak(server) as peak:  # the pod's memory: the most its cgroup is charged
+                    result = runner.bench(server, connections, duration=max(5.0, options.point_s), rate=rate)
                 after = runner.snapshot(server)
             stages = result.options.load.stages or ()
             scheduled = round(sum(st.duration_s * (st.start_rate + st.end_rate) / 2 for st in stages)) \
@@ -450,7 +454,7 @@ class TuneSession:
                        "connections": connections, "rate": rate, "scheduled": scheduled, "warmed": warmed.warmed,
                        "pool_children": after.totals.children, **_load_summary(result),
                        "footprint": after.totals.footprint, "max_child_uss_after": max(
-                           (c.private for c in after.children), default=None)}
+                           (c.private for c in after.children), default=None), "cgroup_peak": peak.reading()}
             return summary, {"bench": result.to_dict(), "snapshot": after.to_dict()}
 
         load = f"{rate:,.0f} req/s" if rate is not None else f"{connections} clients"
@@ -579,7 +583,10 @@ class TuneSession:
                           children=choice, mrpc_points=mrpc_points, max_requests=mrpc, spare=spare, advice=said,
                           cores=self.cores, results_dir=str(self.results.path), target=target,
                           confirmation=confirmation, workload=self.runner.workload.describe(),
-                          cpus=self.cpus_note, offered=offered, pools=pools, spare_choice=spare_choice, why=why)
+                          cpus=self.cpus_note, offered=offered, pools=pools, spare_choice=spare_choice, why=why,
+                          fleet=plan_fleet(options, confirmation, measure, memory, params.max_clients,
+                                           params.max_requests, self._killer_requests, self.cores,
+                                           adapter.names["max_requests"]))
 
     def _check_fits(self, children: int, memory: MemoryBound) -> None:
         """Never start a configuration whose predicted memory exceeds the budget."""
