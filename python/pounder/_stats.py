@@ -10,6 +10,12 @@ figures: the bootstrap draws from a :class:`random.Random` seeded with a fixed `
 * :func:`ratio_interval`: median(variant) / median(baseline) and its percentile-bootstrap
   interval: each resample draws the variant's trials and the baseline's trials independently, with
   replacement, and takes the ratio of their medians.
+* :func:`paired_ratio_interval`: the same question when the trials come in pairs measured side by
+  side (round r of the variant and round r of the baseline ran back to back, so they saw the same
+  neighbours on the machine): the median of the per-round ratios variant_r / baseline_r and its
+  percentile-bootstrap interval, resampling the rounds (each resample draws rounds with
+  replacement and takes the median of their ratios). What disturbed a round disturbed both sides,
+  so it cancels in the ratio instead of widening both medians' spread.
 * :func:`verdict`: "faster", "slower", "no clear difference" (the interval contains 1, or the
   ratio is within ``min_effect`` of 1) or "unknown" (no interval).
 
@@ -158,6 +164,43 @@ def ratio_interval(
             statistics.median(rng.choices(ours, k=len(ours))) / statistics.median(rng.choices(theirs, k=len(theirs)))
             for _ in range(resamples)
         ]
+        low, high = _bounds(draws, confidence)
+    return RatioEstimate(
+        ratio=ratio,
+        low=low,
+        high=high,
+        higher_is_better=higher_is_better,
+        verdict=verdict(ratio, low, high, higher_is_better=higher_is_better, min_effect=min_effect),
+    )
+
+
+@public
+def paired_ratio_interval(
+    variant: Sequence[float],
+    baseline: Sequence[float],
+    *,
+    higher_is_better: bool,
+    min_effect: float = MIN_EFFECT,
+    resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
+    seed: int = SEED,
+) -> RatioEstimate:
+    """The median of the pairs' ratios ``variant[i] / baseline[i]``, its percentile-bootstrap
+    interval over the pairs and the :func:`verdict` (module documentation). ``ratio`` is None
+    with fewer than :data:`MIN_SAMPLES` pairs or a baseline of 0 (no ratio for that pair)."""
+    _check_settings(resamples, confidence)
+    ours = _check(variant, "paired_ratio_interval variant")
+    theirs = _check(baseline, "paired_ratio_interval baseline")
+    if len(ours) != len(theirs):
+        raise ValueError(f"paired_ratio_interval: {len(ours)} variant values and {len(theirs)} baseline values")
+    if any(value < 0 for value in ours + theirs):
+        raise ValueError("paired_ratio_interval: values must not be negative")
+    ratio = low = high = None
+    if len(ours) >= MIN_SAMPLES and min(theirs) > 0:
+        ratios = [mine / base for mine, base in zip(ours, theirs, strict=True)]
+        ratio = statistics.median(ratios)
+        rng = random.Random(seed)
+        draws = [statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(resamples)]
         low, high = _bounds(draws, confidence)
     return RatioEstimate(
         ratio=ratio,

@@ -31,6 +31,7 @@ from pounder.compare import (
     default_labels,
     failure_message,
     median_interval,
+    paired_ratio_interval,
     ratio_interval,
     render_chart,
     render_compare,
@@ -134,6 +135,62 @@ def test_median_interval_matches_the_enumerated_bootstrap_distribution() -> None
     assert estimate.low is not None and estimate.high is not None
     assert low_bracket[0] <= estimate.low <= low_bracket[1]
     assert high_bracket[0] <= estimate.high <= high_bracket[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Paired rounds
+
+
+def test_paired_ratio_interval_matches_the_enumerated_bootstrap_of_the_rounds_ratios() -> None:
+    """5 rounds: the per-round ratios' 3125 resamples enumerated; the 10,000-draw interval lies
+    between the exact 2.5 % and 97.5 % quantiles +- 0.6 %, the ratio is the median of the ratios."""
+    variant, baseline = [210.0, 150.0, 190.0, 120.0, 205.0], [200.0, 140.0, 185.0, 110.0, 190.0]
+    ratios = [a / b for a, b in zip(variant, baseline, strict=True)]
+    exact = exact_medians(ratios)
+
+    result = paired_ratio_interval(variant, baseline, higher_is_better=True, min_effect=0.0)
+
+    assert result.ratio == pytest.approx(statistics.median(ratios))
+    low_bracket = quantile_bracket(exact, 0.025, 0.006)
+    high_bracket = quantile_bracket(exact, 0.975, 0.006)
+    assert result.low is not None and result.high is not None
+    assert low_bracket[0] <= result.low <= low_bracket[1], (result.low, low_bracket)
+    assert high_bracket[0] <= result.high <= high_bracket[1], (result.high, high_bracket)
+    assert result.verdict == "faster"
+
+
+def test_a_neighbour_that_slows_both_sides_of_a_round_cancels_in_the_paired_ratio() -> None:
+    """Rounds 2 and 4 ran while another process took a core: both pools lost about 40 % there.
+    Unpaired, each pool's spread covers the other's median and the 7 % difference is not told;
+    paired, every round says 1.05-1.09 and the difference is told."""
+    variant = [530.0, 320.0, 520.0, 300.0, 540.0]
+    baseline = [495.0, 300.0, 480.0, 280.0, 500.0]
+
+    unpaired = ratio_interval(variant, baseline, higher_is_better=True)
+    paired = paired_ratio_interval(variant, baseline, higher_is_better=True)
+
+    assert unpaired.verdict == "no clear difference", unpaired
+    assert paired.verdict == "faster", paired
+    assert paired.low is not None and paired.high is not None
+    assert 1.05 <= paired.low <= paired.high <= 1.09
+    assert paired.ratio == pytest.approx(statistics.median(a / b for a, b in zip(variant, baseline, strict=True)))
+
+
+def test_paired_ratio_of_a_pool_with_itself_is_one_and_no_clear_difference() -> None:
+    values = [100.0, 60.0, 110.0]
+    result = paired_ratio_interval(values, values, higher_is_better=True)
+    assert (result.ratio, result.low, result.high, result.verdict) == (1.0, 1.0, 1.0, "no clear difference")
+
+
+def test_paired_ratio_needs_two_pairs_and_no_zero_baseline() -> None:
+    one = paired_ratio_interval([100.0], [90.0], higher_is_better=True)
+    zero = paired_ratio_interval([100.0, 90.0], [0.0, 80.0], higher_is_better=True)
+    for result in (one, zero):
+        assert (result.ratio, result.low, result.high, result.verdict) == (None, None, None, "unknown")
+    with pytest.raises(ValueError, match="2 variant values and 3 baseline values"):
+        paired_ratio_interval([1.0, 2.0], [1.0, 2.0, 3.0], higher_is_better=True)
+    with pytest.raises(ValueError, match="negative"):
+        paired_ratio_interval([1.0, -2.0], [1.0, 2.0], higher_is_better=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from pounder._stats import (
     RatioEstimate,
     Verdict,
     median_interval,
+    paired_ratio_interval,
     ratio_interval,
     verdict,
 )
@@ -99,6 +100,7 @@ __all__ = [
     "format_rate",
     "format_ratio",
     "median_interval",
+    "paired_ratio_interval",
     "ratio_interval",
     "render_chart",
     "render_compare",

@@ -9,7 +9,7 @@ from typing import Any
 from pounder._errors import public
 from pounder._figures import WIDE
 from pounder._units import children_text
-from pounder.compare import ratio_interval
+from pounder.compare import paired_ratio_interval, ratio_interval
 from pounder.pool import ADAPTERS, Adapter
 from pounder.tune._analysis import (
     LOSS_NOISE,
@@ -18,6 +18,7 @@ from pounder.tune._analysis import (
     _round_down,
     growth,
 )
+from pounder.tune._points import paired_values, trial_values
 from pounder.tune._text import (
     _bytes,
     _counts,
@@ -38,15 +39,16 @@ MAX_DECADES = 10
 
 
 def _trial_rates(point: Summary) -> list[float]:
-    trials = point.get("trials") or []
-    return [float(t["rps"]) for t in trials if t.get("counted", True) and t.get("rps") is not None]
+    return trial_values(point, "rps")
 
 
 @public
 def mrpc_losses(points: Sequence[Summary]) -> list[dict[str, Any]]:
     """Copies of the MaxRequestsPerChild points, each finite one with ``vs_unlimited`` =
-    ``{"ratio", "low", "high", "verdict"}``: :func:`pounder.compare.ratio_interval` of its counted
-    trials' rps against the unlimited point's (``max_requests`` 0), higher is better. With fewer
+    ``{"ratio", "low", "high", "verdict", "pairs"}``: :func:`pounder.compare.paired_ratio_interval` of its
+    counted trials' rps against the unlimited point's (``max_requests`` 0) round by round (``pairs``
+    rounds both counted; at least 2), else :func:`pounder.compare.ratio_interval` of the two sets of
+    trials (no ``pairs``), higher is better. With fewer
     than 2 trials on either side: the ratio of the medians, no interval, verdict "unknown". The
     unlimited point, and every point when none is unlimited, get ``vs_unlimited`` None."""
     base = next((p for p in points if int(p["max_requests"]) == 0), None)
@@ -56,7 +58,12 @@ def mrpc_losses(points: Sequence[Summary]) -> list[dict[str, Any]]:
         copy["vs_unlimited"] = None
         if base is not None and point is not base:
             ours, theirs = _trial_rates(point), _trial_rates(base)
-            if len(ours) >= 2 and len(theirs) >= 2:
+            mine, paired = paired_values(point, base, "rps")  # the unlimited baseline ran in every round
+            if len(mine) >= 2 and min(paired) > 0:
+                estimate = paired_ratio_interval(mine, paired, higher_is_better=True)
+                copy["vs_unlimited"] = {"ratio": estimate.ratio, "low": estimate.low, "high": estimate.high,
+                                        "verdict": estimate.verdict, "pairs": len(mine)}
+            elif len(ours) >= 2 and len(theirs) >= 2:
                 estimate = ratio_interval(ours, theirs, higher_is_better=True)
                 copy["vs_unlimited"] = {"ratio": estimate.ratio, "low": estimate.low, "high": estimate.high,
                                         "verdict": estimate.verdict}

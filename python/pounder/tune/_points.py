@@ -24,9 +24,13 @@ QUEUED_BUSY = 0.9
 """A point's busy time (children / throughput) is the time itself, not an upper bound, when a
 connection waited in the accept queue in at least this share of the samples (every child busy)."""
 
+NEIGHBOUR = 0.25
+"""Other processes taking more than this share of the server's cores during a trial: the trial is
+measured once more, and the advice names them, not the application."""
+
 _MEDIANS = ("p50_ms", "p95_ms", "p99_ms", "server_cores", "client_cores", "other_cores", "front_cores", "server_cpu_us",
-            "elapsed_s", "queued")
-_SUMS = ("complete", "failed", "non_2xx", "respawns")
+            "elapsed_s", "queued", "pod_cores", "pod_quota", "throttled_share", "throttled_s")
+_SUMS = ("complete", "failed", "non_2xx", "respawns", "oom_kills")
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -48,16 +52,43 @@ def is_wide(point: Mapping[str, Any]) -> bool:
     return width is None or width > WIDE
 
 
+def neighbour_busy(summary: Mapping[str, Any], cores: float) -> bool:
+    """Whether other processes took more than :data:`NEIGHBOUR` of ``cores`` during the trial
+    (False when not measured)."""
+    other = summary.get("other_cores")
+    return other is not None and float(other) > NEIGHBOUR * cores
+
+
+def replaced(trials: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The rounds whose first trial was measured during a neighbour's burst and measured again
+    (a trial ``again`` of the same round present): those first trials are left out."""
+    again = {int(t.get("trial") or 0) for t in trials if t.get("again")}
+    return sorted({int(t.get("trial") or 0) for t in trials if t.get("neighbour") and not t.get("again")} & again)
+
+
+def counts(trial: Mapping[str, Any], skipped: Sequence[int] = ()) -> bool:
+    """Whether a trial counts: clean (:func:`pounder.compare.clean_trial`) and not the first of a
+    round measured again (``skipped``: :func:`replaced`)."""
+    if trial.get("neighbour") and not trial.get("again") and int(trial.get("trial") or 0) in skipped:
+        return False
+    if trial.get("oom_kills"):  # the pod's OOM killer killed a child: a failed trial (its ``oom_note``)
+        return False
+    return clean_trial(int(trial["complete"]), int(trial["failed"]))
+
+
 @public
 def aggregate_trials(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The point of ``trials`` (each one trial's summary, as stored; at least one)."""
     if not trials:
         raise ValueError("aggregate: no trials")
     first = trials[0]
-    counted = [t for t in trials if clean_trial(int(t["complete"]), int(t["failed"]))]
+    skipped = replaced(trials)
+    counted = [t for t in trials if counts(t, skipped)]
     point: dict[str, Any] = {key: first[key] for key in ("children", "max_requests", "connections") if key in first}
     point["trials"] = [dict(t) for t in trials]
     point["counted"] = len(counted)
+    if skipped:
+        point["neighbours"] = skipped
     if counted:
         estimate = median_interval([float(t["rps"]) for t in counted])
         point.update(rps=estimate.median, rps_low=estimate.low, rps_high=estimate.high)
@@ -83,6 +114,26 @@ def aggregate_trials(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     point["busy_s"] = held / point["rps"] if point["rps"] > 0 and held else None
     point["wide"] = is_wide(point)
     return point
+
+
+def trial_values(point: Mapping[str, Any], key: str) -> list[float]:
+    """``key`` of each of the point's counted trials (:func:`counts`), in trial order."""
+    return list(round_values(point, key).values())
+
+
+def round_values(point: Mapping[str, Any], key: str) -> dict[int, float]:
+    """``key`` of each of the point's counted trials (:func:`counts`) by its round (``trial``)."""
+    trials = point.get("trials") or []
+    skipped = replaced(trials)
+    return {int(t.get("trial") or 0): float(t[key]) for t in trials if t.get(key) is not None and counts(t, skipped)}
+
+
+def paired_values(point: Mapping[str, Any], other: Mapping[str, Any], key: str) -> tuple[list[float], list[float]]:
+    """``key`` of the rounds both points counted, in round order (the round r of each ran back to
+    back in an interleaved sweep); rounds only one of them counted are dropped."""
+    ours, theirs = round_values(point, key), round_values(other, key)
+    both = sorted(set(ours) & set(theirs))
+    return [ours[r] for r in both], [theirs[r] for r in both]
 
 
 @public

@@ -33,13 +33,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pounder._figures import WIDE
+from pounder._stats import MIN_SAMPLES
 from pounder._units import children_text, count_text
-from pounder.compare import clean_trial, ratio_interval
+from pounder.compare import paired_ratio_interval, ratio_interval
 from pounder.tune._analysis import (
     ChildrenChoice,
     MemoryBound,
     Target,
 )
+from pounder.tune._points import paired_values, trial_values
 from pounder.tune._text import (
     change_text,
     ms_text,
@@ -128,28 +130,22 @@ def swept_at_offered(candidates: Sequence[int], sweep: Sequence[Summary], offere
     return [at[n] for n in sorted(at) if low <= n <= high]
 
 
-def trial_values(point: Summary, key: str) -> list[float]:
-    """``key`` of each of the point's counted trials (:func:`pounder.compare.clean_trial`)."""
-    return [float(t[key]) for t in point.get("trials") or []
-            if t.get(key) is not None and clean_trial(int(t["complete"]), int(t["failed"]))]
-
-
-def _rates(point: Summary) -> list[float]:
-    return trial_values(point, "rps")
-
-
-def _p99s(point: Summary) -> list[float]:
-    return trial_values(point, "p99_ms")
-
-
-def _versus(ours: Sequence[float], theirs: Sequence[float], *, higher_is_better: bool,
+def _versus(ours_point: Summary, theirs_point: Summary, key: str, *, higher_is_better: bool,
             effect: float) -> dict[str, Any]:
-    """Ours against theirs: the ratio of medians, its interval and whether ours is distinguishably
-    worse. Without an interval (fewer than 2 trials on a side), worse when the ratio is beyond
-    ``effect``."""
+    """A point's ``key`` against another's: the ratio, its interval and whether ours is
+    distinguishably worse. Paired round by round when both counted at least 2 of the same rounds
+    (:func:`pounder.compare.paired_ratio_interval`: the trials of a round ran back to back), else the
+    ratio of the medians (:func:`pounder.compare.ratio_interval`); ``pairs`` says how many rounds were
+    paired (None: unpaired). Without an interval, worse when the ratio is beyond ``effect``."""
+    ours, theirs = trial_values(ours_point, key), trial_values(theirs_point, key)
     if not ours or not theirs:  # a pool with no counted trial: no figure to compare
-        return {"ratio": None, "low": None, "high": None, "verdict": "unknown", "worse": not ours}
-    estimate = ratio_interval(ours, theirs, higher_is_better=higher_is_better, min_effect=effect)
+        return {"ratio": None, "low": None, "high": None, "verdict": "unknown", "worse": not ours, "pairs": None}
+    mine, base = paired_values(ours_point, theirs_point, key)
+    pairs: int | None = len(mine) if len(mine) >= MIN_SAMPLES and min(base) > 0 else None
+    if pairs is not None:
+        estimate = paired_ratio_interval(mine, base, higher_is_better=higher_is_better, min_effect=effect)
+    else:
+        estimate = ratio_interval(ours, theirs, higher_is_better=higher_is_better, min_effect=effect)
     ratio = estimate.ratio
     if ratio is None:
         middle = sorted(theirs)[len(theirs) // 2] if theirs else 0.0
@@ -158,7 +154,8 @@ def _versus(ours: Sequence[float], theirs: Sequence[float], *, higher_is_better:
         worse = ratio is not None and (ratio < 1 - effect if higher_is_better else ratio > 1 + effect)
     else:
         worse = estimate.verdict == "slower"
-    return {"ratio": ratio, "low": estimate.low, "high": estimate.high, "verdict": estimate.verdict, "worse": worse}
+    return {"ratio": ratio, "low": estimate.low, "high": estimate.high, "verdict": estimate.verdict, "worse": worse,
+            "pairs": pairs}
 
 
 @dataclass(frozen=True)
@@ -211,7 +208,7 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
     marked: list[dict[str, Any]] = []
     for point in ordered:
         copy = dict(point)
-        copy["vs_best"] = _versus(_rates(point), _rates(best), higher_is_better=True, effect=tolerance)
+        copy["vs_best"] = _versus(point, best, "rps", higher_is_better=True, effect=tolerance)
         copy["vs_best"]["worse"] = copy["vs_best"]["worse"] or point not in answered
         marked.append(copy)
     fast = [p for p in marked if not p["vs_best"]["worse"]] or [marked[ordered.index(best)]]
@@ -219,7 +216,7 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
     # says nothing about the others
     lowest = min(fast, key=lambda p: float(p["p99_ms"] if p.get("p99_ms") is not None else math.inf))
     for copy in marked:
-        copy["p99_vs_lowest"] = _versus(_p99s(copy), _p99s(lowest), higher_is_better=False, effect=P99_EFFECT)
+        copy["p99_vs_lowest"] = _versus(copy, lowest, "p99_ms", higher_is_better=False, effect=P99_EFFECT)
     limit_ms = None if target.p99_s is None else target.p99_s * 1000
     p99_met: bool | None = None
     if limit_ms is not None:

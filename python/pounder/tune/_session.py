@@ -66,7 +66,7 @@ from pounder.tune._mrpc import (
     unlimited_only,
 )
 from pounder.tune._options import TuneOptions
-from pounder.tune._points import still_growing
+from pounder.tune._points import neighbour_busy, still_growing
 from pounder.tune._pools import (
     SWEPT_NOTE,
     OfferedLoad,
@@ -316,6 +316,7 @@ class TuneSession:
                 "mem_available": available, "statm": statm, "cgroup": {**charged, "note": server.cgroup_note},
             }
             snapshots = {name: snap.to_dict() for name, snap in
+            summary.update(neighbour=neighbour_busy(summary, self.cores), **({"again": True} if again else {}))
                          (("cold", cold), ("warm", warm), ("mid", mid), ("end", end))}
             return summary, {"snapshots": snapshots, "bench": [first.to_dict(), second.to_dict()]}
 
@@ -323,9 +324,10 @@ class TuneSession:
         return self._point(key, "sizes", params, label, measure)
 
     def _trial(self, key: str, step: str, params: PoolParams, connections: int, trial: int, label: str, *,
-               warm_rounds: bool = True, rate: float | None = None) -> dict[str, Any]:
-        """One stored trial of a sweep point (point file ``KEY-tN``): the server started, warmed,
-        loaded for ``point_s`` (open loop at ``rate`` when given), stopped."""
+               warm_rounds: bool = True, rate: float | None = None, again: bool = False) -> dict[str, Any]:
+        """One stored trial of a sweep point (point file ``KEY-tN``, ``KEY-tN-again`` when measured
+        once more for a busy neighbour): the server started, warmed, loaded for ``point_s`` (open
+        loop at ``rate`` when given), stopped."""
         runner = self.runner
 
         def measure() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -340,14 +342,16 @@ class TuneSession:
             summary["respawns"] = done // params.max_requests if params.max_requests else 0
             return summary, {"bench": result.to_dict()}
 
-        return self._point(f"{key}-t{trial}", step, params, f"{label}, trial {trial}", measure, logged=label)
+        again_text = " again (other processes were busy)" if again else ""
+        return self._point(f"{key}-t{trial}{'-again' if again else ''}", step, params,
+                           f"{label}, trial {trial}{again_text}", measure, logged=label + again_text)
 
     def _sweep(self, step: str, plan: Plan, rounds: int, *, warm_rounds: bool = True,
                rate: float | None = None) -> list[dict[str, Any]]:
         """Rounds of interleaved trials over ``plan`` (:func:`pounder.tune._sweep.interleaved`)."""
         self.progress.expect(step, len(plan) * rounds)
-        return interleaved(plan, rounds, lambda key, params, connections, number, label: self._trial(
-            key, step, params, connections, number, label, warm_rounds=warm_rounds, rate=rate))
+        return interleaved(plan, rounds, lambda key, params, connections, number, label, again: self._trial(
+            key, step, params, connections, number, label, warm_rounds=warm_rounds, rate=rate, again=again))
 
     def _children_sweep(self, memory: MemoryBound) -> list[dict[str, Any]]:
         """1, 2, 4, ... children up to the memory bound: a first round stops where two counts in a

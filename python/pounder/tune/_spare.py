@@ -85,11 +85,6 @@ def _figures(point: Mapping[str, Any]) -> str:
             f"{point['burst_s']} s, {point['idle_children']} idle children at the start")
 
 
-def _trial_values(point: Mapping[str, Any], key: str) -> list[float]:
-    return [float(t[key]) for t in point.get("trials") or []
-            if t.get(key) is not None and clean_trial(int(t["complete"]), int(t["failed"]))]
-
-
 def choose_spare(points: Sequence[Mapping[str, Any]], child_start_s: float | None, *,
                  tolerance: float = 0.05) -> dict[str, Any]:
     """Which setting to recommend (module documentation): ``{"name", "why", "reasons"}``."""
@@ -105,10 +100,9 @@ def choose_spare(points: Sequence[Mapping[str, Any]], child_start_s: float | Non
                                           "pool",
                 "reasons": [f"spare servers: the pool is no larger than the defaults start: {_settings(before)}: "
                             f"{_figures(before)}; {head}"]}
-    p99 = _versus(_trial_values(after, "p99_ms"), _trial_values(before, "p99_ms"), higher_is_better=False,
-                  effect=P99_EFFECT)
-    rps = _versus(_trial_values(after, "rps"), _trial_values(before, "rps"), higher_is_better=True,
-                  effect=tolerance)
+    # the two settings' trials ran round by round: compared in pairs (pounder.tune._pools._versus)
+    p99 = _versus(after, before, "p99_ms", higher_is_better=False, effect=P99_EFFECT)
+    rps = _versus(after, before, "rps", higher_is_better=True, effect=tolerance)
     # a tie keeps the defaults: more idle children cost memory for nothing measured
     better = float(after["p99_ms"]) < float(before["p99_ms"]) and not p99["worse"] and not rps["worse"]
     chosen = after if better else before
