@@ -209,9 +209,11 @@ PerlRequire startup.pl
 
 
 def test_users_configuration_file_refused(tmp_path: Path) -> None:
+    """Includes are followed (tests/servers/test_apache_layout.py): what Apache refuses is refused
+    before anything starts, with the file and line."""
     conf = tmp_path / "app.conf"
-    conf.write_text("PerlRequire startup.pl\nIncludeOptional conf.d/*.conf\n")
-    refused = f"apache: {conf} uses IncludeOptional conf.d/*.conf: give pounder one self-contained file"
+    conf.write_text("PerlRequire startup.pl\nIncludeOptional conf.d/*.conf\nInclude sites/*.conf\n")
+    refused = f"apache: {conf}:3: Include sites/*.conf: no matches for the wildcard"
     with pytest.raises(UsageError, match=re.escape(refused)):
         ApacheServer(None, conf=conf)
     with pytest.raises(UsageError, match="cannot read the configuration file"):

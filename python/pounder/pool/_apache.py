@@ -22,6 +22,8 @@ from pounder.servers import (
     ApacheServer,
     ManagedServer,
     apache_missing,
+    apache_notes,
+    debian_layout,
     read_user_conf,
 )
 
@@ -32,8 +34,10 @@ most this fraction of the limit, at the measured growth per request."""
 
 @public
 class ApacheAdapter(Adapter):
-    """Apache httpd prefork (+ mod_perl): the user's configuration file ``conf`` with the
-    directives pounder owns replaced, or (from Python) handlers given directly."""
+    """Apache httpd prefork (+ mod_perl): the user's configuration file ``conf`` (Debian's
+    apache2.conf with what it includes too) with the directives pounder owns replaced, or (from
+    Python) handlers given directly. With Debian's layout the recommendation is the block of its
+    ``mods-available/mpm_prefork.conf`` (and the a2dismod/a2enmod that switch a threaded MPM off)."""
 
     kind = "apache"
     who = "apache"
@@ -69,6 +73,8 @@ class ApacheAdapter(Adapter):
         conf_text = read_user_conf(self.conf) if self.conf is not None else ""
         self.preload = self.startup_pl is not None or _preloads(conf_text)
         self.mod_perl = bool(self.perl_handlers) or self.startup_pl is not None or "perl" in conf_text.lower()
+        self.debian, self.other_mpm = debian_layout(self.conf) if self.conf is not None else (False, None)
+        self.notes = apache_notes(self.conf) if self.conf is not None else ()
 
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
                keepalive: bool = False, host: str = HOST) -> ManagedServer:
@@ -90,10 +96,18 @@ class ApacheAdapter(Adapter):
                 ("ServerLimit", params.max_clients), ("MaxRequestWorkers", params.max_clients),
                 ("MaxConnectionsPerChild", params.max_requests)]
         body = [f"    {name:<23}{value:>6}" for name, value in rows]
+        where: list[str] = []
+        switch: list[str] = []
+        if self.debian and self.conf is not None:
+            where = [f"# {self.conf.parent / 'mods-available' / 'mpm_prefork.conf'} (Debian's layout), "
+                     "in place of its <IfModule mpm_prefork_module> block:"]
+            enable = f"a2dismod {self.other_mpm} && a2enmod mpm_prefork" if self.other_mpm else "a2enmod mpm_prefork"
+            switch = [f"# then: {enable} && systemctl restart apache2"]
         return "\n".join([
-            "<IfModule mpm_prefork_module>", *body, "</IfModule>",
+            *where, "<IfModule mpm_prefork_module>", *body, "</IfModule>",
             "# MaxConnectionsPerChild counts connections: with KeepAlive On one connection carries up to",
             f"# MaxKeepAliveRequests requests (pounder measured with KeepAlive {'On' if keepalive else 'Off'}).",
+            *switch,
         ])
 
     def size_limit(self, limit: ChildLimit) -> str:
@@ -159,7 +173,9 @@ class ApacheAdapter(Adapter):
 
     def describe(self) -> str:
         what = f"with {self.conf}" if self.conf is not None else f"with handlers {self.perl_handlers}"
-        return f"Apache prefork + mod_perl {what}"
+        notes = "".join(f"; {note}" for note in self.notes)
+        layout = " (Debian's layout" + notes + ")" if self.debian else (f" ({notes[2:]})" if notes else "")
+        return f"Apache prefork + mod_perl {what}{layout}"
 
     def check(self) -> None:
         if self.conf is not None and not self.conf.is_file():

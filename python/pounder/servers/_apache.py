@@ -1,6 +1,6 @@
 """Apache 2.4 with the prefork MPM (and mod_perl 2 when Perl is used), from a complete private
-httpd.conf: own ServerRoot, pid file and logs in the workdir, ``Listen HOST:PORT`` (127.0.0.1 by
-default), no use of /etc/apache2 (so none of Debian's ``APACHE_*`` environment variables are needed).
+httpd.conf: own pid file, run directory and logs in the workdir, ``Listen HOST:PORT`` (127.0.0.1 by
+default); nothing is written under the user's configuration directory (/etc/apache2 included).
 
 The server runs as ``apache2 -f CONF -k start -D FOREGROUND``: the parent stays our child process
 instead of daemonizing (so it is in our hands, see :mod:`pounder.servers._base`). It is stopped
@@ -8,9 +8,11 @@ with ``apache2 -f CONF -k stop`` (SIGTERM to the pid in the pid file; mod_perl d
 startup.pl in that process), or SIGTERM directly if that fails; then the base class's checks.
 
 The user's own configuration file (``ApacheServer(conf=...)``: their mod_perl set-up, handlers,
-``<Location>`` blocks...) is added to that httpd.conf after pounder's part, minus the directives
-pounder sets itself (``strip_owned_directives``: Listen, PidFile, the prefork sizes...). Its
-relative paths resolve against its own directory (the instance's ServerRoot then).
+``<Location>`` blocks... or Debian's whole apache2.conf) is read with everything it includes and
+Debian's envvars (``_apache_layout``), made private (``_apache_private``: sites moved to pounder's
+port, logs into the workdir) and added to that httpd.conf after pounder's part, minus the
+directives pounder sets itself (``strip_owned_directives``: Listen, PidFile, the MPM and its
+sizes...). Its relative paths resolve against its ServerRoot (default: its own directory).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pounder._errors import UsageError, public
+from pounder.servers._apache_layout import ConfLine, Layout, read_layout
+from pounder.servers._apache_private import PrivateCopy, default_user, private_copy, private_env
 from pounder.servers._base import HOST, ManagedServer, ServerStartError
 from pounder.servers._nytprof import apache_nytprof_lines
 
@@ -41,7 +45,10 @@ OWNED_DIRECTIVES = frozenset(name.lower() for name in (
     "Listen", "PidFile", "ErrorLog", "ServerRoot", "DefaultRuntimeDir", "User", "Group", "ServerName",
     "StartServers", "MinSpareServers", "MaxSpareServers", "MaxRequestWorkers", "MaxClients", "ServerLimit",
     "MaxConnectionsPerChild", "MaxRequestsPerChild", "KeepAlive", "MaxKeepAliveRequests", "KeepAliveTimeout",
-    "Timeout"))
+    "Timeout", "Mutex", "ScoreBoardFile", "LockFile",
+    # the threaded MPMs' own (Debian's mods-enabled/mpm_event.conf): unknown to prefork, a syntax error
+    "ThreadsPerChild", "ThreadLimit", "MinSpareThreads", "MaxSpareThreads", "ThreadStackSize",
+    "AsyncRequestWorkerFactor"))
 """Directives (lower case) that a private instance sets itself: removed from the user's file."""
 _INCLUDES = frozenset({"include", "includeoptional"})
 USER_PART_MARK = "# From"
@@ -118,8 +125,9 @@ def strip_owned_directives(conf_text: str, *, source: str = "the configuration",
                            keep_lines: bool = False) -> tuple[str, list[str]]:
     """Remove from an Apache configuration the directives a private pounder instance sets itself
     (a pure function): ``OWNED_DIRECTIVES`` (Listen, PidFile, ErrorLog, ServerRoot, User, the
-    prefork sizes, KeepAlive...; case-insensitive, wherever they are, also inside containers) and
-    ``LoadModule mpm_*`` (a second MPM is fatal). Returns the remaining text (everything else
+    prefork sizes, KeepAlive...; case-insensitive, wherever they are, also inside containers, but
+    a site's own ``ServerName`` inside its ``<VirtualHost>``) and ``LoadModule mpm_*`` (a second
+    MPM is fatal). Returns the remaining text (everything else
     unchanged: comments, other LoadModule lines, Perl* directives, containers...) and the removed
     directives, stripped (a continued one on one line). ``Include``/``IncludeOptional`` raise
     :class:`~pounder.UsageError` (``source`` names the file in the message): pounder takes one
@@ -129,9 +137,13 @@ def strip_owned_directives(conf_text: str, *, source: str = "the configuration",
     name lines)."""
     kept: list[str] = []
     removed: list[str] = []
+    sites = 0  # inside a <VirtualHost>
     for group in _logical_lines(conf_text):
         words = " ".join(line.strip().removesuffix("\\").strip() for line in group).split()
         directive = words[0].lower() if words else ""
+        sites += (directive == "<virtualhost") - (directive == "</virtualhost>")
+        if directive == "servername" and sites > 0:
+            directive = ""
         if directive in _INCLUDES:
             raise UsageError(f"apache: {source} uses {' '.join(words)}: give pounder one self-contained file "
                              "(Include and IncludeOptional are not followed)")
@@ -147,8 +159,9 @@ def strip_owned_directives(conf_text: str, *, source: str = "the configuration",
 
 def apache_paths(workdir: Path) -> dict[str, Path]:
     """Where a private instance in ``workdir`` keeps its files."""
-    return {"conf": workdir / "httpd.conf", "pidfile": workdir / "run" / "apache.pid",
-            "error_log": workdir / "logs" / "error.log", "docroot": workdir / "htdocs",
+    return {"conf": workdir / "httpd.conf", "pidfile": workdir / "run" / "apache.pid", "logs": workdir / "logs",
+            "error_log": workdir / "logs" / "error.log", "lock": workdir / "run" / "lock",
+            "docroot": workdir / "htdocs",
             "perl_lib": workdir / "lib", "startup_pl": workdir / "startup.pl", "run": workdir / "run"}
 
 
@@ -282,15 +295,39 @@ def _unreachable_for(user: str, path: Path) -> Path | None:
 
 @public
 def read_user_conf(path: Path) -> str:
-    """The user's configuration file, checked with :func:`strip_owned_directives` (which refuses
-    ``Include``); :class:`~pounder.UsageError` if it cannot be read. Apache reads bytes: a Latin-1
-    comment is fine, and is written back unchanged (surrogate escapes)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="surrogateescape")
-    except OSError as error:
-        raise UsageError(f"apache: cannot read the configuration file {path}: {error.strerror or error}") from None
-    strip_owned_directives(text, source=str(path))
-    return text
+    """The user's configuration file with everything it includes (Debian's layout: see
+    ``_apache_layout``), checked as its private copy would be (a module that cannot be loaded, a
+    certificate that cannot be read: :class:`~pounder.UsageError` with its file and line; also
+    when it cannot be read). Apache reads bytes: a Latin-1 comment is fine, and is written back
+    unchanged (surrogate escapes)."""
+    return user_layout(path)[0].text
+
+
+def user_layout(path: Path, workdir: Path | None = None, port: int = 0) -> tuple[Layout, PrivateCopy]:
+    """``path`` read with its includes (run-time places in ``workdir``, or in a stand-in that
+    nothing writes to) and its private copy for ``port``."""
+    where = workdir if workdir is not None else Path("/nonexistent/pounder-workdir")
+    layout = read_layout(path, overrides=private_env(where))
+    copy = private_copy(layout, port=port, logs=apache_paths(where)["logs"])
+    strip_owned_directives(copy.text, source=str(path))
+    return layout, copy
+
+
+@public
+def apache_notes(path: Path) -> tuple[str, ...]:
+    """What the private copy of ``path`` leaves out or does not open, one line each with its file
+    and line; and the MPM it replaces."""
+    _layout, copy = user_layout(path)
+    mpm = (f"{copy.other_mpm} replaced by mpm_prefork, whose children pounder sizes",) if copy.other_mpm else ()
+    return (*mpm, *copy.notes)
+
+
+@public
+def debian_layout(path: Path) -> tuple[bool, str | None]:
+    """Whether ``path`` is laid out as Debian's apache2 package does (envvars, mods-available),
+    and the other MPM it loads (``mpm_event``...; None: prefork)."""
+    layout, copy = user_layout(path)
+    return layout.debian, copy.other_mpm
 
 
 @public
@@ -302,12 +339,15 @@ class ApacheServer(ManagedServer):
     directory copied to ``workdir/lib`` (on @INC). ``user``: the children's user when started as
     root (default www-data; its primary group is the Group); the workdir must be reachable by it.
 
-    ``conf``: the user's own configuration file, added to the private httpd.conf after pounder's
-    part without the directives pounder sets (see :func:`strip_owned_directives`; it may load
-    mod_perl itself with ``LoadModule perl_module``); it is read again at every start.
-    ``server_root``: the ServerRoot, against which Apache and mod_perl resolve the relative paths
-    of ``conf`` (``PerlRequire startup.pl``; default: ``conf``'s directory, or the workdir without
-    ``conf``). Both directories must be reachable by ``user`` too.
+    ``conf``: the user's own configuration file with what it includes (Debian's apache2.conf
+    too), added to the private httpd.conf after pounder's part as its private copy, without the
+    directives pounder sets (see :func:`strip_owned_directives`; it may load mod_perl itself with
+    ``LoadModule perl_module``); it is read again at every start. ``server_root``: the
+    ServerRoot, against which Apache and mod_perl resolve the relative paths of ``conf``
+    (``PerlRequire startup.pl``; default: its ``ServerRoot`` line or its directory, or the workdir
+    without ``conf``). Both directories must be reachable by ``user`` too; without ``user`` the
+    children run as the ``User`` the configuration names (Debian's ``${APACHE_RUN_USER}``) when
+    that user exists, else www-data.
 
     ``profile_dir``: load Devel::NYTProf (``start=no``) and pounder's window module
     (``Pounder::ProfileWindow``) before the application, profiling into that directory (made, and
@@ -327,16 +367,14 @@ class ApacheServer(ManagedServer):
                  cpus: Collection[int] | None = None, host: str = HOST,
                  profile_dir: str | os.PathLike[str] | None = None) -> None:
         self.conf = Path(conf).resolve() if conf is not None else None
-        self._conf_text()  # refuse an unreadable or unusable file before making a workdir
+        # refuse an unreadable or unusable file before making a workdir
+        layout = user_layout(self.conf) if self.conf is not None else None
+        self._origins: tuple[ConfLine, ...] = ()
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
                          die_with_parent=die_with_parent, cpus=cpus, host=host)
         group: str | None = None
         if os.geteuid() == 0:
-            user = user or DEFAULT_USER
-            try:
-                group = grp.getgrgid(pwd.getpwnam(user).pw_gid).gr_name
-            except KeyError:
-                raise UsageError(f"apache: no such user {user!r} to run the children as") from None
+            user, group = _children_user(user, layout[1] if layout is not None else None)
         else:
             user = None
         self.settings = ApacheSettings(
@@ -355,11 +393,7 @@ class ApacheServer(ManagedServer):
         if server_root is not None:
             self.server_root = Path(server_root).resolve()
         else:
-            self.server_root = self.conf.parent if self.conf is not None else self.workdir
-
-    def _conf_text(self) -> str:
-        """The text of ``conf`` ("" without one), checked with :func:`strip_owned_directives`."""
-        return "" if self.conf is None else read_user_conf(self.conf)
+            self.server_root = layout[0].server_root if layout is not None else self.workdir
 
     @property
     def conf_path(self) -> Path:
@@ -387,8 +421,12 @@ class ApacheServer(ManagedServer):
 
     def _prepare(self, port: int) -> list[str]:
         paths = apache_paths(self.workdir)
-        for name in ("docroot", "run"):
+        for name in ("docroot", "run", "lock", "logs"):
             paths[name].mkdir(parents=True, exist_ok=True)
+        user_text = ""
+        if self.conf is not None:  # read again: the user may have changed it since
+            copy = user_layout(self.conf, self.workdir, port)[1]
+            self._origins, user_text = copy.lines, copy.text
         (paths["docroot"] / "index.html").write_text("pounder apache\n")
         if self.perl_lib is not None:
             shutil.copytree(self.perl_lib, paths["perl_lib"], dirs_exist_ok=True)
@@ -399,7 +437,7 @@ class ApacheServer(ManagedServer):
         paths["conf"].write_text(render_apache_conf(self.settings, workdir=self.workdir, port=port, host=self.host,
                                                     modules_dir=self._modules_dir,
                                                     startup_pl=self.startup_pl is not None,
-                                                    server_root=self.server_root, user_conf=self._conf_text(),
+                                                    server_root=self.server_root, user_conf=user_text,
                                                     user_conf_name=str(self.conf or "the configuration")),
                                  encoding="utf-8", errors="surrogateescape")  # the user's bytes, as they were
         if self.settings.profile_dir is not None:
@@ -414,7 +452,7 @@ class ApacheServer(ManagedServer):
     def _user_words(self, line: str) -> str:
         """Apache names lines of the generated httpd.conf ("Syntax error on line 57 of
         .../httpd.conf"), deleted with the server's directory: a line copied from the user's own
-        file is named as that file's line."""
+        files is named as the line of the file it was read from."""
         conf = str(self.conf_path)
         if self.conf is None or conf not in line:
             return line
@@ -425,12 +463,13 @@ class ApacheServer(ManagedServer):
         first = next((i + 2 for i, text in enumerate(generated) if text.startswith(USER_PART_MARK)), None)
         if first is None:
             return line
-        count = len(self._conf_text().rstrip("\n").split("\n"))
+        origins = self._origins
 
         def own(match: re.Match[str]) -> str:
             number = int(match.group(1))
-            if first <= number < first + count:
-                return f"line {number - first + 1} of {self.conf}"
+            if first <= number < first + len(origins):
+                origin = origins[number - first]
+                return f"line {origin.number} of {origin.file}"
             return f"line {number} of the httpd.conf pounder wrote"
 
         return re.sub(rf"line (\d+) of {re.escape(conf)}", own, line)
@@ -453,6 +492,26 @@ class ApacheServer(ManagedServer):
         with urllib.request.urlopen(f"{self.url}/server-status?auto", timeout=5) as response:
             text: str = response.read().decode("utf-8", "replace")
         return dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+
+
+def _children_user(user: str | None, copy: PrivateCopy | None) -> tuple[str, str]:
+    """The children's User and Group when started as root: ``user`` (its primary group), else the
+    configuration's own ``User``/``Group`` when they exist here, else www-data."""
+    named, named_group = default_user(copy) if copy is not None and user is None else (None, None)
+    if named is not None:
+        try:
+            pwd.getpwnam(named)
+            user = named
+            if named_group is not None:
+                grp.getgrnam(named_group)
+                return user, named_group
+        except KeyError:
+            pass
+    user = user or DEFAULT_USER
+    try:
+        return user, grp.getgrgid(pwd.getpwnam(user).pw_gid).gr_name
+    except KeyError:
+        raise UsageError(f"apache: no such user {user!r} to run the children as") from None
 
 
 def _make_readable(root: Path) -> None:
