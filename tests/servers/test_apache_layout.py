@@ -53,7 +53,7 @@ def _debian(root: Path, marker: Path) -> Path:
         "envvars": ENVVARS.replace("{marker}", str(marker)),
         "apache2.conf": "\n".join([
             "DefaultRuntimeDir ${APACHE_RUN_DIR}", "PidFile ${APACHE_PID_FILE}", "User ${APACHE_RUN_USER}",
-            "Group ${APACHE_RUN_GROUP}", "ErrorLog ${APACHE_LOG_DIR}/error.log",
+            "Group ${APACHE_RUN_GROUP}", "ErrorLog ${APACHE_LOG_DIR}/error.log", "DirectoryIndex index.html index.pl",
             "IncludeOptional mods-enabled/*.load", "IncludeOptional mods-enabled/*.conf", "Include ports.conf",
             "IncludeOptional conf-enabled/*.conf", "IncludeOptional sites-enabled/*.conf", ""]),
         "ports.conf": "Listen 80\n\n<IfModule ssl_module>\n\tListen 443\n</IfModule>\n",
@@ -255,6 +255,9 @@ def test_debians_recommendation_is_its_mpm_prefork_conf(tmp_path: Path) -> None:
     adapter = ApacheAdapter(conf)
     assert adapter.render(params).splitlines()[-1] == (
         "# then: a2dismod mpm_event && a2enmod mpm_prefork && systemctl restart apache2")
+    assert adapter.mod_perl  # conf-enabled/app.conf's PerlSwitches
+    (tmp_path / "apache2/conf-enabled/app.conf").unlink()
+    assert not ApacheAdapter(conf).mod_perl  # index.pl in DirectoryIndex is no mod_perl: no Apache2::SizeLimit
     assert adapter.describe().startswith(f"Apache prefork + mod_perl with {conf} (Debian's layout; mpm_event ")
     # not Debian's layout: the block alone, as before
     plain = tmp_path / "plain.conf"

@@ -72,7 +72,7 @@ class ApacheAdapter(Adapter):
         # checked now: a bad file is bad input, before anything starts
         conf_text = read_user_conf(self.conf) if self.conf is not None else ""
         self.preload = self.startup_pl is not None or _preloads(conf_text)
-        self.mod_perl = bool(self.perl_handlers) or self.startup_pl is not None or "perl" in conf_text.lower()
+        self.mod_perl = bool(self.perl_handlers) or self.startup_pl is not None or _runs_perl(conf_text)
         self.debian, self.other_mpm = debian_layout(self.conf) if self.conf is not None else (False, None)
         self.notes = apache_notes(self.conf) if self.conf is not None else ()
 
@@ -191,6 +191,13 @@ class ApacheAdapter(Adapter):
     def input_files(self) -> list[tuple[str, str]]:
         return [(what, str(path)) for what, path in (("configuration file", self.conf),
                                                      ("startup file", self.startup_pl)) if path is not None]
+
+
+def _runs_perl(conf_text: str) -> bool:
+    """Does an Apache configuration run mod_perl (loads it, or has Perl* directives or handlers)?
+    Not "perl" anywhere: Debian's dir.conf names index.pl."""
+    return bool(re.search(r"^\s*(LoadModule\s+perl_module\b|<?Perl|SetHandler\s+(modperl|perl-script)\b)", conf_text,
+                          re.IGNORECASE | re.MULTILINE))
 
 
 def _preloads(conf_text: str) -> bool:
