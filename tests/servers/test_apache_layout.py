@@ -132,14 +132,17 @@ def test_includes_globs_directories_and_serverroot(tmp_path: Path) -> None:
     conf = tmp_path / "main.conf"
     conf.write_text(f"ServerRoot {tmp_path / 'root'}\nInclude conf.d/*.conf\nInclude conf.d\n"
                     f"IncludeOptional {tmp_path}/other/*.conf\nIncludeOptional missing/*.conf\n"
-                    "IncludeOptional missing.conf\n<IfModule ssl_module>\n  Include not-there.conf\n</IfModule>\n")
+                    "IncludeOptional missing.conf\n<IfModule ssl_module>\n  Include not-there.conf\n</IfModule>\n"
+                    "<IfDefine !NOPE>\n<IfDefine NOPE>\n  Include not-there-either.conf\n</IfDefine>\n</IfDefine>\n"
+                    "Define NOPE\n<IfDefine NOPE>\n  Include conf.d/a.conf\n</IfDefine>\n")
     layout = read_layout(conf)
     assert layout.server_root == tmp_path / "root"
-    body = [line.text for line in layout.lines if not line.text.startswith(("#", " ", "<", "</", "ServerRoot"))]
+    body = [line.text for line in layout.lines if not line.text.startswith(("#", " ", "<", "ServerRoot", "Define"))]
     # a wildcard matches in alphabetical order, no hidden files; a directory is all its files, hidden
     # ones too, its subdirectories' too (Apache's order)
-    assert body == ["A", "B", "H", "A", "B", "C", "X"]
-    assert "#" in [line.text for line in layout.lines if "not-there" in line.text][0]
+    assert body == ["A", "B", "H", "A", "B", "C", "X", "A"]
+    assert [line.text.startswith("# pounder: not followed") for line in layout.lines if "not-there" in line.text] == [
+        True, True]
 
 
 @pytest.mark.parametrize(("line", "error"), [

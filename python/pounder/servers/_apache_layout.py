@@ -10,8 +10,10 @@ anything of the user's:
   component, matches in alphabetical order, a directory as all its files (and its
   subdirectories'); a wildcard ``Include`` that matches nothing, or a missing file, is an error as
   in Apache, ``IncludeOptional`` skips it. An ``Include`` inside an ``<IfModule>`` whose module is
-  not loaded at that point is not followed (Apache reads those blocks at once, as pounder does);
-  for that test the private copy runs prefork: ``mpm_prefork_module`` is loaded, the other MPMs not.
+  not loaded at that point, or an ``<IfDefine>`` whose name is not defined there (``Define``, and
+  pounder's ``-D FOREGROUND``), is not followed (Apache reads those blocks at once, as pounder
+  does); for that test the private copy runs prefork: ``mpm_prefork_module`` is loaded, the other
+  MPMs not.
 - ``${NAME}`` is replaced in every directive line, as Apache does when it reads it: by the value of
   a ``Define NAME VALUE`` read before, else by Debian's ``envvars`` next to the file (what
   apache2ctl exports: read here, never executed; see :func:`read_envvars`), else by this process's
@@ -232,6 +234,7 @@ class _Reader:
     env: Mapping[str, str]
     server_root: Path
     defines: dict[str, str] = field(default_factory=dict)
+    defined: set[str] = field(default_factory=lambda: {"FOREGROUND"})  # pounder starts it with -D FOREGROUND
     loaded: set[str] = field(default_factory=lambda: set(BUILTIN_MODULES | PRIVATE_MODULES))
     lines: list[ConfLine] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
@@ -278,7 +281,7 @@ class _Reader:
         self._track(name, words, here)
         if name in _INCLUDES:
             followed = active
-            note = "# pounder followed: " if followed else "# pounder: not followed (its <IfModule> is false): "
+            note = "# pounder followed: " if followed else "# pounder: not followed (inside a false <If...>): "
             self.lines += [ConfLine(note + line.strip(), path, start + k, active) for k, line in enumerate(resolved)]
             if followed:
                 for target in self._matches(words, here):
@@ -291,16 +294,22 @@ class _Reader:
         """What Apache acts on while reading: Define/UnDefine, ServerRoot, LoadModule and
         ``<IfModule>`` (for which Includes it follows)."""
         if self.skipping:
-            if name == "<ifmodule":
+            if name in ("<ifmodule", "<ifdefine"):
                 self.skipping += 1
-            elif name == "</ifmodule>":
+            elif name in ("</ifmodule>", "</ifdefine>"):
                 self.skipping -= 1
             return
         if name == "define" and len(words) >= 2:
+            self.defined.add(words[1])
             if len(words) >= 3:
                 self.defines[words[1]] = words[2]
         elif name == "undefine" and len(words) >= 2:
+            self.defined.discard(words[1])
             self.defines.pop(words[1], None)
+        elif name == "<ifdefine" and len(words) >= 2:
+            test = words[1].rstrip(">")
+            if (test.lstrip("!") in self.defined) == test.startswith("!"):
+                self.skipping = 1
         elif name == "serverroot" and len(words) >= 2:
             root = Path(words[1])
             if not root.is_dir():
