@@ -16,7 +16,13 @@ stop adding throughput, not how a pool does at the load it is for. So candidate 
   distinguishably below the best's (the bootstrap interval of the ratio of their trials' medians,
   :func:`pounder.compare.ratio_interval`, with the sweep's tolerance as the smallest effect) and
   whose p99 meets ``--p99``, or, without one, is not distinguishably above the lowest p99
-  measured (:data:`P99_EFFECT`).
+  measured (:data:`P99_EFFECT`);
+* the CPU floor (:func:`cpu_floor`): a CPU-bound pool (a child spends at least :data:`CPU_BOUND` of
+  the time it holds a request on the CPU) is never smaller than the children needed to use the
+  server's cores, cores / that share to the nearest child, unless every candidate that large
+  measured distinguishably slower than the best. Noise from other processes widens the intervals and
+  can leave the smallest pool "not distinguishably slower" while it cannot use the cores: the CPU
+  a request costs and the share of a child's time it takes are what say so.
 
 When every connection holds a child (slow or kept-alive clients with no buffering proxy in
 front), a pool smaller than the connections leaves clients waiting by construction: the pool
@@ -40,8 +46,9 @@ from pounder.tune._analysis import (
     ChildrenChoice,
     MemoryBound,
     Target,
+    busy_seconds,
 )
-from pounder.tune._points import paired_values, trial_values
+from pounder.tune._points import busy_measured, paired_values, trial_values
 from pounder.tune._text import (
     change_text,
     ms_text,
@@ -55,6 +62,9 @@ BETWEEN = 2
 """Candidate sizes measured between the knee and the largest pool (1 with ``--quick``)."""
 OPEN_LOOP_CONNECTIONS = 16
 """At least this many connections in flight for an open-loop offered load."""
+
+CPU_BOUND = 0.5
+"""A child spending at least this share of the time it holds a request on the CPU is CPU-bound."""
 
 Summary = Mapping[str, Any]
 
@@ -173,11 +183,12 @@ class PoolChoice:
     points: list[dict[str, Any]]
     why: str
     reasons: list[str] = field(default_factory=list)
+    cpu_floor: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"offered": self.offered.to_dict(), "chosen": self.chosen, "best": self.best,
                 "lowest_p99": self.lowest_p99, "p99_met": self.p99_met, "points": [dict(p) for p in self.points],
-                "why": self.why, "reasons": list(self.reasons)}
+                "why": self.why, "reasons": list(self.reasons), "cpu_floor": self.cpu_floor}
 
 
 def p99_with_interval(point: Summary) -> str:
@@ -200,8 +211,76 @@ def _point_text(point: Summary) -> str:
     return f"{children_text(int(point['children']))}: {rate_with_interval(point)}, {p99_with_interval(point)}"
 
 
-def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target, *, tolerance: float) -> PoolChoice:
-    """The smallest pool as good as the best at the offered load (module documentation)."""
+def cpu_floor(points: Sequence[Summary], cores: float) -> dict[str, Any] | None:
+    """The fewest children that use ``cores`` when the children are CPU-bound (module
+    documentation): ``{"children", "share", "cpu_us", "busy_ms", "at", "cores"}`` from the point
+    whose children spent the largest share of their busy time on the CPU (the least disturbed: CPU
+    queued behind other processes counts as busy time, never as CPU), among the points whose busy
+    time is the time itself (every child busy: :func:`pounder.tune._points.busy_measured`, or a closed
+    loop with more clients than children in results that did not sample the queue). None when no
+    point tells, or the children are not CPU-bound."""
+    best: tuple[float, Summary, float] | None = None
+    for point in points:
+        cpu_us, measured = point.get("server_cpu_us"), busy_measured(point)
+        if cpu_us is None or not float(point.get("rps") or 0) or measured is False or int(point.get("counted", 1)) < 1:
+            continue
+        if measured is None and (point.get("rate") is not None
+                                 or int(point["connections"]) <= int(point["children"])):
+            continue
+        busy = busy_seconds(point)
+        share = float(cpu_us) / 1e6 / busy if busy > 0 else 0.0
+        if best is None or share > best[0]:
+            best = (share, point, busy)
+    if best is None or best[0] < CPU_BOUND:
+        return None
+    share, at, busy = best
+    return {"children": max(1, math.floor(cores / share + 0.5)), "share": share, "cpu_us": float(at["server_cpu_us"]),
+            "busy_ms": busy * 1000, "at": int(at["children"]), "connections": int(at["connections"]), "cores": cores}
+
+
+def _floor_text(floor: Mapping[str, Any]) -> str:
+    share, cores = float(floor["share"]), float(floor["cores"])
+    return (f"the children are CPU-bound: with {children_text(int(floor['at']))} at "
+            f"{count_text(int(floor['connections']), 'client')} a request cost "
+            f"{ms_text(float(floor['cpu_us']) / 1000)} ms of the server's CPU and held a child "
+            f"{ms_text(float(floor['busy_ms']))} ms, so a busy child uses "
+            f"{share:.2f} of a core, and {cores:g} cores need {cores:g} / {share:.2f} = {cores / share:.1f}, "
+            f"{children_text(int(floor['children']))}")
+
+
+def _raised(marked: Sequence[dict[str, Any]], chosen: dict[str, Any], floor: Mapping[str, Any] | None,
+            limit_ms: float | None) -> tuple[dict[str, Any], str | None]:
+    """``chosen`` raised to the CPU floor: the smallest candidate at least that large not
+    distinguishably slower than the best (meeting ``--p99`` when the chosen did); the reason when
+    the floor decides or is not followed."""
+    n = int(chosen["children"])
+    if floor is None or n >= int(floor["children"]):
+        return chosen, None
+    wanted = int(floor["children"])
+    larger = [p for p in marked if int(p["children"]) > n]
+    fit = [p for p in larger if not p["vs_best"]["worse"]
+           and (limit_ms is None or float(chosen["p99_ms"]) > limit_ms or float(p["p99_ms"]) <= limit_ms)]
+    slower = [p for p in larger if p["vs_best"]["worse"]]
+    at_least = [p for p in fit if int(p["children"]) >= wanted]
+    if not at_least and not fit:
+        return chosen, (f"{_floor_text(floor)}; but {', '.join(_point_text(p) for p in slower)} measured "
+                        f"distinguishably slower than the best, so {children_text(n)} stays") if slower else None
+    raised = at_least[0] if at_least else max(fit, key=lambda p: int(p["children"]))
+    m = int(raised["children"])
+    short = "" if m >= wanted else (
+        f" ({m} is the largest candidate not distinguishably slower"
+        + (f"; {', '.join(_point_text(p) for p in slower)} measured distinguishably slower" if slower else "") + ")")
+    return raised, (f"{_floor_text(floor)}: {children_text(m)} rather than {n}, which the intervals alone could not "
+                    f"tell from the best ({rate_with_interval(chosen)}) but which cannot keep the cores busy: "
+                    f"{n} x {float(floor['share']):.2f} = {n * float(floor['share']):.1f} of {float(floor['cores']):g} "
+                    f"cores{short}")
+
+
+def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target, *, tolerance: float,
+                cores: float, sweep: Sequence[Summary] = ()) -> PoolChoice:
+    """The smallest pool as good as the best at the offered load, never under the CPU floor of
+    ``cores`` (the server's cores: the CPUs it runs on, or its quota) measured on these points and
+    the children sweep's (module documentation)."""
     ordered = sorted(points, key=lambda p: int(p["children"]))
     answered = [p for p in ordered if int(p.get("counted") or 0) > 0 and p.get("p99_ms") is not None] or ordered[:1]
     best = max(answered, key=lambda p: float(p["rps"]))  # the first (smallest) of equal ones
@@ -229,6 +308,10 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
         calm = [p for p in fast if not p["p99_vs_lowest"]["worse"]]
         chosen = calm[0] if calm else lowest
         latency = "its p99 is not distinguishably above the lowest of the pools as fast"
+    floor = cpu_floor([*sweep, *points], cores)
+    chosen, floor_reason = _raised(marked, chosen, floor, limit_ms)
+    if floor_reason is not None and chosen["p99_vs_lowest"]["worse"] and limit_ms is None:
+        latency = "its p99 is distinguishably above the lowest of the pools as fast, and the CPU floor below decides"
     n, best_n, low_n = int(chosen["children"]), int(best["children"]), int(lowest["children"])
     wide = [int(p["children"]) for p in marked if p.get("wide")]
     load = offered.text()
@@ -247,25 +330,38 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
                 f"the best at {offered.short()}")
     else:
         head = f"{n}: the smallest pool as good as the best at {offered.short()}"
+    if floor_reason is not None and floor is not None and n >= int(floor["children"]):
+        head = (f"{n}: the fewest children that keep the server's {float(floor['cores']):g} cores busy "
+                f"({float(floor['share']):.2f} of a core each), as good as the best at {offered.short()}")
+    undecided = _undecided(marked, chosen, best, tolerance)
     why = (f"{head}: {rate_with_interval(chosen)}, "
            f"{p99_with_interval(chosen)}" + ("" if n == best_n else
                                              f" (the best: {children_text(best_n)}, {rate_with_interval(best)})")
-           + (" - the machine was noisy (wide intervals): see Details" if n in wide or best_n in wide else ""))
+           + (" - the machine was noisy (wide intervals): see Details" if undecided else ""))
     reasons = [f"pools compared at the same offered load, {load}, in interleaved trials: {children_text(n)} served "
                f"{rate_with_interval(chosen)}, {how}; {latency} ({p99_with_interval(chosen)}; the lowest: "
                f"{children_text(low_n)}, {p99_with_interval(lowest)})"]
     if limit_ms is not None and not p99_met:
         reasons.append(f"--p99 {ms_text(limit_ms)} ms is met by no pool as fast as the best at this load")
+    if floor_reason is not None:
+        reasons.append(floor_reason)
     others = [p for p in marked if int(p["children"]) != n]
     if others:
         reasons.append("the others at the same load: " + "; ".join(
             f"{_point_text(p)} ({'distinguishably slower' if p['vs_best']['worse'] else 'not distinguishably slower'}"
             f"{', p99 distinguishably higher' if p['p99_vs_lowest']['worse'] else ''})" for p in others))
-    if wide:
+    if undecided:
+        told = [p for p in marked if int(p["children"]) in undecided]
+        noisy = (f"the intervals of {', '.join(f'{w:,}' for w in wide)} children stayed wider than ±{WIDE:.0%} "
+                 "after a re-measure: the machine was noisy; " if wide else "")
+        reasons.append(f"{noisy}{children_text(n)} is chosen because the intervals do not tell it from the best, "
+                       f"though its median is {_against(chosen['vs_best'])} against it: a quieter measurement that "
+                       f"told {' and '.join(_point_text(p) for p in told)} apart could change the answer to a larger "
+                       f"pool; tune again on a quieter machine to decide between {_counts(undecided)} children")
+    elif wide:
         reasons.append(f"the intervals of {', '.join(f'{w:,}' for w in wide)} children stayed wider than ±"
-                       f"{WIDE:.0%} after a re-measure: the machine was noisy, so pools that differ less than the "
-                       "noise cannot be told apart and the smallest of them is chosen; tune again on a quiet machine "
-                       "to decide between them")
+                       f"{WIDE:.0%} after a re-measure (the machine was noisy), but {children_text(n)}'s median is "
+                       f"within {tolerance:.0%} of the best's: a quieter measurement would not change the answer")
     bigger = [p for p in marked if int(p["children"]) > n]
     if bigger and offered.rate is None and offered.connections > n and not chosen["p99_vs_lowest"]["worse"] \
             and limit_ms is None:
@@ -273,7 +369,27 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
                        "queue for a free child, and that wait is in the p99 above: more children served no more, "
                        "no sooner, within the intervals")
     return PoolChoice(offered=offered, chosen=n, best=best_n, lowest_p99=low_n, p99_met=p99_met, points=marked,
-                      why=why, reasons=reasons)
+                      why=why, reasons=reasons, cpu_floor=floor)
+
+
+def _undecided(marked: Sequence[Summary], chosen: Summary, best: Summary, tolerance: float) -> list[int]:
+    """The pools a quieter measurement would have to tell apart for the answer to change: the
+    chosen and every pool up to the best that the intervals could not tell from the best although
+    its median is more than ``tolerance`` below it (told apart, the answer would be a larger pool);
+    empty when the chosen's own median is within ``tolerance`` of the best's (or it is the best)."""
+    def unsure(point: Summary) -> bool:
+        vs = point["vs_best"]
+        return not vs["worse"] and vs.get("ratio") is not None and float(vs["ratio"]) < 1 - tolerance
+
+    n, best_n = int(chosen["children"]), int(best["children"])
+    if n >= best_n or not unsure(chosen):
+        return []
+    return [int(p["children"]) for p in marked if n <= int(p["children"]) <= best_n
+            and (unsure(p) or int(p["children"]) == best_n)]
+
+
+def _counts(counts: Sequence[int]) -> str:
+    return ", ".join(f"{c:,}" for c in counts[:-1]) + f" and {counts[-1]:,}" if len(counts) > 1 else f"{counts[0]:,}"
 
 
 def needs(choice: ChildrenChoice) -> list[int]:

@@ -512,14 +512,14 @@ class TuneSession:
         swept = swept_at_offered(candidates, sweep, offered, needs(choice))
         if swept is not None:  # the sweep ran at this very load: its points are compared, nothing measured again
             self.progress.expect("pools", 0)
-            decided = choose_pool(swept, offered, target, tolerance=options.tolerance)
+            decided = choose_pool(swept, offered, target, tolerance=options.tolerance, cores=self.cores, sweep=sweep)
             return replace(decided, reasons=[SWEPT_NOTE.format(offered.short()), *decided.reasons])
         plan = []
         for n in candidates:
             self._check_fits(n, memory)
             plan.append((f"pool-{n}", PoolParams(n), offered.connections, f"{children_text(n)} at {offered.short()}"))
         points = self._sweep("pools", plan, options.trials, rate=offered.rate)
-        return choose_pool(points, offered, target, tolerance=options.tolerance)
+        return choose_pool(points, offered, target, tolerance=options.tolerance, cores=self.cores, sweep=sweep)
 
     def _mrpc_step(self, choice: ChildrenChoice, measure: Mapping[str, Any], memory: MemoryBound,
                    offered: OfferedLoad) -> tuple[list[dict[str, Any]], MaxRequestsChoice, ChildrenChoice]:
