@@ -97,6 +97,18 @@ def test_the_memory_limit_is_the_peak_rounded_up_to_mib_without_a_leak() -> None
     assert any("no leak measured" in note for note in pod.notes)
 
 
+def test_the_memory_starts_from_the_larger_of_the_cgroup_peak_and_the_sum_of_pss() -> None:
+    # a cgroup that has the interpreter's file pages charged elsewhere reads less than the sum of PSS
+    pod = pod_resources(1.0, "1 CPU", 256 * MIB, {"peak": 32 * MIB, "source": "memory.max_usage_in_bytes"},
+                        NO_GROWTH, footprint=38 * MIB + 5)
+    assert pod.memory_request == pod.memory_limit == 39 * MIB and pod.footprint == 38 * MIB + 5
+    assert "the larger of the most the server's memory cgroup was charged during the confirmation, 32.0 MiB" in \
+        pod.notes[-1] and "sum of PSS), 38.0 MiB" in pod.notes[-1]
+    higher = pod_resources(1.0, "1 CPU", 256 * MIB, {"peak": 40 * MIB, "source": "memory.peak"}, NO_GROWTH,
+                           footprint=38 * MIB)
+    assert higher.memory_limit == 40 * MIB
+
+
 def test_a_leak_adds_its_growth_until_the_children_are_replaced() -> None:
     # 4 children x 16 KiB per request x 1,000 requests = 62.5 MiB on top of the peak
     growth = Growth(leak=True, per_request=16384.0, requests=1000, children=4)
@@ -106,7 +118,7 @@ def test_a_leak_adds_its_growth_until_the_children_are_replaced() -> None:
     assert pod.memory_limit == math.ceil((200 * MIB + 4 * 16384 * 1000) / MIB) * MIB == 263 * MIB
     resources = _parsed(pod.yaml)
     assert resources["limits"] == {"cpu": "1", "memory": "263Mi"} and resources["requests"]["memory"] == "200Mi"
-    assert "4 x 16,384 bytes per request x 1,000 requests" in pod.notes[-1]
+    assert "4 x 16,384 bytes per request x 1,000 requests (MaxRequestsPerChild) = 62.5 MiB" in pod.notes[-1]
 
 
 def test_no_limit_above_the_budget() -> None:
@@ -116,7 +128,8 @@ def test_no_limit_above_the_budget() -> None:
     resources = _parsed(pod.yaml)
     assert "memory" not in resources["limits"] and resources["requests"]["memory"] == "300Mi"
     assert "--memory" not in pod.docker
-    assert "no memory limit within the budget" in pod.notes[-1] and "budget of 1024.0 MiB" in pod.notes[-1]
+    assert pod.notes[-1].startswith("memory request 300Mi; no memory limit within the budget: ")
+    assert pod.notes[-1].endswith("2253.1 MiB in all, more than the RAM budget of 1024.0 MiB")
     # a peak above the budget is not requested either
     over = pod_resources(2.0, "2 CPUs", 256 * MIB, {"peak": 300 * MIB, "source": "memory.peak"}, NO_GROWTH)
     assert over.memory_request is None and over.memory_limit is None

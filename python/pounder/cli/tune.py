@@ -278,9 +278,14 @@ def tune_command(
     sys.stdout.write(render_tune(result))
     keep()
     if result.confirmation is not None and not result.confirmation["ok"]:
-        failed = [check["text"] for check in result.confirmation["checks"] if not check["ok"]]
-        print_error(f"the recommended configuration did not pass its confirmation run: {'; '.join(failed)}")
-        return 1
+        # a peak one server cannot carry is what the fleet is for: its servers carry it (see Fleet)
+        fleet = result.fleet.size if result.fleet is not None else None
+        carried = fleet is not None and fleet.servers is not None
+        failed = [check["text"] for check in result.confirmation["checks"]
+                  if not check["ok"] and not (carried and check["name"] == "rate")]
+        if failed:
+            print_error(f"the recommended configuration did not pass its confirmation run: {'; '.join(failed)}")
+            return 1
     return 0
 
 

@@ -15,7 +15,10 @@ would have), the Kubernetes ``resources:`` requests and limits and the ``docker 
 
 * cpu: the quota the server was measured with (``--cpus``; without it, the CPUs it ran on);
 * memory request: the most the server's memory cgroup was charged during the confirmation's load
-  (:class:`pounder.pool.Runner.memory_peak`: what a container's limit counts), rounded up to MiB;
+  (:class:`pounder.pool.Runner.memory_peak`: what a container's limit counts), or the pool's
+  footprint after it (sum of PSS) when larger, rounded up to MiB: the sum of PSS counts the file
+  pages the server maps (interpreter, libraries), which a container is charged for, while on this
+  machine they may be charged to whoever read them first (:mod:`pounder.pool._charged`);
 * memory limit: that peak plus the growth the measured leak (or unsharing) allows each child
   until it is replaced: children x growth per request x MaxRequestsPerChild (a worker killer's
   requests for a server without a request limit). The peak was measured with children that had
@@ -75,6 +78,7 @@ class PodResources:
     budget: int
     peak: int | None
     peak_source: str
+    footprint: int | None
     growth: int | None
     memory_request: int | None
     memory_limit: int | None
@@ -190,54 +194,67 @@ class Growth:
     who: str = "MaxRequestsPerChild"
 
 
+def _memory(budget: int, peak: int, source: str, footprint: int | None,
+            growth: Growth) -> tuple[int | None, int | None, int | None, str]:
+    """The memory request, limit, growth added, and how they were reached (:func:`pod_resources`)."""
+    base = max(peak, footprint or 0)
+    request: int | None = _up_to_mib(base)
+    said = f"the most the server's memory cgroup was charged during the confirmation, {mib_unit(peak)} ({source})"
+    if footprint is not None:
+        said = (f"the larger of {said} and the pool's footprint after it (sum of PSS), {mib_unit(footprint)} (which "
+                "counts the file pages the server maps: a container is charged those, this machine's cgroup may "
+                "have them charged elsewhere)")
+    if growth.leak and growth.requests < 1:
+        return request, None, None, (f"memory request {memory_quantity(_up_to_mib(base))}: {said}; no memory limit: "
+                                     f"the children grow {growth.per_request:,.0f} bytes per request and are never "
+                                     f"replaced (set {growth.who})")
+    added = round(growth.children * growth.per_request * growth.requests) if growth.leak else 0
+    if added:
+        said += (f", plus what the children may grow before they are replaced: {growth.children} x "
+                 f"{growth.per_request:,.0f} bytes per request x {growth.requests:,} requests ({growth.who}) = "
+                 f"{mib_unit(added)}")
+    else:
+        said += "; no leak measured, so no growth added"
+    raw = base + added
+    if raw > budget:
+        request = request if request is not None and request <= budget else None
+        asked = "" if request is None else f"memory request {memory_quantity(request)}; "
+        return request, None, added, (f"{asked}no memory limit within the budget: {said}; {mib_unit(raw)} in all, "
+                                      f"more than the RAM budget of {mib_unit(budget)}")
+    limit = min(_up_to_mib(raw), budget)
+    request = min(_up_to_mib(base), limit)
+    return request, limit, added, (f"memory {memory_quantity(request)} requested, {memory_quantity(limit)} limit: "
+                                   f"{said}; rounded up to MiB (within the RAM budget of {mib_unit(budget)})")
+
+
 def pod_resources(cpus: float, cpus_source: str, budget: int, peak: Mapping[str, Any] | None,
-                  growth: Growth, *, confirmed: bool = True) -> PodResources:
+                  growth: Growth, *, footprint: int | None = None, confirmed: bool = True) -> PodResources:
     """A container's resources (module documentation): ``cpus`` the quota measured with,
     ``budget`` the RAM budget, ``peak`` the confirmation's cgroup reading (``peak``, ``source``;
-    None when the confirmation had none), ``confirmed``: the confirmation ran."""
+    None when the confirmation had none), ``footprint`` the pool's sum of PSS after the
+    confirmation's load, ``confirmed``: the confirmation ran."""
     cpu = cpu_quantity(cpus)
     notes = [f"cpu {cpu}: {cpus_source}"]
     value = None if peak is None else peak.get("peak")
     source = "" if peak is None else str(peak.get("source") or "")
     request = limit = added = None
     if not confirmed:
-        notes.append("no memory figure: the confirmation did not run (--no-confirm), and the memory is the "
-                     "footprint measured at its load")
+        notes.append("no memory figure: the confirmation did not run (--no-confirm), and the memory is what the "
+                     "server's cgroup was charged at its load")
     elif value is None:
         why = source or "a result of an earlier pounder"
         notes.append(f"no memory figure: the confirmation read no peak of the server's memory cgroup ({why})")
     else:
-        request = _up_to_mib(int(value))
-        if growth.leak and growth.requests < 1:
-            notes.append(f"memory request {mib_unit(request)}: the most the server's cgroup was charged during the "
-                         f"confirmation ({source}); no memory limit: the children grow {growth.per_request:,.0f} bytes "
-                         f"per request and are never replaced (set {growth.who})")
-        else:
-            added = round(growth.children * growth.per_request * growth.requests) if growth.leak else 0
-            raw = int(value) + added
-            grown = (f" plus {growth.children} x {growth.per_request:,.0f} bytes per request x {growth.requests:,} "
-                     f"requests ({growth.who}) = {mib_unit(added)} the children may grow before they are replaced"
-                     if added else " (no leak measured: no growth added)")
-            said = f"the most the server's cgroup was charged during the confirmation, {mib_unit(int(value))} " \
-                   f"({source}),{grown}"
-            if raw > budget:
-                request = request if request <= budget else None
-                asked = "" if request is None else f"memory request {mib_unit(request)}; "
-                notes.append(f"{asked}no memory limit within the budget: {said}, come to {mib_unit(raw)}, more than "
-                             f"the RAM budget of {mib_unit(budget)}")
-            else:
-                limit = min(_up_to_mib(raw), budget)
-                request = min(request, limit)
-                notes.append(f"memory {memory_quantity(request)} requested, {memory_quantity(limit)} limit: {said}, "
-                             f"rounded up to MiB (the budget: {mib_unit(budget)})")
+        request, limit, added, note = _memory(budget, int(value), source, footprint, growth)
+        notes.append(note)
     docker = f"docker run --cpus {plain(cpus)}" + ("" if limit is None else f" --memory {_docker_memory(limit)}")
     return PodResources(cpus=cpus, cpus_source=cpus_source, cpu=cpu, budget=budget, peak=value, peak_source=source,
-                        growth=added, memory_request=request, memory_limit=limit,
+                        footprint=footprint, growth=added, memory_request=request, memory_limit=limit,
                         yaml=_block(cpu, request, limit), docker=docker, notes=notes)
 
 
 def plan_fleet(options: TuneOptions, confirmation: Mapping[str, Any] | None, measure: Mapping[str, Any],
-               memory: MemoryBound, children: int, max_requests: int, killer_requests: int, cores: int,
+               memory: MemoryBound, children: int, max_requests: int, killer_requests: int, cores: float,
                who: str) -> Fleet:
     """The fleet and the pod of a finished run (module documentation): ``options`` its
     :class:`~pounder.tune.TuneOptions`, ``confirmation`` the final confirmation's summary with its
@@ -262,4 +279,7 @@ def plan_fleet(options: TuneOptions, confirmation: Mapping[str, Any] | None, mea
         who = "the worker killer's request limit, see the advice"
     growth = Growth(grown.leak, grown.per_request, limit, children, who)
     peak = None if confirmation is None else confirmation.get("cgroup_peak")
-    return Fleet(size, pod_resources(cpus, cpus_source, memory.ram, peak, growth, confirmed=confirmation is not None))
+    footprint = None if confirmation is None else confirmation.get("footprint")
+    return Fleet(size, pod_resources(cpus, cpus_source, memory.ram, peak, growth,
+                                     footprint=None if footprint is None else int(footprint),
+                                     confirmed=confirmation is not None))
