@@ -11,7 +11,7 @@ APT_PACKAGES := apache2 libapache2-mod-perl2 starman libplack-perl strace chromi
 APT_BENCH_PACKAGES := nginx wrk apache2-utils util-linux cmake
 OHA_VERSION := 1.16.0
 
-.PHONY: test demo build deps deps-system deps-python lint cargo-test pytest bench-peers bench-precision bench-tools clean
+.PHONY: test demo build deps deps-system deps-python lint cargo-test pytest bench-peers bench-precision bench-vs-rules bench-tools clean
 
 test: deps build lint cargo-test pytest
 
@@ -59,6 +59,11 @@ bench-peers: build bench-tools
 # benchmarks/precision.py: open-loop precision of the io_uring and the epoll path (nginx, the freeze test server).
 bench-precision: build bench-tools
 	$(PYTHON) benchmarks/precision.py
+
+# benchmarks/vs_rules.py: pounder tune's recommendation against the rules of thumb (gunicorn 2 x cores + 1, Puma's
+# deployment guide, php-fpm's RAM / child, Apache's and Starman's stock settings), one pounder run per app.
+bench-vs-rules: build
+	$(PYTHON) benchmarks/vs_rules.py
 
 # The peers: wrk and ab from Debian, oha from crates.io (built once into benchmarks/.tools, unless on PATH).
 bench-tools:

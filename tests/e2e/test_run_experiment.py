@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pounder.servers import apache_missing, gunicorn_missing
+from pounder.servers import apache_missing, gunicorn_missing, phpfpm_missing
 from support.leftovers import processes_mentioning
 from support.schemas import validate
 
@@ -69,6 +69,51 @@ workers = 1
     assert (results / "summary.txt").read_text() == done.stdout
     validate(json.loads((results / "experiment.json").read_text()), "experiment")
     validate(json.loads((results / "memory.json").read_text()), "experiment")
+    validate(load, "compare")
+    assert not processes_mentioning(str(results))
+
+
+@pytest.mark.skipif(phpfpm_missing() is not None, reason=str(phpfpm_missing()))
+def test_php_fpm_stock_dynamic_pool_against_a_fixed_one(public_dir: Path) -> None:
+    """Spare settings in a variant: php-fpm's stock pm = dynamic (start 2, min spare 1, max spare 3)
+    grows with the load, the fixed pool keeps its 2; behind its nginx front no server is sampled
+    (the pool's parent does not listen where the requests go), and the comparison runs."""
+    experiment = public_dir / "e.toml"
+    experiment.write_text(f"""
+title = "stock dynamic against fixed"
+[server]
+adapter = "php-fpm"
+conf = "{APPS_DIR / 'php' / 'pool.conf'}"
+root = "{APPS_DIR / 'php'}"
+workers = 2
+
+[[load]]
+connections = 6
+duration = "1s"
+trials = 3
+
+[[variant]]
+label = "fixed"
+path = "/sleep.php?ms=20"
+
+[[variant]]
+label = "stock"
+path = "/sleep.php?ms=20"
+workers = 20
+start_servers = 2
+min_spare = 1
+max_spare = 3
+""")
+    results = public_dir / "results"
+    done = _run(str(experiment), "--results", str(results))
+    assert done.returncode == 0, done.stderr
+    load = json.loads((results / "load-1.json").read_text())
+    assert [(v["label"], v["trials"], v["server_pid"]) for v in load["variants"]] == [("fixed", 3, None),
+                                                                                      ("stock", 3, None)]
+    memory = json.loads((results / "memory.json").read_text())["variants"]
+    assert memory["fixed"]["after"]["children"] == 2
+    assert memory["stock"]["after"]["children"] > 2, memory["stock"]
+    validate(json.loads((results / "experiment.json").read_text()), "experiment")
     validate(load, "compare")
     assert not processes_mentioning(str(results))
 

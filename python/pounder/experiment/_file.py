@@ -299,11 +299,19 @@ _SERVER_KEYS = {"pythonpath", "preload", "env", "root", "threads"}
 
 
 _SPARE_KEYS = ("start_servers", "min_spare", "max_spare")
+
+
+@dataclass(frozen=True)
+class _Spares:
+    start_servers: int | None
+    min_spare: int | None
+    max_spare: int | None
+
 """The spare settings of servers that start children on demand (StartServers, MinSpareServers,
 MaxSpareServers in each server's own names)."""
 
 
-def _spares(r: _Reader, data: Mapping[str, Any], table: str, adapter: str) -> dict[str, int | None]:
+def _spares(r: _Reader, data: Mapping[str, Any], table: str, adapter: str) -> _Spares:
     """``start_servers``, ``min_spare``, ``max_spare`` of ``table`` (1 to 1024 each, None when not
     given), refused for a server that does not start children on demand."""
     spares = {name: r.count(data, table, name, 1, 1024) for name in _SPARE_KEYS}
@@ -316,7 +324,7 @@ def _spares(r: _Reader, data: Mapping[str, Any], table: str, adapter: str) -> di
     low, high = spares["min_spare"], spares["max_spare"]
     if low is not None and high is not None and low > high:
         raise r.fail(f"{table}.max_spare", f"must be at least min_spare ({low}), got {high}")
-    return spares
+    return _Spares(spares["start_servers"], low, high)
 
 
 _FILE_TARGETS = {"conf", "psgi", "rackup"}
@@ -413,6 +421,7 @@ def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
     threads = _threads(r, server_data, "server")
     if root is not None and not (base / root).is_dir():
         raise r.fail("server.root", f"no such directory {root} (paths are relative to the experiment file)")
+    spares = _spares(r, server_data, "server", adapter)
     target = TARGET_FIELDS.get(adapter)  # none for "url"
     what: dict[str, Any] = {} if target is None else {
         target: file_of(target) if target in _FILE_TARGETS else r.get(server_data, "server", target, str,
@@ -427,7 +436,7 @@ def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
         workers=r.count(server_data, "server", "workers", 1, 1024, default=4) or 4,
         max_requests=r.count(server_data, "server", "max_requests", 0, 10**9, default=0) or 0,
         env=r.env(server_data, "server"),
-        **_spares(r, server_data, "server", adapter),
+        start_servers=spares.start_servers, min_spare=spares.min_spare, max_spare=spares.max_spare,
     )
 
 
@@ -473,6 +482,7 @@ def _variants(r: _Reader, data: dict[str, Any], adapter: str) -> list[VariantSpe
     allowed = {"label", "path", "url", "config", "workers", "max_requests", "preload", "env", "threads",
                *_SPARE_KEYS}
     for key, item in r.tables(data, "variant", allowed):
+        spares = _spares(r, item, key, adapter)
         variant = VariantSpec(
             label=r.get(item, key, "label", str, required=True),
             path=r.get(item, key, "path", str),
@@ -483,7 +493,7 @@ def _variants(r: _Reader, data: dict[str, Any], adapter: str) -> list[VariantSpe
             preload=r.get(item, key, "preload", bool),
             env=r.env(item, key),
             threads=_threads(r, item, key),
-            **_spares(r, item, key, adapter),
+            start_servers=spares.start_servers, min_spare=spares.min_spare, max_spare=spares.max_spare,
         )
         _check_variant(r, key, variant, adapter)
         if any(v.label == variant.label for v in variants):

@@ -281,8 +281,11 @@ def _start_servers(exp: Experiment, planned: list[tuple[list[VariantSpec], Adapt
         say(f"starting the server for {', '.join(v.label for v in members)}")
         server = stack.enter_context(runner.started(params))
         runners.append((members, runner, server))
+        # behind a front (php-fpm's nginx) the pool's parent does not listen where the requests go:
+        # compare samples no server then (its CPU per request would be the front's, or nothing)
+        pid = server.pid if server.front_pid is None else None
         for variant in members:
-            urls[variant.label] = (server.url + str(variant.path), server.pid)
+            urls[variant.label] = (server.url + str(variant.path), pid)
     for members, runner, server in runners:
         for variant in members:
             runner.path = str(variant.path)
