@@ -7,6 +7,10 @@ Record again when what a point stores changes, on a quiet machine, one run at a 
 
     python tests/data/record.py             # every run (each takes one to three minutes)
     python tests/data/record.py tune-apache # one
+
+The busy-machine runs (``tune-busy-*``) are the same CPU-bound app tuned on a quiet machine and three
+times while tests/support/burner.py burns 0.5-1 core in bursts (started before the run, killed after it,
+also on failure); record them together, the quiet one first, holding the machine for yourself.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -23,6 +28,9 @@ from pounder.pool import PhpFpmAdapter
 from pounder.tune import Adapter, ApacheAdapter, GunicornAdapter, TuneOptions, demo_adapter, make_options, tune
 
 DATA = Path(__file__).resolve().parent
+sys.path.insert(0, str(DATA.parent))
+from support.burner import burning  # noqa: E402  (tests/support, run as a script from anywhere)
+
 APPS = DATA.parent / "apps"
 PERL = APPS / "perl"
 APPS_MARK = "@APPS@"
@@ -63,6 +71,13 @@ def access_log() -> Path:
     ACCESS_LOG.write_text("".join(lines))
     return ACCESS_LOG
 
+def _busy_options() -> TuneOptions:
+    return make_options(path="/cpu?ms=5", ram="2G", mrpc="0", max_children=8, **QUICK)
+
+
+BUSY_SEEDS = {"tune-busy-1": 1, "tune-busy-2": 2, "tune-busy-3": 3}
+"""The busy runs and the burner's seed in each (tests/support/burner.py)."""
+
 # name: (the server, the options, what the run is for)
 RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = {
     "tune-demo": (demo_adapter, lambda: make_options(ram="512M", quick=True, point_duration="2s", mrpc="0,1000,100"),
@@ -95,6 +110,10 @@ RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = 
                                                        measure_children=2, **QUICK),
                          "php-fpm running leak.php (100 KB kept per request): a finite pm.max_requests with the "
                          "leak named, the memory bound from the sizes, php-fpm's status page read at every load"),
+    "tune-busy-quiet": (_gunicorn, _busy_options,
+                        "5 ms of CPU per request on a quiet machine: the answer the busy runs must give"),
+    **{name: (_gunicorn, _busy_options, f"the same app while a neighbour burns 0.5-1 core in bursts (seed {seed})")
+       for name, seed in BUSY_SEEDS.items()},
 }
 
 
@@ -104,7 +123,8 @@ def record(name: str) -> Path:
     with tempfile.TemporaryDirectory(prefix="pounder-record-", dir="/tmp") as folder:
         Path(folder).chmod(0o755)  # Apache's children (www-data when we are root) write their logs here
         run = Path(folder) / name
-        tune(adapter(), options(), results=run, log=lambda line: print(f"{name}: {line}", file=sys.stderr))
+        with burning(BUSY_SEEDS[name]) if name in BUSY_SEEDS else nullcontext():
+            tune(adapter(), options(), results=run, log=lambda line: print(f"{name}: {line}", file=sys.stderr))
         shutil.rmtree(run / "servers", ignore_errors=True)
         (run / ".pounder.lock").unlink(missing_ok=True)
         manifest = run / "tune.json"

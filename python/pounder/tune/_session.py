@@ -316,7 +316,6 @@ class TuneSession:
                 "mem_available": available, "statm": statm, "cgroup": {**charged, "note": server.cgroup_note},
             }
             snapshots = {name: snap.to_dict() for name, snap in
-            summary.update(neighbour=neighbour_busy(summary, self.cores), **({"again": True} if again else {}))
                          (("cold", cold), ("warm", warm), ("mid", mid), ("end", end))}
             return summary, {"snapshots": snapshots, "bench": [first.to_dict(), second.to_dict()]}
 
@@ -340,6 +339,7 @@ class TuneSession:
                        **_load_summary(result), "queued": queue.share, "server_status": queue.server_status}
             done = summary["complete"] + summary["failed"]
             summary["respawns"] = done // params.max_requests if params.max_requests else 0
+            summary.update(neighbour=neighbour_busy(summary, self.cores), **({"again": True} if again else {}))
             return summary, {"bench": result.to_dict()}
 
         again_text = " again (other processes were busy)" if again else ""
