@@ -16,7 +16,7 @@ from pounder.tune._analysis import (
     busy_basis,
     busy_seconds,
 )
-from pounder.tune._points import busy_measured
+from pounder.tune._points import NEIGHBOUR, busy_measured
 from pounder.tune._text import (
     _mib,
     _serve,
@@ -28,9 +28,10 @@ from pounder.tune._text import (
 
 CPU_SATURATED = 0.8
 """The CPUs count as saturated from this fraction of the machine's cores busy (server + load generator)."""
-OTHER_BUSY = 0.25
+OTHER_BUSY = NEIGHBOUR
 """Other processes (neither the server nor pounder) using at least this fraction of the cores
-during a point are named as the limit or the noise, not the application."""
+during a point are named as the limit or the noise, not the application (the share that has a trial
+measured again, :data:`pounder.tune._points.NEIGHBOUR`)."""
 CPU_IDLE = 0.5
 FIRST_REQUEST_GROWTH = 4 * MIB
 COW_BROKEN = 0.5
@@ -109,14 +110,26 @@ def _cpu_share(point: Summary, cores: int) -> str:
 
 
 def _others_busy(point: Summary, cores: int) -> str | None:
-    """The sentence naming other processes as the limit or the noise, when they used at least
-    ``OTHER_BUSY`` of the cores at ``point``; None otherwise."""
+    """The sentence naming other processes as the limit or the noise, with their share, when they
+    used at least ``OTHER_BUSY`` of the cores at ``point`` or a trial there was measured again for
+    them (``neighbour``); None otherwise."""
     other = point.get("other_cores")
-    if other is None or float(other) < OTHER_BUSY * cores:
+    first = [t for t in point.get("trials") or [] if t.get("neighbour") and not t.get("again")]
+    busy = other is not None and float(other) >= OTHER_BUSY * cores
+    if not busy and not first:
         return None
-    return (f"other processes on this machine (neither the server nor pounder) used {cores_text(float(other))} of "
-            f"{cores} cores at {children_text(int(point['children']))}: they, not the application, limit what was "
-            "measured here and add noise; tune on a quiet machine")
+    at = children_text(int(point["children"]))
+    again = "" if not first else (
+        f"{' and '.join(cores_text(float(t['other_cores'])) for t in first)} of {cores} cores during "
+        f"{'trial' if len(first) == 1 else 'trials'} {', '.join(str(t['trial']) for t in first)} at {at}, "
+        f"{'that trial' if len(first) == 1 else 'those trials'} measured again and left out of the figures")
+    if not busy:
+        return (f"other processes on this machine (neither the server nor pounder) took {again}: a neighbour's share "
+                "of the CPU, not the application's" + ("" if other is None else
+                                                       f"; {cores_text(float(other))} in the trials counted"))
+    return (f"other processes on this machine (neither the server nor pounder) took {cores_text(float(other))} of "
+            f"{cores} cores at {at}{'' if not first else f' ({again})'}: that is a neighbour's share of the "
+            "CPU, not the application's; it limits what was measured here and adds noise")
 
 
 @public
