@@ -32,7 +32,7 @@ kept under --results (pounder report DIR draws any of them).
 
     python benchmarks/vs_rules.py [--apps demo,gunicorn,puma,php-fpm,apache,starman] [--clients 16]
                                   [--ram 1G] [--rounds 5] [--duration 4s] [--point-duration 1s]
-                                  [--results DIR] [--markdown FILE] [--short]
+                                  [--budget MINUTES] [--results DIR] [--markdown FILE] [--short]
 
 Needs the servers (Debian: apache2 libapache2-mod-perl2 starman puma php-fpm nginx, gunicorn from
 pip); an app whose server is missing is skipped and named. Ctrl-C, SIGTERM and SIGHUP stop the
@@ -483,6 +483,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=5, help="interleaved trials per variant (default 5, at least 3)")
     ap.add_argument("--duration", default="4s", help="each trial's length (default 4s)")
     ap.add_argument("--point-duration", default="1s", help="the tune's sweep points (default 1s)")
+    ap.add_argument("--budget", type=float, metavar="MINUTES", help="start an app only while the minutes spent so "
+                    "far plus the longest app so far stay within this (the others are named as skipped)")
     ap.add_argument("--results", help="where to keep every run (default: a new directory under the temp dir)")
     ap.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
     ap.add_argument("--short", action="store_true", help="a smoke run: tiny tunes (no MaxRequestsPerChild sweep, "
@@ -515,9 +517,17 @@ def main(argv: list[str] | None = None) -> int:
     cores = len(os.sched_getaffinity(0))
     outcomes: list[Outcome] = []
     status = 0
+    started = time.monotonic()
     try:
         for name in args.apps.split(","):
             app = APPS[name]
+            spent = (time.monotonic() - started) / 60
+            longest = max((o.seconds / 60 for o in outcomes), default=0.0)
+            if args.budget is not None and spent + longest > args.budget:
+                why = f"skipped: {spent:.1f} min spent + {longest:.1f} min (the longest app) > --budget {args.budget:g}"
+                say(f"{name}: {why}")
+                outcomes.append(Outcome(app, results / name, error=why))
+                continue
             missing = app.missing()
             if missing:
                 say(f"{name}: skipped: {missing}")
