@@ -123,7 +123,7 @@ def _others_busy(point: Summary, cores: int) -> str | None:
         f"{' and '.join(cores_text(float(t['other_cores'])) for t in first)} of {cores} cores during "
         f"{'trial' if len(first) == 1 else 'trials'} {', '.join(str(t['trial']) for t in first)} at {at}, "
         f"{'that trial' if len(first) == 1 else 'those trials'} measured again and left out of the figures")
-    if not busy:
+    if not busy or other is None:
         return (f"other processes on this machine (neither the server nor pounder) took {again}: a neighbour's share "
                 "of the CPU, not the application's" + ("" if other is None else
                                                        f"; {cores_text(float(other))} in the trials counted"))
