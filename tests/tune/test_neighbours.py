@@ -124,7 +124,7 @@ def test_a_trial_with_a_busy_neighbour_is_measured_again_in_its_round() -> None:
     assert paired_values(two, four, "rps") == ([501.0, 502.0, 503.0], [501.0, 502.0, 503.0])
     said = _others_busy(two, 2)
     assert said == ("other processes on this machine (neither the server nor pounder) took 0.9 of 2 cores during "
-                    "trial 2 at 2 children, that trial measured again and left out of the figures: a neighbour's "
+                    "trial 2, that trial measured again and left out of the figures (at 2 children): a neighbour's "
                     "share of the CPU, not the application's; 0.1 in the trials counted")
     # busy in the trials counted too: their share is the limit and the noise, named with the figures
     busy = aggregate_trials([trial(2, n, 300.0, other=0.7) for n in (1, 2, 3)])

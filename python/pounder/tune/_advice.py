@@ -121,12 +121,12 @@ def _others_busy(point: Summary, cores: int) -> str | None:
     at = children_text(int(point["children"]))
     again = "" if not first else (
         f"{' and '.join(cores_text(float(t['other_cores'])) for t in first)} of {cores} cores during "
-        f"{'trial' if len(first) == 1 else 'trials'} {', '.join(str(t['trial']) for t in first)} at {at}, "
+        f"{'trial' if len(first) == 1 else 'trials'} {', '.join(str(t['trial']) for t in first)}, "
         f"{'that trial' if len(first) == 1 else 'those trials'} measured again and left out of the figures")
     if not busy or other is None:
-        return (f"other processes on this machine (neither the server nor pounder) took {again}: a neighbour's share "
-                "of the CPU, not the application's" + ("" if other is None else
-                                                       f"; {cores_text(float(other))} in the trials counted"))
+        counted = "" if other is None else f"; {cores_text(float(other))} in the trials counted"
+        return (f"other processes on this machine (neither the server nor pounder) took {again} (at {at}): a "
+                f"neighbour's share of the CPU, not the application's{counted}")
     return (f"other processes on this machine (neither the server nor pounder) took {cores_text(float(other))} of "
             f"{cores} cores at {at}{'' if not first else f' ({again})'}: that is a neighbour's share of the "
             "CPU, not the application's; it limits what was measured here and adds noise")
