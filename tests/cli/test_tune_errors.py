@@ -358,3 +358,66 @@ def test_a_run_in_use_is_not_resumed_twice(tmp_path: Path) -> None:
     done = run_tune(tmp_path, "--resume", str(run))  # the lock went with the killed process
     assert done.returncode == 0, done.stderr
     assert (run / "recommendation.json").is_file()
+
+
+@pytest.mark.parametrize(("cpus", "fragment"), [
+    ("0", "--cpus must be more than 0 (a number of CPUs: 0.5, 1.5, 4), got 0"),
+    ("-1", "--cpus must be more than 0 (a number of CPUs: 0.5, 1.5, 4), got -1"),
+    ("1.5x", "invalid --cpus '1.5x': give a number of CPUs (0.5, 1.5, 4), or cgroup / cgroup:PATH"),
+    ("0.001", "--cpus must be at least 0.01"),
+    ("cgroup:", "--cpus cgroup: needs a cgroup after the colon"),
+    ("cgroup:/pounder-no-such-cgroup", "--cpus cgroup:/pounder-no-such-cgroup: no such cpu cgroup"),
+])
+def test_cpus_bad_values(cwd: Path, cpus: str, fragment: str) -> None:
+    """Issue 38: ``--cpus`` is a decimal number of CPUs above 0, or cgroup[:PATH]; one line, exit 2."""
+    check(cwd, ["--demo", f"--cpus={cpus}"], fragment)
+    if cpus == "-1":  # as typed with a space too
+        check(cwd, ["--demo", "--cpus", cpus], fragment)
+
+
+def test_cpus_above_the_machine(cwd: Path) -> None:
+    """A quota cannot give more CPU than the CPUs the server may run on: the count is named (the
+    affinity of this process, or --server-cpus)."""
+    here = len(os.sched_getaffinity(0))
+    check(cwd, ["--demo", "--cpus", str(here + 1)],
+          f"--cpus {here + 1} is more than the {here} CPU{'s' * (here != 1)} the server can run on here: a quota "
+          "cannot give more CPU than there is")
+    check(cwd, ["--demo", "--cpus", "1.5", "--server-cpus", "0"],
+          "--cpus 1.5 is more than the 1 CPU the server can run on here")
+
+
+def _own_cpu_quota() -> bool:
+    """Whether the cgroup this process is in (or one above it) sets a CPU quota."""
+    from pounder import UsageError
+    from pounder.servers import cpu_quota
+    try:
+        cpu_quota()
+    except UsageError:
+        return False
+    return True
+
+
+def test_cpus_cgroup_without_a_quota(cwd: Path) -> None:
+    """``--cpus cgroup`` where the cgroup pounder runs in (and those above it) sets no CPU quota."""
+    if _own_cpu_quota():
+        pytest.skip("this process's cgroup sets a CPU quota")
+    check(cwd, ["--demo", "--cpus", "cgroup"], "sets no CPU quota (nor does any cgroup above it): give --cpus a "
+                                               "number of CPUs")
+
+
+def test_cpus_without_a_writable_cpu_cgroup(cwd: Path) -> None:
+    """No cpu cgroup pounder can write to (the cgroup file systems read-only, as a container mounts
+    them; a private mount namespace so that nothing else sees it): the sentence says what is needed."""
+    if os.geteuid() != 0 or not Path("/usr/bin/unshare").exists():
+        pytest.skip("needs root and unshare to make the cgroup file systems read-only in a private mount namespace")
+    mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
+              if " - cgroup" in line]
+    remount = " && ".join(f"mount -o remount,bind,ro {m}" for m in mounts)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
+    process = subprocess.run(["/usr/bin/unshare", "-m", "sh", "-c", f"mount --make-rprivate / && {remount} && exec "
+                              f"{sys.executable} -m pounder tune --demo --cpus 1"], cwd=cwd, capture_output=True,
+                             text=True, env=env, timeout=60, check=False)
+    line = assert_usage_error(process, "--cpus needs a cpu cgroup pounder can write to (")
+    assert "run pounder as root, or in a cgroup delegated to its user with the cpu controller" in line
+    assert list(cwd.iterdir()) == []

@@ -52,7 +52,7 @@ from pounder.tune._mrpc import (
     respawn_cost,
     respawn_mechanism,
 )
-from pounder.tune._session import _load_summary
+from pounder.tune._load import load_summary as _load_summary
 from pounder.tune._spare_rules import (
     BURST_FACTOR,
     burst_clients,

@@ -164,7 +164,7 @@ def test_to_dict_from_dict_round_trip() -> None:
         "path", "ram", "ram_source", "clients", "p99_s", "quick", "point_s", "requests_per_child", "measure_children",
         "max_children", "mrpc_values", "max_loss", "tolerance", "safety_margin", "memory_floor", "compare_preload",
         "timeout_s", "trials", "targets", "traffic", "keepalive", "throttle", "proxy", "peak_rate", "peak_source",
-        "server_cpus", "load_cpus", "confirm", "listen", "allow_remote", "profile"}
+        "server_cpus", "load_cpus", "confirm", "listen", "allow_remote", "profile", "cpus", "cpus_source"}
     again = TuneOptions.from_dict(json.loads(json.dumps(plain)))
     assert again == options
     assert isinstance(again.mrpc_values, tuple)

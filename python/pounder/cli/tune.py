@@ -112,6 +112,11 @@ RAM = option("--ram", panel=_GOALS, metavar="SIZE", help=(
     "RAM budget for the server: 512M, 4G (powers of 1024), or cgroup / cgroup:PATH: the memory limit of the "
     "cgroup pounder runs in (as a container sets it) or of the one named. Default: MemAvailable + the server's "
     "footprint, less a safety margin."))
+CPUS = option("--cpus", panel=_GOALS, metavar="N", help=(
+    "The pod, emulated: run the server in a cgroup with a quota of N CPUs (0.5, 1.5, 4; at most the CPUs it may run "
+    "on), its --ram enforced there as a memory limit, and size the pool for N cores; or cgroup / cgroup:PATH: the "
+    "CPU quota of the cgroup pounder runs in or of the one named. Needs a writable cpu cgroup (root, or one "
+    "delegated). Default: the CPUs the server runs on."))
 CLIENTS = option("--clients", panel=_GOALS, metavar="N", help=(
     "Expected concurrent clients: the sweep runs at this concurrency, and the pool is the smallest that serves "
     "them as well as the best measured (a child for each when every connection holds one: --no-proxy with "
@@ -229,6 +234,7 @@ def tune_command(
     max_children: Annotated[str | None, MAX_CHILDREN] = None,
     mrpc: Annotated[str | None, MRPC] = None,
     ram: Annotated[str | None, RAM] = None,
+    cpus: Annotated[str | None, CPUS] = None,
     clients: Annotated[str | None, CLIENTS] = None,
     p99: Annotated[str | None, P99] = None,
     peak_rate: Annotated[str | None, PEAK_RATE] = None,
@@ -260,7 +266,7 @@ def tune_command(
                                       exclude_static=exclude_static, keepalive=keepalive, throttle=throttle,
                                       no_proxy=no_proxy, server_cpus=server_cpus, load_cpus=load_cpus,
                                       no_confirm=no_confirm, listen=listen, allow_remote=allow_remote,
-                                      profile=profile),
+                                      profile=profile, cpus=cpus),
                       sender=make_sender(ray, agents, agents_per_node))
     check_report_path(report)
     outputs = [("--report", report)] if resume_dir is not None else [("--results", where), ("--report", report)]
@@ -307,12 +313,13 @@ class Traffic:
     listen: str | None = None
     allow_remote: bool = False
     profile: bool = False
+    cpus: str | None = None
 
     def given(self) -> list[object]:
         """The values a user gave (None or False when not): --resume takes none of them."""
         return [self.peak_rate, self.trials, self.urls, self.access_log, self.exclude_static or None,
                 self.keepalive, self.throttle, self.no_proxy or None, self.server_cpus, self.load_cpus,
-                self.no_confirm or None, self.listen, self.allow_remote or None, self.profile or None]
+                self.no_confirm or None, self.listen, self.allow_remote or None, self.profile or None, self.cpus]
 
 
 Go = Callable[[Callable[[str], None], Callable[[str], None], Callable[[Progress], None] | None], TuneResult]
@@ -371,7 +378,7 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
                            throttle=traffic.throttle, proxy=not traffic.no_proxy, peak_rate=traffic.peak_rate,
                            server_cpus=traffic.server_cpus, load_cpus=traffic.load_cpus,
                            confirm=not traffic.no_confirm, listen=traffic.listen,
-                           allow_remote=traffic.allow_remote, profile=traffic.profile)
+                           allow_remote=traffic.allow_remote, profile=traffic.profile, cpus=traffic.cpus)
     where = f"pounder-tune-{datetime.now():%Y%m%d-%H%M%S}" if results is None else results
     ResultsDir.check_new(where)
     adapter.check()  # the program, the application, the paths it names: before anything starts

@@ -47,6 +47,7 @@ from pounder.load import (
 from pounder.pool._adapters import Adapter, PoolParams
 from pounder.pool._charged import MemoryPeak, charged_memory
 from pounder.pool._cpus import check_cpus
+from pounder.pool._pod import pod_before, pod_figures
 from pounder.pool._queue import QueueWatch
 from pounder.pool._workload import Workload, url_file_line
 from pounder.procs import (
@@ -58,7 +59,7 @@ from pounder.procs import (
     process_cpu_clock,
     snapshot,
 )
-from pounder.servers import HOST, ManagedServer, ServerExitedError, ServerFailure, listen_address
+from pounder.servers import HOST, ManagedServer, Pod, ServerExitedError, ServerFailure, listen_address
 
 WARM_ROUNDS = 30
 WARM_STEADY_GROWTH = 0.8
@@ -133,7 +134,7 @@ class Runner:
                  progress: ProgressCallback | None = None, *, server_cpus: Collection[int] | None = None,
                  load_cpus: Collection[int] | None = None, host: str = HOST,
                  sender: Sender | None = None, logs_dir: Path | None = None,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, pod: Pod | None = None) -> None:
         self.adapter = adapter
         self.root = root
         self.logs_dir = root.parent / "logs" if logs_dir is None else logs_dir
@@ -154,6 +155,10 @@ class Runner:
         self._log = log
         self.cgroup_note = ""
         """Why the servers of this run have no memory cgroup of their own ("" while they have one)."""
+        self.pod = pod
+        """The pod every server runs in (``--cpus``: a CPU quota and the memory limit; None: none)."""
+        self.pod_reading: dict[str, Any] = {}
+        """The latest measured load's figures in the pod (:func:`~pounder.pool._pod.pod_figures`; {} without)."""
 
     @property
     def path(self) -> str:
@@ -184,6 +189,7 @@ class Runner:
         server = self.adapter.server(params, workdir, cpus=self.server_cpus, keepalive=self.workload.keepalive,
                                      host=self.host)
         server.use_cgroup = True  # every server pounder measures: see charged()
+        server.pod = self.pod
         try:
             self.ready_s = None
             began = time.monotonic()
@@ -296,7 +302,10 @@ class Runner:
         with pinned_thread(self.load_cpus), queue or contextlib.nullcontext():
             sender = self.sender if sample else ENGINE
             used = min(sender.count, connections, requests or connections)
+            before = pod_before(server) if sample else None
             result = sender.run(spec, self._watch(measuring), sampler, agents=used)
+            if sample:
+                self.pod_reading = pod_figures(server, before)
         if result.interrupted:
             raise KeyboardInterrupt
         if result.agents is not None and result.agents.partial:

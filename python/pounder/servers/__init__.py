@@ -23,7 +23,11 @@ process's under it (a local Ray node's), :func:`release_group` takes it off.
 
 Memory as the platform counts it: a server started with ``cgroup=True`` runs in a memory cgroup of
 its own (:func:`make_cgroup`, :class:`MemoryCgroup`, whose ``memory()`` is a :class:`CgroupMemory`);
-:func:`cgroup_limit` reads the memory limit of a cgroup (``--ram cgroup``).
+:func:`cgroup_limit` reads the memory limit of a cgroup (``--ram cgroup``). The pod, emulated: a
+server given a :class:`Pod` (``server.pod``) runs in a cpu cgroup with its CPU quota too
+(:func:`make_cpu_cgroup`, :class:`CpuCgroup`, whose ``usage()`` is a :class:`CpuUsage`), its memory
+limit enforced; :func:`cpu_quota` reads the quota of a cgroup (``--cpus cgroup``),
+:func:`pod_unavailable` says why no quota can be set here, :func:`pod_cpus_check` checks a quota.
 """
 
 from pounder.servers._apache import (
@@ -44,10 +48,7 @@ from pounder.servers._base import (
     ServerExitedError,
     ServerFailure,
     ServerStartError,
-    answers_http,
     die_with_parent_hook,
-    free_port,
-    listen_address,
 )
 from pounder.servers._cgroup import CgroupMemory, MemoryCgroup, cgroup_limit, make_cgroup
 from pounder.servers._command import CommandServer, command_missing, command_placeholders, render_command
@@ -61,6 +62,7 @@ from pounder.servers._gunicorn import (
     gunicorn_missing,
 )
 from pounder.servers._listen import AcceptQueue, owns_listener
+from pounder.servers._net import answers_http, free_port, listen_address
 from pounder.servers._nginx import NginxFront, find_nginx, render_front_conf
 from pounder.servers._nytprof import (
     NYTPROF_FILE,
@@ -82,6 +84,15 @@ from pounder.servers._phpfpm import (
     phpfpm_missing,
     read_pool_conf,
     render_fpm_conf,
+)
+from pounder.servers._pod import (
+    CpuCgroup,
+    CpuUsage,
+    Pod,
+    cpu_quota,
+    make_cpu_cgroup,
+    pod_cpus_check,
+    pod_unavailable,
 )
 from pounder.servers._puma import (
     PumaServer,
@@ -125,6 +136,8 @@ __all__ = [
     "ApacheSettings",
     "CgroupMemory",
     "CommandServer",
+    "CpuCgroup",
+    "CpuUsage",
     "GunicornServer",
     "GunicornSettings",
     "ManagedServer",
@@ -132,6 +145,7 @@ __all__ = [
     "FpmSettings",
     "NginxFront",
     "PhpFpmServer",
+    "Pod",
     "PoolFile",
     "PumaServer",
     "PumaSettings",
@@ -164,6 +178,7 @@ __all__ = [
     "cgroup_limit",
     "command_missing",
     "command_placeholders",
+    "cpu_quota",
     "debian_layout",
     "die_with_parent_hook",
     "find_apache",
@@ -177,6 +192,9 @@ __all__ = [
     "ini_lazy_apps",
     "listen_address",
     "make_cgroup",
+    "make_cpu_cgroup",
+    "pod_cpus_check",
+    "pod_unavailable",
     "read_user_conf",
     "read_uwsgi_ini",
     "release_group",

@@ -30,6 +30,10 @@ its own from exec on, so every worker it forks is charged there: a shell moves i
 the server, keeping its pid (:meth:`MemoryCgroup.command`; no Python code between fork and exec, and
 Python 3.11's ``subprocess``/``posix_spawn`` cannot start a child in a cgroup). ``stop`` kills
 whatever is still in it with the rest and removes it; so does a failed start.
+
+Pod (``pod``, :mod:`pounder.servers._pod`): with a :class:`~pounder.servers.Pod` set, the server also
+runs in a cpu cgroup with the pod's CPU quota (``cpu_cgroup``) and its memory cgroup enforces the
+pod's memory limit, if it has one; a pod that cannot be made fails the start (:class:`ServerStartError`).
 """
 
 from __future__ import annotations
@@ -38,13 +42,10 @@ import abc
 import atexit
 import contextlib
 import ctypes
-import http.client
-import ipaddress
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -53,15 +54,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, NoReturn, TypeVar
 
-from pounder._errors import PounderError, UsageError, check_flag, public
+from pounder._errors import PounderError, check_flag, public
 from pounder._units import pinned_thread
-from pounder.servers._cgroup import MemoryCgroup, make_cgroup
+from pounder.servers._cgroup import MemoryCgroup, enter_command, make_cgroup
 from pounder.servers._guard import guard_group, release_group
 from pounder.servers._listen import owns_listener
 from pounder.servers._logs import EXCERPT_LINES, log_excerpt
+from pounder.servers._net import HOST as HOST
+from pounder.servers._net import _bindable, _HttpProbe, free_port, listen_address
+from pounder.servers._pod import CpuCgroup, Pod, make_cpu_cgroup
 from pounder.servers._proc import ProcStat, all_stats, children_of, descendants_of, group_members, still_running
 
-HOST = "127.0.0.1"
 _POLL_S = 0.02
 _KILL_WAIT_S = 5.0
 _CRASH_LOOP_CHILDREN = 20
@@ -99,108 +102,6 @@ class _PortTaken(Exception):
     def __init__(self, log_tail: str) -> None:
         super().__init__(log_tail)
         self.log_tail = log_tail
-
-
-@public
-def listen_address(host: str, *, allow_remote: bool = False) -> str:
-    """``host`` checked as the address a server under test listens on (``--listen``): an IPv4
-    address of this machine, not the wildcard; one outside 127.0.0.0/8 only with
-    ``allow_remote`` (the server is then reachable from the network). Returns it normalised;
-    raises :class:`~pounder.UsageError`."""
-    check_flag(allow_remote, "allow_remote")
-    if not isinstance(host, str):
-        raise UsageError(f"--listen must be an IPv4 address as a string, got {host!r}")
-    try:
-        address = ipaddress.IPv4Address(host)
-    except ValueError:
-        raise UsageError(f"--listen must be an IPv4 address of this machine (e.g. 127.0.0.1 or 10.0.0.5), "
-                         f"not {host!r}") from None
-    if address.is_unspecified:
-        raise UsageError("--listen must name the one address the load is sent to, not 0.0.0.0")
-    if not address.is_loopback and not allow_remote:
-        raise UsageError(f"--listen {address} would open the server under test to the network: "
-                         "add --allow-remote if that is meant (e.g. for agents on other machines)")
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((str(address), 0))
-        except OSError as error:
-            raise UsageError(f"--listen {address}: not an address of this machine "
-                             f"({error.strerror or error})") from None
-    return str(address)
-
-
-def _bindable(host: str, port: int) -> bool:
-    """Could a listener bind ``host``:``port`` now (is no one else on it)?"""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do: TIME_WAIT is no owner
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-@public
-def free_port(host: str = HOST) -> int:
-    """A TCP port on ``host`` (default 127.0.0.1) that was free a moment ago (bound to port 0,
-    then released)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@public
-def answers_http(port: int, path: str = "/", timeout_s: float = 2.0, host: str = HOST) -> bool:
-    """True if an HTTP GET of ``path`` on ``host``:``port`` (default 127.0.0.1) gets any HTTP
-    response."""
-    conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
-    try:
-        conn.request("GET", path, headers={"Connection": "close"})
-        conn.getresponse().read()
-        return True
-    except (OSError, http.client.HTTPException):
-        return False
-    finally:
-        conn.close()
-
-
-class _HttpProbe:
-    """One GET in flight, polled without blocking: True once an HTTP status line arrived, False if
-    the connection failed or closed without one (start another probe), None while pending."""
-
-    def __init__(self, host: str, port: int, path: str) -> None:
-        self._buf = b""
-        self._sock: socket.socket | None = None
-        try:
-            self._sock = socket.create_connection((host, port), timeout=1.0)
-            self._sock.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode())
-            self._sock.setblocking(False)
-        except OSError:
-            self.close()
-
-    def poll(self) -> bool | None:
-        if self._sock is None:
-            return False
-        try:
-            chunk = self._sock.recv(4096)
-        except BlockingIOError:
-            return None
-        except OSError:
-            chunk = b""
-        self._buf += chunk
-        if re.match(rb"HTTP/\d\.\d \d{3}", self._buf):
-            self.close()
-            return True
-        if not chunk:
-            self.close()
-            return False
-        return None
-
-    def close(self) -> None:
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
 
 
 @public
@@ -277,6 +178,10 @@ class ManagedServer(abc.ABC):
         """The running server's memory cgroup (None when stopped, not asked for, or none could be made)."""
         self.cgroup_note = ""
         """Why the latest start asked for a cgroup and got none, in one sentence ("" otherwise)."""
+        self.pod: Pod | None = None
+        """The pod the next ``start`` emulates (a CPU quota and a memory limit; with ``use_cgroup``)."""
+        self.cpu_cgroup: CpuCgroup | None = None
+        """The running server's cpu cgroup, with the pod's quota (None without a pod)."""
 
     # -- what a subclass provides -------------------------------------------------------------
 
@@ -569,10 +474,25 @@ class ManagedServer(abc.ABC):
 
     def _in_cgroup(self, argv: list[str]) -> list[str]:
         """``argv`` started inside a new memory cgroup (see the module docstring), or as it is with
-        ``cgroup_note`` saying why none could be made."""
+        ``cgroup_note`` saying why none could be made; and in the pod's cpu cgroup with the pod's
+        memory limit enforced when a pod is set (ServerStartError when either cannot be)."""
         self.cgroup, self.cgroup_note = make_cgroup()
+        files = [] if self.cgroup is None else [self.cgroup.procs_file]
+        if self.pod is not None:
+            if self.pod.memory is not None:
+                try:
+                    if self.cgroup is None:
+                        raise OSError(self.cgroup_note)
+                    self.cgroup.set_limit(self.pod.memory)
+                except OSError as error:
+                    raise ServerStartError(f"{self.kind}: cannot enforce the pod's memory limit: "
+                                           f"{error.strerror or error}") from None
+            self.cpu_cgroup, why = make_cpu_cgroup(self.pod.cpus, self.cgroup)
+            if self.cpu_cgroup is None:
+                raise ServerStartError(f"{self.kind}: {why}")
+            files += [f for f in self.cpu_cgroup.procs_files if f not in files]
         try:
-            return argv if self.cgroup is None else self.cgroup.command(argv, self._environment())
+            return enter_command(argv, self._environment(), files) if files else argv
         except FileNotFoundError as error:
             raise ServerStartError(f"{self.kind}: cannot run {argv[0]}: {error.strerror}") from None
 
@@ -581,6 +501,9 @@ class ManagedServer(abc.ABC):
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None
+        if self.cpu_cgroup is not None:
+            self.cpu_cgroup.remove()
+            self.cpu_cgroup = None
 
     def _remove_own_workdir(self) -> None:
         if self._owns_workdir:

@@ -118,8 +118,8 @@ def _unescape(field: str) -> str:
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
-def _hierarchies() -> list[_Hierarchy]:
-    """The cgroup v2 hierarchy (first) and the v1 memory hierarchy mounted here, as far as found."""
+def _hierarchies(controller: str = "memory") -> list[_Hierarchy]:
+    """The cgroup v2 hierarchy (first) and the v1 hierarchy of ``controller`` mounted here, as far as found."""
     try:
         own_lines = Path("/proc/self/cgroup").read_text().splitlines()
         mount_lines = Path("/proc/self/mountinfo").read_text().splitlines()
@@ -131,7 +131,7 @@ def _hierarchies() -> list[_Hierarchy]:
         controllers, _, path = rest.partition(":")
         if hid == "0" and controllers == "":
             own_v2 = path
-        elif "memory" in controllers.split(","):
+        elif controller in controllers.split(","):
             own_v1 = path
     found: dict[int, _Hierarchy] = {}
     for line in mount_lines:
@@ -142,7 +142,7 @@ def _hierarchies() -> list[_Hierarchy]:
         fstype, options = tail_fields[0], tail_fields[2].split(",")
         if fstype == "cgroup2" and own_v2 is not None and 2 not in found:
             found[2] = _Hierarchy(2, Path(_unescape(fields[4])), _unescape(fields[3]), own_v2)
-        elif fstype == "cgroup" and "memory" in options and own_v1 is not None and 1 not in found:
+        elif fstype == "cgroup" and controller in options and own_v1 is not None and 1 not in found:
             found[1] = _Hierarchy(1, Path(_unescape(fields[4])), _unescape(fields[3]), own_v1)
     return [found[v] for v in (2, 1) if v in found]
 
@@ -170,6 +170,19 @@ def _why(error: OSError) -> str:
     return error.strerror or str(error)
 
 
+def enter_command(argv: Sequence[str], env: Mapping[str, str], procs_files: Sequence[Path]) -> list[str]:
+    """``argv`` (run with ``env``) started inside every cgroup whose ``cgroup.procs`` is in
+    ``procs_files`` (one per hierarchy: v1's memory, cpu, cpuacct) from exec on: a shell writes its
+    pid to each, then ``exec`` keeps that pid (see :meth:`MemoryCgroup.command`)."""
+    program = argv[0]
+    if "/" not in program:
+        program = shutil.which(program, path=env.get("PATH", os.defpath)) or ""
+        if not program:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
+    script = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 126; shift; n=$((n-1)); done; exec "$@"'
+    return ["/bin/sh", "-c", script, "sh", str(len(procs_files)), *map(str, procs_files), program, *argv[1:]]
+
+
 @public
 class MemoryCgroup:
     """A memory cgroup pounder made (:func:`make_cgroup`): ``path`` its directory, ``name`` its
@@ -190,13 +203,7 @@ class MemoryCgroup:
         PROCS && shift && exec "$@"' sh PROCS ARGV...`` (the shell moves itself in, ``exec`` keeps its
         pid). A program name is looked up in ``env``'s PATH here, as ``subprocess.Popen`` would:
         FileNotFoundError if it is not there (a path: the shell says it)."""
-        program = argv[0]
-        if "/" not in program:
-            program = shutil.which(program, path=env.get("PATH", os.defpath)) or ""
-            if not program:
-                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), argv[0])
-        return ["/bin/sh", "-c", 'echo $$ > "$1" && shift && exec "$@"', "sh", str(self.procs_file),
-                program, *argv[1:]]
+        return enter_command(argv, env, [self.procs_file])
 
     def pids(self) -> list[int]:
         """The processes in the cgroup now (none once it is removed)."""
@@ -223,6 +230,34 @@ class MemoryCgroup:
         current = int((self.path / "memory.usage_in_bytes").read_text())
         return CgroupMemory(current, field("total_rss", "rss"), field("total_cache", "cache"),
                             field("total_shmem", "shmem"), 1)
+
+    def set_limit(self, limit: int) -> None:
+        """Enforce ``limit`` bytes (a pod's memory limit): v2 ``memory.max`` (and ``memory.swap.max`` 0
+        where there is swap accounting), v1 ``memory.limit_in_bytes`` (and ``memory.memsw.limit_in_bytes``
+        the same, so the limit is not met by swapping). OSError if the kernel refuses."""
+        if self.version == 2:
+            (self.path / "memory.max").write_text(str(limit))
+            swap = self.path / "memory.swap.max"
+        else:
+            (self.path / "memory.limit_in_bytes").write_text(str(limit))
+            swap = self.path / "memory.memsw.limit_in_bytes"
+        if swap.exists():
+            with contextlib.suppress(OSError):
+                swap.write_text("0" if self.version == 2 else str(limit))
+
+    def oom_kills(self) -> int | None:
+        """Processes of the cgroup the OOM killer killed so far (v2 ``memory.events`` ``oom_kill``, v1
+        ``memory.oom_control`` ``oom_kill``, Linux 4.13+); None where the kernel does not count them."""
+        name = "memory.events" if self.version == 2 else "memory.oom_control"
+        try:
+            lines = (self.path / name).read_text().splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+        return None
 
     def remove(self, timeout_s: float = _REMOVE_WAIT_S) -> bool:
         """Remove the cgroup once its processes are gone (it kills none: stop them first); retries

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 
 from pounder._errors import public
-from pounder._units import MIB, children_text
+from pounder._units import MIB, children_text, plain
 from pounder.pool import ADAPTERS, Adapter
 from pounder.procs import max_clients_from
 from pounder.tune._analysis import (
@@ -102,14 +102,33 @@ def _preload_advice(kind: str, measure: Summary, memory: MemoryBound) -> list[st
             f"{_mib(moved)}) = {after}. Remedy: {remedy}, then measure again."]
 
 
-def _cpu_share(point: Summary, cores: int) -> str:
+def _cpu_share(point: Summary, cores: float) -> str:
     other = point.get("other_cores")
-    return (f"server {cores_text(float(point['server_cores']))} of {cores} cores, load generator "
+    if point.get("pod_cores") is not None:  # the pod's quota is the server's CPU: its own cgroup's count
+        return (f"server {cores_text(float(point['pod_cores']))} of its {_cpus(cores)} quota, throttled in "
+                f"{float(point.get('throttled_share') or 0):.0%} of the periods")
+    return (f"server {cores_text(float(point['server_cores']))} of {plain(cores)} cores, load generator "
             f"{cores_text(float(point['client_cores']))}"
             + ("" if other is None or float(other) < 0.05 else f", other processes {cores_text(float(other))}"))
 
 
-def _others_busy(point: Summary, cores: int) -> str | None:
+def _cpus(cores: float) -> str:
+    """``1 CPU``, ``1.5 CPUs``."""
+    return f"{plain(cores)} CPU{'' if cores == 1 else 's'}"
+
+
+def pod_sizing(point: Summary, cores: float) -> str | None:
+    """With a pod (``--cpus``): the pool is sized for the quota, said with what the server used at
+    ``point``; None without."""
+    if point.get("pod_cores") is None:
+        return None
+    return (f"sized for the pod's {_cpus(cores)} (--cpus: every trial ran in a cgroup with that CPU quota, the "
+            f"decisions count it as the server's cores): at {children_text(int(point['children']))} the server used "
+            f"{cores_text(float(point['pod_cores']))} of it, throttled in "
+            f"{float(point.get('throttled_share') or 0):.0%} of the periods")
+
+
+def _others_busy(point: Summary, cores: float) -> str | None:
     """The sentence naming other processes as the limit or the noise, with their share, when they
     used at least ``OTHER_BUSY`` of the cores at ``point`` or a trial there was measured again for
     them (``neighbour``); None otherwise."""
@@ -120,7 +139,7 @@ def _others_busy(point: Summary, cores: int) -> str | None:
         return None
     at = children_text(int(point["children"]))
     again = "" if not first else (
-        f"{' and '.join(cores_text(float(t['other_cores'])) for t in first)} of {cores} cores during "
+        f"{' and '.join(cores_text(float(t['other_cores'])) for t in first)} of {plain(cores)} cores during "
         f"{'trial' if len(first) == 1 else 'trials'} {', '.join(str(t['trial']) for t in first)}, "
         f"{'that trial' if len(first) == 1 else 'those trials'} measured again and left out of the figures")
     if not busy or other is None:
@@ -128,12 +147,12 @@ def _others_busy(point: Summary, cores: int) -> str | None:
         return (f"other processes on this machine (neither the server nor pounder) took {again} (at {at}): a "
                 f"neighbour's share of the CPU, not the application's{counted}")
     return (f"other processes on this machine (neither the server nor pounder) took {cores_text(float(other))} of "
-            f"{cores} cores at {at}{'' if not first else f' ({again})'}: that is a neighbour's share of the "
+            f"{plain(cores)} cores at {at}{'' if not first else f' ({again})'}: that is a neighbour's share of the "
             "CPU, not the application's; it limits what was measured here and adds noise")
 
 
 @public
-def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: int) -> list[str]:
+def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: float) -> list[str]:
     """Why throughput stops growing where it does (CPU, the offered concurrency, something the
     children share, or memory), each with its figures; the I/O-bound case as concurrency:
     throughput = children / time a child is held per request."""
@@ -144,7 +163,10 @@ def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: 
     at = next(p for p in ordered if int(p["children"]) == n)
     bigger = [p for p in ordered if int(p["children"]) > n]
     used = float(at["server_cores"]) + float(at["client_cores"]) + float(at.get("other_cores") or 0.0)
-    said: list[str] = []
+    pod = pod_sizing(at, cores)
+    said: list[str] = [] if pod is None else [pod]
+    if pod is not None:  # the quota, not the machine, is what the server's CPU is measured against
+        used = float(at["pod_cores"])
     others = _others_busy(at, cores)
     if others is not None:
         said.append(others)
@@ -155,9 +177,10 @@ def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: 
                         f"and {children_text(int(last['children']))} served {rate_with_interval(last)}, no more than "
                         f"{children_text(n)}'s {rate_with_interval(at)}: more children only queue on the CPU and cost "
                         "memory")
-        if float(at["client_cores"]) > 0 and cores < 4:
+        if float(at["client_cores"]) > 0 and cores < 4 and pod is None:
             said.append(f"the load generator ran on the server's cores ({cores_text(float(at['client_cores']))} of "
-                        f"{cores} at {children_text(n)}): on a machine of its own the server would have more CPU")
+                        f"{plain(cores)} at {children_text(n)}): on a machine of its own the server would have more "
+                        "CPU")
         return said
     busy = busy_seconds(at)
     if busy > 0:
@@ -193,7 +216,7 @@ def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: 
 
 
 def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBound, other_memory: MemoryBound | None,
-           sweep: Sequence[Summary], choice: ChildrenChoice, cores: int) -> list[str]:
+           sweep: Sequence[Summary], choice: ChildrenChoice, cores: float) -> list[str]:
     """The causes behind the numbers, each with its figures."""
     said: list[str] = []
     language = _parent_language(kind)

@@ -450,7 +450,7 @@ def _p99_count(ordered: Sequence[Summary], p99_s: float, reasons: list[str]) -> 
 
 @public
 def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | None = None, *, tolerance: float,
-              max_children: int, cores: int, kind: str, decide: bool = True) -> ChildrenChoice:
+              max_children: int, cores: float, kind: str, decide: bool = True) -> ChildrenChoice:
     """The pool size by the method (module documentation); ``points`` are the sweep's aggregated
     points. The rate's busy time is the knee's: the time a child is held per request when the
     pool serves its best throughput (an overestimate at lower rates, on the safe side).

@@ -84,6 +84,10 @@ def confirmation_checks(summary: Mapping[str, Any], memory: MemoryBound, target:
     checks.append(_check("memory", footprint <= memory.ram, float(footprint), float(memory.ram),
                          f"the pool's footprint (sum of PSS, {children_text(int(summary['pool_children']))}) "
                          f"{mib_unit(footprint)} against the RAM budget of {mib_unit(memory.ram)}"))
+    if summary.get("oom_kills") is not None:  # --cpus with --ram: the pod's memory limit enforced
+        kills = int(summary["oom_kills"])
+        checks.append(_check("oom", kills == 0, float(kills), 0.0, str(summary.get("oom_note")) if kills else
+                             "no process killed by the OOM killer at the pod's memory limit"))
     return checks
 
 

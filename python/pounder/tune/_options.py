@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from pounder._errors import UsageError, check_type, public, wrong_type
@@ -21,8 +22,9 @@ from pounder._units import (
 )
 from pounder.compare import MIN_TRIALS
 from pounder.load import read_access_log, read_url_targets
+from pounder.pool import split_cpus
 from pounder.procs import mem_total
-from pounder.servers import HOST, cgroup_limit, listen_address
+from pounder.servers import HOST, cgroup_limit, cpu_quota, listen_address, pod_cpus_check, pod_unavailable
 
 FULL_MRPC = (0, 10000, 1000, 100, 10)
 QUICK_MRPC = (0, 1000, 100, 10)
@@ -67,6 +69,11 @@ class TuneOptions:
     * ``listen``: the IPv4 address the server under test listens on (default 127.0.0.1), for
       load generators on other machines (Ray agents); one outside 127.0.0.0/8 needs
       ``allow_remote`` (see :func:`~pounder.servers.listen_address`).
+    * ``cpus``: the pod, emulated: the server runs in a cgroup with a quota of this many CPUs (a
+      decimal > 0), its memory limit ``ram`` enforced there when given, and the decisions count
+      the quota as the cores the server has; None: not emulated (the CPUs it runs on).
+      ``cpus_source``: how it was given (``--cpus 1.5``, or the cgroup it was read from with
+      ``--cpus cgroup[:PATH]``).
     * ``profile``: after the confirmation, profile the recommended configuration at its load
       (``profile.json`` and ``flame.svg`` in the results directory; :mod:`pounder.tune._profile_step`).
     """
@@ -102,6 +109,8 @@ class TuneOptions:
     listen: str = HOST
     allow_remote: bool = False
     profile: bool = False
+    cpus: float | None = None
+    cpus_source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         plain = asdict(self)
@@ -160,6 +169,8 @@ class TuneOptions:
             raise UsageError("--mrpc needs values >= 0 (0 = unlimited), e.g. 0,10000,1000,100,10")
         if not 0 < self.max_loss < 1 or not 0 < self.tolerance < 1:
             raise UsageError("--max-loss and --tolerance are fractions between 0 and 1")
+        if self.cpus is not None and not 0.01 <= self.cpus <= 4096:
+            raise UsageError(f"--cpus must be a number of CPUs of at least 0.01 (0.5, 1.5, 4), got {plain(self.cpus)}")
         if self.ram is not None and self.ram < 16 * MIB:
             raise UsageError(f"--ram must be at least 16M, got {self.ram} bytes")
         if not MIN_TRIALS <= self.trials <= 20:
@@ -195,9 +206,10 @@ _FIELD_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
     "keepalive": (bool, "True or False"), "throttle": (str, "a bandwidth such as 56kbit"),
     "proxy": (bool, "True or False"), "peak_rate": _NUMBER, "peak_source": (str, "a string"),
     "confirm": (bool, "True or False"), "listen": (str, "an IPv4 address"), "allow_remote": (bool, "True or False"),
-    "profile": (bool, "True or False"),
+    "profile": (bool, "True or False"), "cpus": _NUMBER, "cpus_source": (str, "a string"),
 }
-_OPTIONAL = frozenset({"ram", "ram_source", "clients", "p99_s", "throttle", "peak_rate", "peak_source"})
+_OPTIONAL = frozenset({"ram", "ram_source", "clients", "p99_s", "throttle", "peak_rate", "peak_source", "cpus",
+                       "cpus_source"})
 
 
 def _ints(value: Any) -> tuple[int, ...]:
@@ -244,14 +256,15 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
                  proxy: bool = True, peak_rate: str | float | None = None,
                  server_cpus: str | Sequence[int] | None = None, load_cpus: str | Sequence[int] | None = None,
                  confirm: bool = True, listen: str | None = None, allow_remote: bool = False,
-                 profile: bool = False) -> TuneOptions:
+                 profile: bool = False, cpus: str | float | None = None) -> TuneOptions:
     """:class:`TuneOptions` from values as a user types them (``ram="4G"``, ``p99="300ms"``,
     ``mrpc="0,10k,1000"``, ``peak_rate="200/s"``, ``server_cpus="1-3"``); ``quick`` shortens every
     step. ``urls``: a bench URL file (weights, GET/HEAD per line; only each URL's path and query
     are used: pounder starts the server on its own port); ``access_log``: an Apache/nginx access
     log whose GET and HEAD requests are replayed in their measured proportions, and whose busiest
     second is the target rate unless ``clients`` or ``peak_rate`` is given. ``listen``: the
-    server's address (default 127.0.0.1; another needs ``allow_remote``). Raises
+    server's address (default 127.0.0.1; another needs ``allow_remote``). ``cpus``: the pod's CPU
+    quota (``1.5``, ``"cgroup"``, ``"cgroup:PATH"``; see :func:`_cpus`). Raises
     :class:`~pounder.UsageError`."""
     total = mem_total()
     values: dict[str, Any] = {
@@ -295,11 +308,54 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
                   profile=profile)
     if listen is not None:
         values["listen"] = listen_address(listen, allow_remote=allow_remote)
-    for key, cpus in (("server_cpus", server_cpus), ("load_cpus", load_cpus)):
-        if cpus is not None:
-            values[key] = parse_cpu_list(cpus, f"--{key.replace('_', '-')}") if isinstance(cpus, str) else tuple(cpus)
+    for key, listed in (("server_cpus", server_cpus), ("load_cpus", load_cpus)):
+        if listed is not None:
+            values[key] = parse_cpu_list(listed, f"--{key.replace('_', '-')}") if isinstance(listed, str) \
+                else tuple(listed)
     options = TuneOptions(**values)
     options.validate()
+    if cpus is not None:
+        options = _with_pod(options, cpus)
+    return options
+
+
+def _cpus(cpus: str | float) -> tuple[float, str]:
+    """The pod's CPU quota as typed, with how it was given: a decimal number of CPUs (``1.5``), or
+    ``cgroup`` / ``cgroup:PATH``: the quota of the cgroup pounder runs in or of the one named
+    (:func:`~pounder.servers.cpu_quota`)."""
+    if not isinstance(cpus, str):
+        value = float(check_type(cpus, (int, float), "cpus", "a number of CPUs such as 1.5, or 'cgroup'"))
+        return value, f"--cpus {plain(value)}"
+    text = cpus.strip()
+    kind, colon, path = text.partition(":")
+    if kind == "cgroup":
+        if colon and not path.strip():
+            raise UsageError("--cpus cgroup: needs a cgroup after the colon (cgroup:/system.slice/app.service or a "
+                             "directory under /sys/fs/cgroup), or no colon for the cgroup pounder runs in")
+        quota, how = cpu_quota(path.strip())
+        whose = "the cgroup pounder runs in" if not colon else "the cgroup"
+        return quota, f"--cpus {text}: the CPU quota of {whose} ({how})"
+    if not re.fullmatch(r"[+-]?(\d+(\.\d*)?|\.\d+)", text):
+        raise UsageError(f"invalid --cpus {cpus!r}: give a number of CPUs (0.5, 1.5, 4), or cgroup / cgroup:PATH")
+    value = float(text)
+    if value <= 0:
+        raise UsageError(f"--cpus must be more than 0 (a number of CPUs: 0.5, 1.5, 4), got {text}")
+    return value, f"--cpus {text}"
+
+
+def _with_pod(options: TuneOptions, cpus: str | float) -> TuneOptions:
+    """``options`` with the pod's CPU quota, checked against the CPUs the server may run on and
+    against a cpu cgroup pounder can write to (all before anything starts)."""
+    value, source = _cpus(cpus)
+    server = options.server_cpus
+    if server is None and options.load_cpus is None:  # as the run will split them (pounder.pool.split_cpus)
+        server = split_cpus(sorted(os.sched_getaffinity(0)))[0]
+    pod_cpus_check(value, len(server) if server is not None else available_cpus())
+    options = replace(options, cpus=value, cpus_source=source)
+    options.validate()
+    why = pod_unavailable()
+    if why:
+        raise UsageError(why)
     return options
 
 

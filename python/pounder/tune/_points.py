@@ -29,8 +29,11 @@ NEIGHBOUR = 0.25
 measured once more, and the advice names them, not the application."""
 
 _MEDIANS = ("p50_ms", "p95_ms", "p99_ms", "server_cores", "client_cores", "other_cores", "front_cores", "server_cpu_us",
-            "elapsed_s", "queued", "pod_cores", "pod_quota", "throttled_share", "throttled_s")
-_SUMS = ("complete", "failed", "non_2xx", "respawns", "oom_kills")
+            "elapsed_s", "queued")
+_SUMS = ("complete", "failed", "non_2xx", "respawns")
+_POD_MEDIANS = ("pod_cores", "pod_quota", "throttled_share", "throttled_s")
+_POD_SUMS = ("oom_kills",)
+"""A pod's figures (``--cpus``), in points whose trials ran in one."""
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -94,12 +97,13 @@ def aggregate_trials(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         point.update(rps=estimate.median, rps_low=estimate.low, rps_high=estimate.high)
     else:
         point.update(rps=0.0, rps_low=None, rps_high=None)
-    for key in _MEDIANS:
+    pod = any("pod_cores" in t for t in trials)
+    for key in _MEDIANS + (_POD_MEDIANS if pod else ()):
         point[key] = _median([t.get(key) for t in counted])
     latencies = [float(t["p99_ms"]) for t in counted if t.get("p99_ms") is not None]
     p99 = median_interval(latencies) if latencies else None
     point.update(p99_low=None if p99 is None else p99.low, p99_high=None if p99 is None else p99.high)
-    for key in _SUMS:
+    for key in _SUMS + (_POD_SUMS if pod else ()):
         point[key] = sum(int(t.get(key) or 0) for t in trials)
     sizes = [int(t["max_child_uss"]) for t in trials if t.get("max_child_uss") is not None]
     point["max_child_uss"] = max(sizes) if sizes else None

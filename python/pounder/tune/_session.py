@@ -31,7 +31,7 @@ from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
 from pounder._units import MIB, available_cpus, children_text, count_text
 from pounder._version import __version__
-from pounder.load import ENGINE, BenchResult, ProgressCallback, Sender
+from pounder.load import ENGINE, ProgressCallback, Sender
 from pounder.pool import (
     Adapter,
     PoolParams,
@@ -43,6 +43,7 @@ from pounder.pool import (
     growth_per_request,
 )
 from pounder.procs import mem_available
+from pounder.servers import Pod
 from pounder.tune._advice import advice
 from pounder.tune._analysis import (
     ChildrenChoice,
@@ -58,6 +59,7 @@ from pounder.tune._analysis import (
 from pounder.tune._confirm import confirmation_checks, lower_pool, lowered_pool
 from pounder.tune._fleet import Fleet, plan_fleet
 from pounder.tune._leak import child_limit, room_for_growth
+from pounder.tune._load import load_summary
 from pounder.tune._machine import cpus_for
 from pounder.tune._mrpc import (
     MaxRequestsChoice,
@@ -89,33 +91,6 @@ from pounder.tune._why import deciding_facts
 Log = Callable[[str], None]
 
 
-def _load_summary(result: BenchResult) -> dict[str, Any]:
-    """The figures of a load point that the decisions and tables use."""
-    corrected = result.latency.corrected.percentiles
-    elapsed = result.elapsed_s or 1e-9
-    server = result.server
-    return {
-        "complete": result.requests.complete,
-        "failed": result.requests.failed,
-        "non_2xx": result.requests.non_2xx,
-        "errors": result.errors.nonzero(),
-        "elapsed_s": result.elapsed_s,
-        "rps": result.derived.requests_per_s,
-        "p50_ms": corrected["50"] / 1000,
-        "p95_ms": corrected["95"] / 1000,
-        "p99_ms": corrected["99"] / 1000,
-        "server_cpu_us": result.derived.server_cpu_us_per_request,
-        "server_cores": 0.0 if server is None else server.server_cpu_s / max(server.duration_s, 1e-9),
-        "client_cores": (result.client_cpu.user_s + result.client_cpu.sys_s) / elapsed,
-        "other_cores": None if server is None or server.other_cpu_s is None
-        else server.other_cpu_s / max(server.duration_s, 1e-9),
-        "front_cores": None if server is None or server.front_cpu_s is None
-        else server.front_cpu_s / max(server.duration_s, 1e-9),
-        "children_seen_spawned": 0 if server is None else server.children_spawned,
-        "max_child_uss": None if server is None else server.max_child_uss,
-    }
-
-
 @public
 @dataclass(frozen=True)
 class TuneResult:
@@ -135,7 +110,7 @@ class TuneResult:
     max_requests: MaxRequestsChoice
     spare: list[dict[str, Any]]
     advice: list[str]
-    cores: int
+    cores: float  # the server's cores for the decisions: the CPUs it ran on, or the pod's quota (--cpus)
     results_dir: str
     target: Target
     confirmation: Mapping[str, Any] | None
@@ -198,11 +173,12 @@ class TuneSession:
                             throttle=options.throttle)
         self.runner = Runner(adapter, results.servers_dir, workload, options.memory_floor, options.timeout_s,
                              progress, server_cpus=server_cpus, load_cpus=load_cpus, host=options.listen,
-                             sender=sender, log=self._log)
-        # a resumed run decides with the CPUs it was measured on (and measures nothing on others)
-        self._cores_here = len(server_cpus) if server_cpus else available_cpus()
-        self.cores = self._cores_here if measured_on is None else measured_on[0]
-        if measured_on is not None and measured_on[0] != self._cores_here:
+                             sender=sender, log=self._log,
+                             pod=None if options.cpus is None else Pod(options.cpus, options.ram))
+        # a resumed run decides with the CPUs it was measured on (and measures nothing on others); a pod: its quota
+        self._cores_here: float = options.cpus or (len(server_cpus) if server_cpus else available_cpus())
+        self.cores = self._cores_here if measured_on is None or options.cpus else measured_on[0]
+        if measured_on is not None and measured_on[0] != self._cores_here and not options.cpus:
             self.cpus_note = measured_on[1]
         steps = ["sizes", "children", "pools", "max-requests", *(["spare"] if adapter.on_demand else []),
                  *(["confirm"] if options.confirm else [])]
@@ -336,7 +312,8 @@ class TuneSession:
                 result = runner.bench(server, connections, duration=self.options.point_s, queue=queue, rate=rate)
             summary = {"children": params.max_clients, "max_requests": params.max_requests, "trial": trial,
                        "connections": connections, "rate": rate, "warmed": warmed.warmed, "settled": warmed.settled,
-                       **_load_summary(result), "queued": queue.share, "server_status": queue.server_status}
+                       **load_summary(result, runner.pod_reading), "queued": queue.share,
+                       "server_status": queue.server_status}
             done = summary["complete"] + summary["failed"]
             summary["respawns"] = done // params.max_requests if params.max_requests else 0
             summary.update(neighbour=neighbour_busy(summary, self.cores), **({"again": True} if again else {}))
@@ -399,7 +376,7 @@ class TuneSession:
                        "connections": burst, "idle_children": idle, "series": series, "trial": trial,
                        "steady_p99_ms": None if steady is None else steady / 1000,
                        "first_p99_ms": series[0]["p99_us"] / 1000 if series and series[0]["complete"] else None,
-                       **_load_summary(result)}
+                       **load_summary(result, runner.pod_reading)}
             return summary, {"bench": result.to_dict()}
 
         label = (f"spare servers {name}: StartServers {start}, MinSpare {low}, MaxSpare {high}, burst of {burst} "
@@ -456,7 +433,7 @@ class TuneSession:
                 if rate is not None else None
             summary = {"children": params.max_clients, "max_requests": params.max_requests,
                        "connections": connections, "rate": rate, "scheduled": scheduled, "warmed": warmed.warmed,
-                       "pool_children": after.totals.children, **_load_summary(result),
+                       "pool_children": after.totals.children, **load_summary(result, runner.pod_reading),
                        "footprint": after.totals.footprint, "max_child_uss_after": max(
                            (c.private for c in after.children), default=None), "cgroup_peak": peak.reading()}
             return summary, {"bench": result.to_dict(), "snapshot": after.to_dict()}

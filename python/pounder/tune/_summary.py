@@ -40,6 +40,11 @@ def describe_point(step: str, summary: Mapping[str, Any]) -> str:
             f"{summary['connections']} clients"
         text = (f"{children_text(int(summary['children']))} at {load}: {text}, "
                 f"footprint {mib_unit(summary['footprint'])} ({children_text(int(summary['pool_children']))} after)")
+    if summary.get("pod_cores") is not None:  # --cpus: the server's CPU as its cgroup counts it
+        text += (f", server {float(summary['pod_cores']):.2f} cores of its quota, throttled in "
+                 f"{float(summary.get('throttled_share') or 0):.0%} of the periods")
+    if summary.get("oom_note"):
+        text += f"; a failed trial: {summary['oom_note']}"
     return text
 
 

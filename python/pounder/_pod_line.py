@@ -1,0 +1,50 @@
+"""The pod line of a tuning run (``--cpus``), as ``pounder tune`` prints it and the page shows it:
+the CPU quota and how the cgroup set it, the memory limit, and how often the quota ran out in each
+children count of the sweep (read from the stored points; nothing decided again)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+_MIB = 1024 * 1024
+
+
+def _plain(value: float) -> str:
+    return f"{value:g}"
+
+
+def throttled_text(point: Mapping[str, Any]) -> str:
+    """The share of CFS periods in which the quota ran out during the point's loads ("35%"), "-"
+    without a pod."""
+    share = point.get("throttled_share")
+    return "-" if share is None else f"{float(share) * 100:.0f}%"
+
+
+def _cgroup(points: Sequence[Mapping[str, Any]]) -> str | None:
+    for point in points:
+        for trial in [point, *(point.get("trials") or [])]:
+            if trial.get("pod_cgroup"):
+                return str(trial["pod_cgroup"])
+    return None
+
+
+def pod_line(options: Mapping[str, Any], sweep: Sequence[Mapping[str, Any]]) -> str | None:
+    """``pod: 1 CPU quota (cgroup v1 cfs 100000/100000; --cpus 1), memory limit 512 MiB; throttled
+    in 2% of the CFS periods at 1 child, 35% at 4 children`` from the run's options and its
+    children sweep (aggregated points); None when the run emulated no pod."""
+    cpus = options.get("cpus")
+    if cpus is None:
+        return None
+    cpus = float(cpus)
+    how = [part for part in (_cgroup(sweep), options.get("cpus_source")) if part]
+    text = f"pod: {_plain(cpus)} CPU{'' if cpus == 1 else 's'} quota" + (f" ({'; '.join(how)})" if how else "")
+    ram = options.get("ram")
+    text += ", no memory limit (no --ram)" if ram is None else f", memory limit {int(ram) / _MIB:,.0f} MiB"
+    shares = [(int(p["children"]), p.get("throttled_share")) for p in sorted(sweep, key=lambda p: int(p["children"]))]
+    measured = [(n, float(share)) for n, share in shares if share is not None]
+    if measured:
+        parts = [f"{share * 100:.0f}% at {n} child{'' if n == 1 else 'ren'}" for n, share in measured]
+        parts[0] = parts[0].replace("%", "% of the CFS periods", 1)
+        text += "; throttled in " + ", ".join(parts)
+    return text
