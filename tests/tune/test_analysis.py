@@ -43,6 +43,7 @@ from pounder.tune._analysis import (
     sweep_done,
 )
 from pounder.tune._confirm import confirmation_checks, lower_pool, lowered_pool
+from pounder.tune._load import load_summary as _load_summary
 from pounder.tune._mrpc import (
     _affordable,
     choose_max_requests,
@@ -52,7 +53,6 @@ from pounder.tune._mrpc import (
     respawn_cost,
     respawn_mechanism,
 )
-from pounder.tune._load import load_summary as _load_summary
 from pounder.tune._spare_rules import (
     BURST_FACTOR,
     burst_clients,
