@@ -108,6 +108,7 @@ def render_report(paths: Result | Sequence[Result], title: str | None = None) ->
     from pounder.report._mem import mem_sections
     from pounder.report._profile import profile_sections
     from pounder.report._tune import tune_sections
+    from pounder.report._tune_pods import pods_section
 
     paths = _results(paths)
     check_text(title, "title", optional=True)
@@ -135,6 +136,8 @@ def render_report(paths: Result | Sequence[Result], title: str | None = None) ->
                 sections += profile_sections(value, str(path))
             else:
                 sections += experiment_sections(value, chart_prefix=prefix)
+    pods = pods_section([value for _, kind, value in found if kind == "tune"])
+    sections += [] if pods is None else [pods]
     kinds = sorted({kind for _, kind, _ in found})
     heading = title or _title(found)
     made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
