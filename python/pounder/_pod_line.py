@@ -30,7 +30,7 @@ def _cgroup(points: Sequence[Mapping[str, Any]]) -> str | None:
 
 
 def pod_line(options: Mapping[str, Any], sweep: Sequence[Mapping[str, Any]]) -> str | None:
-    """``pod: 1 CPU quota (cgroup v1 cfs 100000/100000; --cpus 1), memory limit 512 MiB; throttled
+    """``pod: quota of 1 CPU (cgroup v1 cfs 100000/100000; --cpus 1), memory limit 512 MiB; throttled
     in 2% of the CFS periods at 1 child, 35% at 4 children`` from the run's options and its
     children sweep (aggregated points); None when the run emulated no pod."""
     cpus = options.get("cpus")
@@ -38,7 +38,7 @@ def pod_line(options: Mapping[str, Any], sweep: Sequence[Mapping[str, Any]]) -> 
         return None
     cpus = float(cpus)
     how = [part for part in (_cgroup(sweep), options.get("cpus_source")) if part]
-    text = f"pod: {_plain(cpus)} CPU{'' if cpus == 1 else 's'} quota" + (f" ({'; '.join(how)})" if how else "")
+    text = f"pod: quota of {_plain(cpus)} CPU{'' if cpus == 1 else 's'}" + (f" ({'; '.join(how)})" if how else "")
     ram = options.get("ram")
     text += ", no memory limit (no --ram)" if ram is None else f", memory limit {int(ram) / _MIB:,.0f} MiB"
     shares = [(int(p["children"]), p.get("throttled_share")) for p in sorted(sweep, key=lambda p: int(p["children"]))]

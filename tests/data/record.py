@@ -110,6 +110,10 @@ RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = 
                                                        measure_children=2, **QUICK),
                          "php-fpm running leak.php (100 KB kept per request): a finite pm.max_requests with the "
                          "leak named, the memory bound from the sizes, php-fpm's status page read at every load"),
+    "tune-pod": (demo_adapter, lambda: make_options(ram="512M", cpus="1", quick=True, point_duration="1s",
+                                                   max_children=2, mrpc="0"),
+                 "the demo in a pod of 1 CPU and 512 MiB (--cpus 1): every load in a cgroup with that quota, the "
+                 "decisions sized for 1 CPU, the pod line, tests/report's pods compared"),
     "tune-busy-quiet": (_gunicorn, _busy_options,
                         "5 ms of CPU per request on a quiet machine: the answer the busy runs must give"),
     **{name: (_gunicorn, _busy_options, f"the same app while a neighbour burns 0.5-1 core in bursts (seed {seed})")

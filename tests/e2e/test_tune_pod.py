@@ -153,5 +153,5 @@ def test_the_demo_in_a_one_cpu_pod(tmp_path: Path) -> None:
     assert any(line.startswith("sized for the pod's 1 CPU (--cpus") for line in recommendation["advice"]), \
         recommendation["advice"]
     header = out.split("\n\n", 1)[0]
-    assert "pod: 1 CPU quota (cgroup v" in header and "memory limit 512 MiB; throttled in " in header, header
+    assert "pod: quota of 1 CPU (cgroup v" in header and "memory limit 512 MiB; throttled in " in header, header
     assert "--cpus 1" in header

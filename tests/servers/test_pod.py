@@ -116,7 +116,8 @@ def test_a_pod_server_runs_in_both_cgroups_with_its_limits(gunicorn_server) -> N
         thread.join()
     after = cpu.usage()
     assert after.usage_s - before.usage_s > 0.2  # the workers' CPU is the cgroup's
-    assert (after.usage_s - before.usage_s) / (after.at - before.at) <= 1.02
+    # CFS: at most the quota per 100 ms period, and a period begun before the window may be used in it
+    assert (after.usage_s - before.usage_s) / (after.at - before.at) <= 1.02 + 0.1 / (after.at - before.at)
     assert memory.oom_kills() == 0
     srv.stop()
     assert srv.cpu_cgroup is None and not any(path.exists() for path in paths)

@@ -105,7 +105,7 @@ def _preload_advice(kind: str, measure: Summary, memory: MemoryBound) -> list[st
 def _cpu_share(point: Summary, cores: float) -> str:
     other = point.get("other_cores")
     if point.get("pod_cores") is not None:  # the pod's quota is the server's CPU: its own cgroup's count
-        return (f"server {cores_text(float(point['pod_cores']))} of its {_cpus(cores)} quota, throttled in "
+        return (f"server {cores_text(float(point['pod_cores']))} of its quota of {_cpus(cores)}, throttled in "
                 f"{float(point.get('throttled_share') or 0):.0%} of the periods")
     return (f"server {cores_text(float(point['server_cores']))} of {plain(cores)} cores, load generator "
             f"{cores_text(float(point['client_cores']))}"

@@ -290,6 +290,7 @@ class TuneSession:
                 "growth_second": growth_per_request(mid, end, served_second),
                 "sharing": end.totals.median_sharing,
                 "mem_available": available, "statm": statm, "cgroup": {**charged, "note": server.cgroup_note},
+                **runner.pod_reading,  # --cpus: the second half's figures in the pod
             }
             snapshots = {name: snap.to_dict() for name, snap in
                          (("cold", cold), ("warm", warm), ("mid", mid), ("end", end))}
