@@ -221,6 +221,26 @@ def test_users_configuration_file_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(apache_missing(perl=False) is not None, reason=str(apache_missing(perl=False)))
+def test_a_syntax_error_in_an_included_file_names_that_file_and_line() -> None:
+    """The private copy is one flat file: Apache's line of it is named as the included file's."""
+    app = Path(tempfile.mkdtemp(prefix="pounder-apache-conf-", dir="/tmp"))  # reachable by www-data
+    os.chmod(app, 0o755)
+    (app / "sites").mkdir()
+    (app / "sites" / "a.conf").write_text("# a\n<VirtualHost *:80>\n  NoSuchDirective on\n</VirtualHost>\n")
+    conf = app / "app.conf"
+    conf.write_text("# The application's own Apache configuration.\nListen 80\nIncludeOptional sites/*.conf\n")
+    server = ApacheServer(None, conf=conf, start_servers=1)
+    try:
+        with pytest.raises(ServerStartError) as failed:
+            server.start()
+        assert f"Syntax error on line 3 of {app}/sites/a.conf:" in failed.value.log_tail, failed.value.log_tail
+        assert "httpd.conf" not in failed.value.log_tail
+    finally:
+        server.stop()
+        shutil.rmtree(app, ignore_errors=True)
+
+
+@pytest.mark.skipif(apache_missing(perl=False) is not None, reason=str(apache_missing(perl=False)))
 def test_a_syntax_error_names_the_users_file_and_line(tmp_path: Path) -> None:
     """Issue 25 item 16: Apache's message named a line of the generated httpd.conf, deleted with
     the server's directory. A directive pounder removes (Listen) keeps the lines' numbers."""
