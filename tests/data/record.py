@@ -102,6 +102,10 @@ RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = 
     "tune-io": (_gunicorn, lambda: make_options(path="/sleep?ms=30", clients=32, ram="4G", mrpc="0", max_children=48,
                                                 **QUICK),
                 "an I/O-bound app (30 ms waits) at 32 clients: a child per client, the concurrency arithmetic"),
+    "tune-fleet": (_gunicorn, lambda: make_options(path="/sleep?ms=30", peak_rate="150/s", ram="256M", mrpc="0",
+                                                   max_children=2, measure_children=2, **QUICK),
+                   "a peak (150 req/s) beyond what one server of 2 workers serves (at most 67 req/s): the fleet's "
+                   "arithmetic and the container's resources from the confirmation's cgroup peak"),
     "tune-outgrow": (_gunicorn, lambda: make_options(path="/age?after_s=6&mib=48", ram="160M", mrpc="0",
                                                      max_children=4, measure_children=2, clients=4, keepalive=True,
                                                      proxy=False, **QUICK),

@@ -38,7 +38,8 @@ def test_servers_for_a_peak_one_server_cannot_carry_are_ceil_of_the_ratio_plus_o
     size = fleet_size(2000.0, "--peak-rate", _confirmation(612.4))
     assert size.needed == math.ceil(2000 / 612.4) == 4 and size.servers == 5
     assert size.confirmed_rps == 612.4 and not size.carried_peak
-    assert size.text.startswith("ceil(2,000 req/s / 612 req/s) + 1 = 5 servers, one to spare, for 2,000 req/s from --peak-rate: ")
+    assert size.text.startswith("ceil(2,000 req/s / 612 req/s) + 1 = 5 servers, one to spare, for 2,000 req/s from "
+                                "--peak-rate: ")
     assert "answered 612 req/s" in size.text
 
 

@@ -104,6 +104,8 @@ class MemoryPeak:
         return str(self._cgroup.path / name)
 
     def _sample(self) -> None:
+        if self._cgroup is None:
+            return
         try:
             with open(self._current_file(), "rb", buffering=0) as file:
                 self._samples.append(int(file.read(64)))
