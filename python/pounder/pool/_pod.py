@@ -28,10 +28,10 @@ def pod_before(server: ManagedServer) -> CpuUsage | None:
         return None
 
 
-def oom_note(kills: int, limit: int | None) -> str:
-    """``1 child killed by the OOM killer at the limit of 512 MiB``."""
+def oom_note(kills: int, limit: int | None, who: str = "child") -> str:
+    """``1 child process killed by the OOM killer at the limit of 512 MiB`` (``who``: what they were)."""
     at = f"the limit of {limit / MIB:,.0f} MiB" if limit is not None else "the memory limit"
-    return f"{kills} child process{'es' if kills != 1 else ''} killed by the OOM killer at {at}"
+    return f"{kills} {who} process{'es' if kills != 1 else ''} killed by the OOM killer at {at}"
 
 
 def pod_figures(server: ManagedServer, before: CpuUsage | None) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from pounder.load import (
 from pounder.pool._adapters import Adapter, PoolParams
 from pounder.pool._charged import MemoryPeak, charged_memory
 from pounder.pool._cpus import check_cpus
-from pounder.pool._pod import pod_before, pod_figures
+from pounder.pool._pod import oom_note, pod_before, pod_figures
 from pounder.pool._queue import QueueWatch
 from pounder.pool._workload import Workload, url_file_line
 from pounder.procs import (
@@ -439,7 +439,9 @@ class Runner:
         try:
             return find_server(pid=server.pid)
         except PounderError:
-            raise ServerExitedError(f"the server (pid {server.pid}) exited while it was measured",
+            kills = None if server.cgroup is None or server.pod is None else server.cgroup.oom_kills()
+            why = f": {oom_note(kills, server.pod.memory if server.pod else None, 'server')}" if kills else ""
+            raise ServerExitedError(f"the server (pid {server.pid}) exited while it was measured{why}",
                                     server.log_tail()) from None
 
 
