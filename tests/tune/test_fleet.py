@@ -202,3 +202,16 @@ def test_the_fleet_and_the_cgroup_peak_follow_the_schemas() -> None:
     point["summary"]["cgroup_peak"] = {"peak": -1, "source": "", "version": 1}
     with pytest.raises(jsonschema.ValidationError):
         validate(point, "tune-point")
+
+
+def test_with_a_cpu_quota_the_pod_asks_for_the_quota_measured_with() -> None:
+    from pounder.tune._analysis import MemoryBound
+    memory = MemoryBound(ram=512 * MIB, ram_source="given", shared=0, child_uss=MIB, child_rss=MIB, max_clients=8,
+                         max_clients_no_sharing=8, parent_uss=0)
+    confirmation = _confirmation(150.0, rate=600.0, peak=100 * MIB)
+    fleet = plan_fleet(make_options(cpus="1.5"), confirmation, _measure(), memory, 4, 0, 0, 2, "--max-requests")
+    assert fleet.size is None and fleet.pod is not None  # a pod with --cpus alone, its memory within the budget
+    assert fleet.pod.cpu == "1500m" and fleet.pod.cpus == 1.5
+    assert fleet.pod.cpus_source == "the CPU quota the server was measured with (--cpus 1.5)"
+    assert _parsed(fleet.pod.yaml)["limits"] == {"cpu": "1500m", "memory": "100Mi"}
+    assert fleet.pod.docker == "docker run --cpus 1.5 --memory 100m"

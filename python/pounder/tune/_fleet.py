@@ -264,14 +264,14 @@ def plan_fleet(options: TuneOptions, confirmation: Mapping[str, Any] | None, mea
     size = None
     if options.peak_rate is not None:
         size = fleet_size(float(options.peak_rate), options.peak_source or "--peak-rate", confirmation)
-    cpus: float | None = getattr(options, "cpus", None)  # the pod's quota (--cpus)
+    cpus = options.cpus  # the pod's quota (--cpus)
     if cpus is None and options.ram is None:
         return Fleet(size, None)
     if cpus is None:
         cpus_source = f"no --cpus: the {cores} CPUs the server ran on"
         cpus = float(cores)
     else:
-        given = getattr(options, "cpus_source", None) or "--cpus"
+        given = options.cpus_source or "--cpus"
         cpus_source = f"the CPU quota the server was measured with ({given})"
     grown = measured_growth(measure)
     limit = max_requests or killer_requests
