@@ -1,6 +1,6 @@
 """``pounder tune`` for a fleet (issue 38): with ``--peak-rate`` above what one server of the
-recommended shape serves, the servers the peak needs with one to spare, and with ``--ram`` the
-container's resources. On the project's I/O-bound test app (gunicorn, ``/sleep?ms=30``: a sync
+recommended shape serves, the servers the peak needs with one to spare, and with ``--cpus 1
+--ram 256M`` (the pod) the container's resources. On the project's I/O-bound test app (gunicorn, ``/sleep?ms=30``: a sync
 worker serves at most 1 / 30 ms = 33 req/s, so 2 workers at most 67 req/s whatever the machine),
 loopback only, one short run.
 
@@ -64,7 +64,7 @@ def test_a_peak_beyond_one_server_gets_its_fleet_and_the_container_its_resources
     done = subprocess.run([sys.executable, "-m", "pounder", "tune", "gunicorn", "wsgi_app:app", "--pythonpath",
                            str(APPS_DIR), "--path", f"/sleep?ms={WAIT_S * 1000:.0f}", "--quick", "--point-duration",
                            "1s", "--mrpc", "0", "--max-children", str(CHILDREN), "--measure-children", str(CHILDREN),
-                           "--peak-rate", f"{PEAK:.0f}/s", "--ram", "256M", "--results", str(results)],
+                           "--peak-rate", f"{PEAK:.0f}/s", "--ram", "256M", "--cpus", "1", "--results", str(results)],
                           capture_output=True, text=True, timeout=LIMIT_S, check=False)
     assert not processes_mentioning(str(results))
     # one server cannot carry the peak (its rate check is not met): the fleet carries it, not an error
@@ -105,5 +105,6 @@ def test_a_peak_beyond_one_server_gets_its_fleet_and_the_container_its_resources
     assert 0.5 <= peak_read["peak"] / footprint <= 2.0, (peak_read, footprint)
     assert max(peak_read["peak"], footprint) <= request <= limit <= BUDGET
     assert limit - max(peak_read["peak"], footprint) < MIB  # no leak: no growth, rounded up to MiB only
-    assert resources["limits"]["cpu"] == resources["requests"]["cpu"] == pod["cpu"]
+    assert resources["limits"]["cpu"] == resources["requests"]["cpu"] == pod["cpu"] == "1"  # the quota measured with
+    assert pod["cpus_source"] == "the CPU quota the server was measured with (--cpus 1)"
     assert f"docker run --cpus {pod['cpu']} --memory {limit // MIB}m" in done.stdout
