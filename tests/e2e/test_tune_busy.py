@@ -39,7 +39,7 @@ def test_a_busy_machine_gives_the_quiet_machines_answer(tmp_path: Path) -> None:
         started, burned = time.monotonic(), cpu_seconds(burner.pid)
         done = subprocess.run([sys.executable, "-m", "pounder", "tune", "gunicorn", "wsgi_app:app", "--pythonpath",
                                str(APPS_DIR), "--path", "/cpu?ms=5", "--quick", "--point-duration", "1s", "--ram", "2G",
-                               "--mrpc", "0", "--max-children", "4", "--measure-children", "2", "--no-confirm",
+                               "--mrpc", "0", "--max-children", "2", "--measure-children", "2", "--no-confirm",
                                "--results", str(results)],
                               capture_output=True, text=True, timeout=TUNE_LIMIT_S, check=False)
         share = (cpu_seconds(burner.pid) - burned) / (time.monotonic() - started)
@@ -50,12 +50,14 @@ def test_a_busy_machine_gives_the_quiet_machines_answer(tmp_path: Path) -> None:
     check_consistent(done.stdout, data)
     assert 0.4 <= share <= 1.05, share  # the burner did burn 0.5-1 core
     n, quiet_n, cores = data["params"]["max_clients"], quiet["params"]["max_clients"], data["cores"]
-    assert max(n, quiet_n) <= 2 * min(n, quiet_n), (n, quiet_n, data["pools"])
-    assert n >= min(cores, 4), data["pools"]["reasons"]
-    # other processes' share as pounder measured it: the burner's, within what the rest of the machine adds
-    trials = [t for p in [*data["sweep"], *data["pools"]["points"]] for t in p["trials"]]
+    assert max(n, quiet_n) <= 2 * min(n, quiet_n), (n, quiet_n, data["pools"])  # within one sweep step
+    # at most 2 children here (a short run): the issue's busy answer was 1, leaving a core idle
+    assert n == 2, (data["pools"] or {}).get("reasons", data["children"]["reasons"])
+    # other processes' share as pounder measured it: at least the burner's (by its own clock), less a
+    # tolerance for the load's edges; more when the rest of the machine is busy too, never above the cores
+    trials = [t for p in [*data["sweep"], *(data["pools"] or {}).get("points", [])] for t in p["trials"]]
     others = sorted(float(t["other_cores"]) for t in trials)
-    assert share - 0.3 <= others[len(others) // 2] <= share + 0.3, (share, others)
+    assert share - 0.3 <= others[len(others) // 2] <= cores, (share, others)
     stored = {path.stem for path in (results / "points").glob("*-again.json")}
     first = [t for t in trials if t.get("neighbour") and not t.get("again")]
     assert len(stored) == len(first) and all(float(t["other_cores"]) > 0.25 * cores for t in first)
