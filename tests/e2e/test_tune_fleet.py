@@ -1,8 +1,8 @@
 """``pounder tune`` for a fleet (issue 38): with ``--peak-rate`` above what one server of the
 recommended shape serves, the servers the peak needs with one to spare, and with ``--cpus 1
---ram 256M`` (the pod) the container's resources. On the project's I/O-bound test app (gunicorn, ``/sleep?ms=30``: a sync
-worker serves at most 1 / 30 ms = 33 req/s, so 2 workers at most 67 req/s whatever the machine),
-loopback only, one short run.
+--ram 256M`` (the pod) the container's resources. On the project's I/O-bound test app
+(gunicorn, ``/sleep?ms=30``: a sync worker serves at most 1 / 30 ms = 33 req/s, so 2 workers at
+most 67 req/s whatever the machine), loopback only, one short run.
 
 What is checked against what: the confirmed rate against the app's known capacity; the servers
 printed against ceil(peak / the confirmation's rps) + 1 computed here from the printed figures and
