@@ -74,6 +74,10 @@ def counts(trial: Mapping[str, Any], skipped: Sequence[int] = ()) -> bool:
     round measured again (``skipped``: :func:`replaced`)."""
     if trial.get("neighbour") and not trial.get("again") and int(trial.get("trial") or 0) in skipped:
         return False
+    if trial.get("counted") is False:  # marked so by its step
+        return False
+    if "complete" not in trial:  # a figure alone (no request counts): nothing says it failed
+        return True
     if trial.get("oom_kills"):  # the pod's OOM killer killed a child: a failed trial (its ``oom_note``)
         return False
     return clean_trial(int(trial["complete"]), int(trial["failed"]))
@@ -121,15 +125,19 @@ def aggregate_trials(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def trial_values(point: Mapping[str, Any], key: str) -> list[float]:
-    """``key`` of each of the point's counted trials (:func:`counts`), in trial order."""
-    return list(round_values(point, key).values())
+    """``key`` of each of the point's counted trials (:func:`counts`), in their order."""
+    trials = point.get("trials") or []
+    skipped = replaced(trials)
+    return [float(t[key]) for t in trials if t.get(key) is not None and counts(t, skipped)]
 
 
 def round_values(point: Mapping[str, Any], key: str) -> dict[int, float]:
-    """``key`` of each of the point's counted trials (:func:`counts`) by its round (``trial``)."""
+    """``key`` of each of the point's counted trials (:func:`counts`) by its round (``trial``;
+    trials without one are left out)."""
     trials = point.get("trials") or []
     skipped = replaced(trials)
-    return {int(t.get("trial") or 0): float(t[key]) for t in trials if t.get(key) is not None and counts(t, skipped)}
+    return {int(t["trial"]): float(t[key]) for t in trials
+            if t.get("trial") is not None and t.get(key) is not None and counts(t, skipped)}
 
 
 def paired_values(point: Mapping[str, Any], other: Mapping[str, Any], key: str) -> tuple[list[float], list[float]]:

@@ -313,26 +313,13 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
     if floor_reason is not None and chosen["p99_vs_lowest"]["worse"] and limit_ms is None:
         latency = "its p99 is distinguishably above the lowest of the pools as fast, and the CPU floor below decides"
     n, best_n, low_n = int(chosen["children"]), int(best["children"]), int(lowest["children"])
-    wide = [int(p["children"]) for p in marked if p.get("wide")]
     load = offered.text()
     if n == best_n:
         how = "the most throughput measured there"
     else:
         how = (f"{_against(chosen['vs_best'])} against the best, {children_text(best_n)} "
                f"({rate_with_interval(best)}): not distinguishably slower")
-    if len(marked) == 1:
-        head = f"{n}: the only candidate at {offered.short()} (the knee and the largest pool allowed coincide)"
-    elif limit_ms is not None and p99_met:
-        head = f"{n}: the smallest pool as fast as the best whose p99 meets --p99 {ms_text(limit_ms)} ms at " \
-               f"{offered.short()}"
-    elif limit_ms is not None:
-        head = (f"{n}: --p99 {ms_text(limit_ms)} ms met by no pool as fast as the best; the smallest pool as good as "
-                f"the best at {offered.short()}")
-    else:
-        head = f"{n}: the smallest pool as good as the best at {offered.short()}"
-    if floor_reason is not None and floor is not None and n >= int(floor["children"]):
-        head = (f"{n}: the fewest children that keep the server's {float(floor['cores']):g} cores busy "
-                f"({float(floor['share']):.2f} of a core each), as good as the best at {offered.short()}")
+    head = _head(n, len(marked), offered, limit_ms, p99_met, floor if floor_reason is not None else None)
     undecided = _undecided(marked, chosen, best, tolerance)
     why = (f"{head}: {rate_with_interval(chosen)}, "
            f"{p99_with_interval(chosen)}" + ("" if n == best_n else
@@ -350,18 +337,9 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
         reasons.append("the others at the same load: " + "; ".join(
             f"{_point_text(p)} ({'distinguishably slower' if p['vs_best']['worse'] else 'not distinguishably slower'}"
             f"{', p99 distinguishably higher' if p['p99_vs_lowest']['worse'] else ''})" for p in others))
-    if undecided:
-        told = [p for p in marked if int(p["children"]) in undecided]
-        noisy = (f"the intervals of {', '.join(f'{w:,}' for w in wide)} children stayed wider than ±{WIDE:.0%} "
-                 "after a re-measure: the machine was noisy; " if wide else "")
-        reasons.append(f"{noisy}{children_text(n)} is chosen because the intervals do not tell it from the best, "
-                       f"though its median is {_against(chosen['vs_best'])} against it: a quieter measurement that "
-                       f"told {' and '.join(_point_text(p) for p in told)} apart could change the answer to a larger "
-                       f"pool; tune again on a quieter machine to decide between {_counts(undecided)} children")
-    elif wide:
-        reasons.append(f"the intervals of {', '.join(f'{w:,}' for w in wide)} children stayed wider than ±"
-                       f"{WIDE:.0%} after a re-measure (the machine was noisy), but {children_text(n)}'s median is "
-                       f"within {tolerance:.0%} of the best's: a quieter measurement would not change the answer")
+    noise = _noise_reason(marked, chosen, undecided, tolerance)
+    if noise is not None:
+        reasons.append(noise)
     bigger = [p for p in marked if int(p["children"]) > n]
     if bigger and offered.rate is None and offered.connections > n and not chosen["p99_vs_lowest"]["worse"] \
             and limit_ms is None:
@@ -370,6 +348,44 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
                        "no sooner, within the intervals")
     return PoolChoice(offered=offered, chosen=n, best=best_n, lowest_p99=low_n, p99_met=p99_met, points=marked,
                       why=why, reasons=reasons, cpu_floor=floor)
+
+
+def _head(n: int, candidates: int, offered: OfferedLoad, limit_ms: float | None, p99_met: bool | None,
+          floor: Mapping[str, Any] | None) -> str:
+    """The deciding fact's opening: the pool and the rule that chose it (``floor``: the CPU floor decided)."""
+    if floor is not None and n >= int(floor["children"]):
+        return (f"{n}: the fewest children that keep the server's {float(floor['cores']):g} cores busy "
+                f"({float(floor['share']):.2f} of a core each), as good as the best at {offered.short()}")
+    if candidates == 1:
+        return f"{n}: the only candidate at {offered.short()} (the knee and the largest pool allowed coincide)"
+    if limit_ms is not None and p99_met:
+        return (f"{n}: the smallest pool as fast as the best whose p99 meets --p99 {ms_text(limit_ms)} ms at "
+                f"{offered.short()}")
+    if limit_ms is not None:
+        return (f"{n}: --p99 {ms_text(limit_ms)} ms met by no pool as fast as the best; the smallest pool as good as "
+                f"the best at {offered.short()}")
+    return f"{n}: the smallest pool as good as the best at {offered.short()}"
+
+
+def _noise_reason(marked: Sequence[Summary], chosen: Summary, undecided: Sequence[int], tolerance: float) -> str | None:
+    """What the noise did to the choice: "tune again on a quieter machine" only when a quieter
+    measurement could change it (``undecided``: the pools it would have to tell apart), else that
+    the wide intervals do not matter; None when no interval stayed wide and nothing is undecided."""
+    n = int(chosen["children"])
+    wide = [int(p["children"]) for p in marked if p.get("wide")]
+    noisy = (f"the intervals of {', '.join(f'{w:,}' for w in wide)} children stayed wider than ±{WIDE:.0%} after a "
+             "re-measure")
+    if undecided:
+        told = [p for p in marked if int(p["children"]) in undecided]
+        return (f"{noisy + ': the machine was noisy; ' if wide else ''}{children_text(n)} is chosen because the "
+                f"intervals do not tell it from the best, though its median is {_against(chosen['vs_best'])} against "
+                f"it: a quieter measurement that told {' and '.join(_point_text(p) for p in told)} apart could change "
+                f"the answer to a larger pool; tune again on a quieter machine to decide between "
+                f"{_counts(undecided)} children")
+    if wide:
+        return (f"{noisy} (the machine was noisy), but {children_text(n)}'s median is within {tolerance:.0%} of the "
+                "best's: a quieter measurement would not change the answer")
+    return None
 
 
 def _undecided(marked: Sequence[Summary], chosen: Summary, best: Summary, tolerance: float) -> list[int]:
