@@ -282,15 +282,42 @@ class MemoryCgroup:
         return f"<MemoryCgroup v{self.version} {self.name}>"
 
 
-def _make_child(hierarchy: _Hierarchy, parent: Path) -> MemoryCgroup:
+def _new_dir(parent: Path) -> Path:
+    """A new ``pounder-PID-N`` directory under ``parent`` (the leftovers of dead pounders swept
+    first), held by the guard until removed (a memory cgroup, or a pod's cpu/cpuacct one)."""
+    _sweep(parent)
     while True:
         path = parent / f"{_PREFIX}{os.getpid()}-{next(_COUNTER)}"
         try:
             os.mkdir(path)
-            break
         except FileExistsError:
             continue
-    guard_cgroup(str(path))
+        guard_cgroup(str(path))
+        return path
+
+
+def _enable_v2(hierarchy: _Hierarchy, controller: str) -> str:
+    """Why our v2 cgroup cannot give a child ``controller`` ("" when it can: enabled in its
+    ``cgroup.subtree_control`` now, if it was not)."""
+    parent = hierarchy.own_dir
+    label = f"cgroup v{hierarchy.version}"
+    if parent is None or not parent.is_dir():
+        return f"{label}: our cgroup {hierarchy.own} is not visible under {hierarchy.mount}"
+    if controller not in _read_words(parent / "cgroup.controllers"):
+        return f"{label} at {hierarchy.mount} has no {controller} controller for {hierarchy.own}"
+    if controller not in _read_words(parent / "cgroup.subtree_control"):
+        try:
+            (parent / "cgroup.subtree_control").write_text(f"+{controller}")
+        except OSError as error:
+            if error.errno == errno.EBUSY:
+                return (f"{label}: {hierarchy.own} holds processes (pounder among them), so it cannot give a "
+                        f"child its {controller} controller (the no-internal-processes rule)")
+            return f"{label}: cannot enable {controller} for a child of {hierarchy.own}: {_why(error)}"
+    return ""
+
+
+def _make_child(hierarchy: _Hierarchy, parent: Path) -> MemoryCgroup:
+    path = _new_dir(parent)
     made = MemoryCgroup(path, hierarchy.name(path), hierarchy.version)
     expected = "memory.current" if hierarchy.version == 2 else "memory.usage_in_bytes"
     if not (path / expected).exists():
@@ -305,18 +332,10 @@ def _try(hierarchy: _Hierarchy) -> MemoryCgroup | str:
     label = f"cgroup v{hierarchy.version}"
     if parent is None or not parent.is_dir():
         return f"{label}: our cgroup {hierarchy.own} is not visible under {hierarchy.mount}"
-    _sweep(parent)
     if hierarchy.version == 2:
-        if "memory" not in _read_words(parent / "cgroup.controllers"):
-            return f"{label} at {hierarchy.mount} has no memory controller for {hierarchy.own}"
-        if "memory" not in _read_words(parent / "cgroup.subtree_control"):
-            try:
-                (parent / "cgroup.subtree_control").write_text("+memory")
-            except OSError as error:
-                if error.errno == errno.EBUSY:
-                    return (f"{label}: {hierarchy.own} holds processes (pounder among them), so it cannot give a "
-                            "child its memory controller (the no-internal-processes rule)")
-                return f"{label}: cannot enable memory for a child of {hierarchy.own}: {_why(error)}"
+        why = _enable_v2(hierarchy, "memory")
+        if why:
+            return why
     try:
         return _make_child(hierarchy, parent)
     except OSError as error:

@@ -38,18 +38,17 @@ from pathlib import Path
 from pounder._errors import UsageError, check_type, public
 from pounder._units import plain
 from pounder.servers._cgroup import (
-    _COUNTER,
     _POLL_S,
-    _PREFIX,
     _REMOVE_WAIT_S,
     MemoryCgroup,
+    _enable_v2,
     _hierarchies,
     _Hierarchy,
+    _new_dir,
     _read_words,
-    _sweep,
     _why,
 )
-from pounder.servers._guard import guard_cgroup, release_cgroup
+from pounder.servers._guard import release_cgroup
 
 PERIOD_US = 100_000
 """The CFS period pounder sets (the kernel's and Docker's default)."""
@@ -156,37 +155,6 @@ class CpuCgroup:
         return f"<CpuCgroup {self.describe()} at {self.path}>"
 
 
-def _child(parent: Path) -> Path:
-    """A new ``pounder-PID-N`` directory under ``parent``, held by the guard."""
-    _sweep(parent)
-    while True:
-        path = parent / f"{_PREFIX}{os.getpid()}-{next(_COUNTER)}"
-        try:
-            os.mkdir(path)
-        except FileExistsError:
-            continue
-        guard_cgroup(str(path))
-        return path
-
-
-def _v2_cpu(hierarchy: _Hierarchy) -> str:
-    """Why our v2 cgroup cannot give a child the cpu controller ("" when it can, enabled now)."""
-    parent = hierarchy.own_dir
-    if parent is None or not parent.is_dir():
-        return f"cgroup v2: our cgroup {hierarchy.own} is not visible under {hierarchy.mount}"
-    if "cpu" not in _read_words(parent / "cgroup.controllers"):
-        return f"cgroup v2 at {hierarchy.mount} has no cpu controller for {hierarchy.own}"
-    if "cpu" not in _read_words(parent / "cgroup.subtree_control"):
-        try:
-            (parent / "cgroup.subtree_control").write_text("+cpu")
-        except OSError as error:
-            if error.errno == errno.EBUSY:
-                return (f"cgroup v2: {hierarchy.own} holds processes (pounder among them), so it cannot give a child "
-                        "the cpu controller (the no-internal-processes rule)")
-            return f"cgroup v2: cannot enable cpu for a child of {hierarchy.own}: {_why(error)}"
-    return ""
-
-
 def _v1_dir(controller: str) -> tuple[_Hierarchy | None, str]:
     found = [h for h in _hierarchies(controller) if h.version == 1]
     if not found:
@@ -211,7 +179,7 @@ def _make_v2(v2: _Hierarchy, quota: int, memory: MemoryCgroup | None) -> CpuCgro
     shared = memory is not None and memory.version == 2
     made = None
     try:
-        path = memory.path if memory is not None and shared else _child(v2.own_dir or v2.mount)
+        path = memory.path if memory is not None and shared else _new_dir(v2.own_dir or v2.mount)
         made = CpuCgroup(path, path, 2, quota, PERIOD_US, () if shared else (path,))
         _set_quota(path, 2, quota)
         return made
@@ -226,7 +194,7 @@ def _make(cpus: float, memory: MemoryCgroup | None) -> CpuCgroup | str:
     reasons = []
     v2 = next((h for h in _hierarchies("cpu") if h.version == 2), None)
     if v2 is not None:
-        why = _v2_cpu(v2)
+        why = _enable_v2(v2, "cpu")
         if not why:
             return _make_v2(v2, quota, memory)
         reasons.append(why)
@@ -238,10 +206,10 @@ def _make(cpus: float, memory: MemoryCgroup | None) -> CpuCgroup | str:
         return "; ".join([*reasons, why + " (pounder reads the server's CPU usage there)"])
     made: CpuCgroup | None = None
     try:
-        path = _child(cpu.own_dir or cpu.mount)
+        path = _new_dir(cpu.own_dir or cpu.mount)
         made = CpuCgroup(path, path, 1, quota, PERIOD_US, [path])
         if acct.mount != cpu.mount:
-            made.acct = _child(acct.own_dir or acct.mount)
+            made.acct = _new_dir(acct.own_dir or acct.mount)
             made._owned.append(made.acct)
         _set_quota(path, 1, quota)
         return made
