@@ -7,11 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-_MIB = 1024 * 1024
-
-
-def _plain(value: float) -> str:
-    return f"{value:g}"
+from pounder._units import MIB, plain
 
 
 def throttled_text(point: Mapping[str, Any]) -> str:
@@ -38,9 +34,9 @@ def pod_line(options: Mapping[str, Any], sweep: Sequence[Mapping[str, Any]]) -> 
         return None
     cpus = float(cpus)
     how = [part for part in (_cgroup(sweep), options.get("cpus_source")) if part]
-    text = f"pod: quota of {_plain(cpus)} CPU{'' if cpus == 1 else 's'}" + (f" ({'; '.join(how)})" if how else "")
+    text = f"pod: quota of {plain(cpus)} CPU{'' if cpus == 1 else 's'}" + (f" ({'; '.join(how)})" if how else "")
     ram = options.get("ram")
-    text += ", no memory limit (no --ram)" if ram is None else f", memory limit {int(ram) / _MIB:,.0f} MiB"
+    text += ", no memory limit (no --ram)" if ram is None else f", memory limit {int(ram) / MIB:,.0f} MiB"
     shares = [(int(p["children"]), p.get("throttled_share")) for p in sorted(sweep, key=lambda p: int(p["children"]))]
     measured = [(n, float(share)) for n, share in shares if share is not None]
     if measured:
