@@ -119,7 +119,21 @@ def test_a_leak_adds_its_growth_until_the_children_are_replaced() -> None:
     assert pod.memory_limit == math.ceil((200 * MIB + 4 * 16384 * 1000) / MIB) * MIB == 263 * MIB
     resources = _parsed(pod.yaml)
     assert resources["limits"] == {"cpu": "1", "memory": "263Mi"} and resources["requests"]["memory"] == "200Mi"
-    assert "4 x 16,384 bytes per request x 1,000 requests (MaxRequestsPerChild) = 62.5 MiB" in pod.notes[-1]
+    assert "16,384 bytes per request x (4 x 1,000 requests (MaxRequestsPerChild)) = 62.5 MiB" in pod.notes[-1]
+
+
+def test_the_growth_already_in_the_peak_is_not_added_again() -> None:
+    # the confirmation served 1,000 of the 4 x 1,000 requests before the peak was read: their
+    # 16 KiB each are in the 200 MiB, so 3,000 requests' growth remain (46.9 MiB)
+    growth = Growth(leak=True, per_request=16384.0, requests=1000, children=4, served=1000)
+    pod = pod_resources(1.0, "the CPU quota", 1024 * MIB, {"peak": 200 * MIB, "source": "memory.peak"}, growth)
+    assert pod.growth == 16384 * 3000
+    assert pod.memory_limit == math.ceil((200 * MIB + 16384 * 3000) / MIB) * MIB
+    assert "x (4 x 1,000 requests (MaxRequestsPerChild) - 1,000 served in the confirmation, grown already)" \
+        in pod.notes[-1]
+    # children already replaced: nothing left to add beyond the peak
+    done = Growth(leak=True, per_request=16384.0, requests=1000, children=4, served=9000)
+    assert pod_resources(1.0, "1 CPU", 1024 * MIB, {"peak": 200 * MIB, "source": "memory.peak"}, done).growth == 0
 
 
 def test_no_limit_above_the_budget() -> None:

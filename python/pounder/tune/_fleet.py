@@ -19,10 +19,12 @@ would have), the Kubernetes ``resources:`` requests and limits and the ``docker 
   footprint after it (sum of PSS) when larger, rounded up to MiB: the sum of PSS counts the file
   pages the server maps (interpreter, libraries), which a container is charged for, while on this
   machine they may be charged to whoever read them first (:mod:`pounder.pool._charged`);
-* memory limit: that peak plus the growth the measured leak (or unsharing) allows each child
-  until it is replaced: children x growth per request x MaxRequestsPerChild (a worker killer's
-  requests for a server without a request limit). The peak was measured with children that had
-  grown some already, so the whole growth added is an upper bound. Never simply the budget: a
+* memory limit: that peak plus the growth the measured leak (or unsharing) allows the children
+  until they are replaced, less what they grew already: growth per request x (children x
+  MaxRequestsPerChild - the requests the confirmation's load served), a worker killer's requests
+  for a server without a request limit. The peak and the footprint were read with the
+  confirmation's requests served (their growth is in them); those of its warm-up are not
+  subtracted, so the growth added is an upper bound. Never simply the budget: a
   limit above the budget is not given (the reason is), nor one a leak without a request limit
   would outgrow.
 
@@ -185,13 +187,16 @@ def _block(cpu: str, request: int | None, limit: int | None) -> str:
 class Growth:
     """What the children may grow until replaced: ``leak`` the verdict of the sizes step,
     ``per_request`` its growth per request served (bytes), ``requests`` how many requests a child
-    serves before it is replaced (0: never), ``children`` the pool, ``who`` what replaces it."""
+    serves before it is replaced (0: never), ``children`` the pool, ``who`` what replaces it,
+    ``served`` the requests the pool served before the peak and footprint were read (their growth
+    is in them already)."""
 
     leak: bool
     per_request: float
     requests: int
     children: int
     who: str = "MaxRequestsPerChild"
+    served: int = 0
 
 
 def _memory(budget: int, peak: int, source: str, footprint: int | None,
@@ -208,10 +213,12 @@ def _memory(budget: int, peak: int, source: str, footprint: int | None,
         return request, None, None, (f"memory request {memory_quantity(_up_to_mib(base))}: {said}; no memory limit: "
                                      f"the children grow {growth.per_request:,.0f} bytes per request and are never "
                                      f"replaced (set {growth.who})")
-    added = round(growth.children * growth.per_request * growth.requests) if growth.leak else 0
+    left = max(0, growth.children * growth.requests - growth.served)
+    added = round(growth.per_request * left) if growth.leak else 0
     if added:
-        said += (f", plus what the children may grow before they are replaced: {growth.children} x "
-                 f"{growth.per_request:,.0f} bytes per request x {growth.requests:,} requests ({growth.who}) = "
+        less = "" if not growth.served else f" - {growth.served:,} served in the confirmation, grown already"
+        said += (f", plus what the children may grow before they are replaced: {growth.per_request:,.0f} bytes "
+                 f"per request x ({growth.children} x {growth.requests:,} requests ({growth.who}){less}) = "
                  f"{mib_unit(added)}")
     else:
         said += "; no leak measured, so no growth added"
@@ -277,7 +284,8 @@ def plan_fleet(options: TuneOptions, confirmation: Mapping[str, Any] | None, mea
     limit = max_requests or killer_requests
     if not max_requests and killer_requests:
         who = "the worker killer's request limit, see the advice"
-    growth = Growth(grown.leak, grown.per_request, limit, children, who)
+    served = 0 if confirmation is None else int(confirmation.get("complete") or 0)
+    growth = Growth(grown.leak, grown.per_request, limit, children, who, served)
     peak = None if confirmation is None else confirmation.get("cgroup_peak")
     footprint = None if confirmation is None else confirmation.get("footprint")
     return Fleet(size, pod_resources(cpus, cpus_source, memory.ram, peak, growth,
