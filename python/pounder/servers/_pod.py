@@ -47,6 +47,7 @@ from pounder.servers._cgroup import (
     _new_dir,
     _read_words,
     _why,
+    make_cgroup,
 )
 from pounder.servers._guard import release_cgroup
 
@@ -231,14 +232,22 @@ def make_cpu_cgroup(cpus: float, memory: MemoryCgroup | None = None) -> tuple[Cp
 
 
 @public
-def pod_unavailable() -> str:
-    """Why no server could be given a CPU quota here, in one sentence naming what is needed; ""
-    when it can (a cpu cgroup is made and removed at once to know)."""
+def pod_unavailable(memory_limit: bool = False) -> str:
+    """Why no server could be given a CPU quota here (and, with ``memory_limit``, a memory limit
+    in a memory cgroup of its own: ``--ram`` with ``--cpus``), in one sentence naming what is
+    needed; "" when it can (the cgroups are made and removed at once to know)."""
     made, why = make_cpu_cgroup(1.0)
     if made is None:
         return (f"--cpus needs a cpu cgroup pounder can write to ({why}): run pounder as root, or in a cgroup "
                 "delegated to its user with the cpu controller (v2: cpu in cgroup.subtree_control)")
     made.remove()
+    if memory_limit:
+        memory, why = make_cgroup()
+        if memory is None:
+            return (f"--cpus with --ram enforces --ram as the pod's memory limit in a memory cgroup of the server's "
+                    f"own, and none can be made here ({why}): run pounder as root, or in a cgroup delegated to its "
+                    "user with the memory controller, or leave out --ram")
+        memory.remove()
     return ""
 
 

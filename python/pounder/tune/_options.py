@@ -353,7 +353,7 @@ def _with_pod(options: TuneOptions, cpus: str | float) -> TuneOptions:
     pod_cpus_check(value, len(server) if server is not None else available_cpus())
     options = replace(options, cpus=value, cpus_source=source)
     options.validate()
-    why = pod_unavailable()
+    why = pod_unavailable(memory_limit=options.ram is not None)
     if why:
         raise UsageError(why)
     return options
