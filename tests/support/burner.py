@@ -4,7 +4,8 @@ tenants, a laptop's browser or a CI runner's other jobs do (the busy-machine tun
 Run as a program it alternates a busy loop (one core) for 0.4-1.2 s with a pause of 0.1-0.5 s
 (random, seeded): about 0.75 of a core on average over a second or more, 1 core during a burst, 0
 in a pause. :func:`burning` starts it in a process group of its own and kills that group when its
-block ends, also on failure (and the group is checked gone)."""
+block ends, also on failure; should the test process itself be killed (SIGKILL), the kernel kills
+the burner with it (PR_SET_PDEATHSIG), so no neighbour outlives a run."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from pounder.servers import die_with_parent_hook
 
 BURST_S = (0.4, 1.2)
 PAUSE_S = (0.1, 0.5)
@@ -45,7 +48,8 @@ def cpu_seconds(pid: int) -> float:
 def burning(seed: int = 1, limit_s: float = 900.0) -> Iterator[subprocess.Popen[bytes]]:
     """The burner running for the block (its own process group, killed at the end, also on failure)."""
     process = subprocess.Popen([sys.executable, __file__, "--seed", str(seed), "--limit", str(limit_s)],
-                               start_new_session=True, stdin=subprocess.DEVNULL)
+                               start_new_session=True, stdin=subprocess.DEVNULL,
+                               preexec_fn=die_with_parent_hook(signal.SIGKILL))
     try:
         yield process
     finally:
