@@ -275,3 +275,19 @@ def test_the_systems_own_layout_is_read() -> None:
     assert any(path.name == "ports.conf" for path in layout.files)
     assert all("/var/run" not in line.text and "/var/log" not in line.text for line in copy.lines if
                not line.text.lstrip().startswith("#"))
+
+
+def test_an_included_directory_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a directory that holds a link to itself: its files are not read again and again down the loop
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.conf").write_text("A\n")
+    (tmp_path / "d" / "loop").symlink_to(".")
+    (tmp_path / "top.conf").write_text("# the sites\nIncludeOptional d/\n")
+    with pytest.raises(UsageError, match=rf"^apache: .*top.conf:2: directories nested deeper than "
+                                         rf"{layout_module.MAX_DEPTH} levels under .*loop: not read$"):
+        read_layout(tmp_path / "top.conf")
+    (tmp_path / "d" / "loop").unlink()
+    (tmp_path / "d" / "b.conf").write_text("B\n")
+    monkeypatch.setattr(layout_module, "MAX_FILES", 1)
+    with pytest.raises(UsageError, match=r"top.conf:2: the directory .*d has more than 1 entries: not read"):
+        read_layout(tmp_path / "top.conf")

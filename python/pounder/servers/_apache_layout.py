@@ -342,16 +342,27 @@ class _Reader:
         else:
             raise UsageError(f"apache: {here.where}: {words[0]} {words[1]}: no such file or directory")
         for match in found:
-            yield from _files_of(Path(match))
+            yield from _files_of(Path(match), here)
 
 
-def _files_of(path: Path) -> Iterator[Path]:
-    """A file, or a directory's files (and its subdirectories'), in alphabetical order."""
+def _files_of(path: Path, here: ConfLine, depth: int = 0) -> Iterator[Path]:
+    """A file, or a directory's files (and its subdirectories', at most :data:`MAX_DEPTH` deep,
+    at most :data:`MAX_FILES` entries each), in alphabetical order; ``here`` the Include line."""
     if not path.is_dir():
         yield path
         return
-    for entry in sorted(os.listdir(path)):
-        yield from _files_of(path / entry)
+    if depth >= MAX_DEPTH:
+        raise UsageError(f"apache: {here.where}: directories nested deeper than {MAX_DEPTH} levels under {path}: "
+                         "not read")
+    try:
+        entries = os.listdir(path)
+    except OSError as error:
+        raise UsageError(f"apache: {here.where}: cannot read the directory {path}: {error.strerror or error}") \
+            from None
+    if len(entries) > MAX_FILES:
+        raise UsageError(f"apache: {here.where}: the directory {path} has more than {MAX_FILES} entries: not read")
+    for entry in sorted(entries):
+        yield from _files_of(path / entry, here, depth + 1)
 
 
 def _logical(physical: list[str]) -> Iterator[tuple[int, list[str]]]:
