@@ -291,3 +291,10 @@ def test_an_included_directory_is_bounded(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(layout_module, "MAX_FILES", 1)
     with pytest.raises(UsageError, match=r"top.conf:2: the directory .*d has more than 1 entries: not read"):
         read_layout(tmp_path / "top.conf")
+
+
+def test_a_fifo_is_not_read(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.conf")  # opening it to read would wait for a writer forever
+    (tmp_path / "top.conf").write_text("Include pipe.conf\n")
+    with pytest.raises(UsageError, match=r"pipe.conf is not a regular file: not read"):
+        read_layout(tmp_path / "top.conf")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,6 +100,8 @@ class Layout:
 
 def _read_bounded(path: Path, limit: int, what: str) -> str:
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the read, a device never end
+            raise UsageError(f"apache: {what} {path} is not a regular file: not read")
         with open(path, "rb") as file:
             data = file.read(limit + 1)
     except OSError as error:
