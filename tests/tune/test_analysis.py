@@ -1512,3 +1512,12 @@ def test_a_pool_over_the_budget_is_lowered_by_its_measured_footprint() -> None:
         "the confirmation of 24 children measured a footprint (sum of PSS) of 680.0 MiB, over the RAM budget of "
         "340.0 MiB: the measurement beats the sizes' prediction, so the pool is lowered to 12 (24 x 340.0 / 680.0 "
         "MiB, rounded down) and confirmed again")
+
+
+def test_a_load_generator_that_took_next_to_nothing_is_not_named() -> None:
+    # 0.02 cores prints as "0.0 of 2": no sentence says it took the server's CPU
+    sweep = [point(1, 100, 95, 105, server_cores=0.9, client_cores=0.02),
+             point(2, 198, 190, 205, server_cores=1.9, client_cores=0.02),
+             point(4, 200, 192, 208, server_cores=1.9, client_cores=0.02)]
+    said = explain_throughput(sweep, pool(sweep), 2)
+    assert not any("load generator ran on the server's cores" in line for line in said)

@@ -33,6 +33,9 @@ OTHER_BUSY = NEIGHBOUR
 during a point are named as the limit or the noise, not the application (the share that has a trial
 measured again, :data:`pounder.tune._points.NEIGHBOUR`)."""
 CPU_IDLE = 0.5
+LOAD_NOTICED = 0.05
+"""The load generator's cores from which the advice says it took the server's CPU (it prints them
+to one decimal: below this, "0.0 of 2")."""
 FIRST_REQUEST_GROWTH = 4 * MIB
 COW_BROKEN = 0.5
 """Below this median (child shared / parent RSS) a preloading server has lost most sharing."""
@@ -177,7 +180,7 @@ def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: 
                         f"and {children_text(int(last['children']))} served {rate_with_interval(last)}, no more than "
                         f"{children_text(n)}'s {rate_with_interval(at)}: more children only queue on the CPU and cost "
                         "memory")
-        if float(at["client_cores"]) > 0 and cores < 4 and pod is None:
+        if float(at["client_cores"]) >= LOAD_NOTICED and cores < 4 and pod is None:
             said.append(f"the load generator ran on the server's cores ({cores_text(float(at['client_cores']))} of "
                         f"{plain(cores)} at {children_text(n)}): on a machine of its own the server would have more "
                         "CPU")
