@@ -264,22 +264,28 @@ class MemoryCgroup:
         while the kernel says it is busy, up to ``timeout_s``. True once it is gone (also when it
         was already); False if processes still hold it (the guard removes it when this process
         ends)."""
-        end = time.monotonic() + timeout_s
-        while True:
-            try:
-                os.rmdir(self.path)
-                break
-            except FileNotFoundError:
-                break
-            except OSError as error:
-                if error.errno != errno.EBUSY or time.monotonic() >= end:
-                    return False
-                time.sleep(_POLL_S)
-        release_cgroup(str(self.path))
-        return True
+        return _remove_dir(self.path, time.monotonic() + timeout_s)
 
     def __repr__(self) -> str:
         return f"<MemoryCgroup v{self.version} {self.name}>"
+
+
+def _remove_dir(path: Path, end: float) -> bool:
+    """Remove a cgroup directory pounder made once its processes are gone, retrying while the
+    kernel says it is busy until ``end`` (``time.monotonic()``), and take it off the guard. True once
+    it is gone (also when it was already); False if processes still hold it."""
+    while True:
+        try:
+            os.rmdir(path)
+            break
+        except FileNotFoundError:
+            break
+        except OSError as error:
+            if error.errno != errno.EBUSY or time.monotonic() >= end:
+                return False
+            time.sleep(_POLL_S)
+    release_cgroup(str(path))
+    return True
 
 
 def _new_dir(parent: Path) -> Path:

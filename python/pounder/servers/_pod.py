@@ -28,7 +28,6 @@ memory cgroup is.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import time
 from collections.abc import Sequence
@@ -38,7 +37,6 @@ from pathlib import Path
 from pounder._errors import UsageError, check_type, public
 from pounder._units import plain
 from pounder.servers._cgroup import (
-    _POLL_S,
     _REMOVE_WAIT_S,
     MemoryCgroup,
     _enable_v2,
@@ -46,10 +44,10 @@ from pounder.servers._cgroup import (
     _Hierarchy,
     _new_dir,
     _read_words,
+    _remove_dir,
     _why,
     make_cgroup,
 )
-from pounder.servers._guard import release_cgroup
 
 PERIOD_US = 100_000
 """The CFS period pounder sets (the kernel's and Docker's default)."""
@@ -138,17 +136,8 @@ class CpuCgroup:
         busy, up to ``timeout_s``); True once they are gone."""
         end = time.monotonic() + timeout_s
         for path in list(self._owned):
-            while True:
-                try:
-                    os.rmdir(path)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError as error:
-                    if error.errno != errno.EBUSY or time.monotonic() >= end:
-                        return False
-                    time.sleep(_POLL_S)
-            release_cgroup(str(path))
+            if not _remove_dir(path, end):
+                return False
             self._owned.remove(path)
         return True
 
