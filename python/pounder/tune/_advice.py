@@ -110,9 +110,14 @@ def _cpu_share(point: Summary, cores: float) -> str:
     if point.get("pod_cores") is not None:  # the pod's quota is the server's CPU: its own cgroup's count
         return (f"server {cores_text(float(point['pod_cores']))} of its quota of {_cpus(cores)}, throttled in "
                 f"{float(point.get('throttled_share') or 0):.0%} of the periods")
-    return (f"server {cores_text(float(point['server_cores']))} of {plain(cores)} cores, load generator "
+    return (f"server {cores_text(float(point['server_cores']))} of {_cores(cores)}, load generator "
             f"{cores_text(float(point['client_cores']))}"
             + ("" if other is None or float(other) < 0.05 else f", other processes {cores_text(float(other))}"))
+
+
+def _cores(cores: float) -> str:
+    """``1 core``, ``2 cores``, ``1.5 cores``."""
+    return f"{plain(cores)} core{'' if cores == 1 else 's'}"
 
 
 def _cpus(cores: float) -> str:
@@ -131,7 +136,7 @@ def pod_sizing(point: Summary, cores: float) -> str | None:
             f"{float(point.get('throttled_share') or 0):.0%} of the periods")
 
 
-def _others_busy(point: Summary, cores: float) -> str | None:
+def _others_busy(point: Summary, cores: float) -> str | None:  # cores: the CPUs the server may run on
     """The sentence naming other processes as the limit or the noise, with their share, when they
     used at least ``OTHER_BUSY`` of the cores at ``point`` or a trial there was measured again for
     them (``neighbour``); None otherwise."""
@@ -142,7 +147,7 @@ def _others_busy(point: Summary, cores: float) -> str | None:
         return None
     at = children_text(int(point["children"]))
     again = "" if not first else (
-        f"{' and '.join(cores_text(float(t['other_cores'])) for t in first)} of {plain(cores)} cores during "
+        f"{' and '.join(cores_text(float(t['other_cores'])) for t in first)} of {_cores(cores)} during "
         f"{'trial' if len(first) == 1 else 'trials'} {', '.join(str(t['trial']) for t in first)}, "
         f"{'that trial' if len(first) == 1 else 'those trials'} measured again and left out of the figures")
     if not busy or other is None:
@@ -150,12 +155,13 @@ def _others_busy(point: Summary, cores: float) -> str | None:
         return (f"other processes on this machine (neither the server nor pounder) took {again} (at {at}): a "
                 f"neighbour's share of the CPU, not the application's{counted}")
     return (f"other processes on this machine (neither the server nor pounder) took {cores_text(float(other))} of "
-            f"{plain(cores)} cores at {at}{'' if not first else f' ({again})'}: that is a neighbour's share of the "
+            f"{_cores(cores)} at {at}{'' if not first else f' ({again})'}: that is a neighbour's share of the "
             "CPU, not the application's; it limits what was measured here and adds noise")
 
 
 @public
-def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: float) -> list[str]:
+def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: float, *,
+                       machine: float | None = None) -> list[str]:
     """Why throughput stops growing where it does (CPU, the offered concurrency, something the
     children share, or memory), each with its figures; the I/O-bound case as concurrency:
     throughput = children / time a child is held per request."""
@@ -170,7 +176,7 @@ def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: 
     said: list[str] = [] if pod is None else [pod]
     if pod is not None:  # the quota, not the machine, is what the server's CPU is measured against
         used = float(at["pod_cores"])
-    others = _others_busy(at, cores)
+    others = _others_busy(at, cores if machine is None else machine)  # a neighbour takes the machine's CPUs
     if others is not None:
         said.append(others)
     if used >= CPU_SATURATED * cores:
@@ -219,8 +225,10 @@ def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: 
 
 
 def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBound, other_memory: MemoryBound | None,
-           sweep: Sequence[Summary], choice: ChildrenChoice, cores: float) -> list[str]:
-    """The causes behind the numbers, each with its figures."""
+           sweep: Sequence[Summary], choice: ChildrenChoice, cores: float, *,
+           machine: float | None = None) -> list[str]:
+    """The causes behind the numbers, each with its figures. ``cores``: the server's (a pod's
+    quota); ``machine``: the CPUs it may run on, which a neighbour takes (default ``cores``)."""
     said: list[str] = []
     language = _parent_language(kind)
     # the first requests' growth, less what the per-request growth explains (a leak)
@@ -268,7 +276,7 @@ def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBou
                     + ("" if measure.get("preload") or saved <= 0 else " - turn it on"))
     else:
         said += _preload_advice(kind, measure, memory)
-    said += explain_throughput(sweep, choice, cores)
+    said += explain_throughput(sweep, choice, cores, machine=machine)
     if memory.max_clients_no_sharing < memory.max_clients:
         said.append("summing RSS (as ps and top suggest) would allow only "
                     f"{children_text(memory.max_clients_no_sharing)} instead of {memory.max_clients}: "

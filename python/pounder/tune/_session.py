@@ -176,8 +176,11 @@ class TuneSession:
                              sender=sender, log=self._log,
                              pod=None if options.cpus is None else Pod(options.cpus, options.ram))
         # a resumed run decides with the CPUs it was measured on (and measures nothing on others); a pod: its quota
-        self._cores_here: float = options.cpus or (len(server_cpus) if server_cpus else available_cpus())
+        machine = len(server_cpus) if server_cpus else available_cpus()
+        self._cores_here: float = options.cpus or machine
         self.cores = self._cores_here if measured_on is None or options.cpus else measured_on[0]
+        # the CPUs the server may run on: a neighbour is measured against these, not a pod's quota
+        self.machine_cores: float = machine if measured_on is None else measured_on[0]
         if measured_on is not None and measured_on[0] != self._cores_here and not options.cpus:
             self.cpus_note = measured_on[1]
         steps = ["sizes", "children", "pools", "max-requests", *(["spare"] if adapter.on_demand else []),
@@ -317,7 +320,7 @@ class TuneSession:
                        "server_status": queue.server_status}
             done = summary["complete"] + summary["failed"]
             summary["respawns"] = done // params.max_requests if params.max_requests else 0
-            summary.update(neighbour=neighbour_busy(summary, self.cores), **({"again": True} if again else {}))
+            summary.update(neighbour=neighbour_busy(summary, self.machine_cores), **({"again": True} if again else {}))
             return summary, {"bench": result.to_dict()}
 
         again_text = " again (other processes were busy)" if again else ""
@@ -552,7 +555,8 @@ class TuneSession:
             first = confirmation
             confirmation = self._confirm(params, memory, target, offered, best, key="confirm-lowered")
             confirmation["lowered_from"] = {"children": first["children"], "footprint": first["footprint"]}
-        said = advice(adapter.kind, measure, other, memory, other_memory, sweep, choice, self.cores)
+        said = advice(adapter.kind, measure, other, memory, other_memory, sweep, choice, self.cores,
+                      machine=self.machine_cores)
         if growth(measure).leak and mrpc.forced_by_memory:
             said.append("the leak forces frequent respawns at this many children: fix the leak, or give each child "
                         "more room (fewer children, more RAM)")
