@@ -32,16 +32,14 @@ limit enforced; :func:`cpu_quota` reads the quota of a cgroup (``--cpus cgroup``
 
 from pounder.servers._apache import (
     ApacheServer,
-    ApacheSettings,
     apache_command,
     apache_missing,
     apache_notes,
     debian_layout,
     find_apache,
     read_user_conf,
-    render_apache_conf,
-    strip_owned_directives,
 )
+from pounder.servers._apache_conf import ApacheSettings, render_apache_conf, strip_owned_directives
 from pounder.servers._base import (
     HOST,
     ManagedServer,
