@@ -5,12 +5,12 @@ of :mod:`pounder.pool`."""
 
 from pounder.experiment._file import (
     Experiment,
-    ExperimentError,
     LoadSpec,
     ServerSpec,
     VariantSpec,
     load_experiment,
 )
+from pounder.experiment._reader import ExperimentError
 from pounder.experiment._run import EXPERIMENT_SCHEMA, ExperimentResult, run_experiment
 
 __all__ = [

@@ -39,8 +39,7 @@ own line, or the line of its table when the key is missing.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +48,7 @@ from pounder._errors import UsageError, check_path, public
 from pounder._files import SMALL_LIMIT, check_input_file, parse_toml
 from pounder._units import plain
 from pounder.compare import MAX_TRIALS, MAX_VARIANTS, MIN_TRIALS, check_label, parse_compare_gates
+from pounder.experiment._reader import ExperimentError, Reader
 from pounder.load import LoadOptions, NotLoopbackError, parse_url, resolve
 from pounder.pool import ADAPTERS as POOL_ADAPTERS
 from pounder.pool import KINDS, TARGET_FIELDS, puma_threads, refused_option
@@ -56,14 +56,8 @@ from pounder.pool import KINDS, TARGET_FIELDS, puma_threads, refused_option
 ADAPTERS = (*KINDS, "url")
 RECORD = ("rps", "latency", "cpu", "memory", "syscalls", "profile")
 DEFAULT_RECORD = ("rps", "latency", "cpu", "memory")
-_KEY_LINE = re.compile(r"^\s*(?P<key>[A-Za-z0-9_-]+|\"[^\"]*\")\s*=")
-_TABLE_LINE = re.compile(r"^\s*(?P<open>\[\[?)\s*(?P<name>[A-Za-z0-9_.-]+)\s*\]\]?")
 _LOAD_KEYS = ("connections", "requests", "duration", "rate")
 _CHECK_HOST = "http://127.0.0.1"
-
-
-class ExperimentError(UsageError):
-    """A bad experiment file: ``str(error)`` is ``FILE:LINE: KEY: reason``."""
 
 
 @public
@@ -173,96 +167,7 @@ class Experiment:
         }
 
 
-class _Lines:
-    """Where each key of a TOML text is written: ``"variant[1].label"`` → line number."""
-
-    def __init__(self, text: str) -> None:
-        self.keys: dict[str, int] = {}
-        table = ""
-        counts: dict[str, int] = {}
-        for number, line in enumerate(text.splitlines(), start=1):
-            stripped = line.split("#", 1)[0] if '"' not in line else line
-            header = _TABLE_LINE.match(stripped)
-            if header:
-                name = header["name"]
-                if header["open"] == "[[":
-                    index = counts.get(name, 0)
-                    counts[name] = index + 1
-                    table = f"{name}[{index}]"
-                    self.keys.setdefault(name, number)
-                else:
-                    table = name
-                self.keys.setdefault(table, number)
-                continue
-            key = _KEY_LINE.match(stripped)
-            if key:
-                name = key["key"].strip('"')
-                self.keys.setdefault(f"{table}.{name}" if table else name, number)
-
-    def line(self, key: str) -> int:
-        """The key's line, else its table's, else 1."""
-        while key:
-            if key in self.keys:
-                return self.keys[key]
-            key = key.rsplit(".", 1)[0] if "." in key else ""
-        return 1
-
-
-class _Reader:
-    def __init__(self, path: Path, text: str) -> None:
-        self.path = path
-        self.lines = _Lines(text)
-
-    def fail(self, key: str, reason: str) -> ExperimentError:
-        return ExperimentError(f"{self.path}:{self.lines.line(key)}: {key}: {reason}")
-
-    def table(self, data: Mapping[str, Any], key: str, allowed: set[str]) -> None:
-        for name in data:
-            if name not in allowed:
-                raise self.fail(f"{key}.{name}" if key else name,
-                                f"unknown key (expected one of: {', '.join(sorted(allowed))})")
-
-    def get(self, data: Mapping[str, Any], table: str, name: str, kind: type | tuple[type, ...], *,
-            required: bool = False, default: Any = None) -> Any:
-        key = f"{table}.{name}" if table else name
-        if name not in data:
-            if required:
-                raise self.fail(table or name, f"missing key '{name}'")
-            return default
-        value = data[name]
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
-            names = " or ".join({int: "a whole number", float: "a number", str: "a string", bool: "true or false",
-                                 dict: "a table", list: "a list"}.get(k, k.__name__) for k in kinds)
-            raise self.fail(key, f"expected {names}, got {value!r}")
-        return value
-
-    def tables(self, data: Mapping[str, Any], name: str, allowed: set[str]) -> Iterator[tuple[str, Mapping[str, Any]]]:
-        """Each ``[[name]]`` table as (its key, e.g. ``load[0]``, the table), its keys checked
-        against ``allowed`` as it comes (so the first mistake in file order is reported)."""
-        for index, item in enumerate(self.get(data, "", name, list, required=True)):
-            key = f"{name}[{index}]"
-            if not isinstance(item, dict):
-                raise self.fail(key, f"expected a table ([[{name}]])")
-            self.table(item, key, allowed)
-            yield key, item
-
-    def count(self, data: Mapping[str, Any], table: str, name: str, low: int, high: int,
-              default: int | None = None) -> int | None:
-        value = self.get(data, table, name, int, default=default)
-        if value is not None and not low <= value <= high:
-            raise self.fail(f"{table}.{name}", f"must be between {low} and {high}, got {value}")
-        return value  # type: ignore[no-any-return]
-
-    def env(self, data: Mapping[str, Any], table: str) -> dict[str, str]:
-        env = self.get(data, table, "env", dict, default={})
-        for name, value in env.items():
-            if not isinstance(value, str):
-                raise self.fail(f"{table}.env.{name}", f"expected a string, got {value!r}")
-        return dict(env)
-
-
-def _check_url(r: _Reader, key: str, url: str) -> None:
+def _check_url(r: Reader, key: str, url: str) -> None:
     """An experiment loads this machine only (it has no --allow-remote): checked with the file's
     line, before a results directory exists or anything is sent."""
     try:
@@ -275,7 +180,7 @@ def _check_url(r: _Reader, key: str, url: str) -> None:
         raise r.fail(key, str(error)) from None
 
 
-def _check_load(r: _Reader, key: str, load: LoadSpec) -> None:
+def _check_load(r: Reader, key: str, load: LoadSpec) -> None:
     """The load as ``pounder bench`` checks it (:meth:`pounder.LoadOptions.load_model`): each key
     alone first (the mistake on its own line), then together (e.g. requests at a rate lasting
     more than 24 h)."""
@@ -311,7 +216,7 @@ class _Spares:
 MaxSpareServers in each server's own names)."""
 
 
-def _spares(r: _Reader, data: Mapping[str, Any], table: str, adapter: str) -> _Spares:
+def _spares(r: Reader, data: Mapping[str, Any], table: str, adapter: str) -> _Spares:
     """``start_servers``, ``min_spare``, ``max_spare`` of ``table`` (1 to 1024 each, None when not
     given), refused for a server that does not start children on demand."""
     spares = {name: r.count(data, table, name, 1, 1024) for name in _SPARE_KEYS}
@@ -331,7 +236,7 @@ _FILE_TARGETS = {"conf", "psgi", "rackup"}
 """The targets that are files (relative to the experiment file); the others are text."""
 
 
-def _refuse(r: _Reader, table: str, adapter: str, name: str) -> None:
+def _refuse(r: Reader, table: str, adapter: str, name: str) -> None:
     """The server option ``name`` given in ``table``, refused when ``adapter`` does not take it."""
     refused = refused_option(adapter, name, called=name)
     if refused:
@@ -366,7 +271,7 @@ def load_experiment(path: str | Path) -> Experiment:
                       variants=tuple(variants), baseline=baseline, record=tuple(record), fail_if=_fail_if(r, data))
 
 
-def _fail_if(r: _Reader, data: dict[str, Any]) -> tuple[str, ...]:
+def _fail_if(r: Reader, data: dict[str, Any]) -> tuple[str, ...]:
     """``fail_if = ["slower>5%", "p99>300ms"]``: the gates of every load's comparison, each checked."""
     gates = r.get(data, "", "fail_if", list, default=[])
     for gate in gates:
@@ -379,7 +284,7 @@ def _fail_if(r: _Reader, data: dict[str, Any]) -> tuple[str, ...]:
     return tuple(gates)
 
 
-def _parsed(path: Path) -> tuple[_Reader, dict[str, Any]]:
+def _parsed(path: Path) -> tuple[Reader, dict[str, Any]]:
     """The file's reader and its TOML, or the first error with its line."""
     check_input_file(path, "experiment file", SMALL_LIMIT)
     try:
@@ -389,10 +294,10 @@ def _parsed(path: Path) -> tuple[_Reader, dict[str, Any]]:
     except UnicodeDecodeError:
         raise ExperimentError(f"{path}: not UTF-8 text") from None
     data = parse_toml(text, path, "an experiment file", ExperimentError)
-    return _Reader(path, text), data
+    return Reader(path, text), data
 
 
-def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
+def _server(r: Reader, data: dict[str, Any], base: Path) -> ServerSpec:
     """The [server] table; paths relative to the experiment file's directory ``base``."""
     server_data = r.get(data, "", "server", dict, required=True)
     adapter = r.get(server_data, "server", "adapter", str, required=True)
@@ -440,7 +345,7 @@ def _server(r: _Reader, data: dict[str, Any], base: Path) -> ServerSpec:
     )
 
 
-def _loads(r: _Reader, data: dict[str, Any]) -> list[LoadSpec]:
+def _loads(r: Reader, data: dict[str, Any]) -> list[LoadSpec]:
     """The [[load]] tables (at least one)."""
     loads: list[LoadSpec] = []
     for key, item in r.tables(data, "load", {"connections", "requests", "duration", "rate", "keepalive", "trials",
@@ -465,7 +370,7 @@ def _loads(r: _Reader, data: dict[str, Any]) -> list[LoadSpec]:
     return loads
 
 
-def _threads(r: _Reader, data: Mapping[str, Any], table: str) -> str | None:
+def _threads(r: Reader, data: Mapping[str, Any], table: str) -> str | None:
     """Puma's ``threads`` of ``table`` as "MIN,MAX" (N or "MIN,MAX" in the file), None when not given."""
     threads = r.get(data, table, "threads", (str, int))
     if threads is None:
@@ -476,7 +381,7 @@ def _threads(r: _Reader, data: Mapping[str, Any], table: str) -> str | None:
         raise r.fail(f"{table}.threads", str(error)) from None
 
 
-def _variants(r: _Reader, data: dict[str, Any], adapter: str) -> list[VariantSpec]:
+def _variants(r: Reader, data: dict[str, Any], adapter: str) -> list[VariantSpec]:
     """The [[variant]] tables (two at least), each checked against the server's ``adapter``."""
     variants: list[VariantSpec] = []
     allowed = {"label", "path", "url", "config", "workers", "max_requests", "preload", "env", "threads",
@@ -506,7 +411,7 @@ def _variants(r: _Reader, data: dict[str, Any], adapter: str) -> list[VariantSpe
     return variants
 
 
-def _check_variant(r: _Reader, key: str, variant: VariantSpec, adapter: str) -> None:
+def _check_variant(r: Reader, key: str, variant: VariantSpec, adapter: str) -> None:
     try:
         check_label(variant.label)
     except UsageError as error:
