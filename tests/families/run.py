@@ -42,6 +42,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the round-3 family modules (round3_*.py) import this file's helpers as ``run``: one module, not two
+sys.modules.setdefault("run", sys.modules[__name__])
 
 from harness import (  # noqa: E402
     CASE_MARK,
@@ -2488,6 +2490,13 @@ def fam_servers() -> list[Case]:
 PARALLEL = {"options", "urls", "inputs", "aliases", "writes", "results"}
 """Families whose cases may run two at a time: bad inputs and outputs, where no timing is promised."""
 
+import round3_configs  # noqa: E402
+import round3_https  # noqa: E402
+import round3_profile_top  # noqa: E402
+import round3_replay  # noqa: E402
+import round3_report  # noqa: E402
+import round3_statuses  # noqa: E402
+
 FAMILIES = {
     "options": fam_options,
     "urls": fam_urls,
@@ -2505,6 +2514,8 @@ FAMILIES = {
     "servers": fam_servers,
     "ray": fam_ray,
 }
+for _module in (round3_statuses, round3_https, round3_replay, round3_report, round3_profile_top, round3_configs):
+    FAMILIES.update(_module.FAMILIES)
 
 # ------------------------------------------------------------------------------------------------
 # Fixtures: a bench result, a compare result, a mem result and an interrupted tune run
