@@ -39,6 +39,14 @@ from pounder.servers import (
     starman_missing,
 )
 from support.leftovers import kill_leftovers
+from support.signals import set_test_dispositions
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Whoever started the suite (a background job ignores SIGINT, nohup SIGHUP), its tests and the
+    processes they start take signals as from an interactive shell (tests/support/signals.py)."""
+    set_test_dispositions()
+
 
 SERVER_SCRIPT = Path(__file__).resolve().parent / "support" / "testserver.py"
 READY_TIMEOUT_S = 10.0
