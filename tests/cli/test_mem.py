@@ -231,3 +231,39 @@ def test_ctrl_c_stops_watch_with_status_0(trees: TreeFactory) -> None:
             proc.wait()
     assert proc.returncode == 0, err
     assert "Traceback" not in err and err == ""
+
+
+def test_ram_cgroup_is_the_budget_as_tune_reads_it(trees: TreeFactory) -> None:
+    """Issue 39: ``mem --ram cgroup`` was refused ("invalid --ram 'cgroup'") where ``tune --ram
+    cgroup`` works: one parser for a RAM budget (pounder.servers.parse_ram_budget). A cgroup made
+    here with a 300 MiB limit is the budget, read back as the kernel's own memory.limit_in_bytes /
+    memory.max says, named in the table and the JSON (schema)."""
+    from pounder.servers import make_cgroup
+
+    if os.geteuid() != 0:
+        pytest.skip("not root: no memory cgroup to make")
+    made, why = make_cgroup()
+    if made is None:
+        pytest.skip(why)
+    try:
+        made.set_limit(300 * MIB)
+        limit = made.path / ("memory.max" if made.version == 2 else "memory.limit_in_bytes")
+        kernel = int(limit.read_text())  # the kernel's own figure (v1 rounds to pages)
+        tree = trees.start()
+        tree.spawn(1)
+        code, out, err = run_cli("--server-pid", str(tree.pid), "--ram", f"cgroup:{made.name}")
+        assert code == 0 and err == "", err
+        assert field(out, "  RAM budget") == (f"{kernel / MIB:.1f} MiB (--ram cgroup:{made.name}: the cgroup's "
+                                              "memory limit)")
+        code, out, err = run_cli("--server-pid", str(tree.pid), "--ram", f"cgroup:{made.path}", "--json", "-")
+        assert code == 0, err
+        data = json.loads(out)
+        jsonschema.validate(data, SCHEMA)
+        assert data["max_clients"]["ram"] == kernel
+        assert data["max_clients"]["ram_source"] == f"--ram cgroup:{made.path}: the cgroup's memory limit"
+        assert_usage_error(*run_cli("--server-pid", str(tree.pid), "--ram", "cgroup:"),
+                           "--ram cgroup: needs a cgroup after the colon")
+        assert_usage_error(*run_cli("--server-pid", str(tree.pid), "--ram", "cgroup:/pounder-no-such-cgroup"),
+                           "--ram cgroup:/pounder-no-such-cgroup: no such memory cgroup")
+    finally:
+        made.remove()

@@ -146,6 +146,15 @@ def report_option(panel: str, what: str) -> Any:
         f"Also write the {what} as one self-contained HTML page with charts (see pounder report)."))
 
 
+def ram_option(panel: str, purpose: str, default: str) -> Any:
+    """``--ram SIZE`` of every command that takes a RAM budget (what it takes declared once,
+    :data:`pounder.servers.RAM_FORMS`, read by :func:`pounder.servers.parse_ram_budget`): ``purpose``
+    what the budget is for, ``default`` when not given."""
+    from pounder.servers import RAM_FORMS
+
+    return option("--ram", panel=panel, metavar="SIZE", help=f"{purpose}: {RAM_FORMS}. Default: {default}.")
+
+
 def whole_number(text: str, what: str, high: int) -> int:
     """A count from 1 to ``high`` (``10``, ``1k``), or one line saying so."""
     from pounder._units import count_in_range

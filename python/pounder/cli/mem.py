@@ -16,8 +16,8 @@ import typer
 
 from pounder._errors import PounderError, UsageError
 from pounder._files import STDOUT, check_distinct, check_output_path, write_output
-from pounder._units import parse_duration, parse_pid, parse_ram
-from pounder.cli._common import json_option, option, whole_number
+from pounder._units import parse_duration, parse_pid
+from pounder.cli._common import json_option, option, ram_option, whole_number
 from pounder.procs import (
     MEM_OPTIONS,
     SERVER_OPTIONS,
@@ -30,6 +30,7 @@ from pounder.procs import (
     render_mem,
     snapshot,
 )
+from pounder.servers import RamBudget, parse_ram_budget
 
 if TYPE_CHECKING:
     from rich.text import Text as RichText
@@ -67,9 +68,7 @@ SERVER_NAME = option("--server-name", panel=_WHICH, metavar="TEXT", help=(
     "matching trees is an error listing their pids."))
 # The spellings of pounder 0.1 (--pid, --pidfile, --name), still accepted; not shown.
 OLD_PID, OLD_PIDFILE, OLD_NAME = (typer.Option(flag, hidden=True) for flag in MEM_OPTIONS)
-RAM = option("--ram", panel=_OUT, metavar="SIZE", help=(
-    "RAM budget for MaxClients: 512M, 4G, 1.5GiB (k/M/G/T are powers of 1024). Default: MemAvailable + the "
-    "server's footprint."))
+RAM = ram_option(_OUT, "RAM budget for MaxClients", "MemAvailable + the server's footprint")
 JSON = json_option(_OUT, "pounder/mem/2", "table", "With --watch, the file is rewritten at every refresh.")
 WATCH = option("--watch", panel=_OUT, metavar="TIME", help=(
     "Refresh every TIME (2s, 500ms) until Ctrl-C; in place on a terminal, one table after the other otherwise."))
@@ -102,7 +101,7 @@ def _target(given: dict[str, Text]) -> ServerTarget:
     return find_server(name=value, options=options)
 
 
-def _measure(target: ServerTarget, ram: int | None) -> tuple[PoolSnapshot, MaxClients | None, str | None]:
+def _measure(target: ServerTarget, ram: RamBudget | None) -> tuple[PoolSnapshot, MaxClients | None, str | None]:
     snap = snapshot(target)
     try:
         return snap, max_clients(ram, snap), None
@@ -121,7 +120,7 @@ def _json_text(target: ServerTarget, snap: PoolSnapshot, result: MaxClients | No
 class _Report:
     """One measurement and its text (the JSON file, if any, is written when measured)."""
 
-    def __init__(self, target: ServerTarget, ram: int | None, json_out: str | None) -> None:
+    def __init__(self, target: ServerTarget, ram: RamBudget | None, json_out: str | None) -> None:
         self.snap, self.result, self.reason = _measure(target, ram)
         self.target = target
         if json_out is not None:
@@ -162,7 +161,7 @@ def _show(text: str) -> None:
 
 
 def _watch_loop(
-    target: ServerTarget, ram: int | None, json_out: str | None, interval: float, count: int | None
+    target: ServerTarget, ram: RamBudget | None, json_out: str | None, interval: float, count: int | None
 ) -> None:
     """Refresh until Ctrl-C or ``count`` refreshes: in place (rich Live) on a terminal, one
     report after the other otherwise."""
@@ -202,7 +201,7 @@ def mem_command(
     old_name: Annotated[Text, OLD_NAME] = None,
 ) -> None:
     """Show a server's memory per process (help: MEM_HELP)."""
-    ram_bytes = None if ram is None else parse_ram(ram)
+    ram_bytes = None if ram is None else parse_ram_budget(ram)  # a cgroup's limit read once
     interval = None if watch is None else _watch(watch)
     refreshes = None if count is None else whole_number(count, "--count", _MAX_COUNT)
     if refreshes is not None and interval is None:

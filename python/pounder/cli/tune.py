@@ -26,6 +26,7 @@ from pounder.cli._common import (
     measured_run,
     option,
     print_error,
+    ram_option,
     report_option,
     write_html_report,
 )
@@ -108,10 +109,7 @@ MAX_CHILDREN = option("--max-children", panel=_RUN, metavar="N", help=(
     "The most children the sweep tries, whatever the memory allows (default 32 per CPU)."))
 MRPC = option("--mrpc", panel=_RUN, metavar="LIST", help=(
     "MaxRequestsPerChild values to sweep, 0 = unlimited (default 0,10000,1000,100,10)."))
-RAM = option("--ram", panel=_GOALS, metavar="SIZE", help=(
-    "RAM budget for the server: 512M, 4G (powers of 1024), or cgroup / cgroup:PATH: the memory limit of the "
-    "cgroup pounder runs in (as a container sets it) or of the one named. Default: MemAvailable + the server's "
-    "footprint, less a safety margin."))
+RAM = ram_option(_GOALS, "RAM budget for the server", "MemAvailable + the server's footprint, less a safety margin")
 CPUS = option("--cpus", panel=_GOALS, metavar="N", help=(
     "The pod, emulated: run the server in a cgroup with a quota of N CPUs (0.5, 1.5, 4; at most the CPUs it may run "
     "on), its --ram enforced there as a memory limit, and size the pool for N cores; or cgroup / cgroup:PATH: the "

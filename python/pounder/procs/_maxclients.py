@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pounder._errors import PounderError, UsageError, check_instance, check_type, public
-from pounder._units import parse_ram
 from pounder.procs._read import mem_available
 from pounder.procs._snapshot import PoolSnapshot
+from pounder.servers import RamBudget, parse_ram_budget
 
 PAGE_SIZE = 4096
 SHARED_BASIS = "median child shared"
@@ -81,8 +81,9 @@ def default_ram_budget(snapshot: PoolSnapshot) -> tuple[int, int]:
 class MaxClients:
     """The MaxClients computation with every input (bytes).
 
-    * ``ram``: the budget; ``ram_source`` says where it came from ("given" or
-      "MemAvailable + footprint"), ``mem_available`` and ``footprint`` are set in the latter case.
+    * ``ram``: the budget; ``ram_source`` says where it came from ("given", a cgroup's memory
+      limit as :class:`~pounder.servers.RamBudget` names it (``--ram cgroup``), or
+      "MemAvailable + footprint"), ``mem_available`` is set in the latter case.
     * ``shared``: the median child's shared size (``shared_basis``).
     * ``max_child_uss``: the largest child's USS, the formula's "max child size - shared".
     * ``max_clients`` = floor((ram - shared) / max_child_uss), at least 0.
@@ -106,12 +107,14 @@ class MaxClients:
 
 
 @public
-def max_clients(ram_bytes: int | str | None, snapshot: PoolSnapshot) -> MaxClients:
-    """MaxClients for a RAM budget (bytes, or a size such as ``"4G"``; None: MemAvailable plus
-    the server's own footprint) from a snapshot's measured child sizes. Raises
-    :class:`NoChildrenError` when the server has no children to measure."""
+def max_clients(ram_bytes: int | str | RamBudget | None, snapshot: PoolSnapshot) -> MaxClients:
+    """MaxClients for a RAM budget (bytes, a budget as ``--ram`` takes it: a size such as ``"4G"``
+    or ``"cgroup[:PATH]"``, see :func:`~pounder.servers.parse_ram_budget`, or one already parsed;
+    None: MemAvailable plus the server's own footprint) from a snapshot's measured child sizes.
+    Raises :class:`NoChildrenError` when the server has no children to measure."""
     check_instance(snapshot, PoolSnapshot, "max_clients: snapshot")
-    ram = None if ram_bytes is None else _ram(ram_bytes)
+    budget = None if ram_bytes is None else _ram(ram_bytes)
+    ram = None if budget is None else budget.bytes
     totals = snapshot.totals
     if (
         totals.children == 0
@@ -125,7 +128,7 @@ def max_clients(ram_bytes: int | str | None, snapshot: PoolSnapshot) -> MaxClien
         ram, available = default_ram_budget(snapshot)
         source = "MemAvailable + footprint"
     else:
-        source = "given"
+        source = (budget.source if budget is not None else None) or "given"
     limit = max_clients_from(ram, totals.median_child_shared, totals.max_child_uss, totals.max_child_rss)
     return MaxClients(
         ram=ram, ram_source=source, mem_available=available, footprint=totals.footprint,
@@ -135,9 +138,16 @@ def max_clients(ram_bytes: int | str | None, snapshot: PoolSnapshot) -> MaxClien
     )  # fmt: skip
 
 
-def _ram(ram_bytes: int | str) -> int:
-    """A RAM budget in bytes, or as a size such as ``"4G"``; :class:`~pounder.UsageError` otherwise."""
-    ram = parse_ram(ram_bytes) if isinstance(ram_bytes, str) else ram_bytes
-    if isinstance(ram, bool) or not isinstance(ram, int) or ram <= 0:
+def _ram(ram_bytes: int | str | RamBudget) -> RamBudget:
+    """A RAM budget in bytes, as ``--ram`` takes it, or already parsed; :class:`~pounder.UsageError` otherwise."""
+    if isinstance(ram_bytes, RamBudget):
+        budget = ram_bytes
+    elif isinstance(ram_bytes, str):
+        budget = parse_ram_budget(ram_bytes)
+    elif isinstance(ram_bytes, bool) or not isinstance(ram_bytes, int):
+        budget = RamBudget(0)
+    else:
+        budget = RamBudget(ram_bytes)
+    if isinstance(budget.bytes, bool) or not isinstance(budget.bytes, int) or budget.bytes <= 0:
         raise UsageError(f"the RAM budget must be a positive number of bytes or a size such as 4G, got {ram_bytes!r}")
-    return ram
+    return budget

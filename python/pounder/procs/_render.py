@@ -81,6 +81,8 @@ def _max_clients_lines(result: MaxClients | None, reason: str | None, children: 
         return [_line("MaxClients", f"n/a ({reason})")]
     if result.ram_source == "given":
         budget = f"{mib(result.ram)} MiB (--ram)"
+    elif result.mem_available is None:  # a cgroup's memory limit: the source names it (--ram cgroup)
+        budget = f"{mib(result.ram)} MiB ({result.ram_source})"
     else:
         budget = (
             f"{mib(result.ram)} MiB (MemAvailable {mib(result.mem_available)} MiB"

@@ -102,6 +102,7 @@ from pounder.servers._puma import (
     puma_stats,
     render_puma_config,
 )
+from pounder.servers._ram_budget import RAM_FORMS, RamBudget, parse_ram_budget
 from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_env, starman_missing
 from pounder.servers._tool import interrupt_then_kill
 from pounder.servers._unicorn import (
@@ -174,6 +175,9 @@ __all__ = [
     "apache_missing",
     "apache_notes",
     "cgroup_limit",
+    "parse_ram_budget",
+    "RAM_FORMS",
+    "RamBudget",
     "command_missing",
     "command_placeholders",
     "cpu_quota",

@@ -16,7 +16,6 @@ from pounder._units import (
     parse_count_list,
     parse_cpu_list,
     parse_duration,
-    parse_ram,
     parse_rate,
     plain,
 )
@@ -24,7 +23,14 @@ from pounder.compare import MIN_TRIALS
 from pounder.load import read_access_log, read_url_targets
 from pounder.pool import split_cpus
 from pounder.procs import mem_total
-from pounder.servers import HOST, cgroup_limit, cpu_quota, listen_address, pod_cpus_check, pod_unavailable
+from pounder.servers import (
+    HOST,
+    cpu_quota,
+    listen_address,
+    parse_ram_budget,
+    pod_cpus_check,
+    pod_unavailable,
+)
 
 FULL_MRPC = (0, 10000, 1000, 100, 10)
 QUICK_MRPC = (0, 1000, 100, 10)
@@ -360,25 +366,10 @@ def _with_pod(options: TuneOptions, cpus: str | float) -> TuneOptions:
 
 
 def _ram(ram: str | int) -> dict[str, Any]:
-    """The RAM budget as typed: a size (``4G``), a number of bytes, or ``cgroup`` / ``cgroup:PATH``:
-    the memory limit of the cgroup pounder runs in (as a container sets it) or of the cgroup
-    ``PATH`` names (see :func:`~pounder.servers.cgroup_limit`), with where it came from."""
-    if not isinstance(ram, str):
-        return {"ram": check_type(ram, int, "ram", "a size such as 4G or a number of bytes")}
-    kind, colon, path = ram.strip().partition(":")
-    if kind != "cgroup":
-        return {"ram": parse_ram(ram)}
-    if colon and not path.strip():
-        raise UsageError("--ram cgroup: needs a cgroup after the colon (cgroup:/system.slice/app.service or a "
-                         "directory under /sys/fs/cgroup), or no colon for the cgroup pounder runs in")
-    try:
-        limit = cgroup_limit(path.strip())
-    except UsageError as error:
-        text = str(error)
-        raise UsageError(text if text.startswith("--ram") else f"--ram {ram.strip()}: {text}") from None
-    if not path.strip():
-        return {"ram": limit, "ram_source": "--ram cgroup: the memory limit of the cgroup pounder runs in"}
-    return {"ram": limit, "ram_source": f"--ram cgroup:{path.strip()}: the cgroup's memory limit"}
+    """The RAM budget as typed (:func:`~pounder.servers.parse_ram_budget`: a size, a number of bytes,
+    or ``cgroup`` / ``cgroup:PATH``), with where it came from when a cgroup's limit."""
+    budget = parse_ram_budget(ram)
+    return {"ram": budget.bytes} if budget.source is None else {"ram": budget.bytes, "ram_source": budget.source}
 
 
 def _traffic(urls: str | os.PathLike[str] | None, access_log: str | os.PathLike[str] | None, exclude_static: bool,
