@@ -24,7 +24,7 @@ from contextlib import nullcontext
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from pounder.pool import PhpFpmAdapter
+from pounder.pool import PhpFpmAdapter, PumaAdapter
 from pounder.tune import Adapter, ApacheAdapter, GunicornAdapter, TuneOptions, demo_adapter, make_options, tune
 
 DATA = Path(__file__).resolve().parent
@@ -46,6 +46,10 @@ def _gunicorn_env() -> Adapter:
 
 def _phpfpm() -> Adapter:
     return PhpFpmAdapter(APPS / "php" / "pool.conf", root=APPS / "php")
+
+
+def _puma() -> Adapter:
+    return PumaAdapter(APPS / "rack_app.ru", env={"APP_DATA_MB": "64"})
 
 
 def _apache() -> Adapter:
@@ -118,6 +122,11 @@ RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = 
                                                    max_children=2, mrpc="0"),
                  "the demo in a pod of 1 CPU and 512 MiB (--cpus 1): every load in a cgroup with that quota, the "
                  "decisions sized for 1 CPU, the pod line, tests/report's pods compared"),
+    "tune-puma": (_puma, lambda: make_options(path="/", ram="1G", mrpc="0", max_children=2, measure_children=2,
+                                              **QUICK),
+                  "Puma without preload_app! (its default), 64 MB built at load in every worker, --quick (no run "
+                  "with preloading): the advice estimates what preload_app! would allow, and the configuration "
+                  "printed beside it must not contradict it"),
     "tune-busy-quiet": (_gunicorn, _busy_options,
                         "5 ms of CPU per request on a quiet machine: the answer the busy runs must give"),
     **{name: (_gunicorn, _busy_options, f"the same app while a neighbour burns 0.5-1 core in bursts (seed {seed})")

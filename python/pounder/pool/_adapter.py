@@ -263,6 +263,27 @@ class Adapter(abc.ABC):
     def with_preload(self, params: PoolParams) -> bool:
         return self.preload if params.preload is None else params.preload
 
+    preload_off: ClassVar[tuple[str, ...]] = ()
+    """The lines of :meth:`render` that set preloading off (Puma's ``preload_app! false``)."""
+    comment: ClassVar[str] = "#"
+    """How its configuration starts a comment line."""
+
+    def render_advised(self, params: PoolParams, *, keepalive: bool = False, preload_advised: bool = False) -> str:
+        """:meth:`render`, agreeing with the advice printed beside it: when the advice tells a pool
+        measured without preloading to preload (``preload_advised``), the setting stays as measured
+        and a comment says so and points at the advice, above the line that sets it off (at the end
+        when no line does): the configuration never says one thing and the advice another."""
+        text = self.render(params, keepalive=keepalive)
+        if not preload_advised or self.with_preload(params):
+            return text
+        how = self.preload_remedy or "load the application in the parent before it forks"
+        again = " (pounder tune --preload)" if self.preload_toggle else ""
+        note = [f"{self.comment} measured without preloading, as set here; the advice recommends it ({how}):",
+                f"{self.comment} measure again with it{again} before you change it here"]
+        lines = text.split("\n")
+        at = next((index for index, line in enumerate(lines) if line.strip() in self.preload_off), len(lines))
+        return "\n".join([*lines[:at], *note, *lines[at:]])
+
 
 def _env(data: Mapping[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in (data.get("env") or {}).items()}

@@ -69,6 +69,7 @@ class PhpFpmAdapter(Adapter):
     respawn = "each respawn is a fork of the master (OPcache's shared memory keeps the scripts compiled)"
     on_demand = True
     preload_toggle = False
+    comment = ";"
     max_requests_counts = "requests"
     names: ClassVar[Mapping[str, str]] = {
         "max_clients": "pm.max_children", "max_requests": "pm.max_requests", "start_servers": "pm.start_servers",

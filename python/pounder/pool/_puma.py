@@ -71,6 +71,7 @@ class PumaAdapter(RackAdapter):
         "max_clients": "workers", "max_requests": "-", "start_servers": "-",
         "min_spare": "-", "max_spare": "-", "preload": "preload_app!"}
     options = frozenset({"preload", "env", "threads"})
+    preload_off = ("preload_app! false",)
 
     def __init__(self, rackup: str | os.PathLike[str], *, preload: bool = False,
                  env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),

@@ -36,6 +36,7 @@ class UnicornAdapter(RackAdapter):
     who = "unicorn"
     missing = staticmethod(unicorn_missing)
     preload_remedy = "set preload_app true in unicorn.conf.rb"
+    preload_off = ("preload_app false",)
     respawn = ("Unicorn's master forks a replacement as soon as it reaps an exited worker: a fork plus loading the "
                "application (unless preload_app true) and the new worker's warm-up")
     names: ClassVar[Mapping[str, str]] = {

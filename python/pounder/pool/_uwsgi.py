@@ -79,6 +79,7 @@ class UwsgiAdapter(Adapter):
     language = "python"
     preload_remedy = "drop lazy-apps (uWSGI then loads the application once in the master, before forking)"
     on_demand = True
+    preload_off = ("lazy-apps = true",)
     respawn = ("uWSGI's master replaces a worker that reached max-requests at once: a fork (plus loading the "
                "application, with lazy-apps) and the new worker's warm-up; more respawns than processes within a "
                "second make the master sleep 2 s (its fork-bomb protection, forkbomb-delay), the pool a worker short")

@@ -224,6 +224,35 @@ def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: 
     return said
 
 
+def _first_growth(measure: Summary) -> float:
+    """What a child grew on its first requests, less what the per-request growth explains (a leak)."""
+    per_child = int(measure.get("warm_requests", 0)) / max(1, int(measure["children"]))
+    return (int(measure["warm"]["median_uss"]) - int(measure["cold"]["median_uss"])
+            - max(0.0, float(measure["growth_first"])) * per_child)
+
+
+def _preload_saves(measure: Summary, other: Summary) -> int:
+    """The private memory per child preloading saves (max child USS without - with; < 0: it costs)."""
+    on, off = (measure, other) if measure.get("preload") else (other, measure)
+    return int(off["end"]["max_uss"]) - int(on["end"]["max_uss"])
+
+
+@public
+def advises_preload(kind: str, measure: Summary, other: Summary | None, memory: MemoryBound,
+                    other_memory: MemoryBound | None) -> bool:
+    """Does :func:`advice` tell a run measured without preloading to preload (the first requests'
+    growth loaded in every child, the other setting measured saving memory, or the estimate of what
+    preloading would allow)? The configuration printed beside it then says so (see
+    :meth:`pounder.pool.Adapter.render_advised`): the two never contradict each other."""
+    if measure.get("preload"):
+        return False
+    if _first_growth(measure) >= FIRST_REQUEST_GROWTH:
+        return True
+    if other is not None and other_memory is not None:
+        return _preload_saves(measure, other) > 0
+    return bool(_adapter(kind).preload_remedy) and preload_gain(measure, memory) is not None
+
+
 def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBound, other_memory: MemoryBound | None,
            sweep: Sequence[Summary], choice: ChildrenChoice, cores: float, *,
            machine: float | None = None) -> list[str]:
@@ -231,10 +260,7 @@ def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBou
     quota); ``machine``: the CPUs it may run on, which a neighbour takes (default ``cores``)."""
     said: list[str] = []
     language = _parent_language(kind)
-    # the first requests' growth, less what the per-request growth explains (a leak)
-    per_child = int(measure.get("warm_requests", 0)) / max(1, int(measure["children"]))
-    first = (int(measure["warm"]["median_uss"]) - int(measure["cold"]["median_uss"])
-             - max(0.0, float(measure["growth_first"])) * per_child)
+    first = _first_growth(measure)
     if first >= FIRST_REQUEST_GROWTH:
         if measure.get("preload"):
             remedy = ("even with preloading, something is loaded on first use: imports inside functions, caches "
@@ -268,7 +294,7 @@ def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBou
     if other is not None and other_memory is not None:
         on, off = (measure, other) if measure.get("preload") else (other, measure)
         mem_on, mem_off = (memory, other_memory) if measure.get("preload") else (other_memory, memory)
-        saved = int(off["end"]["max_uss"]) - int(on["end"]["max_uss"])
+        saved = _preload_saves(measure, other)
         verb = "saves" if saved > 0 else "costs"
         said.append(f"preloading {verb} {_mib(abs(saved))} of private memory per child (max child USS "
                     f"{_mib(int(off['end']['max_uss']))} without, {_mib(int(on['end']['max_uss']))} with): "

@@ -44,7 +44,7 @@ from pounder.pool import (
 )
 from pounder.procs import mem_available
 from pounder.servers import Pod
-from pounder.tune._advice import advice
+from pounder.tune._advice import advice, advises_preload
 from pounder.tune._analysis import (
     ChildrenChoice,
     MemoryBound,
@@ -564,7 +564,8 @@ class TuneSession:
                                                              self._killer_requests))])
         why = deciding_facts(adapter.names, choice, pools, memory, mrpc, spare_choice, options.max_children)
         return TuneResult(adapter=adapter, options=options, params=params,
-                          config=adapter.render(params, keepalive=options.keepalive),
+                          config=adapter.render_advised(params, keepalive=options.keepalive, preload_advised=(
+                              advises_preload(adapter.kind, measure, other, memory, other_memory))),
                           measure=measure, other_measure=other, memory=memory, other_memory=other_memory, sweep=sweep,
                           children=choice, mrpc_points=mrpc_points, max_requests=mrpc, spare=spare, advice=said,
                           cores=self.cores, results_dir=str(self.results.path), target=target,
