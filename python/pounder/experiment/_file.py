@@ -33,8 +33,14 @@ compare them under.
 Variants with the same server settings share one server; each different setting gets its own
 server, all running side by side on their own ports while the trials are interleaved.
 
+Every path in the file (a server's target file: conf, psgi, rackup, a uWSGI ini as ``app``;
+``root``; each ``pythonpath`` directory) is relative to the file's own directory
+(:meth:`Reader.resolve`), wherever pounder runs.
+
 Every mistake is reported as ``FILE:LINE: KEY: what is wrong`` (one line): the line is the key's
-own line, or the line of its table when the key is missing.
+own line, or the line of its table when the key is missing; also what a server's adapter refuses
+(:func:`server_adapter`: a module it cannot find, an ini it cannot use), whose hints name the
+file's keys (``pythonpath = "DIR"``), not command-line flags.
 """
 
 from __future__ import annotations
@@ -46,12 +52,13 @@ from typing import Any, Literal
 
 from pounder._errors import UsageError, check_path, public
 from pounder._files import SMALL_LIMIT, check_input_file, parse_toml
+from pounder._given import from_file
 from pounder._units import plain
 from pounder.compare import MAX_TRIALS, MAX_VARIANTS, MIN_TRIALS, check_label, parse_compare_gates
 from pounder.experiment._reader import ExperimentError, Reader
 from pounder.load import LoadOptions, NotLoopbackError, parse_url, resolve
 from pounder.pool import ADAPTERS as POOL_ADAPTERS
-from pounder.pool import KINDS, TARGET_FIELDS, puma_threads, refused_option
+from pounder.pool import KINDS, TARGET_FIELDS, Adapter, make_adapter, puma_threads, refused_option
 
 ADAPTERS = (*KINDS, "url")
 RECORD = ("rps", "latency", "cpu", "memory", "syscalls", "profile")
@@ -155,6 +162,9 @@ class Experiment:
     record: tuple[str, ...]
     fail_if: tuple[str, ...] = ()
     """The file's ``fail_if`` gates (``pounder compare --fail-if`` expressions), checked when read."""
+    reader: Reader | None = field(default=None, compare=False, repr=False)
+    """How the file was read (None: built in code): what its servers' adapters refuse is named with
+    the file, the line and the key (:func:`server_adapter`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -232,10 +242,6 @@ def _spares(r: Reader, data: Mapping[str, Any], table: str, adapter: str) -> _Sp
     return _Spares(spares["start_servers"], low, high)
 
 
-_FILE_TARGETS = {"conf", "psgi", "rackup"}
-"""The targets that are files (relative to the experiment file); the others are text."""
-
-
 def _refuse(r: Reader, table: str, adapter: str, name: str) -> None:
     """The server option ``name`` given in ``table``, refused when ``adapter`` does not take it."""
     refused = refused_option(adapter, name, called=name)
@@ -252,7 +258,7 @@ def load_experiment(path: str | Path) -> Experiment:
     r.table(data, "", {"title", "description", "server", "load", "variant", "baseline", "record", "fail_if"})
     title = r.get(data, "", "title", str, required=True)
     description = r.get(data, "", "description", str, default="")
-    server = _server(r, data, path.resolve().parent)
+    server = _server(r, data)
     loads = _loads(r, data)
     variants = _variants(r, data, server.adapter)
     baseline = r.get(data, "", "baseline", str, default=variants[0].label)
@@ -268,7 +274,33 @@ def load_experiment(path: str | Path) -> Experiment:
             raise r.fail("record", "profiles are taken on the servers pounder starts, not with adapter 'url' (its "
                                    "variants name no server: profile one with pounder profile --server-pidfile)")
     return Experiment(path=path.resolve(), title=title, description=description, server=server, loads=tuple(loads),
-                      variants=tuple(variants), baseline=baseline, record=tuple(record), fail_if=_fail_if(r, data))
+                      variants=tuple(variants), baseline=baseline, record=tuple(record), fail_if=_fail_if(r, data),
+                      reader=r)
+
+
+_FILE_KEYS = {"pythonpath": "pythonpath", "root": "root", "env": "env", "threads": "threads", "preload": "preload"}
+"""How a hint names the server options an experiment gives: by their [server] key (pounder._given)."""
+
+
+@public
+def server_adapter(exp: Experiment, variant: VariantSpec) -> Adapter:
+    """The adapter of the server ``variant`` runs on (the [server] settings, the variant's own over
+    them), its inputs checked; what it refuses (a missing module, an ini uWSGI cannot use, a
+    missing program) is named with the file, the line and the key (the [server] key a hint names,
+    else the server's target), its hints naming the file's keys, not command-line flags."""
+    server = exp.server
+    target = TARGET_FIELDS[server.adapter]
+    try:
+        with from_file(_FILE_KEYS) as source:
+            return make_adapter(server.adapter, getattr(server, target), pythonpath=server.pythonpath,
+                                preload=server.preload if variant.preload is None else variant.preload,
+                                env={**server.env, **variant.env}, extra_conf=variant.config, root=server.root,
+                                threads=server.threads if variant.threads is None else variant.threads)
+    except UsageError as error:
+        if exp.reader is None:
+            raise
+        named = [f"server.{name}" for name in source.named if f"server.{name}" in exp.reader.lines.keys]
+        raise exp.reader.located(named[-1] if named else f"server.{target}", error) from None
 
 
 def _fail_if(r: Reader, data: dict[str, Any]) -> tuple[str, ...]:
@@ -297,8 +329,8 @@ def _parsed(path: Path) -> tuple[Reader, dict[str, Any]]:
     return Reader(path, text), data
 
 
-def _server(r: Reader, data: dict[str, Any], base: Path) -> ServerSpec:
-    """The [server] table; paths relative to the experiment file's directory ``base``."""
+def _server(r: Reader, data: dict[str, Any]) -> ServerSpec:
+    """The [server] table; paths relative to the experiment file's directory (:meth:`Reader.resolve`)."""
     server_data = r.get(data, "", "server", dict, required=True)
     adapter = r.get(server_data, "server", "adapter", str, required=True)
     if adapter not in ADAPTERS:
@@ -314,28 +346,27 @@ def _server(r: Reader, data: dict[str, Any], base: Path) -> ServerSpec:
     r.table(server_data, "server", {"adapter", "workers", "max_requests", *_SERVER_KEYS, *_SPARE_KEYS,
                                     *([TARGET_FIELDS[adapter]] if adapter in TARGET_FIELDS else [])})
 
-    def file_of(name: str) -> Path:
-        value = str(r.get(server_data, "server", name, str, required=True))
-        resolved = (base / value).resolve()
-        if not resolved.is_file():
-            raise r.fail(f"server.{name}", f"no such file {value} (paths are relative to the experiment file)")
-        return resolved
-
     pythonpath = r.get(server_data, "server", "pythonpath", str)
-    root = r.get(server_data, "server", "root", str)
+    if pythonpath is not None:  # comma-separated directories, each relative to the file
+        pythonpath = ",".join(str(r.resolve("server.pythonpath", entry, "dir")) for entry in pythonpath.split(",")
+                              if entry)
+    root = r.path_of(server_data, "server", "root", "dir")
     threads = _threads(r, server_data, "server")
-    if root is not None and not (base / root).is_dir():
-        raise r.fail("server.root", f"no such directory {root} (paths are relative to the experiment file)")
     spares = _spares(r, server_data, "server", adapter)
+    what: dict[str, Any] = {}
     target = TARGET_FIELDS.get(adapter)  # none for "url"
-    what: dict[str, Any] = {} if target is None else {
-        target: file_of(target) if target in _FILE_TARGETS else r.get(server_data, "server", target, str,
-                                                                      required=True)}
+    if target is not None:
+        value = r.get(server_data, "server", target, str, required=True)
+        # a file is read where the experiment is, as every path in it (a uWSGI ini too: app = "x.ini")
+        what[target] = (r.resolve(f"server.{target}", value, "file") if POOL_ADAPTERS[adapter].target_is_file(value)
+                        else value)
+        if target == "app":  # text for the adapter: a module:callable, or the ini's absolute path
+            what[target] = str(what[target])
     return ServerSpec(
         adapter=adapter,
         **what,
-        pythonpath=str((base / pythonpath).resolve()) if pythonpath is not None else None,
-        root=(base / root).resolve() if root is not None else None,
+        pythonpath=pythonpath or None,
+        root=root,
         threads=threads,
         preload=r.get(server_data, "server", "preload", bool),
         workers=r.count(server_data, "server", "workers", 1, 1024, default=4) or 4,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pounder._errors import UsageError
 
@@ -60,6 +60,8 @@ class Reader:
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
         self.lines = Lines(text)
+        self.base = path.resolve().parent
+        """Where the file's paths are relative to: its own directory."""
 
     def fail(self, key: str, reason: str) -> ExperimentError:
         return ExperimentError(f"{self.path}:{self.lines.line(key)}: {key}: {reason}")
@@ -108,3 +110,30 @@ class Reader:
             if not isinstance(value, str):
                 raise self.fail(f"{table}.env.{name}", f"expected a string, got {value!r}")
         return dict(env)
+
+    def path_of(self, data: Mapping[str, Any], table: str, name: str, kind: Literal["file", "dir"], *,
+             required: bool = False) -> Path | None:
+        """The key ``name`` of ``table`` naming a file or directory (``kind``), relative to the
+        experiment file's directory (every path of an experiment is read so, :meth:`resolve`);
+        None when not given."""
+        value = self.get(data, table, name, str, required=required)
+        return None if value is None else self.resolve(f"{table}.{name}" if table else name, value, kind)
+
+    def resolve(self, key: str, value: str, kind: Literal["file", "dir"]) -> Path:
+        """``value`` (written at ``key``) as a path relative to the experiment file's directory (an
+        absolute one as it is), which must be a ``kind``: a regular file or a directory."""
+        what = "file" if kind == "file" else "directory"
+        try:
+            resolved = (self.base / value).resolve()
+            found = resolved.is_file() if kind == "file" else resolved.is_dir()
+        except (OSError, ValueError) as error:  # too long, a NUL byte, a loop
+            raise self.fail(key, f"cannot use {value!r} as a {what}: {getattr(error, 'strerror', None) or error}") \
+                from None
+        if not found:
+            raise self.fail(key, f"no such {what} {value} (paths are relative to the experiment file, {self.base})")
+        return resolved
+
+    def located(self, key: str, error: UsageError) -> ExperimentError:
+        """``error`` (raised by what the file's values were given to: a server's adapter) as a
+        mistake at ``key``, with the file and the line."""
+        return self.fail(key, str(error))

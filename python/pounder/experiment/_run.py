@@ -35,15 +35,13 @@ from pounder.compare import (
     parse_compare_gates,
     render_compare,
 )
-from pounder.experiment._file import Experiment, LoadSpec, VariantSpec
+from pounder.experiment._file import Experiment, LoadSpec, VariantSpec, server_adapter
 from pounder.experiment._profiles import check_profiles, moved_lines, params_of, profile_variants
 from pounder.load import ENGINE, BenchSpec, Gate, Sender
 from pounder.pool import (
-    TARGET_FIELDS,
     Adapter,
     ResultsDir,
     Runner,
-    make_adapter,
     pool_memory,
     write_file,
     write_json,
@@ -61,15 +59,6 @@ QUICK_TRIALS = 3
 QUICK_DURATION = "1s"
 
 Log = Callable[[str], None]
-
-
-def _adapter(exp: Experiment, variant: VariantSpec) -> Adapter:
-    server = exp.server
-    target = getattr(server, TARGET_FIELDS[server.adapter])
-    return make_adapter(server.adapter, target, pythonpath=server.pythonpath,
-                        preload=server.preload if variant.preload is None else variant.preload,
-                        env={**server.env, **variant.env}, extra_conf=variant.config, root=server.root,
-                        threads=server.threads if variant.threads is None else variant.threads)
 
 
 @public
@@ -265,7 +254,7 @@ def _servers(exp: Experiment) -> list[tuple[list[VariantSpec], Adapter]]:
     groups: dict[tuple[Any, ...], list[VariantSpec]] = {}
     for variant in exp.variants:
         groups.setdefault(variant.server_key(), []).append(variant)
-    return [(members, _adapter(exp, members[0])) for members in groups.values()]
+    return [(members, server_adapter(exp, members[0])) for members in groups.values()]
 
 
 def _start_servers(exp: Experiment, planned: list[tuple[list[VariantSpec], Adapter]], folder: Path,

@@ -192,6 +192,14 @@ class Adapter(abc.ABC):
     target_form: ClassVar[str] = "TARGET"
     """What ``pounder tune SERVER TARGET`` takes for it ("HTTPD.CONF", "MODULE:APP")."""
     """How messages name it ("gunicorn", "the command server")."""
+    target_file: ClassVar[bool] = False
+    """Its TARGET is a file (:meth:`target_is_file`)."""
+
+    @classmethod
+    def target_is_file(cls, target: str) -> bool:
+        """Does ``target`` name a file, which is read where it was given (an experiment file's
+        directory), rather than text (a module, a command)?"""
+        return cls.target_file
     language: ClassVar[str] = "other"
     """The language of its applications ("perl", "python", "php", "ruby"): the advice's words."""
     preload_remedy: ClassVar[str] = ""

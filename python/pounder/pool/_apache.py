@@ -42,6 +42,7 @@ class ApacheAdapter(Adapter):
     kind = "apache"
     who = "apache"
     target_form = "HTTPD.CONF"
+    target_file = True
     instead: ClassVar[Mapping[str, str]] = {
         "preload": "Apache preloads with PerlRequire in its conf", "env": "use SetEnv / PerlSetEnv in the conf"}
     on_demand = True

@@ -13,6 +13,7 @@ from pounder._errors import (
     check_str_mapping,
     public,
 )
+from pounder._given import given
 from pounder.pool._adapter import Adapter, PoolParams
 from pounder.servers import (
     HOST,
@@ -62,6 +63,7 @@ class PhpFpmAdapter(Adapter):
     kind = "php-fpm"
     who = "php-fpm"
     target_form = "POOL.CONF"
+    target_file = True
     options = frozenset({"root", "env"})
     instead: ClassVar[Mapping[str, str]] = {"preload": "php-fpm preloads with opcache.preload in its pool file"}
     language = "php"
@@ -79,7 +81,8 @@ class PhpFpmAdapter(Adapter):
                  env: Mapping[str, str] | None = None) -> None:
         self.conf = Path(check_path(conf, "php-fpm: conf")).resolve()
         if root is None:
-            raise UsageError("php-fpm: no document root given (--root DIR: where the PHP scripts are)")
+            raise UsageError(f"php-fpm: no document root given ({given('root', '--root', 'DIR')}: where the PHP "
+                             "scripts are)")
         self.root = Path(check_path(root, "php-fpm: root")).resolve()
         self.env = check_str_mapping(env, "php-fpm: env")
         if not self.conf.is_file():

@@ -35,6 +35,7 @@ class RackAdapter(Adapter):
     limit on the requests a worker serves: :meth:`refuse_request_limit` in ``server()``."""
 
     target_form = "CONFIG.RU"
+    target_file = True
     options = frozenset({"preload", "env"})
     preload_toggle = True
     request_limit = False

@@ -32,6 +32,7 @@ class StarmanAdapter(Adapter):
     kind = "starman"
     who = "starman"
     target_form = "APP.PSGI"
+    target_file = True
     options = frozenset({"preload", "env"})
     preload_toggle = True
     language = "perl"

@@ -74,6 +74,11 @@ class UwsgiAdapter(Adapter):
     kind = "uwsgi"
     who = "uwsgi"
     target_form = "MODULE:APP or UWSGI.INI"
+
+    @classmethod
+    def target_is_file(cls, target: str) -> bool:
+        """An ini file: a name ending in ``.ini`` or a path (``module:callable`` is neither)."""
+        return target.lower().endswith(".ini") or os.sep in target
     options = frozenset({"pythonpath", "preload", "env"})
     preload_toggle = True
     language = "python"

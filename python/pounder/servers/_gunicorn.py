@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pounder._errors import UsageError, public
+from pounder._given import given
 from pounder.servers._base import HOST, ManagedServer
 from pounder.servers._pymodule import find_module_spec
 
@@ -89,7 +90,7 @@ def _find_app_module(app: str, pythonpath: str | None, env: Mapping[str, str] | 
     for option, value in (("--pythonpath", pythonpath), ("--chdir", chdir)):
         for entry in filter(None, (value or "").split(",") if option == "--pythonpath" else [value]):
             if not Path(entry).is_dir():
-                return f"{option} {entry} is not a directory", None
+                return f"{given(option.lstrip('-'), option, entry)} is not a directory", None
             dirs.append(str(Path(entry).resolve()))
     if chdir is not None and not Path(chdir).is_absolute():
         return None, None  # relative to the server's own directory: cannot tell from here
@@ -101,8 +102,9 @@ def _find_app_module(app: str, pythonpath: str | None, env: Mapping[str, str] | 
     found = find_module_spec(module, dirs)
     if found is not None:
         return None, found
-    where = f"in --pythonpath {pythonpath}, " if pythonpath else ""
-    hint = "" if pythonpath else " (gunicorn runs in a directory of its own: give --pythonpath DIR for a module there)"
+    where = f"in {given('pythonpath', '--pythonpath', pythonpath)}, " if pythonpath else ""
+    hint = "" if pythonpath else (" (gunicorn runs in a directory of its own: give "
+                                  f"{given('pythonpath', '--pythonpath', 'DIR')} for a module there)")
     return f"cannot find the module {module!r} of {app} {where}on PYTHONPATH or in site-packages{hint}", None
 
 

@@ -45,6 +45,7 @@ from typing import Any
 
 from pounder._errors import PounderError, UsageError, public
 from pounder._files import SMALL_LIMIT, read_input
+from pounder._given import given
 from pounder.servers._base import HOST, ManagedServer
 from pounder.servers._proc import children_of
 from pounder.servers._pymodule import find_module_spec
@@ -478,7 +479,7 @@ def _find_module(app: str, pythonpath: str | None,
     dirs = []
     for entry in filter(None, (pythonpath or "").split(",")):
         if not Path(entry).is_dir():
-            return f"--pythonpath {entry} is not a directory", None
+            return f"{given('pythonpath', '--pythonpath', entry)} is not a directory", None
         dirs.append(str(Path(entry).resolve()))
     environ = {**os.environ, **(env or {})}
     dirs += [d for d in environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(d)]
@@ -490,7 +491,7 @@ def _find_module(app: str, pythonpath: str | None,
     found = find_module_spec(module, dirs)
     if found is not None:
         return None, found
-    where = f"in --pythonpath {pythonpath}, " if pythonpath else ""
+    where = f"in {given('pythonpath', '--pythonpath', pythonpath)}, " if pythonpath else ""
     return (f"cannot find the module {module!r} of {app} {where}on PYTHONPATH or in the path of {SYSTEM_PYTHON} "
             f"(uWSGI's python3 plugin runs the system Python, not pounder's)"), None
 
