@@ -19,7 +19,7 @@ EXPECT = "POUNDER_TESTS_EXPECT_CALLER_IGNORED"
 """Set by the test below for the pytest it starts: the signals its caller (nohup, bash's ``&``) ignored."""
 
 SELECTION = [  # one of each kind: in-process SIGINT and SIGHUP, interrupt_main, real SIGINT to a pounder
-    "tests/support/test_signals.py::test_a_process_a_test_starts_takes_every_signal_by_default",
+    "tests/support/test_signal_dispositions.py::test_a_process_a_test_starts_takes_every_signal_by_default",
     "tests/cli/test_interrupt.py::test_each_signal_raises_a_keyboard_interrupt_and_names_itself",
     "tests/load/test_bench.py::test_ctrl_c_returns_partial_result",
     "tests/load/test_bench.py::test_cli_ctrl_c_exits_130_with_partial_report",
