@@ -26,6 +26,7 @@ from pounder.cli._common import (
     measured_run,
     option,
     print_error,
+    print_warning,
     ram_option,
     report_option,
     write_html_report,
@@ -380,6 +381,8 @@ def _plan(server: str | None, target: str | None, *, pythonpath: str | None, pre
     where = f"pounder-tune-{datetime.now():%Y%m%d-%H%M%S}" if results is None else results
     ResultsDir.check_new(where)
     adapter.check()  # the program, the application, the paths it names: before anything starts
+    for warning in adapter.warnings():  # what the server would ignore without a word (it runs all the same)
+        print_warning(warning)
 
     def go(log: Callable[[str], None], status: Callable[[str], None],
            progress: Callable[[Progress], None] | None) -> TuneResult:

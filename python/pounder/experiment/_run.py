@@ -153,6 +153,8 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
     say = log or (lambda line: None)
     ResultsDir.check_new(results)
     planned = _servers(exp)  # every server's inputs checked (UsageError) before anything is created
+    for warning in dict.fromkeys(w for _, adapter in planned for w in adapter.warnings()):
+        say(f"warning: {warning}")  # what a server would ignore without a word (it runs all the same)
     check_profiles(exp, [adapter for _, adapter in planned])
     _check_loads(exp, sender)
     folder = Path(results)

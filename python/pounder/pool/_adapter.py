@@ -256,6 +256,11 @@ class Adapter(abc.ABC):
         """The user's files the server reads, as ``(what, path)``: no output may overwrite them."""
         return []
 
+    def warnings(self) -> list[str]:
+        """What the server would ignore without a word in the user's files (uWSGI's unknown ini
+        options), one line each: said as a warning before it starts, it still runs as it would."""
+        return []
+
     def size_limit(self, limit: ChildLimit) -> str:
         """How its users replace a child before it outgrows ``limit``, beside the request limit
         (the only way for a server without one, :attr:`request_limit` False), in their own syntax

@@ -31,6 +31,7 @@ from pounder.servers import (
     uwsgi_app_missing,
     uwsgi_missing,
     uwsgi_target_is_ini,
+    uwsgi_unknown_options,
 )
 
 EXAMPLE_SOCKET = "127.0.0.1:8000"
@@ -205,6 +206,10 @@ class UwsgiAdapter(Adapter):
             missing = uwsgi_app_missing(self.app, pythonpath=self.pythonpath, env=self.env)
         if missing is not None:
             raise UsageError(f"uwsgi: {missing}")
+
+    def warnings(self) -> list[str]:
+        """Each option of the user's ini that uWSGI does not know (:func:`~pounder.servers.uwsgi_unknown_options`)."""
+        return [] if self.ini is None else uwsgi_unknown_options(self.ini, read_uwsgi_ini(self.ini))
 
     def input_files(self) -> list[tuple[str, str]]:
         if self.ini is not None:

@@ -127,6 +127,7 @@ from pounder.servers._uwsgi import (
     uwsgi_stats,
     uwsgi_target_is_ini,
 )
+from pounder.servers._uwsgi_options import uwsgi_unknown_options
 
 __all__ = [
     "HOST",
@@ -219,6 +220,7 @@ __all__ = [
     "uwsgi_missing",
     "uwsgi_stats",
     "uwsgi_target_is_ini",
+    "uwsgi_unknown_options",
     "unicorn_command",
     "unicorn_missing",
     "NYTPROF_FILE",
