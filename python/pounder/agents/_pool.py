@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pounder._errors import PounderError, UsageError, check_type, public
 from pounder._files import utc_timestamp
+from pounder._units import count_text
 from pounder._version import __version__
 from pounder.agents._agent import Agent, machine_id, target_hosts
 from pounder.agents._report import agent_report, merged_io
@@ -177,8 +178,8 @@ class AgentPool(Sender):
         count = count or len(nodes) * per_node
         groups = math.ceil(count / per_node)
         if groups > len(nodes):
-            raise UsageError(f"{count} agents at {per_node} per node need {groups} nodes; the cluster has "
-                             f"{len(nodes)} with a CPU (--agents-per-node packs more agents on a node)")
+            raise UsageError(f"{count} agents at {per_node} per node need {count_text(groups, 'node')}; the cluster "
+                             f"has {len(nodes)} with a CPU (--agents-per-node packs more agents on a node)")
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 

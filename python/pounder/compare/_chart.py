@@ -17,6 +17,7 @@ from pounder._errors import UsageError, public
 from pounder._files import replacing
 from pounder._matplotlib import require_matplotlib
 from pounder._stats import Estimate
+from pounder._units import count_text
 from pounder.compare._report import format_ratio
 from pounder.compare._result import CompareResult
 
@@ -118,7 +119,7 @@ def render_chart(result: CompareResult, path: str | os.PathLike[str]) -> Path:
     counted = min((summary.trials for summary in summaries), default=0)
     partial = ", interrupted: partial" if result.interrupted else ""
     figure.suptitle(
-        f"pounder compare: medians of {counted} trials per variant, 95 % bootstrap intervals, ratios vs "
+        f"pounder compare: medians of {count_text(counted, 'trial')} per variant, 95 % bootstrap intervals, ratios vs "
         f"{result.options.baseline}{partial}",
         fontsize=10,
     )

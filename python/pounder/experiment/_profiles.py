@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pounder._errors import PounderError
+from pounder._units import count_text
 from pounder.experiment._file import Experiment, LoadSpec, VariantSpec
 from pounder.load import LoadOptions
 from pounder.pool import Adapter, PoolParams, Runner
@@ -90,7 +91,7 @@ def _cost(result: ProfileResult) -> str:
     figure = result.cost.throughput
     if figure.ratio is None:
         return "not known"
-    return f"{figure.ratio:.2f}x" + ("" if figure.told else f", no cost told by {figure.rounds} rounds")
+    return f"{figure.ratio:.2f}x" + ("" if figure.told else f", no cost told by {count_text(figure.rounds, 'round')}")
 
 
 def moved_lines(profiles: dict[str, ProfileResult], baseline: str) -> list[str]:

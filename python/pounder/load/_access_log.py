@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from pounder._errors import UsageError, check_flag, check_path, check_strings, public
 from pounder._files import check_input_file, write_atomic
-from pounder._units import GIB, KIB, number
+from pounder._units import GIB, KIB, count_text, number
 from pounder.load._har import HAR_LIMIT, looks_like_har, main_origin, read_har
 from pounder.load._parse import LINE_METHODS
 from pounder.load._url import parse_url
@@ -143,8 +143,9 @@ class AccessLog:
         minute, the ``top`` requests of the mix with their shares, the service times."""
         skipped = ", ".join(f"{reason.replace('_', ' ')} {count:,}" for reason, count in self.skipped.items())
         lines = [
-            f"{'HAR file' if self.har else 'Access log'} {self.path}: {self.lines:,} "
-            f"{'entries' if self.har else 'lines'}, {self.used:,} requests in the mix"
+            f"{'HAR file' if self.har else 'Access log'} {self.path}: "
+            f"{count_text(self.lines, 'entry', 'entries') if self.har else count_text(self.lines, 'line')}, "
+            f"{count_text(self.used, 'request')} in the mix"
             + (f" (skipped: {skipped})" if skipped else ""),
             f"Span {self.first.isoformat()} to {self.last.isoformat()} ({number(self.span_s)} s), "
             f"mean {number(self.mean_rate, 1)} req/s",

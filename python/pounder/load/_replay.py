@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pounder._errors import UsageError, check_path, public
-from pounder._units import available_cpus, plain
+from pounder._units import available_cpus, count_text, plain
 from pounder.load._access_log import SKIP_REASONS, Kept, RequestKey, other_hosts, read_tally
 from pounder.load._model import DEFAULT_OPEN_LOOP_CAP, MAX_CONNECTIONS, MAX_REQUESTS, MAX_THREADS, count, seconds
 from pounder.load._options import LoadOptions
@@ -214,7 +214,8 @@ def describe_replay(info: ReplayInfo) -> list[str]:
         f"{info.path} ({info.format.replace('_', ' ')}): {info.requests:,}{cut} request{plural} "
         f"({info.distinct:,} distinct), {plain(info.span_s)} s as recorded, at {plain(info.speed)}x: "
         f"{plain(info.length_s)} s",
-        f"{info.lines:,} {'entries' if info.format == 'har' else 'lines'} read, {info.log_requests:,} "
+        f"{count_text(info.lines, 'entry', 'entries') if info.format == 'har' else count_text(info.lines, 'line')} "
+        f"read, {info.log_requests:,} "
         f"request{plural} kept" + (f"; skipped: {_skipped(info)}" if info.skipped else ""),
     ]
     if info.origin is not None and info.skipped.get("other_host"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pounder._errors import check_instance, public
-from pounder._units import mib, plain
+from pounder._units import count_text, mib, plain
 from pounder.load._measured import ERROR_CATEGORIES, PERCENTILES, Histogram
 from pounder.load._replay import describe_replay
 from pounder.load._result import BenchResult, ReplyRate
@@ -320,7 +320,7 @@ def _server(result: BenchResult) -> list[str]:
     shown = None if per_request is None else f"{per_request:.1f} us"
     cpu = f"{server.server_cpu_s:.2f} s" + _per_request(result, shown, server=True)
     lines = [
-        f"Server (pid {server.server_pid}, {server.samples} samples every {server.interval_s:g} s)",
+        f"Server (pid {server.server_pid}, {count_text(server.samples, 'sample')} every {server.interval_s:g} s)",
         _line("Server CPU", cpu + " (parent and children, user + sys)"),
         _line(
             "Children",

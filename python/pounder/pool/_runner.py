@@ -33,7 +33,7 @@ from typing import Any
 
 from pounder._errors import PounderError, check_instance, public
 from pounder._files import write_atomic
-from pounder._units import KIB, MIB, pinned_thread
+from pounder._units import KIB, MIB, children_text, pinned_thread
 from pounder.load import (
     ENGINE,
     BenchResult,
@@ -110,7 +110,7 @@ class Warmed:
 
     def describe(self) -> str:
         """``warm: 4/4 children served, USS settled at 123 MiB after 5 rounds``."""
-        text = f"warm: {self.warmed}/{self.children} children served"
+        text = f"warm: {self.warmed}/{children_text(self.children)} served"
         if self.uss is not None:
             state = "settled" if self.settled else "not settled (its requests failed)" if self.failing else \
                 "not settled"

@@ -9,7 +9,7 @@ from typing import ClassVar
 from pounder._errors import (
     public,
 )
-from pounder._units import mib_unit
+from pounder._units import count_text, mib_unit
 from pounder.pool._adapter import ChildLimit, PoolParams, _env_prefix
 from pounder.pool._rack import RackAdapter
 from pounder.servers import (
@@ -71,7 +71,7 @@ class UnicornAdapter(RackAdapter):
         low = min(high, max(started, high - (high - started) // 10))  # spread over the last tenth of the growth
         lines = [f"Unicorn cannot replace a worker after a number of requests: unicorn-worker-killer can, in "
                  f"config.ru before `run`. Its Oom limit is RSS: shared {mib_unit(limit.shared)} + the private "
-                 f"{mib_unit(limit.limit)} each of {limit.children} workers may reach in the budget = "
+                 f"{mib_unit(limit.limit)} each of {count_text(limit.children, 'worker')} may reach in the budget = "
                  f"{mib_unit(high)}:", "  require 'unicorn/worker_killer'",
                  f"  use Unicorn::WorkerKiller::Oom, {low}, {high}  # bytes of RSS"]
         if limit.requests:

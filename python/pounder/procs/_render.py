@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pounder import _units as units
 from pounder._errors import check_instance, public
+from pounder._units import count_text
 from pounder._version import __version__
 from pounder.procs._find import ServerTarget
 from pounder.procs._maxclients import MaxClients, NoChildrenError
@@ -125,7 +126,7 @@ def render_mem(
         "",
         _line(
             "Footprint (sum of PSS)",
-            f"{mib(totals.footprint)} MiB for {totals.processes} processes "
+            f"{mib(totals.footprint)} MiB for {count_text(totals.processes, 'process', 'processes')} "
             f"(the sum of RSS, {mib(totals.rss_sum)} MiB, would count shared pages once per process)",
         ),
         _line("Children", str(totals.children) + (f" + {grandchildren} grandchildren" if grandchildren else "")),

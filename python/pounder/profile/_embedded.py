@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pounder._errors import UsageError
+from pounder._units import count_text
 from pounder.pool import write_file, write_json
 from pounder.profile._flame import flame_svg
 from pounder.profile._render import _rows, cost_lines
@@ -134,15 +135,16 @@ def summary_lines(result: ProfileResult, files: Sequence[Path | str], *, heading
     """The profile in a few lines of a run's text: ``heading`` with what was profiled, then
     (indented) the profiler's cost, the top functions by self share, the files."""
     version = result.profiler_version or result.profiler
-    total = (f"{result.total_weight:,} samples" if result.unit == "samples"
+    total = (count_text(result.total_weight, "sample") if result.unit == "samples"
              else f"{result.total_weight / 1e9:,.3f} s of profiled time")
     lines = [f"{heading}: {result.server_name} (pid {result.server_pid}) by {version}; {result.load}; "
-             f"{result.rounds} rounds of an unprofiled and a profiled trial, {result.profiled_requests:,} requests "
+             f"{count_text(result.rounds, 'round')} of an unprofiled and a profiled trial, "
+             f"{result.profiled_requests:,} requests "
              "profiled", *(f"  {line}" for line in cost_lines(result))]
     if result.interrupted:
         lines.append("  Interrupted: the profile holds what was sampled until Ctrl-C.")
     if result.total_weight:
-        lines += [f"  Top {min(top, len(result.functions))} functions by self share (of {total}):",
+        lines += [f"  Top {count_text(min(top, len(result.functions)), 'function')} by self share (of {total}):",
                   *(f"  {line}" for line in _rows(result, result.by_self, top))]
     else:
         lines.append("  Nothing was sampled.")

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pounder._errors import PounderError, UsageError, public
-from pounder._units import count_text
+from pounder._units import children_text, count_text
 from pounder.procs import ServerGone, ServerTarget, discover
 from pounder.profile._profiler import Profiler, Sampled
 from pounder.servers import (
@@ -270,7 +270,7 @@ class NYTProf(Profiler):
         notes = [f"pounder asked the server's {asked} to exit after their request "
                  f"({signal.Signals(how).name}) so that each wrote its profile; the server replaced them"]
         if left:
-            notes.append(f"{len(left)} children had not exited {self.exit_timeout_s:g} s later (pids "
+            notes.append(f"{children_text(len(left))} had not exited {self.exit_timeout_s:g} s later (pids "
                          f"{', '.join(map(str, left[:10]))}): what they profiled is missing")
         return children, notes
 
@@ -313,7 +313,8 @@ class NYTProf(Profiler):
                              f"are in {keep}")
         replaced = sorted({read.pid for read in reads} - set(asked))
         if replaced:
-            notes.append(f"{len(replaced)} children exited during the windows (replaced by the server, e.g. after "
+            notes.append(f"{children_text(len(replaced))} exited during the windows (replaced by the server, e.g. "
+                         "after "
                          "MaxConnectionsPerChild); each wrote its own profile and all are included")
         return _sampled(reads, notes, files)
 

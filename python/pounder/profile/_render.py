@@ -100,7 +100,7 @@ def render_profile(result: ProfileResult, *, top: int = DEFAULT_TOP, per_child: 
              f"Load: {result.load}; {result.rounds} round{'s' if result.rounds != 1 else ''} of an unprofiled and a "
              f"profiled trial, interleaved, after {number(result.warmup_requests)} unprofiled warm-up requests",
              f"Profiled: {number(result.profiled_requests)} requests in {count_text(profiled, 'trial')}; "
-             f"{len(result.children)} processes seen"
+             f"{count_text(len(result.children), 'process', 'processes')} seen"
              + (f" ({len(result.started)} forked during the run)" if result.started else "")
              + (f", {len(result.exited)} exited" if result.exited else ""),
              *cost_lines(result)]
@@ -109,7 +109,7 @@ def render_profile(result: ProfileResult, *, top: int = DEFAULT_TOP, per_child: 
     if result.total_weight == 0:
         lines.append("Nothing was sampled: no table to show.")
         return "\n".join([*lines, *(f"Note: {note}" for note in result.notes)]) + "\n"
-    total = (f"{number(result.total_weight)} samples" if result.unit == "samples"
+    total = (f"{number(result.total_weight)} sample{'s' * (result.total_weight != 1)}" if result.unit == "samples"
              else f"{result.total_weight / 1e9:,.3f} s of profiled time")
     lines += ["", f"Top functions by self share (of {total}):", *_rows(result, result.by_self, top),
               ""]

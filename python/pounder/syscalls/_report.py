@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pounder._errors import check_instance, public
+from pounder._units import children_text
 from pounder.syscalls._parse import TraceCounts
 
 SYSCALLS_SCHEMA = "pounder/syscalls/1"
@@ -187,7 +188,7 @@ def render_syscalls(report: SyscallReport, top: int | None = None) -> str:
         f"{report.found_by})",
         f"Load:      {report.requests:,} requests {report.method} {report.url} in {report.elapsed_s:.2f} s, "
         f"{report.connections} connections, keep-alive {keepalive}{warmup}",
-        f"Traced:    {len(report.attached)} children (pids {_pids(report.attached)}) with strace "
+        f"Traced:    {children_text(len(report.attached))} (pids {_pids(report.attached)}) with strace "
         f"{report.strace_version}; the parent with -f (children it starts are traced too), its own "
         f"{report.parent_calls:,} calls not counted",
         f"Calls:     {report.total_calls:,} in all, {_number(report.total_per_request)} per request; "

@@ -43,7 +43,7 @@ from typing import Any
 
 from pounder._errors import PounderError, UsageError, check_callable, check_path, check_text, public
 from pounder._files import check_output_path, utc_timestamp
-from pounder._units import count_in_range
+from pounder._units import count_in_range, count_text
 from pounder._version import __version__
 from pounder.load import (
     BenchResult,
@@ -172,26 +172,32 @@ def _check_result(result: BenchResult) -> None:
         raise PounderError("no request completed: nothing to divide the system calls by")
 
 
+def _were(count: int, one: str, many: str | None = None) -> str:
+    """"1 process was", "3 processes were": ``count`` and its noun, with the verb in agreement."""
+    return f"{count_text(count, one, many)} {'was' if count == 1 else 'were'}"
+
+
 def _messages(result: BenchResult, counts: TraceCounts, started: list[int], exited: list[int],
               settled: bool) -> list[str]:  # fmt: skip
     messages = []
     if started:
-        messages.append(f"{len(started)} processes were started during the trace (pids "
+        messages.append(f"{_were(len(started), 'process', 'processes')} started during the trace (pids "
                         f"{', '.join(map(str, started[:10]))}): their start-up calls are counted too; start "
                         "enough children beforehand (StartServers, MinSpareServers) or use fewer connections")
     if exited:
-        messages.append(f"{len(exited)} traced children exited during the trace (pids "
+        messages.append(f"{count_text(len(exited), 'traced child', 'traced children')} exited during the trace (pids "
                         f"{', '.join(map(str, exited[:10]))}, e.g. MaxRequestsPerChild): their exit calls "
                         "are counted too")  # fmt: skip
     if result.requests.non_2xx:
         statuses = ", ".join(f"{code} x{count:,}" for code, count in sorted(result.status.items())
                              if not code.startswith("2"))  # fmt: skip
-        messages.append(f"{result.requests.non_2xx:,} responses were not 2xx ({statuses}): is the URL right?")
+        messages.append(f"{_were(result.requests.non_2xx, 'response')} not 2xx ({statuses}): is the URL right?")
     if not settled:
         messages.append(f"the server's children were still busy {SETTLE_MAX_S:g} s after the load ended: calls "
                         "they made after that are not counted")  # fmt: skip
     if counts.unparsed:
-        messages.append(f"{counts.unparsed:,} lines of the strace log were not understood and not counted, e.g. "
+        messages.append(f"{count_text(counts.unparsed, 'line')} of the strace log "
+                        f"{'was' if counts.unparsed == 1 else 'were'} not understood and not counted, e.g. "
                         f"{(counts.first_unparsed or '')[:120]!r}")  # fmt: skip
     return messages
 

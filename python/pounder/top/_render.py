@@ -4,7 +4,7 @@ exited ones at the end, a totals line) and the one line shown under a bench's pr
 from __future__ import annotations
 
 from pounder._errors import public
-from pounder._units import age_text, mib, mib_unit
+from pounder._units import age_text, children_text, count_text, mib, mib_unit
 from pounder.top._view import ChildRow, TopView
 
 _DASH = "—"
@@ -34,7 +34,7 @@ def totals_line(view: TopView) -> str:
     states = ", ".join(f"{n} {state}" for state, n in totals.by_state.items())
     rate = _DASH if totals.requests_per_s is None else f"{totals.requests_per_s:,.1f}"
     queue = _DASH if totals.accept_queue is None else f"{totals.accept_queue:,}"
-    return (f"{totals.children} children" + (f" ({states})" if states else "")
+    return (children_text(totals.children) + (f" ({states})" if states else "")
             + f"  footprint {mib_unit(totals.footprint)}  req/s {rate}  accept queue {queue}")
 
 
@@ -55,7 +55,7 @@ def render_top(view: TopView, *, max_rows: int | None = None) -> str:
     lines = [title, totals_line(view), "", *_table(rows)]
     hidden = len(view.children) - len(children)
     if hidden:
-        lines.append(f"... {hidden} more children (a taller terminal shows them)")
+        lines.append(f"... {count_text(hidden, 'more child', 'more children')} (a taller terminal shows them)")
     lines.extend(f"note: {note}" for note in view.notes)
     return "\n".join(lines) + "\n"
 
@@ -67,5 +67,5 @@ def compact_line(view: TopView, count: int = 3) -> str:
     41%, 1240 38%"."""
     states = ", ".join(f"{n} {state}" for state, n in view.totals.by_state.items())
     busiest = ", ".join(f"{c.pid} {c.cpu_percent:.0f}%" for c in view.top_by_cpu(count))
-    return (f"server: {view.totals.children} children" + (f" ({states})" if states else "")
+    return (f"server: {children_text(view.totals.children)}" + (f" ({states})" if states else "")
             + f"  footprint {mib_unit(view.totals.footprint)}" + (f"  top CPU {busiest}" if busiest else ""))

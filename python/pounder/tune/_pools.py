@@ -373,8 +373,9 @@ def _noise_reason(marked: Sequence[Summary], chosen: Summary, undecided: Sequenc
     the wide intervals do not matter; None when no interval stayed wide and nothing is undecided."""
     n = int(chosen["children"])
     wide = [int(p["children"]) for p in marked if p.get("wide")]
-    noisy = (f"the intervals of {', '.join(f'{w:,}' for w in wide)} children stayed wider than ±{WIDE:.0%} after a "
-             "re-measure")
+    noisy = (f"the interval of {children_text(wide[0])} stayed" if len(wide) == 1 else
+             f"the intervals of {', '.join(f'{w:,}' for w in wide)} children stayed") + \
+        f" wider than ±{WIDE:.0%} after a re-measure"
     if undecided:
         told = [p for p in marked if int(p["children"]) in undecided]
         return (f"{noisy + ': the machine was noisy; ' if wide else ''}{children_text(n)} is chosen because the "

@@ -23,7 +23,7 @@ from pounder._figures import (
 from pounder._platform import HEADERS, platform_heading, platform_notes, platform_table
 from pounder._pod_line import pod_line
 from pounder._server_status import status_note
-from pounder._units import children_text, mib
+from pounder._units import children_text, count_text, mib
 from pounder.pool import WARM_FAILING_ROUNDS, own_name
 from pounder.tune._session import TuneResult
 
@@ -163,7 +163,8 @@ def _sizes_section(result: TuneResult) -> list[str]:
     out += _table(["", "USS med", "USS max", "shared med", "RSS max", "footprint (PSS)"], rows)
     out.append(f"  parent: RSS {mib(measure['parent']['rss'])}, USS {mib(measure['parent']['uss'])} MiB; "
                f"growth per request {measure['growth_first']:,.0f} B then {measure['growth_second']:,.0f} B")
-    warm = (f"  warm-up: {measure.get('warm_rounds', '?')} rounds, "
+    rounds = measure.get("warm_rounds")
+    warm = (f"  warm-up: {'? rounds' if rounds is None else count_text(int(rounds), 'round')}, "
             + ("memory and throughput settled" if measure.get("settled") else
                f"stopped: {WARM_FAILING_ROUNDS} rounds in a row had more than 1% of their requests failed"
                if measure.get("warm_failing") else "not settled within its limit")
