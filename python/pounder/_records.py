@@ -10,9 +10,12 @@ connections, children, trials, samples), a size, a pid, a second or a time in mi
 every other number a duration, a time or an amount of CPU: 0 or more, as the schemas say
 (``"minimum": 0``). :meth:`Reader.as_int` (and so every ``int`` field) refuses a negative one or
 a fraction, :meth:`Reader.as_float` (every ``float`` field) a negative one, naming the key; the
-few fields that are differences (:data:`SIGNED`) may be negative. A document read as plain JSON
-(a comparison, a tuning run's files) has its numbers checked against its schema with
-:func:`number_problem`."""
+few fields that are differences (:data:`SIGNED`) may be negative. No number is larger than
+:data:`MAX_NUMBER` (the engine counts in 64-bit integers): a larger one (``10**400``, ``1e308``
+seconds) is refused as it is read, naming the key and the bound, before any arithmetic or any
+list sized by it. ``NaN`` and ``Infinity``, which JSON does not have and pounder never writes,
+are refused by :func:`decode_json`. A document read as plain JSON (a comparison, a tuning run's
+files) has its numbers checked against its schema and that bound with :func:`number_problem`."""
 
 from __future__ import annotations
 
@@ -31,6 +34,10 @@ Convert = Callable[[object, str], Any]
 SIGNED = frozenset({"private_growth_bytes", "private_growth_total", "offset_ms"})
 """The fields that are differences and may be negative (a child's private memory can shrink, an
 agent's clock be behind); every other number field of a record is 0 or more."""
+MAX_NUMBER = 2**63 - 1
+"""The largest number (count, size, time, duration) a pounder document holds: its counters are
+64-bit. A duration of more than this many seconds, or a count of more, is no measurement; and a
+larger integer (``10**400``) overflows the ratios and the MiB formatting."""
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 _MISSING = object()
 
@@ -38,16 +45,41 @@ _MISSING = object()
 def decode_json(text: str | bytes) -> Any:
     """The value of a JSON document read from a file; a malformed one raises
     :class:`json.JSONDecodeError` (a ValueError), a document nested too deeply for the decoder
-    (``[[[[…``) too, instead of a RecursionError."""
+    (``[[[[…``) too, instead of a RecursionError; one holding ``NaN`` or ``Infinity``
+    :class:`ConstantError` (a ValueError)."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         doc = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
         raise json.JSONDecodeError("nested too deeply to be a pounder document", doc[:64], 0) from None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, ConstantError):
         raise
     except ValueError as error:  # an integer of more than 4300 digits
         raise json.JSONDecodeError(str(error), "", 0) from None
+
+
+class ConstantError(ValueError):
+    """A document holds ``NaN`` or ``Infinity`` (its message says which and why it is refused)."""
+
+
+def _no_constant(name: str) -> Any:
+    """``NaN``, ``Infinity``: Python's JSON reads them, JSON has no such number and pounder never
+    writes one (a figure that is not there is ``null``)."""
+    raise ConstantError(f"it holds {name}, which is no number: JSON has none and pounder writes a missing "
+                        "figure as null")
+
+
+def shown(value: object) -> str:
+    """``value`` as a message shows it: a number of more than 30 digits by its size, not its digits."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"a number of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def too_large(key: str, value: object) -> str:
+    """The message for a number of ``key`` beyond :data:`MAX_NUMBER`."""
+    return f"'{key}' is larger than any pounder result holds (at most {MAX_NUMBER:,} = 2**63 - 1), got {shown(value)}"
 
 
 def join(key: str, name: str) -> str:
@@ -77,37 +109,43 @@ class Reader:
 
     def as_str(self, value: object, key: str) -> str:
         if not isinstance(value, str):
-            raise self.error(f"'{key}' must be a string, got {value!r}")
+            raise self.error(f"'{key}' must be a string, got {shown(value)}")
         return value
 
     def as_bool(self, value: object, key: str) -> bool:
         if not isinstance(value, bool):
-            raise self.error(f"'{key}' must be true or false, got {value!r}")
+            raise self.error(f"'{key}' must be true or false, got {shown(value)}")
         return value
 
     def as_float(self, value: object, key: str) -> float:
-        """A duration, a time, an amount: a finite number, 0 or more."""
+        """A duration, a time, an amount: a finite number, 0 or more (up to :data:`MAX_NUMBER`)."""
         if not _number(value) or value < 0:
-            raise self.error(f"'{key}' must be a number >= 0, got {value!r}")
-        return float(value)
+            raise self.error(f"'{key}' must be a number >= 0, got {shown(value)}")
+        return float(self._bounded(value, key))
 
     def as_signed_float(self, value: object, key: str) -> float:
         """A difference (:data:`SIGNED`): a finite number, negative or not."""
         if not _number(value):
-            raise self.error(f"'{key}' must be a number, got {value!r}")
-        return float(value)
+            raise self.error(f"'{key}' must be a number, got {shown(value)}")
+        return float(self._bounded(value, key))
 
     def as_int(self, value: object, key: str) -> int:
-        """A count (or a size, a pid, a time in µs): a whole number, 0 or more."""
+        """A count (or a size, a pid, a time in µs): a whole number, 0 or more (up to :data:`MAX_NUMBER`)."""
         if not _whole(value) or value < 0:
-            raise self.error(f"'{key}' must be a whole number >= 0, got {value!r}")
-        return int(value)
+            raise self.error(f"'{key}' must be a whole number >= 0, got {shown(value)}")
+        return int(self._bounded(value, key))
 
     def as_signed_int(self, value: object, key: str) -> int:
         """A difference (:data:`SIGNED`): a whole number, negative or not."""
         if not _whole(value):
-            raise self.error(f"'{key}' must be a whole number, got {value!r}")
-        return int(value)
+            raise self.error(f"'{key}' must be a whole number, got {shown(value)}")
+        return int(self._bounded(value, key))
+
+    def _bounded(self, value: int | float, key: str) -> int | float:
+        """``value`` when its size is at most :data:`MAX_NUMBER`, else the error naming ``key``."""
+        if abs(value) > MAX_NUMBER:
+            raise self.error(too_large(key, value))
+        return value
 
     def get(self, data: Mapping[str, Any], key: str) -> Any:
         if key not in data:
@@ -125,7 +163,7 @@ class Reader:
     def choice(self, *allowed: str) -> Callable[[object, str], str]:
         def convert(value: object, key: str) -> str:
             if value not in allowed:
-                raise self.error(f"'{key}' must be one of {', '.join(allowed)}; got {value!r}")
+                raise self.error(f"'{key}' must be one of {', '.join(allowed)}; got {shown(value)}")
             return str(value)
 
         return convert
@@ -205,9 +243,9 @@ def _number(value: object) -> TypeGuard[int | float]:
 def _plainly(value: object, base: str, name: str) -> bool:
     """``value`` needs no conversion nor message as a field of type ``base`` named ``name``."""
     if type(value) is int:
-        return base == "int" and (value >= 0 or name in SIGNED)
+        return base == "int" and (0 <= value <= MAX_NUMBER or (name in SIGNED and abs(value) <= MAX_NUMBER))
     if type(value) is float:
-        return base == "float" and (0 <= value < math.inf or (name in SIGNED and math.isfinite(value)))
+        return base == "float" and (0 <= value <= MAX_NUMBER or (name in SIGNED and abs(value) <= MAX_NUMBER))
     return (base == "str" and type(value) is str) or (base == "bool" and type(value) is bool)
 
 
@@ -243,7 +281,11 @@ def number_problem(document: object, schema: str) -> str | None:
     ``"compare"``, ``"tune-point"``, ...): below the ``"minimum"`` the schema gives it, or not
     whole where the schema says ``"integer"`` (a count), as one line naming its key
     (``'trials[2].complete' must be a whole number >= 0, got -5``); None when every number is
-    right. The schema's other rules are the readers' to check (older documents lack members)."""
+    right. The schema's other rules are the readers' to check (older documents lack members).
+    A number larger than :data:`MAX_NUMBER` is a problem in any document, whatever its schema."""
+    huge = _first_huge(document)
+    if huge is not None:
+        return huge
     for error in _validator(schema).iter_errors(document):
         for found in _number_errors(error):
             key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in found.absolute_path)
@@ -251,5 +293,20 @@ def number_problem(document: object, schema: str) -> str | None:
             kinds = found.schema.get("type")
             whole = "whole " if kinds == "integer" or (isinstance(kinds, list) and "integer" in kinds) else ""
             bound = f" >= {found.schema['minimum']}" if "minimum" in found.schema else ""
-            return f"'{key}' must be a {whole}number{bound}, got {found.instance!r}"
+            return f"'{key}' must be a {whole}number{bound}, got {shown(found.instance)}"
+    return None
+
+
+def _first_huge(document: object) -> str | None:
+    """The message for the first number of ``document`` larger than :data:`MAX_NUMBER`, walked
+    without recursion (a document is as deep as the decoder let it be)."""
+    stack: list[tuple[str, object]] = [("", document)]
+    while stack:
+        key, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((join(key, str(name)), item) for name, item in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((f"{key}[{index}]", item) for index, item in reversed(list(enumerate(value))))
+        elif _number(value) and abs(value) > MAX_NUMBER:
+            return too_large(key, value)
     return None

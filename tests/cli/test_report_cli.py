@@ -64,7 +64,7 @@ def test_bad_input_is_one_line_exit_2(bench_json: Path, tmp_path: Path) -> None:
         ((str(tmp_path / "missing.json"), "-o", out), ("cannot read", "No such file")),
         ((str(not_json), "-o", out), ("not a pounder JSON result",)),
         ((str(other), "-o", out), ("somebody/else/1", "pounder/bench-result/3")),
-        ((str(broken), "-o", out), ("broken-compare.json", "does not hold a complete pounder compare result")),
+        ((str(broken), "-o", out), ("broken-compare.json", "'variants' must list 2 to 20 variants")),
         ((str(truncated), "-o", out), ("truncated.json", "not JSON")),
         ((str(empty_dir), "-o", out), ("no pounder results directory",)),
         ((str(bench_json), "-o", str(tmp_path / "no-such-dir" / "x.html")), ("--output", "does not exist")),
@@ -104,7 +104,7 @@ def test_report_option_is_checked_before_anything_is_sent(testserver: Any, tmp_p
 
 def test_real_process_prints_no_traceback(tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
-    broken.write_text(json.dumps({"schema": "pounder/compare/1", "variants": [{"trials": 3}]}))
+    broken.write_text(json.dumps({"schema": "pounder/compare/1", "variants": [{"trials": 3}, {"trials": 3}]}))
     done = subprocess.run([sys.executable, "-m", "pounder", "report", str(broken), "-o", str(tmp_path / "x.html")],
                           capture_output=True, text=True, timeout=60, check=False,
                           env={"PYTHONPATH": str(PYTHON_DIR), "PATH": "/usr/bin:/bin"})

@@ -205,7 +205,8 @@ def _counts(result: BenchResult) -> list[str]:
         _line("Bytes sent", f"{result.bytes.sent} bytes"),
         _line("Connections opened", str(result.connections_opened)),
         *_tls_line(result),
-        _line("Requests per second", f"{derived.requests_per_s:.2f} [#/sec] (mean)"),
+        _line("Requests per second", f"{derived.requests_per_s:.2f} [#/sec] (mean)" if result.why_no_rate() is None
+              else f"n/a ({result.why_no_rate()})"),
     ]
     if derived.time_per_request_ms is not None:
         lines.append(_line("Time per request", f"{format_ms(derived.time_per_request_ms * 1000)} [ms] (mean)"))
@@ -220,8 +221,9 @@ def _counts(result: BenchResult) -> list[str]:
                 f"{format_ms(derived.time_per_request_all_ms * 1000)} [ms] (mean, across all concurrent requests)",
             )
         )
-    lines.append(_line("Transfer rate", f"{derived.received_kib_per_s:.2f} [Kbytes/sec] received"))
-    lines.append(_continued(f"{derived.sent_kib_per_s:.2f} [Kbytes/sec] sent"))
+    if result.why_no_rate() is None:
+        lines.append(_line("Transfer rate", f"{derived.received_kib_per_s:.2f} [Kbytes/sec] received"))
+        lines.append(_continued(f"{derived.sent_kib_per_s:.2f} [Kbytes/sec] sent"))
     return lines
 
 

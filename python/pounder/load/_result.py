@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -102,18 +102,24 @@ def _ratio(numerator: float, denominator: float) -> float:
 
 
 def reply_rate(series: tuple[SecondSample, ...], elapsed_s: float) -> ReplyRate | None:
-    """Reply-rate statistics over the full seconds (missing seconds count as 0 replies)."""
+    """Reply-rate statistics over the full seconds (missing seconds count as 0 replies), in time
+    and memory of the series' entries, not of the seconds (a result read back may claim any
+    duration): the seconds with no entry are counted, not listed."""
     full_seconds = math.floor(elapsed_s + _FULL_SECOND_SLACK_S)
     if full_seconds < 1:
         return None
-    by_second = {sample.second: sample.complete for sample in series}
-    rates = [float(by_second.get(second, 0)) for second in range(full_seconds)]
+    by_second = {sample.second: sample.complete for sample in series if sample.second < full_seconds}
+    counts = list(by_second.values())
+    empty = full_seconds - len(counts)  # seconds with no entry: 0 replies each
+    total, squares = sum(counts), sum(count * count for count in counts)
+    spread = Fraction(full_seconds * squares - total * total, full_seconds * (full_seconds - 1)) if full_seconds > 1 \
+        else Fraction(0)
     return ReplyRate(
-        min=min(rates),
-        avg=statistics.fmean(rates),
-        max=max(rates),
-        stddev=statistics.stdev(rates) if len(rates) > 1 else 0.0,
-        samples=len(rates),
+        min=float(min(counts, default=0) if not empty else 0),
+        avg=total / full_seconds,
+        max=float(max(counts, default=0)),
+        stddev=math.sqrt(spread),
+        samples=full_seconds,
     )
 
 
@@ -162,6 +168,13 @@ class BenchResult:
         """What the per-request CPU and growth figures divide by: the requests that completed,
         measured and warm-up (the CPU clocks and the sampling cover both)."""
         return self.requests.complete + self.warmup.complete
+
+    def why_no_rate(self) -> str | None:
+        """Why the rates (requests and bytes per second) are no figures: a measured phase shorter
+        than the engine's clock tick (1 ns) divides by nothing; None when they are figures."""
+        if self.elapsed_s < 1e-9:
+            return "the measured phase lasted 0 s"
+        return None
 
     def why_no_per_request(self, server: bool = False) -> str | None:
         """Why the per-request figures (the server's with ``server``) are missing; None when they are there."""

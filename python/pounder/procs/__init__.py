@@ -48,6 +48,7 @@ from pounder.procs._maxclients import (
     default_ram_budget,
     max_clients,
     max_clients_from,
+    why_no_max_clients,
 )
 from pounder.procs._mem_result import MEM_READ_SCHEMAS, MalformedMemError, MemResult, load_mem, mem_from_dict
 from pounder.procs._read import (
@@ -104,6 +105,7 @@ __all__ = [
     "find_server",
     "max_clients",
     "max_clients_from",
+    "why_no_max_clients",
     "load_mem",
     "mem_available",
     "mem_from_dict",

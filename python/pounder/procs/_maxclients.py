@@ -37,8 +37,23 @@ class NoChildrenError(PounderError):
 
     reason = "the server has no child processes to measure"
 
-    def __init__(self) -> None:
-        super().__init__(f"cannot compute MaxClients: {self.reason}")
+    def __init__(self, reason: str | None = None) -> None:
+        super().__init__(f"cannot compute MaxClients: {reason or self.reason}")
+
+
+@public
+def why_no_max_clients(children: int, child_uss: int | None, child_rss: int | None) -> str | None:
+    """Why MaxClients is no figure for these child sizes (bytes), None when it is one: no child
+    was measured (:attr:`NoChildrenError.reason`), or the largest child's USS or RSS is less than
+    a page: no process runs in less, so such a size is no measurement and a MaxClients divided
+    by it is no limit. ``pounder mem``, ``pounder tune`` and the page read by this one rule."""
+    if children == 0 or child_uss is None or child_rss is None:
+        return NoChildrenError.reason
+    small = [f"{name} {size:,} bytes" for name, size in (("USS", child_uss), ("RSS", child_rss)) if size < PAGE_SIZE]
+    if small:
+        return (f"the largest child measured {' and '.join(small)}, less than a page ({PAGE_SIZE:,} bytes): "
+                "no process runs in less, so it is no measurement")
+    return None
 
 
 @public
@@ -116,13 +131,11 @@ def max_clients(ram_bytes: int | str | RamBudget | None, snapshot: PoolSnapshot)
     budget = None if ram_bytes is None else _ram(ram_bytes)
     ram = None if budget is None else budget.bytes
     totals = snapshot.totals
-    if (
-        totals.children == 0
-        or totals.max_child_uss is None
-        or totals.max_child_rss is None
-        or totals.median_child_shared is None
-    ):
+    if totals.children == 0 or totals.median_child_shared is None:
         raise NoChildrenError
+    why = why_no_max_clients(totals.children, totals.max_child_uss, totals.max_child_rss)
+    if why is not None or totals.max_child_uss is None or totals.max_child_rss is None:
+        raise NoChildrenError(why)
     available: int | None = None
     if ram is None:
         ram, available = default_ram_budget(snapshot)

@@ -15,7 +15,7 @@ from typing import Any
 from pounder._errors import PounderError, UsageError, check_path, public
 from pounder._files import RESULT_LIMIT, check_input_file
 from pounder._records import Reader, decode_json
-from pounder.procs._maxclients import MaxClients
+from pounder.procs._maxclients import MaxClients, why_no_max_clients
 from pounder.procs._read import ROLES, ProcMem
 from pounder.procs._snapshot import MEM_SCHEMA, PoolSnapshot
 
@@ -38,6 +38,9 @@ class MemResult:
     found_by: str | None
     snapshot: PoolSnapshot
     max_clients: MaxClients | None
+    why_no_max_clients: str | None = None
+    """Why ``max_clients`` is None: no child, a child size that is no measurement
+    (:func:`~pounder.procs.why_no_max_clients`), or not computed when the result was written."""
 
 
 _READ = Reader(MalformedMemError)
@@ -74,8 +77,14 @@ def mem_from_dict(data: Mapping[str, Any]) -> MemResult:
     snapshot = PoolSnapshot(_READ.as_int(_READ.get(target, "pid"), "target.pid"), _epoch(taken_at), processes,
                             skipped, own_excluded=own_excluded)
     found_by = _READ.nullable(_READ.as_str)(target.get("found_by"), "target.found_by")
+    totals = snapshot.totals  # the command's rule on the sizes measured: a MaxClients from no child is none
+    why = why_no_max_clients(totals.children, totals.max_child_uss, totals.max_child_rss)
+    if why is None and limit is not None:
+        why = why_no_max_clients(limit.children, limit.max_child_uss, limit.max_child_rss)
+    if why is None and limit is None:
+        why = "it was not computed when the result was written"
     return MemResult(_READ.as_str(_READ.get(doc, "tool_version"), "tool_version"), taken_at, found_by, snapshot,
-                     limit)
+                     None if why else limit, why)
 
 
 @public

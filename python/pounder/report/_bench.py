@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pounder._units import MIB, mib, number
-from pounder.load import ERROR_CATEGORIES, Agents, BenchResult, Histogram, describe_load
+from pounder.load import ERROR_CATEGORIES, Agents, BenchResult, Histogram, describe_load, parse_gate
 from pounder.procs import ServerLoadReport
 from pounder.report._gates import gates_section
 from pounder.report._html import Section, bullets, chart, label_axes, paragraph, table
@@ -37,6 +37,7 @@ def bench_sections(results: Results) -> list[Section]:
     overview = Section("Bench results" if len(results) > 1 else "Bench result")
     overview.add(_summary(results))
     notes = [f"{label}: interrupted, partial result" for label, r in results if r.interrupted]
+    notes += [f"{label}: no requests per second, {r.why_no_rate()}" for label, r in results if r.why_no_rate()]
     notes += [f"{label}: partial result, an agent was lost (see its Agents section)" for label, r in results
               if r.agents is not None and r.agents.partial]
     if notes:
@@ -60,7 +61,7 @@ def bench_sections(results: Results) -> list[Section]:
         if result.steps is not None:
             sections.append(_steps_section(label, result))
         if result.gates is not None and result.gates.results:
-            sections.append(gates_section(f"Gates (--fail-if): {label}", result.gates.to_list()))
+            sections.append(gates_section(f"Gates (--fail-if): {label}", result.gates, parse_gate))
     return sections
 
 
@@ -140,7 +141,7 @@ def _summary(results: Results) -> str:
         done = r.latency.corrected.count > 0
         rows.append([
             label, f"{r.requests.complete + r.requests.failed:,}", f"{r.requests.complete:,} / {r.requests.failed:,}",
-            number(r.derived.requests_per_s, 1),
+            "-" if r.why_no_rate() else number(r.derived.requests_per_s, 1),
             *(_ms(p[key]) if done else "-" for key in ("50", "90", "99", "99.9", "100")),
             describe_load(r.options.load), "-" if r.io is None else r.io.name,
             number(r.derived.client_cpu_us_per_request, 1), number(r.derived.server_cpu_us_per_request, 1),

@@ -7,12 +7,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pounder._records import decode_json
+from pounder._records import decode_json, shown
 from pounder._units import MIB, number
-from pounder.compare import MAX_FAILED, describe_errors, format_ratio
+from pounder.compare import MAX_FAILED, MAX_TRIALS, MAX_VARIANTS, describe_errors, format_ratio, parse_compare_gates
+from pounder.load import GateReport, MalformedResultError
 from pounder.profile import ProfileResult, load_profile, moved_rows
 from pounder.report._gates import gates_section
-from pounder.report._html import Section, chart, check_numbers, esc, label_axes, paragraph, pre, table
+from pounder.report._html import ReportError, Section, chart, check_numbers, esc, label_axes, paragraph, pre, table
 from pounder.report._profile import profile_sections
 
 _WHY = {"warm-up": "warm-up", "interrupted": "interrupted (Ctrl-C)", "failures": "requests failed"}
@@ -82,12 +83,34 @@ def _unknown_reasons(doc: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]
     return reasons
 
 
+def _variants(doc: Mapping[str, Any], source: str) -> list[Mapping[str, Any]]:
+    """The variants of a comparison, as ``pounder compare`` measures them: 2 to
+    :data:`~pounder.compare.MAX_VARIANTS`, each labelled, at most
+    :data:`~pounder.compare.MAX_TRIALS` trials each (and a warm-up); :class:`ReportError` naming
+    ``source`` and the key otherwise (a comparison of no variant has no figure to show)."""
+    variants, trials = doc.get("variants"), doc.get("trials")
+    if not isinstance(variants, list) or not 2 <= len(variants) <= MAX_VARIANTS:
+        got = f"{len(variants)}" if isinstance(variants, list) else "none" if variants is None else "no list"
+        raise ReportError(f"{source}: 'variants' must list 2 to {MAX_VARIANTS} variants, as pounder compare "
+                          f"measures them; got {got}")
+    for index, variant in enumerate(variants):
+        if not isinstance(variant, Mapping) or not isinstance(variant.get("label"), str):
+            raise ReportError(f"{source}: 'variants[{index}].label' is missing")
+    rounds = (doc.get("options") or {}).get("trials")
+    if rounds is not None and not (isinstance(rounds, int) and 1 <= rounds <= MAX_TRIALS):
+        raise ReportError(f"{source}: 'options.trials' must be from 1 to {MAX_TRIALS}, got {shown(rounds)}")
+    if not isinstance(trials, list) or len(trials) > len(variants) * (MAX_TRIALS + 1):
+        raise ReportError(f"{source}: 'trials' must list at most {MAX_TRIALS + 1} trials per variant"
+                          + ("" if isinstance(trials, list) else "; it is missing"))
+    return variants
+
+
 def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "compare",
                      heading: str | None = None) -> list[Section]:
     """The comparison: the bar charts (requests/s and p99 with their intervals) and the tables.
     :class:`ReportError` naming ``source`` when a count of ``doc`` is negative or a fraction."""
     check_numbers(doc, "compare", source)
-    variants = list(doc.get("variants") or [])
+    variants = _variants(doc, source)
     section = Section(heading or f"Comparison: {source}")
     options = doc.get("options") or {}
     trials = options.get("trials")
@@ -100,8 +123,6 @@ def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "c
     if trials:
         section.add(paragraph(f"{trials} trials per variant, interleaved, after a warm-up trial each; medians over "
                               "the trials with 95 % bootstrap intervals."))
-    if not variants:
-        return [section.add(paragraph("No variant was measured."))]
     labels = [str(v["label"]) for v in variants]
     if not any(_estimate(v, "requests_per_s") for v in variants):
         section.add(paragraph("No trial was counted (the warm-up trials are not): there is no figure to show yet."))
@@ -138,8 +159,13 @@ def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "c
     for reason in _unknown_reasons(doc, trial_docs):
         section.add(paragraph(reason))
     section.add(_excluded(trial_docs))
-    gates = [gate for gate in doc.get("gates") or [] if isinstance(gate, Mapping)]
-    return [section, gates_section(f"Gates (--fail-if): {heading or source}", gates)] if gates else [section]
+    if not doc.get("gates"):
+        return [section]
+    try:
+        gates = GateReport.from_list(doc["gates"])
+    except MalformedResultError as error:
+        raise ReportError(f"{source}: {error}") from None
+    return [section, gates_section(f"Gates (--fail-if): {heading or source}", gates, parse_compare_gates)]
 
 
 def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Section]:

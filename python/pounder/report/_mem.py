@@ -42,8 +42,7 @@ def mem_sections(result: MemResult, source: str) -> list[Section]:
     section.add(bullets(facts))
     limits = Section("MaxClients")
     if limit is None:
-        why = ("the server had no child processes to measure" if totals.children == 0
-               else "it was not computed when the result was written")
+        why = result.why_no_max_clients or "it was not computed when the result was written"
         return [section, limits.add(paragraph(f"MaxClients is not shown: {why}."))]
     budget = ("given (--ram)" if limit.ram_source == "given" else limit.ram_source if limit.mem_available is None else
               f"MemAvailable {_mib(limit.mem_available)} MiB + footprint {_mib(limit.footprint)} MiB")

@@ -2,7 +2,8 @@
 
 What each path is, by its content: a bench result (``pounder/bench-result/3``, ``/2`` or ``/1``; several
 are overlaid on one page), a comparison (``pounder/compare/1``), a memory snapshot
-(``pounder/mem/2`` or ``/1``, from ``pounder mem --json``), a profile (``pounder/profile/1``), a tuning
+(``pounder/mem/2`` or ``/1``, from ``pounder mem --json``), a profile (``pounder/profile/1``), a view of
+``pounder top --json`` (``pounder/top/1``), a ``pounder syscalls --json`` result (``pounder/syscalls/1``), a tuning
 results directory (with ``tune.json``, or its ``recommendation.json``), an experiment results directory (with
 ``experiment.json``). Several paths of different kinds make one page with a part for each.
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 from pounder._errors import PounderError, UsageError, check_path, check_text, public
 from pounder._files import RESULT_LIMIT, check_distinct, check_input_file, write_atomic
-from pounder._records import decode_json
+from pounder._records import ConstantError, decode_json, shown
 from pounder.compare import SCHEMA as COMPARE_SCHEMA
 from pounder.load import READ_SCHEMAS as BENCH_SCHEMAS
 from pounder.load import SCHEMA as BENCH_SCHEMA
@@ -26,6 +27,8 @@ from pounder.load import BenchResult, MalformedResultError
 from pounder.procs import MEM_READ_SCHEMAS, MEM_SCHEMA, MalformedMemError, mem_from_dict
 from pounder.profile import PROFILE_SCHEMA, MalformedProfileError, profile_from_dict
 from pounder.report._html import ReportError, Section, page
+from pounder.syscalls import SYSCALLS_SCHEMA, MalformedSyscallsError, syscalls_from_dict
+from pounder.top import TOP_SCHEMA, MalformedTopError, top_from_dict
 
 
 def _kind(path: Path) -> tuple[str, Any]:
@@ -36,15 +39,21 @@ def _kind(path: Path) -> tuple[str, Any]:
         if (path / "experiment.json").is_file():
             return "experiment", path
         raise UsageError(f"{path} is no pounder results directory (no tune.json or experiment.json in it)")
-    if path.name in ("tune.json", "recommendation.json") and (path.parent / "tune.json").is_file():
+    # a file of a results directory that is no result alone (a point, the summary, the memory of
+    # the variants) stands for its directory: every JSON pounder writes is read by this command
+    if path.name in ("tune.json", "recommendation.json", "summary.json") and (path.parent / "tune.json").is_file():
         return "tune", path.parent
-    if path.name == "experiment.json":
+    if path.parent.name == "points" and (path.parent.parent / "tune.json").is_file():
+        return "tune", path.parent.parent
+    if path.name == "experiment.json" or (path.name == "memory.json" and (path.parent / "experiment.json").is_file()):
         return "experiment", path.parent
     check_input_file(path, "result", RESULT_LIMIT)
     try:
         data = decode_json(path.read_text())  # decoded once, the text let go before the records are made
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
+    except ConstantError as error:
+        raise UsageError(f"{path} is not a pounder JSON result: {error}") from None
     except (ValueError, UnicodeDecodeError):
         raise UsageError(f"{path} is not a pounder JSON result (not JSON)") from None
     schema = data.get("schema") if isinstance(data, dict) else None
@@ -65,9 +74,19 @@ def _kind(path: Path) -> tuple[str, Any]:
             return "profile", profile_from_dict(data)
         except MalformedProfileError as error:
             raise UsageError(f"{path}: {error}") from None
-    raise UsageError(f"{path} is not a result pounder can report on (schema {schema!r}; expected "
-                     f"{BENCH_SCHEMA}, {COMPARE_SCHEMA}, {MEM_SCHEMA}, {PROFILE_SCHEMA}, or a tune or experiment "
-                     "results directory)")
+    if schema == TOP_SCHEMA:
+        try:
+            return "top", top_from_dict(data)
+        except MalformedTopError as error:
+            raise UsageError(f"{path}: {error}") from None
+    if schema == SYSCALLS_SCHEMA:
+        try:
+            return "syscalls", syscalls_from_dict(data)
+        except MalformedSyscallsError as error:
+            raise UsageError(f"{path}: {error}") from None
+    raise UsageError(f"{path} is not a result pounder can report on (schema {shown(schema)}; expected "
+                     f"{BENCH_SCHEMA}, {COMPARE_SCHEMA}, {MEM_SCHEMA}, {PROFILE_SCHEMA}, {TOP_SCHEMA}, "
+                     f"{SYSCALLS_SCHEMA}, or a tune or experiment results directory)")
 
 
 Result = str | os.PathLike[str] | BenchResult | Mapping[str, Any]
@@ -107,6 +126,7 @@ def render_report(paths: Result | Sequence[Result], title: str | None = None) ->
     from pounder.report._compare import compare_sections, experiment_sections
     from pounder.report._mem import mem_sections
     from pounder.report._profile import profile_sections
+    from pounder.report._top import syscalls_sections, top_sections
     from pounder.report._tune import tune_sections
     from pounder.report._tune_pods import pods_section
 
@@ -134,6 +154,10 @@ def render_report(paths: Result | Sequence[Result], title: str | None = None) ->
                 sections += mem_sections(value, str(path))
             elif kind == "profile":
                 sections += profile_sections(value, str(path))
+            elif kind == "top":
+                sections += top_sections(value, str(path))
+            elif kind == "syscalls":
+                sections += syscalls_sections(value, str(path))
             else:
                 sections += experiment_sections(value, chart_prefix=prefix)
     pods = pods_section([value for _, kind, value in found if kind == "tune"])
@@ -155,9 +179,12 @@ def _reading(path: Path, kind: str) -> Iterator[None]:
         raise
     except OSError as error:
         raise ReportError(f"cannot read {error.filename or path}: {error.strerror or error}") from None
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
-        raise ReportError(f"{path} does not hold a complete pounder {kind} result ({type(error).__name__}: "
-                          f"{error})") from None
+    except KeyError as error:  # the key, not Python's words for it
+        raise ReportError(f"{path} does not hold a complete pounder {kind} result: {shown(str(error.args[0]))} "
+                          "is missing") from None
+    except (IndexError, TypeError, ValueError, AttributeError):
+        raise ReportError(f"{path} does not hold a complete pounder {kind} result: a field is missing or holds a "
+                          "value of another type than pounder writes") from None
 
 
 def _label(path: Path, benches: Sequence[tuple[Path, Any]]) -> str:
@@ -170,7 +197,8 @@ def _title(found: Sequence[tuple[Path, str, Any]]) -> str:
     if len(found) == 1:
         path, kind, _ = found[0]
         names = {"bench": "pounder bench", "tune": "pounder tune", "compare": "pounder compare",
-                 "experiment": "pounder run", "mem": "pounder mem", "profile": "pounder profile"}
+                 "experiment": "pounder run", "mem": "pounder mem", "profile": "pounder profile",
+                 "top": "pounder top", "syscalls": "pounder syscalls"}
         return names[kind] + f": {path.name}"
     return f"pounder report: {len(found)} results"
 

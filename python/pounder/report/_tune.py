@@ -62,6 +62,8 @@ _GENERIC = {"max_clients": "children (MaxClients)", "max_requests": "requests pe
             "max_spare": "idle children, at most (MaxSpare)", "preload": "preload the application in the parent"}
 _NAMES = {kind: cls.names for kind, cls in ADAPTERS.items()}
 _OLD_RESULTS = ("pounder/tune-result/1",)
+_REQUIRED = ("tool_version", "started_at", "adapter", "options")
+"""The fields of ``tune.json`` (``pounder/tune/2``) the page rests on; its schema requires them."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -100,8 +102,12 @@ class TuneRun:
         self.manifest = _read(self.store.manifest_path) or {}
         check_numbers(self.manifest, "tune", self.store.manifest_path)
         self.old = self.manifest.get("schema") in OLD_TUNE_SCHEMAS
-        if self.manifest and self.manifest.get("schema") != TUNE_SCHEMA and not self.old:
-            raise ReportError(f"{self.store.manifest_path} is not a {TUNE_SCHEMA} document")
+        if self.manifest.get("schema") != TUNE_SCHEMA and not self.old:  # an empty one too: it tells nothing
+            raise ReportError(f"{self.store.manifest_path} is not a {TUNE_SCHEMA} document"
+                              + (" (it holds no field)" if not self.manifest else ""))
+        missing = [] if self.old else [key for key in _REQUIRED if key not in self.manifest]
+        if missing:  # what `pounder tune` writes first, before any point: the page's every fact rests on it
+            raise ReportError(f"{self.store.manifest_path}: missing '{missing[0]}'")
         try:
             self.points = self.store.points()
         except PounderError as error:

@@ -12,6 +12,7 @@ from pounder._platform import HEADERS as PLATFORM_HEADERS
 from pounder._platform import platform_heading, platform_notes, platform_table
 from pounder._server_status import status_note
 from pounder._units import KIB, MIB, mib
+from pounder.procs import why_no_max_clients
 from pounder.report._html import Section, bullets, chart, label_axes, paragraph, table
 
 if TYPE_CHECKING:
@@ -161,6 +162,9 @@ def memory_section(run: TuneRun, prefix: str) -> Section:
     ram, shared, uss, rss = (float(memory[k]) for k in ("ram", "shared", "child_uss", "child_rss"))
     bound, no_sharing = int(memory["max_clients"]), int(memory["max_clients_no_sharing"])
     section = Section("2. Memory bound (MaxClients)")
+    why = why_no_max_clients(1, int(uss), int(rss))  # the sizes were measured on at least one child
+    if why is not None:
+        return section.add(paragraph(f"MaxClients is not shown: {why}."))
     section.add(paragraph(f"RAM budget {mib(ram)} MiB ({memory['ram_source']})"))
     parent = float(memory.get("parent_uss") or 0)
     if uss > 0 and int((ram - parent - shared) // uss) != bound:

@@ -16,6 +16,7 @@ pounder's bounded load runs, the calls counted by name, and the failing ones (er
 """
 
 from pounder.syscalls._parse import PATH_CALLS, Call, StraceLogParser, TraceCounts, decode_c_string, parse_strace_log
+from pounder.syscalls._read import MalformedSyscallsError, syscalls_from_dict
 from pounder.syscalls._report import (
     SYSCALLS_SCHEMA,
     FailedCall,
@@ -44,6 +45,7 @@ __all__ = [
     "SYSCALLS_SCHEMA",
     "Call",
     "FailedCall",
+    "MalformedSyscallsError",
     "StraceLogParser",
     "SyscallCount",
     "SyscallReport",
@@ -54,5 +56,6 @@ __all__ = [
     "parse_strace_log",
     "render_syscalls",
     "strace_version",
+    "syscalls_from_dict",
     "trace_syscalls",
 ]

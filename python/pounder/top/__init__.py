@@ -22,6 +22,7 @@ on the accept mutex) or ``sleeping`` with the kernel function it waits in.
         print(render_top(top.view()))
 """
 
+from pounder.top._read import MAX_CHILDREN, MalformedTopError, top_from_dict
 from pounder.top._render import compact_line, render_top, totals_line
 from pounder.top._status import ChildStatus, StatusRead, check_status_url, parse_status_page, read_status
 from pounder.top._top import DEFAULT_MARKS, Top, top_view
@@ -29,10 +30,12 @@ from pounder.top._view import TOP_SCHEMA, ChildRow, ExitedChild, TopTotals, TopV
 
 __all__ = [
     "DEFAULT_MARKS",
+    "MAX_CHILDREN",
     "TOP_SCHEMA",
     "ChildRow",
     "ChildStatus",
     "ExitedChild",
+    "MalformedTopError",
     "StatusRead",
     "Top",
     "TopTotals",
@@ -42,6 +45,7 @@ __all__ = [
     "parse_status_page",
     "read_status",
     "render_top",
+    "top_from_dict",
     "top_view",
     "totals_line",
 ]
