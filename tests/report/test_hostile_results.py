@@ -163,9 +163,17 @@ def test_a_zero_duration_draws_no_rate(bench_doc: Document, tmp_path: Path) -> N
 
 def test_mem_maxclients_is_not_drawn_from_a_child_of_no_size_nor_without_children(tmp_path: Path) -> None:
     """Before: "MaxClients 6107" from a child of 0 bytes, and a MaxClients with no child."""
-    document: Document = snapshot(os.getpid()).to_dict()
     from pounder.procs import max_clients, mem_from_dict
 
+    alone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        time.sleep(0.2)
+        document: Document = snapshot(alone.pid).to_dict()
+        with pytest.raises(pounder.procs.NoChildrenError):
+            max_clients(1 << 30, snapshot(alone.pid))
+    finally:
+        alone.kill()
+        alone.wait()
     taken = mem_from_dict(document)
     assert taken.max_clients is None  # this process has no child: nothing computed
     document["max_clients"] = {"ram": 1 << 30, "ram_source": "given", "mem_available": None, "footprint": 1 << 20,
@@ -175,8 +183,6 @@ def test_mem_maxclients_is_not_drawn_from_a_child_of_no_size_nor_without_childre
     words = text_of(render_report(write(tmp_path / "nochild.json", document)))
     assert "MaxClients is not shown: the server has no child processes to measure." in words
     assert "262144" not in words
-    with pytest.raises(pounder.procs.NoChildrenError):
-        max_clients(1 << 30, snapshot(os.getpid()))
 
 
 def test_a_child_of_less_than_a_page_gives_no_maxclients(tmp_path: Path) -> None:
@@ -324,3 +330,25 @@ def test_every_schema_pounder_writes_alone_is_read_by_report() -> None:
     assert schemas == set(by_directory) | set(by_schema) | parts
     for name, needle in {**by_directory, **by_schema}.items():
         assert needle in source, name
+
+
+def test_a_count_of_one_is_singular_on_the_page(compare_doc: Document, tmp_path: Path) -> None:
+    """Before: "1 trials per variant", "largest of 1 children"."""
+    parent = subprocess.Popen([sys.executable, "-c", "import os, sys, time\nif os.fork():\n    print(flush=True)\n"
+                               "time.sleep(30)"], stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert parent.stdout is not None and parent.stdout.readline() == b"\n"  # forked
+        time.sleep(0.2)
+        taken = snapshot(parent.pid)
+        document: Document = {**taken.to_dict(),
+                              "max_clients": pounder.procs.max_clients(1 << 30, taken).to_dict()}
+    finally:
+        os.killpg(parent.pid, 9)
+        parent.wait()
+    assert document["totals"]["children"] == 1
+    words = text_of(render_report(write(tmp_path / "mem.json", document)))
+    assert "largest of 1 child " in words and "1 children" not in words
+    edited = copy.deepcopy(compare_doc)
+    edited["options"]["trials"] = 1
+    words = text_of(render_report(write(tmp_path / "c.json", edited)))
+    assert "1 trial per variant" in words and "1 trials" not in words

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pounder._records import decode_json, shown
-from pounder._units import MIB, number
+from pounder._units import MIB, count_text, number
 from pounder.compare import MAX_FAILED, MAX_TRIALS, MAX_VARIANTS, describe_errors, format_ratio, parse_compare_gates
 from pounder.load import GateReport, MalformedResultError
 from pounder.profile import ProfileResult, load_profile, moved_rows
@@ -179,8 +179,8 @@ def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Se
         head.add(paragraph(str(exp["description"])))
     server = exp.get("server") or {}
     what = server.get("conf") or server.get("app") or server.get("psgi") or server.get("command") or "URLs"
-    head.add(paragraph(f"Server: {server.get('adapter')} ({what}); {len(exp.get('variants') or [])} variants; "
-                       f"results in {path}."))
+    how_many = count_text(len(exp.get("variants") or []), "variant")
+    head.add(paragraph(f"Server: {server.get('adapter')} ({what}); {how_many}; results in {path}."))
     sections = [head]
     loads = sorted(path.glob("load-*.json"), key=lambda p: int(p.stem.split("-")[1]))
     for index, load_path in enumerate(loads, start=1):

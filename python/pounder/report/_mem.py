@@ -4,7 +4,7 @@ every input. MaxClients is left out, with the reason, when it was not computed."
 
 from __future__ import annotations
 
-from pounder._units import mib
+from pounder._units import children_text, count_text, mib
 from pounder.procs import MemResult
 from pounder.report._html import Section, bullets, paragraph, table
 
@@ -28,8 +28,9 @@ def mem_sections(result: MemResult, source: str) -> list[Section]:
         section.add(paragraph("pounder's own process was not taken out of these figures (it needs root, or the "
                               "result predates it): file pages the server shared only with pounder count as "
                               "shared, so private reads lower than without pounder."))
-    facts = [f"Footprint (sum of PSS): {_mib(totals.footprint)} MiB for {totals.processes} processes (the sum of "
-             f"RSS, {_mib(totals.rss_sum)} MiB, would count shared pages once per process)",
+    facts = [f"Footprint (sum of PSS): {_mib(totals.footprint)} MiB for "
+             f"{count_text(totals.processes, 'process', 'processes')} (the sum of RSS, {_mib(totals.rss_sum)} MiB, "
+             "would count shared pages once per process)",
              f"Children: {totals.children}" + (f" + {totals.grandchildren} grandchildren" if totals.grandchildren
                                                else "")]
     if totals.children:
@@ -49,8 +50,8 @@ def mem_sections(result: MemResult, source: str) -> list[Section]:
     limits.add(table(["figure", "value", "how"], [
         ["RAM budget", f"{_mib(limit.ram)} MiB", budget],
         ["shared", f"{_mib(limit.shared)} MiB", limit.shared_basis],
-        ["max child USS", f"{_mib(limit.max_child_uss)} MiB", f"largest of {limit.children} children"],
-        ["max child RSS", f"{_mib(limit.max_child_rss)} MiB", f"largest of {limit.children} children"],
+        ["max child USS", f"{_mib(limit.max_child_uss)} MiB", f"largest of {children_text(limit.children)}"],
+        ["max child RSS", f"{_mib(limit.max_child_rss)} MiB", f"largest of {children_text(limit.children)}"],
         ["MaxClients", limit.max_clients, "(RAM - shared) / max child USS"],
         ["without sharing", limit.max_clients_no_sharing, "RAM / max child RSS (what summing RSS would say)"],
     ]))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 
+from pounder._units import count_text
 from pounder.profile import ProfileResult, cost_lines, flame_svg, inclusive_rows, trunk_note, weight_text
 from pounder.report._html import Section, bullets, details, paragraph, scroll, table
 
@@ -37,10 +38,12 @@ def profile_sections(result: ProfileResult, source: str) -> list[Section]:
     profiled = sum(1 for trial in result.trials if trial.profiled)
     section.add(paragraph(
         f"{source}: profiled at {result.started_at} by {result.profiler_version or result.profiler} (pounder "
-        f"{result.tool_version}) while pounder loaded {result.url}: {result.load}; {result.rounds} rounds of an "
-        f"unprofiled and a profiled trial, interleaved; {result.profiled_requests:,} requests in {profiled} profiled "
-        f"trials; {len(result.children)} processes profiled."))
-    section.add(bullets(cost_lines(result) + (["Interrupted: the profile holds what was sampled until Ctrl-C."]
+        f"{result.tool_version}) while pounder loaded {result.url}: {result.load}; "
+        f"{count_text(result.rounds, 'round')} of an "
+        f"unprofiled and a profiled trial, interleaved; {count_text(result.profiled_requests, 'request')} in "
+        f"{count_text(profiled, 'profiled trial')}; {count_text(len(result.children), 'process', 'processes')} "
+        "profiled."))
+    section.add(bullets(cost_lines(result) + (["Interrupted: the profile holds what was sampled until the run stopped."]
                                               if result.interrupted else [])))
     trials = [[t.round, "yes" if t.profiled else "no", f"{t.complete:,}", f"{t.failed:,}", f"{t.requests_per_s:,.1f}",
                f"{t.p50_us / 1000:.2f}", f"{t.p99_us / 1000:.2f}"] for t in result.trials]

@@ -24,6 +24,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from pounder._units import count_text
 from pounder.load import SecondSample
 
 MAX_POINTS = 2000
@@ -80,8 +81,8 @@ class Shown:
         """What the page says next to a chart drawn from a downsampled series ("" when it is not)."""
         if not self.downsampled:
             return ""
-        return (f"downsampled, shown at 1 point per {duration_text(self.width_s)}: {len(self.buckets):,} points "
-                f"for {self.entries:,} entries")
+        return (f"downsampled, shown at 1 point per {duration_text(self.width_s)}: "
+                f"{count_text(len(self.buckets), 'point')} for {count_text(self.entries, 'entry', 'entries')}")
 
 
 def duration_text(seconds: float) -> str:

@@ -40,7 +40,7 @@ from pounder._errors import PounderError
 from pounder._figures import BURST_FACTOR
 from pounder._pod_line import pod_line
 from pounder._records import decode_json
-from pounder._units import mib
+from pounder._units import children_text, mib
 from pounder.pool import (
     ADAPTERS,
     OLD_TUNE_SCHEMAS,
@@ -385,7 +385,7 @@ def _confirmation(confirmation: Mapping[str, Any] | None) -> str:
            + table(["check", "", "measured against the limit"], rows))
     lowered = confirmation.get("lowered_from")
     if lowered:
-        out += paragraph(f"(of the pool lowered from {lowered['children']} children, whose footprint "
+        out += paragraph(f"(of the pool lowered from {children_text(int(lowered['children']))}, whose footprint "
                          f"{mib(int(lowered['footprint']))} MiB was over the RAM budget: see Details)")
     return out
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pounder import _figures as figures
 from pounder._server_status import status_note
-from pounder._units import children_text, mib
+from pounder._units import children_text, count_text, mib
 from pounder.pool import ADAPTERS, own_name
 from pounder.report._html import Section, chart, label_axes, paragraph, scroll, table
 from pounder.report._tune_steps import (
@@ -98,7 +98,7 @@ def pools_section(run: TuneRun, prefix: str) -> Section:
         "the offered load's connections, trials = counted/run, NR = requests (every trial); RPS and p99: medians "
         "with their 95% intervals, latency in ms; RPS vs best: the median requests/s against the best pool's, with "
         "the 95% interval of that ratio; chosen: the pool chosen at this load, best: the most requests/s (when not "
-        "the chosen)" + ("" if lowest is None else f"; the lowest p99: {lowest} children")
+        "the chosen)" + ("" if lowest is None else f"; the lowest p99: {children_text(int(lowest))}")
         + f"; load cores: the load generator's CPU; {OTHER_CORES}."))
     status = status_note(points, run.kind, run.names.get("max_clients", "MaxClients"))
     if status:
@@ -293,8 +293,9 @@ def spare_section(run: TuneRun, prefix: str) -> Section:
     section = Section(f"{_number(run, 5)}. Spare servers")
     if not run.spare:
         if run.spare_trials:
-            section.add(paragraph(f"{run.spare_trials} trials of the spare-server step were measured (listed above); "
-                                  "each setting's figures are shown when the run finishes."))
+            were = "was" if run.spare_trials == 1 else "were"
+            section.add(paragraph(f"{count_text(run.spare_trials, 'trial')} of the spare-server step {were} measured "
+                                  "(listed above); each setting's figures are shown when the run finishes."))
         elif run.finished or run.kind not in _ON_DEMAND:
             section.add(paragraph(f"{run.kind} starts all its workers at once (a fixed pool): there are no spare "
                                   "servers to tune, so this report has no burst chart."))

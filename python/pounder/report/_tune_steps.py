@@ -11,7 +11,7 @@ from pounder import _figures as figures
 from pounder._platform import HEADERS as PLATFORM_HEADERS
 from pounder._platform import platform_heading, platform_notes, platform_table
 from pounder._server_status import status_note
-from pounder._units import KIB, MIB, mib
+from pounder._units import KIB, MIB, children_text, mib
 from pounder.procs import why_no_max_clients
 from pounder.report._html import Section, bullets, chart, label_axes, paragraph, table
 
@@ -101,7 +101,7 @@ def sizes_section(run: TuneRun, prefix: str) -> Section:
     slope, intercept = _leak_fit(xs, median)
     choice = run.max_requests or {}
     verdict = "" if run.leak is None else f"{'a leak' if run.leak else 'no leak'}; "
-    caption = (f"Private memory (USS) of a child against the requests it served: {children} children after the "
+    caption = (f"Private memory (USS) of a child against the requests it served: {children_text(children)} after the "
                f"warm-up, half-way and at the end of {total:,} requests. Fitted on the medians: "
                f"{slope / KIB:,.1f} KiB/request ({verdict}pounder measured "
                f"{float(measure['growth_first']):,.0f} then {float(measure['growth_second']):,.0f} B/request).")
@@ -119,7 +119,7 @@ def sizes_section(run: TuneRun, prefix: str) -> Section:
         ax.set_ylim(bottom=0, top=max(biggest + median) / MIB * 1.2 or 1)
         label_axes(ax, "requests served per child", "MiB", "A child's private memory as it serves requests")
         ax.legend(loc="lower right", fontsize=8)
-    section.add(f"<h3>Sizes ({children} children; MiB)</h3>")
+    section.add(f"<h3>Sizes ({children_text(children)}; MiB)</h3>")
     section.add(table(["", "USS med", "USS max", "shared med", "RSS max", "footprint (PSS)"], rows))
     parent = measure["parent"]
     section.add(paragraph(f"parent: RSS {mib(parent['rss'])}, USS {mib(parent['uss'])} MiB; growth per request "
@@ -185,11 +185,11 @@ def memory_section(run: TuneRun, prefix: str) -> Section:
     xs = [top ** (i / 100) for i in range(101)] if log_x else [0.0, top]
     caption = (f"Memory needed for n children (parent {mib(parent)} MiB + shared {mib(shared)} MiB once + n x "
                f"{mib(uss)} MiB child USS) against "
-               f"the RAM budget of {mib(ram)} MiB: at most {bound} children.")
+               f"the RAM budget of {mib(ram)} MiB: at most {children_text(bound)}.")
     if knee is not None:
         last = max((int(p["children"]) for p in run.sweep), default=0)
-        caption += (f" Throughput (right axis) was still growing at {knee} children, the most the sweep ran"
-                    if knee >= last else f" Throughput (right axis) stops growing at {knee} children")
+        caption += (f" Throughput (right axis) was still growing at {children_text(knee)}, the most the sweep ran"
+                    if knee >= last else f" Throughput (right axis) stops growing at {children_text(knee)}")
         caption += f"; recommended {chosen}." if chosen is not None else "."
     if log_x:
         caption += " Children on a log scale: the memory line curves upward."
@@ -244,7 +244,7 @@ def children_section(run: TuneRun, prefix: str) -> Section:
     tolerance = run.options.get("tolerance")
     caption = "Requests/s and p99 latency against the number of children (closed loop"
     caption += ", keep-alive off)" if run.old else "; medians of interleaved trials, requests/s with its 95% interval)"
-    caption += f"; recommended: {chosen} children." if chosen is not None else "; nothing decided yet."
+    caption += f"; recommended: {children_text(chosen)}." if chosen is not None else "; nothing decided yet."
     with chart(f"{prefix}-children", caption, section.body, rows=2, height=2.4) as (top, bottom):
         yerr = errors(sweep)
         if yerr is None:
