@@ -121,8 +121,8 @@ def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "c
         section.add(paragraph(f"Some trials are not counted: more than {MAX_FAILED * 100:g} % of their requests "
                               "failed, or none completed (listed below); the figures cover the counted trials."))
     if trials:
-        section.add(paragraph(f"{trials} trials per variant, interleaved, after a warm-up trial each; medians over "
-                              "the trials with 95 % bootstrap intervals."))
+        section.add(paragraph(f"{count_text(trials, 'trial')} per variant, interleaved, after a warm-up trial each; "
+                              "medians over the trials with 95 % bootstrap intervals."))
     labels = [str(v["label"]) for v in variants]
     if not any(_estimate(v, "requests_per_s") for v in variants):
         section.add(paragraph("No trial was counted (the warm-up trials are not): there is no figure to show yet."))
