@@ -41,6 +41,7 @@ def test_one_line_and_one_entry_read_from_a_log_and_a_har(tmp_path: Path) -> Non
     mix = read_access_log(log).describe()[0]
     assert mix == f"Access log {log}: 1 line, 1 request in the mix"
     assert read_access_log(har).describe()[0] == f"HAR file {har}: 1 entry, 1 request in the mix"
+    _singular("\n".join([*read_access_log(log).describe(), *read_access_log(har).describe()]))
     for path, read in ((log, "1 line read"), (har, "1 entry read")):
         spec = BenchSpec.from_options("http://127.0.0.1:9", replay=str(path))
         assert spec.replay is not None

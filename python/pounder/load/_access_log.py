@@ -149,12 +149,13 @@ class AccessLog:
             + (f" (skipped: {skipped})" if skipped else ""),
             f"Span {self.first.isoformat()} to {self.last.isoformat()} ({number(self.span_s)} s), "
             f"mean {number(self.mean_rate, 1)} req/s",
-            f"Busiest second {self.peak_second.start.isoformat()}: {self.peak_second.count:,} requests",
+            f"Busiest second {self.peak_second.start.isoformat()}: {count_text(self.peak_second.count, 'request')}",
             # a 60 s window over a shorter log would divide its requests by time it does not cover
             "Busiest minute: not shown (the log spans less than a minute)" if self.span_s < 60 else
-            f"Busiest minute from {self.peak_minute.start.isoformat()}: {self.peak_minute.count:,} requests "
+            f"Busiest minute from {self.peak_minute.start.isoformat()}: "
+            f"{count_text(self.peak_minute.count, 'request')} "
             f"({number(self.peak_minute.count / 60, 1)} req/s)",
-            f"Mix: {len(self.targets):,} distinct requests"
+            f"Mix: {count_text(len(self.targets), 'distinct request')}"
             + (f" ({self.dropped_targets:,} more left out)" if self.dropped_targets else ""),
         ]
         if self.origin is not None and self.skipped.get("other_host"):
@@ -164,7 +165,8 @@ class AccessLog:
         times = self.service_time
         if times is not None:
             ms = [number(1000 * value, 1) for value in (times.p50_s, times.p90_s, times.p99_s, times.max_s)]
-            lines.append(f"Service time ({times.field}, {times.count:,} requests): p50 {ms[0]} ms, p90 {ms[1]} ms, "
+            lines.append(f"Service time ({times.field}, {count_text(times.count, 'request')}): p50 {ms[0]} ms, "
+                         f"p90 {ms[1]} ms, "
                          f"p99 {ms[2]} ms, max {ms[3]} ms")
         return lines
 
