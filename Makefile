@@ -43,11 +43,12 @@ lint:
 cargo-test:
 	cargo test --workspace --exclude pounder-py -q
 
-# The end-to-end tests measure real servers: one at a time, alone on the machine. The rest run on
-# two workers (pytest-xdist).
+# The end-to-end tests that measure time, rates or CPU (marked `alone` by tests/e2e/conftest.py)
+# run one at a time, alone on the machine; the rest, end-to-end files that check only what was
+# sent, counted or written among them, run on two workers (pytest-xdist).
 pytest:
-	$(PYTHON) -m pytest -q -n 2 --ignore=tests/e2e tests
-	$(PYTHON) -m pytest -q tests/e2e
+	$(PYTHON) -m pytest -q -n 2 -m "not alone" tests
+	$(PYTHON) -m pytest -q -m alone tests/e2e
 
 demo: deps-python build
 	rm -rf pounder-demo-results

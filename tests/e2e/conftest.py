@@ -160,3 +160,38 @@ def module_testserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
         yield pool
     finally:
         pool.stop_all()
+
+
+# Which end-to-end files may share the machine (issue 39, CI time): these check what was sent,
+# counted, written or refused against a live server, with bounds of seconds, and run on the two
+# workers of the rest of the suite (`pytest -n 2 -m "not alone" tests`). Every other file here is
+# marked ``alone`` and runs one test at a time, alone on the machine (`pytest -m alone tests/e2e`):
+# it measures time, rates or CPU, holds a fixed address (the resolver of test_name_resolution.py)
+# or a Ray cluster. A timed test in a listed file says so itself (``@pytest.mark.alone``). A new
+# file is ``alone`` until listed here.
+SHARES_THE_MACHINE = frozenset({
+    "test_bench_access_log.py",
+    "test_bench_https.py",
+    "test_bench_misbehaviour.py",
+    "test_bench_outputs.py",
+    "test_bench_scenario.py",
+    "test_descriptor_limit.py",
+    "test_mem_report.py",
+    "test_signals.py",
+    "test_stream_outputs.py",
+    "test_url_file_methods.py",
+})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "alone: an end-to-end test that measures time, rates or CPU: run with "
+                                       "nothing else on the machine (tests/e2e/conftest.py)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).resolve().parent
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        if path.parent == here and path.name not in SHARES_THE_MACHINE:
+            item.add_marker(pytest.mark.alone)

@@ -115,6 +115,7 @@ def test_bench_writes_every_output_and_the_count_is_exact(testserver: Any, tmp_p
     assert "Interrupted:" in out
 
 
+@pytest.mark.alone  # within a second of the signal: timed (tests/e2e/conftest.py)
 @pytest.mark.parametrize("signum", SIGNALS)
 def test_a_signal_during_a_connection_storm_is_honoured_within_a_second(tmp_path: Path,
                                                                        signum: signal.Signals) -> None:
