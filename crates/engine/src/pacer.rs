@@ -19,8 +19,8 @@ pub struct Schedule {
     /// A replay's send times (µs from the start); `stages` is then empty.
     times_us: Option<Arc<[u64]>>,
     total: u64,
-    /// `None`: a replay that is not cut short by a duration ends with its last answer.
-    length: Option<Duration>,
+    /// When the schedule ends: its stages' length; a replay's cut, or its last request's time.
+    length: Duration,
 }
 
 #[derive(Clone, Debug)]
@@ -57,17 +57,18 @@ impl Schedule {
         // Slot i is sent when the count reaches i, so slots 0..=floor(total) fit, less one when
         // the total is a whole number (that slot would fall exactly on the end).
         let total = if first_slot.fract() == 0.0 { first_slot as u64 } else { first_slot.ceil() as u64 };
-        Schedule { stages: index, times_us: None, total, length: Some(Duration::from_secs_f64(start_s)) }
+        Schedule { stages: index, times_us: None, total, length: Duration::from_secs_f64(start_s) }
     }
 
     /// A replay's schedule: slot `i` at `times_us[i]` (non-decreasing). With `cut`, only the
-    /// times before it, and the schedule lasts `cut`; without, it ends with its last answer.
+    /// times before it, and the schedule lasts `cut`; without, it lasts until its last request's
+    /// time (that request included: it is due at the end).
     pub fn explicit(times_us: Arc<[u64]>, cut: Option<Duration>) -> Schedule {
-        let total = match cut {
-            Some(c) => times_us.partition_point(|&t| u128::from(t) < c.as_micros()),
-            None => times_us.len(),
+        let (total, length) = match cut {
+            Some(c) => (times_us.partition_point(|&t| u128::from(t) < c.as_micros()), c),
+            None => (times_us.len(), Duration::from_micros(times_us.last().copied().unwrap_or(0))),
         };
-        Schedule { stages: Vec::new(), times_us: Some(times_us), total: total as u64, length: cut }
+        Schedule { stages: Vec::new(), times_us: Some(times_us), total: total as u64, length }
     }
 
     /// Slots in the whole schedule.
@@ -75,8 +76,8 @@ impl Schedule {
         self.total
     }
 
-    /// Length of the whole schedule; `None` for a replay that ends with its last answer.
-    pub fn length(&self) -> Option<Duration> {
+    /// Length of the whole schedule: the run's end (its arrivals are all due by then).
+    pub fn length(&self) -> Duration {
         self.length
     }
 
@@ -183,7 +184,7 @@ mod tests {
         assert_eq!(s.time_of(1), Some(Duration::from_millis(10)));
         assert_eq!(s.time_of(150), Some(Duration::from_millis(1500)));
         assert_eq!(s.time_of(200), None);
-        assert_eq!(s.length(), Some(Duration::from_secs(2)));
+        assert_eq!(s.length(), Duration::from_secs(2));
     }
 
     #[test]
@@ -202,7 +203,7 @@ mod tests {
     fn stages_follow_each_other() {
         let s = Schedule::new(&[stage(1.0, 10.0, 10.0), stage(1.0, 0.0, 0.0), stage(1.0, 20.0, 20.0)]);
         assert_eq!(s.total(), 30);
-        assert_eq!(s.length(), Some(Duration::from_secs(3)));
+        assert_eq!(s.length(), Duration::from_secs(3));
         assert_eq!(s.time_of(9), Some(Duration::from_millis(900)));
         // Slot 10 starts the third stage: the pause is skipped over in time, not in count.
         assert_eq!(s.time_of(10), Some(Duration::from_secs(2)));
@@ -253,7 +254,7 @@ mod tests {
         let times: Arc<[u64]> = vec![0, 0, 1_500, 250_000, 2_000_000].into();
         let s = Schedule::explicit(Arc::clone(&times), None);
         assert_eq!(s.total(), 5);
-        assert_eq!(s.length(), None);
+        assert_eq!(s.length(), Duration::from_secs(2)); // its last request's time
         assert_eq!(s.time_of(1), Some(Duration::ZERO));
         assert_eq!(s.time_of(2), Some(Duration::from_micros(1_500)));
         assert_eq!(s.time_of(4), Some(Duration::from_secs(2)));
@@ -266,7 +267,7 @@ mod tests {
         let s = Schedule::explicit(times, Some(Duration::from_secs(1)));
         // only the times before the cut: slot 2 falls exactly on it
         assert_eq!(s.total(), 2);
-        assert_eq!(s.length(), Some(Duration::from_secs(1)));
+        assert_eq!(s.length(), Duration::from_secs(1));
         assert_eq!(s.time_of(2), None);
     }
 

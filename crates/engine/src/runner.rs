@@ -5,7 +5,8 @@
 //! Open loop: a pacer task per thread claims slots of the global schedule, waits for each slot's
 //! intended time and hands it to an idle connection, opening one if none is idle and the cap
 //! allows; otherwise the slot waits in a backlog and its latency keeps counting from the intended
-//! time. Slots still waiting when the run ends are counted as unsent.
+//! time. The run ends at the schedule's end: slots still waiting then are counted as unsent
+//! (`arrivals`: the rule, shared with the io_uring path).
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
@@ -29,7 +30,9 @@ use crate::stats::{is_2xx, ErrorKind, Interval, RunFacts, SecondStats, Stats, Ti
 use crate::timer::PreciseTimer;
 use crate::tls::{RunTls, Tls};
 use crate::uring::{IoChoice, IoPath};
+use arrivals::Arrivals;
 
+mod arrivals;
 mod uring;
 mod vu;
 
@@ -134,7 +137,7 @@ impl Shared {
 
     fn deadline(&self) -> Option<Instant> {
         match &self.schedule {
-            Some(s) => Some(self.start + s.length()?),
+            Some(s) => Some(self.start + s.length()),
             None => Some(self.measure_start()? + self.spec.duration?),
         }
     }
@@ -561,12 +564,11 @@ struct Worker {
     last_end: Cell<Option<Instant>>,
     // Open loop only:
     backlog: RefCell<VecDeque<Job>>,
+    /// Where this thread is in the schedule (`arrivals`, shared by both paths).
+    arrivals: RefCell<Arrivals>,
     work: Notify,
+    /// epoll: connection tasks waiting for `work` that no `notify_one` has woken yet.
     idle: Cell<usize>,
-    pacer_done: Cell<bool>,
-    /// The pacer reached the end of the schedule (not `-n`): the run lasts until the schedule's
-    /// end, whenever the last answer came, so that its rates divide by the schedule's length.
-    schedule_ran_out: Cell<bool>,
     tasks: RefCell<Vec<JoinHandle<()>>>,
     /// This thread's TLS client (its own session cache), when some target is HTTPS.
     tls: Option<Tls>,
@@ -596,9 +598,8 @@ fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) ->
         last_end: Cell::new(None),
         backlog: RefCell::new(VecDeque::with_capacity(cap * 4)),
         work: Notify::new(),
+        arrivals: RefCell::new(Arrivals::default()),
         idle: Cell::new(0),
-        pacer_done: Cell::new(false),
-        schedule_ran_out: Cell::new(false),
         tasks: RefCell::new(Vec::with_capacity(cap)),
         tls: sh.tls.as_ref().map(|(setup, names)| setup.thread(names)),
         sh,
@@ -653,19 +654,30 @@ impl Worker {
             }
             // open loop: a schedule sent in full still runs to its end (its length is the
             // run's duration); one cut short by -n ends with its last answer
-            if self.live.get() == 0
-                && (self.sh.schedule.is_none() || (self.pacer_done.get() && !self.schedule_ran_out.get()))
-            {
+            if self.live.get() == 0 && (self.sh.schedule.is_none() || self.ended_by_requests()) {
                 break;
             }
             let wake = deadline.map_or(now + POLL, |d| d.min(now + POLL));
             tokio::time::sleep_until(wake).await;
         }
-        self.stop();
+        let cancelled = self.sh.cancel.load(Ordering::Relaxed);
         if by_clock {
-            self.last_end.set(self.last_end.get().max(Some(Instant::now())));
+            let end = self.end_moment(cancelled);
+            self.last_end.set(self.last_end.get().max(Some(end)));
+            if self.sh.schedule.is_some() {
+                // the arrivals due by the end: the idle connections (and those the cap still
+                // allows) take them after the stop, the others are unsent (after the drain)
+                let due = self.release_due(end);
+                if !cancelled {
+                    (0..due).for_each(|_| self.hand_out());
+                }
+            }
         }
-        let drain = if self.sh.cancel.load(Ordering::Relaxed) { CANCEL_DRAIN } else { DRAIN };
+        self.stop();
+        if cancelled {
+            self.count_unsent();
+        }
+        let drain = if cancelled { CANCEL_DRAIN } else { DRAIN };
         let drain_end = Instant::now() + drain;
         while self.live.get() > 0 && Instant::now() < drain_end {
             tokio::time::sleep(Duration::from_millis(2)).await;
@@ -679,15 +691,47 @@ impl Worker {
         }
         ticker.abort();
         let _ = ticker.await;
+        self.count_unsent();
         self.hand_over_interval();
     }
 
+    /// Open loop: the schedule was spent by `-n`, not by its end: the run ends with its last answer.
+    fn ended_by_requests(&self) -> bool {
+        let a = self.arrivals.borrow();
+        a.done() && !a.ran_out()
+    }
+
+    /// When a run stopped by the clock ended: its deadline, or now after a cancel (or a deadline
+    /// passed unnoticed).
+    fn end_moment(&self, cancelled: bool) -> Instant {
+        match self.sh.deadline() {
+            Some(d) if !cancelled => d.min(Instant::now()),
+            _ => Instant::now(),
+        }
+    }
+
+    /// No new request may start; on epoll, every idle connection task wakes (to take what the end
+    /// left it, or to end).
     fn stop(&self) {
         self.stopping.set(true);
         self.sh.stopped.store(true, Ordering::Relaxed);
-        let unsent = self.backlog.borrow_mut().drain(..).filter(|j| j.measured).count() as u64;
-        self.stats.borrow_mut().unsent += unsent;
+        self.wake_all();
+    }
+
+    fn wake_all(&self) {
+        self.idle.set(0);
         self.work.notify_waiters();
+    }
+
+    /// epoll, open loop: a request was put in the backlog: an idle connection task is woken for
+    /// it, else a connection opened when the cap allows; else it waits for a busy one.
+    fn hand_out(self: &Rc<Self>) {
+        if self.idle.get() > 0 {
+            self.idle.set(self.idle.get() - 1);
+            self.work.notify_one();
+        } else if self.live.get() < self.cap {
+            self.spawn_connection();
+        }
     }
 
     fn spawn_connection(self: &Rc<Self>) {
@@ -717,41 +761,46 @@ impl Worker {
         // timer later is an atomic store, where a new timer per request is a wheel insertion.
         let timeout = tokio::time::sleep(self.sh.spec.timeout);
         tokio::pin!(timeout);
+        // a new task is free, as one that waited
+        let mut was_idle = true;
         loop {
-            let job = match self.next_job() {
+            let job = match self.next_job(was_idle) {
                 Next::Job(job) => job,
                 Next::Stop => break,
                 Next::Wait => {
                     self.work.notified().await;
+                    was_idle = true;
                     continue;
                 }
             };
+            was_idle = false;
             self.serve(&mut conn, &written, timeout.as_mut(), job).await;
         }
     }
 
     /// What a connection task does next (connection's and virtual_user's loop): stop when the run
     /// stops; closed loop, claim a request; open loop, take the backlog's first, or wait (counted
-    /// idle) for the pacer.
+    /// idle) for the pacer. After the end of an open-loop run, only a task that was free then
+    /// (`was_idle`: it was waiting, or is new) takes a request the end left in the backlog.
     #[inline(always)]
-    fn next_job(&self) -> Next {
-        if self.stopping.get() {
-            return Next::Stop;
-        }
-        if self.sh.schedule.is_some() {
-            let next = self.backlog.borrow_mut().pop_front();
-            match next {
-                Some(job) => Next::Job(job),
-                None if self.pacer_done.get() => Next::Stop,
-                None => {
-                    self.idle.set(self.idle.get() + 1);
-                    Next::Wait
-                }
-            }
-        } else {
-            match self.claim() {
+    fn next_job(&self, was_idle: bool) -> Next {
+        let stopping = self.stopping.get();
+        if self.sh.schedule.is_none() {
+            return match self.claim().filter(|_| !stopping) {
                 Some(job) => Next::Job(job),
                 None => Next::Stop,
+            };
+        }
+        if stopping && !was_idle {
+            return Next::Stop;
+        }
+        let next = self.backlog.borrow_mut().pop_front();
+        match next {
+            Some(job) => Next::Job(job),
+            None if stopping || self.arrivals.borrow().done() => Next::Stop,
+            None => {
+                self.idle.set(self.idle.get() + 1);
+                Next::Wait
             }
         }
     }
@@ -782,20 +831,12 @@ impl Worker {
         Some(Job { slot, intended: now, measured })
     }
 
-    /// Open loop: claims slots of the global schedule and dispatches each at its time.
+    /// Open loop: claims slots of the global schedule and hands out each at its time.
     async fn pace(self: Rc<Self>) {
-        let schedule = self.sh.schedule.as_ref().expect("open loop");
-        let measure_start = self.sh.measure_start().expect("known in open loop");
         // Without a timerfd (never seen on Linux), fall back to tokio's 1 ms timer.
         let timer = PreciseTimer::new().ok();
         while !self.stopping.get() {
-            let Some((slot, offset)) = self.sh.take_slot().and_then(|slot| Some((slot, schedule.time_of(slot)?)))
-            else {
-                // the schedule's end, unless -n cut it short
-                self.schedule_ran_out.set(self.sh.slot_limit >= schedule.total() && schedule.length().is_some());
-                break;
-            };
-            let intended = self.sh.start + offset;
+            let Some(intended) = self.next_arrival() else { break };
             if intended > Instant::now() {
                 match &timer {
                     Some(t) if t.sleep_until(intended).await.is_ok() => {}
@@ -803,19 +844,17 @@ impl Worker {
                 }
             }
             if self.stopping.get() {
-                break;
+                // the end took this arrival (`control`)
+                return;
             }
-            let measured = slot >= self.warmup_slots && intended >= measure_start;
-            self.backlog.borrow_mut().push_back(Job { slot, intended, measured });
-            if self.idle.get() > 0 {
-                self.idle.set(self.idle.get() - 1);
-                self.work.notify_one();
-            } else if self.live.get() < self.cap {
-                self.spawn_connection();
+            for _ in 0..self.release_due(Instant::now()) {
+                self.hand_out();
             }
         }
-        self.pacer_done.set(true);
-        self.work.notify_waiters();
+        // spent: the idle tasks end (those serving end after their request)
+        if !self.stopping.get() {
+            self.wake_all();
+        }
     }
 
     async fn serve(&self, conn: &mut Connection<'_>, written: &Cell<bool>, mut timeout: Pin<&mut Sleep>, job: Job) {

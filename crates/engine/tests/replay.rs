@@ -13,6 +13,11 @@ use common::{result, temp_dir, wait_result};
 
 /// Serves keep-alive requests with a 2-byte body; records each request line it read.
 fn server() -> (String, Arc<Mutex<Vec<String>>>) {
+    slow_server(Duration::ZERO)
+}
+
+/// `server`, answering each request `delay` after it read it.
+fn slow_server(delay: Duration) -> (String, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -37,6 +42,7 @@ fn server() -> (String, Arc<Mutex<Vec<String>>>) {
                         }
                     }
                     all.lock().unwrap().push(line.trim_end().to_string());
+                    std::thread::sleep(delay);
                     if reader.get_mut().write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
                         return;
                     }
@@ -143,6 +149,35 @@ fn requests_and_duration_cut_a_replay_short(io: Io) {
     let r = result(s);
     assert_eq!(r["requests"]["complete"], 6);
     assert_eq!(seen.lock().unwrap().len(), 11);
+}
+
+fn an_overloaded_replay_counts_each_arrival_once_and_ends_on_time(io: Io) {
+    // 40 arrivals 10 ms apart, 2 connections, answers after 100 ms: most arrivals find both busy.
+    // They wait (late); those still waiting at the end (the last arrival's time, or -d) are
+    // unsent; the run ends then plus the drain, not when the backlog would have been served.
+    let (addr, seen) = slow_server(Duration::from_millis(100));
+    let times: Vec<u64> = (0..40).map(|i| i * 10_000).collect();
+    for (cut, arrivals) in [(None, 40u64), (Some(Duration::from_millis(200)), 20)] {
+        let before = seen.lock().unwrap().len() as u64;
+        let mut s = replay_spec(&addr, times.clone(), vec![0; 40], io);
+        (s.connections, s.threads, s.duration) = (2, 1, cut);
+        let clock = std::time::Instant::now();
+        let r = result(s);
+        let wall = clock.elapsed();
+        let q = &r["requests"];
+        let (complete, failed, unsent, late) =
+            (q["complete"].as_u64().unwrap(), q["failed"].as_u64().unwrap(), q["unsent"].as_u64().unwrap(), q["late"].as_u64().unwrap());
+        assert_eq!(failed, 0, "{r}");
+        // every arrival sent or unsent, once; the server saw exactly those sent
+        assert_eq!(complete + unsent, arrivals, "{q}");
+        assert_eq!(seen.lock().unwrap().len() as u64 - before, complete);
+        assert!(unsent >= arrivals / 2 && late >= 1, "{q}");
+        // the end: 390 ms (the last arrival) or 200 ms, plus what was in flight (100 ms < the 1 s drain)
+        let length = cut.unwrap_or(Duration::from_millis(390)).as_secs_f64();
+        let elapsed = r["elapsed_s"].as_f64().unwrap();
+        assert!(elapsed >= length && elapsed <= length + 0.15, "elapsed {elapsed} s for {length} s");
+        assert!(wall.as_secs_f64() <= length + 1.0, "the run took {wall:?}");
+    }
 }
 
 fn shares_of_a_replay_take_every_nth_request(io: Io) {

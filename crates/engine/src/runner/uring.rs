@@ -216,7 +216,6 @@ impl<'w> Ring<'w> {
             sh.began_unix_us.fetch_min(super::unix_us(), Ordering::Relaxed);
         }
         self.now = Instant::now();
-        let mut pacer = Pacer::default();
         // closed loop: every slot claims its first request (unless cancelled while waiting)
         if !self.open_loop && !sh.cancel.load(Ordering::Relaxed) {
             for i in 0..self.conns.len() {
@@ -230,16 +229,17 @@ impl<'w> Ring<'w> {
             w.advance_interval(&mut w.interval.borrow_mut(), now);
             let deadline = sh.deadline();
             let over = sh.cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d);
-            if self.open_loop {
-                // what fell due before this pass goes to the backlog, sent or (when over) unsent
-                self.pace(&mut pacer, !over);
-            }
             if over {
                 by_clock = true;
                 break;
             }
+            if self.open_loop {
+                // what fell due before this pass goes to the backlog, and to free connections
+                w.release_due(now);
+                self.dispatch();
+            }
             self.expire();
-            let finished = if self.open_loop { pacer.done && !pacer.ran_out } else { self.claims_done };
+            let finished = if self.open_loop { w.ended_by_requests() } else { self.claims_done };
             if self.oldest == NONE && finished {
                 break;
             }
@@ -247,16 +247,27 @@ impl<'w> Ring<'w> {
             if let Some(d) = deadline {
                 wake = wake.min(d);
             }
-            if let Some(job) = pacer.next {
-                wake = wake.min(job.intended);
+            if let Some(at) = self.open_loop.then(|| w.next_arrival()).flatten() {
+                wake = wake.min(at);
             }
             self.enter(wake.min(self.next_timeout()));
         }
-        self.w.stop();
+        let cancelled = sh.cancel.load(Ordering::Relaxed);
         if by_clock {
-            self.w.last_end.set(self.w.last_end.get().max(Some(Instant::now())));
+            let end = w.end_moment(cancelled);
+            w.last_end.set(w.last_end.get().max(Some(end)));
+            if self.open_loop {
+                // the arrivals due by the end: the free connections take them, the others are
+                // unsent (after a cancel, all of them)
+                w.release_due(end);
+                if !cancelled {
+                    self.dispatch();
+                }
+            }
         }
-        let drain = if sh.cancel.load(Ordering::Relaxed) { CANCEL_DRAIN } else { DRAIN };
+        w.stop();
+        w.count_unsent();
+        let drain = if cancelled { CANCEL_DRAIN } else { DRAIN };
         let drain_end = Instant::now() + drain;
         while self.oldest != NONE && Instant::now() < drain_end {
             self.now = Instant::now();
@@ -783,40 +794,6 @@ impl<'w> Ring<'w> {
         }
     }
 
-    /// Open loop: what the pacer claims and the backlog; due requests go to free slots.
-    fn pace(&mut self, pacer: &mut Pacer, send: bool) {
-        let w = self.w;
-        let sh = &w.sh;
-        let schedule = sh.schedule.as_ref().expect("open loop");
-        let measure_start = sh.measure_start().expect("known in open loop");
-        loop {
-            if pacer.next.is_none() && !pacer.done {
-                match sh.take_slot().and_then(|slot| Some((slot, schedule.time_of(slot)?))) {
-                    Some((slot, offset)) => {
-                        let intended = sh.start + offset;
-                        let measured = slot >= w.warmup_slots && intended >= measure_start;
-                        pacer.next = Some(Job { slot, intended, measured });
-                    }
-                    None => {
-                        // the schedule's end, unless -n cut it short
-                        pacer.ran_out = sh.slot_limit >= schedule.total() && schedule.length().is_some();
-                        pacer.done = true;
-                    }
-                }
-            }
-            match pacer.next {
-                Some(job) if job.intended <= self.now => {
-                    w.backlog.borrow_mut().push_back(job);
-                    pacer.next = None;
-                }
-                _ => break,
-            }
-        }
-        if send {
-            self.dispatch();
-        }
-    }
-
     /// Open loop: the backlog's requests to free slots, oldest first.
     fn dispatch(&mut self) {
         if self.w.stopping.get() {
@@ -857,14 +834,6 @@ enum Feed {
     More,
     Done,
     Bad,
-}
-
-/// Open loop: the next claimed arrival (not yet due) and whether the schedule is spent.
-#[derive(Default)]
-struct Pacer {
-    next: Option<Job>,
-    done: bool,
-    ran_out: bool,
 }
 
 /// A whole request in one send (MSG_WAITALL: the ring sends the rest of a short send itself), and

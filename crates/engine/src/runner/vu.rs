@@ -26,15 +26,18 @@ impl Worker {
         let timeout = tokio::time::sleep(self.sh.spec.timeout);
         tokio::pin!(timeout);
         let mut vu = Session::new(sc);
+        let mut was_idle = true;
         loop {
-            let job = match self.next_job() {
+            let job = match self.next_job(was_idle) {
                 Next::Job(job) => job,
                 Next::Stop => break,
                 Next::Wait => {
                     self.work.notified().await;
+                    was_idle = true;
                     continue;
                 }
             };
+            was_idle = false;
             if let Some(pause) = self.serve_step(&mut vu, &mut conn, &written, timeout.as_mut(), job).await {
                 self.think(pause).await;
             }
