@@ -54,7 +54,7 @@ def test_files_are_read_and_checked(pki: Pki, tmp_path: Path) -> None:
     refused("--cert and --key go together", key=pki.client_key)
     refused("--cacert not found: ", cacert=f"{pki.ca}x")
     refused("is not a PEM file", cacert=pki.ca.parent / "ca.srl")
-    refused("does not go with --cert", cert=pki.client_cert, key=pki.server_key)
+    refused("is not the private key of --cert", cert=pki.client_cert, key=pki.server_key)
     encrypted = tmp_path / "encrypted.key"
     openssl("pkey", "-in", str(pki.client_key), "-out", str(encrypted), "-aes256", "-passout", "pass:secret")
     refused("is encrypted", cert=pki.client_cert, key=encrypted)
@@ -87,3 +87,12 @@ def test_results_with_and_without_tls() -> None:
     read = BenchResult.from_dict(data)
     assert read.options.tls is not None and (read.options.tls.cacert, read.options.tls.resume) == ("ca.pem", False)
     assert BenchResult.from_json(read.to_json()).to_dict()["options"]["tls"] == settings
+
+
+def test_a_bad_host_name_is_told_without_python_words() -> None:
+    """Not Python's "encoding with 'idna' codec failed (UnicodeError: ...)" (issue 39 item 21)."""
+    for host in ("a..b", "a" * 70 + ".test"):
+        with pytest.raises(UsageError) as caught:
+            BenchSpec.from_options(f"http://{host}/", requests=1)
+        assert str(caught.value) == (f"cannot resolve host {host!r}: not a valid host name (a label between dots is "
+                                     "empty, or longer than 63 characters)")  # fmt: skip

@@ -12,7 +12,10 @@ worker accepted, also those that made no request).
 
 from __future__ import annotations
 
+import socket
+import ssl
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +23,8 @@ from types import TracebackType
 
 from support.nginx import PrivateNginx, free_port, wait_port
 
-__all__ = ["Pki", "TlsNginx", "free_port", "make_pki", "openssl", "self_signed", "v1_certificate", "wait_port"]
+__all__ = ["Pki", "PyTlsServer", "TlsNginx", "free_port", "make_pki", "openssl", "self_signed", "v1_certificate",
+           "wait_port"]
 
 
 def openssl(*args: str) -> None:
@@ -192,3 +196,90 @@ class TlsNginx:
 
     def clear_log(self) -> None:
         (self.root / "access.log").write_text("")
+
+
+def leaf_certificate(directory: Path, name: str, newkey: str, *, ca: bool = False) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 with a key made by ``openssl req -newkey NEWKEY``
+    (``rsa:1024``, ``ec`` for P-256), CA:FALSE unless ``ca``; and its key."""
+    cert, key = directory / f"{name}.pem", directory / f"{name}.key"
+    curve = ["-pkeyopt", "ec_paramgen_curve:P-256"] if newkey == "ec" else []
+    openssl("req", "-x509", "-newkey", newkey, *curve, "-nodes", "-keyout", str(key), "-out", str(cert),
+            "-days", "2", "-subj", f"/CN={name}", "-addext", "subjectAltName=IP:127.0.0.1",
+            "-addext", f"basicConstraints=critical,CA:{'TRUE' if ca else 'FALSE'}")  # fmt: skip
+    return cert, key
+
+
+class PyTlsServer:
+    """An HTTPS server of Python's ``ssl`` (OpenSSL at security level 0, so that it serves what
+    nginx refuses to load: an RSA key of 1024 bits) on a free loopback port, one thread per
+    connection, answering every request ``200 ok``. It records how each connection ended:
+    ``ends`` is a list of ``(requests, how)``, ``how`` one of ``close_notify`` (the client closed
+    TLS cleanly), ``eof`` (TCP closed without close_notify), ``reset``, ``handshake`` (the
+    handshake failed)."""
+
+    def __init__(self, cert: Path, key: Path) -> None:
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.set_ciphers("DEFAULT:@SECLEVEL=0")
+        self.context.load_cert_chain(str(cert), str(key))
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.ends: list[tuple[int, str]] = []
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}/"
+
+    def __enter__(self) -> PyTlsServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.listener.close()
+        self.thread.join(5)
+
+    def ended(self) -> list[tuple[int, str]]:
+        """``ends``, after a moment for the last connections to end."""
+        time.sleep(0.4)
+        with self.lock:
+            return list(self.ends)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        requests, how = 0, "eof"
+        conn.settimeout(10)
+        try:
+            tls = self.context.wrap_socket(conn, server_side=True)
+        except (ssl.SSLError, OSError):
+            how = "handshake"
+        else:
+            buffer = b""
+            try:
+                while True:
+                    data = tls.recv(65536)
+                    if not data:
+                        how = "close_notify"
+                        break
+                    buffer += data
+                    while b"\r\n\r\n" in buffer:
+                        _, _, buffer = buffer.partition(b"\r\n\r\n")
+                        requests += 1
+                        tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+            except ssl.SSLEOFError:
+                how = "eof"
+            except (ConnectionResetError, BrokenPipeError):
+                how = "reset"
+            except (ssl.SSLError, OSError):
+                how = "eof"
+        finally:
+            conn.close()
+        with self.lock:
+            self.ends.append((requests, how))

@@ -7,7 +7,7 @@
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -27,6 +27,17 @@ use tokio_rustls::TlsConnector;
 use AlertDescription as A;
 
 use crate::stats::ErrorKind;
+
+mod facts;
+use facts::CertFacts;
+
+/// What the pre-flight probe notes during its handshake: whether the server asked for a client
+/// certificate, and the server's certificate (DER) as presented.
+#[derive(Clone, Default)]
+struct Noted {
+    asked: Arc<AtomicBool>,
+    certificate: Arc<Mutex<Option<Vec<u8>>>>,
+}
 
 /// The spec's TLS options (PEM contents, not paths: agents on other machines get them too).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,7 +98,7 @@ impl TlsSetup {
             (Some(cert), Some(key)) => {
                 let chain = parse_certs(cert, "tls.cert_pem")?;
                 let key =
-                    PrivateKeyDer::from_pem_slice(key).map_err(|e| format!("tls.key_pem: no private key ({e})"))?;
+                    PrivateKeyDer::from_pem_slice(key).map_err(|e| format!("tls.key_pem: no private key ({})", words(&format!("{e:?}"))))?;
                 Some((chain, Arc::new(key)))
             }
             _ => return Err("tls: cert_pem and key_pem go together".into()),
@@ -98,21 +109,34 @@ impl TlsSetup {
         Ok(setup)
     }
 
-    /// A configuration; `asked` is set when the server asks for a client certificate.
-    fn config(&self, asked: Option<Arc<AtomicBool>>) -> Result<Arc<ClientConfig>, String> {
+    /// A configuration; `noted` (the probe's) is told whether the server asks for a client
+    /// certificate, and the certificate it presents.
+    fn config(&self, noted: Option<&Noted>) -> Result<Arc<ClientConfig>, String> {
         let builder = ClientConfig::builder_with_provider(Arc::clone(&self.provider))
             .with_safe_default_protocol_versions()
             .map_err(|e| format!("tls: {e}"))?;
-        let builder = if self.options.insecure {
-            builder.dangerous().with_custom_certificate_verifier(Arc::new(AnyCertificate(Arc::clone(&self.provider))))
+        let webpki = || {
+            WebPkiServerVerifier::builder_with_provider(Arc::clone(&self.roots), Arc::clone(&self.provider)).build()
+        };
+        // how the server's certificate is checked: any accepted, the ca_pem roots with their
+        // certificates pinned, or the system's roots (none readable: each handshake says UnknownIssuer)
+        let mut custom: Option<Arc<dyn ServerCertVerifier>> = if self.options.insecure {
+            Some(Arc::new(AnyCertificate(Arc::clone(&self.provider))))
         } else if !self.pinned.is_empty() {
-            let inner = WebPkiServerVerifier::builder_with_provider(Arc::clone(&self.roots), Arc::clone(&self.provider))
-                .build()
-                .map_err(|e| format!("tls.ca_pem: no usable CA certificate in it ({e})"))?;
-            let pinned = Pinned { inner, pinned: Arc::clone(&self.pinned) };
-            builder.dangerous().with_custom_certificate_verifier(Arc::new(pinned))
+            let inner = webpki().map_err(|_| "tls.ca_pem: no usable CA certificate in it".to_string())?;
+            Some(Arc::new(Pinned { inner, pinned: Arc::clone(&self.pinned) }))
+        } else if noted.is_some() {
+            webpki().ok().map(|v| v as Arc<dyn ServerCertVerifier>)
         } else {
-            builder.with_root_certificates(Arc::clone(&self.roots))
+            None
+        };
+        if let Some(noted) = noted {
+            let certificate = &noted.certificate;
+            custom = custom.map(|inner| Arc::new(Noting { inner, certificate: Arc::clone(certificate) }) as _);
+        }
+        let builder = match custom {
+            Some(verifier) => builder.dangerous().with_custom_certificate_verifier(verifier),
+            None => builder.with_root_certificates(Arc::clone(&self.roots)),
         };
         let mut config = match &self.client {
             Some((chain, key)) => {
@@ -120,9 +144,11 @@ impl TlsSetup {
             }
             None => builder.with_no_client_auth(),
         };
-        if let Some(asked) = asked {
-            config.client_auth_cert_resolver =
-                Arc::new(Asked { inner: Arc::clone(&config.client_auth_cert_resolver), asked });
+        if let Some(noted) = noted {
+            config.client_auth_cert_resolver = Arc::new(Asked {
+                inner: Arc::clone(&config.client_auth_cert_resolver),
+                asked: Arc::clone(&noted.asked),
+            });
         }
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         if !self.options.resume {
@@ -166,7 +192,7 @@ pub fn server_name(name: &str) -> Result<ServerName<'static>, String> {
 fn parse_certs(pem: &[u8], field: &str) -> Result<Vec<CertificateDer<'static>>, String> {
     let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{field}: not PEM certificates ({e})"))?;
+        .map_err(|e| format!("{field}: not PEM certificates ({})", words(&format!("{e:?}"))))?;
     if certs.is_empty() {
         return Err(format!("{field}: no certificate in it"));
     }
@@ -246,7 +272,7 @@ fn client_cert_error(e: &rustls::Error) -> String {
         (_, rustls::Error::InvalidCertificate(why)) => {
             format!("tls.cert_pem: is not a usable client certificate ({})", words(&format!("{why:?}")))
         }
-        _ => format!("tls.cert_pem: is not usable with its key ({e})"),
+        _ => format!("tls.cert_pem: is not usable with its key ({})", words(&format!("{e:?}"))),
     }
 }
 
@@ -331,7 +357,12 @@ fn presented_name(presented: &str) -> &str {
 /// A one-line reason for a TLS error, in words (see `certificate_words` for `has_ca` and `name`).
 fn describe(e: &io::Error, has_ca: bool, name: &str) -> String {
     let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) else {
-        return format!("the TLS handshake failed: {e}");
+        return match e.kind() {
+            io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted => {
+                "the server closed the connection during the TLS handshake".into()
+            }
+            kind => format!("the TLS handshake failed ({})", words(&format!("{kind:?}"))),
+        };
     };
     match tls {
         rustls::Error::InvalidCertificate(why) => certificate_words(why, tls, has_ca, name),
@@ -348,7 +379,11 @@ fn describe(e: &io::Error, has_ca: bool, name: &str) -> String {
         rustls::Error::PeerIncompatible(why) => {
             format!("the server and pounder have no TLS version or cipher in common ({})", words(&format!("{why:?}")))
         }
-        other => format!("the TLS handshake failed ({other})"),
+        rustls::Error::NoCertificatesPresented => "the server presented no certificate".into(),
+        rustls::Error::PeerMisbehaved(why) => {
+            format!("the server broke the TLS protocol ({})", words(&format!("{why:?}")))
+        }
+        other => format!("the TLS handshake failed ({})", words(&format!("{other:?}"))),
     }
 }
 
@@ -370,6 +405,9 @@ pub fn after_handshake_kind(e: &io::Error) -> Option<ErrorKind> {
 /// None when it succeeds or no address accepts the connection (the run counts that as it
 /// does for plain HTTP), else a one-line reason. When the server asks for a client certificate
 /// and none is given, waits a moment for its refusal (TLS 1.3 sends it after the handshake).
+/// A handshake that succeeded is closed as a client that is done closes it (close_notify, then
+/// the server's end read), so that the server sees a connection that asked nothing: nothing it
+/// logs as a request.
 pub fn probe(
     tcp: &[std::net::SocketAddr],
     tls_name: &str,
@@ -378,12 +416,21 @@ pub fn probe(
 ) -> Result<Option<String>, String> {
     let setup = TlsSetup::new(options)?;
     let name = server_name(tls_name)?;
-    let asked = Arc::new(AtomicBool::new(false));
-    let config = setup.config(Some(Arc::clone(&asked)))?;
-    let has_ca = options.ca_pem.is_some();
-    let rt =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("tls probe: {e}"))?;
+    let noted = Noted::default();
+    let config = setup.config(Some(&noted))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tls probe: cannot start its runtime ({})", words(&format!("{:?}", e.kind()))))?;
+    let failed = |e: &io::Error| {
+        let certificate = noted.certificate.lock().ok().and_then(|mut c| c.take());
+        let facts = certificate.as_deref().and_then(|der| {
+            CertFacts::read(der).map(|f| (f, setup.pinned.iter().any(|c| c.as_ref() == der)))
+        });
+        reason(e, &facts, options, tls_name)
+    };
     let outcome = rt.block_on(async {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
         tokio::time::timeout(timeout, async {
             let mut stream = None;
             for sa in tcp {
@@ -395,17 +442,22 @@ pub fn probe(
             let tcp = stream?;
             let mut tls = match TlsConnector::from(config).connect(name, tcp).await {
                 Ok(s) => s,
-                Err(e) => return Some(describe(&e, has_ca, tls_name)),
+                Err(e) => return Some(failed(&e)),
             };
-            if asked.load(Ordering::Relaxed) && options.cert_pem.is_none() {
-                use tokio::io::AsyncReadExt;
-                let mut buf = [0u8; 1];
+            let mut buf = [0u8; 512];
+            if noted.asked.load(Ordering::Relaxed) && options.cert_pem.is_none() {
                 let wait = tokio::time::timeout(Duration::from_millis(300), tls.read(&mut buf)).await;
                 if let Ok(Err(e)) = wait {
                     if error_kind(&e).is_some() {
-                        return Some(describe(&e, has_ca, tls_name));
+                        return Some(failed(&e));
                     }
                 }
+            }
+            // a clean close: close_notify, then what the server still sends (its session tickets,
+            // its own close_notify) read to its end, so that closing sends no reset
+            if tls.shutdown().await.is_ok() {
+                let drain = async { while matches!(tls.read(&mut buf).await, Ok(n) if n > 0) {} };
+                let _ = tokio::time::timeout(Duration::from_millis(200), drain).await;
             }
             None
         })
@@ -413,6 +465,48 @@ pub fn probe(
         .unwrap_or_else(|_| Some(format!("no TLS handshake within {:.1} s", timeout.as_secs_f64())))
     });
     Ok(outcome)
+}
+
+/// The reason of a failed probe: the certificate's key when rustls cannot use it in any case,
+/// a self-signed certificate not given with `--cacert` (when its trust failed), else `describe`'s.
+/// `facts`: the server's certificate as the probe saw it, and whether it is one of `ca_pem`'s.
+fn reason(e: &io::Error, facts: &Option<(CertFacts, bool)>, options: &TlsOptions, name: &str) -> String {
+    let has_ca = options.ca_pem.is_some();
+    let tls = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+    if let Some((facts, pinned)) = facts {
+        if let Some(problem) = facts.key_problem() {
+            return problem;
+        }
+        let untrusted = matches!(tls, Some(rustls::Error::InvalidCertificate(why)) if is_trust(why, tls));
+        if facts.self_signed && !pinned && !options.insecure && untrusted {
+            return if has_ca {
+                "the server's certificate is self-signed, and not one in the --cacert file".into()
+            } else {
+                "the server's certificate is self-signed: no CA vouches for it".into()
+            };
+        }
+    }
+    describe(e, has_ca, name)
+}
+
+/// Whether a certificate error is one of trust (no CA found for it, or none that can vouch for it),
+/// not of its dates, names, use or form.
+fn is_trust(why: &CertificateError, e: Option<&rustls::Error>) -> bool {
+    use CertificateError as C;
+    match why {
+        C::Expired
+        | C::ExpiredContext { .. }
+        | C::NotValidYet
+        | C::NotValidYetContext { .. }
+        | C::NotValidForName
+        | C::NotValidForNameContext { .. }
+        | C::InvalidPurpose
+        | C::InvalidPurposeContext { .. }
+        | C::Revoked
+        | C::BadEncoding => false,
+        C::Other(_) => !matches!(e.and_then(webpki_error), Some(webpki::Error::UnsupportedCertVersion)),
+        _ => true,
+    }
 }
 
 /// Accepts any server certificate, still checking that the server holds its key.
@@ -506,6 +600,55 @@ impl ServerCertVerifier for Pinned {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.inner.supported_verify_schemes()
+    }
+}
+
+/// A verifier that keeps the server's certificate as presented (the probe's, for its reasons).
+#[derive(Debug)]
+struct Noting {
+    inner: Arc<dyn ServerCertVerifier>,
+    certificate: Arc<Mutex<Option<Vec<u8>>>>,
+}
+
+impl ServerCertVerifier for Noting {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if let Ok(mut kept) = self.certificate.lock() {
+            *kept = Some(end_entity.as_ref().to_vec());
+        }
+        self.inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+
+    fn requires_raw_public_keys(&self) -> bool {
+        self.inner.requires_raw_public_keys()
     }
 }
 

@@ -75,11 +75,12 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
     "allow_remote": (("--allow-remote",), None, "Allow targets that are not loopback addresses (127.0.0.0/8, ::1)."),
     "insecure": (("--insecure",), None,
                  "https://: accept any server certificate (a self-signed one); the handshake is still made in "
-                 "full."),
+                 "full, and what the engine (rustls) cannot use is still refused: an RSA key under 2048 bits."),
     "cacert": (("--cacert",), "FILE", "https://: trust the CA certificates of this PEM file instead of the "
                "system's; a self-signed server certificate given here is trusted as it is. Before the load, "
-               "pounder makes one TLS handshake (no request) to each https:// address to check its certificate: "
-               "the server logs that connection (nginx logs a 400 line when the port speaks plain HTTP)."),
+               "pounder makes one TLS handshake (no request) to each https:// address to check its certificate, "
+               "and closes it cleanly (close_notify): a connection that asked nothing, which servers do not log as "
+               "a request (nginx logs a 400 line only when the port speaks plain HTTP)."),
     "cert": (("--cert",), "FILE", "https://: send this PEM client certificate (with --key)."),
     "key": (("--key",), "FILE", "https://: the client certificate's PEM private key (not encrypted)."),
     "tls_resume": (("--tls-resume/--no-tls-resume",), None,

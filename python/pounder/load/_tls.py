@@ -9,6 +9,7 @@ The engine gets the PEM contents, not the paths, so that agents on other machine
 from __future__ import annotations
 
 import os
+import re
 import ssl
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -61,6 +62,10 @@ class TlsSettings:
         if not flag or not path:
             return engine_message
         return f"{flag} {path} {why}" if why.startswith(("is ", "does ")) else f"{flag} {path}: {why}"
+
+    @property
+    def cacert_given(self) -> bool:
+        return self.ca_pem is not None
 
     def in_words(self, reason: str) -> str:
         """The engine's reason with the files it speaks of named (``the --cacert file``: its path)."""
@@ -119,14 +124,24 @@ def _read(flag: str, path: str | os.PathLike[str], paths: list[tuple[str, str]])
     return data
 
 
+_UNREADABLE = "(a block cut short, or not base64 of DER)"
+
+
 def _check_ca(pem: bytes, path: str) -> None:
     if b"-----BEGIN CERTIFICATE-----" not in pem:
         raise UsageError(f"--cacert {path} holds no certificate (a PEM 'BEGIN CERTIFICATE' block)")
+    if not _reads_as_certificates(pem):
+        raise UsageError(f"--cacert {path} is not a PEM certificate bundle: a certificate block does not read "
+                         f"as one {_UNREADABLE}")  # fmt: skip
+
+
+def _reads_as_certificates(pem: bytes) -> bool:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     try:
         context.load_verify_locations(cadata=pem.decode("ascii", "replace"))
-    except (ssl.SSLError, ValueError) as error:
-        raise UsageError(f"--cacert {path} is not a PEM certificate bundle: {_ssl_reason(error)}") from None
+    except (ssl.SSLError, ValueError):
+        return False
+    return True
 
 
 def _check_pair(cert: bytes, key: bytes, paths: dict[str, str]) -> None:
@@ -137,21 +152,46 @@ def _check_pair(cert: bytes, key: bytes, paths: dict[str, str]) -> None:
         raise UsageError(f"--key {key_path} is encrypted: give it decrypted (openssl pkey -in KEY -out PLAIN)")
     if b"PRIVATE KEY-----" not in key:
         raise UsageError(f"--key {key_path} holds no private key (a PEM 'BEGIN ... PRIVATE KEY' block)")
+    if not _reads_as_certificates(cert):
+        raise UsageError(f"--cert {cert_path}: its certificate block does not read as one {_UNREADABLE}")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     try:
         context.load_cert_chain(cert_path, key_path, password=b"")
-    except (ssl.SSLError, OSError, ValueError) as error:
+    except ssl.SSLError as error:
+        if getattr(error, "reason", None) in ("KEY_VALUES_MISMATCH", "NO_CERTIFICATE_ASSIGNED"):
+            raise UsageError(f"--key {key_path} is not the private key of --cert {cert_path}") from None
+        raise UsageError(f"--key {key_path}: its private key block does not read as one {_UNREADABLE}") from None
+    except (OSError, ValueError) as error:
         raise UsageError(f"--key {key_path} does not go with --cert {cert_path}: {_ssl_reason(error)}") from None
 
 
 def _ssl_reason(error: Exception) -> str:
+    """An error of Python's ssl module in words: no ``[LIB: REASON]`` prefix, no ``(_ssl.c:N)``."""
     reason = getattr(error, "reason", None)
-    return str(reason).lower().replace("_", " ") if reason else str(error).splitlines()[0]
+    if reason:
+        return str(reason).lower().replace("_", " ")
+    if isinstance(error, OSError) and error.strerror and not isinstance(error, ssl.SSLError):
+        return error.strerror.lower()
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    text = re.sub(r"^\[[^]]*\]\s*", "", re.sub(r"\s*\(_ssl\.c:\d+\)", "", text))
+    return text.strip() or "not readable"
 
 
 def _hint(reason: str, settings: TlsSettings) -> str:
-    if "(CA:TRUE), not one in " in reason:
+    """What to do about a refused handshake, never advising a flag the user already gave."""
+    hint = _advice(reason, settings)
+    if settings.insecure and "--insecure" in hint:
+        return "check the server's TLS setup"  # --insecure accepts any certificate: not the cause
+    return hint
+
+
+def _advice(reason: str, settings: TlsSettings) -> str:
+    if " RSA key: " in reason or " EC key on the curve " in reason:
+        return "give the server a certificate with an RSA key of 2048 bits or more, or an EC P-256 key"
+    if " is self-signed, and not one in " in reason or "(CA:TRUE), not one in " in reason:
         return "give --cacert the server's certificate itself, or --insecure instead of --cacert"
+    if " is self-signed" in reason:
+        return "give --cacert the server's certificate itself, or --insecure"
     if "not signed by a CA in " in reason:
         return "give --cacert the CA that signed it, or --insecure instead of --cacert"
     if "a CA this system trusts" in reason or "(CA:TRUE)" in reason:
@@ -160,6 +200,8 @@ def _hint(reason: str, settings: TlsSettings) -> str:
         return "renew the server's certificate, or give --insecure"
     if reason.startswith("the certificate is "):
         return "use a URL with one of its names, or give --insecure"
+    if reason.startswith("the server's certificate ") and settings.cacert_given:
+        return "check that --cacert holds the CA that signed it, or give --insecure instead of --cacert"
     if reason.startswith("the server's certificate "):
         return "give --cacert FILE or --insecure"
     if "client certificate" in reason:

@@ -139,8 +139,9 @@ def _local_addresses(host: str) -> list[str]:
         pass
     try:
         name = host.rstrip(".").encode("idna").decode("ascii").lower()
-    except UnicodeError as error:
-        raise UsageError(f"cannot resolve host {host!r}: {error}") from None
+    except UnicodeError:  # Python's words (encoding with 'idna' codec failed ...) are not the user's
+        raise UsageError(f"cannot resolve host {host!r}: not a valid host name (a label between dots is empty, "
+                         "or longer than 63 characters)") from None
     listed = hosts_file_addresses(name)
     if listed:
         return listed
