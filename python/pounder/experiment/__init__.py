@@ -12,6 +12,7 @@ from pounder.experiment._file import (
 )
 from pounder.experiment._reader import ExperimentError
 from pounder.experiment._run import EXPERIMENT_SCHEMA, ExperimentResult, run_experiment
+from pounder.experiment._tls import TlsSpec
 
 __all__ = [
     "EXPERIMENT_SCHEMA",
@@ -20,6 +21,7 @@ __all__ = [
     "ExperimentResult",
     "LoadSpec",
     "ServerSpec",
+    "TlsSpec",
     "VariantSpec",
     "load_experiment",
     "run_experiment",

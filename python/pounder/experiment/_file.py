@@ -56,7 +56,8 @@ from pounder._given import from_file
 from pounder._units import plain
 from pounder.compare import MAX_TRIALS, MAX_VARIANTS, MIN_TRIALS, check_label, parse_compare_gates
 from pounder.experiment._reader import ExperimentError, Reader
-from pounder.load import LoadOptions, NotLoopbackError, parse_url, resolve
+from pounder.experiment._tls import TlsSpec, in_file_words, read_tls
+from pounder.load import BenchSpec, LoadOptions, NotLoopbackError, parse_url, resolve
 from pounder.pool import ADAPTERS as POOL_ADAPTERS
 from pounder.pool import KINDS, TARGET_FIELDS, Adapter, make_adapter, puma_threads, refused_option
 
@@ -162,6 +163,8 @@ class Experiment:
     record: tuple[str, ...]
     fail_if: tuple[str, ...] = ()
     """The file's ``fail_if`` gates (``pounder compare --fail-if`` expressions), checked when read."""
+    tls: TlsSpec = field(default_factory=TlsSpec)
+    """``[tls]``: how the https:// variant URLs are trusted (:mod:`pounder.experiment._tls`)."""
     reader: Reader | None = field(default=None, compare=False, repr=False)
     """How the file was read (None: built in code): what its servers' adapters refuse is named with
     the file, the line and the key (:func:`server_adapter`)."""
@@ -174,6 +177,7 @@ class Experiment:
             "loads": [dict(load.__dict__) for load in self.loads],
             "variants": [{**v.__dict__, "env": dict(v.env)} for v in self.variants],
             "baseline": self.baseline, "record": list(self.record), "fail_if": list(self.fail_if),
+            "tls": self.tls.to_dict(),
         }
 
 
@@ -255,7 +259,7 @@ def load_experiment(path: str | Path) -> Experiment:
     file, line and key of the first mistake."""
     path = Path(check_path(path, "load_experiment: path"))
     r, data = _parsed(path)
-    r.table(data, "", {"title", "description", "server", "load", "variant", "baseline", "record", "fail_if"})
+    r.table(data, "", {"title", "description", "server", "load", "variant", "baseline", "record", "fail_if", "tls"})
     title = r.get(data, "", "title", str, required=True)
     description = r.get(data, "", "description", str, default="")
     server = _server(r, data)
@@ -275,7 +279,20 @@ def load_experiment(path: str | Path) -> Experiment:
                                    "variants name no server: profile one with pounder profile --server-pidfile)")
     return Experiment(path=path.resolve(), title=title, description=description, server=server, loads=tuple(loads),
                       variants=tuple(variants), baseline=baseline, record=tuple(record), fail_if=_fail_if(r, data),
-                      reader=r)
+                      tls=_tls(r, data, variants), reader=r)
+
+
+def _tls(r: Reader, data: dict[str, Any], variants: list[VariantSpec]) -> TlsSpec:
+    """The [tls] table, its files read and checked as pounder bench checks its flags (the loads
+    are checked on their own)."""
+    https = [v.url for v in variants if v.url is not None and v.url.lower().startswith("https://")]
+    tls = read_tls(r, data, bool(https))
+    if https and tls != TlsSpec():
+        try:
+            BenchSpec.from_options(https[0], options=tls.with_load(LoadOptions(requests=1)))
+        except UsageError as error:
+            raise r.fail("tls", in_file_words(str(error))) from None
+    return tls
 
 
 _FILE_KEYS = {"pythonpath": "pythonpath", "root": "root", "env": "env", "threads": "threads", "preload": "preload"}

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pounder._errors import PounderError, UsageError, check_callable, check_instance, check_path, public
 from pounder._files import utc_timestamp
@@ -37,7 +38,8 @@ from pounder.compare import (
 )
 from pounder.experiment._file import Experiment, LoadSpec, VariantSpec, server_adapter
 from pounder.experiment._profiles import check_profiles, moved_lines, params_of, profile_variants
-from pounder.load import ENGINE, BenchSpec, Gate, Sender
+from pounder.experiment._tls import TlsSpec
+from pounder.load import ENGINE, BenchSpec, Gate, Sender, check_io, check_tls
 from pounder.pool import (
     Adapter,
     ResultsDir,
@@ -153,10 +155,10 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
     say = log or (lambda line: None)
     ResultsDir.check_new(results)
     planned = _servers(exp)  # every server's inputs checked (UsageError) before anything is created
+    check_profiles(exp, [adapter for _, adapter in planned])
+    _check_loads(exp, sender)  # the last refusal: nothing was printed or written before it
     for warning in dict.fromkeys(w for _, adapter in planned for w in adapter.warnings()):
         say(f"warning: {warning}")  # what a server would ignore without a word (it runs all the same)
-    check_profiles(exp, [adapter for _, adapter in planned])
-    _check_loads(exp, sender)
     folder = Path(results)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -185,7 +187,7 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
                 for index, load in enumerate(exp.loads, start=1):
                     say(f"load {index}: {load.label}")
                     result = _compare(variants, exp.baseline, load, quick, on_trial, folder / f"load-{index}.json",
-                                      sender, checked_gates)
+                                      sender, checked_gates, exp.tls)
                     comparisons.append((load, result))
                     if result.interrupted:
                         interrupted = True
@@ -219,14 +221,27 @@ Started = list[tuple[list[VariantSpec], Runner, ManagedServer]]
 
 
 def _check_loads(exp: Experiment, sender: Sender) -> None:
-    """Every load as load_experiment checked it (an Experiment may be built by hand), and what the
-    sender cannot send (agents cannot share), before any server starts."""
+    """Every load as load_experiment checked it (an Experiment may be built by hand), what the
+    sender cannot send (agents cannot share), the I/O path each load asks for (``io = "uring"``
+    with HTTPS), the [tls] files, and one TLS handshake to each https:// variant URL (as pounder
+    bench makes it): every refusal before any server starts, anything is printed or written."""
+    urls = [str(v.url) for v in exp.variants] if exp.server.adapter == "url" else ["http://127.0.0.1:1/"]
+    specs: list[BenchSpec] = []
     for index, load in enumerate(exp.loads, start=1):
-        load.options().load_model()
+        options = exp.tls.with_load(load.options())
         try:
-            sender.check(BenchSpec.from_options("http://127.0.0.1:1/", options=load.options()))
+            options.load_model()
+            specs = [BenchSpec.from_options(url, options=options) for url in urls]
+            for spec in specs:
+                sender.check(spec)
+                check_io(spec)
         except UsageError as error:
             raise UsageError(f"load {index} ({load.label}): {error}") from None
+    probed: dict[str, BenchSpec] = {}  # the handshake depends on no load: the last load's specs, one per address
+    for url, spec in zip(urls, specs, strict=True):
+        probed.setdefault(urlsplit(url).netloc.lower(), spec)
+    for spec in probed.values():
+        check_tls(spec)
 
 
 def _gates(exp: Experiment, gates: Sequence[str] | None, quick: bool = False) -> tuple[Gate, ...] | None:
@@ -289,13 +304,14 @@ def _start_servers(exp: Experiment, planned: list[tuple[list[VariantSpec], Adapt
 
 def _compare(variants: Sequence[Variant], baseline: str, load: LoadSpec, quick: bool,
              on_trial: TrialCallback | None, results: Path, sender: Sender,
-             gates: tuple[Gate, ...] | None = None) -> CompareResult:
-    """The comparison under ``load``, written to ``results`` after every trial."""
+             gates: tuple[Gate, ...] | None = None, tls: TlsSpec | None = None) -> CompareResult:
+    """The comparison under ``load`` (https:// URLs trusted as ``tls`` says), written to
+    ``results`` after every trial."""
     duration = load.duration
     if quick and duration is not None:
         duration = QUICK_DURATION
     return compare(list(variants), baseline=baseline, trials=min(load.trials, QUICK_TRIALS) if quick else load.trials,
                    connections=load.connections, requests=None if quick and duration else load.requests,
                    duration=duration, rate=load.rate, keepalive=load.keepalive, io=load.io, on_trial=on_trial,
-                   results=results, sender=sender, gates=gates)
+                   results=results, sender=sender, gates=gates, **(tls or TlsSpec()).options())
 
