@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -24,9 +25,10 @@ from pounder.cli._common import (
     report_option,
     write_html_report,
 )
-from pounder.cli._load_options import AGENTS, AGENTS_PER_NODE, RAY
+from pounder.cli._load_options import AGENTS, AGENTS_PER_NODE, RAY, takes_load_options, tls_parameters
 from pounder.compare import parse_compare_gates
 from pounder.experiment import load_experiment, run_experiment
+from pounder.load import LoadOptions
 from pounder.pool import ResultsDir
 
 RUN_HELP = "\n\n".join([
@@ -35,7 +37,11 @@ RUN_HELP = "\n\n".join([
     "all side by side on loopback ports; the variants are compared with interleaved trials (pounder compare) "
     "and the children's memory is recorded.",
     "The classic experiments ship in examples/experiments/. Everything is written to the results directory as it "
-    "is measured.",
+    "is measured; every refusal (a bad file, a certificate the engine would refuse) comes before anything is "
+    "printed or written.",
+    "https:// variant URLs (adapter url) are trusted as the file's [tls] table says (cacert, insecure, cert, key, "
+    "resume: pounder bench's --cacert, --insecure, --cert, --key, --no-tls-resume), each flag given here over its "
+    "key.",
     "Exit status: 0 done, 1 a server or a measurement failed or no request succeeded to a variant (written first), "
     "2 bad input (a bad file names its line and key), 3 a gate failed (--fail-if or the file's fail_if), "
     "130 interrupted.",
@@ -52,6 +58,7 @@ FAIL_IF = fail_if_option("Output", COMPARE_GATES, (
     "Evaluated on every load's comparison, after the experiment file's own fail_if = [\"slower>5%\", ...]."))
 
 
+@takes_load_options(*tls_parameters())
 def run_command(
     experiment: Annotated[str, EXPERIMENT],
     results: Annotated[str | None, RESULTS] = None,
@@ -61,10 +68,13 @@ def run_command(
     agents: Annotated[int | None, AGENTS] = None,
     agents_per_node: Annotated[int | None, AGENTS_PER_NODE] = None,
     fail_if: Annotated[list[str] | None, FAIL_IF] = None,
-) -> int:
+    *,
+    load: LoadOptions,
+) -> None:
     gates = parse_compare_gates(fail_if)  # before anything is started
     sender = make_sender(ray, agents, agents_per_node)
     exp = load_experiment(experiment)
+    exp = dataclasses.replace(exp, tls=exp.tls.over(load))  # the flags over the file's [tls]
     where = results if results is not None else f"pounder-run-{exp.path.stem}-{datetime.now():%Y%m%d-%H%M%S}"
     ResultsDir.check_new(where, resumable=False)
     check_report_path(report)
@@ -92,4 +102,3 @@ def run_command(
         raise PounderError("; ".join(failures))
     gate_failures = outcome.gate_failures()
     gates_exit("; ".join(gate_failures) if gate_failures else None)
-    return 0
