@@ -34,6 +34,10 @@ Modes:
   no_framing      200 without Content-Length or chunking, body, and the connection kept open
   bad_cl          Content-Length: 99999999999999999999999, then a few bytes
   dup_cl          two different Content-Length headers
+  tls             ok over TLS (--cert, --key; OpenSSL at security level 0, so that an RSA key of 1024
+                  bits loads); counts also how each connection that made no request ended:
+                  idle_close_notify (TLS closed cleanly), idle_eof (TCP closed without close_notify),
+                  tls_failed (its handshake failed)
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ MODES = (
     "no_framing",
     "bad_cl",
     "dup_cl",
+    "tls",
 )
 
 _lock = threading.Lock()
@@ -88,7 +93,7 @@ def _save_counts() -> None:
 
 def _count(key: str) -> None:
     with _lock:
-        _counts[key] += 1
+        _counts[key] = _counts.get(key, 0) + 1
         _save_counts()
 
 
@@ -237,11 +242,46 @@ def handle(conn: socket.socket, mode: str) -> None:
             pass
 
 
+def handle_tls(conn: socket.socket) -> None:
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.set_ciphers("DEFAULT:@SECLEVEL=0")
+    context.load_cert_chain(_args.cert, _args.key)
+    conn.settimeout(30)
+    try:
+        tls = context.wrap_socket(conn, server_side=True)
+    except (ssl.SSLError, OSError):
+        _count("tls_failed")
+        conn.close()
+        return
+    buf, requests, end = b"", 0, "idle_eof"
+    try:
+        while True:
+            data = tls.recv(65536)
+            if not data:
+                end = "idle_close_notify"
+                break
+            buf += data
+            while b"\r\n\r\n" in buf:
+                _, _, buf = buf.partition(b"\r\n\r\n")
+                requests += 1
+                _count("requests")
+                tls.sendall(ok_response("200 OK", b"x" * _args.body_size, False))
+    except OSError:
+        pass
+    finally:
+        conn.close()
+    if requests == 0:
+        _count(end)
+
+
 def serve(listener: socket.socket, mode: str) -> None:
     while True:
         conn, _ = listener.accept()
         _count("connections")
-        threading.Thread(target=handle, args=(conn, mode), daemon=True).start()
+        target = handle_tls if mode == "tls" else handle
+        threading.Thread(target=target, args=(conn,) if mode == "tls" else (conn, mode), daemon=True).start()
 
 
 def prefork(listener: socket.socket) -> None:
@@ -327,6 +367,8 @@ def main() -> None:
     parser.add_argument("--record-file", help="the first request head received is written here")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-requests", type=int, default=0)
+    parser.add_argument("--cert", help="tls: the server's certificate (PEM)")
+    parser.add_argument("--key", help="tls: its key (PEM)")
     _args = parser.parse_args()
     family = socket.AF_INET6 if _args.ipv6 else socket.AF_INET
     host = "::1" if _args.ipv6 else _args.host
