@@ -47,8 +47,8 @@ def test_counts_and_durations_are_not_negative_but_differences_may_be() -> None:
             READ.record(_Child, {**good, **data}, "c")
     assert READ.as_int(5.0, "k") == 5 and isinstance(READ.as_int(5.0, "k"), int)
     assert READ.as_int(2**63 - 1, "k") == 2**63 - 1  # the largest a pounder document holds (issue 39)
-    with pytest.raises(_Malformed, match=r"^'k' is larger than any pounder result holds \(at most "
-                                         r"9,223,372,036,854,775,807 = 2\*\*63 - 1\), got a number of 31 digits$"):
+    with pytest.raises(_Malformed, match=r"^'k' is larger than any pounder result holds \(at most 2\*\*63 - 1\), "
+                                         r"got a number of 31 digits$"):
         READ.as_int(10**30, "k")
     with pytest.raises(_Malformed, match=r"'k\[1\]' must be a whole number >= 0, got -1"):
         READ.list_of(READ.as_int)([1, -1], "k")

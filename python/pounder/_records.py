@@ -70,16 +70,19 @@ def _no_constant(name: str) -> Any:
 
 
 def shown(value: object) -> str:
-    """``value`` as a message shows it: a number of more than 30 digits by its size, not its digits."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+    """``value`` as a message shows it: a number of more than 16 digits by its size, not its
+    digits (``10**400``, ``1e308``: "a number of 401 digits")."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**16:
         return f"a number of {len(str(abs(value)))} digits"
+    if isinstance(value, float) and math.isfinite(value) and abs(value) >= 1e16:
+        return f"a number of {len(str(int(abs(value))))} digits"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
 def too_large(key: str, value: object) -> str:
     """The message for a number of ``key`` beyond :data:`MAX_NUMBER`."""
-    return f"'{key}' is larger than any pounder result holds (at most {MAX_NUMBER:,} = 2**63 - 1), got {shown(value)}"
+    return f"'{key}' is larger than any pounder result holds (at most 2**63 - 1), got {shown(value)}"
 
 
 def join(key: str, name: str) -> str:

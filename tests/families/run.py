@@ -2645,9 +2645,9 @@ def main() -> int:
     try:
         need = set()
         fams = {c.family for c in cases}
-        if fams & {"inputs", "aliases", "writes", "results"}:
+        if fams & {"inputs", "aliases", "writes", "results", "report"}:
             need |= {"bench"}
-        if fams & {"results"}:
+        if fams & {"results", "report"}:
             need |= {"mem", "compare"}
         if fams & {"aliases", "lock"}:
             need |= {"tune"}
