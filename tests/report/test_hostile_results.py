@@ -352,3 +352,15 @@ def test_a_count_of_one_is_singular_on_the_page(compare_doc: Document, tmp_path:
     edited["options"]["trials"] = 1
     words = text_of(render_report(write(tmp_path / "c.json", edited)))
     assert "1 trial per variant" in words and "1 trials" not in words
+
+
+def test_the_bench_text_of_a_zero_duration_has_no_rate(bench_doc: Document, tmp_path: Path) -> None:
+    """The same rule in the text ``pounder bench`` prints (pounder.load.render_report)."""
+    from pounder.load import render_report as bench_text
+
+    document = copy.deepcopy(bench_doc)
+    document["elapsed_s"] = 0.0
+    text = bench_text(pounder.load_result(write(tmp_path / "zero.json", document)))
+    assert "Requests per second:" in text and "n/a (the measured phase lasted 0 s)" in text
+    assert "Kbytes/sec" not in text
+    assert "[#/sec]" in bench_text(pounder.load_result(write(tmp_path / "fine.json", bench_doc)))
