@@ -250,7 +250,8 @@ def handle_tls(conn: socket.socket) -> None:
     context.load_cert_chain(_args.cert, _args.key)
     conn.settimeout(30)
     try:
-        tls = context.wrap_socket(conn, server_side=True)
+        # an EOF without close_notify is an error (SSLEOFError), not an empty read
+        tls = context.wrap_socket(conn, server_side=True, suppress_ragged_eofs=False)
     except (ssl.SSLError, OSError):
         _count("tls_failed")
         conn.close()

@@ -257,7 +257,7 @@ class PyTlsServer:
         requests, how = 0, "eof"
         conn.settimeout(10)
         try:
-            tls = self.context.wrap_socket(conn, server_side=True)
+            tls = self.context.wrap_socket(conn, server_side=True, suppress_ragged_eofs=False)
         except (ssl.SSLError, OSError):
             how = "handshake"
         else:
