@@ -176,6 +176,7 @@ SHARES_THE_MACHINE = frozenset({
     "test_bench_outputs.py",
     "test_bench_scenario.py",
     "test_descriptor_limit.py",
+    "test_https_reasons.py",
     "test_mem_report.py",
     "test_signals.py",
     "test_stream_outputs.py",
