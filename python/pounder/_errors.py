@@ -24,6 +24,29 @@ class UsageError(PounderError, ValueError):
     """
 
 
+QUOTE_LIMIT = 100
+"""The most characters of a user's text (a name, a path, a value read from a file) that a message
+or a name pounder makes from it holds."""
+
+
+def clip(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """User text as a message (or a name made from it) quotes it: whole up to ``limit``
+    characters; longer, its start and its end around ``…(N characters)…``, so that a 200 KB path
+    is not a 200 KB error line. The one helper for this: every reader that quotes what it read
+    goes through it (or :func:`quoted`)."""
+    if len(text) <= limit:
+        return text
+    middle = f"…({len(text):,} characters)…"
+    keep = max(2, limit - len(middle))
+    return text[:keep - keep // 3] + middle + text[len(text) - keep // 3:]
+
+
+def quoted(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``repr`` of :func:`clip`: quoted, control characters escaped (one line), at most about
+    ``limit`` characters."""
+    return repr(clip(text, limit))
+
+
 # ---------------------------------------------------------------------------------------------
 # Argument checks of the library's public functions: one sentence naming the argument,
 # "bench: url must be a string, not int", raised as UsageError before anything starts.

@@ -7,6 +7,7 @@ The 10x acceptance test (send times measured) is tests/e2e/test_bench_replay.py.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from datetime import timedelta, timezone
 from pathlib import Path
@@ -127,7 +128,7 @@ def test_a_har_requests_keep_their_headers_and_body(tmp_path: Path) -> None:
     names = [text.split(":", 1)[0].lower() for text in lines[1:]]
     assert names.count("host") == 1 and "Host: 127.0.0.1:9" in lines  # the URL argument's
     assert names.count("content-length") == 1 and "Content-Length: 9" in lines  # pounder's own
-    assert "cookie" not in names and ":authority" not in names and "connection" not in names
+    assert ":authority" not in names and "connection" not in names and "Cookie: session=stale" in lines
     assert "User-Agent: Firefox/120" in lines and "Content-Type: text/plain" in lines
     assert "Accept-Language: fr" in lines and "Accept-Language: de" not in lines  # -H wins
     get = spec.targets[0].request
@@ -315,3 +316,144 @@ def test_the_cli_refuses_before_sending(tmp_path: Path) -> None:
         proc = pounder_cli(*args)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 39: overload counted one way and a run that ends on time (3); hostile HAR and log files
+# (6, 16); the recorded Cookie kept (21); a replay of one moment has no planned time (21).
+
+
+def _burst_log(tmp_path: Path, count: int, step_ms: int) -> Path:
+    log = tmp_path / "burst.log"
+    log.write_text("".join(line(T0 + timedelta(milliseconds=step_ms * i), f"GET /r{i} HTTP/1.1")
+                           for i in range(count)))  # fmt: skip
+    return log
+
+
+@pytest.mark.parametrize(("duration", "arrivals", "length_s"), [(None, 30, 0.29), ("1s", 30, 0.29),
+                                                                 ("150ms", 15, 0.15)])  # fmt: skip
+def test_an_overloaded_replay_counts_each_arrival_once_and_ends_on_time(
+        testserver: Any, tmp_path: Path, io_path: str, duration: str | None, arrivals: int, length_s: float) -> None:
+    """30 requests 10 ms apart, -c 2, a server answering in 100 ms: most arrivals find both
+    connections busy. One rule (docs/engine-contract.md, Overload): they wait (late) until the
+    replay's end (its last request's time, or -d), then what still waits is unsent. Every arrival
+    is sent or unsent once, the server saw exactly those sent, and the run ends at its length plus
+    the drain (before: -d 1s, longer than the log, ran until the backlog was served, 'Unsent 0,
+    Late 28', 1.5 s)."""
+    import time
+
+    srv = testserver(mode="ok", delay_ms=100)
+    clock = time.monotonic()
+    result = bench(srv.url, replay=str(_burst_log(tmp_path, 30, 10)), connections=2, threads=1, duration=duration,
+                   io=io_path)  # fmt: skip
+    wall = time.monotonic() - clock
+    counts = result.requests
+    assert counts.failed == 0
+    assert counts.complete + counts.unsent == arrivals == result.options.replay.requests  # type: ignore[union-attr]
+    assert srv.count() == counts.complete
+    assert counts.unsent >= arrivals // 2 and counts.late >= 1
+    assert result.options.load.duration_s == pytest.approx(length_s)
+    # its length, then what was in flight (100 ms) within the 1 s drain
+    assert length_s <= result.elapsed_s <= length_s + 0.2
+    assert wall <= length_s + 1.5  # the planning and the engine's start included
+
+
+def _nested(depth: int) -> str:
+    return '{"log": {"entries": [' + "[" * depth + "]" * depth + "]}}"
+
+
+@pytest.mark.parametrize("source", ["replay", "access_log"])
+@pytest.mark.parametrize(("name", "content", "message"), [
+    # deeper than Python's JSON reader goes: one line, not a RecursionError
+    ("deep.har", _nested(100_000), r"^HAR file \S+deep.har: nested too deeply to be a HAR \(a HAR is a few levels"),
+    ("deep.json", "[" * 100_000, r"nested too deeply to be a HAR"),
+    # JSON, but no HAR: said so, not "no line is in the common or combined log format"
+    ("x.har", "[1, 2, 3]", r"^\S+x.har is JSON but not a HAR: an array, not an object with log.entries$"),
+    ("x.har", '  \n {"log": {"pages": []}}', r"^\S+x.har is JSON but not a HAR: no log.entries list$"),
+    ("x.har", '"just text"', r"^\S+x.har is JSON but not a HAR: a string, not an object with log.entries$"),
+    ("x.har", " " * 5000 + "[]", r"is JSON but not a HAR: an array"),
+    ("x.har", "GET / HTTP/1.1\n", r"^HAR file \S+x.har: neither JSON \(a HAR is a JSON object with log.entries\) "
+                                  r"nor an access log \(line 1 is not in the common or combined log format\)$"),
+    # an integer of 5,000 digits: Python's reader refuses it with a ValueError of its own
+    ("big.har", '{"log": {"entries": [], "n": ' + "9" * 5000 + "}}", r"^HAR file \S+big.har: not valid JSON"),
+])  # fmt: skip
+def test_a_hostile_har_is_one_line(tmp_path: Path, source: str, name: str, content: str, message: str) -> None:
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(UsageError) as caught:
+        BenchSpec.from_options("http://127.0.0.1:9", **{source: str(path)})
+    assert re.search(message, str(caught.value)), str(caught.value)
+    assert "\n" not in str(caught.value) and len(str(caught.value)) < 400
+
+
+def test_hostile_magnitudes_in_a_har_and_a_log(tmp_path: Path) -> None:
+    """Years 1 and 9999 in a HAR cut by -d at 0.001x (a send time past 2^64 µs before the cut was
+    applied); a service time of 5,000 digits in a log (an int() Python refuses): read, or one line."""
+    path = har(tmp_path / "ages.har", [(0, "GET", "http://x.example/a", {}, None),
+                                       (1, "GET", "http://x.example/b", {}, None)])  # fmt: skip
+    document = json.loads(path.read_text())
+    document["log"]["entries"][0]["startedDateTime"] = "0001-01-01T00:00:00.000Z"
+    document["log"]["entries"][1]["startedDateTime"] = "9999-12-31T23:59:59.999Z"
+    path.write_text(json.dumps(document))
+    spec = BenchSpec.from_options("http://127.0.0.1:9", replay=str(path), speed="0.001x", duration="1s")
+    replay = spec.engine_spec()["replay"]
+    assert replay is not None and replay["times_us"] == [0] and spec.replay is not None
+    assert spec.replay.info.requests == 1
+    with pytest.raises(UsageError, match=r"lasts 87,649,416.0h at 1x, more than the limit of 24h"):
+        BenchSpec.from_options("http://127.0.0.1:9", replay=str(path))
+    log = tmp_path / "slow.log"
+    log.write_text(line(T0, "GET / HTTP/1.1").rstrip("\n") + " " + "9" * 5000 + "\n"
+                   + line(T0, "GET / HTTP/1.1").rstrip("\n") + " 1e308\n"
+                   + line(T0, "GET / HTTP/1.1").rstrip("\n") + " 0.25\n")  # fmt: skip
+    mix = read_access_log(log)
+    assert mix.used == 3 and mix.service_time is not None
+    assert (mix.service_time.count, mix.service_time.max_s) == (1, 0.25)  # the absurd ones are no service time
+
+
+def test_a_har_replay_keeps_the_recorded_cookie(testserver: Any, tmp_path: Path) -> None:
+    """README: a HAR's headers are kept. The recorded Cookie too (it was dropped without a word);
+    --cookie or -H replace it, as they replace any recorded header."""
+    path = shop_har(tmp_path)
+    spec = BenchSpec.from_options("http://127.0.0.1:9", replay=str(path))
+    assert all(b"\r\nCookie: session=stale\r\n" in target.request for target in spec.targets)
+    for option in ({"cookies": ["session=mine"]}, {"headers": ["Cookie: session=mine"]}):
+        spec = BenchSpec.from_options("http://127.0.0.1:9", replay=str(path), **option)  # type: ignore[arg-type]
+        for target in spec.targets:
+            assert target.request.count(b"Cookie:") == 1 and b"Cookie: session=mine\r\n" in target.request
+    srv = testserver(mode="echo")
+    result = bench(srv.url, replay=str(path), speed="20x", requests=1)
+    assert result.requests.complete == 1
+
+
+def test_a_replay_of_one_moment_has_no_planned_time(testserver: Any, tmp_path: Path) -> None:
+    """Every line at one timestamp: the replay's length is 0 s; the report does not print
+    "(planned 0 s)" but says why there is no planned time."""
+    log = tmp_path / "moment.log"
+    log.write_text(line(T0, "GET /a HTTP/1.1") * 5)
+    srv = testserver(mode="ok")
+    result = bench(srv.url, replay=str(log), connections=10)
+    assert result.requests.complete == 5 == srv.count()
+    report = pounder.render_report(result)
+    measured = next(text for text in report.splitlines() if text.startswith("Measured time:"))
+    assert "planned 0 s" not in measured
+    assert measured.endswith("(the replayed requests share one moment: no planned length)"), measured
+
+
+def test_names_in_messages_are_bounded(tmp_path: Path) -> None:
+    """A 200 KB path in a scenario step is no 200 KB step name, nor a 200 KB error line: one
+    helper (pounder._errors.clip) trims what a message quotes."""
+    long_path = "/" + "a" * 200_000
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(f'[[loop]]\npath = "{long_path}"\n[[loop]]\npath = "{long_path}"\n')
+    with pytest.raises(UsageError) as caught:
+        BenchSpec.from_options("http://127.0.0.1:9", scenario=str(scenario))
+    assert len(str(caught.value)) < 300 and "(200,001 characters)" in str(caught.value), str(caught.value)
+    scenario.write_text(f'[[loop]]\npath = "{long_path}"\n')
+    spec = BenchSpec.from_options("http://127.0.0.1:9", scenario=str(scenario))
+    assert spec.scenario is not None and len(spec.scenario["steps"][0]["name"]) <= 100
+    bad = tmp_path / "bad.har"
+    bad.write_text(json.dumps({"log": {"entries": [{"startedDateTime": "x" * 100_000,
+                                                    "request": {"method": "GET", "url": "http://x/"}}]}}))
+    with pytest.raises(UsageError) as caught:
+        BenchSpec.from_options("http://127.0.0.1:9", replay=str(bad))
+    assert len(str(caught.value)) < 300 and "(100,000 characters)" in str(caught.value), str(caught.value)

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from pounder._errors import UsageError, check_flag, check_path, check_strings, public
 from pounder._files import check_input_file, write_atomic
 from pounder._units import GIB, KIB, count_text, number
-from pounder.load._har import HAR_LIMIT, looks_like_har, main_origin, read_har
+from pounder.load._har import HAR_LIMIT, JSON_HEAD, looks_like_har, main_origin, read_har
 from pounder.load._parse import LINE_METHODS
 from pounder.load._url import parse_url
 
@@ -68,7 +68,9 @@ _TIME_RE = re.compile(r"(\d{2})/([A-Za-z]{3})/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([
 _MONTHS = {name: index for index, name in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), start=1)}
 _METHOD_RE = re.compile(r"[A-Z]+")
-_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+_NUMBER_RE = re.compile(r"\d{1,15}(?:\.\d{1,9})?")
+"""A logged service time: more digits than this (a year of microseconds has 14) is no
+measurement, and Python would not convert an integer of 4,300 digits."""
 _FRACTION_RE = re.compile(r"[0-9]{1,9}")
 
 
@@ -396,18 +398,27 @@ def _read_line(raw: bytes, number: int, tally: _Tally, methods: frozenset[str], 
 def _is_har(path: Path) -> bool:
     with ExitStack() as stack:
         try:
-            return looks_like_har(_open(path, stack).read(64))
+            return looks_like_har(_open(path, stack).read(JSON_HEAD))
         except (OSError, EOFError, zlib.error):
             return False  # the reading of the lines says why
 
 
-def _read_har(path: Path, tally: _Tally, methods: frozenset[str], exclude_static: bool) -> None:
+def _read_har(path: Path, tally: _Tally, methods: frozenset[str], exclude_static: bool,
+              first_bad: int | None = None) -> None:  # fmt: skip
+    """A HAR's entries into ``tally``. ``first_bad``: the file was read as log lines first (its
+    name ends in .har), none of which is one: when it is not JSON either, both are said."""
     with ExitStack() as stack:
         try:
             data = _open(path, stack).read(HAR_LIMIT + 1)
         except (OSError, EOFError, zlib.error) as error:
             raise UsageError(f"cannot read HAR file {path}: {getattr(error, 'strerror', None) or error}") from None
-    entries, no_request = read_har(data, os.fspath(path))
+    try:
+        entries, no_request = read_har(data, os.fspath(path))
+    except UsageError as error:
+        if first_bad is None or ": not valid JSON (" not in str(error):
+            raise
+        raise UsageError(f"HAR file {path}: neither JSON (a HAR is a JSON object with log.entries) nor an access log "
+                         f"(line {first_bad} is not in the common or combined log format)") from None
     tally.har = True
     tally.lines = tally.parsed = len(entries) + no_request
     tally.skipped["request"] += no_request
@@ -435,15 +446,19 @@ def read_tally(where: Path, methods: str | Sequence[str], exclude_static: bool, 
     chosen = _methods(methods)
     check_input_file(where, "access log", FILE_LIMIT)
     tally = _Tally(kept=kept, methods=chosen)
-    if _is_har(where):
+    har = _is_har(where)
+    if not har:
+        for number_, raw in enumerate(_lines(where), start=1):
+            _read_line(raw, number_, tally, chosen, exclude_static, time_unit)
+        # a .har no line of which is a log line: JSON after all (its start not "{"), or neither
+        har = tally.lines > 0 and tally.parsed == 0 and where.name.lower().endswith(".har")
+    if har:
         if kept is None and chosen - BODY_LESS:
             raise UsageError(f"HAR file {where}: the mix (--access-log) sends no recorded body or header, so it takes "
                              f"GET and HEAD only, not {', '.join(sorted(chosen - BODY_LESS))}: replay the HAR with "
                              "--replay to send them")  # fmt: skip
-        _read_har(where, tally, chosen, exclude_static)
-    else:
-        for number_, raw in enumerate(_lines(where), start=1):
-            _read_line(raw, number_, tally, chosen, exclude_static, time_unit)
+        first_bad, tally = tally.first_bad, _Tally(kept=kept, methods=chosen)
+        _read_har(where, tally, chosen, exclude_static, first_bad)
     what = "HAR file" if tally.har else "access log"
     if tally.lines == 0:
         raise UsageError(f"{what} {where} has no {'entries' if tally.har else 'lines'}")

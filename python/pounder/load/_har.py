@@ -5,10 +5,17 @@
 A HAR is told from an access log by its content: a JSON object with ``log.entries``. Each entry's
 request keeps its method, its URL's path and query (the scheme, host and port are the URL
 argument's, as for an access log), its body (``postData.text``, sent for methods other than GET
-and HEAD) and its headers, but for those that are pounder's own or would be wrong on another
-server: :data:`DROPPED_HEADERS` and HTTP/2 pseudo-headers (``:authority``, ...). Bodies and
-headers are sent by ``--replay`` only: the mix (``--access-log``) is keyed on method and target,
-and takes GET and HEAD only from a HAR.
+and HEAD) and its headers, the recorded ``Cookie`` among them (``--cookie`` or ``-H`` replace a
+recorded header of the same name), but for those that are pounder's own or would be wrong on
+another server: :data:`DROPPED_HEADERS` and HTTP/2 pseudo-headers (``:authority``, ...). Bodies
+and headers are sent by ``--replay`` only: the mix (``--access-log``) is keyed on method and
+target, and takes GET and HEAD only from a HAR.
+
+A file is read as JSON (a HAR) when it starts with ``{`` or ``[``, or when its name ends in
+``.har`` and no line of it is a log line; JSON that is no HAR is said to be so (``x.har is JSON
+but not a HAR: an array, ...``), not read as log lines. Size (:data:`HAR_LIMIT`) is bounded
+before parsing; depth by Python's JSON reader (a HAR is a few levels deep; a document deeper
+than the reader goes is refused in one line), as is an integer too long for Python to convert.
 
 A browser's HAR also holds requests to other hosts (CDNs, analytics, fonts): only the entries of
 the HAR's **main origin** (scheme, host, port) are kept, the others counted as ``other_host``.
@@ -27,7 +34,7 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, quoted
 from pounder._units import MIB
 from pounder.load._parse import check_token
 
@@ -37,12 +44,15 @@ DROPPED_HEADERS = frozenset({
     # hop-by-hop (RFC 9110 7.6.1) and framing: pounder's own (keep-alive, Content-Length)
     "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
     "content-length", "host",
-    # the recorded session is the browser's, with another server: stale there (--cookie, --scenario)
-    "cookie", "proxy-authorization",
+    # credentials for a proxy the replay does not go through
+    "proxy-authorization",
 })  # fmt: skip
 """Request headers of a HAR that are not replayed (lower case): ``Host`` and the framing are
-pounder's (from the URL argument, the body and ``--no-keepalive``), cookies are the recorded
-browser's session."""
+pounder's (from the URL argument, the body and ``--no-keepalive``); ``Proxy-Authorization`` was
+for the browser's proxy. ``Cookie`` is kept: the recorded session may be stale on another server
+(``--cookie`` or ``-H 'Cookie: ...'`` replace it, ``--scenario`` logs in)."""
+JSON_HEAD = 64 * 1024
+"""How much of a file's start is looked at to tell JSON from log lines (blank space first)."""
 
 
 @dataclass(frozen=True)
@@ -61,8 +71,9 @@ class HarEntry:
 
 
 def looks_like_har(head: bytes) -> bool:
-    """Whether a file starting with ``head`` is JSON (a HAR), not log lines."""
-    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+    """Whether a file starting with ``head`` is JSON (a HAR, or JSON said not to be one), not log
+    lines: its first character is ``{`` or ``[`` (a log line starts with a host)."""
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith((b"{", b"["))
 
 
 def _fail(path: str, why: str) -> UsageError:
@@ -75,9 +86,9 @@ def _moment(text: object, path: str, number: int) -> tuple[int, timezone]:
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise _fail(path, f"entry {number}: startedDateTime {text!r} is not an ISO 8601 time") from None
+        raise _fail(path, f"entry {number}: startedDateTime {quoted(text)} is not an ISO 8601 time") from None
     if moment.tzinfo is None:
-        raise _fail(path, f"entry {number}: startedDateTime {text!r} has no UTC offset")
+        raise _fail(path, f"entry {number}: startedDateTime {quoted(text)} has no UTC offset")
     offset = moment.utcoffset()
     assert offset is not None
     delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -146,6 +157,10 @@ def _entry(entry: object, path: str, number: int) -> HarEntry | None:
     )  # fmt: skip
 
 
+_KINDS: dict[type, str] = {list: "an array", str: "a string", int: "a number", float: "a number",
+                           bool: "true or false", type(None): "null"}  # fmt: skip
+
+
 def main_origin(entries: list[HarEntry]) -> str | None:
     """The HAR's main origin: the most frequent, the earliest in the file among equally frequent
     ones; None without entries."""
@@ -161,12 +176,19 @@ def read_har(data: bytes, path: str) -> tuple[list[HarEntry], int]:
         raise _fail(path, f"larger than the limit of {HAR_LIMIT // MIB} MiB")
     try:
         document: Any = json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise _fail(path, f"not valid JSON ({getattr(error, 'msg', None) or error})") from None
-    log = document.get("log") if isinstance(document, dict) else None
+    except RecursionError:  # json recurses per level of nesting: [[[[... deeper than it goes
+        raise _fail(path, "nested too deeply to be a HAR (a HAR is a few levels deep: log.entries[].request."
+                          "headers[])") from None  # fmt: skip
+    except ValueError as error:  # not UTF-8, not JSON, an integer longer than Python converts
+        reason = getattr(error, "msg", None) or str(error).split(":")[0]
+        raise _fail(path, f"not valid JSON ({reason})") from None
+    if not isinstance(document, dict):
+        raise UsageError(f"{path} is JSON but not a HAR: {_KINDS.get(type(document), 'a value')}, not an object "
+                         "with log.entries")  # fmt: skip
+    log = document.get("log")
     entries = log.get("entries") if isinstance(log, dict) else None
     if not isinstance(entries, list):
-        raise _fail(path, "not a HAR: no log.entries list")
+        raise UsageError(f"{path} is JSON but not a HAR: no log.entries list")
     found = [_entry(entry, path, number) for number, entry in enumerate(entries, start=1)]
     kept = [entry for entry in found if entry is not None]
     return kept, len(found) - len(kept)

@@ -19,6 +19,7 @@ last at most :data:`MAX_REPLAY_S` at the given speed.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -91,13 +92,14 @@ class ReplayPlan:
 
 
 def recorded_request(key: RequestKey, template: RequestTemplate, url: ParsedUrl) -> bytes | None:
-    """A HAR request's own bytes: its headers (the user's ``-H`` win over them) and its body;
-    None for a request with neither (the template's request is then right as it is)."""
+    """A HAR request's own bytes: its headers (the user's win over them: ``-H``, and the headers
+    options make, ``--cookie``'s Cookie, ``-A``'s Authorization) and its body; None for a request
+    with neither (the template's request is then right as it is)."""
     method, _, headers, body = key
     if not headers and body is None:
         return None
     own = template.for_method(method)
-    given = {name.lower() for name, _ in own.user}
+    given = {name.lower() for name, _ in (*own.user, *own.generated)}
     user = tuple(pair for pair in headers if pair[0].lower() not in given) + own.user
     if body is not None:
         framing = [pair for pair in own.generated if pair[0] != "Content-Length"]
@@ -181,22 +183,25 @@ def plan_replay(given: LoadOptions, *, url_file: object = None, access_log: obje
     model, requests, cut = _load(given, length_s)
     if cut is None and length_s > MAX_REPLAY_S:
         raise UsageError(
-            f"--replay {path} lasts {length_s / 3600:.1f}h at {plain(speed)}x, more than the limit of "
+            f"--replay {path} lasts {length_s / 3600:,.1f}h at {plain(speed)}x, more than the limit of "
             f"{MAX_REPLAY_S / 3600:g}h: speed it up (--speed) or cut it (-d)"
         )
-    sent = len(times) if cut is None else sum(1 for t in times if t < cut * 1e6)
-    fmt: Literal["access_log", "har"] = "har" if tally.har else "access_log"
-    info = ReplayInfo(
-        path=str(given.replay), format=fmt, speed=speed, log_requests=len(times),
-        requests=min(sent, requests) if requests is not None else sent, distinct=len(kept.distinct),
-        span_s=(raw[-1] - first) / 1e6, length_s=length_s if cut is None else cut,
-        whole_seconds=kept.whole_seconds == len(times), out_of_order=late, lines=tally.lines,
-        skipped={reason: tally.skipped[reason] for reason in SKIP_REASONS if tally.skipped[reason]},
-        methods=tuple(sorted(tally.methods)), origin=tally.origin,
-    )  # fmt: skip
     counts = [0] * len(kept.distinct)
     for index in which:
         counts[index] += 1
+    if cut is not None:  # the engine gets the times before the cut only (a later one may pass 2^64 µs)
+        sent = bisect.bisect_left(times, cut * 1e6)
+        times, which = times[:sent], which[:sent]
+    sent = len(times)
+    fmt: Literal["access_log", "har"] = "har" if tally.har else "access_log"
+    info = ReplayInfo(
+        path=str(given.replay), format=fmt, speed=speed, log_requests=len(raw),
+        requests=min(sent, requests) if requests is not None else sent, distinct=len(kept.distinct),
+        span_s=(raw[-1] - first) / 1e6, length_s=length_s if cut is None else cut,
+        whole_seconds=kept.whole_seconds == len(raw), out_of_order=late, lines=tally.lines,
+        skipped={reason: tally.skipped[reason] for reason in SKIP_REASONS if tally.skipped[reason]},
+        methods=tuple(sorted(tally.methods)), origin=tally.origin,
+    )  # fmt: skip
     return ReplayPlan(info=info, requests=tuple(kept.distinct), times_us=times, which=which, load=model, cut_s=cut,
                       counts=tuple(counts))  # fmt: skip
 

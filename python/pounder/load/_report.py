@@ -168,11 +168,16 @@ def _steps(result: BenchResult) -> list[str]:
 def _describe_time(result: BenchResult) -> str:
     load = result.options.load
     planned = []
-    if load.duration_s is not None:
+    # a replay whose requests share one timestamp lasts 0 s: no length to measure against
+    moment = result.options.replay is not None and load.duration_s == 0
+    if load.duration_s is not None and not moment:
         planned.append(f"{plain(load.duration_s)} s")
     if load.requests is not None:
         planned.append(f"{load.requests} requests")
-    return f"{_seconds(result.elapsed_s)} (planned {' or '.join(planned)})"
+    said = [f"planned {' or '.join(planned)}"] if planned else []
+    if moment:
+        said.append("the replayed requests share one moment: no planned length")
+    return f"{_seconds(result.elapsed_s)} ({'; '.join(said)})"
 
 
 def _wrapped(indent: str, parts: list[str], width: int = 90) -> list[str]:

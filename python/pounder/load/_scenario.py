@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pounder._errors import UsageError, check_path, public
+from pounder._errors import QUOTE_LIMIT, UsageError, check_path, clip, public, quoted
 from pounder._files import SMALL_LIMIT, parse_toml, read_input
 from pounder._units import parse_duration, plain
 from pounder.load._parse import check_token, parse_header
@@ -180,7 +180,7 @@ class _Reader:
             position = match.end()
             name = match[1].strip()
             if not _NAME_RE.fullmatch(name):
-                raise self.fail(key, f"invalid variable {match[0]!r}: a name is {_NAME_RULE}, e.g. {{{{csrf}}}}")
+                raise self.fail(key, f"invalid variable {quoted(match[0])}: a name is {_NAME_RULE}, e.g. {{{{csrf}}}}")
             if name in self.static:
                 parts.append((quote_value or quote_text)(self.static[name]))
             elif name in self.available:
@@ -253,7 +253,7 @@ def read_scenario(path: str | Path) -> Scenario:
             step = _step(r, table, part)  # type: ignore[arg-type]
             if step.name in names:
                 raise r.fail(
-                    "name", f"{step.name!r} is also the name of {names[step.name]}: give each step its own name"
+                    "name", f"{quoted(step.name)} is also the name of {names[step.name]}: give each step its own name"
                 )
             names[step.name] = r.where
             steps.append(step)
@@ -289,7 +289,8 @@ def _step(r: _Reader, table: Mapping[str, Any], part: Literal["login", "loop"]) 
     if path is None:
         raise r.fail("path", "needed: the path (and query) under the URL, starting with /, e.g. /admin/login/")
     if not isinstance(path, str) or not path.startswith("/"):
-        raise r.fail("path", f"must start with / (the path and query under the URL, e.g. /admin/login/), got {path!r}")
+        raise r.fail("path", "must start with / (the path and query under the URL, e.g. /admin/login/), got "
+                     f"{quoted(path)}")
     name = table.get("name", None)
     if name is not None and (not isinstance(name, str) or not name.strip() or len(name) > 100):
         raise r.fail("name", "must be text of 1 to 100 characters")
@@ -311,7 +312,8 @@ def _step(r: _Reader, table: Mapping[str, Any], part: Literal["login", "loop"]) 
     if body is None and method in BODY_METHODS:
         body = ()  # sent with Content-Length: 0
     return ScenarioStep(
-        name=name or f"{method} {path}", part=part, method=method, target=target, headers=_headers(r, table),
+        name=name or f"{method} {clip(path, QUOTE_LIMIT - len(method) - 1)}", part=part, method=method,
+        target=target, headers=_headers(r, table),
         body=body, content_type=content_type, expect=_expect(r, table.get("expect")),
         think_s=_think(r, table.get("think")), captures=_captures(r, table.get("capture", [])),
     )  # fmt: skip
@@ -407,7 +409,8 @@ def _expect(r: _Reader, value: object) -> tuple[int, ...] | None:
     if not codes or not all(
         isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599 for code in codes
     ):
-        raise r.fail("expect", f"must be statuses from 100 to 599, e.g. expect = [200] or [301, 302], got {value!r}")
+        raise r.fail("expect", "must be statuses from 100 to 599, e.g. expect = [200] or [301, 302], got "
+                     f"{clip(repr(value))}")
     return tuple(dict.fromkeys(codes))
 
 
@@ -415,10 +418,10 @@ def _think(r: _Reader, value: object) -> float:
     if value is None:
         return 0.0
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise r.fail("think", f'must be a time such as "500ms" or "2s", got {value!r}')
+        raise r.fail("think", f'must be a time such as "500ms" or "2s", got {clip(repr(value))}')
     seconds = _checked(r, "think", lambda: parse_duration(value, "think")) if isinstance(value, str) else value
     if not 0 <= seconds <= MAX_THINK_S:
-        raise r.fail("think", f"must be between 0 and 1h, got {value!r}")
+        raise r.fail("think", f"must be between 0 and 1h, got {clip(repr(value))}")
     return float(seconds)
 
 
@@ -437,9 +440,9 @@ def _captures(r: _Reader, value: object) -> tuple[Capture, ...]:
         if name is None:
             raise r.fail(f"{key}.var", f"needed: the variable's name ({_NAME_RULE})")
         if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
-            raise r.fail(f"{key}.var", f"a variable's name is {_NAME_RULE}, got {name!r}")
+            raise r.fail(f"{key}.var", f"a variable's name is {_NAME_RULE}, got {clip(repr(name))}")
         if name in r.static:
-            raise r.fail(f"{key}.var", f"{name!r} is a [vars] value: a captured variable needs a name of its own")
+            raise r.fail(f"{key}.var", f"{quoted(name)} is a [vars] value: a captured variable needs a name of its own")
         sources = [source for source in ("header", "cookie", "body") if source in item]
         if not sources:
             raise r.fail(key, "needs one of header = NAME, cookie = NAME or body = 'REGEX'")
