@@ -98,7 +98,7 @@ def test_parse(text: str, metric: str, operator: str, threshold: float, unit: st
         ("p99", "expected METRIC OP VALUE"),
         ("", "expected METRIC OP VALUE"),
         ("rps<fast", "'fast' is not a rate"),
-        ("errors>101%", "nor a percentage from 0% to 100%"),
+        ("errors>101%", "a share, from 0% to 100%, so errors>101% can never fail"),
         ("errors>1.5", "neither a count"),
         ("slower>5%", "a ratio gate of pounder compare and pounder run"),
         ("p99>1 ms", "is not a duration"),
@@ -418,6 +418,51 @@ def test_slower_with_too_few_trials_exits_2_before_sending(slow_server: Any, tmp
     cliutil.assert_usage_error(code, stdout, stderr, "invalid --fail-if 'slower>1%'", "this run has 3",
                                "set trials = 5 or more in this load")  # fmt: skip
     assert slow_server.count() == 0 and not results.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("errors>=0", "errors is never below 0, so errors>=0 always fails; to fail on any, use errors>0"),
+        ("non2xx>=0%", "non2xx is never below 0, so non2xx>=0% always fails"),
+        ("rps>=0", "rps is never below 0, so rps>=0 always fails"),
+        ("p99>=0ms", "p99 is never below 0, so p99>=0ms always fails"),
+        ("errors<0", "errors is never below 0 (a count), so errors<0 can never fail"),
+        ("late<0%", "late is never below 0 (a share), so late<0% can never fail"),
+        ("errors>100%", "from 0% to 100%, so errors>100% can never fail"),
+        ("non2xx>200%", "from 0% to 100%, so non2xx>200% can never fail"),
+        ("errors<=100%", "errors is a share, at most 100%, so errors<=100% always fails"),
+    ],
+)
+def test_a_gate_that_can_never_fail_or_always_fails_is_refused(text: str, fragment: str) -> None:
+    """Every figure is 0 or more and a share at most 100 %: a bound outside says nothing."""
+    for parse in (parse_gates, parse_compare_gates):
+        if text.startswith("late") and parse is parse_compare_gates:
+            continue
+        with pytest.raises(UsageError) as caught:
+            parse([text])
+        assert fragment in str(caught.value) and "\n" not in str(caught.value), caught.value
+    for meaningful in ("errors>=100%", "errors>0", "rps<=0", "non2xx<100%", "p99>0ms"):
+        parse_gates([meaningful])
+
+
+def test_slower_takes_the_range_its_figure_can_reach(slow_server: Any) -> None:
+    """slower is requests/s lower by N % in closed loop (N < 100: 100 % lower is no answer at all),
+    p99 higher by N % in open loop (any N): slower>200% is read, and refused only in closed loop."""
+    closed = BenchSpec.from_options("http://127.0.0.1:9/", requests=1).load
+    opened = BenchSpec.from_options("http://127.0.0.1:9/", rate=10, duration=1).load
+    for text in ("slower>200%", "slower>=100%", "slower>100%"):
+        gates = parse_compare_gates([text])
+        check_gates(gates, opened)
+        with pytest.raises(UsageError, match="in closed loop slower is how much lower the variant's requests/s is "
+                           "than the baseline's, from 0% to under 100%"):  # fmt: skip
+            check_gates(gates, closed)
+    check_gates(parse_compare_gates(["slower>99.5%"]), closed)
+    code, stdout, stderr = cliutil.run_cli("compare", f"{slow_server.url}/a", f"{slow_server.url}/b", "-n", "10",
+                                           "--fail-if", "slower>200%")  # fmt: skip
+    cliutil.assert_usage_error(code, stdout, stderr, "invalid --fail-if 'slower>200%': in closed loop",
+                               "so this gate can never fail; give a percentage below 100%")  # fmt: skip
+    assert slow_server.count() == 0
 
 
 EXPERIMENT = """\

@@ -176,12 +176,16 @@ BENCH_GATES = (
     "p99>300ms, p50>50ms, errors>1%, non2xx>0, rps<500, late>1% (open loop). Metrics: p50 p66 p75 p80 p90 p95 p98 "
     "p99 p99.9 max mean (the corrected latency, with a unit), errors and non2xx (a count, or a share with %), rps "
     "(completed requests/s), late (requests sent more than 1 ms late or not sent). A count or share of nothing "
-    "(non2xx with no response, errors with no request sent) is unmeasurable and fails.")
+    "(non2xx with no response, errors with no request sent) is unmeasurable and fails. A gate that can never fail "
+    "or always fails is refused: a share is from 0% to 100% (errors>100%, errors<=100%), a figure is never below 0 "
+    "(rps>=0, p99<0ms).")
 COMPARE_GATES = (
     "slower>5%: a variant fails only when the WHOLE 95 % interval of its ratio to the baseline says it is more than "
     "5 % slower, on the figure the verdict is about (requests/s in closed loop, p99 latency in open loop), so noise "
     "does not fail a build; it needs at least 5 trials per URL (refused with fewer; a URL left with fewer than 5 "
-    "counted trials fails it as unmeasurable). Also each URL's p50, p99, rps (medians over its counted trials: "
+    "counted trials fails it as unmeasurable). In closed loop N is below 100 (requests/s 100 % lower would be no "
+    "answer at all, so slower>100% could never fail); in open loop N may be any (p99 3 times the baseline's is "
+    "200 % slower). Also each URL's p50, p99, rps (medians over its counted trials: "
     "p99>300ms) and errors, non2xx (over its measured trials: errors>1%).")
 
 

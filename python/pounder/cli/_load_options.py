@@ -90,6 +90,10 @@ _DECLARED: dict[str, tuple[tuple[str, ...], str | None, str]] = {
            "The engine's I/O path: auto (the default: io_uring when this kernel allows it, else epoll; HTTPS, "
            "--scenario, --throttle and the load of pounder syscalls run on epoll), uring (io_uring, or an error "
            "saying why not, before anything is sent) or epoll. The report and the JSON say which was taken and why."),
+    "expect_status": (("--expect-status",), "STATUSES",
+                      "The answers expected when they are not 2xx or 3xx: 404, 400-499, 4xx, or a comma list "
+                      "(404,410). A run with no answer of a success status (2xx or 3xx, or these) got nowhere: it "
+                      "says so in one line and exits 1, after writing its results."),
     "server_pidfile": (("--server-pidfile",), "FILE",
                        "Like --server-pid, with the pid read from the server's pid file."),
     "server_name": (("--server-name",), "TEXT",
@@ -171,6 +175,11 @@ def tls_parameters(panel: str = "HTTPS") -> list[inspect.Parameter]:
     """``--insecure``, ``--cacert``, ``--cert``, ``--key`` and ``--no-tls-resume``, shown in ``panel``."""
     return [load_parameter(name, panel, value=True if name == "tls_resume" else _UNSET)
             for name in ("insecure", "cacert", "cert", "key", "tls_resume")]
+
+
+def expect_status_parameter(panel: str) -> inspect.Parameter:
+    """``--expect-status STATUSES``, shown in ``panel``."""
+    return load_parameter("expect_status", panel)
 
 
 def io_parameter(panel: str) -> inspect.Parameter:

@@ -34,6 +34,7 @@ from pounder.cli._load_options import (
     AGENTS,
     AGENTS_PER_NODE,
     RAY,
+    expect_status_parameter,
     io_parameter,
     load_option,
     load_parameter,
@@ -49,10 +50,10 @@ from pounder.load import (
     LoadOptions,
     OutputWriteError,
     bench,
+    load_failure,
     read_access_log,
     render_csv,
     render_report,
-    scenario_failure,
 )
 
 _LOAD = "Load"
@@ -67,9 +68,9 @@ BENCH_HELP = "\n\n".join(
         "answered. Open loop with --rate or --stages: requests are sent on a schedule and latency is measured from "
         "the intended send time, so a slow server cannot hide its queueing.",
         "The target must be on this machine (127.0.0.0/8 or ::1) unless --allow-remote.",
-        "Exit status: 0 done, 1 could not run, no request succeeded (with --scenario: no loop step did) or an "
-        "agent was lost (the result is still "
-        "reported and written), "
+        "Exit status: 0 done, 1 could not run, the run got nowhere (no request succeeded, no answer was 2xx or "
+        "3xx or of --expect-status, or with --scenario no loop step succeeded) or an agent was lost (the result is "
+        "still reported and written), "
         "2 bad input, 3 a --fail-if gate failed, 130 interrupted by Ctrl-C or SIGHUP, 143 by SIGTERM (the partial "
         "result is still reported, its gates too).",
     ]
@@ -162,6 +163,7 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
     *(load_parameter(name, _HTTP) for name in ("calls_per_conn", "throttle", "method", "body", "content_type",
                                               "header", "cookie", "auth", "timeout", "allow_remote")),
     load_parameter("scenario", _LOAD),
+    expect_status_parameter(_HTTP),
     *tls_parameters(),
 )  # fmt: skip
 def bench_command(
@@ -231,10 +233,7 @@ def bench_command(
         lost = [agent for agent in result.agents.members if agent.lost is not None]
         raise PounderError(f"the run is partial: {len(lost)} of {len(result.agents.members)} agents were lost "
                            f"({'; '.join(f'agent {agent.index}: {agent.lost}' for agent in lost)})")
-    if result.requests.complete == 0:  # the outputs are written; the run still did not work
-        failed = ", ".join(f"{name.replace('_', ' ')} {count:,}" for name, count in result.errors.nonzero().items())
-        raise PounderError(f"no request succeeded ({result.requests.failed:,} failed{': ' + failed if failed else ''})")
-    nowhere = scenario_failure(result.steps)  # a scenario whose users never got through: did not work either
+    nowhere = load_failure(result)  # the outputs are written; the run still got nowhere
     if nowhere is not None:
         raise PounderError(nowhere)
     gates_exit(None if result.gates is None else result.gates.failure_line())

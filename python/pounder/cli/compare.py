@@ -35,6 +35,7 @@ from pounder.cli._load_options import (
     AGENTS,
     AGENTS_PER_NODE,
     RAY,
+    expect_status_parameter,
     io_parameter,
     load_option,
     load_parameter,
@@ -76,12 +77,15 @@ COMPARE_HELP = "\n\n".join(
         "--server-*), and against the baseline (the first URL, or --baseline) the ratio of the medians with a 95 % "
         "bootstrap interval over the trials: faster, slower, or no clear difference when the interval contains 1 "
         "or the ratio is within --min-effect of 1. In open loop (--rate) the verdict comes from the p99 latency.",
-        "A trial counts only when at most 1 % of its requests failed (refused, reset, timed out...) and one "
-        "completed: one that does not is kept in the results, marked '!' and explained, but not counted. With fewer "
+        "A trial counts only when at most 1 % of its requests failed (refused, reset, timed out...) and it got "
+        "somewhere (an answer 2xx, 3xx or of --expect-status; with --scenario a loop step that succeeded): one "
+        "that does not is kept in the results, marked '!' and explained, but not counted. With fewer "
         "than 2 counted trials for a URL there is no ratio and the verdict is unknown.",
         "Targets must be on this machine (127.0.0.0/8 or ::1) unless --allow-remote.",
         "Exit status: 0 done, 1 could not run, or a URL was left with fewer than 2 counted trials because its "
-        "requests failed (the results are still written and reported), 2 bad input, 3 a --fail-if gate failed, "
+        "requests failed or its trials got nowhere (no request succeeded, no answer was 2xx or 3xx or of "
+        "--expect-status, or with --scenario no loop step succeeded; the results are still written and "
+        "reported), 2 bad input, 3 a --fail-if gate failed, "
         "130 interrupted (the trials done are still reported, their gates too).",
     ]
 )
@@ -221,6 +225,7 @@ def _check_chart(path: str | None) -> str | None:
     load_parameter("keepalive", _LOAD, "Default: on.", value=True),
     *(load_parameter(name, _LOAD) for name in ("timeout", "allow_remote")),
     load_parameter("scenario", _LOAD, "Every variant runs it; each URL is then a server's base."),
+    expect_status_parameter(_LOAD),
     *tls_parameters(),
 )
 def compare_command(

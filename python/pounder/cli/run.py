@@ -42,7 +42,8 @@ RUN_HELP = "\n\n".join([
     "https:// variant URLs (adapter url) are trusted as the file's [tls] table says (cacert, insecure, cert, key, "
     "resume: pounder bench's --cacert, --insecure, --cert, --key, --no-tls-resume), each flag given here over its "
     "key.",
-    "Exit status: 0 done, 1 a server or a measurement failed or no request succeeded to a variant (written first), "
+    "Exit status: 0 done, 1 a server or a measurement failed (also when a server's warm-up got nowhere) or a "
+    "variant's trials got nowhere (no request succeeded, no answer was 2xx or 3xx, written first), "
     "2 bad input (a bad file names its line and key), 3 a gate failed (--fail-if or the file's fail_if), "
     "130 interrupted.",
 ])

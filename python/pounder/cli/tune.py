@@ -68,7 +68,8 @@ TUNE_HELP = "\n\n".join([
     "pool's footprint against the RAM budget, p99 against --p99, failures.",
     "With --ray, the measured loads are sent by agents on a Ray cluster; agents on other machines leave the "
     "server every CPU here and reach it at --listen ADDRESS (with --allow-remote).",
-    "Exit status: 0 done, 1 the server or a measurement failed or the confirmation was not met, 2 bad input, "
+    "Exit status: 0 done, 1 the server or a measurement failed (also when its warm-up got nowhere: no request "
+    "succeeded, or no answer was 2xx or 3xx) or the confirmation was not met, 2 bad input, "
     "130 interrupted (143 by SIGTERM).",
 ])
 

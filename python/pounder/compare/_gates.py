@@ -8,7 +8,10 @@
   trials per variant: with 2 or 3 the percentile-bootstrap "95 % interval" is about the range of
   the ratios, and three unlucky trials would fail a build. Fewer planned is refused before anything
   is sent (:func:`check_slower_trials`); fewer counted (trials left out for their failures, or an
-  interrupted run) is ``unmeasurable``, which fails.
+  interrupted run) is ``unmeasurable``, which fails. N's range follows from what is measured: in closed
+  loop requests/s can be at most 100 % lower (none at all, which a counted trial never is), so N is
+  below 100 (:func:`pounder.load.check_gates` refuses ``slower>100%`` there: it could never fail);
+  in open loop the p99 may be any multiple of the baseline's, so N may exceed 100.
 * ``p50``, ``p99``, ``rps``: each variant's median over its counted trials (the figures the
   comparison reports); ``errors`` and ``non2xx``: each variant's requests over every measured
   trial (counted or not: a trial left out for its failures still failed them); with no response

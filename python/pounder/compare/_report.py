@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from pounder._errors import check_instance, public
 from pounder._stats import MIN_SAMPLES, Estimate, RatioEstimate
 from pounder._units import count_text, plain
-from pounder.compare._result import CompareResult, Comparison, Trial
-from pounder.load import ERROR_CATEGORIES, MAX_FAILED, describe_load, format_ms
+from pounder.compare._result import CompareOptions, CompareResult, Comparison, Trial
+from pounder.load import ERROR_CATEGORIES, MAX_FAILED, describe_load, format_ms, statuses_text
 
 _GAP = "  "
 
@@ -100,8 +100,17 @@ def failure_message(result: CompareResult) -> str | None:
     for label in result.failed_variants:
         failed = result.failed(label)
         measured = [trial for trial in result.trials if trial.label == label and trial.measured]
+        nowhere = [trial.nowhere for trial in failed if trial.got_nowhere and trial.nowhere is not None]
         if not any(trial.complete for trial in measured):
             parts.append(f"no request succeeded to {label} ({_failures(failed)})")
+        elif nowhere and len(nowhere) == len(measured):
+            parts.append(f"every trial of {label} got nowhere ({nowhere[-1]})")
+        elif nowhere:
+            counted = len(result.counted(label))
+            parts.append(
+                f"trials of {label} failed or got nowhere in {len(failed)} of {len(measured)} trials (e.g. "
+                f"{nowhere[-1]}), {count_text(counted, 'counted trial')} left"
+            )
         else:
             counted = len(result.counted(label))
             parts.append(
@@ -112,6 +121,14 @@ def failure_message(result: CompareResult) -> str | None:
         return None
     them = "it" if len(parts) == 1 else "them"
     return f"{'; '.join(parts)}: no comparison with {them} (at least {MIN_SAMPLES} counted trials needed)"
+
+
+def _requests(options: CompareOptions) -> str:
+    """What every trial sent: ``GET`` (with the statuses expected), or ``scenario FILE``."""
+    if options.scenario is not None:
+        return f"scenario {options.scenario} (each step's method)"
+    expected = "" if options.expect_status is None else f" (expected: {statuses_text(options.expect_status)})"
+    return f"{options.http.method}{expected}"
 
 
 def _header(result: CompareResult) -> list[str]:
@@ -130,7 +147,7 @@ def _header(result: CompareResult) -> list[str]:
     lines = [
         f"pounder {result.tool_version} compare, started {result.started_at}",
         "",
-        f"Load per trial:  {describe_load(load)}; {' or '.join(planned)}; {http.method}, {connection}",
+        f"Load per trial:  {describe_load(load)}; {' or '.join(planned)}; {_requests(options)}, {connection}",
         f"Trials:          {options.trials} per variant, interleaved ({order}){warmup}",
         f"Baseline:        {options.baseline}",
     ]
@@ -181,8 +198,11 @@ def _too_few(result: CompareResult, label: str) -> str | None:
     counted = len(result.counted(label))
     if counted >= MIN_SAMPLES:
         return None
-    failed = len(result.failed(label))
-    why = f" ({failed} not counted: requests failed)" if failed else ""
+    failed = result.failed(label)
+    nowhere = sum(trial.got_nowhere for trial in failed)
+    what = "got nowhere" if nowhere == len(failed) else "requests failed or got nowhere" if nowhere else \
+        "requests failed"  # fmt: skip
+    why = f" ({len(failed)} not counted: {what})" if failed else ""
     return f"{label} has {count_text(counted, 'counted trial')}{why}"
 
 
@@ -212,7 +232,7 @@ _MARKS = {None: "", "warm-up": "*", "interrupted": "*", "failures": "!"}
 
 
 def _trials(result: CompareResult) -> list[str]:
-    lines = ["Trials (req/s, in order; not counted: * warm-up or interrupted, ! requests failed):"]
+    lines = ["Trials (req/s, in order; not counted: * warm-up or interrupted, ! requests failed or got nowhere):"]
     width = max(len(variant.label) for variant in result.variants)
     for variant in result.variants:
         cells = [
@@ -227,7 +247,9 @@ def _trials(result: CompareResult) -> list[str]:
 def _notes(result: CompareResult) -> list[str]:
     notes = []
     for trial in result.trials:
-        if trial.not_counted == "failures":
+        if trial.not_counted == "failures" and trial.got_nowhere:
+            notes.append(f"Not counted: {trial.label} trial {trial.round} got nowhere: {trial.nowhere}.")
+        elif trial.not_counted == "failures":
             attempted = trial.complete + trial.failed
             notes.append(
                 f"Not counted: {trial.label} trial {trial.round}, {trial.failed:,} of {attempted:,} requests failed "

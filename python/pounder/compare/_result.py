@@ -22,7 +22,16 @@ from pounder._stats import (
     median_interval,
     ratio_interval,
 )
-from pounder.load import MAX_FAILED, BenchResult, GateReport, HttpOptions, LoadModel, Stage, clean_trial
+from pounder.load import (
+    MAX_FAILED,
+    BenchResult,
+    GateReport,
+    HttpOptions,
+    LoadModel,
+    Stage,
+    clean_trial,
+    load_failure,
+)
 
 SCHEMA = "pounder/compare/1"
 
@@ -68,6 +77,10 @@ class Trial:
     p50_us: int
     p99_us: int
     server_cpu_us_per_request: float | None
+    nowhere: str | None = None
+    """The trial got nowhere (:func:`~pounder.load.load_failure`: no request succeeded, no answer
+    was 2xx or 3xx (or of ``--expect-status``), a scenario's users never got through): the line
+    saying so; None when it got somewhere. Such a trial is not counted (``"failures"``)."""
 
     @property
     def not_counted(self) -> NotCounted | None:
@@ -76,9 +89,15 @@ class Trial:
             return "warm-up"
         if self.interrupted:
             return "interrupted"
-        if not clean_trial(self.complete, self.failed):
+        if not clean_trial(self.complete, self.failed) or self.nowhere is not None:
             return "failures"
         return None
+
+    @property
+    def got_nowhere(self) -> bool:
+        """Not counted for ``nowhere`` alone: its requests did not fail (they were answered with
+        statuses that do not count, or a scenario's users never got through)."""
+        return self.nowhere is not None and clean_trial(self.complete, self.failed)
 
     @property
     def counted(self) -> bool:
@@ -111,10 +130,14 @@ class Trial:
             p50_us=corrected["50"],
             p99_us=corrected["99"],
             server_cpu_us_per_request=result.derived.server_cpu_us_per_request,
+            nowhere=None if result.interrupted else load_failure(result),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "errors": dict(self.errors), "counted": self.counted, "not_counted": self.not_counted}
+        plain = {**asdict(self), "errors": dict(self.errors), "counted": self.counted, "not_counted": self.not_counted}
+        if self.nowhere is None:  # only for a trial that got nowhere
+            del plain["nowhere"]
+        return plain
 
 
 TrialCallback = Callable[[Trial, int], None]
@@ -141,9 +164,18 @@ class CompareOptions:
     """The Ray cluster whose agents sent every trial (``--ray``), else None."""
     agents: int | None = None
     """How many agents sent each trial (with ``ray``)."""
+    scenario: str | None = None
+    """The scenario file every trial's virtual users ran (``--scenario``), else None."""
+    expect_status: tuple[tuple[int, int], ...] | None = None
+    """``--expect-status`` as ``(low, high)`` ranges, else None (:func:`~pounder.load.load_failure`)."""
 
     def to_dict(self) -> dict[str, Any]:
         plain = asdict(self)
+        for name in ("scenario", "expect_status"):  # only when given
+            if plain[name] is None:
+                del plain[name]
+        if self.expect_status is not None:
+            plain["expect_status"] = [list(pair) for pair in self.expect_status]
         plain["load"]["stages"] = _stages(self.load.stages)
         plain["http"]["headers"] = [list(pair) for pair in self.http.headers]
         return plain

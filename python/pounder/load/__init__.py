@@ -65,6 +65,7 @@ from pounder.load._measured import (
 )
 from pounder.load._model import Number
 from pounder.load._options import LoadOptions
+from pounder.load._outcome import SUCCESS, StatusRanges, load_failure, parse_statuses, speaks_tls, statuses_text
 from pounder.load._parse import Stage, read_url_targets
 from pounder.load._replay import MAX_REPLAY_S, describe_replay
 from pounder.load._report import describe_load, format_ms, render_report
@@ -154,6 +155,12 @@ __all__ = [
     "resolve",
     "run_bench",
     "scenario_failure",
+    "SUCCESS",
+    "StatusRanges",
+    "load_failure",
+    "parse_statuses",
+    "speaks_tls",
+    "statuses_text",
     "server_sampler",
     "serves_all",
     "write_url_file",

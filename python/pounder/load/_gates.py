@@ -17,6 +17,11 @@ latency is above 300 ms. Operators ``>``, ``>=``, ``<``, ``<=``. The metrics of 
   a count, or with ``%`` a share of the requests scheduled. Refused up front for a closed-loop
   load (:func:`check_gates`); on a closed-loop result it is ``unmeasurable``.
 
+A gate that tells nothing is refused when it is read (:func:`parse_gate`): one that can never fail
+or always fails over every value its metric can take (every figure is 0 or more, a share at most
+100 %: ``errors>100%``, ``errors<=100%``, ``rps>=0``, ``p99<0ms``); ``slower>N%`` with N of 100
+or more in closed loop is refused by :func:`check_gates`, which knows the load.
+
 A gate that cannot be measured (a latency with no request completed, ``late`` in closed loop, a
 count or share whose whole is 0: ``non2xx`` with no response, ``errors`` with no request sent,
 ``late`` with none scheduled) is ``unmeasurable``, which fails like ``fail``: a gate never passes
@@ -224,15 +229,38 @@ def _usage(text: str, what: str, reason: str) -> UsageError:
 
 
 def _share(value: str) -> tuple[float, Unit] | None:
-    """``1%`` → (1.0, percent), ``10`` / ``1k`` → (10, count); None when neither."""
+    """``1%`` → (1.0, percent), ``10`` / ``1k`` → (10, count); None when neither (any percentage
+    is read: :func:`_pointless` says which make no gate)."""
     percent = _PERCENT.fullmatch(value)
     if percent is not None:
-        number = float(percent["num"])
-        return (number, "percent") if number <= 100 else None
+        return float(percent["num"]), "percent"
     try:
         return float(parse_count(value, "count")), "count"
     except UsageError:
         return None
+
+
+_WHAT = {"latency": "a latency", "rate": "a rate", "share": "a count", "slowdown": "a slowdown"}
+
+
+def _pointless(kind: Kind, metric: str, op: str, value: str, threshold: float, unit: Unit) -> str | None:
+    """Why a gate can never fail or always fails over every value its metric can take (every
+    figure is 0 or more; a share is at most 100 %), else None: such a gate tells nothing.
+    ``slower``'s upper bound depends on the load (:func:`check_gates`)."""
+    what = "a share" if unit == "percent" else _WHAT[kind]
+    shown = value.replace(" ", "")
+    if kind != "slowdown" and op == ">=" and threshold == 0:
+        hint = f"; to fail on any, use {metric}>0" if kind == "share" else ""
+        return f"{metric} is never below 0, so {metric}>={shown} always fails{hint}"
+    if kind != "slowdown" and op == "<" and threshold == 0:
+        return f"{metric} is never below 0 ({what}), so {metric}<{shown} can never fail"
+    if unit == "percent" and kind != "slowdown":
+        if threshold > 100 or (threshold == 100 and op == ">"):
+            return (f"{metric} as a percentage is a share, from 0% to 100%, so {metric}{op}{shown} can never "
+                    "fail; give a percentage below 100%")  # fmt: skip
+        if op == "<=" and threshold == 100:
+            return f"{metric} is a share, at most 100%, so {metric}<=100% always fails"
+    return None
 
 
 def _threshold(kind: Kind, metric: str, value: str) -> tuple[float, Unit] | str:
@@ -259,6 +287,13 @@ def _threshold(kind: Kind, metric: str, value: str) -> tuple[float, Unit] | str:
     if share is None:
         return f"{value!r} is neither a count (10, 1k) nor a percentage from 0% to 100% (1%, 0.5%)"
     return share
+
+
+SLOWER_CLOSED_MAX = 100.0
+"""In closed loop ``slower`` is how much lower the variant's requests/s is than the baseline's, as
+a percentage: below 100 % (100 % lower would be no request answered, which a counted trial never
+is), so ``slower>N%`` takes N below 100. In open loop it is how much higher the p99 latency is:
+any percentage (3 × the baseline's p99 is 200 % slower)."""
 
 
 @public
@@ -289,6 +324,9 @@ def parse_gate(text: str, what: str = "--fail-if", metrics: Mapping[str, Kind] =
     threshold = _threshold(kind, metric, value)
     if isinstance(threshold, str):
         raise _usage(text, what, threshold)
+    pointless = _pointless(kind, metric, op, value, *threshold)
+    if pointless is not None:
+        raise _usage(text, what, pointless)
     return Gate(metric, cast(Operator, op), threshold[0], threshold[1], text.strip())
 
 
@@ -305,8 +343,18 @@ def parse_gates(exprs: Iterable[str] | str | None, what: str = "--fail-if",
 
 @public
 def check_gates(gates: Iterable[Gate], load: LoadModel, what: str = "--fail-if") -> None:
-    """Refuse, before anything is sent, a gate that ``load`` cannot measure: ``late`` in closed loop."""
+    """Refuse, before anything is sent, a gate that ``load`` cannot measure (``late`` in closed
+    loop) or that can never fail on it (``slower>N%`` with N of 100 or more in closed loop, where
+    the slowdown of requests/s is below 100 %: :data:`SLOWER_CLOSED_MAX`)."""
     for gate in gates:
+        if gate.unit == "percent" and gate.metric == "slower" and not load.is_open and \
+                gate.threshold >= SLOWER_CLOSED_MAX:  # fmt: skip
+            raise UsageError(
+                f"invalid {what} {gate.text!r}: in closed loop slower is how much lower the variant's requests/s "
+                f"is than the baseline's, from 0% to under {SLOWER_CLOSED_MAX:g}% (100% lower would be no answer "
+                "at all), so this gate can never fail; give a percentage below 100% (in open loop, --rate, slower "
+                "is how much higher the p99 latency is, and may exceed 100%)"
+            )
         if gate.metric == "late" and not load.is_open:
             raise UsageError(
                 f"invalid {what} {gate.text!r}: late is measured in open loop only (--rate, --stages); "

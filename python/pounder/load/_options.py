@@ -66,6 +66,10 @@ class LoadOptions:
     """An access log or HAR file whose requests are sent at their recorded times (open loop)."""
     speed: str | float | None = None
     """With ``replay``: how much faster the log is replayed (``"10x"``, ``"0.5x"``, ``2``); default 1x."""
+    expect_status: str | int | Sequence[int | str] | None = None
+    """The statuses that count as answers instead of 2xx and 3xx (``"404"``, ``"400-499"``,
+    ``"4xx"``, ``"404,500-599"``): a run none of whose answers has one got nowhere
+    (:func:`~pounder.load.load_failure`)."""
     io: Literal["auto", "uring", "epoll"] = "auto"
     """The engine's I/O path: ``"auto"`` (io_uring when this kernel allows it and the run needs nothing
     only epoll does: HTTPS, a scenario, a throttle), ``"uring"`` (io_uring, or a

@@ -289,6 +289,10 @@ class BenchResult:
             del plain["io"]
         if plain["options"]["tls"] is None:  # its settings too
             del plain["options"]["tls"]
+        if plain["options"]["expect_status"] is None:  # only when --expect-status was given
+            del plain["options"]["expect_status"]
+        else:
+            plain["options"]["expect_status"] = [list(pair) for pair in self.options.expect_status or ()]
         plain["options"]["http"]["headers"] = [list(pair) for pair in self.options.http.headers]
         plain["options"]["targets"] = [  # a target's own method only when its URL file line named one
             {key: value for key, value in target.items() if key != "method" or value is not None}

@@ -120,6 +120,9 @@ class RunOptions:
     """The log replayed at its recorded times (``--replay``), or None."""
     tls: TlsInfo | None = None
     """The TLS settings when a target was https://, else None (and in results from before HTTPS)."""
+    expect_status: tuple[tuple[int, int], ...] | None = None
+    """``--expect-status``: the statuses that count as answers instead of 2xx and 3xx, as inclusive
+    ``(low, high)`` ranges (:func:`~pounder.load.load_failure`); None when not given."""
 
 
 def _stage(value: object, key: str) -> Stage:
@@ -171,6 +174,16 @@ def _replay_info(value: object, key: str) -> ReplayInfo:
     return info
 
 
+def _status_range(value: object, key: str) -> tuple[int, int]:
+    items = READ.as_list(value, key)
+    if len(items) != 2:
+        raise MalformedResultError(f"'{key}' must be [low, high]")
+    low, high = (READ.as_int(item, key) for item in items)
+    if not 100 <= low <= high <= 599:
+        raise MalformedResultError(f"'{key}' must be statuses from 100 to 599, low first")
+    return low, high
+
+
 def _tls_info(value: object, key: str) -> TlsInfo:
     info: TlsInfo = READ.record(TlsInfo, value, key)
     return info
@@ -188,6 +201,7 @@ def read_run_options(value: object, key: str) -> RunOptions:
         scenario=READ.nullable(READ.as_str),
         replay=READ.nullable(_replay_info),
         tls=READ.nullable(_tls_info),
+        expect_status=READ.nullable(READ.list_of(_status_range)),
     )
     return options
 

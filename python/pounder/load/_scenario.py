@@ -499,6 +499,7 @@ _EXCLUDED = (
         "--calls-per-conn",
         "a virtual user keeps its connection (or opens one per request with --no-keepalive)",
     ),
+    ("expect_status", "--expect-status", "each step's expect says which statuses it expects (default 200-399)"),
 )
 
 

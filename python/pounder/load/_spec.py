@@ -14,6 +14,7 @@ from pounder._units import parse_bandwidth
 from pounder.load._access_log import AccessLog, base_of, read_access_log
 from pounder.load._model import build_load_model, count, seconds
 from pounder.load._options import LoadOptions
+from pounder.load._outcome import parse_statuses
 from pounder.load._parse import UrlLine, read_url_file
 from pounder.load._replay import ReplayPlan, plan_replay, recorded_request
 from pounder.load._request import RequestTemplate, build_request_template, recorded_headers
@@ -200,6 +201,9 @@ class BenchSpec:
     """A timed replay (``--replay``): each request's time and target; None: the load model's schedule."""
     io: Literal["auto", "uring", "epoll"] = "auto"
     """The I/O path asked for (``--io``); :func:`~pounder.load.check_io` says which one the run takes."""
+    expect_status: tuple[tuple[int, int], ...] | None = None
+    """``--expect-status``: the statuses that count as answers instead of 2xx and 3xx
+    (:func:`~pounder.load.load_failure`); None when not given."""
 
     @classmethod
     def from_options(
@@ -280,6 +284,7 @@ class BenchSpec:
             tls=read_tls(given, any(target.tls_name is not None for target in targets)),
             replay=replay,
             io=given.io,
+            expect_status=parse_statuses(given.expect_status),
         )
 
     def run_options(self) -> RunOptions:
@@ -292,6 +297,7 @@ class BenchSpec:
             scenario=self.scenario_file,
             replay=None if self.replay is None else self.replay.info,
             tls=None if self.tls is None else self.tls.info(),
+            expect_status=self.expect_status,
         )
 
     def engine_spec(self) -> EngineSpec:

@@ -43,6 +43,7 @@ from pounder.load import (
     ProgressCallback,
     Sender,
     clean_trial,
+    load_failure,
 )
 from pounder.pool._adapters import Adapter, PoolParams
 from pounder.pool._charged import MemoryPeak, charged_memory
@@ -332,7 +333,10 @@ class Runner:
         child (where warming must not hide a child's replacement). Children that appear meanwhile
         are watched from then on; a change of children starts the count of still rounds again.
         Warming reads the answers at full speed (no ``--throttle``): it is the children that must
-        warm, and slow clients would only make each round last longer."""
+        warm, and slow clients would only make each round last longer. When no round got anywhere
+        (:func:`~pounder.load.load_failure`: no request succeeded, no answer was 2xx or 3xx) it
+        raises :class:`~pounder.PounderError` saying so: a server that answers nothing good has
+        nothing to tune or compare."""
         baseline: dict[int, float | None] = {}
         warmed: set[int] = set()
         sent = done = stable = failing = 0
@@ -343,12 +347,15 @@ class Runner:
         deadline = time.monotonic() + WARM_TIMEOUT_S
         quick = rounds == 1
         size = 0
+        nowhere: str | None = ""
         while done < (rounds or WARM_ROUNDS):
             for pid in alive:
                 baseline.setdefault(pid, process_cpu_clock(pid))
             count = max(1, len(alive))
             size = 2 * count if quick else min(WARM_ROUND_MAX_REQUESTS, max(size, WARM_ROUND_REQUESTS * count))
             result = self.bench(server, count, requests=size, sample=False, full_speed=True)
+            if nowhere is not None and not result.interrupted:  # until a round got somewhere
+                nowhere = load_failure(result, expect_flag=None)
             done += 1
             sent += result.requests.complete + result.requests.failed
             for pid in alive:
@@ -372,6 +379,9 @@ class Runner:
             failing = 0 if clean_trial(served, result.requests.failed) else failing + 1
             if quick or stable >= WARM_STABLE_ROUNDS or failing >= WARM_FAILING_ROUNDS or time.monotonic() > deadline:
                 break
+        if nowhere:  # the one rule of every load (pounder.load.load_failure): nothing to tune or compare
+            raise PounderError(f"the server (pid {server.pid}) got nowhere while warming up: {nowhere} (check the "
+                               "path the requests ask for, and the application's log)")  # fmt: skip
         return Warmed(children=len(alive), warmed=len(warmed & set(alive)), requests=sent,
                       settled=stable >= WARM_STABLE_ROUNDS, rounds=done, rps=rps, uss=uss,
                       failing=failing >= WARM_FAILING_ROUNDS)

@@ -42,6 +42,9 @@ class ProfileTrial:
     p50_us: int
     p99_us: int
     whole: bool = True
+    nowhere: str | None = None
+    """The trial got nowhere (:func:`~pounder.load.load_failure`): the line saying so; None when it
+    got somewhere (and in results from before the rule)."""
 
 
 @public
@@ -164,7 +167,7 @@ def _cost(value: object, key: str) -> ProfilerCost:
 
 
 def _trial(value: object, key: str) -> ProfileTrial:
-    return _READ.record(ProfileTrial, value, key)  # type: ignore[no-any-return]
+    return _READ.record(ProfileTrial, value, key, nowhere=_READ.nullable(_READ.as_str))  # type: ignore[no-any-return]
 
 
 def _child(value: object, key: str) -> ChildProfile:
