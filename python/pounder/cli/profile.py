@@ -22,6 +22,7 @@ from pounder._units import parse_pid
 from pounder.cli._common import interrupted, json_option, option, print_error, whole_number
 from pounder.cli._load_options import (
     LOCAL_URL,
+    expect_status_parameter,
     io_parameter,
     load_parameter,
     takes_load_options,
@@ -70,7 +71,8 @@ PROFILE_HELP = "\n\n".join(
         "The server named must be the one behind the URL (checked before anything is sent; --behind-proxy for a "
         "backend such as php-fpm behind nginx). Its parent's own "
         "samples are kept apart: they are not the requests' work.",
-        "Exit status: 0 done, 1 nothing sampled or a profiler failed, 2 bad input or something to fix first, "
+        "Exit status: 0 done, 1 nothing sampled, every profiled trial got nowhere (no request succeeded, or no "
+        "answer was 2xx or 3xx or of --expect-status; still written) or a profiler failed, 2 bad input or something to fix first, "
         "130 interrupted (what was sampled is still written).",
     ]
 )
@@ -146,6 +148,7 @@ def _write(result: ProfileResult, json_out: str | None, flame_out: str | None, r
     load_parameter("keepalive", _LOAD, "Default: on.", value=True),
     *(load_parameter(name, _LOAD) for name in ("method", "body", "content_type", "header", "cookie", "auth",
                                                "timeout")),
+    expect_status_parameter(_LOAD),
     *tls_parameters(_LOAD),
 )  # fmt: skip
 def profile_command(
@@ -186,9 +189,10 @@ def profile_command(
     with _interrupt.deferred():  # a signal now waits until the outputs are whole
         _write(result, json_out, flame_out, rows, per_child)
     profiled = [trial for trial in result.trials if trial.profiled]
-    if profiled and not result.interrupted and all(trial.non_2xx == trial.complete for trial in profiled):
-        raise PounderError("no profiled response was 2xx: the profile is of the error handling, not of the "
-                           "page (check the URL with pounder bench)")  # fmt: skip
+    nowhere = [trial.nowhere for trial in profiled if trial.nowhere is not None]
+    if profiled and not result.interrupted and len(nowhere) == len(profiled):  # the one rule of every load
+        raise PounderError(f"every profiled trial got nowhere ({nowhere[-1]}): the profile is of the error "
+                           "handling, not of the page (check the URL with pounder bench)")  # fmt: skip
     if result.interrupted:
         kept = [path for path in (json_out, flame_out) if path not in (None, "-")]
         raise interrupted("the profile holds what was sampled until then" + (f", written to {', '.join(kept)}"

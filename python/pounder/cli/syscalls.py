@@ -18,6 +18,7 @@ from pounder._units import parse_pid
 from pounder.cli._common import interrupted, json_option, option, whole_number
 from pounder.cli._load_options import (
     LOCAL_URL,
+    expect_status_parameter,
     io_parameter,
     load_parameter,
     takes_load_options,
@@ -56,7 +57,9 @@ SYSCALLS_HELP = "\n\n".join(
         "failed request, is an error. strace slows the server a lot; the counts, not the times, are the result.",
         "Needs strace (apt-get install strace) and permission to trace the server's processes (root or the "
         "server's user). The URL must be on this machine.",
-        "Exit status: 0 done, 1 could not trace or count, 2 bad input or something to fix first, 130 interrupted.",
+        "Exit status: 0 done, 1 could not trace or count (also when the load got nowhere: no request succeeded, "
+        "or no answer was 2xx or 3xx or of --expect-status), 2 bad input or something to fix first, 130 "
+        "interrupted.",
     ]
 )
 
@@ -90,6 +93,7 @@ def _json_text(report: SyscallReport) -> str:
     load_parameter("duration", _LOAD, value=f"{DEFAULT_DURATION_S:g}s", help=(
         f"Stop the traced load after this long even if -n is not reached (default {DEFAULT_DURATION_S:g}s).")),
     load_parameter("timeout", _LOAD),
+    expect_status_parameter(_LOAD),
     *tls_parameters(_LOAD),
 )  # fmt: skip
 def syscalls_command(

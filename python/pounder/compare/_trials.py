@@ -42,6 +42,7 @@ from pounder.load import (
     LoadOptions,
     ProgressCallback,
     Sender,
+    check_gates,
     check_io,
     check_tls,
     run_bench,
@@ -214,6 +215,7 @@ def compare(
     if given.requests is None and given.duration is None and given.stages is None:
         given = LoadOptions.of(given, duration=DEFAULT_TRIAL_S)
     specs = [BenchSpec.from_options(variant.url, options=given) for variant in checked]
+    check_gates(gate_list or (), specs[0].load)  # a gate this load can never fail (slower>100% in closed loop)
     servers = [_server(variant, spec) for variant, spec in zip(checked, specs, strict=True)]
     output = check_output_path(os.fspath(results), "--json") if results is not None else None
     if output == "-":
@@ -256,7 +258,8 @@ def _trials(checked: tuple[Variant, ...], specs: Sequence[BenchSpec], servers: S
         interrupted=False,
         options=CompareOptions(trials=trials, warmup=warmup, baseline=base, load=first.load, http=first.http,
                                min_effect=min_effect, ray=sender.address,
-                               agents=sender.count if sender.distributed else None),
+                               agents=sender.count if sender.distributed else None, scenario=first.scenario,
+                               expect_status=first.expect_status),
         variants=checked,
         connect=tuple(spec.targets[0].info().connect for spec in specs),
     )  # fmt: skip

@@ -39,7 +39,7 @@ from pounder.compare import (
 from pounder.experiment._file import Experiment, LoadSpec, VariantSpec, server_adapter
 from pounder.experiment._profiles import check_profiles, moved_lines, params_of, profile_variants
 from pounder.experiment._tls import TlsSpec
-from pounder.load import ENGINE, BenchSpec, Gate, Sender, check_io, check_tls
+from pounder.load import ENGINE, BenchSpec, Gate, Sender, check_gates, check_io, check_tls
 from pounder.pool import (
     Adapter,
     ResultsDir,
@@ -258,6 +258,7 @@ def _gates(exp: Experiment, gates: Sequence[str] | None, quick: bool = False) ->
         try:
             for checked, what in ((own, "fail_if"), (given, "--fail-if")):
                 check_slower_trials(checked, min(load.trials, QUICK_TRIALS) if quick else load.trials, what, fix)
+                check_gates(checked, load.options().load_model(), what)  # slower>100% in closed loop
         except UsageError as error:
             raise UsageError(f"load {index} ({load.label}): {error}") from None
     return (*own, *given)

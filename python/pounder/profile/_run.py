@@ -43,6 +43,7 @@ from pounder.load import (
     check_io,
     check_tls,
     describe_load,
+    load_failure,
     run_bench,
 )
 from pounder.procs import SERVER_OPTIONS, ServerGone, ServerTarget, discover, find_server, process_cpu_clock, serves
@@ -97,7 +98,8 @@ def _trial(round_: int, profiled: bool, result: BenchResult) -> ProfileTrial:
     return ProfileTrial(round=round_, profiled=profiled, complete=result.requests.complete,
                         failed=result.requests.failed, non_2xx=result.requests.non_2xx, elapsed_s=result.elapsed_s,
                         requests_per_s=result.derived.requests_per_s, p50_us=p50, p99_us=p99,
-                        whole=not result.interrupted)  # fmt: skip
+                        whole=not result.interrupted,
+                        nowhere=None if result.interrupted else load_failure(result))  # fmt: skip
 
 
 def _rounds(profiler: Profiler, spec: BenchSpec, rounds: int, workdir: Path, on_progress: ProgressCallback | None,

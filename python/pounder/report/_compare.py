@@ -9,7 +9,15 @@ from typing import Any
 
 from pounder._records import decode_json, shown
 from pounder._units import MIB, count_text, number
-from pounder.compare import MAX_FAILED, MAX_TRIALS, MAX_VARIANTS, describe_errors, format_ratio, parse_compare_gates
+from pounder.compare import (
+    MAX_FAILED,
+    MAX_TRIALS,
+    MAX_VARIANTS,
+    clean_trial,
+    describe_errors,
+    format_ratio,
+    parse_compare_gates,
+)
 from pounder.load import GateReport, MalformedResultError
 from pounder.profile import ProfileResult, load_profile, moved_rows
 from pounder.report._gates import gates_section
@@ -51,6 +59,13 @@ def _not_counted(trial: Mapping[str, Any]) -> str | None:
     return "interrupted" if trial.get("interrupted") else "failures"
 
 
+def _got_nowhere(trial: Mapping[str, Any]) -> bool:
+    """Not counted for its ``nowhere`` alone (its requests did not fail: :func:`clean_trial`)."""
+    failed, complete = trial.get("failed"), trial.get("complete")
+    return (isinstance(trial.get("nowhere"), str) and isinstance(failed, int) and isinstance(complete, int)
+            and clean_trial(complete, failed))
+
+
 def _excluded(trials: Sequence[Mapping[str, Any]]) -> str:
     """The rows of the trials not counted other than the warm-ups: why, and how requests failed."""
     rows = []
@@ -59,6 +74,8 @@ def _excluded(trials: Sequence[Mapping[str, Any]]) -> str:
         if why is None or why == "warm-up":
             continue
         failed, complete = int(trial.get("failed") or 0), int(trial.get("complete") or 0)
+        if why == "failures" and _got_nowhere(trial):  # no answer that counts: the line saying so
+            why = f"got nowhere: {str(trial['nowhere'])[:300]}"
         rows.append([trial.get("label", "-"), trial.get("round", "-"), _WHY.get(why, why),
                      f"{failed:,} of {failed + complete:,}", describe_errors(trial.get("errors") or {})])
     return table(["variant", "trial", "not counted", "failed requests", "errors"], rows) if rows else ""
@@ -75,9 +92,12 @@ def _unknown_reasons(doc: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]
             mine = [t for t in trials if t.get("label") == label]
             counted = sum(1 for t in mine if _not_counted(t) is None)
             failed = sum(1 for t in mine if _not_counted(t) == "failures")
+            nowhere = sum(1 for t in mine if _not_counted(t) == "failures" and _got_nowhere(t))
+            what = "got nowhere" if nowhere == failed else "requests failed or got nowhere" if nowhere else \
+                "requests failed"  # fmt: skip
             if counted < 2:
                 short.append(f"{label} has {counted} counted trial{'' if counted == 1 else 's'}"
-                             + (f" ({failed} not counted: requests failed)" if failed else ""))
+                             + (f" ({failed} not counted: {what})" if failed else ""))
         why = f"no ratio: {' and '.join(short)}; at least 2 per variant are needed" if short else "no interval"
         reasons.append(f"{c.get('label')} vs {c.get('baseline')}: unknown, {why}.")
     return reasons
@@ -119,7 +139,7 @@ def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "c
         section.add(paragraph("This comparison was interrupted: the figures cover the trials done."))
     elif not doc.get("complete", True) and any(_not_counted(t) == "failures" for t in trial_docs):
         section.add(paragraph(f"Some trials are not counted: more than {MAX_FAILED * 100:g} % of their requests "
-                              "failed, or none completed (listed below); the figures cover the counted trials."))
+                              "failed, or they got nowhere (listed below); the figures cover the counted trials."))
     if trials:
         section.add(paragraph(f"{count_text(trials, 'trial')} per variant, interleaved, after a warm-up trial each; "
                               "medians over the trials with 95 % bootstrap intervals."))

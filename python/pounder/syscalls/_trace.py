@@ -53,6 +53,7 @@ from pounder.load import (
     ProgressCallback,
     check_io,
     check_tls,
+    load_failure,
     run_bench,
 )
 from pounder.procs import SERVER_OPTIONS, ServerGone, ServerTarget, TreeMember, discover, find_server, serves
@@ -170,6 +171,10 @@ def _check_result(result: BenchResult) -> None:
                            "with pounder bench)")  # fmt: skip
     if complete == 0:
         raise PounderError("no request completed: nothing to divide the system calls by")
+    nowhere = load_failure(result)  # the one rule of every load: answers that count, or nothing to count
+    if nowhere is not None:
+        raise PounderError(f"{nowhere}: the system calls of these answers are not the page's; check the URL with "
+                           "pounder bench")  # fmt: skip
 
 
 def _were(count: int, one: str, many: str | None = None) -> str:
