@@ -179,6 +179,8 @@ def handle(conn: socket.socket, mode: str) -> None:
                 got, close = read_request(conn, buf)
                 if not got:
                     return
+                if _args.delay_ms:
+                    time.sleep(_args.delay_ms / 1000)
                 conn.sendall(ok_response(status, body, close))
                 if close:
                     return
@@ -365,6 +367,7 @@ def main() -> None:
     parser.add_argument("--count-file")
     parser.add_argument("--tag", default="")
     parser.add_argument("--body-size", type=int, default=13)
+    parser.add_argument("--delay-ms", type=float, default=0.0, help="ok, status500, prefork: wait before each answer")
     parser.add_argument("--record-file", help="the first request head received is written here")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--max-requests", type=int, default=0)
