@@ -11,6 +11,7 @@ Every error is one line on stderr, ``pounder: error: <message>``, never a traceb
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -63,29 +64,52 @@ class StdoutError(PounderError):
 
 class _CheckedStdout:
     """Standard output whose write errors are a :class:`StdoutError`, not a traceback; after
-    one, what is still buffered goes to /dev/null (the interpreter flushes it at exit)."""
+    one, what is still buffered goes to /dev/null (the interpreter flushes it at exit).
+
+    A closed pipe (``pounder --help | head -1``: the reader has all it wanted) is no error: from
+    then on what is printed goes nowhere, quietly, and the command ends as it would have (its files
+    written, its servers stopped, its exit status unchanged); ``reader_gone`` says so (``pounder
+    top`` printing view after view then stops, as after q)."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
+        self.reader_gone = False
 
-    def _failed(self, error: OSError) -> StdoutError:
+    def _to_null(self) -> None:
         with contextlib.suppress(OSError, ValueError, AttributeError):
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, self._stream.fileno())
             os.close(null)
+
+    def _failed(self, error: OSError) -> StdoutError | None:
+        self._to_null()
+        if error.errno == errno.EPIPE:
+            self.reader_gone = True
+            return None
         return StdoutError(f"cannot write to standard output: {error.strerror or error}")
 
     def write(self, text: str) -> int:
+        if self.reader_gone:
+            return len(text)
         try:
             return int(self._stream.write(text))
         except OSError as error:
-            raise self._failed(error) from None
+            if (failure := self._failed(error)) is not None:
+                raise failure from None
+            return len(text)
 
     def flush(self) -> None:
+        if self.reader_gone:
+            with contextlib.suppress(OSError, ValueError):
+                self._stream.flush()  # what was buffered goes to /dev/null now
+            return
         try:
             self._stream.flush()
         except OSError as error:
-            raise self._failed(error) from None
+            if (failure := self._failed(error)) is not None:
+                raise failure from None
+            with contextlib.suppress(OSError, ValueError):
+                self._stream.flush()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
