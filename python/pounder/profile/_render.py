@@ -54,16 +54,28 @@ def _name(name: str) -> str:
     return name[:half] + "…" + name[-half:]
 
 
+def _shown(share: float) -> float:
+    """A share as the tables print it (percent, one decimal): the rule below is read on these."""
+    return round(share * 100, 1)
+
+
+def is_trunk(row: FunctionShare) -> bool:
+    """The server's own loop: on at least :data:`TRUNK` of the stacks and the leaf of under
+    1 - :data:`TRUNK` of them, both as the tables print the shares (a row shown at 99.0 % is
+    left out, one shown at 98.9 % is not; so what the note says and what is listed agree)."""
+    return _shown(row.inclusive_share) >= TRUNK * 100 and _shown(row.self_share) < (1 - TRUNK) * 100
+
+
 def inclusive_rows(result: ProfileResult) -> tuple[list[FunctionShare], int]:
-    """(the functions by inclusive share, the server's own loop left out; how many were left out):
-    a function on at least :data:`TRUNK` of the stacks and hardly ever their leaf."""
-    trunk = [row for row in result.by_inclusive if row.inclusive_share >= TRUNK and row.self_share < 1 - TRUNK]
-    return [row for row in result.by_inclusive if row not in trunk], len(trunk)
+    """(the functions by inclusive share, the server's own loop left out (:func:`is_trunk`); how
+    many were left out)."""
+    kept = [row for row in result.by_inclusive if not is_trunk(row)]
+    return kept, len(result.by_inclusive) - len(kept)
 
 
 def trunk_note(left_out: int) -> str:
-    return (f" ({count_text(left_out, 'function')} on at least {TRUNK:.0%} of the stacks and almost never their "
-            "leaf, the server's own loop, left out)" if left_out else "")
+    return (f" ({count_text(left_out, 'function')} with an inclusive share of {TRUNK * 100:.1f} % or more and a "
+            f"self share under {(1 - TRUNK) * 100:.1f} %, the server's own loop, left out)" if left_out else "")
 
 
 def weight_text(result: ProfileResult, weight: int) -> str:
@@ -105,7 +117,7 @@ def render_profile(result: ProfileResult, *, top: int = DEFAULT_TOP, per_child: 
              + (f", {len(result.exited)} exited" if result.exited else ""),
              *cost_lines(result)]
     if result.interrupted:
-        lines.append("Interrupted: the profile holds what was sampled until Ctrl-C.")
+        lines.append("Interrupted: the profile holds what was sampled until the run stopped.")
     if result.total_weight == 0:
         lines.append("Nothing was sampled: no table to show.")
         return "\n".join([*lines, *(f"Note: {note}" for note in result.notes)]) + "\n"
