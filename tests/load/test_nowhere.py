@@ -88,7 +88,8 @@ def test_an_expected_status_is_an_answer(testserver, tmp_path: Path) -> None:  #
     validate(document, "bench-result")
     assert document["options"]["expect_status"] == [[404, 404], [410, 410]]
     assert load_result(out).options.expect_status == ((404, 404), (410, 410))
-    code, _, stderr = run_cli("bench", "-n", "20", "-c", "2", "-q", "--expect-status", "404", f"{server.url}/status/500")
+    code, _, stderr = run_cli("bench", "-n", "20", "-c", "2", "-q", "--expect-status", "404",
+                              f"{server.url}/status/500")  # fmt: skip
     assert code == 1, stderr
     assert _error_line(stderr) == "pounder: error: no answer had an expected status (20 × 500; expected: 404)"
     code, _, stderr = run_cli("bench", "-n", "20", "-c", "2", "-q", f"{server.url}/status/302")
@@ -188,8 +189,9 @@ def test_compare_with_a_login_that_never_matches_exits_1_without_a_verdict(tests
     scenario.write_text(LOGIN_NEVER_MATCHES)
     out = tmp_path / "c.json"
     base = server.url
-    code, stdout, stderr = run_cli("compare", base, base, "--label", "a", "--label", "b", "--scenario", str(scenario),
-                                   "-d", "200ms", "-c", "2", "--trials", "3", "--no-warmup", "--json", str(out))  # fmt: skip
+    code, stdout, stderr = run_cli("compare", base, base, "--label", "a", "--label", "b", "--scenario",
+                                   str(scenario), "-d", "200ms", "-c", "2", "--trials", "3", "--no-warmup",
+                                   "--json", str(out))  # fmt: skip
     assert code == 1, (stdout, stderr)
     line = _error_line(stderr)
     assert line.startswith("pounder: error: every trial of a got nowhere (no virtual user got past the login "

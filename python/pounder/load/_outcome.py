@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import socket
 import ssl
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -124,6 +125,22 @@ def speaks_tls(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
     return len(head) == 2 and head[0] in (0x15, 0x16) and head[1] == 0x03
 
 
+_ASKED: dict[str, tuple[float, bool]] = {}
+_ASKED_FOR_S = 30.0
+"""How long an address's answer is remembered: the trials of a comparison that all got nowhere
+ask once, not once each (a port that does not answer a ClientHello costs the whole wait)."""
+
+
+def _speaks_tls(address: str) -> bool:
+    now = time.monotonic()
+    asked = _ASKED.get(address)
+    if asked is None or now - asked[0] > _ASKED_FOR_S:
+        if len(_ASKED) > 64:
+            _ASKED.clear()
+        asked = _ASKED[address] = (now, speaks_tls(address))
+    return asked[1]
+
+
 def _tls_port(result: BenchResult) -> str | None:
     """``the server at HOST:PORT speaks TLS: use https://`` when an http:// target's port does."""
     seen: set[str] = set()
@@ -133,7 +150,7 @@ def _tls_port(result: BenchResult) -> str | None:
         if target.connect in seen or len(seen) >= _SHOWN:
             continue
         seen.add(target.connect)
-        if speaks_tls(target.connect):
+        if _speaks_tls(target.connect):
             return f"the server at {target.connect} speaks TLS: use https://"
     return None
 
