@@ -10,7 +10,7 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -91,13 +91,73 @@ def parse_toml(text: str, path: str | os.PathLike[str], kind: str,
         raise error(f"{os.fspath(path)}: invalid TOML: nested too deeply to be {kind}") from None
 
 
-def check_output_path(path: str | os.PathLike[str] | None, what: str) -> str | None:
-    """An output file must be writable: checked before a long run, not after. ``"-"`` (stdout)
+OUTPUT_KINDS: dict[str, tuple[str, ...]] = {
+    "JSON": (".json",),
+    "CSV": (".csv", ".txt"),
+    "TSV": (".tsv", ".txt"),
+    "an HdrHistogram log": (".hlog", ".hdr", ".log", ".txt"),
+    "HTML": (".html", ".htm"),
+    "SVG": (".svg",),
+    "PNG": (".png",),
+    "text": (".txt", ".log"),
+}
+"""What each output pounder writes is, and the suffixes its file's name may end in."""
+FORMAT_SUFFIXES = frozenset(
+    {suffix for suffixes in OUTPUT_KINDS.values() for suffix in suffixes}
+    | {".gif", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff", ".pdf", ".ps", ".eps", ".xml", ".yaml", ".yml",
+       ".toml", ".ini", ".conf", ".md", ".rst", ".har", ".gz", ".bz2", ".xz", ".zst", ".zip", ".tar", ".py", ".pl",
+       ".pm", ".psgi", ".php", ".rb", ".ru", ".sh"})  # fmt: skip
+"""Suffixes that name a file format: an output whose name ends in one that is not its own is refused."""
+
+
+def _suffix(path: str | os.PathLike[str]) -> str | None:
+    """The suffix of an output file's name (lowercase, "" for none), None for stdout, a device or
+    a path through /dev or /proc (``/dev/null``, ``/dev/fd/3``: no name that says a format)."""
+    name = os.fspath(path)
+    if name == STDOUT or os.path.abspath(name).startswith(("/dev/", "/proc/")):
+        return None
+    with contextlib.suppress(OSError):
+        if not stat.S_ISREG(os.stat(name).st_mode) and not stat.S_ISDIR(os.stat(name).st_mode):
+            return None
+    return Path(name).suffix.lower()
+
+
+def check_output_name(path: str | os.PathLike[str] | None, what: str, kind: str, noun: str = "the file") -> None:
+    """The one rule for the names of outputs: a name may end in a suffix of what is written there
+    (``kind``, one of :data:`OUTPUT_KINDS`), in none, or in one that names no file format (``.out``,
+    ``.1``); a suffix of another format (an SVG named ``out.png``, a page named ``x.txt``) is a
+    :class:`~pounder.UsageError` naming ``what`` (the option). Standard output, a device or a pipe is
+    not checked. ``noun``: what the message calls the file ("the page")."""
+    own = OUTPUT_KINDS[kind]
+    suffix = None if path is None else _suffix(path)
+    if not suffix or suffix in own or suffix not in FORMAT_SUFFIXES:
+        return
+    raise UsageError(f"{what} {os.fspath(path or '')}: {noun} is {kind}, not {suffix}: give a name ending in "
+                     f"{' or '.join(own)}")
+
+
+def output_format(path: str | os.PathLike[str], what: str, kinds: tuple[str, ...]) -> str:
+    """For an output whose format its name chooses (``compare --chart``: PNG or SVG): the kind its
+    suffix names, one of ``kinds``; any other name is a :class:`~pounder.UsageError` naming ``what``."""
+    suffix = Path(os.fspath(path)).suffix.lower()
+    for kind in kinds:
+        if suffix in OUTPUT_KINDS[kind]:
+            return kind
+    endings = " or ".join(ending for kind in kinds for ending in OUTPUT_KINDS[kind])
+    raise UsageError(f"{what}: {os.fspath(path)} must end in {endings}")
+
+
+def check_output_path(path: str | os.PathLike[str] | None, what: str, kind: str | None) -> str | None:
+    """An output file must be writable and its name must not say another format than ``kind``
+    (:func:`check_output_name`; None: a name that chooses its format, checked by
+    :func:`output_format`): checked before a long run, not after. ``"-"`` (stdout)
     is accepted as is. A file that is not there yet is never created by the check (a reader
     polling for it would find it empty): a temporary file beside it is, as the atomic write
     will, and removed again."""
     if path is None or os.fspath(path) == STDOUT:
         return None if path is None else STDOUT
+    if kind is not None:
+        check_output_name(path, what, kind)
     target = Path(path)
     if target.is_dir():
         raise UsageError(f"{what}: {target} is a directory")
@@ -321,6 +381,27 @@ def write_output(path: str | os.PathLike[str], text: str, what: str = "") -> Non
         sys.stdout.flush()
         return
     write_atomic(path, text, what)
+
+
+def write_outputs(files: Iterable[tuple[str | None, str, Callable[[], str]]], text: Callable[[], str] | None) -> None:
+    """The outputs of a run that measured: each file ``(path, option, its content)`` (a path of None
+    is not asked for; the content is made only when written), then ``text`` on stdout (None: not
+    printed, as with ``--json -``). A file that cannot be written leaves the others written and the
+    text printed, then is raised, the one error line (exit 1): what was measured is never lost to
+    a failed write. (A write refused before the run, an unwritable directory, is bad input: exit 2,
+    :func:`check_output_path`.)"""
+    failures: list[PounderError] = []
+    for path, what, content in files:
+        if path is None:
+            continue
+        try:
+            write_output(path, content(), what)
+        except PounderError as error:
+            failures.append(error)
+    if text is not None:
+        write_output(STDOUT, text())
+    if failures:
+        raise failures[0]
 
 
 class StagedOutput:

@@ -48,7 +48,7 @@ def _python_pounder(*args: str) -> tuple[int, str, str]:
     (["bench", "--tsv", "{x}", "--hdr-log", "{x}", URL], "--hdr-log {x} would overwrite the --tsv output"),
     (["bench", "-b", "@{x}", "--json", "{x}", URL], "--json {x} would overwrite the --body input"),
     (["bench", "-f", "{x}", "--csv", "{x}"], "--csv {x} would overwrite the -f/--url-file input"),
-    (["compare", "--json", "{x}.svg", "--chart", "{x}.svg", A, B], "--chart {x}.svg would overwrite the --json output"),
+    (["compare", "--json", "{x}.svg", "--chart", "{x}.svg", A, B], "--json {x}.svg: the file is JSON, not .svg"),
     (["compare", "--json", "{x}", "--report", "{x}", A, B], "--report {x} would overwrite the --json output"),
     (["syscalls", "--json", "{x}", "--log", "{x}", URL, "--server-pid", "1"], "--log {x} would overwrite"),
     (["report", "{x}", "-o", "{x}"], "-o/--output {x} would overwrite the result input"),
@@ -70,8 +70,8 @@ def test_an_output_never_overwrites_an_input_or_another_output(tmp_path: Path, a
 
 def test_an_output_through_a_symlink_is_the_same_file(tmp_path: Path) -> None:
     real = tmp_path / "out.json"
-    (tmp_path / "link.json").symlink_to(real)
-    assert_usage_error(*cliutil.run_cli("bench", "--json", str(real), "--csv", str(tmp_path / "link.json"), URL),
+    (tmp_path / "link.csv").symlink_to(real)
+    assert_usage_error(*cliutil.run_cli("bench", "--json", str(real), "--csv", str(tmp_path / "link.csv"), URL),
                        "would overwrite the --json output")  # fmt: skip
 
 

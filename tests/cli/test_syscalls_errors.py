@@ -163,7 +163,11 @@ def test_ptrace_not_permitted(listener: str, tmp_path: Path, monkeypatch: pytest
 
 def test_a_server_without_children(listener: str) -> None:
     # checked before the warm-up: nothing is sent (the listener fixture checks it)
-    lone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.DEVNULL)
+    # a server (it listens) without children
+    lone = subprocess.Popen([sys.executable, "-c", "import socket, time; s = socket.socket(); "
+                             "s.bind(('127.0.0.1', 0)); s.listen(); print(1, flush=True); time.sleep(60)"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)  # fmt: skip
+    assert lone.stdout is not None and lone.stdout.readline()
     try:
         assert_usage_error(*run_cli(listener, "--server-pid", str(lone.pid)),
                            f"the server process {lone.pid}", "has no children to trace")  # fmt: skip

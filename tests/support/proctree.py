@@ -9,7 +9,7 @@ block or exit, each child reporting what it did through a pipe (its own ``time.p
     trees.stop_all()                    # at teardown: every process stopped, also on failure
 
 Children die with the parent (PR_SET_PDEATHSIG); the parent kills and reaps its children on
-SIGTERM or ``quit``.
+SIGTERM or ``quit``. Like a server, the parent listens on a free loopback port.
 """
 
 from __future__ import annotations
@@ -36,6 +36,12 @@ for i in range(0, len(data), PAGE):
     data[i] = 1
 children = {}   # pid -> (command fd to the child, reply fd from the child)
 libc = ctypes.CDLL(None, use_errno=True)
+# a pre-forking server's shape: the parent listens (on a free loopback port), its children inherit
+# the socket; pounder's commands refuse a process that is no server
+import socket
+LISTENER = socket.socket()
+LISTENER.bind(("127.0.0.1", 0))
+LISTENER.listen(8)
 
 
 def die_with_parent():

@@ -218,7 +218,7 @@ def check_report_path(path: str | None) -> None:
 
     if path == "-":
         raise UsageError("--report: give a file name (the page is not written to stdout)")
-    check_output_path(path, "--report")
+    check_output_path(path, "--report", None)
     if path is not None:
         from pounder.report import check_page_name
 

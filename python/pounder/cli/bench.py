@@ -122,8 +122,8 @@ FAIL_IF = fail_if_option(_OUT, BENCH_GATES, "Evaluated on the final result (merg
 
 
 def _outputs(json_path: str | None, csv_path: str | None) -> tuple[str | None, str | None]:
-    json_out = check_output_path(json_path, "--json")
-    csv_out = check_output_path(csv_path, "--csv")
+    json_out = check_output_path(json_path, "--json", "JSON")
+    csv_out = check_output_path(csv_path, "--csv", "CSV")
     if json_out == "-" and csv_out == "-":
         raise UsageError("--json and --csv cannot both write to stdout ('-')")
     return json_out, csv_out

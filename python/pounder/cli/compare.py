@@ -208,7 +208,7 @@ def _check_chart(path: str | None) -> str | None:
     if path is None:
         return None
     chart_format(path)
-    checked = check_output_path(path, "--chart")
+    checked = check_output_path(path, "--chart", None)
     if checked == "-":
         raise UsageError("--chart needs a file, not '-'")
     require_matplotlib()
@@ -253,7 +253,7 @@ def compare_command(
     labels = labels_for(urls, label)
     count = check_trials(parse_trials(trials))
     effect = parse_min_effect(min_effect)
-    json_out = check_output_path(json_path, "--json")
+    json_out = check_output_path(json_path, "--json", "JSON")
     chart_out = _check_chart(chart_path)
     check_report_path(report)
     check_distinct([("--json", json_out), ("--chart", chart_out), ("--report", report)],

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pounder._errors import PounderError, UsageError
-from pounder._files import STDOUT, check_distinct, check_output_path, write_output
+from pounder._files import STDOUT, check_distinct, check_output_path, write_output, write_outputs
 from pounder._units import parse_duration, parse_pid
 from pounder.cli._common import json_option, option, ram_option, whole_number
 from pounder.procs import (
@@ -25,6 +25,7 @@ from pounder.procs import (
     NoChildrenError,
     PoolSnapshot,
     ServerTarget,
+    check_server,
     find_server,
     max_clients,
     render_mem,
@@ -95,10 +96,10 @@ def _target(given: dict[str, Text]) -> ServerTarget:
     assert value is not None
     options = SERVER_OPTIONS if flag in SERVER_OPTIONS else MEM_OPTIONS  # messages name the flag typed
     if flag == options[0]:
-        return find_server(pid=parse_pid(value, flag), options=options)
+        return check_server(find_server(pid=parse_pid(value, flag), options=options))
     if flag == options[1]:
-        return find_server(pidfile=value, options=options)
-    return find_server(name=value, options=options)
+        return check_server(find_server(pidfile=value, options=options))
+    return check_server(find_server(name=value, options=options))
 
 
 def _measure(target: ServerTarget, ram: RamBudget | None) -> tuple[PoolSnapshot, MaxClients | None, str | None]:
@@ -206,16 +207,19 @@ def mem_command(
     refreshes = None if count is None else whole_number(count, "--count", _MAX_COUNT)
     if refreshes is not None and interval is None:
         raise UsageError("--count needs --watch")
-    json_out = check_output_path(json_path, "--json")
+    json_out = check_output_path(json_path, "--json", "JSON")
     if json_out == STDOUT and interval is not None:
         raise UsageError("--json - cannot be combined with --watch (give a file: it is rewritten at every refresh)")
     check_distinct([("--json", json_out)], [("--server-pidfile", server_pidfile), ("--pidfile", old_pidfile)])
     given = (server_pid, server_pidfile, server_name, old_pid, old_pidfile, old_name)
     target = _target(dict(zip((*SERVER_OPTIONS, *MEM_OPTIONS), given, strict=True)))
     if interval is None:
-        report = _Report(target, ram_bytes, json_out)
-        if json_out != STDOUT:
-            _show(report.text())
+        report = _Report(target, ram_bytes, None)
+        try:  # a --json that cannot be written leaves the figures shown: exit 1
+            write_outputs([(json_out, "--json", lambda: _json_text(target, report.snap, report.result))], None)
+        finally:
+            if json_out != STDOUT:
+                _show(report.text())
         return
     try:
         _watch_loop(target, ram_bytes, json_out, interval, refreshes)

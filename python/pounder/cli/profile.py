@@ -17,9 +17,9 @@ import typer
 
 from pounder import _interrupt
 from pounder._errors import PounderError, UsageError
-from pounder._files import check_distinct, check_output_path, write_output
+from pounder._files import check_distinct, check_output_path, write_outputs
 from pounder._units import parse_pid
-from pounder.cli._common import interrupted, json_option, option, print_error, whole_number
+from pounder.cli._common import interrupted, json_option, option, print_warning, whole_number
 from pounder.cli._load_options import (
     LOCAL_URL,
     expect_status_parameter,
@@ -39,6 +39,7 @@ from pounder.profile import (
     PROFILERS,
     ProfileResult,
     ProfileTrial,
+    ServerExitedError,
     flame_svg,
     profile,
     render_profile,
@@ -72,8 +73,10 @@ PROFILE_HELP = "\n\n".join(
         "backend such as php-fpm behind nginx). Its parent's own "
         "samples are kept apart: they are not the requests' work.",
         "Exit status: 0 done, 1 nothing sampled, every profiled trial got nowhere (no request succeeded, or no "
-        "answer was 2xx or 3xx or of --expect-status; still written) or a profiler failed, 2 bad input or something to fix first, "
-        "130 interrupted (what was sampled is still written).",
+        "answer was 2xx or 3xx or of --expect-status; still written), a profiler failed, the server exited during "
+        "the run (named; what was sampled until then is still written) or an output could not be written, 2 bad "
+        "input or something to fix first (found before anything is sent), 130 interrupted (what was sampled is "
+        "still written).",
     ]
 )
 
@@ -126,16 +129,14 @@ def _before_sampling() -> Iterator[None]:
 
 
 def _write(result: ProfileResult, json_out: str | None, flame_out: str | None, rows: int, per_child: bool) -> None:
-    if flame_out is not None:
-        if result.stacks:
-            title = f"{result.server_name} (pid {result.server_pid}): {result.url}"
-            write_output(flame_out, flame_svg(result.stacks, title=title, unit=result.unit), "--flamegraph")
-        else:
-            print_error("no flame graph written: nothing was sampled")
-    if json_out is not None:
-        write_output(json_out, json.dumps(result.to_dict(), indent=2) + "\n", "--json")
-    if json_out != "-":
-        write_output("-", render_profile(result, top=rows, per_child=per_child))
+    """The files, then the text (a file that cannot be written leaves the text printed: exit 1)."""
+    if flame_out is not None and not result.stacks:
+        print_warning("no flame graph written: nothing was sampled")
+    title = f"{result.server_name} (pid {result.server_pid}): {result.url}"
+    write_outputs([(flame_out if result.stacks else None, "--flamegraph",
+                    lambda: flame_svg(result.stacks, title=title, unit=result.unit)),
+                   (json_out, "--json", lambda: json.dumps(result.to_dict(), indent=2) + "\n")],
+                  None if json_out == "-" else lambda: render_profile(result, top=rows, per_child=per_child))
 
 
 @takes_load_options(
@@ -171,8 +172,8 @@ def profile_command(
     per_child: Annotated[bool, PER_CHILD] = False,
 ) -> None:
     """Profile a server's children under load (help: PROFILE_HELP)."""
-    json_out = check_output_path(json_path, "--json")
-    flame_out = check_output_path(flamegraph, "--flamegraph")
+    json_out = check_output_path(json_path, "--json", "JSON")
+    flame_out = check_output_path(flamegraph, "--flamegraph", "SVG")
     if flame_out == "-":
         raise UsageError("--flamegraph needs a file, not '-'")
     check_distinct([("--json", json_out), ("--flamegraph", flame_out)],
@@ -181,19 +182,26 @@ def profile_command(
     rate = None if sample_rate is None else whole_number(sample_rate, "--sample-rate", _MAX_SAMPLE_RATE)
     whole_number(rounds, "--rounds", MAX_ROUNDS)
     pid = None if server_pid is None else parse_pid(server_pid, "--server-pid")
+    server_exited: ServerExitedError | None = None
     with live_progress(enabled=sys.stderr.isatty()) as on_progress, _before_sampling():
-        result = profile(url, server_pid=pid, server_pidfile=server_pidfile, server_name=server_name,
-                         profiler=profiler, rounds=rounds, warmup=warmup, rate=rate, native=native, workdir=keep,
-                         behind_proxy=behind_proxy,
-                         on_progress=on_progress, on_trial=_trial_line, options=load)  # fmt: skip
+        try:
+            result = profile(url, server_pid=pid, server_pidfile=server_pidfile, server_name=server_name,
+                             profiler=profiler, rounds=rounds, warmup=warmup, rate=rate, native=native, workdir=keep,
+                             behind_proxy=behind_proxy,
+                             on_progress=on_progress, on_trial=_trial_line, options=load)  # fmt: skip
+        except ServerExitedError as error:  # what was measured is written, as after a signal
+            server_exited, result = error, error.result
     with _interrupt.deferred():  # a signal now waits until the outputs are whole
         _write(result, json_out, flame_out, rows, per_child)
+    kept = [path for path in (json_out, flame_out if result.stacks else None) if path not in (None, "-")]
+    if server_exited is not None:
+        raise PounderError(f"{server_exited.cause} during the profile: the profile holds what was sampled until "
+                           "then" + (f", written to {', '.join(kept)}" if kept else ""))  # fmt: skip
     profiled = [trial for trial in result.trials if trial.profiled]
     nowhere = [trial.nowhere for trial in profiled if trial.nowhere is not None]
     if profiled and not result.interrupted and len(nowhere) == len(profiled):  # the one rule of every load
         raise PounderError(f"every profiled trial got nowhere ({nowhere[-1]}): the profile is of the error "
                            "handling, not of the page (check the URL with pounder bench)")  # fmt: skip
     if result.interrupted:
-        kept = [path for path in (json_out, flame_out) if path not in (None, "-")]
         raise interrupted("the profile holds what was sampled until then" + (f", written to {', '.join(kept)}"
                                                                              if kept else ""))  # fmt: skip

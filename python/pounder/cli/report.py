@@ -42,7 +42,7 @@ def report_command(
             raise UsageError("--open needs a file to open: give -o PATH")
         sys.stdout.write(render_report(paths, title))
         return 0
-    check_output_path(output, "--output")
+    check_output_path(output, "--output", None)
     check_page_name(output, "--output")
     written = write_report(paths, output, title).resolve()
     sys.stdout.write(f"report: {written}\n")

@@ -13,7 +13,7 @@ import sys
 from typing import Annotated
 
 from pounder import _interrupt
-from pounder._files import check_distinct, check_output_path, write_output
+from pounder._files import check_distinct, check_output_path, write_outputs
 from pounder._units import parse_pid
 from pounder.cli._common import interrupted, json_option, option, whole_number
 from pounder.cli._load_options import (
@@ -109,7 +109,7 @@ def syscalls_command(
     log: Annotated[Text, LOG] = None,
 ) -> None:
     """Count a server's system calls per request (help: SYSCALLS_HELP)."""
-    json_out = check_output_path(json_path, "--json")
+    json_out = check_output_path(json_path, "--json", "JSON")
     check_distinct([("--json", json_out), ("--log", log)], [("--server-pidfile", server_pidfile), *load.input_files()])
     rows = None if top is None else whole_number(top, "--top", _MAX_TOP)
     pid = None if server_pid is None else parse_pid(server_pid, "--server-pid")
@@ -124,7 +124,5 @@ def syscalls_command(
         raise interrupted("strace was stopped; a trace cut short is not divided among requests, so nothing was "
                           f"counted{kept}") from None
     with _interrupt.deferred():  # a signal now waits until the outputs are whole
-        if json_out is not None:
-            write_output(json_out, _json_text(report), "--json")
-        if json_out != "-":
-            write_output("-", render_syscalls(report, top=rows))
+        write_outputs([(json_out, "--json", lambda: _json_text(report))],
+                      None if json_out == "-" else lambda: render_syscalls(report, top=rows))

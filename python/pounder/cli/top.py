@@ -19,10 +19,10 @@ import psutil
 import typer
 
 from pounder._errors import PounderError, UsageError
-from pounder._files import STDOUT, check_distinct, check_output_path, write_output
+from pounder._files import STDOUT, check_distinct, check_output_path, write_output, write_outputs
 from pounder._units import parse_duration, parse_pid
 from pounder.cli._common import interrupted, json_option, option
-from pounder.procs import MEM_OPTIONS, SERVER_OPTIONS, ServerTarget, find_server
+from pounder.procs import MEM_OPTIONS, SERVER_OPTIONS, ServerTarget, check_server, find_server
 from pounder.top import Top, TopView, check_status_url, compact_line, render_top
 
 if TYPE_CHECKING:
@@ -88,10 +88,10 @@ def _target(given: dict[str, Text]) -> ServerTarget:
     assert value is not None
     options = SERVER_OPTIONS if flag in SERVER_OPTIONS else MEM_OPTIONS
     if flag == options[0]:
-        return find_server(pid=parse_pid(value, flag), options=options)
+        return check_server(find_server(pid=parse_pid(value, flag), options=options))
     if flag == options[1]:
-        return find_server(pidfile=value, options=options)
-    return find_server(name=value, options=options)
+        return check_server(find_server(pidfile=value, options=options))
+    return check_server(find_server(name=value, options=options))
 
 
 def _styled(view: TopView, height: int) -> RichText:
@@ -151,6 +151,8 @@ def _live(top: Top, interval: float, json_out: str | None) -> None:
         while True:
             view = _view(top, json_out)
             write_output(STDOUT, render_top(view) + "\n")
+            if getattr(sys.stdout, "reader_gone", False):  # a closed pipe (pounder top | head): done, as q
+                return
             time.sleep(interval)
     console = Console(highlight=False)
     with _keys() as fd, Live(console=console, auto_refresh=False, vertical_overflow="crop") as live:
@@ -181,7 +183,7 @@ def top_command(
 ) -> None:
     """Show a server's children live (help: TOP_HELP)."""
     seconds = _interval(interval)
-    json_out = check_output_path(json_path, "--json")
+    json_out = check_output_path(json_path, "--json", "JSON")
     if json_out == STDOUT and not once:
         raise UsageError("--json - needs --once (give a file to have it rewritten at every refresh)")
     check_distinct([("--json", json_out)], [("--pidfile", pidfile), ("--server-pidfile", server_pidfile)])
@@ -196,9 +198,9 @@ def top_command(
         with Top(target, status_url) as top:
             if once:
                 time.sleep(seconds)
-                view = _view(top, json_out)
-                if json_out != STDOUT:
-                    write_output(STDOUT, render_top(view))
+                view = top.view()
+                write_outputs([(json_out, "--json", lambda: json.dumps(view.to_dict(), indent=2) + "\n")],
+                              None if json_out == STDOUT else lambda: render_top(view))
                 return
             _live(top, seconds, json_out)
     except KeyboardInterrupt:

@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pounder._errors import UsageError, public
-from pounder._files import replacing
+from pounder._errors import public
+from pounder._files import output_format, replacing
 from pounder._matplotlib import require_matplotlib
 from pounder._stats import Estimate
 from pounder._units import count_text
@@ -24,7 +24,6 @@ from pounder.compare._result import CompareResult
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-FORMATS = (".png", ".svg")
 _BASELINE_COLOUR = "#7f7f7f"
 _FASTER_COLOUR = "#2a9d4b"
 _SLOWER_COLOUR = "#c0392b"
@@ -34,10 +33,7 @@ _SAME_COLOUR = "#4a78b5"
 @public
 def chart_format(path: str | os.PathLike[str]) -> str:
     """``"png"`` or ``"svg"`` from the file name; raises :class:`~pounder.UsageError` otherwise."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
-        raise UsageError(f"--chart: {path} must end in .png or .svg")
-    return suffix[1:]
+    return output_format(path, "--chart", ("PNG", "SVG")).lower()
 
 
 def _errors(estimates: list[Estimate | None], scale: float) -> tuple[list[float], list[list[float]]]:

@@ -47,7 +47,7 @@ from pounder.load import (
     check_tls,
     run_bench,
 )
-from pounder.procs import ServerSampler, ServerTarget, find_server, serves
+from pounder.procs import ServerSampler, ServerTarget, check_server, find_server, serves
 
 DEFAULT_TRIALS = 5
 MIN_TRIALS = 3
@@ -138,7 +138,7 @@ def _server(variant: Variant, spec: BenchSpec) -> ServerTarget | None:
     if variant.server_pid is None:
         return None
     try:
-        target = find_server(pid=variant.server_pid)
+        target = check_server(find_server(pid=variant.server_pid))
     except UsageError as error:
         raise UsageError(f"{variant.label}: {error}") from None
     connect = spec.targets[0].info().connect
@@ -217,7 +217,7 @@ def compare(
     specs = [BenchSpec.from_options(variant.url, options=given) for variant in checked]
     check_gates(gate_list or (), specs[0].load)  # a gate this load can never fail (slower>100% in closed loop)
     servers = [_server(variant, spec) for variant, spec in zip(checked, specs, strict=True)]
-    output = check_output_path(os.fspath(results), "--json") if results is not None else None
+    output = check_output_path(os.fspath(results), "--json", "JSON") if results is not None else None
     if output == "-":
         raise UsageError("results must be a file, not '-'")
     check_type(sender, Sender, "sender", "a Sender (e.g. a pounder.agents.Cluster) or None", optional=True)

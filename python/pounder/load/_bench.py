@@ -32,7 +32,7 @@ from pounder.load._sender import Sender
 from pounder.load._spec import BenchSpec
 from pounder.load._tls import check_handshakes
 from pounder.load._url import parse_url, resolve
-from pounder.procs import SERVER_OPTIONS, ServerSampler, ServerTarget, find_server, serves
+from pounder.procs import SERVER_OPTIONS, ServerSampler, ServerTarget, check_server, find_server, serves
 
 if TYPE_CHECKING:
     from pounder._engine import ProgressInfo, Run
@@ -360,7 +360,7 @@ def server_sampler(
                 "--server-status and --sample-interval need --server-pid, --server-pidfile or --server-name"
             )
         return None
-    target = find_server(pid=pid, pidfile=pidfile, name=name, options=SERVER_OPTIONS)
+    target = check_server(find_server(pid=pid, pidfile=pidfile, name=name, options=SERVER_OPTIONS))
     interval_s = parse_interval(interval)
     if status_url is not None:
         url = parse_url(status_url)

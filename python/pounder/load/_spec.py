@@ -258,8 +258,8 @@ class BenchSpec:
             rate=given.rate, stages=given.stages, max_in_flight=given.max_in_flight, warmup=warmup,
         )  # fmt: skip
         template, http = _http(given)
-        tsv = check_output_path(tsv_path, "--tsv")
-        hdr_log = check_output_path(hdr_log_path, "--hdr-log")
+        tsv = check_output_path(tsv_path, "--tsv", "TSV")
+        hdr_log = check_output_path(hdr_log_path, "--hdr-log", "an HdrHistogram log")
         check_distinct([("--tsv", tsv), ("--hdr-log", hdr_log)],
                        [("-f/--url-file", url_file), ("--access-log", log_path), *given.input_files()])
         if "-" in (tsv, hdr_log):

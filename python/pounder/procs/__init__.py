@@ -31,6 +31,7 @@ from pounder.procs._find import (
     read_pidfile,
     serves,
 )
+from pounder.procs._identity import check_server, server_exit
 from pounder.procs._load_report import (
     LOAD_SCHEMA,
     ChildSummary,
@@ -71,6 +72,8 @@ from pounder.procs._snapshot import MEM_SCHEMA, PoolSnapshot, PoolTotals, read_m
 from pounder.procs._status import StatusPoint, parse_status
 
 __all__ = [
+    "check_server",
+    "server_exit",
     "MEM_OPTIONS",
     "SERVER_OPTIONS",
     "LOAD_SCHEMA",

@@ -248,13 +248,15 @@ def find_server(
 
 @public
 def serves(target: ServerTarget, connect: str) -> bool | None:
-    """Whether a process of the server's tree listens on ``connect`` ("ip:port", "[ip6]:port"),
-    the address a URL's requests go to: True, False, or None when it cannot be told (a Unix socket;
-    no descriptor of the tree can be read, e.g. another user's server without root)."""
+    """Whether the server's root or one of its children listens on ``connect`` ("ip:port",
+    "[ip6]:port"), the address a URL's requests go to: True, False, or None when it cannot be told
+    (a Unix socket; no descriptor can be read, e.g. another user's server without root). Deeper
+    descendants do not count: every process is a descendant of pid 1, and a server found under a
+    shell is not the shell."""
     if connect.startswith("unix:"):
         return None
     host, _, port = connect.rpartition(":")
-    members = [member.pid for member in target.members]
+    members = [member.pid for member in target.members if member.role != "grandchild"]
     if any(owns_listener(pid, int(port), host) for pid in members):
         return True
     if not any(os.access(f"/proc/{pid}/fd", os.R_OK) for pid in members):

@@ -41,7 +41,7 @@ from pounder.profile._result import (
     load_profile,
     profile_from_dict,
 )
-from pounder.profile._run import DEFAULT_LOAD, DEFAULT_ROUNDS, DEFAULT_WARMUP, MAX_ROUNDS, profile
+from pounder.profile._run import DEFAULT_LOAD, DEFAULT_ROUNDS, DEFAULT_WARMUP, MAX_ROUNDS, ServerExitedError, profile
 from pounder.profile._stacks import (
     FunctionShare,
     by_inclusive,
@@ -53,6 +53,7 @@ from pounder.profile._stacks import (
 )
 
 __all__ = [
+    "ServerExitedError",
     "DEFAULT_LOAD",
     "DEFAULT_ROUNDS",
     "DEFAULT_TOP",

@@ -142,7 +142,7 @@ def summary_lines(result: ProfileResult, files: Sequence[Path | str], *, heading
              f"{result.profiled_requests:,} requests "
              "profiled", *(f"  {line}" for line in cost_lines(result))]
     if result.interrupted:
-        lines.append("  Interrupted: the profile holds what was sampled until Ctrl-C.")
+        lines.append("  Interrupted: the profile holds what was sampled until the run stopped.")
     if result.total_weight:
         lines += [f"  Top {count_text(min(top, len(result.functions)), 'function')} by self share (of {total}):",
                   *(f"  {line}" for line in _rows(result, result.by_self, top))]

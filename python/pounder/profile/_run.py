@@ -46,7 +46,17 @@ from pounder.load import (
     load_failure,
     run_bench,
 )
-from pounder.procs import SERVER_OPTIONS, ServerGone, ServerTarget, discover, find_server, process_cpu_clock, serves
+from pounder.procs import (
+    SERVER_OPTIONS,
+    ServerGone,
+    ServerTarget,
+    check_server,
+    discover,
+    find_server,
+    process_cpu_clock,
+    server_exit,
+    serves,
+)
 from pounder.profile._choose import make_profiler
 from pounder.profile._cost import profiler_cost
 from pounder.profile._profiler import Profiler, Sampled
@@ -70,8 +80,14 @@ DEFAULT_LOAD = LoadOptions(duration=DEFAULT_DURATION_S)
 TrialCallback = Callable[[ProfileTrial], None]
 
 
-def _target(pid: int | None, pidfile: str | os.PathLike[str] | None, name: str | None) -> ServerTarget:
-    target = find_server(pid=pid, pidfile=pidfile, name=name, options=SERVER_OPTIONS)
+def _target(pid: int | None, pidfile: str | os.PathLike[str] | None, name: str | None,
+            connect: str | None) -> ServerTarget:  # fmt: skip
+    """The server named, a server (:func:`~pounder.procs.check_server`) listening on ``connect``
+    (None: not checked, a backend behind a proxy) with children to profile."""
+    target = check_server(find_server(pid=pid, pidfile=pidfile, name=name, options=SERVER_OPTIONS))
+    if connect is not None and serves(target, connect) is False:
+        raise UsageError(f"process {target.pid} does not listen on {connect}: it is not the server behind the URL "
+                         "(a backend behind a proxy, as php-fpm behind nginx: --behind-proxy)")  # fmt: skip
     if not target.children:
         raise UsageError(f"the server process {target.pid} ({target.name}) has no children to profile: name the "
                          "parent of a pre-forking server (its workers serve the requests)")  # fmt: skip
@@ -102,27 +118,74 @@ def _trial(round_: int, profiled: bool, result: BenchResult) -> ProfileTrial:
                         nowhere=None if result.interrupted else load_failure(result))  # fmt: skip
 
 
-def _rounds(profiler: Profiler, spec: BenchSpec, rounds: int, workdir: Path, on_progress: ProgressCallback | None,
-            on_trial: TrialCallback | None, load_cpus: Collection[int] | None) -> tuple[list[ProfileTrial], bool]:
-    """The interleaved trials (off on, on off, ...); True with them when Ctrl-C cut the run short."""
+class ServerExitedError(PounderError):
+    """The server exited during :func:`profile`: ``cause`` names how (``the server process 123
+    (gunicorn) was killed by SIGKILL``); ``result`` holds what was measured and sampled until then
+    (marked ``interrupted``), to be written as after a signal."""
+
+    def __init__(self, cause: str, result: ProfileResult) -> None:
+        super().__init__(f"{cause} during the profile")
+        self.cause = cause
+        self.result = result
+
+
+def _server_gone(target: ServerTarget, error: PounderError | None = None) -> str | None:
+    """How the server ended when it has (:func:`~pounder.procs.server_exit`), else None; a profiler's
+    ``error`` while the server still runs is the profiler's and raised."""
+    gone = server_exit(target)
+    if gone is None and error is not None:
+        raise error
+    return gone
+
+
+def _rounds(profiler: Profiler, target: ServerTarget, spec: BenchSpec, rounds: int, workdir: Path,
+            on_progress: ProgressCallback | None, on_trial: TrialCallback | None,
+            load_cpus: Collection[int] | None) -> tuple[list[ProfileTrial], bool, str | None]:  # fmt: skip
+    """The interleaved trials (off on, on off, ...); True with them when Ctrl-C cut the run short; how
+    the server ended when it exited meanwhile (the rounds stop there: a profiler that fails then,
+    as py-spy finding no process, is not to blame)."""
     trials: list[ProfileTrial] = []
     try:
         for number in range(1, rounds + 1):
             for profiled in ((False, True) if number % 2 else (True, False)):
-                if profiled:
-                    profiler.resume(workdir)
+                try:
+                    if profiled:
+                        profiler.resume(workdir)
+                except PounderError as error:
+                    return trials, False, _server_gone(target, error)
                 with pinned_thread(load_cpus):  # the load only: the profiler is not pinned with it
                     result = run_bench(spec, on_progress)
-                if profiled:
-                    profiler.pause()
+                failed: PounderError | None = None
+                try:
+                    if profiled:
+                        profiler.pause()
+                except PounderError as error:
+                    failed = error
                 trials.append(_trial(number, profiled, result))
                 if on_trial is not None:
                     on_trial(trials[-1])
                 if result.interrupted:
-                    return trials, True
+                    return trials, True, None
+                if (gone := _server_gone(target, failed)) is not None:
+                    return trials, False, gone
     except KeyboardInterrupt:
-        return trials, True
-    return trials, False
+        return trials, True, None
+    return trials, False, None
+
+
+def _collect(chosen: Profiler, target: ServerTarget, gone: str | None) -> tuple[Sampled, set[int], str | None]:
+    """The last window closed and what was sampled read (the pool's processes alive then with it);
+    after the server exited, a profiler that cannot finish leaves what it could not read out."""
+    try:
+        chosen.pause()
+    except PounderError as error:
+        gone = gone or _server_gone(target, error)
+    after = _alive(target)  # before finish(), which may ask the children to exit (NYTProf)
+    try:
+        return chosen.finish(), after, gone
+    except PounderError as error:
+        gone = gone or _server_gone(target, error)
+        return Sampled(stacks={}, unit=chosen.unit, pids=()), after, gone
 
 
 def _children(stacks: dict[int, dict[str, int]], total: int) -> tuple[ChildProfile, ...]:
@@ -236,8 +299,10 @@ def profile(
 
     Raises :class:`~pounder.UsageError` before anything is sent for bad input or what to fix first
     (no such server, a profiler missing or not permitted, a Perl server not prepared for NYTProf),
-    :class:`~pounder.PounderError` when nothing was sampled. After Ctrl-C the result holds what was
-    sampled until then, with ``interrupted`` set; no profiler process is left running.
+    :class:`~pounder.PounderError` when nothing was sampled; :class:`ServerExitedError` when the
+    server exits during the run, naming how, with what was measured until then as its ``result``
+    (``interrupted`` set). After Ctrl-C the result holds what was sampled until then, with
+    ``interrupted`` set; no profiler process is left running.
     """
     check_text(url, "profile: url")
     check_callable(on_progress, "on_progress")
@@ -245,11 +310,7 @@ def profile(
     count = count_in_range(rounds, "--rounds", 1, MAX_ROUNDS)
     warm = count_in_range(warmup, "--warmup", 0, MAX_WARMUP)
     spec, warm_spec = _specs(url, LoadOptions.of(DEFAULT_LOAD if options is None else options, **load), warm)
-    target = _target(server_pid, server_pidfile, server_name)
-    if not behind_proxy and serves(target, spec.targets[0].info().connect) is False:
-        raise UsageError(f"process {target.pid} does not listen on {spec.targets[0].info().connect}: it is not the "
-                         "server behind the URL (a backend behind a proxy, as php-fpm behind nginx: "
-                         "--behind-proxy)")  # fmt: skip
+    target = _target(server_pid, server_pidfile, server_name, None if behind_proxy else spec.targets[0].info().connect)
     chosen = make_profiler(target, profiler, **({} if rate is None else {"rate": rate}), native=native)
     chosen.check()
     check_workdir(workdir)
@@ -264,13 +325,11 @@ def profile(
     cpu_before = tree_cpu(target) if behind_proxy else None
     try:
         with _place(workdir) as place:
-            trials, interrupted = _rounds(chosen, spec, count, place, on_progress, on_trial, load_cpus)
+            trials, interrupted, gone = _rounds(chosen, target, spec, count, place, on_progress, on_trial, load_cpus)
             sampled: Sampled | None = None
             try:
                 with _interrupt.deferred():  # a signal now waits until what was sampled is read
-                    chosen.pause()
-                    after = _alive(target)  # before finish(), which may ask the children to exit (NYTProf)
-                    sampled = chosen.finish()
+                    sampled, after, gone = _collect(chosen, target, gone)
             except KeyboardInterrupt:
                 if sampled is None:
                     raise
@@ -281,7 +340,10 @@ def profile(
     finally:
         chosen.close()
     result = _result(url, target, chosen, spec, count, warm_spec, tuple(trials), sampled, (before, after),
-                     started_at, interrupted)  # fmt: skip
+                     started_at, interrupted or gone is not None)  # fmt: skip
+    if gone is not None:
+        raise ServerExitedError(gone, replace(result, notes=(*result.notes, f"{gone} during the profile: the "
+                                                             "rounds stopped there")))  # fmt: skip
     if cpu_before is not None:
         _check_reached(target, cpu_before, result)
     return result

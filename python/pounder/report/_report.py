@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pounder._errors import PounderError, UsageError, check_path, check_text, public
-from pounder._files import RESULT_LIMIT, check_distinct, check_input_file, write_atomic
+from pounder._files import RESULT_LIMIT, check_distinct, check_input_file, check_output_name, write_atomic
 from pounder._records import ConstantError, decode_json, shown
 from pounder.compare import SCHEMA as COMPARE_SCHEMA
 from pounder.load import READ_SCHEMAS as BENCH_SCHEMAS
@@ -203,16 +203,14 @@ def _title(found: Sequence[tuple[Path, str, Any]]) -> str:
     return f"pounder report: {len(found)} results"
 
 
-PAGE_SUFFIXES = ("", ".html", ".htm")
 
 
 @public
 def check_page_name(path: str | os.PathLike[str], what: str) -> None:
-    """The page is HTML: a name ending in another suffix (``report.pdf``, ``out.png``) would hold
-    something else than it says; :class:`~pounder.UsageError` naming ``what`` (the option)."""
-    suffix = Path(os.fspath(path)).suffix
-    if suffix.lower() not in PAGE_SUFFIXES:
-        raise UsageError(f"{what} {os.fspath(path)}: the page is HTML, not {suffix}: give a name ending in .html")
+    """The page is HTML: a name ending in another format's suffix (``report.pdf``, ``out.png``) would
+    hold something else than it says; :class:`~pounder.UsageError` naming ``what`` (the option), by
+    the one rule for the names of outputs (:func:`pounder._files.check_output_name`)."""
+    check_output_name(path, what, "HTML", noun="the page")
 
 
 @public

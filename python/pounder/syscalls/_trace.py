@@ -56,7 +56,16 @@ from pounder.load import (
     load_failure,
     run_bench,
 )
-from pounder.procs import SERVER_OPTIONS, ServerGone, ServerTarget, TreeMember, discover, find_server, serves
+from pounder.procs import (
+    SERVER_OPTIONS,
+    ServerGone,
+    ServerTarget,
+    TreeMember,
+    check_server,
+    discover,
+    find_server,
+    serves,
+)
 from pounder.syscalls._parse import TraceCounts, parse_strace_log
 from pounder.syscalls._report import SyscallReport, count_tables
 from pounder.syscalls._strace import find_strace, log_place, read_text, start, stop, strace_version, wait_attached
@@ -131,7 +140,7 @@ def _target(pid: int | None, pidfile: str | os.PathLike[str] | None, name: str |
         got = f" (got {' and '.join(given)})" if given else ""
         raise UsageError(f"name the server to trace with exactly one of --server-pid, --server-pidfile and "
                          f"--server-name{got}")  # fmt: skip
-    return find_server(pid=pid, pidfile=pidfile, name=name, options=SERVER_OPTIONS)
+    return check_server(find_server(pid=pid, pidfile=pidfile, name=name, options=SERVER_OPTIONS))
 
 
 def _named(target: ServerTarget) -> str:
@@ -331,7 +340,7 @@ def trace_syscalls(
     given = LoadOptions.of(DEFAULT_LOAD if options is None else options, **load)
     spec, warm_spec = _specs(url, given, count_in_range(warmup, "--warmup", 0, MAX_REQUESTS))
     if log_path is not None:
-        check_output_path(os.fspath(log_path), "--log")
+        check_output_path(os.fspath(log_path), "--log", "text")
     target = _target(server_pid, server_pidfile, server_name)
     _children(target.members, target)  # before anything is sent
     _check_listens(target, spec.targets[0].info().connect)
