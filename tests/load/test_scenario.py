@@ -447,3 +447,32 @@ def test_the_help_shows_the_steps_tables() -> None:
         code, stdout, _ = run_cli(command, "--help")
         assert code == 0
         assert "[[login]]" in stdout and "[[loop]]" in stdout, stdout  # rich markup would eat [login]
+
+
+@pytest.mark.parametrize("io_path", ["epoll"])  # a scenario runs on the epoll path only
+def test_a_capture_that_matched_a_line_break_is_named_not_a_bare_no_capture(
+        testserver: Any, tmp_path: Path, io_path: str) -> None:
+    """Issue 39 (21): a body capture matches "hello, world\\n"; its variable goes raw into a
+    header, which cannot hold the line break. The engine starts the session over, as for a
+    capture that found nothing, and counts it apart (``capture_unsafe``): the one line and the
+    report name the cause (it said "no capture" although the capture matched)."""
+    from pounder import bench
+
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('[[login]]\npath = "/"\ncapture = [{ var = "t", body = "(?s)(hello.*)" }]\n'
+                        '[[loop]]\npath = "/x"\nheaders = { X-T = "{{t}}" }\n')  # fmt: skip
+    srv = testserver(mode="ok")
+    result = bench(srv.url, scenario=str(scenario), requests=6, connections=1, io=io_path)
+    assert result.steps is not None
+    login = result.steps[0]
+    assert (login.complete, login.capture_missed, login.capture_unsafe) == (6, 6, 6) and srv.count() == 6
+    assert scenario_failure(result.steps) == (
+        "no virtual user got past the login steps: GET /: 6 no capture (6 matched a value holding a line break or "
+        "NUL, which a header cannot carry)")  # fmt: skip
+    assert ("GET /: 6 of its 6 no capture matched a value holding a line break or NUL, which a header cannot carry"
+            in render_report(result))  # fmt: skip
+    document = json.loads(result.to_json())
+    assert document["steps"][0]["capture_unsafe"] == 6
+    assert BenchResult.from_json(result.to_json()).steps == result.steps
+    del document["steps"][0]["capture_unsafe"]  # a result from before it: none
+    assert BenchResult.from_json(json.dumps(document)).steps[0].capture_unsafe == 0  # type: ignore[index]

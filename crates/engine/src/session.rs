@@ -22,6 +22,10 @@ pub enum Outcome {
     UnexpectedStatus,
     /// A capture found nothing: the session starts over.
     CaptureMissed,
+    /// A capture matched, but its value holds CR, LF or NUL and its variable goes raw into a
+    /// request head, which the engine never writes them into: the session starts over (counted
+    /// as a missed capture too, and apart, so that the user is told why).
+    CaptureUnsafe,
 }
 
 /// One virtual user.
@@ -50,6 +54,8 @@ pub struct User<'s> {
     /// A header or cookie capture of the current response found nothing (or its head could not
     /// be read again), or a capture found a value the head cannot hold.
     missed: bool,
+    /// Of `missed`: a capture matched a value the head cannot hold (CR, LF, NUL).
+    unsafe_value: bool,
     /// Per variable: written as it is into some step's head (a header value), where a value
     /// holding CR, LF or NUL would add or cut header lines.
     in_head: Vec<bool>,
@@ -72,6 +78,7 @@ impl<'s> Session<'s> {
                 response_body: Vec::new(),
                 reads_body: false,
                 missed: false,
+                unsafe_value: false,
                 in_head: in_head(sc),
                 locs: sc.steps.iter().map(|s| s.captures.iter().map(|_| None).collect()).collect(),
             },
@@ -90,6 +97,7 @@ impl<'s> Session<'s> {
         u.step = u.next;
         let step = &u.sc.steps[u.step];
         u.missed = false;
+        u.unsafe_value = false;
         u.reads_body = step.reads_body();
         u.response_body.clear();
         let req = &mut self.request;
@@ -126,7 +134,8 @@ impl<'s> Session<'s> {
         let outcome = match status {
             None => Outcome::Failed,
             Some(s) if !step.expects(s) => Outcome::UnexpectedStatus,
-            Some(_) if u.missed || !u.capture_body(step) => Outcome::CaptureMissed,
+            Some(_) if (u.missed || !u.capture_body(step)) && u.unsafe_value => Outcome::CaptureUnsafe,
+            Some(_) if u.missed => Outcome::CaptureMissed,
             Some(_) => Outcome::Done,
         };
         if outcome == Outcome::Done {
@@ -178,8 +187,12 @@ impl User<'_> {
             if c.from != Source::Body {
                 continue;
             }
-            let Some(v) = c.find(&self.response_body, &mut self.locs[self.step][j]) else { return false };
+            let Some(v) = c.find(&self.response_body, &mut self.locs[self.step][j]) else {
+                self.missed = true;
+                return false;
+            };
             if !store(&mut self.vars[c.var], v, self.in_head[c.var]) {
+                (self.missed, self.unsafe_value) = (true, true);
                 return false;
             }
         }
@@ -211,8 +224,12 @@ impl User<'_> {
                     .rfind(|k| k.name == name.as_bytes())
                     .and_then(|k| c.find(k.value, locs)),
             };
-            if !found.is_some_and(|v| store(&mut self.vars[c.var], v, self.in_head[c.var])) {
-                self.missed = true;
+            match found {
+                None => self.missed = true,
+                Some(v) if !store(&mut self.vars[c.var], v, self.in_head[c.var]) => {
+                    (self.missed, self.unsafe_value) = (true, true);
+                }
+                Some(_) => {}
             }
         }
     }
@@ -395,7 +412,7 @@ mod tests {
         for bad in ["t\r\nX-Injected: 1", "t\nx", "t\0"] {
             s.render(false);
             respond(&mut s, "HTTP/1.1 200 OK\r\n\r\n", &format!(r#"name="csrf" value="{bad}""#));
-            assert_eq!(s.finish(Some(200)), Outcome::CaptureMissed, "{bad:?}");
+            assert_eq!(s.finish(Some(200)), Outcome::CaptureUnsafe, "{bad:?}");
             assert_eq!((s.next_step(), s.var(0)), (0, &b""[..]));
         }
         // the same value in a body only (form or JSON encoded there) is taken

@@ -21,6 +21,9 @@ pub struct StepStats {
     pub unexpected_status: u64,
     /// Of `complete`: expected status, but a capture found nothing.
     pub capture_missed: u64,
+    /// Of `capture_missed`: a capture matched a value holding CR, LF or NUL that its variable
+    /// would have carried raw into a request head.
+    pub capture_unsafe: u64,
     /// Corrected latency of the complete responses, µs.
     pub latency: Hist,
 }
@@ -34,6 +37,7 @@ impl StepStats {
             failed: 0,
             unexpected_status: 0,
             capture_missed: 0,
+            capture_unsafe: 0,
             latency: Hist::new(),
         }
     }
@@ -47,6 +51,10 @@ impl StepStats {
             }
             Outcome::UnexpectedStatus => self.unexpected_status += 1,
             Outcome::CaptureMissed => self.capture_missed += 1,
+            Outcome::CaptureUnsafe => {
+                self.capture_missed += 1;
+                self.capture_unsafe += 1;
+            }
             Outcome::Done => {}
         }
         self.complete += 1;
@@ -58,6 +66,7 @@ impl StepStats {
         self.failed += o.failed;
         self.unexpected_status += o.unexpected_status;
         self.capture_missed += o.capture_missed;
+        self.capture_unsafe += o.capture_unsafe;
         self.latency.add(&o.latency);
     }
 }
@@ -101,6 +110,7 @@ pub fn to_json(steps: &[StepStats], export: bool) -> Value {
             "failed": s.failed,
             "unexpected_status": s.unexpected_status,
             "capture_missed": s.capture_missed,
+            "capture_unsafe": s.capture_unsafe,
             "latency": s.latency.summary(),
         });
         if export {
@@ -135,6 +145,10 @@ pub fn from_json(doc: &Value) -> Result<Vec<StepStats>, String> {
             ] {
                 *field = count(e, key).map_err(|e| at(&e))?;
             }
+            // a share from before capture_unsafe counts none
+            if e.get("capture_unsafe").is_some() {
+                s.capture_unsafe = count(e, "/capture_unsafe").map_err(|e| at(&e))?;
+            }
             let hist = e.get("histogram").and_then(Value::as_str).ok_or_else(|| at("no histogram"))?;
             s.latency = Hist::decode(hist).map_err(|e| at(&e))?;
             Ok(s)
@@ -156,6 +170,7 @@ mod tests {
         }
         page.record(Outcome::UnexpectedStatus, 5000);
         page.record(Outcome::CaptureMissed, 50);
+        page.record(Outcome::CaptureUnsafe, 60);
         vec![login, page]
     }
 
@@ -165,9 +180,11 @@ mod tests {
         assert_eq!(v[0]["part"], "login");
         assert_eq!((v[0]["complete"].as_u64(), v[0]["failed"].as_u64()), (Some(1), Some(1)));
         assert_eq!(v[1]["part"], "loop");
-        assert_eq!(v[1]["complete"], 5);
-        assert_eq!((v[1]["unexpected_status"].as_u64(), v[1]["capture_missed"].as_u64()), (Some(1), Some(1)));
-        assert_eq!(v[1]["latency"]["count"], 5);
+        assert_eq!(v[1]["complete"], 6);
+        assert_eq!((v[1]["unexpected_status"].as_u64(), v[1]["capture_missed"].as_u64()), (Some(1), Some(2)));
+        // of the missed captures, the one whose value the head could not hold
+        assert_eq!(v[1]["capture_unsafe"], 1);
+        assert_eq!(v[1]["latency"]["count"], 6);
         assert!(v[1].get("histogram").is_none());
     }
 
@@ -179,8 +196,9 @@ mod tests {
         let mut total = Vec::new();
         merge(&mut total, &back);
         merge(&mut total, &steps());
-        assert_eq!(total[1].complete, 10);
-        assert_eq!(total[1].latency.count(), 10);
+        assert_eq!(total[1].complete, 12);
+        assert_eq!(total[1].capture_unsafe, 2);
+        assert_eq!(total[1].latency.count(), 12);
         assert_eq!(total[0].failed, 2);
         check_same(&total, &back).unwrap();
         assert!(check_same(&total, &back[..1]).is_err());

@@ -15,7 +15,7 @@ from pounder.load._measured import ERROR_CATEGORIES, PERCENTILES, Histogram
 from pounder.load._replay import describe_replay
 from pounder.load._result import BenchResult, ReplyRate
 from pounder.load._run_options import LoadModel, TlsInfo
-from pounder.load._steps import STEP_COLUMNS, step_rows
+from pounder.load._steps import STEP_COLUMNS, UNSAFE_NOTE, step_rows
 
 LABEL_WIDTH = 26
 COLUMN_WIDTH = 12
@@ -162,6 +162,9 @@ def _steps(result: BenchResult) -> list[str]:
              _row("step", STEP_COLUMNS, width)]
     lines += [_row(name if len(name) < width else name[:width - 4] + "...", cells, width)
               for name, cells in step_rows(result.steps, format_ms)]
+    # a capture that matched but cannot be used is named, not left a bare "no capture"
+    lines += [f"  {step.name}: {step.capture_unsafe:,} of its {step.capture_missed:,} no capture {UNSAFE_NOTE}"
+              for step in result.steps if step.capture_unsafe]  # fmt: skip
     return lines
 
 

@@ -18,7 +18,9 @@ class StepStats:
     status), ``failed`` requests (no whole response), of the complete ones ``unexpected_status``
     (not in the step's ``expect``) and ``capture_missed`` (a capture found nothing); each of these
     three ends the user's session, which starts over from the login. ``latency``: as the run's
-    corrected latency, of this step's complete responses."""
+    corrected latency, of this step's complete responses. ``capture_unsafe``: of
+    ``capture_missed``, those where a capture matched, but a value holding a line break or NUL,
+    which its variable would have carried raw into a header (0 in a result from before it)."""
 
     name: str
     part: Literal["login", "loop"]
@@ -27,6 +29,7 @@ class StepStats:
     unexpected_status: int
     capture_missed: int
     latency: Histogram
+    capture_unsafe: int = 0
 
     @property
     def requests(self) -> int:
@@ -35,8 +38,18 @@ class StepStats:
 
 
 def _step(value: object, key: str) -> StepStats:
-    step: StepStats = READ.record(StepStats, value, key, part=READ.choice("login", "loop"), latency=Histogram.from_dict)
+    step: StepStats = READ.record(StepStats, value, key, part=READ.choice("login", "loop"), latency=Histogram.from_dict,
+                                  capture_unsafe=_unsafe)  # fmt: skip
     return step
+
+
+def _unsafe(value: object, key: str) -> int:
+    """``capture_unsafe``: absent (a result from before it) is 0."""
+    return 0 if value is None else int(READ.by_type("int", "capture_unsafe")(value, key))
+
+
+UNSAFE_NOTE = "matched a value holding a line break or NUL, which a header cannot carry"
+"""Why a capture that matched counts as missed (``capture_unsafe``)."""
 
 
 def read_steps(value: object, key: str) -> tuple[StepStats, ...] | None:
@@ -60,8 +73,9 @@ def scenario_failure(steps: tuple[StepStats, ...] | None) -> str | None:
         return None
     ended = []
     for step in steps:
+        missed = "no capture" + (f" ({step.capture_unsafe:,} {UNSAFE_NOTE})" if step.capture_unsafe else "")
         counts = ((step.failed, "failed"), (step.unexpected_status, "unexpected status"),
-                  (step.capture_missed, "no capture"))  # fmt: skip
+                  (step.capture_missed, missed))  # fmt: skip
         said = ", ".join(f"{count:,} {what}" for count, what in counts if count)
         if said:
             ended.append(f"{step.name}: {said}")
