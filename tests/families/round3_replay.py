@@ -151,6 +151,14 @@ def fam_replay() -> list[Case]:
              checks=(head_has(b"\r\nCookie: session=mine", absent=(b"stale",)),)),
         Case("replay", "log-service-time-5000-digits", [P, "bench", "--access-log", "s.log", "-n", "2", "@URL@"],
              rc=0, setup=R.files(s__log=_line(0, rest=" " + "9" * 5000) + _line(5, rest=" 0.25"))),
+        Case("replay", "capture-with-a-line-break-named", [P, "bench", "--scenario", "s.toml", "-n", "4", "-c", "1",
+                                                          "--json", "out.json", "@URL@"], rc=1,  # fmt: skip
+             setup=R.files(s__toml='[[login]]\npath = "/"\ncapture = [{ var = "t", body = "(?s)(a.*)" }]\n'
+                                   '[[loop]]\npath = "/x"\nheaders = { X-T = "{{t}}" }\n'),
+             server_extra=("--body", "a\\r\\nX-Injected: 1"), outputs=("out.json",),
+             err=r"GET /: 4 no capture \(4 matched a value holding a line break or NUL, which a header cannot carry\)",
+             out=r"GET /: 4 of its 4 no capture matched a value holding a line break",
+             note="a capture that matched but cannot go into a header is named, not a bare 'no capture'"),
         Case("replay", "scenario-200kb-path", [P, "bench", "--scenario", "s.toml", "-n", "2", "@URL@"], rc=2,
              setup=R.files(s__toml=('[[loop]]\npath = "/' + "a" * 200_000 + '"\n') * 2),
              err=r"…\(200,001 characters\)…", checks=(short_error(),),

@@ -174,6 +174,8 @@ def handle(conn: socket.socket, mode: str) -> None:
             return
         if mode in ("ok", "status500", "prefork"):
             body = b"x" * _args.body_size if mode != "status500" else b"error\n"
+            if _args.body is not None and mode != "status500":
+                body = _args.body.encode().decode("unicode_escape").encode("latin-1")
             status = "200 OK" if mode != "status500" else "500 Internal Server Error"
             while True:
                 got, close = read_request(conn, buf)
@@ -367,6 +369,7 @@ def main() -> None:
     parser.add_argument("--count-file")
     parser.add_argument("--tag", default="")
     parser.add_argument("--body-size", type=int, default=13)
+    parser.add_argument("--body", help="ok, prefork: this body (backslash escapes: \\n) instead of --body-size x's")
     parser.add_argument("--delay-ms", type=float, default=0.0, help="ok, status500, prefork: wait before each answer")
     parser.add_argument("--record-file", help="the first request head received is written here")
     parser.add_argument("--workers", type=int, default=2)
