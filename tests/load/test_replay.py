@@ -457,3 +457,14 @@ def test_names_in_messages_are_bounded(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as caught:
         BenchSpec.from_options("http://127.0.0.1:9", replay=str(bad))
     assert len(str(caught.value)) < 300 and "(100,000 characters)" in str(caught.value), str(caught.value)
+
+
+def test_user_text_in_url_file_and_header_errors_is_bounded(tmp_path: Path) -> None:
+    """The same helper bounds what the URL file and header readers quote (a 64 KB line)."""
+    urls = tmp_path / "u.txt"
+    urls.write_text("x" * 60_000 + " y z\n")
+    for read in (lambda: BenchSpec.from_options(None, url_file=str(urls)),
+                 lambda: BenchSpec.from_options("http://127.0.0.1:9", headers=["X" * 60_000])):  # fmt: skip
+        with pytest.raises(UsageError) as caught:
+            read()
+        assert len(str(caught.value)) < 400 and "characters)" in str(caught.value), str(caught.value)[:200]

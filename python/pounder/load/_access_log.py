@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO, Literal, cast
 from urllib.parse import urlsplit
 
-from pounder._errors import UsageError, check_flag, check_path, check_strings, public
+from pounder._errors import UsageError, check_flag, check_path, check_strings, clip, public
 from pounder._files import check_input_file, write_atomic
 from pounder._units import GIB, KIB, count_text, number
 from pounder.load._har import HAR_LIMIT, JSON_HEAD, looks_like_har, main_origin, read_har
@@ -163,7 +163,8 @@ class AccessLog:
         if self.origin is not None and self.skipped.get("other_host"):
             lines.insert(1, other_hosts(self.origin, self.skipped["other_host"]))
         total = sum(weight for weight, _, _ in self.targets)
-        lines += [f"  {100 * weight / total:5.1f} %  {method} {path}" for weight, method, path in self.targets[:top]]
+        lines += [f"  {100 * weight / total:5.1f} %  {method} {clip(path)}"
+                  for weight, method, path in self.targets[:top]]  # fmt: skip
         times = self.service_time
         if times is not None:
             ms = [number(1000 * value, 1) for value in (times.p50_s, times.p90_s, times.p99_s, times.max_s)]

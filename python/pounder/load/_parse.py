@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pounder._errors import UsageError, public
+from pounder._errors import UsageError, public, quoted
 from pounder._files import read_input
 from pounder._units import invalid as _invalid
 from pounder._units import is_count, parse_count, parse_duration, parse_rate
@@ -121,7 +121,7 @@ def check_token(name: str, what: str) -> str:
     if not name:
         raise UsageError(f"{what} must not be empty")
     if not _TOKEN_RE.fullmatch(name):
-        raise UsageError(f"invalid {what} {name!r}: only letters, digits and !#$%&'*+-.^_`|~ are allowed")
+        raise UsageError(f"invalid {what} {quoted(name)}: only letters, digits and !#$%&'*+-.^_`|~ are allowed")
     return name
 
 
@@ -138,9 +138,9 @@ def parse_header(text: str, what: str = "-H") -> tuple[str, str]:
     may be empty."""
     name, colon, value = text.partition(":")
     if not colon or not name.strip():
-        raise UsageError(f"invalid {what} {text!r}: expected 'Name: value'")
+        raise UsageError(f"invalid {what} {quoted(text)}: expected 'Name: value'")
     if name != name.strip():
-        raise UsageError(f"invalid {what} {text!r}: no space allowed before the ':'")
+        raise UsageError(f"invalid {what} {quoted(text)}: no space allowed before the ':'")
     return check_token(name, f"header name in {what}"), _check_header_value(value.strip(), what)
 
 
@@ -148,7 +148,7 @@ def parse_cookie(text: str, what: str = "--cookie") -> str:
     """``"name=value"`` (or several, ``"a=1; b=2"``) → the same text, checked."""
     pairs = [pair.strip() for pair in text.split(";") if pair.strip()]
     if not pairs or any("=" not in pair or pair.startswith("=") for pair in pairs):
-        raise UsageError(f"invalid {what} {text!r}: expected 'name=value'")
+        raise UsageError(f"invalid {what} {quoted(text)}: expected 'name=value'")
     return _check_header_value("; ".join(pairs), what)
 
 
@@ -179,7 +179,7 @@ def _parse_url_line(line: str, where: str) -> UrlLine:
     if len(fields) == 1:
         return UrlLine(fields[0], weight, where, method)
     raise UsageError(f"{where}: expected '[WEIGHT] [METHOD] URL' (WEIGHT a whole number >= 1, METHOD one of "
-                     f"{', '.join(LINE_METHODS)}), got {line!r}")
+                     f"{', '.join(LINE_METHODS)}), got {quoted(line)}")
 
 
 def read_url_file(path: str | Path) -> tuple[UrlLine, ...]:
@@ -214,7 +214,7 @@ def read_url_targets(path: str | Path) -> tuple[tuple[int, str, str], ...]:
     for line in read_url_file(path):
         parts = urlsplit(line.url.strip())
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise UsageError(f"{line.where}: {line.url!r} is not an http:// URL")
+            raise UsageError(f"{line.where}: {quoted(line.url)} is not an http:// URL")
         method = line.method or "GET"
         if method not in ("GET", "HEAD"):
             raise UsageError(f"{line.where}: {method} is not replayed by tune (GET and HEAD only: no bodies)")
