@@ -27,7 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from pounder._errors import PounderError
+from pounder._errors import PounderError, clip
 
 Convert = Callable[[object, str], Any]
 
@@ -76,8 +76,7 @@ def shown(value: object) -> str:
         return f"a number of {len(str(abs(value)))} digits"
     if isinstance(value, float) and math.isfinite(value) and abs(value) >= 1e16:
         return f"a number of {len(str(int(abs(value))))} digits"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return clip(repr(value), 80)
 
 
 def too_large(key: str, value: object) -> str:

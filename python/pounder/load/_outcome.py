@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from pounder._errors import UsageError, public
+from pounder._errors import UsageError, clip, public
 from pounder.load._steps import scenario_failure
 
 if TYPE_CHECKING:
@@ -41,8 +41,7 @@ _SHOWN = 4
 
 
 def _usage(given: object, flag: str) -> UsageError:
-    shown = repr(given)
-    shown = shown if len(shown) <= 60 else f"{shown[:57]}..."  # a name in a message is bounded
+    shown = clip(repr(given), 60)  # a value in a message is bounded (pounder._errors.clip)
     return UsageError(f"{flag} takes HTTP statuses from 100 to 599: a status (404), a range (400-499), a class "
                       f"(4xx) or a comma list of them (404,500-599), got {shown}")  # fmt: skip
 
