@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from pounder import PounderError, UsageError
-from pounder.load import BenchSpec, load_result, parse_statuses, speaks_tls, statuses_text
+from pounder.load import BenchResult, BenchSpec, load_failure, load_result, parse_statuses, speaks_tls, statuses_text
 from support.cliutil import assert_usage_error, run_cli
 from support.schemas import validate
 
+DATA = Path(__file__).resolve().parents[1] / "data"
 needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI")
 needs_nginx = pytest.mark.skipif(shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists(),
                                  reason="needs nginx")  # fmt: skip
@@ -242,3 +243,18 @@ def test_a_started_server_that_answers_only_404_stops_at_its_warm_up(tmp_path: P
     message = str(caught.value)
     assert "got nowhere while warming up: no answer was 2xx or 3xx (2 × 404)" in message, message
     assert "--expect-status" not in message  # tune and run take none: none is advised
+
+
+def test_an_open_loop_run_whose_arrivals_were_all_unsent_says_so() -> None:
+    """Nothing completed, nothing failed, every arrival unsent (every connection busy): the line
+    says unsent, not "0 failed" (a recorded bench result, its counts set so)."""
+    document = json.loads((DATA / "tune-phpfpm-leak/points/children-2-t3.json").read_text())["bench"]
+    document["requests"].update(complete=0, failed=0, non_2xx=0, unsent=7)
+    document["status"] = {}
+    document["errors"] = {name: 0 for name in document["errors"]}
+    result = BenchResult.from_dict(document)
+    assert load_failure(result) == "no request succeeded (7 unsent: no free connection in time)"
+    document["requests"].update(failed=3)
+    document["errors"]["refused"] = 3
+    assert load_failure(BenchResult.from_dict(document)) == \
+        "no request succeeded (3 failed: refused 3; 7 unsent: no free connection in time)"

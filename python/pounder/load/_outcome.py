@@ -189,8 +189,11 @@ def load_failure(result: BenchResult, *, expect_flag: str | None = "--expect-sta
     requests = result.requests
     if requests.complete == 0:
         failed = ", ".join(f"{name.replace('_', ' ')} {count:,}" for name, count in result.errors.nonzero().items())
-        return _with_tls(f"no request succeeded ({requests.failed:,} failed{': ' + failed if failed else ''})",
-                         result)  # fmt: skip
+        said = [f"{requests.failed:,} failed{': ' + failed if failed else ''}"] if requests.failed or \
+            not requests.unsent else []  # fmt: skip
+        if requests.unsent:  # open loop: never sent, every connection busy (not "0 failed")
+            said.append(f"{requests.unsent:,} unsent: no free connection in time")
+        return _with_tls(f"no request succeeded ({'; '.join(said)})", result)
     nowhere = scenario_failure(result.steps)
     if nowhere is not None or result.options.scenario is not None:
         return nowhere
