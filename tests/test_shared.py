@@ -176,14 +176,25 @@ def test_write_output_dash_is_stdout(capsys: pytest.CaptureFixture[str], tmp_pat
 
 
 def test_check_output_path(tmp_path: Path) -> None:
-    assert check_output_path(None, "--json") is None
-    assert check_output_path("-", "--json") == "-"
-    assert check_output_path(tmp_path / "new.json", "--json") == str(tmp_path / "new.json")
+    assert check_output_path(None, "--json", "JSON") is None
+    assert check_output_path("-", "--json", "JSON") == "-"
+    assert check_output_path(tmp_path / "new.json", "--json", "JSON") == str(tmp_path / "new.json")
     assert not (tmp_path / "new.json").exists()
     with pytest.raises(UsageError, match="is a directory"):
-        check_output_path(tmp_path, "--json")
+        check_output_path(tmp_path, "--json", "JSON")
     with pytest.raises(UsageError, match="does not exist"):
-        check_output_path(tmp_path / "no" / "x", "--json")
+        check_output_path(tmp_path / "no" / "x", "--json", "JSON")
+
+
+def test_check_output_path_applies_the_rule_for_output_names(tmp_path: Path) -> None:
+    """The name rule is checked with the rest, before a run: a suffix of another format is refused
+    and nothing is made; a name that chooses its format (kind None) is left to output_format."""
+    with pytest.raises(UsageError, match=r"^--json .*x\.png: the file is JSON, not \.png: give a name ending in "
+                                         r"\.json$"):  # fmt: skip
+        check_output_path(tmp_path / "x.png", "--json", "JSON")
+    assert check_output_path(tmp_path / "x.txt", "--csv", "CSV") == str(tmp_path / "x.txt")
+    assert check_output_path(tmp_path / "x.png", "--chart", None) == str(tmp_path / "x.png")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_check_output_path_never_makes_the_file_it_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -200,13 +211,13 @@ def test_check_output_path_never_makes_the_file_it_checks(tmp_path: Path, monkey
         return fd, name
 
     monkeypatch.setattr(tempfile, "mkstemp", watching)
-    check_output_path(tmp_path / "out.json", "--json")
-    check_output_path(tmp_path / "link.json", "--json")
+    check_output_path(tmp_path / "out.json", "--json", "JSON")
+    check_output_path(tmp_path / "link.json", "--json", "JSON")
     monkeypatch.undo()
     assert [Path(name).parent for name in made] == [tmp_path, tmp_path]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.json"]
     (tmp_path / "old.json").write_text("{}")
-    check_output_path(tmp_path / "old.json", "--json")
+    check_output_path(tmp_path / "old.json", "--json", "JSON")
     assert (tmp_path / "old.json").read_text() == "{}"
 
 

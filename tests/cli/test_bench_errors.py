@@ -91,6 +91,8 @@ def test_access_log_errors_send_nothing(testserver: Any, tmp_path: Path) -> None
     srv = testserver("ok")
     log = tmp_path / "access.log"
     log.write_text('127.0.0.1 - - [23/Nov/2026:10:00:00 +0000] "GET /a HTTP/1.1" 200 5\n')
+    txt_log = tmp_path / "access.txt"
+    txt_log.write_text(log.read_text())
     garbage = tmp_path / "garbage.log"
     garbage.write_text("\nnot a log line\n")
     empty = tmp_path / "empty.log"
@@ -106,7 +108,11 @@ def test_access_log_errors_send_nothing(testserver: Any, tmp_path: Path) -> None
         (["--access-log", str(log), "--order", "sequential", srv.url], "--order sequential cannot go with it"),
         (["--access-log", str(log), srv.url + "/app"], "must be scheme://host[:port] only"),
         (["--access-log", str(log), "--log-methods", "GET,FETCH", srv.url], "invalid log method 'FETCH'"),
-        (["--access-log", str(log), "--csv", str(log), srv.url], "would overwrite the --access-log input"),
+        # an output naming the input: --hdr-log may end in .log; --csv may not (the rule for output
+        # names refuses it first), so its case reads a log named .txt
+        (["--access-log", str(log), "--hdr-log", str(log), srv.url], "would overwrite the --access-log input"),
+        (["--access-log", str(txt_log), "--csv", str(txt_log), srv.url], "would overwrite the --access-log input"),
+        (["--access-log", str(log), "--csv", str(log), srv.url], "the file is CSV, not .log"),
         (["--access-log", str(log), "-f", str(log), srv.url], "either -f/--url-file or --access-log"),
     ]
     for args, fragment in cases:
