@@ -205,7 +205,7 @@ def fam_report() -> list[Case]:
                                             lacks=("MaxClients = (RAM",)),)),
         report("gate-unparsable", edited(bench, "r.json", put("gates", value=[_gate("p99>>zz"), _gate("p99>1ms")])),
                rc=0, checks=(page_has("r.html", "The gate failed", "1 gate cannot be read", "not read",
-                                      lacks=("of the 2 gates failed",)),)),
+                                      lacks=("of 2 gates failed",)),)),
         report("compare-gate-unparsable", edited(compare, "r.json", put("gates", value=[_gate("what?")])), rc=0,
                checks=(page_has("r.html", "1 gate cannot be read", lacks=("gate failed", "gates failed")),)),
         # a document missing what its command always writes: one line, exit 2

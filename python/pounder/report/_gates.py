@@ -27,7 +27,7 @@ def gates_section(title: str, gates: GateReport, parse: Callable[[str], object])
     failed = sum(not result.passed for result in read)
     section = Section(title)
     if failed:
-        which = "The gate" if len(read) == 1 else f"{failed} of the {len(read)} gates"
+        which = "The gate" if len(read) == 1 else f"{failed} of {len(read)} gates"  # as the bench's line words it
         section.add(paragraph(f"{which} failed (the run exited with status 3)."))
     elif read:
         section.add(paragraph("The gate passed." if len(read) == 1 else f"All {len(read)} gates passed."))
