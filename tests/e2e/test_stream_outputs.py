@@ -48,12 +48,16 @@ def _temps(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if TEMP_SUFFIX in p.name)
 
 
+_NAMES = {"--tsv": "out.tsv", "--hdr-log": "out.log"}
+"""An old file for each streamed output, named as the rule for output names allows."""
+
+
 @pytest.mark.parametrize("option", ["--tsv", "--hdr-log"])
 def test_a_full_disk_is_one_line_exit_1_and_the_old_file_is_kept(testserver: Any, tmp_path: Path,
                                                                    option: str) -> None:
     srv = testserver(mode="ok")
     with _small_disk(tmp_path / "disk") as disk:
-        out = disk / "out.log"
+        out = disk / _NAMES[option]
         out.write_text("the old file\n")
         filler = disk / "filler"  # what is left: a few KB, far less than 20,000 lines or seconds of histograms
         with contextlib.suppress(OSError), open(filler, "wb") as file:
@@ -142,7 +146,7 @@ def test_standard_output_on_a_full_disk_is_one_line_not_a_traceback(testserver: 
 def test_a_killed_run_leaves_the_old_file_and_the_next_run_cleans_up(testserver: Any, tmp_path: Path,
                                                                        option: str) -> None:
     srv = testserver(mode="ok", delay_ms=1)
-    out = tmp_path / "out.log"
+    out = tmp_path / _NAMES[option]
     out.write_text("the old file\n")
     env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
     proc = subprocess.Popen([sys.executable, "-m", "pounder", "bench", srv.url + "/", "-d", "10s", "-c", "2",
