@@ -116,6 +116,14 @@ CASES: dict[str, Case] = {
     "render-report-none": lambda c: pounder.render_report(None),
     "render-report-text": lambda c: pounder.render_report("result.json"),
     "render-csv-none": lambda c: pounder.render_csv(None),
+    # pounder.load.speaks_tls: the server's own address with a bad wait must not be asked
+    "speaks-tls-int": lambda c: load.speaks_tls(123),
+    "speaks-tls-url": lambda c: load.speaks_tls(c.url),
+    "speaks-tls-no-port": lambda c: load.speaks_tls("127.0.0.1"),
+    "speaks-tls-port-zero": lambda c: load.speaks_tls("127.0.0.1:0"),
+    "speaks-tls-timeout-text": lambda c: load.speaks_tls(c.url.split("/")[2], "1s"),
+    "speaks-tls-timeout-zero": lambda c: load.speaks_tls(c.url.split("/")[2], 0),
+    "speaks-tls-timeout-nan": lambda c: load.speaks_tls(c.url.split("/")[2], float("nan")),
     # pounder.compare
     "compare-none": lambda c: compare_pkg.compare(None),
     "compare-url-text": lambda c: compare_pkg.compare(c.url),

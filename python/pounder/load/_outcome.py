@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from pounder._errors import UsageError, clip, public
+from pounder._errors import UsageError, check_text, check_type, clip, public, quoted
 from pounder.load._steps import scenario_failure
 
 if TYPE_CHECKING:
@@ -94,13 +94,20 @@ def _statuses(status: Mapping[str, int]) -> str:
     return shown + (f" and {len(ordered) - _SHOWN} other statuses" if len(ordered) > _SHOWN else "")
 
 
+@public
 def speaks_tls(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
     """Whether the TCP ``address`` (``host:port``, ``[::1]:port``) answers a TLS ClientHello
     with a TLS record (a handshake or an alert: ``0x16``/``0x15``, version ``0x03``). One
-    connection, no HTTP request; False when it cannot be asked."""
+    connection, no HTTP request; False when it cannot be asked (refused, silent for
+    ``timeout_s`` seconds). An address without a host and a port from 1 to 65535, or a wait that
+    is no positive number of seconds, is a :class:`~pounder.UsageError`, before anything is sent."""
+    check_text(address, "address")
     host, _, port = address.rpartition(":")
-    if not port.isdigit():
-        return False
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"address must be HOST:PORT with a port from 1 to 65535, got {quoted(address)}")
+    check_type(timeout_s, (int, float), "timeout_s", "a number of seconds")
+    if not 0 < timeout_s <= 3600:
+        raise UsageError(f"timeout_s must be more than 0 and at most 3600 seconds, got {timeout_s}")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
