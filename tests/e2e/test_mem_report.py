@@ -68,7 +68,7 @@ def test_report_of_a_server_without_children_says_why_there_is_no_maxclients(tes
     done = _pounder("report", str(mem_path), "-o", str(page_path))
     assert done.returncode == 0, done.stderr
     page = page_path.read_text()
-    assert "MaxClients is not shown: the server had no child processes to measure." in page
+    assert "MaxClients is not shown: the server has no child processes to measure." in page
     assert "<td>MaxClients</td>" not in page
     cells = _cells(page, srv.proc.pid)
     assert cells[0] == "parent" and cells[3] == mib(document["processes"][0]["shared"], grouped=False)
