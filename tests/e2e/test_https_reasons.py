@@ -100,6 +100,18 @@ def test_the_probe_closes_cleanly_and_is_no_request(nginx: TlsNginx, pki: Pki, t
         assert len(nginx.log_lines(port)) == json.loads(out.read_text())["requests"]["complete"] == 7
 
 
+def test_compare_probes_an_address_once(tmp_path: Path) -> None:
+    """Two variants on one https:// address: one pre-flight handshake, not one per variant
+    (issue 39, 11, 20)."""
+    cert, key = leaf_certificate(tmp_path, "once", "ec")
+    with PyTlsServer(cert, key) as srv:
+        code, _, stderr = run_cli("compare", srv.url + "a", srv.url + "b", "--cacert", str(cert),
+                                  "-n", "5", "-c", "1", "--trials", "3")  # fmt: skip
+        assert code == 0, stderr
+        probes = [how for requests, how in srv.ended() if requests == 0]
+        assert probes == ["close_notify"], srv.ended()
+
+
 def test_tls_file_errors_carry_no_internal_details(tmp_path: Path) -> None:
     """What Python's ssl says of a bad file, without its C source's file and line."""
     cert, key = leaf_certificate(tmp_path, "c", "ec")

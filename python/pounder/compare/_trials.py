@@ -266,8 +266,12 @@ def _trials(checked: tuple[Variant, ...], specs: Sequence[BenchSpec], servers: S
     path = None if output is None else Path(output)
     for spec in specs:  # --io uring where it cannot be: before any handshake
         check_io(spec)
-    for spec in specs:  # every https:// URL's certificate before the first trial sends anything
-        check_tls(spec)
+    probed: set[tuple[tuple[str | None, str | None], ...]] = set()
+    for spec in specs:  # every https:// address's certificate before the first trial sends anything, once
+        address = tuple((target.tcp, target.tls_name) for target in spec.targets)
+        if address not in probed:
+            probed.add(address)
+            check_tls(spec)
 
     def save(current: CompareResult) -> None:
         if path is not None:
