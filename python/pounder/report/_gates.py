@@ -33,9 +33,10 @@ def gates_section(title: str, gates: GateReport, parse: Callable[[str], object])
         section.add(paragraph("The gate passed." if len(read) == 1 else f"All {len(read)} gates passed."))
     if unread:
         them = "it" if len(unread) == 1 else "them"
-        section.add(paragraph(f"{count_text(len(unread), 'gate', 'gates')} cannot be read by the --fail-if parser "
-                              f"of the command that wrote the result: no verdict is shown for {them}, and none "
-                              "is counted."))
+        section.add(paragraph(f"{count_text(len(unread), 'gate', 'gates')} cannot be read by this pounder's "
+                              f"--fail-if parser (why: in the table; a result written by an older pounder may "
+                              f"hold a gate that is refused now): no verdict is shown for {them}, and none is "
+                              "counted."))
     subjects = any(result.subject for result in gates.results)
     rows = []
     for index, result in enumerate(gates.results):
