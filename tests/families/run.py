@@ -88,13 +88,24 @@ def counts_add_up(rel: str = "out.json") -> Check:
                 yield f"series {key} adds up to {total}, requests.{key} is {req[key]}"
         if any(v < 0 for v in [*req.values(), *errs.values(), *d["bytes"].values()]):
             yield "a negative count"
-        if res.rc is not None and res.rc not in (130, 143) and (req["complete"] > 0) != (res.rc == 0):
-            yield f"exit {res.rc} with {req['complete']} complete (0 when a request succeeded, 1 when none did)"
+        answered = sum(n for code, n in d.get("status", {}).items() if code[:1] in ("2", "3"))
+        if res.rc is not None and res.rc not in (130, 143) and (answered > 0) != (res.rc == 0):
+            yield (
+                f"exit {res.rc} with {answered} answer(s) 2xx or 3xx of {req['complete']} complete "
+                "(0 when one was, 1 when none was)"
+            )
         sent = ctx.vars.get("counts", {}).get("requests", 0)
         if sent > 0 and d["bytes"]["sent"] == 0:
             yield f"Bytes sent: 0 although the server read {sent} request(s)"
 
     return counts_add_up
+
+
+def nothing_asked(ctx: Ctx, res: Result) -> Iterable[str]:
+    """The case's server read no request (a connection that asked nothing, such as the TLS probe's, is allowed)."""
+    asked = ctx.vars.get("counts", {}).get("requests", 0)
+    if asked:
+        yield f"the server read {asked} request(s)"
 
 
 def error_class(*classes: str, rel: str = "out.json") -> Check:
@@ -629,7 +640,18 @@ def fam_urls() -> list[Case]:
         "link-local-zone": "http://[fe80::1%25eth0]:@PORT@/",
         "unix-scheme": "unix:///tmp/x.sock",
     }
-    cases = [Case("urls", name, [P, "bench", url, "-n", "1"], rc=2, timeout=15) for name, url in bad.items()]
+    # https:// to a plain-HTTP server: refused after the one pre-flight handshake (README: HTTPS), no request
+    cases = [
+        Case(
+            "urls",
+            name,
+            [P, "bench", url, "-n", "1"],
+            rc=2,
+            timeout=15,
+            **({"contact": True, "checks": (nothing_asked,)} if name == "https" else {}),
+        )
+        for name, url in bad.items()
+    ]
 
     def request_head_clean(ctx: Ctx, res: Result) -> Iterable[str]:
         rec = Path(ctx.vars["REC"])
@@ -667,7 +689,16 @@ def fam_urls() -> list[Case]:
             note="no promise on the length: no hang, no traceback",
         )
     )
-    cases.append(Case("urls", "compare-https", [P, "compare", "@URL@", "https://127.0.0.1:@PORT@/"], rc=2))
+    cases.append(
+        Case(
+            "urls",
+            "compare-https",
+            [P, "compare", "@URL@", "https://127.0.0.1:@PORT@/"],
+            rc=2,
+            contact=True,
+            checks=(nothing_asked,),
+        )
+    )
     cases.append(
         Case("urls", "syscalls-https", [P, "syscalls", "https://127.0.0.1:@PORT@/", "--server-pid", "1"], rc=2)
     )
