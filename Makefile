@@ -78,8 +78,8 @@ clean:
 	cargo clean
 	rm -rf build dist python/pounder/*.so
 
-# The hostile pass of issue 25 (tests/families/run.py): 380 faults and bad inputs, each held to
-# the promises; root (tmpfs mounts, unshare, prlimit), about 6 minutes; not part of `make test`.
+# The hostile pass of issues 25 and 39 (tests/families/run.py): 527 faults and bad inputs, each held to
+# the promises; root (tmpfs mounts, unshare, prlimit), about 13 minutes; not part of `make test`.
 .PHONY: families
 families: build
 	$(PYTHON) tests/families/run.py
