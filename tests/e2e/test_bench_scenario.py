@@ -149,7 +149,8 @@ def test_every_virtual_user_logs_into_the_django_admin_once(admin: Admin, tmp_pa
             if line.startswith(("login form", "log in", "admin index"))}  # fmt: skip
     assert rows["log in"][2:7] == ["login", str(USERS), "0", "0", "0"]
     assert rows["admin index"][2:7] == ["loop", str(REQUESTS - 2 * USERS), "0", "0", "0"]
-    assert all(re.fullmatch(r"\d+\.\d+", cell) for cell in rows["admin index"][7:10])
+    # latencies as the table prints them: two decimals below 100 ms, whole ms from 1,000 ms (a busy machine)
+    assert all(re.fullmatch(r"\d+(\.\d+)?", cell) for cell in rows["admin index"][7:10]), rows["admin index"]
 
 
 def test_a_scenario_mistake_is_one_line_before_anything_is_sent(admin: Admin, tmp_path: Path) -> None:
