@@ -16,4 +16,7 @@ def test_tune_recommends_a_puma_configuration_that_runs(tmp_path: Path) -> None:
     if puma_missing():
         pytest.skip(str(puma_missing()))
     printed = tune_then_run_printed("puma", tmp_path, "puma.rb", ["-b", "tcp://127.0.0.1:{port}"], signal.SIGTERM)
-    assert "  workers 1\n  threads 1, 1\n  preload_app! false\n" in printed
+    # the settings as measured; when the advice says to preload, a comment above the preload line
+    # points at it (tests/tune/test_config_agrees.py checks that it does exactly then)
+    settings = "\n".join(line for line in printed.split("\n") if not line.lstrip().startswith("#"))
+    assert "  workers 1\n  threads 1, 1\n  preload_app! false\n" in settings
