@@ -56,20 +56,32 @@ def _capture(session: str) -> str:
                           timeout=10, check=True).stdout
 
 
-def _screens_during_load(srv, session: str, load: subprocess.Popen[bytes]) -> list[tuple[set[int], str]]:
-    """(children alive since a refresh before the capture, screen) while the load runs."""
-    screens = []
+def _whole_frame(session: str) -> str:
+    screen = _capture(session)
+    for _ in range(10):  # a capture taken while the terminal redraws holds half a frame
+        if "accept queue" in screen:
+            break
+        time.sleep(0.05)
+        screen = _capture(session)
+    return screen
+
+
+def _screens_during_load(srv, session: str, load: subprocess.Popen[bytes]
+                         ) -> tuple[list[tuple[set[int], str]], list[str]]:
+    """(children alive since a refresh before the capture, screen) while the load runs, and every
+    glimpse taken in between: a child's 'exited' mark stays three refreshes (1.5 s), so the glimpses,
+    0.3 s apart, see every mark even when a busy machine stretches the 1.3 s between screens."""
+    screens, glimpses = [], []
     while load.poll() is None:
         before = _children(srv.pid)
-        time.sleep(1.3)  # more than two refreshes of 0.5 s: the screen shows every child of ``before``
-        screen = _capture(session)
-        for _ in range(10):  # a capture taken while the terminal redraws holds half a frame
-            if "accept queue" in screen:
-                break
-            time.sleep(0.05)
-            screen = _capture(session)
+        # more than two refreshes of 0.5 s: the screen shows every child of ``before``
+        deadline = time.monotonic() + 1.3
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            glimpses.append(_whole_frame(session))
+        screen = _whole_frame(session)
         screens.append((before & _children(srv.pid), screen))
-    return screens
+    return screens, glimpses
 
 
 def test_live_view_in_tmux_follows_recycled_children(apache_server, tmp_path: Path) -> None:
@@ -90,7 +102,7 @@ def test_live_view_in_tmux_follows_recycled_children(apache_server, tmp_path: Pa
         load = subprocess.Popen([sys.executable, "-m", "pounder", "bench", f"{srv.url}/cpu?ms=2", "--rate", "15",
                                  "-d", "9s", "-n", "400", "--no-keepalive", "--warmup", "0", "-q"], env=ENV,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        screens = _screens_during_load(srv, session, load)
+        screens, glimpses = _screens_during_load(srv, session, load)
         assert load.wait(timeout=30) == 0, load.stderr.read() if load.stderr else ""
         time.sleep(2.5)  # more than 3 refreshes: the exited children's marks are gone
         last = _capture(session)
@@ -100,6 +112,7 @@ def test_live_view_in_tmux_follows_recycled_children(apache_server, tmp_path: Pa
             time.sleep(0.5)
             last = _capture(session)
         during = [_rows(screen) for _, screen in screens]
+        seen = during + [_rows(screen) for screen in glimpses]
         # children recycled in step (each served 20) can all be replaced within one capture's window
         assert sum(1 for alive, _ in screens if alive) >= 3, [screen for _, screen in screens]
         for (alive, screen), rows in zip(screens, during, strict=True):
@@ -107,8 +120,8 @@ def test_live_view_in_tmux_follows_recycled_children(apache_server, tmp_path: Pa
                 assert pid in rows, f"child {pid} is not on the screen:\n{screen}"
                 assert rows[pid][0] in APACHE_STATES, screen
             assert "req/s" in screen and "accept queue" in screen
-        new = {pid for rows in during for pid, cells in rows.items() if cells[-1] == "new"}
-        exited = {pid for rows in during for pid, cells in rows.items() if cells[-1] == "exited"}
+        new = {pid for rows in seen for pid, cells in rows.items() if cells[-1] == "new"}
+        exited = {pid for rows in seen for pid, cells in rows.items() if cells[-1] == "exited"}
         assert new - first, "no child started during the load was marked new"
         recycled = (new - first) & exited  # appeared, then exited (MaxConnectionsPerChild 20)
         assert recycled, (new, exited, screens[-1][1])
