@@ -1,4 +1,4 @@
-"""The servers table of README.md and docs/architecture.md is the adapters' own declaration
+"""The servers table of docs/guide/tune.md and docs/architecture.md is the adapters' own declaration
 (``names``, ``target_form``, ``request_limit``): a server added or renamed
 without its row fails here. Print the table with ``python tests/test_docs_servers.py``."""
 
@@ -32,7 +32,7 @@ def servers_table() -> str:
     return "\n".join(rows)
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/architecture.md"])
+@pytest.mark.parametrize("doc", ["docs/guide/tune.md", "docs/architecture.md"])
 def test_the_servers_table_is_the_adapters_declaration(doc: str) -> None:
     text = (ROOT / doc).read_text()
     assert servers_table() in text, f"{doc}: the servers table differs from the adapters; put in:\n{servers_table()}"
