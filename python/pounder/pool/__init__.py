@@ -1,7 +1,8 @@
 """Running a server under test: what ``pounder tune`` and ``pounder run`` (experiments) both stand on.
 
-* adapters (:class:`Adapter` and one class per server) and their one factory,
-  :func:`make_adapter`; :func:`adapter_from_dict` rebuilds a stored one;
+* adapters (:class:`Adapter` and one class per server, listed once in :data:`REGISTRY`) and their
+  one factory, :func:`build_adapter` (:func:`make_adapter` with the :class:`AdapterOptions` as
+  keywords); :func:`adapter_from_dict` rebuilds a stored one;
 * :class:`Runner`: start a configuration (:class:`PoolParams`) in a fresh directory, warm it
   until its children's memory and its throughput stand still (:class:`Warmed`), load it with a
   :class:`Workload` (one path or a weighted mix, keep-alive, slow clients), time a fresh child
@@ -31,9 +32,11 @@
 from pounder.pool._adapters import (
     ADAPTERS,
     KINDS,
+    REGISTRY,
     SERVER_OPTIONS,
     TARGET_FIELDS,
     Adapter,
+    AdapterOptions,
     ApacheAdapter,
     ChildLimit,
     CommandAdapter,
@@ -46,6 +49,7 @@ from pounder.pool._adapters import (
     UnicornAdapter,
     UwsgiAdapter,
     adapter_from_dict,
+    build_adapter,
     demo_adapter,
     make_adapter,
     own_name,
@@ -72,6 +76,7 @@ __all__ = [
     "WARM_FAILING_ROUNDS",
     "ADAPTERS",
     "KINDS",
+    "REGISTRY",
     "SERVER_OPTIONS",
     "OLD_TUNE_SCHEMAS",
     "POINT_SCHEMA",
@@ -79,6 +84,7 @@ __all__ = [
     "SUMMARY_SCHEMA",
     "TUNE_SCHEMA",
     "Adapter",
+    "AdapterOptions",
     "ApacheAdapter",
     "ChildLimit",
     "CommandAdapter",
@@ -98,6 +104,7 @@ __all__ = [
     "Warmed",
     "Workload",
     "adapter_from_dict",
+    "build_adapter",
     "check_cpus",
     "child_sizes",
     "child_statm",

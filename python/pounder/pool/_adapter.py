@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import abc
 import copy
+import os
 import shlex
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from pounder._errors import (
+    UsageError,
+    check_path,
     public,
 )
 from pounder.servers import (
@@ -85,6 +88,42 @@ def option_refused(adapter: type[Adapter], name: str, adapters: Collection[type[
     takers = _names([other.who for other in adapters if name in other.options])
     instead = adapter.instead.get(name)
     return f"{called or SERVER_OPTIONS[name].flag} is for {takers} only" + (f" ({instead})" if instead else "")
+
+
+@public
+@dataclass(frozen=True)
+class AdapterOptions:
+    """What an adapter is built from besides its target (:meth:`Adapter.from_options`): the
+    :data:`SERVER_OPTIONS`, the arguments added to the server's command line (``extra_args``), an
+    experiment variant's configuration lines (``extra_conf``) and Apache's handlers given from
+    Python; each adapter reads the ones it takes and ignores the others. ``preload`` and
+    ``threads`` None: the server's own default."""
+
+    pythonpath: str | None = None
+    preload: bool | None = None
+    root: str | os.PathLike[str] | None = None
+    env: Mapping[str, str] | None = None
+    extra_args: tuple[str, ...] = ()
+    threads: Any = None
+    stop_signal: str = "TERM"
+    extra_conf: str = ""
+    perl_handlers: Mapping[str, str] | None = None
+    startup_pl: str | os.PathLike[str] | None = None
+    perl_lib: str | os.PathLike[str] | None = None
+
+    @property
+    def preloading(self) -> dict[str, bool]:
+        """``preload`` as a keyword only when given: None is each server's own default."""
+        return {} if self.preload is None else {"preload": self.preload}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AdapterOptions:
+        """The options of an adapter's ``to_dict`` (a stored run's: preloading as it ran)."""
+        return cls(pythonpath=data.get("pythonpath"), preload=bool(data.get("preload")), root=data.get("root"),
+                   threads=data.get("threads"), env=_env(data), extra_args=tuple(data.get("extra_args") or ()),
+                   stop_signal=str(data.get("stop_signal") or "TERM"), extra_conf=str(data.get("extra_conf") or ""),
+                   perl_handlers=data.get("perl_handlers") or {}, startup_pl=data.get("startup_pl"),
+                   perl_lib=data.get("perl_lib"))
 
 
 @public
@@ -189,11 +228,31 @@ class Adapter(abc.ABC):
     instead: ClassVar[Mapping[str, str]] = {}
     """For an option it does not take, what its users do instead (said when it is given)."""
     who: ClassVar[str] = ""
+    """How messages name it ("gunicorn", "the command server")."""
     target_form: ClassVar[str] = "TARGET"
     """What ``pounder tune SERVER TARGET`` takes for it ("HTTPD.CONF", "MODULE:APP")."""
-    """How messages name it ("gunicorn", "the command server")."""
+    target_field: ClassVar[str]
+    """What its results (``to_dict``) and experiment files call its target ("conf", "app", "rackup")."""
     target_file: ClassVar[bool] = False
     """Its TARGET is a file (:meth:`target_is_file`)."""
+
+    @classmethod
+    @abc.abstractmethod
+    def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> Adapter:
+        """The adapter of ``target`` with the ``options`` it takes (not checked: :meth:`check`)."""
+
+    @classmethod
+    def given_target(cls, target: str | os.PathLike[str] | None) -> str | os.PathLike[str]:
+        """``target`` when one is given, of a type a path can be; :class:`~pounder.UsageError` otherwise."""
+        if target is None:
+            raise UsageError(f"{cls.kind}: no {cls.target_field} given")
+        check_path(target, f"{cls.kind}: {cls.target_field}")
+        return target
+
+    @classmethod
+    def stored_target(cls, data: Mapping[str, Any]) -> str | None:
+        """The target of its ``to_dict`` ``data`` (KeyError when there is none)."""
+        return str(data[cls.target_field])
 
     @classmethod
     def target_is_file(cls, target: str) -> bool:

@@ -10,7 +10,8 @@ This module is the one place an adapter is built from a server kind and its targ
 (:func:`make_adapter`: ``pounder tune SERVER TARGET``, an experiment file's ``[server]``, a stored
 ``to_dict``). Adapters are plain data (``to_dict`` / :func:`adapter_from_dict`), so a results
 directory can rebuild the adapter it was run with (``pounder tune --resume``). A new server: its
-module here, its entry in :data:`ADAPTERS` and :data:`TARGET_FIELDS`.
+module here (its class with its ``kind``, ``target_field`` and ``from_options``), its entry in
+:data:`REGISTRY`.
 """
 from __future__ import annotations
 
@@ -18,14 +19,14 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from pounder._errors import UsageError, check_path, public
+from pounder._errors import UsageError, public
 from pounder.pool._adapter import (
     SERVER_OPTIONS,
     Adapter,
+    AdapterOptions,
     ChildLimit,
     PoolParams,
     ServerOption,
-    _env,
     option_refused,
     own_name,
 )
@@ -41,15 +42,15 @@ from pounder.pool._uwsgi import UwsgiAdapter
 DEMO_APP = "pounder.demo.app:app"
 DEMO_ENV = {"DEMO_PRELOAD_MB": "64", "DEMO_CPU_MS": "4", "DEMO_LEAK_KB": "16"}
 
-ADAPTERS: Mapping[str, type[Adapter]] = {
-    "apache": ApacheAdapter, "gunicorn": GunicornAdapter, "starman": StarmanAdapter, "php-fpm": PhpFpmAdapter,
-    "puma": PumaAdapter, "unicorn": UnicornAdapter, "uwsgi": UwsgiAdapter,
-    "command": CommandAdapter}
+REGISTRY: tuple[type[Adapter], ...] = (
+    ApacheAdapter, GunicornAdapter, StarmanAdapter, PhpFpmAdapter, PumaAdapter, UnicornAdapter, UwsgiAdapter,
+    CommandAdapter)
+"""Every adapter class, in the order servers are listed: the one declaration of the servers pounder
+starts (each class its ``kind``, ``target_field`` and ``from_options``)."""
+ADAPTERS: Mapping[str, type[Adapter]] = {adapter.kind: adapter for adapter in REGISTRY}
 """Every adapter class by its kind."""
 KINDS = tuple(ADAPTERS)
-TARGET_FIELDS: Mapping[str, str] = {"apache": "conf", "gunicorn": "app", "starman": "psgi", "php-fpm": "conf",
-                                   "puma": "rackup", "unicorn": "rackup", "uwsgi": "app",
-                                   "command": "command"}
+TARGET_FIELDS: Mapping[str, str] = {adapter.kind: adapter.target_field for adapter in REGISTRY}
 """What each kind runs, by the name its results and experiment files give it."""
 
 
@@ -62,6 +63,20 @@ def refused_option(kind: str, name: str, called: str | None = None) -> str | Non
 
 
 @public
+def build_adapter(kind: str, target: str | os.PathLike[str] | None, options: AdapterOptions | None = None, *,
+                  check: bool = True) -> Adapter:
+    """The adapter of server ``kind`` (one of :data:`KINDS`) for ``target`` (see
+    :meth:`Adapter.from_options`) with ``options`` (default: none given); ``check``:
+    :meth:`Adapter.check` that what it names is there (False: only describe a stored run)."""
+    if not isinstance(kind, str) or kind not in ADAPTERS:
+        raise UsageError(f"unknown server kind {kind!r}: use one of {', '.join(KINDS)}")
+    adapter = ADAPTERS[kind].from_options(target, AdapterOptions() if options is None else options)
+    if check:
+        adapter.check()
+    return adapter
+
+
+@public
 def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath: str | None = None,
                  preload: bool | None = None, root: str | os.PathLike[str] | None = None,
                  env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),
@@ -69,51 +84,15 @@ def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath
                  perl_handlers: Mapping[str, str] | None = None,
                  startup_pl: str | os.PathLike[str] | None = None,
                  perl_lib: str | os.PathLike[str] | None = None, check: bool = True) -> Adapter:
-    """The adapter of server ``kind`` (one of :data:`KINDS`) for ``target``: the apache
-    configuration file (None: handlers given directly), the gunicorn ``module:callable``, the
-    Starman PSGI file, or the command. Options a kind does not use are ignored (Apache takes its
-    environment and preloading from its configuration); ``preload`` None is the server's own
-    default, as ``threads`` None (Puma's threads, "N" or "MIN,MAX": 1,1). ``check``: :meth:`Adapter.check` that
-    what it names is there (False: only describe a stored run)."""
-    adapter = _build_adapter(kind, target, pythonpath=pythonpath, preload=preload, root=root, env=env,
-                             extra_args=extra_args, threads=threads,
-                             stop_signal=stop_signal, extra_conf=extra_conf, perl_handlers=perl_handlers,
-                             startup_pl=startup_pl, perl_lib=perl_lib)
-    if check:
-        adapter.check()
-    return adapter
-
-
-def _build_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath: str | None, preload: bool | None,
-                   root: str | os.PathLike[str] | None,
-                   env: Mapping[str, str] | None, extra_args: tuple[str, ...], threads: Any, stop_signal: str,
-                   extra_conf: str,
-                   perl_handlers: Mapping[str, str] | None, startup_pl: str | os.PathLike[str] | None,
-                   perl_lib: str | os.PathLike[str] | None) -> Adapter:
-    if not isinstance(kind, str) or kind not in ADAPTERS:
-        raise UsageError(f"unknown server kind {kind!r}: use one of {', '.join(KINDS)}")
-    if kind == "apache":
-        return ApacheAdapter(target, perl_handlers=perl_handlers, startup_pl=startup_pl, perl_lib=perl_lib,
-                             extra_conf=extra_conf)
-    if target is None:
-        raise UsageError(f"{kind}: no {TARGET_FIELDS[kind]} given")
-    check_path(target, f"{kind}: {TARGET_FIELDS[kind]}")
-    # preload only when given: None is each server's own default
-    preloading: dict[str, bool] = {} if preload is None else {"preload": preload}
-    if kind == "gunicorn":
-        return GunicornAdapter(str(target), pythonpath=pythonpath, env=env, extra_args=extra_args, **preloading)
-    if kind == "uwsgi":
-        return UwsgiAdapter(target, pythonpath=pythonpath, env=env, extra_args=extra_args, **preloading)
-    if kind == "puma":
-        return PumaAdapter(target, env=env, extra_args=extra_args, **preloading,
-                           **({} if threads is None else {"threads": threads}))
-    if kind == "unicorn":
-        return UnicornAdapter(target, env=env, extra_args=extra_args, **preloading)
-    if kind == "php-fpm":
-        return PhpFpmAdapter(target, root=root, env=env)
-    if kind == "starman":
-        return StarmanAdapter(target, env=env, extra_args=extra_args, **preloading)
-    return CommandAdapter(str(target), env=env, stop_signal=stop_signal)
+    """:func:`build_adapter` with the :class:`AdapterOptions` as keywords: the adapter of server
+    ``kind`` for ``target``: the apache configuration file (None: handlers given directly), the
+    gunicorn ``module:callable``, the Starman PSGI file, or the command. Options a kind does not use
+    are ignored (Apache takes its environment and preloading from its configuration); ``preload``
+    None is the server's own default, as ``threads`` None (Puma's threads, "N" or "MIN,MAX": 1,1)."""
+    options = AdapterOptions(pythonpath=pythonpath, preload=preload, root=root, env=env, extra_args=extra_args,
+                             threads=threads, stop_signal=stop_signal, extra_conf=extra_conf,
+                             perl_handlers=perl_handlers, startup_pl=startup_pl, perl_lib=perl_lib)
+    return build_adapter(kind, target, options, check=check)
 
 
 @public
@@ -123,17 +102,11 @@ def adapter_from_dict(data: Mapping[str, Any], *, check: bool = False) -> Adapte
     if not isinstance(data, Mapping):
         raise UsageError(f"adapter_from_dict needs a mapping (an adapter's to_dict()), not {type(data).__name__}")
     kind = data.get("kind")
-    if not isinstance(kind, str) or kind not in TARGET_FIELDS:
+    if not isinstance(kind, str) or kind not in ADAPTERS:
         raise UsageError(f"the results directory names an unknown server kind {kind!r}")
     try:
-        target = data.get("conf") if kind == "apache" else str(data[TARGET_FIELDS[kind]])
-        return make_adapter(kind, target, pythonpath=data.get("pythonpath"), preload=bool(data.get("preload")),
-                            root=data.get("root"), threads=data.get("threads"),
-                            env=_env(data), extra_args=tuple(data.get("extra_args") or ()),
-                            stop_signal=str(data.get("stop_signal") or "TERM"),
-                            extra_conf=str(data.get("extra_conf") or ""),
-                            perl_handlers=data.get("perl_handlers") or {}, startup_pl=data.get("startup_pl"),
-                            perl_lib=data.get("perl_lib"), check=check)
+        target = ADAPTERS[kind].stored_target(data)
+        return build_adapter(kind, target, AdapterOptions.from_dict(data), check=check)
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise UsageError(f"the results directory describes its {kind} server badly ({error})") from None
 
@@ -148,9 +121,12 @@ def demo_adapter() -> GunicornAdapter:
 __all__ = [
     "ADAPTERS",
     "KINDS",
+    "REGISTRY",
+    "TARGET_FIELDS",
     "SERVER_OPTIONS",
     "ServerOption",
     "Adapter",
+    "AdapterOptions",
     "ApacheAdapter",
     "ChildLimit",
     "CommandAdapter",
@@ -162,6 +138,7 @@ __all__ = [
     "UnicornAdapter",
     "UwsgiAdapter",
     "adapter_from_dict",
+    "build_adapter",
     "demo_adapter",
     "make_adapter",
     "own_name",

@@ -16,7 +16,7 @@ from pounder._errors import (
     public,
 )
 from pounder._units import KIB, children_text, count_text, mib_unit
-from pounder.pool._adapter import Adapter, ChildLimit, PoolParams
+from pounder.pool._adapter import Adapter, AdapterOptions, ChildLimit, PoolParams
 from pounder.servers import (
     HOST,
     ApacheServer,
@@ -42,6 +42,7 @@ class ApacheAdapter(Adapter):
     kind = "apache"
     who = "apache"
     target_form = "HTTPD.CONF"
+    target_field = "conf"
     target_file = True
     instead: ClassVar[Mapping[str, str]] = {
         "preload": "Apache preloads with PerlRequire in its conf", "env": "use SetEnv / PerlSetEnv in the conf"}
@@ -57,6 +58,16 @@ class ApacheAdapter(Adapter):
         "max_clients": "MaxRequestWorkers", "max_requests": "MaxConnectionsPerChild",
         "start_servers": "StartServers", "min_spare": "MinSpareServers", "max_spare": "MaxSpareServers",
         "preload": "PerlRequire startup.pl"}
+
+    @classmethod
+    def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> ApacheAdapter:
+        return cls(target, perl_handlers=options.perl_handlers, startup_pl=options.startup_pl,
+                   perl_lib=options.perl_lib, extra_conf=options.extra_conf)
+
+    @classmethod
+    def stored_target(cls, data: Mapping[str, Any]) -> str | None:
+        """None: handlers given directly (from Python)."""
+        return data.get("conf")
 
     def __init__(self, conf: str | os.PathLike[str] | None = None, *, perl_handlers: Mapping[str, str] | None = None,
                  startup_pl: str | os.PathLike[str] | None = None, perl_lib: str | os.PathLike[str] | None = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 from collections.abc import Collection, Mapping
@@ -14,7 +15,7 @@ from pounder._errors import (
     check_text,
     public,
 )
-from pounder.pool._adapter import Adapter, PoolParams, _env_prefix
+from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams, _env_prefix
 from pounder.servers import (
     HOST,
     ManagedServer,
@@ -30,10 +31,15 @@ class CommandAdapter(Adapter):
     kind = "command"
     who = "the command server"
     target_form = "'CMD'"
+    target_field = "command"
     options = frozenset({"env", "stop_signal"})
     names: ClassVar[Mapping[str, str]] = {
         "max_clients": "{workers}", "max_requests": "{max_requests}", "start_servers": "-",
         "min_spare": "-", "max_spare": "-", "preload": "-"}
+
+    @classmethod
+    def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> CommandAdapter:
+        return cls(str(cls.given_target(target)), env=options.env, stop_signal=options.stop_signal)
 
     def __init__(self, command: str, *, env: Mapping[str, str] | None = None, stop_signal: str = "TERM") -> None:
         from pounder.servers import render_command

@@ -17,7 +17,7 @@ from pounder._errors import (
     check_text,
     public,
 )
-from pounder.pool._adapter import Adapter, PoolParams, _option_value
+from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams, _option_value
 from pounder.servers import (
     HOST,
     GunicornServer,
@@ -35,6 +35,7 @@ class GunicornAdapter(Adapter):
     kind = "gunicorn"
     who = "gunicorn"
     target_form = "MODULE:APP"
+    target_field = "app"
     options = frozenset({"pythonpath", "preload", "env"})
     preload_toggle = True
     language = "python"
@@ -44,6 +45,11 @@ class GunicornAdapter(Adapter):
     names: ClassVar[Mapping[str, str]] = {
         "max_clients": "--workers", "max_requests": "--max-requests", "start_servers": "-",
         "min_spare": "-", "max_spare": "-", "preload": "--preload"}
+
+    @classmethod
+    def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> GunicornAdapter:
+        return cls(str(cls.given_target(target)), pythonpath=options.pythonpath, env=options.env,
+                   extra_args=options.extra_args, **options.preloading)
 
     def __init__(self, app: str, *, pythonpath: str | None = None, preload: bool = False,
                  env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> None:

@@ -14,7 +14,7 @@ from pounder._errors import (
     public,
 )
 from pounder._given import given
-from pounder.pool._adapter import Adapter, PoolParams
+from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams
 from pounder.servers import (
     HOST,
     ManagedServer,
@@ -63,6 +63,7 @@ class PhpFpmAdapter(Adapter):
     kind = "php-fpm"
     who = "php-fpm"
     target_form = "POOL.CONF"
+    target_field = "conf"
     target_file = True
     options = frozenset({"root", "env"})
     instead: ClassVar[Mapping[str, str]] = {"preload": "php-fpm preloads with opcache.preload in its pool file"}
@@ -76,6 +77,10 @@ class PhpFpmAdapter(Adapter):
     names: ClassVar[Mapping[str, str]] = {
         "max_clients": "pm.max_children", "max_requests": "pm.max_requests", "start_servers": "pm.start_servers",
         "min_spare": "pm.min_spare_servers", "max_spare": "pm.max_spare_servers", "preload": "opcache.preload"}
+
+    @classmethod
+    def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> PhpFpmAdapter:
+        return cls(cls.given_target(target), root=options.root, env=options.env)
 
     def __init__(self, conf: str | os.PathLike[str], *, root: str | os.PathLike[str] | None,
                  env: Mapping[str, str] | None = None) -> None:

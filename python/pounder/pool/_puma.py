@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from pounder._errors import UsageError, public
 from pounder._units import MIB, mib_unit
-from pounder.pool._adapter import ChildLimit, PoolParams, _env_prefix
+from pounder.pool._adapter import AdapterOptions, ChildLimit, PoolParams, _env_prefix
 from pounder.pool._rack import RackAdapter
 from pounder.servers import (
     HOST,
@@ -72,6 +72,12 @@ class PumaAdapter(RackAdapter):
         "min_spare": "-", "max_spare": "-", "preload": "preload_app!"}
     options = frozenset({"preload", "env", "threads"})
     preload_off = ("preload_app! false",)
+
+    @classmethod
+    def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> PumaAdapter:
+        threads = {} if options.threads is None else {"threads": options.threads}
+        return cls(cls.given_target(target), env=options.env, extra_args=options.extra_args, **options.preloading,
+                   **threads)
 
     def __init__(self, rackup: str | os.PathLike[str], *, preload: bool = False,
                  env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),

@@ -17,7 +17,7 @@ from pounder._errors import (
     check_strings,
 )
 from pounder._files import SMALL_LIMIT, check_input_file
-from pounder.pool._adapter import Adapter, PoolParams
+from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams
 
 
 def check_rackup(rackup: Path, who: str) -> None:
@@ -35,6 +35,7 @@ class RackAdapter(Adapter):
     limit on the requests a worker serves: :meth:`refuse_request_limit` in ``server()``."""
 
     target_form = "CONFIG.RU"
+    target_field = "rackup"
     target_file = True
     options = frozenset({"preload", "env"})
     preload_toggle = True
@@ -42,6 +43,10 @@ class RackAdapter(Adapter):
     language = "ruby"
     missing: ClassVar[Callable[[], str | None]]
     """Why the server cannot run here (None: it can)."""
+
+    @classmethod
+    def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> RackAdapter:
+        return cls(cls.given_target(target), env=options.env, extra_args=options.extra_args, **options.preloading)
 
     def __init__(self, rackup: str | os.PathLike[str], *, preload: bool = False,
                  env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> None:

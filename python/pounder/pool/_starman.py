@@ -16,7 +16,7 @@ from pounder._errors import (
     check_strings,
     public,
 )
-from pounder.pool._adapter import Adapter, PoolParams, _env_prefix
+from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams, _env_prefix
 from pounder.servers import (
     HOST,
     ManagedServer,
@@ -32,6 +32,7 @@ class StarmanAdapter(Adapter):
     kind = "starman"
     who = "starman"
     target_form = "APP.PSGI"
+    target_field = "psgi"
     target_file = True
     options = frozenset({"preload", "env"})
     preload_toggle = True
@@ -44,6 +45,10 @@ class StarmanAdapter(Adapter):
     names: ClassVar[Mapping[str, str]] = {
         "max_clients": "--workers", "max_requests": "--max-requests", "start_servers": "-",
         "min_spare": "-", "max_spare": "-", "preload": "--preload-app"}
+
+    @classmethod
+    def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> StarmanAdapter:
+        return cls(cls.given_target(target), env=options.env, extra_args=options.extra_args, **options.preloading)
 
     def __init__(self, psgi: str | os.PathLike[str], *, preload: bool = False,
                  env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> None:

@@ -18,7 +18,7 @@ from pounder._errors import (
     public,
 )
 from pounder._units import MIB, children_text, mib_unit
-from pounder.pool._adapter import Adapter, ChildLimit, PoolParams
+from pounder.pool._adapter import Adapter, AdapterOptions, ChildLimit, PoolParams
 from pounder.servers import (
     CHEAPER_ALGO,
     CHEAPER_OVERLOAD,
@@ -75,6 +75,7 @@ class UwsgiAdapter(Adapter):
     kind = "uwsgi"
     who = "uwsgi"
     target_form = "MODULE:APP or UWSGI.INI"
+    target_field = "app"
 
     @classmethod
     def target_is_file(cls, target: str) -> bool:
@@ -92,6 +93,11 @@ class UwsgiAdapter(Adapter):
     names: ClassVar[Mapping[str, str]] = {
         "max_clients": "processes", "max_requests": "max-requests", "start_servers": "cheaper-initial",
         "min_spare": "cheaper", "max_spare": "cheaper-step", "preload": "lazy-apps = false"}
+
+    @classmethod
+    def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> UwsgiAdapter:
+        return cls(cls.given_target(target), pythonpath=options.pythonpath, env=options.env,
+                   extra_args=options.extra_args, **options.preloading)
 
     def __init__(self, target: str | os.PathLike[str], *, pythonpath: str | None = None, preload: bool | None = None,
                  env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = ()) -> None:
