@@ -1,4 +1,4 @@
-"""Type stub of the Rust engine (``crates/py``); see docs/engine-contract.md.
+"""Type stub of the Rust engine (``crates/py``); see docs/reference/engine-contract.md.
 
 The spec types follow what ``crates/py/src/lib.rs`` parses: a key it reads with a default is
 ``NotRequired`` and may be None (None counts as missing); a required key may not be None.
@@ -87,7 +87,7 @@ class EngineReplay(TypedDict):
     targets: list[int]
 
 class EngineSpec(TypedDict):
-    """What ``start`` takes (docs/engine-contract.md, "The spec")."""
+    """What ``start`` takes (docs/reference/engine-contract.md, "The spec")."""
 
     targets: list[EngineTarget]  # at least one; a list of dicts
     order: NotRequired[Literal["sequential", "random"] | None]  # default "sequential"

@@ -6,7 +6,7 @@ imported from ``run``). Each entry of FAMILIES is one family of ``run.py --famil
 
 Overload: servers.py's ``ok`` mode with ``--delay-ms 100`` and a log of 30 requests 10 ms apart,
 replayed with ``-c 2 -t 1``: most arrivals find both connections busy. The one rule
-(docs/engine-contract.md, "Overload"): they wait (late) until the replay's end (its last request's
+(docs/reference/engine-contract.md, "Overload"): they wait (late) until the replay's end (its last request's
 time, or ``-d``), what still waits then is unsent; every arrival is counted once
 (``complete + failed + unsent`` = the arrivals, the server's own count = those sent) and the run
 ends at its length plus the drain, on both I/O paths."""
@@ -144,7 +144,7 @@ def fam_replay() -> list[Case]:
         Case("replay", "har-cookie-kept", [P, "bench", "--replay", "shop.har", "--speed", "10x", "@URL@"], rc=0,
              setup=R.files(shop__har=SHOP), server_extra=("--record-file", "@REC@"),
              checks=(head_has(b"\r\nCookie: session=stale", b"\r\nUser-Agent: ff"),),
-             note="README: a HAR's headers are kept, the recorded Cookie too"),
+             note="docs/guide/bench.md: a HAR's headers are kept, the recorded Cookie too"),
         Case("replay", "har-cookie-replaced", [P, "bench", "--replay", "shop.har", "--speed", "10x", "--cookie",
                                                "session=mine", "@URL@"], rc=0,  # fmt: skip
              setup=R.files(shop__har=SHOP), server_extra=("--record-file", "@REC@"),

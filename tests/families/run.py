@@ -640,7 +640,7 @@ def fam_urls() -> list[Case]:
         "link-local-zone": "http://[fe80::1%25eth0]:@PORT@/",
         "unix-scheme": "unix:///tmp/x.sock",
     }
-    # https:// to a plain-HTTP server: refused after the one pre-flight handshake (README: HTTPS), no request
+    # https:// to a plain-HTTP server: refused after the pre-flight handshake (docs/guide/bench.md, HTTPS), no request
     cases = [
         Case(
             "urls",

@@ -335,7 +335,7 @@ def _burst_log(tmp_path: Path, count: int, step_ms: int) -> Path:
 def test_an_overloaded_replay_counts_each_arrival_once_and_ends_on_time(
         testserver: Any, tmp_path: Path, io_path: str, duration: str | None, arrivals: int, length_s: float) -> None:
     """30 requests 10 ms apart, -c 2, a server answering in 100 ms: most arrivals find both
-    connections busy. One rule (docs/engine-contract.md, Overload): they wait (late) until the
+    connections busy. One rule (docs/reference/engine-contract.md, Overload): they wait (late) until the
     replay's end (its last request's time, or -d), then what still waits is unsent. Every arrival
     is sent or unsent once, the server saw exactly those sent, and the run ends at its length plus
     the drain (before: -d 1s, longer than the log, ran until the backlog was served, 'Unsent 0,
@@ -411,7 +411,7 @@ def test_hostile_magnitudes_in_a_har_and_a_log(tmp_path: Path) -> None:
 
 
 def test_a_har_replay_keeps_the_recorded_cookie(testserver: Any, tmp_path: Path) -> None:
-    """README: a HAR's headers are kept. The recorded Cookie too (it was dropped without a word);
+    """docs/guide/bench.md: a HAR's headers are kept. The recorded Cookie too (it was dropped without a word);
     --cookie or -H replace it, as they replace any recorded header."""
     path = shop_har(tmp_path)
     spec = BenchSpec.from_options("http://127.0.0.1:9", replay=str(path))

@@ -192,7 +192,7 @@ def _aggregated(trials: list[dict[str, Any]], rounds: int) -> dict[str, Any]:
 
 def check_documents(root: Path) -> None:
     """The aggregated points of ``root``'s recommendation.json are the trial files' aggregate; the
-    rest as the documentation says (docs/results.md)."""
+    rest as the documentation says (docs/reference/results.md)."""
     points = {p.stem: load(p) for p in (root / "points").glob("*.json")}
     result = load(root / "recommendation.json")
     options = load(root / "tune.json")["options"]

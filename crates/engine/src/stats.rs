@@ -252,7 +252,7 @@ impl Stats {
         ]
     }
 
-    /// The result document (see docs/engine-contract.md); with `export`, also the raw
+    /// The result document (see docs/reference/engine-contract.md); with `export`, also the raw
     /// histograms encoded under `"histograms"`, so that results can be merged.
     pub fn to_json(&self, run: &RunFacts, series: &[SecondStats], export: bool) -> Value {
         let status: serde_json::Map<String, Value> = self

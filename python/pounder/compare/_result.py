@@ -336,7 +336,7 @@ class CompareResult:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready dict (schema ``pounder/compare/1``, see docs/results.md)."""
+        """The JSON-ready dict (schema ``pounder/compare/1``, see docs/reference/results.md)."""
         return {
             "schema": SCHEMA,
             "tool_version": self.tool_version,

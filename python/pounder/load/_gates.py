@@ -176,7 +176,7 @@ class GateReport:
         return not self.failed
 
     def to_list(self) -> list[dict[str, Any]]:
-        """The ``"gates"`` section of a result's JSON (docs/results.md)."""
+        """The ``"gates"`` section of a result's JSON (docs/reference/results.md)."""
         return [result.to_dict() for result in self.results]
 
     @classmethod

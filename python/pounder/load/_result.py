@@ -1,6 +1,6 @@
 """The result of a bench: the engine's measurements (``_measured``) plus what the Python side adds
 (tool version, start time, the options used (``_run_options``), whether the run was interrupted), and the
-figures derived from them. ``docs/results.md`` documents every field; the JSON written by
+figures derived from them. ``docs/reference/results.md`` documents every field; the JSON written by
 :meth:`BenchResult.to_json` follows ``pounder/schemas/bench-result.schema.json``.
 
 Units follow the field names: ``_us`` microseconds, ``_ms`` milliseconds, ``_s`` seconds, bytes

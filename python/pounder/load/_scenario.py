@@ -1,6 +1,6 @@
 """Scenario files (``pounder bench --scenario FILE``): the steps of logged-in virtual users, read
 from TOML (:func:`read_scenario`) into a :class:`Scenario` and built into the engine's
-pre-serialised templates with slots (:meth:`Scenario.engine_scenario`). docs/scenarios.md
+pre-serialised templates with slots (:meth:`Scenario.engine_scenario`). docs/reference/scenarios.md
 describes the format.
 
 A value of ``[vars]`` is substituted when the file is read (it is text like any other); a variable
@@ -220,7 +220,7 @@ def _parse_toml(path: Path) -> dict[str, Any]:
 
 @public
 def read_scenario(path: str | Path) -> Scenario:
-    """Read and check a scenario file (TOML, see docs/scenarios.md): ``[vars]``, ``[[login]]``
+    """Read and check a scenario file (TOML, see docs/reference/scenarios.md): ``[vars]``, ``[[login]]``
     steps run once per virtual user, ``[[loop]]`` steps repeated. :class:`~pounder.UsageError`
     with one line naming the file, the step and the key."""
     path = Path(check_path(path, "scenario"))

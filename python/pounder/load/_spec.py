@@ -301,7 +301,7 @@ class BenchSpec:
         )
 
     def engine_spec(self) -> EngineSpec:
-        """The dict ``pounder._engine.start`` takes (docs/engine-contract.md)."""
+        """The dict ``pounder._engine.start`` takes (docs/reference/engine-contract.md)."""
         load, http = self.load, self.http
         return {
             "targets": [target.engine_dict() for target in self.targets],

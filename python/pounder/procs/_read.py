@@ -1,6 +1,6 @@
 """Reading one process: memory from ``/proc/PID/smaps_rollup``, the rest from psutil.
 
-Which figure means what (see ``docs/results.md``, section ``pounder/mem/2``):
+Which figure means what (see ``docs/reference/results.md``, section ``pounder/mem/2``):
 
 * ``rss``: resident pages, shared ones included. Never summed over a pool: every shared page
   would be counted once per process.

@@ -94,7 +94,7 @@ class SyscallReport:
         return next((entry.per_request for entry in self.calls if entry.name == name), 0.0)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form (schema ``pounder/syscalls/1``, documented in docs/results.md)."""
+        """The JSON form (schema ``pounder/syscalls/1``, documented in docs/reference/results.md)."""
         return {
             "schema": SYSCALLS_SCHEMA,
             "tool_version": self.tool_version,

@@ -1,6 +1,6 @@
 //! Open loop's arrivals, one core for both I/O paths (no I/O here: no sleeping, no sockets).
 //!
-//! The rule (docs/engine-contract.md, "Overload"): an arrival that finds every connection of its
+//! The rule (docs/reference/engine-contract.md, "Overload"): an arrival that finds every connection of its
 //! thread busy (the cap reached) waits in the thread's backlog and is sent when a connection is
 //! free, *late*, its latency counted from its intended time; the run ends at the schedule's end
 //! (the stages' length; a replay's `-d`, or its last request's time), never later. At the end,
