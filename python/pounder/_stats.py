@@ -32,6 +32,8 @@ difference under ``min_effect`` is never called a difference.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import random
 import statistics
@@ -106,6 +108,28 @@ def _check(values: Sequence[float], what: str) -> list[float]:
     return numbers
 
 
+def _medians_of_resamples(rng: random.Random, samples: Sequence[Sequence[float]], resamples: int) -> list[list[float]]:
+    """For each of ``resamples`` rounds and each list of ``samples`` in turn, the median of a resample
+    with replacement (as many values as the list): the very draws and medians of
+    ``statistics.median(rng.choices(values, k=len(values)))`` in that order (``choices`` takes
+    ``values[floor(random() * n)]`` per item), without two calls per resample: the bootstrap is the
+    cost of a tuning run's summary after every trial."""
+    draw = rng.random
+    per_round = sum(len(values) for values in samples)
+    draws = [draw() for _ in itertools.repeat(None, resamples * per_round)]
+    columns: list[list[float]] = []
+    offset = 0
+    for values in samples:
+        size, half = len(values), len(values) // 2
+        mine = draws if len(samples) == 1 else [
+            u for start in range(offset, len(draws), per_round) for u in draws[start:start + size]]
+        picked = map(values.__getitem__, map(int, map(float(size).__mul__, mine)))
+        ordered = map(sorted, zip(*[picked] * size, strict=True))  # one resample after another
+        columns.append([s[half] for s in ordered] if size % 2 else [(s[half - 1] + s[half]) / 2 for s in ordered])
+        offset += size
+    return columns
+
+
 def _bounds(draws: list[float], confidence: float) -> tuple[float, float]:
     draws.sort()
     tail = (1.0 - confidence) / 2.0
@@ -129,11 +153,16 @@ def median_interval(
     middle = statistics.median(numbers)
     if len(numbers) < MIN_SAMPLES:
         return Estimate(middle, None, None, len(numbers))
-    rng = random.Random(seed)
-    size = len(numbers)
-    draws = [statistics.median(rng.choices(numbers, k=size)) for _ in range(resamples)]
+    return _median_interval(tuple(numbers), resamples, confidence, seed)
+
+
+@functools.lru_cache(maxsize=4096)
+def _median_interval(numbers: tuple[float, ...], resamples: int, confidence: float, seed: int) -> Estimate:
+    """The bootstrap of :func:`median_interval`, kept for the same trials (a tuning run's summary
+    aggregates every point again after each trial)."""
+    (draws,) = _medians_of_resamples(random.Random(seed), [numbers], resamples)
     low, high = _bounds(draws, confidence)
-    return Estimate(middle, low, high, size)
+    return Estimate(statistics.median(numbers), low, high, len(numbers))
 
 
 @public
@@ -159,12 +188,7 @@ def ratio_interval(
     ratio = statistics.median(ours) / base if base > 0 and enough else None
     low = high = None
     if enough and min(theirs) > 0:
-        rng = random.Random(seed)
-        draws = [
-            statistics.median(rng.choices(ours, k=len(ours))) / statistics.median(rng.choices(theirs, k=len(theirs)))
-            for _ in range(resamples)
-        ]
-        low, high = _bounds(draws, confidence)
+        low, high = _ratio_bounds(tuple(ours), tuple(theirs), resamples, confidence, seed)
     return RatioEstimate(
         ratio=ratio,
         low=low,
@@ -172,6 +196,15 @@ def ratio_interval(
         higher_is_better=higher_is_better,
         verdict=verdict(ratio, low, high, higher_is_better=higher_is_better, min_effect=min_effect),
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _ratio_bounds(ours: tuple[float, ...], theirs: tuple[float, ...], resamples: int, confidence: float,
+                  seed: int) -> tuple[float, float]:
+    """The bootstrap interval of :func:`ratio_interval`: each resample draws the variant's trials,
+    then the baseline's."""
+    mine, base = _medians_of_resamples(random.Random(seed), [ours, theirs], resamples)
+    return _bounds([a / b for a, b in zip(mine, base, strict=True)], confidence)
 
 
 @public
@@ -199,9 +232,8 @@ def paired_ratio_interval(
     if len(ours) >= MIN_SAMPLES and min(theirs) > 0:
         ratios = [mine / base for mine, base in zip(ours, theirs, strict=True)]
         ratio = statistics.median(ratios)
-        rng = random.Random(seed)
-        draws = [statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(resamples)]
-        low, high = _bounds(draws, confidence)
+        estimate = _median_interval(tuple(ratios), resamples, confidence, seed)
+        low, high = estimate.low, estimate.high
     return RatioEstimate(
         ratio=ratio,
         low=low,

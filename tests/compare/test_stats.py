@@ -12,6 +12,7 @@ import html
 import itertools
 import json
 import math
+import random
 import re
 import statistics
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from pounder._stats import quantile
+from pounder._stats import RESAMPLES, SEED, quantile
 from pounder.compare import (
     MAX_FAILED,
     CompareOptions,
@@ -303,6 +304,40 @@ def test_same_input_same_interval() -> None:
     assert ratio_interval(variant, baseline, higher_is_better=True) == first
     other_seed = ratio_interval(variant, baseline, higher_is_better=True, seed=7)
     assert other_seed.ratio == first.ratio
+
+
+def _choices_bounds(samples: list[list[float]], resamples: int, ratio: bool) -> tuple[float, float]:
+    """The bootstrap as written first: ``statistics.median(rng.choices(...))`` per resample and list."""
+    rng = random.Random(SEED)
+    draws = []
+    for _ in range(resamples):
+        medians = [statistics.median(rng.choices(values, k=len(values))) for values in samples]
+        draws.append(medians[0] / medians[1] if ratio else medians[0])
+    draws.sort()
+    tail = (1.0 - 0.95) / 2.0
+    return quantile(draws, tail), quantile(draws, 1.0 - tail)
+
+
+def test_the_bootstrap_draws_what_choices_draws() -> None:
+    """The intervals are the very figures of one ``rng.choices`` and ``statistics.median`` per
+    resample (the bootstrap draws its resamples in one go, and keeps the intervals of the same
+    trials: a tuning run's summary aggregates every point again after each trial), to the last bit."""
+    source = random.Random(1)
+    for case in range(60):
+        ours = [source.uniform(0.1, 1000.0) for _ in range(source.randint(2, 8))]
+        theirs = [source.uniform(0.1, 1000.0) for _ in range(source.randint(2, 8))]
+        if case % 5 == 0:  # ties
+            ours = [float(source.randint(1, 3)) for _ in ours]
+        resamples = source.choice([20, 300, RESAMPLES])
+        estimate = median_interval(ours, resamples=resamples)
+        assert (estimate.low, estimate.high) == _choices_bounds([ours], resamples, ratio=False)
+        assert median_interval(list(ours), resamples=resamples) == estimate  # kept: the same figures
+        both = ratio_interval(ours, theirs, higher_is_better=True, resamples=resamples)
+        assert (both.low, both.high) == _choices_bounds([ours, theirs], resamples, ratio=True)
+        pairs = min(len(ours), len(theirs))
+        paired = paired_ratio_interval(ours[:pairs], theirs[:pairs], higher_is_better=True, resamples=resamples)
+        ratios = [mine / base for mine, base in zip(ours, theirs, strict=False)]
+        assert (paired.low, paired.high) == _choices_bounds([ratios], resamples, ratio=False)
 
 
 @pytest.mark.parametrize(
