@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from pounder.cli import tune as cli_tune
+from pounder.cli._tune_options import TuneFlags
 from pounder.tune import TuneOptions
 
 APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
@@ -18,11 +19,11 @@ def _options(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **counts: str) -> 
     given: dict[str, Any] = {}
     monkeypatch.setattr(cli_tune, "tune", lambda adapter, options, **kwargs: given.setdefault("options", options))
     plan: dict[str, Any] = {
-        "pythonpath": str(APPS_DIR), "preload": None, "env": None, "stop_signal": None, "path": "/",
+        "pythonpath": str(APPS_DIR), "preload": None, "stop_signal": None, "path": "/",
         "results": str(tmp_path / "run"), "resume_dir": None, "demo": False, "quick": False,
         "point_duration": None, "requests_per_child": None, "measure_children": None, "max_children": None,
         "mrpc": None, "ram": "1G", "clients": None, "p99": None}
-    _, go, _inputs = cli_tune._plan("gunicorn", "wsgi_app:app", **{**plan, **counts})
+    _, go, _inputs = cli_tune._plan("gunicorn", "wsgi_app:app", TuneFlags(**{**plan, **counts}))
     go(lambda line: None, lambda line: None, None)
     assert not (tmp_path / "run").exists()
     options: TuneOptions = given["options"]

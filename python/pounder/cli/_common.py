@@ -8,10 +8,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import typer
-from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from pounder import _interrupt
 from pounder._errors import PounderError, UsageError, public
+from pounder.cli._bridge import DeclaredOptions
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -83,8 +84,9 @@ class _PlainHelp:
         return params
 
 
-class PounderCommand(_PlainHelp, TyperCommand):
-    """The class of every subcommand (``app.command(..., cls=PounderCommand)``)."""
+class PounderCommand(_PlainHelp, DeclaredOptions):
+    """The class of every subcommand (``app.command(..., cls=PounderCommand)``): its options
+    declared on dataclass fields among its own (:func:`pounder.cli._bridge.takes`)."""
 
 
 class PlainHelpGroup(_PlainHelp, TyperGroup):

@@ -17,6 +17,7 @@ from pounder import _interrupt
 from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_output
 from pounder.agents import agent_file, make_sender
+from pounder.cli._bridge import given
 from pounder.cli._common import (
     BENCH_GATES,
     check_report_path,
@@ -165,8 +166,10 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
     load_parameter("scenario", _LOAD),
     expect_status_parameter(_HTTP),
     *tls_parameters(),
+    before="warmup",
 )  # fmt: skip
 def bench_command(
+    ctx: typer.Context,
     url: Annotated[Text, URL_ARG] = None,
     url_file: Annotated[Text, URL_FILE] = None,
     access_log: Annotated[Text, ACCESS_LOG] = None,
@@ -174,7 +177,6 @@ def bench_command(
     log_methods: Annotated[Text, LOG_METHODS] = None,
     order: Annotated[Text, ORDER] = None,
     *,
-    load: LoadOptions,
     warmup: Annotated[Text, WARMUP] = None,
     unix_socket: Annotated[Text, UNIX_SOCKET] = None,
     json_path: Annotated[Text, JSON] = None,
@@ -194,6 +196,7 @@ def bench_command(
     fail_if: Annotated[list[str] | None, FAIL_IF] = None,
 ) -> None:
     """Load an HTTP server and report throughput, latency and errors (help: BENCH_HELP)."""
+    load = given(ctx, LoadOptions)
     json_out, csv_out = _outputs(json_path, csv_path)
     check_report_path(report)
     check_distinct([("--json", json_out), ("--csv", csv_out), ("--tsv", tsv_path), ("--hdr-log", hdr_log),

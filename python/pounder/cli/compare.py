@@ -19,6 +19,7 @@ from pounder._files import check_distinct, check_output_path, write_output
 from pounder._matplotlib import require_matplotlib
 from pounder._units import parse_count
 from pounder.agents import make_sender
+from pounder.cli._bridge import given
 from pounder.cli._common import (
     COMPARE_GATES,
     check_report_path,
@@ -227,8 +228,10 @@ def _check_chart(path: str | None) -> str | None:
     load_parameter("scenario", _LOAD, "Every variant runs it; each URL is then a server's base."),
     expect_status_parameter(_LOAD),
     *tls_parameters(),
+    before="server_pid",
 )
 def compare_command(
+    ctx: typer.Context,
     urls: Annotated[list[str], URLS],
     label: Annotated[list[str] | None, LABEL] = None,
     baseline: Annotated[Text, BASELINE] = None,
@@ -236,7 +239,6 @@ def compare_command(
     no_warmup: Annotated[bool, NO_WARMUP] = False,
     min_effect: Annotated[Text, MIN_EFFECT] = None,
     *,
-    load: LoadOptions,
     server_pid: Annotated[int | None, SERVER_PID] = None,
     server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
     server_name: Annotated[Text, SERVER_NAME] = None,
@@ -250,6 +252,7 @@ def compare_command(
     fail_if: Annotated[list[str] | None, FAIL_IF] = None,
 ) -> None:
     """Compare URLs in interleaved trials (help: COMPARE_HELP)."""
+    load = given(ctx, LoadOptions)
     labels = labels_for(urls, label)
     count = check_trials(parse_trials(trials))
     effect = parse_min_effect(min_effect)

@@ -19,6 +19,7 @@ from pounder import _interrupt
 from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_outputs
 from pounder._units import parse_pid
+from pounder.cli._bridge import given
 from pounder.cli._common import interrupted, json_option, option, print_warning, whole_number
 from pounder.cli._load_options import (
     LOCAL_URL,
@@ -151,14 +152,15 @@ def _write(result: ProfileResult, json_out: str | None, flame_out: str | None, r
                                                "timeout")),
     expect_status_parameter(_LOAD),
     *tls_parameters(_LOAD),
+    before="behind_proxy",
 )  # fmt: skip
 def profile_command(
+    ctx: typer.Context,
     url: Annotated[str, URL_ARG],
     server_pid: Annotated[Text, SERVER_PID] = None,
     server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
     server_name: Annotated[Text, SERVER_NAME] = None,
     *,
-    load: LoadOptions,
     behind_proxy: Annotated[bool, BEHIND_PROXY] = False,
     profiler: Annotated[str, PROFILER] = "auto",
     sample_rate: Annotated[Text, SAMPLE_RATE] = None,
@@ -172,6 +174,7 @@ def profile_command(
     per_child: Annotated[bool, PER_CHILD] = False,
 ) -> None:
     """Profile a server's children under load (help: PROFILE_HELP)."""
+    load = given(ctx, LoadOptions)
     json_out = check_output_path(json_path, "--json", "JSON")
     flame_out = check_output_path(flamegraph, "--flamegraph", "SVG")
     if flame_out == "-":

@@ -14,6 +14,7 @@ from pounder import _interrupt
 from pounder._errors import PounderError
 from pounder._files import check_distinct
 from pounder.agents import make_sender
+from pounder.cli._bridge import given
 from pounder.cli._common import (
     COMPARE_GATES,
     check_report_path,
@@ -61,6 +62,7 @@ FAIL_IF = fail_if_option("Output", COMPARE_GATES, (
 
 @takes_load_options(*tls_parameters())
 def run_command(
+    ctx: typer.Context,
     experiment: Annotated[str, EXPERIMENT],
     results: Annotated[str | None, RESULTS] = None,
     quick: Annotated[bool, QUICK] = False,
@@ -69,9 +71,8 @@ def run_command(
     agents: Annotated[int | None, AGENTS] = None,
     agents_per_node: Annotated[int | None, AGENTS_PER_NODE] = None,
     fail_if: Annotated[list[str] | None, FAIL_IF] = None,
-    *,
-    load: LoadOptions,
 ) -> None:
+    load = given(ctx, LoadOptions)
     gates = parse_compare_gates(fail_if)  # before anything is started
     sender = make_sender(ray, agents, agents_per_node)
     exp = load_experiment(experiment)

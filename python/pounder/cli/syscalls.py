@@ -12,9 +12,12 @@ import os
 import sys
 from typing import Annotated
 
+import typer
+
 from pounder import _interrupt
 from pounder._files import check_distinct, check_output_path, write_outputs
 from pounder._units import parse_pid
+from pounder.cli._bridge import given
 from pounder.cli._common import interrupted, json_option, option, whole_number
 from pounder.cli._load_options import (
     LOCAL_URL,
@@ -95,20 +98,22 @@ def _json_text(report: SyscallReport) -> str:
     load_parameter("timeout", _LOAD),
     expect_status_parameter(_LOAD),
     *tls_parameters(_LOAD),
+    before="warmup",
 )  # fmt: skip
 def syscalls_command(
+    ctx: typer.Context,
     url: Annotated[str, URL_ARG],
     server_pid: Annotated[Text, SERVER_PID] = None,
     server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
     server_name: Annotated[Text, SERVER_NAME] = None,
     *,
-    load: LoadOptions,
     warmup: Annotated[str, WARMUP] = str(DEFAULT_WARMUP),
     json_path: Annotated[Text, JSON] = None,
     top: Annotated[Text, TOP] = None,
     log: Annotated[Text, LOG] = None,
 ) -> None:
     """Count a server's system calls per request (help: SYSCALLS_HELP)."""
+    load = given(ctx, LoadOptions)
     json_out = check_output_path(json_path, "--json", "JSON")
     check_distinct([("--json", json_out), ("--log", log)], [("--server-pidfile", server_pidfile), *load.input_files()])
     rows = None if top is None else whole_number(top, "--top", _MAX_TOP)
