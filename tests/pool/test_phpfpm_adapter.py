@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from pounder import UsageError
-from pounder._server_status import status_note
 from pounder.pool import (
     ADAPTERS,
     TARGET_FIELDS,
@@ -19,9 +18,8 @@ from pounder.pool import (
     adapter_from_dict,
     make_adapter,
     refused_option,
-    status_change,
 )
-from pounder.servers import PhpFpmServer, fpm_status, parse_pool_conf, phpfpm_missing
+from pounder.servers import PHP_FPM_STATUS, PhpFpmServer, fpm_status, parse_pool_conf, phpfpm_missing
 from pounder.tune._points import aggregate_trials
 from support.leftovers import processes_mentioning
 
@@ -152,15 +150,16 @@ def test_pool_conf_example_is_one_pool() -> None:
 def test_status_change_of_php_fpms_counters() -> None:
     before = {"accepted conn": 10, "max children reached": 0, "max listen queue": 0, "slow requests": 1}
     after = {"accepted conn": 111, "max children reached": 1, "max listen queue": 3, "slow requests": 1}
-    assert status_change(before, after) == {"accepted": 100, "slow_requests": 0, "max_children_reached": 1,
+    assert PHP_FPM_STATUS.change(before, after) == {"accepted": 100, "slow_requests": 0, "max_children_reached": 1,
                                             "max_listen_queue": 3}
     # counted while warming: php-fpm counts it once until it starts a child, the load's cannot show
     # (None, not 0); a largest listen queue that did not grow during the load cannot be told either
-    latched = status_change({**before, "max children reached": 1, "max listen queue": 2},
+    latched = PHP_FPM_STATUS.change({**before, "max children reached": 1, "max listen queue": 2},
                             {**after, "max children reached": 1, "max listen queue": 2})
     assert latched is not None and latched["max_children_reached"] is None and latched["max_listen_queue"] is None
-    assert status_change({**before, "max listen queue": 0}, {**after, "max listen queue": 0})["max_listen_queue"] == 0  # type: ignore[index]
-    assert status_change(None, after) is None and status_change(before, None) is None
+    never = PHP_FPM_STATUS.change({**before, "max listen queue": 0}, {**after, "max listen queue": 0})
+    assert never is not None and never["max_listen_queue"] == 0
+    assert PHP_FPM_STATUS.change(None, after) is None and PHP_FPM_STATUS.change(before, None) is None
 
 
 def _trial_status(children: int, queued: float, rose: int | None, queue: int | None) -> dict[str, object]:
@@ -175,7 +174,7 @@ def test_status_note_agrees_with_the_queued_column() -> None:
     assert points[0]["server_status"] == {"trials": 2, "listen_queue": 2, "listen_queue_seen": 2, "max_listen_queue": 3,
                                           "max_children_reached": 1, "max_children_seen": 1, "accepted": 200,
                                           "slow_requests": 0}
-    note = status_note(points)
+    note = PHP_FPM_STATUS.note(points)
     assert note.startswith("php-fpm's status page, read before and after each load: its listen queue held connections "
                            "in 2 of 2 trials (up to 3) of 1 child: requests waited for a free child, pm.max_children "
                            "smaller than the clients there, as the queued column says"), note
@@ -184,9 +183,9 @@ def test_status_note_agrees_with_the_queued_column() -> None:
            "trials of 4 children" in note
     assert "counted before the load (while warming) in 1 of 4 trials" in note
     # php-fpm's once-a-second checks missed a queue pounder's watch saw: said, never "no queue"
-    missed = status_note([aggregate_trials([_trial_status(2, 0.5, 0, 0)])])
+    missed = PHP_FPM_STATUS.note([aggregate_trials([_trial_status(2, 0.5, 0, 0)])])
     assert "at 2 children its checks saw no listen queue where pounder's watch found connections waiting" in missed
-    assert status_note([aggregate_trials([{**_trial_status(2, 0.5, 0, 0), "server_status": None}])]) == ""
+    assert PHP_FPM_STATUS.note([aggregate_trials([{**_trial_status(2, 0.5, 0, 0), "server_status": None}])]) == ""
 
 
 @needs_phpfpm
@@ -216,7 +215,7 @@ def test_php_fpms_status_page_during_trials_agrees_with_the_accept_queue(tmp_pat
     assert large["queued"] is not None and large["queued"] < 0.1 and large["server_status"]["max_listen_queue"] == 0
     assert small["server_status"]["max_children_reached"] in (1, None)  # None: counted while warming
     assert large["server_status"]["max_children_reached"] in (0, None)  # one client: a child always idle
-    note = status_note([aggregate_trials([small]), aggregate_trials([large])])
+    note = PHP_FPM_STATUS.note([aggregate_trials([small]), aggregate_trials([large])])
     assert "its listen queue held connections in 1 of 1 trials (up to " in note
     assert "of 1 child: requests waited for a free child, pm.max_children smaller than the clients there" in note
     assert "2 children" not in note, note

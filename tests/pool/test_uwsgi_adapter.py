@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from pounder import UsageError
-from pounder._server_status import status_note
 from pounder.pool import (
     ADAPTERS,
     TARGET_FIELDS,
@@ -19,9 +18,8 @@ from pounder.pool import (
     UwsgiAdapter,
     adapter_from_dict,
     make_adapter,
-    status_change,
 )
-from pounder.servers import UwsgiServer, uwsgi_missing
+from pounder.servers import UWSGI_STATUS, UwsgiServer, uwsgi_missing
 from pounder.tune._points import aggregate_trials
 from support.leftovers import processes_mentioning
 
@@ -210,7 +208,7 @@ def test_render_cheaper() -> None:
 def test_status_change_and_note_of_uwsgis_counters() -> None:
     before = {"requests": 40, "listen queue errors": 2, "workers": 2, "busy workers": 0}
     after = {"requests": 140, "listen queue errors": 5, "workers": 2, "busy workers": 1}
-    assert status_change(before, after) == {"requests": 100, "listen_queue_errors": 3, "workers": 2,
+    assert UWSGI_STATUS.change(before, after) == {"requests": 100, "listen_queue_errors": 3, "workers": 2,
                                             "busy_workers": 1}
 
     def trial(children: int, errors: int, workers: int) -> dict[str, object]:
@@ -221,10 +219,10 @@ def test_status_change_and_note_of_uwsgis_counters() -> None:
     calm = aggregate_trials([trial(2, 0, 2), trial(2, 0, 2)])
     assert calm["server_status"] == {"trials": 2, "requests": 200, "listen_queue_errors": 0, "listen_queue_full": 0,
                                      "workers": 2}
-    assert status_note([calm], "uwsgi", "processes") == ""  # nothing the tables do not say
+    assert UWSGI_STATUS.note([calm], "uwsgi", "processes") == ""  # nothing the tables do not say
     full = aggregate_trials([trial(1, 3, 1), trial(1, 0, 1)])
     short = aggregate_trials([trial(4, 0, 3), trial(4, 0, 4)])
-    assert status_note([full, short], "uwsgi", "processes") == (
+    assert UWSGI_STATUS.note([full, short], "uwsgi", "processes") == (
         "uWSGI's stats server, read before and after each load: its once-a-second checks found its listen queue "
         "full (listen, 100 by default) in 1 of 2 trials (3 checks) of 1 child: connections beyond it were not taken "
         "at once (Linux drops them and the client retries a second later), so latency there includes that wait; "

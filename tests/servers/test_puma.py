@@ -16,6 +16,7 @@ import pytest
 from pounder import PounderError, UsageError
 from pounder.pool import QueueWatch
 from pounder.servers import (
+    PUMA_STATUS,
     PumaServer,
     PumaSettings,
     ServerStartError,
@@ -97,7 +98,7 @@ def test_threads_serve_that_many_requests_at_once_in_one_worker(puma: MakePuma, 
         body = get(f"{srv.url}/sleep?ms={SLEEP_MS}", timeout_s=60)
         answers.append((time.monotonic() - sent, body))
 
-    with QueueWatch(srv.port, srv.host, status=srv.status_counters) as watch:
+    with QueueWatch(srv.port, srv.host, status=srv.status_counters, reader=PUMA_STATUS) as watch:
         clients = [threading.Thread(target=ask) for _ in range(4)]
         for client in clients:
             client.start()

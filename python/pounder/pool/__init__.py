@@ -54,10 +54,12 @@ from pounder.pool._adapters import (
     make_adapter,
     own_name,
     refused_option,
+    status_reader,
+    status_summary,
 )
 from pounder.pool._cpus import check_cpus, split_cpus
 from pounder.pool._puma import puma_threads
-from pounder.pool._queue import QueueWatch, status_change
+from pounder.pool._queue import QueueWatch
 from pounder.pool._runner import WARM_FAILING_ROUNDS, MemoryFloorError, Runner, Warmed
 from pounder.pool._sizes import child_sizes, child_statm, growth_per_request, pool_memory
 from pounder.pool._store import (
@@ -116,7 +118,8 @@ __all__ = [
     "pool_memory",
     "puma_threads",
     "split_cpus",
-    "status_change",
+    "status_reader",
+    "status_summary",
     "write_file",
     "write_json",
 ]

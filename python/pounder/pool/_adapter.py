@@ -20,7 +20,9 @@ from pounder._errors import (
 )
 from pounder.servers import (
     HOST,
+    NO_STATUS,
     ManagedServer,
+    StatusReader,
 )
 
 
@@ -268,6 +270,8 @@ class Adapter(abc.ABC):
 
     preload: bool = False
     """Whether the user's configuration preloads (the default for :class:`PoolParams`)."""
+    status_reader: ClassVar[StatusReader] = NO_STATUS
+    """What the server's own counters (``status_counters``) say of a load, per point and in words."""
     nytprof: ClassVar[bool] = False
     """Its servers can load Devel::NYTProf for ``pounder profile`` (see :meth:`profiling`)."""
     profile_dir: Path | None = None

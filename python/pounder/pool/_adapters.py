@@ -16,7 +16,7 @@ module here (its class with its ``kind``, ``target_field`` and ``from_options``)
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pounder._errors import UsageError, public
@@ -38,6 +38,7 @@ from pounder.pool._puma import PumaAdapter
 from pounder.pool._starman import StarmanAdapter
 from pounder.pool._unicorn import UnicornAdapter
 from pounder.pool._uwsgi import UwsgiAdapter
+from pounder.servers import NO_STATUS, StatusReader
 
 DEMO_APP = "pounder.demo.app:app"
 DEMO_ENV = {"DEMO_PRELOAD_MB": "64", "DEMO_CPU_MS": "4", "DEMO_LEAK_KB": "16"}
@@ -112,6 +113,29 @@ def adapter_from_dict(data: Mapping[str, Any], *, check: bool = False) -> Adapte
 
 
 @public
+def status_reader(kind: str) -> StatusReader:
+    """The status reader of server ``kind`` (:attr:`Adapter.status_reader`; a kind pounder does not
+    know: one that says nothing)."""
+    adapter = ADAPTERS.get(kind) if isinstance(kind, str) else None
+    return NO_STATUS if adapter is None else adapter.status_reader
+
+
+@public
+def status_summary(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """A point's ``server_status`` from its trials' (None when no trial read one): ``trials``, how
+    many read one, and what the server whose figures they are says of them
+    (:meth:`~pounder.servers.StatusReader.summary`)."""
+    read = [t["server_status"] for t in trials if t.get("server_status")]
+    if not read:
+        return None
+    point: dict[str, Any] = {"trials": len(read)}
+    for reader in dict.fromkeys(adapter.status_reader for adapter in REGISTRY):
+        if any(reader.owns(status) for status in read):
+            point.update(reader.summary(read))
+    return point
+
+
+@public
 def demo_adapter() -> GunicornAdapter:
     """The bundled demo: a WSGI app on gunicorn with 64 MB of preloaded data, ~4 ms of CPU per
     request and a 16 KB leak per request."""
@@ -143,4 +167,6 @@ __all__ = [
     "make_adapter",
     "own_name",
     "refused_option",
+    "status_reader",
+    "status_summary",
 ]

@@ -17,6 +17,7 @@ from pounder._given import given
 from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams
 from pounder.servers import (
     HOST,
+    PHP_FPM_STATUS,
     ManagedServer,
     PhpFpmServer,
     check_pool_conf,
@@ -64,6 +65,7 @@ class PhpFpmAdapter(Adapter):
     who = "php-fpm"
     target_form = "POOL.CONF"
     target_field = "conf"
+    status_reader = PHP_FPM_STATUS
     target_file = True
     options = frozenset({"root", "env"})
     instead: ClassVar[Mapping[str, str]] = {"preload": "php-fpm preloads with opcache.preload in its pool file"}

@@ -15,6 +15,7 @@ from pounder.pool._adapter import AdapterOptions, ChildLimit, PoolParams, _env_p
 from pounder.pool._rack import RackAdapter
 from pounder.servers import (
     HOST,
+    PUMA_STATUS,
     ManagedServer,
     PumaServer,
     PumaSettings,
@@ -62,6 +63,7 @@ class PumaAdapter(RackAdapter):
     Puma has no limit on the requests a worker serves: ``server()`` refuses ``max_requests`` > 0."""
 
     kind = "puma"
+    status_reader = PUMA_STATUS
     who = "puma"
     missing = staticmethod(puma_missing)
     preload_remedy = "add preload_app! to puma.rb"

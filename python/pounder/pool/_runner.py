@@ -316,10 +316,10 @@ class Runner:
             queue.window(measuring[0], measuring[0] + min(duration or result.elapsed_s, result.elapsed_s))
         return result
 
-    @staticmethod
-    def queue_watch(server: ManagedServer) -> QueueWatch:
-        """A watch of ``server``'s accept queue (and of its own counters), for :meth:`bench`."""
-        return QueueWatch(server.port, server.host, status=server.status_counters)
+    def queue_watch(self, server: ManagedServer) -> QueueWatch:
+        """A watch of ``server``'s accept queue (and of its own counters, read by its adapter's
+        status reader), for :meth:`bench`."""
+        return QueueWatch(server.port, server.host, status=server.status_counters, reader=self.adapter.status_reader)
 
     def warm(self, server: ManagedServer, rounds: int | None = None) -> Warmed:
         """Load the server with the workload until it is warm: every child has served requests,

@@ -23,6 +23,7 @@ from pounder.servers import (
     CHEAPER_ALGO,
     CHEAPER_OVERLOAD,
     HOST,
+    UWSGI_STATUS,
     ManagedServer,
     UwsgiServer,
     ini_lazy_apps,
@@ -76,6 +77,7 @@ class UwsgiAdapter(Adapter):
     who = "uwsgi"
     target_form = "MODULE:APP or UWSGI.INI"
     target_field = "app"
+    status_reader = UWSGI_STATUS
 
     @classmethod
     def target_is_file(cls, target: str) -> bool:

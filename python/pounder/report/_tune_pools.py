@@ -10,9 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pounder import _figures as figures
-from pounder._server_status import status_note
 from pounder._units import children_text, count_text, mib
-from pounder.pool import ADAPTERS, own_name
+from pounder.pool import ADAPTERS, own_name, status_reader
 from pounder.report._html import Section, chart, label_axes, paragraph, scroll, table
 from pounder.report._tune_steps import (
     BLUE,
@@ -100,7 +99,7 @@ def pools_section(run: TuneRun, prefix: str) -> Section:
         "the 95% interval of that ratio; chosen: the pool chosen at this load, best: the most requests/s (when not "
         "the chosen)" + ("" if lowest is None else f"; the lowest p99: {children_text(int(lowest))}")
         + f"; load cores: the load generator's CPU; {OTHER_CORES}."))
-    status = status_note(points, run.kind, run.names.get("max_clients", "MaxClients"))
+    status = status_reader(run.kind).note(points, run.kind, run.names.get("max_clients", "MaxClients"))
     if status:
         section.add(paragraph(status + "."))
     return section

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from pounder import _figures as figures
 from pounder._platform import HEADERS as PLATFORM_HEADERS
 from pounder._platform import platform_heading, platform_notes, platform_table
-from pounder._server_status import status_note
 from pounder._units import KIB, MIB, children_text, mib
+from pounder.pool import status_reader
 from pounder.procs import why_no_max_clients
 from pounder.report._html import Section, bullets, chart, label_axes, paragraph, table
 
@@ -298,7 +298,7 @@ def children_section(run: TuneRun, prefix: str) -> Section:
                           f"{queued_legend}load cores: the load generator's CPU; "
                           f"{OTHER_CORES + '; ' if other else ''}wide: the interval reaches further "
                           f"than {figures.WIDE:.0%} of the median."))
-    status = status_note(run.sweep, run.kind, run.names.get("max_clients", "MaxClients"))
+    status = status_reader(run.kind).note(run.sweep, run.kind, run.names.get("max_clients", "MaxClients"))
     if status:
         section.add(paragraph(status + "."))
     return section

@@ -28,6 +28,10 @@ server given a :class:`Pod` (``server.pod``) runs in a cpu cgroup with its CPU q
 (:func:`make_cpu_cgroup`, :class:`CpuCgroup`, whose ``usage()`` is a :class:`CpuUsage`), its memory
 limit enforced; :func:`cpu_quota` reads the quota of a cgroup (``--cpus cgroup``),
 :func:`pod_unavailable` says why no quota can be set here, :func:`pod_cpus_check` checks a quota.
+
+A server's own view of a load (its ``status_counters`` read before and after it): its
+:class:`StatusReader` (:data:`PHP_FPM_STATUS`, :data:`UWSGI_STATUS`, :data:`PUMA_STATUS`; others
+:data:`NO_STATUS`), which its pool adapter names.
 """
 
 from pounder.servers._apache import (
@@ -83,6 +87,7 @@ from pounder.servers._phpfpm import (
     read_pool_conf,
     render_fpm_conf,
 )
+from pounder.servers._phpfpm_status import PHP_FPM_STATUS
 from pounder.servers._pod import (
     CpuCgroup,
     CpuUsage,
@@ -102,8 +107,10 @@ from pounder.servers._puma import (
     puma_stats,
     render_puma_config,
 )
+from pounder.servers._puma_status import PUMA_STATUS
 from pounder.servers._ram_budget import RAM_FORMS, RamBudget, parse_ram_budget
 from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_env, starman_missing
+from pounder.servers._status import NO_STATUS, StatusReader
 from pounder.servers._tool import interrupt_then_kill
 from pounder.servers._unicorn import (
     UnicornServer,
@@ -128,9 +135,15 @@ from pounder.servers._uwsgi import (
     uwsgi_target_is_ini,
 )
 from pounder.servers._uwsgi_options import uwsgi_unknown_options
+from pounder.servers._uwsgi_status import UWSGI_STATUS
 
 __all__ = [
     "HOST",
+    "NO_STATUS",
+    "PHP_FPM_STATUS",
+    "PUMA_STATUS",
+    "StatusReader",
+    "UWSGI_STATUS",
     "AcceptQueue",
     "ApacheServer",
     "ApacheSettings",

@@ -17,8 +17,8 @@ from typing import Any
 
 from pounder._errors import public
 from pounder._figures import WIDE
-from pounder._server_status import aggregate_status
 from pounder.compare import clean_trial, median_interval
+from pounder.pool import status_summary
 
 QUEUED_BUSY = 0.9
 """A point's busy time (children / throughput) is the time itself, not an upper bound, when a
@@ -113,7 +113,7 @@ def aggregate_trials(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     point["max_child_uss"] = max(sizes) if sizes else None
     point["warmed"] = min((int(t.get("warmed") or 0) for t in trials), default=0)
     if any("server_status" in t for t in trials):  # the server's own counters (absent in earlier results)
-        point["server_status"] = aggregate_status(trials)
+        point["server_status"] = status_summary(trials)
     children, connections = int(point.get("children") or 0), int(point.get("connections") or 0)
     held = min(children, connections) if children and connections else children or connections
     # closed loop: at most min(children, connections) requests are held by children at any time,

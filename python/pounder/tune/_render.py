@@ -22,7 +22,6 @@ from pounder._figures import (
 )
 from pounder._platform import HEADERS, platform_heading, platform_notes, platform_table
 from pounder._pod_line import pod_line
-from pounder._server_status import status_note
 from pounder._units import children_text, count_text, mib
 from pounder.pool import WARM_FAILING_ROUNDS, own_name
 from pounder.tune._session import TuneResult
@@ -119,8 +118,9 @@ def _pools_table(result: TuneResult) -> list[str]:
 
 
 def _status_lines(result: TuneResult, points: Sequence[Mapping[str, Any]]) -> list[str]:
-    """What the server's own status page said of these loads (:func:`pounder._server_status.status_note`)."""
-    note = status_note(points, result.adapter.who or result.adapter.kind, result.adapter.names["max_clients"])
+    """What the server's own status page said of these loads (its adapter's status reader)."""
+    reader = result.adapter.status_reader
+    note = reader.note(points, result.adapter.who or result.adapter.kind, result.adapter.names["max_clients"])
     return textwrap.wrap(note, WIDTH, initial_indent="  ", subsequent_indent="    ") if note else []
 
 
