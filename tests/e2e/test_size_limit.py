@@ -24,7 +24,8 @@ import pytest
 
 from pounder.pool import ApacheAdapter, ChildLimit, PoolParams, child_sizes, child_statm, growth_per_request
 from pounder.procs import read_statm, snapshot
-from pounder.servers import apache_missing, find_apache
+from pounder.servers import apache_missing
+from pounder.servers._apache import find_apache
 from support.leftovers import processes_mentioning
 from support.srvutil import warm_every_child
 from support.uss_watch import UssWatch

@@ -38,7 +38,8 @@ from pathlib import Path
 import pytest
 
 import pounder
-from pounder.servers import ApacheServer, apache_missing, find_apache
+from pounder.servers import ApacheServer, apache_missing
+from pounder.servers._apache import find_apache
 from pounder.syscalls import SyscallReport, render_syscalls, trace_syscalls
 from support.schemas import validate
 

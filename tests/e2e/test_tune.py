@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from pounder.servers import apache_missing, find_apache, gunicorn_missing
+from pounder.servers import apache_missing, gunicorn_missing
+from pounder.servers._apache import find_apache
 from pounder.tune import ResultsDir
 from support.interrupted import interrupted
 from support.leftovers import processes_mentioning

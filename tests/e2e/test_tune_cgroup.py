@@ -30,7 +30,8 @@ from typing import Any
 import pytest
 
 from pounder import UsageError
-from pounder.servers import MemoryCgroup, cgroup_limit, gunicorn_missing, make_cgroup
+from pounder.servers import MemoryCgroup, gunicorn_missing, make_cgroup
+from pounder.servers._cgroup import cgroup_limit
 from pounder.tune import make_options
 from support.interrupted import interrupted
 from support.schemas import validate_results_dir

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from pounder.servers import apache_missing, find_apache
+from pounder.servers import apache_missing
+from pounder.servers._apache import find_apache
 from support.leftovers import processes_mentioning
 from support.schemas import validate_results_dir
 from support.tune_check import check_consistent

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from pounder.servers import find_nginx, find_php_fpm, phpfpm_missing
+from pounder.servers import phpfpm_missing
+from pounder.servers._nginx import find_nginx
+from pounder.servers._phpfpm import find_php_fpm
 from support.interrupted import interrupted
 from support.leftovers import kill_leftovers, processes_mentioning
 from support.schemas import validate_results_dir

@@ -19,7 +19,8 @@ from pounder.pool import (
     make_adapter,
     refused_option,
 )
-from pounder.servers import PHP_FPM_STATUS, PhpFpmServer, fpm_status, parse_pool_conf, phpfpm_missing
+from pounder.servers import PHP_FPM_STATUS, PhpFpmServer, parse_pool_conf, phpfpm_missing
+from pounder.servers._phpfpm import fpm_status
 from pounder.tune._points import aggregate_trials
 from support.leftovers import processes_mentioning
 

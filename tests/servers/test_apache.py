@@ -17,7 +17,8 @@ import pytest
 
 import pounder.servers._base as servers_base
 from pounder import UsageError
-from pounder.servers import ApacheServer, ServerStartError, apache_missing, find_apache
+from pounder.servers import ApacheServer, ServerStartError, apache_missing
+from pounder.servers._apache import find_apache
 from support.srvutil import (
     MB,
     fields,

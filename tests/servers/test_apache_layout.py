@@ -13,8 +13,8 @@ import pounder.servers._apache_layout as layout_module
 from pounder import UsageError
 from pounder.pool import PoolParams
 from pounder.pool._apache import ApacheAdapter
-from pounder.servers import strip_owned_directives
 from pounder.servers._apache import user_layout
+from pounder.servers._apache_conf import strip_owned_directives
 from pounder.servers._apache_layout import envvars_suffix, read_envvars, read_layout, substitute
 from pounder.servers._apache_private import private_copy, private_env
 

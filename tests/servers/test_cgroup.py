@@ -19,7 +19,8 @@ import psutil
 import pytest
 
 from pounder import UsageError
-from pounder.servers import ManagedServer, ServerStartError, cgroup_limit, make_cgroup
+from pounder.servers import ManagedServer, ServerStartError, make_cgroup
+from pounder.servers._cgroup import cgroup_limit
 from support.leftovers import kill_leftovers, processes_mentioning
 from support.srvutil import MB, REPO, cgroup_probe, fields, smaps_kb, tree, wait_not_running, warm_every_child
 

@@ -14,7 +14,8 @@ import psutil
 import pytest
 
 from pounder import UsageError
-from pounder.servers import CommandServer, ServerStartError, command_placeholders, gunicorn_missing, render_command
+from pounder.servers import CommandServer, ServerStartError, gunicorn_missing, render_command
+from pounder.servers._command import command_placeholders
 from pounder.servers._gunicorn import _has_control_socket
 from support.srvutil import get, stop_and_check
 

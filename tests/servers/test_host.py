@@ -11,7 +11,8 @@ import pytest
 
 from pounder import UsageError
 from pounder.pool import ApacheAdapter, CommandAdapter, GunicornAdapter, PoolParams, StarmanAdapter
-from pounder.servers import answers_http, apache_missing, listen_address, owns_listener, starman_missing
+from pounder.servers import apache_missing, listen_address, owns_listener, starman_missing
+from pounder.servers._net import answers_http
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
 OTHER = "127.0.0.2"

@@ -16,17 +16,15 @@ import pytest
 from pounder import UsageError
 from pounder.procs import find_server
 from pounder.servers import (
-    FpmSettings,
     PhpFpmServer,
     ServerStartError,
     check_pool_conf,
-    fpm_status,
     parse_pool_conf,
     phpfpm_missing,
     read_pool_conf,
-    render_fpm_conf,
-    render_front_conf,
 )
+from pounder.servers._nginx import render_front_conf
+from pounder.servers._phpfpm import FpmSettings, fpm_status, render_fpm_conf
 from support.leftovers import kill_leftovers, processes_mentioning
 from support.srvutil import REPO, get, smaps_kb, start_then_sigkill, tree, wait_not_running
 

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from pounder import UsageError
-from pounder.servers import Pod, cpu_quota, make_cgroup, make_cpu_cgroup, pod_unavailable
+from pounder.servers import Pod, cpu_quota, make_cgroup, pod_unavailable
 from pounder.servers._cgroup import enter_command
+from pounder.servers._pod import make_cpu_cgroup
 
 WHY = "not root: pounder makes no cpu cgroup" if os.geteuid() != 0 else pod_unavailable()
 pytestmark = pytest.mark.skipif(bool(WHY), reason=WHY)

@@ -20,11 +20,11 @@ from pounder.servers import (
     PumaServer,
     PumaSettings,
     ServerStartError,
-    puma_command,
     puma_missing,
     puma_stats,
     render_puma_config,
 )
+from pounder.servers._puma import puma_command
 from support.leftovers import processes_mentioning
 from support.rack import RACK_APP, kill_starter_and_check, rack_servers, worker_sizes
 from support.srvutil import fields, get, stop_and_check, wait_not_running

@@ -8,18 +8,11 @@ from pathlib import Path
 import pytest
 
 from pounder import UsageError
-from pounder.servers import (
-    ApacheSettings,
-    GunicornSettings,
-    StarmanSettings,
-    apache_command,
-    free_port,
-    gunicorn_command,
-    render_apache_conf,
-    starman_command,
-    strip_owned_directives,
-)
-from pounder.servers._starman import UNLIMITED_REQUESTS
+from pounder.servers import free_port
+from pounder.servers._apache import apache_command
+from pounder.servers._apache_conf import ApacheSettings, render_apache_conf, strip_owned_directives
+from pounder.servers._gunicorn import GunicornSettings, gunicorn_command
+from pounder.servers._starman import UNLIMITED_REQUESTS, StarmanSettings, starman_command
 
 W = Path("/srv/w")
 MODS = Path("/usr/lib/apache2/modules")

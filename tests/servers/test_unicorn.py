@@ -12,14 +12,8 @@ import psutil
 import pytest
 
 from pounder import UsageError
-from pounder.servers import (
-    ServerStartError,
-    UnicornServer,
-    UnicornSettings,
-    render_unicorn_config,
-    unicorn_command,
-    unicorn_missing,
-)
+from pounder.servers import ServerStartError, UnicornServer, UnicornSettings, render_unicorn_config, unicorn_missing
+from pounder.servers._unicorn import unicorn_command
 from support.rack import kill_starter_and_check, rack_servers, worker_sizes
 from support.srvutil import fields, get, stop_and_check, wait_not_running
 

@@ -24,16 +24,14 @@ from pounder.procs import read_process
 from pounder.servers import (
     ServerStartError,
     UwsgiServer,
-    UwsgiSettings,
     ini_lazy_apps,
     owns_listener,
-    strip_owned_options,
     uwsgi_app_missing,
-    uwsgi_command,
     uwsgi_missing,
     uwsgi_stats,
     uwsgi_target_is_ini,
 )
+from pounder.servers._uwsgi import UwsgiSettings, strip_owned_options, uwsgi_command
 from support.leftovers import kill_leftovers, processes_mentioning
 from support.srvutil import (
     MB,

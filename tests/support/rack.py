@@ -117,7 +117,8 @@ def tune_then_run_printed(kind: str, tmp_path: Path, file_name: str, listen: lis
     ``file_name`` and its command line run as a user would (plus ``listen``: the address flag with
     a free port, ``{port}`` in it), and must answer; stopped with ``stop``, nothing of either may
     be left. Returns what tune printed."""
-    from pounder.servers import answers_http, free_port
+    from pounder.servers import free_port
+    from pounder.servers._net import answers_http
 
     results = tmp_path / "results"
     done = subprocess.run([sys.executable, "-m", "pounder", "tune", kind, str(RACK_APP), *TUNE_ARGS,

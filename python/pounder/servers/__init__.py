@@ -6,12 +6,13 @@
         urllib.request.urlopen(server.url + "/")
         server.children()    # the worker pids
 
-Each server class keeps the rendering of its configuration / command line in a pure function
-(``render_apache_conf``, ``gunicorn_command``, ``starman_command``, ``render_command``) separate
-from the process handling of :class:`ManagedServer`. :class:`CommandServer` runs any other
-pre-forking server from a command template (``... --bind {host}:{port} --workers {workers}``), and
-:class:`ApacheServer` can add the user's own Apache configuration file (``conf=``) to its private
-httpd.conf, minus the directives pounder sets itself (``strip_owned_directives``).
+Each server class keeps the rendering of its configuration / command line in a pure function of
+its private module (``_apache_conf.render_apache_conf``, ``_gunicorn.gunicorn_command``,
+``render_command``, ...) separate from the process handling of :class:`ManagedServer`.
+:class:`CommandServer` runs any other pre-forking server from a command template
+(``... --bind {host}:{port} --workers {workers}``), and :class:`ApacheServer` can add the user's
+own Apache configuration file (``conf=``) to its private httpd.conf, minus the directives pounder
+sets itself.
 
 A server that fails raises a :class:`ServerFailure` (:class:`ServerStartError`,
 :class:`ServerExitedError`) whose ``log_tail`` is a bounded excerpt of its logs, errors first
@@ -23,9 +24,9 @@ process's under it (a local Ray node's), :func:`release_group` takes it off.
 
 Memory as the platform counts it: a server started with ``cgroup=True`` runs in a memory cgroup of
 its own (:func:`make_cgroup`, :class:`MemoryCgroup`, whose ``memory()`` is a :class:`CgroupMemory`);
-:func:`cgroup_limit` reads the memory limit of a cgroup (``--ram cgroup``). The pod, emulated: a
+``_cgroup.cgroup_limit`` reads the memory limit of a cgroup. The pod, emulated: a
 server given a :class:`Pod` (``server.pod``) runs in a cpu cgroup with its CPU quota too
-(:func:`make_cpu_cgroup`, :class:`CpuCgroup`, whose ``usage()`` is a :class:`CpuUsage`), its memory
+(:class:`CpuCgroup`, whose ``usage()`` is a :class:`CpuUsage`), its memory
 limit enforced; :func:`cpu_quota` reads the quota of a cgroup (``--cpus cgroup``),
 :func:`pod_unavailable` says why no quota can be set here, :func:`pod_cpus_check` checks a quota.
 
@@ -34,16 +35,7 @@ A server's own view of a load (its ``status_counters`` read before and after it)
 :data:`NO_STATUS`), which its pool adapter names.
 """
 
-from pounder.servers._apache import (
-    ApacheServer,
-    apache_command,
-    apache_missing,
-    apache_notes,
-    debian_layout,
-    find_apache,
-    read_user_conf,
-)
-from pounder.servers._apache_conf import ApacheSettings, render_apache_conf, strip_owned_directives
+from pounder.servers._apache import ApacheServer, apache_missing, apache_notes, debian_layout, read_user_conf
 from pounder.servers._base import (
     HOST,
     ManagedServer,
@@ -52,23 +44,15 @@ from pounder.servers._base import (
     ServerStartError,
     die_with_parent_hook,
 )
-from pounder.servers._cgroup import CgroupMemory, MemoryCgroup, cgroup_limit, make_cgroup
-from pounder.servers._command import CommandServer, command_missing, command_placeholders, render_command
+from pounder.servers._cgroup import CgroupMemory, MemoryCgroup, make_cgroup
+from pounder.servers._command import CommandServer, command_missing, render_command
 from pounder.servers._guard import guard_group, release_group
-from pounder.servers._gunicorn import (
-    GunicornServer,
-    GunicornSettings,
-    gunicorn_app_file,
-    gunicorn_app_missing,
-    gunicorn_command,
-    gunicorn_missing,
-)
+from pounder.servers._gunicorn import GunicornServer, gunicorn_app_file, gunicorn_app_missing, gunicorn_missing
 from pounder.servers._listen import AcceptQueue, owns_listener
-from pounder.servers._net import answers_http, free_port, listen_address
-from pounder.servers._nginx import NginxFront, find_nginx, render_front_conf
+from pounder.servers._net import free_port, listen_address
+from pounder.servers._nginx import NginxFront
 from pounder.servers._nytprof import (
     NYTPROF_FILE,
-    NYTPROF_LIB,
     WINDOW_FLAG,
     WINDOW_MARK,
     apache_nytprof_lines,
@@ -76,60 +60,38 @@ from pounder.servers._nytprof import (
     starman_nytprof_args,
 )
 from pounder.servers._phpfpm import (
-    FpmSettings,
     PhpFpmServer,
     PoolFile,
     check_pool_conf,
-    find_php_fpm,
-    fpm_status,
     parse_pool_conf,
     phpfpm_missing,
     read_pool_conf,
-    render_fpm_conf,
 )
 from pounder.servers._phpfpm_status import PHP_FPM_STATUS
-from pounder.servers._pod import (
-    CpuCgroup,
-    CpuUsage,
-    Pod,
-    cpu_quota,
-    make_cpu_cgroup,
-    pod_cpus_check,
-    pod_unavailable,
-)
+from pounder.servers._pod import CpuCgroup, CpuUsage, Pod, cpu_quota, pod_cpus_check, pod_unavailable
 from pounder.servers._puma import (
     PumaServer,
     PumaSettings,
     PumaStats,
     PumaWorkerStats,
-    puma_command,
     puma_missing,
     puma_stats,
     render_puma_config,
 )
 from pounder.servers._puma_status import PUMA_STATUS
 from pounder.servers._ram_budget import RAM_FORMS, RamBudget, parse_ram_budget
-from pounder.servers._starman import StarmanServer, StarmanSettings, starman_command, starman_env, starman_missing
+from pounder.servers._starman import StarmanServer, starman_missing
 from pounder.servers._status import NO_STATUS, StatusReader
 from pounder.servers._tool import interrupt_then_kill
-from pounder.servers._unicorn import (
-    UnicornServer,
-    UnicornSettings,
-    render_unicorn_config,
-    unicorn_command,
-    unicorn_missing,
-)
+from pounder.servers._unicorn import UnicornServer, UnicornSettings, render_unicorn_config, unicorn_missing
 from pounder.servers._uwsgi import (
     CHEAPER_ALGO,
     CHEAPER_OVERLOAD,
     UwsgiServer,
-    UwsgiSettings,
     ini_lazy_apps,
     read_uwsgi_ini,
-    strip_owned_options,
     uwsgi_app_file,
     uwsgi_app_missing,
-    uwsgi_command,
     uwsgi_missing,
     uwsgi_stats,
     uwsgi_target_is_ini,
@@ -146,16 +108,13 @@ __all__ = [
     "UWSGI_STATUS",
     "AcceptQueue",
     "ApacheServer",
-    "ApacheSettings",
     "CgroupMemory",
     "CommandServer",
     "CpuCgroup",
     "CpuUsage",
     "GunicornServer",
-    "GunicornSettings",
     "ManagedServer",
     "MemoryCgroup",
-    "FpmSettings",
     "NginxFront",
     "PhpFpmServer",
     "Pod",
@@ -168,76 +127,53 @@ __all__ = [
     "ServerFailure",
     "ServerStartError",
     "StarmanServer",
-    "StarmanSettings",
     "CHEAPER_ALGO",
     "CHEAPER_OVERLOAD",
     "UwsgiServer",
-    "UwsgiSettings",
     "UnicornServer",
     "UnicornSettings",
-    "answers_http",
     "check_pool_conf",
-    "find_nginx",
-    "find_php_fpm",
-    "fpm_status",
     "parse_pool_conf",
     "phpfpm_missing",
     "read_pool_conf",
-    "render_fpm_conf",
-    "render_front_conf",
-    "apache_command",
     "apache_missing",
     "apache_notes",
-    "cgroup_limit",
     "parse_ram_budget",
     "RAM_FORMS",
     "RamBudget",
     "command_missing",
-    "command_placeholders",
     "cpu_quota",
     "debian_layout",
     "die_with_parent_hook",
-    "find_apache",
     "free_port",
     "guard_group",
     "interrupt_then_kill",
     "gunicorn_app_file",
     "gunicorn_app_missing",
-    "gunicorn_command",
     "gunicorn_missing",
     "ini_lazy_apps",
     "listen_address",
     "make_cgroup",
-    "make_cpu_cgroup",
     "pod_cpus_check",
     "pod_unavailable",
     "read_user_conf",
     "read_uwsgi_ini",
     "release_group",
     "owns_listener",
-    "puma_command",
     "puma_missing",
     "puma_stats",
-    "render_apache_conf",
     "render_command",
     "render_puma_config",
     "render_unicorn_config",
-    "starman_command",
-    "starman_env",
     "starman_missing",
-    "strip_owned_directives",
-    "strip_owned_options",
     "uwsgi_app_file",
     "uwsgi_app_missing",
-    "uwsgi_command",
     "uwsgi_missing",
     "uwsgi_stats",
     "uwsgi_target_is_ini",
     "uwsgi_unknown_options",
-    "unicorn_command",
     "unicorn_missing",
     "NYTPROF_FILE",
-    "NYTPROF_LIB",
     "WINDOW_FLAG",
     "WINDOW_MARK",
     "apache_nytprof_lines",

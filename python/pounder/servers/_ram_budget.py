@@ -1,7 +1,7 @@
 """A RAM budget as a human types it (``--ram``), for every command that takes one: a size
 (``512M``, ``4G``: :func:`pounder._units.parse_ram`) or ``cgroup`` / ``cgroup:PATH``, the memory
 limit of the cgroup pounder runs in (as a container sets it) or of the one named
-(:func:`~pounder.servers.cgroup_limit`), read once, with where it came from."""
+(``pounder.servers._cgroup.cgroup_limit``), read once, with where it came from."""
 
 from __future__ import annotations
 
