@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pounder._errors import UsageError, public
 from pounder._records import number_problem
+from pounder._table import html_table
 from pounder._version import __version__
 
 if TYPE_CHECKING:
@@ -91,9 +92,8 @@ def pre(text: str) -> str:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    """An HTML table, every cell escaped (:func:`pounder._table.html_table`)."""
+    return html_table(headers, rows)
 
 
 def bullets(items: Sequence[str], css: str = "reasons") -> str:

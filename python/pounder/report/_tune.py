@@ -40,6 +40,7 @@ from pounder._errors import PounderError
 from pounder._figures import BURST_FACTOR
 from pounder._pod_line import pod_line
 from pounder._records import decode_json
+from pounder._tune_point import MalformedTuneError, TunePoint
 from pounder._units import children_text, mib
 from pounder.pool import (
     ADAPTERS,
@@ -138,6 +139,20 @@ class TuneRun:
             self._from_result(self.result)
         else:
             self._from_summary()
+        self._read_points(self.store.result_path if self.result is not None else self.store.summary_path)
+
+    def _read_points(self, path: Path) -> None:
+        """The points' figures as typed records, read once for every table and chart of the page."""
+        try:
+            self.sweep_points = [TunePoint.from_dict(p, f"sweep[{i}]") for i, p in enumerate(self.sweep)]
+            self.mrpc_points = [TunePoint.from_dict(p, f"mrpc[{i}]") for i, p in enumerate(self.mrpc)]
+            pools = [] if self.pools is None else self.pools["points"]
+            spare = self.spare if self.spare and "trials" in self.spare[0] else []  # earlier: a burst each, drawn apart
+            self.spare_points = [TunePoint.from_dict(p, f"spare[{i}]") for i, p in enumerate(spare)]
+            self.pool_points = sorted((TunePoint.from_dict(p, f"pools.points[{i}]") for i, p in enumerate(pools)),
+                                      key=lambda p: p.children)
+        except MalformedTuneError as error:
+            raise ReportError(f"{path} does not hold a complete pounder tune result: {error}") from None
 
     def _from_result(self, result: Mapping[str, Any]) -> None:
         self.measure: Mapping[str, Any] | None = result["measure"]

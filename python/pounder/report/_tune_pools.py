@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pounder import _figures as figures
+from pounder._tune_point import TunePoint
+from pounder._tune_tables import mrpc_table, pool_rows, pools_table, spare_table
 from pounder._units import children_text, count_text, mib
 from pounder.pool import ADAPTERS, own_name, status_reader
 from pounder.report._html import Section, chart, label_axes, paragraph, scroll, table
@@ -20,7 +22,6 @@ from pounder.report._tune_steps import (
     ORANGE,
     OTHER_CORES,
     RED,
-    cores,
     errors,
     has_other_cores,
     mrpc_label,
@@ -57,9 +58,6 @@ def offered_text(offered: Mapping[str, Any]) -> str:
     return f"{offered_short(offered)} ({offered.get('source', '?')})"
 
 
-p99_interval = figures.p99_interval_text
-versus_text = figures.versus_text
-
 # ---------------------------------------------------------------------------------------------
 # step 4: pools at the offered load
 
@@ -74,11 +72,11 @@ def pools_section(run: TuneRun, prefix: str) -> Section:
             "every connection holds a child (no buffering proxy in front): the pool covers the connections, nothing "
             "to compare" if held else "this run stored no comparison of pools")))
         return section
-    points = sorted(run.pools["points"], key=lambda p: int(p["children"]))
+    points = run.pool_points
     chosen, best = run.pools.get("chosen"), run.pools.get("best")
     first = points[0]
     load = (offered_text(run.offered) if run.offered is not None
-            else offered_short({"connections": first["connections"], "rate": first.get("rate")}))
+            else offered_short({"connections": first.connections, "rate": first.rate}))
     caption = (f"Requests/s and p99 latency of each candidate pool at the same offered load, {load}: medians of "
                "interleaved trials with their 95% intervals")
     if chosen is not None:
@@ -90,7 +88,7 @@ def pools_section(run: TuneRun, prefix: str) -> Section:
     _pools_chart(section, f"{prefix}-pools", caption, points, chosen, best,
                  None if p99_s is None else float(p99_s) * 1000)
     label, words = figures.sweep_load_text(run.sweep)
-    section.add(_pools_table(run, points, chosen, best, label))
+    section.add(scroll(pools_table(label).html(pool_rows(points, run.sweep_points, chosen, best))))
     lowest = run.pools.get("lowest_p99")
     section.add(paragraph(
         f"MC = children; RPS {label}, p99 {label}: the children sweep's figures ({words}); NC = "
@@ -99,33 +97,34 @@ def pools_section(run: TuneRun, prefix: str) -> Section:
         "the 95% interval of that ratio; chosen: the pool chosen at this load, best: the most requests/s (when not "
         "the chosen)" + ("" if lowest is None else f"; the lowest p99: {children_text(int(lowest))}")
         + f"; load cores: the load generator's CPU; {OTHER_CORES}."))
-    status = status_reader(run.kind).note(points, run.kind, run.names.get("max_clients", "MaxClients"))
+    status = status_reader(run.kind).note([p.to_dict() for p in points], run.kind,
+                                          run.names.get("max_clients", "MaxClients"))
     if status:
         section.add(paragraph(status + "."))
     return section
 
 
-def _pools_chart(section: Section, chart_id: str, caption: str, points: Sequence[Mapping[str, Any]],
+def _pools_chart(section: Section, chart_id: str, caption: str, points: Sequence[TunePoint],
                  chosen: int | None, best: int | None, limit_ms: float | None) -> None:
-    points = [p for p in points if p.get("p99_ms") is not None]  # a pool whose trials all failed has no figures
-    if not points:
+    drawn = [(p, p.p99_ms) for p in points if p.p99_ms is not None]  # a pool whose trials all failed: no figures
+    if not drawn:
         return
-    counts = [int(p["children"]) for p in points]
+    points = [p for p, _ in drawn]
+    counts = [p.children for p in points]
     with chart(chart_id, caption, section.body, rows=2, height=2.4) as (top, bottom):
-        top.errorbar(counts, [float(p["rps"]) for p in points], yerr=errors(points), fmt="o-", color=BLUE,
+        top.errorbar(counts, [p.rps for p in points], yerr=errors(points), fmt="o-", color=BLUE,
                      capsize=3, label="median, 95% interval")
-        bottom.errorbar(counts, [float(p["p99_ms"]) for p in points], yerr=errors(points, "p99_ms", "p99_low",
-                                                                                  "p99_high"),
+        bottom.errorbar(counts, [p99 for _, p99 in drawn], yerr=errors(points, "p99_ms", "p99_low", "p99_high"),
                         fmt="o-", color=ORANGE, capsize=3, label="p99, 95% interval")
-        bottom.plot(counts, [float(p["p50_ms"]) for p in points], ".:", color=GREY, label="p50")
+        bottom.plot(counts, [float(p.p50_ms) for p in points if p.p50_ms is not None], ".:", color=GREY, label="p50")
         if limit_ms is not None:
             bottom.axhline(limit_ms, color=RED, linestyle=":", label=f"--p99 {limit_ms:,.1f} ms")
         if best is not None and best != chosen:
-            at = next(p for p in points if int(p["children"]) == best)
-            top.annotate("best", (best, float(at.get("rps_high") or at["rps"])), textcoords="offset points",
+            at = next(p for p in points if p.children == best)
+            top.annotate("best", (best, at.rps_high or at.rps), textcoords="offset points",
                          xytext=(0, 5), ha="center", fontsize=8, color=BLUE)
-        highest = max(float(p.get("rps_high") or p["rps"]) for p in points)
-        slowest = max(float(p.get("p99_high") or p["p99_ms"]) for p in points)
+        highest = max(p.rps_high or p.rps for p in points)
+        slowest = max(p.p99_high or p99 for p, p99 in drawn)
         log_x = len(counts) > 1 and max(counts) / min(counts) >= 4
         for ax in (top, bottom):
             if chosen is not None:
@@ -141,28 +140,6 @@ def _pools_chart(section: Section, chart_id: str, caption: str, points: Sequence
         bottom.set_ylim(top=max(slowest, limit_ms or 0.0) * 1.15 or 1)
         label_axes(top, "", "requests/s", "Throughput at the offered load")
         label_axes(bottom, "children", "ms", "Latency at the offered load")
-
-
-def _pools_table(run: TuneRun, points: Sequence[Mapping[str, Any]], chosen: int | None, best: int | None,
-                 label: str) -> str:
-    """Section 4 of the text report: each candidate at the sweep's concurrency (when the sweep
-    measured it) and at the offered load; its mark (chosen, best) next to its children, where a
-    narrow window shows it (the table scrolls sideways)."""
-    sweep = {int(p["children"]): p for p in run.sweep}
-    rows = []
-    for p in points:
-        n = int(p["children"])
-        at_sweep = sweep.get(n)
-        mark = "chosen" if n == chosen else "best" if n == best else ""
-        rows.append([n, mark, "-" if at_sweep is None else f"{float(at_sweep['rps']):,.0f}",
-                     "-" if at_sweep is None else ms(at_sweep["p99_ms"]), p["connections"], figures.trials_text(p),
-                     f"{int(p['complete']) + int(p['failed']):,}", f"{float(p['rps']):,.0f}", figures.interval_text(p),
-                     versus_text(p.get("vs_best")), ms(p["p50_ms"]), ms(p["p99_ms"]), p99_interval(p),
-                     cores(p.get("server_cores")), cores(p.get("client_cores")), cores(p.get("other_cores")),
-                     p["failed"], figures.flag_text(p)])
-    return scroll(table(["MC", "", f"RPS {label}", f"p99 {label}", "NC", "trials", "NR", "RPS", "95% CI",
-                         "RPS vs best (95% CI)", "p50", "p99", "p99 95% CI", "srv cores", "load cores", "other cores",
-                         "failed", ""], rows))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,7 +170,7 @@ def mrpc_section(run: TuneRun, prefix: str) -> Section:
         positions = list(range(len(points)))
         values = [int(p["max_requests"]) for p in points]
         colors = [GREEN if v == recommended else BLUE for v in values]
-        ax.bar(positions, [float(p["rps"]) for p in points], color=colors, alpha=0.9, yerr=errors(points),
+        ax.bar(positions, [float(p["rps"]) for p in points], color=colors, alpha=0.9, yerr=errors(run.mrpc_points),
                capsize=4, ecolor="black")
         for x, point in zip(positions, points, strict=True):
             text = ("reference" if int(point["max_requests"]) == 0
@@ -204,12 +181,7 @@ def mrpc_section(run: TuneRun, prefix: str) -> Section:
         ax.set_ylim(0, max(float(p.get("rps_high") or p["rps"]) for p in points) * 1.3 or 1)
         label_axes(ax, name, "requests/s", "Throughput lost to respawning")
     other = has_other_cores(run, points)
-    rows = [[p["max_requests"] or "unlimited", p["connections"], figures.trials_text(p),
-             f"{int(p['complete']) + int(p['failed']):,}", f"{float(p['rps']):,.0f}", figures.interval_text(p),
-             figures.vs_unlimited_text(p), ms(p["p99_ms"]), p["respawns"], mib(p.get("max_child_uss")), p["failed"],
-             *([cores(p.get("other_cores"))] if other else []), figures.flag_text(p)] for p in points]
-    section.add(table(["MRPC", "NC", "trials", "NR", "RPS", "95% CI", "RPS vs unlimited (95% CI)", "p99", "NR/MRPC",
-                       "max USS MiB", "failed", *(["other cores"] if other else []), ""], rows))
+    section.add(mrpc_table(other_cores=other).html(run.mrpc_points))
     if other:
         section.add(paragraph(f"{OTHER_CORES[0].upper()}{OTHER_CORES[1:]}."))
     if recommended is not None and recommended not in values:
@@ -332,27 +304,23 @@ def spare_section(run: TuneRun, prefix: str) -> Section:
         ax.get_xaxis().get_major_locator().set_params(integer=True)
         label_axes(ax, "second of the burst", "p99 (ms)", "From idle to full load")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8)
-    section.add(_spare_table(run.spare))
+    section.add(_spare_table(run))
     if run.unreferenced:
         section.add(paragraph("These results predate the stored reference latency: the reference line and the slow "
                               "seconds are not shown (recommendation.txt has them as that run computed them)."))
     return section
 
 
-def _spare_table(points: Sequence[Mapping[str, Any]]) -> str:
+def _spare_table(run: TuneRun) -> str:
     """The spare settings' figures: medians of interleaved trials with the p99's interval and the
     setting the run chose; a single burst per setting in results of earlier versions."""
+    points = run.spare
     if "trials" not in points[0]:
         rows = [[p.get("name", "?"), p["start_servers"], p["min_spare"], p["max_spare"], p["idle_children"],
                  p["connections"], f"{float(p['rps']):,.0f}", ms(p.get("first_p99_ms")), ms(p["p99_ms"]),
                  ms(p.get("steady_p99_ms")), p.get("burst_s", "-")] for p in points]
         return table(["", "Start", "MinSpare", "MaxSpare", "idle children", "NC", "RPS", "p99 1st s", "p99",
                       "steady p99", "slow s"], rows)
-    rows = [[p.get("name", "?"), p["start_servers"], p["min_spare"], p["max_spare"], figures.trials_text(p),
-             p["idle_children"], p["connections"], f"{float(p['rps']):,.0f}", ms(p.get("first_p99_ms")),
-             f"{float(p['p99_ms']):,.1f}", p99_interval(p), ms(p.get("steady_p99_ms")), p.get("burst_s", "-"),
-             "chosen" if p.get("chosen") else ""] for p in points]
-    return (table(["", "Start", "MinSpare", "MaxSpare", "trials", "idle children", "NC", "RPS", "p99 1st s", "p99",
-                   "p99 95% CI", "steady p99", "slow s", ""], rows)
+    return (spare_table().html(run.spare_points)
             + paragraph("Medians of interleaved trials (trials = counted/run), p99 with its 95% interval, latency in "
                         "ms; slow s: the seconds whose p99 was above the slow line; chosen: the setting recommended."))

@@ -10,6 +10,11 @@ from typing import TYPE_CHECKING, Any
 from pounder import _figures as figures
 from pounder._platform import HEADERS as PLATFORM_HEADERS
 from pounder._platform import platform_heading, platform_notes, platform_table
+from pounder._table import cores as table_cores
+from pounder._table import ms as table_ms
+from pounder._table import percent, whole
+from pounder._tune_point import TunePoint
+from pounder._tune_tables import children_table
 from pounder._units import KIB, MIB, children_text, mib
 from pounder.pool import status_reader
 from pounder.procs import why_no_max_clients
@@ -27,36 +32,39 @@ BLUE, ORANGE, GREEN, RED, GREY = "#4c78a8", "#f58518", "#54a24b", "#e45756", "#8
 # formatting (as the text report)
 
 
-def pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:+.1f}%"
-
-
-def ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f}"
+pct, ms, cores = percent, table_ms, table_cores
 
 
 def cpu(point: Mapping[str, Any]) -> str:
-    value = point.get("server_cpu_us")
-    return "-" if value is None else f"{value:,.0f}"
+    return whole(point.get("server_cpu_us"))
 
 
 def mrpc_label(value: int) -> str:
     return "unlimited" if value == 0 else str(value)
 
 
-def cores(value: float | None) -> str:
-    return "-" if value is None else f"{float(value):.2f}"
 
-
-def errors(points: Sequence[Mapping[str, Any]], key: str = "rps", low: str = "rps_low",
+def errors(points: Sequence[TunePoint], key: str = "rps", low: str = "rps_low",
            high: str = "rps_high") -> list[list[float]] | None:
     """matplotlib ``yerr`` (below, above) of the points' intervals of ``key`` (requests/s unless
     told); None without any."""
-    if not any(p.get(low) is not None for p in points):
+    if not any(getattr(p, low) is not None for p in points):
         return None
-    below = [float(p[key]) - float(p[low]) if p.get(low) is not None else 0.0 for p in points]
-    above = [float(p[high]) - float(p[key]) if p.get(high) is not None else 0.0 for p in points]
+    below = [_gap(getattr(p, key), getattr(p, low)) for p in points]
+    above = [_gap(getattr(p, high), getattr(p, key)) for p in points]
     return [[max(0.0, v) for v in below], [max(0.0, v) for v in above]]
+
+
+def _float(value: float | None) -> float:
+    """A figure a chart draws: missing in a malformed result, the error its page reports."""
+    if value is None:
+        raise TypeError("a figure is missing")
+    return value
+
+
+def _gap(upper: float | None, lower: float | None) -> float:
+    """``upper - lower``, 0 where the interval's end is missing."""
+    return 0.0 if upper is None or lower is None else float(upper) - float(lower)
 
 
 def has_other_cores(run: TuneRun, points: Sequence[Mapping[str, Any]]) -> bool:
@@ -237,9 +245,9 @@ def memory_section(run: TuneRun, prefix: str) -> Section:
 
 
 def children_section(run: TuneRun, prefix: str) -> Section:
-    sweep = sorted(run.sweep, key=lambda p: int(p["children"]))
+    sweep = sorted(run.sweep_points, key=lambda p: p.children)
     section = Section(f"3. Children ({run.names.get('max_clients', '-')})")
-    counts = [int(p["children"]) for p in sweep]
+    counts = [p.children for p in sweep]
     chosen = int(run.children["chosen"]) if run.children else None
     tolerance = run.options.get("tolerance")
     caption = "Requests/s and p99 latency against the number of children (closed loop"
@@ -248,13 +256,13 @@ def children_section(run: TuneRun, prefix: str) -> Section:
     with chart(f"{prefix}-children", caption, section.body, rows=2, height=2.4) as (top, bottom):
         yerr = errors(sweep)
         if yerr is None:
-            top.plot(counts, [float(p["rps"]) for p in sweep], "o-", color=BLUE)
+            top.plot(counts, [p.rps for p in sweep], "o-", color=BLUE)
         else:
-            top.errorbar(counts, [float(p["rps"]) for p in sweep], yerr=yerr, fmt="o-", color=BLUE, capsize=3,
+            top.errorbar(counts, [p.rps for p in sweep], yerr=yerr, fmt="o-", color=BLUE, capsize=3,
                          label="median, 95% interval")
-        bottom.plot(counts, [float(p["p99_ms"]) for p in sweep], "o-", color=ORANGE, label="p99")
-        bottom.plot(counts, [float(p["p50_ms"]) for p in sweep], ".:", color=GREY, label="p50")
-        best = max(float(p.get("rps_high") or p["rps"]) for p in sweep)
+        bottom.plot(counts, [_float(p.p99_ms) for p in sweep], "o-", color=ORANGE, label="p99")
+        bottom.plot(counts, [_float(p.p50_ms) for p in sweep], ".:", color=GREY, label="p50")
+        best = max(p.rps_high or p.rps for p in sweep)
         if tolerance is not None:
             top.axhline(best * (1 - float(tolerance)), color=GREY, linestyle=":",
                         label=f"within {float(tolerance):.0%} of the best")
@@ -282,15 +290,7 @@ def children_section(run: TuneRun, prefix: str) -> Section:
         return section
     queued = any(p.get("queued") is not None for p in run.sweep)  # results of earlier versions lack it
     other = has_other_cores(run, run.sweep)
-    rows = [[p["children"], p["connections"], figures.trials_text(p), f"{int(p['complete']) + int(p['failed']):,}",
-             f"{float(p['rps']):,.0f}", figures.interval_text(p), ms(p["p50_ms"]), ms(p["p99_ms"]),
-             *([figures.queued_text(p)] if queued else []), cpu(p), cores(p.get("server_cores")),
-             cores(p.get("client_cores")), *([cores(p.get("other_cores"))] if other else []),
-             mib(p.get("max_child_uss")), p["failed"], figures.flag_text(p)]
-            for p in run.sweep]
-    section.add(table(["MC", "NC", "trials", "NR", "RPS", "95% CI", "p50", "p99", *(["queued"] if queued else []),
-                       "srv CPU us/req", "srv cores", "load cores", *(["other cores"] if other else []),
-                       "max USS MiB", "failed", ""], rows))
+    section.add(children_table(queued=queued, other_cores=other).html(run.sweep_points))
     queued_legend = ("queued: the share of the accept queue's samples with a connection waiting for a free child "
                      "(every child busy); " if queued else "")
     section.add(paragraph("MC = children, NC = concurrent clients, trials = counted/run, NR = requests (every "

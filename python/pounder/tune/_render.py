@@ -9,19 +9,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pounder._errors import check_instance, public
-from pounder._figures import (
-    BURST_FACTOR,
-    flag_text,
-    interval_text,
-    p99_interval_text,
-    queued_text,
-    sweep_load_text,
-    trials_text,
-    versus_text,
-    vs_unlimited_text,
-)
+from pounder._figures import BURST_FACTOR, sweep_load_text
 from pounder._platform import HEADERS, platform_heading, platform_notes, platform_table
 from pounder._pod_line import pod_line
+from pounder._table import text_table
+from pounder._tune_point import TunePoint
+from pounder._tune_tables import children_table, mrpc_table, pool_rows, pools_table, spare_table
 from pounder._units import children_text, count_text, mib
 from pounder.pool import WARM_FAILING_ROUNDS, own_name
 from pounder.tune._session import TuneResult
@@ -29,10 +22,7 @@ from pounder.tune._session import TuneResult
 WIDTH = 100
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    cells = [[str(c) for c in headers]] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    return ["  " + "  ".join(cell.rjust(widths[i]) for i, cell in enumerate(row)) for row in cells]
+_table = text_table
 
 
 def _bullets(items: Sequence[str]) -> list[str]:
@@ -46,21 +36,11 @@ def _bullets(items: Sequence[str]) -> list[str]:
     return out
 
 
-def _cpu(point: Mapping[str, Any]) -> str:
-    value = point.get("server_cpu_us")
-    return "-" if value is None else f"{value:,.0f}"
 
 
-def _cores(value: float | None) -> str:
-    return "-" if value is None else f"{float(value):.2f}"
-
-
-def _rps(point: Mapping[str, Any]) -> str:
-    return f"{float(point['rps']):,.0f}"
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{float(value):,.1f}"
+def _points(points: Sequence[Mapping[str, Any]], key: str) -> list[TunePoint]:
+    """The points of a step as the tables read them (:class:`pounder._tune_point.TunePoint`)."""
+    return [TunePoint.from_dict(p, f"{key}[{i}]") for i, p in enumerate(points)]
 
 
 def _target_text(result: TuneResult) -> str:
@@ -95,23 +75,12 @@ def _pools_table(result: TuneResult) -> list[str]:
         why = ("every connection holds a child (no buffering proxy in front): the pool covers the connections, "
                "nothing to compare")
         return [f"4. Pools at the offered load: not compared ({why})", ""]
-    pools, sweep = result.pools, {int(p["children"]): p for p in result.sweep}
+    pools = result.pools
     label, words = sweep_load_text(result.sweep)
     out = [f"4. Pools at the offered load, {result.offered.text()}: children x concurrency, medians of interleaved "
            f"trials (RPS and p99 with their 95% intervals; at {label}: the children sweep, {words})"]
-    rows = []
-    for p in pools.points:
-        n = int(p["children"])
-        at_sweep = sweep.get(n)
-        mark = "chosen" if n == pools.chosen else "best" if n == pools.best else ""
-        rows.append([n, "-" if at_sweep is None else _rps(at_sweep), "-" if at_sweep is None else _ms(
-            at_sweep["p99_ms"]), p["connections"], trials_text(p), f"{p['complete'] + p['failed']:,}", _rps(p),
-            interval_text(p), versus_text(p.get("vs_best")), _ms(p["p50_ms"]), _ms(p["p99_ms"]), p99_interval_text(p),
-            _cores(p.get("server_cores")), _cores(p.get("client_cores")), _cores(p.get("other_cores")), p["failed"],
-            flag_text(p), mark])
-    out += _table(["MC", f"RPS {label}", f"p99 {label}", "NC", "trials", "NR", "RPS", "95% CI",
-                   "RPS vs best (95% CI)", "p50", "p99", "p99 95% CI", "srv cores", "load cores", "other cores",
-                   "failed", "", ""], rows)
+    rows = pool_rows(_points(pools.points, "pools.points"), _points(result.sweep, "sweep"), pools.chosen, pools.best)
+    out += pools_table(label).text(rows)
     out += _status_lines(result, pools.points)
     out.append("")
     return out
@@ -213,13 +182,7 @@ def _children_section(result: TuneResult) -> list[str]:
     out.append(f"3. Children ({names['max_clients']}); {result.workload}; medians of interleaved trials, "
                "RPS with its 95% interval, latency in ms"
                + (", queued: how often a connection waited for a free child" if queued else ""))
-    rows = [[p["children"], p["connections"], trials_text(p), f"{p['complete'] + p['failed']:,}", _rps(p),
-             interval_text(p), _ms(p["p50_ms"]), _ms(p["p99_ms"]), *([queued_text(p)] if queued else []), _cpu(p),
-             _cores(p.get("server_cores")), _cores(p.get("client_cores")), _cores(p.get("other_cores")),
-             mib(p.get("max_child_uss")), p["failed"], flag_text(p)]
-            for p in result.sweep]
-    out += _table(["MC", "NC", "trials", "NR", "RPS", "95% CI", "p50", "p99", *(["queued"] if queued else []),
-                   "srv CPU us/req", "srv cores", "load cores", "other cores", "max USS MiB", "failed", ""], rows)
+    out += children_table(queued=queued).text(_points(result.sweep, "sweep"))
     out.append(f"  CPUs: {result.cpus}; other cores: processes that are neither the server nor pounder"
                + _front_note(result.sweep))
     out += _status_lines(result, result.sweep)
@@ -236,12 +199,7 @@ def _mrpc_section(result: TuneResult) -> list[str]:
         at = "" if result.offered is None else f" at {result.offered.text()}"
         out.append(f"5. {names['max_requests']} (MRPC) with {mrpc_children}{at}, the unlimited baseline interleaved "
                    "with each value")
-        rows = [[p["max_requests"] or "unlimited", p["connections"], trials_text(p),
-                 f"{p['complete'] + p['failed']:,}", _rps(p), interval_text(p), vs_unlimited_text(p),
-                 _ms(p["p99_ms"]), p["respawns"], mib(p.get("max_child_uss")), p["failed"], flag_text(p)]
-                for p in result.mrpc_points]
-        out += _table(["MRPC", "NC", "trials", "NR", "RPS", "95% CI", "RPS vs unlimited (95% CI)", "p99", "NR/MRPC",
-                       "max USS MiB", "failed", ""], rows)
+        out += mrpc_table().text(_points(result.mrpc_points, "mrpc"))
     else:
         out.append(f"5. {names['max_requests']}: not swept (--mrpc 0: unlimited only, nothing to compare it with)")
     out.append("")
@@ -256,12 +214,7 @@ def _spare_section(result: TuneResult) -> list[str]:
         out.append("6. Spare servers: a step from idle to full load; medians of interleaved trials, p99 with its "
                    f"95% interval; slow s: leading seconds whose p99 was above {BURST_FACTOR:g} x {reference:,.1f} ms, "
                    "the lowest steady p99 of any trial")
-        rows = [[p["name"], p["start_servers"], p["min_spare"], p["max_spare"], trials_text(p), p["idle_children"],
-                 p["connections"], f"{p['rps']:,.0f}", _ms(p["first_p99_ms"]),
-                 f"{p['p99_ms']:,.1f}", p99_interval_text(p), _ms(p.get("steady_p99_ms")), p["burst_s"],
-                 "chosen" if p.get("chosen") else ""] for p in result.spare]
-        out += _table(["", "Start", "MinSpare", "MaxSpare", "trials", "idle children", "NC", "RPS", "p99 1st s",
-                       "p99", "p99 95% CI", "steady p99", "slow s", ""], rows)
+        out += spare_table().text(_points(result.spare, "spare"))
         out.append("")
     else:
         out.append(f"6. Spare servers: {result.adapter.kind} starts all its workers at once (a fixed pool); "

@@ -1,0 +1,159 @@
+"""A tuning run's point as a typed record: the figures of one point of the children sweep, of the
+pools compared at the offered load, of the MaxRequestsPerChild sweep or of a spare setting (the
+medians and intervals :func:`pounder.tune._points.aggregate_trials` made of its trials, and the
+comparisons its step added), read once from the stored document with :class:`pounder._records.Reader` for every table
+that draws it, in the text ``pounder tune`` prints and on the page ``pounder report`` draws.
+
+A point stored by an earlier pounder lacks some figures (no interval with one trial per point, no
+cores, no comparisons): they read as ``None``. The document as stored is kept (``stored``):
+:meth:`TunePoint.to_dict` gives it back, with the record's figures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from pounder._errors import UsageError
+from pounder._records import Convert, Reader
+
+
+class MalformedTuneError(UsageError):
+    """A tuning run's stored point lacks a figure or holds one of another type than pounder writes."""
+
+
+READ = Reader(MalformedTuneError)
+
+
+@dataclass(frozen=True)
+class Versus:
+    """A point's median against a reference's (the best pool, unlimited, the lowest p99):
+    ``ratio`` with its 95 % interval ``low``-``high`` (None without one), the ``verdict``."""
+
+    ratio: float | None
+    low: float | None
+    high: float | None
+    verdict: str | None
+    worse: bool | None
+    pairs: int | None
+    stored: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, value: object, key: str) -> Versus:
+        data = READ.as_dict(value, key)
+        converters: dict[str, Any] = {f.name: READ.by_type(str(f.type), f.name) for f in fields(cls)
+                                      if f.name != "stored"}
+        versus: Versus = READ.record(cls, data, key, **converters, stored=lambda _value, _key: data)
+        return versus
+
+    def to_dict(self) -> dict[str, Any]:
+        """The comparison as stored, its figures those of the record."""
+        return _to_dict(self)
+
+
+@dataclass(frozen=True)
+class TunePoint:
+    """One point of a tuning run: medians over its counted trials (``counted`` of ``len(trials)``),
+    requests/s and p99 with their 95 % intervals, the requests of every trial (``complete``,
+    ``failed``), the CPU of the server, of the load generator and of other processes (cores), its
+    flags and comparisons; a spare setting's point (``name`` before or after) also its settings, the
+    idle children before the burst, the p99 of its first and steady seconds, its slow seconds
+    (``burst_s``) and whether it was ``chosen``."""
+
+    children: int
+    connections: int
+    rps: float
+    max_requests: int | None = None
+    rate: float | None = None
+    counted: int | None = None
+    trials: tuple[Mapping[str, Any], ...] = ()
+    rps_low: float | None = None
+    rps_high: float | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+    p99_low: float | None = None
+    p99_high: float | None = None
+    complete: int | None = None
+    failed: int | None = None
+    non_2xx: int | None = None
+    respawns: int | None = None
+    server_cores: float | None = None
+    client_cores: float | None = None
+    other_cores: float | None = None
+    front_cores: float | None = None
+    server_cpu_us: float | None = None
+    queued: float | None = None
+    max_child_uss: int | None = None
+    wide: bool | None = None
+    remeasured: bool | None = None
+    vs_best: Versus | None = None
+    vs_unlimited: Versus | None = None
+    p99_vs_lowest: Versus | None = None
+    name: str | None = None
+    start_servers: int | None = None
+    min_spare: int | None = None
+    max_spare: int | None = None
+    idle_children: int | None = None
+    first_p99_ms: float | None = None
+    steady_p99_ms: float | None = None
+    burst_s: int | None = None
+    chosen: bool | None = None
+    stored: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, value: object, key: str = "point") -> TunePoint:
+        """The point stored at ``key`` (its name in messages); raises :class:`MalformedTuneError`
+        naming the key of a figure that is missing or of another type."""
+        data = READ.as_dict(value, key)
+        converters: dict[str, Any] = {**_CONVERTERS, "stored": lambda _value, _key: data}
+        point: TunePoint = READ.record(cls, data, key, **converters)
+        return point
+
+    @property
+    def attempted(self) -> int:
+        """The requests of every trial: completed and failed."""
+        return (self.complete or 0) + (self.failed or 0)
+
+    @property
+    def trials_text(self) -> str:
+        """``counted/run``, as the tables print it."""
+        return f"{self.counted or 0}/{len(self.trials)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The point as stored, its figures those of the record."""
+        return _to_dict(self)
+
+
+def _to_dict(record: TunePoint | Versus) -> dict[str, Any]:
+    """``record.stored`` with each field's value of the record written over it; a field the
+    document did not hold stays out while it is empty (None, no trials)."""
+    out = dict(record.stored)
+    for f in fields(record):
+        value = getattr(record, f.name)
+        if f.name == "stored" or (f.name not in out and (value is None or value == ())):
+            continue
+        if isinstance(value, Versus):
+            value = value.to_dict()
+        elif isinstance(value, tuple):
+            value = [dict(trial) for trial in value]
+        out[f.name] = value
+    return out
+
+
+def _versus(value: object, key: str) -> Versus | None:
+    return None if value is None else Versus.from_dict(value, key)
+
+
+def _trials(value: object, key: str) -> tuple[Mapping[str, Any], ...]:
+    items = () if value is None else READ.list_of(READ.as_dict)(value, key)
+    return tuple(items)
+
+
+_CONVERTERS: dict[str, Convert] = {
+    **{f.name: READ.by_type(str(f.type), f.name) for f in fields(TunePoint)
+       if str(f.type).endswith("| None") and f.name not in ("vs_best", "vs_unlimited", "p99_vs_lowest")},
+    "trials": _trials, "vs_best": _versus, "vs_unlimited": _versus, "p99_vs_lowest": _versus,
+}
+"""Every figure but ``children``, ``connections`` and ``rps`` may be missing (an earlier pounder's
+point): read as None."""
