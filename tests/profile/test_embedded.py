@@ -13,6 +13,7 @@ import pytest
 
 from pounder import UsageError
 from pounder.experiment import ExperimentError, load_experiment
+from pounder.load import LoadOptions
 from pounder.pool import GunicornAdapter
 from pounder.profile import (
     CostFigure,
@@ -126,7 +127,8 @@ def test_a_mix_or_a_remote_server_cannot_be_profiled(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--profile loads one URL"):
         check_profile(adapter, make_options(urls=str(urls), profile=True))
     with pytest.raises(UsageError, match="--profile needs the server on loopback"):
-        check_profile(adapter, TuneOptions(listen="10.0.0.1", allow_remote=True, profile=True))
+        check_profile(adapter, TuneOptions(listen="10.0.0.1", load=LoadOptions(keepalive=False, allow_remote=True),
+                                           profile=True))
     check_profile(adapter, make_options(urls=str(urls)))  # not profiling: nothing to refuse
 
 

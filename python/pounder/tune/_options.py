@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from typing import Any, cast
 
 from pounder._errors import UsageError, check_type, public, wrong_type
 from pounder._units import (
@@ -20,7 +20,7 @@ from pounder._units import (
     plain,
 )
 from pounder.compare import MIN_TRIALS
-from pounder.load import read_access_log, read_url_targets
+from pounder.load import LoadOptions, read_access_log, read_url_targets
 from pounder.pool import split_cpus
 from pounder.procs import mem_total
 from pounder.servers import (
@@ -63,10 +63,13 @@ class TuneOptions:
     * ``targets``: the request mix, ``(weight, method, path)`` (from ``--urls`` or
       ``--access-log``); empty: every request asks for ``path``. ``traffic``: what the mix came
       from, in a few lines, printed with the result.
-    * ``keepalive``: requests on kept-alive connections (off by default: each request is a new
-      connection, so MaxRequestsPerChild counts requests in every server); ``throttle``: slow
-      clients (bench's ``--throttle`` text); ``proxy``: False when no buffering proxy is in
-      front, so a slow client holds a child for the whole transfer.
+    * ``load``: the load options a tuning run takes from bench's (:class:`~pounder.LoadOptions`,
+      the others are the run's own): ``keepalive``, requests on kept-alive connections (off by
+      default: each request is a new connection, so MaxRequestsPerChild counts requests in every
+      server); ``throttle``, slow clients (bench's ``--throttle`` text); ``allow_remote``, see
+      ``listen``. Read as ``options.keepalive``, ``options.throttle``, ``options.allow_remote``
+      too. ``proxy``: False when no buffering proxy is in front, so a slow client holds a child
+      for the whole transfer.
     * ``peak_rate``: the target arrival rate (req/s) the pool must answer (``peak_source`` says
       where it came from: ``--peak-rate`` or the access log's busiest second).
     * ``server_cpus`` / ``load_cpus``: CPU affinity of the server under test and of the load
@@ -104,8 +107,7 @@ class TuneOptions:
     trials: int = 3
     targets: tuple[tuple[int, str, str], ...] = ()
     traffic: tuple[str, ...] = ()
-    keepalive: bool = False
-    throttle: str | None = None
+    load: LoadOptions = LoadOptions(keepalive=False)
     proxy: bool = True
     peak_rate: float | None = None
     peak_source: str | None = None
@@ -113,13 +115,34 @@ class TuneOptions:
     load_cpus: tuple[int, ...] | None = None
     confirm: bool = True
     listen: str = HOST
-    allow_remote: bool = False
     profile: bool = False
     cpus: float | None = None
     cpus_source: str | None = None
 
+    @property
+    def keepalive(self) -> bool:
+        return self.load.keepalive
+
+    @property
+    def throttle(self) -> str | None:
+        return cast("str | None", self.load.throttle)  # bench's text, checked so by validate()
+
+    @property
+    def allow_remote(self) -> bool:
+        return self.load.allow_remote
+
     def to_dict(self) -> dict[str, Any]:
-        plain = asdict(self)
+        """The options as ``tune.json`` stores them: the load options among the others, where
+        they have always stood (``keepalive`` and ``throttle`` before ``proxy``, ``allow_remote``
+        after ``listen``)."""
+        plain: dict[str, Any] = {}
+        for name, value in asdict(self).items():
+            if name == "load":
+                plain.update(keepalive=self.keepalive, throttle=self.throttle)
+            else:
+                plain[name] = value
+            if name == "listen":
+                plain["allow_remote"] = self.allow_remote
         for name in _TUPLES:
             value = getattr(self, name)
             plain[name] = None if value is None else [list(v) if isinstance(v, tuple) else v for v in value]
@@ -128,8 +151,11 @@ class TuneOptions:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TuneOptions:
         """Read back :meth:`to_dict` (``tune.json``); :class:`~pounder.UsageError` if it is not."""
-        values = {}
+        values: dict[str, Any] = {}
         try:
+            load = {name: _exact(data[name], kind, name) for name, kind in _LOAD_KEYS.items()
+                    if name in data and not (name == "throttle" and data[name] is None)}
+            values["load"] = LoadOptions(**{"keepalive": False, **load})
             for f in fields(cls):
                 if f.name not in data:
                     continue
@@ -230,6 +256,9 @@ def _texts(value: Any) -> tuple[str, ...]:
     return tuple(_exact(v, str, "traffic") for v in value)
 
 
+_LOAD_KEYS = {"keepalive": bool, "throttle": str, "allow_remote": bool}
+"""The fields of :attr:`TuneOptions.load` as ``tune.json`` stores them, with their type."""
+
 _TUPLES = {"mrpc_values": _ints, "targets": _targets, "traffic": _texts, "server_cpus": _ints, "load_cpus": _ints}
 
 
@@ -310,8 +339,8 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
     if peak_rate is not None:
         values["peak_rate"] = parse_rate(peak_rate, "--peak-rate") if isinstance(peak_rate, str) else peak_rate
         values["peak_source"] = "--peak-rate"
-    values.update(keepalive=keepalive, throttle=throttle, proxy=proxy, confirm=confirm, allow_remote=allow_remote,
-                  profile=profile)
+    values.update(load=LoadOptions(keepalive=keepalive, throttle=throttle, allow_remote=allow_remote), proxy=proxy,
+                  confirm=confirm, profile=profile)
     if listen is not None:
         values["listen"] = listen_address(listen, allow_remote=allow_remote)
     for key, listed in (("server_cpus", server_cpus), ("load_cpus", load_cpus)):
