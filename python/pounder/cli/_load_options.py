@@ -41,40 +41,32 @@ class SharedOptions:
     """The options several commands share that are not load options: which server (its pid file, its
     name), an access log's mix, the Ray cluster that sends the load."""
 
-    server_pidfile: str | None = field(default=None, metadata=flag(
-        "--server-pidfile", metavar="FILE", help=(
-            "Like --server-pid, with the pid read from the server's pid file.")))
-    server_name: str | None = field(default=None, metadata=flag(
-        "--server-name", metavar="TEXT", help=(
-            "Like --server-pid, with the parent found by process name or command line.")))
-    access_log: str | None = field(default=None, metadata=flag(
-        "--access-log", metavar="FILE", help=(
-            "Replay the traffic of this Apache/nginx access log (common or combined format, gzip or not) or HAR "
-            "file (a browser's export): each distinct request (method, path and query) weighted by its count, in "
-            "random order; the URL is then the server's base, http://HOST:PORT or https://HOST:PORT. The log's "
-            "busiest second and minute and its mix are reported. A HAR's mix takes GET and HEAD only, without its "
-            "recorded headers (--replay sends bodies and headers), and only the requests to its most frequent "
-            "origin. Each request's method comes from the file: -m, -b and -T are refused.")))
-    exclude_static: bool = field(default=False, metadata=flag(
-        "--exclude-static", help=(
-            "With --access-log or --replay: leave out static files (.css, .js, images, fonts, media).")))
-    log_methods: str | None = field(default=None, metadata=flag(
-        "--log-methods", metavar="LIST", help=(
-            "With --access-log or --replay: the methods replayed, default GET,HEAD (a POST replayed without the "
-            "body it had is not the request the server saw; --replay sends a HAR's bodies and headers, "
-            "--access-log FILE.har takes GET and HEAD only).")))
-    ray: str | None = field(default=None, metadata=flag(
-        "--ray", metavar="local|auto|HOST:PORT", help=(
-            "Send the load from agents on a Ray cluster: 'local' (one on this machine, on loopback), 'auto' (the "
-            "cluster in RAY_ADDRESS or the one this machine started) or the head's HOST:PORT. Every agent runs its "
-            "share of the same load from one start time; the results are merged exactly. pounder must be installed "
-            "on every node (pip install 'pounder\\[ray]').")))
-    agents: int | None = field(default=None, metadata=flag(
-        "--agents", metavar="N", kind=int, help=(
-            "With --ray: how many agents; default one per node (times --agents-per-node).")))
-    agents_per_node: int | None = field(default=None, metadata=flag(
-        "--agents-per-node", metavar="K", kind=int, help=(
-            "With --ray: agents allowed on one node, default 1 (all with --ray local).")))
+    server_pidfile: str | None = field(default=None, metadata=flag("--server-pidfile", metavar="FILE", help=(
+        "Like --server-pid, with the pid read from the server's pid file.")))
+    server_name: str | None = field(default=None, metadata=flag("--server-name", metavar="TEXT", help=(
+        "Like --server-pid, with the parent found by process name or command line.")))
+    access_log: str | None = field(default=None, metadata=flag("--access-log", metavar="FILE", help=(
+        "Replay the traffic of this Apache/nginx access log (common or combined format, gzip or not) or HAR file "
+        "(a browser's export): each distinct request (method, path and query) weighted by its count, in random "
+        "order; the URL is then the server's base, http://HOST:PORT or https://HOST:PORT. The log's busiest second "
+        "and minute and its mix are reported. A HAR's mix takes GET and HEAD only, without its recorded headers "
+        "(--replay sends bodies and headers), and only the requests to its most frequent origin. Each request's "
+        "method comes from the file: -m, -b and -T are refused.")))
+    exclude_static: bool = field(default=False, metadata=flag("--exclude-static", help=(
+        "With --access-log or --replay: leave out static files (.css, .js, images, fonts, media).")))
+    log_methods: str | None = field(default=None, metadata=flag("--log-methods", metavar="LIST", help=(
+        "With --access-log or --replay: the methods replayed, default GET,HEAD (a POST replayed without the body "
+        "it had is not the request the server saw; --replay sends a HAR's bodies and headers, --access-log "
+        "FILE.har takes GET and HEAD only).")))
+    ray: str | None = field(default=None, metadata=flag("--ray", metavar="local|auto|HOST:PORT", help=(
+        "Send the load from agents on a Ray cluster: 'local' (one on this machine, on loopback), 'auto' (the "
+        "cluster in RAY_ADDRESS or the one this machine started) or the head's HOST:PORT. Every agent runs its "
+        "share of the same load from one start time; the results are merged exactly. pounder must be installed on "
+        "every node (pip install 'pounder\\[ray]').")))
+    agents: int | None = field(default=None, metadata=flag("--agents", metavar="N", kind=int, help=(
+        "With --ray: how many agents; default one per node (times --agents-per-node).")))
+    agents_per_node: int | None = field(default=None, metadata=flag("--agents-per-node", metavar="K", kind=int, help=(
+        "With --ray: agents allowed on one node, default 1 (all with --ray local).")))
 
 
 _FIELD = {"header": "headers", "cookie": "cookies"}  # the field of a repeatable option, as a flag names it

@@ -53,112 +53,86 @@ class TuneFlags:
     stop_signal: str | None = field(default=None, metadata=_server("stop_signal"))
     root: str | None = field(default=None, metadata=_server("root"))
     threads: str | None = field(default=None, metadata=_server("threads"))
-    path: str = field(default="/", metadata=flag(
-        "--path", metavar="PATH", panel=RUN, help=(
-            "What each request asks for (default /).")))
-    results: str | None = field(default=None, metadata=flag(
-        "--results", metavar="DIR", panel=RUN, help=(
-            "Where to write the results (default ./pounder-tune-DATE-TIME); must not exist or be empty.")))
-    resume_dir: str | None = field(default=None, metadata=flag(
-        "--resume", metavar="DIR", panel=RUN, help=(
-            "Continue the interrupted run in DIR.")))
-    demo: bool = field(default=False, metadata=flag(
-        "--demo", panel=RUN, help=(
-            "Tune the bundled demo app (gunicorn, 64 MB preloaded, ~4 ms of CPU and a 16 KB leak per request) with "
-            "a 512M budget, in quick mode with 2 s points and MaxRequestsPerChild 0,1000,100 (under 3 minutes).")))
-    quick: bool = field(default=False, metadata=flag(
-        "--quick", panel=RUN, help=(
-            "Shorter steps (3 s per point, fewer MaxRequestsPerChild values).")))
-    point_duration: str | None = field(default=None, metadata=flag(
-        "--point-duration", metavar="TIME", panel=RUN, help=(
-            "How long each sweep point runs (default 6s).")))
+    path: str = field(default="/", metadata=flag("--path", metavar="PATH", panel=RUN, help=(
+        "What each request asks for (default /).")))
+    results: str | None = field(default=None, metadata=flag("--results", metavar="DIR", panel=RUN, help=(
+        "Where to write the results (default ./pounder-tune-DATE-TIME); must not exist or be empty.")))
+    resume_dir: str | None = field(default=None, metadata=flag("--resume", metavar="DIR", panel=RUN, help=(
+        "Continue the interrupted run in DIR.")))
+    demo: bool = field(default=False, metadata=flag("--demo", panel=RUN, help=(
+        "Tune the bundled demo app (gunicorn, 64 MB preloaded, ~4 ms of CPU and a 16 KB leak per request) with a "
+        "512M budget, in quick mode with 2 s points and MaxRequestsPerChild 0,1000,100 (under 3 minutes).")))
+    quick: bool = field(default=False, metadata=flag("--quick", panel=RUN, help=(
+        "Shorter steps (3 s per point, fewer MaxRequestsPerChild values).")))
+    point_duration: str | None = field(default=None, metadata=flag("--point-duration", metavar="TIME", panel=RUN, help=(
+        "How long each sweep point runs (default 6s).")))
     requests_per_child: str | None = field(default=None, metadata=flag(
         "--requests-per-child", metavar="N", panel=RUN, help=(
             "Requests each child serves in the size measurement (default 200; 100 with --quick).")))
     measure_children: str | None = field(default=None, metadata=flag(
         "--measure-children", metavar="N", panel=RUN, help=(
             "Children started for the size measurement (default 4).")))
-    max_children: str | None = field(default=None, metadata=flag(
-        "--max-children", metavar="N", panel=RUN, help=(
-            "The most children the sweep tries, whatever the memory allows (default 32 per CPU).")))
-    mrpc: str | None = field(default=None, metadata=flag(
-        "--mrpc", metavar="LIST", panel=RUN, help=(
-            "MaxRequestsPerChild values to sweep, 0 = unlimited (default 0,10000,1000,100,10).")))
+    max_children: str | None = field(default=None, metadata=flag("--max-children", metavar="N", panel=RUN, help=(
+        "The most children the sweep tries, whatever the memory allows (default 32 per CPU).")))
+    mrpc: str | None = field(default=None, metadata=flag("--mrpc", metavar="LIST", panel=RUN, help=(
+        "MaxRequestsPerChild values to sweep, 0 = unlimited (default 0,10000,1000,100,10).")))
     ram: str | None = field(default=None, metadata=_typed(GOALS, ram_option(
         GOALS, "RAM budget for the server", "MemAvailable + the server's footprint, less a safety margin")))
-    cpus: str | None = field(default=None, metadata=flag(
-        "--cpus", metavar="N", panel=GOALS, help=(
-            "The pod, emulated: run the server in a cgroup with a quota of N CPUs (0.5, 1.5, 4; at most the CPUs "
-            "it may run on), its --ram enforced there as a memory limit, and size the pool for N cores; or cgroup "
-            "/ cgroup:PATH: the CPU quota of the cgroup pounder runs in or of the one named. Needs a writable cpu "
-            "cgroup (root, or one delegated). Default: the CPUs the server runs on.")))
-    clients: str | None = field(default=None, metadata=flag(
-        "--clients", metavar="N", panel=GOALS, help=(
-            "Expected concurrent clients: the sweep runs at this concurrency, and the pool is the smallest that "
-            "serves them as well as the best measured (a child for each when every connection holds one: "
-            "--no-proxy with --keepalive or --throttle).")))
-    p99: str | None = field(default=None, metadata=flag(
-        "--p99", metavar="TIME", panel=GOALS, help=(
-            "Latency target for the 99th percentile (300ms): the pool is the smallest as fast as the best whose "
-            "p99 meets it at the offered load, and the confirmation run checks it.")))
-    peak_rate: str | None = field(default=None, metadata=flag(
-        "--peak-rate", metavar="RATE", panel=GOALS, help=(
-            "The peak arrival rate the pool must answer (200/s): children = rate x the time a child is held per "
-            "request (Little's law), with headroom, capped by memory. Default with --access-log: the log's busiest "
-            "second.")))
-    trials: str | None = field(default=None, metadata=flag(
-        "--trials", metavar="N", panel=RUN, help=(
-            "Interleaved trials per sweep point (default 3, at least 3): medians with 95% intervals; a point wider "
-            "than +-10% is measured once more.")))
-    urls: str | None = field(default=None, metadata=flag(
-        "--urls", metavar="FILE", panel=TRAFFIC, help=(
-            "What to ask for: a bench URL file (one URL per line, optional weight and GET/HEAD); each URL's path "
-            "and query are asked of the server pounder starts.")))
-    access_log: str | None = field(default=None, metadata=like(
-        SharedOptions, "access_log", panel=TRAFFIC, help=(
-            "Replay the GET and HEAD requests of an Apache/nginx access log (combined or common; gzip too) in "
-            "their measured proportions; its busiest second is the target rate unless --clients or --peak-rate is "
-            "given.")))
-    exclude_static: bool = field(default=False, metadata=like(
-        SharedOptions, "exclude_static", panel=TRAFFIC, help=(
-            "With --access-log: leave out static files (images, CSS, JS, fonts), served elsewhere in production.")))
-    keepalive: bool | None = field(default=None, metadata=like(
-        LoadOptions, "keepalive", panel=TRAFFIC, help=(
-            "Requests on kept-alive connections, as production clients send them (default off: a new connection "
-            "per request, so MaxRequestsPerChild counts requests in every server).")))
-    throttle: str | None = field(default=None, metadata=like(
-        LoadOptions, "throttle", panel=TRAFFIC, help=(
-            "Slow clients (with --no-proxy): each connection reads at most this fast (56kbit, 1mbps), as bench "
-            "--throttle; a child stays busy for the whole transfer, and the pool is sized for it.")))
-    no_proxy: bool = field(default=False, metadata=flag(
-        "--no-proxy", panel=TRAFFIC, help=(
-            "No buffering proxy in front of the server: a slow or kept-alive client holds its child for the whole "
-            "transfer or connection, and the pool is sized for it (needs --throttle or --keepalive).")))
-    server_cpus: str | None = field(default=None, metadata=flag(
-        "--server-cpus", metavar="LIST", panel=RUN, help=(
-            "CPUs for the server under test (0-2,5). Default: with 4 or more CPUs, most for the server and the "
-            "rest for the load generator; with fewer they share them, and the load generator's CPU is reported "
-            "next to the server's.")))
-    load_cpus: str | None = field(default=None, metadata=flag(
-        "--load-cpus", metavar="LIST", panel=RUN, help=(
-            "CPUs for pounder's load generator (3).")))
-    no_confirm: bool = field(default=False, metadata=flag(
-        "--no-confirm", panel=RUN, help=(
-            "Skip the confirmation run (the recommended configuration started, warmed and held at the target load).")))
-    profile: bool = field(default=False, metadata=flag(
-        "--profile", panel=RUN, help=(
-            "After the confirmation, profile the recommended configuration at its load (py-spy, Devel::NYTProf or "
-            "perf, as pounder profile; 2 rounds with --quick, else 5): profile.json and flame.svg in the results "
-            "directory, the top functions and the profiler's cost in the text.")))
+    cpus: str | None = field(default=None, metadata=flag("--cpus", metavar="N", panel=GOALS, help=(
+        "The pod, emulated: run the server in a cgroup with a quota of N CPUs (0.5, 1.5, 4; at most the CPUs it "
+        "may run on), its --ram enforced there as a memory limit, and size the pool for N cores; or cgroup / "
+        "cgroup:PATH: the CPU quota of the cgroup pounder runs in or of the one named. Needs a writable cpu cgroup "
+        "(root, or one delegated). Default: the CPUs the server runs on.")))
+    clients: str | None = field(default=None, metadata=flag("--clients", metavar="N", panel=GOALS, help=(
+        "Expected concurrent clients: the sweep runs at this concurrency, and the pool is the smallest that serves "
+        "them as well as the best measured (a child for each when every connection holds one: --no-proxy with "
+        "--keepalive or --throttle).")))
+    p99: str | None = field(default=None, metadata=flag("--p99", metavar="TIME", panel=GOALS, help=(
+        "Latency target for the 99th percentile (300ms): the pool is the smallest as fast as the best whose p99 "
+        "meets it at the offered load, and the confirmation run checks it.")))
+    peak_rate: str | None = field(default=None, metadata=flag("--peak-rate", metavar="RATE", panel=GOALS, help=(
+        "The peak arrival rate the pool must answer (200/s): children = rate x the time a child is held per "
+        "request (Little's law), with headroom, capped by memory. Default with --access-log: the log's busiest "
+        "second.")))
+    trials: str | None = field(default=None, metadata=flag("--trials", metavar="N", panel=RUN, help=(
+        "Interleaved trials per sweep point (default 3, at least 3): medians with 95% intervals; a point wider "
+        "than +-10% is measured once more.")))
+    urls: str | None = field(default=None, metadata=flag("--urls", metavar="FILE", panel=TRAFFIC, help=(
+        "What to ask for: a bench URL file (one URL per line, optional weight and GET/HEAD); each URL's path and "
+        "query are asked of the server pounder starts.")))
+    access_log: str | None = field(default=None, metadata=like(SharedOptions, "access_log", panel=TRAFFIC, help=(
+        "Replay the GET and HEAD requests of an Apache/nginx access log (combined or common; gzip too) in their "
+        "measured proportions; its busiest second is the target rate unless --clients or --peak-rate is given.")))
+    exclude_static: bool = field(default=False, metadata=like(SharedOptions, "exclude_static", panel=TRAFFIC, help=(
+        "With --access-log: leave out static files (images, CSS, JS, fonts), served elsewhere in production.")))
+    keepalive: bool | None = field(default=None, metadata=like(LoadOptions, "keepalive", panel=TRAFFIC, help=(
+        "Requests on kept-alive connections, as production clients send them (default off: a new connection per "
+        "request, so MaxRequestsPerChild counts requests in every server).")))
+    throttle: str | None = field(default=None, metadata=like(LoadOptions, "throttle", panel=TRAFFIC, help=(
+        "Slow clients (with --no-proxy): each connection reads at most this fast (56kbit, 1mbps), as bench "
+        "--throttle; a child stays busy for the whole transfer, and the pool is sized for it.")))
+    no_proxy: bool = field(default=False, metadata=flag("--no-proxy", panel=TRAFFIC, help=(
+        "No buffering proxy in front of the server: a slow or kept-alive client holds its child for the whole "
+        "transfer or connection, and the pool is sized for it (needs --throttle or --keepalive).")))
+    server_cpus: str | None = field(default=None, metadata=flag("--server-cpus", metavar="LIST", panel=RUN, help=(
+        "CPUs for the server under test (0-2,5). Default: with 4 or more CPUs, most for the server and the rest "
+        "for the load generator; with fewer they share them, and the load generator's CPU is reported next to the "
+        "server's.")))
+    load_cpus: str | None = field(default=None, metadata=flag("--load-cpus", metavar="LIST", panel=RUN, help=(
+        "CPUs for pounder's load generator (3).")))
+    no_confirm: bool = field(default=False, metadata=flag("--no-confirm", panel=RUN, help=(
+        "Skip the confirmation run (the recommended configuration started, warmed and held at the target load).")))
+    profile: bool = field(default=False, metadata=flag("--profile", panel=RUN, help=(
+        "After the confirmation, profile the recommended configuration at its load (py-spy, Devel::NYTProf or "
+        "perf, as pounder profile; 2 rounds with --quick, else 5): profile.json and flame.svg in the results "
+        "directory, the top functions and the profiler's cost in the text.")))
     report: str | None = field(default=None, metadata=_typed(RUN, report_option(RUN, "results")))
-    listen: str | None = field(default=None, metadata=flag(
-        "--listen", metavar="ADDRESS", panel=SERVER, help=(
-            "The IPv4 address of this machine the server listens on (default 127.0.0.1): the one Ray agents on "
-            "other machines reach it at. One outside 127.0.0.0/8 needs --allow-remote.")))
-    allow_remote: bool = field(default=False, metadata=like(
-        LoadOptions, "allow_remote", panel=SERVER, help=(
-            "Allow --listen on an address outside 127.0.0.0/8: the server under test is then reachable from the "
-            "network.")))
+    listen: str | None = field(default=None, metadata=flag("--listen", metavar="ADDRESS", panel=SERVER, help=(
+        "The IPv4 address of this machine the server listens on (default 127.0.0.1): the one Ray agents on other "
+        "machines reach it at. One outside 127.0.0.0/8 needs --allow-remote.")))
+    allow_remote: bool = field(default=False, metadata=like(LoadOptions, "allow_remote", panel=SERVER, help=(
+        "Allow --listen on an address outside 127.0.0.0/8: the server under test is then reachable from the "
+        "network.")))
     ray: str | None = field(default=None, metadata=like(SharedOptions, "ray", panel=AGENTS))
     agents: int | None = field(default=None, metadata=like(SharedOptions, "agents", panel=AGENTS))
     agents_per_node: int | None = field(default=None, metadata=like(

@@ -33,52 +33,37 @@ class LoadOptions:
     Defaults: closed loop with 10 connections for 10 s, 30 s timeout, keep-alive on; targets on
     this machine only unless ``allow_remote``."""
 
-    connections: int | str | None = field(default=None, metadata=flag(
-        "-c", "--connections", metavar="N", help=(
-            "Closed loop: concurrent connections, default 10. Open loop: the cap on requests in flight, default "
-            "1000.")))
-    requests: int | str | None = field(default=None, metadata=flag(
-        "-n", "--requests", metavar="N", help=(
-            "Stop after N measured requests (10k, 1M).")))
-    duration: Number | None = field(default=None, metadata=flag(
-        "-d", "--duration", metavar="TIME", help=(
-            "Measure for this long: 30s, 2m, 1h, 500ms (a bare number is seconds). With -n too, the first limit "
-            "reached ends the run.")))
-    threads: int | str | None = field(default=None, metadata=flag(
-        "-t", "--threads", metavar="N", help=(
-            "Engine threads; default: the CPUs available. Silently lowered to the number of connections.")))
-    rate: float | int | str | None = field(default=None, metadata=flag(
-        "--rate", metavar="RATE", help=(
-            "Open loop at a global rate in req/s: 500, a ramp over the run 50..500, or a ramp 50..500/60s (then "
-            "held at 500 if -d is longer); latency is measured from each request's intended send time.")))
-    stages: str | Sequence[Stage] | None = field(default=None, metadata=flag(
-        "--stages", metavar="STAGES", help=(
-            "Open loop in stages: 30s@100,60s@400,30s@100 (constant) or 60s@100..400 (ramp). Excludes --rate, -n, "
-            "-d.")))
-    max_in_flight: int | str | None = field(default=None, metadata=flag(
-        "--max-in-flight", metavar="N", help=(
-            "Open loop only: the cap on requests in flight (same as -c in open loop), default 1000. A request "
-            "whose time comes while the cap is reached is counted as unsent.")))
-    keepalive: bool = field(default=True, metadata=flag(
-        "--keepalive/--no-keepalive", help=(
-            "Keep connections open between requests (--keepalive) or open a new one for every request "
-            "(--no-keepalive, sends Connection: close).")))
-    calls_per_conn: int | str | None = field(default=None, metadata=flag(
-        "--calls-per-conn", metavar="N", help=(
-            "Close each connection after N responses (0 = never, the default).")))
-    throttle: int | str | None = field(default=None, metadata=flag(
-        "--throttle", metavar="BANDWIDTH", help=(
-            "Read responses slowly, per connection: 33.6kbps, 1Mbps, 56kbit (bits, k = 1000), 4KB/s (bytes), "
-            "1MiB/s (k = 1024); a bare number is bytes/s.")))
-    method: str | None = field(default=None, metadata=flag(
-        "-m", "--method", metavar="METHOD", help=(
-            "HTTP method; default GET, or POST when there is a body.")))
-    body: str | bytes | None = field(default=None, metadata=flag(
-        "-b", "--body", metavar="TEXT|@FILE", help=(
-            "Request body: the text itself, or @FILE for a file's bytes.")))
-    content_type: str | None = field(default=None, metadata=flag(
-        "-T", "--content-type", metavar="TYPE", help=(
-            "Content-Type header.")))
+    connections: int | str | None = field(default=None, metadata=flag("-c", "--connections", metavar="N", help=(
+        "Closed loop: concurrent connections, default 10. Open loop: the cap on requests in flight, default 1000.")))
+    requests: int | str | None = field(default=None, metadata=flag("-n", "--requests", metavar="N", help=(
+        "Stop after N measured requests (10k, 1M).")))
+    duration: Number | None = field(default=None, metadata=flag("-d", "--duration", metavar="TIME", help=(
+        "Measure for this long: 30s, 2m, 1h, 500ms (a bare number is seconds). With -n too, the first limit "
+        "reached ends the run.")))
+    threads: int | str | None = field(default=None, metadata=flag("-t", "--threads", metavar="N", help=(
+        "Engine threads; default: the CPUs available. Silently lowered to the number of connections.")))
+    rate: float | int | str | None = field(default=None, metadata=flag("--rate", metavar="RATE", help=(
+        "Open loop at a global rate in req/s: 500, a ramp over the run 50..500, or a ramp 50..500/60s (then held "
+        "at 500 if -d is longer); latency is measured from each request's intended send time.")))
+    stages: str | Sequence[Stage] | None = field(default=None, metadata=flag("--stages", metavar="STAGES", help=(
+        "Open loop in stages: 30s@100,60s@400,30s@100 (constant) or 60s@100..400 (ramp). Excludes --rate, -n, -d.")))
+    max_in_flight: int | str | None = field(default=None, metadata=flag("--max-in-flight", metavar="N", help=(
+        "Open loop only: the cap on requests in flight (same as -c in open loop), default 1000. A request whose "
+        "time comes while the cap is reached is counted as unsent.")))
+    keepalive: bool = field(default=True, metadata=flag("--keepalive/--no-keepalive", help=(
+        "Keep connections open between requests (--keepalive) or open a new one for every request (--no-keepalive, "
+        "sends Connection: close).")))
+    calls_per_conn: int | str | None = field(default=None, metadata=flag("--calls-per-conn", metavar="N", help=(
+        "Close each connection after N responses (0 = never, the default).")))
+    throttle: int | str | None = field(default=None, metadata=flag("--throttle", metavar="BANDWIDTH", help=(
+        "Read responses slowly, per connection: 33.6kbps, 1Mbps, 56kbit (bits, k = 1000), 4KB/s (bytes), 1MiB/s (k "
+        "= 1024); a bare number is bytes/s.")))
+    method: str | None = field(default=None, metadata=flag("-m", "--method", metavar="METHOD", help=(
+        "HTTP method; default GET, or POST when there is a body.")))
+    body: str | bytes | None = field(default=None, metadata=flag("-b", "--body", metavar="TEXT|@FILE", help=(
+        "Request body: the text itself, or @FILE for a file's bytes.")))
+    content_type: str | None = field(default=None, metadata=flag("-T", "--content-type", metavar="TYPE", help=(
+        "Content-Type header.")))
     headers: str | Sequence[str] | Mapping[str, str] = field(default=(), metadata=flag(
         "-H", "--header", metavar="'NAME: VALUE'", repeatable=True, help=(
             "Add a header, or replace one pounder sends by default (Host, User-Agent, Accept). Repeatable. "
@@ -87,63 +72,52 @@ class LoadOptions:
     cookies: str | Sequence[str] = field(default=(), metadata=flag(
         "--cookie", metavar="NAME=VALUE", repeatable=True, help=(
             "Send a cookie. Repeatable.")))
-    auth: str | None = field(default=None, metadata=flag(
-        "-A", "--auth", metavar="USER:PASS", help=(
-            "Basic authentication.")))
-    timeout: Number | None = field(default=None, metadata=flag(
-        "--timeout", metavar="TIME", help=(
-            "Per-request timeout, connect included (like ab). Default 30s.")))
-    allow_remote: bool = field(default=False, metadata=flag(
-        "--allow-remote", help=(
-            "Allow targets that are not loopback addresses (127.0.0.0/8, ::1).")))
-    insecure: bool = field(default=False, metadata=flag(
-        "--insecure", help=(
-            "https://: accept any server certificate (a self-signed one); the handshake is still made in full, and "
-            "what the engine (rustls) cannot use is still refused: an RSA key under 2048 bits.")))
+    auth: str | None = field(default=None, metadata=flag("-A", "--auth", metavar="USER:PASS", help=(
+        "Basic authentication.")))
+    timeout: Number | None = field(default=None, metadata=flag("--timeout", metavar="TIME", help=(
+        "Per-request timeout, connect included (like ab). Default 30s.")))
+    allow_remote: bool = field(default=False, metadata=flag("--allow-remote", help=(
+        "Allow targets that are not loopback addresses (127.0.0.0/8, ::1).")))
+    insecure: bool = field(default=False, metadata=flag("--insecure", help=(
+        "https://: accept any server certificate (a self-signed one); the handshake is still made in full, and "
+        "what the engine (rustls) cannot use is still refused: an RSA key under 2048 bits.")))
     """https://: accept any server certificate (the handshake is still checked)."""
-    cacert: str | Path | None = field(default=None, metadata=flag(
-        "--cacert", metavar="FILE", help=(
-            "https://: trust the CA certificates of this PEM file instead of the system's; a self-signed server "
-            "certificate given here is trusted as it is. Before the load, pounder makes one TLS handshake (no "
-            "request) to each https:// address to check its certificate, and closes it cleanly (close_notify): a "
-            "connection that asked nothing, which servers do not log as a request (nginx logs a 400 line only when "
-            "the port speaks plain HTTP).")))
+    cacert: str | Path | None = field(default=None, metadata=flag("--cacert", metavar="FILE", help=(
+        "https://: trust the CA certificates of this PEM file instead of the system's; a self-signed server "
+        "certificate given here is trusted as it is. Before the load, pounder makes one TLS handshake (no request) "
+        "to each https:// address to check its certificate, and closes it cleanly (close_notify): a connection "
+        "that asked nothing, which servers do not log as a request (nginx logs a 400 line only when the port "
+        "speaks plain HTTP).")))
     """https://: a PEM file of the CA certificates to trust instead of the system's."""
-    cert: str | Path | None = field(default=None, metadata=flag(
-        "--cert", metavar="FILE", help=(
-            "https://: send this PEM client certificate (with --key).")))
+    cert: str | Path | None = field(default=None, metadata=flag("--cert", metavar="FILE", help=(
+        "https://: send this PEM client certificate (with --key).")))
     """https://: a PEM client certificate (with ``key``)."""
-    key: str | Path | None = field(default=None, metadata=flag(
-        "--key", metavar="FILE", help=(
-            "https://: the client certificate's PEM private key (not encrypted).")))
+    key: str | Path | None = field(default=None, metadata=flag("--key", metavar="FILE", help=(
+        "https://: the client certificate's PEM private key (not encrypted).")))
     """https://: the client certificate's PEM private key (not encrypted)."""
-    tls_resume: bool = field(default=True, metadata=flag(
-        "--tls-resume/--no-tls-resume", help=(
-            "https://: resume TLS sessions on new connections (default), or make every handshake a full one "
-            "(--no-tls-resume), which is what a server pays for new visitors.")))
+    tls_resume: bool = field(default=True, metadata=flag("--tls-resume/--no-tls-resume", help=(
+        "https://: resume TLS sessions on new connections (default), or make every handshake a full one "
+        "(--no-tls-resume), which is what a server pays for new visitors.")))
     """https://: resume TLS sessions (False: every handshake is a full one)."""
-    scenario: str | Path | None = field(default=None, metadata=flag(
-        "--scenario", metavar="FILE", help=(
-            "Virtual users with sessions, from a TOML scenario file (docs/scenarios.md): each connection is a user "
-            "that runs the \\[\\[login]] steps once (capturing CSRF tokens, cookies in its own jar), then the "
-            "\\[\\[loop]] steps round and round; every step is a request (-n counts them) with its own "
-            "percentiles. The URL is then the server's base, http://HOST:PORT or https://HOST:PORT. In open loop "
-            "think times are not slept.")))
+    scenario: str | Path | None = field(default=None, metadata=flag("--scenario", metavar="FILE", help=(
+        "Virtual users with sessions, from a TOML scenario file (docs/scenarios.md): each connection is a user "
+        "that runs the \\[\\[login]] steps once (capturing CSRF tokens, cookies in its own jar), then the "
+        "\\[\\[loop]] steps round and round; every step is a request (-n counts them) with its own percentiles. "
+        "The URL is then the server's base, http://HOST:PORT or https://HOST:PORT. In open loop think times are "
+        "not slept.")))
     """A scenario file (docs/scenarios.md): virtual users with sessions instead of one request."""
-    replay: str | Path | None = field(default=None, metadata=flag(
-        "--replay", metavar="FILE", help=(
-            "Send the requests of this access log (common or combined, gzip or not) or HAR file at their recorded "
-            "times, scaled by --speed: open loop, latency from each request's time, -c the cap on requests in "
-            "flight. Sub-second times are used when the log has them ([10/Oct/2000:13:55:36.123 +0000], a HAR's "
-            "startedDateTime); a log of whole seconds has each second's requests spread evenly over it (the report "
-            "says so). A HAR's requests keep their headers and bodies; only those to its most frequent origin are "
-            "sent (the others are counted as skipped). The URL is the server's base, http://HOST:PORT or "
-            "https://HOST:PORT. -n or -d cut it short. Excludes --rate, --stages, --warmup, --order, -f, "
-            "--access-log, --scenario, -m, -b, -T.")))
+    replay: str | Path | None = field(default=None, metadata=flag("--replay", metavar="FILE", help=(
+        "Send the requests of this access log (common or combined, gzip or not) or HAR file at their recorded "
+        "times, scaled by --speed: open loop, latency from each request's time, -c the cap on requests in flight. "
+        "Sub-second times are used when the log has them ([10/Oct/2000:13:55:36.123 +0000], a HAR's "
+        "startedDateTime); a log of whole seconds has each second's requests spread evenly over it (the report "
+        "says so). A HAR's requests keep their headers and bodies; only those to its most frequent origin are sent "
+        "(the others are counted as skipped). The URL is the server's base, http://HOST:PORT or https://HOST:PORT. "
+        "-n or -d cut it short. Excludes --rate, --stages, --warmup, --order, -f, --access-log, --scenario, -m, "
+        "-b, -T.")))
     """An access log or HAR file whose requests are sent at their recorded times (open loop)."""
-    speed: str | float | None = field(default=None, metadata=flag(
-        "--speed", metavar="FACTOR", help=(
-            "With --replay: how much faster than recorded, e.g. 10x, 0.5x or 2; default 1x.")))
+    speed: str | float | None = field(default=None, metadata=flag("--speed", metavar="FACTOR", help=(
+        "With --replay: how much faster than recorded, e.g. 10x, 0.5x or 2; default 1x.")))
     """With ``replay``: how much faster the log is replayed (``"10x"``, ``"0.5x"``, ``2``); default 1x."""
     expect_status: str | int | Sequence[int | str] | None = field(default=None, metadata=flag(
         "--expect-status", metavar="STATUSES", help=(
