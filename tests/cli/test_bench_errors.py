@@ -3,9 +3,7 @@ traceback, nothing on stdout. Through typer's CliRunner and through a real ``pyt
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +12,8 @@ import pytest
 import pounder
 from pounder.cli import app
 from support import cliutil
-from support.cliutil import assert_usage_error, runner
+from support.cliutil import assert_usage_error, run_pounder, runner, with_pythonpath
 
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 URL = "http://127.0.0.1:8080/"
 
 
@@ -134,16 +131,7 @@ def test_unknown_command() -> None:
 
 
 def run_process(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
-    return subprocess.run(
-        [sys.executable, "-m", "pounder", "bench", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    return run_pounder("bench", *args, env=with_pythonpath(), timeout=60)
 
 
 @pytest.mark.parametrize(

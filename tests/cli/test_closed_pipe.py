@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from support.cliutil import run_pounder
 
 COMMANDS = ["bench", "compare", "mem", "syscalls", "profile", "top", "tune", "run", "report"]
 
@@ -21,8 +22,7 @@ def _closed_stdout(*args: str, cwd: Path | None = None) -> subprocess.CompletedP
     read, write = os.pipe()
     os.close(read)
     try:
-        return subprocess.run([sys.executable, "-m", "pounder", *args], stdout=write, stderr=subprocess.PIPE,
-                              stdin=subprocess.DEVNULL, text=True, timeout=60, cwd=cwd, check=False)  # fmt: skip
+        return run_pounder(*args, stdout=write, stdin=subprocess.DEVNULL, timeout=60, cwd=cwd)
     finally:
         os.close(write)
 

@@ -3,7 +3,6 @@ traceback, nothing on stdout, and nothing sent. Through typer's CliRunner and a 
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
@@ -13,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from support import cliutil
+from support.cliutil import run_pounder, with_pythonpath
 
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 A = "http://127.0.0.1:8080/a"
 B = "http://127.0.0.1:8080/b"
 
@@ -114,16 +113,7 @@ def test_nothing_is_sent_on_bad_input(listener: socket.socket, extra: list[str])
 
 
 def run_process(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
-    return subprocess.run(
-        [sys.executable, "-m", "pounder", "compare", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    return run_pounder("compare", *args, env=with_pythonpath(), timeout=60)
 
 
 @pytest.mark.parametrize(

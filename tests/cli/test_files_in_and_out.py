@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +16,10 @@ from pounder import UsageError
 from pounder.report import write_report
 from pounder.servers import gunicorn_missing
 from support import cliutil
-from support.cliutil import assert_usage_error
+from support.cliutil import assert_usage_error, run_pounder, with_pythonpath
 
 URL = "http://127.0.0.1:9/"
 A, B = "http://127.0.0.1:9/a", "http://127.0.0.1:9/b"
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
 
 def _url_experiment(folder: Path) -> Path:
@@ -35,9 +33,7 @@ def _url_experiment(folder: Path) -> Path:
 
 def _python_pounder(*args: str) -> tuple[int, str, str]:
     """A real ``python -m pounder`` bounded in time: a FIFO read by mistake would hang it."""
-    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
-    done = subprocess.run([sys.executable, "-m", "pounder", *args], capture_output=True, text=True, timeout=60,
-                          env=env, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    done = run_pounder(*args, timeout=60, env=with_pythonpath(), stdin=subprocess.DEVNULL)
     return done.returncode, done.stdout, done.stderr
 
 

@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 
 from support import cliutil
-from support.cliutil import assert_usage_error
+from support.cliutil import assert_usage_error, start_pounder, with_pythonpath
 from support.proctree import TreeFactory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -204,14 +204,7 @@ def test_short_lived_children_are_skipped_not_errors(trees: TreeFactory) -> None
 
 def test_ctrl_c_stops_watch_with_status_0(trees: TreeFactory) -> None:
     tree = trees.start()
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pounder", "mem", "--server-pid", str(tree.pid), "--watch", "100ms"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc = start_pounder("mem", "--server-pid", tree.pid, "--watch", "100ms", env=with_pythonpath())
     try:
         deadline = time.monotonic() + 10
         assert proc.stdout is not None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import pytest
 from pounder import UsageError
 from pounder._files import check_output_name
 from support import cliutil
-from support.cliutil import assert_usage_error
+from support.cliutil import assert_usage_error, run_pounder
 
 URL = "http://127.0.0.1:9/"
 A, B = "http://127.0.0.1:9/a", "http://127.0.0.1:9/b"
@@ -90,8 +89,7 @@ def test_a_read_only_directory_is_bad_input_before_anything_is_sent(testserver: 
 
 
 def _pounder(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pounder", *args], capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    return run_pounder(*args, timeout=120, stdin=subprocess.DEVNULL)
 
 
 def test_a_write_that_fails_after_measuring_is_exit_1_with_the_figures_printed(gunicorn_server: Any) -> None:

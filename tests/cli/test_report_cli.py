@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,9 +13,7 @@ from typing import Any
 import pytest
 
 import pounder
-from support.cliutil import assert_usage_error, run_cli
-
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+from support.cliutil import assert_usage_error, run_cli, run_pounder, with_pythonpath
 
 
 def chart_ids(page: str) -> list[str]:
@@ -105,9 +102,8 @@ def test_report_option_is_checked_before_anything_is_sent(testserver: Any, tmp_p
 def test_real_process_prints_no_traceback(tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps({"schema": "pounder/compare/1", "variants": [{"trials": 3}, {"trials": 3}]}))
-    done = subprocess.run([sys.executable, "-m", "pounder", "report", str(broken), "-o", str(tmp_path / "x.html")],
-                          capture_output=True, text=True, timeout=60, check=False,
-                          env={"PYTHONPATH": str(PYTHON_DIR), "PATH": "/usr/bin:/bin"})
+    done = run_pounder("report", broken, "-o", tmp_path / "x.html", timeout=60,
+                       env=with_pythonpath({"PATH": "/usr/bin:/bin"}))
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("pounder: error: ") and len(done.stderr.splitlines()) == 1, done.stderr
     assert "label" in done.stderr

@@ -15,10 +15,8 @@ from pathlib import Path
 import pytest
 
 from support import cliutil
-from support.cliutil import assert_usage_error
+from support.cliutil import assert_usage_error, run_pounder, with_pythonpath
 from support.proctree import TreeFactory
-
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:
@@ -144,11 +142,8 @@ def test_strace_missing(listener: str, tmp_path: Path, monkeypatch: pytest.Monke
 def test_strace_missing_through_python_m_pounder(listener: str, tmp_path: Path, server_pid: int) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()
-    env = {**os.environ, "PATH": str(empty)}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-m", "pounder", "syscalls", listener, "--server-pid", str(server_pid)],
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, env=env,
-                          check=False)  # fmt: skip
+    env = with_pythonpath({**os.environ, "PATH": str(empty)})
+    proc = run_pounder("syscalls", listener, "--server-pid", server_pid, stdin=subprocess.DEVNULL, timeout=60, env=env)
     assert_usage_error(proc.returncode, proc.stdout, proc.stderr, "strace is not installed", "apt-get install strace")
 
 

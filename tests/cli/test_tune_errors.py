@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pounder.pool import KINDS
+from support.cliutil import pounder_command, run_pounder, with_pythonpath
 from support.recorded import recorded_copy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,10 +25,7 @@ PSGI = ROOT / "tests" / "apps" / "app.psgi"
 
 
 def run_tune(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
-    return subprocess.run([sys.executable, "-m", "pounder", "tune", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=60, check=False)
+    return run_pounder("tune", *args, cwd=cwd, env=with_pythonpath(), timeout=60)
 
 
 def assert_usage_error(process: subprocess.CompletedProcess[str], fragment: str) -> str:
@@ -413,11 +411,9 @@ def test_cpus_without_a_writable_cpu_cgroup(cwd: Path) -> None:
     mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
               if " - cgroup" in line]
     remount = " && ".join(f"mount -o remount,bind,ro {m}" for m in mounts)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
     process = subprocess.run(["/usr/bin/unshare", "-m", "sh", "-c", f"mount --make-rprivate / && {remount} && exec "
-                              f"{sys.executable} -m pounder tune --demo --cpus 1"], cwd=cwd, capture_output=True,
-                             text=True, env=env, timeout=60, check=False)
+                              + pounder_command("tune", "--demo", "--cpus", "1")], cwd=cwd, capture_output=True,
+                             text=True, env=with_pythonpath(), timeout=60, check=False)
     line = assert_usage_error(process, "--cpus needs a cpu cgroup pounder can write to (")
     assert "run pounder as root, or in a cgroup delegated to its user with the cpu controller" in line
     assert list(cwd.iterdir()) == []

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from pounder.agents import Cluster
 from pounder.experiment import ExperimentError, LoadSpec, load_experiment, run_experiment
 from pounder.experiment._profiles import params_of
 from pounder.pool import PoolParams
+from support.cliutil import run_pounder
 from support.schemas import validate
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "experiments"
@@ -164,8 +163,7 @@ def test_cli_bad_load_or_label_is_one_line_before_any_directory(tmp_path: Path, 
                                                                 expected: str) -> None:
     path = tmp_path / "e.toml"
     path.write_text(GOOD.replace(old, new, 1))
-    done = subprocess.run([sys.executable, "-m", "pounder", "run", str(path)], capture_output=True, text=True,
-                          timeout=60, check=False, cwd=tmp_path)
+    done = run_pounder("run", path, timeout=60, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.startswith(f"pounder: error: {path}{expected}") and done.stderr.count("\n") == 1, done.stderr
     assert done.stdout == ""
@@ -194,8 +192,7 @@ def test_one_variant_is_not_a_comparison(tmp_path: Path) -> None:
 def test_cli_bad_file_is_one_line_exit_2(tmp_path: Path) -> None:
     path = tmp_path / "e.toml"
     path.write_text(GOOD.replace("workers = 2", 'workers = "two"'))
-    done = subprocess.run([sys.executable, "-m", "pounder", "run", str(path)], capture_output=True, text=True,
-                          timeout=60, check=False, cwd=tmp_path)
+    done = run_pounder("run", path, timeout=60, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr == f"pounder: error: {path}:6: server.workers: expected a whole number, got 'two'\n"
     assert not list(tmp_path.glob("pounder-run-*"))

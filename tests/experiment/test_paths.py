@@ -5,8 +5,6 @@ command-line flag. The ini is served by a real uWSGI; the hints come from the re
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from pounder.experiment import ExperimentError, load_experiment
 from pounder.experiment._file import server_adapter
 from pounder.pool import PoolParams
 from pounder.servers import gunicorn_missing, uwsgi_missing
+from support.cliutil import run_pounder
 from support.srvutil import get
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
@@ -51,8 +50,7 @@ def _experiment(tmp_path: Path, adapter: str, target: str) -> Path:
 
 
 def _run(path: Path, cwd: Path) -> tuple[int, str]:
-    done = subprocess.run([sys.executable, "-m", "pounder", "run", str(path)], capture_output=True, text=True,
-                          timeout=120, check=False, cwd=cwd)
+    done = run_pounder("run", path, timeout=120, cwd=cwd)
     return done.returncode, done.stderr
 
 
@@ -106,8 +104,7 @@ def test_the_missing_module_hint_names_the_key_in_a_file_and_the_flag_on_the_com
     assert err == (f"pounder: error: {path}:5: server.app: gunicorn: cannot find the module 'no_such_module' of "
                    "no_such_module:app on PYTHONPATH or in site-packages (gunicorn runs in a directory of its own: "
                    "give pythonpath = \"DIR\" for a module there)\n")
-    done = subprocess.run([sys.executable, "-m", "pounder", "tune", "gunicorn", "no_such_module:app"],
-                          capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
+    done = run_pounder("tune", "gunicorn", "no_such_module:app", timeout=60, cwd=tmp_path)
     assert done.returncode == 2 and "give --pythonpath DIR for a module there" in done.stderr, done.stderr
 
 

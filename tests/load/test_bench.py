@@ -28,6 +28,7 @@ from typer.testing import CliRunner
 import pounder
 from pounder import BenchResult, Progress, Stage, UsageError, bench
 from pounder.cli import app
+from support.cliutil import pounder_argv, start_pounder
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 PHASES = ("warmup", "measure", "drain", "done")
@@ -336,10 +337,7 @@ def test_cli_ctrl_c_exits_130_with_partial_report(testserver: Any, tmp_path: Pat
     srv = testserver()
     out = tmp_path / "out.json"
     start = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pounder", "bench", srv.url + "/", "-d", "30s", "--json", str(out)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    proc = start_pounder("bench", srv.url + "/", "-d", "30s", "--json", out, stdin=subprocess.DEVNULL)
     try:
         # SIGINT once the load is really on (not while Python is still importing), about 1 s in
         deadline = start + 10
@@ -403,7 +401,7 @@ def test_cli_bad_output_path_sends_nothing(
 
 def test_cli_engine_missing_is_one_line_exit_1(testserver: Any, no_engine_path: Path) -> None:
     srv = testserver()
-    proc = run_without_engine(no_engine_path, "-m", "pounder", "bench", "-n", "10", srv.url + "/")
+    proc = run_without_engine(no_engine_path, *pounder_argv("bench", "-n", "10", srv.url + "/")[1:])
     assert proc.returncode == 1, (proc.returncode, proc.stderr)
     assert proc.stdout == ""
     assert proc.stderr.count("\n") == 1, proc.stderr

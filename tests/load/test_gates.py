@@ -9,8 +9,6 @@ import html
 import json
 import re
 import signal
-import subprocess
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -39,6 +37,7 @@ from pounder.load import (
     parse_gates,
 )
 from support import cliutil
+from support.cliutil import pounder_argv, start_pounder
 from support.interrupted import interrupted
 from support.schemas import validate
 
@@ -507,8 +506,7 @@ def test_an_interrupted_run_whose_gates_failed_exits_as_interrupted(slow_server:
                                                                      code: int) -> None:  # fmt: skip
     """The signal's status (130, 143) comes before the gates' 3: the run was stopped, its gates are on a part."""
     urls = [f"{slow_server.url}/"] if command == "bench" else [f"{slow_server.url}/a", f"{slow_server.url}/b"]
-    argv = [sys.executable, "-m", "pounder", command, *urls, "-d", "20s", "-c", "1", "--fail-if", "p99>1ms"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = start_pounder(command, *urls, "-d", "20s", "-c", "1", "--fail-if", "p99>1ms")
     try:
         deadline = time.monotonic() + 60
         while slow_server.count(settle_s=0) < 3:
@@ -529,7 +527,7 @@ def test_an_interrupted_experiment_whose_gates_failed_exits_130(slow_server: Any
     experiment = tmp_path / "e.toml"
     experiment.write_text(EXPERIMENT.format(url=slow_server.url, duration="2s", trials=5, fail_if='"p99>1ms"'))
     results = tmp_path / "results"
-    argv = [sys.executable, "-m", "pounder", "run", str(experiment), "--results", str(results)]
+    argv = pounder_argv("run", experiment, "--results", results)
     _, stderr = interrupted(argv, results, lambda: slow_server.count(settle_s=0) >= 3, limit_s=60)
     assert "interrupted by Ctrl-C" in stderr
     gates = json.loads((results / "load-1.json").read_text())["gates"]

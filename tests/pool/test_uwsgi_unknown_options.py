@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from pounder.pool import UwsgiAdapter
 from pounder.servers import uwsgi_missing, uwsgi_unknown_options
+from support.cliutil import start_pounder
 from support.leftovers import kill_leftovers, processes_mentioning
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
@@ -60,10 +60,9 @@ def test_tune_warns_and_goes_on(tmp_path: Path) -> None:
     (tmp_path / "wsgi_app.py").write_text((APPS / "wsgi_app.py").read_text())
     ini = tmp_path / "site.ini"
     ini.write_text("[uwsgi]\npythonpath = %d\nmodule = wsgi_app:app\nproccesses = 4\n")
-    process = subprocess.Popen([sys.executable, "-m", "pounder", "tune", "uwsgi", str(ini), "--quick", "--ram", "1G",
-                                "--results", str(tmp_path / "run")], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = start_pounder("tune", "uwsgi", ini, "--quick", "--ram", "1G", "--results", tmp_path / "run",
+                            stdout=subprocess.DEVNULL, cwd=tmp_path,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines = []
     try:
         assert process.stderr is not None

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import pounder
+from support.cliutil import pounder_argv
 from support.schemas import validate
 
 MIB = 1 << 20
@@ -91,9 +92,9 @@ def test_pages_shared_only_with_pounder_count_as_the_servers_own(gunicorn_server
 
 def test_pounder_mem_says_whether_its_own_process_was_taken_out(gunicorn_server: Any) -> None:
     srv = gunicorn_server(workers=2, preload=True)
-    document = json.loads(run_python("-m", "pounder", "mem", "--pid", str(srv.pid), "--json", "-"))
+    document = json.loads(run_python(*pounder_argv("mem", "--pid", srv.pid, "--json", "-")[1:]))
     validate(document, "mem")
     assert document["schema"] == "pounder/mem/2"
     assert document["own_process_excluded"] is (os.geteuid() == 0)
-    text = run_python("-m", "pounder", "mem", "--pid", str(srv.pid))
+    text = run_python(*pounder_argv("mem", "--pid", srv.pid)[1:])
     assert ("could not be taken out of the figures" in text) is (os.geteuid() != 0)

@@ -5,7 +5,6 @@ starts anything, the option stored for --resume, and what is refused as bad inpu
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from pounder.profile import (
 )
 from pounder.tune import TuneOptions, make_options
 from pounder.tune._profile_step import check_profile
+from support.cliutil import run_pounder
 from support.leftovers import processes_mentioning
 
 APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
@@ -154,17 +154,15 @@ def test_tune_and_run_refuse_a_missing_py_spy_before_starting_anything(tmp_path:
     python = alone / "python"
     python.symlink_to(sys.executable)
     results = tmp_path / "results"
-    tuned = subprocess.run([str(python), "-m", "pounder", "tune", "gunicorn", "profile_app:app", "--pythonpath",
-                            str(APPS_DIR), "--quick", "--profile", "--results", str(results)],
-                           capture_output=True, text=True, timeout=120, env=env, check=False)
+    tuned = run_pounder("tune", "gunicorn", "profile_app:app", "--pythonpath", APPS_DIR, "--quick", "--profile",
+                        "--results", results, python=python, timeout=120, env=env)
     assert tuned.returncode == 2, tuned.stderr
     assert "py-spy is not on PATH" in tuned.stderr and "Traceback" not in tuned.stderr
     experiment = tmp_path / "e.toml"
     experiment.write_text(f'title = "t"\nrecord = ["profile"]\n[server]\nadapter = "gunicorn"\n'
                           f'app = "profile_app:app"\npythonpath = "{APPS_DIR}"\n[[load]]\nrequests = 10\n'
                           '[[variant]]\nlabel = "a"\npath = "/"\n[[variant]]\nlabel = "b"\npath = "/?hot=1"\n')
-    ran = subprocess.run([str(python), "-m", "pounder", "run", str(experiment), "--results", str(results)],
-                         capture_output=True, text=True, timeout=120, env=env, check=False)
+    ran = run_pounder("run", experiment, "--results", results, python=python, timeout=120, env=env)
     assert ran.returncode == 2, ran.stderr
     assert "py-spy is not on PATH" in ran.stderr and "Traceback" not in ran.stderr
     assert not results.exists()

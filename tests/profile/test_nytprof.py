@@ -5,8 +5,6 @@ access log) and Starman; a server not prepared for it is told what to add."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from pounder import UsageError
 from pounder.procs import find_server
 from pounder.profile import NYTProf, Sampled, load_profile
 from pounder.servers import ApacheServer, StarmanServer, apache_missing, starman_missing
+from support.cliutil import run_pounder
 from support.leftovers import processes_mentioning
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
@@ -156,9 +155,8 @@ def test_pounder_profile_on_apache_counts_every_profiled_request(public_dir: Pat
     srv.start(timeout_s=30)
     out = tmp_path / "p.json"
     try:
-        done = subprocess.run([sys.executable, "-m", "pounder", "profile", f"{srv.url}/hot", "--server-pidfile",
-                               str(srv.pidfile), "--rounds", "2", "-n", "120", "-c", "2", "--no-keepalive",
-                               "--warmup", "40", "--json", str(out)], capture_output=True, text=True, timeout=180)
+        done = run_pounder("profile", f"{srv.url}/hot", "--server-pidfile", srv.pidfile, "--rounds", "2", "-n", "120",
+                           "-c", "2", "--no-keepalive", "--warmup", "40", "--json", out, timeout=180)
     finally:
         srv.stop()
     assert processes_mentioning(str(srv.workdir)) == []

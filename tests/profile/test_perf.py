@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import urllib.request
 from collections import Counter
@@ -20,6 +19,7 @@ from pounder import UsageError
 from pounder.procs import find_server
 from pounder.profile import Perf, load_profile
 from pounder.servers import PhpFpmServer, phpfpm_missing
+from support.cliutil import run_pounder
 from support.leftovers import kill_leftovers, processes_mentioning
 from support.srvutil import REPO, start_then_sigkill, wait_not_running
 
@@ -160,13 +160,12 @@ def test_no_perf_is_left_after_close_or_after_pounder_is_killed(fpm: PhpFpmServe
 def test_pounder_profile_on_php_fpm_behind_nginx(fpm: PhpFpmServer, tmp_path: Path) -> None:
     """``pounder profile --behind-proxy`` on the php-fpm master (the URL is nginx's): perf is chosen
     for PHP, the workers' samples are there, and without --behind-proxy the pool is refused in one line."""
-    pounder = [sys.executable, "-m", "pounder", "profile", f"{fpm.url}/cpu.php?ms={CPU_MS}", "--server-pid",
-               str(fpm.pid), "--rounds", "2", "-n", "30", "-c", "2", "--warmup", "5"]
-    refused = subprocess.run(pounder, capture_output=True, text=True, timeout=60)
+    profile = ["profile", f"{fpm.url}/cpu.php?ms={CPU_MS}", "--server-pid", fpm.pid, "--rounds", "2", "-n", "30",
+               "-c", "2", "--warmup", "5"]
+    refused = run_pounder(*profile, timeout=60)
     assert refused.returncode == 2 and "--behind-proxy" in refused.stderr, refused.stderr
     out = tmp_path / "p.json"
-    done = subprocess.run([*pounder, "--behind-proxy", "--json", str(out)], capture_output=True, text=True,
-                          timeout=180)  # fmt: skip
+    done = run_pounder(*profile, "--behind-proxy", "--json", out, timeout=180)
     assert done.returncode == 0, done.stderr
     result = load_profile(out)
     assert result.profiler == "perf" and result.unit == "samples" and result.total_weight > 0

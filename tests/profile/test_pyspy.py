@@ -15,6 +15,7 @@ import pytest
 
 from pounder.profile import PROFILE_SCHEMA, load_profile, profile, profile_from_dict, render_profile
 from support.chromium import CHROMIUM, rendered_dom
+from support.cliutil import pounder_argv, run_pounder
 from support.interrupted import interrupted
 from support.schemas import validate
 
@@ -56,7 +57,6 @@ def test_the_hot_function_first_with_the_share_the_app_times(gunicorn_server, tm
 
 def test_bad_input_is_one_line_before_anything_runs(gunicorn_server, tmp_path: Path) -> None:
     srv = gunicorn_server(app="profile_app:app", workers=1)
-    pounder = [sys.executable, "-m", "pounder", "profile"]
     cases = {
         "pidfile": [srv.url + "/", "--server-pidfile", str(tmp_path / "missing.pid")],
         "other port": ["http://127.0.0.1:1/", "--server-pid", str(srv.pid)],
@@ -65,7 +65,7 @@ def test_bad_input_is_one_line_before_anything_runs(gunicorn_server, tmp_path: P
         "rounds": [srv.url + "/", "--server-pid", str(srv.pid), "--rounds", "0"],
     }
     for name, args in cases.items():
-        done = subprocess.run([*pounder, *args], capture_output=True, text=True, timeout=60)
+        done = run_pounder("profile", *args, timeout=60)
         assert done.returncode == 2, (name, done.stderr)
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("pounder: error: "), (name, done.stderr)
@@ -74,8 +74,7 @@ def test_bad_input_is_one_line_before_anything_runs(gunicorn_server, tmp_path: P
     alone.mkdir()
     (alone / "python").symlink_to(sys.executable)
     env = {**os.environ, "PATH": "/usr/bin:/bin", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-    done = subprocess.run([str(alone / "python"), *pounder[1:], srv.url + "/", "--server-pid", str(srv.pid)],
-                          capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
+    done = run_pounder("profile", srv.url + "/", "--server-pid", srv.pid, python=alone / "python", timeout=60, env=env)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "pip install py-spy" in done.stderr, done.stderr
     assert not _py_spy_running(srv.pid)
 
@@ -91,9 +90,8 @@ def test_the_command_writes_json_flame_graph_and_a_report_page(gunicorn_server, 
     in Chromium without console messages and name the hot function."""
     srv = gunicorn_server(app="profile_app:app", workers=2)
     out, svg, page = tmp_path / "p.json", tmp_path / "flame.svg", tmp_path / "page.html"
-    done = subprocess.run([sys.executable, "-m", "pounder", "profile", srv.url + "/", "--server-pid", str(srv.pid),
-                           "--rounds", "2", "-d", "1s", "-c", "2", "--warmup", "10", "--per-child", "--json", str(out),
-                           "--flamegraph", str(svg)], capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = run_pounder("profile", srv.url + "/", "--server-pid", srv.pid, "--rounds", "2", "-d", "1s", "-c", "2",
+                       "--warmup", "10", "--per-child", "--json", out, "--flamegraph", svg, timeout=120)
     assert done.returncode == 0, done.stderr
     text = done.stdout
     result = load_profile(out)
@@ -103,8 +101,7 @@ def test_the_command_writes_json_flame_graph_and_a_report_page(gunicorn_server, 
     assert f"{top.self_share * 100:6.1f}  {top.inclusive_share * 100:6.1f}" in text.split("Top functions by self")[1]
     assert "Per process:" in text and "Profiler's cost on requests/s:" in text
     assert "hot_loop" in rendered_dom(svg)
-    assert subprocess.run([sys.executable, "-m", "pounder", "report", str(out), "-o", str(page)],
-                          capture_output=True, text=True, timeout=120).returncode == 0
+    assert run_pounder("report", out, "-o", page, timeout=120).returncode == 0
     dom = rendered_dom(page)
     assert "Where the children" in dom and "hot_loop" in dom and "data:image/svg+xml;base64," in dom
     assert not _py_spy_running(srv.pid)
@@ -116,8 +113,8 @@ def test_a_signal_during_a_profile_keeps_what_was_sampled(gunicorn_server, tmp_p
     raises each as Ctrl-C, tests/cli/test_interrupt.py.)"""
     srv = gunicorn_server(app="profile_app:app", workers=2)
     out = tmp_path / "p.json"
-    argv = [sys.executable, "-m", "pounder", "profile", srv.url + "/", "--server-pid", str(srv.pid), "--rounds", "3",
-            "-d", "3s", "-c", "2", "--warmup", "10", "--json", str(out)]
+    argv = pounder_argv("profile", srv.url + "/", "--server-pid", srv.pid, "--rounds", "3", "-d", "3s", "-c", "2",
+                        "--warmup", "10", "--json", out)
     _, err = interrupted(argv, out, lambda: _py_spy_running(srv.pid), after_s=1.0, limit_s=60)
     assert "interrupted by" in err and err.strip().splitlines()[-1].startswith("pounder: error: interrupted")
     result = load_profile(out)

@@ -8,7 +8,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import psutil
 import pytest
 
 from pounder.profile import load_profile
+from support.cliutil import start_pounder
 
 pytestmark = pytest.mark.skipif(subprocess.run(["which", "py-spy"], capture_output=True).returncode != 0,
                                 reason="py-spy is not installed")  # fmt: skip
@@ -30,10 +30,8 @@ def test_a_server_killed_during_a_profiled_trial_is_named_and_what_was_measured_
 ) -> None:
     srv = gunicorn_server(app="profile_app:app", workers=2)
     out, svg = tmp_path / "p.json", tmp_path / "f.svg"
-    proc = subprocess.Popen([sys.executable, "-m", "pounder", "profile", srv.url + "/", "--server-pid", str(srv.pid),
-                             "--rounds", "3", "-d", "1s", "-c", "2", "--warmup", "10", "--json", str(out),
-                             "--flamegraph", str(svg)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL)  # fmt: skip
+    proc = start_pounder("profile", srv.url + "/", "--server-pid", srv.pid, "--rounds", "3", "-d", "1s", "-c", "2",
+                         "--warmup", "10", "--json", out, "--flamegraph", svg, stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
         while not _py_spy_running(srv.pid) and proc.poll() is None and time.monotonic() < deadline:

@@ -25,7 +25,7 @@ from pounder.compare import Variant, compare
 from pounder.load import evaluate_gates, parse_gates
 from pounder.procs import snapshot
 from pounder.report import render_report
-from support.cliutil import assert_usage_error, run_cli
+from support.cliutil import assert_usage_error, run_cli, run_pounder, with_pythonpath
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 DEMO = Path(__file__).resolve().parents[1] / "data" / "tune-demo"
@@ -83,9 +83,7 @@ def test_a_duration_of_1e308_seconds_is_refused_in_one_line(bench_doc: Document,
     document["elapsed_s"] = 1e308
     path = write(tmp_path / "long.json", document)
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pounder", "report", str(path), "-o", str(tmp_path / "x.html")],
-                          capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "PYTHONPATH": str(PYTHON_DIR)})
+    done = run_pounder("report", path, "-o", tmp_path / "x.html", timeout=120, env=with_pythonpath())
     assert time.monotonic() - started < 60  # a generous limit: it is refused as read, nothing sized by it
     assert (done.returncode, done.stdout) == (2, ""), done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr

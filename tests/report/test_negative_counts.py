@@ -10,8 +10,6 @@ import copy
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,9 +20,8 @@ import pounder
 from pounder import UsageError
 from pounder.compare import Variant, compare
 from pounder.procs import load_mem, snapshot
-from support.cliutil import assert_usage_error, run_cli
+from support.cliutil import assert_usage_error, run_cli, run_pounder, with_pythonpath
 
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 DEMO = Path(__file__).resolve().parents[1] / "data" / "tune-demo"
 
 Document = dict[str, Any]
@@ -99,9 +96,7 @@ def test_the_real_command_prints_one_line_and_exits_2(bench_doc: Document, tmp_p
     document = copy.deepcopy(bench_doc)
     document["requests"]["complete"] = -5
     path = write(tmp_path / "negative.json", document)
-    done = subprocess.run([sys.executable, "-m", "pounder", "report", str(path), "-o", str(tmp_path / "x.html")],
-                          capture_output=True, text=True, timeout=60, check=False,
-                          env={**os.environ, "PYTHONPATH": str(PYTHON_DIR)})
+    done = run_pounder("report", path, "-o", tmp_path / "x.html", timeout=60, env=with_pythonpath())
     assert done.returncode == 2, done.stderr
     assert done.stdout == "" and "Traceback" not in done.stderr
     assert done.stderr == (f"pounder: error: {path}: 'requests.complete' must be a whole number >= 0, "

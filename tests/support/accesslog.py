@@ -5,15 +5,13 @@ tests/e2e/test_bench_replay.py)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pounder
+from support.cliutil import run_pounder, with_pythonpath
 
 ZONE = timezone(timedelta(hours=1))
 T0 = datetime(2026, 11, 23, 9, 0, 0, tzinfo=ZONE)
-PYTHON_DIR = Path(pounder.__file__).resolve().parents[1]
 
 
 def stamp(moment: datetime, fraction: bool = True) -> str:
@@ -38,6 +36,4 @@ def tsv_rows(path: Path) -> list[dict[str, str]]:
 
 def pounder_cli(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
     """``python -m pounder bench ARGS...`` in a child process (its own engine), output captured."""
-    env = {"PYTHONPATH": str(PYTHON_DIR), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "pounder", "bench", *args], capture_output=True, text=True,
-                          timeout=timeout_s, env=env, check=False)  # fmt: skip
+    return run_pounder("bench", *args, timeout=timeout_s, env=with_pythonpath({"PATH": "/usr/bin:/bin"}))

@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from support.cliutil import assert_usage_error, run_cli
+from support.cliutil import assert_usage_error, pounder_command, run_cli, run_pounder, start_pounder
 from support.leftovers import processes_mentioning
 from support.schemas import validate
 
@@ -91,17 +90,16 @@ def test_live_view_in_tmux_follows_recycled_children(apache_server, tmp_path: Pa
                         max_connections_per_child=20, keepalive=False)
     session = f"pounder-top-{os.getpid()}"
     exit_file = tmp_path / "exit"
-    command = (f"{sys.executable} -m pounder top --pidfile {srv.pidfile} --interval 0.5s "
-               f"--status {srv.url}/server-status; echo $? > {exit_file}; sleep 30")
+    command = (pounder_command("top", "--pidfile", srv.pidfile, "--interval", "0.5s", "--status",
+                               f"{srv.url}/server-status") + f"; echo $? > {exit_file}; sleep 30")
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "50",
                     f"env PYTHONPATH={PYTHON_DIR} sh -c '{command}'"], check=True, timeout=10)
     load = None
     try:
         time.sleep(2.0)
         first = _children(srv.pid)
-        load = subprocess.Popen([sys.executable, "-m", "pounder", "bench", f"{srv.url}/cpu?ms=2", "--rate", "15",
-                                 "-d", "9s", "-n", "400", "--no-keepalive", "--warmup", "0", "-q"], env=ENV,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        load = start_pounder("bench", f"{srv.url}/cpu?ms=2", "--rate", "15", "-d", "9s", "-n", "400", "--no-keepalive",
+                             "--warmup", "0", "-q", env=ENV, stdout=subprocess.DEVNULL, text=False)
         screens, glimpses = _screens_during_load(srv, session, load)
         assert load.wait(timeout=30) == 0, load.stderr.read() if load.stderr else ""
         time.sleep(2.5)  # more than 3 refreshes: the exited children's marks are gone
@@ -155,9 +153,8 @@ def _rollup(pid: int) -> dict[str, int]:
 
 def test_once_json_follows_its_schema_and_proc(apache_server) -> None:
     srv = apache_server(start_servers=3, min_spare=2, max_spare=4, preload=True)
-    result = subprocess.run([sys.executable, "-m", "pounder", "top", "--pidfile", str(srv.pidfile), "--once",
-                             "--interval", "0.3s", "--json", "-"], env=ENV, capture_output=True, text=True,
-                            timeout=60)
+    result = run_pounder("top", "--pidfile", srv.pidfile, "--once", "--interval", "0.3s", "--json", "-", env=ENV,
+                         timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     view = json.loads(result.stdout)
@@ -182,9 +179,8 @@ def test_once_json_follows_its_schema_and_proc(apache_server) -> None:
 
 def test_once_text_with_the_status_page(apache_server) -> None:
     srv = apache_server(start_servers=2, min_spare=1, max_spare=3)
-    result = subprocess.run([sys.executable, "-m", "pounder", "top", "--pidfile", str(srv.pidfile), "--once",
-                             "--interval", "0.2s", "--status", f"{srv.url}/server-status"], env=ENV,
-                            capture_output=True, text=True, timeout=60)
+    result = run_pounder("top", "--pidfile", srv.pidfile, "--once", "--interval", "0.2s", "--status",
+                         f"{srv.url}/server-status", env=ENV, timeout=60)
     assert result.returncode == 0, result.stderr
     rows = _rows(result.stdout)
     assert set(rows) == _children(srv.pid), result.stdout
@@ -216,8 +212,8 @@ def test_bench_shows_the_compact_line_on_a_terminal(apache_server, tmp_path: Pat
         pytest.skip("tmux is not installed")
     srv = apache_server(start_servers=2, min_spare=1, max_spare=3, max_request_workers=3, keepalive=False)
     session = f"pounder-top-bench-{os.getpid()}"
-    command = (f"{sys.executable} -m pounder bench {srv.url}/cpu?ms=10 -c 2 -d 4s --warmup 0 "
-               f"--server-pidfile {srv.pidfile}; echo $? > {tmp_path / 'exit'}; sleep 30")
+    command = (pounder_command("bench", f"{srv.url}/cpu?ms=10", "-c", "2", "-d", "4s", "--warmup", "0",
+                               "--server-pidfile", srv.pidfile) + f"; echo $? > {tmp_path / 'exit'}; sleep 30")
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "20",
                     f"env PYTHONPATH={PYTHON_DIR} sh -c '{command}'"], check=True, timeout=10)
     try:
@@ -248,9 +244,8 @@ def test_a_worker_is_no_server_and_another_servers_status_page_is_not_believed(a
                        f"this one's parent is {srv.pid}")
     page = json.dumps({"accepted conn": 7, "processes": [{"pid": 4194000, "state": "Idle", "requests": 3}]})
     with _json_server(page) as url:
-        result = subprocess.run([sys.executable, "-m", "pounder", "top", "--pidfile", str(srv.pidfile), "--once",
-                                 "--interval", "0.2s", "--status", url, "--json", "-"], env=ENV,
-                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        result = run_pounder("top", "--pidfile", srv.pidfile, "--once", "--interval", "0.2s", "--status", url,
+                             "--json", "-", env=ENV, timeout=60)
     assert result.returncode == 0, result.stderr
     view = json.loads(result.stdout)
     assert view["status"] is None and view["totals"]["requests_per_s"] is None
