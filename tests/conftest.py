@@ -8,8 +8,11 @@ run as subprocesses.
 
 And real pre-forking servers (pounder.servers), each in its own directory on a free loopback port,
 stopped at teardown: ``apache_server`` (Apache prefork + mod_perl with the handlers of
-tests/apps/perl), ``gunicorn_server`` (tests/apps/wsgi_app.py), ``starman_server``
-(tests/apps/app.psgi); see their docstrings.
+tests/apps/perl), ``gunicorn_server`` and ``uwsgi_server`` (tests/apps/wsgi_app.py),
+``starman_server`` (tests/apps/app.psgi), ``puma_server`` and ``unicorn_server``
+(tests/apps/rack_app.ru), each a ``ManagedServerPool`` (tests/support/srvutil.py); and
+``prefork_server``, parametrised over the servers of a fixed pool of workers, for the contract
+every one of them keeps (tests/servers/test_contract.py); see their docstrings.
 """
 
 from __future__ import annotations
@@ -33,13 +36,21 @@ from pounder.servers import (
     ApacheServer,
     GunicornServer,
     ManagedServer,
+    PumaServer,
     StarmanServer,
+    UnicornServer,
+    UwsgiServer,
     apache_missing,
     gunicorn_missing,
+    puma_missing,
     starman_missing,
+    unicorn_missing,
+    uwsgi_missing,
+    uwsgi_target_is_ini,
 )
 from support.leftovers import kill_leftovers
 from support.signals import set_test_dispositions
+from support.srvutil import ManagedServerPool
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -302,52 +313,54 @@ PERL_HANDLERS = {
     "/grow": "PounderTest::Grow",
 }
 """The mod_perl test handlers of tests/apps/perl/lib, by location."""
+RACK_START_S = 60.0  # Puma and Unicorn on a shared 2-core machine
 
 
-class ManagedServerPool:
-    """What the server factory fixtures yield: call it to make a server (started unless
-    ``start=False``); every server it made is stopped at teardown, also when the test failed."""
-
-    def __init__(self, make: Callable[..., ManagedServer]) -> None:
-        self._make = make
-        self.servers: list[ManagedServer] = []
-
-    def __call__(self, *args: Any, start: bool = True, timeout_s: float = 30.0, **kwargs: Any) -> Any:
-        server = self._make(*args, **kwargs)
-        self.servers.append(server)
-        if start:
-            server.start(timeout_s=timeout_s)
-        return server
-
-    def stop_all(self) -> None:
-        errors = []
-        for server in self.servers:
-            try:
-                server.stop()
-            except Exception as error:  # stop the others all the same
-                errors.append(error)
-        if errors:
-            raise errors[0]
-
-
-def _make_apache(preload: bool = False, **kwargs: Any) -> ApacheServer:
+def _make_apache(workdir: Path | None = None, preload: bool = False, **kwargs: Any) -> ApacheServer:
     """ApacheServer with the PounderTest handlers and tests/apps/perl/startup.pl (or
     startup_preload.pl: ~40 MB built in the parent), in its own temporary directory (its
     children run as www-data when we are root, and pytest's tmp_path is not reachable for them)."""
     kwargs.setdefault("startup_pl", (PERL_APPS_DIR / ("startup_preload.pl" if preload else "startup.pl")).read_text())
     kwargs.setdefault("perl_lib", PERL_APPS_DIR / "lib")
     kwargs.setdefault("perl_handlers", PERL_HANDLERS)
-    return ApacheServer(kwargs.pop("workdir", None), **kwargs)
+    return ApacheServer(workdir, **kwargs)
 
 
-def _make_gunicorn(app: str = "wsgi_app:app", workdir: Path | None = None, **kwargs: Any) -> GunicornServer:
+def _make_gunicorn(workdir: Path | None = None, app: str = "wsgi_app:app", **kwargs: Any) -> GunicornServer:
     kwargs.setdefault("pythonpath", str(APPS_DIR))
     return GunicornServer(workdir, app, **kwargs)
 
 
-def _make_starman(psgi: str | Path = APPS_DIR / "app.psgi", workdir: Path | None = None,
+def _make_starman(workdir: Path | None = None, psgi: str | Path = APPS_DIR / "app.psgi",
                   **kwargs: Any) -> StarmanServer:
     return StarmanServer(workdir, psgi, **kwargs)
+
+
+def _make_puma(workdir: Path, rackup: Path = APPS_DIR / "rack_app.ru", **kwargs: Any) -> PumaServer:
+    return PumaServer(workdir, rackup, **kwargs)
+
+
+def _make_unicorn(workdir: Path, rackup: Path = APPS_DIR / "rack_app.ru", **kwargs: Any) -> UnicornServer:
+    return UnicornServer(workdir, rackup, **kwargs)
+
+
+def _make_uwsgi(workdir: Path, target: str = "wsgi_app:app", **kwargs: Any) -> UwsgiServer:
+    if not uwsgi_target_is_ini(target):
+        kwargs.setdefault("pythonpath", str(APPS_DIR))
+    return UwsgiServer(workdir, target, **kwargs)
+
+
+def _server_pool(missing: str | None, make: Callable[..., ManagedServer],
+                 **options: Any) -> Iterator[ManagedServerPool]:
+    """For a fixture: a :class:`ManagedServerPool` of ``make`` (skipped with ``missing``), all of it
+    stopped at teardown."""
+    if missing:
+        pytest.skip(missing)
+    pool = ManagedServerPool(make, **options)
+    try:
+        yield pool
+    finally:
+        pool.stop_all()
 
 
 @pytest.fixture
@@ -355,14 +368,7 @@ def apache_server() -> Iterator[ManagedServerPool]:
     """Factory: ``apache_server(preload=False, *, start=True, timeout_s=30, **ApacheServer kwargs)``
     returns an :class:`ApacheServer` with the PounderTest mod_perl handlers (``PERL_HANDLERS``);
     ``preload=True`` uses startup_preload.pl. Skips if Apache or mod_perl is missing."""
-    missing = apache_missing(perl=True)
-    if missing:
-        pytest.skip(missing)
-    pool = ManagedServerPool(_make_apache)
-    try:
-        yield pool
-    finally:
-        pool.stop_all()
+    yield from _server_pool(apache_missing(perl=True), _make_apache)
 
 
 @pytest.fixture
@@ -370,16 +376,7 @@ def gunicorn_server(tmp_path: Path) -> Iterator[ManagedServerPool]:
     """Factory: ``gunicorn_server(app="wsgi_app:app", *, start=True, timeout_s=30, workers=2,
     preload=False, env=None, ...)`` returns a :class:`GunicornServer` serving tests/apps (workdir
     under tmp_path). Skips if gunicorn is missing."""
-    missing = gunicorn_missing()
-    if missing:
-        pytest.skip(missing)
-    count = iter(range(1000))
-    pool = ManagedServerPool(lambda *a, **k: _make_gunicorn(
-        *a, **{"workdir": tmp_path / f"gunicorn-{next(count)}", **k}))
-    try:
-        yield pool
-    finally:
-        pool.stop_all()
+    yield from _server_pool(gunicorn_missing(), _make_gunicorn, folder=tmp_path, name="gunicorn")
 
 
 @pytest.fixture
@@ -387,13 +384,64 @@ def starman_server(tmp_path: Path) -> Iterator[ManagedServerPool]:
     """Factory: ``starman_server(psgi=tests/apps/app.psgi, *, start=True, timeout_s=30, workers=2,
     preload_app=False, env=None, ...)`` returns a :class:`StarmanServer` (workdir under tmp_path).
     Skips if Starman is missing."""
-    missing = starman_missing()
-    if missing:
-        pytest.skip(missing)
-    count = iter(range(1000))
-    pool = ManagedServerPool(lambda *a, **k: _make_starman(
-        *a, **{"workdir": tmp_path / f"starman-{next(count)}", **k}))
-    try:
-        yield pool
-    finally:
-        pool.stop_all()
+    yield from _server_pool(starman_missing(), _make_starman, folder=tmp_path, name="starman")
+
+
+@pytest.fixture
+def puma_server(tmp_path: Path) -> Iterator[ManagedServerPool]:
+    """Factory: ``puma_server(rackup=tests/apps/rack_app.ru, *, start=True, timeout_s=60, **PumaServer
+    kwargs)`` returns a :class:`PumaServer` (workdir under tmp_path); at teardown nothing naming
+    tmp_path may be left running. Skips if Puma is missing."""
+    yield from _server_pool(puma_missing(), _make_puma, folder=tmp_path, name="puma", timeout_s=RACK_START_S,
+                            check_left=True)
+
+
+@pytest.fixture
+def unicorn_server(tmp_path: Path) -> Iterator[ManagedServerPool]:
+    """Factory: ``unicorn_server(rackup=tests/apps/rack_app.ru, *, start=True, timeout_s=60,
+    **UnicornServer kwargs)`` returns a :class:`UnicornServer`, as ``puma_server``."""
+    yield from _server_pool(unicorn_missing(), _make_unicorn, folder=tmp_path, name="unicorn",
+                            timeout_s=RACK_START_S, check_left=True)
+
+
+@pytest.fixture
+def uwsgi_server(tmp_path: Path) -> Iterator[ManagedServerPool]:
+    """Factory: ``uwsgi_server(target="wsgi_app:app", *, start=True, timeout_s=30, **UwsgiServer
+    kwargs)`` (pythonpath tests/apps for a module), workdir under tmp_path; at teardown nothing
+    naming tmp_path may be left running. Skips if uWSGI is missing."""
+    yield from _server_pool(uwsgi_missing(), _make_uwsgi, folder=tmp_path, name="uwsgi", check_left=True)
+
+
+PREFORK_KINDS = ("gunicorn", "starman", "puma", "unicorn", "uwsgi")
+"""The servers whose parent forks a fixed pool of workers from one app: ``prefork_server``'s."""
+
+
+class Prefork:
+    """``prefork_server``'s factory: ``make(app=None, *, workers=2, preload=None, start=True, **kwargs)``
+    with the same words for every server: ``workers`` its number of workers (uWSGI's processes),
+    ``preload`` each one's own option (gunicorn's preload, Starman's, Puma's and Unicorn's
+    preload_app, uWSGI's lazy-apps off), the server's default unless given. ``app`` is the server's
+    own kind of target (a module:app, a .psgi, a .ru), the test app of tests/apps unless given."""
+
+    def __init__(self, kind: str, pool: ManagedServerPool) -> None:
+        self.kind, self.pool = kind, pool
+
+    def __call__(self, app: str | Path | None = None, *, workers: int = 2, preload: bool | None = None,
+                 **kwargs: Any) -> Any:
+        args = () if app is None else (app,)
+        if self.kind == "uwsgi":
+            if preload is not None:
+                kwargs["lazy_apps"] = not preload
+            return self.pool(*args, processes=workers, **kwargs)
+        if preload is not None:
+            kwargs["preload" if self.kind == "gunicorn" else "preload_app"] = preload
+        return self.pool(*args, workers=workers, **kwargs)
+
+
+@pytest.fixture(params=PREFORK_KINDS)
+def prefork_server(request: pytest.FixtureRequest) -> Prefork:
+    """The one parametrised server fixture: each of ``PREFORK_KINDS`` in turn, as its own factory
+    fixture makes it (``KIND_server``), through :class:`Prefork`. A test of some of them only says
+    which: ``@pytest.mark.parametrize("prefork_server", ["gunicorn", "starman"], indirect=True)``."""
+    kind: str = request.param
+    return Prefork(kind, request.getfixturevalue(f"{kind}_server"))

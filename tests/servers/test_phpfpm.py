@@ -26,7 +26,7 @@ from pounder.servers import (
 from pounder.servers._nginx import render_front_conf
 from pounder.servers._phpfpm import FpmSettings, fpm_status, render_fpm_conf
 from support.leftovers import kill_leftovers, processes_mentioning
-from support.srvutil import REPO, get, smaps_kb, start_then_sigkill, tree, wait_not_running
+from support.srvutil import REPO, ManagedServerPool, get, smaps_kb, start_then_sigkill, tree, wait_not_running
 
 PHP_APP = REPO / "tests" / "apps" / "php"
 POOL_CONF = PHP_APP / "pool.conf"
@@ -149,25 +149,19 @@ def test_check_pool_conf_names_the_users_line(tmp_path: Path) -> None:
 
 # -- the real pool ---------------------------------------------------------------------------------
 
+def _make_phpfpm(workdir: Path, conf: Path = POOL_CONF, **options: Any) -> PhpFpmServer:
+    return PhpFpmServer(workdir, conf, root=PHP_APP, **options)
+
+
 @pytest.fixture
-def phpfpm(tmp_path: Path) -> Iterator[Callable[..., PhpFpmServer]]:
+def phpfpm(tmp_path: Path) -> Iterator[ManagedServerPool]:
     """``phpfpm(**options)``: a PhpFpmServer of tests/apps/php/pool.conf in a fresh directory,
     started; every one stopped at teardown, with nothing of it left running."""
-    made: list[PhpFpmServer] = []
-
-    def make(conf: Path = POOL_CONF, start: bool = True, **options: Any) -> PhpFpmServer:
-        server = PhpFpmServer(tmp_path / f"fpm{len(made)}", conf, root=PHP_APP, **options)
-        made.append(server)
-        return server.start(timeout_s=START_TIMEOUT_S) if start else server
-
+    pool = ManagedServerPool(_make_phpfpm, folder=tmp_path, name="fpm", timeout_s=START_TIMEOUT_S, check_left=True)
     try:
-        yield make
+        yield pool
     finally:
-        for server in made:
-            server.stop()
-        left = processes_mentioning(str(tmp_path))
-        kill_leftovers(str(tmp_path))
-        assert left == []
+        pool.stop_all()
 
 
 def _all_pids(server: PhpFpmServer) -> tuple[list[int], list[int]]:

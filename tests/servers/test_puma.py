@@ -1,40 +1,27 @@
-"""Puma in cluster mode serving tests/apps/rack_app.ru (pounder.servers.PumaServer)."""
+"""Puma in cluster mode serving tests/apps/rack_app.ru (pounder.servers.PumaServer): its configuration,
+threads, status counters and control app; what it keeps in common with the other servers is
+tests/servers/test_contract.py."""
 
 from __future__ import annotations
 
 import os
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from pounder import PounderError, UsageError
 from pounder.pool import QueueWatch
-from pounder.servers import (
-    PUMA_STATUS,
-    PumaServer,
-    PumaSettings,
-    ServerStartError,
-    puma_missing,
-    puma_stats,
-    render_puma_config,
-)
+from pounder.servers import PUMA_STATUS, PumaServer, PumaSettings, puma_missing, puma_stats, render_puma_config
 from pounder.servers._puma import puma_command
 from support.leftovers import processes_mentioning
-from support.rack import RACK_APP, kill_starter_and_check, rack_servers, worker_sizes
-from support.srvutil import fields, get, stop_and_check, wait_not_running
+from support.rack import RACK_APP
+from support.srvutil import fields, get
 
 MakePuma = Callable[..., PumaServer]
-
-
-@pytest.fixture
-def puma(tmp_path: Path) -> Iterator[MakePuma]:
-    yield from rack_servers(PumaServer, puma_missing(), tmp_path)
 
 
 def test_config_and_command_are_pure() -> None:
@@ -61,33 +48,17 @@ def test_bad_settings_are_refused(bad: dict[str, Any]) -> None:
         PumaSettings(**bad).validate()
 
 
-def test_starts_exactly_its_workers_as_children_and_stops(puma: MakePuma) -> None:
-    srv = puma(workers=3)
-    assert get(srv.url + "/") == "hello\n"
-    assert srv.read_pidfile() == srv.pid
-    workers = srv.children()
-    assert len(workers) == 3
-    master = psutil.Process(srv.pid)
-    assert sorted(p.pid for p in master.children(recursive=True)) == workers  # no grandchildren
-    assert int(get(srv.url + "/pid")) in workers
-    cpu = fields(get(srv.url + "/cpu?ms=30"))
-    assert cpu["cpu_ms"] == "30" and int(cpu["pid"]) in workers
-    assert fields(get(srv.url + "/leak"))["leaked"] == "1"
-    assert "Environment: production" in srv.console_log.read_text()
-    stop_and_check(srv)
-
-
 SLEEP_MS = 1500
 """Longer than a check-in interval (CHECK_INTERVAL_S): a worker reports itself during the sleeps."""
 
 
 @pytest.mark.parametrize("threads", [1, 4])
-def test_threads_serve_that_many_requests_at_once_in_one_worker(puma: MakePuma, threads: int) -> None:
+def test_threads_serve_that_many_requests_at_once_in_one_worker(puma_server: MakePuma, threads: int) -> None:
     """One worker and 4 clients asking for /sleep at once: with threads 4 the worker holds all 4
     at once (Puma's own count at a check-in during the sleeps, and the status change pounder stores
     for the load); with threads 1 it serves them one after the other (the k-th answer comes at
     least k sleeps after they were sent)."""
-    srv = puma(workers=1, threads=(threads, threads))
+    srv = puma_server(workers=1, threads=(threads, threads))
     assert srv.settings.threads == (threads, threads)
     assert "worker_check_interval 1" in srv.config_file.read_text().splitlines()
     wait_checked_in(srv)
@@ -122,8 +93,8 @@ def wait_checked_in(srv: PumaServer) -> None:
         time.sleep(0.1)
 
 
-def test_status_counters_say_when_the_workers_checked_in(puma: MakePuma) -> None:
-    srv = puma(workers=2, threads=(1, 2))
+def test_status_counters_say_when_the_workers_checked_in(puma_server: MakePuma) -> None:
+    srv = puma_server(workers=2, threads=(1, 2))
     wait_checked_in(srv)
     first = srv.status_counters()  # a first check-in may come while the readiness probe is served
     assert first is not None
@@ -172,52 +143,3 @@ def test_control_app_stats_name_every_worker(tmp_path: Path) -> None:
     assert processes_mentioning(str(workdir)) == []
     with pytest.raises(PounderError, match="cannot read the control app's /stats"):
         puma_stats(srv.control_socket)
-
-
-def test_preload_shares_the_data_built_at_load(puma: MakePuma) -> None:
-    """preload_app! on vs off with 40 MB built at load: shared copy-on-write vs private per worker."""
-    sizes = {}
-    for preload in (False, True):
-        srv = puma(workers=2, preload_app=preload, env={"APP_DATA_MB": "40"})
-        sizes[preload] = worker_sizes(srv, 40, preload)
-        srv.stop()
-    print("puma worker (shared MB, USS MB):", sizes)
-    for shared, uss in sizes[True].values():
-        assert shared >= 35 and uss < 10, sizes
-    for shared, uss in sizes[False].values():
-        assert uss >= 35 and shared < 35, sizes
-    off = sum(uss for _, uss in sizes[False].values()) / 2
-    on = sum(uss for _, uss in sizes[True].values()) / 2
-    assert off - on >= 30, sizes
-
-
-@pytest.mark.parametrize("preload", [True, False])
-def test_a_broken_rackup_fails_with_pumas_own_words(puma: MakePuma, tmp_path: Path, preload: bool) -> None:
-    rackup = tmp_path / "broken.ru"
-    rackup.write_text('raise "pounder-test: rackup failed on purpose"\n')
-    srv = puma(rackup, start=False, preload_app=preload)
-    with pytest.raises(ServerStartError) as failed:
-        srv.start(timeout_s=30)
-    reason, _, tail = str(failed.value).partition("\n")
-    assert reason.startswith("puma") and "Traceback" not in str(failed.value)
-    if preload:  # the master loads it: Puma says why
-        assert "exited with status 1" in reason
-        assert "pounder-test: rackup failed on purpose" in tail
-    else:  # each worker loads it and dies: Puma 5.6 logs the first line of the backtrace, not the message
-        assert "workers keep exiting" in reason
-        assert "Unable to start worker" in tail and f"{rackup}:1" in tail
-    assert not psutil.pid_exists(srv.pid)
-
-
-def test_parent_killed_then_stop(puma: MakePuma) -> None:
-    srv = puma(workers=2)
-    workers = srv.children()
-    os.kill(srv.pid, signal.SIGKILL)
-    srv.stop()
-    assert wait_not_running([srv.pid, *workers], 5) == []
-
-
-def test_gone_when_the_starting_process_dies(tmp_path: Path) -> None:
-    if puma_missing():
-        pytest.skip(str(puma_missing()))
-    kill_starter_and_check(PumaServer, tmp_path / "w")

@@ -12,7 +12,6 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +24,13 @@ from pounder.servers import (
     ServerStartError,
     UwsgiServer,
     ini_lazy_apps,
-    owns_listener,
     uwsgi_app_missing,
     uwsgi_missing,
     uwsgi_stats,
     uwsgi_target_is_ini,
 )
 from pounder.servers._uwsgi import UwsgiSettings, strip_owned_options, uwsgi_command
-from support.leftovers import kill_leftovers, processes_mentioning
+from support.leftovers import kill_leftovers
 from support.srvutil import (
     MB,
     fields,
@@ -48,59 +46,12 @@ MISSING = uwsgi_missing()
 needs_uwsgi = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
 
 
-@pytest.fixture
-def uwsgi_server(tmp_path: Path) -> Iterator[Callable[..., UwsgiServer]]:
-    """Factory: ``uwsgi_server(target="wsgi_app:app", *, start=True, timeout_s=30, **UwsgiServer
-    kwargs)`` (pythonpath tests/apps for a module), workdir under tmp_path; every server stopped at
-    teardown, and nothing naming tmp_path left running."""
-    if MISSING:
-        pytest.skip(MISSING)
-    made: list[UwsgiServer] = []
-
-    def make(target: str = "wsgi_app:app", *, start: bool = True, timeout_s: float = 30.0,
-             **kwargs: Any) -> UwsgiServer:
-        if not uwsgi_target_is_ini(target):
-            kwargs.setdefault("pythonpath", str(APPS))
-        server = UwsgiServer(kwargs.pop("workdir", tmp_path / f"uwsgi-{len(made)}"), target, **kwargs)
-        made.append(server)
-        if start:
-            server.start(timeout_s=timeout_s)
-        return server
-
-    try:
-        yield make
-    finally:
-        for server in made:
-            server.stop()
-        left = processes_mentioning(str(tmp_path))
-        kill_leftovers(str(tmp_path))
-        assert left == [], f"left running: {left}"
-
-
 def _requests(stats: dict[str, Any]) -> int:
     return sum(int(worker["requests"]) for worker in stats["workers"])
 
 
 # ---------------------------------------------------------------------------------------------
 # A real server
-
-
-@needs_uwsgi
-def test_starts_with_its_workers_and_stops(uwsgi_server) -> None:
-    srv = uwsgi_server(processes=3)
-    assert get(srv.url + "/") == "hello\n"
-    assert srv.read_pidfile() == srv.pid
-    workers = srv.children()
-    assert len(workers) == 3
-    # no router process: the master owns the listening socket, the workers are its direct children
-    assert sorted(p.pid for p in psutil.Process(srv.pid).children(recursive=True)) == workers
-    assert owns_listener(srv.pid, srv.port, srv.host)
-    assert int(get(srv.url + "/pid")) in workers
-    assert fields(get(srv.url + "/cpu?ms=20"))["cpu_ms"] == "20"
-    workdir = srv.workdir
-    stop_and_check(srv)
-    assert processes_mentioning(str(workdir)) == []
-    assert "graceful shutdown" in srv.console_log.read_text()
 
 
 @needs_uwsgi
@@ -379,15 +330,6 @@ def test_ini_input_checks(tmp_path: Path) -> None:
         UwsgiServer(None, "wsgi_app")
 
 
-@needs_uwsgi
-def test_parent_killed_then_stop(uwsgi_server) -> None:
-    srv = uwsgi_server(processes=2)
-    workers = srv.children()
-    os.kill(srv.pid, signal.SIGKILL)
-    srv.stop()
-    assert wait_not_running([srv.pid, *workers], 5) == []
-
-
 _STARTER = """
 import json, sys, time
 from pounder.servers import UwsgiServer
@@ -404,18 +346,6 @@ def test_gone_when_the_starting_process_dies(tmp_path: Path) -> None:
     left = wait_not_running(pids, 10)
     kill_leftovers(str(tmp_path))
     assert left == []
-
-
-@needs_uwsgi
-def test_restart_after_stop(uwsgi_server) -> None:
-    srv = uwsgi_server(processes=1)
-    first = srv.pid
-    srv.stop()
-    srv.start()
-    assert srv.pid != first and get(srv.url + "/") == "hello\n"
-    started = time.monotonic()
-    stop_and_check(srv)
-    assert time.monotonic() - started < 5
 
 
 @needs_uwsgi

@@ -12,44 +12,16 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from pounder.procs import snapshot
 from pounder.servers import ManagedServer
-from support.leftovers import kill_leftovers, processes_mentioning
+from support.cliutil import run_pounder
+from support.leftovers import processes_mentioning
 from support.srvutil import MB, fields, smaps_kb, start_then_sigkill, wait_not_running, warm_every_child
 
 RACK_APP = Path(__file__).resolve().parents[1] / "apps" / "rack_app.ru"
 START_TIMEOUT_S = 60.0  # a shared 2-core machine
-
-
-def rack_servers(cls: type[ManagedServer], missing: str | None, tmp_path: Path) -> Iterator[Callable[..., Any]]:
-    """For a fixture: ``make(rackup=RACK_APP, *, start=True, **kwargs)`` returns a ``cls`` in a
-    directory of its own under ``tmp_path`` (started unless ``start=False``). At teardown every
-    server is stopped and no process may mention ``tmp_path``."""
-    if missing:
-        pytest.skip(missing)
-    made: list[ManagedServer] = []
-
-    def make(rackup: Path = RACK_APP, *, start: bool = True, **kwargs: Any) -> Any:
-        server = cls(tmp_path / f"{cls.kind}-{len(made)}", rackup, **kwargs)  # type: ignore[call-arg]
-        made.append(server)
-        if start:
-            server.start(timeout_s=START_TIMEOUT_S)
-        return server
-
-    try:
-        yield make
-    finally:
-        for server in made:
-            server.stop()
-        left = processes_mentioning(str(tmp_path))
-        kill_leftovers(str(tmp_path))
-        assert left == [], f"still running after stop: {left}"
 
 
 def worker_sizes(server: ManagedServer, data_mb: int, preload: bool) -> dict[int, tuple[float, float]]:
@@ -121,8 +93,7 @@ def tune_then_run_printed(kind: str, tmp_path: Path, file_name: str, listen: lis
     from pounder.servers._net import answers_http
 
     results = tmp_path / "results"
-    done = subprocess.run([sys.executable, "-m", "pounder", "tune", kind, str(RACK_APP), *TUNE_ARGS,
-                           "--results", str(results)], capture_output=True, text=True, timeout=300, check=False)
+    done = run_pounder("tune", kind, RACK_APP, *TUNE_ARGS, "--results", results, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert processes_mentioning(str(results)) == [], "a server outlived pounder tune"
     assert (results / "recommendation.json").is_file()

@@ -10,13 +10,15 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import psutil
 
 from pounder.servers import ManagedServer, MemoryCgroup, make_cgroup
+from support.leftovers import kill_leftovers, processes_mentioning
 
 MB = 1024 * 1024
 REPO = Path(__file__).resolve().parents[2]
@@ -68,6 +70,43 @@ def stop_and_check(server: ManagedServer) -> None:
     assert [p for p in pids if psutil.pid_exists(p)] == []
     assert not server.running
     server.stop()  # idempotent
+
+
+class ManagedServerPool:
+    """What every real server's factory fixture yields: ``pool(*args, start=True, timeout_s=..., **kwargs)``
+    makes a server with ``make(workdir, *args, **kwargs)`` (started unless ``start=False``), its
+    directory ``FOLDER/NAME-N`` (``folder`` given, and no ``workdir=`` in the call) or its own
+    temporary one. At teardown (``stop_all``) every server it made is stopped, also when the test
+    failed; with ``check_left``, nothing naming ``folder`` may be left running either."""
+
+    def __init__(self, make: Callable[..., ManagedServer], *, folder: Path | None = None, name: str = "server",
+                 timeout_s: float = 30.0, check_left: bool = False) -> None:
+        self._make = make
+        self.folder, self.name, self.timeout_s, self.check_left = folder, name, timeout_s, check_left
+        self.servers: list[ManagedServer] = []
+
+    def __call__(self, *args: Any, start: bool = True, timeout_s: float | None = None, **kwargs: Any) -> Any:
+        default = None if self.folder is None else self.folder / f"{self.name}-{len(self.servers)}"
+        server = self._make(kwargs.pop("workdir", default), *args, **kwargs)
+        self.servers.append(server)
+        if start:
+            server.start(timeout_s=self.timeout_s if timeout_s is None else timeout_s)
+        return server
+
+    def stop_all(self) -> None:
+        errors = []
+        for server in self.servers:
+            try:
+                server.stop()
+            except Exception as error:  # stop the others all the same
+                errors.append(error)
+        left = []
+        if self.check_left and self.folder is not None:
+            left = processes_mentioning(str(self.folder))
+            kill_leftovers(str(self.folder))
+        if errors:
+            raise errors[0]
+        assert left == [], f"still running after stop: {left}"
 
 
 def smaps_kb(pid: int) -> dict[str, int]:
