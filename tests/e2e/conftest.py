@@ -11,10 +11,8 @@ against the real test servers of ``tests/support/testserver.py`` (fixture ``test
 from __future__ import annotations
 
 import importlib.util
-import os
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,9 +23,9 @@ import pytest
 
 import pounder
 from pounder import BenchResult
+from support.cliutil import run_pounder, with_pythonpath
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
-PYTHON_DIR = TESTS_DIR.parent / "python"
 RUN_LIMIT_S = 30.0
 """A run that has not returned after this long is reported as hung (every run here is planned to
 last a few seconds; the limit only keeps a hung engine from hanging the suite)."""
@@ -107,20 +105,10 @@ def free_port() -> int:
 def run_cli(*args: str, timeout_s: float = 60.0, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m pounder bench ARGS`` in a subprocess: stdin closed, stdout and stderr captured
     (so neither is a terminal)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
+    env = with_pythonpath()
     for name in ("FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE"):
         env.pop(name, None)
-    return subprocess.run(
-        [sys.executable, "-m", "pounder", "bench", *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        env=env,
-        cwd=cwd,
-        check=False,
-    )
+    return run_pounder("bench", *args, stdin=subprocess.DEVNULL, timeout=timeout_s, env=env, cwd=cwd)
 
 
 @pytest.fixture(scope="session")

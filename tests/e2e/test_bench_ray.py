@@ -34,6 +34,7 @@ from pounder import BenchResult, IoInfo, PounderError, UsageError, bench  # noqa
 from pounder.agents import Cluster, agent_pool, run_bench_ray  # noqa: E402
 from pounder.compare import Variant, compare  # noqa: E402
 from pounder.load import BenchSpec, run_bench, server_sampler  # noqa: E402
+from support.cliutil import run_pounder, start_pounder, with_pythonpath  # noqa: E402
 from support.hdr import decode_hdr, hdr_log_intervals  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore")  # Ray's own deprecation warnings
@@ -278,10 +279,8 @@ def test_a_signal_stops_every_agent_and_keeps_the_result(cluster: str, testserve
     agent stops, what they measured is written, the exit says so."""
     srv = testserver(mode="ok", delay_ms=5)
     out = tmp_path / "r.json"
-    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
-    proc = subprocess.Popen([sys.executable, "-m", "pounder", "bench", srv.url + "/", "-c", "3", "-d", "30s",
-                             "--ray", cluster, "--json", str(out)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = start_pounder("bench", srv.url + "/", "-c", "3", "-d", "30s", "--ray", cluster, "--json", out,
+                         env=with_pythonpath())
     try:
         deadline = time.monotonic() + 60
         while srv.stats()["requests"] < 100 and time.monotonic() < deadline:
@@ -410,9 +409,7 @@ def test_one_pool_runs_one_bench_after_another(cluster: str, testserver: Any) ->
 
 
 def _pounder(*args: str, timeout_s: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pounder", *args], capture_output=True, text=True, timeout=timeout_s,
-                          env={**os.environ, "PYTHONPATH": str(PYTHON_DIR)}, stdin=subprocess.DEVNULL,
-                          check=False)  # fmt: skip
+    return run_pounder(*args, timeout=timeout_s, env=with_pythonpath(), stdin=subprocess.DEVNULL)
 
 
 def test_compare_and_run_send_every_trial_from_the_agents(cluster: str, testserver: Any, tmp_path: Path) -> None:

@@ -9,11 +9,9 @@ answer cannot be loaded faster than connections / 20 ms.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,10 +19,10 @@ from typing import Any
 import pytest
 
 from pounder.compare import CompareResult, Trial, Variant, compare, render_chart, render_compare
+from support.cliutil import start_pounder, with_pythonpath
 from support.schemas import validate
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
-PYTHON_DIR = TESTS_DIR.parent / "python"
 TIMEOUT = "10s"
 
 
@@ -113,16 +111,7 @@ def test_a_url_against_itself_is_no_clear_difference(testserver: Any, tmp_path: 
 
 
 def pounder_process(*args: str) -> subprocess.Popen[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
-    return subprocess.Popen(
-        [sys.executable, "-m", "pounder", "compare", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    return start_pounder("compare", *args, stdin=subprocess.DEVNULL, env=with_pythonpath())
 
 
 def finish(process: subprocess.Popen[str], timeout_s: float = 60.0) -> tuple[int, str, str]:

@@ -6,18 +6,16 @@ Real ``python -m pounder bench`` processes under real limits, against a test ser
 from __future__ import annotations
 
 import json
-import os
 import re
 import resource
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+from support.cliutil import run_pounder, with_pythonpath
 
 
 def _bench(limits: tuple[int, int], *args: str) -> subprocess.CompletedProcess[str]:
@@ -25,9 +23,8 @@ def _bench(limits: tuple[int, int], *args: str) -> subprocess.CompletedProcess[s
     prlimit = shutil.which("prlimit")
     if prlimit is None:
         pytest.skip("prlimit (util-linux) is not installed")
-    return subprocess.run([prlimit, f"--nofile={limits[0]}:{limits[1]}", sys.executable, "-m", "pounder", "bench",
-                           *args], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(PYTHON_DIR)},
-                          timeout=60, check=False)
+    return run_pounder("bench", *args, prefix=[prlimit, f"--nofile={limits[0]}:{limits[1]}"], env=with_pythonpath(),
+                       timeout=60)
 
 
 def test_connections_above_the_soft_limit_raise_it(testserver: Any, tmp_path: Path) -> None:

@@ -7,17 +7,17 @@ import dataclasses
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pounder
 from pounder._units import mib
+from support.cliutil import run_pounder
 from support.schemas import validate
 
 
 def _pounder(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pounder", *args], capture_output=True, text=True, timeout=60)
+    return run_pounder(*args, timeout=60)
 
 
 def _cells(page: str, pid: int) -> list[str]:

@@ -15,18 +15,17 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
 
+from support.cliutil import start_pounder, with_pythonpath
+
 pytest.importorskip("ray")
 
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 130}
 CAUSE = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
 HONOURED_S = 1.0
@@ -72,11 +71,8 @@ def ray_run(testserver: Any) -> Iterator[Callable[[], subprocess.Popen[str]]]:
     procs: list[subprocess.Popen[str]] = []
 
     def start() -> subprocess.Popen[str]:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
-        proc = subprocess.Popen([sys.executable, "-m", "pounder", "bench", "--ray", "local", url, "-n", "1000000"],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env, start_new_session=True)
+        proc = start_pounder("bench", "--ray", "local", url, "-n", "1000000", stdin=subprocess.DEVNULL,
+                             env=with_pythonpath(), start_new_session=True)
         procs.append(proc)
         return proc
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pounder.servers import apache_missing, gunicorn_missing, phpfpm_missing
+from support.cliutil import run_pounder
 from support.leftovers import processes_mentioning
 from support.schemas import validate
 
@@ -22,8 +22,7 @@ MIB = 1024 * 1024
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pounder", "run", *args], capture_output=True, text=True,
-                          timeout=300, check=False)
+    return run_pounder("run", *args, timeout=300)
 
 
 @pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
@@ -166,8 +165,7 @@ path = "/?hot=100000&cold=400000"
     for name in ("hot_loop", "cold_loop"):
         assert rows[name] == [f"{shares[0][name] * 100:.1f}", f"{shares[1][name] * 100:.1f}"]
     assert (results / "summary.txt").read_text() == done.stdout
-    page = subprocess.run([sys.executable, "-m", "pounder", "report", str(results), "-o", str(public_dir / "r.html")],
-                          capture_output=True, text=True, timeout=120, check=False)
+    page = run_pounder("report", results, "-o", public_dir / "r.html", timeout=120)
     assert page.returncode == 0, page.stderr
     assert "Where did the time move" in (public_dir / "r.html").read_text()
     assert not processes_mentioning(str(results))

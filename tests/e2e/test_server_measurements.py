@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from typing import Any
 
 import psutil
@@ -16,6 +14,7 @@ import pytest
 
 import pounder
 from pounder.report import render_report as render_html
+from support.cliutil import run_pounder
 from support.schemas import validate
 from support.srvutil import warm_every_child
 
@@ -25,12 +24,7 @@ LEAK_BYTES = 102400  # what the /leak handlers keep per request
 
 def mem_json(pidfile: str) -> dict[str, Any]:
     """`pounder mem --pidfile F --json -`, run as a user would."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "pounder", "mem", "--pidfile", pidfile, "--json", "-"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_pounder("mem", "--pidfile", pidfile, "--json", "-", timeout=60)
     assert proc.returncode == 0, proc.stderr
     document: dict[str, Any] = json.loads(proc.stdout)
     validate(document, "mem")
@@ -176,11 +170,8 @@ def test_apache_cpu_counts_children_that_exit_during_the_run(apache_server: Any)
 def test_server_section_is_in_the_json_and_the_report(gunicorn_server: Any, tmp_path: Any) -> None:
     srv = gunicorn_server(workers=2)
     out = tmp_path / "r.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "pounder", "bench", srv.url + "/", "-n", "50", "-c", "2",
-         "--server-pidfile", str(srv.pidfile), "--json", str(out)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    proc = run_pounder("bench", srv.url + "/", "-n", "50", "-c", "2", "--server-pidfile", srv.pidfile, "--json", out,
+                       timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "Server (pid " in proc.stdout and "us per request" in proc.stdout
     document = json.loads(out.read_text())

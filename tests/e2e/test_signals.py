@@ -9,12 +9,10 @@ tests do not depend on timing; every load is bounded and every server stopped, a
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,12 +20,11 @@ from typing import Any
 
 import pytest
 
-import pounder
 from pounder.servers import gunicorn_missing
+from support.cliutil import run_pounder, start_pounder, with_pythonpath
 from support.leftovers import processes_mentioning
 from support.schemas import validate
 
-PYTHON_DIR = Path(pounder.__file__).resolve().parents[1]
 APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
 EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 130}
 CAUSE = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP"}
@@ -36,10 +33,7 @@ needs_gunicorn = pytest.mark.skipif(gunicorn_missing() is not None, reason=str(g
 
 
 def start(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
-    return subprocess.Popen([sys.executable, "-m", "pounder", *args], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+    return start_pounder(*args, stdin=subprocess.DEVNULL, env=with_pythonpath(), cwd=cwd)
 
 
 def signal_when(proc: subprocess.Popen[str], ready: Callable[[], bool], signum: int,
@@ -79,8 +73,7 @@ def json_holds(path: Path, check: Callable[[Any], bool]) -> Callable[[], bool]:
 
 def render(tmp_path: Path, *results: Path) -> str:
     page = tmp_path / f"page-{len(list(tmp_path.glob('page-*')))}.html"
-    done = subprocess.run([sys.executable, "-m", "pounder", "report", *map(str, results), "-o", str(page)],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = run_pounder("report", *results, "-o", page, timeout=120)
     assert done.returncode == 0, done.stderr
     return page.read_text()
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from pounder.pool import ApacheAdapter, ChildLimit, PoolParams, child_sizes, chi
 from pounder.procs import read_statm, snapshot
 from pounder.servers import apache_missing
 from pounder.servers._apache import find_apache
+from support.cliutil import run_pounder
 from support.leftovers import processes_mentioning
 from support.srvutil import warm_every_child
 from support.uss_watch import UssWatch
@@ -72,9 +72,7 @@ def _status(pid: int, *keys: str) -> int:
 
 def _load(url: str, requests: int) -> None:
     """``requests`` GETs, keep-alive off, at ``RATE`` a second: pounder's own load generator."""
-    done = subprocess.run([sys.executable, "-m", "pounder", "bench", url, "--rate", str(RATE), "--no-keepalive",
-                           "-n", str(requests), "--warmup", "0"],
-                          capture_output=True, text=True, timeout=240, check=False)
+    done = run_pounder("bench", url, "--rate", RATE, "--no-keepalive", "-n", requests, "--warmup", "0", timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
 
 

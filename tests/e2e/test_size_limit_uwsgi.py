@@ -11,8 +11,6 @@ the load runs, reaches the limit (±10 %), and none may grow beyond it."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +18,7 @@ import pytest
 
 from pounder.pool import ChildLimit, PoolParams, UwsgiAdapter, child_sizes
 from pounder.procs import snapshot
+from support.cliutil import run_pounder
 from support.leftovers import processes_mentioning
 from support.srvutil import warm_every_child
 from support.uss_watch import UssWatch
@@ -55,9 +54,8 @@ def test_workers_are_replaced_at_the_printed_rss(tmp_path: Path) -> None:
         watch = UssWatch(server.pid)
         watch.start()
         try:
-            done = subprocess.run([sys.executable, "-m", "pounder", "bench", server.url + "/leak", "--rate", str(RATE),
-                                   "--no-keepalive", "-n", str(requests), "--warmup", "0"],
-                                  capture_output=True, text=True, timeout=240, check=False)
+            done = run_pounder("bench", server.url + "/leak", "--rate", RATE, "--no-keepalive", "-n", requests,
+                               "--warmup", "0", timeout=240)
             time.sleep(0.2)
         finally:
             watch.done.set()

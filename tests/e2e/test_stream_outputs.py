@@ -7,10 +7,8 @@ leaves the old file as it was. Real runs of ``python -m pounder bench`` against 
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,14 +17,11 @@ from typing import Any
 import pytest
 
 from pounder._files import TEMP_SUFFIX
-
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+from support.cliutil import run_pounder, start_pounder, with_pythonpath
 
 
 def _bench(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
-    return subprocess.run([sys.executable, "-m", "pounder", "bench", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout_s, check=False)
+    return run_pounder("bench", *args, env=with_pythonpath(), timeout=timeout_s)
 
 
 @contextlib.contextmanager
@@ -93,9 +88,8 @@ def test_every_output_on_dev_full_names_its_option(testserver: Any, option: str)
 def test_compare_json_on_dev_full_names_its_option(testserver: Any) -> None:
     """Issue 25's families: compare's rewritten --json said ``cannot write /dev/full`` alone."""
     url = testserver(mode="ok").url + "/"
-    done = subprocess.run([sys.executable, "-m", "pounder", "compare", url, url + "x", "--trials", "3", "-d", "200ms",
-                           "--no-warmup", "--json", "/dev/full"], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(PYTHON_DIR)}, timeout=60, check=False)
+    done = run_pounder("compare", url, url + "x", "--trials", "3", "-d", "200ms", "--no-warmup", "--json", "/dev/full",
+                       env=with_pythonpath(), timeout=60)
     assert done.returncode == 1, done.stderr
     assert done.stderr.splitlines() == ["pounder: error: cannot write --json /dev/full: No space left on device"]
 
@@ -106,9 +100,7 @@ def test_results_on_a_read_only_disk_is_bad_input_before_anything_starts(tmp_pat
     before the error, and ``run --results`` a traceback from mkdir."""
     (tmp_path / "exp.toml").write_text(EXPERIMENT)
     with _small_disk(tmp_path / "ro", read_only=True):
-        done = subprocess.run([sys.executable, "-m", "pounder", *command, "--results", "ro/R"], cwd=tmp_path,
-                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(PYTHON_DIR)},
-                              timeout=60, check=False)
+        done = run_pounder(*command, "--results", "ro/R", cwd=tmp_path, env=with_pythonpath(), timeout=60)
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == ["pounder: error: cannot create the results directory ro/R: "
                                         "Read-only file system"]
@@ -135,9 +127,7 @@ path = "/x"
 def test_standard_output_on_a_full_disk_is_one_line_not_a_traceback(testserver: Any, args: list[str]) -> None:
     srv = testserver(mode="ok")
     with open("/dev/full", "w") as full:
-        done = subprocess.run([sys.executable, "-m", "pounder", "bench", srv.url + "/", *args], stdout=full,
-                              stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(PYTHON_DIR)},
-                              timeout=60, check=False)
+        done = run_pounder("bench", srv.url + "/", *args, stdout=full, env=with_pythonpath(), timeout=60)
     assert done.returncode == 1, done.stderr
     assert done.stderr.splitlines() == ["pounder: error: cannot write to standard output: No space left on device"]
 
@@ -148,9 +138,8 @@ def test_a_killed_run_leaves_the_old_file_and_the_next_run_cleans_up(testserver:
     srv = testserver(mode="ok", delay_ms=1)
     out = tmp_path / _NAMES[option]
     out.write_text("the old file\n")
-    env = {**os.environ, "PYTHONPATH": str(PYTHON_DIR)}
-    proc = subprocess.Popen([sys.executable, "-m", "pounder", "bench", srv.url + "/", "-d", "10s", "-c", "2",
-                             option, str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    proc = start_pounder("bench", srv.url + "/", "-d", "10s", "-c", "2", option, out, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, text=False, env=with_pythonpath())
     try:
         deadline = time.monotonic() + 20
         while not _temps(tmp_path) and time.monotonic() < deadline:

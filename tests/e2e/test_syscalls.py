@@ -28,7 +28,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -41,6 +40,7 @@ import pounder
 from pounder.servers import ApacheServer, apache_missing
 from pounder.servers._apache import find_apache
 from pounder.syscalls import SyscallReport, render_syscalls, trace_syscalls
+from support.cliutil import run_pounder, with_pythonpath
 from support.schemas import validate
 
 URI = "/news/perl/mod_perl/summary"
@@ -277,14 +277,9 @@ def test_strace_c_counts_the_same_calls_per_request(experiment: dict[str, Measur
 def test_cli_prints_the_tables_and_writes_the_json(experiment: dict[str, Measured], tmp_path: Path) -> None:
     measured = experiment["htaccess"]
     out = tmp_path / "syscalls.json"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(pounder.__file__).resolve().parents[1]),
-                                                      env.get("PYTHONPATH")]))  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, "-m", "pounder", "syscalls", measured.server.url + URI, "--server-pidfile",
-         str(measured.server.pidfile), "-n", "100", "-c", "2", "--warmup", "10", "--json", str(out), "--top", "3"],
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, env=env, check=False,
-    )  # fmt: skip
+    proc = run_pounder("syscalls", measured.server.url + URI, "--server-pidfile", measured.server.pidfile, "-n", "100",
+                       "-c", "2", "--warmup", "10", "--json", out, "--top", "3", stdin=subprocess.DEVNULL, timeout=120,
+                       env=with_pythonpath())
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == "" and "Traceback" not in proc.stdout
     document = json.loads(out.read_text())

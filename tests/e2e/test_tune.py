@@ -22,6 +22,7 @@ import pytest
 from pounder.servers import apache_missing, gunicorn_missing
 from pounder.servers._apache import find_apache
 from pounder.tune import ResultsDir
+from support.cliutil import pounder_argv, run_pounder
 from support.interrupted import interrupted
 from support.leftovers import processes_mentioning
 from support.schemas import validate_results_dir
@@ -37,14 +38,13 @@ TUNE_LIMIT_S = 400
 
 
 def _tune(*args: str, timeout_s: float = TUNE_LIMIT_S) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pounder", "tune", *args], capture_output=True, text=True,
-                          timeout=timeout_s, check=False)
+    return run_pounder("tune", *args, timeout=timeout_s)
 
 
 def _stopped(results: Path, args: tuple[str, ...], when: Path, after_s: float = 0.0) -> str:
     """A real ``pounder tune`` (``args``, ``--results results``) stopped by Ctrl-C ``after_s`` after
     ``when`` exists: its stderr, once it has exited with 130 leaving no server process."""
-    return interrupted([sys.executable, "-m", "pounder", "tune", *args, "--results", str(results)], results, when,
+    return interrupted(pounder_argv("tune", *args, "--results", results), results, when,
                        after_s=after_s, limit_s=TUNE_LIMIT_S)[1]
 
 
@@ -182,8 +182,7 @@ def test_sigint_leaves_no_server_and_resume_finishes(tmp_path: Path) -> None:
     assert summary["measure"] == json.loads(measured["sizes.json"])["summary"] and summary["memory"] is not None
     assert [p["children"] for p in summary["sweep"]][0] == 1
     validate_results_dir(results, finished=False)
-    page = subprocess.run([sys.executable, "-m", "pounder", "report", str(results), "-o", str(tmp_path / "r.html")],
-                          capture_output=True, text=True, timeout=120, check=False)
+    page = run_pounder("report", results, "-o", tmp_path / "r.html", timeout=120)
     assert page.returncode == 0, page.stderr
     assert f"the {len(measured)} points measured so far" in (tmp_path / "r.html").read_text()
 
@@ -212,8 +211,7 @@ def _check_profile(results: Path, stdout: str, page: Path) -> None:
     assert row.split()[0] == f"{first['self_share'] * 100:.1f}" and row.endswith(first["name"])
     assert "Files: profile.json, flame.svg" in text
     assert (results / "recommendation.txt").read_text() == stdout
-    done = subprocess.run([sys.executable, "-m", "pounder", "report", str(results), "-o", str(page)],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = run_pounder("report", results, "-o", page, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "s time went" in page.read_text() and "hot_loop" in page.read_text()
 

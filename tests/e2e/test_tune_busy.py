@@ -8,8 +8,6 @@ burner is measured again and named. The burner's share is checked against its ow
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import pytest
 from pounder._units import available_cpus
 from pounder.servers import gunicorn_missing
 from support.burner import burning, cpu_seconds
+from support.cliutil import run_pounder
 from support.leftovers import processes_mentioning
 from support.recorded import decided_again
 from support.schemas import validate_results_dir
@@ -37,11 +36,10 @@ def test_a_busy_machine_gives_the_quiet_machines_answer(tmp_path: Path) -> None:
     results = tmp_path / "busy"
     with burning(seed=7) as burner:
         started, burned = time.monotonic(), cpu_seconds(burner.pid)
-        done = subprocess.run([sys.executable, "-m", "pounder", "tune", "gunicorn", "wsgi_app:app", "--pythonpath",
+        done = run_pounder("tune", "gunicorn", "wsgi_app:app", "--pythonpath",
                                str(APPS_DIR), "--path", "/cpu?ms=5", "--quick", "--point-duration", "1s", "--ram", "2G",
                                "--mrpc", "0", "--max-children", "2", "--measure-children", "2", "--no-confirm",
-                               "--results", str(results)],
-                              capture_output=True, text=True, timeout=TUNE_LIMIT_S, check=False)
+                               "--results", str(results), timeout=TUNE_LIMIT_S)
         share = (cpu_seconds(burner.pid) - burned) / (time.monotonic() - started)
     assert done.returncode == 0, done.stderr
     assert not processes_mentioning(str(results))

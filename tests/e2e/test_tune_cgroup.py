@@ -20,8 +20,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -33,6 +31,7 @@ from pounder import UsageError
 from pounder.servers import MemoryCgroup, gunicorn_missing, make_cgroup
 from pounder.servers._cgroup import cgroup_limit
 from pounder.tune import make_options
+from support.cliutil import pounder_argv, run_pounder
 from support.interrupted import interrupted
 from support.schemas import validate_results_dir
 from support.srvutil import cgroup_probe
@@ -94,8 +93,8 @@ def _sizes_only(results: Path, args: list[str], inside: MemoryCgroup) -> tuple[_
         watches[0].start()
 
     try:
-        pid, err = interrupted(inside.command([sys.executable, "-m", "pounder", "tune", *args, "--results",
-                                               str(results)], os.environ), results, results / "summary.json",
+        pid, err = interrupted(inside.command(pounder_argv("tune", *args, "--results", results), os.environ), results,
+                               results / "summary.json",
                                limit_s=RUN_LIMIT_S, started=watch)
     finally:
         for started in watches:
@@ -107,9 +106,7 @@ def _sizes_only(results: Path, args: list[str], inside: MemoryCgroup) -> tuple[_
 
 def _refused(cwd: Path, ram: str) -> str:
     """``pounder tune gunicorn ... --ram RAM`` refused before anything starts: its one line."""
-    done = subprocess.run([sys.executable, "-m", "pounder", "tune", "gunicorn", "wsgi_app:app", "--pythonpath",
-                           str(APPS_DIR), "--ram", ram], cwd=cwd, capture_output=True, text=True, timeout=60,
-                          check=False)
+    done = run_pounder("tune", "gunicorn", "wsgi_app:app", "--pythonpath", APPS_DIR, "--ram", ram, cwd=cwd, timeout=60)
     lines = done.stderr.splitlines()
     assert (done.returncode, done.stdout, len(lines)) == (2, "", 1), done.stderr
     assert list(cwd.iterdir()) == [], "a results directory was created"

@@ -16,13 +16,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from pounder.servers import apache_missing
+from support.cliutil import pounder_argv, start_pounder
 from support.interrupted import interrupted
 from support.leftovers import kill_leftovers, processes_mentioning
 
@@ -77,8 +77,7 @@ def _tune_watched(args: list[str], results: Path, untouched: list[Path]) -> tupl
     and after: unchanged."""
     before = {str(root): _checksums(root) for root in untouched}
     already = _listening(SYSTEM_PORTS)
-    argv = [sys.executable, "-m", "pounder", "tune", *args, "--results", str(results)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = start_pounder("tune", *args, "--results", results)
     seen: set[int] = set()
     try:
         deadline = time.monotonic() + 300
@@ -95,7 +94,7 @@ def _tune_watched(args: list[str], results: Path, untouched: list[Path]) -> tupl
     assert not processes_mentioning(str(results))
     for root in untouched:
         assert _checksums(root) == before[str(root)], f"{root} changed"
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err), seen
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), seen
 
 
 @pytest.fixture
@@ -181,8 +180,8 @@ def test_tune_on_the_systems_own_apache2_conf(public_dir: Path) -> None:
         seen.update(_listening(SYSTEM_PORTS) - already)
         return (results / "summary.json").exists()
 
-    err = interrupted([sys.executable, "-m", "pounder", "tune", "apache", str(ETC / "apache2.conf"), "--path", "/",
-                       "--quick", "--point-duration", "1s", "--max-children", "2", "--results", str(results)],
+    err = interrupted(pounder_argv("tune", "apache", ETC / "apache2.conf", "--path", "/",
+                       "--quick", "--point-duration", "1s", "--max-children", "2", "--results", results),
                       results, sized, limit_s=300)[1]
     assert "Traceback" not in err
     assert not seen and not (_listening(SYSTEM_PORTS) - already)

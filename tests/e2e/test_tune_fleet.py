@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ import pytest
 import yaml
 
 from pounder.servers import gunicorn_missing
+from support.cliutil import run_pounder
 from support.leftovers import processes_mentioning
 from support.schemas import validate_results_dir
 from support.tune_check import check_consistent
@@ -61,11 +60,11 @@ def _printed_block(stdout: str) -> dict[str, Any]:
 
 def test_a_peak_beyond_one_server_gets_its_fleet_and_the_container_its_resources(tmp_path: Path) -> None:
     results = tmp_path / "fleet"
-    done = subprocess.run([sys.executable, "-m", "pounder", "tune", "gunicorn", "wsgi_app:app", "--pythonpath",
+    done = run_pounder("tune", "gunicorn", "wsgi_app:app", "--pythonpath",
                            str(APPS_DIR), "--path", f"/sleep?ms={WAIT_S * 1000:.0f}", "--quick", "--point-duration",
                            "1s", "--mrpc", "0", "--max-children", str(CHILDREN), "--measure-children", str(CHILDREN),
-                           "--peak-rate", f"{PEAK:.0f}/s", "--ram", "256M", "--cpus", "1", "--results", str(results)],
-                          capture_output=True, text=True, timeout=LIMIT_S, check=False)
+                           "--peak-rate", f"{PEAK:.0f}/s", "--ram", "256M", "--cpus", "1", "--results", str(results),
+                       timeout=LIMIT_S)
     assert not processes_mentioning(str(results))
     # one server cannot carry the peak (its rate check is not met): the fleet carries it, not an error
     assert done.returncode == 0, done.stdout + done.stderr

@@ -3,12 +3,12 @@ running: exit 130, the run says how to go on, and no process of the server is le
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 from pounder.servers import phpfpm_missing, puma_missing, unicorn_missing, uwsgi_missing
+from support.cliutil import pounder_argv
 from support.interrupted import interrupted
 from support.leftovers import processes_mentioning
 
@@ -28,8 +28,8 @@ def test_ctrl_c_with_the_server_running_leaves_nothing(kind: str, tmp_path: Path
     if missing() is not None:
         pytest.skip(str(missing()))
     results = tmp_path / "run"
-    argv = [sys.executable, "-m", "pounder", "tune", *args, "--quick", "--mrpc", "0", "--max-children", "1",
-            "--no-confirm", "--results", str(results)]
+    argv = pounder_argv("tune", *args, "--quick", "--mrpc", "0", "--max-children", "1",
+                        "--no-confirm", "--results", results)
     # Ctrl-C once the server's parent and a child run
     _, err = interrupted(argv, results, lambda: len(processes_mentioning(str(results))) >= 2, after_s=0.5,
                          limit_s=120)

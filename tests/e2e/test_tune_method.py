@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import pytest
 
 from pounder._units import available_cpus
 from pounder.servers import gunicorn_missing
+from support.cliutil import run_pounder
 from support.leftovers import processes_mentioning
 from support.recorded import decided_again
 from support.schemas import validate_results_dir
@@ -34,9 +34,8 @@ pytestmark = pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunic
 
 
 def _tune(results: Path, path: str, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    done = subprocess.run([sys.executable, "-m", "pounder", "tune", "gunicorn", "wsgi_app:app", "--pythonpath",
-                           str(APPS_DIR), "--path", path, *SHORT, "--results", str(results), *args],
-                          capture_output=True, text=True, timeout=TUNE_LIMIT_S, check=False)
+    done = run_pounder("tune", "gunicorn", "wsgi_app:app", "--pythonpath", APPS_DIR, "--path", path, *SHORT,
+                       "--results", results, *args, timeout=TUNE_LIMIT_S)
     assert not processes_mentioning(str(results))
     assert (results / "recommendation.json").is_file(), done.stderr
     validate_results_dir(results)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import pytest
 
 from pounder.servers import apache_missing
 from pounder.servers._apache import find_apache
+from support.cliutil import run_pounder
 from support.leftovers import processes_mentioning
 from support.schemas import validate_results_dir
 from support.tune_check import check_consistent
@@ -52,8 +52,7 @@ def _conf(folder: Path) -> Path:
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pounder", *args], capture_output=True, text=True, timeout=LIMIT_S,
-                          check=False)
+    return run_pounder(*args, timeout=LIMIT_S)
 
 
 def test_the_recommended_pool_is_as_good_as_another_size_at_the_offered_load(public_dir: Path) -> None:

@@ -25,22 +25,19 @@ from pathlib import Path
 import pytest
 
 from pounder.servers import free_port, gunicorn_missing
+from support.cliutil import run_pounder, with_pythonpath
 from support.leftovers import processes_mentioning
 from support.recorded import decided_again
 from support.schemas import validate_results_dir
 from support.tune_check import check_consistent
 
 APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 DATA_BYTES = 256 * 4096  # wsgi_app's APP_DATA_MB=1
 pytestmark = pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
 
 
 def _pounder(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
-    return subprocess.run([sys.executable, "-m", "pounder", "tune", *args], cwd=cwd, capture_output=True,
-                          text=True, env=env, timeout=120, check=False)
+    return run_pounder("tune", *args, cwd=cwd, env=with_pythonpath(), timeout=120)
 
 
 @pytest.fixture(scope="module")

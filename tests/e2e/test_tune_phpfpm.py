@@ -11,7 +11,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from pounder.servers import phpfpm_missing
 from pounder.servers._nginx import find_nginx
 from pounder.servers._phpfpm import find_php_fpm
+from support.cliutil import pounder_argv, run_pounder
 from support.interrupted import interrupted
 from support.leftovers import kill_leftovers, processes_mentioning
 from support.schemas import validate_results_dir
@@ -109,11 +109,11 @@ def _run_as_a_user_would(folder: Path, pool_text: str) -> dict[str, object]:
 
 def test_tune_php_fpm_quick(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    done = subprocess.run(
-        [sys.executable, "-m", "pounder", "tune", "php-fpm", str(POOL_CONF), "--root", str(PHP_APP),
+    done = run_pounder(
+        "tune", "php-fpm", str(POOL_CONF), "--root", str(PHP_APP),
          "--path", "/index.php", "--quick", "--point-duration", "1s", "--mrpc", "0", "--max-children", "1",
-         "--measure-children", "1", "--requests-per-child", "50", "--no-confirm", "--results", str(results)],
-        capture_output=True, text=True, timeout=TUNE_LIMIT_S, check=False)
+         "--measure-children", "1", "--requests-per-child", "50", "--no-confirm", "--results", str(results),
+        timeout=TUNE_LIMIT_S)
     assert done.returncode == 0, done.stderr[-3000:]
     assert not processes_mentioning(str(results)), "a server process outlived pounder tune"
     validate_results_dir(results)
@@ -150,9 +150,9 @@ def test_the_size_measurement_finds_leak_php_keeping_100_kb(tmp_path: Path) -> N
     pm.max_requests with the leak named, the memory bound) is decided again on the recorded run
     tests/data/tune-phpfpm-leak (tests/tune/test_recorded.py)."""
     results = tmp_path / "leak"
-    interrupted([sys.executable, "-m", "pounder", "tune", "php-fpm", str(POOL_CONF), "--root", str(PHP_APP), "--path",
+    interrupted(pounder_argv("tune", "php-fpm", POOL_CONF, "--root", PHP_APP, "--path",
                  "/leak.php", "--quick", "--ram", "1G", "--point-duration", "1s", "--max-children", "2", "--results",
-                 str(results)], results, results / "summary.json", limit_s=TUNE_LIMIT_S)
+                 results), results, results / "summary.json", limit_s=TUNE_LIMIT_S)
     validate_results_dir(results, finished=False)
     summary = json.loads((results / "summary.json").read_text())
     measure = summary["measure"]

@@ -20,8 +20,6 @@ from __future__ import annotations
 import bisect
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -30,6 +28,7 @@ from typing import Any
 import pytest
 
 from pounder.servers import gunicorn_missing, pod_unavailable
+from support.cliutil import start_pounder, with_pythonpath
 from support.schemas import validate_results_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,10 +112,9 @@ def _at(series: list[tuple[float, int]], moment: float) -> float:
 
 def test_the_demo_in_a_one_cpu_pod(tmp_path: Path) -> None:
     results = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
-    args = [sys.executable, "-m", "pounder", "tune", "--demo", "--cpus", "1", "--ram", "512M", "--quick",
-            "--point-duration", "1s", "--max-children", "2", "--mrpc", "0", "--results", str(results)]
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = start_pounder("tune", "--demo", "--cpus", "1", "--ram", "512M", "--quick",
+                         "--point-duration", "1s", "--max-children", "2", "--mrpc", "0", "--results", results,
+                         cwd=tmp_path, env=with_pythonpath())
     watch = _Watch(proc.pid)
     watch.start()
     try:

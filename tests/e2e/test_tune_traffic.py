@@ -13,7 +13,6 @@ import json
 import math
 import statistics
 import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 from pounder.servers import gunicorn_missing
+from support.cliutil import run_pounder
 from support.leftovers import processes_mentioning
 from support.schemas import validate_results_dir
 from support.tune_check import check_consistent
@@ -32,9 +32,8 @@ pytestmark = pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunic
 
 
 def _tune(results: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    done = subprocess.run([sys.executable, "-m", "pounder", "tune", "gunicorn", "wsgi_app:app", "--pythonpath",
-                           str(APPS_DIR), "--quick", "--results", str(results), "--mrpc", "0", *args],
-                          capture_output=True, text=True, timeout=TUNE_LIMIT_S, check=False)
+    done = run_pounder("tune", "gunicorn", "wsgi_app:app", "--pythonpath", APPS_DIR, "--quick", "--results", results,
+                       "--mrpc", "0", *args, timeout=TUNE_LIMIT_S)
     assert not processes_mentioning(str(results))
     assert done.returncode == 0, done.stdout + done.stderr
     validate_results_dir(results)

@@ -10,7 +10,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -20,6 +19,7 @@ import psutil
 import pytest
 
 from pounder.servers import free_port, uwsgi_missing
+from support.cliutil import run_pounder
 from support.leftovers import kill_leftovers, processes_mentioning
 from support.schemas import validate_results_dir
 from support.tune_check import check_consistent
@@ -69,12 +69,12 @@ def _run_printed_ini(config: str, folder: Path) -> tuple[str, int]:
 
 def test_tune_uwsgi_recommends_in_its_syntax_and_the_printed_ini_runs(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    done = subprocess.run(
-        [sys.executable, "-m", "pounder", "tune", "uwsgi", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--quick",
+    done = run_pounder(
+        "tune", "uwsgi", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--quick",
          "--no-preload", "--env", "APP_DATA_MB=40",
          "--point-duration", "1s", "--mrpc", "0", "--max-children", "1", "--measure-children", "1",
-         "--requests-per-child", "20", "--no-confirm", "--results", str(results)],
-        capture_output=True, text=True, timeout=TUNE_LIMIT_S, check=False)
+         "--requests-per-child", "20", "--no-confirm", "--results", str(results),
+        timeout=TUNE_LIMIT_S)
     left = processes_mentioning(str(results))
     kill_leftovers(str(results))
     assert left == [], "a server process outlived pounder tune"
