@@ -288,6 +288,28 @@ def number_problem(document: object, schema: str) -> str | None:
     huge = _first_huge(document)
     if huge is not None:
         return huge
+    try:  # the same document again (a recorded run read by a resume, then by its page): its answer kept
+        text = json.dumps(document)
+    except (TypeError, ValueError):
+        text = None
+    if text is None or json.loads(text) != document:  # not JSON's own values (keys, tuples, NaN): as it is
+        return _schema_problem(document, schema)
+    seen = (schema, text)
+    if seen not in _PROBLEMS:
+        if len(_PROBLEMS) >= _PROBLEMS_KEPT:
+            _PROBLEMS.clear()
+        _PROBLEMS[seen] = _schema_problem(document, schema)
+    return _PROBLEMS[seen]
+
+
+_PROBLEMS: dict[tuple[str, str], str | None] = {}
+""":func:`number_problem`'s answers by schema and document as JSON text (validating a tune point
+against its schema takes tens of ms)."""
+_PROBLEMS_KEPT = 4096
+
+
+def _schema_problem(document: object, schema: str) -> str | None:
+    """:func:`number_problem` past the huge numbers: the first bound of the schema broken."""
     for error in _validator(schema).iter_errors(document):
         for found in _number_errors(error):
             key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in found.absolute_path)
