@@ -90,3 +90,24 @@ def test_number_problem_follows_the_schema_to_every_count() -> None:
     compare["variants"][0]["requests_per_s"]["samples"] = 0
     assert number_problem(compare, "compare") == (
         "'variants[0].requests_per_s.samples' must be a whole number >= 1, got 0")
+
+
+def test_number_problem_answers_a_document_seen_before_as_it_did() -> None:
+    """The answer kept for a document (by its JSON text) is the one for that document only: the same
+    document edited in place is checked again, and a document JSON would write as another's (a tuple
+    for a list) is checked as it is."""
+    point: dict[str, Any] = json.loads(sorted((DEMO / "points").glob("children-*.json"))[0].read_text())
+    assert number_problem(point, "tune-point") is None
+    point["summary"]["complete"] = 2.5
+    assert number_problem(point, "tune-point") == "'summary.complete' must be a whole number >= 0, got 2.5"
+    point["summary"]["complete"] = 2.0  # a whole number written as a float is still a count
+    assert number_problem(point, "tune-point") == number_problem(copy.deepcopy(point), "tune-point")
+    point["summary"]["complete"] = -1
+    assert number_problem(point, "tune-point") == "'summary.complete' must be a whole number >= 0, got -1"
+    point["summary"]["complete"] = 7
+    assert number_problem(point, "tune-point") is None
+    compare = {"schema": "pounder/compare/1", "variants": [{"label": "a", "complete": 5, "requests_per_s": {
+        "median": 1.0, "low": None, "high": None, "samples": 0}}]}
+    assert number_problem(compare, "compare") is not None
+    # the same JSON text from a tuple, which the schema does not read as an array: not the list's answer
+    assert number_problem({**compare, "variants": ({**compare["variants"][0]},)}, "compare") is None
