@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pounder._table import Column, Table, ratio
-from pounder._tune_point import MalformedTuneError, TunePoint
+from pounder._table import Column, Table, ratio, share
+from pounder._tune_point import MalformedTuneError, TunePoint, present
 from pounder._tune_tables import children_table, mrpc_table, pool_rows, pools_table
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -76,3 +76,10 @@ def test_the_tables_of_a_recorded_run_have_their_columns_in_both() -> None:
 def test_a_ratio_reads_as_a_change_with_its_interval() -> None:
     assert (ratio(None, 0.9, 1.1), ratio(0.955, None, None), ratio(0.955, 0.93, 0.979)) == (
         "-", "-4.5%", "-4.5% (-7.0..-2.1)")
+
+
+def test_a_share_reads_as_a_whole_percentage_and_a_missing_figure_is_an_error() -> None:
+    assert (share(None), share(0.974), share(1)) == ("-", "97%", "100%")
+    assert present(0.0) == 0.0
+    with pytest.raises(TypeError):  # the page's "a field is missing" (as float(None) was)
+        present(None)

@@ -1,13 +1,13 @@
-"""How a tuning run's stored figures read: the tables ``pounder tune`` prints and the page
-``pounder report`` draws write a point (its trials, the interval of its median, its flags, a ratio
-to unlimited or to the best) the same way, and quote the same thresholds."""
+"""How a tuning run's stored figures read in the text ``pounder tune`` prints and on the page
+``pounder report`` draws alike: the thresholds both quote, a point's accept-queue share, the
+concurrency the children sweep ran at. The tables of the steps are :mod:`pounder._tune_tables`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pounder._table import ratio
+from pounder._table import share
 
 WIDE = 0.10
 """An interval reaching further than this fraction of the median on either side is "wide" (a
@@ -19,17 +19,7 @@ factor."""
 
 def queued_text(point: Mapping[str, Any]) -> str:
     """The point's accept-queue share as the tables print it ("97%"), "-" when not sampled."""
-    queued = point.get("queued")
-    return "-" if queued is None else f"{float(queued) * 100:.0f}%"
-
-def vs_unlimited_text(point: Mapping[str, Any]) -> str:
-    """The point's requests/s against unlimited, with its interval: "-4.5% (-7.0..-2.1)"."""
-    return versus_text(point.get("vs_unlimited"))
-
-def versus_text(vs: Mapping[str, Any] | None) -> str:
-    """"-4.5% (-7.0..-2.1)", a ratio (to the best, to unlimited) with its interval."""
-    vs = vs or {}
-    return ratio(vs.get("ratio"), vs.get("low"), vs.get("high"))
+    return share(point.get("queued"))
 
 def sweep_load_text(sweep: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     """``(label, words)`` for the concurrency the children sweep ran at, as the pools tables name

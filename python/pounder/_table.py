@@ -91,6 +91,11 @@ def cores(value: float | None) -> str:
     return "-" if value is None else f"{float(value):.2f}"
 
 
+def share(value: float | None) -> str:
+    """A share as a whole percentage: ``97%``."""
+    return "-" if value is None else f"{float(value) * 100:.0f}%"
+
+
 def interval(low: float | None, high: float | None, spec: str = ",.0f") -> str:
     """A 95 % interval ``low-high`` (each in ``spec``), "-" without one."""
     return "-" if low is None or high is None else f"{float(low):{spec}}-{float(high):{spec}}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from pounder._errors import UsageError
 from pounder._records import Convert, Reader
@@ -23,6 +23,7 @@ class MalformedTuneError(UsageError):
 
 
 READ = Reader(MalformedTuneError)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,14 @@ def _to_dict(record: TunePoint | Versus) -> dict[str, Any]:
             value = [dict(trial) for trial in value]
         out[f.name] = value
     return out
+
+
+def present(value: T | None) -> T:
+    """A figure every stored point of its kind holds, for a chart or a cell that cannot draw it
+    missing: a point without it is no result pounder wrote (the TypeError the page reports as such)."""
+    if value is None:
+        raise TypeError("a figure is missing")
+    return value
 
 
 def _versus(value: object, key: str) -> Versus | None:

@@ -10,19 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pounder._table import Column, Table, cores, flags, interval, ms, ratio, whole
-from pounder._tune_point import TunePoint, Versus
+from pounder._table import Column, Table, cores, flags, interval, ms, ratio, share, whole
+from pounder._tune_point import TunePoint, Versus, present
 from pounder._units import mib
 
 Point = Column[TunePoint]
 
 
-def _versus(versus: Versus | None) -> str:
+def versus_text(versus: Versus | None) -> str:
+    """A ratio against a reference with its interval, ``-4.5% (-7.0..-2.1)``; "-" without one."""
     return "-" if versus is None else ratio(versus.ratio, versus.low, versus.high)
-
-
-def _queued(point: TunePoint) -> str:
-    return "-" if point.queued is None else f"{point.queued * 100:.0f}%"
 
 
 MC: Point = Column("MC", lambda p: p.children)
@@ -34,7 +31,7 @@ RPS_CI: Point = Column("95% CI", lambda p: interval(p.rps_low, p.rps_high))
 P50: Point = Column("p50", lambda p: ms(p.p50_ms))
 P99: Point = Column("p99", lambda p: ms(p.p99_ms))
 P99_CI: Point = Column("p99 95% CI", lambda p: interval(p.p99_low, p.p99_high, ",.1f"))
-QUEUED: Point = Column("queued", _queued)
+QUEUED: Point = Column("queued", lambda p: share(p.queued))
 SERVER_CPU: Point = Column("srv CPU us/req", lambda p: whole(p.server_cpu_us))
 SERVER_CORES: Point = Column("srv cores", lambda p: cores(p.server_cores))
 LOAD_CORES: Point = Column("load cores", lambda p: cores(p.client_cores))
@@ -57,7 +54,7 @@ def mrpc_table(*, other_cores: bool = False) -> Table[TunePoint]:
     requests/s against unlimited measured in the same rounds; ``other_cores`` when the page has them."""
     return Table([
         Column("MRPC", lambda p: p.max_requests or "unlimited"), NC, TRIALS, NR, RPS, RPS_CI,
-        Column("RPS vs unlimited (95% CI)", lambda p: _versus(p.vs_unlimited)), P99,
+        Column("RPS vs unlimited (95% CI)", lambda p: versus_text(p.vs_unlimited)), P99,
         Column("NR/MRPC", lambda p: p.respawns), MAX_USS, FAILED, *([OTHER_CORES] if other_cores else []), FLAGS,
     ])
 
@@ -75,19 +72,12 @@ def spare_table() -> Table[TunePoint]:
         NC,
         RPS,
         Column("p99 1st s", lambda p: ms(p.first_p99_ms)),
-        Column("p99", lambda p: f"{_figure(p.p99_ms):,.1f}"),
+        Column("p99", lambda p: f"{present(p.p99_ms):,.1f}"),
         P99_CI,
         Column("steady p99", lambda p: ms(p.steady_p99_ms)),
         Column("slow s", lambda p: "-" if p.burst_s is None else p.burst_s),
         Column("", lambda p: "chosen" if p.chosen else ""),
     ])
-
-
-def _figure(value: float | None) -> float:
-    """A figure every stored point of its kind holds (a point without it is no result pounder wrote)."""
-    if value is None:
-        raise TypeError("a figure is missing")
-    return value
 
 
 @dataclass(frozen=True)
@@ -105,7 +95,7 @@ def pools_table(label: str) -> Table[PoolRow]:
     at_offered_load: list[Point] = [
         MC,
         NC, TRIALS, NR, RPS, RPS_CI,
-        Column("RPS vs best (95% CI)", lambda p: _versus(p.vs_best)),
+        Column("RPS vs best (95% CI)", lambda p: versus_text(p.vs_best)),
         P50, P99, P99_CI,
         SERVER_CORES, LOAD_CORES, OTHER_CORES,
         FAILED, FLAGS,

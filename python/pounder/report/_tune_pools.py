@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pounder import _figures as figures
-from pounder._tune_point import TunePoint
-from pounder._tune_tables import mrpc_table, pool_rows, pools_table, spare_table
+from pounder._tune_point import TunePoint, present
+from pounder._tune_tables import mrpc_table, pool_rows, pools_table, spare_table, versus_text
 from pounder._units import children_text, count_text, mib
 from pounder.pool import ADAPTERS, own_name, status_reader
 from pounder.report._html import Section, chart, label_axes, paragraph, scroll, table
@@ -154,10 +154,10 @@ recommended, drawn from the model (the recommended value was not swept)."""
 def mrpc_section(run: TuneRun, prefix: str) -> Section:
     if run.old:
         return old_mrpc_section(run, prefix)
-    points = run.mrpc
+    points = run.mrpc_points
     name = own_name(run.names, "max_requests")
     at = "" if run.offered is None else f" at {offered_short(run.offered)}"
-    pool = children_text(int(points[0]["children"]))
+    pool = children_text(points[0].children)
     section = Section(f"{_number(run, 4)}. {name} (MaxRequestsPerChild) with {pool}{at}")
     choice = run.max_requests or {}
     recommended = int(choice["value"]) if "value" in choice else None
@@ -168,20 +168,19 @@ def mrpc_section(run: TuneRun, prefix: str) -> Section:
     caption += f"; recommended: {mrpc_label(recommended)}." if recommended is not None else "."
     with chart(f"{prefix}-max-requests", caption, section.body) as ax:
         positions = list(range(len(points)))
-        values = [int(p["max_requests"]) for p in points]
+        values = [present(p.max_requests) for p in points]
         colors = [GREEN if v == recommended else BLUE for v in values]
-        ax.bar(positions, [float(p["rps"]) for p in points], color=colors, alpha=0.9, yerr=errors(run.mrpc_points),
-               capsize=4, ecolor="black")
-        for x, point in zip(positions, points, strict=True):
-            text = ("reference" if int(point["max_requests"]) == 0
-                    else figures.vs_unlimited_text(point).replace(" (", "\n("))
-            ax.annotate(text, (x, float(point.get("rps_high") or point["rps"])), textcoords="offset points",
-                        xytext=(0, 4), ha="center", fontsize=7)
+        ax.bar(positions, [p.rps for p in points], color=colors, alpha=0.9, yerr=errors(points), capsize=4,
+               ecolor="black")
+        for x, point, value in zip(positions, points, values, strict=True):
+            text = "reference" if value == 0 else versus_text(point.vs_unlimited).replace(" (", "\n(")
+            ax.annotate(text, (x, point.rps_high or point.rps), textcoords="offset points", xytext=(0, 4),
+                        ha="center", fontsize=7)
         ax.set_xticks(positions, [mrpc_label(v) + ("\n(recommended)" if v == recommended else "") for v in values])
-        ax.set_ylim(0, max(float(p.get("rps_high") or p["rps"]) for p in points) * 1.3 or 1)
+        ax.set_ylim(0, max(p.rps_high or p.rps for p in points) * 1.3 or 1)
         label_axes(ax, name, "requests/s", "Throughput lost to respawning")
     other = has_other_cores(run, points)
-    section.add(mrpc_table(other_cores=other).html(run.mrpc_points))
+    section.add(mrpc_table(other_cores=other).html(points))
     if other:
         section.add(paragraph(f"{OTHER_CORES[0].upper()}{OTHER_CORES[1:]}."))
     if recommended is not None and recommended not in values:

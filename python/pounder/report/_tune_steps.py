@@ -13,7 +13,7 @@ from pounder._platform import platform_heading, platform_notes, platform_table
 from pounder._table import cores as table_cores
 from pounder._table import ms as table_ms
 from pounder._table import percent, whole
-from pounder._tune_point import TunePoint
+from pounder._tune_point import TunePoint, present
 from pounder._tune_tables import children_table
 from pounder._units import KIB, MIB, children_text, mib
 from pounder.pool import status_reader
@@ -55,23 +55,16 @@ def errors(points: Sequence[TunePoint], key: str = "rps", low: str = "rps_low",
     return [[max(0.0, v) for v in below], [max(0.0, v) for v in above]]
 
 
-def _float(value: float | None) -> float:
-    """A figure a chart draws: missing in a malformed result, the error its page reports."""
-    if value is None:
-        raise TypeError("a figure is missing")
-    return value
-
-
 def _gap(upper: float | None, lower: float | None) -> float:
     """``upper - lower``, 0 where the interval's end is missing."""
     return 0.0 if upper is None or lower is None else float(upper) - float(lower)
 
 
-def has_other_cores(run: TuneRun, points: Sequence[Mapping[str, Any]]) -> bool:
+def has_other_cores(run: TuneRun, points: Sequence[TunePoint]) -> bool:
     """Whether the tables of ``points`` have an "other cores" column (other processes' CPU): in
     every run that compares pools at the offered load ("-" where unknown, as the text report), and
     wherever a point measured it."""
-    return run.at_offered_load or any(p.get("other_cores") is not None for p in points)
+    return run.at_offered_load or any(p.other_cores is not None for p in points)
 
 
 OTHER_CORES = "other cores: processes that are neither the server nor pounder"
@@ -186,7 +179,7 @@ def memory_section(run: TuneRun, prefix: str) -> Section:
     section.add(paragraph(f"without sharing: RAM / child RSS = {mib(ram)} / {mib(rss)} = {no_sharing}"))
     chosen = int(run.children["chosen"]) if run.children else None
     knee = int(run.children["throughput"]) if run.children else None
-    swept = max([chosen or 1, *(int(p["children"]) for p in run.sweep)])
+    swept = max([chosen or 1, *(p.children for p in run.sweep_points)])
     top = max([bound, no_sharing, swept]) * 1.15 + 1
     # far more children fit than the sweep ran: a log scale keeps the sweep readable
     log_x = bound > 6 * swept
@@ -195,7 +188,7 @@ def memory_section(run: TuneRun, prefix: str) -> Section:
                f"{mib(uss)} MiB child USS) against "
                f"the RAM budget of {mib(ram)} MiB: at most {children_text(bound)}.")
     if knee is not None:
-        last = max((int(p["children"]) for p in run.sweep), default=0)
+        last = max((p.children for p in run.sweep_points), default=0)
         caption += (f" Throughput (right axis) was still growing at {children_text(knee)}, the most the sweep ran"
                     if knee >= last else f" Throughput (right axis) stops growing at {children_text(knee)}")
         caption += f"; recommended {chosen}." if chosen is not None else "."
@@ -220,11 +213,11 @@ def memory_section(run: TuneRun, prefix: str) -> Section:
         ax.set_ylim(0, ram / MIB * 1.3)
         label_axes(ax, "children (n)", "MiB", "MaxClients: the memory line against the CPU knee")
         handles, labels = ax.get_legend_handles_labels()
-        if run.sweep:
+        if run.sweep_points:
             right = _twin(ax)
-            counts = [int(p["children"]) for p in run.sweep]
-            most = max(float(p["rps"]) for p in run.sweep)
-            right.plot(counts, [float(p["rps"]) for p in run.sweep], "o-", color=GREEN, label="requests/s (sweep)")
+            counts = [p.children for p in run.sweep_points]
+            most = max(p.rps for p in run.sweep_points)
+            right.plot(counts, [p.rps for p in run.sweep_points], "o-", color=GREEN, label="requests/s (sweep)")
             if knee is not None:
                 right.axvline(knee, color=GREEN, linestyle=":", alpha=0.8)
                 text = (f"still growing at {knee}, the last count swept" if knee >= max(counts)
@@ -260,8 +253,8 @@ def children_section(run: TuneRun, prefix: str) -> Section:
         else:
             top.errorbar(counts, [p.rps for p in sweep], yerr=yerr, fmt="o-", color=BLUE, capsize=3,
                          label="median, 95% interval")
-        bottom.plot(counts, [_float(p.p99_ms) for p in sweep], "o-", color=ORANGE, label="p99")
-        bottom.plot(counts, [_float(p.p50_ms) for p in sweep], ".:", color=GREY, label="p50")
+        bottom.plot(counts, [present(p.p99_ms) for p in sweep], "o-", color=ORANGE, label="p99")
+        bottom.plot(counts, [present(p.p50_ms) for p in sweep], ".:", color=GREY, label="p50")
         best = max(p.rps_high or p.rps for p in sweep)
         if tolerance is not None:
             top.axhline(best * (1 - float(tolerance)), color=GREY, linestyle=":",
@@ -289,7 +282,7 @@ def children_section(run: TuneRun, prefix: str) -> Section:
         section.add(paragraph("MC = children, NC = concurrent clients, NR = requests; latency in ms."))
         return section
     queued = any(p.get("queued") is not None for p in run.sweep)  # results of earlier versions lack it
-    other = has_other_cores(run, run.sweep)
+    other = has_other_cores(run, run.sweep_points)
     section.add(children_table(queued=queued, other_cores=other).html(run.sweep_points))
     queued_legend = ("queued: the share of the accept queue's samples with a connection waiting for a free child "
                      "(every child busy); " if queued else "")
