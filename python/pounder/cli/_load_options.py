@@ -18,7 +18,7 @@ from pounder._errors import UsageError
 from pounder._flags import flag
 from pounder._units import available_cpus, count_in_range
 from pounder.cli._bridge import Command, Use, takes, typer_option
-from pounder.cli._common import option, print_warning
+from pounder.cli._common import print_warning
 from pounder.load import LoadOptions, Progress, ProgressCallback
 
 LOCAL_URL = typer.Argument(metavar="URL", help="http:// or https:// URL to request (on this machine).",
@@ -29,7 +29,7 @@ LOCAL_URL = typer.Argument(metavar="URL", help="http:// or https:// URL to reque
 def which_server(panel: str) -> tuple[Any, Any, Any]:
     """``--server-pid``, ``--server-pidfile`` and ``--server-name`` of a command that works on the
     processes of a server of this machine (syscalls, profile)."""
-    return (option("--server-pid", panel=panel, metavar="PID", help="The server's parent process."),
+    return (load_option("server_pid", panel),
             load_option("server_pidfile", panel, help=("A file holding the parent's pid (Apache's PidFile, gunicorn "
                                                        "--pid, Starman --pid, php-fpm's pid).")),
             load_option("server_name", panel, help=("Part of the process name or command line; the top-most matching "
@@ -41,6 +41,8 @@ class SharedOptions:
     """The options several commands share that are not load options: which server (its pid file, its
     name), an access log's mix, the Ray cluster that sends the load."""
 
+    server_pid: str | None = field(default=None, metadata=flag("--server-pid", metavar="PID", help=(
+        "The server's parent process.")))
     server_pidfile: str | None = field(default=None, metadata=flag("--server-pidfile", metavar="FILE", help=(
         "Like --server-pid, with the pid read from the server's pid file.")))
     server_name: str | None = field(default=None, metadata=flag("--server-name", metavar="TEXT", help=(

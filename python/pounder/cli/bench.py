@@ -108,7 +108,7 @@ TSV = option("--tsv", panel=_OUT, metavar="PATH", help=(
 HDR_LOG = option("--hdr-log", panel=_OUT, metavar="PATH", help=(
     "Write an HdrHistogram interval log (1 s intervals, corrected latency, microseconds; with --ray, one per "
     "agent like --tsv)."))
-SERVER_PID = option("--server-pid", panel=_SERVER, metavar="PID", help=(
+SERVER_PID = load_option("server_pid", _SERVER, help=(
     "Sample this server's processes (the parent and all its children) while the load runs: server CPU per "
     "completed request, children spawned and exited, memory per child and its growth."))
 SERVER_PIDFILE = load_option("server_pidfile", _SERVER)

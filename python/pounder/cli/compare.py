@@ -106,7 +106,7 @@ NO_WARMUP = option("--no-warmup", panel=_TRIALS, help="Skip the warm-up trial of
 MIN_EFFECT = option("--min-effect", panel=_TRIALS, metavar="PERCENT", help=(
     "A ratio within this many percent of 1 is 'no clear difference' even when its interval excludes 1; "
     "default 1 (0 for the interval alone)."))
-SERVER_PID = option("--server-pid", panel=_SERVER, metavar="PID", help=(
+SERVER_PID = load_option("server_pid", _SERVER, help=(
     "The server behind every URL (its parent process): sampled during each trial for its CPU per request."))
 SERVER_PIDFILE = load_option("server_pidfile", _SERVER)
 SERVER_NAME = load_option("server_name", _SERVER)

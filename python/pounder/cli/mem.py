@@ -18,6 +18,7 @@ from pounder._errors import PounderError, UsageError
 from pounder._files import STDOUT, check_distinct, check_output_path, write_output, write_outputs
 from pounder._units import parse_duration, parse_pid
 from pounder.cli._common import json_option, option, ram_option, whole_number
+from pounder.cli._load_options import load_option
 from pounder.procs import (
     MEM_OPTIONS,
     SERVER_OPTIONS,
@@ -61,10 +62,10 @@ Text = str | None
 
 
 # fmt: off
-SERVER_PID = option("--server-pid", panel=_WHICH, metavar="PID", help="The server's parent process.")
-SERVER_PIDFILE = option("--server-pidfile", panel=_WHICH, metavar="FILE", help=(
+SERVER_PID = load_option("server_pid", _WHICH)
+SERVER_PIDFILE = load_option("server_pidfile", _WHICH, help=(
     "A file holding the parent's pid (Apache's PidFile, gunicorn --pid, Starman --pid)."))
-SERVER_NAME = option("--server-name", panel=_WHICH, metavar="TEXT", help=(
+SERVER_NAME = load_option("server_name", _WHICH, help=(
     "Part of the process name or command line; the top-most matching process is the parent. Several separate "
     "matching trees is an error listing their pids."))
 # The spellings of pounder 0.1 (--pid, --pidfile, --name), still accepted; not shown.
