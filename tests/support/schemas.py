@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -48,6 +49,25 @@ def validate(document: Any, name: str) -> None:
     validator(name).validate(document)
 
 
+@functools.lru_cache(maxsize=4096)
+def _schema_problems(name: str, text: str) -> tuple[str, ...]:
+    """``AT: MESSAGE`` for each error of the JSON document ``text`` against schema ``name`` (formats
+    too), kept for the same text: the copies of a recorded run that the tests decide again hold its
+    very points (a point takes tens of ms to validate)."""
+    checker = validator(name).evolve(format_checker=jsonschema.FormatChecker())
+    errors = sorted(checker.iter_errors(json.loads(text)), key=lambda e: [str(p) for p in e.absolute_path])
+    problems = []
+    for error in errors:
+        at = "/".join(str(part) for part in error.absolute_path) or "(top)"
+        if error.validator == "unevaluatedProperties" and any(
+                other.absolute_path == error.absolute_path and other.validator != "unevaluatedProperties"
+                for other in errors):
+            continue  # a failed $ref evaluates nothing: its properties all show up as "unevaluated"
+        message = error.message if len(error.message) <= 300 else error.message[:300] + "..."
+        problems.append(f"{at}: {message}")
+    return tuple(problems)
+
+
 def validate_results_dir(path: str | os.PathLike[str], *, finished: bool | None = None) -> list[Path]:
     """Check a ``pounder tune`` results directory: ``tune.json`` (schema "tune"), every
     ``points/*.json`` ("tune-point", each named after its ``key``), ``summary.json``
@@ -73,24 +93,15 @@ def validate_results_dir(path: str | os.PathLike[str], *, finished: bool | None 
             problems.append("recommendation.json: present, but the run should not have finished")
     elif finished:
         problems.append("recommendation.json: missing")
-    format_checker = jsonschema.FormatChecker()
     for file, name in checks:
         where = file.relative_to(root)
         try:
-            document = json.loads(file.read_text())
+            text = file.read_text()
+            document = json.loads(text)
         except (OSError, ValueError) as error:
             problems.append(f"{where}: cannot be read as JSON ({error})")
             continue
-        checker = validator(name).evolve(format_checker=format_checker)
-        errors = sorted(checker.iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
-        for error in errors:
-            at = "/".join(str(part) for part in error.absolute_path) or "(top)"
-            if error.validator == "unevaluatedProperties" and any(
-                    other.absolute_path == error.absolute_path and other.validator != "unevaluatedProperties"
-                    for other in errors):
-                continue  # a failed $ref evaluates nothing: its properties all show up as "unevaluated"
-            message = error.message if len(error.message) <= 300 else error.message[:300] + "..."
-            problems.append(f"{where}: {at}: {message}")
+        problems.extend(f"{where}: {problem}" for problem in _schema_problems(name, text))
         if name == "tune-point" and isinstance(document, dict) and document.get("key") != file.stem:
             problems.append(f"{where}: key {document.get('key')!r} does not match the file name")
     if problems:
