@@ -169,7 +169,6 @@ SHARES_THE_MACHINE = frozenset({
     "test_signals.py",
     "test_stream_outputs.py",
     "test_syscalls_server_check.py",
-    "test_tune_interrupted_servers.py",
     "test_tune_outputs.py",
     "test_url_file_methods.py",
 })
