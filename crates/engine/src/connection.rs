@@ -14,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpSocket, TcpStream, UnixStream};
 use tokio::time::Instant;
 
+use crate::error_map::io_kind;
 use crate::http::{parse_head, BodyDecoder, MAX_HEAD};
 use crate::spec::{Addr, Target};
 use crate::stats::ErrorKind;
@@ -162,22 +163,6 @@ pub struct Connection<'a> {
     opened: &'a Cell<u64>,
     /// The thread's TLS client, when some target is HTTPS.
     tls: Option<&'a Tls>,
-}
-
-fn io_kind(e: &io::Error, connecting: bool) -> ErrorKind {
-    use io::ErrorKind as K;
-    match e.kind() {
-        K::ConnectionRefused | K::NotFound | K::HostUnreachable | K::NetworkUnreachable if connecting => {
-            ErrorKind::Refused
-        }
-        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof | K::NotConnected => {
-            ErrorKind::Reset
-        }
-        K::TimedOut => ErrorKind::Timeout,
-        // a TLS error after the handshake (rustls's are InvalidData): an alert, a bad record
-        // (the handshake's own failures are categorised by Tls::handshake)
-        _ => crate::tls::after_handshake_kind(e).unwrap_or(ErrorKind::Other),
-    }
 }
 
 impl<'a> Connection<'a> {

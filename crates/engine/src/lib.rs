@@ -4,6 +4,7 @@
 
 mod connection;
 mod cookies;
+mod error_map;
 mod histogram;
 mod http;
 mod merge;

@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 use super::{Job, Worker, CANCEL_DRAIN, DRAIN, POLL};
 use crate::connection::{Failure, Response};
+use crate::error_map::errno_kind;
 use crate::http::{parse_head, BodyDecoder, Framing};
 use crate::spec::Addr;
 use socket2::SockAddr;
@@ -852,14 +853,4 @@ fn send_entry(i: usize, request: &[u8], gen: u32) -> (squeue::Entry, bool) {
 
 fn recv_entry(i: usize) -> squeue::Entry {
     opcode::RecvMulti::new(types::Fixed(i as u32), GROUP).build()
-}
-
-/// An errno as the epoll path categorises the same error (`connection::io_kind`).
-fn errno_kind(errno: i32, connecting: bool) -> ErrorKind {
-    match errno {
-        libc::ECONNREFUSED | libc::ENOENT | libc::EHOSTUNREACH | libc::ENETUNREACH if connecting => ErrorKind::Refused,
-        libc::ECONNRESET | libc::ECONNABORTED | libc::EPIPE | libc::ENOTCONN => ErrorKind::Reset,
-        libc::ETIMEDOUT => ErrorKind::Timeout,
-        _ => ErrorKind::Other,
-    }
 }
