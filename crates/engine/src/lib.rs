@@ -9,6 +9,7 @@ mod histogram;
 mod http;
 mod merge;
 mod pacer;
+mod response;
 mod runner;
 mod scenario;
 mod session;

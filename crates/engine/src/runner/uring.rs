@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use super::{Job, Worker, CANCEL_DRAIN, DRAIN, POLL};
 use crate::connection::{Failure, Response};
 use crate::error_map::errno_kind;
-use crate::http::{parse_head, BodyDecoder, Framing};
+use crate::response::{Feed, ResponseReader};
 use crate::spec::Addr;
 use socket2::SockAddr;
 use crate::stats::ErrorKind;
@@ -71,9 +71,7 @@ struct Conn {
     written: Option<Instant>,
     first_byte: Option<Instant>,
     bytes_in: u64,
-    head: Option<u16>,
-    body: BodyDecoder,
-    reusable: bool,
+    response: ResponseReader,
     /// A head that came in several pieces.
     acc: Vec<u8>,
     /// When the request times out; the busy slots are a list in this order (`prev`, `next`).
@@ -104,9 +102,7 @@ impl Conn {
             written: None,
             first_byte: None,
             bytes_in: 0,
-            head: None,
-            body: BodyDecoder::new(Framing::Empty),
-            reusable: false,
+            response: ResponseReader::new(false),
             acc: Vec::new(),
             deadline: job.intended,
             prev: NONE,
@@ -114,15 +110,14 @@ impl Conn {
         }
     }
 
-    /// Forgets the last attempt's response (a new attempt starts).
-    fn reset_exchange(&mut self) {
+    /// Forgets the last attempt's response (a new attempt starts; `head_request`: it asks for a HEAD).
+    fn reset_exchange(&mut self, head_request: bool) {
         self.connecting = None;
         self.connect = None;
         self.written = None;
         self.first_byte = None;
         self.bytes_in = 0;
-        self.head = None;
-        self.reusable = false;
+        self.response = ResponseReader::new(head_request);
         self.acc.clear();
     }
 }
@@ -478,10 +473,8 @@ impl<'w> Ring<'w> {
             if let Some(bid) = bid {
                 self.bufs.give_back(bid);
             }
-            let c = &self.conns[i];
-            if c.head.is_some() && c.body.ends_at_close() {
-                self.conns[i].reusable = false;
-                self.finish(i);
+            if self.conns[i].response.ends_at_close() {
+                self.finish(i, false);
             } else {
                 self.fail_or_retry(i, ErrorKind::Reset);
             }
@@ -497,72 +490,53 @@ impl<'w> Ring<'w> {
                     self.rearm.push(i);
                 }
             }
-            Feed::Done => self.finish(i),
+            Feed::Done { reusable } => self.finish(i, reusable),
             Feed::Bad => self.fail(i, ErrorKind::BadResponse),
         }
     }
 
-    /// The bytes of buffer `bid` into slot i's response (as `Connection::roundtrip` frames them).
+    /// The bytes of buffer `bid` into slot i's response (the head's kept together until complete).
     fn feed(&mut self, i: usize, bid: u16, n: usize) -> Feed {
         let data = self.bufs.bytes(bid, n);
         let c = &mut self.conns[i];
-        let head_request = self.w.sh.spec.targets[c.index].head;
         c.bytes_in += n as u64;
         c.first_byte.get_or_insert(self.now);
-        let used = if c.head.is_none() {
-            let whole = if c.acc.is_empty() { data } else { c.acc.extend_from_slice(data); &c.acc[..] };
-            match parse_head(whole, head_request) {
-                Ok(None) => {
-                    if c.acc.is_empty() {
-                        c.acc.extend_from_slice(data);
-                    }
-                    return Feed::More;
-                }
-                Ok(Some(h)) => {
-                    c.head = Some(h.status);
-                    c.reusable = h.reusable;
-                    c.body = BodyDecoder::new(h.framing);
-                    let rest = &whole[h.len..];
-                    let fed = c.body.feed(rest).map(|used| used < rest.len());
-                    c.acc.clear();
-                    fed
-                }
-                Err(_) => return Feed::Bad,
-            }
-        } else {
-            c.body.feed(data).map(|used| used < data.len())
-        };
-        match used {
-            Err(_) => Feed::Bad,
-            Ok(extra) if c.body.is_done() => {
-                // bytes past the response: nothing asked for them, the stream is out of step
-                if extra {
-                    c.reusable = false;
-                }
-                Feed::Done
-            }
-            Ok(_) => Feed::More,
+        if c.response.has_head() {
+            return c.response.feed(data);
         }
+        let outcome = if c.acc.is_empty() {
+            c.response.feed(data)
+        } else {
+            c.acc.extend_from_slice(data);
+            c.response.feed(&c.acc)
+        };
+        if c.response.has_head() {
+            c.acc.clear();
+        } else if outcome == Feed::More && c.acc.is_empty() {
+            c.acc.extend_from_slice(data);
+        }
+        outcome
     }
 
-    /// Slot i's response is complete: count it, keep or close the connection, take the next.
-    fn finish(&mut self, i: usize) {
+    /// Slot i's response is complete (`reusable`: as the response allows): count it, keep or
+    /// close the connection, take the next.
+    fn finish(&mut self, i: usize, reusable: bool) {
         let w = self.w;
         let c = &mut self.conns[i];
         let target = &w.sh.spec.targets[c.index];
         let response = Response {
-            status: c.head.expect("a complete response has a head"),
+            status: c.response.status().expect("a complete response has a head"),
             connect: c.connect,
             tls: None,
             written: c.written.unwrap_or(c.start),
             first_byte: c.first_byte.expect("a complete response has bytes"),
             bytes_in: c.bytes_in,
-            body: c.body.payload,
+            body: c.response.payload(),
         };
         w.record(c.job, c.index, target.request.len(), c.start, self.now, &Ok(response));
         c.served += 1;
         let limit = w.sh.spec.calls_per_conn;
-        let keep = c.reusable && w.sh.spec.keepalive && (limit == 0 || c.served < limit);
+        let keep = reusable && w.sh.spec.keepalive && (limit == 0 || c.served < limit);
         self.release(i);
         if !keep {
             self.close(i);
@@ -665,7 +639,7 @@ impl<'w> Ring<'w> {
         c.seq = self.seq;
         c.retried = false;
         c.addr_id = addr_id;
-        c.reset_exchange();
+        c.reset_exchange(w.sh.spec.targets[index].head);
         if c.open {
             c.reused = true;
             self.send(i);
@@ -696,12 +670,13 @@ impl<'w> Ring<'w> {
 
     /// A new connection for slot i, its request and its receive, as one linked chain.
     fn open(&mut self, i: usize) {
+        let head_request = self.w.sh.spec.targets[self.conns[i].index].head;
         let c = &mut self.conns[i];
         c.gen = c.gen.wrapping_add(1);
         c.open = true;
         c.recv_armed = true;
         c.served = 0;
-        c.reset_exchange();
+        c.reset_exchange(head_request);
         c.connecting = Some(self.now);
         let gen = c.gen;
         let sa = &self.addrs[c.addr_id][c.try_addr];
@@ -829,12 +804,6 @@ impl<'w> Ring<'w> {
         w.advance_interval(&mut iv, self.now);
         iv.failed += 1;
     }
-}
-
-enum Feed {
-    More,
-    Done,
-    Bad,
 }
 
 /// A whole request in one send (MSG_WAITALL: the ring sends the rest of a short send itself), and
