@@ -32,12 +32,14 @@ use arrivals::Arrivals;
 
 mod arrivals;
 mod collect;
+mod lifecycle;
 mod record;
 mod run;
 mod uring;
 mod vu;
 
 use collect::{Msg, ThreadOutput};
+use lifecycle::Step;
 use record::InFlight;
 pub use run::{run, Progress, Run};
 use run::unix_us;
@@ -250,13 +252,10 @@ impl Worker {
     /// last second.
     async fn control(self: Rc<Self>) {
         // a start in the future (start_at): wait for it, and for nothing longer than a cancel
-        while Instant::now() < self.sh.start && !self.sh.cancel.load(Ordering::Relaxed) {
-            tokio::time::sleep_until(self.sh.start.min(Instant::now() + POLL)).await;
+        while let Some(until) = self.start_wait() {
+            tokio::time::sleep_until(until).await;
         }
-        // cancelled while waiting: nothing will be sent, so this thread never began
-        if !self.sh.cancel.load(Ordering::Relaxed) {
-            self.sh.began_unix_us.fetch_min(unix_us(), Ordering::Relaxed);
-        }
+        self.begin();
         let ticker = tokio::task::spawn_local(Rc::clone(&self).tick());
         if self.sh.schedule.is_some() {
             let pacer = tokio::task::spawn_local(Rc::clone(&self).pace());
@@ -268,41 +267,17 @@ impl Worker {
         }
         // stopped by the clock (-d, a stage schedule's end) or a cancel: the run ends now; when its
         // requests ran out, it ends with its last answer (not up to a POLL later)
-        let mut by_clock = false;
-        loop {
-            let now = Instant::now();
-            let deadline = self.sh.deadline();
-            if self.sh.cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
-                by_clock = true;
-                break;
+        let by_clock = loop {
+            match self.step(Instant::now(), self.live.get(), false) {
+                Step::End { by_clock } => break by_clock,
+                Step::Go { wake } => tokio::time::sleep_until(wake).await,
             }
-            // open loop: a schedule sent in full still runs to its end (its length is the
-            // run's duration); one cut short by -n ends with its last answer
-            if self.live.get() == 0 && (self.sh.schedule.is_none() || self.ended_by_requests()) {
-                break;
-            }
-            let wake = deadline.map_or(now + POLL, |d| d.min(now + POLL));
-            tokio::time::sleep_until(wake).await;
-        }
-        let cancelled = self.sh.cancel.load(Ordering::Relaxed);
-        if by_clock {
-            let end = self.end_moment(cancelled);
-            self.last_end.set(self.last_end.get().max(Some(end)));
-            if self.sh.schedule.is_some() {
-                // the arrivals due by the end: the idle connections (and those the cap still
-                // allows) take them after the stop, the others are unsent (after the drain)
-                let due = self.release_due(end);
-                if !cancelled {
-                    (0..due).for_each(|_| self.hand_out());
-                }
-            }
-        }
-        self.stop();
-        if cancelled {
-            self.count_unsent();
-        }
-        let drain = if cancelled { CANCEL_DRAIN } else { DRAIN };
-        let drain_end = Instant::now() + drain;
+        };
+        // the arrivals due by the end: the idle connections (and those the cap still allow) take
+        // them after the stop, the others are unsent (after the drain)
+        let (cancelled, due) = self.end_load(by_clock);
+        (0..due).for_each(|_| self.hand_out());
+        let drain_end = self.stop_for_drain(cancelled);
         while self.live.get() > 0 && Instant::now() < drain_end {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
@@ -315,31 +290,7 @@ impl Worker {
         }
         ticker.abort();
         let _ = ticker.await;
-        self.count_unsent();
-        self.hand_over_interval();
-    }
-
-    /// Open loop: the schedule was spent by `-n`, not by its end: the run ends with its last answer.
-    fn ended_by_requests(&self) -> bool {
-        let a = self.arrivals.borrow();
-        a.done() && !a.ran_out()
-    }
-
-    /// When a run stopped by the clock ended: its deadline, or now after a cancel (or a deadline
-    /// passed unnoticed).
-    fn end_moment(&self, cancelled: bool) -> Instant {
-        match self.sh.deadline() {
-            Some(d) if !cancelled => d.min(Instant::now()),
-            _ => Instant::now(),
-        }
-    }
-
-    /// No new request may start; on epoll, every idle connection task wakes (to take what the end
-    /// left it, or to end).
-    fn stop(&self) {
-        self.stopping.set(true);
-        self.sh.stopped.store(true, Ordering::Relaxed);
-        self.wake_all();
+        self.end_life();
     }
 
     fn wake_all(&self) {

@@ -16,7 +16,8 @@ use std::time::Duration;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use tokio::time::Instant;
 
-use super::{Job, Worker, CANCEL_DRAIN, DRAIN, POLL};
+use super::lifecycle::Step;
+use super::{Job, Worker, POLL};
 use crate::connection::{Failure, Response};
 use crate::error_map::errno_kind;
 use crate::response::{Feed, ResponseReader};
@@ -204,30 +205,24 @@ impl<'w> Ring<'w> {
     /// count what is left as aborted, hand over the last second.
     fn run(&mut self) {
         let w = self.w;
-        let sh = &w.sh;
-        while Instant::now() < sh.start && !sh.cancel.load(Ordering::Relaxed) {
-            std::thread::sleep(sh.start.saturating_duration_since(Instant::now()).min(POLL));
+        while let Some(until) = w.start_wait() {
+            std::thread::sleep(until.saturating_duration_since(Instant::now()));
         }
-        if !sh.cancel.load(Ordering::Relaxed) {
-            sh.began_unix_us.fetch_min(super::unix_us(), Ordering::Relaxed);
-        }
+        w.begin();
         self.now = Instant::now();
         // closed loop: every slot claims its first request (unless cancelled while waiting)
-        if !self.open_loop && !sh.cancel.load(Ordering::Relaxed) {
+        if !self.open_loop && !w.sh.cancel.load(Ordering::Relaxed) {
             for i in 0..self.conns.len() {
                 self.next_claim(i);
             }
         }
-        let mut by_clock = false;
-        loop {
+        let by_clock = loop {
             self.now = Instant::now();
             let now = self.now;
             w.advance_interval(&mut w.interval.borrow_mut(), now);
-            let deadline = sh.deadline();
-            let over = sh.cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d);
-            if over {
-                by_clock = true;
-                break;
+            // the clock first (what falls due after the end is not the run's)
+            if let Step::End { by_clock } = w.step(now, 1, true) {
+                break by_clock;
             }
             if self.open_loop {
                 // what fell due before this pass goes to the backlog, and to free connections
@@ -235,36 +230,24 @@ impl<'w> Ring<'w> {
                 self.dispatch();
             }
             self.expire();
-            let finished = if self.open_loop { w.ended_by_requests() } else { self.claims_done };
-            if self.oldest == NONE && finished {
-                break;
-            }
-            let mut wake = self.next_second().min(now + POLL);
-            if let Some(d) = deadline {
-                wake = wake.min(d);
-            }
-            if let Some(at) = self.open_loop.then(|| w.next_arrival()).flatten() {
-                wake = wake.min(at);
-            }
-            self.enter(wake.min(self.next_timeout()));
-        }
-        let cancelled = sh.cancel.load(Ordering::Relaxed);
-        if by_clock {
-            let end = w.end_moment(cancelled);
-            w.last_end.set(w.last_end.get().max(Some(end)));
-            if self.open_loop {
-                // the arrivals due by the end: the free connections take them, the others are
-                // unsent (after a cancel, all of them)
-                w.release_due(end);
-                if !cancelled {
-                    self.dispatch();
+            match w.step(now, usize::from(self.oldest != NONE), !self.claims_done) {
+                Step::End { by_clock } => break by_clock,
+                Step::Go { wake } => {
+                    let mut wake = wake.min(self.next_second());
+                    if let Some(at) = self.open_loop.then(|| w.next_arrival()).flatten() {
+                        wake = wake.min(at);
+                    }
+                    self.enter(wake.min(self.next_timeout()));
                 }
             }
+        };
+        // the arrivals due by the end: the free connections take them, the others are unsent
+        // (after a cancel, all of them)
+        let (cancelled, _) = w.end_load(by_clock);
+        if by_clock && !cancelled && self.open_loop {
+            self.dispatch();
         }
-        w.stop();
-        w.count_unsent();
-        let drain = if cancelled { CANCEL_DRAIN } else { DRAIN };
-        let drain_end = Instant::now() + drain;
+        let drain_end = w.stop_for_drain(cancelled);
         while self.oldest != NONE && Instant::now() < drain_end {
             self.now = Instant::now();
             w.advance_interval(&mut w.interval.borrow_mut(), self.now);
@@ -284,7 +267,7 @@ impl<'w> Ring<'w> {
             self.close(i);
         }
         let _ = self.ring.submit();
-        self.w.hand_over_interval();
+        self.w.end_life();
     }
 
     /// When the oldest request in flight times out (far away when none is).
