@@ -13,116 +13,27 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use io_uring::{types, IoUring};
 use tokio::time::Instant;
 
 use super::lifecycle::Step;
 use super::{Job, Worker, POLL};
 use crate::connection::{Failure, Response};
-use crate::error_map::errno_kind;
-use crate::response::{Feed, ResponseReader};
 use crate::spec::Addr;
-use socket2::SockAddr;
 use crate::stats::ErrorKind;
-use crate::uring::{kernel, new_ring, BufRing, GROUP};
+use socket2::SockAddr;
+use crate::uring::{kernel, new_ring, BufRing};
+
+mod complete;
+mod slot;
+mod submit;
+
+use slot::Conn;
 
 /// Each provided buffer: a whole small response, or a piece of a large one.
 const BUF_SIZE: usize = 16 * 1024;
-const OP_CONNECT: u64 = 1;
-const OP_RECV: u64 = 2;
-/// Operations whose success posts nothing (socket, setsockopt, a small send, cancel, close): a
-/// completion of the current generation is a failure (cancel's and close's carry the old one).
-const OP_QUIET: u64 = 3;
-/// A large request's send, whose completion says when it was all written.
-const OP_SEND: u64 = 4;
-/// Requests up to this size go out whole at their submission (the socket's send buffer has room
-/// for them once the previous response came); their send posts nothing unless it fails. A larger
-/// one may wait for the server to read: its completion tells when it was written.
-const QUIET_SEND: usize = 64 * 1024;
 /// No slot (the ends of the list of busy slots).
 const NONE: usize = usize::MAX;
-static ONE: libc::c_int = 1;
-
-fn user_data(op: u64, conn: usize, gen: u32) -> u64 {
-    op | (conn as u64) << 8 | (gen as u64) << 32
-}
-
-/// Connection slot i: its socket (fixed file i) and the exchange on it.
-struct Conn {
-    /// Bumped whenever the socket is opened or closed: completions of another generation are
-    /// stale (their buffers still go back).
-    gen: u32,
-    open: bool,
-    addr_id: usize,
-    recv_armed: bool,
-    served: u32,
-    /// In the list of slots free for an open-loop request.
-    listed: bool,
-    busy: bool,
-    job: Job,
-    index: usize,
-    start: Instant,
-    seq: u64,
-    reused: bool,
-    retried: bool,
-    /// Which of the address's socket addresses this attempt connects to.
-    try_addr: usize,
-    connecting: Option<Instant>,
-    connect: Option<Duration>,
-    written: Option<Instant>,
-    first_byte: Option<Instant>,
-    bytes_in: u64,
-    response: ResponseReader,
-    /// A head that came in several pieces.
-    acc: Vec<u8>,
-    /// When the request times out; the busy slots are a list in this order (`prev`, `next`).
-    deadline: Instant,
-    prev: usize,
-    next: usize,
-}
-
-impl Conn {
-    fn new(job: Job) -> Conn {
-        Conn {
-            gen: 0,
-            open: false,
-            addr_id: usize::MAX,
-            recv_armed: false,
-            served: 0,
-            listed: false,
-            busy: false,
-            job,
-            index: 0,
-            start: job.intended,
-            seq: 0,
-            reused: false,
-            retried: false,
-            try_addr: 0,
-            connecting: None,
-            connect: None,
-            written: None,
-            first_byte: None,
-            bytes_in: 0,
-            response: ResponseReader::new(false),
-            acc: Vec::new(),
-            deadline: job.intended,
-            prev: NONE,
-            next: NONE,
-        }
-    }
-
-    /// Forgets the last attempt's response (a new attempt starts; `head_request`: it asks for a HEAD).
-    fn reset_exchange(&mut self, head_request: bool) {
-        self.connecting = None;
-        self.connect = None;
-        self.written = None;
-        self.first_byte = None;
-        self.bytes_in = 0;
-        self.response = ResponseReader::new(head_request);
-        self.acc.clear();
-    }
-}
-
 /// The thread's ring and connections. Field order matters: the ring (which the kernel writes
 /// buffers through) drops before the buffers.
 struct Ring<'w> {
@@ -337,170 +248,6 @@ impl<'w> Ring<'w> {
         }
     }
 
-    fn complete(&mut self, data: u64, res: i32, flags: u32) {
-        let op = data & 0xff;
-        let i = ((data >> 8) & 0xff_ffff) as usize;
-        let gen = (data >> 32) as u32;
-        let bid = cqueue::buffer_select(flags);
-        let current = self.conns[i].gen == gen;
-        if op == OP_RECV && current && !cqueue::more(flags) {
-            self.conns[i].recv_armed = false;
-        }
-        if !current {
-            if let Some(bid) = bid {
-                self.bufs.give_back(bid);
-            }
-            return;
-        }
-        if op == OP_RECV && (res >= 0 || res == -libc::ENOBUFS) {
-            // bytes (or the end) came: the connection is made, if its connect was not reaped yet
-            self.connected(i);
-        }
-        match op {
-            OP_RECV => self.on_recv(i, res, bid),
-            OP_CONNECT => self.on_connect(i, res),
-            OP_SEND => self.on_send(i, res),
-            // socket, setsockopt or a small send failed (the rest of a chain is cancelled, stale
-            // once closed; a send that failed part-way has a positive result): as the epoll
-            // path's failed write, unsent, and sent once more on a new connection when the server
-            // closed a reused one while it was idle
-            _ if res != -libc::ECANCELED && self.conns[i].busy => {
-                self.conns[i].written = None;
-                self.fail_or_retry(i, if res < 0 { errno_kind(-res, false) } else { ErrorKind::Reset });
-            }
-            _ => {}
-        }
-    }
-
-    /// A large request's send: written when all of it went, else failed as unsent.
-    fn on_send(&mut self, i: usize, res: i32) {
-        let c = &mut self.conns[i];
-        if !c.busy || res == -libc::ECANCELED {
-            return;
-        }
-        if res >= 0 && res as usize == self.w.sh.spec.targets[c.index].request.len() {
-            c.written = Some(self.now);
-            return;
-        }
-        c.written = None;
-        self.fail_or_retry(i, if res < 0 { errno_kind(-res, false) } else { ErrorKind::Reset });
-    }
-
-    fn on_connect(&mut self, i: usize, res: i32) {
-        if res >= 0 {
-            // (also when its request has ended: its response was reaped first)
-            self.connected(i);
-            return;
-        }
-        if !self.conns[i].busy || res == -libc::ECANCELED {
-            return;
-        }
-        let c = &self.conns[i];
-        if c.try_addr + 1 < self.addrs[c.addr_id].len() {
-            // the next of the host's addresses (the first error is the one reported if all fail);
-            // the connect time counts from the first
-            let (next, began) = (c.try_addr + 1, c.connecting);
-            self.close(i);
-            self.conns[i].try_addr = next;
-            self.open(i);
-            self.conns[i].connecting = began;
-            return;
-        }
-        self.fail(i, errno_kind(-res, true));
-    }
-
-    /// Slot i's new connection is made: counted, its connect time taken, a small request written.
-    /// From the connect's completion, or from the first response bytes when they were reaped
-    /// first (a multishot receive posts its completions at once, the connect's are batched).
-    fn connected(&mut self, i: usize) {
-        let now = self.now;
-        let w = self.w;
-        let c = &mut self.conns[i];
-        let Some(began) = c.connecting.take() else { return };
-        c.connect = Some(now.saturating_duration_since(began));
-        // the linked send of a small request goes out as the connect completes (a large one's
-        // completion says when). Linked, not issued together: a connect the ring retries after
-        // the connection was reset would connect again (a second connection to the server)
-        if w.sh.spec.targets[c.index].request.len() <= QUIET_SEND {
-            c.written.get_or_insert(now);
-        }
-        w.opened.set(w.opened.get() + 1);
-    }
-
-    fn on_recv(&mut self, i: usize, res: i32, bid: Option<u16>) {
-        if res < 0 {
-            match -res {
-                // out of buffers, or a short send cut the chain: receive again once buffers are back
-                libc::ENOBUFS | libc::ECANCELED => {
-                    if self.conns[i].busy {
-                        self.rearm.push(i);
-                    }
-                }
-                e if self.conns[i].busy => {
-                    let kind = errno_kind(e, false);
-                    self.fail_or_retry(i, kind);
-                }
-                _ => self.close_idle(i),
-            }
-            return;
-        }
-        if !self.conns[i].busy {
-            // the server closed an idle connection, or sent what nobody asked for: out of step
-            if let Some(bid) = bid {
-                self.bufs.give_back(bid);
-            }
-            self.close_idle(i);
-            return;
-        }
-        if res == 0 {
-            if let Some(bid) = bid {
-                self.bufs.give_back(bid);
-            }
-            if self.conns[i].response.ends_at_close() {
-                self.finish(i, false);
-            } else {
-                self.fail_or_retry(i, ErrorKind::Reset);
-            }
-            return;
-        }
-        let Some(bid) = bid else { return };
-        let n = res as usize;
-        let outcome = self.feed(i, bid, n);
-        self.bufs.give_back(bid);
-        match outcome {
-            Feed::More => {
-                if !self.conns[i].recv_armed {
-                    self.rearm.push(i);
-                }
-            }
-            Feed::Done { reusable } => self.finish(i, reusable),
-            Feed::Bad => self.fail(i, ErrorKind::BadResponse),
-        }
-    }
-
-    /// The bytes of buffer `bid` into slot i's response (the head's kept together until complete).
-    fn feed(&mut self, i: usize, bid: u16, n: usize) -> Feed {
-        let data = self.bufs.bytes(bid, n);
-        let c = &mut self.conns[i];
-        c.bytes_in += n as u64;
-        c.first_byte.get_or_insert(self.now);
-        if c.response.has_head() {
-            return c.response.feed(data);
-        }
-        let outcome = if c.acc.is_empty() {
-            c.response.feed(data)
-        } else {
-            c.acc.extend_from_slice(data);
-            c.response.feed(&c.acc)
-        };
-        if c.response.has_head() {
-            c.acc.clear();
-        } else if outcome == Feed::More && c.acc.is_empty() {
-            c.acc.extend_from_slice(data);
-        }
-        outcome
-    }
-
     /// Slot i's response is complete (`reusable`: as the response allows): count it, keep or
     /// close the connection, take the next.
     fn finish(&mut self, i: usize, reusable: bool) {
@@ -633,116 +380,6 @@ impl<'w> Ring<'w> {
         }
     }
 
-    fn request(&self, i: usize) -> &'w [u8] {
-        &self.w.sh.spec.targets[self.conns[i].index].request
-    }
-
-    /// The request on slot i's open connection (its multishot receive is armed already).
-    fn send(&mut self, i: usize) {
-        let gen = self.conns[i].gen;
-        let request = self.request(i);
-        let (send, quiet) = send_entry(i, request, gen);
-        if quiet {
-            self.sent.push((i, self.conns[i].seq));
-        }
-        self.push(&[send]);
-        if !self.conns[i].recv_armed {
-            self.arm_recv(i);
-        }
-    }
-
-    /// A new connection for slot i, its request and its receive, as one linked chain.
-    fn open(&mut self, i: usize) {
-        let head_request = self.w.sh.spec.targets[self.conns[i].index].head;
-        let c = &mut self.conns[i];
-        c.gen = c.gen.wrapping_add(1);
-        c.open = true;
-        c.recv_armed = true;
-        c.served = 0;
-        c.reset_exchange(head_request);
-        c.connecting = Some(self.now);
-        let gen = c.gen;
-        let sa = &self.addrs[c.addr_id][c.try_addr];
-        let domain = libc::c_int::from(sa.family());
-        let quiet = user_data(OP_QUIET, i, gen);
-        let link = squeue::Flags::IO_LINK;
-        let skip = squeue::Flags::SKIP_SUCCESS;
-        let slot = types::DestinationSlot::try_from_slot_target(i as u32).expect("a slot index");
-        let fixed = types::Fixed(i as u32);
-        // a direct descriptor is in no process's file table: no close-on-exec flag (the kernel refuses it)
-        let socket = opcode::Socket::new(domain, libc::SOCK_STREAM, 0)
-            .file_index(Some(slot))
-            .build()
-            .flags(link | skip)
-            .user_data(quiet);
-        let connect = opcode::Connect::new(fixed, sa.as_ptr().cast::<libc::sockaddr>(), sa.len())
-            .build()
-            .flags(link)
-            .user_data(user_data(OP_CONNECT, i, gen));
-        let (send, _) = send_entry(i, self.request(i), gen);
-        let send = send.flags(link);
-        let recv = recv_entry(i).user_data(user_data(OP_RECV, i, gen));
-        if self.nodelay && domain != libc::AF_UNIX {
-            let one = &ONE as *const libc::c_int as *const libc::c_void;
-            let nodelay = opcode::SetSockOpt::new(fixed, libc::IPPROTO_TCP as u32, libc::TCP_NODELAY as u32, one, 4)
-                .build()
-                .flags(link | skip)
-                .user_data(quiet);
-            self.push(&[socket, nodelay, connect, send, recv]);
-        } else {
-            self.push(&[socket, connect, send, recv]);
-        }
-    }
-
-    fn arm_recv(&mut self, i: usize) {
-        self.conns[i].recv_armed = true;
-        let entry = recv_entry(i).user_data(user_data(OP_RECV, i, self.conns[i].gen));
-        self.push(&[entry]);
-    }
-
-    /// Closes slot i's socket: what is pending on it is cancelled, its completions are stale.
-    fn close(&mut self, i: usize) {
-        let c = &mut self.conns[i];
-        if !c.open {
-            return;
-        }
-        let quiet = user_data(OP_QUIET, i, c.gen);
-        c.gen = c.gen.wrapping_add(1);
-        c.open = false;
-        c.recv_armed = false;
-        c.served = 0;
-        let fixed = types::Fixed(i as u32);
-        let skip = squeue::Flags::SKIP_SUCCESS;
-        let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::fd(fixed).all()).build().flags(skip).user_data(quiet);
-        let close = opcode::Close::new(fixed).build().flags(skip).user_data(quiet);
-        self.push(&[cancel, close]);
-    }
-
-    /// An idle connection the server closed (or that went out of step): closed, its slot free.
-    fn close_idle(&mut self, i: usize) {
-        self.close(i);
-        if self.open_loop && !self.conns[i].listed {
-            self.conns[i].listed = true;
-            self.avail.push(i);
-        }
-    }
-
-    /// Queues `entries` together (a linked chain is never split between two submissions).
-    fn push(&mut self, entries: &[squeue::Entry]) {
-        let mut sq = self.ring.submission();
-        if sq.capacity() - sq.len() < entries.len() {
-            // full: submit what is queued (waiting for nothing)
-            drop(sq);
-            let _ = self.ring.submit();
-            sq = self.ring.submission();
-        }
-        // SAFETY: every pointer in the entries (requests, socket addresses, ONE) lives as long as
-        // the run's spec or this Ring, which outlives the ring's operations.
-        unsafe {
-            sq.push_multiple(entries).expect("room was made for the entries");
-        }
-    }
-
     /// Counts requests past their timeout as timed out (sent if their request went out; the bytes
     /// of a response cut short are not counted, as on the epoll path).
     fn expire(&mut self) {
@@ -787,22 +424,4 @@ impl<'w> Ring<'w> {
         w.advance_interval(&mut iv, self.now);
         iv.failed += 1;
     }
-}
-
-/// A whole request in one send (MSG_WAITALL: the ring sends the rest of a short send itself), and
-/// whether it is quiet: a small one posts a completion only when it fails, a large one
-/// (`OP_SEND`) always.
-fn send_entry(i: usize, request: &[u8], gen: u32) -> (squeue::Entry, bool) {
-    let send = opcode::Send::new(types::Fixed(i as u32), request.as_ptr(), request.len() as u32)
-        .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
-        .build();
-    if request.len() <= QUIET_SEND {
-        (send.flags(squeue::Flags::SKIP_SUCCESS).user_data(user_data(OP_QUIET, i, gen)), true)
-    } else {
-        (send.user_data(user_data(OP_SEND, i, gen)), false)
-    }
-}
-
-fn recv_entry(i: usize) -> squeue::Entry {
-    opcode::RecvMulti::new(types::Fixed(i as u32), GROUP).build()
 }
