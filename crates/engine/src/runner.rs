@@ -232,8 +232,18 @@ fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) ->
     });
     // a ring the thread cannot set up (a memory limit hit after the probe): this thread runs on
     // epoll, and the result says so
+    let mut error = None;
     let on_ring = w.sh.io.path == IoPath::Uring
-        && uring::drive(&w).map_err(|e| w.sh.ring_failures.lock().unwrap_or_else(|p| p.into_inner()).push(e)).is_ok();
+        && match uring::drive(&w) {
+            Ok(broken) => {
+                error = broken;
+                true
+            }
+            Err(e) => {
+                w.sh.ring_failures.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+                false
+            }
+        };
     if !on_ring {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
         let local = LocalSet::new();
@@ -244,7 +254,7 @@ fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) ->
     let mut stats = w.stats.replace(Stats::new());
     stats.connections_opened = w.opened.get();
     stats.tls_used = w.tls.is_some();
-    ThreadOutput { stats, cpu: thread_cpu(), last_end: w.last_end.get() }
+    ThreadOutput { stats, cpu: thread_cpu(), last_end: w.last_end.get(), error }
 }
 
 impl Worker {

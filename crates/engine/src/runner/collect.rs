@@ -25,6 +25,8 @@ pub(super) struct ThreadOutput {
     pub(super) cpu: (f64, f64),
     /// When its last measured request ended, or it stopped issuing requests if later.
     pub(super) last_end: Option<Instant>,
+    /// What ended the thread's load early (its ring broke), reported in `engine_errors`.
+    pub(super) error: Option<String>,
 }
 
 pub(super) fn supervise(sh: Arc<Shared>, hdr_log: Option<File>, warmup_slots: u64) {
@@ -57,6 +59,7 @@ pub(super) fn supervise(sh: Arc<Shared>, hdr_log: Option<File>, warmup_slots: u6
                 facts.cpu_user_s += out.cpu.0;
                 facts.cpu_sys_s += out.cpu.1;
                 last_end = last_end.max(out.last_end);
+                errors.extend(out.error);
             }
             Err(e) => errors.push(e),
         }

@@ -61,13 +61,16 @@ struct Ring<'w> {
     open_loop: bool,
     /// Closed loop: no request is left to claim.
     claims_done: bool,
+    /// The ring failed (`io_uring_enter`): the load ends, what is in flight is aborted.
+    broken: Option<String>,
 }
 
 /// Runs this thread's share on a ring; an error (nothing was sent) when the ring cannot be set up.
-pub(super) fn drive(w: &Worker) -> Result<(), String> {
+/// Once set up, what broke the ring (if anything did) ended the thread's load early.
+pub(super) fn drive(w: &Worker) -> Result<Option<String>, String> {
     let mut ring = Ring::new(w).map_err(|e| format!("io_uring: {e}"))?;
     ring.run();
-    Ok(())
+    Ok(ring.broken.map(|e| format!("engine thread {}: {e}", w.id)))
 }
 
 impl<'w> Ring<'w> {
@@ -109,6 +112,7 @@ impl<'w> Ring<'w> {
             nodelay: kernel().setsockopt,
             open_loop: w.sh.schedule.is_some(),
             claims_done: false,
+            broken: None,
         })
     }
 
@@ -149,17 +153,20 @@ impl<'w> Ring<'w> {
                         wake = wake.min(at);
                     }
                     self.enter(wake.min(self.next_timeout()));
+                    if self.broken.is_some() {
+                        break true;
+                    }
                 }
             }
         };
         // the arrivals due by the end: the free connections take them, the others are unsent
         // (after a cancel, all of them)
         let (cancelled, _) = w.end_load(by_clock);
-        if by_clock && !cancelled && self.open_loop {
+        if by_clock && !cancelled && self.open_loop && self.broken.is_none() {
             self.dispatch();
         }
         let drain_end = w.stop_for_drain(cancelled);
-        while self.oldest != NONE && Instant::now() < drain_end {
+        while self.oldest != NONE && self.broken.is_none() && Instant::now() < drain_end {
             self.now = Instant::now();
             w.advance_interval(&mut w.interval.borrow_mut(), self.now);
             self.expire();
@@ -217,7 +224,8 @@ impl<'w> Ring<'w> {
         if let Err(e) = self.ring.submitter().submit_with_args(1, &args) {
             match e.raw_os_error() {
                 Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN) => {}
-                _ => panic!("io_uring_enter: {e}"),
+                // the thread ends its load here, and the run reports it (`engine_errors`)
+                _ => self.broken = Some(format!("io_uring_enter: {e}")),
             }
         }
         self.reap();
