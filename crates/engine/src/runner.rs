@@ -51,7 +51,7 @@ const DRAIN: Duration = Duration::from_secs(1);
 const REPLAY_LEAD: Duration = Duration::from_millis(50);
 /// The same after a cancel (Ctrl-C, SIGTERM): the caller has promised to stop within a second.
 const CANCEL_DRAIN: Duration = Duration::from_millis(200);
-/// How often a thread's controller looks at the cancel flag.
+/// How often the ring's loop (which waits on no signal) looks at the cancel flag.
 const POLL: Duration = Duration::from_millis(10);
 const TSV_FLUSH: usize = 192 * 1024;
 const TSV_HEADER: &str =
@@ -87,6 +87,9 @@ struct Shared {
     /// Slots the run may claim, warm-up included.
     slot_limit: u64,
     cancel: AtomicBool,
+    /// Wakes the threads' controllers (epoll) when what they wait for changes: a cancel, the
+    /// measured phase's start (a deadline known from then).
+    signal: Notify,
     stopped: AtomicBool,
     counters: Vec<Counters>,
     /// Completions in the last finished second (f64 bits).
@@ -139,7 +142,9 @@ impl Shared {
     /// Marks the measured phase as started now, unless another thread did first.
     fn begin_measure(&self, now: Instant) -> Instant {
         let ns = now.saturating_duration_since(self.start).as_nanos() as u64;
-        let _ = self.measure_start_ns.compare_exchange(UNKNOWN, ns, Ordering::AcqRel, Ordering::Acquire);
+        if self.measure_start_ns.compare_exchange(UNKNOWN, ns, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            self.signal.notify_waiters();
+        }
         self.measure_start().expect("just set")
     }
 
@@ -193,6 +198,8 @@ struct Worker {
     /// Where this thread is in the schedule (`arrivals`, shared by both paths).
     arrivals: RefCell<Arrivals>,
     work: Notify,
+    /// epoll: wakes the controller when a connection task ends or the pacer is spent.
+    look: Notify,
     /// epoll: connection tasks waiting for `work` that no `notify_one` has woken yet.
     idle: Cell<usize>,
     tasks: RefCell<Vec<JoinHandle<()>>>,
@@ -224,6 +231,7 @@ fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) ->
         last_end: Cell::new(None),
         backlog: RefCell::new(VecDeque::with_capacity(cap * 4)),
         work: Notify::new(),
+        look: Notify::new(),
         arrivals: RefCell::new(Arrivals::default()),
         idle: Cell::new(0),
         tasks: RefCell::new(Vec::with_capacity(cap)),
@@ -262,8 +270,15 @@ impl Worker {
     /// last second.
     async fn control(self: Rc<Self>) {
         // a start in the future (start_at): wait for it, and for nothing longer than a cancel
-        while let Some(until) = self.start_wait() {
-            tokio::time::sleep_until(until).await;
+        loop {
+            let signal = self.sh.signal.notified();
+            tokio::pin!(signal);
+            signal.as_mut().enable();
+            let Some(until) = self.start_wait() else { break };
+            tokio::select! {
+                () = tokio::time::sleep_until(until) => {}
+                () = signal => {}
+            }
         }
         self.begin();
         let ticker = tokio::task::spawn_local(Rc::clone(&self).tick());
@@ -276,11 +291,20 @@ impl Worker {
             }
         }
         // stopped by the clock (-d, a stage schedule's end) or a cancel: the run ends now; when its
-        // requests ran out, it ends with its last answer (not up to a POLL later)
+        // requests ran out, it ends with its last answer. It looks again when the deadline comes,
+        // on a cancel or the measured phase's start (`signal`), or when a task ends (`look`).
         let by_clock = loop {
+            let signal = self.sh.signal.notified();
+            tokio::pin!(signal);
+            // listening before the look: a signal after it is not missed
+            signal.as_mut().enable();
             match self.step(Instant::now(), self.live.get(), false) {
                 Step::End { by_clock } => break by_clock,
-                Step::Go { wake } => tokio::time::sleep_until(wake).await,
+                Step::Go { wake } => tokio::select! {
+                    () = sleep_until(wake) => {}
+                    () = signal => {}
+                    () = self.look.notified() => {}
+                },
             }
         };
         // the arrivals due by the end: the idle connections (and those the cap still allow) take
@@ -339,7 +363,7 @@ impl Worker {
 
     /// A connection task: takes jobs until there are none or the run stops.
     async fn connection(self: Rc<Self>) {
-        let _alive = Alive(&self.live);
+        let _alive = Alive(&self);
         let written = Cell::new(false);
         let mut conn = self.task_connection(&written);
         // One timeout timer for the task's life, moved forward for each request: moving a tokio
@@ -440,6 +464,8 @@ impl Worker {
         if !self.stopping.get() {
             self.wake_all();
         }
+        // the controller looks again (a schedule cut by -n ends with its last answer)
+        self.look.notify_one();
     }
 
     async fn serve(&self, conn: &mut Connection<'_>, written: &Cell<bool>, mut timeout: Pin<&mut Sleep>, job: Job) {
@@ -476,12 +502,25 @@ fn settle_timeout<T>(result: &mut Result<T, Failure>, conn: &mut Connection<'_>)
     }
 }
 
+/// Sleeps until `wake`; forever when there is none.
+async fn sleep_until(wake: Option<Instant>) {
+    match wake {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Counts a connection task as alive until it ends, however it ends.
-struct Alive<'a>(&'a Cell<usize>);
+struct Alive<'a>(&'a Worker);
 
 impl Drop for Alive<'_> {
     fn drop(&mut self) {
-        self.0.set(self.0.get() - 1);
+        let live = &self.0.live;
+        live.set(live.get() - 1);
+        if live.get() == 0 {
+            // the controller looks again (a load whose requests ran out ends with its last answer)
+            self.0.look.notify_one();
+        }
     }
 }
 

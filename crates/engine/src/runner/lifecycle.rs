@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{unix_us, Worker, CANCEL_DRAIN, DRAIN, POLL};
+use super::{unix_us, Worker, CANCEL_DRAIN, DRAIN};
 
 /// What a loading thread does next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Step {
-    /// Go on loading; look again by `wake` at the latest (the deadline, or a poll from now).
-    Go { wake: Instant },
+    /// Go on loading; look again by `wake` at the latest (the deadline; none: when something
+    /// changes, a cancel or the last request's end).
+    Go { wake: Option<Instant> },
     /// The load is over: by the clock (the deadline or a cancel: the run ends now), or not (its
     /// requests ran out: it ends with its last answer).
     End { by_clock: bool },
@@ -30,12 +31,12 @@ pub(super) fn decide(now: Instant, cancelled: bool, deadline: Option<Instant>, l
     if live == 0 && finished {
         return Step::End { by_clock: false };
     }
-    Step::Go { wake: deadline.map_or(now + POLL, |d| d.min(now + POLL)) }
+    Step::Go { wake: deadline }
 }
 
-/// Before the start: when to look again (None: start now, or cancelled while waiting).
+/// Before the start: until when to wait (None: start now, or cancelled while waiting).
 pub(super) fn until_start(now: Instant, start: Instant, cancelled: bool) -> Option<Instant> {
-    (now < start && !cancelled).then(|| start.min(now + POLL))
+    (now < start && !cancelled).then_some(start)
 }
 
 /// How long the requests in flight at the end may take.
@@ -144,17 +145,15 @@ mod tests {
     fn the_last_answer_ends_a_finished_load() {
         let now = Instant::now();
         assert_eq!(decide(now, false, None, 0, true), Step::End { by_clock: false });
-        assert_eq!(decide(now, false, None, 1, true), Step::Go { wake: now + POLL });
-        assert_eq!(decide(now, false, None, 0, false), Step::Go { wake: now + POLL });
+        assert_eq!(decide(now, false, None, 1, true), Step::Go { wake: None });
+        assert_eq!(decide(now, false, None, 0, false), Step::Go { wake: None });
     }
 
     #[test]
     fn a_loading_thread_wakes_by_the_deadline() {
         let now = Instant::now();
         let soon = now + Duration::from_millis(3);
-        assert_eq!(decide(now, false, Some(soon), 1, false), Step::Go { wake: soon });
-        let far = now + Duration::from_secs(9);
-        assert_eq!(decide(now, false, Some(far), 1, false), Step::Go { wake: now + POLL });
+        assert_eq!(decide(now, false, Some(soon), 1, false), Step::Go { wake: Some(soon) });
     }
 
     #[test]
@@ -162,7 +161,6 @@ mod tests {
         let now = Instant::now();
         let start = now + Duration::from_millis(4);
         assert_eq!(until_start(now, start, false), Some(start));
-        assert_eq!(until_start(now, now + Duration::from_secs(5), false), Some(now + POLL));
         assert_eq!(until_start(now, start, true), None);
         assert_eq!(until_start(start, start, false), None);
         assert_eq!(drain_time(false), DRAIN);

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::collect::supervise;
@@ -108,6 +109,7 @@ impl Run {
             warm_claims: AtomicU64::new(0),
             slot_limit,
             cancel: AtomicBool::new(false),
+            signal: Notify::new(),
             stopped: AtomicBool::new(false),
             last_rate: AtomicU64::new(0),
             finished: Mutex::new(Vec::new()),
@@ -158,6 +160,7 @@ impl Run {
     /// Asks the run to stop issuing requests; the result still comes, with what was measured.
     pub fn cancel(&self) {
         self.shared.cancel.store(true, Ordering::Relaxed);
+        self.shared.signal.notify_waiters();
     }
 
     /// Waits up to `timeout` for the run to finish; true when it has.

@@ -120,8 +120,9 @@ impl<'w> Ring<'w> {
     /// count what is left as aborted, hand over the last second.
     fn run(&mut self) {
         let w = self.w;
+        // the ring's thread waits on no signal: it looks at the cancel flag every POLL
         while let Some(until) = w.start_wait() {
-            std::thread::sleep(until.saturating_duration_since(Instant::now()));
+            std::thread::sleep(until.saturating_duration_since(Instant::now()).min(POLL));
         }
         w.begin();
         self.now = Instant::now();
@@ -148,7 +149,7 @@ impl<'w> Ring<'w> {
             match w.step(now, usize::from(self.oldest != NONE), !self.claims_done) {
                 Step::End { by_clock } => break by_clock,
                 Step::Go { wake } => {
-                    let mut wake = wake.min(self.next_second());
+                    let mut wake = wake.map_or(now + POLL, |d| d.min(now + POLL)).min(self.next_second());
                     if let Some(at) = self.open_loop.then(|| w.next_arrival()).flatten() {
                         wake = wake.min(at);
                     }
