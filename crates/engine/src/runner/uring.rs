@@ -28,7 +28,7 @@ mod complete;
 mod slot;
 mod submit;
 
-use slot::Conn;
+use slot::{Conn, State};
 
 /// Each provided buffer: a whole small response, or a piece of a large one.
 const BUF_SIZE: usize = 16 * 1024;
@@ -178,7 +178,7 @@ impl<'w> Ring<'w> {
         }
         self.now = Instant::now();
         for i in 0..self.conns.len() {
-            if self.conns[i].busy {
+            if self.conns[i].busy() {
                 self.abort(i);
             }
             // every connection closed now, as the epoll path's end drops them (the last closes
@@ -215,7 +215,7 @@ impl<'w> Ring<'w> {
         for (i, seq) in self.sent.drain(..) {
             let c = &mut self.conns[i];
             // not if that request has ended since, or its slot opens a new connection for it
-            if c.busy && c.seq == seq && c.connecting.is_none() {
+            if c.busy() && c.seq == seq && c.connecting.is_none() {
                 c.written.get_or_insert(before);
             }
         }
@@ -248,7 +248,7 @@ impl<'w> Ring<'w> {
         self.cqes = cqes;
         while let Some(i) = self.rearm.pop() {
             let c = &self.conns[i];
-            if c.open && c.busy && !c.recv_armed {
+            if c.busy() && !c.recv_armed {
                 self.arm_recv(i);
             }
         }
@@ -325,7 +325,7 @@ impl<'w> Ring<'w> {
         }
         let c = &mut self.conns[i];
         (c.prev, c.next) = (NONE, NONE);
-        c.busy = false;
+        c.state = State::Idle;
     }
 
     /// Slot i is free: closed loop, its next request; open loop, back in the free list.
@@ -366,11 +366,10 @@ impl<'w> Ring<'w> {
         }
         (self.conns[i].prev, self.conns[i].next) = (self.newest, NONE);
         self.newest = i;
-        if self.conns[i].open && self.conns[i].addr_id != addr_id {
+        if self.conns[i].is_open() && self.conns[i].addr_id != addr_id {
             self.close(i);
         }
         let c = &mut self.conns[i];
-        c.busy = true;
         c.job = job;
         c.index = index;
         c.start = start;
@@ -379,10 +378,12 @@ impl<'w> Ring<'w> {
         c.retried = false;
         c.addr_id = addr_id;
         c.reset_exchange(w.sh.spec.targets[index].head);
-        if c.open {
+        if c.is_open() {
+            c.state = State::Busy;
             c.reused = true;
             self.send(i);
         } else {
+            // (busy from its opening on)
             c.reused = false;
             c.try_addr = 0;
             self.open(i);
@@ -407,7 +408,7 @@ impl<'w> Ring<'w> {
         while !self.w.backlog.borrow().is_empty() {
             let Some(i) = self.avail.pop() else { break };
             self.conns[i].listed = false;
-            if self.conns[i].busy {
+            if self.conns[i].busy() {
                 continue;
             }
             let job = self.w.backlog.borrow_mut().pop_front().expect("not empty");

@@ -37,7 +37,7 @@ impl Ring<'_> {
             // once closed; a send that failed part-way has a positive result): as the epoll
             // path's failed write, unsent, and sent once more on a new connection when the server
             // closed a reused one while it was idle
-            _ if res != -libc::ECANCELED && self.conns[i].busy => {
+            _ if res != -libc::ECANCELED && self.conns[i].busy() => {
                 self.conns[i].written = None;
                 self.fail_or_retry(i, if res < 0 { errno_kind(-res, false) } else { ErrorKind::Reset });
             }
@@ -48,7 +48,7 @@ impl Ring<'_> {
     /// A large request's send: written when all of it went, else failed as unsent.
     pub(super) fn on_send(&mut self, i: usize, res: i32) {
         let c = &mut self.conns[i];
-        if !c.busy || res == -libc::ECANCELED {
+        if !c.busy() || res == -libc::ECANCELED {
             return;
         }
         if res >= 0 && res as usize == self.w.sh.spec.targets[c.index].request.len() {
@@ -65,7 +65,7 @@ impl Ring<'_> {
             self.connected(i);
             return;
         }
-        if !self.conns[i].busy || res == -libc::ECANCELED {
+        if !self.conns[i].busy() || res == -libc::ECANCELED {
             return;
         }
         let c = &self.conns[i];
@@ -105,11 +105,11 @@ impl Ring<'_> {
             match -res {
                 // out of buffers, or a short send cut the chain: receive again once buffers are back
                 libc::ENOBUFS | libc::ECANCELED => {
-                    if self.conns[i].busy {
+                    if self.conns[i].busy() {
                         self.rearm.push(i);
                     }
                 }
-                e if self.conns[i].busy => {
+                e if self.conns[i].busy() => {
                     let kind = errno_kind(e, false);
                     self.fail_or_retry(i, kind);
                 }
@@ -117,7 +117,7 @@ impl Ring<'_> {
             }
             return;
         }
-        if !self.conns[i].busy {
+        if !self.conns[i].busy() {
             // the server closed an idle connection, or sent what nobody asked for: out of step
             if let Some(bid) = bid {
                 self.bufs.give_back(bid);

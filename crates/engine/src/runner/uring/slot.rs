@@ -8,18 +8,29 @@ use super::NONE;
 use crate::response::ResponseReader;
 use crate::runner::Job;
 
+/// Where a slot's connection is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum State {
+    /// No socket.
+    Closed,
+    /// An open connection with no request on it.
+    Idle,
+    /// A request in flight, on a reused connection or one being opened for it.
+    Busy,
+}
+
 /// Connection slot i: its socket (fixed file i) and the exchange on it.
 pub(super) struct Conn {
     /// Bumped whenever the socket is opened or closed: completions of another generation are
     /// stale (their buffers still go back).
     pub(super) gen: u32,
-    pub(super) open: bool,
+    /// Closed, idle or busy (a busy slot's socket is open, or being opened).
+    pub(super) state: State,
     pub(super) addr_id: usize,
     pub(super) recv_armed: bool,
     pub(super) served: u32,
     /// In the list of slots free for an open-loop request.
     pub(super) listed: bool,
-    pub(super) busy: bool,
     pub(super) job: Job,
     pub(super) index: usize,
     pub(super) start: Instant,
@@ -43,15 +54,26 @@ pub(super) struct Conn {
 }
 
 impl Conn {
+    /// A request is in flight on the slot.
+    #[inline]
+    pub(super) fn busy(&self) -> bool {
+        self.state == State::Busy
+    }
+
+    /// The slot has a socket.
+    #[inline]
+    pub(super) fn is_open(&self) -> bool {
+        self.state != State::Closed
+    }
+
     pub(super) fn new(job: Job) -> Conn {
         Conn {
             gen: 0,
-            open: false,
+            state: State::Closed,
             addr_id: usize::MAX,
             recv_armed: false,
             served: 0,
             listed: false,
-            busy: false,
             job,
             index: 0,
             start: job.intended,
@@ -81,5 +103,20 @@ impl Conn {
         self.bytes_in = 0;
         self.response = ResponseReader::new(head_request);
         self.acc.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_slot_is_open_a_closed_one_neither() {
+        let mut c = Conn::new(Job { slot: 0, intended: Instant::now(), measured: true });
+        assert!(!c.is_open() && !c.busy());
+        c.state = State::Busy;
+        assert!(c.is_open() && c.busy());
+        c.state = State::Idle;
+        assert!(c.is_open() && !c.busy());
     }
 }

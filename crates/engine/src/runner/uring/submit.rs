@@ -4,6 +4,7 @@
 
 use io_uring::{opcode, squeue, types};
 
+use super::slot::State;
 use super::Ring;
 use crate::uring::GROUP;
 
@@ -48,7 +49,8 @@ impl<'w> Ring<'w> {
         let head_request = self.w.sh.spec.targets[self.conns[i].index].head;
         let c = &mut self.conns[i];
         c.gen = c.gen.wrapping_add(1);
-        c.open = true;
+        // a connection is opened only for a request
+        c.state = State::Busy;
         c.recv_armed = true;
         c.served = 0;
         c.reset_exchange(head_request);
@@ -95,12 +97,13 @@ impl<'w> Ring<'w> {
     /// Closes slot i's socket: what is pending on it is cancelled, its completions are stale.
     pub(super) fn close(&mut self, i: usize) {
         let c = &mut self.conns[i];
-        if !c.open {
+        if !c.is_open() {
             return;
         }
         let quiet = user_data(OP_QUIET, i, c.gen);
         c.gen = c.gen.wrapping_add(1);
-        c.open = false;
+        // (a busy slot's request goes on, on the connection opened for it next, or is counted)
+        c.state = State::Closed;
         c.recv_armed = false;
         c.served = 0;
         let fixed = types::Fixed(i as u32);
