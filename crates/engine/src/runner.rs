@@ -253,7 +253,16 @@ fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) ->
     if !on_ring {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
         let local = LocalSet::new();
-        local.block_on(&rt, Rc::clone(&w).control());
+        // the controller as a task of its own: block_on polls the future it is given at every
+        // wake of any task (twice per request), and a JoinHandle costs less to poll than the
+        // controller's select
+        local.block_on(&rt, async {
+            if let Err(e) = tokio::task::spawn_local(Rc::clone(&w).control()).await {
+                if e.is_panic() {
+                    std::panic::resume_unwind(e.into_panic());
+                }
+            }
+        });
         drop(local);
     }
     w.flush_tsv();

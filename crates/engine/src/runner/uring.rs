@@ -137,27 +137,29 @@ impl<'w> Ring<'w> {
             let now = self.now;
             w.advance_interval(&mut w.interval.borrow_mut(), now);
             // the clock first (what falls due after the end is not the run's)
-            if let Step::End { by_clock } = w.step(now, 1, true) {
-                break by_clock;
-            }
+            let wake = match w.step(now, 1, true) {
+                Step::End { by_clock } => break by_clock,
+                Step::Go { wake } => wake,
+            };
             if self.open_loop {
                 // what fell due before this pass goes to the backlog, and to free connections
                 w.release_due(now);
                 self.dispatch();
             }
             self.expire();
-            match w.step(now, usize::from(self.oldest != NONE), !self.claims_done) {
-                Step::End { by_clock } => break by_clock,
-                Step::Go { wake } => {
-                    let mut wake = wake.map_or(now + POLL, |d| d.min(now + POLL)).min(self.next_second());
-                    if let Some(at) = self.open_loop.then(|| w.next_arrival()).flatten() {
-                        wake = wake.min(at);
-                    }
-                    self.enter(wake.min(self.next_timeout()));
-                    if self.broken.is_some() {
-                        break true;
-                    }
+            // nothing in flight: the load may be over (one look per pass while requests are)
+            if self.oldest == NONE {
+                if let Step::End { by_clock } = w.step(now, 0, !self.claims_done) {
+                    break by_clock;
                 }
+            }
+            let mut wake = wake.map_or(now + POLL, |d| d.min(now + POLL)).min(self.next_second());
+            if let Some(at) = self.open_loop.then(|| w.next_arrival()).flatten() {
+                wake = wake.min(at);
+            }
+            self.enter(wake.min(self.next_timeout()));
+            if self.broken.is_some() {
+                break true;
             }
         };
         // the arrivals due by the end: the free connections take them, the others are unsent
