@@ -14,7 +14,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpSocket, TcpStream, UnixStream};
 use tokio::time::Instant;
 
-use crate::http::{parse_head, BodyDecoder, MAX_HEAD};
+use crate::error_map::io_kind;
+use crate::http::MAX_HEAD;
+use crate::response::{Feed, ResponseReader};
 use crate::spec::{Addr, Target};
 use crate::stats::ErrorKind;
 use crate::tls::Tls;
@@ -164,22 +166,6 @@ pub struct Connection<'a> {
     tls: Option<&'a Tls>,
 }
 
-fn io_kind(e: &io::Error, connecting: bool) -> ErrorKind {
-    use io::ErrorKind as K;
-    match e.kind() {
-        K::ConnectionRefused | K::NotFound | K::HostUnreachable | K::NetworkUnreachable if connecting => {
-            ErrorKind::Refused
-        }
-        K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof | K::NotConnected => {
-            ErrorKind::Reset
-        }
-        K::TimedOut => ErrorKind::Timeout,
-        // a TLS error after the handshake (rustls's are InvalidData): an alert, a bad record
-        // (the handshake's own failures are categorised by Tls::handshake)
-        _ => crate::tls::after_handshake_kind(e).unwrap_or(ErrorKind::Other),
-    }
-}
-
 impl<'a> Connection<'a> {
     pub fn new(reuse: Reuse, opened: &'a Cell<u64>, written: &'a Cell<bool>) -> Connection<'a> {
         Connection {
@@ -317,72 +303,50 @@ impl<'a> Connection<'a> {
         let mut filled = 0usize;
         let mut bytes_in = 0u64;
         let mut first_byte = None;
-        let mut head = None;
-        let mut body = BodyDecoder::new(crate::http::Framing::Empty);
+        let mut reader = ResponseReader::new(head_request);
         let mut reusable = false;
         loop {
             // Before the head is complete, bytes accumulate; after, each read reuses the buffer.
-            let start = if head.is_some() { 0 } else { filled };
+            let start = if reader.has_head() { 0 } else { filled };
             let end = (start + piece).min(self.buf.len());
             let n = stream.read(&mut self.buf[start..end]).await.map_err(|e| Failure::new(io_kind(&e, false), bytes_in))?;
             if n == 0 {
-                if head.is_some() && body.ends_at_close() {
+                if reader.ends_at_close() {
                     break;
                 }
                 return Err(Failure::new(ErrorKind::Reset, bytes_in));
             }
             bytes_in += n as u64;
             first_byte.get_or_insert_with(Instant::now);
-            let fresh = if head.is_none() {
-                filled += n;
-                match parse_head(&self.buf[..filled], head_request) {
-                    Ok(None) => {
-                        pace_read(&mut pace, n).await;
-                        continue;
-                    }
-                    Ok(Some(h)) => {
-                        if let Some(s) = sink.as_deref_mut() {
-                            s.head(&self.buf, h.len);
-                        }
-                        body = BodyDecoder::new(h.framing);
-                        reusable = h.reusable;
-                        head = Some(h.status);
-                        h.len..filled
-                    }
-                    Err(_) => return Err(Failure::new(ErrorKind::BadResponse, bytes_in)),
-                }
+            let data = if reader.has_head() {
+                &self.buf[..n]
             } else {
-                0..n
+                filled += n;
+                &self.buf[..filled]
             };
-            let data = &self.buf[fresh.clone()];
-            let used = match sink.as_deref_mut() {
-                Some(s) if s.wants_body() => body.feed_with(data, |d| s.body(d)),
-                _ => body.feed(data),
-            };
-            let used = used.map_err(|_| Failure::new(ErrorKind::BadResponse, bytes_in))?;
-            if body.is_done() {
-                // Bytes past the response: nothing was asked for them, so the stream is out of step.
-                if used < fresh.len() {
-                    reusable = false;
+            match reader.feed_with(data, sink.as_deref_mut()) {
+                Feed::More => pace_read(&mut pace, n).await,
+                Feed::Done { reusable: r } => {
+                    reusable = r;
+                    // a slow client takes as long over its last read as over the others (a
+                    // response that came in one read included)
+                    pace_read(&mut pace, n).await;
+                    break;
                 }
-                // a slow client takes as long over its last read as over the others (a response
-                // that came in one read included)
-                pace_read(&mut pace, n).await;
-                break;
+                Feed::Bad => return Err(Failure::new(ErrorKind::BadResponse, bytes_in)),
             }
-            pace_read(&mut pace, n).await;
         }
         if !reusable {
             self.stream = None;
         }
         Ok(Response {
-            status: head.expect("a complete response has a head"),
+            status: reader.status().expect("a complete response has a head"),
             connect,
             tls: None,
             written,
             first_byte: first_byte.expect("a complete response has bytes"),
             bytes_in,
-            body: body.payload,
+            body: reader.payload(),
         })
     }
 }

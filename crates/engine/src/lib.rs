@@ -4,10 +4,12 @@
 
 mod connection;
 mod cookies;
+mod error_map;
 mod histogram;
 mod http;
 mod merge;
 mod pacer;
+mod response;
 mod runner;
 mod scenario;
 mod session;

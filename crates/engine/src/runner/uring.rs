@@ -13,119 +13,27 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use io_uring::{types, IoUring};
 use tokio::time::Instant;
 
-use super::{Job, Worker, CANCEL_DRAIN, DRAIN, POLL};
+use super::lifecycle::Step;
+use super::{Job, Worker, POLL};
 use crate::connection::{Failure, Response};
-use crate::http::{parse_head, BodyDecoder, Framing};
 use crate::spec::Addr;
-use socket2::SockAddr;
 use crate::stats::ErrorKind;
-use crate::uring::{kernel, new_ring, BufRing, GROUP};
+use socket2::SockAddr;
+use crate::uring::{kernel, new_ring, BufRing};
+
+mod complete;
+mod slot;
+mod submit;
+
+use slot::{Conn, State};
 
 /// Each provided buffer: a whole small response, or a piece of a large one.
 const BUF_SIZE: usize = 16 * 1024;
-const OP_CONNECT: u64 = 1;
-const OP_RECV: u64 = 2;
-/// Operations whose success posts nothing (socket, setsockopt, a small send, cancel, close): a
-/// completion of the current generation is a failure (cancel's and close's carry the old one).
-const OP_QUIET: u64 = 3;
-/// A large request's send, whose completion says when it was all written.
-const OP_SEND: u64 = 4;
-/// Requests up to this size go out whole at their submission (the socket's send buffer has room
-/// for them once the previous response came); their send posts nothing unless it fails. A larger
-/// one may wait for the server to read: its completion tells when it was written.
-const QUIET_SEND: usize = 64 * 1024;
 /// No slot (the ends of the list of busy slots).
 const NONE: usize = usize::MAX;
-static ONE: libc::c_int = 1;
-
-fn user_data(op: u64, conn: usize, gen: u32) -> u64 {
-    op | (conn as u64) << 8 | (gen as u64) << 32
-}
-
-/// Connection slot i: its socket (fixed file i) and the exchange on it.
-struct Conn {
-    /// Bumped whenever the socket is opened or closed: completions of another generation are
-    /// stale (their buffers still go back).
-    gen: u32,
-    open: bool,
-    addr_id: usize,
-    recv_armed: bool,
-    served: u32,
-    /// In the list of slots free for an open-loop request.
-    listed: bool,
-    busy: bool,
-    job: Job,
-    index: usize,
-    start: Instant,
-    seq: u64,
-    reused: bool,
-    retried: bool,
-    /// Which of the address's socket addresses this attempt connects to.
-    try_addr: usize,
-    connecting: Option<Instant>,
-    connect: Option<Duration>,
-    written: Option<Instant>,
-    first_byte: Option<Instant>,
-    bytes_in: u64,
-    head: Option<u16>,
-    body: BodyDecoder,
-    reusable: bool,
-    /// A head that came in several pieces.
-    acc: Vec<u8>,
-    /// When the request times out; the busy slots are a list in this order (`prev`, `next`).
-    deadline: Instant,
-    prev: usize,
-    next: usize,
-}
-
-impl Conn {
-    fn new(job: Job) -> Conn {
-        Conn {
-            gen: 0,
-            open: false,
-            addr_id: usize::MAX,
-            recv_armed: false,
-            served: 0,
-            listed: false,
-            busy: false,
-            job,
-            index: 0,
-            start: job.intended,
-            seq: 0,
-            reused: false,
-            retried: false,
-            try_addr: 0,
-            connecting: None,
-            connect: None,
-            written: None,
-            first_byte: None,
-            bytes_in: 0,
-            head: None,
-            body: BodyDecoder::new(Framing::Empty),
-            reusable: false,
-            acc: Vec::new(),
-            deadline: job.intended,
-            prev: NONE,
-            next: NONE,
-        }
-    }
-
-    /// Forgets the last attempt's response (a new attempt starts).
-    fn reset_exchange(&mut self) {
-        self.connecting = None;
-        self.connect = None;
-        self.written = None;
-        self.first_byte = None;
-        self.bytes_in = 0;
-        self.head = None;
-        self.reusable = false;
-        self.acc.clear();
-    }
-}
-
 /// The thread's ring and connections. Field order matters: the ring (which the kernel writes
 /// buffers through) drops before the buffers.
 struct Ring<'w> {
@@ -153,13 +61,16 @@ struct Ring<'w> {
     open_loop: bool,
     /// Closed loop: no request is left to claim.
     claims_done: bool,
+    /// The ring failed (`io_uring_enter`): the load ends, what is in flight is aborted.
+    broken: Option<String>,
 }
 
 /// Runs this thread's share on a ring; an error (nothing was sent) when the ring cannot be set up.
-pub(super) fn drive(w: &Worker) -> Result<(), String> {
+/// Once set up, what broke the ring (if anything did) ended the thread's load early.
+pub(super) fn drive(w: &Worker) -> Result<Option<String>, String> {
     let mut ring = Ring::new(w).map_err(|e| format!("io_uring: {e}"))?;
     ring.run();
-    Ok(())
+    Ok(ring.broken.map(|e| format!("engine thread {}: {e}", w.id)))
 }
 
 impl<'w> Ring<'w> {
@@ -201,6 +112,7 @@ impl<'w> Ring<'w> {
             nodelay: kernel().setsockopt,
             open_loop: w.sh.schedule.is_some(),
             claims_done: false,
+            broken: None,
         })
     }
 
@@ -208,68 +120,56 @@ impl<'w> Ring<'w> {
     /// count what is left as aborted, hand over the last second.
     fn run(&mut self) {
         let w = self.w;
-        let sh = &w.sh;
-        while Instant::now() < sh.start && !sh.cancel.load(Ordering::Relaxed) {
-            std::thread::sleep(sh.start.saturating_duration_since(Instant::now()).min(POLL));
+        // the ring's thread waits on no signal: it looks at the cancel flag every POLL
+        while let Some(until) = w.start_wait() {
+            std::thread::sleep(until.saturating_duration_since(Instant::now()).min(POLL));
         }
-        if !sh.cancel.load(Ordering::Relaxed) {
-            sh.began_unix_us.fetch_min(super::unix_us(), Ordering::Relaxed);
-        }
+        w.begin();
         self.now = Instant::now();
         // closed loop: every slot claims its first request (unless cancelled while waiting)
-        if !self.open_loop && !sh.cancel.load(Ordering::Relaxed) {
+        if !self.open_loop && !w.sh.cancel.load(Ordering::Relaxed) {
             for i in 0..self.conns.len() {
                 self.next_claim(i);
             }
         }
-        let mut by_clock = false;
-        loop {
+        let by_clock = loop {
             self.now = Instant::now();
             let now = self.now;
             w.advance_interval(&mut w.interval.borrow_mut(), now);
-            let deadline = sh.deadline();
-            let over = sh.cancel.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d);
-            if over {
-                by_clock = true;
-                break;
-            }
+            // the clock first (what falls due after the end is not the run's)
+            let wake = match w.step(now, 1, true) {
+                Step::End { by_clock } => break by_clock,
+                Step::Go { wake } => wake,
+            };
             if self.open_loop {
                 // what fell due before this pass goes to the backlog, and to free connections
                 w.release_due(now);
                 self.dispatch();
             }
             self.expire();
-            let finished = if self.open_loop { w.ended_by_requests() } else { self.claims_done };
-            if self.oldest == NONE && finished {
-                break;
+            // nothing in flight: the load may be over (one look per pass while requests are)
+            if self.oldest == NONE {
+                if let Step::End { by_clock } = w.step(now, 0, !self.claims_done) {
+                    break by_clock;
+                }
             }
-            let mut wake = self.next_second().min(now + POLL);
-            if let Some(d) = deadline {
-                wake = wake.min(d);
-            }
+            let mut wake = wake.map_or(now + POLL, |d| d.min(now + POLL)).min(self.next_second());
             if let Some(at) = self.open_loop.then(|| w.next_arrival()).flatten() {
                 wake = wake.min(at);
             }
             self.enter(wake.min(self.next_timeout()));
-        }
-        let cancelled = sh.cancel.load(Ordering::Relaxed);
-        if by_clock {
-            let end = w.end_moment(cancelled);
-            w.last_end.set(w.last_end.get().max(Some(end)));
-            if self.open_loop {
-                // the arrivals due by the end: the free connections take them, the others are
-                // unsent (after a cancel, all of them)
-                w.release_due(end);
-                if !cancelled {
-                    self.dispatch();
-                }
+            if self.broken.is_some() {
+                break true;
             }
+        };
+        // the arrivals due by the end: the free connections take them, the others are unsent
+        // (after a cancel, all of them)
+        let (cancelled, _) = w.end_load(by_clock);
+        if by_clock && !cancelled && self.open_loop && self.broken.is_none() {
+            self.dispatch();
         }
-        w.stop();
-        w.count_unsent();
-        let drain = if cancelled { CANCEL_DRAIN } else { DRAIN };
-        let drain_end = Instant::now() + drain;
-        while self.oldest != NONE && Instant::now() < drain_end {
+        let drain_end = w.stop_for_drain(cancelled);
+        while self.oldest != NONE && self.broken.is_none() && Instant::now() < drain_end {
             self.now = Instant::now();
             w.advance_interval(&mut w.interval.borrow_mut(), self.now);
             self.expire();
@@ -280,7 +180,7 @@ impl<'w> Ring<'w> {
         }
         self.now = Instant::now();
         for i in 0..self.conns.len() {
-            if self.conns[i].busy {
+            if self.conns[i].busy() {
                 self.abort(i);
             }
             // every connection closed now, as the epoll path's end drops them (the last closes
@@ -288,7 +188,7 @@ impl<'w> Ring<'w> {
             self.close(i);
         }
         let _ = self.ring.submit();
-        self.w.hand_over_interval();
+        self.w.end_life();
     }
 
     /// When the oldest request in flight times out (far away when none is).
@@ -317,7 +217,7 @@ impl<'w> Ring<'w> {
         for (i, seq) in self.sent.drain(..) {
             let c = &mut self.conns[i];
             // not if that request has ended since, or its slot opens a new connection for it
-            if c.busy && c.seq == seq && c.connecting.is_none() {
+            if c.busy() && c.seq == seq && c.connecting.is_none() {
                 c.written.get_or_insert(before);
             }
         }
@@ -327,7 +227,8 @@ impl<'w> Ring<'w> {
         if let Err(e) = self.ring.submitter().submit_with_args(1, &args) {
             match e.raw_os_error() {
                 Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN) => {}
-                _ => panic!("io_uring_enter: {e}"),
+                // the thread ends its load here, and the run reports it (`engine_errors`)
+                _ => self.broken = Some(format!("io_uring_enter: {e}")),
             }
         }
         self.reap();
@@ -349,7 +250,7 @@ impl<'w> Ring<'w> {
         self.cqes = cqes;
         while let Some(i) = self.rearm.pop() {
             let c = &self.conns[i];
-            if c.open && c.busy && !c.recv_armed {
+            if c.busy() && !c.recv_armed {
                 self.arm_recv(i);
             }
         }
@@ -358,210 +259,25 @@ impl<'w> Ring<'w> {
         }
     }
 
-    fn complete(&mut self, data: u64, res: i32, flags: u32) {
-        let op = data & 0xff;
-        let i = ((data >> 8) & 0xff_ffff) as usize;
-        let gen = (data >> 32) as u32;
-        let bid = cqueue::buffer_select(flags);
-        let current = self.conns[i].gen == gen;
-        if op == OP_RECV && current && !cqueue::more(flags) {
-            self.conns[i].recv_armed = false;
-        }
-        if !current {
-            if let Some(bid) = bid {
-                self.bufs.give_back(bid);
-            }
-            return;
-        }
-        if op == OP_RECV && (res >= 0 || res == -libc::ENOBUFS) {
-            // bytes (or the end) came: the connection is made, if its connect was not reaped yet
-            self.connected(i);
-        }
-        match op {
-            OP_RECV => self.on_recv(i, res, bid),
-            OP_CONNECT => self.on_connect(i, res),
-            OP_SEND => self.on_send(i, res),
-            // socket, setsockopt or a small send failed (the rest of a chain is cancelled, stale
-            // once closed; a send that failed part-way has a positive result): as the epoll
-            // path's failed write, unsent, and sent once more on a new connection when the server
-            // closed a reused one while it was idle
-            _ if res != -libc::ECANCELED && self.conns[i].busy => {
-                self.conns[i].written = None;
-                self.fail_or_retry(i, if res < 0 { errno_kind(-res, false) } else { ErrorKind::Reset });
-            }
-            _ => {}
-        }
-    }
-
-    /// A large request's send: written when all of it went, else failed as unsent.
-    fn on_send(&mut self, i: usize, res: i32) {
-        let c = &mut self.conns[i];
-        if !c.busy || res == -libc::ECANCELED {
-            return;
-        }
-        if res >= 0 && res as usize == self.w.sh.spec.targets[c.index].request.len() {
-            c.written = Some(self.now);
-            return;
-        }
-        c.written = None;
-        self.fail_or_retry(i, if res < 0 { errno_kind(-res, false) } else { ErrorKind::Reset });
-    }
-
-    fn on_connect(&mut self, i: usize, res: i32) {
-        if res >= 0 {
-            // (also when its request has ended: its response was reaped first)
-            self.connected(i);
-            return;
-        }
-        if !self.conns[i].busy || res == -libc::ECANCELED {
-            return;
-        }
-        let c = &self.conns[i];
-        if c.try_addr + 1 < self.addrs[c.addr_id].len() {
-            // the next of the host's addresses (the first error is the one reported if all fail);
-            // the connect time counts from the first
-            let (next, began) = (c.try_addr + 1, c.connecting);
-            self.close(i);
-            self.conns[i].try_addr = next;
-            self.open(i);
-            self.conns[i].connecting = began;
-            return;
-        }
-        self.fail(i, errno_kind(-res, true));
-    }
-
-    /// Slot i's new connection is made: counted, its connect time taken, a small request written.
-    /// From the connect's completion, or from the first response bytes when they were reaped
-    /// first (a multishot receive posts its completions at once, the connect's are batched).
-    fn connected(&mut self, i: usize) {
-        let now = self.now;
-        let w = self.w;
-        let c = &mut self.conns[i];
-        let Some(began) = c.connecting.take() else { return };
-        c.connect = Some(now.saturating_duration_since(began));
-        // the linked send of a small request goes out as the connect completes (a large one's
-        // completion says when). Linked, not issued together: a connect the ring retries after
-        // the connection was reset would connect again (a second connection to the server)
-        if w.sh.spec.targets[c.index].request.len() <= QUIET_SEND {
-            c.written.get_or_insert(now);
-        }
-        w.opened.set(w.opened.get() + 1);
-    }
-
-    fn on_recv(&mut self, i: usize, res: i32, bid: Option<u16>) {
-        if res < 0 {
-            match -res {
-                // out of buffers, or a short send cut the chain: receive again once buffers are back
-                libc::ENOBUFS | libc::ECANCELED => {
-                    if self.conns[i].busy {
-                        self.rearm.push(i);
-                    }
-                }
-                e if self.conns[i].busy => {
-                    let kind = errno_kind(e, false);
-                    self.fail_or_retry(i, kind);
-                }
-                _ => self.close_idle(i),
-            }
-            return;
-        }
-        if !self.conns[i].busy {
-            // the server closed an idle connection, or sent what nobody asked for: out of step
-            if let Some(bid) = bid {
-                self.bufs.give_back(bid);
-            }
-            self.close_idle(i);
-            return;
-        }
-        if res == 0 {
-            if let Some(bid) = bid {
-                self.bufs.give_back(bid);
-            }
-            let c = &self.conns[i];
-            if c.head.is_some() && c.body.ends_at_close() {
-                self.conns[i].reusable = false;
-                self.finish(i);
-            } else {
-                self.fail_or_retry(i, ErrorKind::Reset);
-            }
-            return;
-        }
-        let Some(bid) = bid else { return };
-        let n = res as usize;
-        let outcome = self.feed(i, bid, n);
-        self.bufs.give_back(bid);
-        match outcome {
-            Feed::More => {
-                if !self.conns[i].recv_armed {
-                    self.rearm.push(i);
-                }
-            }
-            Feed::Done => self.finish(i),
-            Feed::Bad => self.fail(i, ErrorKind::BadResponse),
-        }
-    }
-
-    /// The bytes of buffer `bid` into slot i's response (as `Connection::roundtrip` frames them).
-    fn feed(&mut self, i: usize, bid: u16, n: usize) -> Feed {
-        let data = self.bufs.bytes(bid, n);
-        let c = &mut self.conns[i];
-        let head_request = self.w.sh.spec.targets[c.index].head;
-        c.bytes_in += n as u64;
-        c.first_byte.get_or_insert(self.now);
-        let used = if c.head.is_none() {
-            let whole = if c.acc.is_empty() { data } else { c.acc.extend_from_slice(data); &c.acc[..] };
-            match parse_head(whole, head_request) {
-                Ok(None) => {
-                    if c.acc.is_empty() {
-                        c.acc.extend_from_slice(data);
-                    }
-                    return Feed::More;
-                }
-                Ok(Some(h)) => {
-                    c.head = Some(h.status);
-                    c.reusable = h.reusable;
-                    c.body = BodyDecoder::new(h.framing);
-                    let rest = &whole[h.len..];
-                    let fed = c.body.feed(rest).map(|used| used < rest.len());
-                    c.acc.clear();
-                    fed
-                }
-                Err(_) => return Feed::Bad,
-            }
-        } else {
-            c.body.feed(data).map(|used| used < data.len())
-        };
-        match used {
-            Err(_) => Feed::Bad,
-            Ok(extra) if c.body.is_done() => {
-                // bytes past the response: nothing asked for them, the stream is out of step
-                if extra {
-                    c.reusable = false;
-                }
-                Feed::Done
-            }
-            Ok(_) => Feed::More,
-        }
-    }
-
-    /// Slot i's response is complete: count it, keep or close the connection, take the next.
-    fn finish(&mut self, i: usize) {
+    /// Slot i's response is complete (`reusable`: as the response allows): count it, keep or
+    /// close the connection, take the next.
+    fn finish(&mut self, i: usize, reusable: bool) {
         let w = self.w;
         let c = &mut self.conns[i];
         let target = &w.sh.spec.targets[c.index];
         let response = Response {
-            status: c.head.expect("a complete response has a head"),
+            status: c.response.status().expect("a complete response has a head"),
             connect: c.connect,
             tls: None,
             written: c.written.unwrap_or(c.start),
             first_byte: c.first_byte.expect("a complete response has bytes"),
             bytes_in: c.bytes_in,
-            body: c.body.payload,
+            body: c.response.payload(),
         };
         w.record(c.job, c.index, target.request.len(), c.start, self.now, &Ok(response));
         c.served += 1;
         let limit = w.sh.spec.calls_per_conn;
-        let keep = c.reusable && w.sh.spec.keepalive && (limit == 0 || c.served < limit);
+        let keep = reusable && w.sh.spec.keepalive && (limit == 0 || c.served < limit);
         self.release(i);
         if !keep {
             self.close(i);
@@ -611,7 +327,7 @@ impl<'w> Ring<'w> {
         }
         let c = &mut self.conns[i];
         (c.prev, c.next) = (NONE, NONE);
-        c.busy = false;
+        c.state = State::Idle;
     }
 
     /// Slot i is free: closed loop, its next request; open loop, back in the free list.
@@ -652,11 +368,10 @@ impl<'w> Ring<'w> {
         }
         (self.conns[i].prev, self.conns[i].next) = (self.newest, NONE);
         self.newest = i;
-        if self.conns[i].open && self.conns[i].addr_id != addr_id {
+        if self.conns[i].is_open() && self.conns[i].addr_id != addr_id {
             self.close(i);
         }
         let c = &mut self.conns[i];
-        c.busy = true;
         c.job = job;
         c.index = index;
         c.start = start;
@@ -664,123 +379,16 @@ impl<'w> Ring<'w> {
         c.seq = self.seq;
         c.retried = false;
         c.addr_id = addr_id;
-        c.reset_exchange();
-        if c.open {
+        c.reset_exchange(w.sh.spec.targets[index].head);
+        if c.is_open() {
+            c.state = State::Busy;
             c.reused = true;
             self.send(i);
         } else {
+            // (busy from its opening on)
             c.reused = false;
             c.try_addr = 0;
             self.open(i);
-        }
-    }
-
-    fn request(&self, i: usize) -> &'w [u8] {
-        &self.w.sh.spec.targets[self.conns[i].index].request
-    }
-
-    /// The request on slot i's open connection (its multishot receive is armed already).
-    fn send(&mut self, i: usize) {
-        let gen = self.conns[i].gen;
-        let request = self.request(i);
-        let (send, quiet) = send_entry(i, request, gen);
-        if quiet {
-            self.sent.push((i, self.conns[i].seq));
-        }
-        self.push(&[send]);
-        if !self.conns[i].recv_armed {
-            self.arm_recv(i);
-        }
-    }
-
-    /// A new connection for slot i, its request and its receive, as one linked chain.
-    fn open(&mut self, i: usize) {
-        let c = &mut self.conns[i];
-        c.gen = c.gen.wrapping_add(1);
-        c.open = true;
-        c.recv_armed = true;
-        c.served = 0;
-        c.reset_exchange();
-        c.connecting = Some(self.now);
-        let gen = c.gen;
-        let sa = &self.addrs[c.addr_id][c.try_addr];
-        let domain = libc::c_int::from(sa.family());
-        let quiet = user_data(OP_QUIET, i, gen);
-        let link = squeue::Flags::IO_LINK;
-        let skip = squeue::Flags::SKIP_SUCCESS;
-        let slot = types::DestinationSlot::try_from_slot_target(i as u32).expect("a slot index");
-        let fixed = types::Fixed(i as u32);
-        // a direct descriptor is in no process's file table: no close-on-exec flag (the kernel refuses it)
-        let socket = opcode::Socket::new(domain, libc::SOCK_STREAM, 0)
-            .file_index(Some(slot))
-            .build()
-            .flags(link | skip)
-            .user_data(quiet);
-        let connect = opcode::Connect::new(fixed, sa.as_ptr().cast::<libc::sockaddr>(), sa.len())
-            .build()
-            .flags(link)
-            .user_data(user_data(OP_CONNECT, i, gen));
-        let (send, _) = send_entry(i, self.request(i), gen);
-        let send = send.flags(link);
-        let recv = recv_entry(i).user_data(user_data(OP_RECV, i, gen));
-        if self.nodelay && domain != libc::AF_UNIX {
-            let one = &ONE as *const libc::c_int as *const libc::c_void;
-            let nodelay = opcode::SetSockOpt::new(fixed, libc::IPPROTO_TCP as u32, libc::TCP_NODELAY as u32, one, 4)
-                .build()
-                .flags(link | skip)
-                .user_data(quiet);
-            self.push(&[socket, nodelay, connect, send, recv]);
-        } else {
-            self.push(&[socket, connect, send, recv]);
-        }
-    }
-
-    fn arm_recv(&mut self, i: usize) {
-        self.conns[i].recv_armed = true;
-        let entry = recv_entry(i).user_data(user_data(OP_RECV, i, self.conns[i].gen));
-        self.push(&[entry]);
-    }
-
-    /// Closes slot i's socket: what is pending on it is cancelled, its completions are stale.
-    fn close(&mut self, i: usize) {
-        let c = &mut self.conns[i];
-        if !c.open {
-            return;
-        }
-        let quiet = user_data(OP_QUIET, i, c.gen);
-        c.gen = c.gen.wrapping_add(1);
-        c.open = false;
-        c.recv_armed = false;
-        c.served = 0;
-        let fixed = types::Fixed(i as u32);
-        let skip = squeue::Flags::SKIP_SUCCESS;
-        let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::fd(fixed).all()).build().flags(skip).user_data(quiet);
-        let close = opcode::Close::new(fixed).build().flags(skip).user_data(quiet);
-        self.push(&[cancel, close]);
-    }
-
-    /// An idle connection the server closed (or that went out of step): closed, its slot free.
-    fn close_idle(&mut self, i: usize) {
-        self.close(i);
-        if self.open_loop && !self.conns[i].listed {
-            self.conns[i].listed = true;
-            self.avail.push(i);
-        }
-    }
-
-    /// Queues `entries` together (a linked chain is never split between two submissions).
-    fn push(&mut self, entries: &[squeue::Entry]) {
-        let mut sq = self.ring.submission();
-        if sq.capacity() - sq.len() < entries.len() {
-            // full: submit what is queued (waiting for nothing)
-            drop(sq);
-            let _ = self.ring.submit();
-            sq = self.ring.submission();
-        }
-        // SAFETY: every pointer in the entries (requests, socket addresses, ONE) lives as long as
-        // the run's spec or this Ring, which outlives the ring's operations.
-        unsafe {
-            sq.push_multiple(entries).expect("room was made for the entries");
         }
     }
 
@@ -802,7 +410,7 @@ impl<'w> Ring<'w> {
         while !self.w.backlog.borrow().is_empty() {
             let Some(i) = self.avail.pop() else { break };
             self.conns[i].listed = false;
-            if self.conns[i].busy {
+            if self.conns[i].busy() {
                 continue;
             }
             let job = self.w.backlog.borrow_mut().pop_front().expect("not empty");
@@ -827,39 +435,5 @@ impl<'w> Ring<'w> {
         let mut iv = w.interval.borrow_mut();
         w.advance_interval(&mut iv, self.now);
         iv.failed += 1;
-    }
-}
-
-enum Feed {
-    More,
-    Done,
-    Bad,
-}
-
-/// A whole request in one send (MSG_WAITALL: the ring sends the rest of a short send itself), and
-/// whether it is quiet: a small one posts a completion only when it fails, a large one
-/// (`OP_SEND`) always.
-fn send_entry(i: usize, request: &[u8], gen: u32) -> (squeue::Entry, bool) {
-    let send = opcode::Send::new(types::Fixed(i as u32), request.as_ptr(), request.len() as u32)
-        .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
-        .build();
-    if request.len() <= QUIET_SEND {
-        (send.flags(squeue::Flags::SKIP_SUCCESS).user_data(user_data(OP_QUIET, i, gen)), true)
-    } else {
-        (send.user_data(user_data(OP_SEND, i, gen)), false)
-    }
-}
-
-fn recv_entry(i: usize) -> squeue::Entry {
-    opcode::RecvMulti::new(types::Fixed(i as u32), GROUP).build()
-}
-
-/// An errno as the epoll path categorises the same error (`connection::io_kind`).
-fn errno_kind(errno: i32, connecting: bool) -> ErrorKind {
-    match errno {
-        libc::ECONNREFUSED | libc::ENOENT | libc::EHOSTUNREACH | libc::ENETUNREACH if connecting => ErrorKind::Refused,
-        libc::ECONNRESET | libc::ECONNABORTED | libc::EPIPE | libc::ENOTCONN => ErrorKind::Reset,
-        libc::ETIMEDOUT => ErrorKind::Timeout,
-        _ => ErrorKind::Other,
     }
 }

@@ -20,7 +20,7 @@ impl Worker {
     /// rules: closed loop, claims; open loop, the backlog), each one its session's next step.
     pub(super) async fn virtual_user(self: Rc<Self>) {
         let sc = self.sh.spec.scenario.as_ref().expect("a virtual user has a scenario");
-        let _alive = Alive(&self.live);
+        let _alive = Alive(&self);
         let written = Cell::new(false);
         let mut conn = self.task_connection(&written);
         let timeout = tokio::time::sleep(self.sh.spec.timeout);
