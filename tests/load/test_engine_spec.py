@@ -27,7 +27,8 @@ think = "250ms"
 
 def read(spec: Any) -> str:
     """The engine's reading of ``spec`` (on epoll: no kernel probe): its I/O path."""
-    path, _ = _engine.choose_io({**spec, "io": "epoll"})
+    given: Any = {**spec, "io": "epoll"}  # not an EngineSpec: misspelt keys, wrong types
+    path, _ = _engine.choose_io(given)
     return path
 
 
@@ -51,9 +52,9 @@ def test_a_misspelt_key_is_refused_naming_it() -> None:
     target = {**spec["targets"][0], "wieght": 2}
     with pytest.raises(ValueError, match=r"^spec: targets\[0\]\.wieght: unknown field `wieght`"):
         read({**spec, "targets": [target]})
-    tls = {"insecure": True, "ca_pem": None, "cert_pem": None, "key_pem": None, "resumption": False}
+    tls: Any = {"insecure": True, "ca_pem": None, "cert_pem": None, "key_pem": None, "resumption": False}
     with pytest.raises(ValueError, match=r"^tls: resumption: unknown field `resumption`"):
-        _engine.tls_probe("127.0.0.1:1", "localhost", tls, 1.0)  # type: ignore[typeddict-unknown-key]
+        _engine.tls_probe("127.0.0.1:1", "localhost", tls, 1.0)
 
 
 def test_a_value_of_the_wrong_type_names_its_key_and_none_is_the_default(tmp_path: Path) -> None:
