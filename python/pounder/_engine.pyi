@@ -1,7 +1,8 @@
 """Type stub of the Rust engine (``crates/py``); see docs/reference/engine-contract.md.
 
-The spec types follow what ``crates/py/src/lib.rs`` parses: a key it reads with a default is
-``NotRequired`` and may be None (None counts as missing); a required key may not be None.
+The spec types follow what the engine reads (``crates/engine/src/spec/dict.rs``, with serde): a
+key it reads with a default is ``NotRequired`` and may be None (None counts as missing); a required
+key may not be None; a key of none of these dicts is refused (ValueError naming it), not ignored.
 """
 
 from collections.abc import Sequence

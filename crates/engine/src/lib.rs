@@ -24,5 +24,5 @@ pub use merge::{merge, sum_seconds};
 pub use runner::{run, Progress, Run};
 pub use scenario::{regex_groups, Capture, Encoding, Piece, Scenario, Source, Step};
 pub use tls::{probe as tls_probe, TlsOptions};
-pub use spec::{Addr, Io, Order, Replay, Spec, Stage, Target, Warmup};
+pub use spec::{tcp_addrs, Addr, Io, Order, Replay, Spec, Stage, Target, Warmup};
 pub use uring::{choose as choose_io, IoChoice, IoPath};

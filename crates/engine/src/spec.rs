@@ -8,6 +8,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod dict;
+pub use dict::tcp_addrs;
+
 /// Where a target listens.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Addr {

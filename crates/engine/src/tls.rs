@@ -1,26 +1,22 @@
 //! HTTPS: rustls (ring provider) client configurations built from a spec's `TlsOptions`, the
-//! handshake on a connected TCP stream, its errors by category, and the pre-flight probe.
+//! handshake on a connected TCP stream and its errors by category; the pre-flight probe in
+//! `tls/probe.rs`, a refused handshake's reasons in words in `tls/reasons.rs`, the verifiers
+//! around rustls's own in `tls/verifiers.rs`.
 //!
 //! A run checks the options once (`TlsSetup::new`: PEM parsed, roots loaded, names parsed) and
 //! each engine thread builds its own `ClientConfig` from it (`TlsSetup::thread`), so that its
 //! session cache (resumption) is its own and no lock is shared between threads.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::{ResolvesClientCert, Resumption, WebPkiServerVerifier};
+use rustls::client::danger::ServerCertVerifier;
+use rustls::client::{Resumption, WebPkiServerVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 pub use rustls::pki_types::ServerName;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
-use rustls::server::ParsedCertificate;
-use rustls::{
-    AlertDescription, CertificateError, ClientConfig, DigitallySignedStruct, HandshakeKind, RootCertStore,
-    SignatureScheme,
-};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::{AlertDescription, ClientConfig, HandshakeKind, RootCertStore};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
@@ -29,15 +25,13 @@ use AlertDescription as A;
 use crate::stats::ErrorKind;
 
 mod facts;
-use facts::CertFacts;
+mod probe;
+mod reasons;
+mod verifiers;
 
-/// What the pre-flight probe notes during its handshake: whether the server asked for a client
-/// certificate, and the server's certificate (DER) as presented.
-#[derive(Clone, Default)]
-struct Noted {
-    asked: Arc<AtomicBool>,
-    certificate: Arc<Mutex<Option<Vec<u8>>>>,
-}
+pub use probe::probe;
+use reasons::{client_cert_error, words};
+use verifiers::{AnyCertificate, Asked, Noted, Noting, Pinned};
 
 /// The spec's TLS options (PEM contents, not paths: agents on other machines get them too).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -252,141 +246,6 @@ fn is_certificate_error(e: &rustls::Error) -> bool {
     }
 }
 
-/// The webpki error inside a certificate error rustls did not name (`Other`).
-fn webpki_error(e: &rustls::Error) -> Option<&webpki::Error> {
-    match e {
-        rustls::Error::InvalidCertificate(CertificateError::Other(other)) => other.0.downcast_ref::<webpki::Error>(),
-        _ => None,
-    }
-}
-
-/// Why the client certificate (`cert_pem`) and its key cannot be used, naming the field.
-fn client_cert_error(e: &rustls::Error) -> String {
-    match (webpki_error(e), e) {
-        (Some(webpki::Error::UnsupportedCertVersion), _) => {
-            "tls.cert_pem: is an X.509 v1 certificate; a v3 one is needed".into()
-        }
-        (_, rustls::Error::InconsistentKeys(_)) => {
-            "tls.key_pem: is not the private key of the client certificate".into()
-        }
-        (_, rustls::Error::InvalidCertificate(why)) => {
-            format!("tls.cert_pem: is not a usable client certificate ({})", words(&format!("{why:?}")))
-        }
-        _ => format!("tls.cert_pem: is not usable with its key ({})", words(&format!("{e:?}"))),
-    }
-}
-
-/// `CaUsedAsEndEntity` -> "ca used as end entity" (the names of rustls's and webpki's variants).
-fn words(name: &str) -> String {
-    let bare = name.split(['(', ' ', '{']).next().unwrap_or(name);
-    let mut out = String::new();
-    for (i, c) in bare.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            out.push(' ');
-        }
-        out.push(c.to_ascii_lowercase());
-    }
-    out
-}
-
-/// A time as a UTC date: "2026-11-26 15:20 UTC".
-fn date(t: UnixTime) -> String {
-    let secs = t.as_secs();
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // civil_from_days (H. Hinnant)
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
-}
-
-/// Why the server's certificate was refused, in words. `has_ca`: roots were given (`ca_pem`,
-/// which the caller names "the --cacert file"); `name`: the name the certificate was checked for.
-fn certificate_words(why: &CertificateError, e: &rustls::Error, has_ca: bool, name: &str) -> String {
-    use CertificateError as C;
-    let cert = "the server's certificate";
-    match (why, webpki_error(e)) {
-        (C::UnknownIssuer, _) if has_ca => format!("{cert} is not signed by a CA in the --cacert file"),
-        (C::UnknownIssuer, _) => format!("{cert} is not signed by a CA this system trusts"),
-        (C::ExpiredContext { not_after, .. }, _) => format!("{cert} expired on {}", date(*not_after)),
-        (C::Expired, _) => format!("{cert} has expired"),
-        (C::NotValidYetContext { not_before, .. }, _) => format!("{cert} is not valid until {}", date(*not_before)),
-        (C::NotValidYet, _) => format!("{cert} is not valid yet"),
-        (C::NotValidForNameContext { presented, .. }, _) if !presented.is_empty() => {
-            let names: Vec<&str> = presented.iter().map(|p| presented_name(p)).collect();
-            format!("the certificate is for {}, not {name}", names.join(", "))
-        }
-        (C::NotValidForName | C::NotValidForNameContext { .. }, _) => format!("the certificate is not for {name}"),
-        (C::BadSignature, _) => format!("{cert} has a bad signature"),
-        (C::Revoked, _) => format!("{cert} has been revoked"),
-        (C::BadEncoding, _) => format!("{cert} is not valid DER"),
-        (C::InvalidPurpose | C::InvalidPurposeContext { .. }, _) => {
-            format!("{cert} is not for a TLS server (its extended key usage)")
-        }
-        (_, Some(webpki::Error::CaUsedAsEndEntity)) if has_ca => {
-            format!("{cert} is a CA certificate (CA:TRUE), not one in the --cacert file")
-        }
-        (_, Some(webpki::Error::CaUsedAsEndEntity)) => {
-            format!("{cert} is a CA certificate (CA:TRUE), trusted only when given itself with --cacert")
-        }
-        (_, Some(webpki::Error::UnsupportedCertVersion)) => {
-            format!("{cert} is an X.509 v1 certificate; a v3 one is needed")
-        }
-        (_, Some(other)) => format!("{cert} is not accepted: {}", words(&format!("{other:?}"))),
-        (other, None) => format!("{cert} is not accepted: {}", words(&format!("{other:?}"))),
-    }
-}
-
-/// A name of a certificate as rustls presents it (`DnsName("a.test")`, `IpAddress(127.0.0.1)`):
-/// the bare name.
-fn presented_name(presented: &str) -> &str {
-    for (start, end) in [("DnsName(\"", "\")"), ("IpAddress(", ")")] {
-        if let Some(bare) = presented.strip_prefix(start).and_then(|p| p.strip_suffix(end)) {
-            return bare;
-        }
-    }
-    presented
-}
-
-/// A one-line reason for a TLS error, in words (see `certificate_words` for `has_ca` and `name`).
-fn describe(e: &io::Error, has_ca: bool, name: &str) -> String {
-    let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) else {
-        return match e.kind() {
-            io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted => {
-                "the server closed the connection during the TLS handshake".into()
-            }
-            kind => format!("the TLS handshake failed ({})", words(&format!("{kind:?}"))),
-        };
-    };
-    match tls {
-        rustls::Error::InvalidCertificate(why) => certificate_words(why, tls, has_ca, name),
-        rustls::Error::AlertReceived(A::CertificateRequired) => "the server requires a client certificate".into(),
-        rustls::Error::AlertReceived(alert) if is_certificate_error(tls) => {
-            format!("the server refused the client certificate (its alert: {})", words(&format!("{alert:?}")))
-        }
-        rustls::Error::AlertReceived(alert) => {
-            format!("the server ended the TLS handshake (its alert: {})", words(&format!("{alert:?}")))
-        }
-        rustls::Error::InvalidMessage(_) | rustls::Error::InappropriateMessage { .. } => {
-            "no TLS server there (its answer is not TLS)".into()
-        }
-        rustls::Error::PeerIncompatible(why) => {
-            format!("the server and pounder have no TLS version or cipher in common ({})", words(&format!("{why:?}")))
-        }
-        rustls::Error::NoCertificatesPresented => "the server presented no certificate".into(),
-        rustls::Error::PeerMisbehaved(why) => {
-            format!("the server broke the TLS protocol ({})", words(&format!("{why:?}")))
-        }
-        other => format!("the TLS handshake failed ({})", words(&format!("{other:?}"))),
-    }
-}
-
 /// The category of a TLS error after the handshake (io errors carry rustls's as InvalidData): the
 /// server's verdict on the client certificate (an alert, which TLS 1.3 servers send once the
 /// client has finished its handshake) is `tls_certificate`; another alert ends the connection
@@ -399,275 +258,6 @@ pub fn after_handshake_kind(e: &io::Error) -> Option<ErrorKind> {
         rustls::Error::AlertReceived(_) => ErrorKind::Reset,
         _ => ErrorKind::Other,
     })
-}
-
-/// One handshake to `tcp` (addresses tried in order) as a run would make it, without a request:
-/// None when it succeeds or no address accepts the connection (the run counts that as it
-/// does for plain HTTP), else a one-line reason. When the server asks for a client certificate
-/// and none is given, waits a moment for its refusal (TLS 1.3 sends it after the handshake).
-/// A handshake that succeeded is closed as a client that is done closes it (close_notify, then
-/// the server's end read), so that the server sees a connection that asked nothing: nothing it
-/// logs as a request.
-pub fn probe(
-    tcp: &[std::net::SocketAddr],
-    tls_name: &str,
-    options: &TlsOptions,
-    timeout: Duration,
-) -> Result<Option<String>, String> {
-    let setup = TlsSetup::new(options)?;
-    let name = server_name(tls_name)?;
-    let noted = Noted::default();
-    let config = setup.config(Some(&noted))?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("tls probe: cannot start its runtime ({})", words(&format!("{:?}", e.kind()))))?;
-    let failed = |e: &io::Error| {
-        let certificate = noted.certificate.lock().ok().and_then(|mut c| c.take());
-        let facts = certificate.as_deref().and_then(|der| {
-            CertFacts::read(der).map(|f| (f, setup.pinned.iter().any(|c| c.as_ref() == der)))
-        });
-        reason(e, &facts, options, tls_name)
-    };
-    let outcome = rt.block_on(async {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        tokio::time::timeout(timeout, async {
-            let mut stream = None;
-            for sa in tcp {
-                if let Ok(s) = TcpStream::connect(sa).await {
-                    stream = Some(s);
-                    break;
-                }
-            }
-            let tcp = stream?;
-            let mut tls = match TlsConnector::from(config).connect(name, tcp).await {
-                Ok(s) => s,
-                Err(e) => return Some(failed(&e)),
-            };
-            let mut buf = [0u8; 512];
-            if noted.asked.load(Ordering::Relaxed) && options.cert_pem.is_none() {
-                let wait = tokio::time::timeout(Duration::from_millis(300), tls.read(&mut buf)).await;
-                if let Ok(Err(e)) = wait {
-                    if error_kind(&e).is_some() {
-                        return Some(failed(&e));
-                    }
-                }
-            }
-            // a clean close: close_notify, then what the server still sends (its session tickets,
-            // its own close_notify) read to its end, so that closing sends no reset
-            if tls.shutdown().await.is_ok() {
-                let drain = async { while matches!(tls.read(&mut buf).await, Ok(n) if n > 0) {} };
-                let _ = tokio::time::timeout(Duration::from_millis(200), drain).await;
-            }
-            None
-        })
-        .await
-        .unwrap_or_else(|_| Some(format!("no TLS handshake within {:.1} s", timeout.as_secs_f64())))
-    });
-    Ok(outcome)
-}
-
-/// The reason of a failed probe: the certificate's key when rustls cannot use it in any case,
-/// a self-signed certificate not given with `--cacert` (when its trust failed), else `describe`'s.
-/// `facts`: the server's certificate as the probe saw it, and whether it is one of `ca_pem`'s.
-fn reason(e: &io::Error, facts: &Option<(CertFacts, bool)>, options: &TlsOptions, name: &str) -> String {
-    let has_ca = options.ca_pem.is_some();
-    let tls = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
-    if let Some((facts, pinned)) = facts {
-        if let Some(problem) = facts.key_problem() {
-            return problem;
-        }
-        let untrusted = matches!(tls, Some(rustls::Error::InvalidCertificate(why)) if is_trust(why, tls));
-        if facts.self_signed && !pinned && !options.insecure && untrusted {
-            return if has_ca {
-                "the server's certificate is self-signed, and not one in the --cacert file".into()
-            } else {
-                "the server's certificate is self-signed: no CA vouches for it".into()
-            };
-        }
-    }
-    describe(e, has_ca, name)
-}
-
-/// Whether a certificate error is one of trust (no CA found for it, or none that can vouch for it),
-/// not of its dates, names, use or form.
-fn is_trust(why: &CertificateError, e: Option<&rustls::Error>) -> bool {
-    use CertificateError as C;
-    match why {
-        C::Expired
-        | C::ExpiredContext { .. }
-        | C::NotValidYet
-        | C::NotValidYetContext { .. }
-        | C::NotValidForName
-        | C::NotValidForNameContext { .. }
-        | C::InvalidPurpose
-        | C::InvalidPurposeContext { .. }
-        | C::Revoked
-        | C::BadEncoding => false,
-        C::Other(_) => !matches!(e.and_then(webpki_error), Some(webpki::Error::UnsupportedCertVersion)),
-        _ => true,
-    }
-}
-
-/// Accepts any server certificate, still checking that the server holds its key.
-#[derive(Debug)]
-struct AnyCertificate(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// The roots of `ca_pem`, and more: a server certificate that is byte for byte one of them is
-/// trusted as it is (a pinned certificate, as curl takes a self-signed one given as its CA file),
-/// although it says CA:TRUE (`openssl req -x509` makes such certificates), which webpki refuses
-/// as a server's (CaUsedAsEndEntity). Its dates are checked all the same (webpki checks them
-/// before it looks at CA:TRUE), and so are its name and the handshake's signatures.
-#[derive(Debug)]
-struct Pinned {
-    inner: Arc<WebPkiServerVerifier>,
-    pinned: Arc<Vec<CertificateDer<'static>>>,
-}
-
-impl ServerCertVerifier for Pinned {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
-            Err(e)
-                if matches!(webpki_error(&e), Some(webpki::Error::CaUsedAsEndEntity))
-                    && self.pinned.iter().any(|c| c.as_ref() == end_entity.as_ref()) =>
-            {
-                rustls::client::verify_server_name(&ParsedCertificate::try_from(end_entity)?, server_name)?;
-                Ok(ServerCertVerified::assertion())
-            }
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
-}
-
-/// A verifier that keeps the server's certificate as presented (the probe's, for its reasons).
-#[derive(Debug)]
-struct Noting {
-    inner: Arc<dyn ServerCertVerifier>,
-    certificate: Arc<Mutex<Option<Vec<u8>>>>,
-}
-
-impl ServerCertVerifier for Noting {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        if let Ok(mut kept) = self.certificate.lock() {
-            *kept = Some(end_entity.as_ref().to_vec());
-        }
-        self.inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
-
-    fn requires_raw_public_keys(&self) -> bool {
-        self.inner.requires_raw_public_keys()
-    }
-}
-
-/// The configured client certificate resolver, noting whether the server asked for one.
-#[derive(Debug)]
-struct Asked {
-    inner: Arc<dyn ResolvesClientCert>,
-    asked: Arc<AtomicBool>,
-}
-
-impl ResolvesClientCert for Asked {
-    fn resolve(&self, hints: &[&[u8]], schemes: &[SignatureScheme]) -> Option<Arc<rustls::sign::CertifiedKey>> {
-        self.asked.store(true, Ordering::Relaxed);
-        self.inner.resolve(hints, schemes)
-    }
-
-    fn has_certs(&self) -> bool {
-        self.inner.has_certs()
-    }
 }
 
 #[cfg(test)]

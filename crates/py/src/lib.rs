@@ -1,75 +1,42 @@
-//! `pounder._engine`: the load engine for Python. It converts a spec dict into the engine's
-//! `Spec`, runs it in background threads, and releases the GIL while Python waits.
+//! `pounder._engine`: the load engine for Python. It reads a spec dict into the engine's `Spec`
+//! (with serde: `Spec::from_dict`), runs it in background threads, and releases the GIL while Python waits.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use pounder_engine::{Addr, Io, Order, Replay, Run, Spec, Stage, Target, TlsOptions, Warmup};
+use pounder_engine::{Run, Spec, TlsOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyDict;
+use pythonize::Depythonizer;
 
 mod flame;
-mod scenario;
 
 fn bad(msg: impl Into<String>) -> PyErr {
     PyValueError::new_err(msg.into())
 }
 
-/// `dict[key]`, or `None` when missing or None.
-fn item<'py>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-    Ok(d.get_item(key)?.filter(|v| !v.is_none()))
+/// The spec of a dict (`EngineSpec` in _engine.pyi), read by serde: a key it does not know is
+/// refused, each missing key (or None) takes its default; ValueError naming the key.
+fn spec(d: &Bound<'_, PyDict>) -> PyResult<Spec> {
+    let d = fs_paths(d)?;
+    Spec::from_dict(&mut Depythonizer::from_object(d.as_any())).map_err(bad)
 }
 
-fn opt<'py, T>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<T>>
-where
-    T: for<'a> FromPyObject<'a, 'py>,
-{
-    match item(d, key)? {
-        Some(v) => v.extract::<T>().map(Some).map_err(|_| bad(format!("spec: {key} has the wrong type"))),
-        None => Ok(None),
+/// The dict with its file names (str or os.PathLike) as the bytes `os.fsencode` makes of them,
+/// which the engine takes as they are (a name need not be UTF-8); a value `os.fsencode` refuses
+/// is left for the spec's reader to refuse.
+fn fs_paths<'py>(d: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
+    let mut out = d.clone();
+    for key in ["tsv_path", "hdr_log_path"] {
+        let Some(path) = d.get_item(key)?.filter(|v| !v.is_none()) else { continue };
+        if let Ok(bytes) = d.py().import("os")?.getattr("fsencode")?.call1((path,)) {
+            if out.is(d) {
+                out = d.copy()?;
+            }
+            out.set_item(key, bytes)?;
+        }
     }
-}
-
-fn req<'py, T>(d: &Bound<'py, PyDict>, key: &str) -> PyResult<T>
-where
-    T: for<'a> FromPyObject<'a, 'py>,
-{
-    opt(d, key)?.ok_or_else(|| bad(format!("spec: {key} is required")))
-}
-
-fn seconds(s: f64, key: &str) -> PyResult<Duration> {
-    Duration::try_from_secs_f64(s).map_err(|_| bad(format!("spec: {key} must be a non-negative number of seconds")))
-}
-
-fn target(d: &Bound<'_, PyDict>) -> PyResult<Target> {
-    let addr = match (opt::<String>(d, "tcp")?, opt::<String>(d, "unix")?) {
-        (Some(tcp), None) => Addr::Tcp(
-            tcp.split(',')
-                .map(|a| a.trim().parse().map_err(|_| bad(format!("spec: bad tcp address {tcp:?}"))))
-                .collect::<PyResult<_>>()?,
-        ),
-        (None, Some(path)) => Addr::Unix(PathBuf::from(path)),
-        _ => return Err(bad("spec: a target needs exactly one of tcp and unix")),
-    };
-    Ok(Target {
-        addr,
-        request: req::<Vec<u8>>(d, "request")?,
-        head: opt(d, "head")?.unwrap_or(false),
-        weight: opt(d, "weight")?.unwrap_or(1),
-        tls_name: opt(d, "tls_name")?,
-    })
-}
-
-/// `{"insecure", "ca_pem", "cert_pem", "key_pem", "resume"}` (PEM contents as bytes).
-fn tls_options(d: &Bound<'_, PyDict>) -> PyResult<TlsOptions> {
-    Ok(TlsOptions {
-        insecure: opt(d, "insecure")?.unwrap_or(false),
-        ca_pem: opt(d, "ca_pem")?,
-        cert_pem: opt(d, "cert_pem")?,
-        key_pem: opt(d, "key_pem")?,
-        resume: opt(d, "resume")?.unwrap_or(true),
-    })
+    Ok(out)
 }
 
 /// One TLS handshake to `tcp` (comma-separated addresses, tried in order) as a run would make
@@ -83,79 +50,18 @@ fn tls_probe(
     tls: &Bound<'_, PyDict>,
     timeout_s: f64,
 ) -> PyResult<Option<String>> {
-    let addrs = tcp
-        .split(',')
-        .map(|a| a.trim().parse().map_err(|_| bad(format!("tls_probe: bad tcp address {tcp:?}"))))
-        .collect::<PyResult<Vec<_>>>()?;
-    let options = tls_options(tls)?;
-    let timeout = seconds(timeout_s, "timeout_s")?;
+    let addrs = pounder_engine::tcp_addrs(&tcp).ok_or_else(|| bad(format!("tls_probe: bad tcp address {tcp:?}")))?;
+    let options = TlsOptions::from_dict(&mut Depythonizer::from_object(tls.as_any())).map_err(bad)?;
+    let timeout = Duration::try_from_secs_f64(timeout_s)
+        .map_err(|_| bad("spec: timeout_s must be a non-negative number of seconds"))?;
     py.detach(|| pounder_engine::tls_probe(&addrs, &tls_name, &options, timeout)).map_err(bad)
 }
 
-/// `{"times_us": [...], "targets": [...]}`: request i at times_us[i] µs, to targets[targets[i]].
-fn replay(r: &Bound<'_, PyDict>, spec: &Bound<'_, PyDict>) -> PyResult<Replay> {
-    if item(spec, "order")?.is_some() {
-        return Err(bad("spec: replay excludes order (each request names its target)"));
-    }
-    let times_us: Vec<u64> = req(r, "times_us")?;
-    let targets: Vec<u32> = req(r, "targets")?;
-    Ok(Replay { times_us: times_us.into(), targets: targets.into() })
-}
-
-fn spec(d: &Bound<'_, PyDict>) -> PyResult<Spec> {
-    let targets: Bound<'_, PyList> = req(d, "targets")?;
-    let targets = targets
-        .iter()
-        .map(|t| target(t.cast::<PyDict>().map_err(|_| bad("spec: each target must be a dict"))?))
-        .collect::<PyResult<Vec<_>>>()?;
-    let mut s = Spec::new(targets);
-    s.order = match opt::<String>(d, "order")?.as_deref() {
-        None | Some("sequential") => Order::Sequential,
-        Some("random") => Order::Random,
-        Some(o) => return Err(bad(format!("spec: unknown order {o:?}"))),
-    };
-    s.connections = req(d, "connections")?;
-    s.threads = opt(d, "threads")?.unwrap_or(1);
-    s.requests = opt(d, "requests")?;
-    s.duration = opt::<f64>(d, "duration_s")?.map(|v| seconds(v, "duration_s")).transpose()?;
-    let warm_n: u64 = opt(d, "warmup_requests")?.unwrap_or(0);
-    let warm_s: f64 = opt(d, "warmup_s")?.unwrap_or(0.0);
-    s.warmup = match (warm_n, warm_s) {
-        (0, 0.0) => Warmup::None,
-        (n, 0.0) => Warmup::Requests(n),
-        (0, s) => Warmup::Time(seconds(s, "warmup_s")?),
-        _ => return Err(bad("spec: warmup_requests and warmup_s exclude each other")),
-    };
-    s.stages = opt::<Vec<Vec<f64>>>(d, "stages")?
-        .map(|v| {
-            v.into_iter()
-                .map(|st| match st[..] {
-                    [dur, r0, r1] => Ok(Stage { duration: seconds(dur, "stages")?, start_rate: r0, end_rate: r1 }),
-                    _ => Err(bad("spec: each stage is [duration_s, start_rate, end_rate]")),
-                })
-                .collect::<PyResult<Vec<_>>>()
-        })
-        .transpose()?;
-    s.replay = opt::<Bound<'_, PyDict>>(d, "replay")?.map(|r| replay(&r, d)).transpose()?;
-    s.scenario = opt::<Bound<'_, PyDict>>(d, "scenario")?.map(|sc| scenario::scenario(&sc)).transpose()?;
-    s.tls = opt::<Bound<'_, PyDict>>(d, "tls")?.map(|t| tls_options(&t)).transpose()?;
-    s.keepalive = opt(d, "keepalive")?.unwrap_or(true);
-    s.calls_per_conn = opt(d, "calls_per_conn")?.unwrap_or(0);
-    s.timeout = seconds(opt(d, "timeout_s")?.unwrap_or(30.0), "timeout_s")?;
-    s.throttle_bps = opt(d, "throttle_bps")?;
-    s.tsv_path = opt::<PathBuf>(d, "tsv_path")?;
-    s.hdr_log_path = opt::<PathBuf>(d, "hdr_log_path")?;
-    s.start_at_unix_us = opt(d, "start_at_unix_us")?;
-    s.slot_offset = opt(d, "slot_offset")?.unwrap_or(0);
-    s.slot_stride = opt(d, "slot_stride")?.unwrap_or(1);
-    s.export_histograms = opt(d, "export_histograms")?.unwrap_or(false);
-    s.io = match opt::<String>(d, "io")?.as_deref() {
-        None | Some("auto") => Io::Auto,
-        Some("uring") => Io::Uring,
-        Some("epoll") => Io::Epoll,
-        Some(o) => return Err(bad(format!("spec: unknown io {o:?} (auto, uring or epoll)"))),
-    };
-    Ok(s)
+/// The number of groups of a capture's regex as the engine compiles it (Rust `regex` syntax);
+/// ValueError with the regex crate's message (one line) when it does not compile.
+#[pyfunction]
+fn regex_groups(pattern: &str) -> PyResult<usize> {
+    pounder_engine::regex_groups(pattern).map_err(PyValueError::new_err)
 }
 
 /// A run in flight.
@@ -251,7 +157,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(choose_io, m)?)?;
     m.add_function(wrap_pyfunction!(tls_probe, m)?)?;
-    m.add_function(wrap_pyfunction!(scenario::regex_groups, m)?)?;
+    m.add_function(wrap_pyfunction!(regex_groups, m)?)?;
     m.add_function(wrap_pyfunction!(sum_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(flamegraph_svg, m)?)?;
     m.add_function(wrap_pyfunction!(collapse_perf, m)?)?;
