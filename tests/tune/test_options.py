@@ -251,3 +251,17 @@ def test_from_dict_validates() -> None:
 def test_from_dict_wrong_types_are_usage_errors(data: dict[str, Any]) -> None:
     with pytest.raises(UsageError):
         TuneOptions.from_dict(data)
+
+
+def test_a_load_that_sets_what_tune_chooses_is_refused() -> None:
+    """TuneOptions holds a LoadOptions for the three load options tune takes (keepalive, throttle,
+    allow_remote); any other field set there would be dropped from tune.json and never used."""
+    from pounder.load import LoadOptions
+
+    TuneOptions(load=LoadOptions(keepalive=True, allow_remote=True)).validate()
+    options = TuneOptions(load=LoadOptions(keepalive=True, throttle="56kbit"), proxy=False)
+    options.validate()
+    assert TuneOptions.from_dict(json.loads(json.dumps(options.to_dict()))) == options
+    with pytest.raises(UsageError, match=r"^load: tune takes only keepalive, throttle and allow_remote .*; "
+                                         r"not connections, duration$"):
+        TuneOptions(load=LoadOptions(connections=50, duration="30s")).validate()

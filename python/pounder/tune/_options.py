@@ -225,6 +225,19 @@ class TuneOptions:
         if self.server_cpus is not None and self.load_cpus is not None and set(self.server_cpus) & set(self.load_cpus):
             raise UsageError("--server-cpus and --load-cpus must not share a CPU (they would compete again)")
         listen_address(self.listen, allow_remote=self.allow_remote)
+        self._check_load()
+
+    def _check_load(self) -> None:
+        """Tune takes three of the load options; a ``load`` that sets any other would be dropped
+        from ``tune.json`` and never used: refused in one line instead."""
+        if not isinstance(self.load, LoadOptions):
+            raise UsageError(f"load must be a LoadOptions, not {type(self.load).__name__}")
+        taken = LoadOptions(keepalive=self.load.keepalive, throttle=self.load.throttle,
+                            allow_remote=self.load.allow_remote)
+        others = [f.name for f in fields(LoadOptions) if getattr(self.load, f.name) != getattr(taken, f.name)]
+        if others:
+            raise UsageError("load: tune takes only keepalive, throttle and allow_remote from the load options and "
+                             f"chooses the others itself; not {', '.join(others)}")
 
 
 _WHOLE = (int, "a whole number")
