@@ -19,6 +19,7 @@ files) has its numbers checked against its schema and that bound with :func:`num
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -294,7 +295,7 @@ def number_problem(document: object, schema: str) -> str | None:
         text = None
     if text is None or json.loads(text) != document:  # not JSON's own values (keys, tuples, NaN): as it is
         return _schema_problem(document, schema)
-    seen = (schema, text)
+    seen = (schema, hashlib.blake2b(text.encode()).digest())  # the text's digest: no copy of it kept
     if seen not in _PROBLEMS:
         if len(_PROBLEMS) >= _PROBLEMS_KEPT:
             _PROBLEMS.clear()
@@ -302,9 +303,9 @@ def number_problem(document: object, schema: str) -> str | None:
     return _PROBLEMS[seen]
 
 
-_PROBLEMS: dict[tuple[str, str], str | None] = {}
+_PROBLEMS: dict[tuple[str, bytes], str | None] = {}
 """:func:`number_problem`'s answers by schema and document as JSON text (validating a tune point
-against its schema takes tens of ms)."""
+against its schema takes tens of ms), the text kept as its digest."""
 _PROBLEMS_KEPT = 4096
 
 

@@ -153,7 +153,8 @@ def median_interval(
     middle = statistics.median(numbers)
     if len(numbers) < MIN_SAMPLES:
         return Estimate(middle, None, None, len(numbers))
-    return _median_interval(tuple(numbers), resamples, confidence, seed)
+    kept = _median_interval(tuple(numbers), resamples, confidence, seed)
+    return Estimate(middle, kept.low, kept.high, kept.samples)  # the median of these very numbers (-0.0 == 0.0)
 
 
 @functools.lru_cache(maxsize=4096)
