@@ -19,7 +19,8 @@ from pounder.load._parse import UrlLine, read_url_file
 from pounder.load._replay import ReplayPlan, plan_replay, recorded_request
 from pounder.load._request import RequestTemplate, build_request_template, recorded_headers
 from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
-from pounder.load._scenario import check_scenario_options, read_scenario
+from pounder.load._scenario import read_scenario
+from pounder.load._scenario_options import check_scenario_options
 from pounder.load._tls import TlsSettings, read_tls
 from pounder.load._url import check_unix_socket, parse_url, resolve, server_name
 
