@@ -39,8 +39,9 @@ from pounder.pool import (
     adapter_from_dict,
     demo_adapter,
 )
-from pounder.tune._analysis import ChildrenChoice, MemoryBound, Target
+from pounder.tune._analysis import ChildrenChoice, Target
 from pounder.tune._machine import manifest, measured_cpus
+from pounder.tune._memory import MemoryBound
 from pounder.tune._mrpc import MaxRequestsChoice
 from pounder.tune._options import TuneOptions, make_options
 from pounder.tune._profile_step import check_profile, profile_step

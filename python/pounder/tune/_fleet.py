@@ -41,8 +41,8 @@ from typing import Any
 
 from pounder._units import MIB, children_text, mib_unit, plain
 from pounder.compare import clean_trial
-from pounder.tune._analysis import MemoryBound
-from pounder.tune._analysis import growth as measured_growth
+from pounder.tune._memory import MemoryBound
+from pounder.tune._memory import growth as measured_growth
 from pounder.tune._options import TuneOptions
 
 FLEET_SPARE = 1

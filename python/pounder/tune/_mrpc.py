@@ -11,13 +11,8 @@ from pounder._figures import WIDE
 from pounder._units import children_text
 from pounder.compare import paired_ratio_interval, ratio_interval
 from pounder.pool import ADAPTERS, Adapter
-from pounder.tune._analysis import (
-    LOSS_NOISE,
-    MemoryBound,
-    Summary,
-    _round_down,
-    growth,
-)
+from pounder.tune._analysis import LOSS_NOISE, Summary
+from pounder.tune._memory import MemoryBound, growth
 from pounder.tune._points import paired_values, trial_values
 from pounder.tune._text import (
     _bytes,
@@ -36,6 +31,14 @@ MAX_DECADES = 10
 
 # ---------------------------------------------------------------------------------------------
 # Step 4: MaxRequestsPerChild
+
+
+def _round_down(value: int) -> int:
+    """Down to two significant digits: 3456 -> 3400, 87 -> 87, 1 -> 1."""
+    if value < 100:
+        return max(1, value)
+    scale: int = 10 ** (len(str(value)) - 2)
+    return value // scale * scale
 
 
 def _trial_rates(point: Summary) -> list[float]:

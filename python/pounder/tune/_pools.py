@@ -42,12 +42,8 @@ from pounder._figures import WIDE
 from pounder._stats import MIN_SAMPLES
 from pounder._units import children_text, count_text
 from pounder.compare import paired_ratio_interval, ratio_interval
-from pounder.tune._analysis import (
-    ChildrenChoice,
-    MemoryBound,
-    Target,
-    busy_seconds,
-)
+from pounder.tune._analysis import ChildrenChoice, Target, busy_seconds
+from pounder.tune._memory import MemoryBound
 from pounder.tune._points import busy_measured, paired_values, trial_values
 from pounder.tune._text import (
     change_text,

@@ -47,10 +47,7 @@ from pounder.servers import Pod
 from pounder.tune._advice import advice, advises_preload
 from pounder.tune._analysis import (
     ChildrenChoice,
-    MemoryBound,
     Target,
-    growth,
-    memory_bound,
     size_pool,
     sweep_connections,
     sweep_counts,
@@ -61,6 +58,7 @@ from pounder.tune._fleet import Fleet, plan_fleet
 from pounder.tune._leak import child_limit, room_for_growth
 from pounder.tune._load import load_summary
 from pounder.tune._machine import cpus_for
+from pounder.tune._memory import MemoryBound, growth, memory_bound
 from pounder.tune._mrpc import (
     MaxRequestsChoice,
     choose_max_requests,
