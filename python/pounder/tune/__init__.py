@@ -46,7 +46,8 @@ from pounder.tune._mrpc import MaxRequestsChoice
 from pounder.tune._options import TuneOptions, make_options
 from pounder.tune._profile_step import check_profile, profile_step
 from pounder.tune._render import render_tune
-from pounder.tune._session import Log, TuneResult, TuneSession
+from pounder.tune._result import TuneResult
+from pounder.tune._session import Log, TuneSession
 
 
 def _finish(session: TuneSession) -> TuneResult:

@@ -17,7 +17,7 @@ from pounder._tune_point import TunePoint
 from pounder._tune_tables import children_table, mrpc_table, pool_rows, pools_table, spare_table
 from pounder._units import children_text, count_text, mib
 from pounder.pool import WARM_FAILING_ROUNDS, own_name
-from pounder.tune._session import TuneResult
+from pounder.tune._result import TuneResult
 
 WIDTH = 100
 
