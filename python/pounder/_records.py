@@ -23,11 +23,11 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import asdict, fields
 from datetime import datetime
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 from pounder._errors import PounderError, clip
 
@@ -89,6 +89,14 @@ def too_large(key: str, value: object) -> str:
 def join(key: str, name: str) -> str:
     """``key.name``, or ``name`` at the top of a document (``key`` empty)."""
     return f"{key}.{name}" if key else name
+
+
+class Record:
+    """A frozen dataclass whose stored form is its fields, as :func:`dataclasses.asdict` gives them
+    (nested records as dicts): the ``to_dict`` of every such result record, declared once."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(cast(Any, self))
 
 
 class Reader:

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from pounder._errors import PounderError, public
 from pounder._figures import WIDE, queued_text
+from pounder._records import Record
 from pounder._units import children_text
 from pounder.compare import MAX_FAILED
 from pounder.tune._memory import MemoryBound
@@ -90,7 +91,7 @@ def sweep_connections(children: int, clients: int | None, *, keepalive: bool = F
 
 @public
 @dataclass(frozen=True)
-class Knee:
+class Knee(Record):
     """Where more children stop adding throughput.
 
     ``children``: the smallest count as good as the best (``best_children``, the highest median);
@@ -108,9 +109,6 @@ class Knee:
     flat: bool
     wide: list[int]
     reasons: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _as_good(point: Summary, threshold: float) -> bool:
@@ -188,7 +186,7 @@ def knee(points: Sequence[Summary], tolerance: float) -> Knee:
 
 @public
 @dataclass(frozen=True)
-class Target:
+class Target(Record):
     """The load the pool must answer (every field optional).
 
     * ``clients``: concurrent clients (``--clients``);
@@ -216,13 +214,10 @@ class Target:
         """Whether a target load (clients or a rate) was given."""
         return self.clients is not None or self.peak_rate is not None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @public
 @dataclass(frozen=True)
-class ChildrenChoice:
+class ChildrenChoice(Record):
     """How many children, and why.
 
     ``throughput``: the knee (:func:`knee`), ``best_children`` / ``best_rps`` the best measured;
@@ -252,9 +247,6 @@ class ChildrenChoice:
     knee_flat: bool
     wide: list[int]
     reasons: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @public

@@ -12,10 +12,10 @@ to the no-sharing figure RAM / child RSS.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 from pounder._errors import public
+from pounder._records import Record
 from pounder.procs import max_clients_from
 from pounder.tune._text import Summary, _bytes, share_text
 
@@ -33,7 +33,7 @@ LEAK_STILL_GROWING = 0.25
 
 @public
 @dataclass(frozen=True)
-class Growth:
+class Growth(Record):
     """Private memory growth per request (bytes per request served, summed over the children) in
     the two halves of the size measurement, each criterion of the leak verdict, and the verdict."""
 
@@ -50,9 +50,6 @@ class Growth:
     @property
     def per_request(self) -> float:
         return self.second if self.leak else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _met(flag: bool) -> str:
@@ -113,7 +110,7 @@ def _unshared(measure: Summary) -> int:
 
 @public
 @dataclass(frozen=True)
-class MemoryBound:
+class MemoryBound(Record):
     """The memory step's result (bytes): ``max_clients`` = floor((ram - parent_uss - shared) /
     child_uss): the parent's private pages and the shared pages once, then every child's own."""
 
@@ -125,9 +122,6 @@ class MemoryBound:
     max_clients: int
     max_clients_no_sharing: int
     parent_uss: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     def child_limit(self, children: int) -> int:
         """The private size each of ``children`` children may reach within the budget."""

@@ -35,10 +35,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from pounder._figures import WIDE
+from pounder._records import Record
 from pounder._stats import MIN_SAMPLES
 from pounder._units import children_text, count_text
 from pounder.compare import paired_ratio_interval, ratio_interval
@@ -66,7 +67,7 @@ Summary = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
-class OfferedLoad:
+class OfferedLoad(Record):
     """The load the pool is for: ``connections`` concurrent clients (closed loop), or ``rate``
     requests per second sent open loop with at most ``connections`` in flight. ``source`` says
     where it comes from; ``held``: every connection holds a child (no buffering proxy)."""
@@ -82,9 +83,6 @@ class OfferedLoad:
 
     def text(self) -> str:
         return f"{self.short()} ({self.source})"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def offered_load(target: Target, memory: MemoryBound, max_children: int) -> OfferedLoad:
