@@ -41,7 +41,8 @@ from pounder._figures import BURST_FACTOR
 from pounder._pod_line import pod_line
 from pounder._records import decode_json
 from pounder._tune_point import MalformedTuneError, TunePoint
-from pounder._units import children_text, mib
+from pounder._tune_run import Confirmation
+from pounder._units import mib
 from pounder.pool import (
     ADAPTERS,
     OLD_TUNE_SCHEMAS,
@@ -122,7 +123,7 @@ class TuneRun:
         if self.result is not None:
             self.old = self.result.get("schema") in _OLD_RESULTS
             check_numbers(self.result, "tune-result", self.store.result_path)
-        self.confirmation: Mapping[str, Any] | None = None
+        self.confirmation: Confirmation | None = None
         self.target: Mapping[str, Any] | None = None
         self.options: Mapping[str, Any] = self.manifest.get("options") or {}
         adapter = self.manifest.get("adapter") or {}
@@ -142,8 +143,11 @@ class TuneRun:
         self._read_points(self.store.result_path if self.result is not None else self.store.summary_path)
 
     def _read_points(self, path: Path) -> None:
-        """The points' figures as typed records, read once for every table and chart of the page."""
+        """The points' figures and the confirmation as typed records, read once for every table and
+        chart of the page."""
         try:
+            confirmation = None if self.result is None else self.result.get("confirmation")
+            self.confirmation = None if confirmation is None else Confirmation.from_dict(confirmation)
             self.sweep_points = [TunePoint.from_dict(p, f"sweep[{i}]") for i, p in enumerate(self.sweep)]
             self.mrpc_points = [TunePoint.from_dict(p, f"mrpc[{i}]") for i, p in enumerate(self.mrpc)]
             pools = [] if self.pools is None else self.pools["points"]
@@ -164,7 +168,6 @@ class TuneRun:
         self.max_requests: Mapping[str, Any] | None = result["max_requests"]
         self.leak: bool | None = None if self.max_requests is None else self.max_requests.get("leak")
         self.spare: list[dict[str, Any]] = [self._with_series(dict(p)) for p in result.get("spare") or []]
-        self.confirmation = result.get("confirmation")
         self.target = result.get("target")
         self.offered = result.get("offered")
         self.pools = result.get("pools")
@@ -383,25 +386,15 @@ def _target_text(run: TuneRun) -> str:
     return "; ".join(parts)
 
 
-def _confirmation(confirmation: Mapping[str, Any] | None) -> str:
+def _confirmation(confirmation: Confirmation | None) -> str:
     """The confirmation's checks, each met or NOT MET; "not run" without one."""
     if confirmation is None:
         return paragraph("not run (--no-confirm): the recommended configuration was not checked at the target load")
-    if confirmation.get("rate"):
-        load = (f"{float(confirmation['rate']):,.0f} req/s (open loop; {float(confirmation['rps']):,.0f} "
-                "answered)")
-    else:
-        load = f"{confirmation['connections']} clients ({float(confirmation['rps']):,.0f} req/s)"
-    attempted = int(confirmation["complete"]) + int(confirmation["failed"])
-    verdict = "every check met" if confirmation.get("ok") else "NOT MET"
-    rows = [[check["name"], "met" if check["ok"] else "NOT MET", check["text"]]
-            for check in confirmation.get("checks") or []]
-    out = (paragraph(f"The recommended configuration at {load}, {attempted:,} requests, every child warm: {verdict}")
+    rows = [[check.name, "met" if check.ok else "NOT MET", check.text] for check in confirmation.checks]
+    out = (paragraph(f"The recommended configuration {confirmation.headline}")
            + table(["check", "", "measured against the limit"], rows))
-    lowered = confirmation.get("lowered_from")
-    if lowered:
-        out += paragraph(f"(of the pool lowered from {children_text(int(lowered['children']))}, whose footprint "
-                         f"{mib(int(lowered['footprint']))} MiB was over the RAM budget: see Details)")
+    if confirmation.lowered_text is not None:
+        out += paragraph(confirmation.lowered_text)
     return out
 
 
