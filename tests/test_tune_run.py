@@ -1,5 +1,6 @@
-"""A tuning run's confirmation read once into a typed record (pounder._tune_run, issue 40 item 2):
-every stored one reads and writes back as it was, and the text and the page write it alike."""
+"""A tuning run's target, offered load and confirmation read once into typed records
+(pounder._tune_run, issue 40 item 2): every stored one reads and writes back as it was, and the
+text and the page write them alike."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pounder._tune_point import MalformedTuneError
-from pounder._tune_run import Confirmation
+from pounder._tune_run import Confirmation, OfferedLoad, Target, target_text
 
 DATA = Path(__file__).resolve().parent / "data"
 RESULTS = sorted(DATA.glob("tune-*/recommendation.json"))
@@ -42,3 +43,27 @@ def test_a_malformed_confirmation_names_its_key() -> None:
     with pytest.raises(MalformedTuneError, match=r"confirmation\.checks\[0\]\.ok"):
         Confirmation.from_dict({"rps": 1.0, "connections": 1, "complete": 1, "failed": 0,
                                 "checks": [{"name": "memory", "ok": "yes", "text": ""}]})
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.parent.name)
+def test_every_stored_target_and_offered_load_reads_as_a_record_and_back(path: Path) -> None:
+    document = json.loads(path.read_text())
+    assert Target.from_dict(document["target"]).to_dict() == document["target"]
+    if document.get("offered") is not None:
+        assert OfferedLoad.from_dict(document["offered"]).to_dict() == document["offered"]
+
+
+def test_a_target_stored_without_its_defaults_reads_them() -> None:
+    assert Target.from_dict({"clients": 4}) == Target(clients=4)
+
+
+def test_the_target_in_words() -> None:
+    offered = OfferedLoad(connections=2, rate=None, source="no target given", held=False)
+    assert target_text(Target(), offered, compared=True, trials=3) == (
+        "none given (no --clients, --peak-rate or access log): the pools are compared at 2 clients, as many clients "
+        "as the pool may have children; 3 interleaved trials per point")
+    assert target_text(Target(), None, compared=False, trials=None) == (
+        "none given (no --clients, --peak-rate or access log): the pool is sized by memory")
+    assert target_text(Target(peak_rate=150.0, p99_s=0.25, proxy=False), None, compared=True, trials=1) == (
+        "150 req/s at the peak (--peak-rate); p99 at most 250.0 ms; no buffering proxy in front (--no-proxy); "
+        "1 interleaved trials per point")

@@ -24,6 +24,7 @@ import os
 from collections.abc import Iterator
 
 from pounder._errors import UsageError, check_callable, check_instance, check_path, public
+from pounder._tune_run import Target
 from pounder.load import ENGINE, ProgressCallback, Sender
 from pounder.pool import (
     RESULT_SCHEMA,
@@ -39,7 +40,7 @@ from pounder.pool import (
     adapter_from_dict,
     demo_adapter,
 )
-from pounder.tune._analysis import ChildrenChoice, Target
+from pounder.tune._analysis import ChildrenChoice
 from pounder.tune._machine import manifest, measured_cpus
 from pounder.tune._memory import MemoryBound
 from pounder.tune._mrpc import MaxRequestsChoice

@@ -31,6 +31,7 @@ from typing import Any
 from pounder._errors import PounderError, public
 from pounder._figures import WIDE, queued_text
 from pounder._records import Record
+from pounder._tune_run import Target
 from pounder._units import children_text
 from pounder.compare import MAX_FAILED
 from pounder.tune._memory import MemoryBound
@@ -182,37 +183,6 @@ def knee(points: Sequence[Summary], tolerance: float) -> Knee:
                        "knee may move by a step between runs")
     return Knee(children=n, rps=float(at["rps"]), best_children=best_n, best_rps=best_rps, threshold=threshold,
                 tolerance=tolerance, by_interval=by_interval, flat=flat, wide=wide, reasons=reasons)
-
-
-@public
-@dataclass(frozen=True)
-class Target(Record):
-    """The load the pool must answer (every field optional).
-
-    * ``clients``: concurrent clients (``--clients``);
-    * ``peak_rate``: arrivals per second at the peak (``--peak-rate`` or an access log's busiest
-      second), ``source`` says which;
-    * ``p99_s``: the p99 latency to meet (``--p99``);
-    * ``keepalive``: clients keep their connections open; ``proxy``: a buffering proxy is in
-      front (False = ``--no-proxy``: a slow client holds its child for the transfer);
-    * ``transfer_s``: the time to send a typical answer to a slow client, added to the busy time
-      when there is no proxy (pass it only when the sweep's busy time does not include it already);
-    * ``keepalive_idle_s``: the idle time a kept-alive connection holds its child per request,
-      added when keep-alive is on without a proxy (same rule)."""
-
-    clients: int | None = None
-    peak_rate: float | None = None
-    source: str = "--peak-rate"
-    p99_s: float | None = None
-    keepalive: bool = False
-    proxy: bool = True
-    transfer_s: float | None = None
-    keepalive_idle_s: float | None = None
-
-    @property
-    def load(self) -> bool:
-        """Whether a target load (clients or a rate) was given."""
-        return self.clients is not None or self.peak_rate is not None
 
 
 @public

@@ -14,7 +14,7 @@ from pounder._platform import HEADERS, platform_heading, platform_notes, platfor
 from pounder._pod_line import pod_line
 from pounder._table import text_table
 from pounder._tune_point import TunePoint
-from pounder._tune_run import Confirmation
+from pounder._tune_run import Confirmation, target_text
 from pounder._tune_tables import children_table, mrpc_table, pool_rows, pools_table, spare_table
 from pounder._units import children_text, count_text, mib
 from pounder.pool import WARM_FAILING_ROUNDS, own_name
@@ -45,22 +45,7 @@ def _points(points: Sequence[Mapping[str, Any]], key: str) -> list[TunePoint]:
 
 
 def _target_text(result: TuneResult) -> str:
-    target, options = result.target, result.options
-    parts = []
-    if target.clients is not None:
-        parts.append(f"{target.clients} concurrent clients (--clients)")
-    if target.peak_rate is not None:
-        parts.append(f"{target.peak_rate:,.6g} req/s at the peak ({target.source})")
-    if target.p99_s is not None:
-        parts.append(f"p99 at most {target.p99_s * 1000:,.1f} ms")
-    if not parts:
-        parts.append("none given (no --clients, --peak-rate or access log)" + (
-            "" if result.offered is None else f": the pools are compared at {result.offered.short()}, as many "
-            "clients as the pool may have children"))
-    if not target.proxy:
-        parts.append("no buffering proxy in front (--no-proxy)")
-    parts.append(f"{options.trials} interleaved trials per point")
-    return "; ".join(parts)
+    return target_text(result.target, result.offered, compared=True, trials=result.options.trials)
 
 
 def _pools_table(result: TuneResult) -> list[str]:

@@ -8,14 +8,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from pounder._errors import public
+from pounder._tune_run import OfferedLoad, Target
 from pounder._version import __version__
 from pounder.pool import Adapter, PoolParams
-from pounder.tune._analysis import ChildrenChoice, Target
+from pounder.tune._analysis import ChildrenChoice
 from pounder.tune._fleet import Fleet
 from pounder.tune._memory import MemoryBound
 from pounder.tune._mrpc import MaxRequestsChoice
 from pounder.tune._options import TuneOptions
-from pounder.tune._pools import OfferedLoad, PoolChoice
+from pounder.tune._pools import PoolChoice
 
 
 @public

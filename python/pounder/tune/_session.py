@@ -29,6 +29,7 @@ from typing import Any
 from pounder import _interrupt
 from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
+from pounder._tune_run import OfferedLoad, Target
 from pounder._units import MIB, available_cpus, children_text, count_text
 from pounder.load import ENGINE, ProgressCallback, Sender
 from pounder.pool import (
@@ -42,7 +43,6 @@ from pounder.servers import Pod
 from pounder.tune._advice import advice, advises_preload
 from pounder.tune._analysis import (
     ChildrenChoice,
-    Target,
     size_pool,
     sweep_connections,
     sweep_counts,
@@ -64,7 +64,6 @@ from pounder.tune._options import TuneOptions
 from pounder.tune._points import neighbour_busy, still_growing
 from pounder.tune._pools import (
     SWEPT_NOTE,
-    OfferedLoad,
     PoolChoice,
     apply_pool,
     between_for,
