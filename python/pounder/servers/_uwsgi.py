@@ -74,7 +74,9 @@ _KEPT_SOCKET_OPTIONS = frozenset({"chmod-socket", "chown-socket", "abstract-sock
 _INCLUDES = frozenset({"ini", "include", "inherit", "xml", "yaml", "yml", "json", "js", "sqlite3", "ldap", "config"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 """Values uWSGI reads as off for a flag (case-insensitive; anything else, "" too, is on)."""
-_UNIX_PATH_MAX = 107
+_UWSGI_SOCKET_MAX = 102
+"""The longest unix socket path uWSGI binds (bytes): it refuses a longer one ("invalid socket name")
+and exits, below the kernel's 107 (measured with uWSGI 2.0.21: 102 binds, 103 is refused)."""
 _STATS_LIMIT = 16 << 20
 _REAP_TICK_S = 1.1
 """uWSGI's master checks for exited workers once a second."""
@@ -351,14 +353,16 @@ class UwsgiServer(ManagedServer):
 
     @property
     def stats_path(self) -> Path:
-        """The stats server's unix socket (``run/stats.sock``; in a short private directory when
-        that path is too long for a unix socket)."""
-        path = self.workdir / "run" / "stats.sock"
-        if len(os.fsencode(str(path))) <= _UNIX_PATH_MAX:
-            return path
-        if self._short_dir is None:
+        """The stats server's unix socket: ``run/stats.sock``, or in a short private directory
+        (made at start, removed at stop) when that path is longer than uWSGI binds."""
+        if self._short_dir is not None:
+            return Path(self._short_dir) / "stats.sock"
+        return self.workdir / "run" / "stats.sock"
+
+    def _short_stats_dir(self) -> None:
+        """Move :attr:`stats_path` to a short private directory if uWSGI would refuse it where it is."""
+        if self._short_dir is None and len(os.fsencode(str(self.stats_path))) > _UWSGI_SOCKET_MAX:
             self._short_dir = tempfile.mkdtemp(prefix="pounder-uwsgi-")
-        return Path(self._short_dir) / "stats.sock"
 
     @property
     def master_fifo(self) -> Path:
@@ -418,6 +422,7 @@ class UwsgiServer(ManagedServer):
         if self.ini is not None and ini is not None:
             text, _removed = strip_owned_options(read_uwsgi_ini(self.ini), source=str(self.ini))
             ini.write_text(_with_magic_of(text, self.ini), encoding="utf-8", errors="surrogateescape")
+        self._short_stats_dir()
         self.stats_path.unlink(missing_ok=True)
         self.master_fifo.unlink(missing_ok=True)
         return uwsgi_command(self.settings, port=port, pidfile=self.pidfile, stats=self.stats_path,
