@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from pounder._errors import UsageError, public
-from pounder.servers._base import HOST, ManagedServer, ServerStartError
+from pounder.servers._base import HOST, ManagedServer
+from pounder.servers._failure import ServerStartError
 
 PLACEHOLDERS = frozenset({"port", "host", "workers", "max_requests", "workdir", "pidfile", "error_log"})
 """The placeholders a command template may use."""
