@@ -20,17 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pounder._errors import UsageError, public
-from pounder.pool._adapter import (
-    ADAPTER_OPTION_NAMES,
-    SERVER_OPTIONS,
-    Adapter,
-    AdapterOptions,
-    ChildLimit,
-    PoolParams,
-    ServerOption,
-    option_refused,
-    own_name,
-)
+from pounder.pool._adapter import ADAPTER_OPTION_NAMES, Adapter, AdapterOptions, option_refused
 from pounder.pool._apache import ApacheAdapter
 from pounder.pool._command import CommandAdapter
 from pounder.pool._gunicorn import GunicornAdapter
@@ -136,33 +126,3 @@ def demo_adapter() -> GunicornAdapter:
     """The bundled demo: a WSGI app on gunicorn with 64 MB of preloaded data, ~4 ms of CPU per
     request and a 16 KB leak per request."""
     return GunicornAdapter(DEMO_APP, preload=True, env=DEMO_ENV)
-
-
-__all__ = [
-    "ADAPTERS",
-    "KINDS",
-    "REGISTRY",
-    "TARGET_FIELDS",
-    "SERVER_OPTIONS",
-    "ServerOption",
-    "Adapter",
-    "AdapterOptions",
-    "ApacheAdapter",
-    "ChildLimit",
-    "CommandAdapter",
-    "GunicornAdapter",
-    "PhpFpmAdapter",
-    "PoolParams",
-    "PumaAdapter",
-    "StarmanAdapter",
-    "UnicornAdapter",
-    "UwsgiAdapter",
-    "adapter_from_dict",
-    "build_adapter",
-    "demo_adapter",
-    "make_adapter",
-    "own_name",
-    "refused_option",
-    "status_reader",
-    "status_summary",
-]

@@ -45,7 +45,7 @@ from pounder.load import (
     clean_trial,
     load_failure,
 )
-from pounder.pool._adapters import Adapter, PoolParams
+from pounder.pool._adapter import Adapter, PoolParams
 from pounder.pool._charged import MemoryPeak, charged_memory
 from pounder.pool._cpus import check_cpus
 from pounder.pool._pod import oom_note, pod_before, pod_figures
