@@ -68,6 +68,15 @@ CLASSIC_NAMES: Mapping[str, str] = {
 """The five parameters (and preloading) in the classic Apache 1.3 / mod_perl guide names."""
 
 
+def server_names(**names: str) -> Mapping[str, str]:
+    """A server's own names (an adapter's :attr:`Adapter.names`) for the parameters of
+    :data:`CLASSIC_NAMES` it has, in their order; "-" for those it has not."""
+    unknown = sorted(set(names) - set(CLASSIC_NAMES))
+    if unknown:
+        raise TypeError(f"server_names: no parameter {unknown[0]!r}")
+    return {key: names.get(key, "-") for key in CLASSIC_NAMES}
+
+
 @public
 def own_name(names: Mapping[str, str], key: str) -> str:
     """Parameter ``key`` in a server's own ``names`` (an adapter's, or as stored with a run); the
