@@ -142,9 +142,12 @@ class ManagedServer(abc.ABC):
     def _prepare(self, port: int) -> list[str]:
         """Write the configuration for ``port`` into the workdir; return the command line."""
 
+    env: Mapping[str, str] = {}
+    """Variables added to our environment for the server (a subclass taking ``env`` sets its own)."""
+
     def _environment(self) -> Mapping[str, str]:
-        """The server's environment (default: ours)."""
-        return os.environ
+        """The server's environment: ours, with :attr:`env` added."""
+        return {**os.environ, **self.env}
 
     def _log_files(self) -> list[Path]:
         """Logs worth showing when the server fails, most useful first."""

@@ -172,9 +172,6 @@ class CommandServer(ManagedServer):
         return {"port": port, "host": self.host, "workers": self.workers, "max_requests": self.max_requests,
                 "workdir": self.workdir, "pidfile": self.pidfile, "error_log": self.error_log}
 
-    def _environment(self) -> Mapping[str, str]:
-        return {**os.environ, **self.env}
-
     def _expected_children(self) -> int:
         return self.workers if "workers" in self._placeholders else 0
 

@@ -279,9 +279,6 @@ class PumaServer(ManagedServer):
                 "requests_count": sum(w.requests_count for w in workers),
                 **{f"checkin:{w.pid}": _epoch(w.last_checkin) for w in workers}}
 
-    def _environment(self) -> Mapping[str, str]:
-        return {**os.environ, **self.env}
-
     def _log_files(self) -> list[Path]:
         return [self.console_log]
 

@@ -117,9 +117,6 @@ class UnicornServer(ManagedServer):
         """Where the workers' stdout goes (Unicorn itself writes nothing there)."""
         return self.workdir / "logs" / "access.log"
 
-    def _environment(self) -> Mapping[str, str]:
-        return {**os.environ, **self.env}
-
     def _log_files(self) -> list[Path]:
         return [self.error_log, self.console_log, self.access_log]
 

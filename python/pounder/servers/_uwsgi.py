@@ -401,9 +401,6 @@ class UwsgiServer(ManagedServer):
                 "listen queue errors": int(stats.get("listen_queue_errors") or 0), "workers": len(running),
                 "busy workers": sum(1 for w in running if w.get("status") == "busy")}
 
-    def _environment(self) -> Mapping[str, str]:
-        return {**os.environ, **self.env}
-
     def _log_files(self) -> list[Path]:
         return [self.console_log]
 
