@@ -77,8 +77,8 @@ def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, check: boo
     ignored (Apache takes its environment and preloading from its configuration); ``preload`` None
     is the server's own default, as ``threads`` None (Puma's threads, "N" or "MIN,MAX": 1,1)."""
     for name in options:
-        if name not in ADAPTER_OPTION_NAMES:
-            raise TypeError(f"make_adapter() got an unexpected keyword argument {name!r}")
+        if name not in ADAPTER_OPTION_NAMES:  # as @public says it of any function's unknown keyword
+            raise UsageError(f"make_adapter: unexpected argument {name!r}")
     return build_adapter(kind, target, AdapterOptions(**options), check=check)
 
 
