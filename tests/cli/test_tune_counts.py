@@ -3,14 +3,17 @@ in-process, up to the options the run would be given, without starting anything.
 
 from __future__ import annotations
 
+import inspect
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pounder import UsageError
 from pounder.cli import tune as cli_tune
 from pounder.cli._tune_options import TuneFlags
-from pounder.tune import TuneOptions
+from pounder.tune import TuneOptions, make_options
 
 APPS_DIR = Path(__file__).resolve().parents[1] / "apps"
 
@@ -37,3 +40,21 @@ def test_counts_take_k_and_m(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
         1000, 2000, 1000, 8)
     assert options.mrpc_values == (0, 1_000_000, 10_000)
     assert options.ram == 2**30
+
+
+def test_a_bad_count_is_reported_in_make_options_order() -> None:
+    """The options are converted in the order of make_options' parameters, as the call written
+    out keyword by keyword did: --clients before --requests-per-child, --trials last."""
+    flags = TuneFlags(trials="t", requests_per_child="r", clients="c")
+    with pytest.raises(UsageError, match="invalid --clients 'c'"):
+        flags.tune_values()
+    with pytest.raises(UsageError, match="invalid --requests-per-child 'r'"):
+        replace(flags, clients=None).tune_values()
+
+
+def test_each_option_is_given_to_make_options_or_the_adapter() -> None:
+    values = TuneFlags(no_proxy=True, keepalive=None, env=("A=1",)).tune_values()
+    assert set(inspect.signature(make_options).parameters) - set(values) == {"compare_preload"}
+    assert (values["proxy"], values["confirm"], values["keepalive"]) == (False, True, False)
+    assert TuneFlags(env=("A=1",)).server_values() == {
+        "pythonpath": None, "preload": None, "root": None, "env": {"A": "1"}, "threads": None, "stop_signal": None}

@@ -8,18 +8,17 @@ and the rules live in ``pounder.tune``.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from pounder._errors import UsageError
 from pounder._files import check_distinct
-from pounder._units import parse_count
 from pounder.agents import make_sender
 from pounder.cli._bridge import given, takes
 from pounder.cli._common import (
@@ -45,7 +44,8 @@ from pounder.pool import (
 )
 from pounder.tune import TuneResult, make_options, open_run, render_tune, resume, tune
 
-_SERVER_OPTIONS = ("pythonpath", "preload", "env", "stop_signal", "root", "threads")
+_SERVER_OPTIONS = ("stop_signal", "pythonpath", "preload", "env", "root", "threads")
+"""The server options (:meth:`TuneFlags.server_values`), in the order a server's refusals of them are checked."""
 
 TUNE_HELP = "\n\n".join([
     "Start a pre-forking server on a free loopback port, measure it, and recommend its five parameters "
@@ -78,37 +78,19 @@ TARGET_ARG = typer.Argument(metavar="TARGET", show_default=False, help=(
 # fmt: on
 
 
-def _env(items: Sequence[str]) -> dict[str, str]:
-    env = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name or not name.replace("_", "a").isalnum():
-            raise UsageError(f"invalid --env {item!r}: expected NAME=VALUE")
-        env[name] = value
-    return env
-
-
-def _adapter(server: str | None, target: str | None, *, pythonpath: str | None, preload: bool | None,
-             env: dict[str, str], stop_signal: str | None, root: str | None, threads: str | None = None) -> Adapter:
+def _adapter(server: str | None, target: str | None, values: dict[str, Any]) -> Adapter:
+    """The adapter of SERVER TARGET with the server options given (:meth:`TuneFlags.server_values`)."""
     if server is None or target is None:
         raise UsageError("give SERVER TARGET (e.g. 'gunicorn app:app' or 'apache httpd.conf'), --demo or --resume DIR")
     if server not in KINDS:
         raise UsageError(f"unknown server {server!r}: use one of {', '.join(KINDS)}")
-    given = {"stop_signal": stop_signal is not None, "pythonpath": pythonpath is not None,
-             "preload": preload is not None, "env": bool(env), "root": root is not None,
-             "threads": threads is not None}
-    for name in (name for name, is_given in given.items() if is_given):
+    for name in (name for name in _SERVER_OPTIONS if values[name] not in (None, {})):
         refused = refused_option(server, name)
         if refused:
             raise UsageError(refused)
-    stop = stop_signal or str(SERVER_OPTIONS["stop_signal"].default)
-    options = AdapterOptions(pythonpath=pythonpath, preload=preload, env=env, stop_signal=stop, root=root,
-                             threads=threads)
+    stop = values["stop_signal"] or str(SERVER_OPTIONS["stop_signal"].default)
+    options = AdapterOptions(**{**values, "stop_signal": stop})
     return build_adapter(server, target, options, check=False)  # checked in _plan, after the options
-
-
-def _int(text: str | None, what: str) -> int | None:
-    return None if text is None else parse_count(text, what)
 
 
 @contextmanager
@@ -193,19 +175,8 @@ def _plan(server: str | None, target: str | None, flags: TuneFlags,
         flags = replace(flags, ram=flags.ram or "512M", quick=True, point_duration=flags.point_duration or "2s",
                         mrpc=flags.mrpc or "0,1000,100")
     else:
-        adapter = _adapter(server, target, pythonpath=flags.pythonpath, preload=flags.preload, env=_env(flags.env),
-                           stop_signal=flags.stop_signal, root=flags.root, threads=flags.threads)
-    options = make_options(path=flags.path, ram=flags.ram, clients=_int(flags.clients, "--clients"), p99=flags.p99,
-                           quick=flags.quick, point_duration=flags.point_duration,
-                           requests_per_child=_int(flags.requests_per_child, "--requests-per-child"),
-                           measure_children=_int(flags.measure_children, "--measure-children"),
-                           max_children=_int(flags.max_children, "--max-children"), mrpc=flags.mrpc,
-                           trials=_int(flags.trials, "--trials"), urls=flags.urls, access_log=flags.access_log,
-                           exclude_static=flags.exclude_static, keepalive=bool(flags.keepalive),
-                           throttle=flags.throttle, proxy=not flags.no_proxy, peak_rate=flags.peak_rate,
-                           server_cpus=flags.server_cpus, load_cpus=flags.load_cpus, confirm=not flags.no_confirm,
-                           listen=flags.listen, allow_remote=flags.allow_remote, profile=flags.profile,
-                           cpus=flags.cpus)  # fmt: skip
+        adapter = _adapter(server, target, flags.server_values())
+    options = make_options(**flags.tune_values())
     where = f"pounder-tune-{datetime.now():%Y%m%d-%H%M%S}" if flags.results is None else flags.results
     ResultsDir.check_new(where)
     adapter.check()  # the program, the application, the paths it names: before anything starts
