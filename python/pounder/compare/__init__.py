@@ -24,6 +24,7 @@ than 2 counted trials has no ratio and the verdict "unknown" (:attr:`CompareResu
 
 from __future__ import annotations
 
+from pounder._compare_run import MAX_TRIALS, MAX_VARIANTS  # the bounds a stored comparison is read with too
 from pounder._stats import (
     Estimate,
     RatioEstimate,
@@ -55,8 +56,6 @@ from pounder.compare._result import (
 )
 from pounder.compare._trials import (
     DEFAULT_TRIALS,
-    MAX_TRIALS,
-    MAX_VARIANTS,
     MIN_TRIALS,
     check_label,
     check_trials,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from pounder._compare_run import MAX_TRIALS, MAX_VARIANTS
 from pounder._errors import PounderError, UsageError, check_callable, check_path, check_text, check_type, public
 from pounder._files import check_output_path, utc_timestamp, write_atomic
 from pounder._stats import MIN_EFFECT
@@ -51,8 +52,6 @@ from pounder.procs import ServerSampler, ServerTarget, check_server, find_server
 
 DEFAULT_TRIALS = 5
 MIN_TRIALS = 3
-MAX_TRIALS = 100
-MAX_VARIANTS = 20
 MAX_LABEL = 60
 DEFAULT_TRIAL_S = 5.0
 """Length of a trial when neither ``requests``, ``duration`` nor ``stages`` is given."""

@@ -7,12 +7,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pounder._records import decode_json, shown
+from pounder._compare_run import CompareFigure, CompareRun, CompareTrial, MalformedCompareError
+from pounder._records import decode_json
 from pounder._units import MIB, count_text, number
 from pounder.compare import (
     MAX_FAILED,
-    MAX_TRIALS,
-    MAX_VARIANTS,
     clean_trial,
     describe_errors,
     format_ratio,
@@ -27,17 +26,12 @@ from pounder.report._profile import profile_sections
 _WHY = {"warm-up": "warm-up", "interrupted": "interrupted (Ctrl-C)", "failures": "requests failed"}
 
 
-def _estimate(variant: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
-    value = variant.get(key)
-    return value if isinstance(value, Mapping) and value.get("median") is not None else None
-
-
-def _bars(ax: Any, labels: Sequence[str], estimates: Sequence[Mapping[str, Any] | None], scale: float,
+def _bars(ax: Any, labels: Sequence[str], estimates: Sequence[CompareFigure | None], scale: float,
           ylabel: str, title: str) -> None:
-    medians = [(e["median"] / scale) if e else 0.0 for e in estimates]
-    low = [max(0.0, m - e["low"] / scale) if e and e.get("low") is not None else 0.0
+    medians = [(e.median / scale) if e else 0.0 for e in estimates]
+    low = [max(0.0, m - e.low / scale) if e and e.low is not None else 0.0
            for m, e in zip(medians, estimates, strict=True)]
-    high = [max(0.0, e["high"] / scale - m) if e and e.get("high") is not None else 0.0
+    high = [max(0.0, e.high / scale - m) if e and e.high is not None else 0.0
             for m, e in zip(medians, estimates, strict=True)]
     positions = range(len(labels))
     ax.bar(positions, medians, yerr=[low, high], capsize=4, color="#4c78a8")
@@ -46,143 +40,114 @@ def _bars(ax: Any, labels: Sequence[str], estimates: Sequence[Mapping[str, Any] 
     label_axes(ax, "", ylabel, title)
 
 
-def _not_counted(trial: Mapping[str, Any]) -> str | None:
-    """Why a trial is not counted, None when it is: its ``not_counted`` field, else (a file
-    written before that field) round 0 is the warm-up, then interrupted, then failed requests."""
-    if trial.get("counted", True):
-        return None
-    given = trial.get("not_counted")
-    if isinstance(given, str):
-        return given
-    if trial.get("round") == 0:
-        return "warm-up"
-    return "interrupted" if trial.get("interrupted") else "failures"
-
-
-def _got_nowhere(trial: Mapping[str, Any]) -> bool:
+def _got_nowhere(trial: CompareTrial) -> bool:
     """Not counted for its ``nowhere`` alone (its requests did not fail: :func:`clean_trial`)."""
-    failed, complete = trial.get("failed"), trial.get("complete")
-    return (isinstance(trial.get("nowhere"), str) and isinstance(failed, int) and isinstance(complete, int)
+    failed, complete = trial.failed, trial.complete
+    return (isinstance(trial.nowhere, str) and isinstance(failed, int) and isinstance(complete, int)
             and clean_trial(complete, failed))
 
 
-def _excluded(trials: Sequence[Mapping[str, Any]]) -> str:
+def _excluded(trials: Sequence[CompareTrial]) -> str:
     """The rows of the trials not counted other than the warm-ups: why, and how requests failed."""
     rows = []
     for trial in trials:
-        why = _not_counted(trial)
+        why = trial.why
         if why is None or why == "warm-up":
             continue
-        failed, complete = int(trial.get("failed") or 0), int(trial.get("complete") or 0)
+        failed, complete = int(trial.failed or 0), int(trial.complete or 0)
         if why == "failures" and _got_nowhere(trial):  # no answer that counts: the line saying so
-            why = f"got nowhere: {str(trial['nowhere'])[:300]}"
-        rows.append([trial.get("label", "-"), trial.get("round", "-"), _WHY.get(why, why),
-                     f"{failed:,} of {failed + complete:,}", describe_errors(trial.get("errors") or {})])
+            why = f"got nowhere: {str(trial.nowhere)[:300]}"
+        rows.append([trial.stored.get("label", "-"), trial.stored.get("round", "-"), _WHY.get(why, why),
+                     f"{failed:,} of {failed + complete:,}", describe_errors(trial.errors or {})])
     return table(["variant", "trial", "not counted", "failed requests", "errors"], rows) if rows else ""
 
 
-def _unknown_reasons(doc: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]) -> list[str]:
+def _unknown_reasons(run: CompareRun) -> list[str]:
     """For each comparison without a verdict: the side(s) with fewer than 2 counted trials."""
     reasons = []
-    for c in doc.get("comparisons") or []:
-        if c.get("verdict") != "unknown":
+    for c in run.comparisons:
+        if c.verdict != "unknown":
             continue
         short = []
-        for label in (c.get("baseline"), c.get("label")):
-            mine = [t for t in trials if t.get("label") == label]
-            counted = sum(1 for t in mine if _not_counted(t) is None)
-            failed = sum(1 for t in mine if _not_counted(t) == "failures")
-            nowhere = sum(1 for t in mine if _not_counted(t) == "failures" and _got_nowhere(t))
+        for label in (c.baseline, c.label):
+            mine = [t for t in run.trials if t.label == label]
+            counted = sum(1 for t in mine if t.why is None)
+            failed = sum(1 for t in mine if t.why == "failures")
+            nowhere = sum(1 for t in mine if t.why == "failures" and _got_nowhere(t))
             what = "got nowhere" if nowhere == failed else "requests failed or got nowhere" if nowhere else \
                 "requests failed"  # fmt: skip
             if counted < 2:
                 short.append(f"{label} has {counted} counted trial{'' if counted == 1 else 's'}"
                              + (f" ({failed} not counted: {what})" if failed else ""))
         why = f"no ratio: {' and '.join(short)}; at least 2 per variant are needed" if short else "no interval"
-        reasons.append(f"{c.get('label')} vs {c.get('baseline')}: unknown, {why}.")
+        reasons.append(f"{c.label} vs {c.baseline}: unknown, {why}.")
     return reasons
 
 
-def _variants(doc: Mapping[str, Any], source: str) -> list[Mapping[str, Any]]:
-    """The variants of a comparison, as ``pounder compare`` measures them: 2 to
-    :data:`~pounder.compare.MAX_VARIANTS`, each labelled, at most
-    :data:`~pounder.compare.MAX_TRIALS` trials each (and a warm-up); :class:`ReportError` naming
-    ``source`` and the key otherwise (a comparison of no variant has no figure to show)."""
-    variants, trials = doc.get("variants"), doc.get("trials")
-    if not isinstance(variants, list) or not 2 <= len(variants) <= MAX_VARIANTS:
-        got = f"{len(variants)}" if isinstance(variants, list) else "none" if variants is None else "no list"
-        raise ReportError(f"{source}: 'variants' must list 2 to {MAX_VARIANTS} variants, as pounder compare "
-                          f"measures them; got {got}")
-    for index, variant in enumerate(variants):
-        if not isinstance(variant, Mapping) or not isinstance(variant.get("label"), str):
-            raise ReportError(f"{source}: 'variants[{index}].label' is missing")
-    rounds = (doc.get("options") or {}).get("trials")
-    if rounds is not None and not (isinstance(rounds, int) and 1 <= rounds <= MAX_TRIALS):
-        raise ReportError(f"{source}: 'options.trials' must be from 1 to {MAX_TRIALS}, got {shown(rounds)}")
-    if not isinstance(trials, list) or len(trials) > len(variants) * (MAX_TRIALS + 1):
-        raise ReportError(f"{source}: 'trials' must list at most {MAX_TRIALS + 1} trials per variant"
-                          + ("" if isinstance(trials, list) else "; it is missing"))
-    return variants
+def _read(doc: Mapping[str, Any], source: str) -> CompareRun:
+    """The comparison as :class:`CompareRun`; :class:`ReportError` naming ``source`` and the key
+    when its numbers are out of the schema's bounds or its variants or trials are not as
+    ``pounder compare`` measures them."""
+    check_numbers(doc, "compare", source)
+    try:
+        return CompareRun.from_dict(doc)
+    except MalformedCompareError as error:
+        raise ReportError(f"{source}: {error}") from None
 
 
 def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "compare",
                      heading: str | None = None) -> list[Section]:
     """The comparison: the bar charts (requests/s and p99 with their intervals) and the tables.
     :class:`ReportError` naming ``source`` when a count of ``doc`` is negative or a fraction."""
-    check_numbers(doc, "compare", source)
-    variants = _variants(doc, source)
+    run = _read(doc, source)
+    variants = run.variants
     section = Section(heading or f"Comparison: {source}")
-    options = doc.get("options") or {}
-    trials = options.get("trials")
-    trial_docs = [t for t in doc.get("trials") or [] if isinstance(t, Mapping)]
-    if doc.get("interrupted"):
+    trials = run.rounds
+    if run.interrupted:
         section.add(paragraph("This comparison was interrupted: the figures cover the trials done."))
-    elif not doc.get("complete", True) and any(_not_counted(t) == "failures" for t in trial_docs):
+    elif not run.stored.get("complete", True) and any(t.why == "failures" for t in run.trials):
         section.add(paragraph(f"Some trials are not counted: more than {MAX_FAILED * 100:g} % of their requests "
                               "failed, or they got nowhere (listed below); the figures cover the counted trials."))
     if trials:
         section.add(paragraph(f"{count_text(trials, 'trial')} per variant, interleaved, after a warm-up trial each; "
                               "medians over the trials with 95 % bootstrap intervals."))
-    labels = [str(v["label"]) for v in variants]
-    if not any(_estimate(v, "requests_per_s") for v in variants):
+    labels = [v.label for v in variants]
+    if not any(v.requests_per_s for v in variants):
         section.add(paragraph("No trial was counted (the warm-up trials are not): there is no figure to show yet."))
-        for reason in _unknown_reasons(doc, trial_docs):
+        for reason in _unknown_reasons(run):
             section.add(paragraph(reason))
-        section.add(_excluded(trial_docs))
+        section.add(_excluded(run.trials))
         return [section]
     out: list[str] = []
     with chart(f"{chart_prefix}-bars", "Median requests/s and p99 latency per variant, with 95 % intervals",
                out, cols=2) as axes:
-        _bars(axes[0], labels, [_estimate(v, "requests_per_s") for v in variants], 1.0, "requests/s", "Throughput")
-        _bars(axes[1], labels, [_estimate(v, "p99_us") for v in variants], 1000.0, "ms", "p99 latency")
+        _bars(axes[0], labels, [v.requests_per_s for v in variants], 1.0, "requests/s", "Throughput")
+        _bars(axes[1], labels, [v.p99_us for v in variants], 1000.0, "ms", "p99 latency")
     section.body += out
     rows = []
     for v in variants:
-        rps, p50, p99 = _estimate(v, "requests_per_s"), _estimate(v, "p50_us"), _estimate(v, "p99_us")
-        cpu = _estimate(v, "server_cpu_us_per_request")
-        rows.append([v["label"], v.get("trials", "-"), number(rps["median"] if rps else None),
-                     f"{number(rps['low'] if rps else None)}-{number(rps['high'] if rps else None)}",
-                     number(p50["median"] / 1000 if p50 else None, 3), number(p99["median"] / 1000 if p99 else None, 3),
-                     number(cpu["median"] if cpu else None, 1), v.get("failed", 0)])
+        rps, p50, p99, cpu = v.requests_per_s, v.p50_us, v.p99_us, v.server_cpu_us_per_request
+        rows.append([v.label, v.stored.get("trials", "-"), number(rps.median if rps else None),
+                     f"{number(rps.bound('low') if rps else None)}-{number(rps.bound('high') if rps else None)}",
+                     number(p50.median / 1000 if p50 else None, 3), number(p99.median / 1000 if p99 else None, 3),
+                     number(cpu.median if cpu else None, 1), v.stored.get("failed", 0)])
     section.add(table(["variant", "trials", "req/s", "95% interval", "p50 ms", "p99 ms", "server CPU us/req",
                        "failed"], rows))
-    comparisons = list(doc.get("comparisons") or [])
-    if comparisons:
+    if run.comparisons:
         rows = []
-        for c in comparisons:
-            r = c.get("requests_per_s") or {}
-            p = c.get("p99_us") or {}
-            rows.append([f"{c['label']} vs {c['baseline']}", format_ratio(r.get("ratio")),
-                         f"{format_ratio(r.get('low'))}-{format_ratio(r.get('high'))}", format_ratio(p.get("ratio")),
-                         f"{format_ratio(p.get('low'))}-{format_ratio(p.get('high'))}", c.get("verdict", "-")])
+        for c in run.comparisons:
+            r, p = c.requests_per_s, c.p99_us
+            rows.append([c.title, format_ratio(r.ratio), f"{format_ratio(r.low)}-{format_ratio(r.high)}",
+                         format_ratio(p.ratio), f"{format_ratio(p.low)}-{format_ratio(p.high)}",
+                         c.stored.get("verdict", "-")])
         section.add(table(["", "req/s ratio", "95% interval", "p99 ratio", "95% interval", "verdict"], rows))
-    for reason in _unknown_reasons(doc, trial_docs):
+    for reason in _unknown_reasons(run):
         section.add(paragraph(reason))
-    section.add(_excluded(trial_docs))
-    if not doc.get("gates"):
+    section.add(_excluded(run.trials))
+    if not run.gates:
         return [section]
     try:
-        gates = GateReport.from_list(doc["gates"])
+        gates = GateReport.from_list(run.gates)
     except MalformedResultError as error:
         raise ReportError(f"{source}: {error}") from None
     return [section, gates_section(f"Gates (--fail-if): {heading or source}", gates, parse_compare_gates)]
