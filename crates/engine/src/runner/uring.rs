@@ -73,6 +73,7 @@ struct Ring<'w> {
 pub(super) fn drive(w: &Worker) -> Result<Option<String>, String> {
     let mut ring = Ring::new(w).map_err(|e| format!("io_uring: {e}"))?;
     ring.run();
+    w.sh.signal.forget(ring.wake_fd);
     Ok(ring.broken.map(|e| format!("engine thread {}: {e}", w.id)))
 }
 
@@ -96,6 +97,7 @@ impl<'w> Ring<'w> {
                 };
             }
         }
+        // the last that may fail: a ring not set up leaves no eventfd behind
         let wake_fd = w.sh.signal.eventfd()?;
         let now = Instant::now();
         let idle = Job { slot: 0, intended: now, measured: false };

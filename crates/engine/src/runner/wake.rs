@@ -11,8 +11,8 @@ use tokio::sync::Notify;
 
 pub(super) struct Signal {
     notify: Notify,
-    /// The rings' eventfds, owned here: they outlive the rings, so a raise never writes to a
-    /// descriptor closed (and perhaps reused) since.
+    /// The rings' eventfds, owned here and closed under the lock a raise holds (`forget`), so
+    /// that a raise never writes to a descriptor closed (and perhaps reused) since.
     fds: Mutex<Vec<OwnedFd>>,
 }
 
@@ -38,6 +38,11 @@ impl Signal {
         let owned = unsafe { OwnedFd::from_raw_fd(fd) };
         self.fds.lock().unwrap_or_else(|e| e.into_inner()).push(owned);
         Ok(fd)
+    }
+
+    /// A ring's eventfd closed (its thread's load is over): a raise no longer writes to it.
+    pub(super) fn forget(&self, fd: RawFd) {
+        self.fds.lock().unwrap_or_else(|e| e.into_inner()).retain(|f| f.as_raw_fd() != fd);
     }
 
     /// Wakes every thread waiting (what they wait for was changed before this call).
@@ -81,5 +86,10 @@ mod tests {
         assert!(!readable(a) && readable(b));
         s.raise();
         assert!(readable(a));
+        // a ring that is gone: its descriptor closed, no longer written to
+        s.forget(a);
+        assert_eq!(s.fds.lock().unwrap().len(), 1);
+        s.raise();
+        assert!(readable(b));
     }
 }
