@@ -198,7 +198,7 @@ impl<'a> Connection<'a> {
     pub async fn exchange(&mut self, target: &Target, addr_id: usize) -> Result<Response, Failure> {
         let reused = self.reuse_for(addr_id);
         match self.attempt(target, &target.request, target.head, None).await {
-            Err(f) if retry(reused, &f) => {
+            Err(f) if retry(reused, f.bytes_in, f.kind) => {
                 self.close();
                 self.attempt(target, &target.request, target.head, None).await
             }
@@ -219,7 +219,7 @@ impl<'a> Connection<'a> {
     ) -> Result<Response, Failure> {
         let reused = self.reuse_for(addr_id);
         match self.attempt(target, request, head_request, Some(&mut *sink)).await {
-            Err(f) if retry(reused, &f) => {
+            Err(f) if retry(reused, f.bytes_in, f.kind) => {
                 self.close();
                 self.attempt(target, request, head_request, Some(sink)).await
             }
@@ -352,10 +352,10 @@ impl<'a> Connection<'a> {
 }
 
 /// A request failed on a reused connection before any response byte (the server closed it while
-/// idle): sent once more on a new connection.
+/// idle): sent once more on a new connection (the keep-alive retry rule of both I/O paths).
 #[inline]
-fn retry(reused: bool, f: &Failure) -> bool {
-    reused && f.bytes_in == 0 && f.kind == ErrorKind::Reset
+pub(crate) fn retry(reused: bool, bytes_in: u64, kind: ErrorKind) -> bool {
+    reused && bytes_in == 0 && kind == ErrorKind::Reset
 }
 
 async fn connect_to(addr: &Addr, throttle: Option<u64>) -> Result<Stream, Failure> {

@@ -25,7 +25,7 @@ use crate::spec::{Spec, Warmup};
 use crate::stats::{Interval, Stats};
 use crate::tls::{RunTls, Tls};
 use crate::uring::{IoChoice, IoPath};
-use arrivals::Arrivals;
+use arrivals::Pacer;
 
 mod arrivals;
 mod collect;
@@ -35,10 +35,12 @@ mod record;
 mod run;
 mod uring;
 mod vu;
+mod wake;
 
 use collect::{Msg, ThreadOutput};
 use epoll::{settle_timeout, Alive};
 use record::InFlight;
+use wake::Signal;
 pub use run::{run, Progress, Run};
 use run::unix_us;
 
@@ -49,8 +51,6 @@ const DRAIN: Duration = Duration::from_secs(1);
 const REPLAY_LEAD: Duration = Duration::from_millis(50);
 /// The same after a cancel (Ctrl-C, SIGTERM): the caller has promised to stop within a second.
 const CANCEL_DRAIN: Duration = Duration::from_millis(200);
-/// How often the ring's loop (which waits on no signal) looks at the cancel flag.
-const POLL: Duration = Duration::from_millis(10);
 const TSV_FLUSH: usize = 192 * 1024;
 const TSV_HEADER: &str =
     "start_unix_us\tintended_offset_us\ttarget\tstatus\tlatency_us\tuncorrected_us\tconnect_us\twaiting_us\tbytes\terror\ttls_us\n";
@@ -85,9 +85,9 @@ struct Shared {
     /// Slots the run may claim, warm-up included.
     slot_limit: u64,
     cancel: AtomicBool,
-    /// Wakes the threads' controllers (epoll) when what they wait for changes: a cancel, the
-    /// measured phase's start (a deadline known from then).
-    signal: Notify,
+    /// Wakes the threads (epoll's controllers, the rings) when what they wait for changes: a
+    /// cancel, the measured phase's start (a deadline known from then).
+    signal: Signal,
     stopped: AtomicBool,
     counters: Vec<Counters>,
     /// Completions in the last finished second (f64 bits).
@@ -141,7 +141,7 @@ impl Shared {
     fn begin_measure(&self, now: Instant) -> Instant {
         let ns = now.saturating_duration_since(self.start).as_nanos() as u64;
         if self.measure_start_ns.compare_exchange(UNKNOWN, ns, Ordering::AcqRel, Ordering::Acquire).is_ok() {
-            self.signal.notify_waiters();
+            self.signal.raise();
         }
         self.measure_start().expect("just set")
     }
@@ -157,7 +157,7 @@ impl Shared {
 
 
 /// A unit of work: one request slot.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Job {
     slot: u64,
     intended: Instant,
@@ -193,8 +193,8 @@ struct Worker {
     last_end: Cell<Option<Instant>>,
     // Open loop only:
     backlog: RefCell<VecDeque<Job>>,
-    /// Where this thread is in the schedule (`arrivals`, shared by both paths).
-    arrivals: RefCell<Arrivals>,
+    /// Where this thread is in the schedule (`arrivals::Pacer`, shared by both paths).
+    pacer: RefCell<Pacer>,
     work: Notify,
     /// epoll: wakes the controller when a connection task ends or the pacer is spent.
     look: Notify,
@@ -230,7 +230,7 @@ fn work(id: usize, sh: Arc<Shared>, tx: mpsc::Sender<Msg>, warmup_slots: u64) ->
         backlog: RefCell::new(VecDeque::with_capacity(cap * 4)),
         work: Notify::new(),
         look: Notify::new(),
-        arrivals: RefCell::new(Arrivals::default()),
+        pacer: RefCell::new(Pacer::new(warmup_slots)),
         idle: Cell::new(0),
         tasks: RefCell::new(Vec::with_capacity(cap)),
         tls: sh.tls.as_ref().map(|(setup, names)| setup.thread(names)),

@@ -5,8 +5,6 @@
 use std::cell::Cell;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::time::Duration;
-
 use tokio::time::{Instant, Sleep};
 
 use super::lifecycle::Step;
@@ -62,8 +60,12 @@ impl Worker {
         let (cancelled, due) = self.end_load(by_clock);
         (0..due).for_each(|_| self.hand_out());
         let drain_end = self.stop_for_drain(cancelled);
-        while self.live.get() > 0 && Instant::now() < drain_end {
-            tokio::time::sleep(Duration::from_millis(2)).await;
+        // until the last task ends (`Alive` says so on `look`) or the drain's end
+        while self.live.get() > 0 {
+            tokio::select! {
+                () = tokio::time::sleep_until(drain_end) => break,
+                () = self.look.notified() => {}
+            }
         }
         let tasks = std::mem::take(&mut *self.tasks.borrow_mut());
         for t in &tasks {
@@ -156,7 +158,7 @@ impl Worker {
         let next = self.backlog.borrow_mut().pop_front();
         match next {
             Some(job) => Next::Job(job),
-            None if stopping || self.arrivals.borrow().done() => Next::Stop,
+            None if stopping || self.pacer.borrow().done() => Next::Stop,
             None => {
                 self.idle.set(self.idle.get() + 1);
                 Next::Wait

@@ -105,7 +105,7 @@ impl Worker {
 
     /// Open loop: the schedule was spent by `-n`, not by its end: the run ends with its last answer.
     pub(super) fn ended_by_requests(&self) -> bool {
-        let a = self.arrivals.borrow();
+        let a = self.pacer.borrow();
         a.done() && !a.ran_out()
     }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::collect::Msg;
-use super::{Job, Worker, POLL, TSV_FLUSH};
+use super::{Job, Worker, TSV_FLUSH};
 use crate::connection::{Failure, Response};
 use crate::stats::{is_2xx, ErrorKind, Interval, Timing};
 
@@ -98,13 +98,16 @@ impl Worker {
     /// Hands over each second when it ends, also when nothing completed in it.
     pub(super) async fn tick(self: Rc<Self>) {
         loop {
-            let next = match self.sh.measure_start() {
-                Some(m) => {
-                    let elapsed = Instant::now().saturating_duration_since(m).as_secs();
-                    m + Duration::from_secs(elapsed + 1) + Duration::from_millis(1)
-                }
-                None => Instant::now() + POLL,
+            // the measured phase's start unknown yet (a warm-up by requests): until it is known
+            let signal = self.sh.signal.notified();
+            tokio::pin!(signal);
+            signal.as_mut().enable();
+            let Some(m) = self.sh.measure_start() else {
+                signal.await;
+                continue;
             };
+            let elapsed = Instant::now().saturating_duration_since(m).as_secs();
+            let next = m + Duration::from_secs(elapsed + 1) + Duration::from_millis(1);
             tokio::time::sleep_until(next).await;
             self.advance_interval(&mut self.interval.borrow_mut(), Instant::now());
         }

@@ -7,11 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::collect::supervise;
-use super::{Counters, Shared, REPLAY_LEAD, TSV_HEADER, UNKNOWN};
+use super::{Counters, Shared, Signal, REPLAY_LEAD, TSV_HEADER, UNKNOWN};
 use crate::pacer::Schedule;
 use crate::spec::{Addr, Spec, Stage, Warmup};
 
@@ -109,7 +108,7 @@ impl Run {
             warm_claims: AtomicU64::new(0),
             slot_limit,
             cancel: AtomicBool::new(false),
-            signal: Notify::new(),
+            signal: Signal::new(),
             stopped: AtomicBool::new(false),
             last_rate: AtomicU64::new(0),
             finished: Mutex::new(Vec::new()),
@@ -160,7 +159,7 @@ impl Run {
     /// Asks the run to stop issuing requests; the result still comes, with what was measured.
     pub fn cancel(&self) {
         self.shared.cancel.store(true, Ordering::Relaxed);
-        self.shared.signal.notify_waiters();
+        self.shared.signal.raise();
     }
 
     /// Waits up to `timeout` for the run to finish; true when it has.

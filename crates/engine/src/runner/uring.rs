@@ -2,7 +2,8 @@
 //! kernel once: it submits every operation queued since the last pass (sends, and for a new
 //! connection a linked socket → TCP_NODELAY → connect → send → receive chain) and waits, until a
 //! completion or the next due moment (an open-loop send time, a request's timeout, the end of a
-//! second, the run's end), for completions. Sockets are direct descriptors in the ring's fixed
+//! second, the run's end) or a wake (a poll on the thread's eventfd: a cancel, the measured
+//! phase's start), for completions. Sockets are direct descriptors in the ring's fixed
 //! file table (slot i is connection i), receives are multishot into a provided-buffer ring, and a
 //! successful send posts no completion, so a busy thread enters the kernel once per batch of
 //! requests, not twice per request.
@@ -17,7 +18,7 @@ use io_uring::{types, IoUring};
 use tokio::time::Instant;
 
 use super::lifecycle::Step;
-use super::{Job, Worker, POLL};
+use super::{Job, Worker};
 use crate::connection::{Failure, Response};
 use crate::spec::Addr;
 use crate::stats::ErrorKind;
@@ -28,7 +29,7 @@ mod complete;
 mod slot;
 mod submit;
 
-use slot::{Conn, State};
+use slot::{Attempt, Conn};
 
 /// Each provided buffer: a whole small response, or a piece of a large one.
 const BUF_SIZE: usize = 16 * 1024;
@@ -63,6 +64,8 @@ struct Ring<'w> {
     claims_done: bool,
     /// The ring failed (`io_uring_enter`): the load ends, what is in flight is aborted.
     broken: Option<String>,
+    /// The thread's eventfd (`wake::Signal`), polled by the ring.
+    wake_fd: std::os::fd::RawFd,
 }
 
 /// Runs this thread's share on a ring; an error (nothing was sent) when the ring cannot be set up.
@@ -70,6 +73,7 @@ struct Ring<'w> {
 pub(super) fn drive(w: &Worker) -> Result<Option<String>, String> {
     let mut ring = Ring::new(w).map_err(|e| format!("io_uring: {e}"))?;
     ring.run();
+    w.sh.signal.forget(ring.wake_fd);
     Ok(ring.broken.map(|e| format!("engine thread {}: {e}", w.id)))
 }
 
@@ -93,9 +97,11 @@ impl<'w> Ring<'w> {
                 };
             }
         }
+        // the last that may fail: a ring not set up leaves no eventfd behind
+        let wake_fd = w.sh.signal.eventfd()?;
         let now = Instant::now();
         let idle = Job { slot: 0, intended: now, measured: false };
-        Ok(Ring {
+        let mut ring = Ring {
             ring,
             bufs,
             w,
@@ -113,26 +119,35 @@ impl<'w> Ring<'w> {
             open_loop: w.sh.schedule.is_some(),
             claims_done: false,
             broken: None,
-        })
+            wake_fd,
+        };
+        ring.arm_wake();
+        Ok(ring)
     }
 
     /// The thread's life: start, load until the deadline, cancel or the last request, drain,
     /// count what is left as aborted, hand over the last second.
     fn run(&mut self) {
         let w = self.w;
-        // the ring's thread waits on no signal: it looks at the cancel flag every POLL
+        // the start (start_at), or a cancel (its wake) while waiting for it
         while let Some(until) = w.start_wait() {
-            std::thread::sleep(until.saturating_duration_since(Instant::now()).min(POLL));
+            self.enter(Some(until));
+            if self.broken.is_some() {
+                break;
+            }
         }
         w.begin();
         self.now = Instant::now();
         // closed loop: every slot claims its first request (unless cancelled while waiting)
-        if !self.open_loop && !w.sh.cancel.load(Ordering::Relaxed) {
+        if !self.open_loop && !w.sh.cancel.load(Ordering::Relaxed) && self.broken.is_none() {
             for i in 0..self.conns.len() {
                 self.next_claim(i);
             }
         }
         let by_clock = loop {
+            if self.broken.is_some() {
+                break true;
+            }
             self.now = Instant::now();
             let now = self.now;
             w.advance_interval(&mut w.interval.borrow_mut(), now);
@@ -153,14 +168,11 @@ impl<'w> Ring<'w> {
                     break by_clock;
                 }
             }
-            let mut wake = wake.map_or(now + POLL, |d| d.min(now + POLL)).min(self.next_second());
-            if let Some(at) = self.open_loop.then(|| w.next_arrival()).flatten() {
-                wake = wake.min(at);
-            }
-            self.enter(wake.min(self.next_timeout()));
-            if self.broken.is_some() {
-                break true;
-            }
+            // the first due of: the deadline, the second's end, the next arrival, the oldest
+            // request's timeout (none: a completion or a wake)
+            let arrival = self.open_loop.then(|| w.next_arrival()).flatten();
+            let wake = [wake, self.next_second(), arrival, self.next_timeout()].into_iter().flatten().min();
+            self.enter(wake);
         };
         // the arrivals due by the end: the free connections take them, the others are unsent
         // (after a cancel, all of them)
@@ -176,7 +188,8 @@ impl<'w> Ring<'w> {
             if self.oldest == NONE {
                 break;
             }
-            self.enter(drain_end.min(self.now + POLL).min(self.next_second()).min(self.next_timeout()));
+            let wake = [self.next_second(), self.next_timeout()].into_iter().flatten().fold(drain_end, Instant::min);
+            self.enter(Some(wake));
         }
         self.now = Instant::now();
         for i in 0..self.conns.len() {
@@ -191,28 +204,25 @@ impl<'w> Ring<'w> {
         self.w.end_life();
     }
 
-    /// When the oldest request in flight times out (far away when none is).
-    fn next_timeout(&self) -> Instant {
+    /// When the oldest request in flight times out (None when none is in flight).
+    fn next_timeout(&self) -> Option<Instant> {
         match self.oldest {
-            NONE => self.now + POLL,
-            i => self.conns[i].deadline,
+            NONE => None,
+            i => Some(self.conns[i].deadline),
         }
     }
 
-    /// When the current second of the series ends (plus a millisecond), or a poll from now.
-    fn next_second(&self) -> Instant {
-        match self.w.sh.measure_start() {
-            Some(m) => {
-                let elapsed = self.now.saturating_duration_since(m).as_secs();
-                m + Duration::from_secs(elapsed + 1) + Duration::from_millis(1)
-            }
-            None => self.now + POLL,
-        }
+    /// When the current second of the series ends (plus a millisecond); None before the measured
+    /// phase's start is known (its wake comes then).
+    fn next_second(&self) -> Option<Instant> {
+        let m = self.w.sh.measure_start()?;
+        let elapsed = self.now.saturating_duration_since(m).as_secs();
+        Some(m + Duration::from_secs(elapsed + 1) + Duration::from_millis(1))
     }
 
-    /// Submits what was queued and waits until a completion or `wake`, then handles every
-    /// completion there is.
-    fn enter(&mut self, wake: Instant) {
+    /// Submits what was queued and waits until a completion or `wake` (None: a completion, the
+    /// eventfd's among them), then handles every completion there is.
+    fn enter(&mut self, wake: Option<Instant>) {
         let before = Instant::now();
         for (i, seq) in self.sent.drain(..) {
             let c = &mut self.conns[i];
@@ -222,9 +232,14 @@ impl<'w> Ring<'w> {
             }
         }
         self.bufs.publish();
-        let ts = types::Timespec::from(wake.saturating_duration_since(before));
-        let args = types::SubmitArgs::new().timespec(&ts);
-        if let Err(e) = self.ring.submitter().submit_with_args(1, &args) {
+        let submitted = match wake {
+            Some(at) => {
+                let ts = types::Timespec::from(at.saturating_duration_since(before));
+                self.ring.submitter().submit_with_args(1, &types::SubmitArgs::new().timespec(&ts))
+            }
+            None => self.ring.submit_and_wait(1),
+        };
+        if let Err(e) = submitted {
             match e.raw_os_error() {
                 Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN) => {}
                 // the thread ends its load here, and the run reports it (`engine_errors`)
@@ -289,11 +304,10 @@ impl<'w> Ring<'w> {
     /// of the response (the server closed it while idle), else counted.
     fn fail_or_retry(&mut self, i: usize, kind: ErrorKind) {
         let c = &self.conns[i];
-        if c.reused && !c.retried && c.bytes_in == 0 && kind == ErrorKind::Reset {
+        if let Some(again) = c.attempt.after_failure(c.bytes_in, kind) {
             self.close(i);
             let c = &mut self.conns[i];
-            c.retried = true;
-            c.reused = false;
+            c.attempt = again;
             c.try_addr = 0;
             self.open(i);
             return;
@@ -327,7 +341,7 @@ impl<'w> Ring<'w> {
         }
         let c = &mut self.conns[i];
         (c.prev, c.next) = (NONE, NONE);
-        c.state = State::Idle;
+        c.ended();
     }
 
     /// Slot i is free: closed loop, its next request; open loop, back in the free list.
@@ -377,16 +391,14 @@ impl<'w> Ring<'w> {
         c.start = start;
         c.deadline = start + w.sh.spec.timeout;
         c.seq = self.seq;
-        c.retried = false;
         c.addr_id = addr_id;
         c.reset_exchange(w.sh.spec.targets[index].head);
+        c.attempt = Attempt::first(c.is_open());
         if c.is_open() {
-            c.state = State::Busy;
-            c.reused = true;
+            c.reusing();
             self.send(i);
         } else {
             // (busy from its opening on)
-            c.reused = false;
             c.try_addr = 0;
             self.open(i);
         }

@@ -3,7 +3,7 @@
 
 use io_uring::cqueue;
 
-use super::submit::{OP_CONNECT, OP_RECV, OP_SEND, QUIET_SEND};
+use super::submit::{OP_CONNECT, OP_RECV, OP_SEND, OP_WAKE, QUIET_SEND};
 use super::Ring;
 use crate::error_map::errno_kind;
 use crate::response::Feed;
@@ -12,6 +12,15 @@ use crate::stats::ErrorKind;
 impl Ring<'_> {
     pub(super) fn complete(&mut self, data: u64, res: i32, flags: u32) {
         let op = data & 0xff;
+        if op == OP_WAKE {
+            // a cancel or the measured phase's start: the loop's next pass looks (the poll
+            // again, unless the ring is going away)
+            if res >= 0 {
+                crate::runner::wake::clear(self.wake_fd);
+                self.arm_wake();
+            }
+            return;
+        }
         let i = ((data >> 8) & 0xff_ffff) as usize;
         let gen = (data >> 32) as u32;
         let bid = cqueue::buffer_select(flags);

@@ -4,7 +4,6 @@
 
 use io_uring::{opcode, squeue, types};
 
-use super::slot::State;
 use super::Ring;
 use crate::uring::GROUP;
 
@@ -15,6 +14,8 @@ pub(super) const OP_RECV: u64 = 2;
 pub(super) const OP_QUIET: u64 = 3;
 /// A large request's send, whose completion says when it was all written.
 pub(super) const OP_SEND: u64 = 4;
+/// The poll on the thread's eventfd (`wake`): a cancel, or the measured phase's start.
+pub(super) const OP_WAKE: u64 = 5;
 /// Requests up to this size go out whole at their submission (the socket's send buffer has room
 /// for them once the previous response came); their send posts nothing unless it fails. A larger
 /// one may wait for the server to read: its completion tells when it was written.
@@ -48,14 +49,10 @@ impl<'w> Ring<'w> {
     pub(super) fn open(&mut self, i: usize) {
         let head_request = self.w.sh.spec.targets[self.conns[i].index].head;
         let c = &mut self.conns[i];
-        c.gen = c.gen.wrapping_add(1);
         // a connection is opened only for a request
-        c.state = State::Busy;
-        c.recv_armed = true;
-        c.served = 0;
+        let gen = c.opening();
         c.reset_exchange(head_request);
         c.connecting = Some(self.now);
-        let gen = c.gen;
         let sa = &self.addrs[c.addr_id][c.try_addr];
         let domain = libc::c_int::from(sa.family());
         let quiet = user_data(OP_QUIET, i, gen);
@@ -88,6 +85,15 @@ impl<'w> Ring<'w> {
         }
     }
 
+    /// A poll on the thread's eventfd: its completion wakes the loop when what it waits for
+    /// changes (a cancel, the measured phase's start), so that the loop looks at no flag on a clock.
+    pub(super) fn arm_wake(&mut self) {
+        let entry = opcode::PollAdd::new(types::Fd(self.wake_fd), libc::POLLIN as u32)
+            .build()
+            .user_data(user_data(OP_WAKE, 0, 0));
+        self.push(&[entry]);
+    }
+
     pub(super) fn arm_recv(&mut self, i: usize) {
         self.conns[i].recv_armed = true;
         let entry = recv_entry(i).user_data(user_data(OP_RECV, i, self.conns[i].gen));
@@ -96,16 +102,8 @@ impl<'w> Ring<'w> {
 
     /// Closes slot i's socket: what is pending on it is cancelled, its completions are stale.
     pub(super) fn close(&mut self, i: usize) {
-        let c = &mut self.conns[i];
-        if !c.is_open() {
-            return;
-        }
-        let quiet = user_data(OP_QUIET, i, c.gen);
-        c.gen = c.gen.wrapping_add(1);
-        // (a busy slot's request goes on, on the connection opened for it next, or is counted)
-        c.state = State::Closed;
-        c.recv_armed = false;
-        c.served = 0;
+        let Some(old) = self.conns[i].closing() else { return };
+        let quiet = user_data(OP_QUIET, i, old);
         let fixed = types::Fixed(i as u32);
         let skip = squeue::Flags::SKIP_SUCCESS;
         let cancel = opcode::AsyncCancel2::new(types::CancelBuilder::fd(fixed).all()).build().flags(skip).user_data(quiet);
