@@ -40,7 +40,7 @@ def test_every_stored_comparison_reads_as_a_record_and_back(path: Path) -> None:
             assert (rps.median, rps.low, rps.high) == tuple(doc["requests_per_s"][k] for k in ("median", "low", "high"))
     for versus, doc in zip(run.comparisons, stored["comparisons"], strict=True):
         assert versus.title == f"{doc['label']} vs {doc['baseline']}" and versus.verdict == doc["verdict"]
-        assert versus.requests_per_s.ratio == doc["requests_per_s"]["ratio"]
+        assert versus.ratios[0].ratio == doc["requests_per_s"]["ratio"]
 
 
 @pytest.mark.parametrize("path", STORED, ids=lambda p: p.stem)

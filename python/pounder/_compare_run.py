@@ -71,9 +71,12 @@ class CompareRatio(Stored):
     high: float | None
 
     @classmethod
-    def read(cls, value: object) -> CompareRatio:
-        """An absent or empty ratio reads as every figure None."""
-        data: Mapping[str, Any] = value if isinstance(value, Mapping) else {}
+    def read(cls, value: object) -> CompareRatio | None:
+        """An absent or empty ratio reads as every figure None; one that is something else than an
+        object as None (no ratio to draw: :attr:`CompareVersus.ratios` refuses it)."""
+        data = value or {}
+        if not isinstance(data, Mapping):
+            return None
         return cls(data.get("ratio"), data.get("low"), data.get("high"), stored=data)
 
 
@@ -104,14 +107,21 @@ class CompareVersus(Stored):
     label: str | None
     baseline: str | None
     verdict: str | None
-    requests_per_s: CompareRatio
-    p99_us: CompareRatio
+    requests_per_s: CompareRatio | None
+    p99_us: CompareRatio | None
 
     @classmethod
     def read(cls, value: Mapping[str, Any]) -> CompareVersus:
         return cls(value.get("label"), value.get("baseline"), value.get("verdict"),
                    CompareRatio.read(value.get("requests_per_s")), CompareRatio.read(value.get("p99_us")),
                    stored=value)
+
+    @property
+    def ratios(self) -> tuple[CompareRatio, CompareRatio]:
+        """Requests/s and p99 for a row; the TypeError of a value of another type than an object."""
+        if self.requests_per_s is None or self.p99_us is None:
+            raise TypeError("a ratio is no object")
+        return self.requests_per_s, self.p99_us
 
     @property
     def title(self) -> str:

@@ -136,8 +136,9 @@ def compare_sections(doc: Mapping[str, Any], source: str, chart_prefix: str = "c
     if run.comparisons:
         rows = []
         for c in run.comparisons:
-            r, p = c.requests_per_s, c.p99_us
-            rows.append([c.title, format_ratio(r.ratio), f"{format_ratio(r.low)}-{format_ratio(r.high)}",
+            title = c.title
+            r, p = c.ratios
+            rows.append([title, format_ratio(r.ratio), f"{format_ratio(r.low)}-{format_ratio(r.high)}",
                          format_ratio(p.ratio), f"{format_ratio(p.low)}-{format_ratio(p.high)}",
                          c.stored.get("verdict", "-")])
         section.add(table(["", "req/s ratio", "95% interval", "p99 ratio", "95% interval", "verdict"], rows))
