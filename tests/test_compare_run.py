@@ -74,3 +74,22 @@ def test_a_comparison_the_page_cannot_draw_is_refused_naming_the_key() -> None:
     del edited["comparisons"][0]["label"]
     with pytest.raises(KeyError, match="label"):  # the page: "'label' is missing"
         _ = CompareRun.from_dict(edited).comparisons[0].title
+
+
+@pytest.mark.parametrize("path", STORED, ids=lambda p: p.stem)
+def test_the_page_of_every_stored_comparison_draws_its_records(path: Path) -> None:
+    """The page reads the records: each variant's row, each comparison's verdict, the trials not
+    counted and why (the same from a file written before ``not_counted``)."""
+    from pounder.report import render_report
+
+    stored = json.loads(path.read_text())
+    page = render_report([path])
+    run = CompareRun.from_dict(stored)
+    if not any(variant.requests_per_s for variant in run.variants):
+        assert "No trial was counted" in page
+    for versus in run.comparisons:
+        assert f"{versus.title}" in page and (f"{versus.verdict}</td>" in page or "No trial was counted" in page)
+    if any(trial.why == "failures" for trial in run.trials):
+        assert "requests failed</td>" in page or "got nowhere" in page
+    if any(versus.verdict == "unknown" for versus in run.comparisons):
+        assert ": unknown, " in page
