@@ -62,8 +62,9 @@ from pounder.compare import (
     render_compare,
     trial_plan,
 )
-from pounder.load import LoadOptions, ProgressCallback, format_ms
+from pounder.load import LoadOptions, ProgressCallback
 from pounder.procs import SERVER_OPTIONS, find_server
+from pounder.results import format_ms
 
 _TRIALS = "Trials"
 _LOAD = "Load (every trial)"

@@ -3,7 +3,7 @@
 :func:`parse_statuses`).
 
 A run "got nowhere" when no request succeeded, when a scenario's virtual users never got through
-(:func:`~pounder.load.scenario_failure`), or when no answer had a success status: 2xx or 3xx, or
+(:func:`~pounder.results._steps.scenario_failure`), or when no answer had a success status: 2xx or 3xx, or
 one of ``--expect-status`` when given (``--expect-status 404`` for a load of a page that is meant
 to be missing). The commands write and show what was measured, then exit 1 with the one line
 :func:`load_failure` returns; ``compare`` and ``pounder run`` do not count such a trial.
@@ -24,10 +24,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pounder._errors import UsageError, check_text, check_type, clip, public, quoted
-from pounder.load._steps import scenario_failure
+from pounder.results._steps import scenario_failure
 
 if TYPE_CHECKING:
-    from pounder.load._result import BenchResult
+    from pounder.results._result import BenchResult
 
 StatusRanges = tuple[tuple[int, int], ...]
 """Statuses as inclusive ``(low, high)`` ranges: ``((404, 404), (500, 599))``."""
@@ -185,7 +185,7 @@ def load_failure(result: BenchResult, *, expect_flag: str | None = "--expect-sta
     a trial):
 
     * no request completed: ``no request succeeded (50 failed: reset 50)``;
-    * a scenario's users never got through: :func:`~pounder.load.scenario_failure`;
+    * a scenario's users never got through: :func:`~pounder.results._steps.scenario_failure`;
     * no answer had a success status, 2xx or 3xx, or one of ``options.expect_status`` when given
       (``--expect-status``; a scenario's steps have their own ``expect``): ``no answer was 2xx or
       3xx (50 × 400): ...``.

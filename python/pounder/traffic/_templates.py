@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from urllib.parse import quote, quote_plus
 
 from pounder._version import __version__
-from pounder.load._request import merge_headers
+from pounder.traffic._request import merge_headers
 
 if TYPE_CHECKING:
     from pounder._engine import EnginePiece

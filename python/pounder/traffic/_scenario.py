@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pounder._errors import QUOTE_LIMIT, UsageError, check_path, clip, public, quoted
 from pounder._files import SMALL_LIMIT, parse_toml, read_input
+from pounder._native import load_engine
 from pounder._units import parse_duration, plain
-from pounder.load._parse import check_token, parse_header
-from pounder.load._request import BODY_METHODS, POUNDER_HEADERS
-from pounder.load._templates import (
+from pounder.traffic._parse import check_token, parse_header
+from pounder.traffic._request import BODY_METHODS, POUNDER_HEADERS
+from pounder.traffic._templates import (
     Encoding,
     Slot,
     Template,
@@ -471,8 +472,6 @@ def _check_regex(r: _Reader, key: str, regex: object) -> None:
     """Compiled by the engine's own regex crate (Rust syntax: no lookaround, backreferences, ...)."""
     if not isinstance(regex, str) or not regex:
         raise r.fail(key, "must be a regular expression (text)")
-    from pounder.load._bench import load_engine  # noqa: PLC0415 (the engine: only when a file is read)
-
     try:
         groups: int = load_engine().regex_groups(regex)
     except ValueError as error:
