@@ -28,7 +28,6 @@ from pounder.results import (
     GateReport,
     HttpOptions,
     LoadModel,
-    Stage,
     clean_trial,
     load_failure,
 )
@@ -176,7 +175,7 @@ class CompareOptions:
                 del plain[name]
         if self.expect_status is not None:
             plain["expect_status"] = [list(pair) for pair in self.expect_status]
-        plain["load"]["stages"] = _stages(self.load.stages)
+        plain["load"] = self.load.to_dict()
         plain["http"]["headers"] = [list(pair) for pair in self.http.headers]
         return plain
 
@@ -376,9 +375,3 @@ def _ratio_interval(
         ours, theirs, higher_is_better=higher_is_better, min_effect=min_effect, resamples=resamples,
         confidence=confidence, seed=seed,
     )  # fmt: skip
-
-
-def _stages(stages: tuple[Stage, ...] | None) -> list[list[float]] | None:
-    if stages is None:
-        return None
-    return [[stage.duration_s, stage.start_rate, stage.end_rate] for stage in stages]

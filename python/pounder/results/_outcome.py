@@ -17,13 +17,13 @@ says ``the server at HOST:PORT speaks TLS: use https://``.
 from __future__ import annotations
 
 import re
-import socket
 import ssl
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pounder._errors import UsageError, check_text, check_type, clip, public, quoted
+from pounder._probe import first_bytes
 from pounder.results._steps import scenario_failure
 
 if TYPE_CHECKING:
@@ -118,14 +118,7 @@ def speaks_tls(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
     except ssl.SSLWantReadError:
         pass
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as sock:
-            sock.sendall(outgoing.read())
-            head = b""
-            while len(head) < 2:
-                chunk = sock.recv(2 - len(head))
-                if not chunk:
-                    break
-                head += chunk
+        head = first_bytes(host.strip("[]"), int(port), outgoing.read(), 2, timeout_s)
     except (OSError, ValueError):
         return False
     return len(head) == 2 and head[0] in (0x15, 0x16) and head[1] == 0x03

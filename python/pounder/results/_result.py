@@ -39,7 +39,7 @@ from pounder.results._measured import (
     WarmupCounts,
     measurements,
 )
-from pounder.results._run_options import RunOptions, read_run_options, stages_as_lists
+from pounder.results._run_options import RunOptions, read_run_options
 from pounder.results._steps import StepStats, read_steps
 
 SCHEMA = "pounder/bench-result/3"
@@ -278,7 +278,7 @@ class BenchResult:
         plain.pop("gates")
         if self.gates is not None:  # only when gates were given
             plain["gates"] = self.gates.to_list()
-        plain["options"]["load"]["stages"] = stages_as_lists(self.options.load.stages)
+        plain["options"]["load"] = self.options.load.to_dict()
         if plain["options"]["scenario"] is None:  # a scenario's file and its steps only when one ran
             del plain["options"]["scenario"]
         if plain["steps"] is None:

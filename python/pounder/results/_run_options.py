@@ -4,8 +4,8 @@ load model and the request options, and their reading from a saved result."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
 from pounder._errors import public
 from pounder.results._measured import READ, MalformedResultError
@@ -54,6 +54,13 @@ class LoadModel:
     @property
     def is_open(self) -> bool:
         return self.kind == "open"
+
+    def to_dict(self) -> dict[str, Any]:
+        """As a result's JSON holds it: the stages ``[duration_s, start_rate, end_rate]`` each."""
+        plain = asdict(self)
+        plain["stages"] = (None if self.stages is None
+                           else [[stage.duration_s, stage.start_rate, stage.end_rate] for stage in self.stages])
+        return plain
 
 
 @public
@@ -214,12 +221,3 @@ def read_run_options(value: object, key: str) -> RunOptions:
         expect_status=READ.nullable(READ.list_of(_status_range)),
     )
     return options
-
-
-
-
-def stages_as_lists(stages: tuple[Stage, ...] | None) -> list[list[float]] | None:
-    """The stages as the JSON holds them: ``[duration_s, start_rate, end_rate]`` each."""
-    if stages is None:
-        return None
-    return [[stage.duration_s, stage.start_rate, stage.end_rate] for stage in stages]
