@@ -23,10 +23,11 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import asdict, fields
+from datetime import datetime
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 from pounder._errors import PounderError, clip
 
@@ -90,6 +91,14 @@ def join(key: str, name: str) -> str:
     return f"{key}.{name}" if key else name
 
 
+class Record:
+    """A frozen dataclass whose stored form is its fields, as :func:`dataclasses.asdict` gives them
+    (nested records as dicts): the ``to_dict`` of every such result record, declared once."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(cast(Any, self))
+
+
 class Reader:
     """Type checks that raise ``error`` naming the offending key."""
 
@@ -122,33 +131,45 @@ class Reader:
 
     def as_float(self, value: object, key: str) -> float:
         """A duration, a time, an amount: a finite number, 0 or more (up to :data:`MAX_NUMBER`)."""
-        if not _number(value) or value < 0:
-            raise self.error(f"'{key}' must be a number >= 0, got {shown(value)}")
-        return float(self._bounded(value, key))
+        return float(self._figure(value, key, _number(value) and value >= 0, "a number >= 0"))
 
     def as_signed_float(self, value: object, key: str) -> float:
         """A difference (:data:`SIGNED`): a finite number, negative or not."""
-        if not _number(value):
-            raise self.error(f"'{key}' must be a number, got {shown(value)}")
-        return float(self._bounded(value, key))
+        return float(self._figure(value, key, _number(value), "a number"))
 
     def as_int(self, value: object, key: str) -> int:
         """A count (or a size, a pid, a time in µs): a whole number, 0 or more (up to :data:`MAX_NUMBER`)."""
-        if not _whole(value) or value < 0:
-            raise self.error(f"'{key}' must be a whole number >= 0, got {shown(value)}")
-        return int(self._bounded(value, key))
+        return int(self._figure(value, key, _whole(value) and value >= 0, "a whole number >= 0"))
 
     def as_signed_int(self, value: object, key: str) -> int:
         """A difference (:data:`SIGNED`): a whole number, negative or not."""
-        if not _whole(value):
-            raise self.error(f"'{key}' must be a whole number, got {shown(value)}")
-        return int(self._bounded(value, key))
+        return int(self._figure(value, key, _whole(value), "a whole number"))
 
-    def _bounded(self, value: int | float, key: str) -> int | float:
-        """``value`` when its size is at most :data:`MAX_NUMBER`, else the error naming ``key``."""
+    def _figure(self, value: Any, key: str, right: bool, what: str) -> int | float:
+        """``value`` when it is ``right`` (``what`` it must be) and its size is at most
+        :data:`MAX_NUMBER`, else the error naming ``key``."""
+        if not right:
+            raise self.error(f"'{key}' must be {what}, got {shown(value)}")
         if abs(value) > MAX_NUMBER:
             raise self.error(too_large(key, value))
-        return value
+        return value  # type: ignore[no-any-return]
+
+    def capped_list(self, value: object, key: str, most: int, entries: str, holder: str) -> list[Any]:
+        """A list of at most ``most`` ``entries`` (``"children"``), the most ``holder`` (``"a
+        view"``) holds: each is a row of the page."""
+        rows = self.as_list(value, key)
+        if len(rows) > most:
+            raise self.error(f"'{key}' lists {len(rows):,} {entries}, more than the {most:,} {holder} holds")
+        return rows
+
+    def utc_time(self, value: object, key: str, *, shown_chars: int | None = None) -> float:
+        """A UTC time as pounder writes it (``2026-11-28T13:40:00Z``), in seconds since the epoch;
+        the error shows the text's first ``shown_chars`` characters (None: all of it)."""
+        text = self.as_str(value, key)
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            raise self.error(f"'{key}' is not a UTC time: {text[:shown_chars]!r}") from None
 
     def get(self, data: Mapping[str, Any], key: str) -> Any:
         if key not in data:

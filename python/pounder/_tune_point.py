@@ -49,7 +49,7 @@ class Versus:
 
     def to_dict(self) -> dict[str, Any]:
         """The comparison as stored, its figures those of the record."""
-        return _to_dict(self)
+        return stored_dict(self)
 
 
 @dataclass(frozen=True)
@@ -123,21 +123,22 @@ class TunePoint:
 
     def to_dict(self) -> dict[str, Any]:
         """The point as stored, its figures those of the record."""
-        return _to_dict(self)
+        return stored_dict(self)
 
 
-def _to_dict(record: TunePoint | Versus) -> dict[str, Any]:
-    """``record.stored`` with each field's value of the record written over it; a field the
-    document did not hold stays out while it is empty (None, no trials)."""
+def stored_dict(record: Any) -> dict[str, Any]:
+    """``record.stored`` (a record read from a document that keeps it) with each field's value of
+    the record written over it, a nested record's the same way; a field that is None keeps what
+    the document held, and one the document did not hold stays out while it is empty (no trials)."""
     out = dict(record.stored)
     for f in fields(record):
         value = getattr(record, f.name)
-        if f.name == "stored" or (f.name not in out and (value is None or value == ())):
+        if f.name == "stored" or value is None or (f.name not in out and value == ()):
             continue
-        if isinstance(value, Versus):
-            value = value.to_dict()
+        if hasattr(value, "stored"):
+            value = stored_dict(value)
         elif isinstance(value, tuple):
-            value = [dict(trial) for trial in value]
+            value = [stored_dict(item) if hasattr(item, "stored") else dict(item) for item in value]
         out[f.name] = value
     return out
 

@@ -23,7 +23,7 @@ from pounder.pool import (
     demo_adapter,
     make_adapter,
 )
-from pounder.tune._analysis import (
+from pounder.tune._memory import (
     memory_bound,
 )
 from pounder.tune._mrpc import (

@@ -26,17 +26,11 @@ from pounder.tune._advice import (
     preload_gain,
 )
 from pounder.tune._analysis import (
-    LEAK_BYTES_PER_REQUEST,
-    LEAK_MIN_TOTAL,
-    LEAK_STILL_GROWING,
     LOSS_NOISE,
     ChildrenChoice,
-    MemoryBound,
     Target,
     busy_seconds,
-    growth,
     knee,
-    memory_bound,
     size_pool,
     sweep_connections,
     sweep_counts,
@@ -44,6 +38,14 @@ from pounder.tune._analysis import (
 )
 from pounder.tune._confirm import confirmation_checks, lower_pool, lowered_pool
 from pounder.tune._load import load_summary as _load_summary
+from pounder.tune._memory import (
+    LEAK_BYTES_PER_REQUEST,
+    LEAK_MIN_TOTAL,
+    LEAK_STILL_GROWING,
+    MemoryBound,
+    growth,
+    memory_bound,
+)
 from pounder.tune._mrpc import (
     _affordable,
     choose_max_requests,

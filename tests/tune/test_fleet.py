@@ -171,7 +171,7 @@ def _measure() -> dict[str, Any]:
 
 
 def test_plan_fleet_needs_a_rate_for_the_fleet_and_a_pod_for_the_resources() -> None:
-    from pounder.tune._analysis import MemoryBound
+    from pounder.tune._memory import MemoryBound
     memory = MemoryBound(ram=512 * MIB, ram_source="given", shared=0, child_uss=MIB, child_rss=MIB, max_clients=8,
                          max_clients_no_sharing=8, parent_uss=0)
     confirmation = _confirmation(150.0, rate=600.0, peak=100 * MIB)
@@ -193,7 +193,7 @@ def _recorded_result_with(fleet: dict[str, Any], peak: dict[str, Any]) -> dict[s
 
 
 def test_the_fleet_and_the_cgroup_peak_follow_the_schemas() -> None:
-    from pounder.tune._analysis import MemoryBound
+    from pounder.tune._memory import MemoryBound
     memory = MemoryBound(ram=512 * MIB, ram_source="given", shared=0, child_uss=MIB, child_rss=MIB, max_clients=8,
                          max_clients_no_sharing=8, parent_uss=0)
     peak = {"peak": 100 * MIB, "source": "memory.max_usage_in_bytes (cgroup v1), reset at the load's start",
@@ -219,7 +219,7 @@ def test_the_fleet_and_the_cgroup_peak_follow_the_schemas() -> None:
 
 
 def test_with_a_cpu_quota_the_pod_asks_for_the_quota_measured_with() -> None:
-    from pounder.tune._analysis import MemoryBound
+    from pounder.tune._memory import MemoryBound
     memory = MemoryBound(ram=512 * MIB, ram_source="given", shared=0, child_uss=MIB, child_rss=MIB, max_clients=8,
                          max_clients_no_sharing=8, parent_uss=0)
     confirmation = _confirmation(150.0, rate=600.0, peak=100 * MIB)

@@ -189,7 +189,7 @@ def test_progress_estimates_the_time_left_from_the_points_planned() -> None:
 
 
 def test_unsharing_is_named_when_shared_memory_fell() -> None:
-    from pounder.tune._analysis import (
+    from pounder.tune._memory import (
     growth,
 )
     from tune.test_analysis import measure_summary, sizes

@@ -108,6 +108,18 @@ def test_a_php_script_keeping_100_kb_per_request_gets_a_finite_pm_max_requests(t
             assert point["queued"] > 0, point
 
 
+def test_with_no_target_the_offered_load_is_as_many_clients_as_the_pool_may_have_children(tmp_path: Path) -> None:
+    """tune-twice: no --clients, no --peak-rate, --max-children 3: the pools are compared at 3
+    clients, closed loop, and the recommendation is the pool chosen there."""
+    data = _decided("tune-twice", tmp_path)
+    offered = data["offered"]
+    assert offered["connections"] == min(3, data["memory"]["max_clients"]) and offered["rate"] is None
+    assert {p["connections"] for p in data["pools"]["points"]} == {3}
+    chosen = data["params"]["max_clients"]
+    assert chosen == data["pools"]["chosen"] or data["children"]["decided_by"] == "confirmation"
+    assert data["why"][0].startswith(f"--workers {data['pools']['chosen']}: the "), data["why"]
+
+
 def test_a_cpu_bound_app_gets_fewer_children_than_the_bound(tmp_path: Path) -> None:
     data = _decided("tune-cpu", tmp_path)
     cores = data["cores"]

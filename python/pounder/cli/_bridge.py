@@ -88,9 +88,13 @@ def _click_param(use: Use) -> Any:
 
 @dataclass(frozen=True)
 class _Declared:
-    uses: tuple[Use, ...]
-    before: str | None
+    groups: tuple[tuple[tuple[Use, ...], str | None], ...]
+    """Each :func:`takes`' options and the parameter they are shown before, in the order applied."""
     build: Mapping[type, Callable[[dict[str, Any]], Any]]
+
+    @property
+    def uses(self) -> tuple[Use, ...]:
+        return tuple(use for uses, _ in self.groups for use in uses)
 
 
 Command = Callable[..., Any]
@@ -101,11 +105,13 @@ def takes(*uses: Use | type, before: str | None = None,
     """A command that offers the options declared by ``uses`` (a :class:`Use`, or a record: all
     its fields, :func:`fields_of`), shown before its parameter ``before`` (None: after its own);
     it reads them with :func:`given`. ``build``: how a record is made of its options' values
-    (default: the record's constructor, repeated options as tuples)."""
+    (default: the record's constructor, repeated options as tuples). Stacked, each shows its own
+    options before its own ``before`` (the decorator nearest the function first)."""
     listed = tuple(use for item in uses for use in ([item] if isinstance(item, Use) else fields_of(item)))
 
     def declare(command: Command) -> Command:
-        setattr(command, _ATTRIBUTE, _Declared(listed, before, dict(build or {})))
+        earlier: _Declared = getattr(command, _ATTRIBUTE, _Declared((), {}))
+        setattr(command, _ATTRIBUTE, _Declared((*earlier.groups, (listed, before)), {**earlier.build, **(build or {})}))
         return command
 
     return declare
@@ -131,10 +137,10 @@ class DeclaredOptions(TyperCommand):
         self._declared: _Declared | None = getattr(getattr(self.callback, "__wrapped__", None), _ATTRIBUTE, None)
         if self._declared is None:
             return
-        added: list[Any] = [_click_param(use) for use in self._declared.uses]
-        names = [param.name for param in self.params]
-        at = names.index(self._declared.before) if self._declared.before is not None else len(self.params)
-        self.params[at:at] = added
+        for uses, before in self._declared.groups:
+            names = [param.name for param in self.params]
+            at = names.index(before) if before is not None else len(self.params)
+            self.params[at:at] = [_click_param(use) for use in uses]
 
     def invoke(self, ctx: Any) -> Any:
         if self._declared is not None:

@@ -167,6 +167,17 @@ def whole_number(text: str, what: str, high: int) -> int:
         raise UsageError(f"invalid {what} {text!r}: expected a whole number from 1 to {high:,}") from None
 
 
+def duration_between(text: str, what: str, low: float, high: float, bounds: str) -> float:
+    """A duration from ``low`` to ``high`` seconds (``bounds``: the two as a user types them,
+    ``"100ms and 1h"``), or one line saying so."""
+    from pounder._units import parse_duration
+
+    seconds = parse_duration(text, what)
+    if not low <= seconds <= high:
+        raise UsageError(f"{what} must be between {bounds}, got {text!r}")
+    return seconds
+
+
 def json_option(panel: str, schema: str, replaces: str, more: str = "") -> Any:
     """``--json PATH`` of a command whose result has the JSON schema ``schema``; ``-`` prints it
     instead of the ``replaces`` (the report, the table); ``more``: a sentence of the command's own."""

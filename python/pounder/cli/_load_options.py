@@ -16,30 +16,32 @@ import typer
 
 from pounder._errors import UsageError
 from pounder._flags import flag
-from pounder._units import available_cpus, count_in_range
+from pounder._units import available_cpus, count_in_range, parse_pid
+from pounder.agents import make_sender
 from pounder.cli._bridge import Command, Use, takes, typer_option
 from pounder.cli._common import print_warning
-from pounder.load import LoadOptions, Progress, ProgressCallback
+from pounder.load import LoadOptions, Progress, ProgressCallback, Sender
 
 LOCAL_URL = typer.Argument(metavar="URL", help="http:// or https:// URL to request (on this machine).",
                            show_default=False)
 """The URL of a command that works on a server of this machine (syscalls, profile)."""
 
 
-def which_server(panel: str) -> tuple[Any, Any, Any]:
+def which_server(panel: str) -> tuple[Use, Use, Use]:
     """``--server-pid``, ``--server-pidfile`` and ``--server-name`` of a command that works on the
-    processes of a server of this machine (syscalls, profile)."""
-    return (load_option("server_pid", panel),
-            load_option("server_pidfile", panel, help=("A file holding the parent's pid (Apache's PidFile, gunicorn "
-                                                       "--pid, Starman --pid, php-fpm's pid).")),
-            load_option("server_name", panel, help=("Part of the process name or command line; the top-most matching "
-                                                    "process is the parent.")))  # fmt: skip
+    processes of a server of this machine (syscalls, profile), read with ``given(ctx,
+    SharedOptions).server()``."""
+    return (_use("server_pid", panel),
+            _use("server_pidfile", panel, help=("A file holding the parent's pid (Apache's PidFile, gunicorn --pid, "
+                                                "Starman --pid, php-fpm's pid).")),
+            _use("server_name", panel, help=("Part of the process name or command line; the top-most matching "
+                                             "process is the parent.")))  # fmt: skip
 
 
 @dataclass(frozen=True)
 class SharedOptions:
     """The options several commands share that are not load options: which server (its pid file, its
-    name), an access log's mix, the Ray cluster that sends the load."""
+    name), an access log's mix."""
 
     server_pid: str | None = field(default=None, metadata=flag("--server-pid", metavar="PID", help=(
         "The server's parent process.")))
@@ -60,15 +62,12 @@ class SharedOptions:
         "With --access-log or --replay: the methods replayed, default GET,HEAD (a POST replayed without the body "
         "it had is not the request the server saw; --replay sends a HAR's bodies and headers, --access-log "
         "FILE.har takes GET and HEAD only).")))
-    ray: str | None = field(default=None, metadata=flag("--ray", metavar="local|auto|HOST:PORT", help=(
-        "Send the load from agents on a Ray cluster: 'local' (one on this machine, on loopback), 'auto' (the "
-        "cluster in RAY_ADDRESS or the one this machine started) or the head's HOST:PORT. Every agent runs its "
-        "share of the same load from one start time; the results are merged exactly. pounder must be installed on "
-        "every node (pip install 'pounder\\[ray]').")))
-    agents: int | None = field(default=None, metadata=flag("--agents", metavar="N", kind=int, help=(
-        "With --ray: how many agents; default one per node (times --agents-per-node).")))
-    agents_per_node: int | None = field(default=None, metadata=flag("--agents-per-node", metavar="K", kind=int, help=(
-        "With --ray: agents allowed on one node, default 1 (all with --ray local).")))
+
+    def server(self) -> dict[str, Any]:
+        """The server named, as the library's ``server_pid``, ``server_pidfile`` and ``server_name``
+        take it (the pid checked here, naming --server-pid)."""
+        pid = None if self.server_pid is None else parse_pid(self.server_pid, "--server-pid")
+        return {"server_pid": pid, "server_pidfile": self.server_pidfile, "server_name": self.server_name}
 
 
 _FIELD = {"header": "headers", "cookie": "cookies"}  # the field of a repeatable option, as a flag names it
@@ -88,9 +87,30 @@ def load_option(name: str, panel: str, default: str = "", *, help: str | None = 
 
 
 AGENTS_PANEL = "Agents (load from many machines)"
-RAY = load_option("ray", AGENTS_PANEL)
-AGENTS = load_option("agents", AGENTS_PANEL)
-AGENTS_PER_NODE = load_option("agents_per_node", AGENTS_PANEL)
+
+
+@dataclass(frozen=True)
+class AgentFlags:
+    """``--ray``, ``--agents`` and ``--agents-per-node``: the Ray cluster that sends the load, taken
+    by ``bench``, ``compare`` and ``run`` (``takes(AgentFlags, before=...)``, ``given(ctx,
+    AgentFlags).sender()``); ``tune``'s :class:`TuneFlags` declares its own like them."""
+
+    ray: str | None = field(default=None, metadata=flag(
+        "--ray", metavar="local|auto|HOST:PORT", panel=AGENTS_PANEL, help=(
+        "Send the load from agents on a Ray cluster: 'local' (one on this machine, on loopback), 'auto' (the "
+        "cluster in RAY_ADDRESS or the one this machine started) or the head's HOST:PORT. Every agent runs its "
+        "share of the same load from one start time; the results are merged exactly. pounder must be installed on "
+        "every node (pip install 'pounder\\[ray]').")))
+    agents: int | None = field(default=None, metadata=flag("--agents", metavar="N", kind=int, panel=AGENTS_PANEL,
+                                                           help=(
+        "With --ray: how many agents; default one per node (times --agents-per-node).")))
+    agents_per_node: int | None = field(default=None, metadata=flag(
+        "--agents-per-node", metavar="K", kind=int, panel=AGENTS_PANEL, help=(
+        "With --ray: agents allowed on one node, default 1 (all with --ray local).")))
+
+    def sender(self) -> Sender:
+        """What sends the load (:func:`pounder.agents.make_sender`)."""
+        return make_sender(self.ray, self.agents, self.agents_per_node)
 
 
 def load_parameter(name: str, panel: str, default: str = "", *, help: str | None = None,  # noqa: A002

@@ -1,9 +1,9 @@
 """The options of ``pounder tune``, declared once (:class:`TuneFlags`): each field as the command line
 shows it (its flag, panel, help and default), given to the command as one record; those it shares
 with other commands (``--keepalive``, ``--throttle``, ``--allow-remote``, ``--access-log``,
-``--exclude-static``, the Ray cluster) take their flags from :class:`~pounder.LoadOptions` and
-:class:`~pounder.cli._load_options.SharedOptions`, with tune's own text where they mean the pool's
-traffic."""
+``--exclude-static``, the Ray cluster) take their flags from :class:`~pounder.LoadOptions`,
+:class:`~pounder.cli._load_options.SharedOptions` and :class:`~pounder.cli._load_options.AgentFlags`,
+with tune's own text where they mean the pool's traffic."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 from pounder._flags import Flag, flag, like
 from pounder.cli._common import ram_option, report_option
 from pounder.cli._load_options import AGENTS_PANEL as AGENTS
-from pounder.cli._load_options import SharedOptions
+from pounder.cli._load_options import AgentFlags, SharedOptions
 from pounder.load import LoadOptions
 from pounder.pool import SERVER_OPTIONS
 
@@ -133,10 +133,10 @@ class TuneFlags:
     allow_remote: bool = field(default=False, metadata=like(LoadOptions, "allow_remote", panel=SERVER, help=(
         "Allow --listen on an address outside 127.0.0.0/8: the server under test is then reachable from the "
         "network.")))
-    ray: str | None = field(default=None, metadata=like(SharedOptions, "ray", panel=AGENTS))
-    agents: int | None = field(default=None, metadata=like(SharedOptions, "agents", panel=AGENTS))
+    ray: str | None = field(default=None, metadata=like(AgentFlags, "ray", panel=AGENTS))
+    agents: int | None = field(default=None, metadata=like(AgentFlags, "agents", panel=AGENTS))
     agents_per_node: int | None = field(default=None, metadata=like(
-        SharedOptions, "agents_per_node", panel=AGENTS))
+        AgentFlags, "agents_per_node", panel=AGENTS))
     # fmt: on
 
     def given_with_resume(self) -> bool:

@@ -16,8 +16,8 @@ import typer
 from pounder import _interrupt
 from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_output
-from pounder.agents import agent_file, make_sender
-from pounder.cli._bridge import given
+from pounder.agents import agent_file
+from pounder.cli._bridge import given, takes
 from pounder.cli._common import (
     BENCH_GATES,
     check_report_path,
@@ -32,9 +32,7 @@ from pounder.cli._common import (
     write_html_report,
 )
 from pounder.cli._load_options import (
-    AGENTS,
-    AGENTS_PER_NODE,
-    RAY,
+    AgentFlags,
     expect_status_parameter,
     io_parameter,
     load_option,
@@ -160,6 +158,7 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
     *tls_parameters(),
     before="warmup",
 )  # fmt: skip
+@takes(AgentFlags, before="quiet")
 def bench_command(
     ctx: typer.Context,
     url: Annotated[Text, URL_ARG] = None,
@@ -180,9 +179,6 @@ def bench_command(
     server_name: Annotated[Text, SERVER_NAME] = None,
     server_status: Annotated[Text, SERVER_STATUS] = None,
     sample_interval: Annotated[Text, SAMPLE_INTERVAL] = None,
-    ray: Annotated[Text, RAY] = None,
-    agents: Annotated[int | None, AGENTS] = None,
-    agents_per_node: Annotated[int | None, AGENTS_PER_NODE] = None,
     quiet: Annotated[bool, QUIET] = False,
     report: Annotated[Text, REPORT] = None,
     fail_if: Annotated[list[str] | None, FAIL_IF] = None,
@@ -208,7 +204,7 @@ def bench_command(
                 url, url_file=url_file, **from_log, order=order, warmup=warmup, unix_socket=unix_socket,
                 tsv_path=tsv_path, hdr_log_path=hdr_log, options=load, server_pid=server_pid,
                 server_pidfile=server_pidfile, server_name=server_name, server_status=server_status,
-                sample_interval=sample_interval, sender=make_sender(ray, agents, agents_per_node),
+                sample_interval=sample_interval, sender=given(ctx, AgentFlags).sender(),
                 on_progress=threads_warning(load, on_progress), gates=fail_if or None,
             )  # fmt: skip
         except OutputWriteError as error:  # the figures are whole: shown, then the one line

@@ -18,8 +18,7 @@ from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_output
 from pounder._matplotlib import require_matplotlib
 from pounder._units import parse_count
-from pounder.agents import make_sender
-from pounder.cli._bridge import given
+from pounder.cli._bridge import given, takes
 from pounder.cli._common import (
     COMPARE_GATES,
     check_report_path,
@@ -33,9 +32,7 @@ from pounder.cli._common import (
     write_html_report,
 )
 from pounder.cli._load_options import (
-    AGENTS,
-    AGENTS_PER_NODE,
-    RAY,
+    AgentFlags,
     expect_status_parameter,
     io_parameter,
     load_option,
@@ -231,6 +228,7 @@ def _check_chart(path: str | None) -> str | None:
     *tls_parameters(),
     before="server_pid",
 )
+@takes(AgentFlags, before="json_path")
 def compare_command(
     ctx: typer.Context,
     urls: Annotated[list[str], URLS],
@@ -243,9 +241,6 @@ def compare_command(
     server_pid: Annotated[int | None, SERVER_PID] = None,
     server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
     server_name: Annotated[Text, SERVER_NAME] = None,
-    ray: Annotated[Text, RAY] = None,
-    agents: Annotated[int | None, AGENTS] = None,
-    agents_per_node: Annotated[int | None, AGENTS_PER_NODE] = None,
     json_path: Annotated[Text, JSON] = None,
     chart_path: Annotated[Text, CHART] = None,
     quiet: Annotated[bool, QUIET] = False,
@@ -271,7 +266,7 @@ def compare_command(
             trials=count, warmup=not no_warmup, baseline=baseline, min_effect=effect,
             results=None if json_out in (None, "-") else json_out, on_trial=on_trial,
             on_progress=threads_warning(load, on_progress),
-            options=load, sender=make_sender(ray, agents, agents_per_node), gates=fail_if or None,
+            options=load, sender=given(ctx, AgentFlags).sender(), gates=fail_if or None,
         )  # fmt: skip
     with _interrupt.deferred():  # a signal now waits until every output is whole
         _emit(result, json_out, chart_out, quiet)

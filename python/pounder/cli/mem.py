@@ -16,9 +16,9 @@ import typer
 
 from pounder._errors import PounderError, UsageError
 from pounder._files import STDOUT, check_distinct, check_output_path, write_output, write_outputs
-from pounder._units import parse_duration, parse_pid
-from pounder.cli._common import json_option, option, ram_option, whole_number
+from pounder.cli._common import duration_between, json_option, option, ram_option, whole_number
 from pounder.cli._load_options import load_option
+from pounder.cli._which import named_server
 from pounder.procs import (
     MEM_OPTIONS,
     SERVER_OPTIONS,
@@ -26,8 +26,6 @@ from pounder.procs import (
     NoChildrenError,
     PoolSnapshot,
     ServerTarget,
-    check_server,
-    find_server,
     max_clients,
     render_mem,
     snapshot,
@@ -76,31 +74,6 @@ WATCH = option("--watch", panel=_OUT, metavar="TIME", help=(
     "Refresh every TIME (2s, 500ms) until Ctrl-C; in place on a terminal, one table after the other otherwise."))
 COUNT = option("--count", panel=_OUT, metavar="N", help="With --watch: stop after N refreshes.")
 # fmt: on
-
-
-def _watch(text: str) -> float:
-    interval = parse_duration(text, "--watch")
-    if not 0.05 <= interval <= 86400:
-        raise UsageError(f"--watch must be between 50ms and 24h, got {text!r}")
-    return interval
-
-
-def _target(given: dict[str, Text]) -> ServerTarget:
-    """The server named by exactly one of the options ``given`` (flag: value; --server-* or
-    the old spellings)."""
-    named = [flag for flag, value in given.items() if value is not None]
-    if len(named) != 1:
-        got = f" (got {' and '.join(named)})" if named else ""
-        raise UsageError(f"give exactly one of --server-pid, --server-pidfile and --server-name{got}")
-    flag = named[0]
-    value = given[flag]
-    assert value is not None
-    options = SERVER_OPTIONS if flag in SERVER_OPTIONS else MEM_OPTIONS  # messages name the flag typed
-    if flag == options[0]:
-        return check_server(find_server(pid=parse_pid(value, flag), options=options))
-    if flag == options[1]:
-        return check_server(find_server(pidfile=value, options=options))
-    return check_server(find_server(name=value, options=options))
 
 
 def _measure(target: ServerTarget, ram: RamBudget | None) -> tuple[PoolSnapshot, MaxClients | None, str | None]:
@@ -204,7 +177,7 @@ def mem_command(
 ) -> None:
     """Show a server's memory per process (help: MEM_HELP)."""
     ram_bytes = None if ram is None else parse_ram_budget(ram)  # a cgroup's limit read once
-    interval = None if watch is None else _watch(watch)
+    interval = None if watch is None else duration_between(watch, "--watch", 0.05, 86400, "50ms and 24h")
     refreshes = None if count is None else whole_number(count, "--count", _MAX_COUNT)
     if refreshes is not None and interval is None:
         raise UsageError("--count needs --watch")
@@ -213,7 +186,7 @@ def mem_command(
         raise UsageError("--json - cannot be combined with --watch (give a file: it is rewritten at every refresh)")
     check_distinct([("--json", json_out)], [("--server-pidfile", server_pidfile), ("--pidfile", old_pidfile)])
     given = (server_pid, server_pidfile, server_name, old_pid, old_pidfile, old_name)
-    target = _target(dict(zip((*SERVER_OPTIONS, *MEM_OPTIONS), given, strict=True)))
+    target = named_server(dict(zip((*SERVER_OPTIONS, *MEM_OPTIONS), given, strict=True)))
     if interval is None:
         report = _Report(target, ram_bytes, None)
         try:  # a --json that cannot be written leaves the figures shown: exit 1

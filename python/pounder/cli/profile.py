@@ -18,11 +18,11 @@ import typer
 from pounder import _interrupt
 from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_outputs
-from pounder._units import parse_pid
 from pounder.cli._bridge import given
 from pounder.cli._common import interrupted, json_option, option, print_warning, whole_number
 from pounder.cli._load_options import (
     LOCAL_URL,
+    SharedOptions,
     expect_status_parameter,
     io_parameter,
     load_parameter,
@@ -86,7 +86,6 @@ Text = str | None
 
 # fmt: off
 URL_ARG = LOCAL_URL
-SERVER_PID, SERVER_PIDFILE, SERVER_NAME = which_server(_WHICH)
 BEHIND_PROXY = typer.Option("--behind-proxy", rich_help_panel=_WHICH, help=(
     "The server is a backend the URL reaches through a proxy (php-fpm behind nginx): it need not listen on the "
     "URL's port itself."))
@@ -141,6 +140,7 @@ def _write(result: ProfileResult, json_out: str | None, flame_out: str | None, r
 
 
 @takes_load_options(
+    *which_server(_WHICH),
     load_parameter("connections", _LOAD),
     load_parameter("requests", _LOAD, "A trial's requests."),
     load_parameter("duration", _LOAD, "A trial's length; default 3s when neither -n nor -d is given."),
@@ -157,9 +157,6 @@ def _write(result: ProfileResult, json_out: str | None, flame_out: str | None, r
 def profile_command(
     ctx: typer.Context,
     url: Annotated[str, URL_ARG],
-    server_pid: Annotated[Text, SERVER_PID] = None,
-    server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
-    server_name: Annotated[Text, SERVER_NAME] = None,
     *,
     behind_proxy: Annotated[bool, BEHIND_PROXY] = False,
     profiler: Annotated[str, PROFILER] = "auto",
@@ -174,24 +171,23 @@ def profile_command(
     per_child: Annotated[bool, PER_CHILD] = False,
 ) -> None:
     """Profile a server's children under load (help: PROFILE_HELP)."""
-    load = given(ctx, LoadOptions)
+    load, which = given(ctx, LoadOptions), given(ctx, SharedOptions)
     json_out = check_output_path(json_path, "--json", "JSON")
     flame_out = check_output_path(flamegraph, "--flamegraph", "SVG")
     if flame_out == "-":
         raise UsageError("--flamegraph needs a file, not '-'")
     check_distinct([("--json", json_out), ("--flamegraph", flame_out)],
-                   [("--server-pidfile", server_pidfile), *load.input_files()])  # fmt: skip
+                   [("--server-pidfile", which.server_pidfile), *load.input_files()])  # fmt: skip
     rows = DEFAULT_TOP if top is None else whole_number(top, "--top", _MAX_TOP)
     rate = None if sample_rate is None else whole_number(sample_rate, "--sample-rate", _MAX_SAMPLE_RATE)
     whole_number(rounds, "--rounds", MAX_ROUNDS)
-    pid = None if server_pid is None else parse_pid(server_pid, "--server-pid")
+    server = which.server()
     server_exited: ServerExitedError | None = None
     with live_progress(enabled=sys.stderr.isatty()) as on_progress, _before_sampling():
         try:
-            result = profile(url, server_pid=pid, server_pidfile=server_pidfile, server_name=server_name,
-                             profiler=profiler, rounds=rounds, warmup=warmup, rate=rate, native=native, workdir=keep,
-                             behind_proxy=behind_proxy,
-                             on_progress=on_progress, on_trial=_trial_line, options=load)  # fmt: skip
+            result = profile(url, **server, profiler=profiler, rounds=rounds, warmup=warmup, rate=rate, native=native,
+                             workdir=keep, behind_proxy=behind_proxy, on_progress=on_progress, on_trial=_trial_line,
+                             options=load)  # fmt: skip
         except ServerExitedError as error:  # what was measured is written, as after a signal
             server_exited, result = error, error.result
     with _interrupt.deferred():  # a signal now waits until the outputs are whole

@@ -13,8 +13,7 @@ import typer
 from pounder import _interrupt
 from pounder._errors import PounderError
 from pounder._files import check_distinct
-from pounder.agents import make_sender
-from pounder.cli._bridge import given
+from pounder.cli._bridge import given, takes
 from pounder.cli._common import (
     COMPARE_GATES,
     check_report_path,
@@ -26,7 +25,7 @@ from pounder.cli._common import (
     report_option,
     write_html_report,
 )
-from pounder.cli._load_options import AGENTS, AGENTS_PER_NODE, RAY, takes_load_options, tls_parameters
+from pounder.cli._load_options import AgentFlags, takes_load_options, tls_parameters
 from pounder.compare import parse_compare_gates
 from pounder.experiment import load_experiment, run_experiment
 from pounder.load import LoadOptions
@@ -61,20 +60,18 @@ FAIL_IF = fail_if_option("Output", COMPARE_GATES, (
 
 
 @takes_load_options(*tls_parameters())
+@takes(AgentFlags, before="fail_if")
 def run_command(
     ctx: typer.Context,
     experiment: Annotated[str, EXPERIMENT],
     results: Annotated[str | None, RESULTS] = None,
     quick: Annotated[bool, QUICK] = False,
     report: Annotated[str | None, REPORT] = None,
-    ray: Annotated[str | None, RAY] = None,
-    agents: Annotated[int | None, AGENTS] = None,
-    agents_per_node: Annotated[int | None, AGENTS_PER_NODE] = None,
     fail_if: Annotated[list[str] | None, FAIL_IF] = None,
 ) -> None:
     load = given(ctx, LoadOptions)
     gates = parse_compare_gates(fail_if)  # before anything is started
-    sender = make_sender(ray, agents, agents_per_node)
+    sender = given(ctx, AgentFlags).sender()
     exp = load_experiment(experiment)
     exp = dataclasses.replace(exp, tls=exp.tls.over(load))  # the flags over the file's [tls]
     where = results if results is not None else f"pounder-run-{exp.path.stem}-{datetime.now():%Y%m%d-%H%M%S}"

@@ -16,11 +16,11 @@ import typer
 
 from pounder import _interrupt
 from pounder._files import check_distinct, check_output_path, write_outputs
-from pounder._units import parse_pid
 from pounder.cli._bridge import given
 from pounder.cli._common import interrupted, json_option, option, whole_number
 from pounder.cli._load_options import (
     LOCAL_URL,
+    SharedOptions,
     expect_status_parameter,
     io_parameter,
     load_parameter,
@@ -71,7 +71,6 @@ Text = str | None
 
 # fmt: off
 URL_ARG = LOCAL_URL
-SERVER_PID, SERVER_PIDFILE, SERVER_NAME = which_server(_WHICH)
 WARMUP = option("--warmup", panel=_LOAD, metavar="N", help=(
     f"Requests sent before strace attaches, not traced (default {DEFAULT_WARMUP}; 0 for none)."))
 JSON = json_option(_OUT, "pounder/syscalls/1", "tables")
@@ -86,6 +85,7 @@ def _json_text(report: SyscallReport) -> str:
 
 
 @takes_load_options(
+    *which_server(_WHICH),
     load_parameter("requests", _LOAD, value=str(DEFAULT_REQUESTS), help=(
         f"Requests to trace (default {DEFAULT_REQUESTS:,}; at most 100k: strace writes a few kB per request).")),
     load_parameter("connections", _LOAD, value=str(DEFAULT_CONNECTIONS), help=(
@@ -103,9 +103,6 @@ def _json_text(report: SyscallReport) -> str:
 def syscalls_command(
     ctx: typer.Context,
     url: Annotated[str, URL_ARG],
-    server_pid: Annotated[Text, SERVER_PID] = None,
-    server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
-    server_name: Annotated[Text, SERVER_NAME] = None,
     *,
     warmup: Annotated[str, WARMUP] = str(DEFAULT_WARMUP),
     json_path: Annotated[Text, JSON] = None,
@@ -113,15 +110,16 @@ def syscalls_command(
     log: Annotated[Text, LOG] = None,
 ) -> None:
     """Count a server's system calls per request (help: SYSCALLS_HELP)."""
-    load = given(ctx, LoadOptions)
+    load, which = given(ctx, LoadOptions), given(ctx, SharedOptions)
     json_out = check_output_path(json_path, "--json", "JSON")
-    check_distinct([("--json", json_out), ("--log", log)], [("--server-pidfile", server_pidfile), *load.input_files()])
+    check_distinct([("--json", json_out), ("--log", log)],
+                   [("--server-pidfile", which.server_pidfile), *load.input_files()])  # fmt: skip
     rows = None if top is None else whole_number(top, "--top", _MAX_TOP)
-    pid = None if server_pid is None else parse_pid(server_pid, "--server-pid")
+    server = which.server()
     try:
         with live_progress(enabled=sys.stderr.isatty()) as on_progress:
             report = trace_syscalls(
-                url, server_pid=pid, server_pidfile=server_pidfile, server_name=server_name, warmup=warmup,
+                url, **server, warmup=warmup,
                 log_path=log, on_progress=on_progress, options=load,
             )  # fmt: skip
     except KeyboardInterrupt:  # strace is stopped and detached by now

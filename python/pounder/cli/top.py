@@ -20,9 +20,9 @@ import typer
 
 from pounder._errors import PounderError, UsageError
 from pounder._files import STDOUT, check_distinct, check_output_path, write_output, write_outputs
-from pounder._units import parse_duration, parse_pid
-from pounder.cli._common import interrupted, json_option, option
-from pounder.procs import MEM_OPTIONS, SERVER_OPTIONS, ServerTarget, check_server, find_server
+from pounder.cli._common import duration_between, interrupted, json_option, option
+from pounder.cli._which import named_server
+from pounder.procs import MEM_OPTIONS, SERVER_OPTIONS, find_server
 from pounder.top import Top, TopView, check_status_url, compact_line, render_top
 
 if TYPE_CHECKING:
@@ -70,28 +70,6 @@ ONCE = option("--once", panel=_VIEW, help=(
     "Show one view and exit (CPU % and requests per second over one --interval)."))
 JSON = json_option(_VIEW, "pounder/top/1", "table", "Without --once, the file is rewritten at every refresh.")
 # fmt: on
-
-
-def _interval(text: str) -> float:
-    interval = parse_duration(text, "--interval")
-    if not 0.1 <= interval <= 3600:
-        raise UsageError(f"--interval must be between 100ms and 1h, got {text!r}")
-    return interval
-
-
-def _target(given: dict[str, Text]) -> ServerTarget:
-    named = [flag for flag, value in given.items() if value is not None]
-    if len(named) != 1:
-        got = f" (got {' and '.join(named)})" if named else ""
-        raise UsageError(f"give exactly one of --pid, --pidfile and --name{got}")
-    flag, value = named[0], given[named[0]]
-    assert value is not None
-    options = SERVER_OPTIONS if flag in SERVER_OPTIONS else MEM_OPTIONS
-    if flag == options[0]:
-        return check_server(find_server(pid=parse_pid(value, flag), options=options))
-    if flag == options[1]:
-        return check_server(find_server(pidfile=value, options=options))
-    return check_server(find_server(name=value, options=options))
 
 
 def _styled(view: TopView, height: int) -> RichText:
@@ -182,14 +160,14 @@ def top_command(
     server_name: Annotated[Text, HIDDEN_NAME] = None,
 ) -> None:
     """Show a server's children live (help: TOP_HELP)."""
-    seconds = _interval(interval)
+    seconds = duration_between(interval, "--interval", 0.1, 3600, "100ms and 1h")
     json_out = check_output_path(json_path, "--json", "JSON")
     if json_out == STDOUT and not once:
         raise UsageError("--json - needs --once (give a file to have it rewritten at every refresh)")
     check_distinct([("--json", json_out)], [("--pidfile", pidfile), ("--server-pidfile", server_pidfile)])
     status_url = None if status is None else check_status_url(status)
     given = (pid, pidfile, name, server_pid, server_pidfile, server_name)
-    target = _target(dict(zip((*MEM_OPTIONS, *SERVER_OPTIONS), given, strict=True)))
+    target = named_server(dict(zip((*MEM_OPTIONS, *SERVER_OPTIONS), given, strict=True)))
     if not target.children:
         parent = _parent(target.pid)
         raise UsageError(f"process {target.pid} ({target.name}) has no children: name the parent of a pre-forking "

@@ -10,6 +10,7 @@ from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from pounder._errors import public
+from pounder._records import Record
 from pounder._stats import (
     CONFIDENCE,
     MIN_EFFECT,
@@ -182,7 +183,7 @@ class CompareOptions:
 
 @public
 @dataclass(frozen=True)
-class VariantSummary:
+class VariantSummary(Record):
     """One variant over its counted trials: medians with their bootstrap intervals (None without
     a counted trial; server CPU only with a pid) and the request counts summed."""
 
@@ -199,13 +200,10 @@ class VariantSummary:
     p99_us: Estimate | None
     server_cpu_us_per_request: Estimate | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @public
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(Record):
     """A variant against the baseline: requests/s and p99 latency ratios (variant / baseline) with
     their intervals and verdicts. ``by`` names the one that gives the headline ``verdict``:
     requests/s in closed loop, p99 latency in open loop (where the rate is fixed by the schedule)."""
@@ -216,9 +214,6 @@ class Comparison:
     verdict: Verdict
     requests_per_s: RatioEstimate
     p99_us: RatioEstimate
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @public

@@ -20,10 +20,10 @@ size measurement).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from pounder._errors import PounderError, UsageError, check_instance, check_type, public
+from pounder._records import Record
 from pounder.procs._read import mem_available
 from pounder.procs._snapshot import PoolSnapshot
 from pounder.servers import RamBudget, parse_ram_budget
@@ -93,7 +93,7 @@ def default_ram_budget(snapshot: PoolSnapshot) -> tuple[int, int]:
 
 @public
 @dataclass(frozen=True)
-class MaxClients:
+class MaxClients(Record):
     """The MaxClients computation with every input (bytes).
 
     * ``ram``: the budget; ``ram_source`` says where it came from ("given", a cgroup's memory
@@ -116,9 +116,6 @@ class MaxClients:
     children: int
     max_clients: int
     max_clients_no_sharing: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @public

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +49,6 @@ def _proc(value: object, key: str) -> ProcMem:
     return _READ.record(ProcMem, value, key, role=_READ.choice(*ROLES))  # type: ignore[no-any-return]
 
 
-def _epoch(text: str) -> float:
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise MalformedMemError(f"'taken_at' is not a UTC time: {text!r}") from None
-
-
 @public
 def mem_from_dict(data: Mapping[str, Any]) -> MemResult:
     """Read a decoded ``pounder/mem/2`` (or ``/1``) document; :class:`MalformedMemError` names the key."""
@@ -74,8 +66,8 @@ def mem_from_dict(data: Mapping[str, Any]) -> MemResult:
     stored = _READ.get(doc, "max_clients")
     limit = None if stored is None else _READ.record(MaxClients, stored, "max_clients", mem_available=_READ.nullable(
         _READ.as_int))
-    snapshot = PoolSnapshot(_READ.as_int(_READ.get(target, "pid"), "target.pid"), _epoch(taken_at), processes,
-                            skipped, own_excluded=own_excluded)
+    snapshot = PoolSnapshot(_READ.as_int(_READ.get(target, "pid"), "target.pid"), _READ.utc_time(taken_at, "taken_at"),
+                            processes, skipped, own_excluded=own_excluded)
     found_by = _READ.nullable(_READ.as_str)(target.get("found_by"), "target.found_by")
     totals = snapshot.totals  # the command's rule on the sizes measured: a MaxClients from no child is none
     why = why_no_max_clients(totals.children, totals.max_child_uss, totals.max_child_rss)

@@ -26,12 +26,13 @@ from __future__ import annotations
 import errno
 import os
 import time
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 import psutil
 
 from pounder._errors import PounderError, public
+from pounder._records import Record
 from pounder.procs._own import OwnPages
 
 Role = Literal["parent", "child", "grandchild"]
@@ -159,7 +160,7 @@ def read_statm(pid: int) -> Statm:
 
 @public
 @dataclass(frozen=True)
-class ProcMem:
+class ProcMem(Record):
     """One process at one instant. Sizes in bytes, times in seconds.
 
     ``shared`` = Shared_Clean + Shared_Dirty and ``private`` (the USS) = Private_Clean +
@@ -192,9 +193,6 @@ class ProcMem:
     def cpu_s(self) -> float:
         """User + system CPU time of the process itself."""
         return self.cpu_user_s + self.cpu_system_s
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from pathlib import Path
 from pounder._errors import PounderError, UsageError
 from pounder.load import load_engine
 from pounder.procs import ServerTarget, discover
-from pounder.profile._profiler import Profiler, Sampled, read_log
-from pounder.servers import die_with_parent_hook, interrupt_then_kill
+from pounder.profile._profiler import Sampled, Sampler, read_log
+from pounder.servers import die_with_parent_hook
 
 DEFAULT_FREQUENCY = 99
 """Samples per second per process (odd, so as not to run in step with timers)."""
@@ -30,7 +30,6 @@ INSTALL_PERF = "apt-get install linux-perf; on Ubuntu linux-tools-generic, on Fe
 SCRIPT_FIELDS = "comm,pid,tid,time,event,ip,sym,dso"
 """``perf script``'s fields: no period, so that a sample weighs 1 whatever the event's period."""
 _READY_TIMEOUT_S = 20.0
-_STOP_TIMEOUT_S = 30.0
 _CHECK_TIMEOUT_S = 30.0
 _SCRIPT_TIMEOUT_S = 600.0
 _ATTACH_TRIES = 3
@@ -73,7 +72,7 @@ def _permission_advice() -> str:
             "in a container perf also needs the PERFMON (or SYS_ADMIN) capability")  # fmt: skip
 
 
-class Perf(Profiler):
+class Perf(Sampler):
     """``perf record -g`` attached to every process of a server's pool, one recording per window."""
 
     name = "perf"
@@ -200,11 +199,9 @@ class Perf(Profiler):
         return said
 
     def pause(self) -> None:
-        proc = self._proc
+        proc = self._stopped()  # perf writes its recording and exits
         if proc is None:
             return
-        _stop(proc)
-        self._proc = None
         self._close_fds()
         if proc.returncode not in (0, 130, 143, -signal.SIGINT, -signal.SIGTERM):
             said = _first_error(read_log(self._log)) if self._log is not None else "no message"
@@ -238,9 +235,7 @@ class Perf(Profiler):
         return done.stdout.decode("utf-8", errors="replace")
 
     def close(self) -> None:
-        if self._proc is not None:
-            _stop(self._proc)
-            self._proc = None
+        self._stopped()
         self._close_fds()
 
     def _close_fds(self) -> None:
@@ -272,8 +267,3 @@ def _max_rate() -> int:
         return int(MAX_RATE.read_text().strip())
     except (OSError, ValueError):
         return 100_000
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGINT (perf writes its recording and exits), SIGKILL if it does not within 30 s."""
-    interrupt_then_kill(proc, _STOP_TIMEOUT_S)

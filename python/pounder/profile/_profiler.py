@@ -12,9 +12,14 @@ left running.
 from __future__ import annotations
 
 import abc
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pounder.servers import interrupt_then_kill
+
+STOP_TIMEOUT_S = 30.0
+"""How long a sampler has to write what it sampled and exit after SIGINT before it is killed."""
 UNITS = ("samples", "ns")
 """A stack's weight: the samples that saw it (py-spy, perf), or the nanoseconds spent in its leaf (NYTProf)."""
 
@@ -72,6 +77,21 @@ class Profiler(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Stop whatever this profiler still runs (idempotent; called in every case, Ctrl-C too)."""
+
+
+class Sampler(Profiler):
+    """A profiler that runs a sampling process of its own for each window (py-spy, perf)."""
+
+    _proc: subprocess.Popen[bytes] | None = None
+
+    def _stopped(self) -> subprocess.Popen[bytes] | None:
+        """The window's sampling process, stopped (SIGINT: it writes what it sampled and exits;
+        SIGKILL if it does not within :data:`STOP_TIMEOUT_S`); None when none runs."""
+        proc = self._proc
+        if proc is not None:
+            interrupt_then_kill(proc, STOP_TIMEOUT_S)
+            self._proc = None
+        return proc
 
 
 def read_log(path: Path) -> str:

@@ -18,15 +18,14 @@ from pathlib import Path
 
 from pounder._errors import PounderError, UsageError
 from pounder.procs import ServerTarget
-from pounder.profile._profiler import Profiler, Sampled, read_log
-from pounder.servers import die_with_parent_hook, interrupt_then_kill
+from pounder.profile._profiler import Sampled, Sampler, read_log
+from pounder.servers import die_with_parent_hook
 
 DEFAULT_RATE = 100
 """Samples per second per process (py-spy's default)."""
 MAX_RATE = 1000
 _READY = "Sampling process"
 _READY_TIMEOUT_S = 15.0
-_STOP_TIMEOUT_S = 30.0
 _CHECK_TIMEOUT_S = 20.0
 _PROCESS = re.compile(r'process (\d+):".*?"(?:;|$)')
 
@@ -59,7 +58,7 @@ def parse_raw(text: str, parent: int) -> dict[tuple[int, str], int]:
     return stacks
 
 
-class PySpy(Profiler):
+class PySpy(Sampler):
     """py-spy attached to a Python server's parent, its children followed."""
 
     name = "py-spy"
@@ -126,11 +125,9 @@ class PySpy(Profiler):
             time.sleep(0.02)
 
     def pause(self) -> None:
-        proc = self._proc
+        proc = self._stopped()  # py-spy writes what it sampled and exits
         if proc is None:
             return
-        _stop(proc)
-        self._proc = None
         if proc.returncode not in (0, -signal.SIGINT, 130) and self._stderr is not None:
             raise PounderError(f"py-spy ended with status {proc.returncode}: {_first_error(read_log(self._stderr))}")
 
@@ -144,14 +141,7 @@ class PySpy(Profiler):
         return Sampled(stacks=stacks, unit=self.unit, pids=tuple(sorted({pid for pid, _ in stacks})), notes=notes)
 
     def close(self) -> None:
-        if self._proc is not None:
-            _stop(self._proc)
-            self._proc = None
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGINT (py-spy writes what it sampled and exits), SIGKILL if it does not within 30 s."""
-    interrupt_then_kill(proc, _STOP_TIMEOUT_S)
+        self._stopped()
 
 
 

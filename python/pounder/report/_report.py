@@ -11,7 +11,7 @@ results directory (with ``tune.json``, or its ``recommendation.json``), an exper
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,6 +29,15 @@ from pounder.results import SCHEMA as BENCH_SCHEMA
 from pounder.results import BenchResult, MalformedResultError
 from pounder.syscalls import SYSCALLS_SCHEMA, MalformedSyscallsError, syscalls_from_dict
 from pounder.top import TOP_SCHEMA, MalformedTopError, top_from_dict
+
+_READERS: tuple[tuple[Sequence[str], str, Callable[[Mapping[str, Any]], Any], type[PounderError]], ...] = (
+    (BENCH_SCHEMAS, "bench", BenchResult.from_dict, MalformedResultError),
+    (MEM_READ_SCHEMAS, "mem", mem_from_dict, MalformedMemError),
+    ((PROFILE_SCHEMA,), "profile", profile_from_dict, MalformedProfileError),
+    ((TOP_SCHEMA,), "top", top_from_dict, MalformedTopError),
+    ((SYSCALLS_SCHEMA,), "syscalls", syscalls_from_dict, MalformedSyscallsError),
+)
+"""The result files read into records, each by its schemas: (schemas, kind, reader, the reader's error)."""
 
 
 def _kind(path: Path) -> tuple[str, Any]:
@@ -57,33 +66,14 @@ def _kind(path: Path) -> tuple[str, Any]:
     except (ValueError, UnicodeDecodeError):
         raise UsageError(f"{path} is not a pounder JSON result (not JSON)") from None
     schema = data.get("schema") if isinstance(data, dict) else None
-    if schema in BENCH_SCHEMAS:
-        try:
-            return "bench", BenchResult.from_dict(data)
-        except MalformedResultError as error:
-            raise UsageError(f"{path}: {error}") from None
     if schema == COMPARE_SCHEMA:
         return "compare", data
-    if schema in MEM_READ_SCHEMAS:
-        try:
-            return "mem", mem_from_dict(data)
-        except MalformedMemError as error:
-            raise UsageError(f"{path}: {error}") from None
-    if schema == PROFILE_SCHEMA:
-        try:
-            return "profile", profile_from_dict(data)
-        except MalformedProfileError as error:
-            raise UsageError(f"{path}: {error}") from None
-    if schema == TOP_SCHEMA:
-        try:
-            return "top", top_from_dict(data)
-        except MalformedTopError as error:
-            raise UsageError(f"{path}: {error}") from None
-    if schema == SYSCALLS_SCHEMA:
-        try:
-            return "syscalls", syscalls_from_dict(data)
-        except MalformedSyscallsError as error:
-            raise UsageError(f"{path}: {error}") from None
+    for schemas, kind, read, malformed in _READERS:
+        if schema in schemas:
+            try:
+                return kind, read(data)
+            except malformed as error:
+                raise UsageError(f"{path}: {error}") from None
     raise UsageError(f"{path} is not a result pounder can report on (schema {shown(schema)}; expected "
                      f"{BENCH_SCHEMA}, {COMPARE_SCHEMA}, {MEM_SCHEMA}, {PROFILE_SCHEMA}, {TOP_SCHEMA}, "
                      f"{SYSCALLS_SCHEMA}, or a tune or experiment results directory)")

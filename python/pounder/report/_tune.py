@@ -41,7 +41,8 @@ from pounder._figures import BURST_FACTOR
 from pounder._pod_line import pod_line
 from pounder._records import decode_json
 from pounder._tune_point import MalformedTuneError, TunePoint
-from pounder._units import children_text, mib
+from pounder._tune_run import Confirmation, OfferedLoad, Target, target_text
+from pounder._units import mib
 from pounder.pool import (
     ADAPTERS,
     OLD_TUNE_SCHEMAS,
@@ -54,7 +55,7 @@ from pounder.pool import (
 from pounder.profile import load_profile
 from pounder.report._html import ReportError, Section, bullets, check_numbers, details, esc, paragraph, pre, table
 from pounder.report._profile import profile_sections
-from pounder.report._tune_pools import mrpc_section, offered_short, offered_text, pools_section, spare_section
+from pounder.report._tune_pools import mrpc_section, pools_section, spare_section
 from pounder.report._tune_steps import children_section, memory_section, sizes_section
 
 PARAMS = ("max_clients", "max_requests", "start_servers", "min_spare", "max_spare")
@@ -122,15 +123,15 @@ class TuneRun:
         if self.result is not None:
             self.old = self.result.get("schema") in _OLD_RESULTS
             check_numbers(self.result, "tune-result", self.store.result_path)
-        self.confirmation: Mapping[str, Any] | None = None
-        self.target: Mapping[str, Any] | None = None
+        self.confirmation: Confirmation | None = None
+        self.target: Target | None = None
         self.options: Mapping[str, Any] = self.manifest.get("options") or {}
         adapter = self.manifest.get("adapter") or {}
         result = self.result or {}
         self.kind = str((result.get("server") or adapter).get("kind", "the server"))
         self.names: Mapping[str, str] = result.get("names") or _NAMES.get(self.kind) or {k: "-" for k in _GENERIC}
         self.described = str(result.get("described") or _describe(adapter) or self.kind)
-        self.offered: Mapping[str, Any] | None = None
+        self.offered: OfferedLoad | None = None
         self.pools: Mapping[str, Any] | None = None
         self.spare_choice: Mapping[str, Any] | None = None
         self.why: list[str] | None = None
@@ -142,8 +143,14 @@ class TuneRun:
         self._read_points(self.store.result_path if self.result is not None else self.store.summary_path)
 
     def _read_points(self, path: Path) -> None:
-        """The points' figures as typed records, read once for every table and chart of the page."""
+        """The points' figures and the confirmation as typed records, read once for every table and
+        chart of the page."""
         try:
+            result = self.result or {}
+            self.confirmation = None if result.get("confirmation") is None else Confirmation.from_dict(
+                result["confirmation"])
+            self.target = None if result.get("target") is None else Target.from_dict(result["target"])
+            self.offered = None if result.get("offered") is None else OfferedLoad.from_dict(result["offered"])
             self.sweep_points = [TunePoint.from_dict(p, f"sweep[{i}]") for i, p in enumerate(self.sweep)]
             self.mrpc_points = [TunePoint.from_dict(p, f"mrpc[{i}]") for i, p in enumerate(self.mrpc)]
             pools = [] if self.pools is None else self.pools["points"]
@@ -164,9 +171,6 @@ class TuneRun:
         self.max_requests: Mapping[str, Any] | None = result["max_requests"]
         self.leak: bool | None = None if self.max_requests is None else self.max_requests.get("leak")
         self.spare: list[dict[str, Any]] = [self._with_series(dict(p)) for p in result.get("spare") or []]
-        self.confirmation = result.get("confirmation")
-        self.target = result.get("target")
-        self.offered = result.get("offered")
         self.pools = result.get("pools")
         self.spare_choice = result.get("spare_choice")
         why = result.get("why")
@@ -282,7 +286,7 @@ def _top(run: TuneRun) -> Section:
     if run.target is not None:
         section.add(paragraph(f"target: {_target_text(run)}"))
     if run.offered is not None:
-        section.add(paragraph(f"offered load: {offered_text(run.offered)}; the candidate pools, MaxRequestsPerChild "
+        section.add(paragraph(f"offered load: {run.offered.text()}; the candidate pools, MaxRequestsPerChild "
                               "and the confirmation are measured at it"))
     if result.get("workload"):
         section.add(paragraph(f"traffic: {result['workload']}"))
@@ -360,48 +364,19 @@ def _why(run: TuneRun) -> list[str]:
 
 def _target_text(run: TuneRun) -> str:
     """The target as the text report states it."""
-    target, options = run.target or {}, run.options
-    parts = []
-    if target.get("clients") is not None:
-        parts.append(f"{target['clients']} concurrent clients (--clients)")
-    if target.get("peak_rate") is not None:
-        parts.append(f"{float(target['peak_rate']):,.6g} req/s at the peak ({target.get('source', '--peak-rate')})")
-    if target.get("p99_s") is not None:
-        parts.append(f"p99 at most {float(target['p99_s']) * 1000:,.1f} ms")
-    offered = (run.result or {}).get("offered")
-    if not parts and run.at_offered_load and offered:
-        parts.append(f"none given (no --clients, --peak-rate or access log): the pools are compared at "
-                     f"{offered_short(offered)}, as many clients as the pool may have children")
-    elif not parts and run.at_offered_load:
-        parts.append("none given (no --clients, --peak-rate or access log)")
-    elif not parts:
-        parts.append("none given (no --clients, --peak-rate or access log): the pool is sized by memory")
-    if target.get("proxy") is False:
-        parts.append("no buffering proxy in front (--no-proxy)")
-    if options.get("trials") is not None:
-        parts.append(f"{options['trials']} interleaved trials per point")
-    return "; ".join(parts)
+    return target_text(run.target or Target(), run.offered, compared=run.at_offered_load,
+                       trials=run.options.get("trials"))
 
 
-def _confirmation(confirmation: Mapping[str, Any] | None) -> str:
+def _confirmation(confirmation: Confirmation | None) -> str:
     """The confirmation's checks, each met or NOT MET; "not run" without one."""
     if confirmation is None:
         return paragraph("not run (--no-confirm): the recommended configuration was not checked at the target load")
-    if confirmation.get("rate"):
-        load = (f"{float(confirmation['rate']):,.0f} req/s (open loop; {float(confirmation['rps']):,.0f} "
-                "answered)")
-    else:
-        load = f"{confirmation['connections']} clients ({float(confirmation['rps']):,.0f} req/s)"
-    attempted = int(confirmation["complete"]) + int(confirmation["failed"])
-    verdict = "every check met" if confirmation.get("ok") else "NOT MET"
-    rows = [[check["name"], "met" if check["ok"] else "NOT MET", check["text"]]
-            for check in confirmation.get("checks") or []]
-    out = (paragraph(f"The recommended configuration at {load}, {attempted:,} requests, every child warm: {verdict}")
+    rows = [[check.name, "met" if check.ok else "NOT MET", check.text] for check in confirmation.checks]
+    out = (paragraph(f"The recommended configuration {confirmation.headline}")
            + table(["check", "", "measured against the limit"], rows))
-    lowered = confirmation.get("lowered_from")
-    if lowered:
-        out += paragraph(f"(of the pool lowered from {children_text(int(lowered['children']))}, whose footprint "
-                         f"{mib(int(lowered['footprint']))} MiB was over the RAM budget: see Details)")
+    if confirmation.lowered_text is not None:
+        out += paragraph(confirmation.lowered_text)
     return out
 
 

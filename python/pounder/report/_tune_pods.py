@@ -4,7 +4,7 @@ often the quota ran out) and what changed from one to the next, as the runs stor
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,11 @@ def _pod(run: TuneRun) -> str:
 
 def _figures(run: TuneRun) -> dict[str, Any]:
     result = run.result or {}
-    confirmation: Mapping[str, Any] = run.confirmation or {}
-    return {"children": (result.get("params") or {}).get("max_clients"), "rps": confirmation.get("rps"),
-            "p99": confirmation.get("p99_ms"), "throttled": confirmation.get("throttled_share")}
+    confirmation = run.confirmation
+    return {"children": (result.get("params") or {}).get("max_clients"),
+            "rps": None if confirmation is None else confirmation.rps,
+            "p99": None if confirmation is None else confirmation.p99_ms,
+            "throttled": None if confirmation is None else confirmation.throttled_share}
 
 
 def _number(value: Any, form: str) -> str:

@@ -6,11 +6,12 @@ chosen again here)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pounder import _figures as figures
 from pounder._tune_point import TunePoint, present
+from pounder._tune_run import OfferedLoad
 from pounder._tune_tables import mrpc_table, pool_rows, pools_table, spare_table, versus_text
 from pounder._units import children_text, count_text, mib
 from pounder.pool import ADAPTERS, own_name, status_reader
@@ -46,18 +47,6 @@ def _number(run: TuneRun, old: int) -> int:
     return old + 1 if run.at_offered_load else old
 
 
-def offered_short(offered: Mapping[str, Any]) -> str:
-    """``64 clients`` / ``200 req/s``, as the text report says it."""
-    if offered.get("rate") is not None:
-        return f"{float(offered['rate']):,.6g} req/s"
-    count = int(offered["connections"])
-    return f"{count:,} client{'' if count == 1 else 's'}"
-
-
-def offered_text(offered: Mapping[str, Any]) -> str:
-    return f"{offered_short(offered)} ({offered.get('source', '?')})"
-
-
 # ---------------------------------------------------------------------------------------------
 # step 4: pools at the offered load
 
@@ -67,7 +56,7 @@ def pools_section(run: TuneRun, prefix: str) -> Section:
     and the best marked as it chose them); an interrupted run's candidates without a choice."""
     section = Section("4. Pools at the offered load")
     if run.pools is None:
-        held = bool((run.offered or {}).get("held"))
+        held = run.offered is not None and run.offered.held
         section.add(paragraph("Not compared: " + (
             "every connection holds a child (no buffering proxy in front): the pool covers the connections, nothing "
             "to compare" if held else "this run stored no comparison of pools")))
@@ -75,8 +64,8 @@ def pools_section(run: TuneRun, prefix: str) -> Section:
     points = run.pool_points
     chosen, best = run.pools.get("chosen"), run.pools.get("best")
     first = points[0]
-    load = (offered_text(run.offered) if run.offered is not None
-            else offered_short({"connections": first.connections, "rate": first.rate}))
+    load = (run.offered.text() if run.offered is not None
+            else OfferedLoad(connections=first.connections, rate=first.rate, source="", held=False).short())
     caption = (f"Requests/s and p99 latency of each candidate pool at the same offered load, {load}: medians of "
                "interleaved trials with their 95% intervals")
     if chosen is not None:
@@ -84,7 +73,7 @@ def pools_section(run: TuneRun, prefix: str) -> Section:
         caption += "." if best in (None, chosen) else f"; the most requests/s: {children_text(int(best))}."
     else:
         caption += "; nothing chosen yet."
-    p99_s = (run.target or {}).get("p99_s")
+    p99_s = None if run.target is None else run.target.p99_s
     _pools_chart(section, f"{prefix}-pools", caption, points, chosen, best,
                  None if p99_s is None else float(p99_s) * 1000)
     label, words = figures.sweep_load_text(run.sweep)
@@ -156,7 +145,7 @@ def mrpc_section(run: TuneRun, prefix: str) -> Section:
         return old_mrpc_section(run, prefix)
     points = run.mrpc_points
     name = own_name(run.names, "max_requests")
-    at = "" if run.offered is None else f" at {offered_short(run.offered)}"
+    at = "" if run.offered is None else f" at {run.offered.short()}"
     pool = children_text(points[0].children)
     section = Section(f"{_number(run, 4)}. {name} (MaxRequestsPerChild) with {pool}{at}")
     choice = run.max_requests or {}

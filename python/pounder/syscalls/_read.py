@@ -26,10 +26,7 @@ _READ = Reader(MalformedSyscallsError)
 
 
 def _rows(value: object, key: str) -> list[Any]:
-    rows = _READ.as_list(value, key)
-    if len(rows) > MAX_ROWS:
-        raise MalformedSyscallsError(f"'{key}' lists {len(rows):,} entries, more than the {MAX_ROWS:,} a result holds")
-    return rows
+    return _READ.capped_list(value, key, MAX_ROWS, "entries", "a result")
 
 
 def _pids(data: Mapping[str, Any], name: str) -> tuple[int, ...]:

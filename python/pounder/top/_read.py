@@ -5,7 +5,6 @@ one line naming the key when the document is not one ``pounder top`` writes."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from pounder._errors import PounderError, public
@@ -27,10 +26,7 @@ _READ = Reader(MalformedTopError)
 
 
 def _rows(value: object, key: str) -> list[Any]:
-    rows = _READ.as_list(value, key)
-    if len(rows) > MAX_CHILDREN:
-        raise MalformedTopError(f"'{key}' lists {len(rows):,} children, more than the {MAX_CHILDREN:,} a view holds")
-    return rows
+    return _READ.capped_list(value, key, MAX_CHILDREN, "children", "a view")
 
 
 def _child(value: object, key: str) -> ChildRow:
@@ -54,13 +50,6 @@ def _totals(value: object) -> TopTotals:
     return totals
 
 
-def _epoch(text: str) -> float:
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise MalformedTopError(f"'taken_at' is not a UTC time: {text[:40]!r}") from None
-
-
 @public
 def top_from_dict(data: Mapping[str, Any]) -> TopView:
     """Read a decoded ``pounder/top/1`` document (what :meth:`TopView.to_dict` writes);
@@ -76,7 +65,7 @@ def top_from_dict(data: Mapping[str, Any]) -> TopView:
     children = _rows(_READ.get(doc, "children"), "children")
     exited = _rows(_READ.get(doc, "exited"), "exited")
     return TopView(
-        taken_at=_epoch(_READ.as_str(_READ.get(doc, "taken_at"), "taken_at")),
+        taken_at=_READ.utc_time(_READ.get(doc, "taken_at"), "taken_at", shown_chars=40),
         root_pid=pid,
         name=_READ.as_str(_READ.get(target, "name"), "target.name"),
         found_by=_READ.as_str(_READ.get(target, "found_by"), "target.found_by"),

@@ -24,6 +24,7 @@ import os
 from collections.abc import Iterator
 
 from pounder._errors import UsageError, check_callable, check_instance, check_path, public
+from pounder._tune_run import Target
 from pounder.load import ENGINE, ProgressCallback, Sender
 from pounder.pool import (
     RESULT_SCHEMA,
@@ -39,13 +40,15 @@ from pounder.pool import (
     adapter_from_dict,
     demo_adapter,
 )
-from pounder.tune._analysis import ChildrenChoice, MemoryBound, Target
+from pounder.tune._analysis import ChildrenChoice
 from pounder.tune._machine import manifest, measured_cpus
+from pounder.tune._memory import MemoryBound
 from pounder.tune._mrpc import MaxRequestsChoice
 from pounder.tune._options import TuneOptions, make_options
 from pounder.tune._profile_step import check_profile, profile_step
 from pounder.tune._render import render_tune
-from pounder.tune._session import Log, TuneResult, TuneSession
+from pounder.tune._result import TuneResult
+from pounder.tune._session import Log, TuneSession
 
 
 def _finish(session: TuneSession) -> TuneResult:

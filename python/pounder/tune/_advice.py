@@ -9,13 +9,8 @@ from pounder._errors import public
 from pounder._units import MIB, children_text, plain
 from pounder.pool import ADAPTERS, Adapter
 from pounder.procs import max_clients_from
-from pounder.tune._analysis import (
-    ChildrenChoice,
-    MemoryBound,
-    Summary,
-    busy_basis,
-    busy_seconds,
-)
+from pounder.tune._analysis import ChildrenChoice, Summary, busy_basis, busy_seconds
+from pounder.tune._memory import MemoryBound
 from pounder.tune._points import NEIGHBOUR, busy_measured
 from pounder.tune._text import (
     _mib,

@@ -23,13 +23,11 @@ from dataclasses import replace
 from typing import Any
 
 from pounder._figures import WIDE
+from pounder._tune_run import Target
 from pounder._units import children_text, mib, mib_unit
 from pounder.compare import MAX_FAILED, clean_trial
-from pounder.tune._analysis import (
-    ChildrenChoice,
-    MemoryBound,
-    Target,
-)
+from pounder.tune._analysis import ChildrenChoice
+from pounder.tune._memory import MemoryBound
 
 RATE_MET = 0.97
 

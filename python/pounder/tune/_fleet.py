@@ -36,13 +36,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from pounder._records import Record
 from pounder._units import MIB, children_text, mib_unit, plain
 from pounder.compare import clean_trial
-from pounder.tune._analysis import MemoryBound
-from pounder.tune._analysis import growth as measured_growth
+from pounder.tune._memory import MemoryBound
+from pounder.tune._memory import growth as measured_growth
 from pounder.tune._options import TuneOptions
 
 FLEET_SPARE = 1
@@ -50,7 +51,7 @@ FLEET_SPARE = 1
 
 
 @dataclass(frozen=True)
-class FleetSize:
+class FleetSize(Record):
     """The servers a peak needs (module documentation). ``confirmed_rps``: what one server carried
     in the confirmation (None: no figure, ``text`` says why); ``needed``: ``ceil(peak_rate /
     confirmed_rps)``; ``servers``: ``needed`` + 1; ``text``: the arithmetic, or why none."""
@@ -63,12 +64,9 @@ class FleetSize:
     servers: int | None
     text: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class PodResources:
+class PodResources(Record):
     """A container's resources for one server (module documentation); sizes in bytes.
     ``memory_request`` / ``memory_limit`` None: no figure (``notes`` say why); ``yaml``: the
     Kubernetes ``resources:`` block; ``docker``: the ``docker run`` options; ``notes``: how each
@@ -87,9 +85,6 @@ class PodResources:
     yaml: str
     docker: str
     notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,8 @@ from typing import Any
 
 from pounder._units import mib_unit
 from pounder.pool import ChildLimit
-from pounder.tune._analysis import (
-    ChildrenChoice,
-    MemoryBound,
-    growth,
-)
+from pounder.tune._analysis import ChildrenChoice
+from pounder.tune._memory import MemoryBound, growth
 from pounder.tune._mrpc import (
     MaxRequestsChoice,
     _affordable,

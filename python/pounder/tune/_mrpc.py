@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pounder._errors import public
 from pounder._figures import WIDE
+from pounder._records import Record
 from pounder._units import children_text
 from pounder.compare import paired_ratio_interval, ratio_interval
 from pounder.pool import ADAPTERS, Adapter
-from pounder.tune._analysis import (
-    LOSS_NOISE,
-    MemoryBound,
-    Summary,
-    _round_down,
-    growth,
-)
+from pounder.tune._analysis import LOSS_NOISE, Summary
+from pounder.tune._memory import MemoryBound, growth
 from pounder.tune._points import paired_values, trial_values
 from pounder.tune._text import (
     _bytes,
@@ -36,6 +32,14 @@ MAX_DECADES = 10
 
 # ---------------------------------------------------------------------------------------------
 # Step 4: MaxRequestsPerChild
+
+
+def _round_down(value: int) -> int:
+    """Down to two significant digits: 3456 -> 3400, 87 -> 87, 1 -> 1."""
+    if value < 100:
+        return max(1, value)
+    scale: int = 10 ** (len(str(value)) - 2)
+    return value // scale * scale
 
 
 def _trial_rates(point: Summary) -> list[float]:
@@ -130,7 +134,7 @@ def _too_costly(vs: Mapping[str, Any], max_loss: float) -> bool:
 
 @public
 @dataclass(frozen=True)
-class RespawnModel:
+class RespawnModel(Record):
     """A respawn every ``v`` requests costs ``k / v`` of a request's time: the ratio to unlimited is
     1 / (1 + k / v). ``k`` is fitted on ``fitted_on``, the largest value measured clearly slower
     than unlimited; ``agrees`` / ``disagrees``: the measured values whose interval holds (or not)
@@ -148,9 +152,6 @@ class RespawnModel:
 
     def ratio(self, value: int) -> float:
         return 1.0 if value <= 0 else 1 / (1 + self.k / value)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _respawned(points: Sequence[Summary]) -> list[Summary]:
@@ -190,7 +191,7 @@ def respawn_mechanism(kind: str) -> str:
 
 @public
 @dataclass(frozen=True)
-class MaxRequestsChoice:
+class MaxRequestsChoice(Record):
     """MaxRequestsPerChild, and why (``value`` 0 = unlimited). ``decided_by``: "measured" (a
     measured value), "model" (beyond the largest measured value), "unlimited", or "memory" (a
     leak). ``loss``: the chosen value's cost as a fraction of the throughput (measured median,
@@ -209,9 +210,6 @@ class MaxRequestsChoice:
     decided_by: str
     model: RespawnModel
     reasons: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _model_text(model: RespawnModel) -> str:

@@ -35,19 +35,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from pounder._figures import WIDE
 from pounder._stats import MIN_SAMPLES
+from pounder._tune_run import OfferedLoad, Target
 from pounder._units import children_text, count_text
 from pounder.compare import paired_ratio_interval, ratio_interval
-from pounder.tune._analysis import (
-    ChildrenChoice,
-    MemoryBound,
-    Target,
-    busy_seconds,
-)
+from pounder.tune._analysis import ChildrenChoice, busy_seconds
+from pounder.tune._memory import MemoryBound
 from pounder.tune._points import busy_measured, paired_values, trial_values
 from pounder.tune._text import (
     change_text,
@@ -67,28 +64,6 @@ CPU_BOUND = 0.5
 """A child spending at least this share of the time it holds a request on the CPU is CPU-bound."""
 
 Summary = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class OfferedLoad:
-    """The load the pool is for: ``connections`` concurrent clients (closed loop), or ``rate``
-    requests per second sent open loop with at most ``connections`` in flight. ``source`` says
-    where it comes from; ``held``: every connection holds a child (no buffering proxy)."""
-
-    connections: int
-    rate: float | None
-    source: str
-    held: bool
-
-    def short(self) -> str:
-        """``64 clients`` / ``200 req/s``."""
-        return f"{self.rate:,.6g} req/s" if self.rate is not None else count_text(self.connections, "client")
-
-    def text(self) -> str:
-        return f"{self.short()} ({self.source})"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def offered_load(target: Target, memory: MemoryBound, max_children: int) -> OfferedLoad:

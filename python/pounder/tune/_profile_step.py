@@ -32,7 +32,8 @@ from pounder.profile import (
     summary_lines,
 )
 from pounder.tune._options import TuneOptions
-from pounder.tune._session import TuneResult, TuneSession
+from pounder.tune._result import TuneResult
+from pounder.tune._session import TuneSession
 
 PROFILE_FILE = "profile.json"
 FLAME_FILE = "flame.svg"

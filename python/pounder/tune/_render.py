@@ -14,10 +14,11 @@ from pounder._platform import HEADERS, platform_heading, platform_notes, platfor
 from pounder._pod_line import pod_line
 from pounder._table import text_table
 from pounder._tune_point import TunePoint
+from pounder._tune_run import Confirmation, target_text
 from pounder._tune_tables import children_table, mrpc_table, pool_rows, pools_table, spare_table
 from pounder._units import children_text, count_text, mib
 from pounder.pool import WARM_FAILING_ROUNDS, own_name
-from pounder.tune._session import TuneResult
+from pounder.tune._result import TuneResult
 
 WIDTH = 100
 
@@ -44,28 +45,7 @@ def _points(points: Sequence[Mapping[str, Any]], key: str) -> list[TunePoint]:
 
 
 def _target_text(result: TuneResult) -> str:
-    target, options = result.target, result.options
-    parts = []
-    if target.clients is not None:
-        parts.append(f"{target.clients} concurrent clients (--clients)")
-    if target.peak_rate is not None:
-        parts.append(f"{target.peak_rate:,.6g} req/s at the peak ({target.source})")
-    if target.p99_s is not None:
-        parts.append(f"p99 at most {target.p99_s * 1000:,.1f} ms")
-    if not parts:
-        parts.append("none given (no --clients, --peak-rate or access log)" + (
-            "" if result.offered is None else f": the pools are compared at {result.offered.short()}, as many "
-            "clients as the pool may have children"))
-    if not target.proxy:
-        parts.append("no buffering proxy in front (--no-proxy)")
-    parts.append(f"{options.trials} interleaved trials per point")
-    return "; ".join(parts)
-
-
-def _confirm_load(confirmation: Mapping[str, Any]) -> str:
-    if confirmation.get("rate"):
-        return f"{float(confirmation['rate']):,.0f} req/s (open loop; {float(confirmation['rps']):,.0f} answered)"
-    return f"{confirmation['connections']} clients ({float(confirmation['rps']):,.0f} req/s)"
+    return target_text(result.target, result.offered, compared=True, trials=result.options.trials)
 
 
 def _pools_table(result: TuneResult) -> list[str]:
@@ -251,16 +231,12 @@ def _confirmation_section(result: TuneResult) -> list[str]:
     """The confirmation run, when there was one."""
     out: list[str] = []
     if result.confirmation is not None:
-        confirmation = result.confirmation
+        confirmation = Confirmation.from_dict(result.confirmation)
         out.append("")
-        out.append(f"Confirmation: the recommended configuration at {_confirm_load(confirmation)}, "
-                   f"{confirmation['complete'] + confirmation['failed']:,} requests, every child warm: "
-                   + ("every check met" if confirmation["ok"] else "NOT MET"))
-        out += [f"  {'met    ' if check['ok'] else 'NOT MET'}  {check['text']}" for check in confirmation["checks"]]
-        lowered = confirmation.get("lowered_from")
-        if lowered:
-            out.append(f"  (of the pool lowered from {children_text(int(lowered['children']))}, whose footprint "
-                       f"{mib(int(lowered['footprint']))} MiB was over the RAM budget: see Details)")
+        out.append(f"Confirmation: the recommended configuration {confirmation.headline}")
+        out += [f"  {'met    ' if check.ok else 'NOT MET'}  {check.text}" for check in confirmation.checks]
+        if confirmation.lowered_text is not None:
+            out.append(f"  {confirmation.lowered_text}")
     return out
 
 

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from pounder import _interrupt
 from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
+from pounder._tune_run import OfferedLoad, Target
 from pounder._units import MIB, available_cpus, children_text, count_text
-from pounder._version import __version__
 from pounder.load import ENGINE, ProgressCallback, Sender
 from pounder.pool import (
     Adapter,
@@ -38,29 +38,22 @@ from pounder.pool import (
     ResultsDir,
     Runner,
     Workload,
-    child_sizes,
-    child_statm,
-    growth_per_request,
 )
-from pounder.procs import mem_available
 from pounder.servers import Pod
 from pounder.tune._advice import advice, advises_preload
 from pounder.tune._analysis import (
     ChildrenChoice,
-    MemoryBound,
-    Target,
-    growth,
-    memory_bound,
     size_pool,
     sweep_connections,
     sweep_counts,
     sweep_done,
 )
 from pounder.tune._confirm import confirmation_checks, lower_pool, lowered_pool
-from pounder.tune._fleet import Fleet, plan_fleet
+from pounder.tune._fleet import plan_fleet
 from pounder.tune._leak import child_limit, room_for_growth
 from pounder.tune._load import load_summary
 from pounder.tune._machine import cpus_for
+from pounder.tune._memory import MemoryBound, growth, memory_bound
 from pounder.tune._mrpc import (
     MaxRequestsChoice,
     choose_max_requests,
@@ -71,7 +64,6 @@ from pounder.tune._options import TuneOptions
 from pounder.tune._points import neighbour_busy, still_growing
 from pounder.tune._pools import (
     SWEPT_NOTE,
-    OfferedLoad,
     PoolChoice,
     apply_pool,
     between_for,
@@ -82,6 +74,8 @@ from pounder.tune._pools import (
     swept_at_offered,
 )
 from pounder.tune._progress import StepProgress
+from pounder.tune._result import TuneResult
+from pounder.tune._sizes import measure_sizes
 from pounder.tune._spare import aggregate_spare, choose_spare, reference_us
 from pounder.tune._spare_rules import burst_clients, default_spares, spare_settings, steady_p99_us
 from pounder.tune._summary import describe_point, summarize
@@ -89,69 +83,6 @@ from pounder.tune._sweep import Plan, interleaved
 from pounder.tune._why import deciding_facts
 
 Log = Callable[[str], None]
-
-
-@public
-@dataclass(frozen=True)
-class TuneResult:
-    """What a tuning run recommends, with everything behind it."""
-
-    adapter: Adapter
-    options: TuneOptions
-    params: PoolParams
-    config: str
-    measure: Mapping[str, Any]
-    other_measure: Mapping[str, Any] | None
-    memory: MemoryBound
-    other_memory: MemoryBound | None
-    sweep: Sequence[Mapping[str, Any]]
-    children: ChildrenChoice
-    mrpc_points: list[dict[str, Any]]
-    max_requests: MaxRequestsChoice
-    spare: list[dict[str, Any]]
-    advice: list[str]
-    cores: float  # the server's cores for the decisions: the CPUs it ran on, or the pod's quota (--cpus)
-    results_dir: str
-    target: Target
-    confirmation: Mapping[str, Any] | None
-    workload: str
-    cpus: str
-    offered: OfferedLoad | None = None
-    pools: PoolChoice | None = None
-    spare_choice: Mapping[str, Any] | None = None
-    why: Sequence[str] = ()
-    profile_lines: tuple[str, ...] = ()  # tune --profile: its summary (the profile: profile.json, _profile_step)
-    fleet: Fleet | None = None  # the servers a peak needs, a container's resources (_fleet)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "tool_version": __version__,
-            "server": self.adapter.to_dict(),
-            "described": self.adapter.describe(),
-            "names": dict(self.adapter.names),
-            "params": self.params.to_dict(),
-            "config": self.config,
-            "cores": self.cores,
-            "measure": dict(self.measure),
-            "other_measure": None if self.other_measure is None else dict(self.other_measure),
-            "memory": self.memory.to_dict(),
-            "other_memory": None if self.other_memory is None else self.other_memory.to_dict(),
-            "sweep": [dict(p) for p in self.sweep],
-            "children": self.children.to_dict(),
-            "mrpc": [dict(p) for p in self.mrpc_points],
-            "max_requests": self.max_requests.to_dict(),
-            "spare": [dict(p) for p in self.spare],
-            "advice": list(self.advice),
-            "target": self.target.to_dict(),
-            "confirmation": None if self.confirmation is None else dict(self.confirmation),
-            "workload": self.workload,
-            "cpus": self.cpus,
-            "offered": None if self.offered is None else self.offered.to_dict(),
-            "pools": None if self.pools is None else self.pools.to_dict(),
-            "spare_choice": None if self.spare_choice is None else dict(self.spare_choice),
-            "why": list(self.why),
-            "fleet": None if self.fleet is None else self.fleet.to_dict(),
-        }
 
 
 @public
@@ -245,62 +176,9 @@ class TuneSession:
         return summary
 
     def _sizes_point(self, key: str, params: PoolParams) -> dict[str, Any]:
-        runner = self.runner
         half = max(1, self.options.requests_per_child // 2)
-
-        def measure() -> tuple[dict[str, Any], dict[str, Any]]:
-            with runner.started(params) as server:
-                cold = runner.snapshot(server)
-                warmed = runner.warm(server)
-                warm = runner.snapshot(server)
-                if warm.totals.children < 1 and server.wait_for_children(1, 2.0):  # a crashed child replaced
-                    warm = runner.snapshot(server)
-                count, statm, charged = warm.totals.children, child_statm(warm), {"warm": runner.charged(server, warm)}
-                if count < 1:
-                    raise PounderError(f"the server (pid {server.pid}) runs no child process to measure: is it a "
-                                       "pre-forking server, and does it fork before answering?")
-                first = runner.bench(server, count, requests=half * count)
-                mid = runner.snapshot(server)
-                second = runner.bench(server, count, requests=half * count)
-                end = runner.snapshot(server)
-                available, charged["end"] = mem_available(), runner.charged(server, end)
-                child_start = runner.child_start_s(server)
-            done_first = first.requests.complete + first.requests.failed
-            done_second = second.requests.complete + second.requests.failed
-            # growth per request served: a failed request is not one the children handled
-            served_first, served_second = first.completed_requests, second.completed_requests
-            if not served_first or not served_second:
-                failed = first.requests.failed + second.requests.failed
-                raise PounderError(f"the server (pid {server.pid}) completed no request in a half of the sizes "
-                                   f"measurement ({failed:,} failed): its memory growth per request cannot be "
-                                   "measured")  # fmt: skip
-            summary = {
-                "children": count,
-                "warmed": warmed.warmed,
-                "warm_requests": warmed.requests,
-                "settled": warmed.settled,
-                "warm_failing": warmed.failing,
-                "warm_rounds": warmed.rounds,
-                "child_start_s": child_start,
-                "preload": self.adapter.with_preload(params),
-                "parent": {"rss": end.parent.rss, "uss": end.parent.private, "shared": end.parent.shared,
-                           "pss": end.parent.pss},
-                "cold": child_sizes(cold), "warm": child_sizes(warm), "mid": child_sizes(mid), "end": child_sizes(end),
-                "requests_first": done_first,
-                "requests_second": done_second,
-                "failed": first.requests.failed + second.requests.failed,
-                "growth_first": growth_per_request(warm, mid, served_first),
-                "growth_second": growth_per_request(mid, end, served_second),
-                "sharing": end.totals.median_sharing,
-                "mem_available": available, "statm": statm, "cgroup": {**charged, "note": server.cgroup_note},
-                **runner.pod_reading,  # --cpus: the second half's figures in the pod
-            }
-            snapshots = {name: snap.to_dict() for name, snap in
-                         (("cold", cold), ("warm", warm), ("mid", mid), ("end", end))}
-            return summary, {"snapshots": snapshots, "bench": [first.to_dict(), second.to_dict()]}
-
         label = f"sizes ({children_text(params.max_clients)}{', preload' if self.adapter.with_preload(params) else ''})"
-        return self._point(key, "sizes", params, label, measure)
+        return self._point(key, "sizes", params, label, lambda: measure_sizes(self.runner, self.adapter, params, half))
 
     def _trial(self, key: str, step: str, params: PoolParams, connections: int, trial: int, label: str, *,
                warm_rounds: bool = True, rate: float | None = None, again: bool = False) -> dict[str, Any]:

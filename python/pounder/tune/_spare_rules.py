@@ -9,10 +9,8 @@ from typing import Any
 
 from pounder._errors import public
 from pounder._figures import BURST_FACTOR
-from pounder.tune._analysis import (
-    ChildrenChoice,
-    Target,
-)
+from pounder._tune_run import Target
+from pounder.tune._analysis import ChildrenChoice
 from pounder.tune._text import (
     ms_text,
 )

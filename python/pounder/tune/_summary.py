@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pounder._units import children_text, mib_unit
-from pounder.tune._analysis import MemoryBound, growth, memory_bound
+from pounder.tune._memory import MemoryBound, growth, memory_bound
 from pounder.tune._mrpc import mrpc_losses
 from pounder.tune._options import TuneOptions
 from pounder.tune._points import aggregate_trials, trials_by

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pounder._errors import public
@@ -11,22 +11,21 @@ from pounder._units import children_text, mib
 Summary = Mapping[str, Any]
 
 
-@public
-def rps_text(value: float) -> str:
-    """Requests per second: ``1,089``."""
-    return f"{value:,.0f}"
+def _written(spec: str) -> Callable[[float], str]:
+    """A figure as :func:`format` writes it with ``spec``."""
+    return lambda value: format(value, spec)
 
 
-@public
-def ms_text(value: float) -> str:
-    """Milliseconds: ``12.5``."""
-    return f"{value:,.1f}"
-
-
-@public
-def share_text(value: float) -> str:
-    """A fraction as a percentage: ``4.5%``."""
-    return f"{value:.1%}"
+rps_text = _written(",.0f")
+"""Requests per second: ``1,089``."""
+ms_text = _written(",.1f")
+"""Milliseconds: ``12.5``."""
+share_text = _written(".1%")
+"""A fraction as a percentage: ``4.5%``."""
+cores_text = _written(".1f")
+"""Cores busy: ``1.6``."""
+_bytes = _written(",.0f")
+"""Bytes: ``4,096``."""
 
 
 @public
@@ -35,28 +34,22 @@ def change_text(ratio: float) -> str:
     return f"{ratio - 1:+.1%}"
 
 
-@public
-def cores_text(value: float) -> str:
-    """Cores busy: ``1.6``."""
-    return f"{value:.1f}"
-
-
-def _bytes(value: float) -> str:
-    return f"{value:,.0f}"
-
-
 def _mib(value: float) -> str:
     return f"{mib(value)} MiB"
 
 
-def _low(point: Summary) -> float | None:
-    value = point.get("rps_low")
+def _figure(point: Summary, key: str) -> float | None:
+    """A point's figure ``key``, None when it has none."""
+    value = point.get(key)
     return None if value is None else float(value)
+
+
+def _low(point: Summary) -> float | None:
+    return _figure(point, "rps_low")
 
 
 def _high(point: Summary) -> float | None:
-    value = point.get("rps_high")
-    return None if value is None else float(value)
+    return _figure(point, "rps_high")
 
 
 @public

@@ -9,10 +9,8 @@ from typing import Any
 
 from pounder._units import children_text, mib_unit
 from pounder.pool import own_name
-from pounder.tune._analysis import (
-    ChildrenChoice,
-    MemoryBound,
-)
+from pounder.tune._analysis import ChildrenChoice
+from pounder.tune._memory import MemoryBound
 from pounder.tune._mrpc import (
     MaxRequestsChoice,
 )

@@ -1,0 +1,82 @@
+"""What a tuning run recommends, with everything behind it (:class:`TuneResult`): the record
+:class:`~pounder.tune.TuneSession` returns, stored as ``result.json`` by its ``to_dict``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pounder._errors import public
+from pounder._tune_run import OfferedLoad, Target
+from pounder._version import __version__
+from pounder.pool import Adapter, PoolParams
+from pounder.tune._analysis import ChildrenChoice
+from pounder.tune._fleet import Fleet
+from pounder.tune._memory import MemoryBound
+from pounder.tune._mrpc import MaxRequestsChoice
+from pounder.tune._options import TuneOptions
+from pounder.tune._pools import PoolChoice
+
+
+@public
+@dataclass(frozen=True)
+class TuneResult:
+    """What a tuning run recommends, with everything behind it."""
+
+    adapter: Adapter
+    options: TuneOptions
+    params: PoolParams
+    config: str
+    measure: Mapping[str, Any]
+    other_measure: Mapping[str, Any] | None
+    memory: MemoryBound
+    other_memory: MemoryBound | None
+    sweep: Sequence[Mapping[str, Any]]
+    children: ChildrenChoice
+    mrpc_points: list[dict[str, Any]]
+    max_requests: MaxRequestsChoice
+    spare: list[dict[str, Any]]
+    advice: list[str]
+    cores: float  # the server's cores for the decisions: the CPUs it ran on, or the pod's quota (--cpus)
+    results_dir: str
+    target: Target
+    confirmation: Mapping[str, Any] | None
+    workload: str
+    cpus: str
+    offered: OfferedLoad | None = None
+    pools: PoolChoice | None = None
+    spare_choice: Mapping[str, Any] | None = None
+    why: Sequence[str] = ()
+    profile_lines: tuple[str, ...] = ()  # tune --profile: its summary (the profile: profile.json, _profile_step)
+    fleet: Fleet | None = None  # the servers a peak needs, a container's resources (_fleet)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool_version": __version__,
+            "server": self.adapter.to_dict(),
+            "described": self.adapter.describe(),
+            "names": dict(self.adapter.names),
+            "params": self.params.to_dict(),
+            "config": self.config,
+            "cores": self.cores,
+            "measure": dict(self.measure),
+            "other_measure": None if self.other_measure is None else dict(self.other_measure),
+            "memory": self.memory.to_dict(),
+            "other_memory": None if self.other_memory is None else self.other_memory.to_dict(),
+            "sweep": [dict(p) for p in self.sweep],
+            "children": self.children.to_dict(),
+            "mrpc": [dict(p) for p in self.mrpc_points],
+            "max_requests": self.max_requests.to_dict(),
+            "spare": [dict(p) for p in self.spare],
+            "advice": list(self.advice),
+            "target": self.target.to_dict(),
+            "confirmation": None if self.confirmation is None else dict(self.confirmation),
+            "workload": self.workload,
+            "cpus": self.cpus,
+            "offered": None if self.offered is None else self.offered.to_dict(),
+            "pools": None if self.pools is None else self.pools.to_dict(),
+            "spare_choice": None if self.spare_choice is None else dict(self.spare_choice),
+            "why": list(self.why),
+            "fleet": None if self.fleet is None else self.fleet.to_dict(),
+        }
