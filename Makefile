@@ -13,7 +13,12 @@ OHA_VERSION := 1.16.0
 
 .PHONY: test demo build deps deps-system deps-python lint cargo-test pytest bench-peers bench-precision bench-vs-rules bench-tools clean
 
-test: deps build lint cargo-test pytest
+# build, lint and cargo-test side by side, then the tests: the release build ends on one core (the
+# engine and the link-time optimisation, codegen-units = 1) while mypy, clippy and the engine's
+# debug tests take the other; cargo locks target/release and target/debug apart.
+test: deps
+	$(MAKE) --no-print-directory -j2 --output-sync=target build lint cargo-test
+	$(MAKE) --no-print-directory pytest
 
 deps: deps-system deps-python
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pounder._errors import UsageError
 from pounder._records import Convert, Reader
@@ -24,10 +24,45 @@ class MalformedTuneError(UsageError):
 
 READ = Reader(MalformedTuneError)
 T = TypeVar("T")
+R = TypeVar("R")
+
+
+S = TypeVar("S", bound="Stored")
 
 
 @dataclass(frozen=True)
-class Versus:
+class Stored:
+    """A record read from a stored document that keeps the document as it was (``stored``):
+    :meth:`from_dict` reads it (each field by its type, or by the record's :meth:`converters`),
+    :meth:`to_dict` gives it back with the record's figures."""
+
+    stored: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False, kw_only=True)
+    default_key: ClassVar[str] = "document"
+    """Its key in messages when :meth:`from_dict` is given none (``class X(Stored, key="point")``)."""
+
+    def __init_subclass__(cls, key: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if key is not None:
+            cls.default_key = key
+
+    @classmethod
+    def converters(cls) -> dict[str, Convert]:
+        """How the fields not read by their type alone are read."""
+        return may_be_missing(cls)
+
+    @classmethod
+    def from_dict(cls: type[S], value: object, key: str | None = None) -> S:
+        """The record stored at ``key`` (its name in messages); raises :class:`MalformedTuneError`
+        naming the key of a figure that is missing or of another type."""
+        return read_stored(cls, value, cls.default_key if key is None else key, **cls.converters())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document as stored, its figures those of the record."""
+        return stored_dict(self)
+
+
+@dataclass(frozen=True)
+class Versus(Stored):
     """A point's median against a reference's (the best pool, unlimited, the lowest p99):
     ``ratio`` with its 95 % interval ``low``-``high`` (None without one), the ``verdict``."""
 
@@ -37,23 +72,10 @@ class Versus:
     verdict: str | None
     worse: bool | None
     pairs: int | None
-    stored: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def from_dict(cls, value: object, key: str) -> Versus:
-        data = READ.as_dict(value, key)
-        converters: dict[str, Any] = {f.name: READ.by_type(str(f.type), f.name) for f in fields(cls)
-                                      if f.name != "stored"}
-        versus: Versus = READ.record(cls, data, key, **converters, stored=lambda _value, _key: data)
-        return versus
-
-    def to_dict(self) -> dict[str, Any]:
-        """The comparison as stored, its figures those of the record."""
-        return stored_dict(self)
 
 
 @dataclass(frozen=True)
-class TunePoint:
+class TunePoint(Stored, key="point"):
     """One point of a tuning run: medians over its counted trials (``counted`` of ``len(trials)``),
     requests/s and p99 with their 95 % intervals, the requests of every trial (``complete``,
     ``failed``), the CPU of the server, of the load generator and of other processes (cores), its
@@ -100,16 +122,6 @@ class TunePoint:
     steady_p99_ms: float | None = None
     burst_s: int | None = None
     chosen: bool | None = None
-    stored: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def from_dict(cls, value: object, key: str = "point") -> TunePoint:
-        """The point stored at ``key`` (its name in messages); raises :class:`MalformedTuneError`
-        naming the key of a figure that is missing or of another type."""
-        data = READ.as_dict(value, key)
-        converters: dict[str, Any] = {**_CONVERTERS, "stored": lambda _value, _key: data}
-        point: TunePoint = READ.record(cls, data, key, **converters)
-        return point
 
     @property
     def attempted(self) -> int:
@@ -121,9 +133,25 @@ class TunePoint:
         """``counted/run``, as the tables print it."""
         return f"{self.counted or 0}/{len(self.trials)}"
 
-    def to_dict(self) -> dict[str, Any]:
-        """The point as stored, its figures those of the record."""
-        return stored_dict(self)
+    @classmethod
+    def converters(cls) -> dict[str, Convert]:
+        return _CONVERTERS
+
+
+
+def read_stored(cls: type[R], value: object, key: str, **converters: Any) -> R:
+    """Record ``cls`` read from the document at ``key`` (:meth:`pounder._records.Reader.record`
+    with ``converters``), the document kept as it was in its ``stored``."""
+    data = READ.as_dict(value, key)
+    record: R = READ.record(cls, data, key, **converters, stored=lambda _value, _key: data)
+    return record
+
+
+def may_be_missing(cls: type[Any], *others: str) -> dict[str, Convert]:
+    """A converter for each figure of ``cls`` that may be None (``float | None``, ...), but the
+    ``others``: a document of an earlier pounder without it reads as None."""
+    return {f.name: READ.by_type(str(f.type), f.name) for f in fields(cls)
+            if str(f.type).endswith("| None") and f.name not in others}
 
 
 def stored_dict(record: Any) -> dict[str, Any]:
@@ -161,8 +189,7 @@ def _trials(value: object, key: str) -> tuple[Mapping[str, Any], ...]:
 
 
 _CONVERTERS: dict[str, Convert] = {
-    **{f.name: READ.by_type(str(f.type), f.name) for f in fields(TunePoint)
-       if str(f.type).endswith("| None") and f.name not in ("vs_best", "vs_unlimited", "p99_vs_lowest")},
+    **may_be_missing(TunePoint, "vs_best", "vs_unlimited", "p99_vs_lowest"),
     "trials": _trials, "vs_best": _versus, "vs_unlimited": _versus, "p99_vs_lowest": _versus,
 }
 """Every figure but ``children``, ``connections`` and ``rps`` may be missing (an earlier pounder's

@@ -13,86 +13,61 @@ record's figures; the figures the record does not name (CPU, memory) stay in it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from pounder._errors import public
 from pounder._records import Convert, Record
-from pounder._tune_point import READ, stored_dict
+from pounder._tune_point import READ, Stored, may_be_missing
 from pounder._units import children_text, count_text, mib
 
 
 @dataclass(frozen=True)
-class ConfirmCheck:
+class ConfirmCheck(Stored):
     """One check of the confirmation: its ``name`` (memory, failures, p99, rate, ...), whether it
     was met and the measured figure against its limit, in words."""
 
     name: str
     ok: bool
     text: str
-    stored: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def from_dict(cls, value: object, key: str) -> ConfirmCheck:
-        data = READ.as_dict(value, key)
-        check: ConfirmCheck = READ.record(cls, data, key, stored=lambda _value, _key: data)
-        return check
 
 
 @dataclass(frozen=True)
-class Lowered:
+class Lowered(Stored):
     """The pool a confirmation was lowered from: its children and its footprint (bytes), over the
     RAM budget."""
 
     children: int
     footprint: int
-    stored: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def from_dict(cls, value: object, key: str) -> Lowered | None:
+    def read(cls, value: object, key: str) -> Lowered | None:
         """None when the confirmation was not lowered (no pool, or an empty one, stored)."""
-        if not value:
-            return None
-        data = READ.as_dict(value, key)
-        lowered: Lowered = READ.record(cls, data, key, stored=lambda _value, _key: data)
-        return lowered
+        return cls.from_dict(value, key) if value else None
 
 
 @dataclass(frozen=True)
-class Confirmation:
+class Confirmation(Stored, key="confirmation"):
     """The confirmation run: held at ``connections`` clients, or at ``rate`` requests/s in open loop
     (``rps`` answered), ``complete`` and ``failed`` requests, whether every check was met (``ok``),
     its p99 and throttled share (in a pod), the checks and the pool it was lowered from (None when
     it was not)."""
 
     rps: float
+    rate: float | None
     connections: int
     complete: int
     failed: int
-    rate: float | None = None
-    ok: bool | None = None
+    ok: bool
+    checks: tuple[ConfirmCheck, ...]
+    lowered_from: Lowered | None = None
     p99_ms: float | None = None
     throttled_share: float | None = None
-    checks: tuple[ConfirmCheck, ...] = ()
-    lowered_from: Lowered | None = None
-    stored: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def from_dict(cls, value: object, key: str = "confirmation") -> Confirmation:
-        """The confirmation stored at ``key``; raises :class:`~pounder._tune_point.MalformedTuneError`
-        naming the key of a figure that is missing or of another type."""
-        data = READ.as_dict(value, key)
-        confirmation: Confirmation = READ.record(
-            cls, data, key, rate=READ.nullable(READ.as_float), ok=READ.nullable(READ.as_bool),
-            p99_ms=READ.nullable(READ.as_float), throttled_share=READ.nullable(READ.as_float),
-            checks=lambda item, where: () if item is None else READ.list_of(ConfirmCheck.from_dict)(item, where),
-            lowered_from=Lowered.from_dict, stored=lambda _value, _key: data)
-        return confirmation
-
-    def to_dict(self) -> dict[str, Any]:
-        """The confirmation as stored, its figures those of the record."""
-        return stored_dict(self)
+    def converters(cls) -> dict[str, Convert]:
+        return {**may_be_missing(cls, "rate", "lowered_from"), "checks": READ.list_of(ConfirmCheck.from_dict),
+                "lowered_from": Lowered.read}
 
     @property
     def attempted(self) -> int:

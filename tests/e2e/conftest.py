@@ -166,6 +166,7 @@ SHARES_THE_MACHINE = frozenset({
     "test_descriptor_limit.py",
     "test_https_reasons.py",
     "test_mem_report.py",
+    "test_run_experiment.py",
     "test_signals.py",
     "test_stream_outputs.py",
     "test_syscalls_server_check.py",

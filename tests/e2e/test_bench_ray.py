@@ -437,11 +437,15 @@ def test_compare_and_run_send_every_trial_from_the_agents(cluster: str, testserv
 def test_tune_sends_every_measured_load_from_the_agents(cluster: str, tmp_path: Path) -> None:
     """``tune --ray --listen``: the server listens on the address given, every measured load is
     sent by the agents (as many as it has connections, at most 3) to that address, and each
-    merged count is the agents' sum; the size measurement's loads are exactly the requests asked."""
+    merged count is the agents' sum; the size measurement's loads are exactly the requests asked.
+    The smallest tuning run that has both: one child at most (measured for its size from one
+    connection, one agent), 4 clients (the sweep runs at 4 connections, from 3 agents; the pools
+    are compared on its own point, not measured again), no MaxRequestsPerChild values, no
+    confirmation."""
     results = tmp_path / "tune"
     proc = _pounder("tune", "--demo", "--ray", cluster, "--listen", "127.0.0.2", "--point-duration", "1s",
-                    "--mrpc", "0", "--max-children", "2", "--measure-children", "2", "--requests-per-child", "20",
-                    "--no-confirm", "--results", str(results), timeout_s=300)  # fmt: skip
+                    "--mrpc", "0", "--max-children", "1", "--clients", "4", "--measure-children", "2",
+                    "--requests-per-child", "20", "--no-confirm", "--results", str(results), timeout_s=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert ("CPUs: measured loads sent by 3 Ray agents on this machine, sharing its CPUs with the server; the "
             "server is not pinned") in proc.stdout
@@ -452,7 +456,7 @@ def test_tune_sends_every_measured_load_from_the_agents(cluster: str, tmp_path: 
     for path in sorted((results / "points").glob("*.json")):
         bench_data = json.loads(path.read_text())["bench"]
         benches += [(path.name, b) for b in (bench_data if isinstance(bench_data, list) else [bench_data])]
-    assert len(benches) >= 2 + 3 * 2  # sizes (2 halves), 2 sweep points of 3 trials
+    assert len(benches) >= 2 + 3  # sizes (2 halves), 1 sweep point of 3 trials
     for name, bench_data in benches:
         agents = bench_data["agents"]
         connections = bench_data["options"]["load"]["connections"]
@@ -462,8 +466,10 @@ def test_tune_sends_every_measured_load_from_the_agents(cluster: str, tmp_path: 
             "127.0.0.2"}, name  # fmt: skip
         assert bench_data["requests"]["complete"] == sum(a["complete"] for a in agents["members"]) > 0, name
         assert os.getpid() not in {a["pid"] for a in agents["members"]}
+    # both sides of "at most 3": the sizes' one connection from one agent, the sweep's 4 from 3
+    assert {(b["options"]["load"]["connections"], len(b["agents"]["members"])) for _, b in benches} == {(1, 1), (4, 3)}
     sizes = [b for name, b in benches if name == "sizes.json"]
-    assert [b["requests"]["complete"] for b in sizes] == [20, 20]  # 10 requests for each of 2 children, twice
+    assert [b["requests"]["complete"] for b in sizes] == [10, 10]  # 10 requests for the one child, twice
     assert _agents_gone()
 
 

@@ -25,6 +25,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return run_pounder("run", *args, timeout=300)
 
 
+@pytest.mark.alone  # "slower": a verdict on rates (tests/e2e/conftest.py)
 @pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
 def test_variants_with_their_own_settings_get_their_own_servers(public_dir: Path) -> None:
     experiment = public_dir / "e.toml"
@@ -72,6 +73,7 @@ workers = 1
     assert not processes_mentioning(str(results))
 
 
+@pytest.mark.alone  # the dynamic pool grows with the load it is given in seconds
 @pytest.mark.skipif(phpfpm_missing() is not None, reason=str(phpfpm_missing()))
 def test_php_fpm_stock_dynamic_pool_against_a_fixed_one(public_dir: Path) -> None:
     """Spare settings in a variant: php-fpm's stock pm = dynamic (start 2, min spare 1, max spare 3)
@@ -117,6 +119,7 @@ max_spare = 3
     assert not processes_mentioning(str(results))
 
 
+@pytest.mark.alone  # the shares of CPU time sampled by py-spy
 @pytest.mark.skipif(gunicorn_missing() is not None or shutil.which("py-spy") is None,
                     reason="needs gunicorn and py-spy")
 def test_recorded_profiles_show_where_the_time_moved(public_dir: Path) -> None:
@@ -191,10 +194,15 @@ def test_classic_preload_experiment_shows_the_memory_saved(public_dir: Path) -> 
 @pytest.mark.skipif(apache_missing(perl=True) is not None or shutil.which("strace") is None,
                     reason="needs Apache + mod_perl and strace")
 def test_classic_stat_experiment_counts_the_lookups(public_dir: Path) -> None:
-    """examples/experiments/stat-calls.toml, quick: the per-request system calls of each variant."""
+    """examples/experiments/stat-calls.toml, quick: the per-request system calls of each variant.
+    Its load's trials are 200 requests instead of 3 s (1 s with --quick) each: the calls are traced
+    after the load, on 200 requests of their own, and only they are checked here."""
     shutil.copytree(EXAMPLES, public_dir / "experiments")
     for path in (public_dir / "experiments").rglob("*"):
         path.chmod(0o755 if path.is_dir() or path.suffix == ".pl" else 0o644)
+    stat_calls = public_dir / "experiments" / "stat-calls.toml"
+    stat_calls.write_text(stat_calls.read_text().replace('duration = "3s"\n', "requests = 200\n", 1))
+    assert "requests = 200\n" in stat_calls.read_text()
     results = public_dir / "results"
     done = _run(str(public_dir / "experiments" / "stat-calls.toml"), "--quick", "--results", str(results))
     assert done.returncode == 0, done.stderr

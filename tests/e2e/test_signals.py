@@ -192,7 +192,7 @@ def test_compare_keeps_the_trials_done_and_they_render(testserver: Any, tmp_path
     pytest.importorskip("matplotlib")
     srv = testserver(mode="ok", delay_ms=5)
     json_path, page = tmp_path / "c.json", tmp_path / "c.html"
-    proc = start("compare", srv.url + "/a", srv.url + "/b", "-c", "2", "-d", "1s", "--trials", "5",
+    proc = start("compare", srv.url + "/a", srv.url + "/b", "-c", "2", "-d", "0.5s", "--trials", "5",
                  "--json", str(json_path), "--report", str(page))
     # after the warm-ups and a counted trial of each, before the end: ratios exist, the plan is not done
     code, out, err = signal_when(proc, json_holds(json_path, lambda d: len(d["trials"]) >= 4), signum)
@@ -239,7 +239,7 @@ trials = 3
 
 [[load]]
 connections = 2
-duration = "3s"
+duration = "1s"
 trials = 5
 
 [[variant]]
@@ -287,7 +287,7 @@ def test_tune_says_how_to_resume_and_writes_its_report(public_dir: Path, signum:
     pytest.importorskip("matplotlib")
     results, page = public_dir / "results", public_dir / "t.html"
     proc = start("tune", "gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--quick", "--mrpc", "0,100",
-                 "--max-children", "4", "--results", str(results), "--report", str(page))
+                 "--point-duration", "1s", "--max-children", "4", "--results", str(results), "--report", str(page))
     code, out, err = signal_when(proc, lambda: (results / "points" / "children-1-t1.json").is_file(), signum)
 
     assert code == EXIT[signum], err

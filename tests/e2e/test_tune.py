@@ -169,7 +169,7 @@ def test_sigint_leaves_no_server_and_resume_finishes(tmp_path: Path) -> None:
     its time in hot_loop."""
     results = tmp_path / "interrupted"
     args = ("gunicorn", "profile_app:app", "--pythonpath", str(APPS_DIR), "--quick", "--point-duration", "1s",
-            "--mrpc", "0", "--max-children", "1", "--no-confirm", "--profile")
+            "--mrpc", "0", "--max-children", "1", "--clients", "2", "--no-confirm", "--profile")
     # in the middle of the point after the first sweep point
     err = _stopped(results, args, results / "points" / "children-1-t1.json", after_s=1.0)
     assert "--resume" in err and "Traceback" not in err
@@ -237,7 +237,7 @@ def test_command_adapter_tunes_any_server(tmp_path: Path) -> None:
     command = (f"{sys.executable} -m gunicorn --bind {{host}}:{{port}} --workers {{workers}} "
                f"--max-requests {{max_requests}} --chdir {APPS_DIR} wsgi_app:app")
     done = _tune("command", command, "--path", "/cpu?ms=5", "--quick", "--point-duration", "1s", "--mrpc", "0",
-                 "--max-children", "2", "--no-confirm", "--results", str(results))
+                 "--max-children", "2", "--clients", "2", "--no-confirm", "--results", str(results))
     assert done.returncode == 0, done.stderr
     data = _recommendation(results, done)
     assert [p["children"] for p in data["sweep"]] == [1, 2]

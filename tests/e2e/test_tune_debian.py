@@ -142,8 +142,8 @@ def test_tune_on_a_copy_of_debians_layout_with_a2enmod_perl(debian_copy: Path, p
     results = public_dir / "results"
     copy = debian_copy.parent
     done, seen = _tune_watched(["apache", str(debian_copy), "--path", "/hello", "--quick", "--point-duration", "1s",
-                                "--max-children", "1", "--measure-children", "1", "--requests-per-child", "10",
-                                "--mrpc", "0", "--no-confirm"], results, [ETC, copy])
+                                "--max-children", "1", "--clients", "2", "--measure-children", "1",
+                                "--requests-per-child", "10", "--mrpc", "0", "--no-confirm"], results, [ETC, copy])
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert not seen, f"a server listened on the system's port(s) {sorted(seen)}"

@@ -4,8 +4,10 @@ Apache prefork + mod_perl with a CPU-bound handler, a RAM budget and no target, 
 The recommendation is checked by an independent measurement: ``pounder run`` compares the
 recommended pool with another size at the same offered load, in interleaved trials, as a user
 would; the recommended pool must not be distinguishably slower, and its p99 no more than 1.5 x the
-other's. This is Apache's one whole live run (at most 4 children: the spare step measures the
-defaults only; both spare settings are decided on the recorded run tests/data/tune-apache).
+other's. This is Apache's one whole live run, kept short: at most 4 children, the sweep at the 4
+clients offered (its points are the pools compared), no confirmation (the confirmation is
+decided on recorded runs: tests/tune/test_recorded.py); both spare settings are decided on the
+recorded run tests/data/tune-apache.
 """
 
 from __future__ import annotations
@@ -61,17 +63,21 @@ def test_the_recommended_pool_is_as_good_as_another_size_at_the_offered_load(pub
     conf = _conf(folder)
     results = public_dir / "tuned"
     done = _run("tune", "apache", str(conf), "--path", "/cpu?ms=4", "--ram", "256M", "--quick", "--point-duration",
-                "1s", "--mrpc", "0", "--max-children", "4", "--measure-children", "2", "--results", str(results))
+                "1s", "--mrpc", "0", "--max-children", "4", "--clients", "4", "--measure-children", "2", "--no-confirm",
+                "--results", str(results))
     assert not processes_mentioning(str(results))
     assert (results / "recommendation.json").is_file(), done.stderr
     validate_results_dir(results)
     data: dict[str, Any] = json.loads((results / "recommendation.json").read_text())
     check_consistent(done.stdout, data)
     pools, offered = data["pools"], data["offered"]
-    # no target: the offered load is as many clients as the pool may have children
-    assert offered["connections"] == min(4, data["memory"]["max_clients"]) and offered["rate"] is None
+    # the offered load: the 4 clients given, which the sweep measured every count at (its points are
+    # the pools compared, none measured again); with no target it is as many clients as the pool may
+    # have children (decided on the recorded runs tune-cpu and tune-twice, tests/tune/test_recorded.py)
+    assert offered["connections"] == 4 and offered["rate"] is None
+    assert pools["reasons"][0].startswith("the children sweep measured these pools at the offered load"), pools
     chosen = data["params"]["max_clients"]
-    assert chosen == pools["chosen"] or data["children"]["decided_by"] == "confirmation"
+    assert chosen == pools["chosen"]  # no confirmation to lower it
     assert "4. Pools at the offered load" in done.stdout and "\nDetails\n" in done.stdout
     # Why holds the deciding facts, one line per parameter
     assert data["why"][0].startswith(f"MaxRequestWorkers {pools['chosen']}: the "), data["why"]

@@ -112,7 +112,8 @@ def test_tune_php_fpm_quick(tmp_path: Path) -> None:
     done = run_pounder(
         "tune", "php-fpm", str(POOL_CONF), "--root", str(PHP_APP),
          "--path", "/index.php", "--quick", "--point-duration", "1s", "--mrpc", "0", "--max-children", "1",
-         "--measure-children", "1", "--requests-per-child", "50", "--no-confirm", "--results", str(results),
+         "--clients", "2", "--measure-children", "1", "--requests-per-child", "50", "--no-confirm", "--results",
+         str(results),
         timeout=TUNE_LIMIT_S)
     assert done.returncode == 0, done.stderr[-3000:]
     assert not processes_mentioning(str(results)), "a server process outlived pounder tune"

@@ -60,7 +60,8 @@ def test_a_slow_client_holds_its_child_for_the_transfer_and_the_pool_counts_it(t
     held_dir.mkdir()
     done, data = _tune(tmp_path / "slow", "--path", "/big?kb=8192", "--throttle", "32MB/s", "--no-proxy",
                        "--peak-rate", "4", "--ram", "2G", "--max-children", "2", "--point-duration", "1s",
-                       "--measure-children", "2", "--requests-per-child", "20", "--env", f"APP_HELD_DIR={held_dir}")
+                       "--measure-children", "2", "--requests-per-child", "20", "--no-confirm",
+                       "--env", f"APP_HELD_DIR={held_dir}")
     # the app's own timing of the requests that ended during the loads of the point the pool was
     # sized on (busy time is the knee's: its trials)
     knee = data["children"]["throughput"]

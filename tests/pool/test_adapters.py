@@ -441,3 +441,14 @@ def test_every_adapter_passes_the_server_cpus_through(tmp_path: Path) -> None:
     for adapter in adapters:
         assert adapter.server(PoolParams(2), tmp_path, cpus=[1, 0, 1]).cpus == (0, 1), adapter.kind
         assert adapter.server(PoolParams(2), tmp_path).cpus is None, adapter.kind
+
+
+def test_make_adapter_takes_the_adapter_options_as_keywords() -> None:
+    """make_adapter's keywords are AdapterOptions' fields (declared there once); another is
+    refused in one line naming make_adapter, as @public refuses any function's unknown keyword."""
+    adapter = make_adapter("gunicorn", "wsgi_app:app", pythonpath=str(APPS), preload=True, env={"A": "1"},
+                           check=False)
+    assert adapter.to_dict() == GunicornAdapter("wsgi_app:app", pythonpath=str(APPS), preload=True,
+                                                env={"A": "1"}).to_dict()
+    with pytest.raises(UsageError, match=r"^make_adapter: unexpected argument 'workers'$"):
+        make_adapter("gunicorn", "wsgi_app:app", workers=3)

@@ -32,7 +32,8 @@ Record = TypeVar("Record")
 class Use:
     """Field ``name`` of ``record`` offered by a command, shown in ``panel``: its help text then
     ``more`` (the command's own default, a sentence), or ``help`` instead of both; ``value``: the
-    command's default when the option is not given (else None, or False for a switch)."""
+    command's default when the option is not given (else None, or False for a switch); ``kind``:
+    the type typer reads its value as, when the command's differs from the field's."""
 
     record: type
     name: str
@@ -40,10 +41,11 @@ class Use:
     more: str = ""
     help: str | None = None
     value: Any = _UNSET
+    kind: type | None = None
 
     def flag(self) -> Flag:
         base = declared(self.record, self.name)
-        return dataclasses.replace(base, panel=self.panel,
+        return dataclasses.replace(base, panel=self.panel, kind=self.kind or base.kind,
                                    help=self.help or " ".join(filter(None, (base.help, self.more))))  # fmt: skip
 
     def default(self) -> Any:

@@ -21,13 +21,14 @@ from pounder.agents import make_sender
 from pounder.cli._bridge import Command, Use, takes, typer_option
 from pounder.cli._common import print_warning
 from pounder.load import LoadOptions, Progress, ProgressCallback, Sender
+from pounder.procs import SERVER_OPTIONS, ServerTarget, find_server
 
 LOCAL_URL = typer.Argument(metavar="URL", help="http:// or https:// URL to request (on this machine).",
                            show_default=False)
 """The URL of a command that works on a server of this machine (syscalls, profile)."""
 
 
-def which_server(panel: str) -> tuple[Use, Use, Use]:
+def _which_server(panel: str) -> tuple[Use, Use, Use]:
     """``--server-pid``, ``--server-pidfile`` and ``--server-name`` of a command that works on the
     processes of a server of this machine (syscalls, profile), read with ``given(ctx,
     SharedOptions).server()``."""
@@ -43,8 +44,10 @@ class SharedOptions:
     """The options several commands share that are not load options: which server (its pid file, its
     name), an access log's mix."""
 
-    server_pid: str | None = field(default=None, metadata=flag("--server-pid", metavar="PID", help=(
+    server_pid: int | str | None = field(default=None, metadata=flag("--server-pid", metavar="PID", help=(
         "The server's parent process.")))
+    """As typed (parsed by :meth:`server`), or a number where the command reads it as one
+    (:func:`sampled_server`)."""
     server_pidfile: str | None = field(default=None, metadata=flag("--server-pidfile", metavar="FILE", help=(
         "Like --server-pid, with the pid read from the server's pid file.")))
     server_name: str | None = field(default=None, metadata=flag("--server-name", metavar="TEXT", help=(
@@ -65,9 +68,18 @@ class SharedOptions:
 
     def server(self) -> dict[str, Any]:
         """The server named, as the library's ``server_pid``, ``server_pidfile`` and ``server_name``
-        take it (the pid checked here, naming --server-pid)."""
-        pid = None if self.server_pid is None else parse_pid(self.server_pid, "--server-pid")
+        take it (a pid as typed checked here, naming --server-pid)."""
+        pid = parse_pid(self.server_pid, "--server-pid") if isinstance(self.server_pid, str) else self.server_pid
         return {"server_pid": pid, "server_pidfile": self.server_pidfile, "server_name": self.server_name}
+
+    def target(self) -> ServerTarget | None:
+        """The server the ``--server-*`` options name, found (:func:`~pounder.procs.find_server`);
+        None when none is given."""
+        server = self.server()
+        if all(value is None for value in server.values()):
+            return None
+        return find_server(pid=server["server_pid"], pidfile=self.server_pidfile, name=self.server_name,
+                           options=SERVER_OPTIONS)  # fmt: skip
 
 
 _FIELD = {"header": "headers", "cookie": "cookies"}  # the field of a repeatable option, as a flag names it
@@ -120,6 +132,22 @@ def load_parameter(name: str, panel: str, default: str = "", *, help: str | None
     return _use(name, panel, default, help, **value)
 
 
+def sampled_server(panel: str, pid_help: str) -> list[Use]:
+    """``--server-pid`` (a number: ``pid_help``), ``--server-pidfile`` and ``--server-name`` of a
+    command that samples the server while it loads it (bench, compare), shown in ``panel``; read
+    with ``given(ctx, SharedOptions)``."""
+    return [_use("server_pid", panel, help=pid_help, kind=int), _use("server_pidfile", panel),
+            _use("server_name", panel)]  # fmt: skip
+
+
+def size_parameters(panel: str, *, requests: str = "", duration: str = "", rate: str = "") -> list[Use]:
+    """``-c``, ``-n``, ``-d``, ``-t`` and ``--rate`` (how much load, and paced or not), in this order,
+    shown in ``panel``, each with the command's own sentence on its default."""
+    return [load_parameter("connections", panel), load_parameter("requests", panel, requests),
+            load_parameter("duration", panel, duration), load_parameter("threads", panel),
+            load_parameter("rate", panel, rate)]  # fmt: skip
+
+
 def tls_parameters(panel: str = "HTTPS") -> list[Use]:
     """``--insecure``, ``--cacert``, ``--cert``, ``--key`` and ``--no-tls-resume``, shown in ``panel``."""
     return [*(_use(name, panel) for name in ("insecure", "cacert", "cert", "key")),
@@ -166,3 +194,12 @@ def takes_load_options(*declared_uses: Use, before: str | None = None) -> Callab
     ``before``; None: after its own) and reads them as one :class:`~pounder.LoadOptions` with
     ``given(ctx, LoadOptions)``; those it does not offer keep the library's defaults."""
     return takes(*declared_uses, before=before)
+
+
+def takes_local_load(which: str, panel: str, *declared_uses: Use, before: str) -> Callable[[Command], Command]:
+    """A command that loads a server of this machine and works on its processes (syscalls,
+    profile): ``--server-*`` shown in ``which`` (``given(ctx, SharedOptions).server()``), then the
+    ``declared_uses`` load options, ``--expect-status`` and the HTTPS options, shown in ``panel``,
+    all before its parameter ``before``."""
+    return takes_load_options(*_which_server(which), *declared_uses, expect_status_parameter(panel),
+                              *tls_parameters(panel), before=before)  # fmt: skip

@@ -33,10 +33,12 @@ from pounder.cli._common import (
 )
 from pounder.cli._load_options import (
     AgentFlags,
+    SharedOptions,
     expect_status_parameter,
     io_parameter,
-    load_option,
     load_parameter,
+    sampled_server,
+    size_parameters,
     takes_load_options,
     threads_warning,
     tls_parameters,
@@ -78,9 +80,6 @@ URL_ARG = typer.Argument(metavar="URL", help=(
 URL_FILE = option("-f", "--url-file", panel=_LOAD, metavar="FILE", help=(
     "File of URLs, one per line, optionally preceded by a weight and a method ('3 http://...', 'HEAD http://...', "
     "'3 POST http://...'; a GET or HEAD line sends no body); blank lines and # comments are skipped."))
-ACCESS_LOG = load_option("access_log", _LOAD)
-EXCLUDE_STATIC = load_option("exclude_static", _LOAD)
-LOG_METHODS = load_option("log_methods", _LOAD)
 ORDER = option("--order", panel=_LOAD, metavar="sequential|random", help=(
     "How targets are picked: in turn (default), or at random weighted by their weight (weights only matter for "
     "random; --access-log is always random)."))
@@ -98,11 +97,6 @@ TSV = option("--tsv", panel=_OUT, metavar="PATH", help=(
 HDR_LOG = option("--hdr-log", panel=_OUT, metavar="PATH", help=(
     "Write an HdrHistogram interval log (1 s intervals, corrected latency, microseconds; with --ray, one per "
     "agent like --tsv)."))
-SERVER_PID = load_option("server_pid", _SERVER, help=(
-    "Sample this server's processes (the parent and all its children) while the load runs: server CPU per "
-    "completed request, children spawned and exited, memory per child and its growth."))
-SERVER_PIDFILE = load_option("server_pidfile", _SERVER)
-SERVER_NAME = load_option("server_name", _SERVER)
 SERVER_STATUS = option("--server-status", panel=_SERVER, metavar="URL", help=(
     "Also read Apache's mod_status page (?auto) at each sample: busy and idle children."))
 SAMPLE_INTERVAL = option("--sample-interval", panel=_SERVER, metavar="TIME", help=(
@@ -140,11 +134,8 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
 
 
 @takes_load_options(
-    load_parameter("connections", _LOAD),
-    load_parameter("requests", _LOAD, "Without -n, -d or --stages the run lasts 10 s."),
-    load_parameter("duration", _LOAD, "Default 10s."),
-    load_parameter("threads", _LOAD),
-    load_parameter("rate", _LOAD, "Length: -d, else -n divided by the rate, else 10s."),
+    *size_parameters(_LOAD, requests="Without -n, -d or --stages the run lasts 10 s.", duration="Default 10s.",
+                     rate="Length: -d, else -n divided by the rate, else 10s."),
     load_parameter("stages", _LOAD),
     load_parameter("max_in_flight", _LOAD),
     load_parameter("replay", _LOAD),
@@ -158,14 +149,15 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
     *tls_parameters(),
     before="warmup",
 )  # fmt: skip
+@takes(*(load_parameter(name, _LOAD) for name in ("access_log", "exclude_static", "log_methods")), before="order")
+@takes(*sampled_server(_SERVER, (
+    "Sample this server's processes (the parent and all its children) while the load runs: server CPU per "
+    "completed request, children spawned and exited, memory per child and its growth.")), before="server_status")
 @takes(AgentFlags, before="quiet")
 def bench_command(
     ctx: typer.Context,
     url: Annotated[Text, URL_ARG] = None,
     url_file: Annotated[Text, URL_FILE] = None,
-    access_log: Annotated[Text, ACCESS_LOG] = None,
-    exclude_static: Annotated[bool, EXCLUDE_STATIC] = False,
-    log_methods: Annotated[Text, LOG_METHODS] = None,
     order: Annotated[Text, ORDER] = None,
     *,
     warmup: Annotated[Text, WARMUP] = None,
@@ -174,9 +166,6 @@ def bench_command(
     csv_path: Annotated[Text, CSV] = None,
     tsv_path: Annotated[Text, TSV] = None,
     hdr_log: Annotated[Text, HDR_LOG] = None,
-    server_pid: Annotated[int | None, SERVER_PID] = None,
-    server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
-    server_name: Annotated[Text, SERVER_NAME] = None,
     server_status: Annotated[Text, SERVER_STATUS] = None,
     sample_interval: Annotated[Text, SAMPLE_INTERVAL] = None,
     quiet: Annotated[bool, QUIET] = False,
@@ -184,12 +173,13 @@ def bench_command(
     fail_if: Annotated[list[str] | None, FAIL_IF] = None,
 ) -> None:
     """Load an HTTP server and report throughput, latency and errors (help: BENCH_HELP)."""
-    load = given(ctx, LoadOptions)
+    load, shared = given(ctx, LoadOptions), given(ctx, SharedOptions)
+    access_log, exclude_static, log_methods = shared.access_log, shared.exclude_static, shared.log_methods
     json_out, csv_out = _outputs(json_path, csv_path)
     check_report_path(report)
     check_distinct([("--json", json_out), ("--csv", csv_out), ("--tsv", tsv_path), ("--hdr-log", hdr_log),
                     ("--report", report)], [("-f/--url-file", url_file), ("--access-log", access_log),
-                                            ("--server-pidfile", server_pidfile), *load.input_files()])
+                                            ("--server-pidfile", shared.server_pidfile), *load.input_files()])
     log = None
     if access_log is not None:  # read here, so that the report can say what it held
         log = read_access_log(access_log, methods=log_methods or ("GET", "HEAD"), exclude_static=exclude_static)
@@ -197,13 +187,12 @@ def bench_command(
         {"access_log": log} if log is not None else {"exclude_static": exclude_static, "log_methods": log_methods})
     unwritten: OutputWriteError | None = None
     live = not quiet and sys.stderr.isatty()
-    with (server_line(server_pid, server_pidfile, server_name) if live else nullcontext()) as line, \
+    with (server_line(shared) if live else nullcontext()) as line, \
             live_progress(enabled=live, server_line=line) as on_progress:
         try:
             result = bench(
                 url, url_file=url_file, **from_log, order=order, warmup=warmup, unix_socket=unix_socket,
-                tsv_path=tsv_path, hdr_log_path=hdr_log, options=load, server_pid=server_pid,
-                server_pidfile=server_pidfile, server_name=server_name, server_status=server_status,
+                tsv_path=tsv_path, hdr_log_path=hdr_log, options=load, **shared.server(), server_status=server_status,
                 sample_interval=sample_interval, sender=given(ctx, AgentFlags).sender(),
                 on_progress=threads_warning(load, on_progress), gates=fail_if or None,
             )  # fmt: skip

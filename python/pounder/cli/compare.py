@@ -33,10 +33,12 @@ from pounder.cli._common import (
 )
 from pounder.cli._load_options import (
     AgentFlags,
+    SharedOptions,
     expect_status_parameter,
     io_parameter,
-    load_option,
     load_parameter,
+    sampled_server,
+    size_parameters,
     takes_load_options,
     threads_warning,
     tls_parameters,
@@ -60,7 +62,6 @@ from pounder.compare import (
     trial_plan,
 )
 from pounder.load import LoadOptions, ProgressCallback
-from pounder.procs import SERVER_OPTIONS, find_server
 from pounder.results import format_ms
 
 _TRIALS = "Trials"
@@ -104,10 +105,6 @@ NO_WARMUP = option("--no-warmup", panel=_TRIALS, help="Skip the warm-up trial of
 MIN_EFFECT = option("--min-effect", panel=_TRIALS, metavar="PERCENT", help=(
     "A ratio within this many percent of 1 is 'no clear difference' even when its interval excludes 1; "
     "default 1 (0 for the interval alone)."))
-SERVER_PID = load_option("server_pid", _SERVER, help=(
-    "The server behind every URL (its parent process): sampled during each trial for its CPU per request."))
-SERVER_PIDFILE = load_option("server_pidfile", _SERVER)
-SERVER_NAME = load_option("server_name", _SERVER)
 JSON = option("--json", panel=_OUT, metavar="PATH", help=(
     "Write the comparison as JSON (schema pounder/compare/1), rewritten after every trial so nothing measured "
     "is lost; '-' prints it on stdout at the end instead of the report."))
@@ -144,12 +141,6 @@ def labels_for(urls: list[str], labels: list[str] | None) -> list[str]:
     if labels and len(labels) != len(urls):
         raise UsageError(f"give one --label per URL: {len(urls)} URLs, {len(labels)} labels")
     return labels or default_labels(urls)
-
-
-def _server_pid(pid: int | None, pidfile: str | None, name: str | None) -> int | None:
-    if pid is None and pidfile is None and name is None:
-        return None
-    return find_server(pid=pid, pidfile=pidfile, name=name, options=SERVER_OPTIONS).pid
 
 
 def _trial_line(trial: Trial, planned: int) -> str:
@@ -215,11 +206,8 @@ def _check_chart(path: str | None) -> str | None:
 
 
 @takes_load_options(
-    load_parameter("connections", _LOAD),
-    load_parameter("requests", _LOAD),
-    load_parameter("duration", _LOAD, "Default 5s when neither -n nor -d is given."),
-    load_parameter("threads", _LOAD),
-    load_parameter("rate", _LOAD, "Length: -d, else -n divided by the rate, else 5s."),
+    *size_parameters(_LOAD, duration="Default 5s when neither -n nor -d is given.",
+                     rate="Length: -d, else -n divided by the rate, else 5s."),
     io_parameter(_LOAD),
     load_parameter("keepalive", _LOAD, "Default: on.", value=True),
     *(load_parameter(name, _LOAD) for name in ("timeout", "allow_remote")),
@@ -228,7 +216,9 @@ def _check_chart(path: str | None) -> str | None:
     *tls_parameters(),
     before="server_pid",
 )
-@takes(AgentFlags, before="json_path")
+@takes(*sampled_server(_SERVER, (
+    "The server behind every URL (its parent process): sampled during each trial for its CPU per request.")),
+    AgentFlags, before="json_path")
 def compare_command(
     ctx: typer.Context,
     urls: Annotated[list[str], URLS],
@@ -238,9 +228,6 @@ def compare_command(
     no_warmup: Annotated[bool, NO_WARMUP] = False,
     min_effect: Annotated[Text, MIN_EFFECT] = None,
     *,
-    server_pid: Annotated[int | None, SERVER_PID] = None,
-    server_pidfile: Annotated[Text, SERVER_PIDFILE] = None,
-    server_name: Annotated[Text, SERVER_NAME] = None,
     json_path: Annotated[Text, JSON] = None,
     chart_path: Annotated[Text, CHART] = None,
     quiet: Annotated[bool, QUIET] = False,
@@ -248,7 +235,7 @@ def compare_command(
     fail_if: Annotated[list[str] | None, FAIL_IF] = None,
 ) -> None:
     """Compare URLs in interleaved trials (help: COMPARE_HELP)."""
-    load = given(ctx, LoadOptions)
+    load, shared = given(ctx, LoadOptions), given(ctx, SharedOptions)
     labels = labels_for(urls, label)
     count = check_trials(parse_trials(trials))
     effect = parse_min_effect(min_effect)
@@ -256,8 +243,9 @@ def compare_command(
     chart_out = _check_chart(chart_path)
     check_report_path(report)
     check_distinct([("--json", json_out), ("--chart", chart_out), ("--report", report)],
-                   [("--server-pidfile", server_pidfile), *load.input_files()])
-    pid = _server_pid(server_pid, server_pidfile, server_name)
+                   [("--server-pidfile", shared.server_pidfile), *load.input_files()])
+    target = shared.target()
+    pid = None if target is None else target.pid
     variants = [Variant(name, url, pid) for name, url in zip(labels, urls, strict=True)]
     plan = trial_plan(labels, count, not no_warmup)
     with _progress(not quiet and sys.stderr.isatty(), plan) as (on_trial, on_progress):

@@ -23,12 +23,10 @@ from pounder.cli._common import interrupted, json_option, option, print_warning,
 from pounder.cli._load_options import (
     LOCAL_URL,
     SharedOptions,
-    expect_status_parameter,
     io_parameter,
     load_parameter,
-    takes_load_options,
-    tls_parameters,
-    which_server,
+    size_parameters,
+    takes_local_load,
 )
 from pounder.cli._progress import live_progress
 from pounder.load import LoadOptions
@@ -139,19 +137,15 @@ def _write(result: ProfileResult, json_out: str | None, flame_out: str | None, r
                   None if json_out == "-" else lambda: render_profile(result, top=rows, per_child=per_child))
 
 
-@takes_load_options(
-    *which_server(_WHICH),
-    load_parameter("connections", _LOAD),
-    load_parameter("requests", _LOAD, "A trial's requests."),
-    load_parameter("duration", _LOAD, "A trial's length; default 3s when neither -n nor -d is given."),
-    load_parameter("threads", _LOAD),
-    load_parameter("rate", _LOAD, "Then the cost shows in the latency, not in requests/s."),
+@takes_local_load(
+    _WHICH, _LOAD,
+    *size_parameters(_LOAD, requests="A trial's requests.",
+                     duration="A trial's length; default 3s when neither -n nor -d is given.",
+                     rate="Then the cost shows in the latency, not in requests/s."),
     io_parameter(_LOAD),
     load_parameter("keepalive", _LOAD, "Default: on.", value=True),
     *(load_parameter(name, _LOAD) for name in ("method", "body", "content_type", "header", "cookie", "auth",
                                                "timeout")),
-    expect_status_parameter(_LOAD),
-    *tls_parameters(_LOAD),
     before="behind_proxy",
 )  # fmt: skip
 def profile_command(

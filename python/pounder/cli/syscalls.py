@@ -18,16 +18,7 @@ from pounder import _interrupt
 from pounder._files import check_distinct, check_output_path, write_outputs
 from pounder.cli._bridge import given
 from pounder.cli._common import interrupted, json_option, option, whole_number
-from pounder.cli._load_options import (
-    LOCAL_URL,
-    SharedOptions,
-    expect_status_parameter,
-    io_parameter,
-    load_parameter,
-    takes_load_options,
-    tls_parameters,
-    which_server,
-)
+from pounder.cli._load_options import LOCAL_URL, SharedOptions, io_parameter, load_parameter, takes_local_load
 from pounder.cli._progress import live_progress
 from pounder.load import LoadOptions
 from pounder.syscalls import (
@@ -84,8 +75,8 @@ def _json_text(report: SyscallReport) -> str:
     return json.dumps(report.to_dict(), indent=2) + "\n"
 
 
-@takes_load_options(
-    *which_server(_WHICH),
+@takes_local_load(
+    _WHICH, _LOAD,
     load_parameter("requests", _LOAD, value=str(DEFAULT_REQUESTS), help=(
         f"Requests to trace (default {DEFAULT_REQUESTS:,}; at most 100k: strace writes a few kB per request).")),
     load_parameter("connections", _LOAD, value=str(DEFAULT_CONNECTIONS), help=(
@@ -96,8 +87,6 @@ def _json_text(report: SyscallReport) -> str:
     load_parameter("duration", _LOAD, value=f"{DEFAULT_DURATION_S:g}s", help=(
         f"Stop the traced load after this long even if -n is not reached (default {DEFAULT_DURATION_S:g}s).")),
     load_parameter("timeout", _LOAD),
-    expect_status_parameter(_LOAD),
-    *tls_parameters(_LOAD),
     before="warmup",
 )  # fmt: skip
 def syscalls_command(

@@ -21,8 +21,9 @@ import typer
 from pounder._errors import PounderError, UsageError
 from pounder._files import STDOUT, check_distinct, check_output_path, write_output, write_outputs
 from pounder.cli._common import duration_between, interrupted, json_option, option
+from pounder.cli._load_options import SharedOptions
 from pounder.cli._which import named_server
-from pounder.procs import MEM_OPTIONS, SERVER_OPTIONS, find_server
+from pounder.procs import MEM_OPTIONS, SERVER_OPTIONS
 from pounder.top import Top, TopView, check_status_url, compact_line, render_top
 
 if TYPE_CHECKING:
@@ -196,13 +197,13 @@ def _parent(pid: int) -> int | None:
 
 
 @contextlib.contextmanager
-def server_line(pid: int | None, pidfile: str | None, name: str | None) -> Iterator[Callable[[], str | None] | None]:
+def server_line(which: SharedOptions) -> Iterator[Callable[[], str | None] | None]:
     """For ``bench --server-*`` on a terminal: a callable giving the server's children in one line
     (:func:`pounder.top.compact_line`; None once the server cannot be read), or None without a server."""
-    if pid is None and pidfile is None and name is None:
+    target = which.target()
+    if target is None:
         yield None
         return
-    target = find_server(pid=pid, pidfile=pidfile, name=name, options=SERVER_OPTIONS)
     with Top(target) as top:
 
         def line() -> str | None:

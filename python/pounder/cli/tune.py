@@ -1,6 +1,6 @@
 """``pounder tune``: start the real server, sweep its five parameters, recommend a configuration.
 
-The command maps flags to an adapter (:func:`pounder.pool.make_adapter`) and
+The command maps flags to an adapter (:func:`pounder.pool.build_adapter`) and
 :func:`pounder.tune.make_options`, then runs :func:`pounder.tune.tune` (or ``resume``); the steps
 and the rules live in ``pounder.tune``.
 """
@@ -37,9 +37,10 @@ from pounder.pool import (
     KINDS,
     SERVER_OPTIONS,
     Adapter,
+    AdapterOptions,
     ResultsDir,
+    build_adapter,
     demo_adapter,
-    make_adapter,
     refused_option,
 )
 from pounder.tune import TuneResult, make_options, open_run, render_tune, resume, tune
@@ -101,8 +102,9 @@ def _adapter(server: str | None, target: str | None, *, pythonpath: str | None, 
         if refused:
             raise UsageError(refused)
     stop = stop_signal or str(SERVER_OPTIONS["stop_signal"].default)
-    return make_adapter(server, target, pythonpath=pythonpath, preload=preload, env=env, stop_signal=stop, root=root,
-                        threads=threads, check=False)  # checked in _plan, after the options
+    options = AdapterOptions(pythonpath=pythonpath, preload=preload, env=env, stop_signal=stop, root=root,
+                             threads=threads)
+    return build_adapter(server, target, options, check=False)  # checked in _plan, after the options
 
 
 def _int(text: str | None, what: str) -> int | None:

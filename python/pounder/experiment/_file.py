@@ -59,7 +59,7 @@ from pounder.experiment._reader import ExperimentError, Reader
 from pounder.experiment._tls import TlsSpec, in_file_words, read_tls
 from pounder.load import BenchSpec, LoadOptions
 from pounder.pool import ADAPTERS as POOL_ADAPTERS
-from pounder.pool import KINDS, TARGET_FIELDS, Adapter, make_adapter, puma_threads, refused_option
+from pounder.pool import KINDS, TARGET_FIELDS, Adapter, AdapterOptions, build_adapter, puma_threads, refused_option
 from pounder.traffic import NotLoopbackError, parse_url, resolve
 
 ADAPTERS = (*KINDS, "url")
@@ -310,10 +310,11 @@ def server_adapter(exp: Experiment, variant: VariantSpec) -> Adapter:
     target = TARGET_FIELDS[server.adapter]
     try:
         with from_file(_FILE_KEYS) as source:
-            return make_adapter(server.adapter, getattr(server, target), pythonpath=server.pythonpath,
-                                preload=server.preload if variant.preload is None else variant.preload,
-                                env={**server.env, **variant.env}, extra_conf=variant.config, root=server.root,
-                                threads=server.threads if variant.threads is None else variant.threads)
+            options = AdapterOptions(
+                pythonpath=server.pythonpath, preload=server.preload if variant.preload is None else variant.preload,
+                env={**server.env, **variant.env}, extra_conf=variant.config, root=server.root,
+                threads=server.threads if variant.threads is None else variant.threads)
+            return build_adapter(server.adapter, getattr(server, target), options)
     except UsageError as error:
         if exp.reader is None:
             raise

@@ -29,39 +29,38 @@
         print(runner.bench(server, 4, duration=5.0).derived.requests_per_s)
 """
 
+from pounder.pool._adapter import (
+    SERVER_OPTIONS,
+    Adapter,
+    AdapterOptions,
+    ChildLimit,
+    PoolParams,
+    ServerOption,
+    own_name,
+)
 from pounder.pool._adapters import (
     ADAPTERS,
     KINDS,
     REGISTRY,
-    SERVER_OPTIONS,
     TARGET_FIELDS,
-    Adapter,
-    AdapterOptions,
-    ApacheAdapter,
-    ChildLimit,
-    CommandAdapter,
-    GunicornAdapter,
-    PhpFpmAdapter,
-    PoolParams,
-    PumaAdapter,
-    ServerOption,
-    StarmanAdapter,
-    UnicornAdapter,
-    UwsgiAdapter,
     adapter_from_dict,
     build_adapter,
     demo_adapter,
     make_adapter,
-    own_name,
     refused_option,
     status_reader,
     status_summary,
 )
+from pounder.pool._apache import ApacheAdapter
+from pounder.pool._command import CommandAdapter
 from pounder.pool._cpus import check_cpus, split_cpus
-from pounder.pool._puma import puma_threads
+from pounder.pool._gunicorn import GunicornAdapter
+from pounder.pool._phpfpm import PhpFpmAdapter
+from pounder.pool._puma import PumaAdapter, puma_threads
 from pounder.pool._queue import QueueWatch
 from pounder.pool._runner import WARM_FAILING_ROUNDS, MemoryFloorError, Runner, Warmed
 from pounder.pool._sizes import child_sizes, child_statm, growth_per_request, pool_memory
+from pounder.pool._starman import StarmanAdapter
 from pounder.pool._store import (
     OLD_TUNE_SCHEMAS,
     POINT_SCHEMA,
@@ -72,6 +71,8 @@ from pounder.pool._store import (
     write_file,
     write_json,
 )
+from pounder.pool._unicorn import UnicornAdapter
+from pounder.pool._uwsgi import UwsgiAdapter
 from pounder.pool._workload import Workload
 
 __all__ = [

@@ -8,8 +8,8 @@ import abc
 import copy
 import os
 import shlex
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -68,6 +68,15 @@ CLASSIC_NAMES: Mapping[str, str] = {
 """The five parameters (and preloading) in the classic Apache 1.3 / mod_perl guide names."""
 
 
+def server_names(**names: str) -> Mapping[str, str]:
+    """A server's own names (an adapter's :attr:`Adapter.names`) for the parameters of
+    :data:`CLASSIC_NAMES` it has, in their order; "-" for those it has not."""
+    unknown = sorted(set(names) - set(CLASSIC_NAMES))
+    if unknown:
+        raise TypeError(f"server_names: no parameter {unknown[0]!r}")
+    return {key: names.get(key, "-") for key in CLASSIC_NAMES}
+
+
 @public
 def own_name(names: Mapping[str, str], key: str) -> str:
     """Parameter ``key`` in a server's own ``names`` (an adapter's, or as stored with a run); the
@@ -92,6 +101,11 @@ def option_refused(adapter: type[Adapter], name: str, adapters: Collection[type[
     return f"{called or SERVER_OPTIONS[name].flag} is for {takers} only" + (f" ({instead})" if instead else "")
 
 
+def _stored(read: Callable[[Any], Any]) -> dict[str, Callable[[Any], Any]]:
+    """A field's metadata: how :meth:`AdapterOptions.from_dict` reads its stored value (None when absent)."""
+    return {"stored": read}
+
+
 @public
 @dataclass(frozen=True)
 class AdapterOptions:
@@ -99,17 +113,20 @@ class AdapterOptions:
     :data:`SERVER_OPTIONS`, the arguments added to the server's command line (``extra_args``), an
     experiment variant's configuration lines (``extra_conf``) and Apache's handlers given from
     Python; each adapter reads the ones it takes and ignores the others. ``preload`` and
-    ``threads`` None: the server's own default."""
+    ``threads`` None: the server's own default. Each field is declared once, here: its keyword
+    (``make_adapter``), its key in an adapter's ``to_dict`` and how a stored one reads back
+    (its ``stored`` metadata; as stored without)."""
 
     pythonpath: str | None = None
-    preload: bool | None = None
+    preload: bool | None = field(default=None, metadata=_stored(bool))
     root: str | os.PathLike[str] | None = None
-    env: Mapping[str, str] | None = None
-    extra_args: tuple[str, ...] = ()
+    env: Mapping[str, str] | None = field(
+        default=None, metadata=_stored(lambda env: {str(k): str(v) for k, v in (env or {}).items()}))
+    extra_args: tuple[str, ...] = field(default=(), metadata=_stored(lambda args: tuple(args or ())))
     threads: Any = None
-    stop_signal: str = "TERM"
-    extra_conf: str = ""
-    perl_handlers: Mapping[str, str] | None = None
+    stop_signal: str = field(default="TERM", metadata=_stored(lambda name: str(name or "TERM")))
+    extra_conf: str = field(default="", metadata=_stored(lambda text: str(text or "")))
+    perl_handlers: Mapping[str, str] | None = field(default=None, metadata=_stored(lambda handlers: handlers or {}))
     startup_pl: str | os.PathLike[str] | None = None
     perl_lib: str | os.PathLike[str] | None = None
 
@@ -121,11 +138,16 @@ class AdapterOptions:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AdapterOptions:
         """The options of an adapter's ``to_dict`` (a stored run's: preloading as it ran)."""
-        return cls(pythonpath=data.get("pythonpath"), preload=bool(data.get("preload")), root=data.get("root"),
-                   threads=data.get("threads"), env=_env(data), extra_args=tuple(data.get("extra_args") or ()),
-                   stop_signal=str(data.get("stop_signal") or "TERM"), extra_conf=str(data.get("extra_conf") or ""),
-                   perl_handlers=data.get("perl_handlers") or {}, startup_pl=data.get("startup_pl"),
-                   perl_lib=data.get("perl_lib"))
+        return cls(**{option.name: option.metadata.get("stored", _as_stored)(data.get(option.name))
+                      for option in fields(cls)})
+
+
+def _as_stored(value: Any) -> Any:
+    return value
+
+
+ADAPTER_OPTION_NAMES: frozenset[str] = frozenset(option.name for option in fields(AdapterOptions))
+"""The keywords of :class:`AdapterOptions` (``make_adapter``'s besides ``check``)."""
 
 
 @public
@@ -359,10 +381,6 @@ class Adapter(abc.ABC):
         lines = text.split("\n")
         at = next((index for index, line in enumerate(lines) if line.strip() in self.preload_off), len(lines))
         return "\n".join([*lines[:at], *note, *lines[at:]])
-
-
-def _env(data: Mapping[str, Any]) -> dict[str, str]:
-    return {str(k): str(v) for k, v in (data.get("env") or {}).items()}
 
 
 def _env_prefix(env: Mapping[str, str]) -> str:

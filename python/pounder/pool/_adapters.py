@@ -20,16 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pounder._errors import UsageError, public
-from pounder.pool._adapter import (
-    SERVER_OPTIONS,
-    Adapter,
-    AdapterOptions,
-    ChildLimit,
-    PoolParams,
-    ServerOption,
-    option_refused,
-    own_name,
-)
+from pounder.pool._adapter import ADAPTER_OPTION_NAMES, Adapter, AdapterOptions, option_refused
 from pounder.pool._apache import ApacheAdapter
 from pounder.pool._command import CommandAdapter
 from pounder.pool._gunicorn import GunicornAdapter
@@ -78,22 +69,17 @@ def build_adapter(kind: str, target: str | os.PathLike[str] | None, options: Ada
 
 
 @public
-def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, pythonpath: str | None = None,
-                 preload: bool | None = None, root: str | os.PathLike[str] | None = None,
-                 env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),
-                 threads: Any = None, stop_signal: str = "TERM", extra_conf: str = "",
-                 perl_handlers: Mapping[str, str] | None = None,
-                 startup_pl: str | os.PathLike[str] | None = None,
-                 perl_lib: str | os.PathLike[str] | None = None, check: bool = True) -> Adapter:
-    """:func:`build_adapter` with the :class:`AdapterOptions` as keywords: the adapter of server
-    ``kind`` for ``target``: the apache configuration file (None: handlers given directly), the
-    gunicorn ``module:callable``, the Starman PSGI file, or the command. Options a kind does not use
-    are ignored (Apache takes its environment and preloading from its configuration); ``preload``
-    None is the server's own default, as ``threads`` None (Puma's threads, "N" or "MIN,MAX": 1,1)."""
-    options = AdapterOptions(pythonpath=pythonpath, preload=preload, root=root, env=env, extra_args=extra_args,
-                             threads=threads, stop_signal=stop_signal, extra_conf=extra_conf,
-                             perl_handlers=perl_handlers, startup_pl=startup_pl, perl_lib=perl_lib)
-    return build_adapter(kind, target, options, check=check)
+def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, check: bool = True, **options: Any) -> Adapter:
+    """:func:`build_adapter` with the :class:`AdapterOptions` as keywords (``pythonpath``,
+    ``preload``, ``root``, ``env``, ...: its fields): the adapter of server ``kind`` for
+    ``target``: the apache configuration file (None: handlers given directly), the gunicorn
+    ``module:callable``, the Starman PSGI file, or the command. Options a kind does not use are
+    ignored (Apache takes its environment and preloading from its configuration); ``preload`` None
+    is the server's own default, as ``threads`` None (Puma's threads, "N" or "MIN,MAX": 1,1)."""
+    for name in options:
+        if name not in ADAPTER_OPTION_NAMES:  # as @public says it of any function's unknown keyword
+            raise UsageError(f"make_adapter: unexpected argument {name!r}")
+    return build_adapter(kind, target, AdapterOptions(**options), check=check)
 
 
 @public
@@ -140,33 +126,3 @@ def demo_adapter() -> GunicornAdapter:
     """The bundled demo: a WSGI app on gunicorn with 64 MB of preloaded data, ~4 ms of CPU per
     request and a 16 KB leak per request."""
     return GunicornAdapter(DEMO_APP, preload=True, env=DEMO_ENV)
-
-
-__all__ = [
-    "ADAPTERS",
-    "KINDS",
-    "REGISTRY",
-    "TARGET_FIELDS",
-    "SERVER_OPTIONS",
-    "ServerOption",
-    "Adapter",
-    "AdapterOptions",
-    "ApacheAdapter",
-    "ChildLimit",
-    "CommandAdapter",
-    "GunicornAdapter",
-    "PhpFpmAdapter",
-    "PoolParams",
-    "PumaAdapter",
-    "StarmanAdapter",
-    "UnicornAdapter",
-    "UwsgiAdapter",
-    "adapter_from_dict",
-    "build_adapter",
-    "demo_adapter",
-    "make_adapter",
-    "own_name",
-    "refused_option",
-    "status_reader",
-    "status_summary",
-]

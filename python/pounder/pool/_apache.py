@@ -16,7 +16,7 @@ from pounder._errors import (
     public,
 )
 from pounder._units import KIB, children_text, count_text, mib_unit
-from pounder.pool._adapter import Adapter, AdapterOptions, ChildLimit, PoolParams
+from pounder.pool._adapter import Adapter, AdapterOptions, ChildLimit, PoolParams, server_names
 from pounder.servers import (
     HOST,
     ApacheServer,
@@ -54,10 +54,9 @@ class ApacheAdapter(Adapter):
                "2, 4 ... 32 per second: each respawn is a fork and a new child's warm-up, and the pool runs a "
                "child short until the next maintenance pass")
     max_requests_counts = "connections"
-    names: ClassVar[Mapping[str, str]] = {
-        "max_clients": "MaxRequestWorkers", "max_requests": "MaxConnectionsPerChild",
-        "start_servers": "StartServers", "min_spare": "MinSpareServers", "max_spare": "MaxSpareServers",
-        "preload": "PerlRequire startup.pl"}
+    names: ClassVar[Mapping[str, str]] = server_names(
+        max_clients="MaxRequestWorkers", max_requests="MaxConnectionsPerChild", start_servers="StartServers",
+        min_spare="MinSpareServers", max_spare="MaxSpareServers", preload="PerlRequire startup.pl")
 
     @classmethod
     def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> ApacheAdapter:

@@ -15,7 +15,7 @@ from pounder._errors import (
     check_text,
     public,
 )
-from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams, _env_prefix
+from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams, _env_prefix, server_names
 from pounder.servers import (
     HOST,
     ManagedServer,
@@ -33,9 +33,7 @@ class CommandAdapter(Adapter):
     target_form = "'CMD'"
     target_field = "command"
     options = frozenset({"env", "stop_signal"})
-    names: ClassVar[Mapping[str, str]] = {
-        "max_clients": "{workers}", "max_requests": "{max_requests}", "start_servers": "-",
-        "min_spare": "-", "max_spare": "-", "preload": "-"}
+    names: ClassVar[Mapping[str, str]] = server_names(max_clients="{workers}", max_requests="{max_requests}")
 
     @classmethod
     def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> CommandAdapter:

@@ -17,7 +17,7 @@ from pounder._errors import (
     check_text,
     public,
 )
-from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams, _option_value
+from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams, _option_value, server_names
 from pounder.servers import (
     HOST,
     GunicornServer,
@@ -42,9 +42,8 @@ class GunicornAdapter(Adapter):
     preload_remedy = "start gunicorn with --preload (or preload_app = True)"
     respawn = ("gunicorn's arbiter replaces an exited worker in its loop: a fork plus loading the application "
                "(unless --preload) and the new worker's warm-up")
-    names: ClassVar[Mapping[str, str]] = {
-        "max_clients": "--workers", "max_requests": "--max-requests", "start_servers": "-",
-        "min_spare": "-", "max_spare": "-", "preload": "--preload"}
+    names: ClassVar[Mapping[str, str]] = server_names(
+        max_clients="--workers", max_requests="--max-requests", preload="--preload")
 
     @classmethod
     def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> GunicornAdapter:

@@ -14,7 +14,7 @@ from pounder._errors import (
     public,
 )
 from pounder._given import given
-from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams
+from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams, server_names
 from pounder.servers import (
     HOST,
     PHP_FPM_STATUS,
@@ -76,9 +76,9 @@ class PhpFpmAdapter(Adapter):
     preload_toggle = False
     comment = ";"
     max_requests_counts = "requests"
-    names: ClassVar[Mapping[str, str]] = {
-        "max_clients": "pm.max_children", "max_requests": "pm.max_requests", "start_servers": "pm.start_servers",
-        "min_spare": "pm.min_spare_servers", "max_spare": "pm.max_spare_servers", "preload": "opcache.preload"}
+    names: ClassVar[Mapping[str, str]] = server_names(
+        max_clients="pm.max_children", max_requests="pm.max_requests", start_servers="pm.start_servers",
+        min_spare="pm.min_spare_servers", max_spare="pm.max_spare_servers", preload="opcache.preload")
 
     @classmethod
     def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> PhpFpmAdapter:

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from pounder._errors import UsageError, public
 from pounder._units import MIB, mib_unit
-from pounder.pool._adapter import AdapterOptions, ChildLimit, PoolParams, _env_prefix
+from pounder.pool._adapter import AdapterOptions, ChildLimit, PoolParams, _env_prefix, server_names
 from pounder.pool._rack import RackAdapter
 from pounder.servers import (
     HOST,
@@ -69,9 +69,7 @@ class PumaAdapter(RackAdapter):
     preload_remedy = "add preload_app! to puma.rb"
     respawn = ("Puma's master forks a replacement when it sees a worker exit: a fork plus loading the application "
                "(unless preload_app!) and the new worker's warm-up")
-    names: ClassVar[Mapping[str, str]] = {
-        "max_clients": "workers", "max_requests": "-", "start_servers": "-",
-        "min_spare": "-", "max_spare": "-", "preload": "preload_app!"}
+    names: ClassVar[Mapping[str, str]] = server_names(max_clients="workers", preload="preload_app!")
     options = frozenset({"preload", "env", "threads"})
     preload_off = ("preload_app! false",)
 

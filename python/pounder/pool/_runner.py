@@ -35,7 +35,7 @@ from pounder._errors import PounderError, check_instance, public
 from pounder._files import write_atomic
 from pounder._units import KIB, MIB, children_text, pinned_thread
 from pounder.load import ENGINE, BenchSpec, LoadOptions, Progress, ProgressCallback, Sender
-from pounder.pool._adapters import Adapter, PoolParams
+from pounder.pool._adapter import Adapter, PoolParams
 from pounder.pool._charged import MemoryPeak, charged_memory
 from pounder.pool._cpus import check_cpus
 from pounder.pool._pod import oom_note, pod_before, pod_figures

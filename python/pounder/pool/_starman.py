@@ -16,7 +16,7 @@ from pounder._errors import (
     check_strings,
     public,
 )
-from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams, _env_prefix
+from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams, _env_prefix, server_names
 from pounder.servers import (
     HOST,
     ManagedServer,
@@ -42,9 +42,8 @@ class StarmanAdapter(Adapter):
     respawn = ("Starman (Net::Server::PreFork) checks its children periodically and forks replacements: a fork "
                "plus loading the application (unless --preload-app) and the new child's warm-up")
     max_requests_counts = "connections"
-    names: ClassVar[Mapping[str, str]] = {
-        "max_clients": "--workers", "max_requests": "--max-requests", "start_servers": "-",
-        "min_spare": "-", "max_spare": "-", "preload": "--preload-app"}
+    names: ClassVar[Mapping[str, str]] = server_names(
+        max_clients="--workers", max_requests="--max-requests", preload="--preload-app")
 
     @classmethod
     def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> StarmanAdapter:

@@ -10,7 +10,7 @@ from pounder._errors import (
     public,
 )
 from pounder._units import count_text, mib_unit
-from pounder.pool._adapter import ChildLimit, PoolParams, _env_prefix
+from pounder.pool._adapter import ChildLimit, PoolParams, _env_prefix, server_names
 from pounder.pool._rack import RackAdapter
 from pounder.servers import (
     HOST,
@@ -39,9 +39,7 @@ class UnicornAdapter(RackAdapter):
     preload_off = ("preload_app false",)
     respawn = ("Unicorn's master forks a replacement as soon as it reaps an exited worker: a fork plus loading the "
                "application (unless preload_app true) and the new worker's warm-up")
-    names: ClassVar[Mapping[str, str]] = {
-        "max_clients": "worker_processes", "max_requests": "-", "start_servers": "-",
-        "min_spare": "-", "max_spare": "-", "preload": "preload_app true"}
+    names: ClassVar[Mapping[str, str]] = server_names(max_clients="worker_processes", preload="preload_app true")
 
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
                keepalive: bool = False, host: str = HOST) -> ManagedServer:

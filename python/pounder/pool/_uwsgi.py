@@ -18,7 +18,7 @@ from pounder._errors import (
     public,
 )
 from pounder._units import MIB, children_text, mib_unit
-from pounder.pool._adapter import Adapter, AdapterOptions, ChildLimit, PoolParams
+from pounder.pool._adapter import Adapter, AdapterOptions, ChildLimit, PoolParams, server_names
 from pounder.servers import (
     CHEAPER_ALGO,
     CHEAPER_OVERLOAD,
@@ -92,9 +92,9 @@ class UwsgiAdapter(Adapter):
     respawn = ("uWSGI's master replaces a worker that reached max-requests at once: a fork (plus loading the "
                "application, with lazy-apps) and the new worker's warm-up; more respawns than processes within a "
                "second make the master sleep 2 s (its fork-bomb protection, forkbomb-delay), the pool a worker short")
-    names: ClassVar[Mapping[str, str]] = {
-        "max_clients": "processes", "max_requests": "max-requests", "start_servers": "cheaper-initial",
-        "min_spare": "cheaper", "max_spare": "cheaper-step", "preload": "lazy-apps = false"}
+    names: ClassVar[Mapping[str, str]] = server_names(
+        max_clients="processes", max_requests="max-requests", start_servers="cheaper-initial", min_spare="cheaper",
+        max_spare="cheaper-step", preload="lazy-apps = false")
 
     @classmethod
     def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> UwsgiAdapter:

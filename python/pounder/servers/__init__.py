@@ -36,16 +36,10 @@ A server's own view of a load (its ``status_counters`` read before and after it)
 """
 
 from pounder.servers._apache import ApacheServer, apache_missing, apache_notes, debian_layout, read_user_conf
-from pounder.servers._base import (
-    HOST,
-    ManagedServer,
-    ServerExitedError,
-    ServerFailure,
-    ServerStartError,
-    die_with_parent_hook,
-)
+from pounder.servers._base import HOST, ManagedServer
 from pounder.servers._cgroup import CgroupMemory, MemoryCgroup, make_cgroup
 from pounder.servers._command import CommandServer, command_missing, render_command
+from pounder.servers._failure import ServerExitedError, ServerFailure, ServerStartError, die_with_parent_hook
 from pounder.servers._guard import guard_group, release_group
 from pounder.servers._gunicorn import GunicornServer, gunicorn_app_file, gunicorn_app_missing, gunicorn_missing
 from pounder.servers._listen import AcceptQueue, owns_listener
@@ -59,14 +53,8 @@ from pounder.servers._nytprof import (
     nytprof_env,
     starman_nytprof_args,
 )
-from pounder.servers._phpfpm import (
-    PhpFpmServer,
-    PoolFile,
-    check_pool_conf,
-    parse_pool_conf,
-    phpfpm_missing,
-    read_pool_conf,
-)
+from pounder.servers._phpfpm import PhpFpmServer, check_pool_conf, phpfpm_missing
+from pounder.servers._phpfpm_pool import PoolFile, parse_pool_conf, read_pool_conf
 from pounder.servers._phpfpm_status import PHP_FPM_STATUS
 from pounder.servers._pod import CpuCgroup, CpuUsage, Pod, cpu_quota, pod_cpus_check, pod_unavailable
 from pounder.servers._puma import (
@@ -90,12 +78,11 @@ from pounder.servers._uwsgi import (
     UwsgiServer,
     ini_lazy_apps,
     read_uwsgi_ini,
-    uwsgi_app_file,
-    uwsgi_app_missing,
     uwsgi_missing,
     uwsgi_stats,
     uwsgi_target_is_ini,
 )
+from pounder.servers._uwsgi_app import uwsgi_app_file, uwsgi_app_missing
 from pounder.servers._uwsgi_options import uwsgi_unknown_options
 from pounder.servers._uwsgi_status import UWSGI_STATUS
 

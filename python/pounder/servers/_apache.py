@@ -39,7 +39,8 @@ from pounder.servers._apache_conf import (
 )
 from pounder.servers._apache_layout import ConfLine, Layout, read_layout
 from pounder.servers._apache_private import PrivateCopy, default_user, private_copy, private_env
-from pounder.servers._base import HOST, ManagedServer, ServerStartError
+from pounder.servers._base import HOST, ManagedServer
+from pounder.servers._failure import ServerStartError
 
 MODULE_DIRS = ("/usr/lib/apache2/modules", "/usr/lib64/httpd/modules", "/usr/lib/httpd/modules")
 BINARIES = ("apache2", "httpd")

@@ -41,7 +41,6 @@ from __future__ import annotations
 import abc
 import atexit
 import contextlib
-import ctypes
 import os
 import re
 import shutil
@@ -49,14 +48,15 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, NoReturn, TypeVar
 
-from pounder._errors import PounderError, check_flag, public
+from pounder._errors import check_flag
 from pounder._units import pinned_thread
 from pounder.servers._cgroup import MemoryCgroup, enter_command, make_cgroup
+from pounder.servers._failure import ServerStartError, _PortTaken, die_with_parent_hook
 from pounder.servers._guard import guard_group, release_group
 from pounder.servers._listen import owns_listener
 from pounder.servers._logs import EXCERPT_LINES, log_excerpt
@@ -70,53 +70,6 @@ _KILL_WAIT_S = 5.0
 _CRASH_LOOP_CHILDREN = 20
 _FAILED_START_GRACE_S = 2.0
 _ADDRESS_IN_USE = re.compile(r"Address already in use|Connection in use|could not bind", re.IGNORECASE)
-_PR_SET_PDEATHSIG = 1
-
-
-class ServerFailure(PounderError):
-    """A server failed. ``str(error)`` is the reason on its first line, then what the server's
-    own logs say (``log_tail``: errors first, at most 18 lines) - never a Python traceback.
-    ``logs``: where its whole logs were kept, when the caller kept them."""
-
-    def __init__(self, reason: str, log_tail: str = "", logs: tuple[Path, ...] = ()) -> None:
-        self.reason = reason
-        self.log_tail = log_tail
-        self.logs = logs
-        super().__init__(f"{reason}\n{log_tail}" if log_tail else reason)
-
-
-@public
-class ServerStartError(ServerFailure):
-    """A server did not come up (see :class:`ServerFailure`)."""
-
-
-@public
-class ServerExitedError(ServerFailure):
-    """A server that was running exited while it was measured (its parent killed, or it halted
-    on its workers' failures): not bad input (see :class:`ServerFailure`)."""
-
-
-class _PortTaken(Exception):
-    """The chosen port was taken between choosing and binding it (retried once)."""
-
-    def __init__(self, log_tail: str) -> None:
-        super().__init__(log_tail)
-        self.log_tail = log_tail
-
-
-@public
-def die_with_parent_hook(signum: int) -> Callable[[], None]:
-    """A ``preexec_fn`` asking the kernel to send ``signum`` to the child when this process
-    (thread) dies."""
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    parent = os.getpid()
-
-    def hook() -> None:
-        prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before the prctl took effect
-            os.kill(os.getpid(), signum)
-
-    return hook
 
 
 _RUNNING: set[ManagedServer] = set()
@@ -189,9 +142,12 @@ class ManagedServer(abc.ABC):
     def _prepare(self, port: int) -> list[str]:
         """Write the configuration for ``port`` into the workdir; return the command line."""
 
+    env: Mapping[str, str] = {}
+    """Variables added to our environment for the server (a subclass taking ``env`` sets its own)."""
+
     def _environment(self) -> Mapping[str, str]:
-        """The server's environment (default: ours)."""
-        return os.environ
+        """The server's environment: ours, with :attr:`env` added."""
+        return {**os.environ, **self.env}
 
     def _log_files(self) -> list[Path]:
         """Logs worth showing when the server fails, most useful first."""

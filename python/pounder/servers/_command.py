@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from pounder._errors import UsageError, public
-from pounder.servers._base import HOST, ManagedServer, ServerStartError
+from pounder.servers._base import HOST, ManagedServer
+from pounder.servers._failure import ServerStartError
 
 PLACEHOLDERS = frozenset({"port", "host", "workers", "max_requests", "workdir", "pidfile", "error_log"})
 """The placeholders a command template may use."""
@@ -170,9 +171,6 @@ class CommandServer(ManagedServer):
     def _values(self, port: int) -> dict[str, Any]:
         return {"port": port, "host": self.host, "workers": self.workers, "max_requests": self.max_requests,
                 "workdir": self.workdir, "pidfile": self.pidfile, "error_log": self.error_log}
-
-    def _environment(self) -> Mapping[str, str]:
-        return {**os.environ, **self.env}
 
     def _expected_children(self) -> int:
         return self.workers if "workers" in self._placeholders else 0

@@ -32,25 +32,19 @@ for line in sys.stdin:
         (cgroups.add if sign == "c+" else cgroups.discard)(arg)
     elif arg.isdigit():
         (groups.add if sign == "+" else groups.discard)(int(arg))
-def alive(group):
+def sent(kill, target, sig):
     try:
-        os.killpg(group, 0)
+        kill(target, sig)
         return True
     except OSError:
         return False
 for group in groups:
-    try:
-        os.killpg(group, signal.SIGTERM)
-    except OSError:
-        pass
+    sent(os.killpg, group, signal.SIGTERM)
 end = time.monotonic() + 2.0
-while any(alive(g) for g in groups) and time.monotonic() < end:
+while any(sent(os.killpg, g, 0) for g in groups) and time.monotonic() < end:
     time.sleep(0.05)
 for group in groups:
-    try:
-        os.killpg(group, signal.SIGKILL)
-    except OSError:
-        pass
+    sent(os.killpg, group, signal.SIGKILL)
 for path in cgroups:
     try:
         with open(os.path.join(path, "cgroup.kill"), "w") as kill:  # v2, Linux 5.14+: all at once
@@ -62,10 +56,7 @@ for path in cgroups:
     except (OSError, ValueError):
         pids = []
     for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+        sent(os.kill, pid, signal.SIGKILL)
 end = time.monotonic() + 2.0
 while cgroups and time.monotonic() < end:
     for path in list(cgroups):

@@ -39,10 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from pounder._errors import UsageError, public
-from pounder._files import SMALL_LIMIT, read_input
 from pounder.servers._apache import _unreachable_for
-from pounder.servers._base import HOST, ManagedServer, ServerStartError
+from pounder.servers._base import HOST, ManagedServer
+from pounder.servers._failure import ServerStartError
 from pounder.servers._nginx import NginxFront, check_status_path, find_nginx
+from pounder.servers._phpfpm_pool import _SECTION, PoolFile, _key, parse_pool_conf, read_pool_conf
 
 DEFAULT_USER = "www-data"
 STATUS_PATH = "/pounder-fpm-status"
@@ -54,8 +55,6 @@ OWNED_SETTINGS = frozenset((
 is left unset: no access log)."""
 USER_PART_MARK = "; From"
 """Begins the comment line after which the user's pool file is copied, line for line."""
-_SECTION = re.compile(r"^\s*\[([^\]]*)\]\s*(?:;.*)?$")
-_KEY = re.compile(r"^\s*([^=;\s][^=]*?)\s*=")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FPM_NAMES = ("php-fpm", "php-fpm8.4", "php-fpm8.3", "php-fpm8.2", "php-fpm8.1", "php-fpm8.0", "php-fpm7.4")
 _SBIN = "/usr/sbin:/usr/local/sbin:/sbin"
@@ -67,89 +66,6 @@ its once-a-second checks since it started."""
 _STATUS_FIELDS = ("accepted conn", "listen queue", "max listen queue", "listen queue len", "idle processes",
                   "active processes", "total processes", "max active processes", "max children reached",
                   "slow requests")
-
-# -- the user's pool file -------------------------------------------------------------------------
-
-@public
-@dataclass(frozen=True)
-class PoolFile:
-    """What pounder reads in a pool file: the pool's ``name``, the 1-based line of its ``[name]``
-    header, and its settings (lower-case keys, the last value of each, unquoted)."""
-
-    name: str
-    header_line: int
-    settings: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def status_path(self) -> str | None:
-        return self.settings.get("pm.status_path")
-
-    @property
-    def user(self) -> str | None:
-        return self.settings.get("user")
-
-
-def _key(line: str) -> str | None:
-    match = _KEY.match(line)
-    return match.group(1).strip().lower() if match else None
-
-
-def _unquoted(value: str) -> str:
-    value = value.split(";", 1)[0].strip() if not value.strip().startswith('"') else value.strip()
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        return value[1:-1]
-    return value
-
-
-@public
-def parse_pool_conf(text: str, *, source: str = "the pool file") -> PoolFile:
-    """The pool of a php-fpm pool file (a pure function): exactly one ``[name]`` section, nothing
-    but comments before it, no ``[global]`` (pounder writes its own) and no ``include``; raises a
-    one-line :class:`~pounder.UsageError` naming ``source`` otherwise. php-fpm checks the rest."""
-    name: str | None = None
-    header = 0
-    settings: dict[str, str] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith(";"):
-            continue
-        section = _SECTION.match(line)
-        if section:
-            found = section.group(1).strip()
-            if found.lower() == "global":
-                raise UsageError(f"php-fpm: {source} has a [global] section (line {number}): give pounder the pool "
-                                 "file alone (e.g. pool.d/www.conf); it writes [global] itself")
-            if name is not None:
-                raise UsageError(f"php-fpm: {source} holds more than one pool ([{name}] and [{found}] on line "
-                                 f"{number}): give pounder a file with the one pool to tune")
-            name, header = found, number
-            continue
-        key = _key(line)
-        if key == "include":
-            raise UsageError(f"php-fpm: {source} uses include (line {number}): give pounder one self-contained "
-                             "pool file")
-        if name is None:
-            raise UsageError(f"php-fpm: {source} has a setting before its [pool] section (line {number}: "
-                             f"{stripped[:60]})")
-        if key is not None:
-            settings[key] = _unquoted(line.split("=", 1)[1])
-    if name is None:
-        raise UsageError(f"php-fpm: {source} has no [pool] section (e.g. [www])")
-    return PoolFile(name=name, header_line=header, settings=settings)
-
-
-@public
-def read_pool_conf(path: str | os.PathLike[str]) -> str:
-    """The user's pool file: a regular file of at most 1 MiB, checked with
-    :func:`parse_pool_conf`; :class:`~pounder.UsageError` (one line) otherwise. Its bytes are kept
-    as they are (surrogate escapes)."""
-    raw = read_input(path, "php-fpm: the pool file", limit=SMALL_LIMIT)
-    if len(raw) > SMALL_LIMIT:
-        raise UsageError(f"php-fpm: the pool file {path} is larger than 1 MiB")
-    text = raw.decode("utf-8", errors="surrogateescape")
-    parse_pool_conf(text, source=str(path))
-    return text
-
 
 # -- php-fpm.conf -----------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from pounder._errors import PounderError, UsageError, public
 from pounder.servers._base import HOST, ManagedServer
+from pounder.servers._program import program_missing
 
 BACKLOG = 1024
 """The listen backlog of the generated ``bind`` (Puma's own default on Linux, written out)."""
@@ -100,16 +101,10 @@ def puma_command(settings: PumaSettings, *, config: Path, rackup: Path, binary: 
     return [binary, "-C", str(config), *settings.extra_args, str(rackup)]
 
 
-def find_puma() -> str | None:
-    return shutil.which("puma")
-
-
 @public
 def puma_missing() -> str | None:
     """Why Puma cannot run here, or None if it can."""
-    if find_puma() is None:
-        return "puma is not installed (Debian: apt-get install puma)"
-    return None
+    return program_missing("puma", "puma")
 
 
 @public
@@ -241,7 +236,7 @@ class PumaServer(ManagedServer):
                          die_with_parent=die_with_parent, cpus=cpus, host=host)
         self.rackup = Path(rackup).resolve()
         self.env = dict(env or {})
-        self.binary = binary or find_puma() or "puma"
+        self.binary = binary or shutil.which("puma") or "puma"
         self.settings = PumaSettings(workers=workers, threads=(int(threads[0]), int(threads[1])),
                                      preload_app=preload_app, extra_args=tuple(extra_args))
         self.settings.validate()
@@ -278,9 +273,6 @@ class PumaServer(ManagedServer):
                 "max_threads": sum(w.max_threads for w in workers),
                 "requests_count": sum(w.requests_count for w in workers),
                 **{f"checkin:{w.pid}": _epoch(w.last_checkin) for w in workers}}
-
-    def _environment(self) -> Mapping[str, str]:
-        return {**os.environ, **self.env}
 
     def _log_files(self) -> list[Path]:
         return [self.console_log]

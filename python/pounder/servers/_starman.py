@@ -12,6 +12,7 @@ from pathlib import Path
 from pounder._errors import UsageError, public
 from pounder.servers._base import HOST, ManagedServer
 from pounder.servers._nytprof import nytprof_env, starman_nytprof_args
+from pounder.servers._program import program_missing
 
 UNLIMITED_REQUESTS = 1_000_000_000
 """Passed as --max-requests for "unlimited": Starman takes 0 as its default, 1000."""
@@ -59,16 +60,10 @@ def starman_env(settings: StarmanSettings) -> dict[str, str]:
     return {} if settings.profile_dir is None else {"NYTPROF": nytprof_env(settings.profile_dir)}
 
 
-def find_starman() -> str | None:
-    return shutil.which("starman")
-
-
 @public
 def starman_missing() -> str | None:
     """Why Starman cannot run here, or None if it can."""
-    if find_starman() is None:
-        return "starman is not installed (Debian: apt-get install starman libplack-perl)"
-    return None
+    return program_missing("starman", "starman libplack-perl")
 
 
 @public
@@ -92,7 +87,7 @@ class StarmanServer(ManagedServer):
                          die_with_parent=die_with_parent, cpus=cpus, host=host)
         self.psgi = Path(psgi).resolve()
         self.env = dict(env or {})
-        self.binary = binary or find_starman() or "starman"
+        self.binary = binary or shutil.which("starman") or "starman"
         self.settings = StarmanSettings(workers=workers, max_requests=max_requests, preload_app=preload_app,
                                         keepalive=keepalive, extra_args=tuple(extra_args),
                                         profile_dir=None if profile_dir is None else Path(profile_dir).resolve())

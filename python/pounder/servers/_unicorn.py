@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pounder._errors import UsageError, public
 from pounder.servers._base import HOST, ManagedServer
+from pounder.servers._program import program_missing
 from pounder.servers._puma import ruby_string as _ruby
 
 BACKLOG = 1024
@@ -73,16 +74,10 @@ def unicorn_command(settings: UnicornSettings, *, config: Path, rackup: Path, bi
     return [binary, "-E", "production", "-c", str(config), *settings.extra_args, str(rackup)]
 
 
-def find_unicorn() -> str | None:
-    return shutil.which("unicorn")
-
-
 @public
 def unicorn_missing() -> str | None:
     """Why Unicorn cannot run here, or None if it can."""
-    if find_unicorn() is None:
-        return "unicorn is not installed (Debian: apt-get install unicorn)"
-    return None
+    return program_missing("unicorn", "unicorn")
 
 
 @public
@@ -103,7 +98,7 @@ class UnicornServer(ManagedServer):
                          die_with_parent=die_with_parent, cpus=cpus, host=host)
         self.rackup = Path(rackup).resolve()
         self.env = dict(env or {})
-        self.binary = binary or find_unicorn() or "unicorn"
+        self.binary = binary or shutil.which("unicorn") or "unicorn"
         self.settings = UnicornSettings(workers=workers, preload_app=preload_app, timeout_s=timeout_s,
                                         extra_args=tuple(extra_args))
         self.settings.validate()
@@ -116,9 +111,6 @@ class UnicornServer(ManagedServer):
     def access_log(self) -> Path:
         """Where the workers' stdout goes (Unicorn itself writes nothing there)."""
         return self.workdir / "logs" / "access.log"
-
-    def _environment(self) -> Mapping[str, str]:
-        return {**os.environ, **self.env}
 
     def _log_files(self) -> list[Path]:
         return [self.error_log, self.console_log, self.access_log]

@@ -26,16 +26,12 @@ before the ini, so the ini's own ``chdir`` wins), as ``uwsgi --ini app.ini`` run
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import importlib.machinery
 import json
 import os
 import re
 import shutil
 import signal
 import socket
-import subprocess
 import tempfile
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -45,15 +41,12 @@ from typing import Any
 
 from pounder._errors import PounderError, UsageError, public
 from pounder._files import SMALL_LIMIT, read_input
-from pounder._given import given
 from pounder.servers._base import HOST, ManagedServer
 from pounder.servers._proc import children_of
-from pounder.servers._pymodule import find_module_spec
 
 BINARY = "/usr/bin/uwsgi"
 PLUGIN = "python3"
 PLUGIN_DIRS = ("/usr/lib/uwsgi/plugins", "/usr/lib64/uwsgi", "/usr/lib/uwsgi")
-SYSTEM_PYTHON = "/usr/bin/python3"
 INI_SECTION = "uwsgi"
 INI_LIMIT = SMALL_LIMIT
 """The largest ini file read."""
@@ -74,7 +67,9 @@ _KEPT_SOCKET_OPTIONS = frozenset({"chmod-socket", "chown-socket", "abstract-sock
 _INCLUDES = frozenset({"ini", "include", "inherit", "xml", "yaml", "yml", "json", "js", "sqlite3", "ldap", "config"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 """Values uWSGI reads as off for a flag (case-insensitive; anything else, "" too, is on)."""
-_UNIX_PATH_MAX = 107
+_UWSGI_SOCKET_MAX = 102
+"""The longest unix socket path uWSGI binds (bytes): it refuses a longer one ("invalid socket name")
+and exits, below the kernel's 107 (measured with uWSGI 2.0.21: 102 binds, 103 is refused)."""
 _STATS_LIMIT = 16 << 20
 _REAP_TICK_S = 1.1
 """uWSGI's master checks for exited workers once a second."""
@@ -351,14 +346,16 @@ class UwsgiServer(ManagedServer):
 
     @property
     def stats_path(self) -> Path:
-        """The stats server's unix socket (``run/stats.sock``; in a short private directory when
-        that path is too long for a unix socket)."""
-        path = self.workdir / "run" / "stats.sock"
-        if len(os.fsencode(str(path))) <= _UNIX_PATH_MAX:
-            return path
-        if self._short_dir is None:
+        """The stats server's unix socket: ``run/stats.sock``, or in a short private directory
+        (made at start, removed at stop) when that path is longer than uWSGI binds."""
+        if self._short_dir is not None:
+            return Path(self._short_dir) / "stats.sock"
+        return self.workdir / "run" / "stats.sock"
+
+    def _short_stats_dir(self) -> None:
+        """Move :attr:`stats_path` to a short private directory if uWSGI would refuse it where it is."""
+        if self._short_dir is None and len(os.fsencode(str(self.stats_path))) > _UWSGI_SOCKET_MAX:
             self._short_dir = tempfile.mkdtemp(prefix="pounder-uwsgi-")
-        return Path(self._short_dir) / "stats.sock"
 
     @property
     def master_fifo(self) -> Path:
@@ -404,9 +401,6 @@ class UwsgiServer(ManagedServer):
                 "listen queue errors": int(stats.get("listen_queue_errors") or 0), "workers": len(running),
                 "busy workers": sum(1 for w in running if w.get("status") == "busy")}
 
-    def _environment(self) -> Mapping[str, str]:
-        return {**os.environ, **self.env}
-
     def _log_files(self) -> list[Path]:
         return [self.console_log]
 
@@ -418,6 +412,7 @@ class UwsgiServer(ManagedServer):
         if self.ini is not None and ini is not None:
             text, _removed = strip_owned_options(read_uwsgi_ini(self.ini), source=str(self.ini))
             ini.write_text(_with_magic_of(text, self.ini), encoding="utf-8", errors="surrogateescape")
+        self._short_stats_dir()
         self.stats_path.unlink(missing_ok=True)
         self.master_fifo.unlink(missing_ok=True)
         return uwsgi_command(self.settings, port=port, pidfile=self.pidfile, stats=self.stats_path,
@@ -459,55 +454,3 @@ class UwsgiServer(ManagedServer):
             if self._short_dir is not None:
                 shutil.rmtree(self._short_dir, ignore_errors=True)
                 self._short_dir = None
-
-
-@functools.lru_cache(maxsize=4)
-def system_python_path(python: str = SYSTEM_PYTHON) -> tuple[str, ...]:
-    """``sys.path`` of the system Python that uWSGI's python3 plugin embeds (its absolute entries);
-    empty when it cannot be asked. Only the interpreter's start-up runs, none of the user's code."""
-    with contextlib.suppress(OSError, subprocess.SubprocessError, ValueError):
-        done = subprocess.run([python, "-c", "import json, sys; print(json.dumps(sys.path))"],
-                              capture_output=True, timeout=10, check=True, env={"PATH": os.defpath},
-                              stdin=subprocess.DEVNULL)
-        return tuple(p for p in json.loads(done.stdout) if isinstance(p, str) and os.path.isabs(p))
-    return ()
-
-
-def _find_module(app: str, pythonpath: str | None,
-                 env: Mapping[str, str] | None) -> tuple[str | None, importlib.machinery.ModuleSpec | None]:
-    """(why uWSGI could not find the module of ``app``, its spec): see :func:`uwsgi_app_missing`."""
-    dirs = []
-    for entry in filter(None, (pythonpath or "").split(",")):
-        if not Path(entry).is_dir():
-            return f"{given('pythonpath', '--pythonpath', entry)} is not a directory", None
-        dirs.append(str(Path(entry).resolve()))
-    environ = {**os.environ, **(env or {})}
-    dirs += [d for d in environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(d)]
-    system = system_python_path()
-    if not system:
-        return None, None  # cannot tell
-    dirs += system
-    module = app.partition(":")[0]
-    found = find_module_spec(module, dirs)
-    if found is not None:
-        return None, found
-    where = f"in {given('pythonpath', '--pythonpath', pythonpath)}, " if pythonpath else ""
-    return (f"cannot find the module {module!r} of {app} {where}on PYTHONPATH or in the path of {SYSTEM_PYTHON} "
-            f"(uWSGI's python3 plugin runs the system Python, not pounder's)"), None
-
-
-@public
-def uwsgi_app_missing(app: str, *, pythonpath: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
-    """Why uWSGI (its python3 plugin: the system Python) could not find the module of ``app``
-    ("module:callable"), or None if it can or we cannot tell. Each directory of ``pythonpath``
-    (comma-separated) must exist; the module is looked for, without importing anything, on them,
-    the environment's absolute ``PYTHONPATH`` entries and the system Python's path."""
-    return _find_module(app, pythonpath, env)[0]
-
-
-@public
-def uwsgi_app_file(app: str, *, pythonpath: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
-    """The file uWSGI would load the module of ``app`` from (found as by
-    :func:`uwsgi_app_missing`), or None when it is not found or not a file."""
-    spec = _find_module(app, pythonpath, env)[1]
-    return spec.origin if spec is not None and spec.has_location and spec.origin else None

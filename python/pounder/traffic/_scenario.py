@@ -5,7 +5,7 @@ describes the format.
 
 A value of ``[vars]`` is substituted when the file is read (it is text like any other); a variable
 a step captures is a slot the engine fills per virtual user, encoded for where it stands
-(load/_templates.py): in the path with what a path cannot hold percent-encoded, in the query and
+(traffic/_templates.py): in the path with what a path cannot hold percent-encoded, in the query and
 a ``form`` body as a form value, inside a string of a ``json`` body as JSON, raw in a header (the
 engine refuses a captured value with CR, LF or NUL there) and in a ``body`` text. Every mistake is
 one :class:`~pounder.UsageError` naming the file, the step and the key, raised before anything is

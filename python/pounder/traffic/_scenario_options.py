@@ -1,6 +1,6 @@
 """A scenario with bench's other options (``pounder bench --scenario FILE URL``): the options a
 scenario's steps replace are refused in one line, and the URL must be the server's base (the
-paths come from the steps). The file itself is read in load/_scenario.py."""
+paths come from the steps). The file itself is read in traffic/_scenario.py."""
 
 from __future__ import annotations
 

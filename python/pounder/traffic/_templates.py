@@ -1,4 +1,4 @@
-"""The request templates of a scenario's steps (load/_scenario.py): text and slots, the encodings
+"""The request templates of a scenario's steps (traffic/_scenario.py): text and slots, the encodings
 a value gets for where it stands, and the engine's pieces (``EnginePiece``) of a step's head and
 body. The engine fills each slot with the virtual user's value in the same encoding
 (crates/engine/src/scenario.rs ``encode``), so that a ``[vars]`` value and a captured one come
