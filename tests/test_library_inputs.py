@@ -19,7 +19,7 @@ import pytest
 
 import pounder
 from pounder import _errors as pounder_errors
-from pounder import agents, cli, experiment, load, pool, procs, report, servers, syscalls, tune
+from pounder import agents, cli, experiment, load, pool, procs, report, results, servers, syscalls, traffic, tune
 from pounder import compare as compare_pkg
 
 
@@ -116,14 +116,14 @@ CASES: dict[str, Case] = {
     "render-report-none": lambda c: pounder.render_report(None),
     "render-report-text": lambda c: pounder.render_report("result.json"),
     "render-csv-none": lambda c: pounder.render_csv(None),
-    # pounder.load.speaks_tls: the server's own address with a bad wait must not be asked
-    "speaks-tls-int": lambda c: load.speaks_tls(123),
-    "speaks-tls-url": lambda c: load.speaks_tls(c.url),
-    "speaks-tls-no-port": lambda c: load.speaks_tls("127.0.0.1"),
-    "speaks-tls-port-zero": lambda c: load.speaks_tls("127.0.0.1:0"),
-    "speaks-tls-timeout-text": lambda c: load.speaks_tls(c.url.split("/")[2], "1s"),
-    "speaks-tls-timeout-zero": lambda c: load.speaks_tls(c.url.split("/")[2], 0),
-    "speaks-tls-timeout-nan": lambda c: load.speaks_tls(c.url.split("/")[2], float("nan")),
+    # pounder.results.speaks_tls: the server's own address with a bad wait must not be asked
+    "speaks-tls-int": lambda c: results.speaks_tls(123),
+    "speaks-tls-url": lambda c: results.speaks_tls(c.url),
+    "speaks-tls-no-port": lambda c: results.speaks_tls("127.0.0.1"),
+    "speaks-tls-port-zero": lambda c: results.speaks_tls("127.0.0.1:0"),
+    "speaks-tls-timeout-text": lambda c: results.speaks_tls(c.url.split("/")[2], "1s"),
+    "speaks-tls-timeout-zero": lambda c: results.speaks_tls(c.url.split("/")[2], 0),
+    "speaks-tls-timeout-nan": lambda c: results.speaks_tls(c.url.split("/")[2], float("nan")),
     # pounder.compare
     "compare-none": lambda c: compare_pkg.compare(None),
     "compare-url-text": lambda c: compare_pkg.compare(c.url),
@@ -136,7 +136,7 @@ CASES: dict[str, Case] = {
     "compare-connections-text": lambda c: compare_pkg.compare(c.good, connections="x"),
     "compare-on-trial-not-callable": lambda c: compare_pkg.compare(c.good, on_trial="print"),
     "render-compare-none": lambda c: compare_pkg.render_compare(None),
-    "parse-url-none": lambda c: pounder.load.parse_url(None),
+    "parse-url-none": lambda c: traffic.parse_url(None),
     # pounder.syscalls
     "render-syscalls-none": lambda c: syscalls.render_syscalls(None),
     "syscalls-url-none": lambda c: syscalls.trace_syscalls(None, server_pid=c.pid),
@@ -266,7 +266,8 @@ def test_one_header_or_cookie_string_is_one_header_or_cookie() -> None:
 # face is checked by pounder._errors.public: the cases are generated from __all__, so a new one is
 # covered (and must be decorated) without touching this file.
 
-FACES = (pounder, agents, cli, compare_pkg, experiment, load, pool, procs, report, servers, syscalls, tune)
+FACES = (pounder, agents, cli, compare_pkg, experiment, load, pool, procs, report, results, servers, syscalls, traffic,
+         tune)
 
 
 def _public_callables() -> dict[str, Any]:

@@ -9,8 +9,10 @@ import re
 import socket
 from pathlib import Path
 
-from pounder.load import BenchSpec, describe_replay, read_access_log
+from pounder.load import BenchSpec
 from pounder.pool import Warmed
+from pounder.results import describe_replay
+from pounder.traffic import read_access_log
 from pounder.tune import render_tune, resume
 from support import cliutil
 from support.proctree import TreeFactory

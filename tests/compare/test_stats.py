@@ -38,7 +38,7 @@ from pounder.compare import (
     render_compare,
     verdict,
 )
-from pounder.load import HttpOptions, LoadModel
+from pounder.results import HttpOptions, LoadModel
 from support.schemas import schema, validate
 
 # ---------------------------------------------------------------------------------------------

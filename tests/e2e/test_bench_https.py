@@ -67,7 +67,7 @@ def test_counts_and_the_tls_phase(nginx: TlsNginx, pki: Pki, tmp_path: Path) -> 
     # the settings: in the JSON and the report
     assert result["options"]["tls"] == {"insecure": False, "cacert": str(pki.ca), "cert": None, "resume": True}
     assert f"TLS settings:             server certificate checked against {pki.ca}, session resumption on" in lines
-    assert pounder.load_result(out).options.tls == pounder.load.TlsInfo(False, str(pki.ca), None, True)
+    assert pounder.load_result(out).options.tls == pounder.results.TlsInfo(False, str(pki.ca), None, True)
     # the TSV: the handshake in its last column, for the requests that opened a connection
     header, *rows = (line.split("\t") for line in tsv.read_text().splitlines())
     assert header[-3:] == ["bytes", "error", "tls_us"] and len(rows) == 300

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 import pounder
-from pounder.load import ERROR_CATEGORIES
+from pounder.results import ERROR_CATEGORIES
 
 REQUESTS = 40
 CATEGORIES = ERROR_CATEGORIES  # the TLS ones too: 0 over plain HTTP

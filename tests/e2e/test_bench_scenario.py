@@ -170,7 +170,8 @@ def test_shares_of_the_virtual_users_merge_into_the_whole_run(admin: Admin) -> N
     """What agents do with --ray (pounder.agents): each share of the spec (its share of the users,
     every other request slot) run with export_histograms, the results merged by the engine."""
     from pounder import BenchSpec, __version__
-    from pounder.load import BenchResult, load_engine
+    from pounder.load import load_engine
+    from pounder.results import BenchResult
 
     spec = BenchSpec.from_options(admin.server.url, scenario=admin.scenario, connections=USERS, requests=60)
     engine = load_engine()

@@ -18,7 +18,7 @@ import pounder
 from pounder import UsageError, bench
 from pounder.agents._report import merged_io
 from pounder.cli import app
-from pounder.load import IoInfo
+from pounder.results import IoInfo
 from support.schemas import validate
 
 URING_REFUSED = re.compile(r"^pounder: error: --io uring: (.+); use --io auto or epoll$")
@@ -135,5 +135,5 @@ def test_merged_io_of_agents() -> None:
     mixed = merged_io([(0, _share("uring", auto)), (1, _share("epoll", "auto: x")), (2, _share("uring", auto))])
     assert mixed == IoInfo("mixed", f"agents 0, 2: io_uring ({auto}); agent 1: epoll (auto: x)")
     assert mixed.describe().startswith("mixed (agents 0, 2: io_uring")
-    with pytest.raises(pounder.load.MalformedResultError, match="agent 1: 'io'"):
+    with pytest.raises(pounder.results.MalformedResultError, match="agent 1: 'io'"):
         merged_io([(0, _share("uring", auto)), (1, {"io": "uring"})])

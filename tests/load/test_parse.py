@@ -1,4 +1,5 @@
-"""Parsing of human input (pounder._units and pounder.load._parse)."""
+"""Parsing of human input (pounder._units, pounder.load._model's rates, stages and warm-ups, and
+pounder.traffic._parse)."""
 
 from __future__ import annotations
 
@@ -9,20 +10,9 @@ import pytest
 
 from pounder import UsageError
 from pounder._units import parse_bandwidth, parse_count, parse_duration, parse_rate
-from pounder.load._parse import (
-    RateSpec,
-    Stage,
-    UrlLine,
-    Warmup,
-    basic_auth,
-    load_body,
-    parse_cookie,
-    parse_header,
-    parse_rate_spec,
-    parse_stages,
-    parse_warmup,
-    read_url_file,
-)
+from pounder.load._model import RateSpec, Warmup, parse_rate_spec, parse_stages, parse_warmup
+from pounder.results import Stage
+from pounder.traffic._parse import UrlLine, basic_auth, load_body, parse_cookie, parse_header, read_url_file
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""Validation of bench options and the engine spec (pounder.load._spec, _model, _url, _request)."""
+"""Validation of bench options and the engine spec (pounder.load._spec and _model; pounder.traffic._url,
+_request)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import pytest
 
 import pounder
 from pounder import BenchSpec, LoadOptions, Stage, UsageError, __version__
-from pounder.load import NotLoopbackError, _model, parse_url, resolve
-from pounder.load._url import hosts_file_addresses
+from pounder.load import _model
+from pounder.traffic import NotLoopbackError, parse_url, resolve
+from pounder.traffic._url import hosts_file_addresses
 
 URL = "http://127.0.0.1:8080/"
 

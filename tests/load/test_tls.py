@@ -12,7 +12,8 @@ import pytest
 
 import pounder.load
 from pounder import BenchSpec, UsageError
-from pounder.load import BenchResult, parse_url
+from pounder.results import BenchResult
+from pounder.traffic import parse_url
 from support.tls import Pki, make_pki, openssl
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI")
@@ -31,7 +32,7 @@ def test_https_urls() -> None:
     engine = spec.engine_spec()
     assert engine["targets"][0]["tls_name"] == "127.0.0.1"
     assert engine["tls"] == {"insecure": True, "ca_pem": None, "cert_pem": None, "key_pem": None, "resume": True}
-    assert spec.run_options().tls == pounder.load.TlsInfo(insecure=True, cacert=None, cert=None, resume=True)
+    assert spec.run_options().tls == pounder.results.TlsInfo(insecure=True, cacert=None, cert=None, resume=True)
     assert BenchSpec.from_options("http://127.0.0.1/", requests=1).run_options().tls is None
     mixed = BenchSpec.from_options("https://[::1]:8443/", requests=1, tls_resume=False)
     assert mixed.engine_spec()["targets"][0]["tls_name"] == "::1"

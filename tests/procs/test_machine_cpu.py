@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from pounder import ServerLoadReport, ServerSampler
-from pounder.load import BenchResult, render_report
+from pounder.results import BenchResult, render_report
 from support.proctree import TreeFactory
 
 SCHEMA = json.loads(

@@ -21,8 +21,8 @@ import pytest
 from matplotlib.axes import Axes
 
 import pounder
-from pounder.load import SecondSample
 from pounder.report._series import MAX_POINTS, bucket_width, downsample, peaks
+from pounder.results import SecondSample
 from support.cliutil import run_cli
 from support.schemas import validate
 

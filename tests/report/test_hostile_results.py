@@ -22,9 +22,9 @@ import pytest
 
 import pounder
 from pounder.compare import Variant, compare
-from pounder.load import evaluate_gates, parse_gates
 from pounder.procs import snapshot
 from pounder.report import render_report
+from pounder.results import evaluate_gates, parse_gates
 from support.cliutil import assert_usage_error, run_cli, run_pounder, with_pythonpath
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
@@ -353,8 +353,8 @@ def test_a_count_of_one_is_singular_on_the_page(compare_doc: Document, tmp_path:
 
 
 def test_the_bench_text_of_a_zero_duration_has_no_rate(bench_doc: Document, tmp_path: Path) -> None:
-    """The same rule in the text ``pounder bench`` prints (pounder.load.render_report)."""
-    from pounder.load import render_report as bench_text
+    """The same rule in the text ``pounder bench`` prints (pounder.results.render_report)."""
+    from pounder.results import render_report as bench_text
 
     document = copy.deepcopy(bench_doc)
     document["elapsed_s"] = 0.0

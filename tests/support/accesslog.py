@@ -1,5 +1,5 @@
 """Access log lines with sub-second times, the engine's TSV read back, and ``python -m pounder
-bench`` in a child process: shared by the replay tests (tests/load/test_replay.py and
+bench`` in a child process: shared by the replay tests (tests/traffic/test_replay.py and
 tests/e2e/test_bench_replay.py)."""
 
 from __future__ import annotations

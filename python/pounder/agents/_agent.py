@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pounder._units import available_cpus
 from pounder._version import __version__
-from pounder.load import is_loopback
+from pounder.traffic import is_loopback
 
 if TYPE_CHECKING:
     from pounder._engine import EngineSpec, Run

@@ -12,9 +12,10 @@ from pounder import _interrupt
 from pounder._errors import PounderError, UsageError, check_type, public
 from pounder.agents._connect import AUTO, LOCAL, connect, host_port, resolve_address
 from pounder.agents._pool import AgentPool, check_distributable
-from pounder.load import ENGINE, BenchResult, BenchSpec, ProgressCallback, Sender
+from pounder.load import ENGINE, BenchSpec, ProgressCallback, Sender
 from pounder.load import bench as _bench
 from pounder.procs import ServerSampler
+from pounder.results import BenchResult
 
 
 @public

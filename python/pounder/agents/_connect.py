@@ -16,7 +16,7 @@ from pounder import _interrupt
 from pounder._errors import PounderError, UsageError
 from pounder.agents._gcs import probe_gcs
 from pounder.agents._ray_init import AUTH_MODE, LocalNode, kept_signal_handlers, restore_auth_mode
-from pounder.load import is_loopback
+from pounder.traffic import is_loopback
 
 RAY_EXTRA = "pip install 'pounder[ray]'"
 LOCAL, AUTO = "local", "auto"

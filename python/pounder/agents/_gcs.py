@@ -3,9 +3,8 @@ before ``ray.init`` would retry for minutes."""
 
 from __future__ import annotations
 
-import socket
-
 from pounder._errors import PounderError
+from pounder._probe import first_bytes
 
 _H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # + empty SETTINGS
 _H2_SETTINGS = 0x04
@@ -16,14 +15,7 @@ def probe_gcs(host: str, port: int, address: str, timeout_s: float) -> None:
     SETTINGS frame. Anything else (refused, an HTTP/1 server, silence) is said at once, where
     ``ray.init`` would retry for minutes."""
     try:
-        with socket.create_connection((host, port), timeout=timeout_s) as probe:
-            probe.sendall(_H2_PREFACE)
-            head = b""
-            while len(head) < 9:
-                piece = probe.recv(9 - len(head))
-                if not piece:
-                    break
-                head += piece
+        head = first_bytes(host, port, _H2_PREFACE, 9, timeout_s)
     except TimeoutError:
         raise PounderError(f"no Ray cluster at {address}: something listens there but did not answer as Ray's GCS "
                            f"(gRPC) within {timeout_s:g} s") from None

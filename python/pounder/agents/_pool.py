@@ -30,19 +30,9 @@ from pounder._units import count_text
 from pounder._version import __version__
 from pounder.agents._agent import Agent, machine_id, target_hosts
 from pounder.agents._report import agent_report, merged_io
-from pounder.load import (
-    POLL_INTERVAL_S,
-    Agents,
-    BenchResult,
-    BenchSpec,
-    MalformedResultError,
-    Progress,
-    ProgressCallback,
-    Sender,
-    load_engine,
-    serves_all,
-)
+from pounder.load import POLL_INTERVAL_S, BenchSpec, Progress, ProgressCallback, Sender, load_engine, serves_all
 from pounder.procs import ServerLoadReport, ServerSampler
+from pounder.results import Agents, BenchResult, MalformedResultError
 
 if TYPE_CHECKING:
     from pounder._engine import EngineSpec

@@ -1,4 +1,4 @@
-"""One agent's line in a distributed result (:class:`~pounder.load.AgentReport`), made from what
+"""One agent's line in a distributed result (:class:`~pounder.results.AgentReport`), made from what
 the agent said and measured."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pounder.load import AgentReport, IoInfo, MalformedResultError
+from pounder.results import AgentReport, IoInfo, MalformedResultError
 
 _IO_NAMES = {"uring": "io_uring", "epoll": "epoll"}
 
@@ -54,7 +54,7 @@ def merged_io(shares: Sequence[tuple[int, Mapping[str, Any]]]) -> IoInfo | None:
     """The I/O path of a merged run from its shares' results (``(agent index, result)``): theirs
     when they all say the same; else the path they share, or "mixed", with what each agent took
     and why. None when no share says (agents of a pounder from before the io_uring path).
-    :class:`~pounder.load.MalformedResultError` for an ``io`` that is not the engine's."""
+    :class:`~pounder.results.MalformedResultError` for an ``io`` that is not the engine's."""
     taken: dict[tuple[Any, str], list[int]] = {}  # (path, reason): the agents
     for index, result in shares:
         io = result.get("io")

@@ -45,17 +45,9 @@ from pounder.cli._load_options import (
 )
 from pounder.cli._progress import live_progress
 from pounder.cli.top import server_line
-from pounder.load import (
-    AccessLog,
-    BenchResult,
-    LoadOptions,
-    OutputWriteError,
-    bench,
-    load_failure,
-    read_access_log,
-    render_csv,
-    render_report,
-)
+from pounder.load import LoadOptions, OutputWriteError, bench
+from pounder.results import BenchResult, load_failure, render_csv, render_report
+from pounder.traffic import AccessLog, read_access_log
 
 _LOAD = "Load"
 _HTTP = "Requests"

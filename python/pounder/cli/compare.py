@@ -61,7 +61,8 @@ from pounder.compare import (
     render_compare,
     trial_plan,
 )
-from pounder.load import LoadOptions, ProgressCallback, format_ms
+from pounder.load import LoadOptions, ProgressCallback
+from pounder.results import format_ms
 
 _TRIALS = "Trials"
 _LOAD = "Load (every trial)"

@@ -63,7 +63,7 @@ from pounder.compare._trials import (
     default_labels,
     trial_plan,
 )
-from pounder.load import MAX_FAILED, clean_trial  # a counted trial's rule, defined with the results
+from pounder.results import MAX_FAILED, clean_trial  # a counted trial's rule, defined with the results
 
 __all__ = [
     "COMPARE_METRICS",

@@ -10,7 +10,7 @@
   is sent (:func:`check_slower_trials`); fewer counted (trials left out for their failures, or an
   interrupted run) is ``unmeasurable``, which fails. N's range follows from what is measured: in closed
   loop requests/s can be at most 100 % lower (none at all, which a counted trial never is), so N is
-  below 100 (:func:`pounder.load.check_gates` refuses ``slower>100%`` there: it could never fail);
+  below 100 (:func:`pounder.results.check_gates` refuses ``slower>100%`` there: it could never fail);
   in open loop the p99 may be any multiple of the baseline's, so N may exceed 100.
 * ``p50``, ``p99``, ``rps``: each variant's median over its counted trials (the figures the
   comparison reports); ``errors`` and ``non2xx``: each variant's requests over every measured
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from pounder._errors import UsageError, check_instance, public
 from pounder.compare._report import format_rate, format_ratio
 from pounder.compare._result import CompareResult, Comparison
-from pounder.load import BENCH_METRICS, Gate, GateReport, GateResult, parse_gate, verdict_of
+from pounder.results import BENCH_METRICS, Gate, GateReport, GateResult, parse_gate, verdict_of
 
 COMPARE_METRICS: Mapping[str, str] = {
     "slower": "slowdown", "p50": "latency", "p99": "latency", "rps": "rate", "errors": "share", "non2xx": "share",

@@ -14,7 +14,7 @@ from pounder._errors import check_instance, public
 from pounder._stats import MIN_SAMPLES, Estimate, RatioEstimate
 from pounder._units import count_text, plain
 from pounder.compare._result import CompareOptions, CompareResult, Comparison, Trial
-from pounder.load import ERROR_CATEGORIES, MAX_FAILED, describe_load, format_ms, statuses_text
+from pounder.results import ERROR_CATEGORIES, MAX_FAILED, describe_load, format_ms, statuses_text
 
 _GAP = "  "
 

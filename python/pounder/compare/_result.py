@@ -23,13 +23,12 @@ from pounder._stats import (
     median_interval,
     ratio_interval,
 )
-from pounder.load import (
+from pounder.results import (
     MAX_FAILED,
     BenchResult,
     GateReport,
     HttpOptions,
     LoadModel,
-    Stage,
     clean_trial,
     load_failure,
 )
@@ -38,7 +37,7 @@ SCHEMA = "pounder/compare/1"
 
 NotCounted = Literal["warm-up", "interrupted", "failures"]
 """Why a trial is not part of the statistics: the warm-up round, stopped by Ctrl-C, or more than
-:data:`~pounder.load.MAX_FAILED` of its requests failed (or none completed)."""
+:data:`~pounder.results.MAX_FAILED` of its requests failed (or none completed)."""
 
 
 @public
@@ -79,7 +78,7 @@ class Trial:
     p99_us: int
     server_cpu_us_per_request: float | None
     nowhere: str | None = None
-    """The trial got nowhere (:func:`~pounder.load.load_failure`: no request succeeded, no answer
+    """The trial got nowhere (:func:`~pounder.results.load_failure`: no request succeeded, no answer
     was 2xx or 3xx (or of ``--expect-status``), a scenario's users never got through): the line
     saying so; None when it got somewhere. Such a trial is not counted (``"failures"``)."""
 
@@ -168,7 +167,7 @@ class CompareOptions:
     scenario: str | None = None
     """The scenario file every trial's virtual users ran (``--scenario``), else None."""
     expect_status: tuple[tuple[int, int], ...] | None = None
-    """``--expect-status`` as ``(low, high)`` ranges, else None (:func:`~pounder.load.load_failure`)."""
+    """``--expect-status`` as ``(low, high)`` ranges, else None (:func:`~pounder.results.load_failure`)."""
 
     def to_dict(self) -> dict[str, Any]:
         plain = asdict(self)
@@ -177,7 +176,7 @@ class CompareOptions:
                 del plain[name]
         if self.expect_status is not None:
             plain["expect_status"] = [list(pair) for pair in self.expect_status]
-        plain["load"]["stages"] = _stages(self.load.stages)
+        plain["load"] = self.load.to_dict()
         plain["http"]["headers"] = [list(pair) for pair in self.http.headers]
         return plain
 
@@ -371,9 +370,3 @@ def _ratio_interval(
         ours, theirs, higher_is_better=higher_is_better, min_effect=min_effect, resamples=resamples,
         confidence=confidence, seed=seed,
     )  # fmt: skip
-
-
-def _stages(stages: tuple[Stage, ...] | None) -> list[list[float]] | None:
-    if stages is None:
-        return None
-    return [[stage.duration_s, stage.start_rate, stage.end_rate] for stage in stages]

@@ -36,19 +36,9 @@ from pounder.compare._gates import (
     parse_compare_gates,
 )
 from pounder.compare._result import CompareOptions, CompareResult, Trial, TrialCallback, Variant
-from pounder.load import (
-    ENGINE,
-    BenchSpec,
-    Gate,
-    LoadOptions,
-    ProgressCallback,
-    Sender,
-    check_gates,
-    check_io,
-    check_tls,
-    run_bench,
-)
+from pounder.load import ENGINE, BenchSpec, LoadOptions, ProgressCallback, Sender, check_io, check_tls, run_bench
 from pounder.procs import ServerSampler, ServerTarget, check_server, find_server, serves
+from pounder.results import Gate, check_gates
 
 DEFAULT_TRIALS = 5
 MIN_TRIALS = 3
@@ -189,7 +179,7 @@ def compare(
     comparison).
 
     ``gates``: ``--fail-if`` expressions (``"slower>5%"``, ``"p99>300ms"``; see
-    :func:`parse_compare_gates`) or :class:`~pounder.load.Gate` objects, checked before anything
+    :func:`parse_compare_gates`) or :class:`~pounder.results.Gate` objects, checked before anything
     is sent and evaluated once the comparison ended (also when interrupted): ``result.gates``.
 
     Raises :class:`~pounder.UsageError` on bad input, before anything is sent. On Ctrl-C the

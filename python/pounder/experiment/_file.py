@@ -57,9 +57,10 @@ from pounder._units import plain
 from pounder.compare import MAX_TRIALS, MAX_VARIANTS, MIN_TRIALS, check_label, parse_compare_gates
 from pounder.experiment._reader import ExperimentError, Reader
 from pounder.experiment._tls import TlsSpec, in_file_words, read_tls
-from pounder.load import BenchSpec, LoadOptions, NotLoopbackError, parse_url, resolve
+from pounder.load import BenchSpec, LoadOptions
 from pounder.pool import ADAPTERS as POOL_ADAPTERS
 from pounder.pool import KINDS, TARGET_FIELDS, Adapter, AdapterOptions, build_adapter, puma_threads, refused_option
+from pounder.traffic import NotLoopbackError, parse_url, resolve
 
 ADAPTERS = (*KINDS, "url")
 RECORD = ("rps", "latency", "cpu", "memory", "syscalls", "profile")

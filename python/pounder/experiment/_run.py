@@ -39,7 +39,7 @@ from pounder.compare import (
 from pounder.experiment._file import Experiment, LoadSpec, VariantSpec, server_adapter
 from pounder.experiment._profiles import check_profiles, moved_lines, params_of, profile_variants
 from pounder.experiment._tls import TlsSpec
-from pounder.load import ENGINE, BenchSpec, Gate, Sender, check_gates, check_io, check_tls
+from pounder.load import ENGINE, BenchSpec, Sender, check_io, check_tls
 from pounder.pool import (
     Adapter,
     ResultsDir,
@@ -49,6 +49,7 @@ from pounder.pool import (
     write_json,
 )
 from pounder.profile import ProfileResult
+from pounder.results import Gate, check_gates
 from pounder.servers import ManagedServer
 from pounder.syscalls import SyscallReport, trace_syscalls
 

@@ -15,24 +15,30 @@ import resource
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pounder._errors import PounderError, UsageError, check_callable, check_instance, check_text, public
 from pounder._files import StagedOutput, utc_timestamp
+from pounder._native import load_engine
 from pounder._records import decode_json
 from pounder._units import parse_duration, plain
 from pounder._version import __version__
-from pounder.load._gates import Gate, check_gates, evaluate_gates, parse_gates
-from pounder.load._measured import IoInfo, MalformedResultError
 from pounder.load._model import Number
-from pounder.load._result import BenchResult
-from pounder.load._run_options import LoadModel
 from pounder.load._sender import Sender
 from pounder.load._spec import BenchSpec
 from pounder.load._tls import check_handshakes
-from pounder.load._url import parse_url, resolve
 from pounder.procs import SERVER_OPTIONS, ServerSampler, ServerTarget, check_server, find_server, serves
+from pounder.results import (
+    BenchResult,
+    Gate,
+    IoInfo,
+    LoadModel,
+    MalformedResultError,
+    check_gates,
+    evaluate_gates,
+    parse_gates,
+)
+from pounder.traffic import parse_url, resolve
 
 if TYPE_CHECKING:
     from pounder._engine import ProgressInfo, Run
@@ -64,16 +70,6 @@ class Progress:
 
 
 ProgressCallback = Callable[[Progress], None]
-
-
-@public
-def load_engine() -> ModuleType:
-    """The Rust engine (``pounder._engine``); :class:`~pounder.PounderError` when it is not built."""
-    try:
-        from pounder import _engine
-    except ImportError as error:
-        raise PounderError(f"the load engine pounder._engine cannot be loaded ({error}); is pounder built?") from None
-    return _engine
 
 
 def _snapshot(info: ProgressInfo, load: LoadModel, interrupted: bool) -> Progress:

@@ -16,11 +16,24 @@ Decisions (also shown in ``pounder bench --help``):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pounder._errors import UsageError
-from pounder._units import available_cpus, count_in_range, parse_duration, plain
-from pounder.load._parse import RateSpec, Stage, Warmup, parse_rate_spec, parse_stages, parse_warmup
-from pounder.load._run_options import LoadModel
+from pounder._units import (
+    available_cpus,
+    count_in_range,
+    invalid,
+    is_count,
+    parse_count,
+    parse_duration,
+    parse_rate,
+    plain,
+)
+from pounder.results import LoadModel, Stage
+
+if TYPE_CHECKING:
+    from pounder.load._options import LoadOptions
 
 DEFAULT_CONNECTIONS = 10
 DEFAULT_OPEN_LOOP_CAP = 1000
@@ -39,6 +52,73 @@ FLAGS: Mapping[str, str] = {
 }
 """What the messages call the load options (bench's flags); a caller whose users write them
 otherwise (an experiment file's keys) passes its own ``names``."""
+
+
+@dataclass(frozen=True)
+class RateSpec:
+    """What ``--rate`` says: a constant rate (``start == end``) or a ramp, with the ramp's own
+    length when it was given as ``A..B/60s`` (``over_s``), else ``None``."""
+
+    start: float
+    end: float
+    over_s: float | None = None
+
+    @property
+    def is_ramp(self) -> bool:
+        return self.start != self.end or self.over_s is not None
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """``--warmup``: either a number of requests or a time, never both (the other is 0)."""
+
+    requests: int = 0
+    seconds: float = 0.0
+
+
+def parse_rate_spec(text: str, what: str = "--rate") -> RateSpec:
+    """``"500"`` (constant), ``"50..500"`` (ramp over the whole run), ``"50..500/60s"`` (ramp
+    over 60 s)."""
+    hint = "use requests per second, e.g. 500, 50..500 or 50..500/60s"
+    ramp, slash, over = text.strip().rpartition("/")
+    if not slash or over == "s":  # no '/', or "500/s": a plain rate with its unit
+        ramp, over, slash = text.strip(), "", ""
+    start_text, dots, end_text = ramp.partition("..")
+    if slash and not dots:
+        raise invalid(what, text, "a duration after '/' needs a ramp such as 50..500/60s")
+    try:
+        start = parse_rate(start_text, what)
+        end = parse_rate(end_text, what) if dots else start
+        over_s = parse_duration(over, what) if slash else None
+    except UsageError:
+        raise invalid(what, text, hint) from None
+    return RateSpec(start=start, end=end, over_s=over_s)
+
+
+def parse_stages(text: str, what: str = "--stages") -> tuple[Stage, ...]:
+    """``"30s@100,60s@400,30s@100"``: comma-separated ``DURATION@RATE`` stages, each constant;
+    ``"60s@100..400"`` is a stage ramping from 100 to 400 req/s."""
+    stages = []
+    for part in text.split(","):
+        duration_text, at, rate_text = part.strip().partition("@")
+        if not at or not duration_text or not rate_text:
+            raise invalid(what, part.strip(), "each stage is DURATION@RATE, e.g. 30s@100 or 60s@100..400")
+        rate = parse_rate_spec(rate_text, what)
+        if rate.over_s is not None:
+            raise invalid(what, part.strip(), "a stage's length goes before '@', e.g. 60s@100..400")
+        stages.append(Stage(parse_duration(duration_text, what), rate.start, rate.end))
+    return tuple(stages)
+
+
+def parse_warmup(text: str, what: str = "--warmup") -> Warmup:
+    """``"5s"`` (or any duration with a unit) → a warmup time; ``"100"``/``"1k"`` → requests."""
+    cleaned = text.strip()
+    if is_count(cleaned):
+        return Warmup(requests=parse_count(cleaned, what))
+    try:
+        return Warmup(seconds=parse_duration(cleaned, what))
+    except UsageError:
+        raise invalid(what, text, "a number of requests such as 100, or a time such as 5s") from None
 
 
 def count(value: int | str | None, what: str, low: int, high: int) -> int | None:
@@ -201,3 +281,17 @@ def _warmup(warmup: int | str | None) -> Warmup:
     return parsed
 
 
+def replay_model(given: LoadOptions, length_s: float) -> tuple[LoadModel, int | None, float | None]:
+    """A replay's load model (open loop, its cap on requests in flight, its threads) for a replay of
+    ``length_s`` seconds; its ``-n``; the ``-d`` that cuts it, or None."""
+    cap = count(given.max_in_flight, "--max-in-flight", 1, MAX_CONNECTIONS)
+    users = count(given.connections, "-c/--connections", 1, MAX_CONNECTIONS)
+    connections = cap or users or DEFAULT_OPEN_LOOP_CAP
+    threads = count(given.threads, "-t/--threads", 1, MAX_THREADS) or available_cpus()
+    requests = count(given.requests, "-n/--requests", 1, MAX_REQUESTS)
+    duration = seconds(given.duration, "-d/--duration")
+    cut = duration if duration is not None and duration < length_s else None
+    model = LoadModel(kind="open", connections=connections, threads=min(threads, connections), requests=requests,
+                      duration_s=cut if cut is not None else length_s, stages=None, warmup_requests=0,
+                      warmup_s=0.0)  # fmt: skip
+    return model, requests, cut

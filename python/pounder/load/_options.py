@@ -12,9 +12,8 @@ from typing import Any, Literal
 from pounder._errors import UsageError, check_flag, check_path, check_text, check_type, public, wrong_type
 from pounder._flags import flag
 from pounder.load._model import Number, build_load_model
-from pounder.load._parse import Stage
-from pounder.load._run_options import LoadModel
 from pounder.load._tls import check_tls_types
+from pounder.results import LoadModel, Stage
 
 IO_PATHS = ("auto", "uring", "epoll")
 """The values of ``--io`` (:attr:`LoadOptions.io`)."""
@@ -126,7 +125,7 @@ class LoadOptions:
             "exits 1, after writing its results.")))
     """The statuses that count as answers instead of 2xx and 3xx (``"404"``, ``"400-499"``,
     ``"4xx"``, ``"404,500-599"``): a run none of whose answers has one got nowhere
-    (:func:`~pounder.load.load_failure`)."""
+    (:func:`~pounder.results.load_failure`)."""
     io: Literal["auto", "uring", "epoll"] = field(default="auto", metadata=flag(
         "--io", metavar="auto|uring|epoll", help=(
             "The engine's I/O path: auto (the default: io_uring when this kernel allows it, else epoll; HTTPS, "

@@ -1,4 +1,4 @@
-"""What a load is sent by: the one interface of this machine's engine (:class:`~pounder.load.Engine`)
+"""What a load is sent by: the one interface of this machine's engine (:class:`~pounder.load._bench.Engine`)
 and of agents on a cluster (:mod:`pounder.agents`). Whoever runs loads (``bench``, compare's
 trials, a tuning run's points, an experiment) holds a sender and never asks which it is.
 
@@ -18,15 +18,15 @@ from pounder._errors import public
 
 if TYPE_CHECKING:
     from pounder.load._bench import ProgressCallback
-    from pounder.load._result import BenchResult
     from pounder.load._spec import BenchSpec
     from pounder.procs import ServerSampler
+    from pounder.results import BenchResult
 
 
 @public
 class Sender(abc.ABC):
     """Sends a validated :class:`~pounder.load.BenchSpec` and returns its
-    :class:`~pounder.load.BenchResult` (with the server sampled by ``sampler`` meanwhile,
+    :class:`~pounder.results.BenchResult` (with the server sampled by ``sampler`` meanwhile,
     ``on_progress`` called about every 0.25 s, Ctrl-C keeping what was measured)."""
 
     distributed: bool = False

@@ -1,28 +1,40 @@
 """Validated bench options (:class:`BenchSpec`) and the engine spec built from them: the load
-model (``_model``), the request (``_request``) and the targets (``_url``) put together."""
+model (``_model``), the request and the targets (:mod:`pounder.traffic`) put together."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pounder._errors import UsageError, check_flag, check_path, check_text, public
 from pounder._files import check_distinct, check_output_path
 from pounder._units import parse_bandwidth
-from pounder.load._access_log import AccessLog, base_of, read_access_log
-from pounder.load._model import build_load_model, count, seconds
+from pounder.load._model import build_load_model, count, replay_model, seconds
 from pounder.load._options import LoadOptions
-from pounder.load._outcome import parse_statuses
-from pounder.load._parse import UrlLine, read_url_file
-from pounder.load._replay import ReplayPlan, plan_replay, recorded_request
-from pounder.load._request import RequestTemplate, build_request_template, recorded_headers
-from pounder.load._run_options import HttpOptions, LoadModel, RunOptions, TargetInfo
-from pounder.load._scenario import read_scenario
-from pounder.load._scenario_options import check_scenario_options
 from pounder.load._tls import TlsSettings, read_tls
-from pounder.load._url import check_unix_socket, parse_url, resolve, server_name
+from pounder.results import HttpOptions, LoadModel, RunOptions, TargetInfo, parse_statuses
+from pounder.traffic import (
+    AccessLog,
+    ReplayPlan,
+    RequestTemplate,
+    UrlLine,
+    base_of,
+    build_request_template,
+    check_scenario_options,
+    check_unix_socket,
+    parse_url,
+    plan_replay,
+    read_access_log,
+    read_scenario,
+    read_url_file,
+    recorded_headers,
+    recorded_request,
+    resolve,
+    server_name,
+)
 
 if TYPE_CHECKING:
     from pounder._engine import EngineScenario, EngineSpec, EngineTarget
@@ -176,6 +188,29 @@ def _http(given: LoadOptions) -> tuple[RequestTemplate, HttpOptions]:
     )
 
 
+def _replay_conflicts(given: LoadOptions, url_file: object, access_log: object, order: object, warmup: object) -> None:
+    """What cannot go with ``--replay``: another source of requests, a rate, an order, a warm-up."""
+    refused = [("-f/--url-file", url_file), ("--access-log", access_log), ("--rate", given.rate),
+               ("--stages", given.stages), ("--warmup", warmup), ("--order", order),
+               ("--scenario", getattr(given, "scenario", None))]  # fmt: skip
+    for flag, value in refused:
+        if value is not None:
+            why = {"--rate": "the log sets the times", "--stages": "the log sets the times",
+                   "--order": "the log sets the order", "--warmup": "every request of the log is measured"}.get(
+                flag, "give one source of requests")  # fmt: skip
+            raise UsageError(f"--replay cannot be combined with {flag} ({why})")
+    if given.connections is not None and given.max_in_flight is not None:
+        raise UsageError("-c and --max-in-flight both set the cap on requests in flight; give only one")
+
+
+def _plan_replay(given: LoadOptions, url_file: object, access_log: object, order: object, warmup: object,
+                 exclude_static: bool, log_methods: str | Sequence[str] | None) -> ReplayPlan:
+    """``--replay``: the options it cannot go with refused, then its file read and planned."""
+    _replay_conflicts(given, url_file, access_log, order, warmup)
+    return plan_replay(given.replay, given.speed, partial(replay_model, given), exclude_static=exclude_static,
+                       log_methods=log_methods)
+
+
 @public
 @dataclass(frozen=True)
 class BenchSpec:
@@ -204,7 +239,7 @@ class BenchSpec:
     """The I/O path asked for (``--io``); :func:`~pounder.load.check_io` says which one the run takes."""
     expect_status: tuple[tuple[int, int], ...] | None = None
     """``--expect-status``: the statuses that count as answers instead of 2xx and 3xx
-    (:func:`~pounder.load.load_failure`); None when not given."""
+    (:func:`~pounder.results.load_failure`); None when not given."""
 
     @classmethod
     def from_options(
@@ -241,8 +276,7 @@ class BenchSpec:
         log_path = access_log.path if isinstance(access_log, AccessLog) else access_log
         replay = None
         if given.replay is not None:  # before the scenario: a replay names what it excludes
-            replay = plan_replay(given, url_file=url_file, access_log=access_log, order=order, warmup=warmup,
-                                 exclude_static=exclude_static, log_methods=log_methods)
+            replay = _plan_replay(given, url_file, access_log, order, warmup, exclude_static, log_methods)
         scenario = None
         if given.scenario is not None:
             url = check_scenario_options(given, url, url_file, access_log, order)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from pounder._errors import UsageError, check_flag, check_path
 from pounder._files import SMALL_LIMIT, read_input
-from pounder.load._run_options import TlsInfo
+from pounder.results import TlsInfo
 
 if TYPE_CHECKING:
     from types import ModuleType

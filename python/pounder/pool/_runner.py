@@ -34,17 +34,7 @@ from typing import Any
 from pounder._errors import PounderError, check_instance, public
 from pounder._files import write_atomic
 from pounder._units import KIB, MIB, children_text, pinned_thread
-from pounder.load import (
-    ENGINE,
-    BenchResult,
-    BenchSpec,
-    LoadOptions,
-    Progress,
-    ProgressCallback,
-    Sender,
-    clean_trial,
-    load_failure,
-)
+from pounder.load import ENGINE, BenchSpec, LoadOptions, Progress, ProgressCallback, Sender
 from pounder.pool._adapter import Adapter, PoolParams
 from pounder.pool._charged import MemoryPeak, charged_memory
 from pounder.pool._cpus import check_cpus
@@ -60,6 +50,7 @@ from pounder.procs import (
     process_cpu_clock,
     snapshot,
 )
+from pounder.results import BenchResult, clean_trial, load_failure
 from pounder.servers import HOST, ManagedServer, Pod, ServerExitedError, ServerFailure, listen_address
 
 WARM_ROUNDS = 30
@@ -77,7 +68,7 @@ WARM_RPS_CHANGE = 0.10
 WARM_STABLE_ROUNDS = 2
 WARM_FAILING_ROUNDS = 3
 """Warming stops after this many rounds in a row that would not count as a trial
-(:func:`pounder.load.clean_trial`): children that fail do not settle by warming."""
+(:func:`pounder.results.clean_trial`): children that fail do not settle by warming."""
 SAMPLE_INTERVAL_S = 0.5
 SERVED_CPU_S = 50e-6
 CHILD_START_TIMEOUT_S = 30.0
@@ -334,7 +325,7 @@ class Runner:
         are watched from then on; a change of children starts the count of still rounds again.
         Warming reads the answers at full speed (no ``--throttle``): it is the children that must
         warm, and slow clients would only make each round last longer. When no round got anywhere
-        (:func:`~pounder.load.load_failure`: no request succeeded, no answer was 2xx or 3xx) it
+        (:func:`~pounder.results.load_failure`: no request succeeded, no answer was 2xx or 3xx) it
         raises :class:`~pounder.PounderError` saying so: a server that answers nothing good has
         nothing to tune or compare."""
         baseline: dict[int, float | None] = {}
@@ -379,7 +370,7 @@ class Runner:
             failing = 0 if clean_trial(served, result.requests.failed) else failing + 1
             if quick or stable >= WARM_STABLE_ROUNDS or failing >= WARM_FAILING_ROUNDS or time.monotonic() > deadline:
                 break
-        if nowhere:  # the one rule of every load (pounder.load.load_failure): nothing to tune or compare
+        if nowhere:  # the one rule of every load (pounder.results.load_failure): nothing to tune or compare
             raise PounderError(f"the server (pid {server.pid}) got nowhere while warming up: {nowhere} (check the "
                                "path the requests ask for, and the application's log)")  # fmt: skip
         return Warmed(children=len(alive), warmed=len(warmed & set(alive)), requests=sent,

@@ -122,7 +122,7 @@ def _why_left_out(off: RoundTrial | None, on: RoundTrial | None) -> str | None:
             return f"{trial.failed:,} requests of its {name} trial failed"
         if not trial.complete:
             return f"no request of its {name} trial completed"
-        nowhere = getattr(trial, "nowhere", None)  # a ProfileTrial's (pounder.load.load_failure)
+        nowhere = getattr(trial, "nowhere", None)  # a ProfileTrial's (pounder.results.load_failure)
         if nowhere is not None:
             return f"its {name} trial got nowhere ({nowhere})"
     return None

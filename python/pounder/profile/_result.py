@@ -43,7 +43,7 @@ class ProfileTrial:
     p99_us: int
     whole: bool = True
     nowhere: str | None = None
-    """The trial got nowhere (:func:`~pounder.load.load_failure`): the line saying so; None when it
+    """The trial got nowhere (:func:`~pounder.results.load_failure`): the line saying so; None when it
     got somewhere (and in results from before the rule)."""
 
 

@@ -34,18 +34,7 @@ from pounder._errors import PounderError, UsageError, check_callable, check_path
 from pounder._files import utc_timestamp
 from pounder._units import count_in_range, pinned_thread
 from pounder._version import __version__
-from pounder.load import (
-    BenchResult,
-    BenchSpec,
-    LoadOptions,
-    NotLoopbackError,
-    ProgressCallback,
-    check_io,
-    check_tls,
-    describe_load,
-    load_failure,
-    run_bench,
-)
+from pounder.load import BenchSpec, LoadOptions, ProgressCallback, check_io, check_tls, run_bench
 from pounder.procs import (
     SERVER_OPTIONS,
     ServerGone,
@@ -68,6 +57,8 @@ from pounder.profile._result import (
     stored_stacks,
 )
 from pounder.profile._stacks import function_table, merged, per_process
+from pounder.results import BenchResult, describe_load, load_failure
+from pounder.traffic import NotLoopbackError
 
 DEFAULT_ROUNDS = 5
 MAX_ROUNDS = 50

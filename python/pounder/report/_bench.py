@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from pounder._units import MIB, mib, number
-from pounder.load import ERROR_CATEGORIES, Agents, BenchResult, Histogram, describe_load, parse_gate
 from pounder.procs import ServerLoadReport
 from pounder.report._gates import gates_section
 from pounder.report._html import Section, bullets, chart, label_axes, paragraph, table
 from pounder.report._series import Shown, downsample, duration_text, peaks
+from pounder.results import ERROR_CATEGORIES, Agents, BenchResult, Histogram, describe_load, parse_gate
 
 NINES = {"50": 2.0, "90": 10.0, "99": 100.0, "99.9": 1000.0, "100": 10000.0}
 """Where the labelled percentiles sit on the x axis: 1 / (1 - p); 100 % (the max) one decade on."""

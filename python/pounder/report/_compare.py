@@ -17,11 +17,11 @@ from pounder.compare import (
     format_ratio,
     parse_compare_gates,
 )
-from pounder.load import GateReport, MalformedResultError
 from pounder.profile import ProfileResult, load_profile, moved_rows
 from pounder.report._gates import gates_section
 from pounder.report._html import ReportError, Section, chart, check_numbers, esc, label_axes, paragraph, pre, table
 from pounder.report._profile import profile_sections
+from pounder.results import GateReport, MalformedResultError
 
 _WHY = {"warm-up": "warm-up", "interrupted": "interrupted (Ctrl-C)", "failures": "requests failed"}
 

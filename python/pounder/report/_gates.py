@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 from pounder._errors import UsageError
 from pounder._units import count_text
-from pounder.load import GateReport
 from pounder.report._html import Section, paragraph, table
+from pounder.results import GateReport
 
 
 def gates_section(title: str, gates: GateReport, parse: Callable[[str], object]) -> Section:

@@ -21,12 +21,12 @@ from pounder._errors import PounderError, UsageError, check_path, check_text, pu
 from pounder._files import RESULT_LIMIT, check_distinct, check_input_file, check_output_name, write_atomic
 from pounder._records import ConstantError, decode_json, shown
 from pounder.compare import SCHEMA as COMPARE_SCHEMA
-from pounder.load import READ_SCHEMAS as BENCH_SCHEMAS
-from pounder.load import SCHEMA as BENCH_SCHEMA
-from pounder.load import BenchResult, MalformedResultError
 from pounder.procs import MEM_READ_SCHEMAS, MEM_SCHEMA, MalformedMemError, mem_from_dict
 from pounder.profile import PROFILE_SCHEMA, MalformedProfileError, profile_from_dict
 from pounder.report._html import ReportError, Section, page
+from pounder.results import READ_SCHEMAS as BENCH_SCHEMAS
+from pounder.results import SCHEMA as BENCH_SCHEMA
+from pounder.results import BenchResult, MalformedResultError
 from pounder.syscalls import SYSCALLS_SCHEMA, MalformedSyscallsError, syscalls_from_dict
 from pounder.top import TOP_SCHEMA, MalformedTopError, top_from_dict
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from pounder._units import count_text
-from pounder.load import SecondSample
+from pounder.results import SecondSample
 
 MAX_POINTS = 2000
 """The most points a line of a chart gets."""

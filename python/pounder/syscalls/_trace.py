@@ -45,17 +45,7 @@ from pounder._errors import PounderError, UsageError, check_callable, check_path
 from pounder._files import check_output_path, utc_timestamp
 from pounder._units import count_in_range, count_text
 from pounder._version import __version__
-from pounder.load import (
-    BenchResult,
-    BenchSpec,
-    LoadOptions,
-    NotLoopbackError,
-    ProgressCallback,
-    check_io,
-    check_tls,
-    load_failure,
-    run_bench,
-)
+from pounder.load import BenchSpec, LoadOptions, ProgressCallback, check_io, check_tls, run_bench
 from pounder.procs import (
     SERVER_OPTIONS,
     ServerGone,
@@ -66,9 +56,11 @@ from pounder.procs import (
     find_server,
     serves,
 )
+from pounder.results import BenchResult, load_failure
 from pounder.syscalls._parse import TraceCounts, parse_strace_log
 from pounder.syscalls._report import SyscallReport, count_tables
 from pounder.syscalls._strace import find_strace, log_place, read_text, start, stop, strace_version, wait_attached
+from pounder.traffic import NotLoopbackError
 
 DEFAULT_REQUESTS = 1000
 DEFAULT_CONNECTIONS = 4

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pounder._errors import PounderError, UsageError
-from pounder.load import NotLoopbackError, parse_url, resolve
 from pounder.servers import puma_stats, uwsgi_stats
+from pounder.traffic import NotLoopbackError, parse_url, resolve
 
 _MAX_BYTES = 4 << 20
 _APACHE_MODES = {

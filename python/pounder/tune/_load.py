@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pounder.load import BenchResult
+from pounder.results import BenchResult
 
 
 def load_summary(result: BenchResult, pod: Mapping[str, Any] | None = None) -> dict[str, Any]:

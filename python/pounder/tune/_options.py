@@ -20,7 +20,7 @@ from pounder._units import (
     plain,
 )
 from pounder.compare import MIN_TRIALS
-from pounder.load import LoadOptions, read_access_log, read_url_targets
+from pounder.load import LoadOptions
 from pounder.pool import split_cpus
 from pounder.procs import mem_total
 from pounder.servers import (
@@ -31,6 +31,7 @@ from pounder.servers import (
     pod_cpus_check,
     pod_unavailable,
 )
+from pounder.traffic import read_access_log, read_url_targets
 
 FULL_MRPC = (0, 10000, 1000, 100, 10)
 QUICK_MRPC = (0, 1000, 100, 10)

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pounder._errors import public
-from pounder.load._measured import READ
+from pounder.results._measured import READ
 
 SATURATED = 0.9
 """An agent whose engine used this share of the CPU it could use was probably the limit."""

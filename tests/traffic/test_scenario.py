@@ -1,4 +1,4 @@
-"""Scenario files (pounder.load._scenario): the reader's checks, each one line naming the file, the
+"""Scenario files (pounder.traffic._scenario): the reader's checks, each one line naming the file, the
 step and the key, and the engine's pieces it builds (form and JSON encodings, {{var}} slots)."""
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ from typing import Any
 import pytest
 
 from pounder import BenchSpec, UsageError, __version__
-from pounder.load import BenchResult, Histogram, LoadOptions, StepStats, read_scenario, render_report, scenario_failure
+from pounder.load import LoadOptions
+from pounder.results import BenchResult, Histogram, StepStats, render_report
+from pounder.results._steps import scenario_failure
+from pounder.traffic import read_scenario
 from support.cliutil import run_cli
 
 LOGIN = """

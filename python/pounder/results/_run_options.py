@@ -4,12 +4,22 @@ load model and the request options, and their reading from a saved result."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
 from pounder._errors import public
-from pounder.load._measured import READ, MalformedResultError
-from pounder.load._parse import Stage
+from pounder.results._measured import READ, MalformedResultError
+
+
+@public
+@dataclass(frozen=True)
+class Stage:
+    """One open-loop stage: the global rate goes linearly from ``start_rate`` to ``end_rate``
+    (requests per second) over ``duration_s`` seconds. A constant stage has both rates equal."""
+
+    duration_s: float
+    start_rate: float
+    end_rate: float
 
 
 @public
@@ -45,6 +55,13 @@ class LoadModel:
     def is_open(self) -> bool:
         return self.kind == "open"
 
+    def to_dict(self) -> dict[str, Any]:
+        """As a result's JSON holds it: the stages ``[duration_s, start_rate, end_rate]`` each."""
+        plain = asdict(self)
+        plain["stages"] = (None if self.stages is None
+                           else [[stage.duration_s, stage.start_rate, stage.end_rate] for stage in self.stages])
+        return plain
+
 
 @public
 @dataclass(frozen=True)
@@ -72,7 +89,7 @@ class ReplayInfo:
     second, so the requests of each second were spread evenly over it. ``out_of_order``: lines
     earlier than a line before them (sorted by time for the replay). ``lines``: the file's
     non-blank lines (a HAR's entries), so ``lines == log_requests + sum(skipped.values())``;
-    ``skipped``: the others by reason (``pounder.load.SKIP_REASONS``, those that occurred);
+    ``skipped``: the others by reason (``pounder.traffic._log_lines.SKIP_REASONS``, those that occurred);
     ``methods``: the methods kept (``--log-methods``); ``origin``: a HAR's main origin, the only
     one replayed (requests to others are ``skipped["other_host"]``), None for an access log."""
 
@@ -122,7 +139,7 @@ class RunOptions:
     """The TLS settings when a target was https://, else None (and in results from before HTTPS)."""
     expect_status: tuple[tuple[int, int], ...] | None = None
     """``--expect-status``: the statuses that count as answers instead of 2xx and 3xx, as inclusive
-    ``(low, high)`` ranges (:func:`~pounder.load.load_failure`); None when not given."""
+    ``(low, high)`` ranges (:func:`~pounder.results.load_failure`); None when not given."""
 
 
 def _stage(value: object, key: str) -> Stage:
@@ -204,12 +221,3 @@ def read_run_options(value: object, key: str) -> RunOptions:
         expect_status=READ.nullable(READ.list_of(_status_range)),
     )
     return options
-
-
-
-
-def stages_as_lists(stages: tuple[Stage, ...] | None) -> list[list[float]] | None:
-    """The stages as the JSON holds them: ``[duration_s, start_rate, end_rate]`` each."""
-    if stages is None:
-        return None
-    return [[stage.duration_s, stage.start_rate, stage.end_rate] for stage in stages]

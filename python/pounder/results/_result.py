@@ -21,9 +21,10 @@ from typing import Any
 from pounder._errors import UsageError, check_path, public
 from pounder._files import RESULT_LIMIT, check_input_file
 from pounder._records import decode_json
-from pounder.load._distributed import Agents, read_agents
-from pounder.load._gates import GateReport
-from pounder.load._measured import (
+from pounder.procs import MalformedReportError, ServerLoadReport, per_request
+from pounder.results._distributed import Agents, read_agents
+from pounder.results._gates import GateReport
+from pounder.results._measured import (
     READ,
     ByteCounts,
     ClientCpu,
@@ -38,9 +39,8 @@ from pounder.load._measured import (
     WarmupCounts,
     measurements,
 )
-from pounder.load._run_options import RunOptions, read_run_options, stages_as_lists
-from pounder.load._steps import StepStats, read_steps
-from pounder.procs import MalformedReportError, ServerLoadReport, per_request
+from pounder.results._run_options import RunOptions, read_run_options
+from pounder.results._steps import StepStats, read_steps
 
 SCHEMA = "pounder/bench-result/3"
 READ_SCHEMAS = ("pounder/bench-result/1", "pounder/bench-result/2", SCHEMA)
@@ -161,7 +161,7 @@ class BenchResult:
     io: IoInfo | None = None
     """The engine's I/O path (io_uring or epoll) and why; None in results from before the io_uring path."""
     gates: GateReport | None = None
-    """The ``--fail-if`` gates evaluated on this result (:func:`~pounder.load.evaluate_gates`), else None."""
+    """The ``--fail-if`` gates evaluated on this result (:func:`~pounder.results.evaluate_gates`), else None."""
 
     @property
     def completed_requests(self) -> int:
@@ -278,7 +278,7 @@ class BenchResult:
         plain.pop("gates")
         if self.gates is not None:  # only when gates were given
             plain["gates"] = self.gates.to_list()
-        plain["options"]["load"]["stages"] = stages_as_lists(self.options.load.stages)
+        plain["options"]["load"] = self.options.load.to_dict()
         if plain["options"]["scenario"] is None:  # a scenario's file and its steps only when one ran
             del plain["options"]["scenario"]
         if plain["steps"] is None:

@@ -18,7 +18,9 @@ import pytest
 
 import pounder
 from pounder import BenchResult, UsageError, bench
-from pounder.load import BenchSpec, describe_replay, read_access_log
+from pounder.load import BenchSpec
+from pounder.results import describe_replay
+from pounder.traffic import read_access_log
 from support.accesslog import T0, line, pounder_cli, tsv_rows
 from support.schemas import REGISTRY
 

@@ -36,7 +36,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from pounder._errors import UsageError, quoted
 from pounder._units import MIB
-from pounder.load._parse import check_token
+from pounder.traffic._parse import check_token
 
 HAR_LIMIT = 256 * MIB
 """The largest HAR file (decompressed)."""

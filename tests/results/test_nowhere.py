@@ -1,4 +1,4 @@
-"""The one rule for a load that got nowhere (:func:`pounder.load.load_failure`), against real servers:
+"""The one rule for a load that got nowhere (:func:`pounder.results.load_failure`), against real servers:
 no answer 2xx or 3xx (all 500, all 404 unless ``--expect-status 404``), plain http:// to a TLS port
 (nginx's 400, Python's ssl server closing), a server requiring a client certificate, and a scenario
 whose users never get past the login, in ``bench``, ``compare`` (per variant: no verdict, exit 1,
@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from pounder import PounderError, UsageError
-from pounder.load import BenchResult, BenchSpec, load_failure, load_result, parse_statuses, speaks_tls, statuses_text
+from pounder.load import BenchSpec
+from pounder.results import BenchResult, load_failure, load_result, parse_statuses, statuses_text
+from pounder.results._outcome import speaks_tls
 from support.cliutil import assert_usage_error, run_cli
 from support.schemas import validate
 

@@ -66,6 +66,7 @@ def parse_url(text: str, where: str = "") -> ParsedUrl:
     )
 
 
+@public
 def server_name(host: str) -> str:
     """The name a TLS connection to ``host`` (a URL's host) checks: in lower case and ASCII (an
     international name in punycode), an IPv6 address without brackets."""
@@ -184,6 +185,7 @@ SUN_PATH_MAX = 107
 """The longest path a Unix socket address holds (``sun_path`` is 108 bytes with its NUL)."""
 
 
+@public
 def check_unix_socket(path: str) -> str:
     size = len(os.fsencode(path))
     if size > SUN_PATH_MAX:  # connect() would fail with ENAMETOOLONG, counted as "other" per request

@@ -3,7 +3,7 @@
 :func:`parse_statuses`).
 
 A run "got nowhere" when no request succeeded, when a scenario's virtual users never got through
-(:func:`~pounder.load.scenario_failure`), or when no answer had a success status: 2xx or 3xx, or
+(:func:`~pounder.results._steps.scenario_failure`), or when no answer had a success status: 2xx or 3xx, or
 one of ``--expect-status`` when given (``--expect-status 404`` for a load of a page that is meant
 to be missing). The commands write and show what was measured, then exit 1 with the one line
 :func:`load_failure` returns; ``compare`` and ``pounder run`` do not count such a trial.
@@ -17,17 +17,17 @@ says ``the server at HOST:PORT speaks TLS: use https://``.
 from __future__ import annotations
 
 import re
-import socket
 import ssl
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pounder._errors import UsageError, check_text, check_type, clip, public, quoted
-from pounder.load._steps import scenario_failure
+from pounder._probe import first_bytes
+from pounder.results._steps import scenario_failure
 
 if TYPE_CHECKING:
-    from pounder.load._result import BenchResult
+    from pounder.results._result import BenchResult
 
 StatusRanges = tuple[tuple[int, int], ...]
 """Statuses as inclusive ``(low, high)`` ranges: ``((404, 404), (500, 599))``."""
@@ -118,14 +118,7 @@ def speaks_tls(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> bool:
     except ssl.SSLWantReadError:
         pass
     try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s) as sock:
-            sock.sendall(outgoing.read())
-            head = b""
-            while len(head) < 2:
-                chunk = sock.recv(2 - len(head))
-                if not chunk:
-                    break
-                head += chunk
+        head = first_bytes(host.strip("[]"), int(port), outgoing.read(), 2, timeout_s)
     except (OSError, ValueError):
         return False
     return len(head) == 2 and head[0] in (0x15, 0x16) and head[1] == 0x03
@@ -185,7 +178,7 @@ def load_failure(result: BenchResult, *, expect_flag: str | None = "--expect-sta
     a trial):
 
     * no request completed: ``no request succeeded (50 failed: reset 50)``;
-    * a scenario's users never got through: :func:`~pounder.load.scenario_failure`;
+    * a scenario's users never got through: :func:`~pounder.results._steps.scenario_failure`;
     * no answer had a success status, 2xx or 3xx, or one of ``options.expect_status`` when given
       (``--expect-status``; a scenario's steps have their own ``expect``): ``no answer was 2xx or
       3xx (50 × 400): ...``.

@@ -1,4 +1,4 @@
-"""The request templates of a scenario's steps (load/_scenario.py): text and slots, the encodings
+"""The request templates of a scenario's steps (traffic/_scenario.py): text and slots, the encodings
 a value gets for where it stands, and the engine's pieces (``EnginePiece``) of a step's head and
 body. The engine fills each slot with the virtual user's value in the same encoding
 (crates/engine/src/scenario.rs ``encode``), so that a ``[vars]`` value and a captured one come
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from urllib.parse import quote, quote_plus
 
 from pounder._version import __version__
-from pounder.load._request import merge_headers
+from pounder.traffic._request import merge_headers
 
 if TYPE_CHECKING:
     from pounder._engine import EnginePiece

@@ -1,13 +1,13 @@
 """A scenario with bench's other options (``pounder bench --scenario FILE URL``): the options a
 scenario's steps replace are refused in one line, and the URL must be the server's base (the
-paths come from the steps). The file itself is read in load/_scenario.py."""
+paths come from the steps). The file itself is read in traffic/_scenario.py."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pounder._errors import UsageError
-from pounder.load._url import parse_url
+from pounder._errors import UsageError, public
+from pounder.traffic._url import parse_url
 
 _EXCLUDED = (
     ("method", "-m/--method", "each step names its method"),
@@ -23,6 +23,7 @@ _EXCLUDED = (
 )
 
 
+@public
 def check_scenario_options(given: Any, url: str | None, url_file: object, access_log: object, order: object) -> str:
     """The options that cannot go with ``--scenario`` (one line naming the first); returns the base
     URL (``scheme://host[:port]``, checked)."""

@@ -10,8 +10,8 @@ request only the header is written.
 from __future__ import annotations
 
 from pounder._errors import check_instance, public
-from pounder.load._measured import PERCENTILES
-from pounder.load._result import BenchResult
+from pounder.results._measured import PERCENTILES
+from pounder.results._result import BenchResult
 
 CSV_HEADER = "percent,latency_ms"
 

@@ -18,10 +18,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from pounder._errors import UsageError, check_str_mapping, check_strings
+from pounder._errors import UsageError, check_str_mapping, check_strings, public
 from pounder._version import __version__
-from pounder.load._parse import basic_auth, check_token, load_body, parse_cookie, parse_header
-from pounder.load._url import ParsedUrl
+from pounder.traffic._parse import basic_auth, check_token, load_body, parse_cookie, parse_header
+from pounder.traffic._url import ParsedUrl
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 NO_BODY_METHODS = frozenset({"GET", "HEAD"})
@@ -36,6 +36,7 @@ _HOST_RE = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=%]+|\[[0-9A-Fa-f:.]+\])(?::
 REDACTED_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
 
+@public
 @dataclass(frozen=True)
 class RequestTemplate:
     """Everything of a request except the target-specific request line and Host header."""
@@ -111,6 +112,7 @@ def _user_headers(headers: str | Sequence[str] | Mapping[str, str]) -> tuple[tup
     return tuple(pairs)
 
 
+@public
 def build_request_template(
     *,
     method: str | None,
@@ -143,6 +145,7 @@ def build_request_template(
     return RequestTemplate(verb, payload, keepalive, tuple(generated), _user_headers(headers))
 
 
+@public
 def recorded_headers(template: RequestTemplate) -> tuple[tuple[str, str], ...]:
     """The headers the user asked for, credentials redacted, for the result's options."""
     asked = [pair for pair in template.generated if pair[0] not in ("Content-Length", "Connection")]

@@ -13,8 +13,9 @@ import pytest
 
 import pounder
 from pounder import BenchResult, BenchSpec, SecondSample, UsageError, load_result, render_csv, render_report
-from pounder.load import PERCENTILES, MalformedResultError, format_ms
-from pounder.load._result import reply_rate
+from pounder.results import MalformedResultError, format_ms
+from pounder.results._measured import PERCENTILES
+from pounder.results._result import reply_rate
 from support.schemas import REGISTRY
 
 DATA = Path(__file__).resolve().parents[1] / "data"

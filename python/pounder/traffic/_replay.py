@@ -21,20 +21,18 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pounder._errors import UsageError, check_path, public
-from pounder._units import available_cpus, count_text, plain
-from pounder.load._access_log import SKIP_REASONS, Kept, RequestKey, other_hosts, read_tally
-from pounder.load._model import DEFAULT_OPEN_LOOP_CAP, MAX_CONNECTIONS, MAX_REQUESTS, MAX_THREADS, count, seconds
-from pounder.load._options import LoadOptions
-from pounder.load._parse import UrlLine
-from pounder.load._request import RequestTemplate
-from pounder.load._run_options import LoadModel, ReplayInfo
-from pounder.load._url import ParsedUrl
+from pounder._units import plain
+from pounder.results import LoadModel, ReplayInfo
+from pounder.traffic._log_lines import SKIP_REASONS, Kept, RequestKey, read_tally
+from pounder.traffic._parse import UrlLine
+from pounder.traffic._request import RequestTemplate
+from pounder.traffic._url import ParsedUrl
 
 if TYPE_CHECKING:
     from pounder._engine import EngineReplay
@@ -44,6 +42,8 @@ MAX_REPLAY_S = 24 * 3600.0
 MAX_DISTINCT = 100_000
 """The most distinct requests (method, path and query, a HAR's headers and body) of a replay:
 each is one pre-serialized request in memory."""
+ReplayLoad = tuple[LoadModel, int | None, float | None]
+"""A replay's load model, its ``-n`` and the ``-d`` that cuts it (None: the whole replay)."""
 MIN_SPEED, MAX_SPEED = 0.001, 1000.0
 _SPEED_RE = re.compile(r"(?P<num>\d+(?:\.\d*)?|\.\d+)\s*[xX]?")
 
@@ -65,6 +65,7 @@ def parse_speed(value: float | int | str | None, what: str = "--speed") -> float
     return float(value)
 
 
+@public
 @dataclass(frozen=True)
 class ReplayPlan:
     """What a replay sends: its distinct requests (``requests``), and for each request in time
@@ -91,6 +92,7 @@ class ReplayPlan:
         return {"times_us": self.times_us, "targets": self.which}
 
 
+@public
 def recorded_request(key: RequestKey, template: RequestTemplate, url: ParsedUrl) -> bytes | None:
     """A HAR request's own bytes: its headers (the user's win over them: ``-H``, and the headers
     options make, ``--cookie``'s Cookie, ``-A``'s Authorization) and its body; None for a request
@@ -105,20 +107,6 @@ def recorded_request(key: RequestKey, template: RequestTemplate, url: ParsedUrl)
         framing = [pair for pair in own.generated if pair[0] != "Content-Length"]
         own = replace(own, body=body, generated=(*framing, ("Content-Length", str(len(body)))))
     return replace(own, user=user).render(url)
-
-
-def _conflicts(given: LoadOptions, url_file: object, access_log: object, order: object, warmup: object) -> None:
-    refused = [("-f/--url-file", url_file), ("--access-log", access_log), ("--rate", given.rate),
-               ("--stages", given.stages), ("--warmup", warmup), ("--order", order),
-               ("--scenario", getattr(given, "scenario", None))]  # fmt: skip
-    for flag, value in refused:
-        if value is not None:
-            why = {"--rate": "the log sets the times", "--stages": "the log sets the times",
-                   "--order": "the log sets the order", "--warmup": "every request of the log is measured"}.get(
-                flag, "give one source of requests")  # fmt: skip
-            raise UsageError(f"--replay cannot be combined with {flag} ({why})")
-    if given.connections is not None and given.max_in_flight is not None:
-        raise UsageError("-c and --max-in-flight both set the cap on requests in flight; give only one")
 
 
 def _ordered(kept: Kept) -> tuple[list[int], list[int], int]:
@@ -147,29 +135,15 @@ def _ordered(kept: Kept) -> tuple[list[int], list[int], int]:
     return times, which, late
 
 
-def _load(given: LoadOptions, length_s: float) -> tuple[LoadModel, int | None, float | None]:
-    cap = count(given.max_in_flight, "--max-in-flight", 1, MAX_CONNECTIONS)
-    users = count(given.connections, "-c/--connections", 1, MAX_CONNECTIONS)
-    connections = cap or users or DEFAULT_OPEN_LOOP_CAP
-    threads = count(given.threads, "-t/--threads", 1, MAX_THREADS) or available_cpus()
-    requests = count(given.requests, "-n/--requests", 1, MAX_REQUESTS)
-    duration = seconds(given.duration, "-d/--duration")
-    cut = duration if duration is not None and duration < length_s else None
-    model = LoadModel(kind="open", connections=connections, threads=min(threads, connections), requests=requests,
-                      duration_s=cut if cut is not None else length_s, stages=None, warmup_requests=0,
-                      warmup_s=0.0)  # fmt: skip
-    return model, requests, cut
-
-
-def plan_replay(given: LoadOptions, *, url_file: object = None, access_log: object = None, order: object = None,
-                warmup: object = None, exclude_static: bool = False,
-                log_methods: str | Sequence[str] | None = None) -> ReplayPlan:  # fmt: skip
-    """Read ``given.replay`` (an access log or a HAR) into the requests and times to send;
-    :class:`~pounder.UsageError` with one line when the options cannot go together or the file
+@public
+def plan_replay(replay: object, speed: float | int | str | None, load: Callable[[float], ReplayLoad], *,
+                exclude_static: bool = False, log_methods: str | Sequence[str] | None = None) -> ReplayPlan:
+    """Read ``replay`` (an access log or a HAR) into the requests and times to send, at ``speed``;
+    ``load`` makes the load model of a replay that lasts so many seconds (with ``-n`` and the
+    ``-d`` that cuts it, when given). :class:`~pounder.UsageError` with one line when the file
     cannot be replayed."""
-    _conflicts(given, url_file, access_log, order, warmup)
-    path = Path(check_path(given.replay, "replay"))
-    speed = parse_speed(given.speed)
+    path = Path(check_path(replay, "replay"))
+    factor = parse_speed(speed)
     kept = Kept()
     tally = read_tally(path, ("GET", "HEAD") if log_methods is None else log_methods, exclude_static, kept=kept)
     if len(kept.distinct) > MAX_DISTINCT:
@@ -178,12 +152,12 @@ def plan_replay(given: LoadOptions, *, url_file: object = None, access_log: obje
         )
     raw, which, late = _ordered(kept)
     first = raw[0]
-    times = [round((t - first) / speed) for t in raw]
+    times = [round((t - first) / factor) for t in raw]
     length_s = times[-1] / 1e6
-    model, requests, cut = _load(given, length_s)
+    model, requests, cut = load(length_s)
     if cut is None and length_s > MAX_REPLAY_S:
         raise UsageError(
-            f"--replay {path} lasts {length_s / 3600:,.1f}h at {plain(speed)}x, more than the limit of "
+            f"--replay {path} lasts {length_s / 3600:,.1f}h at {plain(factor)}x, more than the limit of "
             f"{MAX_REPLAY_S / 3600:g}h: speed it up (--speed) or cut it (-d)"
         )
     counts = [0] * len(kept.distinct)
@@ -195,7 +169,7 @@ def plan_replay(given: LoadOptions, *, url_file: object = None, access_log: obje
     sent = len(times)
     fmt: Literal["access_log", "har"] = "har" if tally.har else "access_log"
     info = ReplayInfo(
-        path=str(given.replay), format=fmt, speed=speed, log_requests=len(raw),
+        path=str(replay), format=fmt, speed=factor, log_requests=len(raw),
         requests=min(sent, requests) if requests is not None else sent, distinct=len(kept.distinct),
         span_s=(raw[-1] - first) / 1e6, length_s=length_s if cut is None else cut,
         whole_seconds=kept.whole_seconds == len(raw), out_of_order=late, lines=tally.lines,
@@ -204,32 +178,3 @@ def plan_replay(given: LoadOptions, *, url_file: object = None, access_log: obje
     )  # fmt: skip
     return ReplayPlan(info=info, requests=tuple(kept.distinct), times_us=times, which=which, load=model, cut_s=cut,
                       counts=tuple(counts))  # fmt: skip
-
-
-@public
-def describe_replay(info: ReplayInfo) -> list[str]:
-    """A few lines: the file, what is replayed, its span and speed; the lines read and those
-    skipped (by reason; a HAR's other hosts); how its times were read."""
-    times = ("whole seconds in the log: the requests of each second spread evenly over it" if info.whole_seconds
-             else "sub-second times as recorded")  # fmt: skip
-    late = f"; {info.out_of_order:,} out of order (sorted by time)" if info.out_of_order else ""
-    cut = f" of {info.log_requests:,}" if info.requests != info.log_requests else ""
-    plural = "s" * (info.log_requests != 1)
-    lines = [
-        f"{info.path} ({info.format.replace('_', ' ')}): {info.requests:,}{cut} request{plural} "
-        f"({info.distinct:,} distinct), {plain(info.span_s)} s as recorded, at {plain(info.speed)}x: "
-        f"{plain(info.length_s)} s",
-        f"{count_text(info.lines, 'entry', 'entries') if info.format == 'har' else count_text(info.lines, 'line')} "
-        f"read, {info.log_requests:,} "
-        f"request{plural} kept" + (f"; skipped: {_skipped(info)}" if info.skipped else ""),
-    ]
-    if info.origin is not None and info.skipped.get("other_host"):
-        lines.append(other_hosts(info.origin, info.skipped["other_host"]))
-    return [*lines, f"{times}{late}"]
-
-
-def _skipped(info: ReplayInfo) -> str:
-    """``malformed 1, method 3 (not GET or HEAD: --log-methods)``."""
-    why = {"method": f" (not {' or '.join(info.methods)}: --log-methods)"}
-    return ", ".join(f"{reason.replace('_', ' ')} {count:,}{why.get(reason, '')}"
-                     for reason, count in info.skipped.items())  # fmt: skip

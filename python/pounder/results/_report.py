@@ -11,11 +11,10 @@ from collections.abc import Iterable
 
 from pounder._errors import check_instance, public
 from pounder._units import count_text, mib, plain
-from pounder.load._measured import ERROR_CATEGORIES, PERCENTILES, Histogram
-from pounder.load._replay import describe_replay
-from pounder.load._result import BenchResult, ReplyRate
-from pounder.load._run_options import LoadModel, TlsInfo
-from pounder.load._steps import STEP_COLUMNS, UNSAFE_NOTE, step_rows
+from pounder.results._measured import ERROR_CATEGORIES, PERCENTILES, Histogram
+from pounder.results._result import BenchResult, ReplyRate
+from pounder.results._run_options import LoadModel, ReplayInfo, TlsInfo
+from pounder.results._steps import STEP_COLUMNS, UNSAFE_NOTE, step_rows
 
 LABEL_WIDTH = 26
 COLUMN_WIDTH = 12
@@ -402,3 +401,39 @@ def render_report(result: BenchResult) -> str:
     ]
     sections = [section for section in sections if section]
     return "\n\n".join("\n".join(section) for section in sections) + "\n"
+
+
+@public
+def describe_replay(info: ReplayInfo) -> list[str]:
+    """A few lines: the file, what is replayed, its span and speed; the lines read and those
+    skipped (by reason; a HAR's other hosts); how its times were read."""
+    times = ("whole seconds in the log: the requests of each second spread evenly over it" if info.whole_seconds
+             else "sub-second times as recorded")  # fmt: skip
+    late = f"; {info.out_of_order:,} out of order (sorted by time)" if info.out_of_order else ""
+    cut = f" of {info.log_requests:,}" if info.requests != info.log_requests else ""
+    plural = "s" * (info.log_requests != 1)
+    lines = [
+        f"{info.path} ({info.format.replace('_', ' ')}): {info.requests:,}{cut} request{plural} "
+        f"({info.distinct:,} distinct), {plain(info.span_s)} s as recorded, at {plain(info.speed)}x: "
+        f"{plain(info.length_s)} s",
+        f"{count_text(info.lines, 'entry', 'entries') if info.format == 'har' else count_text(info.lines, 'line')} "
+        f"read, {info.log_requests:,} "
+        f"request{plural} kept" + (f"; skipped: {_skipped(info)}" if info.skipped else ""),
+    ]
+    if info.origin is not None and info.skipped.get("other_host"):
+        lines.append(other_hosts(info.origin, info.skipped["other_host"]))
+    return [*lines, f"{times}{late}"]
+
+
+def _skipped(info: ReplayInfo) -> str:
+    """``malformed 1, method 3 (not GET or HEAD: --log-methods)``."""
+    why = {"method": f" (not {' or '.join(info.methods)}: --log-methods)"}
+    return ", ".join(f"{reason.replace('_', ' ')} {count:,}{why.get(reason, '')}"
+                     for reason, count in info.skipped.items())  # fmt: skip
+
+
+@public
+def other_hosts(origin: str, skipped: int) -> str:
+    """What a HAR's origin filter left out, in words."""
+    return (f"Only the requests to {origin} (the HAR's most frequent origin): {skipped:,} to other hosts "
+            "(CDNs, analytics, fonts) left out")  # fmt: skip

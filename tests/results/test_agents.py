@@ -17,7 +17,7 @@ import pounder
 from pounder import BenchResult, BenchSpec, UsageError, render_report
 from pounder.agents import Cluster
 from pounder.agents._agent import Agent, machine_id, target_hosts
-from pounder.load import AgentReport, Agents
+from pounder.results import AgentReport, Agents
 from support.schemas import REGISTRY
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -12,7 +12,9 @@ import pytest
 
 import pounder
 from pounder import UsageError
-from pounder.load import STATIC_EXTENSIONS, AccessLog, Peak, read_access_log, write_url_file
+from pounder.traffic import AccessLog, read_access_log, write_url_file
+from pounder.traffic._access_log import Peak
+from pounder.traffic._log_lines import STATIC_EXTENSIONS
 
 ZONE = timezone(timedelta(hours=2))
 T0 = datetime(2026, 11, 23, 9, 59, 30, tzinfo=ZONE)

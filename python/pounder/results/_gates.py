@@ -42,11 +42,11 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from pounder._errors import UsageError, public
 from pounder._records import Reader
 from pounder._units import parse_count, parse_duration, parse_rate, plain
-from pounder.load._measured import MalformedResultError
+from pounder.results._measured import MalformedResultError
 
 if TYPE_CHECKING:
-    from pounder.load._result import BenchResult
-    from pounder.load._run_options import LoadModel
+    from pounder.results._result import BenchResult
+    from pounder.results._run_options import LoadModel
 
 Operator = Literal[">", ">=", "<", "<="]
 GateVerdict = Literal["pass", "fail", "unmeasurable"]
@@ -89,7 +89,7 @@ class Gate:
         """``value`` in the gate's unit as the report shows it: "20.35 ms" (:func:`format_ms`),
         "0.5%", "1,204", "496.99 req/s"."""
         if self.unit == "us":
-            from pounder.load._report import format_ms
+            from pounder.results._report import format_ms
 
             return f"{format_ms(value)} ms"
         if self.unit == "percent":
@@ -181,7 +181,7 @@ class GateReport:
 
     @classmethod
     def from_list(cls, value: object, key: str = "gates") -> GateReport:
-        """Read :meth:`to_list`'s output; :class:`~pounder.load.MalformedResultError` names the key."""
+        """Read :meth:`to_list`'s output; :class:`~pounder.results.MalformedResultError` names the key."""
         items = _READ.as_list(value, key)
         return cls(tuple(GateResult.from_dict(item, f"{key}[{index}]") for index, item in enumerate(items)))
 
@@ -418,7 +418,7 @@ def verdict_of(gate: Gate, measured: float | None, why: str, subject: str | None
 @public
 def evaluate_gates(gates: Iterable[Gate], result: BenchResult) -> GateReport:
     """Each gate on ``result`` (a fresh one or one read back from JSON), in order."""
-    from pounder.load._result import BenchResult
+    from pounder.results._result import BenchResult
 
     if not isinstance(result, BenchResult):
         raise UsageError(f"evaluate_gates: result must be a BenchResult, not {type(result).__name__}")

@@ -5,7 +5,7 @@ describes the format.
 
 A value of ``[vars]`` is substituted when the file is read (it is text like any other); a variable
 a step captures is a slot the engine fills per virtual user, encoded for where it stands
-(load/_templates.py): in the path with what a path cannot hold percent-encoded, in the query and
+(traffic/_templates.py): in the path with what a path cannot hold percent-encoded, in the query and
 a ``form`` body as a form value, inside a string of a ``json`` body as JSON, raw in a header (the
 engine refuses a captured value with CR, LF or NUL there) and in a ``body`` text. Every mistake is
 one :class:`~pounder.UsageError` naming the file, the step and the key, raised before anything is
@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pounder._errors import QUOTE_LIMIT, UsageError, check_path, clip, public, quoted
 from pounder._files import SMALL_LIMIT, parse_toml, read_input
+from pounder._native import load_engine
 from pounder._units import parse_duration, plain
-from pounder.load._parse import check_token, parse_header
-from pounder.load._request import BODY_METHODS, POUNDER_HEADERS
-from pounder.load._templates import (
+from pounder.traffic._parse import check_token, parse_header
+from pounder.traffic._request import BODY_METHODS, POUNDER_HEADERS
+from pounder.traffic._templates import (
     Encoding,
     Slot,
     Template,
@@ -471,8 +472,6 @@ def _check_regex(r: _Reader, key: str, regex: object) -> None:
     """Compiled by the engine's own regex crate (Rust syntax: no lookaround, backreferences, ...)."""
     if not isinstance(regex, str) or not regex:
         raise r.fail(key, "must be a regular expression (text)")
-    from pounder.load._bench import load_engine  # noqa: PLC0415 (the engine: only when a file is read)
-
     try:
         groups: int = load_engine().regex_groups(regex)
     except ValueError as error:

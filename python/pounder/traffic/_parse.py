@@ -1,10 +1,8 @@
-"""Parsing of what a human types for a load: rates and stages, warm-ups, headers, bodies, URL
-files. Numbers, durations, sizes and bandwidths are read by :mod:`pounder._units` (one suffix
-rule for every option).
+"""Parsing of what a human types for a request: header names and values, cookies, credentials,
+bodies, URL files. (Rates, stages and warm-ups are the load model's: ``pounder.load``'s ``_model``.)
 
 Every function takes the raw text plus ``what`` (the option's name, used in messages) and raises
-:class:`~pounder.UsageError` with one clear line when the text cannot be used. Ranges (how big a
-number may be) are checked later, in ``_spec``; this module only checks syntax and sign.
+:class:`~pounder.UsageError` with one clear line when the text cannot be used.
 """
 
 from __future__ import annotations
@@ -17,8 +15,6 @@ from urllib.parse import urlsplit
 
 from pounder._errors import UsageError, public, quoted
 from pounder._files import read_input
-from pounder._units import invalid as _invalid
-from pounder._units import is_count, parse_count, parse_duration, parse_rate
 
 _TOKEN_RE = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _CONTROL_IN_HEADER = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -29,38 +25,6 @@ LINE_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
 
 @public
 @dataclass(frozen=True)
-class Stage:
-    """One open-loop stage: the global rate goes linearly from ``start_rate`` to ``end_rate``
-    (requests per second) over ``duration_s`` seconds. A constant stage has both rates equal."""
-
-    duration_s: float
-    start_rate: float
-    end_rate: float
-
-
-@dataclass(frozen=True)
-class RateSpec:
-    """What ``--rate`` says: a constant rate (``start == end``) or a ramp, with the ramp's own
-    length when it was given as ``A..B/60s`` (``over_s``), else ``None``."""
-
-    start: float
-    end: float
-    over_s: float | None = None
-
-    @property
-    def is_ramp(self) -> bool:
-        return self.start != self.end or self.over_s is not None
-
-
-@dataclass(frozen=True)
-class Warmup:
-    """``--warmup``: either a number of requests or a time, never both (the other is 0)."""
-
-    requests: int = 0
-    seconds: float = 0.0
-
-
-@dataclass(frozen=True)
 class UrlLine:
     """One URL read from a URL file, with its weight, ``file:line`` for messages and the line's
     own method (``None``: the global ``-m``)."""
@@ -69,51 +33,6 @@ class UrlLine:
     weight: int
     where: str
     method: str | None = None
-
-
-def parse_rate_spec(text: str, what: str = "--rate") -> RateSpec:
-    """``"500"`` (constant), ``"50..500"`` (ramp over the whole run), ``"50..500/60s"`` (ramp
-    over 60 s)."""
-    hint = "use requests per second, e.g. 500, 50..500 or 50..500/60s"
-    ramp, slash, over = text.strip().rpartition("/")
-    if not slash or over == "s":  # no '/', or "500/s": a plain rate with its unit
-        ramp, over, slash = text.strip(), "", ""
-    start_text, dots, end_text = ramp.partition("..")
-    if slash and not dots:
-        raise _invalid(what, text, "a duration after '/' needs a ramp such as 50..500/60s")
-    try:
-        start = parse_rate(start_text, what)
-        end = parse_rate(end_text, what) if dots else start
-        over_s = parse_duration(over, what) if slash else None
-    except UsageError:
-        raise _invalid(what, text, hint) from None
-    return RateSpec(start=start, end=end, over_s=over_s)
-
-
-def parse_stages(text: str, what: str = "--stages") -> tuple[Stage, ...]:
-    """``"30s@100,60s@400,30s@100"``: comma-separated ``DURATION@RATE`` stages, each constant;
-    ``"60s@100..400"`` is a stage ramping from 100 to 400 req/s."""
-    stages = []
-    for part in text.split(","):
-        duration_text, at, rate_text = part.strip().partition("@")
-        if not at or not duration_text or not rate_text:
-            raise _invalid(what, part.strip(), "each stage is DURATION@RATE, e.g. 30s@100 or 60s@100..400")
-        rate = parse_rate_spec(rate_text, what)
-        if rate.over_s is not None:
-            raise _invalid(what, part.strip(), "a stage's length goes before '@', e.g. 60s@100..400")
-        stages.append(Stage(parse_duration(duration_text, what), rate.start, rate.end))
-    return tuple(stages)
-
-
-def parse_warmup(text: str, what: str = "--warmup") -> Warmup:
-    """``"5s"`` (or any duration with a unit) → a warmup time; ``"100"``/``"1k"`` → requests."""
-    cleaned = text.strip()
-    if is_count(cleaned):
-        return Warmup(requests=parse_count(cleaned, what))
-    try:
-        return Warmup(seconds=parse_duration(cleaned, what))
-    except UsageError:
-        raise _invalid(what, text, "a number of requests such as 100, or a time such as 5s") from None
 
 
 def check_token(name: str, what: str) -> str:
@@ -182,6 +101,7 @@ def _parse_url_line(line: str, where: str) -> UrlLine:
                      f"{', '.join(LINE_METHODS)}), got {quoted(line)}")
 
 
+@public
 def read_url_file(path: str | Path) -> tuple[UrlLine, ...]:
     """Read a URL file: one URL per line, optionally preceded by a whole weight and a method
     (``3 http://...``, ``HEAD http://...``, ``3 POST http://...``; the method is upper case, one of

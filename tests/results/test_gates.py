@@ -26,7 +26,7 @@ from pounder.compare import (
     parse_compare_gates,
     render_compare,
 )
-from pounder.load import (
+from pounder.results import (
     Gate,
     GateReport,
     HttpOptions,

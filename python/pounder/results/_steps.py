@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pounder._errors import public
-from pounder.load._measured import READ, Histogram
+from pounder.results._measured import READ, Histogram
 
 
 @public
