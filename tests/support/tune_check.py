@@ -210,8 +210,10 @@ def check_platform(heading: str | None, rows: list[list[str]], notes: list[str],
 def _check_pools(head: str, narrative: str, data: dict[str, Any]) -> None:
     """The pools compared at the offered load: the table holds every candidate with its figures;
     "the smallest pool as good as the best" only of a pool that is not distinguishably slower than
-    the best, with no smaller one that is as good; the chosen pool is the recommendation (unless
-    a leak or the confirmation lowered it, and then the reasons say so)."""
+    the best, with no smaller one that is as good; a pool the CPU floor raised to the children that
+    use the cores is said to be that ("the fewest children that keep the server's N cores busy",
+    with the floor's figures), never "the smallest pool"; the chosen pool is the recommendation
+    (unless a leak or the confirmation lowered it, and then the reasons say so)."""
     pools = data.get("pools")
     if not pools:
         return
@@ -225,7 +227,9 @@ def _check_pools(head: str, narrative: str, data: dict[str, Any]) -> None:
     assert not chosen["vs_best"]["worse"], "the chosen pool is distinguishably slower than the best"
     smaller = [p for p in pools["points"] if p["children"] < pools["chosen"]]
     floor = pools.get("cpu_floor")
-    if floor and any(r.startswith("the children are CPU-bound") and "rather than" in r for r in pools["reasons"]):
+    raised = bool(floor) and any(r.startswith("the children are CPU-bound") and "rather than" in r
+                                 for r in pools["reasons"])
+    if raised:
         # raised to the CPU floor (issue 38): the children that use the cores, said with its arithmetic
         assert any(f"= {float(floor['cores']) / float(floor['share']):.1f}, " in r for r in pools["reasons"]), pools
         smaller = []
@@ -233,7 +237,14 @@ def _check_pools(head: str, narrative: str, data: dict[str, Any]) -> None:
         for point in smaller:
             assert point["vs_best"]["worse"] or point["p99_vs_lowest"]["worse"] or pools.get("p99_met"), (
                 f"{point['children']} children were as good as the chosen {pools['chosen']}")
-    if len(pools["points"]) > 1:
+    said = " ".join(narrative.split())  # the lines are wrapped
+    if raised and pools["chosen"] >= int(floor["children"]):
+        # the floor decided, and the deciding fact says so (not "the smallest pool": a smaller one was as good),
+        # with the floor's own figures
+        assert (f"{pools['chosen']}: the fewest children that keep the server's {float(floor['cores']):g} cores busy "
+                f"({float(floor['share']):.2f} of a core each), as good as the best at ") in said, narrative
+        assert "the smallest pool as " not in said, narrative
+    elif len(pools["points"]) > 1:
         assert "the smallest pool as " in narrative, narrative
     else:
         assert "the only candidate" in narrative, narrative

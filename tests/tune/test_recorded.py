@@ -176,6 +176,22 @@ def test_a_busy_machine_gives_the_quiet_machines_answer(tmp_path: Path) -> None:
                 assert "to decide between" in reason, reason
 
 
+def test_the_cpu_floor_decides_at_the_sweeps_own_points_and_says_so(tmp_path: Path) -> None:
+    """tests/e2e/test_tune_busy.py's run (2 clients, the burner on): the sweep ran at the offered load,
+    so its points are the pools; 1 child was not distinguishably slower than 2 in the noise, and the
+    CPU floor (a child uses 0.95 of a core: 2 children for 2 cores) raised the pool to 2. The deciding
+    fact names that rule, not "the smallest pool as good as the best", which 1 child would be
+    (check_consistent holds it to the floor's own figures)."""
+    data, text = _decided_with_text("tune-busy-floor", tmp_path)
+    pools = data["pools"]
+    assert pools["reasons"][0].startswith("the children sweep measured these pools at the offered load, 2 clients")
+    assert data["params"]["max_clients"] == pools["chosen"] == pools["cpu_floor"]["children"] == 2
+    one = next(p for p in pools["points"] if p["children"] == 1)
+    assert not one["vs_best"]["worse"], one
+    assert pools["why"].startswith("2: the fewest children that keep the server's 2 cores busy (0.95 of a core each)")
+    assert "the smallest pool as " not in " ".join(text.split())
+
+
 def test_the_spare_setting_is_never_one_measured_worse_than_the_defaults(tmp_path: Path) -> None:
     data = _decided("tune-apache", tmp_path)
     points = {p["name"]: p for p in data["spare"]}
