@@ -211,8 +211,9 @@ def _check_pools(head: str, narrative: str, data: dict[str, Any]) -> None:
     """The pools compared at the offered load: the table holds every candidate with its figures;
     "the smallest pool as good as the best" only of a pool that is not distinguishably slower than
     the best, with no smaller one that is as good; a pool the CPU floor raised to the children that
-    use the cores is said to be that ("the fewest children that keep the server's N cores busy",
-    with the floor's figures), never "the smallest pool"; the chosen pool is the recommendation
+    use the cores is said to be that ("the fewest children that keep the server's N cores busy", or
+    "toward the M children that keep ..." when none that large was as good, with the floor's figures),
+    never "the smallest pool"; the chosen pool is the recommendation
     (unless a leak or the confirmation lowered it, and then the reasons say so)."""
     pools = data.get("pools")
     if not pools:
@@ -238,10 +239,12 @@ def _check_pools(head: str, narrative: str, data: dict[str, Any]) -> None:
             assert point["vs_best"]["worse"] or point["p99_vs_lowest"]["worse"] or pools.get("p99_met"), (
                 f"{point['children']} children were as good as the chosen {pools['chosen']}")
     said = " ".join(narrative.split())  # the lines are wrapped
-    if raised and pools["chosen"] >= int(floor["children"]):
+    if raised:
         # the floor decided, and the deciding fact says so (not "the smallest pool": a smaller one was as good),
-        # with the floor's own figures
-        assert (f"{pools['chosen']}: the fewest children that keep the server's {float(floor['cores']):g} cores busy "
+        # with the floor's own figures: raised to the floor, or toward it (no candidate that large as good)
+        rule = ("the fewest children" if pools["chosen"] >= int(floor["children"]) else
+                f"toward the {int(floor['children']):,} children")
+        assert (f"{pools['chosen']}: {rule} that keep the server's {float(floor['cores']):g} cores busy "
                 f"({float(floor['share']):.2f} of a core each), as good as the best at ") in said, narrative
         assert "the smallest pool as " not in said, narrative
     elif len(pools["points"]) > 1:

@@ -75,6 +75,19 @@ def test_the_floor_yields_to_larger_pools_measured_distinguishably_slower() -> N
     assert any("measured distinguishably slower than the best, so 1 child stays" in r for r in got.reasons)
 
 
+def test_a_pool_raised_short_of_the_floor_is_not_called_the_smallest_as_good() -> None:
+    """3 cores need 3 children; 4 measured distinguishably slower, so 1 child (as good as the best)
+    is raised to 2, the largest as good: the deciding fact says the floor raised it, toward 3, not
+    "the smallest pool as good as the best" (1 child was as good, the table shows it)."""
+    one, two, four = point(1, [320, 250, 330]), point(2, [300, 500, 520]), point(4, [200, 201, 199])
+    got = choose_pool([one, two, four], OFFERED, Target(clients=8), tolerance=0.05, cores=3)
+    assert got.chosen == 2 and got.cpu_floor is not None and got.cpu_floor["children"] == 3
+    assert not next(p for p in got.points if p["children"] == 1)["vs_best"]["worse"]
+    assert got.why.startswith("2: toward the 3 children that keep the server's 3 cores busy (0.96 of a core each), "
+                              "as good as the best at 8 clients: "), got.why
+    assert any("2 children rather than 1" in r and "2 is the largest candidate" in r for r in got.reasons)
+
+
 def test_an_io_bound_pool_has_no_cpu_floor() -> None:
     """0.3 ms of CPU in a 30 ms request: a child uses 1 % of a core; no floor (it would be 200)."""
     points = [point(n, [n / 0.030] * 3, cpu_us=300.0, connections=32) for n in (8, 16, 32)]

@@ -284,6 +284,7 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
         chosen = calm[0] if calm else lowest
         latency = "its p99 is not distinguishably above the lowest of the pools as fast"
     floor = cpu_floor([*sweep, *points], cores)
+    unraised = chosen
     chosen, floor_reason = _raised(marked, chosen, floor, limit_ms)
     if floor_reason is not None and chosen["p99_vs_lowest"]["worse"] and limit_ms is None:
         latency = "its p99 is distinguishably above the lowest of the pools as fast, and the CPU floor below decides"
@@ -294,7 +295,7 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
     else:
         how = (f"{_against(chosen['vs_best'])} against the best, {children_text(best_n)} "
                f"({rate_with_interval(best)}): not distinguishably slower")
-    head = _head(n, len(marked), offered, limit_ms, p99_met, floor if floor_reason is not None else None)
+    head = _head(n, len(marked), offered, limit_ms, p99_met, floor if chosen is not unraised else None)
     undecided = _undecided(marked, chosen, best, tolerance)
     why = (f"{head}: {rate_with_interval(chosen)}, "
            f"{p99_with_interval(chosen)}" + ("" if n == best_n else
@@ -327,10 +328,15 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
 
 def _head(n: int, candidates: int, offered: OfferedLoad, limit_ms: float | None, p99_met: bool | None,
           floor: Mapping[str, Any] | None) -> str:
-    """The deciding fact's opening: the pool and the rule that chose it (``floor``: the CPU floor decided)."""
+    """The deciding fact's opening: the pool and the rule that chose it (``floor``: the CPU floor raised
+    it, to the floor or, when no candidate that large was as good as the best, toward it)."""
     if floor is not None and n >= int(floor["children"]):
         return (f"{n}: the fewest children that keep the server's {float(floor['cores']):g} cores busy "
                 f"({float(floor['share']):.2f} of a core each), as good as the best at {offered.short()}")
+    if floor is not None:  # a smaller pool was as good: not "the smallest pool as good as the best"
+        return (f"{n}: toward the {int(floor['children']):,} children that keep the server's "
+                f"{float(floor['cores']):g} cores busy ({float(floor['share']):.2f} of a core each), as good as the "
+                f"best at {offered.short()}")
     if candidates == 1:
         return f"{n}: the only candidate at {offered.short()} (the knee and the largest pool allowed coincide)"
     if limit_ms is not None and p99_met:
