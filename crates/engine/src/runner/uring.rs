@@ -58,6 +58,9 @@ struct Ring<'w> {
     cqes: Vec<(u64, i32, u32)>,
     seq: u64,
     now: Instant,
+    /// The current second of the series: its end and its wake (a millisecond later), known
+    /// from the measured phase's start on and computed again once `now` reaches the end.
+    second: Option<(Instant, Instant)>,
     nodelay: bool,
     open_loop: bool,
     /// Closed loop: no request is left to claim.
@@ -115,6 +118,7 @@ impl<'w> Ring<'w> {
             cqes: Vec::with_capacity(entries as usize * 2),
             seq: 0,
             now,
+            second: None,
             nodelay: kernel().setsockopt,
             open_loop: w.sh.schedule.is_some(),
             claims_done: false,
@@ -170,9 +174,11 @@ impl<'w> Ring<'w> {
             }
             // the first due of: the deadline, the second's end, the next arrival, the oldest
             // request's timeout (none: a completion or a wake)
-            let arrival = self.open_loop.then(|| w.next_arrival()).flatten();
-            let wake = [wake, self.next_second(), arrival, self.next_timeout()].into_iter().flatten().min();
-            self.enter(wake);
+            let mut wake = earliest(wake, self.next_second());
+            if self.open_loop {
+                wake = earliest(wake, w.next_arrival());
+            }
+            self.enter(earliest(wake, self.next_timeout()));
         };
         // the arrivals due by the end: the free connections take them, the others are unsent
         // (after a cancel, all of them)
@@ -188,8 +194,8 @@ impl<'w> Ring<'w> {
             if self.oldest == NONE {
                 break;
             }
-            let wake = [self.next_second(), self.next_timeout()].into_iter().flatten().fold(drain_end, Instant::min);
-            self.enter(Some(wake));
+            let wake = earliest(earliest(Some(drain_end), self.next_second()), self.next_timeout());
+            self.enter(wake);
         }
         self.now = Instant::now();
         for i in 0..self.conns.len() {
@@ -213,11 +219,20 @@ impl<'w> Ring<'w> {
     }
 
     /// When the current second of the series ends (plus a millisecond); None before the measured
-    /// phase's start is known (its wake comes then).
-    fn next_second(&self) -> Option<Instant> {
+    /// phase's start is known (its wake comes then). Computed once a second: the start, once
+    /// known, stays, and `now` only grows.
+    fn next_second(&mut self) -> Option<Instant> {
+        if let Some((end, wake)) = self.second {
+            if self.now < end {
+                return Some(wake);
+            }
+        }
         let m = self.w.sh.measure_start()?;
         let elapsed = self.now.saturating_duration_since(m).as_secs();
-        Some(m + Duration::from_secs(elapsed + 1) + Duration::from_millis(1))
+        let end = m + Duration::from_secs(elapsed + 1);
+        let wake = end + Duration::from_millis(1);
+        self.second = Some((end, wake));
+        Some(wake)
     }
 
     /// Submits what was queued and waits until a completion or `wake` (None: a completion, the
@@ -447,5 +462,29 @@ impl<'w> Ring<'w> {
         let mut iv = w.interval.borrow_mut();
         w.advance_interval(&mut iv, self.now);
         iv.failed += 1;
+    }
+}
+
+/// The earlier of two moments, either of which may be none (none: nothing due).
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_earliest_of_two_moments_is_the_first_known() {
+        let t = Instant::now();
+        let later = t + Duration::from_millis(1);
+        assert_eq!(earliest(Some(later), Some(t)), Some(t));
+        assert_eq!(earliest(Some(t), None), Some(t));
+        assert_eq!(earliest(None, Some(later)), Some(later));
+        assert_eq!(earliest(None, None), None);
     }
 }
