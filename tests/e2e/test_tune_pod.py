@@ -11,8 +11,11 @@ most the quota as CFS enforces it: 1 CPU x (1.02 + 0.1 s / the window), since a 
 whole period's quota (100 ms) in the part of a period a window holds (measured: 1.04 cores over a
 1.05 s load that began after an idle gap); so at most 1.04 over the 5 s confirmation, at most 1.12
 over a 1 s trial. The throttled share is stored and the text prints the pod line; the
-recommendation's reasons say it is sized for 1 CPU. Skipped (with the reason) when no cpu cgroup
-can be made here.
+recommendation's reasons say it is sized for 1 CPU. The container's resources the run prints
+(the fleet's live path): the confirmation read the server's memory cgroup peak, within 2x of the
+pool's sum of PSS, and the block asks for the quota. The decisions of the pod
+and the fleet: on the recorded runs tune-pod and tune-fleet (tests/tune/test_recorded_pod.py,
+tests/tune/test_recorded_fleet.py). Skipped (with the reason) when no cpu cgroup can be made here.
 """
 
 from __future__ import annotations
@@ -113,7 +116,8 @@ def _at(series: list[tuple[float, int]], moment: float) -> float:
 def test_the_demo_in_a_one_cpu_pod(tmp_path: Path) -> None:
     results = tmp_path / "run"
     proc = start_pounder("tune", "--demo", "--cpus", "1", "--ram", "512M", "--quick",
-                         "--point-duration", "1s", "--max-children", "2", "--mrpc", "0", "--results", results,
+                         "--point-duration", "1s", "--max-children", "2", "--mrpc", "0",
+                         "--results", results,
                          cwd=tmp_path, env=with_pythonpath())
     watch = _Watch(proc.pid)
     watch.start()
@@ -153,3 +157,11 @@ def test_the_demo_in_a_one_cpu_pod(tmp_path: Path) -> None:
     header = out.split("\n\n", 1)[0]
     assert "pod: quota of 1 CPU (cgroup v" in header and "memory limit 512 MiB; throttled in " in header, header
     assert "--cpus 1" in header
+    # the container's resources: the confirmation's cgroup peak and sum of PSS, the quota as the CPU
+    confirmation = recommendation["confirmation"]
+    peak, footprint = confirmation["cgroup_peak"]["peak"], int(confirmation["footprint"])
+    assert peak is not None and 0.5 <= peak / footprint <= 2.0, (confirmation["cgroup_peak"], footprint)
+    pod = recommendation["fleet"]["pod"]
+    assert pod["peak"] == peak and pod["cpu"] == "1" and pod["budget"] == 512 * 1024 * 1024, pod
+    block = out.split("\nContainer resources (Kubernetes)\n", 1)[1]
+    assert 'cpu: "1"' in block and f"docker run --cpus 1 --memory {pod['memory_limit'] // (1024 * 1024)}m" in block
