@@ -27,6 +27,16 @@ def test_every_stored_confirmation_reads_as_a_record_and_back(path: Path) -> Non
     assert [check.name for check in record.checks] == [check["name"] for check in stored["checks"]]
 
 
+
+def test_a_confirmation_without_its_rate_verdict_or_checks_reads_as_the_text_and_page_read_it_before() -> None:
+    """As tune's text and report's page read a stored confirmation before the record (207dbb3):
+    no rate is closed loop, no verdict is NOT MET, no checks none; written back as stored."""
+    stored = {"rps": 120.0, "connections": 4, "complete": 600, "failed": 0}
+    record = Confirmation.from_dict(stored)
+    assert (record.rate, record.ok, record.checks) == (None, None, ())
+    assert record.headline == "at 4 clients (120 req/s), 600 requests, every child warm: NOT MET"
+    assert record.to_dict() == stored
+
 def test_the_load_and_the_lowered_pool_in_words() -> None:
     closed = Confirmation.from_dict({"rps": 1234.4, "rate": None, "connections": 4, "complete": 1000,
                                      "failed": 2, "ok": True, "checks": [],

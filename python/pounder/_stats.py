@@ -20,7 +20,7 @@ figures: the bootstrap draws from a :class:`random.Random` seeded with a fixed `
   ratio is within ``min_effect`` of 1) or "unknown" (no interval).
 
 Whether a trial counts (:func:`pounder.results.clean_trial`, :data:`pounder.results.MAX_FAILED`) is
-defined with the results, in ``pounder.load``: the pool's warm-up applies the same rule.
+defined with the results, in ``pounder.results``: the pool's warm-up applies the same rule.
 
 Quantiles interpolate linearly between order statistics (numpy's default, "type 7").
 

@@ -58,7 +58,7 @@ class Confirmation(Stored, key="confirmation"):
     connections: int
     complete: int
     failed: int
-    ok: bool
+    ok: bool | None
     checks: tuple[ConfirmCheck, ...]
     lowered_from: Lowered | None = None
     p99_ms: float | None = None
@@ -66,8 +66,11 @@ class Confirmation(Stored, key="confirmation"):
 
     @classmethod
     def converters(cls) -> dict[str, Convert]:
-        return {**may_be_missing(cls, "rate", "lowered_from"), "checks": READ.list_of(ConfirmCheck.from_dict),
-                "lowered_from": Lowered.read}
+        # as the text and the page read it before the record: a missing rate is closed loop, a
+        # missing verdict NOT MET, missing checks none
+        listed = READ.list_of(ConfirmCheck.from_dict)
+        return {**may_be_missing(cls, "lowered_from"), "lowered_from": Lowered.read,
+                "checks": lambda item, key: () if item is None else listed(item, key)}
 
     @property
     def attempted(self) -> int:

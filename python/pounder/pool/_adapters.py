@@ -15,8 +15,10 @@ module here (its class with its ``kind``, ``target_field`` and ``from_options``)
 """
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 from pounder._errors import UsageError, public
@@ -68,7 +70,21 @@ def build_adapter(kind: str, target: str | os.PathLike[str] | None, options: Ada
     return adapter
 
 
+def _keywords_of_options(function: Callable[..., Adapter]) -> Callable[..., Adapter]:
+    """``function`` whose signature names :class:`AdapterOptions`' fields as keywords (``**options``
+    is how it takes them): what :func:`~pounder._errors.public` binds a call to (an unknown keyword
+    said as such, before a missing argument) and what ``help()`` shows."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    signature = inspect.signature(function)
+    kind, target, check = (signature.parameters[name] for name in ("kind", "target", "check"))
+    options = [inspect.Parameter(option.name, keyword, default=option.default, annotation=option.type)
+               for option in fields(AdapterOptions)]
+    function.__signature__ = signature.replace(parameters=[kind, target, check, *options])  # type: ignore[attr-defined]
+    return function
+
+
 @public
+@_keywords_of_options
 def make_adapter(kind: str, target: str | os.PathLike[str] | None, *, check: bool = True, **options: Any) -> Adapter:
     """:func:`build_adapter` with the :class:`AdapterOptions` as keywords (``pythonpath``,
     ``preload``, ``root``, ``env``, ...: its fields): the adapter of server ``kind`` for
