@@ -388,6 +388,16 @@ def _env_prefix(env: Mapping[str, str]) -> str:
     return "env " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " " if env else ""
 
 
+def checked_pythonpath(pythonpath: str | os.PathLike[str] | None, who: str) -> str | None:
+    """The directories a Python server imports its app from (``--pythonpath``, comma-separated;
+    None: none given), each made absolute: the server runs elsewhere, a resumed run may start
+    elsewhere, and the printed command line or configuration must work wherever it is pasted.
+    ``who`` names the server in the :class:`~pounder.UsageError` of a value that is no path."""
+    pythonpath = check_path(pythonpath, f"{who}: pythonpath", optional=True)
+    return (",".join(str(Path(p).resolve()) for p in os.fspath(pythonpath).split(",") if p)
+            if pythonpath else None)
+
+
 def _option_value(args: tuple[str, ...], name: str) -> str | None:
     """The value of ``name`` (``--name VALUE`` or ``--name=VALUE``) in a command line's words."""
     found = None

@@ -11,13 +11,12 @@ from typing import Any, ClassVar
 from pounder._errors import (
     UsageError,
     check_flag,
-    check_path,
     check_str_mapping,
     check_strings,
     check_text,
     public,
 )
-from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams, _option_value, server_names
+from pounder.pool._adapter import Adapter, AdapterOptions, PoolParams, _option_value, checked_pythonpath, server_names
 from pounder.servers import (
     HOST,
     GunicornServer,
@@ -55,11 +54,7 @@ class GunicornAdapter(Adapter):
         if ":" not in check_text(app, "gunicorn: app"):
             raise UsageError(f"gunicorn: the app must be given as module:callable, not {app!r}")
         self.app = app
-        pythonpath = check_path(pythonpath, "gunicorn: pythonpath", optional=True)
-        # absolute: the server runs elsewhere, a resumed run may start elsewhere, and the
-        # recommended command line must work wherever it is pasted
-        self.pythonpath = (",".join(str(Path(p).resolve()) for p in os.fspath(pythonpath).split(",") if p)
-                           if pythonpath else None)
+        self.pythonpath = checked_pythonpath(pythonpath, "gunicorn")
         self.preload = check_flag(preload, "gunicorn: preload")
         self.env = check_str_mapping(env, "gunicorn: env")
         self.extra_args = check_strings(extra_args, "gunicorn: extra_args")

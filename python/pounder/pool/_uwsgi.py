@@ -18,7 +18,7 @@ from pounder._errors import (
     public,
 )
 from pounder._units import MIB, children_text, mib_unit
-from pounder.pool._adapter import Adapter, AdapterOptions, ChildLimit, PoolParams, server_names
+from pounder.pool._adapter import Adapter, AdapterOptions, ChildLimit, PoolParams, checked_pythonpath, server_names
 from pounder.servers import (
     CHEAPER_ALGO,
     CHEAPER_OVERLOAD,
@@ -113,10 +113,7 @@ class UwsgiAdapter(Adapter):
             self.app = str(self.ini)
             if not self.ini.is_file():
                 raise UsageError(f"uwsgi: no such ini file {target}")
-        pythonpath = check_path(pythonpath, "uwsgi: pythonpath", optional=True)
-        # absolute: the server runs elsewhere, and the printed configuration must work wherever it is pasted
-        self.pythonpath = (",".join(str(Path(p).resolve()) for p in os.fspath(pythonpath).split(",") if p)
-                           if pythonpath else None)
+        self.pythonpath = checked_pythonpath(pythonpath, "uwsgi")
         self.env = check_str_mapping(env, "uwsgi: env")
         self.extra_args = check_strings(extra_args, "uwsgi: extra_args")
         # read now: a bad file is bad input, found before anything starts
