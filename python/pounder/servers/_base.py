@@ -94,6 +94,8 @@ class ManagedServer(abc.ABC):
     ``cgroup``: start it in a memory cgroup of its own (``cgroup``, or why none in
     ``cgroup_note``; see the module docstring).
 
+    ``env``: variables added to our environment for the server (:meth:`_environment`).
+
     ``workdir`` holds everything the server writes (configuration, ``run/`` with the pid file,
     ``logs/``); ``None`` makes a private temporary directory (mode 0755), removed by ``stop``
     (so call ``stop`` also on a server that was never started, or use ``with``).
@@ -106,9 +108,12 @@ class ManagedServer(abc.ABC):
 
     def __init__(self, workdir: str | os.PathLike[str] | None = None, *, ready_path: str = "/",
                  stop_timeout_s: float = 10.0, die_with_parent: bool = True,
-                 cpus: Collection[int] | None = None, host: str = HOST, cgroup: bool = False) -> None:
+                 cpus: Collection[int] | None = None, host: str = HOST, cgroup: bool = False,
+                 env: Mapping[str, str] | None = None) -> None:
         self.host = listen_address(host, allow_remote=True)
         """The address the server listens on."""
+        self.env: Mapping[str, str] = dict(env or {})
+        """Variables added to our environment for the server (none for a server that takes none)."""
         self._owns_workdir = workdir is None
         if workdir is None:
             workdir = tempfile.mkdtemp(prefix=f"pounder-{self.kind}-")
@@ -141,9 +146,6 @@ class ManagedServer(abc.ABC):
     @abc.abstractmethod
     def _prepare(self, port: int) -> list[str]:
         """Write the configuration for ``port`` into the workdir; return the command line."""
-
-    env: Mapping[str, str] = {}
-    """Variables added to our environment for the server (a subclass taking ``env`` sets its own)."""
 
     def _environment(self) -> Mapping[str, str]:
         """The server's environment: ours, with :attr:`env` added."""

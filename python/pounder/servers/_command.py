@@ -160,11 +160,10 @@ class CommandServer(ManagedServer):
         render_command(command, port=0, workers=workers, max_requests=max_requests, workdir="/w", pidfile="/p",
                        error_log="/e")
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
-                         die_with_parent=die_with_parent, cpus=cpus, host=host)
+                         die_with_parent=die_with_parent, cpus=cpus, host=host, env=env)
         self.command = command
         self.workers = workers
         self.max_requests = max_requests
-        self.env = dict(env or {})
         self.stop_signal = signal.Signals(stop_signal)  # type: ignore[misc]  # per instance
         self._placeholders = command_placeholders(command)
 

@@ -143,11 +143,10 @@ class GunicornServer(ManagedServer):
                  die_with_parent: bool = True,
                  cpus: Collection[int] | None = None, host: str = HOST) -> None:
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
-                         die_with_parent=die_with_parent, cpus=cpus, host=host)
+                         die_with_parent=die_with_parent, cpus=cpus, host=host, env=env)
         self.app = app
         # absolute: gunicorn runs in the workdir
         self.pythonpath = ",".join(str(Path(p).resolve()) for p in pythonpath.split(",")) if pythonpath else None
-        self.env = dict(env or {})
         self.python = python
         self.settings = GunicornSettings(workers=workers, max_requests=max_requests, preload=preload,
                                          extra_args=tuple(extra_args))

@@ -1,5 +1,5 @@
-"""Whether a server's program is installed: one rule and one sentence for the servers that need
-only their program on PATH (Starman, Puma, Unicorn)."""
+"""Which program a server runs and whether it is installed: one rule and one sentence for the
+servers that need only their program on PATH (Starman, Puma, Unicorn)."""
 
 from __future__ import annotations
 
@@ -12,3 +12,9 @@ def program_missing(program: str, packages: str) -> str | None:
     if shutil.which(program) is None:
         return f"{program} is not installed (Debian: apt-get install {packages})"
     return None
+
+
+def program_path(binary: str | None, program: str) -> str:
+    """What a server runs: ``binary`` when one is given, else ``program`` as found on PATH, else
+    ``program`` as it is (:func:`program_missing` says why it cannot run)."""
+    return binary or shutil.which(program) or program

@@ -18,7 +18,6 @@ import contextlib
 import http.client
 import json
 import os
-import shutil
 import signal
 import socket
 from collections.abc import Collection, Iterator, Mapping, Sequence
@@ -29,7 +28,7 @@ from typing import Any
 
 from pounder._errors import PounderError, UsageError, public
 from pounder.servers._base import HOST, ManagedServer
-from pounder.servers._program import program_missing
+from pounder.servers._program import program_missing, program_path
 
 BACKLOG = 1024
 """The listen backlog of the generated ``bind`` (Puma's own default on Linux, written out)."""
@@ -233,10 +232,9 @@ class PumaServer(ManagedServer):
                  ready_path: str = "/", stop_timeout_s: float = 10.0, die_with_parent: bool = True,
                  cpus: Collection[int] | None = None, host: str = HOST) -> None:
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
-                         die_with_parent=die_with_parent, cpus=cpus, host=host)
+                         die_with_parent=die_with_parent, cpus=cpus, host=host, env=env)
         self.rackup = Path(rackup).resolve()
-        self.env = dict(env or {})
-        self.binary = binary or shutil.which("puma") or "puma"
+        self.binary = program_path(binary, "puma")
         self.settings = PumaSettings(workers=workers, threads=(int(threads[0]), int(threads[1])),
                                      preload_app=preload_app, extra_args=tuple(extra_args))
         self.settings.validate()

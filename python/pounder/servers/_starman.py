@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -12,7 +11,7 @@ from pathlib import Path
 from pounder._errors import UsageError, public
 from pounder.servers._base import HOST, ManagedServer
 from pounder.servers._nytprof import nytprof_env, starman_nytprof_args
-from pounder.servers._program import program_missing
+from pounder.servers._program import program_missing, program_path
 
 UNLIMITED_REQUESTS = 1_000_000_000
 """Passed as --max-requests for "unlimited": Starman takes 0 as its default, 1000."""
@@ -84,10 +83,9 @@ class StarmanServer(ManagedServer):
                  cpus: Collection[int] | None = None, host: str = HOST,
                  profile_dir: str | os.PathLike[str] | None = None) -> None:
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
-                         die_with_parent=die_with_parent, cpus=cpus, host=host)
+                         die_with_parent=die_with_parent, cpus=cpus, host=host, env=env)
         self.psgi = Path(psgi).resolve()
-        self.env = dict(env or {})
-        self.binary = binary or shutil.which("starman") or "starman"
+        self.binary = program_path(binary, "starman")
         self.settings = StarmanSettings(workers=workers, max_requests=max_requests, preload_app=preload_app,
                                         keepalive=keepalive, extra_args=tuple(extra_args),
                                         profile_dir=None if profile_dir is None else Path(profile_dir).resolve())

@@ -8,7 +8,6 @@ QUIT is its graceful shutdown (each worker finishes its request, the master reap
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from pathlib import Path
 
 from pounder._errors import UsageError, public
 from pounder.servers._base import HOST, ManagedServer
-from pounder.servers._program import program_missing
+from pounder.servers._program import program_missing, program_path
 from pounder.servers._puma import ruby_string as _ruby
 
 BACKLOG = 1024
@@ -95,10 +94,9 @@ class UnicornServer(ManagedServer):
                  stop_timeout_s: float = 10.0, die_with_parent: bool = True,
                  cpus: Collection[int] | None = None, host: str = HOST) -> None:
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
-                         die_with_parent=die_with_parent, cpus=cpus, host=host)
+                         die_with_parent=die_with_parent, cpus=cpus, host=host, env=env)
         self.rackup = Path(rackup).resolve()
-        self.env = dict(env or {})
-        self.binary = binary or shutil.which("unicorn") or "unicorn"
+        self.binary = program_path(binary, "unicorn")
         self.settings = UnicornSettings(workers=workers, preload_app=preload_app, timeout_s=timeout_s,
                                         extra_args=tuple(extra_args))
         self.settings.validate()

@@ -337,10 +337,9 @@ class UwsgiServer(ManagedServer):
                                       cheaper_overload=cheaper_overload, extra_args=tuple(extra_args))
         self.settings.validate()
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
-                         die_with_parent=die_with_parent, cpus=cpus, host=host)
+                         die_with_parent=die_with_parent, cpus=cpus, host=host, env=env)
         # absolute: uWSGI runs in the workdir (or the ini's directory)
         self.pythonpath = tuple(str(Path(p).resolve()) for p in (pythonpath or "").split(",") if p)
-        self.env = dict(env or {})
         self.binary = binary or find_uwsgi() or BINARY
         self._short_dir: str | None = None
 
