@@ -53,10 +53,10 @@ class ApacheAdapter(Adapter):
     respawn = ("Apache's parent replaces exiting children in its once-a-second maintenance and spawns at most 1, "
                "2, 4 ... 32 per second: each respawn is a fork and a new child's warm-up, and the pool runs a "
                "child short until the next maintenance pass")
-    max_requests_counts = "connections"
     names: ClassVar[Mapping[str, str]] = server_names(
         max_clients="MaxRequestWorkers", max_requests="MaxConnectionsPerChild", start_servers="StartServers",
         min_spare="MinSpareServers", max_spare="MaxSpareServers", preload="PerlRequire startup.pl")
+    max_requests_counts = "connections"
 
     @classmethod
     def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> ApacheAdapter:

@@ -75,7 +75,6 @@ class PhpFpmAdapter(Adapter):
     on_demand = True
     preload_toggle = False
     comment = ";"
-    max_requests_counts = "requests"
     names: ClassVar[Mapping[str, str]] = server_names(
         max_clients="pm.max_children", max_requests="pm.max_requests", start_servers="pm.start_servers",
         min_spare="pm.min_spare_servers", max_spare="pm.max_spare_servers", preload="opcache.preload")

@@ -41,9 +41,9 @@ class StarmanAdapter(Adapter):
     preload_remedy = "start Starman with --preload-app"
     respawn = ("Starman (Net::Server::PreFork) checks its children periodically and forks replacements: a fork "
                "plus loading the application (unless --preload-app) and the new child's warm-up")
-    max_requests_counts = "connections"
     names: ClassVar[Mapping[str, str]] = server_names(
         max_clients="--workers", max_requests="--max-requests", preload="--preload-app")
+    max_requests_counts = "connections"
 
     @classmethod
     def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> StarmanAdapter:
