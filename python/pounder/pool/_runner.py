@@ -78,7 +78,9 @@ URL_FILE = "workload.urls"
 
 
 class MemoryFloorError(PounderError):
-    """The machine's available memory fell below the floor during a step."""
+    """The machine's available memory (MemAvailable) fell below the runner's ``memory_floor``
+    during a step: checked before each server start and on a load's progress, at most every half
+    second (:meth:`Runner.check_memory`); the step stops at once."""
 
 
 @public
