@@ -158,9 +158,10 @@ class Experiment:
     title: str
     description: str
     server: ServerSpec
-    loads: tuple[LoadSpec, ...]
     variants: tuple[VariantSpec, ...]
     baseline: str
+    """The label of the variant the others are compared against (the file's ``baseline``, else the first's)."""
+    loads: tuple[LoadSpec, ...]
     record: tuple[str, ...]
     fail_if: tuple[str, ...] = ()
     """The file's ``fail_if`` gates (``pounder compare --fail-if`` expressions), checked when read."""
