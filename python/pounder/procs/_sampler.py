@@ -63,6 +63,17 @@ from pounder.procs._status import StatusError, StatusPoint, fetch_status, status
 _PID_REUSE_SLACK_S = 0.5
 
 
+@dataclass(frozen=True)
+class _Sight:
+    """One sample's reading of a process: the sample (its index, its time in s) and the CPU clocks
+    (its own and its reaped children's, s)."""
+
+    sample: int
+    t: float
+    own: float
+    reaped: float
+
+
 @dataclass
 class _Track:
     """Everything remembered about one process (one pid + start time)."""
@@ -75,10 +86,8 @@ class _Track:
     base_own: float  # CPU at the start of the window: first sight, or 0 if spawned during it
     base_reaped: float
     first_own: float
-    last_own: float = 0.0
-    last_reaped: float = 0.0
-    last_sample: int = 0
-    last_t: float = 0.0
+    last: _Sight
+    """The latest sample that listed it."""
     zombie: bool = False
     gone: bool = False  # seen to have exited while the root was gone (no later sample lists it)
     first_uss: int | None = None
@@ -304,6 +313,7 @@ class ServerSampler:
         track = state.current.get(pid)
         if track is not None and abs(track.create_time - create_time) > _PID_REUSE_SLACK_S:
             track = None  # the pid was reused: the old process exited
+        sight = _Sight(index, t, own, reaped)
         if track is None:
             track = _Track(
                 pid=pid,
@@ -314,11 +324,12 @@ class ServerSampler:
                 base_own=own if first else 0.0,
                 base_reaped=reaped if first else 0.0,
                 first_own=own if first else 0.0,
+                last=sight,
             )
             state.tracks.append(track)
             state.current[pid] = track
-        track.last_own, track.last_reaped = own, reaped
-        track.last_sample, track.last_t = index, t
+        else:
+            track.last = sight
         return track
 
     def _read_status(self, t: float) -> None:
@@ -341,9 +352,9 @@ class ServerSampler:
             last = state.samples - 1
             own = reaped = 0.0
             for track in state.tracks:
-                if track.last_sample == last:  # alive (or a zombie) at the end
-                    own += track.last_own - track.base_own
-                    reaped += track.last_reaped - track.base_reaped
+                if track.last.sample == last:  # alive (or a zombie) at the end
+                    own += track.last.own - track.base_own
+                    reaped += track.last.reaped - track.base_reaped
                 else:  # exited: its whole life is in its reaper's cutime; take out the part before the window
                     reaped -= track.base_own + track.base_reaped
             children = [track for track in state.tracks if track.role == "child"]
@@ -391,9 +402,9 @@ class ServerSampler:
         if track.first_uss is not None and track.last_uss is not None and read_twice:
             growth = track.last_uss - track.first_uss
         return ChildSummary(
-            pid=track.pid, first_t=round(track.first_t, 3), last_t=round(track.last_t, 3),
-            spawned=track.first_sample > 0, exited=track.last_sample != last or track.zombie or track.gone,
-            cpu_s=round(max(0.0, track.last_own - track.first_own), 6),
+            pid=track.pid, first_t=round(track.first_t, 3), last_t=round(track.last.t, 3),
+            spawned=track.first_sample > 0, exited=track.last.sample != last or track.zombie or track.gone,
+            cpu_s=round(max(0.0, track.last.own - track.first_own), 6),
             first_uss=track.first_uss, last_uss=track.last_uss, private_growth_bytes=growth,
             max_rss=track.max_rss, max_uss=track.max_uss, min_shared=track.min_shared,
         )  # fmt: skip
