@@ -38,19 +38,20 @@ class Bucket:
     """The seconds ``start`` to ``start + seconds - 1`` of the measured phase (the last bucket may
     cover fewer than the width). Counts are the sums over its seconds; the latency figures (µs)
     are over the seconds with a completion (``answered`` of them; None with none): ``mean_us``
-    weighted by completions, ``p50_us``, ``p99_us`` and ``max_us`` the highest of the seconds'."""
+    weighted by completions, ``p50_us``, ``p99_us`` and ``max_us`` the highest of the seconds'. Every
+    figure is given (:func:`downsample` sums them): none defaults to a count of 0."""
 
     start: int
     seconds: int
-    complete: int = 0
-    non_2xx: int = 0
-    failed: int = 0
-    bytes: int = 0
-    answered: int = 0
-    mean_us: float | None = None
-    p50_us: int | None = None
-    p99_us: int | None = None
-    max_us: int | None = None
+    complete: int
+    non_2xx: int
+    failed: int
+    bytes: int
+    answered: int
+    mean_us: float | None
+    p50_us: int | None
+    p99_us: int | None
+    max_us: int | None
 
     @property
     def middle(self) -> float:
