@@ -166,6 +166,63 @@ def _median_interval(numbers: tuple[float, ...], resamples: int, confidence: flo
     return Estimate(statistics.median(numbers), low, high, len(numbers))
 
 
+def _ratio(name: str, variant: Sequence[float], baseline: Sequence[float], *, paired: bool, higher_is_better: bool,
+           min_effect: float, resamples: int, confidence: float, seed: int) -> RatioEstimate:
+    """What :func:`ratio_interval` and :func:`paired_ratio_interval` share: the inputs checked (in
+    this order: the settings, the variant's values, the baseline's, as many of each when
+    ``paired``, none negative; ``name`` in the messages), the ratio and its interval drawn as each
+    says, and the :func:`verdict` on them."""
+    _check_settings(resamples, confidence)
+    ours = _check(variant, f"{name} variant")
+    theirs = _check(baseline, f"{name} baseline")
+    if paired and len(ours) != len(theirs):
+        raise ValueError(f"{name}: {len(ours)} variant values and {len(theirs)} baseline values")
+    if any(value < 0 for value in ours + theirs):
+        raise ValueError(f"{name}: values must not be negative")
+    ratio, low, high = (_paired_ratio if paired else _ratio_of_medians)(ours, theirs, resamples, confidence, seed)
+    return RatioEstimate(
+        ratio=ratio,
+        low=low,
+        high=high,
+        higher_is_better=higher_is_better,
+        verdict=verdict(ratio, low, high, higher_is_better=higher_is_better, min_effect=min_effect),
+    )
+
+
+Interval = tuple[float | None, float | None, float | None]
+"""A ratio and its interval's bounds, each None where there is none."""
+
+
+def _ratio_of_medians(ours: list[float], theirs: list[float], resamples: int, confidence: float,
+                      seed: int) -> Interval:
+    """median(``ours``) / median(``theirs``) and the bootstrap interval of :func:`ratio_interval`."""
+    enough = len(ours) >= MIN_SAMPLES and len(theirs) >= MIN_SAMPLES
+    base = statistics.median(theirs)
+    ratio = statistics.median(ours) / base if base > 0 and enough else None
+    if enough and min(theirs) > 0:
+        return (ratio, *_ratio_bounds(tuple(ours), tuple(theirs), resamples, confidence, seed))
+    return ratio, None, None
+
+
+@functools.lru_cache(maxsize=4096)
+def _ratio_bounds(ours: tuple[float, ...], theirs: tuple[float, ...], resamples: int, confidence: float,
+                  seed: int) -> tuple[float, float]:
+    """The bootstrap interval of :func:`ratio_interval`: each resample draws the variant's trials,
+    then the baseline's."""
+    mine, base = _medians_of_resamples(random.Random(seed), [ours, theirs], resamples)
+    return _bounds([a / b for a, b in zip(mine, base, strict=True)], confidence)
+
+
+def _paired_ratio(ours: list[float], theirs: list[float], resamples: int, confidence: float, seed: int) -> Interval:
+    """The median of the pairs' ratios and the bootstrap interval of :func:`paired_ratio_interval`
+    (the same lengths)."""
+    if len(ours) < MIN_SAMPLES or min(theirs) <= 0:
+        return None, None, None
+    ratios = [mine / base for mine, base in zip(ours, theirs, strict=True)]
+    estimate = _median_interval(tuple(ratios), resamples, confidence, seed)
+    return statistics.median(ratios), estimate.low, estimate.high
+
+
 @public
 def ratio_interval(
     variant: Sequence[float],
@@ -179,33 +236,8 @@ def ratio_interval(
 ) -> RatioEstimate:
     """median(``variant``) / median(``baseline``), its percentile-bootstrap interval and the
     :func:`verdict` (module documentation)."""
-    _check_settings(resamples, confidence)
-    ours = _check(variant, "ratio_interval variant")
-    theirs = _check(baseline, "ratio_interval baseline")
-    if any(value < 0 for value in ours + theirs):
-        raise ValueError("ratio_interval: values must not be negative")
-    enough = len(ours) >= MIN_SAMPLES and len(theirs) >= MIN_SAMPLES
-    base = statistics.median(theirs)
-    ratio = statistics.median(ours) / base if base > 0 and enough else None
-    low = high = None
-    if enough and min(theirs) > 0:
-        low, high = _ratio_bounds(tuple(ours), tuple(theirs), resamples, confidence, seed)
-    return RatioEstimate(
-        ratio=ratio,
-        low=low,
-        high=high,
-        higher_is_better=higher_is_better,
-        verdict=verdict(ratio, low, high, higher_is_better=higher_is_better, min_effect=min_effect),
-    )
-
-
-@functools.lru_cache(maxsize=4096)
-def _ratio_bounds(ours: tuple[float, ...], theirs: tuple[float, ...], resamples: int, confidence: float,
-                  seed: int) -> tuple[float, float]:
-    """The bootstrap interval of :func:`ratio_interval`: each resample draws the variant's trials,
-    then the baseline's."""
-    mine, base = _medians_of_resamples(random.Random(seed), [ours, theirs], resamples)
-    return _bounds([a / b for a, b in zip(mine, base, strict=True)], confidence)
+    return _ratio("ratio_interval", variant, baseline, paired=False, higher_is_better=higher_is_better,
+                  min_effect=min_effect, resamples=resamples, confidence=confidence, seed=seed)
 
 
 @public
@@ -222,26 +254,8 @@ def paired_ratio_interval(
     """The median of the pairs' ratios ``variant[i] / baseline[i]``, its percentile-bootstrap
     interval over the pairs and the :func:`verdict` (module documentation). ``ratio`` is None
     with fewer than :data:`MIN_SAMPLES` pairs or a baseline of 0 (no ratio for that pair)."""
-    _check_settings(resamples, confidence)
-    ours = _check(variant, "paired_ratio_interval variant")
-    theirs = _check(baseline, "paired_ratio_interval baseline")
-    if len(ours) != len(theirs):
-        raise ValueError(f"paired_ratio_interval: {len(ours)} variant values and {len(theirs)} baseline values")
-    if any(value < 0 for value in ours + theirs):
-        raise ValueError("paired_ratio_interval: values must not be negative")
-    ratio = low = high = None
-    if len(ours) >= MIN_SAMPLES and min(theirs) > 0:
-        ratios = [mine / base for mine, base in zip(ours, theirs, strict=True)]
-        ratio = statistics.median(ratios)
-        estimate = _median_interval(tuple(ratios), resamples, confidence, seed)
-        low, high = estimate.low, estimate.high
-    return RatioEstimate(
-        ratio=ratio,
-        low=low,
-        high=high,
-        higher_is_better=higher_is_better,
-        verdict=verdict(ratio, low, high, higher_is_better=higher_is_better, min_effect=min_effect),
-    )
+    return _ratio("paired_ratio_interval", variant, baseline, paired=True, higher_is_better=higher_is_better,
+                  min_effect=min_effect, resamples=resamples, confidence=confidence, seed=seed)
 
 
 @public
