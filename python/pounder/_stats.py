@@ -166,6 +166,50 @@ def _median_interval(numbers: tuple[float, ...], resamples: int, confidence: flo
     return Estimate(statistics.median(numbers), low, high, len(numbers))
 
 
+@public
+def ratio_interval(
+    variant: Sequence[float],
+    baseline: Sequence[float],
+    *,
+    higher_is_better: bool,
+    min_effect: float = MIN_EFFECT,
+    resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
+    seed: int = SEED,
+) -> RatioEstimate:
+    """median(``variant``) / median(``baseline``), its percentile-bootstrap interval and the
+    :func:`verdict` (module documentation)."""
+    return _ratio("ratio_interval", variant, baseline, paired=False, higher_is_better=higher_is_better,
+                  min_effect=min_effect, resamples=resamples, confidence=confidence, seed=seed)
+
+
+@functools.lru_cache(maxsize=4096)
+def _ratio_bounds(ours: tuple[float, ...], theirs: tuple[float, ...], resamples: int, confidence: float,
+                  seed: int) -> tuple[float, float]:
+    """The bootstrap interval of :func:`ratio_interval`: each resample draws the variant's trials,
+    then the baseline's."""
+    mine, base = _medians_of_resamples(random.Random(seed), [ours, theirs], resamples)
+    return _bounds([a / b for a, b in zip(mine, base, strict=True)], confidence)
+
+
+@public
+def paired_ratio_interval(
+    variant: Sequence[float],
+    baseline: Sequence[float],
+    *,
+    higher_is_better: bool,
+    min_effect: float = MIN_EFFECT,
+    resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
+    seed: int = SEED,
+) -> RatioEstimate:
+    """The median of the pairs' ratios ``variant[i] / baseline[i]``, its percentile-bootstrap
+    interval over the pairs and the :func:`verdict` (module documentation). ``ratio`` is None
+    with fewer than :data:`MIN_SAMPLES` pairs or a baseline of 0 (no ratio for that pair)."""
+    return _ratio("paired_ratio_interval", variant, baseline, paired=True, higher_is_better=higher_is_better,
+                  min_effect=min_effect, resamples=resamples, confidence=confidence, seed=seed)
+
+
 def _ratio(name: str, variant: Sequence[float], baseline: Sequence[float], *, paired: bool, higher_is_better: bool,
            min_effect: float, resamples: int, confidence: float, seed: int) -> RatioEstimate:
     """What :func:`ratio_interval` and :func:`paired_ratio_interval` share: the inputs checked (in
@@ -189,12 +233,12 @@ def _ratio(name: str, variant: Sequence[float], baseline: Sequence[float], *, pa
     )
 
 
-Interval = tuple[float | None, float | None, float | None]
+_Interval = tuple[float | None, float | None, float | None]
 """A ratio and its interval's bounds, each None where there is none."""
 
 
 def _ratio_of_medians(ours: list[float], theirs: list[float], resamples: int, confidence: float,
-                      seed: int) -> Interval:
+                      seed: int) -> _Interval:
     """median(``ours``) / median(``theirs``) and the bootstrap interval of :func:`ratio_interval`."""
     enough = len(ours) >= MIN_SAMPLES and len(theirs) >= MIN_SAMPLES
     base = statistics.median(theirs)
@@ -204,16 +248,7 @@ def _ratio_of_medians(ours: list[float], theirs: list[float], resamples: int, co
     return ratio, None, None
 
 
-@functools.lru_cache(maxsize=4096)
-def _ratio_bounds(ours: tuple[float, ...], theirs: tuple[float, ...], resamples: int, confidence: float,
-                  seed: int) -> tuple[float, float]:
-    """The bootstrap interval of :func:`ratio_interval`: each resample draws the variant's trials,
-    then the baseline's."""
-    mine, base = _medians_of_resamples(random.Random(seed), [ours, theirs], resamples)
-    return _bounds([a / b for a, b in zip(mine, base, strict=True)], confidence)
-
-
-def _paired_ratio(ours: list[float], theirs: list[float], resamples: int, confidence: float, seed: int) -> Interval:
+def _paired_ratio(ours: list[float], theirs: list[float], resamples: int, confidence: float, seed: int) -> _Interval:
     """The median of the pairs' ratios and the bootstrap interval of :func:`paired_ratio_interval`
     (the same lengths)."""
     if len(ours) < MIN_SAMPLES or min(theirs) <= 0:
@@ -221,41 +256,6 @@ def _paired_ratio(ours: list[float], theirs: list[float], resamples: int, confid
     ratios = [mine / base for mine, base in zip(ours, theirs, strict=True)]
     estimate = _median_interval(tuple(ratios), resamples, confidence, seed)
     return statistics.median(ratios), estimate.low, estimate.high
-
-
-@public
-def ratio_interval(
-    variant: Sequence[float],
-    baseline: Sequence[float],
-    *,
-    higher_is_better: bool,
-    min_effect: float = MIN_EFFECT,
-    resamples: int = RESAMPLES,
-    confidence: float = CONFIDENCE,
-    seed: int = SEED,
-) -> RatioEstimate:
-    """median(``variant``) / median(``baseline``), its percentile-bootstrap interval and the
-    :func:`verdict` (module documentation)."""
-    return _ratio("ratio_interval", variant, baseline, paired=False, higher_is_better=higher_is_better,
-                  min_effect=min_effect, resamples=resamples, confidence=confidence, seed=seed)
-
-
-@public
-def paired_ratio_interval(
-    variant: Sequence[float],
-    baseline: Sequence[float],
-    *,
-    higher_is_better: bool,
-    min_effect: float = MIN_EFFECT,
-    resamples: int = RESAMPLES,
-    confidence: float = CONFIDENCE,
-    seed: int = SEED,
-) -> RatioEstimate:
-    """The median of the pairs' ratios ``variant[i] / baseline[i]``, its percentile-bootstrap
-    interval over the pairs and the :func:`verdict` (module documentation). ``ratio`` is None
-    with fewer than :data:`MIN_SAMPLES` pairs or a baseline of 0 (no ratio for that pair)."""
-    return _ratio("paired_ratio_interval", variant, baseline, paired=True, higher_is_better=higher_is_better,
-                  min_effect=min_effect, resamples=resamples, confidence=confidence, seed=seed)
 
 
 @public
