@@ -179,24 +179,8 @@ def ratio_interval(
 ) -> RatioEstimate:
     """median(``variant``) / median(``baseline``), its percentile-bootstrap interval and the
     :func:`verdict` (module documentation)."""
-    _check_settings(resamples, confidence)
-    ours = _check(variant, "ratio_interval variant")
-    theirs = _check(baseline, "ratio_interval baseline")
-    if any(value < 0 for value in ours + theirs):
-        raise ValueError("ratio_interval: values must not be negative")
-    enough = len(ours) >= MIN_SAMPLES and len(theirs) >= MIN_SAMPLES
-    base = statistics.median(theirs)
-    ratio = statistics.median(ours) / base if base > 0 and enough else None
-    low = high = None
-    if enough and min(theirs) > 0:
-        low, high = _ratio_bounds(tuple(ours), tuple(theirs), resamples, confidence, seed)
-    return RatioEstimate(
-        ratio=ratio,
-        low=low,
-        high=high,
-        higher_is_better=higher_is_better,
-        verdict=verdict(ratio, low, high, higher_is_better=higher_is_better, min_effect=min_effect),
-    )
+    return _ratio("ratio_interval", variant, baseline, paired=False, higher_is_better=higher_is_better,
+                  min_effect=min_effect, resamples=resamples, confidence=confidence, seed=seed)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -222,19 +206,24 @@ def paired_ratio_interval(
     """The median of the pairs' ratios ``variant[i] / baseline[i]``, its percentile-bootstrap
     interval over the pairs and the :func:`verdict` (module documentation). ``ratio`` is None
     with fewer than :data:`MIN_SAMPLES` pairs or a baseline of 0 (no ratio for that pair)."""
+    return _ratio("paired_ratio_interval", variant, baseline, paired=True, higher_is_better=higher_is_better,
+                  min_effect=min_effect, resamples=resamples, confidence=confidence, seed=seed)
+
+
+def _ratio(name: str, variant: Sequence[float], baseline: Sequence[float], *, paired: bool, higher_is_better: bool,
+           min_effect: float, resamples: int, confidence: float, seed: int) -> RatioEstimate:
+    """What :func:`ratio_interval` and :func:`paired_ratio_interval` share: the inputs checked (in
+    this order: the settings, the variant's values, the baseline's, as many of each when
+    ``paired``, none negative; ``name`` in the messages), the ratio and its interval drawn as each
+    says, and the :func:`verdict` on them."""
     _check_settings(resamples, confidence)
-    ours = _check(variant, "paired_ratio_interval variant")
-    theirs = _check(baseline, "paired_ratio_interval baseline")
-    if len(ours) != len(theirs):
-        raise ValueError(f"paired_ratio_interval: {len(ours)} variant values and {len(theirs)} baseline values")
+    ours = _check(variant, f"{name} variant")
+    theirs = _check(baseline, f"{name} baseline")
+    if paired and len(ours) != len(theirs):
+        raise ValueError(f"{name}: {len(ours)} variant values and {len(theirs)} baseline values")
     if any(value < 0 for value in ours + theirs):
-        raise ValueError("paired_ratio_interval: values must not be negative")
-    ratio = low = high = None
-    if len(ours) >= MIN_SAMPLES and min(theirs) > 0:
-        ratios = [mine / base for mine, base in zip(ours, theirs, strict=True)]
-        ratio = statistics.median(ratios)
-        estimate = _median_interval(tuple(ratios), resamples, confidence, seed)
-        low, high = estimate.low, estimate.high
+        raise ValueError(f"{name}: values must not be negative")
+    ratio, low, high = (_paired_ratio if paired else _ratio_of_medians)(ours, theirs, resamples, confidence, seed)
     return RatioEstimate(
         ratio=ratio,
         low=low,
@@ -242,6 +231,31 @@ def paired_ratio_interval(
         higher_is_better=higher_is_better,
         verdict=verdict(ratio, low, high, higher_is_better=higher_is_better, min_effect=min_effect),
     )
+
+
+_Interval = tuple[float | None, float | None, float | None]
+"""A ratio and its interval's bounds, each None where there is none."""
+
+
+def _ratio_of_medians(ours: list[float], theirs: list[float], resamples: int, confidence: float,
+                      seed: int) -> _Interval:
+    """median(``ours``) / median(``theirs``) and the bootstrap interval of :func:`ratio_interval`."""
+    enough = len(ours) >= MIN_SAMPLES and len(theirs) >= MIN_SAMPLES
+    base = statistics.median(theirs)
+    ratio = statistics.median(ours) / base if base > 0 and enough else None
+    if enough and min(theirs) > 0:
+        return (ratio, *_ratio_bounds(tuple(ours), tuple(theirs), resamples, confidence, seed))
+    return ratio, None, None
+
+
+def _paired_ratio(ours: list[float], theirs: list[float], resamples: int, confidence: float, seed: int) -> _Interval:
+    """The median of the pairs' ratios and the bootstrap interval of :func:`paired_ratio_interval`
+    (the same lengths)."""
+    if len(ours) < MIN_SAMPLES or min(theirs) <= 0:
+        return None, None, None
+    ratios = [mine / base for mine, base in zip(ours, theirs, strict=True)]
+    estimate = _median_interval(tuple(ratios), resamples, confidence, seed)
+    return statistics.median(ratios), estimate.low, estimate.high
 
 
 @public

@@ -194,6 +194,38 @@ def test_paired_ratio_needs_two_pairs_and_no_zero_baseline() -> None:
         paired_ratio_interval([1.0, -2.0], [1.0, 2.0], higher_is_better=True)
 
 
+@pytest.mark.parametrize(("variant", "baseline", "unpaired", "paired"), [
+    ([530.0, 320.0, 520.0, 300.0, 540.0], [495.0, 300.0, 480.0, 280.0, 500.0],
+     (1.0833333333333333, 0.625, 1.8571428571428572, "no clear difference"),
+     (1.0714285714285714, 1.0666666666666667, 1.0833333333333333, "slower")),
+    ([100.0, 102.0, 98.0], [90.0, 91.0, 95.0],
+     (1.098901098901099, 1.0315789473684212, 1.1333333333333333, "slower"),
+     (1.1111111111111112, 1.0315789473684212, 1.120879120879121, "slower")),
+    ([10.0, 12.0], [11.0, 0.0], (2.0, None, None, "unknown"), (None, None, None, "unknown")),
+])  # fmt: skip
+def test_both_ratio_intervals_give_the_figures_they_gave_before_they_shared_their_code(
+    variant: list[float], baseline: list[float], unpaired: tuple[object, ...], paired: tuple[object, ...]
+) -> None:
+    """The very figures both gave at issue40-base (lower is better, 1,000 resamples), to the last
+    bit: the checks, the verdict and the two bootstraps are shared or kept as they were."""
+    for interval, expected in ((ratio_interval, unpaired), (paired_ratio_interval, paired)):
+        result = interval(variant, baseline, higher_is_better=False, resamples=1000)
+        assert (result.ratio, result.low, result.high, result.verdict) == expected, interval.__name__
+
+
+def test_both_ratio_intervals_refuse_the_same_inputs_each_in_its_own_name() -> None:
+    for interval in (ratio_interval, paired_ratio_interval):
+        name = interval.__name__
+        with pytest.raises(ValueError, match=f"^{name} variant: no values$"):
+            interval([], [1.0], higher_is_better=True)
+        with pytest.raises(ValueError, match=f"^{name} baseline: values must be finite"):
+            interval([1.0, 2.0], [1.0, math.inf], higher_is_better=True)
+        with pytest.raises(ValueError, match=f"^{name}: values must not be negative$"):
+            interval([1.0, 2.0], [-1.0, 2.0], higher_is_better=True)
+        with pytest.raises(ValueError, match="^resamples must be at least 1, got 0$"):
+            interval([1.0, 2.0], [1.0, 2.0], higher_is_better=True, resamples=0)
+
+
 # ---------------------------------------------------------------------------------------------
 # Verdicts
 

@@ -19,7 +19,7 @@ import typer.main
 from typer.core import TyperCommand
 from typer.models import ParamMeta
 
-from pounder._flags import FLAG, Flag, declared
+from pounder._flags import FLAG, Flag, declared, flag
 
 _UNSET: Any = object()
 _ATTRIBUTE = "__pounder_options__"
@@ -54,12 +54,22 @@ class Use:
         return False if declared(self.record, self.name).metavar is None else None
 
 
-def fields_of(record: type) -> list[Use]:
-    """Every option field of a command's own ``record``, in its order, each in its own panel and
-    with the field's default."""
+def fields_of(record: type, *names: str) -> list[Use]:
+    """Every option field of a command's own ``record`` in its order (or those ``names``, in theirs),
+    each in its own panel and with the field's default."""
+    fields = {field.name: field for field in dataclasses.fields(record) if FLAG in field.metadata}
     return [Use(record, field.name, field.metadata[FLAG].panel or "Options",
                 value=None if field.metadata[FLAG].repeatable else field.default)
-            for field in dataclasses.fields(record) if FLAG in field.metadata]  # fmt: skip
+            for field in (map(fields.__getitem__, names) if names else fields.values())]  # fmt: skip
+
+
+def flag_of(info: Any, panel: str | None = None, *, repeatable: bool = False) -> dict[str, Flag]:
+    """A field's metadata declaring the option a helper several commands use makes as typer's option
+    (``--ram``, ``--report``, ``--json``): its flags, metavar and help, shown in ``panel`` (None: the
+    one it was made for)."""
+    names = tuple(name for name in (info.default, *info.param_decls) if isinstance(name, str))
+    return flag(*names, metavar=info.metavar, help=info.help, panel=panel or info.rich_help_panel,
+                repeatable=repeatable)  # fmt: skip
 
 
 def typer_option(declared_flag: Flag) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import typer
@@ -12,7 +13,7 @@ from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from pounder import _interrupt
 from pounder._errors import PounderError, UsageError, public
-from pounder.cli._bridge import DeclaredOptions
+from pounder.cli._bridge import DeclaredOptions, Use, flag_of
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -247,3 +248,26 @@ def write_html_report(results: list[Any], path: str) -> None:
 
     written = write_report(results, path, option="--report")
     sys.stderr.write(f"pounder: report: {Path(written).resolve()}\n")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """``-q``, ``--report`` and ``--fail-if`` of a command that measures and reports (bench, compare):
+    offered with :func:`measured_outputs` (each command's own text on the report and its gates), read
+    with ``given(ctx, Measured)``."""
+
+    quiet: bool = field(default=False, metadata=flag_of(quiet_option("Output")))
+    report: str | None = field(default=None, metadata=flag_of(report_option("Output", "result")))
+    fail_if: tuple[str, ...] = field(default=(), metadata=flag_of(fail_if_option("Output", BENCH_GATES),
+                                                                   repeatable=True))
+
+    def gates(self) -> list[str] | None:
+        """The ``--fail-if`` expressions as the library takes them (None: none given)."""
+        return list(self.fail_if) or None
+
+
+def measured_outputs(panel: str, what: str, metrics: str, more: str = "") -> list[Use]:
+    """``-q``, ``--report`` (writing the ``what``) and ``--fail-if`` (its ``metrics`` and ``more``, as
+    :func:`fail_if_option`), shown in ``panel``: see :class:`Measured`."""
+    return [Use(Measured, "quiet", panel), Use(Measured, "report", panel, help=report_option(panel, what).help),
+            Use(Measured, "fail_if", panel, help=fail_if_option(panel, metrics, more).help)]  # fmt: skip

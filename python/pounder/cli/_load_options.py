@@ -164,6 +164,20 @@ def io_parameter(panel: str) -> Use:
     return load_parameter("io", panel, value="auto")
 
 
+def measured_load(panel: str, http: str | None = None, *, sizes: dict[str, str], paced: tuple[str, ...] = (),
+                  request: tuple[str, ...] = (), scenario: str = "") -> list[Use]:
+    """The load options of a command that loads a server and measures it (bench, compare), in the
+    order its --help shows them: :func:`size_parameters` (``sizes``: its sentences on their
+    defaults), the ``paced`` ones, ``--io``, then in ``http`` (default ``panel``) ``--keepalive``
+    (default on), the ``request`` ones, ``--timeout`` and ``--allow-remote``; ``--scenario`` (with
+    the ``scenario`` sentence), ``--expect-status`` (in ``http``) and the HTTPS options."""
+    http = http or panel
+    return [*size_parameters(panel, **sizes), *(load_parameter(name, panel) for name in paced), io_parameter(panel),
+            load_parameter("keepalive", http, "Default: on.", value=True),
+            *(load_parameter(name, http) for name in (*request, "timeout", "allow_remote")),
+            load_parameter("scenario", panel, scenario), expect_status_parameter(http), *tls_parameters()]
+
+
 def threads_warning(load: LoadOptions, on_progress: ProgressCallback | None) -> ProgressCallback | None:
     """ab's -t is a time limit, pounder's the engine threads: ``-t 30`` far above the CPUs (more
     than twice as many) is most likely meant as 30 s. The progress callback to give the library

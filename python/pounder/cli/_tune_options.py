@@ -15,6 +15,7 @@ from typing import Any
 from pounder._errors import UsageError
 from pounder._flags import Feed, Flag, fed, feeds, flag, like
 from pounder._units import parse_count
+from pounder.cli._bridge import flag_of
 from pounder.cli._common import ram_option, report_option
 from pounder.cli._load_options import AGENTS_PANEL as AGENTS
 from pounder.cli._load_options import AgentFlags, SharedOptions
@@ -72,12 +73,6 @@ def _server(name: str, names: str | None = None, *, repeatable: bool = False,
         repeatable=repeatable)
 
 
-def _typed(panel: str, info: Any) -> dict[str, Flag]:
-    """The flag of a typer option made by a helper other commands use too (``--ram``, ``--report``)."""
-    names = tuple(name for name in (info.default, *info.param_decls) if isinstance(name, str))
-    return flag(*names, metavar=info.metavar, help=info.help, panel=panel)
-
-
 # fmt: off
 @dataclass(frozen=True)
 class TuneFlags:
@@ -116,7 +111,7 @@ class TuneFlags:
         "CPU).")) | _to("max_children", _count))
     mrpc: str | None = field(default=None, metadata=flag("--mrpc", metavar="LIST", panel=RUN, help=(
         "MaxRequestsPerChild values to sweep, 0 = unlimited (default 0,10000,1000,100,10).")) | _to("mrpc"))
-    ram: str | None = field(default=None, metadata=_typed(GOALS, ram_option(
+    ram: str | None = field(default=None, metadata=flag_of(ram_option(
         GOALS, "RAM budget for the server",
         "MemAvailable + the server's footprint, less a safety margin")) | _to("ram"))
     cpus: str | None = field(default=None, metadata=flag("--cpus", metavar="N", panel=GOALS, help=(
@@ -171,7 +166,7 @@ class TuneFlags:
         "After the confirmation, profile the recommended configuration at its load (py-spy, Devel::NYTProf or "
         "perf, as pounder profile; 2 rounds with --quick, else 5): profile.json and flame.svg in the results "
         "directory, the top functions and the profiler's cost in the text.")) | _to("profile"))
-    report: str | None = field(default=None, metadata=_typed(RUN, report_option(RUN, "results")))
+    report: str | None = field(default=None, metadata=flag_of(report_option(RUN, "results")))
     listen: str | None = field(default=None, metadata=flag("--listen", metavar="ADDRESS", panel=SERVER, help=(
         "The IPv4 address of this machine the server listens on (default 127.0.0.1): the one Ray agents on other "
         "machines reach it at. One outside 127.0.0.0/8 needs --allow-remote.")) | _to("listen"))

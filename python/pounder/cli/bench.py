@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Annotated, Any
 
@@ -16,32 +17,27 @@ import typer
 from pounder import _interrupt
 from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_output
+from pounder._flags import flag
 from pounder.agents import agent_file
-from pounder.cli._bridge import given, takes
+from pounder.cli._bridge import fields_of, flag_of, given, takes
 from pounder.cli._common import (
     BENCH_GATES,
+    Measured,
     check_report_path,
-    fail_if_option,
     gates_exit,
     interrupted,
     json_option,
     kept_outputs,
-    option,
-    quiet_option,
-    report_option,
+    measured_outputs,
     write_html_report,
 )
 from pounder.cli._load_options import (
     AgentFlags,
     SharedOptions,
-    expect_status_parameter,
-    io_parameter,
     load_parameter,
+    measured_load,
     sampled_server,
-    size_parameters,
-    takes_load_options,
     threads_warning,
-    tls_parameters,
 )
 from pounder.cli._progress import live_progress
 from pounder.cli.top import server_line
@@ -71,38 +67,45 @@ BENCH_HELP = "\n\n".join(
 
 Text = str | None
 
-
-# fmt: off
 URL_ARG = typer.Argument(metavar="URL", help=(
     "http:// or https:// URL to load (omit with -f); with --access-log or --scenario the server's base, "
     "http://HOST:PORT or https://HOST:PORT."),
-    show_default=False)
-URL_FILE = option("-f", "--url-file", panel=_LOAD, metavar="FILE", help=(
-    "File of URLs, one per line, optionally preceded by a weight and a method ('3 http://...', 'HEAD http://...', "
-    "'3 POST http://...'; a GET or HEAD line sends no body); blank lines and # comments are skipped."))
-ORDER = option("--order", panel=_LOAD, metavar="sequential|random", help=(
-    "How targets are picked: in turn (default), or at random weighted by their weight (weights only matter for "
-    "random; --access-log is always random)."))
-WARMUP = option("--warmup", panel=_LOAD, metavar="TIME|N", help=(
-    "Run this long (5s) or this many requests (100) first, without measuring them."))
-UNIX_SOCKET = option("--unix-socket", panel=_HTTP, metavar="PATH", help=(
-    "Connect to this Unix socket; the URL then only gives the Host header and the path."))
-JSON = json_option(_OUT, "pounder/bench-result/3", "report")
-REPORT = report_option(_OUT, "result")
-CSV = option("--csv", panel=_OUT, metavar="PATH", help=(
-    "Write the latency percentiles as CSV (percent,latency_ms), like ab -e; '-' for stdout."))
-TSV = option("--tsv", panel=_OUT, metavar="PATH", help=(
-    "Stream every request's timings to this TSV file (with --ray, each agent writes PATH with .agent-N before "
-    "the suffix, on its own machine)."))
-HDR_LOG = option("--hdr-log", panel=_OUT, metavar="PATH", help=(
-    "Write an HdrHistogram interval log (1 s intervals, corrected latency, microseconds; with --ray, one per "
-    "agent like --tsv)."))
-SERVER_STATUS = option("--server-status", panel=_SERVER, metavar="URL", help=(
-    "Also read Apache's mod_status page (?auto) at each sample: busy and idle children."))
-SAMPLE_INTERVAL = option("--sample-interval", panel=_SERVER, metavar="TIME", help=(
-    "How often the server is sampled; default 1s."))
-QUIET = quiet_option(_OUT)
-FAIL_IF = fail_if_option(_OUT, BENCH_GATES, "Evaluated on the final result (merged, with --ray).")
+    show_default=False)  # fmt: skip
+
+
+# fmt: off
+@dataclass(frozen=True)
+class BenchFlags:
+    """The options of ``pounder bench`` that are its own (the load's are :class:`~pounder.LoadOptions`',
+    the server's and the access log's :class:`~pounder.cli._load_options.SharedOptions`'), each in
+    the panel --help shows it in; read with ``given(ctx, BenchFlags)``."""
+
+    url_file: str | None = field(default=None, metadata=flag("-f", "--url-file", metavar="FILE", panel=_LOAD, help=(
+        "File of URLs, one per line, optionally preceded by a weight and a method ('3 http://...', 'HEAD "
+        "http://...', '3 POST http://...'; a GET or HEAD line sends no body); blank lines and # comments are "
+        "skipped.")))
+    order: str | None = field(default=None, metadata=flag("--order", metavar="sequential|random", panel=_LOAD, help=(
+        "How targets are picked: in turn (default), or at random weighted by their weight (weights only matter for "
+        "random; --access-log is always random).")))
+    warmup: str | None = field(default=None, metadata=flag("--warmup", metavar="TIME|N", panel=_LOAD, help=(
+        "Run this long (5s) or this many requests (100) first, without measuring them.")))
+    unix_socket: str | None = field(default=None, metadata=flag("--unix-socket", metavar="PATH", panel=_HTTP, help=(
+        "Connect to this Unix socket; the URL then only gives the Host header and the path.")))
+    json_path: str | None = field(default=None, metadata=flag_of(json_option(_OUT, "pounder/bench-result/3",
+                                                                             "report")))
+    csv_path: str | None = field(default=None, metadata=flag("--csv", metavar="PATH", panel=_OUT, help=(
+        "Write the latency percentiles as CSV (percent,latency_ms), like ab -e; '-' for stdout.")))
+    tsv_path: str | None = field(default=None, metadata=flag("--tsv", metavar="PATH", panel=_OUT, help=(
+        "Stream every request's timings to this TSV file (with --ray, each agent writes PATH with .agent-N before "
+        "the suffix, on its own machine).")))
+    hdr_log: str | None = field(default=None, metadata=flag("--hdr-log", metavar="PATH", panel=_OUT, help=(
+        "Write an HdrHistogram interval log (1 s intervals, corrected latency, microseconds; with --ray, one per "
+        "agent like --tsv).")))
+    server_status: str | None = field(default=None, metadata=flag("--server-status", metavar="URL", panel=_SERVER,
+                                                                  help=(
+        "Also read Apache's mod_status page (?auto) at each sample: busy and idle children.")))
+    sample_interval: str | None = field(default=None, metadata=flag(
+        "--sample-interval", metavar="TIME", panel=_SERVER, help="How often the server is sampled; default 1s."))
 # fmt: on
 
 
@@ -133,82 +136,64 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
         raise failures[0]
 
 
-@takes_load_options(
-    *size_parameters(_LOAD, requests="Without -n, -d or --stages the run lasts 10 s.", duration="Default 10s.",
-                     rate="Length: -d, else -n divided by the rate, else 10s."),
-    load_parameter("stages", _LOAD),
-    load_parameter("max_in_flight", _LOAD),
-    load_parameter("replay", _LOAD),
-    load_parameter("speed", _LOAD),
-    io_parameter(_LOAD),
-    load_parameter("keepalive", _HTTP, "Default: on.", value=True),
-    *(load_parameter(name, _HTTP) for name in ("calls_per_conn", "throttle", "method", "body", "content_type",
-                                              "header", "cookie", "auth", "timeout", "allow_remote")),
-    load_parameter("scenario", _LOAD),
-    expect_status_parameter(_HTTP),
-    *tls_parameters(),
-    before="warmup",
+@takes(
+    *fields_of(BenchFlags, "url_file"),
+    *(load_parameter(name, _LOAD) for name in ("access_log", "exclude_static", "log_methods")),
+    *fields_of(BenchFlags, "order"),
+    *measured_load(_LOAD, _HTTP, sizes={"requests": "Without -n, -d or --stages the run lasts 10 s.",
+                                        "duration": "Default 10s.",
+                                        "rate": "Length: -d, else -n divided by the rate, else 10s."},
+                   paced=("stages", "max_in_flight", "replay", "speed"),
+                   request=("calls_per_conn", "throttle", "method", "body", "content_type", "header", "cookie",
+                            "auth")),
+    *fields_of(BenchFlags, "warmup", "unix_socket", "json_path", "csv_path", "tsv_path", "hdr_log"),
+    *sampled_server(_SERVER, (
+        "Sample this server's processes (the parent and all its children) while the load runs: server CPU per "
+        "completed request, children spawned and exited, memory per child and its growth.")),
+    *fields_of(BenchFlags, "server_status", "sample_interval"),
+    AgentFlags,
+    *measured_outputs(_OUT, "result", BENCH_GATES, "Evaluated on the final result (merged, with --ray)."),
 )  # fmt: skip
-@takes(*(load_parameter(name, _LOAD) for name in ("access_log", "exclude_static", "log_methods")), before="order")
-@takes(*sampled_server(_SERVER, (
-    "Sample this server's processes (the parent and all its children) while the load runs: server CPU per "
-    "completed request, children spawned and exited, memory per child and its growth.")), before="server_status")
-@takes(AgentFlags, before="quiet")
-def bench_command(
-    ctx: typer.Context,
-    url: Annotated[Text, URL_ARG] = None,
-    url_file: Annotated[Text, URL_FILE] = None,
-    order: Annotated[Text, ORDER] = None,
-    *,
-    warmup: Annotated[Text, WARMUP] = None,
-    unix_socket: Annotated[Text, UNIX_SOCKET] = None,
-    json_path: Annotated[Text, JSON] = None,
-    csv_path: Annotated[Text, CSV] = None,
-    tsv_path: Annotated[Text, TSV] = None,
-    hdr_log: Annotated[Text, HDR_LOG] = None,
-    server_status: Annotated[Text, SERVER_STATUS] = None,
-    sample_interval: Annotated[Text, SAMPLE_INTERVAL] = None,
-    quiet: Annotated[bool, QUIET] = False,
-    report: Annotated[Text, REPORT] = None,
-    fail_if: Annotated[list[str] | None, FAIL_IF] = None,
-) -> None:
+def bench_command(ctx: typer.Context, url: Annotated[Text, URL_ARG] = None) -> None:
     """Load an HTTP server and report throughput, latency and errors (help: BENCH_HELP)."""
+    own, out = given(ctx, BenchFlags), given(ctx, Measured)
     load, shared = given(ctx, LoadOptions), given(ctx, SharedOptions)
     access_log, exclude_static, log_methods = shared.access_log, shared.exclude_static, shared.log_methods
-    json_out, csv_out = _outputs(json_path, csv_path)
-    check_report_path(report)
-    check_distinct([("--json", json_out), ("--csv", csv_out), ("--tsv", tsv_path), ("--hdr-log", hdr_log),
-                    ("--report", report)], [("-f/--url-file", url_file), ("--access-log", access_log),
-                                            ("--server-pidfile", shared.server_pidfile), *load.input_files()])
+    json_out, csv_out = _outputs(own.json_path, own.csv_path)
+    check_report_path(out.report)
+    check_distinct([("--json", json_out), ("--csv", csv_out), ("--tsv", own.tsv_path), ("--hdr-log", own.hdr_log),
+                    ("--report", out.report)], [("-f/--url-file", own.url_file), ("--access-log", access_log),
+                                                ("--server-pidfile", shared.server_pidfile), *load.input_files()])
     log = None
     if access_log is not None:  # read here, so that the report can say what it held
         log = read_access_log(access_log, methods=log_methods or ("GET", "HEAD"), exclude_static=exclude_static)
     from_log: dict[str, Any] = (  # without a log the library says what the log options need
         {"access_log": log} if log is not None else {"exclude_static": exclude_static, "log_methods": log_methods})
     unwritten: OutputWriteError | None = None
-    live = not quiet and sys.stderr.isatty()
+    live = not out.quiet and sys.stderr.isatty()
     with (server_line(shared) if live else nullcontext()) as line, \
             live_progress(enabled=live, server_line=line) as on_progress:
         try:
             result = bench(
-                url, url_file=url_file, **from_log, order=order, warmup=warmup, unix_socket=unix_socket,
-                tsv_path=tsv_path, hdr_log_path=hdr_log, options=load, **shared.server(), server_status=server_status,
-                sample_interval=sample_interval, sender=given(ctx, AgentFlags).sender(),
-                on_progress=threads_warning(load, on_progress), gates=fail_if or None,
+                url, url_file=own.url_file, **from_log, order=own.order, warmup=own.warmup,
+                unix_socket=own.unix_socket, tsv_path=own.tsv_path, hdr_log_path=own.hdr_log, options=load,
+                **shared.server(), server_status=own.server_status, sample_interval=own.sample_interval,
+                sender=given(ctx, AgentFlags).sender(),
+                on_progress=threads_warning(load, on_progress), gates=out.gates(),
             )  # fmt: skip
         except OutputWriteError as error:  # the figures are whole: shown, then the one line
             result, unwritten = error.result, error
     with _interrupt.deferred():  # a signal now waits until every output is whole
-        _emit(result, json_out, csv_out, quiet, log)
-        if report is not None:
-            write_html_report([result], report)
+        _emit(result, json_out, csv_out, out.quiet, log)
+        if out.report is not None:
+            write_html_report([result], out.report)
     if unwritten is not None:
         raise PounderError(str(unwritten))
     if result.interrupted:
-        logs = [tsv_path, hdr_log]
+        logs = [own.tsv_path, own.hdr_log]
         if result.agents is not None:  # each agent's own, on its machine
             logs = [None if path is None else f"{agent_file(path, 'N')} (on each agent's machine)" for path in logs]
-        raise interrupted(kept_outputs([json_out, csv_out, *logs, report], quiet))
+        raise interrupted(kept_outputs([json_out, csv_out, *logs, out.report], out.quiet))
     if result.agents is not None and result.agents.partial:
         lost = [agent for agent in result.agents.members if agent.lost is not None]
         raise PounderError(f"the run is partial: {len(lost)} of {len(result.agents.members)} agents were lost "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Annotated
 
 import typer
@@ -16,33 +17,21 @@ import typer
 from pounder import _interrupt
 from pounder._errors import PounderError, UsageError
 from pounder._files import check_distinct, check_output_path, write_output
+from pounder._flags import flag
 from pounder._matplotlib import require_matplotlib
 from pounder._units import parse_count
-from pounder.cli._bridge import given, takes
+from pounder.cli._bridge import fields_of, given, takes
 from pounder.cli._common import (
     COMPARE_GATES,
+    Measured,
     check_report_path,
-    fail_if_option,
     gates_exit,
     interrupted,
     kept_outputs,
-    option,
-    quiet_option,
-    report_option,
+    measured_outputs,
     write_html_report,
 )
-from pounder.cli._load_options import (
-    AgentFlags,
-    SharedOptions,
-    expect_status_parameter,
-    io_parameter,
-    load_parameter,
-    sampled_server,
-    size_parameters,
-    takes_load_options,
-    threads_warning,
-    tls_parameters,
-)
+from pounder.cli._load_options import AgentFlags, SharedOptions, measured_load, sampled_server, threads_warning
 from pounder.cli._progress import live_status
 from pounder.compare import (
     DEFAULT_TRIALS,
@@ -92,27 +81,36 @@ COMPARE_HELP = "\n\n".join(
 
 Text = str | None
 
-# fmt: off
 URLS = typer.Argument(metavar="URL...", help="Two or more http:// or https:// URLs to compare.", show_default=False)
-LABEL = option("--label", panel=_TRIALS, metavar="NAME", help=(
-    "A name for each URL, in order (repeat once per URL). Default: the URL's path (host:port/path when two "
-    "paths are alike)."))
-BASELINE = option("--baseline", panel=_TRIALS, metavar="LABEL", help=(
-    "The label the others are compared with; default the first URL."))
-TRIALS = option("--trials", panel=_TRIALS, metavar="N", help=(
-    f"Measured trials per URL, default {DEFAULT_TRIALS} (at least {MIN_TRIALS}; 5 for --fail-if slower>N%)."))
-NO_WARMUP = option("--no-warmup", panel=_TRIALS, help="Skip the warm-up trial of each URL.")
-MIN_EFFECT = option("--min-effect", panel=_TRIALS, metavar="PERCENT", help=(
-    "A ratio within this many percent of 1 is 'no clear difference' even when its interval excludes 1; "
-    "default 1 (0 for the interval alone)."))
-JSON = option("--json", panel=_OUT, metavar="PATH", help=(
-    "Write the comparison as JSON (schema pounder/compare/1), rewritten after every trial so nothing measured "
-    "is lost; '-' prints it on stdout at the end instead of the report."))
-REPORT = report_option(_OUT, "comparison")
-CHART = option("--chart", panel=_OUT, metavar="PATH.png|.svg", help=(
-    "Draw median requests/s and p99 latency per URL with their 95 % intervals (needs matplotlib)."))
-QUIET = quiet_option(_OUT)
-FAIL_IF = fail_if_option(_OUT, COMPARE_GATES)
+
+
+# fmt: off
+@dataclass(frozen=True)
+class CompareFlags:
+    """The options of ``pounder compare`` that are its own (the load's are :class:`~pounder.LoadOptions`',
+    the server's :class:`~pounder.cli._load_options.SharedOptions`'): what it writes, then how it runs
+    the trials, each in the panel --help shows it in (where the command lists them); read with
+    ``given(ctx, CompareFlags)``."""
+
+    json_path: str | None = field(default=None, metadata=flag("--json", metavar="PATH", panel=_OUT, help=(
+        "Write the comparison as JSON (schema pounder/compare/1), rewritten after every trial so nothing measured "
+        "is lost; '-' prints it on stdout at the end instead of the report.")))
+    chart_path: str | None = field(default=None, metadata=flag("--chart", metavar="PATH.png|.svg", panel=_OUT, help=(
+        "Draw median requests/s and p99 latency per URL with their 95 % intervals (needs matplotlib).")))
+    label: tuple[str, ...] = field(default=(), metadata=flag("--label", metavar="NAME", panel=_TRIALS,
+                                                             repeatable=True, help=(
+        "A name for each URL, in order (repeat once per URL). Default: the URL's path (host:port/path when two "
+        "paths are alike).")))
+    baseline: str | None = field(default=None, metadata=flag("--baseline", metavar="LABEL", panel=_TRIALS, help=(
+        "The label the others are compared with; default the first URL.")))
+    trials: str | None = field(default=None, metadata=flag("--trials", metavar="N", panel=_TRIALS, help=(
+        f"Measured trials per URL, default {DEFAULT_TRIALS} (at least {MIN_TRIALS}; 5 for --fail-if slower>N%).")))
+    no_warmup: bool = field(default=False, metadata=flag("--no-warmup", panel=_TRIALS, help=(
+        "Skip the warm-up trial of each URL.")))
+    min_effect: str | None = field(default=None, metadata=flag("--min-effect", metavar="PERCENT", panel=_TRIALS,
+                                                               help=(
+        "A ratio within this many percent of 1 is 'no clear difference' even when its interval excludes 1; "
+        "default 1 (0 for the interval alone).")))
 # fmt: on
 
 
@@ -205,63 +203,47 @@ def _check_chart(path: str | None) -> str | None:
     return checked
 
 
-@takes_load_options(
-    *size_parameters(_LOAD, duration="Default 5s when neither -n nor -d is given.",
-                     rate="Length: -d, else -n divided by the rate, else 5s."),
-    io_parameter(_LOAD),
-    load_parameter("keepalive", _LOAD, "Default: on.", value=True),
-    *(load_parameter(name, _LOAD) for name in ("timeout", "allow_remote")),
-    load_parameter("scenario", _LOAD, "Every variant runs it; each URL is then a server's base."),
-    expect_status_parameter(_LOAD),
-    *tls_parameters(),
-    before="server_pid",
-)
-@takes(*sampled_server(_SERVER, (
-    "The server behind every URL (its parent process): sampled during each trial for its CPU per request.")),
-    AgentFlags, before="json_path")
-def compare_command(
-    ctx: typer.Context,
-    urls: Annotated[list[str], URLS],
-    label: Annotated[list[str] | None, LABEL] = None,
-    baseline: Annotated[Text, BASELINE] = None,
-    trials: Annotated[Text, TRIALS] = None,
-    no_warmup: Annotated[bool, NO_WARMUP] = False,
-    min_effect: Annotated[Text, MIN_EFFECT] = None,
-    *,
-    json_path: Annotated[Text, JSON] = None,
-    chart_path: Annotated[Text, CHART] = None,
-    quiet: Annotated[bool, QUIET] = False,
-    report: Annotated[Text, REPORT] = None,
-    fail_if: Annotated[list[str] | None, FAIL_IF] = None,
-) -> None:
+@takes(
+    *fields_of(CompareFlags, "label", "baseline", "trials", "no_warmup", "min_effect"),
+    *measured_load(_LOAD, sizes={"duration": "Default 5s when neither -n nor -d is given.",
+                                 "rate": "Length: -d, else -n divided by the rate, else 5s."},
+                   scenario="Every variant runs it; each URL is then a server's base."),
+    *sampled_server(_SERVER, (
+        "The server behind every URL (its parent process): sampled during each trial for its CPU per request.")),
+    AgentFlags,
+    *fields_of(CompareFlags, "json_path", "chart_path"),
+    *measured_outputs(_OUT, "comparison", COMPARE_GATES),
+)  # fmt: skip
+def compare_command(ctx: typer.Context, urls: Annotated[list[str], URLS]) -> None:
     """Compare URLs in interleaved trials (help: COMPARE_HELP)."""
+    own, out = given(ctx, CompareFlags), given(ctx, Measured)
     load, shared = given(ctx, LoadOptions), given(ctx, SharedOptions)
-    labels = labels_for(urls, label)
-    count = check_trials(parse_trials(trials))
-    effect = parse_min_effect(min_effect)
-    json_out = check_output_path(json_path, "--json", "JSON")
-    chart_out = _check_chart(chart_path)
-    check_report_path(report)
-    check_distinct([("--json", json_out), ("--chart", chart_out), ("--report", report)],
+    labels = labels_for(urls, list(own.label) or None)
+    count = check_trials(parse_trials(own.trials))
+    effect = parse_min_effect(own.min_effect)
+    json_out = check_output_path(own.json_path, "--json", "JSON")
+    chart_out = _check_chart(own.chart_path)
+    check_report_path(out.report)
+    check_distinct([("--json", json_out), ("--chart", chart_out), ("--report", out.report)],
                    [("--server-pidfile", shared.server_pidfile), *load.input_files()])
     target = shared.target()
     pid = None if target is None else target.pid
     variants = [Variant(name, url, pid) for name, url in zip(labels, urls, strict=True)]
-    plan = trial_plan(labels, count, not no_warmup)
-    with _progress(not quiet and sys.stderr.isatty(), plan) as (on_trial, on_progress):
+    plan = trial_plan(labels, count, not own.no_warmup)
+    with _progress(not out.quiet and sys.stderr.isatty(), plan) as (on_trial, on_progress):
         result = compare(
             variants,
-            trials=count, warmup=not no_warmup, baseline=baseline, min_effect=effect,
+            trials=count, warmup=not own.no_warmup, baseline=own.baseline, min_effect=effect,
             results=None if json_out in (None, "-") else json_out, on_trial=on_trial,
             on_progress=threads_warning(load, on_progress),
-            options=load, sender=given(ctx, AgentFlags).sender(), gates=fail_if or None,
+            options=load, sender=given(ctx, AgentFlags).sender(), gates=out.gates(),
         )  # fmt: skip
     with _interrupt.deferred():  # a signal now waits until every output is whole
-        _emit(result, json_out, chart_out, quiet)
-        if report is not None:
-            write_html_report([result.to_dict()], report)
+        _emit(result, json_out, chart_out, out.quiet)
+        if out.report is not None:
+            write_html_report([result.to_dict()], out.report)
     if result.interrupted:
-        raise interrupted(kept_outputs([json_out, chart_out, report], quiet))
+        raise interrupted(kept_outputs([json_out, chart_out, out.report], out.quiet))
     failure = failure_message(result)
     if failure is not None:  # written and reported; still no comparison
         raise PounderError(failure)

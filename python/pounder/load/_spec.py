@@ -15,7 +15,7 @@ from pounder._units import parse_bandwidth
 from pounder.load._model import build_load_model, count, replay_model, seconds
 from pounder.load._options import LoadOptions
 from pounder.load._tls import TlsSettings, read_tls
-from pounder.results import HttpOptions, LoadModel, RunOptions, TargetInfo, parse_statuses
+from pounder.results import HttpOptions, LoadPlan, RunOptions, TargetInfo, parse_statuses
 from pounder.traffic import (
     AccessLog,
     ReplayPlan,
@@ -213,13 +213,9 @@ def _plan_replay(given: LoadOptions, url_file: object, access_log: object, order
 
 @public
 @dataclass(frozen=True)
-class BenchSpec:
+class BenchSpec(LoadPlan[Target]):
     """Validated bench options, ready to hand to the engine. Build with :meth:`from_options`."""
 
-    targets: tuple[Target, ...]
-    order: Literal["sequential", "random"]
-    load: LoadModel
-    http: HttpOptions
     tsv_path: str | None = None
     hdr_log_path: str | None = None
     allow_remote: bool = False

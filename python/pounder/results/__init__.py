@@ -39,7 +39,16 @@ from pounder.results._measured import (
 from pounder.results._outcome import load_failure, parse_statuses, speaks_tls, statuses_text
 from pounder.results._report import describe_load, describe_replay, format_ms, other_hosts, render_report
 from pounder.results._result import READ_SCHEMAS, SCHEMA, BenchResult, Derived, ReplyRate, load_result
-from pounder.results._run_options import HttpOptions, LoadModel, ReplayInfo, RunOptions, Stage, TargetInfo, TlsInfo
+from pounder.results._run_options import (
+    HttpOptions,
+    LoadModel,
+    LoadPlan,
+    ReplayInfo,
+    RunOptions,
+    Stage,
+    TargetInfo,
+    TlsInfo,
+)
 from pounder.results._steps import StepStats
 
 __all__ = [
@@ -63,6 +72,7 @@ __all__ = [
     "IoInfo",
     "Latency",
     "LoadModel",
+    "LoadPlan",
     "MalformedResultError",
     "Phases",
     "ReplayInfo",

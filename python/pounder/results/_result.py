@@ -22,23 +22,10 @@ from pounder._errors import UsageError, check_path, public
 from pounder._files import RESULT_LIMIT, check_input_file
 from pounder._records import decode_json
 from pounder.procs import MalformedReportError, ServerLoadReport, per_request
+from pounder.results import _measured as measured
 from pounder.results._distributed import Agents, read_agents
 from pounder.results._gates import GateReport
-from pounder.results._measured import (
-    READ,
-    ByteCounts,
-    ClientCpu,
-    ErrorCounts,
-    IoInfo,
-    Latency,
-    MalformedResultError,
-    Phases,
-    RequestCounts,
-    SecondSample,
-    TlsCounts,
-    WarmupCounts,
-    measurements,
-)
+from pounder.results._measured import READ, MalformedResultError, measurements
 from pounder.results._run_options import RunOptions, read_run_options
 from pounder.results._steps import StepStats, read_steps
 
@@ -101,7 +88,7 @@ def _ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator > 0 else 0.0
 
 
-def reply_rate(series: tuple[SecondSample, ...], elapsed_s: float) -> ReplyRate | None:
+def reply_rate(series: tuple[measured.SecondSample, ...], elapsed_s: float) -> ReplyRate | None:
     """Reply-rate statistics over the full seconds (missing seconds count as 0 replies), in time
     and memory of the series' entries, not of the seconds (a result read back may claim any
     duration): the seconds with no entry are counted, not listed."""
@@ -139,16 +126,16 @@ class BenchResult:
     interrupted: bool
     options: RunOptions
     elapsed_s: float
-    warmup: WarmupCounts
-    requests: RequestCounts
-    bytes: ByteCounts
+    warmup: measured.WarmupCounts
+    requests: measured.RequestCounts
+    bytes: measured.ByteCounts
     connections_opened: int
     status: Mapping[str, int]
-    errors: ErrorCounts
-    latency: Latency
-    phases: Phases
-    series: tuple[SecondSample, ...]
-    client_cpu: ClientCpu
+    errors: measured.ErrorCounts
+    latency: measured.Latency
+    phases: measured.Phases
+    series: tuple[measured.SecondSample, ...]
+    client_cpu: measured.ClientCpu
     histogram: str
     server: ServerLoadReport | None = None
     """The server's processes sampled during the run (``--server-pid`` and co.), else None."""
@@ -156,9 +143,9 @@ class BenchResult:
     """The agents that sent the load (``--ray``), else None: the figures are their merged ones."""
     steps: tuple[StepStats, ...] | None = None
     """A scenario's steps (``--scenario``), in the file's order, else None."""
-    tls: TlsCounts | None = None
+    tls: measured.TlsCounts | None = None
     """https://: the TLS handshakes and how many resumed a session; None when no target was https://."""
-    io: IoInfo | None = None
+    io: measured.IoInfo | None = None
     """The engine's I/O path (io_uring or epoll) and why; None in results from before the io_uring path."""
     gates: GateReport | None = None
     """The ``--fail-if`` gates evaluated on this result (:func:`~pounder.results.evaluate_gates`), else None."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from pounder._errors import public
 from pounder.results._measured import READ, MalformedResultError
@@ -122,15 +122,30 @@ class TlsInfo:
     resume: bool
 
 
+TargetOf = TypeVar("TargetOf")
+"""What a target is to a :class:`LoadPlan`: as the engine takes it (:class:`pounder.load.Target`) or as
+a result records it (:class:`TargetInfo`)."""
+
+
 @public
 @dataclass(frozen=True)
-class RunOptions:
-    """The options a bench ran with."""
+class LoadPlan(Generic[TargetOf]):
+    """What a run sends, declared once for the options handed to the engine
+    (:class:`pounder.load.BenchSpec`) and the options a result records (:class:`RunOptions`): the
+    ``targets``, the ``order`` they are picked in, the ``load`` model and the ``http`` request
+    options; each adds its own fields after these."""
 
-    targets: tuple[TargetInfo, ...]
+    targets: tuple[TargetOf, ...]
     order: Literal["sequential", "random"]
     load: LoadModel
     http: HttpOptions
+
+
+@public
+@dataclass(frozen=True)
+class RunOptions(LoadPlan[TargetInfo]):
+    """The options a bench ran with."""
+
     scenario: str | None = None
     """The scenario file the virtual users ran (``--scenario``), or None."""
     replay: ReplayInfo | None = None
