@@ -23,7 +23,7 @@ from pounder.report._html import Section, bullets, chart, label_axes, paragraph,
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from pounder.report._tune import TuneRun
+    from pounder.report._tune import TuneResults
 
 BLUE, ORANGE, GREEN, RED, GREY = "#4c78a8", "#f58518", "#54a24b", "#e45756", "#8c8c8c"
 
@@ -60,7 +60,7 @@ def _gap(upper: float | None, lower: float | None) -> float:
     return 0.0 if upper is None or lower is None else float(upper) - float(lower)
 
 
-def has_other_cores(run: TuneRun, points: Sequence[TunePoint]) -> bool:
+def has_other_cores(run: TuneResults, points: Sequence[TunePoint]) -> bool:
     """Whether the tables of ``points`` have an "other cores" column (other processes' CPU): in
     every run that compares pools at the offered load ("-" where unknown, as the text report), and
     wherever a point measured it."""
@@ -85,7 +85,7 @@ def _leak_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
     return slope, mean_y - slope * mean_x
 
 
-def sizes_section(run: TuneRun, prefix: str) -> Section:
+def sizes_section(run: TuneResults, prefix: str) -> Section:
     measure = run.measure or {}
     total = int(measure["requests_first"]) + int(measure["requests_second"])
     section = Section("1. Child sizes and the leak")
@@ -158,7 +158,7 @@ def _twin(ax: Axes) -> Any:
     return other
 
 
-def memory_section(run: TuneRun, prefix: str) -> Section:
+def memory_section(run: TuneResults, prefix: str) -> Section:
     memory = run.memory or {}
     ram, shared, uss, rss = (float(memory[k]) for k in ("ram", "shared", "child_uss", "child_rss"))
     bound, no_sharing = int(memory["max_clients"]), int(memory["max_clients_no_sharing"])
@@ -237,7 +237,7 @@ def memory_section(run: TuneRun, prefix: str) -> Section:
 # step 3: the children sweep
 
 
-def children_section(run: TuneRun, prefix: str) -> Section:
+def children_section(run: TuneResults, prefix: str) -> Section:
     sweep = sorted(run.sweep_points, key=lambda p: p.children)
     section = Section(f"3. Children ({run.names.get('max_clients', '-')})")
     counts = [p.children for p in sweep]
