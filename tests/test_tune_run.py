@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pounder._tune_point import MalformedTuneError
-from pounder._tune_run import Confirmation, OfferedLoad, Target, TuneRun, target_text
+from pounder._tune_run import Confirmation, OfferedLoad, PointLine, Target, TuneRun, TuneSummary, target_text
 
 DATA = Path(__file__).resolve().parent / "data"
 RESULTS = sorted(DATA.glob("tune-*/recommendation.json"))
@@ -150,3 +150,22 @@ def test_a_recommendation_missing_what_every_version_holds_names_it() -> None:
     broken = {**document, "sweep": [{**document["sweep"][0], "rps": "fast"}]}
     with pytest.raises(MalformedTuneError, match=r"sweep\[0\]\.rps"):
         TuneRun.from_dict(broken)
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("tune-*/summary.json")), ids=lambda p: p.parent.name)
+def test_every_stored_summary_reads_as_a_record_and_back(path: Path) -> None:
+    """An unfinished run's summary.json (kept by every recorded run) through TuneSummary and back."""
+    document = json.loads(path.read_text())
+    summary = TuneSummary.from_dict(document)
+    assert summary.to_dict() == document
+    assert [line.row for line in summary.points] == [
+        [p["key"], p["step"], p["finished_at"] or "-", p["described"]] for p in document["points"]]
+    assert summary.spare_trials == int(document.get("spare_trials") or 0)
+
+
+def test_an_empty_summary_reads_as_nothing_measured() -> None:
+    """A run stopped before its first point has an empty (or no) summary: nothing to draw."""
+    summary = TuneSummary.from_dict({})
+    assert (summary.sweep, summary.mrpc, summary.pools, summary.points, summary.spare_trials) == ((), (), None, (), 0)
+    assert summary.to_dict() == {}
+    assert PointLine.read({"finished_at": None}).row == ["?", "?", "-", ""]

@@ -40,8 +40,17 @@ from pounder._errors import PounderError
 from pounder._figures import BURST_FACTOR
 from pounder._pod_line import pod_line
 from pounder._records import decode_json
-from pounder._tune_point import MalformedTuneError, TunePoint
-from pounder._tune_run import Confirmation, FleetPod, PoolChoice, Target, TuneRun, target_text
+from pounder._tune_point import MalformedTuneError
+from pounder._tune_run import (
+    Confirmation,
+    FleetPod,
+    PointLine,
+    PoolChoice,
+    Target,
+    TuneRun,
+    TuneSummary,
+    target_text,
+)
 from pounder._units import mib
 from pounder.pool import (
     ADAPTERS,
@@ -148,20 +157,24 @@ class TuneResults:
             raise ReportError(f"{self.store.result_path} does not hold a complete pounder tune result: "
                               f"{error}") from None
 
+    def _steps(self, stored: TuneRun | TuneSummary) -> None:
+        """The steps' figures a finished run's recommendation and an unfinished one's summary both hold."""
+        self.measure, self.other_measure, self.memory = stored.measure, stored.other_measure, stored.memory
+        self.sweep: list[Mapping[str, Any]] = [point.stored for point in stored.sweep]
+        self.mrpc: list[Mapping[str, Any]] = [point.stored for point in stored.mrpc]
+        self.sweep_points, self.mrpc_points = list(stored.sweep), list(stored.mrpc)
+        self.pools: PoolChoice | None = stored.pools
+        self.pool_points = [] if stored.pools is None else sorted(stored.pools.points, key=lambda p: p.children)
+        self.leak = stored.leak
+
     def _from_result(self, result: TuneRun) -> None:
-        self.measure, self.other_measure, self.memory = result.measure, result.other_measure, result.memory
-        self.sweep: list[Mapping[str, Any]] = [point.stored for point in result.sweep]
-        self.children, self.max_requests, self.leak = result.children, result.max_requests, result.leak
-        self.mrpc: list[Mapping[str, Any]] = [point.stored for point in result.mrpc]
+        self._steps(result)
+        self.children, self.max_requests = result.children, result.max_requests
         self.spare: list[dict[str, Any]] = [self._with_series(dict(p)) for p in result.spare]
-        self.pools: PoolChoice | None = result.pools
+        self.spare_points, self.spare_trials = list(result.spare_points), 0
         self.why: tuple[str, ...] | None = result.why
         self.confirmation, self.target, self.offered = result.confirmation, result.target, result.offered
-        self.sweep_points, self.mrpc_points = list(result.sweep), list(result.mrpc)
-        self.spare_points = list(result.spare_points)
-        self.pool_points = [] if result.pools is None else sorted(result.pools.points, key=lambda p: p.children)
-        self.spare_trials = 0
-        self.point_lines: list[Mapping[str, Any]] = []
+        self.point_lines: list[PointLine] = []
 
     def _from_summary(self) -> None:
         """An unfinished run: the figures it derived from its points so far, as it stored them."""
@@ -173,28 +186,17 @@ class TuneResults:
         if summary and summary.get("schema") != SUMMARY_SCHEMA:
             raise ReportError(f"{self.store.summary_path} is not a {SUMMARY_SCHEMA} document")
         check_numbers(summary, "tune-summary", self.store.summary_path)
-        self.measure = summary.get("measure")
-        self.other_measure = summary.get("other_measure")
-        self.memory = summary.get("memory")
-        self.sweep = list(summary.get("sweep") or [])
-        self.children = None
-        pools = summary.get("pools")
-        self.mrpc = list(summary.get("mrpc") or [])
-        self.max_requests = None
-        self.leak = summary.get("leak")
-        self.spare = []  # each setting's figures come with the recommendation
-        self.spare_trials = int(summary.get("spare_trials") or 0)
-        self.point_lines = list(summary.get("points") or [])
-        self.why, self.confirmation, self.target, self.offered = None, None, None, None
         try:
-            self.sweep_points = [TunePoint.from_dict(p, f"sweep[{i}]") for i, p in enumerate(self.sweep)]
-            self.mrpc_points = [TunePoint.from_dict(p, f"mrpc[{i}]") for i, p in enumerate(self.mrpc)]
-            self.pools = None if pools is None else PoolChoice.read(pools)
+            stored = TuneSummary.from_dict(summary)
         except MalformedTuneError as error:
             raise ReportError(f"{self.store.summary_path} does not hold a complete pounder tune result: "
                               f"{error}") from None
-        self.spare_points = []
-        self.pool_points = [] if self.pools is None else sorted(self.pools.points, key=lambda p: p.children)
+        self._steps(stored)
+        self.children, self.max_requests = None, None
+        self.spare = []  # each setting's figures come with the recommendation
+        self.spare_points, self.spare_trials = [], stored.spare_trials
+        self.why, self.confirmation, self.target, self.offered = None, None, None, None
+        self.point_lines = list(stored.points)
 
     def _with_series(self, summary: dict[str, Any]) -> dict[str, Any]:
         """The spare summary with its ``series`` (older results kept it only in the point's bench)."""
@@ -385,8 +387,7 @@ def _interrupted(run: TuneResults) -> Section:
                 f"points measured so far{after}; <code>pounder tune --resume {esc(run.path)}</code> measures only "
                 "the missing ones and recommends.</p></div>")
     if run.point_lines:
-        rows = [[p.get("key", "?"), p.get("step", "?"), p.get("finished_at") or "-", p.get("described", "")]
-                for p in run.point_lines]
+        rows = [line.row for line in run.point_lines]
         section.add(table(["point", "step", "finished", "result"], rows))
     else:
         section.add(paragraph("No point was measured."))
