@@ -6,7 +6,13 @@ the stored document with :class:`pounder._records.Reader` (``from_dict``, ``to_d
   and the page state it;
 * :class:`OfferedLoad`: the load the candidate pools are compared at;
 * :class:`Confirmation`: the recommended configuration held at the target load, its checks and,
-  when the first pool was over the RAM budget, the pool it was lowered from.
+  when the first pool was over the RAM budget, the pool it was lowered from;
+* :class:`TuneRun`: a finished run's ``recommendation.json`` as a whole, read once for the page
+  (its points as :class:`~pounder._tune_point.TunePoint`, the pools compared, the spare setting
+  chosen, the fleet, the records above), leniently as the page read it before the record: a
+  member an earlier pounder did not write reads as None; :class:`TuneSummary`: an unfinished
+  run's ``summary.json`` the same way. They are the reading side of what ``pounder.tune`` writes
+  (its ``TuneResult``, ``PoolChoice``, ``Fleet``): named ``Stored*`` where both exist.
 
 The document as stored is kept (``stored``): :meth:`Confirmation.to_dict` gives it back, with the
 record's figures; the figures the record does not name (CPU, memory) stay in it."""
@@ -205,7 +211,7 @@ _PARAMS = ("max_clients", "max_requests", "start_servers", "min_spare", "max_spa
 
 
 @dataclass(frozen=True)
-class Params(Stored):
+class StoredParams(Stored):
     """The recommendation, as a point's ``params``: the children, MaxRequestsPerChild (0:
     unlimited), the spare settings (None: a fixed pool) and the preload setting (None: not stored)."""
 
@@ -217,14 +223,14 @@ class Params(Stored):
     preload: bool | None
 
     @classmethod
-    def read(cls, value: Mapping[str, Any]) -> Params:
+    def read(cls, value: Mapping[str, Any]) -> StoredParams:
         """The parameters as stored; one missing reads as None (the AttributeError of a value
         that is no object)."""
         return cls(*(value.get(name) for name in _PARAMS), stored=value)
 
 
 @dataclass(frozen=True)
-class PoolChoice(Stored):
+class StoredPools(Stored):
     """The candidate pools compared at the offered load (``points``, in the order stored) and the
     choice among them: ``chosen``, ``best`` (the most requests/s), ``lowest_p99`` (None: not
     chosen yet, or not stored), ``why`` and ``reasons``; the members the page does not draw
@@ -238,7 +244,7 @@ class PoolChoice(Stored):
     reasons: Any
 
     @classmethod
-    def read(cls, value: Mapping[str, Any], key: str = "pools") -> PoolChoice:
+    def read(cls, value: Mapping[str, Any], key: str = "pools") -> StoredPools:
         """The pools as stored; the KeyError of missing ``points``, the MalformedTuneError of a
         point that lacks a figure."""
         points = tuple(TunePoint.from_dict(p, f"{key}.points[{i}]") for i, p in enumerate(value["points"]))
@@ -262,7 +268,7 @@ class SpareChoice(Stored):
 
 
 @dataclass(frozen=True)
-class FleetPod(Stored):
+class StoredPod(Stored):
     """A container's resources for one server as the run decided them: the Kubernetes block
     (``yaml``), the docker options and how each figure was reached (``notes``); its figures stay
     in ``stored``."""
@@ -272,25 +278,25 @@ class FleetPod(Stored):
     notes: tuple[str, ...]
 
     @classmethod
-    def read(cls, value: Mapping[str, Any]) -> FleetPod:
+    def read(cls, value: Mapping[str, Any]) -> StoredPod:
         return cls(str(value["yaml"]), str(value["docker"]), tuple(str(n) for n in value.get("notes") or []),
                    stored=value)
 
 
 @dataclass(frozen=True)
-class Fleet(Stored):
+class StoredFleet(Stored):
     """Where the recommended server will run: the servers a target rate needs, in words (``size``,
     None without a target rate) and a container's resources (``pod``, None without one)."""
 
     size: str | None
-    pod: FleetPod | None
+    pod: StoredPod | None
 
     @classmethod
-    def read(cls, value: Mapping[str, Any] | None) -> Fleet:
+    def read(cls, value: Mapping[str, Any] | None) -> StoredFleet:
         """``value`` None or empty reads as no fleet figure (results of earlier versions)."""
         data: Mapping[str, Any] = value or {}
         size, pod = data.get("size"), data.get("pod")
-        return cls(str(size["text"]) if size else None, FleetPod.read(pod) if pod else None, stored=data)
+        return cls(str(size["text"]) if size else None, StoredPod.read(pod) if pod else None, stored=data)
 
     def to_dict(self) -> dict[str, Any]:
         """The section as stored (``size`` the figures of which :attr:`size` is the text)."""
@@ -329,18 +335,18 @@ class TuneRun(Stored, key="recommendation"):
     spare: tuple[Mapping[str, Any], ...]
     spare_points: tuple[TunePoint, ...]
     spare_choice: SpareChoice | None
-    pools: PoolChoice | None
+    pools: StoredPools | None
     why: tuple[str, ...] | None
     target: Target | None
     offered: OfferedLoad | None
     confirmation: Confirmation | None
-    params: Params
+    params: StoredParams
     config: str
     cores: float | None
     workload: str | None
     cpus: str | None
     advice: tuple[str, ...]
-    fleet: Fleet
+    fleet: StoredFleet
 
     @classmethod
     def from_dict(cls, value: object, key: str | None = None) -> TuneRun:
@@ -359,16 +365,16 @@ class TuneRun(Stored, key="recommendation"):
         offered = None if data.get("offered") is None else OfferedLoad.from_dict(data["offered"])
         sweep_points = tuple(TunePoint.from_dict(p, f"sweep[{i}]") for i, p in enumerate(sweep))
         mrpc_points = tuple(TunePoint.from_dict(p, f"mrpc[{i}]") for i, p in enumerate(mrpc))
-        pool_choice = None if pools is None else PoolChoice.read(pools)
+        pool_choice = None if pools is None else StoredPools.read(pools)
         trials = bool(spare) and "trials" in spare[0]  # earlier: a burst each, drawn apart
         spare_points = tuple(TunePoint.from_dict(p, f"spare[{i}]") for i, p in enumerate(spare)) if trials else ()
         return cls(
             data.get("schema"), data.get("tool_version"), data.get("server"), data.get("described"),
             data.get("names"), measure, other_measure, memory, data.get("other_memory"), sweep_points, children,
             mrpc_points, max_requests, spare, spare_points, None if choice is None else SpareChoice.read(choice),
-            pool_choice, why, target, offered, confirmation, Params.read(data["params"]), str(data["config"]),
+            pool_choice, why, target, offered, confirmation, StoredParams.read(data["params"]), str(data["config"]),
             data.get("cores"), data.get("workload"), data.get("cpus"),
-            tuple(str(a) for a in data["advice"]) if data.get("advice") else (), Fleet.read(data.get("fleet")),
+            tuple(str(a) for a in data["advice"]) if data.get("advice") else (), StoredFleet.read(data.get("fleet")),
             stored=data,
         )  # fmt: skip
 
@@ -429,7 +435,7 @@ class TuneSummary(Stored, key="summary"):
     other_measure: Mapping[str, Any] | None
     memory: Mapping[str, Any] | None
     sweep: tuple[TunePoint, ...]
-    pools: PoolChoice | None
+    pools: StoredPools | None
     mrpc: tuple[TunePoint, ...]
     leak: bool | None
     spare_trials: int
@@ -445,7 +451,7 @@ class TuneSummary(Stored, key="summary"):
         leak, spare_trials, lines = data.get("leak"), int(data.get("spare_trials") or 0), data.get("points") or []
         sweep_points = tuple(TunePoint.from_dict(p, f"sweep[{i}]") for i, p in enumerate(sweep))
         mrpc_points = tuple(TunePoint.from_dict(p, f"mrpc[{i}]") for i, p in enumerate(mrpc))
-        pool_choice = None if pools is None else PoolChoice.read(pools)
+        pool_choice = None if pools is None else StoredPools.read(pools)
         return cls(data.get("schema"), measure, other_measure, memory, sweep_points, pool_choice, mrpc_points, leak,
                    spare_trials, tuple(PointLine.read(line) for line in lines), stored=data)
 

@@ -43,9 +43,9 @@ from pounder._records import decode_json
 from pounder._tune_point import MalformedTuneError
 from pounder._tune_run import (
     Confirmation,
-    FleetPod,
     PointLine,
-    PoolChoice,
+    StoredPod,
+    StoredPools,
     Target,
     TuneRun,
     TuneSummary,
@@ -163,7 +163,7 @@ class TuneResults:
         self.sweep: list[Mapping[str, Any]] = [point.stored for point in stored.sweep]
         self.mrpc: list[Mapping[str, Any]] = [point.stored for point in stored.mrpc]
         self.sweep_points, self.mrpc_points = list(stored.sweep), list(stored.mrpc)
-        self.pools: PoolChoice | None = stored.pools
+        self.pools: StoredPools | None = stored.pools
         self.pool_points = [] if stored.pools is None else sorted(stored.pools.points, key=lambda p: p.children)
         self.leak = stored.leak
 
@@ -330,7 +330,7 @@ def _top(run: TuneResults) -> Section:
     return section
 
 
-def _pod(pod: FleetPod | None) -> list[str]:
+def _pod(pod: StoredPod | None) -> list[str]:
     """The container's resources as the run decided them (pounder.tune._fleet): the Kubernetes
     block, the docker options, how each figure was reached; nothing without a pod."""
     if pod is None:
