@@ -35,10 +35,6 @@ BLUE, ORANGE, GREEN, RED, GREY = "#4c78a8", "#f58518", "#54a24b", "#e45756", "#8
 pct, ms, cores = percent, table_ms, table_cores
 
 
-def cpu(point: Mapping[str, Any]) -> str:
-    return whole(point.get("server_cpu_us"))
-
-
 def mrpc_label(value: int) -> str:
     return "unlimited" if value == 0 else str(value)
 
@@ -275,13 +271,14 @@ def children_section(run: TuneResults, prefix: str) -> Section:
                 ax.legend(loc="best", fontsize=8)
     if run.old:
         rows = [[p["children"], p["connections"], f"{int(p['complete']) + int(p['failed']):,}",
-                 f"{float(p['rps']):,.0f}", ms(p["p50_ms"]), ms(p["p95_ms"]), ms(p["p99_ms"]), cpu(p),
-                 f"{float(p['server_cores']):.2f}", mib(p.get("max_child_uss")), p["failed"]] for p in run.sweep]
+                 f"{float(p['rps']):,.0f}", ms(p["p50_ms"]), ms(p["p95_ms"]), ms(p["p99_ms"]),
+                 whole(point.server_cpu_us), f"{float(p['server_cores']):.2f}", mib(point.max_child_uss), p["failed"]]
+                for p, point in zip(run.sweep, run.sweep_points, strict=True)]
         section.add(table(["MC", "NC", "NR", "RPS", "p50", "p95", "p99", "srv CPU us/req", "srv cores",
                            "max USS MiB", "failed"], rows))
         section.add(paragraph("MC = children, NC = concurrent clients, NR = requests; latency in ms."))
         return section
-    queued = any(p.get("queued") is not None for p in run.sweep)  # results of earlier versions lack it
+    queued = any(p.queued is not None for p in run.sweep_points)  # results of earlier versions lack it
     other = has_other_cores(run, run.sweep_points)
     section.add(children_table(queued=queued, other_cores=other).html(run.sweep_points))
     queued_legend = ("queued: the share of the accept queue's samples with a connection waiting for a free child "
