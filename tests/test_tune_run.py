@@ -4,13 +4,15 @@ text and the page write them alike."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pounder._tune_point import MalformedTuneError
-from pounder._tune_run import Confirmation, OfferedLoad, Target, target_text
+from pounder._tune_run import Confirmation, OfferedLoad, PointLine, Target, TuneRun, TuneSummary, target_text
 
 DATA = Path(__file__).resolve().parent / "data"
 RESULTS = sorted(DATA.glob("tune-*/recommendation.json"))
@@ -78,3 +80,92 @@ def test_the_target_in_words() -> None:
     assert target_text(Target(peak_rate=150.0, p99_s=0.25, proxy=False), None, compared=True, trials=1) == (
         "150 req/s at the peak (--peak-rate); p99 at most 250.0 ms; no buffering proxy in front (--no-proxy); "
         "1 interleaved trials per point")
+
+
+# ---------------------------------------------------------------------------------------------
+# recommendation.json as a whole (TuneRun)
+
+
+TARGET_DEFAULTS = {"source": "--peak-rate", "keepalive": False, "proxy": True}
+"""The members of a stored target that read as their documented defaults when absent (Target's
+fields' defaults); TuneRun.to_dict writes them back: the only difference from the input."""
+
+
+def _earlier(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` as an earlier pounder wrote it: none of the members added since (offered, pools,
+    spare_choice, why, fleet, the points' p99 interval and other cores), a target without its
+    defaults, a burst per spare setting."""
+    older = copy.deepcopy(document)
+    for key in ("offered", "pools", "spare_choice", "why", "fleet"):
+        older.pop(key, None)
+    for point in [*older["sweep"], *older["mrpc"]]:
+        for key in ("p99_low", "p99_high", "other_cores"):
+            point.pop(key, None)
+    older["target"] = {key: value for key, value in older["target"].items() if key not in TARGET_DEFAULTS}
+    older["spare"] = [{"name": name, "children": 2, "start_servers": 1, "min_spare": 1, "max_spare": 2,
+                       "connections": 4, "idle_children": 1, "rps": 40.0, "p99_ms": 2.0, "burst_s": 0,
+                       "series": [{"second": 0, "complete": 10, "p99_us": 900}]} for name in ("before", "after")]
+    return older
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.parent.name)
+def test_every_stored_recommendation_reads_as_a_record_and_back(path: Path) -> None:
+    """Every recorded run's recommendation.json through TuneRun: to_dict gives back the input, and
+    the record's points are those stored."""
+    document = json.loads(path.read_text())
+    run = TuneRun.from_dict(document)
+    assert run.to_dict() == document
+    assert [p.children for p in run.sweep] == [p["children"] for p in document["sweep"]]
+    assert run.params.max_clients == document["params"]["max_clients"]
+    assert run.why == tuple(document["why"]) and run.advice == tuple(document["advice"])
+    assert (run.pools is None) == (document["pools"] is None)
+    if run.pools is not None:
+        assert [p.to_dict() for p in run.pools.points] == document["pools"]["points"]
+        assert (run.pools.chosen, run.pools.best) == (document["pools"]["chosen"], document["pools"]["best"])
+    pod = (document.get("fleet") or {}).get("pod")
+    assert (run.fleet.pod is None) == (not pod)
+    if pod:
+        assert run.fleet.pod is not None and run.fleet.pod.notes == tuple(pod["notes"])
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=lambda p: p.parent.name)
+def test_a_recommendation_of_an_earlier_pounder_reads_and_back_with_the_targets_defaults(path: Path) -> None:
+    """A document without the members added since reads with them None (or empty), and writes back
+    as it was but for the target's documented defaults (TARGET_DEFAULTS), which it then holds."""
+    older = _earlier(json.loads(path.read_text()))
+    run = TuneRun.from_dict(older)
+    assert (run.offered, run.pools, run.spare_choice, run.why, run.fleet.size, run.fleet.pod) == (
+        None, None, None, None, None, None)
+    assert len(run.spare) == 2 and run.spare_points == ()
+    assert run.to_dict() == {**older, "target": {**older["target"], **TARGET_DEFAULTS}}
+
+
+def test_a_recommendation_missing_what_every_version_holds_names_it() -> None:
+    """The members every version holds are required, as the page required them (the key of the
+    KeyError it reports); a point of another type is the MalformedTuneError naming its key."""
+    document = json.loads(RESULTS[0].read_text())
+    for key in ("measure", "memory", "sweep", "children", "mrpc", "max_requests", "params", "config"):
+        with pytest.raises(KeyError, match=key):
+            TuneRun.from_dict({k: v for k, v in document.items() if k != key})
+    broken = {**document, "sweep": [{**document["sweep"][0], "rps": "fast"}]}
+    with pytest.raises(MalformedTuneError, match=r"sweep\[0\]\.rps"):
+        TuneRun.from_dict(broken)
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("tune-*/summary.json")), ids=lambda p: p.parent.name)
+def test_every_stored_summary_reads_as_a_record_and_back(path: Path) -> None:
+    """An unfinished run's summary.json (kept by every recorded run) through TuneSummary and back."""
+    document = json.loads(path.read_text())
+    summary = TuneSummary.from_dict(document)
+    assert summary.to_dict() == document
+    assert [line.row for line in summary.points] == [
+        [p["key"], p["step"], p["finished_at"] or "-", p["described"]] for p in document["points"]]
+    assert summary.spare_trials == int(document.get("spare_trials") or 0)
+
+
+def test_an_empty_summary_reads_as_nothing_measured() -> None:
+    """A run stopped before its first point has an empty (or no) summary: nothing to draw."""
+    summary = TuneSummary.from_dict({})
+    assert (summary.sweep, summary.mrpc, summary.pools, summary.points, summary.spare_trials) == ((), (), None, (), 0)
+    assert summary.to_dict() == {}
+    assert PointLine.read({"finished_at": None}).row == ["?", "?", "-", ""]

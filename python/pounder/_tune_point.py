@@ -166,7 +166,8 @@ def stored_dict(record: Any) -> dict[str, Any]:
         if hasattr(value, "stored"):
             value = stored_dict(value)
         elif isinstance(value, tuple):
-            value = [stored_dict(item) if hasattr(item, "stored") else dict(item) for item in value]
+            value = [stored_dict(item) if hasattr(item, "stored") else dict(item) if isinstance(item, Mapping)
+                     else item for item in value]
         out[f.name] = value
     return out
 

@@ -6,19 +6,26 @@ the stored document with :class:`pounder._records.Reader` (``from_dict``, ``to_d
   and the page state it;
 * :class:`OfferedLoad`: the load the candidate pools are compared at;
 * :class:`Confirmation`: the recommended configuration held at the target load, its checks and,
-  when the first pool was over the RAM budget, the pool it was lowered from.
+  when the first pool was over the RAM budget, the pool it was lowered from;
+* :class:`TuneRun`: a finished run's ``recommendation.json`` as a whole, read once for the page
+  (its points as :class:`~pounder._tune_point.TunePoint`, the pools compared, the spare setting
+  chosen, the fleet, the records above), leniently as the page read it before the record: a
+  member an earlier pounder did not write reads as None; :class:`TuneSummary`: an unfinished
+  run's ``summary.json`` the same way. They are the reading side of what ``pounder.tune`` writes
+  (its ``TuneResult``, ``PoolChoice``, ``Fleet``): named ``Stored*`` where both exist.
 
 The document as stored is kept (``stored``): :meth:`Confirmation.to_dict` gives it back, with the
 record's figures; the figures the record does not name (CPU, memory) stay in it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from pounder._errors import public
 from pounder._records import Convert, Record
-from pounder._tune_point import READ, Stored, may_be_missing
+from pounder._tune_point import READ, Stored, TunePoint, may_be_missing
 from pounder._units import children_text, count_text, mib
 
 
@@ -194,3 +201,266 @@ def target_text(target: Target, offered: OfferedLoad | None, *, compared: bool, 
     if trials is not None:
         parts.append(f"{trials} interleaved trials per point")
     return "; ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# recommendation.json as a whole
+
+
+_PARAMS = ("max_clients", "max_requests", "start_servers", "min_spare", "max_spare", "preload")
+
+
+@dataclass(frozen=True)
+class StoredParams(Stored):
+    """The recommendation, as a point's ``params``: the children, MaxRequestsPerChild (0:
+    unlimited), the spare settings (None: a fixed pool) and the preload setting (None: not stored)."""
+
+    max_clients: int | None
+    max_requests: int | None
+    start_servers: int | None
+    min_spare: int | None
+    max_spare: int | None
+    preload: bool | None
+
+    @classmethod
+    def read(cls, value: Mapping[str, Any]) -> StoredParams:
+        """The parameters as stored; one missing reads as None (the AttributeError of a value
+        that is no object)."""
+        return cls(*(value.get(name) for name in _PARAMS), stored=value)
+
+
+@dataclass(frozen=True)
+class StoredPools(Stored):
+    """The candidate pools compared at the offered load (``points``, in the order stored) and the
+    choice among them: ``chosen``, ``best`` (the most requests/s), ``lowest_p99`` (None: not
+    chosen yet, or not stored), ``why`` and ``reasons``; the members the page does not draw
+    (``offered``, ``p99_met``, ``cpu_floor``) stay in ``stored``."""
+
+    points: tuple[TunePoint, ...]
+    chosen: int | None
+    best: int | None
+    lowest_p99: int | None
+    why: str | None
+    reasons: Any
+
+    @classmethod
+    def read(cls, value: Mapping[str, Any], key: str = "pools") -> StoredPools:
+        """The pools as stored; the KeyError of missing ``points``, the MalformedTuneError of a
+        point that lacks a figure."""
+        points = tuple(TunePoint.from_dict(p, f"{key}.points[{i}]") for i, p in enumerate(value["points"]))
+        return cls(points, value.get("chosen"), value.get("best"), value.get("lowest_p99"), value.get("why"),
+                   value.get("reasons"), stored=value)
+
+
+@dataclass(frozen=True)
+class SpareChoice(Stored):
+    """The spare setting recommended: its ``name`` (``before``, ``after``), the deciding fact
+    (``why``) and the ``reasons`` (none when not stored)."""
+
+    name: str | None
+    why: str | None
+    reasons: tuple[str, ...]
+
+    @classmethod
+    def read(cls, value: Mapping[str, Any]) -> SpareChoice:
+        return cls(value.get("name"), value.get("why"), tuple(str(r) for r in value.get("reasons") or []),
+                   stored=value)
+
+
+@dataclass(frozen=True)
+class StoredPod(Stored):
+    """A container's resources for one server as the run decided them: the Kubernetes block
+    (``yaml``), the docker options and how each figure was reached (``notes``); its figures stay
+    in ``stored``."""
+
+    yaml: str
+    docker: str
+    notes: tuple[str, ...]
+
+    @classmethod
+    def read(cls, value: Mapping[str, Any]) -> StoredPod:
+        return cls(str(value["yaml"]), str(value["docker"]), tuple(str(n) for n in value.get("notes") or []),
+                   stored=value)
+
+
+@dataclass(frozen=True)
+class StoredFleet(Stored):
+    """Where the recommended server will run: the servers a target rate needs, in words (``size``,
+    None without a target rate) and a container's resources (``pod``, None without one)."""
+
+    size: str | None
+    pod: StoredPod | None
+
+    @classmethod
+    def read(cls, value: Mapping[str, Any] | None) -> StoredFleet:
+        """``value`` None or empty reads as no fleet figure (results of earlier versions)."""
+        data: Mapping[str, Any] = value or {}
+        size, pod = data.get("size"), data.get("pod")
+        return cls(str(size["text"]) if size else None, StoredPod.read(pod) if pod else None, stored=data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The section as stored (``size`` the figures of which :attr:`size` is the text)."""
+        return dict(self.stored) if self.pod is None else {**self.stored, "pod": self.pod.to_dict()}
+
+
+@dataclass(frozen=True)
+class TuneRun(Stored, key="recommendation"):
+    """A finished tuning run's ``recommendation.json`` (``pounder/tune-result/2``, or ``/1`` of an
+    older pounder), read once for every page and table: the recommendation (``params``, ``config``,
+    ``described`` in the server's ``names``), the steps' figures (``measure``, ``memory``, ``sweep``,
+    ``children``, ``mrpc``, ``max_requests``, ``spare``, ``pools``), the target, the offered load, the
+    confirmation, the deciding facts (``why``, None in results of earlier versions) and ``fleet``.
+
+    Read as the page read the document before the record: the members every version holds
+    (``measure``, ``memory``, ``sweep``, ``children``, ``mrpc``, ``max_requests``, ``params``,
+    ``config``) are required (the KeyError of a missing one); the others read as None (or empty)
+    when absent. The sizes (``measure``, ``other_measure``), the memory bounds and the children's and
+    MaxRequestsPerChild's choices stay as stored. ``spare`` keeps its settings as stored (a single
+    burst each in results of earlier versions); ``spare_points``: each as a :class:`TunePoint` when
+    they were measured in trials."""
+
+    schema: str | None
+    tool_version: str | None
+    server: Mapping[str, Any] | None
+    described: str | None
+    names: Mapping[str, str] | None
+    measure: Mapping[str, Any] | None
+    other_measure: Mapping[str, Any] | None
+    memory: Mapping[str, Any] | None
+    other_memory: Mapping[str, Any] | None
+    sweep: tuple[TunePoint, ...]
+    children: Mapping[str, Any] | None
+    mrpc: tuple[TunePoint, ...]
+    max_requests: Mapping[str, Any] | None
+    spare: tuple[Mapping[str, Any], ...]
+    spare_points: tuple[TunePoint, ...]
+    spare_choice: SpareChoice | None
+    pools: StoredPools | None
+    why: tuple[str, ...] | None
+    target: Target | None
+    offered: OfferedLoad | None
+    confirmation: Confirmation | None
+    params: StoredParams
+    config: str
+    cores: float | None
+    workload: str | None
+    cpus: str | None
+    advice: tuple[str, ...]
+    fleet: StoredFleet
+
+    @classmethod
+    def from_dict(cls, value: object, key: str | None = None) -> TuneRun:
+        """The recommendation in ``value``, read in the order the page read it before the record:
+        the members a step draws from, then the typed records (:class:`MalformedTuneError` naming
+        the key of a figure missing or of another type), then the recommendation itself."""
+        data: Mapping[str, Any] = value if isinstance(value, Mapping) else {}
+        measure, other_measure, memory = data["measure"], data.get("other_measure"), data["memory"]
+        sweep, children, mrpc, max_requests = list(data["sweep"]), data["children"], list(data["mrpc"]), \
+            data["max_requests"]
+        spare = tuple(dict(p) for p in data.get("spare") or [])
+        pools, choice, why = data.get("pools"), data.get("spare_choice"), data.get("why")
+        why = None if why is None else tuple(str(line) for line in why)
+        confirmation = None if data.get("confirmation") is None else Confirmation.from_dict(data["confirmation"])
+        target = None if data.get("target") is None else Target.from_dict(data["target"])
+        offered = None if data.get("offered") is None else OfferedLoad.from_dict(data["offered"])
+        sweep_points = tuple(TunePoint.from_dict(p, f"sweep[{i}]") for i, p in enumerate(sweep))
+        mrpc_points = tuple(TunePoint.from_dict(p, f"mrpc[{i}]") for i, p in enumerate(mrpc))
+        pool_choice = None if pools is None else StoredPools.read(pools)
+        trials = bool(spare) and "trials" in spare[0]  # earlier: a burst each, drawn apart
+        spare_points = tuple(TunePoint.from_dict(p, f"spare[{i}]") for i, p in enumerate(spare)) if trials else ()
+        return cls(
+            data.get("schema"), data.get("tool_version"), data.get("server"), data.get("described"),
+            data.get("names"), measure, other_measure, memory, data.get("other_memory"), sweep_points, children,
+            mrpc_points, max_requests, spare, spare_points, None if choice is None else SpareChoice.read(choice),
+            pool_choice, why, target, offered, confirmation, StoredParams.read(data["params"]), str(data["config"]),
+            data.get("cores"), data.get("workload"), data.get("cpus"),
+            tuple(str(a) for a in data["advice"]) if data.get("advice") else (), StoredFleet.read(data.get("fleet")),
+            stored=data,
+        )  # fmt: skip
+
+    @property
+    def leak(self) -> bool | None:
+        """Whether the MaxRequestsPerChild step called a leak (None: not stored)."""
+        return None if self.max_requests is None else self.max_requests.get("leak")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document as it was read, each member that is a record written back by its own
+        ``to_dict`` (the target with its defaults: ``source``, ``keepalive``, ``proxy``)."""
+        out = dict(self.stored)
+        for name in ("target", "offered", "confirmation", "pools", "spare_choice", "fleet", "params"):
+            record = getattr(self, name)
+            if record is not None and name in out:
+                out[name] = record.to_dict()
+        for name in ("sweep", "mrpc"):
+            out[name] = [point.to_dict() for point in getattr(self, name)]
+        if self.spare_points:
+            out["spare"] = [point.to_dict() for point in self.spare_points]
+        return out
+
+
+@dataclass(frozen=True)
+class PointLine(Stored):
+    """A point an unfinished run measured so far, as its summary lists it: its ``key``, ``step``,
+    when it finished (``finished_at``) and its result in words (``described``), each None when
+    not stored; :attr:`row` as the page's table shows it."""
+
+    key: str | None
+    step: str | None
+    finished_at: str | None
+    described: str | None
+
+    @classmethod
+    def read(cls, value: Mapping[str, Any]) -> PointLine:
+        return cls(value.get("key"), value.get("step"), value.get("finished_at"), value.get("described"),
+                   stored=value)
+
+    @property
+    def row(self) -> list[Any]:
+        """Key, step, finished, result: ``?``, ``?``, ``-`` and nothing where not stored (a stored
+        null key or step shown as it is)."""
+        stored = self.stored
+        return [stored.get("key", "?"), stored.get("step", "?"), self.finished_at or "-", stored.get("described", "")]
+
+
+@dataclass(frozen=True)
+class TuneSummary(Stored, key="summary"):
+    """The ``summary.json`` of a run that has not finished (``pounder/tune-summary/1``), rewritten
+    after every point: the figures the run derived from its points so far (the sizes, the memory
+    bound, the children sweep's and MaxRequestsPerChild's points, the pools compared, whether a
+    leak was called), the spare-server trials measured and a line per point (:class:`PointLine`).
+    A member not stored (a run stopped early, an empty document) reads as None or empty."""
+
+    schema: str | None
+    measure: Mapping[str, Any] | None
+    other_measure: Mapping[str, Any] | None
+    memory: Mapping[str, Any] | None
+    sweep: tuple[TunePoint, ...]
+    pools: StoredPools | None
+    mrpc: tuple[TunePoint, ...]
+    leak: bool | None
+    spare_trials: int
+    points: tuple[PointLine, ...]
+
+    @classmethod
+    def from_dict(cls, value: object, key: str | None = None) -> TuneSummary:
+        """The summary in ``value``; :class:`MalformedTuneError` naming the key of a point that lacks
+        a figure or holds one of another type."""
+        data: Mapping[str, Any] = value if isinstance(value, Mapping) else {}
+        measure, other_measure, memory = data.get("measure"), data.get("other_measure"), data.get("memory")
+        sweep, pools, mrpc = list(data.get("sweep") or []), data.get("pools"), list(data.get("mrpc") or [])
+        leak, spare_trials, lines = data.get("leak"), int(data.get("spare_trials") or 0), data.get("points") or []
+        sweep_points = tuple(TunePoint.from_dict(p, f"sweep[{i}]") for i, p in enumerate(sweep))
+        mrpc_points = tuple(TunePoint.from_dict(p, f"mrpc[{i}]") for i, p in enumerate(mrpc))
+        pool_choice = None if pools is None else StoredPools.read(pools)
+        return cls(data.get("schema"), measure, other_measure, memory, sweep_points, pool_choice, mrpc_points, leak,
+                   spare_trials, tuple(PointLine.read(line) for line in lines), stored=data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document as it was read, its points' figures those of their records."""
+        out = dict(self.stored)
+        for name in ("sweep", "mrpc"):
+            if name in out:
+                out[name] = [point.to_dict() for point in getattr(self, name)]
+        if self.pools is not None:
+            out["pools"] = self.pools.to_dict()
+        return out

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from pounder.report._html import page
-from pounder.report._tune import TuneRun, _top, tune_sections
+from pounder.report._tune import TuneResults, _top, tune_sections
 from support.recorded import decided_again
 
 
@@ -31,10 +31,10 @@ def test_the_page_shows_the_fleet_and_the_container_block_as_stored(tmp_path: Pa
     fleet["size"]["text"] = "ceil(1 req/s / 1 req/s) + 1 = 2 servers, as stored"
     (run / "recommendation.json").write_text(json.dumps({**json.loads((run / "recommendation.json").read_text()),
                                                           "fleet": fleet}))
-    assert "as stored" in "".join(_top(TuneRun(run)).body)
+    assert "as stored" in "".join(_top(TuneResults(run)).body)
     # a result of an earlier version has no fleet: no section
     older = json.loads((run / "recommendation.json").read_text())
     del older["fleet"]
     (run / "recommendation.json").write_text(json.dumps(older))
-    shown = "".join(_top(TuneRun(run)).body)
+    shown = "".join(_top(TuneResults(run)).body)
     assert "<h3>Fleet</h3>" not in shown and "<h3>Container resources</h3>" not in shown

@@ -40,8 +40,17 @@ from pounder._errors import PounderError
 from pounder._figures import BURST_FACTOR
 from pounder._pod_line import pod_line
 from pounder._records import decode_json
-from pounder._tune_point import MalformedTuneError, TunePoint
-from pounder._tune_run import Confirmation, OfferedLoad, Target, target_text
+from pounder._tune_point import MalformedTuneError
+from pounder._tune_run import (
+    Confirmation,
+    PointLine,
+    StoredPod,
+    StoredPools,
+    Target,
+    TuneRun,
+    TuneSummary,
+    target_text,
+)
 from pounder._units import mib
 from pounder.pool import (
     ADAPTERS,
@@ -94,9 +103,10 @@ def _describe(adapter: Mapping[str, Any]) -> str | None:
         return None
 
 
-class TuneRun:
-    """What the report shows, from ``recommendation.json`` when the run finished, else from the
-    ``summary.json`` the run keeps of its points so far: read and drawn, never decided again."""
+class TuneResults:
+    """What the report shows, from ``recommendation.json`` when the run finished (read once as a
+    :class:`pounder._tune_run.TuneRun`, ``result``), else from the ``summary.json`` the run keeps of
+    its points so far: read and drawn, never decided again."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -117,65 +127,54 @@ class TuneRun:
         for point in self.points:
             check_numbers(point, "tune-point", self.store.path / "points" / f"{point.get('key')}.json")
         self.by_key = {str(p.get("key")): p for p in self.points}
-        self.result = _read(self.store.result_path)
-        if self.result is not None and self.result.get("schema") not in (RESULT_SCHEMA, *_OLD_RESULTS):
+        document = _read(self.store.result_path)
+        schema = None if document is None else document.get("schema")
+        if document is not None and schema not in (RESULT_SCHEMA, *_OLD_RESULTS):
             raise ReportError(f"{self.store.result_path} is not a {RESULT_SCHEMA} document")
-        if self.result is not None:
-            self.old = self.result.get("schema") in _OLD_RESULTS
-            check_numbers(self.result, "tune-result", self.store.result_path)
-        self.confirmation: Confirmation | None = None
-        self.target: Target | None = None
+        if document is not None:
+            self.old = schema in _OLD_RESULTS
+            check_numbers(document, "tune-result", self.store.result_path)
         self.options: Mapping[str, Any] = self.manifest.get("options") or {}
+        self.result = None if document is None else self._recommendation(document)
         adapter = self.manifest.get("adapter") or {}
-        result = self.result or {}
-        self.kind = str((result.get("server") or adapter).get("kind", "the server"))
-        self.names: Mapping[str, str] = result.get("names") or _NAMES.get(self.kind) or {k: "-" for k in _GENERIC}
-        self.described = str(result.get("described") or _describe(adapter) or self.kind)
-        self.offered: OfferedLoad | None = None
-        self.pools: Mapping[str, Any] | None = None
-        self.spare_choice: Mapping[str, Any] | None = None
-        self.why: list[str] | None = None
-        self.spare_trials = 0
+        server = adapter if self.result is None else self.result.server or adapter
+        self.kind = str(server.get("kind", "the server"))
+        names = None if self.result is None else self.result.names
+        self.names: Mapping[str, str] = names or _NAMES.get(self.kind) or {k: "-" for k in _GENERIC}
+        described = None if self.result is None else self.result.described
+        self.described = str(described or _describe(adapter) or self.kind)
         if self.result is not None:
             self._from_result(self.result)
         else:
             self._from_summary()
-        self._read_points(self.store.result_path if self.result is not None else self.store.summary_path)
 
-    def _read_points(self, path: Path) -> None:
-        """The points' figures and the confirmation as typed records, read once for every table and
-        chart of the page."""
+    def _recommendation(self, document: Mapping[str, Any]) -> TuneRun:
+        """``recommendation.json`` as a typed record, its points' figures read once for every table
+        and chart of the page."""
         try:
-            result = self.result or {}
-            self.confirmation = None if result.get("confirmation") is None else Confirmation.from_dict(
-                result["confirmation"])
-            self.target = None if result.get("target") is None else Target.from_dict(result["target"])
-            self.offered = None if result.get("offered") is None else OfferedLoad.from_dict(result["offered"])
-            self.sweep_points = [TunePoint.from_dict(p, f"sweep[{i}]") for i, p in enumerate(self.sweep)]
-            self.mrpc_points = [TunePoint.from_dict(p, f"mrpc[{i}]") for i, p in enumerate(self.mrpc)]
-            pools = [] if self.pools is None else self.pools["points"]
-            spare = self.spare if self.spare and "trials" in self.spare[0] else []  # earlier: a burst each, drawn apart
-            self.spare_points = [TunePoint.from_dict(p, f"spare[{i}]") for i, p in enumerate(spare)]
-            self.pool_points = sorted((TunePoint.from_dict(p, f"pools.points[{i}]") for i, p in enumerate(pools)),
-                                      key=lambda p: p.children)
+            return TuneRun.from_dict(document)
         except MalformedTuneError as error:
-            raise ReportError(f"{path} does not hold a complete pounder tune result: {error}") from None
+            raise ReportError(f"{self.store.result_path} does not hold a complete pounder tune result: "
+                              f"{error}") from None
 
-    def _from_result(self, result: Mapping[str, Any]) -> None:
-        self.measure: Mapping[str, Any] | None = result["measure"]
-        self.other_measure: Mapping[str, Any] | None = result.get("other_measure")
-        self.memory: Mapping[str, Any] | None = result["memory"]
-        self.sweep: list[Mapping[str, Any]] = list(result["sweep"])
-        self.children: Mapping[str, Any] | None = result["children"]
-        self.mrpc: list[Mapping[str, Any]] = list(result["mrpc"])
-        self.max_requests: Mapping[str, Any] | None = result["max_requests"]
-        self.leak: bool | None = None if self.max_requests is None else self.max_requests.get("leak")
-        self.spare: list[dict[str, Any]] = [self._with_series(dict(p)) for p in result.get("spare") or []]
-        self.pools = result.get("pools")
-        self.spare_choice = result.get("spare_choice")
-        why = result.get("why")
-        self.why = None if why is None else [str(line) for line in why]
-        self.point_lines: list[Mapping[str, Any]] = []
+    def _steps(self, stored: TuneRun | TuneSummary) -> None:
+        """The steps' figures a finished run's recommendation and an unfinished one's summary both hold."""
+        self.measure, self.other_measure, self.memory = stored.measure, stored.other_measure, stored.memory
+        self.sweep: list[Mapping[str, Any]] = [point.stored for point in stored.sweep]
+        self.mrpc: list[Mapping[str, Any]] = [point.stored for point in stored.mrpc]
+        self.sweep_points, self.mrpc_points = list(stored.sweep), list(stored.mrpc)
+        self.pools: StoredPools | None = stored.pools
+        self.pool_points = [] if stored.pools is None else sorted(stored.pools.points, key=lambda p: p.children)
+        self.leak = stored.leak
+
+    def _from_result(self, result: TuneRun) -> None:
+        self._steps(result)
+        self.children, self.max_requests = result.children, result.max_requests
+        self.spare: list[dict[str, Any]] = [self._with_series(dict(p)) for p in result.spare]
+        self.spare_points, self.spare_trials = list(result.spare_points), 0
+        self.why: tuple[str, ...] | None = result.why
+        self.confirmation, self.target, self.offered = result.confirmation, result.target, result.offered
+        self.point_lines: list[PointLine] = []
 
     def _from_summary(self) -> None:
         """An unfinished run: the figures it derived from its points so far, as it stored them."""
@@ -187,18 +186,17 @@ class TuneRun:
         if summary and summary.get("schema") != SUMMARY_SCHEMA:
             raise ReportError(f"{self.store.summary_path} is not a {SUMMARY_SCHEMA} document")
         check_numbers(summary, "tune-summary", self.store.summary_path)
-        self.measure = summary.get("measure")
-        self.other_measure = summary.get("other_measure")
-        self.memory = summary.get("memory")
-        self.sweep = list(summary.get("sweep") or [])
-        self.children = None
-        self.pools = summary.get("pools")
-        self.mrpc = list(summary.get("mrpc") or [])
-        self.max_requests = None
-        self.leak = summary.get("leak")
+        try:
+            stored = TuneSummary.from_dict(summary)
+        except MalformedTuneError as error:
+            raise ReportError(f"{self.store.summary_path} does not hold a complete pounder tune result: "
+                              f"{error}") from None
+        self._steps(stored)
+        self.children, self.max_requests = None, None
         self.spare = []  # each setting's figures come with the recommendation
-        self.spare_trials = int(summary.get("spare_trials") or 0)
-        self.point_lines = list(summary.get("points") or [])
+        self.spare_points, self.spare_trials = [], stored.spare_trials
+        self.why, self.confirmation, self.target, self.offered = None, None, None, None
+        self.point_lines = list(stored.points)
 
     def _with_series(self, summary: dict[str, Any]) -> dict[str, Any]:
         """The spare summary with its ``series`` (older results kept it only in the point's bench)."""
@@ -233,10 +231,10 @@ class TuneRun:
 def tune_sections(path: Path, chart_prefix: str = "tune") -> list[Section]:
     """The parts of the page for the tuning results directory ``path`` (chart ids start with
     ``chart_prefix``: give each directory its own when several share a page)."""
-    return _sections(TuneRun(Path(path)), chart_prefix)
+    return _sections(TuneResults(Path(path)), chart_prefix)
 
 
-def _sections(run: TuneRun, prefix: str) -> list[Section]:
+def _sections(run: TuneResults, prefix: str) -> list[Section]:
     sections = [_top(run)]
     if run.measure is not None:
         sections.append(sizes_section(run, prefix))
@@ -255,7 +253,7 @@ def _sections(run: TuneRun, prefix: str) -> list[Section]:
     return sections
 
 
-def _run_line(run: TuneRun) -> str:
+def _run_line(run: TuneResults) -> str:
     options, machine = run.options, run.manifest.get("machine") or {}
     parts = [f"results in {run.path}"]
     if machine:
@@ -276,11 +274,12 @@ def _run_line(run: TuneRun) -> str:
     return "; ".join(parts)
 
 
-def _top(run: TuneRun) -> Section:
+def _top(run: TuneResults) -> Section:
     if not run.finished:
         return _interrupted(run)
-    result = run.result or {}
-    params = result["params"]
+    result = run.result
+    assert result is not None
+    params = result.params
     section = Section(f"Recommendation: {run.described}")
     section.add(paragraph(_run_line(run)))
     if run.target is not None:
@@ -288,21 +287,21 @@ def _top(run: TuneRun) -> Section:
     if run.offered is not None:
         section.add(paragraph(f"offered load: {run.offered.text()}; the candidate pools, MaxRequestsPerChild "
                               "and the confirmation are measured at it"))
-    if result.get("workload"):
-        section.add(paragraph(f"traffic: {result['workload']}"))
+    if result.workload:
+        section.add(paragraph(f"traffic: {result.workload}"))
     traffic = [str(line) for line in run.options.get("traffic") or []]
     if traffic:
         section.add(bullets(traffic))
-    if result.get("cpus"):
-        section.add(paragraph(f"CPUs: {result['cpus']}"))
-    pod = pod_line(run.options, result.get("sweep") or [])
+    if result.cpus:
+        section.add(paragraph(f"CPUs: {result.cpus}"))
+    pod = pod_line(run.options, run.sweep)
     if pod is not None:
         section.add(paragraph(pod))
     fixed_pool = not run.spare
     rows: list[list[object]] = []
     for key in PARAMS:
         name = run.names.get(key, "-")
-        value = params.get(key)
+        value = getattr(params, key)
         if key == "max_requests":
             shown = "0 (unlimited)" if not value else str(value)
         elif value is None:
@@ -310,45 +309,43 @@ def _top(run: TuneRun) -> Section:
         else:
             shown = str(value)
         rows.append([_GENERIC[key], name, shown])
-    if params.get("preload") is not None:
-        rows.append([_GENERIC["preload"], run.names.get("preload", "-"), "yes" if params["preload"] else "no"])
+    if params.preload is not None:
+        rows.append([_GENERIC["preload"], run.names.get("preload", "-"), "yes" if params.preload else "no"])
     section.add('<div class="callout">' + table(["parameter", f"{run.kind} name", "recommended"], rows) + "</div>")
     section.add(f"<h3>Configuration ({esc(run.kind)})</h3>")
-    section.add(pre(str(result["config"])))
-    for fragment in _pod(result.get("fleet")):
+    section.add(pre(result.config))
+    for fragment in _pod(result.fleet.pod):
         section.add(fragment)
     for fragment in _why(run):
         section.add(fragment)
     if not run.old:
         section.add("<h3>Confirmation</h3>")
         section.add(_confirmation(run.confirmation))
-    size = (result.get("fleet") or {}).get("size")
-    if size:
+    if result.fleet.size is not None:
         section.add("<h3>Fleet</h3>")
-        section.add(paragraph(str(size["text"])))
-    if result.get("advice"):
+        section.add(paragraph(result.fleet.size))
+    if result.advice:
         section.add("<h3>Advice</h3>")
-        section.add(bullets([str(a) for a in result["advice"]], css="advice"))
+        section.add(bullets(result.advice, css="advice"))
     return section
 
 
-def _pod(fleet: Mapping[str, Any] | None) -> list[str]:
+def _pod(pod: StoredPod | None) -> list[str]:
     """The container's resources as the run decided them (pounder.tune._fleet): the Kubernetes
     block, the docker options, how each figure was reached; nothing without a pod."""
-    pod = (fleet or {}).get("pod")
-    if not pod:
+    if pod is None:
         return []
-    return ["<h3>Container resources</h3>", pre(str(pod["yaml"])), pre(str(pod["docker"])),
-            bullets([str(note) for note in pod.get("notes") or []])]
+    return ["<h3>Container resources</h3>", pre(pod.yaml), pre(pod.docker), bullets(pod.notes)]
 
 
-def _why(run: TuneRun) -> list[str]:
+def _why(run: TuneResults) -> list[str]:
     """"Why": the deciding facts the run stored, one line per parameter, then its long reasons
     collapsed under "Details" (as the text report); results without ``why`` (an older pounder)
     get the reasons themselves, with a line on the spare servers made from their burst figures."""
     reasons = [*run.children["reasons"], *run.max_requests["reasons"]] if run.children and run.max_requests else []
     if run.why is not None:
-        reasons += [str(r) for r in (run.spare_choice or {}).get("reasons") or []]
+        choice = None if run.result is None else run.result.spare_choice
+        reasons += [] if choice is None else choice.reasons
         out = ["<h3>Why</h3>", bullets(run.why)]
         return [*out, details("Details", bullets(reasons))] if reasons else out
     if len(run.spare) >= 2 and "burst_s" in run.spare[0]:
@@ -362,7 +359,7 @@ def _why(run: TuneRun) -> list[str]:
     return ["<h3>Why</h3>", bullets(reasons)] if reasons else []
 
 
-def _target_text(run: TuneRun) -> str:
+def _target_text(run: TuneResults) -> str:
     """The target as the text report states it."""
     return target_text(run.target or Target(), run.offered, compared=run.at_offered_load,
                        trials=run.options.get("trials"))
@@ -380,7 +377,7 @@ def _confirmation(confirmation: Confirmation | None) -> str:
     return out
 
 
-def _interrupted(run: TuneRun) -> Section:
+def _interrupted(run: TuneResults) -> Section:
     section = Section(f"Tuning run without a recommendation: {run.described}")
     section.add(paragraph(_run_line(run)))
     later = len(run.points) - len(run.point_lines)
@@ -390,8 +387,7 @@ def _interrupted(run: TuneRun) -> Section:
                 f"points measured so far{after}; <code>pounder tune --resume {esc(run.path)}</code> measures only "
                 "the missing ones and recommends.</p></div>")
     if run.point_lines:
-        rows = [[p.get("key", "?"), p.get("step", "?"), p.get("finished_at") or "-", p.get("described", "")]
-                for p in run.point_lines]
+        rows = [line.row for line in run.point_lines]
         section.add(table(["point", "step", "finished", "result"], rows))
     else:
         section.add(paragraph("No point was measured."))

@@ -10,11 +10,11 @@ from typing import Any
 
 from pounder._units import MIB
 from pounder.report._html import Section, bullets, paragraph, table
-from pounder.report._tune import TuneRun
+from pounder.report._tune import TuneResults
 
 
-def _pod(run: TuneRun) -> str:
-    options, cores = run.options, (run.result or {}).get("cores")
+def _pod(run: TuneResults) -> str:
+    options, cores = run.options, None if run.result is None else run.result.cores
     cpus = options.get("cpus")
     if cpus is None:
         return f"no pod ({cores} CPUs)" if cores is not None else "no pod"
@@ -23,10 +23,9 @@ def _pod(run: TuneRun) -> str:
     return f"{float(cpus):g} CPU{'' if float(cpus) == 1 else 's'}{limit}"
 
 
-def _figures(run: TuneRun) -> dict[str, Any]:
-    result = run.result or {}
+def _figures(run: TuneResults) -> dict[str, Any]:
     confirmation = run.confirmation
-    return {"children": (result.get("params") or {}).get("max_clients"),
+    return {"children": None if run.result is None else run.result.params.max_clients,
             "rps": None if confirmation is None else confirmation.rps,
             "p99": None if confirmation is None else confirmation.p99_ms,
             "throttled": None if confirmation is None else confirmation.throttled_share}
@@ -39,7 +38,7 @@ def _number(value: Any, form: str) -> str:
 def pods_section(paths: Sequence[Path]) -> Section | None:
     """The runs side by side when two or more finished tuning runs are given and one ran in a pod;
     None otherwise."""
-    runs = [run for run in (TuneRun(path) for path in paths) if run.finished]
+    runs = [run for run in (TuneResults(path) for path in paths) if run.finished]
     if len(runs) < 2 or all(run.options.get("cpus") is None for run in runs):
         return None
     name = runs[0].names.get("max_clients", "children")

@@ -31,7 +31,7 @@ from pounder.report._tune_steps import (
 )
 
 if TYPE_CHECKING:
-    from pounder.report._tune import TuneRun
+    from pounder.report._tune import TuneResults
 
 _ON_DEMAND = {kind for kind, cls in ADAPTERS.items() if cls.on_demand}
 
@@ -41,7 +41,7 @@ def _counts(kind: str) -> str:
     return ADAPTERS[kind].max_requests_counts if kind in ADAPTERS else "requests"
 
 
-def _number(run: TuneRun, old: int) -> int:
+def _number(run: TuneResults, old: int) -> int:
     """A section's number: one more than ``old`` in a run that compares pools at the offered load
     (its section 4), as the text report numbers them."""
     return old + 1 if run.at_offered_load else old
@@ -51,7 +51,7 @@ def _number(run: TuneRun, old: int) -> int:
 # step 4: pools at the offered load
 
 
-def pools_section(run: TuneRun, prefix: str) -> Section:
+def pools_section(run: TuneResults, prefix: str) -> Section:
     """The candidate pools measured at the same offered load, as the run stored them (the chosen
     and the best marked as it chose them); an interrupted run's candidates without a choice."""
     section = Section("4. Pools at the offered load")
@@ -62,7 +62,7 @@ def pools_section(run: TuneRun, prefix: str) -> Section:
             "to compare" if held else "this run stored no comparison of pools")))
         return section
     points = run.pool_points
-    chosen, best = run.pools.get("chosen"), run.pools.get("best")
+    chosen, best = run.pools.chosen, run.pools.best
     first = points[0]
     load = (run.offered.text() if run.offered is not None
             else OfferedLoad(connections=first.connections, rate=first.rate, source="", held=False).short())
@@ -78,7 +78,7 @@ def pools_section(run: TuneRun, prefix: str) -> Section:
                  None if p99_s is None else float(p99_s) * 1000)
     label, words = figures.sweep_load_text(run.sweep)
     section.add(scroll(pools_table(label).html(pool_rows(points, run.sweep_points, chosen, best))))
-    lowest = run.pools.get("lowest_p99")
+    lowest = run.pools.lowest_p99
     section.add(paragraph(
         f"MC = children; RPS {label}, p99 {label}: the children sweep's figures ({words}); NC = "
         "the offered load's connections, trials = counted/run, NR = requests (every trial); RPS and p99: medians "
@@ -140,7 +140,7 @@ _Bar = tuple[str, float, float | None, float | None, bool, bool]
 recommended, drawn from the model (the recommended value was not swept)."""
 
 
-def mrpc_section(run: TuneRun, prefix: str) -> Section:
+def mrpc_section(run: TuneResults, prefix: str) -> Section:
     if run.old:
         return old_mrpc_section(run, prefix)
     points = run.mrpc_points
@@ -178,7 +178,7 @@ def mrpc_section(run: TuneRun, prefix: str) -> Section:
     return section
 
 
-def old_mrpc_section(run: TuneRun, prefix: str) -> Section:
+def old_mrpc_section(run: TuneResults, prefix: str) -> Section:
     """The MaxRequestsPerChild part of an older run (single points, measured and modelled loss)."""
     points = run.mrpc
     name = own_name(run.names, "max_requests")
@@ -248,7 +248,7 @@ def old_mrpc_section(run: TuneRun, prefix: str) -> Section:
 # step 6: spare servers
 
 
-def spare_section(run: TuneRun, prefix: str) -> Section:
+def spare_section(run: TuneResults, prefix: str) -> Section:
     section = Section(f"{_number(run, 5)}. Spare servers")
     if not run.spare:
         if run.spare_trials:
@@ -299,7 +299,7 @@ def spare_section(run: TuneRun, prefix: str) -> Section:
     return section
 
 
-def _spare_table(run: TuneRun) -> str:
+def _spare_table(run: TuneResults) -> str:
     """The spare settings' figures: medians of interleaved trials with the p99's interval and the
     setting the run chose; a single burst per setting in results of earlier versions."""
     points = run.spare

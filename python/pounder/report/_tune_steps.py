@@ -23,7 +23,7 @@ from pounder.report._html import Section, bullets, chart, label_axes, paragraph,
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from pounder.report._tune import TuneRun
+    from pounder.report._tune import TuneResults
 
 BLUE, ORANGE, GREEN, RED, GREY = "#4c78a8", "#f58518", "#54a24b", "#e45756", "#8c8c8c"
 
@@ -33,10 +33,6 @@ BLUE, ORANGE, GREEN, RED, GREY = "#4c78a8", "#f58518", "#54a24b", "#e45756", "#8
 
 
 pct, ms, cores = percent, table_ms, table_cores
-
-
-def cpu(point: Mapping[str, Any]) -> str:
-    return whole(point.get("server_cpu_us"))
 
 
 def mrpc_label(value: int) -> str:
@@ -60,7 +56,7 @@ def _gap(upper: float | None, lower: float | None) -> float:
     return 0.0 if upper is None or lower is None else float(upper) - float(lower)
 
 
-def has_other_cores(run: TuneRun, points: Sequence[TunePoint]) -> bool:
+def has_other_cores(run: TuneResults, points: Sequence[TunePoint]) -> bool:
     """Whether the tables of ``points`` have an "other cores" column (other processes' CPU): in
     every run that compares pools at the offered load ("-" where unknown, as the text report), and
     wherever a point measured it."""
@@ -85,7 +81,7 @@ def _leak_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
     return slope, mean_y - slope * mean_x
 
 
-def sizes_section(run: TuneRun, prefix: str) -> Section:
+def sizes_section(run: TuneResults, prefix: str) -> Section:
     measure = run.measure or {}
     total = int(measure["requests_first"]) + int(measure["requests_second"])
     section = Section("1. Child sizes and the leak")
@@ -158,7 +154,7 @@ def _twin(ax: Axes) -> Any:
     return other
 
 
-def memory_section(run: TuneRun, prefix: str) -> Section:
+def memory_section(run: TuneResults, prefix: str) -> Section:
     memory = run.memory or {}
     ram, shared, uss, rss = (float(memory[k]) for k in ("ram", "shared", "child_uss", "child_rss"))
     bound, no_sharing = int(memory["max_clients"]), int(memory["max_clients_no_sharing"])
@@ -237,7 +233,7 @@ def memory_section(run: TuneRun, prefix: str) -> Section:
 # step 3: the children sweep
 
 
-def children_section(run: TuneRun, prefix: str) -> Section:
+def children_section(run: TuneResults, prefix: str) -> Section:
     sweep = sorted(run.sweep_points, key=lambda p: p.children)
     section = Section(f"3. Children ({run.names.get('max_clients', '-')})")
     counts = [p.children for p in sweep]
@@ -275,13 +271,14 @@ def children_section(run: TuneRun, prefix: str) -> Section:
                 ax.legend(loc="best", fontsize=8)
     if run.old:
         rows = [[p["children"], p["connections"], f"{int(p['complete']) + int(p['failed']):,}",
-                 f"{float(p['rps']):,.0f}", ms(p["p50_ms"]), ms(p["p95_ms"]), ms(p["p99_ms"]), cpu(p),
-                 f"{float(p['server_cores']):.2f}", mib(p.get("max_child_uss")), p["failed"]] for p in run.sweep]
+                 f"{float(p['rps']):,.0f}", ms(p["p50_ms"]), ms(p["p95_ms"]), ms(p["p99_ms"]),
+                 whole(point.server_cpu_us), f"{float(p['server_cores']):.2f}", mib(point.max_child_uss), p["failed"]]
+                for p, point in zip(run.sweep, run.sweep_points, strict=True)]
         section.add(table(["MC", "NC", "NR", "RPS", "p50", "p95", "p99", "srv CPU us/req", "srv cores",
                            "max USS MiB", "failed"], rows))
         section.add(paragraph("MC = children, NC = concurrent clients, NR = requests; latency in ms."))
         return section
-    queued = any(p.get("queued") is not None for p in run.sweep)  # results of earlier versions lack it
+    queued = any(p.queued is not None for p in run.sweep_points)  # results of earlier versions lack it
     other = has_other_cores(run, run.sweep_points)
     section.add(children_table(queued=queued, other_cores=other).html(run.sweep_points))
     queued_legend = ("queued: the share of the accept queue's samples with a connection waiting for a free child "
