@@ -11,14 +11,16 @@ APT_PACKAGES := apache2 libapache2-mod-perl2 starman libplack-perl strace chromi
 APT_BENCH_PACKAGES := nginx wrk apache2-utils util-linux cmake
 OHA_VERSION := 1.16.0
 
-.PHONY: test demo build deps deps-system deps-python lint cargo-test pytest bench-peers bench-precision bench-vs-rules bench-tools clean
+.PHONY: test demo build deps deps-system deps-python lint lint-python lint-rust cargo-test rust-checks pytest pytest-shared pytest-alone bench-peers bench-precision bench-vs-rules bench-tools clean
 
-# build, lint and cargo-test side by side, then the tests: the release build ends on one core (the
-# engine and the link-time optimisation, codegen-units = 1) while mypy, clippy and the engine's
-# debug tests take the other; cargo locks target/release and target/debug apart.
+# Side by side where nothing waits: the release build (it ends on one core: the engine and the
+# link-time optimisation, codegen-units = 1) with ruff and mypy; then the tests that may share the
+# machine with clippy and the engine's debug tests (cargo locks target/release and target/debug
+# apart); last the tests that measure time, rates or CPU, alone on the machine.
 test: deps
-	$(MAKE) --no-print-directory -j2 --output-sync=target build lint cargo-test
-	$(MAKE) --no-print-directory pytest
+	$(MAKE) --no-print-directory -j2 --output-sync=target build lint-python
+	$(MAKE) --no-print-directory -j2 --output-sync=target pytest-shared rust-checks
+	$(MAKE) --no-print-directory pytest-alone
 
 deps: deps-system deps-python
 
@@ -39,20 +41,31 @@ deps-python:
 build:
 	$(PIP) install -q --disable-pip-version-check --no-build-isolation -e .
 
-lint:
+lint: lint-python lint-rust
+
+lint-python:
 	$(PYTHON) -m ruff check python tests benchmarks
 	$(PYTHON) -m mypy
+
+lint-rust:
 	@if cargo clippy --version >/dev/null 2>&1; then cargo clippy --workspace -q -- -D warnings; \
 	else echo "note: cargo clippy is not installed (rustup component add clippy); skipped"; fi
 
 cargo-test:
 	cargo test --workspace --exclude pounder-py -q
 
+# clippy, then the engine's tests (one job: both build the engine's debug profile)
+rust-checks: lint-rust cargo-test
+
 # The end-to-end tests that measure time, rates or CPU (marked `alone` by tests/e2e/conftest.py)
 # run one at a time, alone on the machine; the rest, end-to-end files that check only what was
 # sent, counted or written among them, run on two workers (pytest-xdist).
-pytest:
+pytest: pytest-shared pytest-alone
+
+pytest-shared:
 	$(PYTHON) -m pytest -q -n 2 -m "not alone" tests
+
+pytest-alone:
 	$(PYTHON) -m pytest -q -m alone tests/e2e
 
 demo: deps-python build
