@@ -57,6 +57,11 @@ def _apache() -> Adapter:
                          perl_lib=PERL / "lib")
 
 
+def _apache_cpu() -> Adapter:
+    return ApacheAdapter(perl_handlers={"/cpu": "PounderTest::Cpu"}, startup_pl=PERL / "startup_preload.pl",
+                         perl_lib=PERL / "lib")
+
+
 QUICK = {"quick": True, "point_duration": "1s"}
 ACCESS_LOG = Path(tempfile.gettempdir()) / "pounder-record-access.log"
 
@@ -89,6 +94,10 @@ RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = 
     "tune-apache": (_apache, lambda: make_options(path="/hello", ram="256M", clients=4, mrpc="0,1000",
                                                   max_children=4, **QUICK),
                     "Apache + mod_perl answering /hello at 4 clients: the spare-server bursts, the report's page"),
+    "tune-apache-cpu": (_apache_cpu, lambda: make_options(path="/cpu?ms=4", ram="256M", mrpc="0", max_children=4,
+                                                          clients=4, measure_children=2, confirm=False, **QUICK),
+                        "Apache + mod_perl burning 4 ms of CPU per request at 4 clients, no confirmation: the pool "
+                        "tests/e2e/test_tune_offered_load.py checks with `pounder run` against another size"),
     "tune-noleak": (_gunicorn, lambda: make_options(path="/", ram="1G", mrpc="0,1000,100", max_children=2, **QUICK),
                     "an app that keeps nothing per request: MaxRequestsPerChild unlimited"),
     "tune-cpu": (_gunicorn, lambda: make_options(path="/cpu?ms=10", mrpc="0", max_children=16, **QUICK),

@@ -1,13 +1,15 @@
 """``pounder tune`` recommends what it measured best at the load the pool is for (issue 24), on
 Apache prefork + mod_perl with a CPU-bound handler, a RAM budget and no target, loopback only.
 
-The recommendation is checked by an independent measurement: ``pounder run`` compares the
-recommended pool with another size at the same offered load, in interleaved trials, as a user
-would; the recommended pool must not be distinguishably slower, and its p99 no more than 1.5 x the
-other's. This is Apache's one whole live run, kept short: at most 4 children, the sweep at the 4
-clients offered (its points are the pools compared), no confirmation (the confirmation is
-decided on recorded runs: tests/tune/test_recorded.py); both spare settings are decided on the
-recorded run tests/data/tune-apache.
+The tune run is a recorded one (tests/data/tune-apache-cpu, made by tests/data/record.py with the
+options below: at most 4 children, the sweep at the 4 clients offered, whose points are the pools
+compared, no confirmation), decided again by this pounder. The recommendation is checked by an
+independent measurement made now, on this machine: ``pounder run`` compares the recommended pool
+with another size at the same offered load, in interleaved trials, as a user would; the
+recommended pool must not be distinguishably slower, and its p99 no more than 1.5 x the other's.
+Apache's whole live tune run is tests/e2e/test_tune_debian.py (a copy of Debian's layout); the
+confirmation and both spare settings are decided on recorded runs (tests/tune/test_recorded.py,
+tests/data/tune-apache).
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from pounder._units import available_cpus
 from pounder.servers import apache_missing
 from pounder.servers._apache import find_apache
 from support.cliutil import run_pounder
 from support.leftovers import processes_mentioning
+from support.recorded import decided_again
 from support.schemas import validate_results_dir
 from support.tune_check import check_consistent
 
@@ -58,18 +61,13 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_recommended_pool_is_as_good_as_another_size_at_the_offered_load(public_dir: Path) -> None:
-    folder = public_dir / "cpu"
-    folder.mkdir()
-    conf = _conf(folder)
-    results = public_dir / "tuned"
-    done = _run("tune", "apache", str(conf), "--path", "/cpu?ms=4", "--ram", "256M", "--quick", "--point-duration",
-                "1s", "--mrpc", "0", "--max-children", "4", "--clients", "4", "--measure-children", "2", "--no-confirm",
-                "--results", str(results))
-    assert not processes_mentioning(str(results))
-    assert (results / "recommendation.json").is_file(), done.stderr
-    validate_results_dir(results)
-    data: dict[str, Any] = json.loads((results / "recommendation.json").read_text())
-    check_consistent(done.stdout, data)
+    # recorded with: pounder tune apache APP.conf --path /cpu?ms=4 --ram 256M --quick --point-duration 1s
+    # --mrpc 0 --max-children 4 --clients 4 --measure-children 2 --no-confirm (APP.conf: _conf below)
+    data, text = decided_again("tune-apache-cpu", public_dir / "recorded")
+    if data["cores"] != available_cpus():
+        pytest.skip(f"recorded with {data['cores']} CPUs for the server, this machine has {available_cpus()}")
+    validate_results_dir(public_dir / "recorded" / "tune-apache-cpu")
+    check_consistent(text, data)
     pools, offered = data["pools"], data["offered"]
     # the offered load: the 4 clients given, which the sweep measured every count at (its points are
     # the pools compared, none measured again); with no target it is as many clients as the pool may
@@ -78,9 +76,12 @@ def test_the_recommended_pool_is_as_good_as_another_size_at_the_offered_load(pub
     assert pools["reasons"][0].startswith("the children sweep measured these pools at the offered load"), pools
     chosen = data["params"]["max_clients"]
     assert chosen == pools["chosen"]  # no confirmation to lower it
-    assert "4. Pools at the offered load" in done.stdout and "\nDetails\n" in done.stdout
+    assert "4. Pools at the offered load" in text and "\nDetails\n" in text
     # Why holds the deciding facts, one line per parameter
     assert data["why"][0].startswith(f"MaxRequestWorkers {pools['chosen']}: the "), data["why"]
+    folder = public_dir / "cpu"
+    folder.mkdir()
+    conf = _conf(folder)
     # the independent check: the recommended pool against the other end of the candidates, at the
     # same offered load, by `pounder run` (interleaved trials)
     sizes = sorted(int(p["children"]) for p in pools["points"])
