@@ -48,6 +48,7 @@ from pounder.servers import (
     uwsgi_missing,
     uwsgi_target_is_ini,
 )
+from support import forkrun
 from support.leftovers import kill_leftovers
 from support.signals import set_test_dispositions
 from support.srvutil import ManagedServerPool
@@ -57,6 +58,11 @@ def pytest_configure(config: pytest.Config) -> None:
     """Whoever started the suite (a background job ignores SIGINT, nohup SIGHUP), its tests and the
     processes they start take signals as from an interactive shell (tests/support/signals.py)."""
     set_test_dispositions()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The fork server of the bad-input tests (tests/support/forkrun.py), if one was started here."""
+    forkrun.stop_server()
 
 
 SERVER_SCRIPT = Path(__file__).resolve().parent / "support" / "testserver.py"

@@ -16,7 +16,8 @@ from pounder import UsageError
 from pounder.report import write_report
 from pounder.servers import gunicorn_missing
 from support import cliutil
-from support.cliutil import assert_usage_error, run_pounder, with_pythonpath
+from support.cliutil import assert_usage_error, with_pythonpath
+from support.forkrun import run_forked
 
 URL = "http://127.0.0.1:9/"
 A, B = "http://127.0.0.1:9/a", "http://127.0.0.1:9/b"
@@ -32,8 +33,9 @@ def _url_experiment(folder: Path) -> Path:
 
 
 def _python_pounder(*args: str) -> tuple[int, str, str]:
-    """A real ``python -m pounder`` bounded in time: a FIFO read by mistake would hang it."""
-    done = run_pounder(*args, timeout=60, env=with_pythonpath(), stdin=subprocess.DEVNULL)
+    """``python -m pounder`` forked from a process that imported it (tests/support/forkrun.py: the same
+    status and output) bounded in time: a FIFO read by mistake would hang it."""
+    done = run_forked(*args, timeout=60, env=with_pythonpath(), stdin=subprocess.DEVNULL)
     return done.returncode, done.stdout, done.stderr
 
 

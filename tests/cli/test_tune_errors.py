@@ -17,6 +17,7 @@ import pytest
 
 from pounder.pool import KINDS
 from support.cliutil import pounder_command, run_pounder, with_pythonpath
+from support.forkrun import run_forked
 from support.recorded import recorded_copy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,8 +25,12 @@ PYTHON_DIR = ROOT / "python"
 PSGI = ROOT / "tests" / "apps" / "app.psgi"
 
 
-def run_tune(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_pounder("tune", *args, cwd=cwd, env=with_pythonpath(), timeout=60)
+def run_tune(cwd: Path, *args: str, real: bool = False) -> subprocess.CompletedProcess[str]:
+    """``pounder tune ARGS`` in ``cwd``: forked from a process that imported pounder already
+    (tests/support/forkrun.py: the same status and output, without 0.7 s of CPU per case), or a
+    real ``python -m pounder`` (``real``: one case here keeps the import and the interpreter's exit)."""
+    run = run_pounder if real else run_forked
+    return run("tune", *args, cwd=cwd, env=with_pythonpath(), timeout=60)
 
 
 def assert_usage_error(process: subprocess.CompletedProcess[str], fragment: str) -> str:
@@ -140,6 +145,12 @@ def check(cwd: Path, args: list[str], fragment: str) -> str:
 ])
 def test_bad_input(cwd: Path, args: list[str], fragment: str) -> None:
     check(cwd, args, fragment)
+
+
+def test_bad_input_in_a_real_process(cwd: Path) -> None:
+    """The cases above run forked; one runs as a real ``python -m pounder`` (import and exit too)."""
+    assert_usage_error(run_tune(cwd, "gunicorn", "app:app", "--bogus", real=True), "No such option: --bogus")
+    assert list(cwd.iterdir()) == []
 
 
 def test_bad_input_names_the_server_file(cwd: Path, tmp_path: Path) -> None:
@@ -353,7 +364,7 @@ def test_a_run_in_use_is_not_resumed_twice(tmp_path: Path) -> None:
         holder.send_signal(signal.SIGKILL)
         holder.wait(timeout=10)
     time.sleep(0.1)
-    done = run_tune(tmp_path, "--resume", str(run))  # the lock went with the killed process
+    done = run_tune(tmp_path, "--resume", str(run), real=True)  # the lock went with the killed process
     assert done.returncode == 0, done.stderr
     assert (run / "recommendation.json").is_file()
 
