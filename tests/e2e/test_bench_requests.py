@@ -270,6 +270,7 @@ def test_cli_request_options(echo, cli, assert_cli_ok, tmp_path: Path):
 # How responses are framed
 
 
+@pytest.mark.alone  # a latency bound (tests/e2e/conftest.py)
 @pytest.mark.parametrize(("mode", "connections"), [("ok", 2), ("chunked", 2), ("close", 20)])
 def test_head_has_no_body(testserver, run, assert_accounted, mode, connections):
     # HEAD answers carry Content-Length: 1000 (ok) or Transfer-Encoding: chunked, but no body
@@ -286,6 +287,7 @@ def test_head_has_no_body(testserver, run, assert_accounted, mode, connections):
     assert result.latency.corrected.max_us < 4_000_000  # never waited for a body (timeout 5 s)
 
 
+@pytest.mark.alone  # a latency bound (tests/e2e/conftest.py)
 @pytest.mark.parametrize(("status", "non_2xx"), [(204, 0), (304, 20)])
 def test_no_body_statuses(testserver, run, assert_accounted, status, non_2xx):
     srv = testserver(mode="ok")
@@ -409,6 +411,7 @@ def test_url_file_sequential_order_alternates(testserver, run, tmp_path: Path):
 # Receive throttling
 
 
+@pytest.mark.alone  # a latency bound (tests/e2e/conftest.py)
 @pytest.mark.parametrize("mode", ["ok", "slowbody"])
 def test_throttle_paces_receiving(testserver, run, assert_accounted, mode):
     body_size = 64 * 1024
@@ -427,6 +430,7 @@ def test_throttle_paces_receiving(testserver, run, assert_accounted, mode):
     assert result.latency.corrected.max_us < 3_000_000, result.latency.corrected  # paced, not stalled
 
 
+@pytest.mark.alone  # a latency bound (tests/e2e/conftest.py)
 @pytest.mark.parametrize(("body_size", "throttle"), [(400, "100B/s"), (2048, "4.2kbps"), (100 * 1024, "200KB/s")])
 def test_throttle_paces_the_last_read_too(testserver, run, assert_accounted, body_size, throttle):
     """Issue 25 item 6: the read that completed a response was not paced, so a response that came

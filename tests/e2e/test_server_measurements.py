@@ -127,6 +127,7 @@ def test_no_leak_reports_near_zero_growth(gunicorn_server: Any) -> None:
 # -- CPU per request ---------------------------------------------------------------------------
 
 
+@pytest.mark.alone  # CPU against CPU (tests/e2e/conftest.py)
 def test_gunicorn_cpu_per_request_against_a_second_method(gunicorn_server: Any) -> None:
     srv = gunicorn_server(workers=2)
     warm_every_child(srv, "/data")
@@ -149,6 +150,7 @@ def test_gunicorn_cpu_per_request_against_a_second_method(gunicorn_server: Any) 
     assert heavy_us == pytest.approx(second_us, rel=0.30)
 
 
+@pytest.mark.alone  # CPU per request (tests/e2e/conftest.py)
 def test_apache_cpu_counts_children_that_exit_during_the_run(apache_server: Any) -> None:
     # Each child exits after 10 connections; without keep-alive every request is a connection,
     # so children are replaced throughout the run and their CPU must still be counted (through
@@ -192,6 +194,7 @@ def test_bad_server_options_send_nothing(testserver: Any, tmp_path: Any) -> None
     assert srv.count(settle_s=0.3) == 0
 
 
+@pytest.mark.alone  # status samples in a 1.5 s run (tests/e2e/conftest.py)
 def test_apache_server_status_is_read_during_the_bench(apache_server: Any) -> None:
     # Spare children, so the status request does not queue behind the 3 keep-alive connections.
     srv = apache_server(start_servers=5, min_spare=3, max_spare=6, max_request_workers=6)
@@ -238,6 +241,7 @@ def kill_after(count: int, pids: list[int], killed: list[int]) -> Any:
     return on_progress
 
 
+@pytest.mark.alone  # CPU per request (tests/e2e/conftest.py)
 def test_gunicorn_workers_killed_mid_run_count_as_exited_and_cpu_is_per_completed_request(
     gunicorn_server: Any,
 ) -> None:
@@ -261,6 +265,7 @@ def test_gunicorn_workers_killed_mid_run_count_as_exited_and_cpu_is_per_complete
     assert server.server_cpu_s == pytest.approx(after - before, rel=0.15, abs=0.05)
 
 
+@pytest.mark.alone  # a kill between CPU samples (tests/e2e/conftest.py)
 def test_gunicorn_killed_whole_mid_run_counts_exited_and_gives_no_per_request_cpu(
     gunicorn_server: Any,
 ) -> None:
