@@ -44,12 +44,21 @@ def test_forked_and_real_are_byte_identical(tmp_path: Path, args: list[str]) -> 
     assert results[0] == results[1]
 
 
+def test_an_environment_without_pythonpath_is_served_alike(tmp_path: Path) -> None:
+    """The interpreter reads PYTHONPATH as it starts: such a request has a server of its own."""
+    env = {k: v for k, v in with_pythonpath().items() if k != "PYTHONPATH"}
+    forked = run_forked("run", "no-such.toml", cwd=tmp_path, env=env, timeout=60)
+    real = run_pounder("run", "no-such.toml", cwd=tmp_path, env=env, timeout=60)
+    assert (forked.returncode, forked.stdout, forked.stderr) == (real.returncode, real.stdout, real.stderr)
+    assert forkrun.server_process(env) is not None
+
+
 def test_a_request_over_its_timeout_is_killed(tmp_path: Path) -> None:
     """As subprocess.run: TimeoutExpired and the child killed (a case takes a tenth of a second at
     least: 10 ms is over), then the server serves on."""
     with pytest.raises(subprocess.TimeoutExpired):
         run_forked("tune", "--demo", "--ram", "8M", cwd=tmp_path, env=with_pythonpath(), timeout=0.01)
-    server = forkrun.server_process()
+    server = forkrun.server_process(with_pythonpath())
     assert server is not None and psutil.Process(server.pid).children() == []
     done = run_forked("--version", env=with_pythonpath(), timeout=60)
     assert done.returncode == 0

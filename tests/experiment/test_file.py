@@ -13,6 +13,7 @@ from pounder.experiment import ExperimentError, LoadSpec, load_experiment, run_e
 from pounder.experiment._profiles import params_of
 from pounder.pool import PoolParams
 from support.cliutil import run_pounder
+from support.forkrun import run_forked
 from support.schemas import validate
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "experiments"
@@ -163,7 +164,7 @@ def test_cli_bad_load_or_label_is_one_line_before_any_directory(tmp_path: Path, 
                                                                 expected: str) -> None:
     path = tmp_path / "e.toml"
     path.write_text(GOOD.replace(old, new, 1))
-    done = run_pounder("run", path, timeout=60, cwd=tmp_path)
+    done = run_forked("run", path, timeout=60, cwd=tmp_path)  # as python -m pounder (tests/support/forkrun.py)
     assert done.returncode == 2
     assert done.stderr.startswith(f"pounder: error: {path}{expected}") and done.stderr.count("\n") == 1, done.stderr
     assert done.stdout == ""

@@ -6,8 +6,8 @@ request in a child forked from ONE server process per pytest process.
 
 The server (started lazily, ``python -c`` that reads :data:`SERVER`; its command line names no
 ``pounder``, so no test that looks for leftover pounder processes sees it) is a fresh interpreter
-started by this process with the environment of :func:`cliutil.with_pythonpath` (its code read
-from stdin, then /dev/null there, as it is for the requests that give no stdin); it notes its
+started by this process with the environment of its first request (its code read from stdin,
+then /dev/null there); it notes its
 signal dispositions as it starts, imports ``pounder.cli`` once, and then, per request (args, cwd,
 env and three file descriptors passed over a unix socket), forks a child that:
 
@@ -22,9 +22,10 @@ env and three file descriptors passed over a unix socket), forks a child that:
   printed to stderr and 1), an uncaught exception a traceback on stderr and 1 (KeyboardInterrupt:
   death by SIGINT), atexit handlers run, stdio flushed (a failed flush: 120), then ``os._exit``.
 
-What a fork cannot give, a real process gives: a request whose environment differs from the
-server's in what the interpreter reads as it starts (``PYTHON*``, ``LANG``, ``LC_*``), or with
-``python``/``prefix``, runs as a real subprocess. Use it only for refusals that happen before
+What the interpreter reads from the environment as it starts (``PYTHON*``, ``LANG``, ``LC_*``), a
+fork cannot change: requests that differ there go to servers of their own (one for each such
+environment: two at most in this suite, with and without :func:`cliutil.with_pythonpath`); one
+with ``python``, ``prefix`` or stderr into stdout runs as a real subprocess. Use it only for refusals that happen before
 anything starts (the one-line ``pounder: error:`` exit-2 cases), never for signals, servers,
 timing or closed pipes. tests/cli/test_forkrun.py shows both give byte-identical results.
 
@@ -147,13 +148,12 @@ while True:
 '''
 
 STARTUP_ENV = ("PYTHON", "LANG", "LC_")
-"""What the interpreter reads from the environment as it starts: a request that differs from the
-server in any of these runs as a real process."""
+"""What the interpreter reads from the environment as it starts: a server for each."""
 
 
 class _Server:
-    def __init__(self) -> None:
-        self.env = cliutil.with_pythonpath()
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
         mine, theirs = socket.socketpair()
         self.sock = mine
         self.proc = subprocess.Popen([sys.executable, "-c", "import sys;exec(sys.stdin.read())", str(theirs.fileno())],
@@ -163,9 +163,6 @@ class _Server:
         assert self.proc.stdin is not None
         self.proc.stdin.write(SERVER.encode())  # its code on stdin: its command line names nothing
         self.proc.stdin.close()
-
-    def startup(self) -> dict[str, str]:
-        return {k: v for k, v in self.env.items() if k.startswith(STARTUP_ENV)}
 
     def recv(self) -> tuple[int, int]:
         data = b""
@@ -186,21 +183,24 @@ class _Server:
             self.proc.wait()
 
 
-_server: _Server | None = None
+_servers: dict[tuple[tuple[str, str], ...], _Server] = {}
 _lock = threading.Lock()
 
 
+def _startup(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v) for k, v in env.items() if k.startswith(STARTUP_ENV)))
+
+
 def stop_server() -> None:
-    """Stop this process's server, if it was started (the end of the session)."""
-    global _server
-    if _server is not None:
-        _server.stop()
-        _server = None
+    """Stop this process's servers, if any was started (the end of the session)."""
+    while _servers:
+        _servers.popitem()[1].stop()
 
 
-def server_process() -> subprocess.Popen[bytes] | None:
-    """This process's server, if it was started."""
-    return None if _server is None else _server.proc
+def server_process(env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
+    """This process's server for requests with ``env``, if it was started."""
+    server = _servers.get(_startup(env))
+    return None if server is None else server.proc
 
 
 def _decode(data: bytes) -> str:
@@ -242,15 +242,9 @@ def run_forked(*args: object, timeout: float, python: object = None, prefix: tup
                env: Mapping[str, str] | None = None, stdin: Any = None, input: str | None = None,
                ) -> subprocess.CompletedProcess[str]:
     """As :func:`cliutil.run_pounder`, in a child forked from this process's server (see above)."""
-    global _server
     argv = cliutil.pounder_argv(*args)
     request_env = dict(os.environ if env is None else env)
-    with _lock:
-        if _server is None:
-            _server = _Server()
-        server = _server
-    startup = {k: v for k, v in request_env.items() if k.startswith(STARTUP_ENV)}
-    if python is not None or prefix or startup != server.startup() or stderr == subprocess.STDOUT:
+    if python is not None or prefix or stderr == subprocess.STDOUT:
         extra: dict[str, Any] = {"cwd": cwd, "env": env}
         if input is not None:
             extra["input"] = input
@@ -258,6 +252,10 @@ def run_forked(*args: object, timeout: float, python: object = None, prefix: tup
             extra["stdin"] = stdin
         return cliutil.run_pounder(*args, timeout=timeout, python=python, prefix=prefix, stdout=stdout,
                                    stderr=stderr, **extra)
+    with _lock:
+        server = _servers.get(_startup(request_env))
+        if server is None:
+            server = _servers[_startup(request_env)] = _Server(request_env)
     kept: list[int] = []
     stdin_fd, stdin_write = 0, None
     if input is not None:
