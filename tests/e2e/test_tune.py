@@ -130,8 +130,8 @@ def test_apache_max_clients_follows_the_formula_and_preload_raises_it(apache_ser
     """The memory bound of a real run (its size measurement: the run is stopped after it) against
     the formula from this test's own reading of the children. What the pool, the spare settings
     and the snippet become from there is decided again on the recorded Apache run
-    (tests/tune/test_recorded.py) and measured live, once for Apache, by
-    tests/e2e/test_tune_offered_load.py."""
+    (tests/tune/test_recorded.py); Apache's whole live tune run is tests/e2e/test_tune_debian.py, and
+    tests/e2e/test_tune_offered_load.py measures a recorded run's recommendation live."""
     bounds = {}
     for preload in (False, True):
         base_uss, base_shared, parent_uss = _baseline_child(apache_server, preload)
