@@ -3,6 +3,9 @@
 
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
+# cargo beside other jobs of `make -j2`: without make's jobserver descriptors (not handed to a
+# recipe that is no make), which cargo and rustdoc would warn they cannot open
+CARGO := env -u MAKEFLAGS -u MFLAGS cargo
 export PIP_ROOT_USER_ACTION := ignore
 # Debian packages the tests use: Apache prefork + mod_perl, Starman (PSGI) and strace (server-side
 # tests), nginx and wrk and ab (apache2-utils) for benchmarks/peers.py.
@@ -11,15 +14,15 @@ APT_PACKAGES := apache2 libapache2-mod-perl2 starman libplack-perl strace chromi
 APT_BENCH_PACKAGES := nginx wrk apache2-utils util-linux cmake
 OHA_VERSION := 1.16.0
 
-.PHONY: test demo build deps deps-system deps-python lint lint-python lint-rust cargo-test rust-checks pytest pytest-shared pytest-alone bench-peers bench-precision bench-vs-rules bench-tools clean
+.PHONY: test demo build deps deps-system deps-python lint lint-python lint-rust cargo-test pytest pytest-shared pytest-alone bench-peers bench-precision bench-vs-rules bench-tools clean
 
 # Side by side where nothing waits: the release build (it ends on one core: the engine and the
-# link-time optimisation, codegen-units = 1) with ruff and mypy; then the tests that may share the
-# machine with clippy and the engine's debug tests (cargo locks target/release and target/debug
-# apart); last the tests that measure time, rates or CPU, alone on the machine.
+# link-time optimisation, codegen-units = 1) with the lints; then the tests that may share the
+# machine with the engine's debug tests (cargo locks target/release and target/debug apart); last
+# the tests that measure time, rates or CPU, alone on the machine.
 test: deps
-	$(MAKE) --no-print-directory -j2 --output-sync=target build lint-python
-	$(MAKE) --no-print-directory -j2 --output-sync=target pytest-shared rust-checks
+	$(MAKE) --no-print-directory -j2 --output-sync=target build lint
+	$(MAKE) --no-print-directory -j2 --output-sync=target pytest-shared cargo-test
 	$(MAKE) --no-print-directory pytest-alone
 
 deps: deps-system deps-python
@@ -48,22 +51,20 @@ lint-python:
 	$(PYTHON) -m mypy
 
 lint-rust:
-	@if cargo clippy --version >/dev/null 2>&1; then cargo clippy --workspace -q -- -D warnings; \
+	@if cargo clippy --version >/dev/null 2>&1; then $(CARGO) clippy --workspace -q -- -D warnings; \
 	else echo "note: cargo clippy is not installed (rustup component add clippy); skipped"; fi
 
 cargo-test:
-	cargo test --workspace --exclude pounder-py -q
-
-# clippy, then the engine's tests (one job: both build the engine's debug profile)
-rust-checks: lint-rust cargo-test
+	$(CARGO) test --workspace --exclude pounder-py -q
 
 # The end-to-end tests that measure time, rates or CPU (marked `alone` by tests/e2e/conftest.py)
 # run one at a time, alone on the machine; the rest, end-to-end files that check only what was
-# sent, counted or written among them, run on two workers (pytest-xdist).
+# sent, counted or written among them, run on three workers (pytest-xdist; most of them wait on
+# servers: two would leave a core idle), each taking the next test when it is free (worksteal).
 pytest: pytest-shared pytest-alone
 
 pytest-shared:
-	$(PYTHON) -m pytest -q -n 2 -m "not alone" tests
+	$(PYTHON) -m pytest -q -n 3 --dist worksteal -m "not alone" tests
 
 pytest-alone:
 	$(PYTHON) -m pytest -q -m alone tests/e2e

@@ -151,9 +151,9 @@ def module_testserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
 
 
 # Which end-to-end files may share the machine (issue 39, CI time): these check what was sent,
-# counted, written or refused against a live server, with bounds of seconds, and run on the two
-# workers of the rest of the suite (`pytest -n 2 -m "not alone" tests`). Every other file here is
-# marked ``alone`` and runs one test at a time, alone on the machine (`pytest -m alone tests/e2e`):
+# counted, written or refused against a live server, with bounds of seconds, and run on the
+# workers of the rest of the suite (`pytest -n 3 --dist worksteal -m "not alone" tests`). Every
+# other file here is marked ``alone`` and runs one test at a time, alone on the machine (`pytest -m alone tests/e2e`):
 # it measures time, rates or CPU, holds a fixed address (the resolver of test_name_resolution.py)
 # or a Ray cluster. A timed test in a listed file says so itself (``@pytest.mark.alone``). A new
 # file is ``alone`` until listed here.
