@@ -68,6 +68,15 @@ class Admin:
         assert all(found), text
         return [match for match in found if match is not None]
 
+    def lines_after(self, before: int, expected: int) -> list[re.Match[str]]:
+        """The lines logged after the first ``before``, once there are ``expected`` of them (gunicorn
+        logs a request after it has answered: the last line may come a moment after the answer; at
+        most 5 s): exactly what was logged, more or fewer than expected included."""
+        deadline = time.monotonic() + 5
+        while len(self.log_lines()) - before < expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.log_lines()[before:]
+
     def settled_count(self) -> int:
         """The log's lines once it has stopped growing for a second (a request the run aborted
         may still be logged, or never; at most 15 s)."""
@@ -134,7 +143,7 @@ def test_every_virtual_user_logs_into_the_django_admin_once(admin: Admin, tmp_pa
     assert result["options"]["scenario"] == str(admin.scenario)
 
     # the server saw exactly these requests: the login POSTs answered 302, every GET /admin/ 200
-    seen = admin.log_lines()[before:]
+    seen = admin.lines_after(before, REQUESTS)
     assert len(seen) == REQUESTS
     by_kind: dict[tuple[str, str, str], int] = {}
     for match in seen:
@@ -190,7 +199,7 @@ def test_shares_of_the_virtual_users_merge_into_the_whole_run(admin: Admin) -> N
         assert (step.failed, step.unexpected_status, step.capture_missed) == (0, 0, 0)
     assert [step.complete for step in merged.steps[:2]] == [USERS, USERS]  # 2 users in each share
     assert merged.requests.complete == sum(step.complete for step in merged.steps) == 60
-    assert len(admin.log_lines()) - before == 60
+    assert len(admin.lines_after(before, 60)) == 60
 
 
 def test_open_loop_users_log_in_once_each(admin: Admin, tmp_path: Path) -> None:
