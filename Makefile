@@ -17,13 +17,13 @@ OHA_VERSION := 1.16.0
 .PHONY: test demo build deps deps-system deps-python lint lint-python lint-rust cargo-test pytest pytest-shared pytest-alone bench-peers bench-precision bench-vs-rules bench-tools clean
 
 # Side by side where nothing waits: the release build (it ends on one core: the engine and the
-# link-time optimisation, codegen-units = 1) with the lints and the engine's debug tests (cargo
-# locks target/release and target/debug apart; the engine's tests time schedules, so they do not
-# run beside the tests below); then the tests that may share the machine; last the tests that
-# measure time, rates or CPU, alone on the machine.
+# link-time optimisation, codegen-units = 1) with the engine's debug tests (cargo locks
+# target/release and target/debug apart; the engine's tests time schedules, so they do not run
+# beside the tests below); then the lints beside the tests that may share the machine; last the
+# tests that measure time, rates or CPU, alone on the machine.
 test: deps
-	$(MAKE) --no-print-directory -j2 --output-sync=target build lint cargo-test
-	$(MAKE) --no-print-directory pytest-shared
+	$(MAKE) --no-print-directory -j2 --output-sync=target build cargo-test
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint pytest-shared
 	$(MAKE) --no-print-directory pytest-alone
 
 deps: deps-system deps-python

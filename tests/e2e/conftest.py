@@ -151,7 +151,9 @@ def module_testserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
 
 
 # Which end-to-end files may share the machine (issue 39, CI time): these check what was sent,
-# counted, written or refused against a live server, with bounds of seconds, and run on the
+# counted, written or refused against a live server, with bounds of seconds, or what a short tuning
+# run printed and wrote (its server's syntax, its files, the memory it read: none of its timing;
+# a busy machine makes it measure a trial once more, not decide otherwise), and run on the
 # workers of the rest of the suite (`pytest -n 3 --dist worksteal -m "not alone" tests`). Every
 # other file here is marked ``alone`` and runs one test at a time, alone on the machine (`pytest -m alone tests/e2e`):
 # it measures time, rates or CPU, holds a fixed address (the resolver of test_name_resolution.py)
@@ -165,6 +167,7 @@ SHARES_THE_MACHINE = frozenset({
     "test_bench_requests.py",
     "test_bench_scenario.py",
     "test_bench_shares.py",
+    "test_compare.py",
     "test_descriptor_limit.py",
     "test_https_reasons.py",
     "test_mem_report.py",
@@ -173,9 +176,15 @@ SHARES_THE_MACHINE = frozenset({
     "test_signals.py",
     "test_stream_outputs.py",
     "test_syscalls_server_check.py",
+    "test_tune.py",
     "test_tune_cgroup.py",
+    "test_tune_debian.py",
     "test_tune_interrupted_servers.py",
     "test_tune_outputs.py",
+    "test_tune_phpfpm.py",
+    "test_tune_puma.py",
+    "test_tune_unicorn.py",
+    "test_tune_uwsgi.py",
     "test_url_file_methods.py",
 })
 

@@ -26,6 +26,7 @@ TESTS_DIR = Path(__file__).resolve().parents[1]
 TIMEOUT = "10s"
 
 
+@pytest.mark.alone  # a verdict on rates (tests/e2e/conftest.py)
 def test_slower_server_is_reported_slower_and_counts_match(testserver: Any, tmp_path: Path) -> None:
     fast = testserver(mode="ok")
     slow = testserver(mode="ok", delay_ms=20)
@@ -87,6 +88,7 @@ def test_slower_server_is_reported_slower_and_counts_match(testserver: Any, tmp_
     assert "slow is slower than fast" in render_compare(result)
 
 
+@pytest.mark.alone  # trial-to-trial noise under 1 % (tests/e2e/conftest.py)
 def test_a_url_against_itself_is_no_clear_difference(testserver: Any, tmp_path: Path) -> None:
     """Each trial runs ~1 s against a server that sleeps 20 ms per request: trial-to-trial noise
     is about 0.5 %, well under the 1 % minimum effect."""
@@ -124,6 +126,7 @@ def finish(process: subprocess.Popen[str], timeout_s: float = 60.0) -> tuple[int
     return process.returncode, stdout, stderr
 
 
+@pytest.mark.alone  # a verdict on rates, the server's CPU per request (tests/e2e/conftest.py)
 def test_cli_writes_json_and_chart(gunicorn_server: Any, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     server = gunicorn_server(workers=2)

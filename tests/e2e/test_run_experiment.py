@@ -119,7 +119,8 @@ max_spare = 3
     assert not processes_mentioning(str(results))
 
 
-@pytest.mark.alone  # the shares of CPU time sampled by py-spy
+# not alone: py-spy's shares are of the app's own time, hot against cold loop, which a busy
+# machine slows alike (test_tune.py's --profile run checks the same beside other tests)
 @pytest.mark.skipif(gunicorn_missing() is not None or shutil.which("py-spy") is None,
                     reason="needs gunicorn and py-spy")
 def test_recorded_profiles_show_where_the_time_moved(public_dir: Path) -> None:

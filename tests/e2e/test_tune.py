@@ -261,6 +261,7 @@ def test_memory_floor_stops_the_step_and_the_server(tmp_path: Path) -> None:
     validate_results_dir(results, finished=False)
 
 
+@pytest.mark.alone  # the step's end, timed
 @pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
 def test_memory_floor_stops_a_running_step(tmp_path: Path) -> None:
     """The floor is watched while the load runs: a 10 s step ends long before its time."""

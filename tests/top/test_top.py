@@ -214,8 +214,10 @@ def test_bench_shows_the_compact_line_on_a_terminal(apache_server, tmp_path: Pat
     session = f"pounder-top-bench-{os.getpid()}"
     command = (pounder_command("bench", f"{srv.url}/cpu?ms=10", "-c", "2", "-d", "4s", "--warmup", "0",
                                "--server-pidfile", srv.pidfile) + f"; echo $? > {tmp_path / 'exit'}; sleep 30")
+    # COLUMNS: the pane's width for rich, which takes 80 when the new pane still reads 0x0 (seen once
+    # on a busy machine: the line cut at 80 columns)
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "20",
-                    f"env PYTHONPATH={PYTHON_DIR} sh -c '{command}'"], check=True, timeout=10)
+                    f"env PYTHONPATH={PYTHON_DIR} COLUMNS=160 sh -c '{command}'"], check=True, timeout=10)
     try:
         deadline = time.monotonic() + 15  # the line is drawn once a second while the load runs
         screen = _capture(session)
