@@ -61,7 +61,7 @@ def _agents_gone(timeout_s: float = 10.0) -> bool:
     """Whether every agent process has exited (Ray reaps a killed actor's process within moments)."""
     deadline = time.monotonic() + timeout_s
     while _agents() and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.05)
     return not _agents()
 
 
@@ -92,20 +92,20 @@ def test_no_ray_process_listens_off_loopback(cluster: str) -> None:
 
 def test_counts_are_exact_over_three_agents(cluster: str, testserver: Any, tmp_path: Path) -> None:
     srv = testserver(mode="ok")
-    result = bench(srv.url + "/", connections=6, requests=30_000, ray=cluster, agents=3)
+    result = bench(srv.url + "/", connections=6, requests=3_000, ray=cluster, agents=3)
     agents = result.agents
     assert agents is not None and not agents.partial
-    assert srv.stats()["requests"] == 30_000
-    assert result.requests.complete == 30_000 and result.requests.failed == 0
-    assert [a.complete for a in agents.members] == [10_000, 10_000, 10_000]
+    assert srv.stats()["requests"] == 3_000
+    assert result.requests.complete == 3_000 and result.requests.failed == 0
+    assert [a.complete for a in agents.members] == [1_000, 1_000, 1_000]
     assert [a.connections for a in agents.members] == [2, 2, 2]
     # no -t: each agent's threads are its own CPUs (one agent per node here), at most its connections
     assert [a.threads for a in agents.members] == [min(2, len(os.sched_getaffinity(0)))] * 3
     assert agents.nodes == 3 and len({a.node_id for a in agents.members}) == 3  # one per node
     assert agents.start_skew_ms is not None and agents.start_skew_ms < 50
     assert all(abs(a.offset_ms) < 50 and a.clock_error_ms < 50 for a in agents.members)  # one machine, one clock
-    assert result.latency.corrected.count == 30_000
-    assert sum(sample.complete for sample in result.series) == 30_000
+    assert result.latency.corrected.count == 3_000
+    assert sum(sample.complete for sample in result.series) == 3_000
     # the agents' I/O path, the same on each (one machine): io_uring, as auto takes it here
     assert result.io is not None and result.io.path == "uring" and result.io.reason.startswith("auto: the kernel")
     # written and read back as any result is
@@ -119,7 +119,7 @@ def test_merged_histogram_is_the_agents_requests(cluster: str, testserver: Any, 
     the agents timed (their own TSV files); a 20 ms server reads as 20 ms."""
     srv = testserver(mode="ok", delay_ms=20)
     tsv, hdr = tmp_path / "requests.tsv", tmp_path / "requests.hdr"
-    result = bench(srv.url + "/", connections=6, requests=900, ray=cluster, agents=3, tsv_path=str(tsv),
+    result = bench(srv.url + "/", connections=6, requests=450, ray=cluster, agents=3, tsv_path=str(tsv),
                    hdr_log_path=str(hdr), io="epoll")
     assert result.io == IoInfo(path="epoll", reason="asked for")  # the spec's io travels to every agent
     rebuilt: Counter[tuple[int, int]] = Counter()
@@ -127,9 +127,9 @@ def test_merged_histogram_is_the_agents_requests(cluster: str, testserver: Any, 
         for *_, interval in hdr_log_intervals(tmp_path / f"requests.agent-{index}.hdr"):
             rebuilt.update(interval.buckets)
     assert dict(rebuilt) == decode_hdr(result.histogram).buckets
-    assert rebuilt.total() == 900
+    assert rebuilt.total() == 450
     rows = [row for index in range(3) for row in _tsv(tmp_path / f"requests.agent-{index}.tsv")]
-    assert len(rows) == 900 == result.requests.complete == srv.stats()["requests"]
+    assert len(rows) == 450 == result.requests.complete == srv.stats()["requests"]
     latencies = sorted(int(row["latency_us"]) for row in rows)
     for percent in ("50", "90", "99"):
         exact = latencies[math.ceil(len(latencies) * float(percent) / 100) - 1]  # the value at that rank
@@ -143,7 +143,7 @@ def test_merged_histogram_is_the_agents_requests(cluster: str, testserver: Any, 
     firsts = {}
     for agent in result.agents.members:
         own = _tsv(tmp_path / f"requests.agent-{agent.index}.tsv")
-        assert agent.complete == len(own) == 300
+        assert agent.complete == len(own) == 150
         mine = sorted(int(row["latency_us"]) for row in own)
         for percent, value in (("50", agent.p50_us), ("90", agent.p90_us), ("99", agent.p99_us)):
             exact = mine[math.ceil(len(mine) * float(percent) / 100) - 1]
@@ -155,13 +155,16 @@ def test_merged_histogram_is_the_agents_requests(cluster: str, testserver: Any, 
 
 
 def test_open_loop_sends_the_one_schedule(cluster: str, testserver: Any, tmp_path: Path) -> None:
-    """--rate 600 -d 6s over three agents: 3,600 arrivals, every 1/600 s of one schedule (no
-    bursts of three), and the freeze server's corrected p90 as a run from this machine sees it."""
-    srv = testserver(mode="freeze", delay_ms=2)
+    """--rate 600 -d 2s over three agents: 1,200 arrivals, every 1/600 s of one schedule (no
+    bursts of three), and the freeze server's corrected p90 as a run from this machine sees it.
+    The server freezes 250 ms of every second: 2 s is two whole periods, so both runs see the same
+    frozen share (a quarter) whenever they start, and the p90 lies well inside the 300 frozen
+    arrivals (the 120 slowest of them)."""
+    srv = testserver(mode="freeze", delay_ms=2, freeze_ms=250, freeze_every_ms=1000)
     tsv = tmp_path / "open.tsv"
-    result = bench(srv.url + "/", rate="600", duration="6s", ray=cluster, agents=3, tsv_path=str(tsv))
+    result = bench(srv.url + "/", rate="600", duration="2s", ray=cluster, agents=3, tsv_path=str(tsv))
     arrivals = result.requests.complete + result.requests.failed + result.requests.unsent
-    assert abs(arrivals - 3600) <= 36
+    assert abs(arrivals - 1200) <= 12
     rows = [row for index in range(3) for row in _tsv(tmp_path / f"open.agent-{index}.tsv")]
     offsets = sorted(int(row["intended_offset_us"]) for row in rows)
     gaps = [b - a for a, b in zip(offsets, offsets[1:], strict=False)]
@@ -169,7 +172,7 @@ def test_open_loop_sends_the_one_schedule(cluster: str, testserver: Any, tmp_pat
     # a longer gap is an arrival still waiting for a connection when the run ended (counted unsent)
     missing = sum(round(gap / 1667) - 1 for gap in gaps if gap > 1800)
     assert missing <= result.requests.unsent + result.requests.failed, (missing, result.requests)
-    alone = bench(srv.url + "/", rate="600", duration="6s")
+    alone = bench(srv.url + "/", rate="600", duration="2s")
     p90, alone_p90 = result.latency.corrected.percentiles["90"], alone.latency.corrected.percentiles["90"]
     assert abs(p90 - alone_p90) <= 0.15 * alone_p90, (p90, alone_p90)
 
@@ -186,18 +189,18 @@ def test_a_replay_is_dealt_out_request_by_request(cluster: str, testserver: Any,
         f'"GET /r{i % 5} HTTP/1.1" 200 2\n' for i, t in enumerate(times)))  # fmt: skip
     srv = testserver(mode="ok")
     tsv = tmp_path / "replay.tsv"
-    result = bench(srv.url, replay=str(log), speed="4x", ray=cluster, agents=3, tsv_path=str(tsv))
+    result = bench(srv.url, replay=str(log), speed="8x", ray=cluster, agents=3, tsv_path=str(tsv))
     assert srv.count() == 600 == result.requests.complete
     assert result.agents is not None and [a.complete for a in result.agents.members] == [200, 200, 200]
     intended = sorted(int(row["intended_offset_us"]) for index in range(3)
                       for row in _tsv(tmp_path / f"replay.agent-{index}.tsv"))  # fmt: skip
-    assert intended == [round((round(t * 1000) - round(times[0] * 1000)) * 1000 / 4) for t in times]
+    assert intended == [round((round(t * 1000) - round(times[0] * 1000)) * 1000 / 8) for t in times]
     assert sum(sample.complete for sample in result.series) == 600
     assert result.options.replay is not None and result.options.replay.requests == 600
 
 
 def test_a_lost_agent_leaves_a_partial_result(cluster: str, testserver: Any) -> None:
-    """An agent killed 2.3 s into a 4 s run: the others finish, the result is partial, and the
+    """An agent killed 2.3 s into a 3 s run: the others finish, the result is partial, and the
     lost agent keeps what it measured in the whole seconds it reported (counts and percentiles),
     apart from the totals: the server saw those requests too, plus at most the tail of its last
     unfinished second."""
@@ -212,14 +215,14 @@ def test_a_lost_agent_leaves_a_partial_result(cluster: str, testserver: Any) -> 
             killed.append(victim.pid)
             victim.kill()
 
-    spec = BenchSpec.from_options(srv.url + "/", connections=6, duration="4s")
+    spec = BenchSpec.from_options(srv.url + "/", connections=6, duration="3s")
     result = run_bench_ray(spec, Cluster(cluster, agents=3), on_progress=kill_one)
     agents = result.agents
     assert killed and agents is not None and agents.partial
     lost = [a for a in agents.members if a.lost is not None]
     assert [a.pid for a in lost] == killed
     finished = [a for a in agents.members if a.lost is None]
-    assert len(finished) == 2 and all(a.elapsed_s >= 3.9 for a in finished)
+    assert len(finished) == 2 and all(a.elapsed_s >= 2.9 for a in finished)
     assert result.requests.complete == sum(a.complete for a in finished)  # the lost share is not in it
     kept = lost[0]
     assert kept.kept_seconds is not None and 2 <= kept.kept_seconds <= 3
@@ -242,14 +245,14 @@ def test_compare_stops_at_a_trial_with_a_lost_agent(cluster: str, testserver: An
     earlier = {proc.pid for proc in _agents()}  # agents of earlier tests still exiting are not this pool's
 
     def kill_in_the_second_trial(progress: Any) -> None:
-        if len(trials) == 1 and progress.phase == "measure" and progress.elapsed_s > 0.5 and not killed:
+        if len(trials) == 1 and progress.phase == "measure" and progress.elapsed_s > 0.2 and not killed:
             victim = next(proc for proc in _agents() if proc.pid not in earlier)
             killed.append(victim.pid)
             victim.kill()
 
     variants = [Variant("a", a.url + "/"), Variant("b", b.url + "/")]
     with pytest.raises(PounderError) as stopped:
-        compare(variants, trials=3, warmup=False, duration="2s", connections=3, results=out,
+        compare(variants, trials=3, warmup=False, duration="1s", connections=3, results=out,
                 sender=Cluster(cluster), on_trial=lambda trial, planned: trials.append(trial),
                 on_progress=kill_in_the_second_trial)  # fmt: skip
     assert killed
@@ -416,15 +419,15 @@ def _pounder(*args: str, timeout_s: float = 180) -> subprocess.CompletedProcess[
 def test_compare_and_run_send_every_trial_from_the_agents(cluster: str, testserver: Any, tmp_path: Path) -> None:
     fast, slow = testserver(mode="ok"), testserver(mode="ok", delay_ms=10)
     out = tmp_path / "c.json"
-    proc = _pounder("compare", fast.url + "/", slow.url + "/", "--trials", "3", "--no-warmup", "-n", "300",
+    proc = _pounder("compare", fast.url + "/", slow.url + "/", "--trials", "3", "--no-warmup", "-n", "100",
                     "-c", "3", "--ray", cluster, "--json", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert f"Sent by:         3 agents of Ray cluster {cluster}" in proc.stdout
     document = json.loads(out.read_text())
     assert (document["options"]["ray"], document["options"]["agents"]) == (cluster, 3)
-    assert fast.stats()["requests"] == slow.stats()["requests"] == 900  # 3 trials of exactly 300
+    assert fast.stats()["requests"] == slow.stats()["requests"] == 300  # 3 trials of exactly 100
     experiment = tmp_path / "e.toml"
-    experiment.write_text(f'title = "t"\n[server]\nadapter = "url"\n[[load]]\nrequests = 300\nconnections = 3\n'
+    experiment.write_text(f'title = "t"\n[server]\nadapter = "url"\n[[load]]\nrequests = 100\nconnections = 3\n'
                           f'trials = 3\n[[variant]]\nlabel = "fast"\nurl = "{fast.url}/"\n'
                           f'[[variant]]\nlabel = "slow"\nurl = "{slow.url}/"\n')  # fmt: skip
     proc = _pounder("run", str(experiment), "--results", str(tmp_path / "run"), "--ray", cluster, "--agents", "3")
@@ -432,7 +435,7 @@ def test_compare_and_run_send_every_trial_from_the_agents(cluster: str, testserv
     load = json.loads((tmp_path / "run" / "load-1.json").read_text())
     assert load["options"]["agents"] == 3
     assert _agents_gone()
-    assert fast.stats()["requests"] - 900 == slow.stats()["requests"] - 900 >= 900  # warm-up trials too
+    assert fast.stats()["requests"] - 300 == slow.stats()["requests"] - 300 >= 300  # warm-up trials too
 
 
 def test_tune_sends_every_measured_load_from_the_agents(cluster: str, tmp_path: Path) -> None:
@@ -441,10 +444,10 @@ def test_tune_sends_every_measured_load_from_the_agents(cluster: str, tmp_path: 
     merged count is the agents' sum; the size measurement's loads are exactly the requests asked.
     The smallest tuning run that has both: one child at most (measured for its size from one
     connection, one agent), 4 clients (the sweep runs at 4 connections, from 3 agents; the pools
-    are compared on its own point, not measured again), no MaxRequestsPerChild values, no
-    confirmation."""
+    are compared on its own point, not measured again), points of 500 ms (the shortest), no
+    MaxRequestsPerChild values, no confirmation."""
     results = tmp_path / "tune"
-    proc = _pounder("tune", "--demo", "--ray", cluster, "--listen", "127.0.0.2", "--point-duration", "1s",
+    proc = _pounder("tune", "--demo", "--ray", cluster, "--listen", "127.0.0.2", "--point-duration", "500ms",
                     "--mrpc", "0", "--max-children", "1", "--clients", "4", "--measure-children", "2",
                     "--requests-per-child", "20", "--no-confirm", "--results", str(results), timeout_s=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -502,7 +505,7 @@ def test_a_local_cluster_listens_on_loopback_only_and_another_cluster_works_afte
         if progress.phase == "measure" and not seen:
             seen.append(_outward_listeners())
 
-    result = bench(local.url + "/", connections=2, duration="2s", ray="local", agents=2, on_progress=look)
+    result = bench(local.url + "/", connections=2, duration="1s", ray="local", agents=2, on_progress=look)
     assert result.agents is not None and result.agents.address == "local" and result.agents.nodes == 1
     assert seen == [[]]
     srv = testserver(mode="ok")
