@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster as RayCluster  # noqa: E402
 
 from pounder import BenchResult, IoInfo, PounderError, UsageError, bench  # noqa: E402
+from pounder.__main__ import main as pounder_main  # noqa: E402
 from pounder.agents import Cluster, agent_pool, run_bench_ray  # noqa: E402
 from pounder.compare import Variant, compare  # noqa: E402
 from pounder.load import BenchSpec, run_bench, server_sampler  # noqa: E402
@@ -90,11 +92,15 @@ def test_no_ray_process_listens_off_loopback(cluster: str) -> None:
     assert _outward_listeners() == []
 
 
-def test_counts_are_exact_over_three_agents(cluster: str, testserver: Any, tmp_path: Path) -> None:
+def test_counts_are_exact_over_three_agents(cluster: str, testserver: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found with --ray auto (RAY_ADDRESS), whose address the result records, without --agents (one
+    agent per node): the counts are the server's own, split evenly over the three agents."""
     srv = testserver(mode="ok")
-    result = bench(srv.url + "/", connections=6, requests=3_000, ray=cluster, agents=3)
+    monkeypatch.setenv("RAY_ADDRESS", cluster)
+    result = bench(srv.url + "/", connections=6, requests=3_000, ray="auto")
     agents = result.agents
     assert agents is not None and not agents.partial
+    assert agents.address == cluster and len(agents.members) == 3
     assert srv.stats()["requests"] == 3_000
     assert result.requests.complete == 3_000 and result.requests.failed == 0
     assert [a.complete for a in agents.members] == [1_000, 1_000, 1_000]
@@ -271,16 +277,13 @@ def test_compare_stops_at_a_trial_with_a_lost_agent(cluster: str, testserver: An
     assert _agents_gone()
 
 
-@pytest.mark.parametrize(("signals", "code"), [
-    pytest.param((signal.SIGINT, signal.SIGINT), 130, id="ctrl-c-twice"),
-    pytest.param((signal.SIGTERM,), 143, id="SIGTERM"),
-])  # fmt: skip
-def test_a_signal_stops_every_agent_and_keeps_the_result(cluster: str, testserver: Any, tmp_path: Path,
-                                                         signals: tuple[signal.Signals, ...], code: int) -> None:
-    """Ctrl-C (twice: the second stops the waiting, not the keeping) or SIGTERM (the one whose
-    handler ``ray.init`` would replace: pounder.agents._ray_init.kept_signal_handlers): every
-    agent stops, what they measured is written, the exit says so. SIGHUP is handled as Ctrl-C is,
-    by the same code for every command (tests/cli/test_interrupt.py, tests/e2e/test_signals.py)."""
+def test_a_signal_stops_every_agent_and_keeps_the_result(cluster: str, testserver: Any, tmp_path: Path) -> None:
+    """SIGTERM (the one whose handler ``ray.init`` would replace:
+    pounder.agents._ray_init.kept_signal_handlers), then Ctrl-C (a second signal stops the waiting,
+    not the keeping): every agent stops, what they measured is written, the exit says the first
+    (143). One run checks both: the three signals share one handler (pounder._interrupt), and which
+    one is said and its exit status are tested per signal in tests/cli/test_interrupt.py and
+    tests/e2e/test_signals.py (SIGHUP too)."""
     srv = testserver(mode="ok", delay_ms=5)
     out = tmp_path / "r.json"
     proc = start_pounder("bench", srv.url + "/", "-c", "3", "-d", "30s", "--ray", cluster, "--json", out,
@@ -289,27 +292,18 @@ def test_a_signal_stops_every_agent_and_keeps_the_result(cluster: str, testserve
         deadline = time.monotonic() + 60
         while srv.stats()["requests"] < 100 and time.monotonic() < deadline:
             time.sleep(0.2)
-        for signum in signals:
+        for signum in (signal.SIGTERM, signal.SIGINT):
             proc.send_signal(signum)
             time.sleep(0.05)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == code, stderr
+    assert proc.returncode == 143, stderr
     assert "Traceback" not in stdout + stderr
     result = BenchResult.from_json(out.read_text())
     assert result.interrupted and result.agents is not None and len(result.agents.members) == 3
     assert 0 < result.requests.complete <= srv.stats()["requests"]
     assert _agents_gone()
-
-
-def test_auto_finds_the_cluster_and_records_its_address(cluster: str, testserver: Any,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    srv = testserver(mode="ok")
-    monkeypatch.setenv("RAY_ADDRESS", cluster)
-    result = bench(srv.url + "/", connections=3, requests=300, ray="auto")
-    assert result.agents is not None and result.agents.address == cluster and len(result.agents.members) == 3
-    assert srv.stats()["requests"] == result.requests.complete == 300
 
 
 def test_errors_are_one_line(cluster: str, free_port: int, cli: Any) -> None:
@@ -319,9 +313,9 @@ def test_errors_are_one_line(cluster: str, free_port: int, cli: Any) -> None:
     unreachable = cli(f"http://127.0.0.1:{free_port}/", "-n", "10", "--ray", cluster, timeout_s=180)
     assert unreachable.returncode == 1, unreachable.stderr
     assert "cannot connect to 127.0.0.1:" in unreachable.stderr and unreachable.stderr.count("\n") == 1
-    too_many = cli(f"http://127.0.0.1:{free_port}/", "-n", "10", "--ray", cluster, "--agents", "4",
-                       timeout_s=120)  # fmt: skip
-    assert too_many.returncode == 2 and "need 4 nodes; the cluster has 3" in too_many.stderr
+    # more agents than nodes: a usage error (the CLI's exit 2 for any), said before any agent starts
+    with pytest.raises(UsageError, match="need 4 nodes; the cluster has 3"):
+        bench(f"http://127.0.0.1:{free_port}/", requests=10, ray=cluster, agents=4)
 
 
 @pytest.mark.parametrize("mode", ["http", "silent"])
@@ -363,24 +357,6 @@ def test_refused_combinations() -> None:
     with pytest.raises(UsageError, match="3 agents need at least 3 connections"):
         run_bench_ray(BenchSpec.from_options("http://127.0.0.1:1/", connections=2), Cluster("local", agents=3))
     assert PounderError
-
-
-def test_local_cluster_runs_and_stops(testserver: Any, tmp_path: Path, cli: Any) -> None:
-    """--ray local starts a one-machine cluster on loopback for the run and stops it."""
-    before = {proc.pid for proc in _ray_processes()}
-    srv = testserver(mode="ok")
-    out = tmp_path / "local.json"
-    proc = cli(srv.url + "/", "-n", "2000", "-c", "4", "--ray", "local", "--agents", "2", "--json", str(out),
-                   timeout_s=180)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert "Agents (2 on 1 node of Ray cluster local" in proc.stdout
-    document = json.loads(out.read_text())
-    assert document["schema"] == "pounder/bench-result/3"
-    assert document["requests"]["complete"] == 2000 == srv.stats()["requests"]
-    deadline = time.monotonic() + 10  # the local cluster's processes exit within moments
-    while {proc.pid for proc in _ray_processes()} - before and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert {proc.pid for proc in _ray_processes()} <= before
 
 
 def test_one_pool_runs_one_bench_after_another(cluster: str, testserver: Any) -> None:
@@ -492,22 +468,52 @@ def _outward_listeners() -> list[Any]:
     return found
 
 
-def test_a_local_cluster_listens_on_loopback_only_and_another_cluster_works_after_it(cluster: str,
-                                                                                     testserver: Any) -> None:
-    """--ray local is the one Ray head pounder starts: nothing of it may listen elsewhere. After it,
-    in this process, agents on another cluster live: Ray turns its token authentication on for a
-    local cluster and leaves it on after shutdown, and the other cluster's GCS (without tokens)
+def test_a_local_cluster_runs_listens_on_loopback_only_stops_and_another_cluster_works_after_it(
+        cluster: str, testserver: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """``pounder bench --ray local`` (the command's entry point, run in this process) starts a
+    one-machine cluster on loopback for the run and stops it. It is the one Ray head pounder
+    starts: nothing of it may listen elsewhere (looked at once the server is sent requests). After
+    it, in this process, agents on another cluster live: Ray turns its token authentication on for
+    a local cluster and leaves it on after shutdown, and the other cluster's GCS (without tokens)
     then killed every actor it placed at once. Kept last, after the in-process local runs."""
-    local = testserver(mode="ok", delay_ms=2)
+    before = {proc.pid for proc in _ray_processes()}
+    local = testserver(mode="ok", delay_ms=2)  # 2,000 requests on 4 connections: a second to look
+    out = tmp_path / "local.json"
     seen: list[list[Any]] = []
+    done = threading.Event()
 
-    def look(progress: Any) -> None:
-        if progress.phase == "measure" and not seen:
-            seen.append(_outward_listeners())
+    def look() -> None:
+        while not done.wait(0.05):
+            if local.stats(settle_s=0)["requests"] > 0:
+                seen.append(_outward_listeners())
+                return
 
-    result = bench(local.url + "/", connections=2, duration="1s", ray="local", agents=2, on_progress=look)
+    looking = threading.Thread(target=look, daemon=True)
+    looking.start()
+    monkeypatch.setattr(sys, "argv", ["pounder", "bench", local.url + "/", "-n", "2000", "-c", "4", "--ray",
+                                      "local", "--agents", "2", "--json", str(out)])  # fmt: skip
+    code: object = 0
+    try:
+        pounder_main()
+    except SystemExit as ended:
+        code = ended.code or 0
+    finally:
+        done.set()
+        looking.join()
+    stdout, stderr = capfd.readouterr()
+    assert code == 0, stderr
+    assert "Agents (2 on 1 node of Ray cluster local" in stdout
+    document = json.loads(out.read_text())
+    assert document["schema"] == "pounder/bench-result/3"
+    assert document["requests"]["complete"] == 2000 == local.stats()["requests"]
+    result = BenchResult.from_json(out.read_text())
     assert result.agents is not None and result.agents.address == "local" and result.agents.nodes == 1
     assert seen == [[]]
+    deadline = time.monotonic() + 10  # the local cluster's processes exit within moments
+    while {proc.pid for proc in _ray_processes()} - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert {proc.pid for proc in _ray_processes()} <= before
     srv = testserver(mode="ok")
     result = bench(srv.url + "/", connections=3, requests=300, ray=cluster, agents=3)
     assert result.agents is not None and not result.agents.partial and result.agents.nodes == 3
