@@ -10,7 +10,7 @@ cores, no comparisons): they read as ``None``. The document as stored is kept (`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
@@ -137,6 +137,11 @@ class TunePoint(Stored, key="point"):
     def converters(cls) -> dict[str, Convert]:
         return _CONVERTERS
 
+
+
+def tune_points(points: Sequence[Mapping[str, Any] | TunePoint], key: str) -> list[TunePoint]:
+    """``points`` as records (:class:`TunePoint`), each document read at ``key[i]``, a record as it is."""
+    return [p if isinstance(p, TunePoint) else TunePoint.from_dict(p, f"{key}[{i}]") for i, p in enumerate(points)]
 
 
 def read_stored(cls: type[R], value: object, key: str, **converters: Any) -> R:

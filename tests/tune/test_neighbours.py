@@ -5,6 +5,7 @@ figures shaped like the issue's (a CPU-bound Starman app on 2 cores, 3 ms of CPU
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -42,8 +43,8 @@ def test_a_neighbour_that_slowed_one_round_does_not_hide_the_smaller_pools_loss(
     1 worker); paired round by round, 1 child is slower in every round."""
     one, two = point(1, [330, 210, 335]), point(2, [520, 300, 530])
     got = choose_pool([one, two], OFFERED, Target(clients=8), tolerance=0.05, cores=2)
-    vs = next(p for p in got.points if p["children"] == 1)["vs_best"]
-    assert vs["pairs"] == 3 and vs["worse"] and vs["high"] < 0.95, vs
+    vs = got.point(1).vs_best
+    assert vs is not None and vs.pairs == 3 and vs.worse and vs.high is not None and vs.high < 0.95, vs
     assert got.chosen == 2
     assert paired_values(one, two, "rps") == ([330.0, 210.0, 335.0], [520.0, 300.0, 530.0])
 
@@ -54,24 +55,25 @@ def test_a_cpu_bound_pool_is_raised_to_the_children_that_use_the_cores() -> None
     2 children, decides, and the reason says so with its figures."""
     one, two, four = point(1, [320, 250, 330]), point(2, [300, 500, 520]), point(4, [500, 510, 300])
     got = choose_pool([one, two, four], OFFERED, Target(clients=8), tolerance=0.05, cores=2)
-    assert next(p for p in got.points if p["children"] == 1)["vs_best"]["worse"] is False
+    vs = got.point(1).vs_best
+    assert vs is not None and vs.worse is False
     assert got.chosen == 2
     floor = got.cpu_floor
-    assert floor is not None and floor["children"] == 2 and floor["at"] == 1
-    assert floor["share"] == pytest.approx(3000e-6 / (1 / 320), rel=1e-6)
+    assert floor is not None and floor.children == 2 and floor.at == 1
+    assert floor.share == pytest.approx(3000e-6 / (1 / 320), rel=1e-6)
     reason = next(r for r in got.reasons if r.startswith("the children are CPU-bound"))
     assert "a request cost 3.0 ms of the server's CPU and held a child 3.1 ms" in reason
     assert "2 cores need 2 / 0.96 = 2.1, 2 children: 2 children rather than 1" in reason, reason
     assert got.why.startswith("2: the fewest children that keep the server's 2 cores busy")
     # the pod's quota counts as the cores: 1.5 CPUs need 2 children too, 1 CPU one
-    assert cpu_floor([one], 1.5) == {**floor, "cores": 1.5}
+    assert cpu_floor([one], 1.5) == replace(floor, cores=1.5)
     assert choose_pool([one, two, four], OFFERED, Target(clients=8), tolerance=0.05, cores=1).chosen == 1
 
 
 def test_the_floor_yields_to_larger_pools_measured_distinguishably_slower() -> None:
     one, two, four = point(1, [330, 328, 332]), point(2, [250, 251, 249]), point(4, [251, 249, 250])
     got = choose_pool([one, two, four], OFFERED, Target(clients=8), tolerance=0.05, cores=2)
-    assert got.chosen == 1 and got.cpu_floor is not None and got.cpu_floor["children"] == 2
+    assert got.chosen == 1 and got.cpu_floor is not None and got.cpu_floor.children == 2
     assert any("measured distinguishably slower than the best, so 1 child stays" in r for r in got.reasons)
 
 
@@ -81,8 +83,9 @@ def test_a_pool_raised_short_of_the_floor_is_not_called_the_smallest_as_good() -
     "the smallest pool as good as the best" (1 child was as good, the table shows it)."""
     one, two, four = point(1, [320, 250, 330]), point(2, [300, 500, 520]), point(4, [200, 201, 199])
     got = choose_pool([one, two, four], OFFERED, Target(clients=8), tolerance=0.05, cores=3)
-    assert got.chosen == 2 and got.cpu_floor is not None and got.cpu_floor["children"] == 3
-    assert not next(p for p in got.points if p["children"] == 1)["vs_best"]["worse"]
+    assert got.chosen == 2 and got.cpu_floor is not None and got.cpu_floor.children == 3
+    vs = got.point(1).vs_best
+    assert vs is not None and not vs.worse
     assert got.why.startswith("2: toward the 3 children that keep the server's 3 cores busy (0.96 of a core each), "
                               "as good as the best at 8 clients: "), got.why
     assert any("2 children rather than 1" in r and "2 is the largest candidate" in r for r in got.reasons)

@@ -75,10 +75,11 @@ def test_the_smallest_pool_as_good_as_the_best_wins_at_the_offered_load() -> Non
     offered = offered_load(Target(), memory, 64)
     got = choose_pool(ISSUE, offered, Target(), tolerance=0.05, cores=2)
     assert (got.chosen, got.best) == (2, 2)
-    big = next(p for p in got.points if p["children"] == 64)
-    assert big["vs_best"]["worse"] and big["p99_vs_lowest"]["worse"]
-    eight = next(p for p in got.points if p["children"] == 8)
-    assert not eight["vs_best"]["worse"]
+    big = got.point(64)
+    assert big.vs_best is not None and big.vs_best.worse
+    assert big.p99_vs_lowest is not None and big.p99_vs_lowest.worse
+    eight = got.point(8)
+    assert eight.vs_best is not None and not eight.vs_best.worse
     assert got.why.startswith("2: the smallest pool as good as the best at ")
     assert "64 children: 842 req/s" in got.reasons[1] and "distinguishably slower" in got.reasons[1]
 
@@ -89,7 +90,7 @@ def test_a_larger_pool_wins_when_the_smaller_is_distinguishably_slower() -> None
               for n in (8, 16, 32)]
     got = choose_pool(points, offered_load(Target(clients=32), bound(), 64), Target(clients=32), tolerance=0.05,
                       cores=2)
-    assert got.chosen == 32 and all(p["vs_best"]["worse"] for p in got.points if p["children"] < 32)
+    assert got.chosen == 32 and all(p.vs_best is not None and p.vs_best.worse for p in got.points if p.children < 32)
 
 
 def test_p99_target_picks_the_smallest_pool_that_meets_it() -> None:
@@ -223,7 +224,8 @@ def test_a_pool_whose_trials_all_failed_is_left_out_not_a_crash() -> None:
         failed.append(trial)
     points = [ISSUE[0], aggregate_trials(failed)]
     got = choose_pool(points, offered_load(Target(), bound(), 64), Target(), tolerance=0.05, cores=2)
-    assert got.chosen == 2 and next(p for p in got.points if p["children"] == 64)["vs_best"]["worse"]
+    vs = got.point(64).vs_best
+    assert got.chosen == 2 and vs is not None and vs.worse
 
 
 def test_a_sweep_at_the_offered_load_is_compared_not_measured_again() -> None:
@@ -233,7 +235,7 @@ def test_a_sweep_at_the_offered_load_is_compared_not_measured_again() -> None:
     sweep = [trials(n, [100.0 * n] * 3, [30.0] * 3, connections=32) for n in (1, 2, 4, 8, 16, 32, 48)]
     offered = offered_load(Target(clients=32), bound(4 * 2**30, shared=15 * 2**20, child_uss=5 * 2**20), 48)
     swept = swept_at_offered([16, 23, 32], sweep, offered, needs=[32])
-    assert swept is not None and [p["children"] for p in swept] == [16, 32]
+    assert swept is not None and [p.children for p in swept] == [16, 32]
     assert swept_at_offered([16, 24], sweep, offered) is None  # 24 children were not swept
     assert swept_at_offered([16, 32], sweep, offered, needs=[20]) is None  # nor what the load needs
     other = offered_load(Target(clients=16), bound(4 * 2**30, shared=15 * 2**20, child_uss=5 * 2**20), 48)

@@ -31,6 +31,7 @@ from typing import Any
 from pounder._errors import PounderError, public
 from pounder._figures import WIDE, queued_text
 from pounder._records import Record
+from pounder._tune_point import TunePoint, present, tune_points
 from pounder._tune_run import Target
 from pounder._units import children_text
 from pounder.compare import MAX_FAILED
@@ -38,8 +39,6 @@ from pounder.tune._memory import MemoryBound
 from pounder.tune._points import QUEUED_BUSY, busy_measured
 from pounder.tune._text import (
     _counts,
-    _high,
-    _low,
     _serve,
     ms_text,
     rate_with_interval,
@@ -112,35 +111,41 @@ class Knee(Record):
     reasons: list[str] = field(default_factory=list)
 
 
-def _as_good(point: Summary, threshold: float) -> bool:
-    high = _high(point)
-    return float(point["rps"]) >= threshold or (high is not None and high >= threshold)
+def _as_good(point: TunePoint, threshold: float) -> bool:
+    high = point.rps_high
+    return point.rps >= threshold or (high is not None and high >= threshold)
 
 
-def _below(point: Summary, other: Summary) -> bool:
+def _below(point: TunePoint, other: TunePoint) -> bool:
     """``point`` is distinguishably slower than ``other``: its interval lies under the other's
     (under the other's median when either has no interval)."""
-    high, other_low = _high(point), _low(other)
+    high, other_low = point.rps_high, other.rps_low
     if high is None or other_low is None:
-        return float(point["rps"]) < float(other["rps"]) * (1 - LOSS_NOISE)
+        return point.rps < other.rps * (1 - LOSS_NOISE)
     return high < other_low
 
 
-def check_counted(points: Sequence[Summary]) -> None:
+def _counted(point: TunePoint) -> int:
+    """The point's counted trials (a point of an earlier pounder that does not say: 1)."""
+    return 1 if point.counted is None else point.counted
+
+
+def check_counted(points: Sequence[Summary | TunePoint]) -> None:
     """A :class:`~pounder.PounderError` when no point of the children sweep has a counted trial
     (each failed more than :data:`~pounder.compare.MAX_FAILED` of its requests): the server fails
     under load, and no figure of the sweep means its throughput."""
-    if not points or any(int(p.get("counted", 1)) > 0 for p in points):
+    records = tune_points(points, "sweep")
+    if not records or any(_counted(p) > 0 for p in records):
         return
-    ordered = sorted(points, key=lambda p: int(p["children"]))
-    failed = ", ".join(f"{children_text(int(p['children']))}: {int(p['failed']):,} of "
-                       f"{int(p['complete']) + int(p['failed']):,}" for p in ordered)
+    ordered = sorted(records, key=lambda p: p.children)
+    failed = ", ".join(f"{children_text(p.children)}: {present(p.failed):,} of "
+                       f"{present(p.complete) + present(p.failed):,}" for p in ordered)
     raise PounderError(f"no trial of the children sweep counted: every one had no request answered or more than "
                        f"{MAX_FAILED:.0%} of its requests failed ({failed} failed): the server fails under load")
 
 
 @public
-def knee(points: Sequence[Summary], tolerance: float) -> Knee:
+def knee(points: Sequence[Summary | TunePoint], tolerance: float) -> Knee:
     """The smallest count as good as the best: its median is within ``tolerance`` of the best
     median, or its 95 % interval reaches that far (the measurement cannot tell it from a count
     that is). Deciding on the interval, not the median alone, is what makes it stable: a count at
@@ -148,20 +153,21 @@ def knee(points: Sequence[Summary], tolerance: float) -> Knee:
     land on the same count or one sweep step apart; a count clearly below the plateau (its whole
     interval under the threshold) never does. Ties for the best go to the smaller count. Points
     without an interval (one trial) are decided on their median."""
-    check_counted(points)
+    records = tune_points(points, "sweep")
+    check_counted(records)
     # a count with no counted trial (every one failed too often) has no figure to be the knee
-    ordered = sorted((p for p in points if int(p.get("counted", 1)) > 0), key=lambda p: int(p["children"]))
-    best = max(ordered, key=lambda p: float(p["rps"]))  # max keeps the first (smallest) of equal ones
-    best_rps = float(best["rps"])
+    ordered = sorted((p for p in records if _counted(p) > 0), key=lambda p: p.children)
+    best = max(ordered, key=lambda p: p.rps)  # max keeps the first (smallest) of equal ones
+    best_rps = best.rps
     threshold = (1 - tolerance) * best_rps
     at = next(p for p in ordered if _as_good(p, threshold))
-    by_interval = float(at["rps"]) < threshold
-    n, best_n = int(at["children"]), int(best["children"])
+    by_interval = at.rps < threshold
+    n, best_n = at.children, best.children
     flat = len(ordered) >= 2 and not any(_below(p, best) for p in ordered)
-    wide = [int(p["children"]) for p in ordered if p.get("wide")]
+    wide = [p.children for p in ordered if p.wide]
     if at is best:
         reasons = [f"throughput: the best measured is {children_text(n)}, {rate_with_interval(at)}"
-                   + ("" if n == int(ordered[0]["children"]) else
+                   + ("" if n == ordered[0].children else
                       f"; every smaller count stayed below {share_text(1 - tolerance)} of its median")]
     else:
         how = (f"its interval reaches within {share_text(tolerance)} of it" if by_interval
@@ -172,7 +178,7 @@ def knee(points: Sequence[Summary], tolerance: float) -> Knee:
         reasons.append(f"no count measured is distinguishably slower than the best ({children_text(best_n)}): "
                        "the sweep cannot tell the counts apart at this load, so where throughput stops growing is not "
                        "known")
-    dropped = sorted(int(p["children"]) for p in points if int(p.get("counted", 1)) == 0)
+    dropped = sorted(p.children for p in records if _counted(p) == 0)
     if dropped:
         reasons.append(f"{_counts(dropped)} {'child' if dropped == [1] else 'children'}: no trial counted (none "
                        f"answered, or more than {MAX_FAILED:.0%} of its requests failed): left out of the comparison")
@@ -181,7 +187,7 @@ def knee(points: Sequence[Summary], tolerance: float) -> Knee:
                  else f"the intervals of {_counts(wide)} children")
         reasons.append(f"{which} stayed wider than ±{WIDE:.0%} after a re-measure: the machine was noisy, and the "
                        "knee may move by a step between runs")
-    return Knee(children=n, rps=float(at["rps"]), best_children=best_n, best_rps=best_rps, threshold=threshold,
+    return Knee(children=n, rps=at.rps, best_children=best_n, best_rps=best_rps, threshold=threshold,
                 tolerance=tolerance, by_interval=by_interval, flat=flat, wide=wide, reasons=reasons)
 
 

@@ -32,14 +32,15 @@ is made.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pounder._figures import WIDE
+from pounder._records import Record
 from pounder._stats import MIN_SAMPLES
+from pounder._tune_point import TunePoint, Versus, present, tune_points
 from pounder._tune_run import OfferedLoad, Target
 from pounder._units import children_text, count_text
 from pounder.compare import paired_ratio_interval, ratio_interval
@@ -64,6 +65,8 @@ CPU_BOUND = 0.5
 """A child spending at least this share of the time it holds a request on the CPU is CPU-bound."""
 
 Summary = Mapping[str, Any]
+Points = Sequence[Summary | TunePoint]
+"""Points as the session holds them (documents) or as records: read as records at this module's boundary."""
 
 
 def offered_load(target: Target, memory: MemoryBound, max_children: int) -> OfferedLoad:
@@ -99,15 +102,15 @@ SWEPT_NOTE = ("the children sweep measured these pools at the offered load, {}, 
 """The first reason of pools taken from the sweep (:func:`swept_at_offered`)."""
 
 
-def swept_at_offered(candidates: Sequence[int], sweep: Sequence[Summary], offered: OfferedLoad,
-                     needs: Sequence[int] = ()) -> list[Summary] | None:
+def swept_at_offered(candidates: Sequence[int], sweep: Points, offered: OfferedLoad,
+                     needs: Sequence[int] = ()) -> list[TunePoint] | None:
     """The children sweep's own points to compare, when it measured the pools at the offered load
     already (closed loop, at every count the clients given: its trials interleaved over every
     count): every count it measured from the smallest candidate to the largest, with ``needs`` among
     them. None when one of those is missing (the candidates are then measured at the offered load)."""
     if offered.rate is not None or not candidates:
         return None
-    at = {int(p["children"]): p for p in sweep if int(p["connections"]) == offered.connections}
+    at = {p.children: p for p in tune_points(sweep, "sweep") if p.connections == offered.connections}
     low, high = min(candidates), max(candidates)
     wanted = [n for n in needs if low <= n <= high]
     if low not in at or high not in at or any(n not in at for n in wanted):
@@ -143,10 +146,31 @@ def _versus(ours_point: Summary, theirs_point: Summary, key: str, *, higher_is_b
             "pairs": pairs}
 
 
+def _mark(ours: TunePoint, theirs: TunePoint, key: str, *, higher_is_better: bool, effect: float) -> Versus:
+    """:func:`_versus` of two records, as the record of the comparison (its document kept: written as it was)."""
+    found = _versus(ours.stored, theirs.stored, key, higher_is_better=higher_is_better, effect=effect)
+    return Versus(**found, stored=found)
+
+
+@dataclass(frozen=True)
+class CpuFloor(Record):
+    """The fewest ``children`` that use ``cores`` when the children are CPU-bound (:func:`cpu_floor`):
+    a busy child uses ``share`` of a core, measured ``at`` that many children and ``connections``
+    clients, where a request cost ``cpu_us`` of the server's CPU and held a child ``busy_ms``."""
+
+    children: int
+    share: float
+    cpu_us: float
+    busy_ms: float
+    at: int
+    connections: int
+    cores: float
+
+
 @dataclass(frozen=True)
 class PoolChoice:
     """The pool chosen at the offered load: ``chosen`` children (``best`` served the most,
-    ``lowest_p99`` had the lowest p99), ``points`` the candidates with ``vs_best`` (throughput
+    ``lowest_p99`` had the lowest p99), ``points`` the candidates' records with ``vs_best`` (throughput
     against the best) and ``p99_vs_lowest`` (p99 against the lowest), ``why`` the deciding fact in
     one line and ``reasons`` the details."""
 
@@ -155,145 +179,159 @@ class PoolChoice:
     best: int
     lowest_p99: int
     p99_met: bool | None
-    points: list[dict[str, Any]]
+    points: tuple[TunePoint, ...]
     why: str
     reasons: list[str] = field(default_factory=list)
-    cpu_floor: dict[str, Any] | None = None
+    cpu_floor: CpuFloor | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"offered": self.offered.to_dict(), "chosen": self.chosen, "best": self.best,
-                "lowest_p99": self.lowest_p99, "p99_met": self.p99_met, "points": [dict(p) for p in self.points],
-                "why": self.why, "reasons": list(self.reasons), "cpu_floor": self.cpu_floor}
+                "lowest_p99": self.lowest_p99, "p99_met": self.p99_met, "points": [p.to_dict() for p in self.points],
+                "why": self.why, "reasons": list(self.reasons),
+                "cpu_floor": None if self.cpu_floor is None else self.cpu_floor.to_dict()}
+
+    def point(self, children: int) -> TunePoint:
+        """The candidate of ``children`` (``best``, ``chosen``: one of the points)."""
+        return next(p for p in self.points if p.children == children)
 
 
-def p99_with_interval(point: Summary) -> str:
+def p99_with_interval(point: Summary | TunePoint) -> str:
     """``p99 12.5 ms (11.0-14.1)``: a point's median p99 and its 95 % interval, as the tables print it."""
-    low, high = point.get("p99_low"), point.get("p99_high")
-    if point.get("p99_ms") is None:
+    if isinstance(point, TunePoint):
+        p99, low, high = point.p99_ms, point.p99_low, point.p99_high
+    else:
+        p99, low, high = point.get("p99_ms"), point.get("p99_low"), point.get("p99_high")
+    if p99 is None:
         return "no request answered cleanly"
-    text = f"p99 {ms_text(float(point['p99_ms']))} ms"
+    text = f"p99 {ms_text(float(p99))} ms"
     return text if low is None or high is None else f"{text} ({ms_text(float(low))}-{ms_text(float(high))})"
 
 
-def _against(vs: Mapping[str, Any]) -> str:
-    text = change_text(float(vs["ratio"]))
-    if vs.get("low") is not None and vs.get("high") is not None:
-        text += f" ({change_text(float(vs['low']))} to {change_text(float(vs['high']))})"
+def _against(vs: Versus | None) -> str:
+    if vs is None or vs.ratio is None:
+        raise TypeError("no ratio to the best")  # a marked point not distinguishably slower has one
+    text = change_text(vs.ratio)
+    if vs.low is not None and vs.high is not None:
+        text += f" ({change_text(vs.low)} to {change_text(vs.high)})"
     return text
 
 
-def _point_text(point: Summary) -> str:
-    return f"{children_text(int(point['children']))}: {rate_with_interval(point)}, {p99_with_interval(point)}"
+def _point_text(point: TunePoint) -> str:
+    return f"{children_text(point.children)}: {rate_with_interval(point)}, {p99_with_interval(point)}"
 
 
-def cpu_floor(points: Sequence[Summary], cores: float) -> dict[str, Any] | None:
+def _worse(vs: Versus | None) -> bool:
+    """Whether a marked point measured distinguishably worse (``vs``: its ``vs_best`` or ``p99_vs_lowest``)."""
+    return bool(vs is not None and vs.worse)
+
+
+def cpu_floor(points: Points, cores: float) -> CpuFloor | None:
     """The fewest children that use ``cores`` when the children are CPU-bound (module
-    documentation): ``{"children", "share", "cpu_us", "busy_ms", "at", "cores"}`` from the point
+    documentation), from the point
     whose children spent the largest share of their busy time on the CPU (the least disturbed: CPU
     queued behind other processes counts as busy time, never as CPU), among the points whose busy
     time is the time itself (every child busy: :func:`pounder.tune._points.busy_measured`, or a closed
     loop with more clients than children in results that did not sample the queue). None when no
     point tells, or the children are not CPU-bound."""
-    best: tuple[float, Summary, float] | None = None
-    for point in points:
-        cpu_us, measured = point.get("server_cpu_us"), busy_measured(point)
-        if cpu_us is None or not float(point.get("rps") or 0) or measured is False or int(point.get("counted", 1)) < 1:
+    best: tuple[float, TunePoint, float] | None = None
+    for point in tune_points(points, "points"):
+        cpu_us, measured = point.server_cpu_us, busy_measured(point.stored)
+        if cpu_us is None or not point.rps or measured is False or (point.counted is not None and point.counted < 1):
             continue
-        if measured is None and (point.get("rate") is not None
-                                 or int(point["connections"]) <= int(point["children"])):
+        if measured is None and (point.rate is not None or point.connections <= point.children):
             continue
-        busy = busy_seconds(point)
-        share = float(cpu_us) / 1e6 / busy if busy > 0 else 0.0
+        busy = busy_seconds(point.stored)
+        share = cpu_us / 1e6 / busy if busy > 0 else 0.0
         if best is None or share > best[0]:
             best = (share, point, busy)
     if best is None or best[0] < CPU_BOUND:
         return None
     share, at, busy = best
-    return {"children": max(1, math.floor(cores / share + 0.5)), "share": share, "cpu_us": float(at["server_cpu_us"]),
-            "busy_ms": busy * 1000, "at": int(at["children"]), "connections": int(at["connections"]), "cores": cores}
+    return CpuFloor(children=max(1, math.floor(cores / share + 0.5)), share=share, cpu_us=present(at.server_cpu_us),
+                    busy_ms=busy * 1000, at=at.children, connections=at.connections, cores=cores)
 
 
-def _floor_text(floor: Mapping[str, Any]) -> str:
-    share, cores = float(floor["share"]), float(floor["cores"])
-    return (f"the children are CPU-bound: with {children_text(int(floor['at']))} at "
-            f"{count_text(int(floor['connections']), 'client')} a request cost "
-            f"{ms_text(float(floor['cpu_us']) / 1000)} ms of the server's CPU and held a child "
-            f"{ms_text(float(floor['busy_ms']))} ms, so a busy child uses "
+def _floor_text(floor: CpuFloor) -> str:
+    share, cores = floor.share, float(floor.cores)
+    return (f"the children are CPU-bound: with {children_text(floor.at)} at "
+            f"{count_text(floor.connections, 'client')} a request cost "
+            f"{ms_text(floor.cpu_us / 1000)} ms of the server's CPU and held a child "
+            f"{ms_text(floor.busy_ms)} ms, so a busy child uses "
             f"{share:.2f} of a core, and {cores:g} cores need {cores:g} / {share:.2f} = {cores / share:.1f}, "
-            f"{children_text(int(floor['children']))}")
+            f"{children_text(floor.children)}")
 
 
-def _raised(marked: Sequence[dict[str, Any]], chosen: dict[str, Any], floor: Mapping[str, Any] | None,
-            limit_ms: float | None) -> tuple[dict[str, Any], str | None]:
+def _raised(marked: Sequence[TunePoint], chosen: TunePoint, floor: CpuFloor | None,
+            limit_ms: float | None) -> tuple[TunePoint, str | None]:
     """``chosen`` raised to the CPU floor: the smallest candidate at least that large not
     distinguishably slower than the best (meeting ``--p99`` when the chosen did); the reason when
     the floor decides or is not followed."""
-    n = int(chosen["children"])
-    if floor is None or n >= int(floor["children"]):
+    n = chosen.children
+    if floor is None or n >= floor.children:
         return chosen, None
-    wanted = int(floor["children"])
-    larger = [p for p in marked if int(p["children"]) > n]
-    fit = [p for p in larger if not p["vs_best"]["worse"]
-           and (limit_ms is None or float(chosen["p99_ms"]) > limit_ms or float(p["p99_ms"]) <= limit_ms)]
-    slower = [p for p in larger if p["vs_best"]["worse"]]
-    at_least = [p for p in fit if int(p["children"]) >= wanted]
+    wanted = floor.children
+    larger = [p for p in marked if p.children > n]
+    fit = [p for p in larger if not _worse(p.vs_best)
+           and (limit_ms is None or present(chosen.p99_ms) > limit_ms or present(p.p99_ms) <= limit_ms)]
+    slower = [p for p in larger if _worse(p.vs_best)]
+    at_least = [p for p in fit if p.children >= wanted]
     if not at_least and not fit:
         return chosen, (f"{_floor_text(floor)}; but {', '.join(_point_text(p) for p in slower)} measured "
                         f"distinguishably slower than the best, so {children_text(n)} stays") if slower else None
-    raised = at_least[0] if at_least else max(fit, key=lambda p: int(p["children"]))
-    m = int(raised["children"])
+    raised = at_least[0] if at_least else max(fit, key=lambda p: p.children)
+    m = raised.children
     short = "" if m >= wanted else (
         f" ({m} is the largest candidate not distinguishably slower"
         + (f"; {', '.join(_point_text(p) for p in slower)} measured distinguishably slower" if slower else "") + ")")
     return raised, (f"{_floor_text(floor)}: {children_text(m)} rather than {n}, which the intervals alone could not "
                     f"tell from the best ({rate_with_interval(chosen)}) but which cannot keep the cores busy: "
-                    f"{n} x {float(floor['share']):.2f} = {n * float(floor['share']):.1f} of {float(floor['cores']):g} "
+                    f"{n} x {floor.share:.2f} = {n * floor.share:.1f} of {float(floor.cores):g} "
                     f"cores{short}")
 
 
-def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target, *, tolerance: float,
-                cores: float, sweep: Sequence[Summary] = ()) -> PoolChoice:
+def choose_pool(points: Points, offered: OfferedLoad, target: Target, *, tolerance: float,
+                cores: float, sweep: Points = ()) -> PoolChoice:
     """The smallest pool as good as the best at the offered load, never under the CPU floor of
     ``cores`` (the server's cores: the CPUs it runs on, or its quota) measured on these points and
     the children sweep's (module documentation)."""
-    ordered = sorted(points, key=lambda p: int(p["children"]))
-    answered = [p for p in ordered if int(p.get("counted") or 0) > 0 and p.get("p99_ms") is not None] or ordered[:1]
-    best = max(answered, key=lambda p: float(p["rps"]))  # the first (smallest) of equal ones
-    marked: list[dict[str, Any]] = []
+    ordered = sorted(tune_points(points, "points"), key=lambda p: p.children)
+    answered = [p for p in ordered if (p.counted or 0) > 0 and p.p99_ms is not None] or ordered[:1]
+    best = max(answered, key=lambda p: p.rps)  # the first (smallest) of equal ones
+    marked: list[TunePoint] = []
     for point in ordered:
-        copy = dict(point)
-        copy["vs_best"] = _versus(point, best, "rps", higher_is_better=True, effect=tolerance)
-        copy["vs_best"]["worse"] = copy["vs_best"]["worse"] or point not in answered
-        marked.append(copy)
-    fast = [p for p in marked if not p["vs_best"]["worse"]] or [marked[ordered.index(best)]]
+        vs = _mark(point, best, "rps", higher_is_better=True, effect=tolerance)
+        marked.append(replace(point, vs_best=replace(vs, worse=vs.worse or point not in answered)))
+    fast = [p for p in marked if not _worse(p.vs_best)] or [marked[ordered.index(best)]]
     # the p99 is held against the lowest of the pools as fast as the best: a slow pool's low p99
     # says nothing about the others
-    lowest = min(fast, key=lambda p: float(p["p99_ms"] if p.get("p99_ms") is not None else math.inf))
-    for copy in marked:
-        copy["p99_vs_lowest"] = _versus(copy, lowest, "p99_ms", higher_is_better=False, effect=P99_EFFECT)
+    lowest = min(fast, key=lambda p: p.p99_ms if p.p99_ms is not None else math.inf)
+    marked = [replace(p, p99_vs_lowest=_mark(p, lowest, "p99_ms", higher_is_better=False, effect=P99_EFFECT))
+              for p in marked]
+    fast = [p for p in marked if any(p.children == f.children for f in fast)]
+    lowest = next(p for p in marked if p.children == lowest.children)
     limit_ms = None if target.p99_s is None else target.p99_s * 1000
     p99_met: bool | None = None
     if limit_ms is not None:
-        meeting = [p for p in fast if float(p["p99_ms"]) <= limit_ms]
+        meeting = [p for p in fast if present(p.p99_ms) <= limit_ms]
         p99_met = bool(meeting)
     if limit_ms is not None and meeting:
         chosen = meeting[0]
         latency = f"its p99 meets --p99 {ms_text(limit_ms)} ms"
     else:
-        calm = [p for p in fast if not p["p99_vs_lowest"]["worse"]]
+        calm = [p for p in fast if not _worse(p.p99_vs_lowest)]
         chosen = calm[0] if calm else lowest
         latency = "its p99 is not distinguishably above the lowest of the pools as fast"
     floor = cpu_floor([*sweep, *points], cores)
     unraised = chosen
     chosen, floor_reason = _raised(marked, chosen, floor, limit_ms)
-    if floor_reason is not None and chosen["p99_vs_lowest"]["worse"] and limit_ms is None:
+    if floor_reason is not None and _worse(chosen.p99_vs_lowest) and limit_ms is None:
         latency = "its p99 is distinguishably above the lowest of the pools as fast, and the CPU floor below decides"
-    n, best_n, low_n = int(chosen["children"]), int(best["children"]), int(lowest["children"])
+    n, best_n, low_n = chosen.children, best.children, lowest.children
     load = offered.text()
     if n == best_n:
         how = "the most throughput measured there"
     else:
-        how = (f"{_against(chosen['vs_best'])} against the best, {children_text(best_n)} "
+        how = (f"{_against(chosen.vs_best)} against the best, {children_text(best_n)} "
                f"({rate_with_interval(best)}): not distinguishably slower")
     head = _head(n, len(marked), offered, limit_ms, p99_met, floor if chosen is not unraised else None)
     undecided = _undecided(marked, chosen, best, tolerance)
@@ -308,34 +346,34 @@ def choose_pool(points: Sequence[Summary], offered: OfferedLoad, target: Target,
         reasons.append(f"--p99 {ms_text(limit_ms)} ms is met by no pool as fast as the best at this load")
     if floor_reason is not None:
         reasons.append(floor_reason)
-    others = [p for p in marked if int(p["children"]) != n]
+    others = [p for p in marked if p.children != n]
     if others:
         reasons.append("the others at the same load: " + "; ".join(
-            f"{_point_text(p)} ({'distinguishably slower' if p['vs_best']['worse'] else 'not distinguishably slower'}"
-            f"{', p99 distinguishably higher' if p['p99_vs_lowest']['worse'] else ''})" for p in others))
+            f"{_point_text(p)} ({'distinguishably slower' if _worse(p.vs_best) else 'not distinguishably slower'}"
+            f"{', p99 distinguishably higher' if _worse(p.p99_vs_lowest) else ''})" for p in others))
     noise = _noise_reason(marked, chosen, undecided, tolerance)
     if noise is not None:
         reasons.append(noise)
-    bigger = [p for p in marked if int(p["children"]) > n]
-    if bigger and offered.rate is None and offered.connections > n and not chosen["p99_vs_lowest"]["worse"] \
+    bigger = [p for p in marked if p.children > n]
+    if bigger and offered.rate is None and offered.connections > n and not _worse(chosen.p99_vs_lowest) \
             and limit_ms is None:
         reasons.append(f"with {children_text(n)} the other {offered.connections - n:,} connections wait in the listen "
                        "queue for a free child, and that wait is in the p99 above: more children served no more, "
                        "no sooner, within the intervals")
-    return PoolChoice(offered=offered, chosen=n, best=best_n, lowest_p99=low_n, p99_met=p99_met, points=marked,
+    return PoolChoice(offered=offered, chosen=n, best=best_n, lowest_p99=low_n, p99_met=p99_met, points=tuple(marked),
                       why=why, reasons=reasons, cpu_floor=floor)
 
 
 def _head(n: int, candidates: int, offered: OfferedLoad, limit_ms: float | None, p99_met: bool | None,
-          floor: Mapping[str, Any] | None) -> str:
+          floor: CpuFloor | None) -> str:
     """The deciding fact's opening: the pool and the rule that chose it (``floor``: the CPU floor raised
     it, to the floor or, when no candidate that large was as good as the best, toward it)."""
-    if floor is not None and n >= int(floor["children"]):
-        return (f"{n}: the fewest children that keep the server's {float(floor['cores']):g} cores busy "
-                f"({float(floor['share']):.2f} of a core each), as good as the best at {offered.short()}")
+    if floor is not None and n >= floor.children:
+        return (f"{n}: the fewest children that keep the server's {float(floor.cores):g} cores busy "
+                f"({floor.share:.2f} of a core each), as good as the best at {offered.short()}")
     if floor is not None:  # a smaller pool was as good: not "the smallest pool as good as the best"
-        return (f"{n}: toward the {int(floor['children']):,} children that keep the server's "
-                f"{float(floor['cores']):g} cores busy ({float(floor['share']):.2f} of a core each), as good as the "
+        return (f"{n}: toward the {floor.children:,} children that keep the server's "
+                f"{float(floor.cores):g} cores busy ({floor.share:.2f} of a core each), as good as the "
                 f"best at {offered.short()}")
     if candidates == 1:
         return f"{n}: the only candidate at {offered.short()} (the knee and the largest pool allowed coincide)"
@@ -348,19 +386,20 @@ def _head(n: int, candidates: int, offered: OfferedLoad, limit_ms: float | None,
     return f"{n}: the smallest pool as good as the best at {offered.short()}"
 
 
-def _noise_reason(marked: Sequence[Summary], chosen: Summary, undecided: Sequence[int], tolerance: float) -> str | None:
+def _noise_reason(marked: Sequence[TunePoint], chosen: TunePoint, undecided: Sequence[int],
+                  tolerance: float) -> str | None:
     """What the noise did to the choice: "tune again on a quieter machine" only when a quieter
     measurement could change it (``undecided``: the pools it would have to tell apart), else that
     the wide intervals do not matter; None when no interval stayed wide and nothing is undecided."""
-    n = int(chosen["children"])
-    wide = [int(p["children"]) for p in marked if p.get("wide")]
+    n = chosen.children
+    wide = [p.children for p in marked if p.wide]
     noisy = (f"the interval of {children_text(wide[0])} stayed" if len(wide) == 1 else
              f"the intervals of {', '.join(f'{w:,}' for w in wide)} children stayed") + \
         f" wider than ±{WIDE:.0%} after a re-measure"
     if undecided:
-        told = [p for p in marked if int(p["children"]) in undecided]
+        told = [p for p in marked if p.children in undecided]
         return (f"{noisy + ': the machine was noisy; ' if wide else ''}{children_text(n)} is chosen because the "
-                f"intervals do not tell it from the best, though its median is {_against(chosen['vs_best'])} against "
+                f"intervals do not tell it from the best, though its median is {_against(chosen.vs_best)} against "
                 f"it: a quieter measurement that told {' and '.join(_point_text(p) for p in told)} apart could change "
                 f"the answer to a larger pool; tune again on a quieter machine to decide between "
                 f"{_counts(undecided)} children")
@@ -370,20 +409,19 @@ def _noise_reason(marked: Sequence[Summary], chosen: Summary, undecided: Sequenc
     return None
 
 
-def _undecided(marked: Sequence[Summary], chosen: Summary, best: Summary, tolerance: float) -> list[int]:
+def _undecided(marked: Sequence[TunePoint], chosen: TunePoint, best: TunePoint, tolerance: float) -> list[int]:
     """The pools a quieter measurement would have to tell apart for the answer to change: the
     chosen and every pool up to the best that the intervals could not tell from the best although
     its median is more than ``tolerance`` below it (told apart, the answer would be a larger pool);
     empty when the chosen's own median is within ``tolerance`` of the best's (or it is the best)."""
-    def unsure(point: Summary) -> bool:
-        vs = point["vs_best"]
-        return not vs["worse"] and vs.get("ratio") is not None and float(vs["ratio"]) < 1 - tolerance
+    def unsure(point: TunePoint) -> bool:
+        vs = point.vs_best
+        return vs is not None and not vs.worse and vs.ratio is not None and vs.ratio < 1 - tolerance
 
-    n, best_n = int(chosen["children"]), int(best["children"])
+    n, best_n = chosen.children, best.children
     if n >= best_n or not unsure(chosen):
         return []
-    return [int(p["children"]) for p in marked if n <= int(p["children"]) <= best_n
-            and (unsure(p) or int(p["children"]) == best_n)]
+    return [p.children for p in marked if n <= p.children <= best_n and (unsure(p) or p.children == best_n)]
 
 
 def _counts(counts: Sequence[int]) -> str:
@@ -398,7 +436,7 @@ def needs(choice: ChildrenChoice) -> list[int]:
 
 def apply_pool(choice: ChildrenChoice, pools: PoolChoice) -> ChildrenChoice:
     """``choice`` with the pool chosen at the offered load (``decided_by`` "offered-load")."""
-    return dataclasses.replace(choice, chosen=pools.chosen, decided_by="offered-load",
+    return replace(choice, chosen=pools.chosen, decided_by="offered-load",
                                reasons=[*choice.reasons, *pools.reasons])
 
 

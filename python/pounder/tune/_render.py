@@ -13,7 +13,7 @@ from pounder._figures import BURST_FACTOR, sweep_load_text
 from pounder._platform import HEADERS, platform_heading, platform_notes, platform_table
 from pounder._pod_line import pod_line
 from pounder._table import text_table
-from pounder._tune_point import TunePoint
+from pounder._tune_point import tune_points
 from pounder._tune_run import Confirmation, target_text
 from pounder._tune_tables import children_table, mrpc_table, pool_rows, pools_table, spare_table
 from pounder._units import children_text, count_text, mib
@@ -39,11 +39,6 @@ def _bullets(items: Sequence[str]) -> list[str]:
 
 
 
-def _points(points: Sequence[Mapping[str, Any]], key: str) -> list[TunePoint]:
-    """The points of a step as the tables read them (:class:`pounder._tune_point.TunePoint`)."""
-    return [TunePoint.from_dict(p, f"{key}[{i}]") for i, p in enumerate(points)]
-
-
 def _target_text(result: TuneResult) -> str:
     return target_text(result.target, result.offered, compared=True, trials=result.options.trials)
 
@@ -59,9 +54,9 @@ def _pools_table(result: TuneResult) -> list[str]:
     label, words = sweep_load_text(result.sweep)
     out = [f"4. Pools at the offered load, {result.offered.text()}: children x concurrency, medians of interleaved "
            f"trials (RPS and p99 with their 95% intervals; at {label}: the children sweep, {words})"]
-    rows = pool_rows(_points(pools.points, "pools.points"), _points(result.sweep, "sweep"), pools.chosen, pools.best)
+    rows = pool_rows(list(pools.points), tune_points(result.sweep, "sweep"), pools.chosen, pools.best)
     out += pools_table(label).text(rows)
-    out += _status_lines(result, pools.points)
+    out += _status_lines(result, [p.to_dict() for p in pools.points])
     out.append("")
     return out
 
@@ -162,7 +157,7 @@ def _children_section(result: TuneResult) -> list[str]:
     out.append(f"3. Children ({names['max_clients']}); {result.workload}; medians of interleaved trials, "
                "RPS with its 95% interval, latency in ms"
                + (", queued: how often a connection waited for a free child" if queued else ""))
-    out += children_table(queued=queued).text(_points(result.sweep, "sweep"))
+    out += children_table(queued=queued).text(tune_points(result.sweep, "sweep"))
     out.append(f"  CPUs: {result.cpus}; other cores: processes that are neither the server nor pounder"
                + _front_note(result.sweep))
     out += _status_lines(result, result.sweep)
@@ -179,7 +174,7 @@ def _mrpc_section(result: TuneResult) -> list[str]:
         at = "" if result.offered is None else f" at {result.offered.text()}"
         out.append(f"5. {names['max_requests']} (MRPC) with {mrpc_children}{at}, the unlimited baseline interleaved "
                    "with each value")
-        out += mrpc_table().text(_points(result.mrpc_points, "mrpc"))
+        out += mrpc_table().text(tune_points(result.mrpc_points, "mrpc"))
     else:
         out.append(f"5. {names['max_requests']}: not swept (--mrpc 0: unlimited only, nothing to compare it with)")
     out.append("")
@@ -194,7 +189,7 @@ def _spare_section(result: TuneResult) -> list[str]:
         out.append("6. Spare servers: a step from idle to full load; medians of interleaved trials, p99 with its "
                    f"95% interval; slow s: leading seconds whose p99 was above {BURST_FACTOR:g} x {reference:,.1f} ms, "
                    "the lowest steady p99 of any trial")
-        out += spare_table().text(_points(result.spare, "spare"))
+        out += spare_table().text(tune_points(result.spare, "spare"))
         out.append("")
     else:
         out.append(f"6. Spare servers: {result.adapter.kind} starts all its workers at once (a fixed pool); "

@@ -421,7 +421,7 @@ class TuneSession:
         # a server without a request limit runs unlimited; its users' worker killer gets the limit (advice)
         params = PoolParams(choice.chosen, max_requests=mrpc.value if adapter.request_limit else 0,
                             start_servers=spares[0], min_spare=spares[1], max_spare=spares[2], preload=adapter.preload)
-        best = None if pools is None else next(p for p in pools.points if int(p["children"]) == pools.best)
+        best = None if pools is None else pools.point(pools.best).to_dict()
         confirmation = self._confirm(params, memory, target, offered, best) if options.confirm else None
         fewer = lowered_pool(confirmation, memory)
         if confirmation is not None and fewer is not None:

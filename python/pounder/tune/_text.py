@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pounder._errors import public
+from pounder._tune_point import TunePoint
 from pounder._units import children_text, mib
 
 Summary = Mapping[str, Any]
@@ -53,11 +54,14 @@ def _high(point: Summary) -> float | None:
 
 
 @public
-def rate_with_interval(point: Summary) -> str:
+def rate_with_interval(point: Summary | TunePoint) -> str:
     """``1,089 req/s (1,010-1,150)``: a point's median throughput and its 95 % interval (the
     median alone when there is no interval)."""
-    low, high = _low(point), _high(point)
-    text = f"{rps_text(float(point['rps']))} req/s"
+    if isinstance(point, TunePoint):
+        rps, low, high = point.rps, point.rps_low, point.rps_high
+    else:
+        rps, low, high = float(point["rps"]), _low(point), _high(point)
+    text = f"{rps_text(rps)} req/s"
     return text if low is None or high is None else f"{text} ({rps_text(low)}-{rps_text(high)})"
 
 
