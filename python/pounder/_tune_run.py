@@ -25,7 +25,7 @@ from typing import Any
 
 from pounder._errors import public
 from pounder._records import Convert, Record
-from pounder._tune_point import READ, Stored, TunePoint, may_be_missing
+from pounder._tune_point import READ, Stored, TunePoint, may_be_missing, tune_points
 from pounder._units import children_text, count_text, mib
 
 
@@ -247,7 +247,7 @@ class StoredPools(Stored):
     def read(cls, value: Mapping[str, Any], key: str = "pools") -> StoredPools:
         """The pools as stored; the KeyError of missing ``points``, the MalformedTuneError of a
         point that lacks a figure."""
-        points = tuple(TunePoint.from_dict(p, f"{key}.points[{i}]") for i, p in enumerate(value["points"]))
+        points = tuple(tune_points(value["points"], f"{key}.points"))
         return cls(points, value.get("chosen"), value.get("best"), value.get("lowest_p99"), value.get("why"),
                    value.get("reasons"), stored=value)
 
@@ -363,11 +363,11 @@ class TuneRun(Stored, key="recommendation"):
         confirmation = None if data.get("confirmation") is None else Confirmation.from_dict(data["confirmation"])
         target = None if data.get("target") is None else Target.from_dict(data["target"])
         offered = None if data.get("offered") is None else OfferedLoad.from_dict(data["offered"])
-        sweep_points = tuple(TunePoint.from_dict(p, f"sweep[{i}]") for i, p in enumerate(sweep))
-        mrpc_points = tuple(TunePoint.from_dict(p, f"mrpc[{i}]") for i, p in enumerate(mrpc))
+        sweep_points = tuple(tune_points(sweep, "sweep"))
+        mrpc_points = tuple(tune_points(mrpc, "mrpc"))
         pool_choice = None if pools is None else StoredPools.read(pools)
         trials = bool(spare) and "trials" in spare[0]  # earlier: a burst each, drawn apart
-        spare_points = tuple(TunePoint.from_dict(p, f"spare[{i}]") for i, p in enumerate(spare)) if trials else ()
+        spare_points = tuple(tune_points(spare, "spare")) if trials else ()
         return cls(
             data.get("schema"), data.get("tool_version"), data.get("server"), data.get("described"),
             data.get("names"), measure, other_measure, memory, data.get("other_memory"), sweep_points, children,
@@ -449,8 +449,8 @@ class TuneSummary(Stored, key="summary"):
         measure, other_measure, memory = data.get("measure"), data.get("other_measure"), data.get("memory")
         sweep, pools, mrpc = list(data.get("sweep") or []), data.get("pools"), list(data.get("mrpc") or [])
         leak, spare_trials, lines = data.get("leak"), int(data.get("spare_trials") or 0), data.get("points") or []
-        sweep_points = tuple(TunePoint.from_dict(p, f"sweep[{i}]") for i, p in enumerate(sweep))
-        mrpc_points = tuple(TunePoint.from_dict(p, f"mrpc[{i}]") for i, p in enumerate(mrpc))
+        sweep_points = tuple(tune_points(sweep, "sweep"))
+        mrpc_points = tuple(tune_points(mrpc, "mrpc"))
         pool_choice = None if pools is None else StoredPools.read(pools)
         return cls(data.get("schema"), measure, other_measure, memory, sweep_points, pool_choice, mrpc_points, leak,
                    spare_trials, tuple(PointLine.read(line) for line in lines), stored=data)
