@@ -132,7 +132,7 @@ def test_children_are_replaced_at_the_printed_size(public_dir: Path) -> None:
         alive = set(server.children())
         log = (server.workdir / "logs" / "error.log").read_text()
     assert processes_mentioning(str(public_dir / "applied")) == []
-    replaced = {pid: uss for pid, uss in watch.largest.items() if pid not in alive}
+    replaced = {pid: uss for pid, uss in watch.at_largest_rss.items() if pid not in alive}
     exits = {int(pid): int(size) for pid, size in
              re.findall(r"\((\d+)\) Apache2::SizeLimit httpd process too big, exiting at SIZE=(\d+) KB", log)}
     print(f"{requests:,} requests; replaced at USS (MiB) / statm SIZE at exit (KB): "
@@ -142,4 +142,4 @@ def test_children_are_replaced_at_the_printed_size(public_dir: Path) -> None:
     for pid, uss in replaced.items():
         assert abs(uss - limit) <= TOLERANCE * limit, (pid, uss / MIB, limit / MIB)
         assert max_kb < exits[pid] <= max_kb + every * LEAK // 1024 + 1024, exits
-    assert max(watch.largest.values()) <= (1 + TOLERANCE) * limit
+    assert max(watch.at_largest_rss.values()) <= (1 + TOLERANCE) * limit
