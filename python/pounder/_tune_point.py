@@ -79,9 +79,11 @@ class TunePoint(Stored, key="point"):
     """One point of a tuning run: medians over its counted trials (``counted`` of ``len(trials)``),
     requests/s and p99 with their 95 % intervals, the requests of every trial (``complete``,
     ``failed``), the CPU of the server, of the load generator and of other processes (cores), its
-    flags and comparisons; a spare setting's point (``name`` before or after) also its settings, the
-    idle children before the burst, the p99 of its first and steady seconds, its slow seconds
-    (``burst_s``) and whether it was ``chosen``."""
+    flags and comparisons, the time a request held a child (``busy_s``), the server's own counters
+    (``server_status``) and, run in a pod, its CPU, quota, throttling and OOM kills; a spare
+    setting's point (``name`` before or after) also its settings, the idle children before the
+    burst, the p99 of its first and steady seconds against the steady reference, its seconds
+    (``series``), its slow seconds (``burst_s``) and whether it was ``chosen``."""
 
     children: int
     connections: int
@@ -122,6 +124,18 @@ class TunePoint(Stored, key="point"):
     steady_p99_ms: float | None = None
     burst_s: int | None = None
     chosen: bool | None = None
+    busy_s: float | None = None
+    elapsed_s: float | None = None
+    warmed: int | None = None
+    neighbours: tuple[int, ...] = ()
+    server_status: Mapping[str, Any] | None = None
+    pod_cores: float | None = None
+    pod_quota: float | None = None
+    throttled_s: float | None = None
+    throttled_share: float | None = None
+    oom_kills: int | None = None
+    reference_p99_ms: float | None = None
+    series: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def attempted(self) -> int:
@@ -194,9 +208,18 @@ def _trials(value: object, key: str) -> tuple[Mapping[str, Any], ...]:
     return tuple(items)
 
 
+def _status(value: object, key: str) -> Mapping[str, Any] | None:
+    return None if value is None else READ.as_dict(value, key)
+
+
+def _neighbours(value: object, key: str) -> tuple[int, ...]:
+    return () if value is None else READ.list_of(READ.as_int)(value, key)
+
+
 _CONVERTERS: dict[str, Convert] = {
-    **may_be_missing(TunePoint, "vs_best", "vs_unlimited", "p99_vs_lowest"),
-    "trials": _trials, "vs_best": _versus, "vs_unlimited": _versus, "p99_vs_lowest": _versus,
+    **may_be_missing(TunePoint, "vs_best", "vs_unlimited", "p99_vs_lowest", "server_status"),
+    "trials": _trials, "series": _trials, "neighbours": _neighbours, "server_status": _status,
+    "vs_best": _versus, "vs_unlimited": _versus, "p99_vs_lowest": _versus,
 }
 """Every figure but ``children``, ``connections`` and ``rps`` may be missing (an earlier pounder's
 point): read as None."""
