@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pounder._table import share
+from pounder._tune_point import TunePoint
 
 WIDE = 0.10
 """An interval reaching further than this fraction of the median on either side is "wide" (a
@@ -17,9 +18,9 @@ BURST_FACTOR = 1.5
 factor."""
 
 
-def queued_text(point: Mapping[str, Any]) -> str:
+def queued_text(point: TunePoint) -> str:
     """The point's accept-queue share as the tables print it ("97%"), "-" when not sampled."""
-    return share(point.get("queued"))
+    return share(point.queued)
 
 def sweep_load_text(sweep: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     """``(label, words)`` for the concurrency the children sweep ran at, as the pools tables name

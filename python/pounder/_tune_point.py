@@ -153,9 +153,18 @@ class TunePoint(Stored, key="point"):
 
 
 
-def tune_points(points: Sequence[Mapping[str, Any] | TunePoint], key: str) -> list[TunePoint]:
+def tune_points(points: Points, key: str) -> list[TunePoint]:
     """``points`` as records (:class:`TunePoint`), each document read at ``key[i]``, a record as it is."""
-    return [p if isinstance(p, TunePoint) else TunePoint.from_dict(p, f"{key}[{i}]") for i, p in enumerate(points)]
+    return [tune_point(p, f"{key}[{i}]") for i, p in enumerate(points)]
+
+
+Points = Sequence[Mapping[str, Any] | TunePoint]
+"""Points as a step holds them (documents, as stored) or as records: read as records at a decision's boundary."""
+
+
+def tune_point(point: Mapping[str, Any] | TunePoint, key: str = "point") -> TunePoint:
+    """``point`` as a record (:class:`TunePoint`), a document read at ``key``, a record as it is."""
+    return point if isinstance(point, TunePoint) else TunePoint.from_dict(point, key)
 
 
 def read_stored(cls: type[R], value: object, key: str, **converters: Any) -> R:

@@ -16,6 +16,7 @@ import pytest
 
 from pounder import BenchResult, BenchSpec
 from pounder._figures import WIDE, queued_text
+from pounder._tune_point import TunePoint
 from pounder.pool import child_sizes
 from pounder.procs import PAGE_SIZE, snapshot
 from pounder.tune._advice import (
@@ -416,7 +417,7 @@ def table_figures(points: list[dict[str, Any]]) -> set[str]:
         if p.get("server_cpu_us") is not None:
             out.add(f"{p['server_cpu_us']:,.0f}")
         if p.get("queued") is not None:
-            out.add(queued_text(p))
+            out.add(queued_text(TunePoint.from_dict(p)))
         if p.get("max_requests"):
             out.add(f"{p['max_requests']:,}")
         vs = p.get("vs_unlimited")

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pounder._tune_point import TunePoint
 from pounder.pool import PoolParams
 from pounder.tune import Target
 from pounder.tune._advice import _others_busy
@@ -138,13 +139,13 @@ def test_a_trial_with_a_busy_neighbour_is_measured_again_in_its_round() -> None:
     assert two["rps"] == 502.0  # the disturbed 200 req/s is not in the median
     assert "neighbours" not in four
     assert paired_values(two, four, "rps") == ([501.0, 502.0, 503.0], [501.0, 502.0, 503.0])
-    said = _others_busy(two, 2)
+    said = _others_busy(TunePoint.from_dict(two), 2)
     assert said == ("other processes on this machine (neither the server nor pounder) took 0.9 of 2 cores during "
                     "trial 2, that trial measured again and left out of the figures (at 2 children): a neighbour's "
                     "share of the CPU, not the application's; 0.1 in the trials counted")
     # busy in the trials counted too: their share is the limit and the noise, named with the figures
     busy = aggregate_trials([trial(2, n, 300.0, other=0.7) for n in (1, 2, 3)])
-    said = _others_busy(busy, 2)
+    said = _others_busy(TunePoint.from_dict(busy), 2)
     assert said is not None and said.startswith("other processes on this machine (neither the server nor pounder) "
                                                 "took 0.7 of 2 cores at 2 children: that is a neighbour's share")
     assert "quiet machine" not in said

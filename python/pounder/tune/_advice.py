@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 from pounder._errors import public
+from pounder._tune_point import Points, TunePoint, present, tune_points
 from pounder._units import MIB, children_text, plain
 from pounder.pool import ADAPTERS, Adapter
 from pounder.procs import max_clients_from
@@ -100,14 +100,14 @@ def _preload_advice(kind: str, measure: Summary, memory: MemoryBound) -> list[st
             f"{_mib(moved)}) = {after}. Remedy: {remedy}, then measure again."]
 
 
-def _cpu_share(point: Summary, cores: float) -> str:
-    other = point.get("other_cores")
-    if point.get("pod_cores") is not None:  # the pod's quota is the server's CPU: its own cgroup's count
-        return (f"server {cores_text(float(point['pod_cores']))} of its quota of {_cpus(cores)}, throttled in "
-                f"{float(point.get('throttled_share') or 0):.0%} of the periods")
-    return (f"server {cores_text(float(point['server_cores']))} of {_cores(cores)}, load generator "
-            f"{cores_text(float(point['client_cores']))}"
-            + ("" if other is None or float(other) < 0.05 else f", other processes {cores_text(float(other))}"))
+def _cpu_share(point: TunePoint, cores: float) -> str:
+    other = point.other_cores
+    if point.pod_cores is not None:  # the pod's quota is the server's CPU: its own cgroup's count
+        return (f"server {cores_text(point.pod_cores)} of its quota of {_cpus(cores)}, throttled in "
+                f"{point.throttled_share or 0:.0%} of the periods")
+    return (f"server {cores_text(present(point.server_cores))} of {_cores(cores)}, load generator "
+            f"{cores_text(present(point.client_cores))}"
+            + ("" if other is None or other < 0.05 else f", other processes {cores_text(other)}"))
 
 
 def _cores(cores: float) -> str:
@@ -120,57 +120,56 @@ def _cpus(cores: float) -> str:
     return f"{plain(cores)} CPU{'' if cores == 1 else 's'}"
 
 
-def pod_sizing(point: Summary, cores: float) -> str | None:
+def pod_sizing(point: TunePoint, cores: float) -> str | None:
     """With a pod (``--cpus``): the pool is sized for the quota, said with what the server used at
     ``point``; None without."""
-    if point.get("pod_cores") is None:
+    if point.pod_cores is None:
         return None
     return (f"sized for the pod's {_cpus(cores)} (--cpus: every trial ran in a cgroup with that CPU quota, the "
-            f"decisions count it as the server's cores): at {children_text(int(point['children']))} the server used "
-            f"{cores_text(float(point['pod_cores']))} of it, throttled in "
-            f"{float(point.get('throttled_share') or 0):.0%} of the periods")
+            f"decisions count it as the server's cores): at {children_text(point.children)} the server used "
+            f"{cores_text(point.pod_cores)} of it, throttled in {point.throttled_share or 0:.0%} of the periods")
 
 
-def _others_busy(point: Summary, cores: float) -> str | None:  # cores: the CPUs the server may run on
+def _others_busy(point: TunePoint, cores: float) -> str | None:  # cores: the CPUs the server may run on
     """The sentence naming other processes as the limit or the noise, with their share, when they
     used at least ``OTHER_BUSY`` of the cores at ``point`` or a trial there was measured again for
     them (``neighbour``); None otherwise."""
-    other = point.get("other_cores")
-    first = [t for t in point.get("trials") or [] if t.get("neighbour") and not t.get("again")]
-    busy = other is not None and float(other) >= OTHER_BUSY * cores
+    other = point.other_cores
+    first = [t for t in point.trials if t.get("neighbour") and not t.get("again")]
+    busy = other is not None and other >= OTHER_BUSY * cores
     if not busy and not first:
         return None
-    at = children_text(int(point["children"]))
+    at = children_text(point.children)
     again = "" if not first else (
         f"{' and '.join(cores_text(float(t['other_cores'])) for t in first)} of {_cores(cores)} during "
         f"{'trial' if len(first) == 1 else 'trials'} {', '.join(str(t['trial']) for t in first)}, "
         f"{'that trial' if len(first) == 1 else 'those trials'} measured again and left out of the figures")
     if not busy or other is None:
-        counted = "" if other is None else f"; {cores_text(float(other))} in the trials counted"
+        counted = "" if other is None else f"; {cores_text(other)} in the trials counted"
         return (f"other processes on this machine (neither the server nor pounder) took {again} (at {at}): a "
                 f"neighbour's share of the CPU, not the application's{counted}")
-    return (f"other processes on this machine (neither the server nor pounder) took {cores_text(float(other))} of "
+    return (f"other processes on this machine (neither the server nor pounder) took {cores_text(other)} of "
             f"{_cores(cores)} at {at}{'' if not first else f' ({again})'}: that is a neighbour's share of the "
             "CPU, not the application's; it limits what was measured here and adds noise")
 
 
 @public
-def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: float, *,
+def explain_throughput(sweep: Points, choice: ChildrenChoice, cores: float, *,
                        machine: float | None = None) -> list[str]:
     """Why throughput stops growing where it does (CPU, the offered concurrency, something the
     children share, or memory), each with its figures; the I/O-bound case as concurrency:
     throughput = children / time a child is held per request."""
     if len(sweep) < 2:
         return []
-    ordered = sorted(sweep, key=lambda p: int(p["children"]))
+    ordered = sorted(tune_points(sweep, "sweep"), key=lambda p: p.children)
     n = choice.throughput
-    at = next(p for p in ordered if int(p["children"]) == n)
-    bigger = [p for p in ordered if int(p["children"]) > n]
-    used = float(at["server_cores"]) + float(at["client_cores"]) + float(at.get("other_cores") or 0.0)
+    at = next(p for p in ordered if p.children == n)
+    bigger = [p for p in ordered if p.children > n]
+    used = present(at.server_cores) + present(at.client_cores) + (at.other_cores or 0.0)
     pod = pod_sizing(at, cores)
     said: list[str] = [] if pod is None else [pod]
     if pod is not None:  # the quota, not the machine, is what the server's CPU is measured against
-        used = float(at["pod_cores"])
+        used = present(at.pod_cores)
     others = _others_busy(at, cores if machine is None else machine)  # a neighbour takes the machine's CPUs
     if others is not None:
         said.append(others)
@@ -178,18 +177,18 @@ def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: 
         if bigger and others is None:
             last = bigger[-1]
             said.append(f"the server is CPU-bound: at {children_text(n)} the CPUs are busy ({_cpu_share(at, cores)}), "
-                        f"and {children_text(int(last['children']))} served {rate_with_interval(last)}, no more than "
+                        f"and {children_text(last.children)} served {rate_with_interval(last)}, no more than "
                         f"{children_text(n)}'s {rate_with_interval(at)}: more children only queue on the CPU and cost "
                         "memory")
-        if float(at["client_cores"]) >= LOAD_NOTICED and cores < 4 and pod is None:
-            said.append(f"the load generator ran on the server's cores ({cores_text(float(at['client_cores']))} of "
+        if present(at.client_cores) >= LOAD_NOTICED and cores < 4 and pod is None:
+            said.append(f"the load generator ran on the server's cores ({cores_text(present(at.client_cores))} of "
                         f"{plain(cores)} at {children_text(n)}): on a machine of its own the server would have more "
                         "CPU")
         return said
     busy = busy_seconds(at)
     if busy > 0:
-        cpu = at.get("server_cpu_us")
-        cpu_text = "" if cpu is None else f", {float(cpu):,.0f} us of it on the server's CPU"
+        cpu = at.server_cpu_us
+        cpu_text = "" if cpu is None else f", {cpu:,.0f} us of it on the server's CPU"
         # an upper bound of the busy time gives a lower bound of what the children can serve
         exact = busy_measured(at)
         held, serve = ("", "at most") if exact else ("at most ", "at least")
@@ -197,16 +196,16 @@ def explain_throughput(sweep: Sequence[Summary], choice: ChildrenChoice, cores: 
                     f"concurrency here. Each request holds a child for {held}{ms_text(busy * 1000)} ms{cpu_text} "
                     f"({busy_basis(at)}), so {_serve(n)} {serve} {n} / {ms_text(busy * 1000)} ms = "
                     f"{rps_text(n / busy)} req/s; measured {rate_with_interval(at)}")
-    offered = int(at["connections"])
-    if offered <= n and all(int(p["connections"]) <= n for p in bigger):
+    offered = at.connections
+    if offered <= n and all(p.connections <= n for p in bigger):
         said.append(f"throughput stops growing at {children_text(n)} because the load offered {offered} concurrent "
                     f"clients: each holds one child, so children beyond {offered} have nothing to do; what more "
                     "children would give at a higher load was not measured")
     elif bigger:
-        tried = [p for p in bigger if int(p["connections"]) > n]
+        tried = [p for p in bigger if p.connections > n]
         if tried and others is None:
             last = tried[-1]
-            said.append(f"{children_text(int(last['children']))} with {int(last['connections'])} clients served "
+            said.append(f"{children_text(last.children)} with {last.connections} clients served "
                         f"{rate_with_interval(last)}, no more than {children_text(n)}'s {rate_with_interval(at)}: more "
                         "children will not help at this load. Neither the CPUs nor the pool limit it: something the "
                         "children share does (a lock, a database, the network, the load generator)")
@@ -249,7 +248,7 @@ def advises_preload(kind: str, measure: Summary, other: Summary | None, memory: 
 
 
 def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBound, other_memory: MemoryBound | None,
-           sweep: Sequence[Summary], choice: ChildrenChoice, cores: float, *,
+           sweep: Points, choice: ChildrenChoice, cores: float, *,
            machine: float | None = None) -> list[str]:
     """The causes behind the numbers, each with its figures. ``cores``: the server's (a pod's
     quota); ``machine``: the CPUs it may run on, which a neighbour takes (default ``cores``)."""

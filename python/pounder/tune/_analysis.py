@@ -31,7 +31,7 @@ from typing import Any
 from pounder._errors import PounderError, public
 from pounder._figures import WIDE, queued_text
 from pounder._records import Record
-from pounder._tune_point import TunePoint, present, tune_points
+from pounder._tune_point import Points, TunePoint, present, tune_point, tune_points
 from pounder._tune_run import Target
 from pounder._units import children_text
 from pounder.compare import MAX_FAILED
@@ -71,13 +71,14 @@ def sweep_counts(cap: int) -> list[int]:
     return [*counts, cap] if cap >= 1 else []
 
 
-def sweep_done(points: Sequence[Summary], tolerance: float) -> bool:
+def sweep_done(points: Points, tolerance: float) -> bool:
     """Stop early when the last two counts both failed to beat the best before them by more than
     ``tolerance`` (the classic finding: past the cores, more children add nothing)."""
-    if len(points) < 3:
+    records = tune_points(points, "sweep")
+    if len(records) < 3:
         return False
-    best_before = max(float(p["rps"]) for p in points[:-2])
-    return all(float(p["rps"]) <= best_before * (1 + tolerance) for p in points[-2:])
+    best_before = max(p.rps for p in records[:-2])
+    return all(p.rps <= best_before * (1 + tolerance) for p in records[-2:])
 
 
 def sweep_connections(children: int, clients: int | None, *, keepalive: bool = False) -> int:
@@ -130,7 +131,7 @@ def _counted(point: TunePoint) -> int:
     return 1 if point.counted is None else point.counted
 
 
-def check_counted(points: Sequence[Summary | TunePoint]) -> None:
+def check_counted(points: Points) -> None:
     """A :class:`~pounder.PounderError` when no point of the children sweep has a counted trial
     (each failed more than :data:`~pounder.compare.MAX_FAILED` of its requests): the server fails
     under load, and no figure of the sweep means its throughput."""
@@ -145,7 +146,7 @@ def check_counted(points: Sequence[Summary | TunePoint]) -> None:
 
 
 @public
-def knee(points: Sequence[Summary | TunePoint], tolerance: float) -> Knee:
+def knee(points: Points, tolerance: float) -> Knee:
     """The smallest count as good as the best: its median is within ``tolerance`` of the best
     median, or its 95 % interval reaches that far (the measurement cannot tell it from a count
     that is). Deciding on the interval, not the median alone, is what makes it stable: a count at
@@ -226,18 +227,17 @@ class ChildrenChoice(Record):
 
 
 @public
-def busy_seconds(point: Summary) -> float:
+def busy_seconds(point: Summary | TunePoint) -> float:
     """The time a child is held per request at a sweep point: its ``busy_s`` (busy children /
     throughput, measured by the session) or, without it, Little's law on the closed loop:
     min(children, connections) / throughput (every connection keeps one child busy)."""
-    value = point.get("busy_s")
-    if value is not None:
-        return float(value)
-    rps = float(point["rps"])
-    return min(int(point["children"]), int(point["connections"])) / rps if rps > 0 else 0.0
+    at = tune_point(point)
+    if at.busy_s is not None:
+        return at.busy_s
+    return min(at.children, at.connections) / at.rps if at.rps > 0 else 0.0
 
 
-def busy_basis(point: Summary) -> str:
+def busy_basis(point: TunePoint) -> str:
     """Why the point's busy time is the time itself or an upper bound, from its accept-queue share."""
     measured = busy_measured(point)
     if measured is None:
@@ -249,22 +249,22 @@ def busy_basis(point: Summary) -> str:
             f"{QUEUED_BUSY * 100:.0f}%: children sat idle at times, so this is an upper bound")
 
 
-def _p99_count(ordered: Sequence[Summary], p99_s: float, reasons: list[str]) -> int | None:
-    meeting = [p for p in ordered if float(p["p99_ms"]) <= p99_s * 1000]
+def _p99_count(ordered: Sequence[TunePoint], p99_s: float, reasons: list[str]) -> int | None:
+    meeting = [p for p in ordered if present(p.p99_ms) <= p99_s * 1000]
     if meeting:
         at = meeting[0]
-        reasons.append(f"--p99 {ms_text(p99_s * 1000)} ms: {children_text(int(at['children']))} is the smallest count "
-                       f"whose p99 met it ({ms_text(float(at['p99_ms']))} ms with {int(at['connections'])} clients)")
-        return int(at["children"])
-    lowest = min(ordered, key=lambda p: float(p["p99_ms"]))
+        reasons.append(f"--p99 {ms_text(p99_s * 1000)} ms: {children_text(at.children)} is the smallest count "
+                       f"whose p99 met it ({ms_text(present(at.p99_ms))} ms with {at.connections} clients)")
+        return at.children
+    lowest = min(ordered, key=lambda p: present(p.p99_ms))
     reasons.append(f"--p99 {ms_text(p99_s * 1000)} ms is not met by any count measured (best: "
-                   f"{ms_text(float(lowest['p99_ms']))} ms with {children_text(int(lowest['children']))} and "
-                   f"{int(lowest['connections'])} clients)")
+                   f"{ms_text(present(lowest.p99_ms))} ms with {children_text(lowest.children)} and "
+                   f"{lowest.connections} clients)")
     return None
 
 
 @public
-def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | None = None, *, tolerance: float,
+def size_pool(points: Points, memory: MemoryBound, target: Target | None = None, *, tolerance: float,
               max_children: int, cores: float, kind: str, decide: bool = True) -> ChildrenChoice:
     """The pool size by the method (module documentation); ``points`` are the sweep's aggregated
     points. The rate's busy time is the knee's: the time a child is held per request when the
@@ -272,7 +272,7 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
     ``decide`` False: only the knee and what the target needs (its reasons), the pool itself to be
     chosen by measuring candidates at the offered load (:mod:`pounder.tune._pools`)."""
     target = target or Target()
-    ordered = sorted(points, key=lambda p: int(p["children"]))
+    ordered = sorted(tune_points(points, "sweep"), key=lambda p: p.children)
     k = knee(ordered, tolerance)
     reasons = list(k.reasons)
     memory_cap = memory.max_clients
@@ -317,12 +317,12 @@ def size_pool(points: Sequence[Summary], memory: MemoryBound, target: Target | N
                           wide=k.wide, reasons=reasons)
 
 
-def _for_peak_rate(target: Target, peak_rate: float, k: Knee, ordered: Sequence[Summary],
+def _for_peak_rate(target: Target, peak_rate: float, k: Knee, ordered: Sequence[TunePoint],
                    reasons: list[str]) -> tuple[float, float, float, int, str]:
     """What the peak rate needs by Little's law: the seconds a child is busy per request, the
     children busy on average, the headroom for random arrivals, the children needed and the
     sum in words (its reasons appended to ``reasons``)."""
-    at = next(p for p in ordered if int(p["children"]) == k.children)
+    at = next(p for p in ordered if p.children == k.children)
     service = busy_seconds(at)
     busy = service
     parts = [f"{ms_text(service * 1000)} ms held per request at {children_text(k.children)} (children / "
@@ -343,7 +343,7 @@ def _for_peak_rate(target: Target, peak_rate: float, k: Knee, ordered: Sequence[
     reasons.append(f"peak rate ({target.source}) by Little's law: a child is busy {ms_text(busy * 1000)} ms per "
                    f"request ({busy_text}); {little}")
     if peak_rate > k.best_rps:
-        best = next(p for p in ordered if int(p["children"]) == k.best_children)
+        best = next(p for p in ordered if p.children == k.best_children)
         reasons.append(f"the peak rate {rate} req/s is beyond what was measured (the best: {k.best_children} "
                        f"children, {rate_with_interval(best)}): more children alone may not serve it")
     return busy, offered, headroom, needed, little
@@ -363,11 +363,11 @@ def _no_target_reasons(k: Knee, memory_cap: int, max_children: int, decided_by: 
     return reasons
 
 
-def _for_target(k: Knee, ordered: Sequence[Summary], wants: list[tuple[str, int]], memory_cap: int,
+def _for_target(k: Knee, ordered: Sequence[TunePoint], wants: list[tuple[str, int]], memory_cap: int,
                 max_children: int, reasons: list[str]) -> tuple[int, str]:
     """The pool the target's needs (``wants``) ask for, within the memory bound and
     --max-children, and what decided it (its reasons appended to ``reasons``)."""
-    if any(int(p["children"]) > k.children for p in ordered):
+    if any(p.children > k.children for p in ordered):
         wants.append(("cpu-knee", k.children))
     else:  # the sweep's end, not a knee: no floor for the target's own need
         reasons.append(f"throughput still grew at {children_text(k.children)}, the largest count measured: no "

@@ -17,6 +17,7 @@ from typing import Any
 
 from pounder._errors import public
 from pounder._figures import WIDE
+from pounder._tune_point import TunePoint
 from pounder.compare import clean_trial, median_interval
 from pounder.pool import status_summary
 
@@ -149,12 +150,11 @@ def paired_values(point: Mapping[str, Any], other: Mapping[str, Any], key: str) 
 
 
 @public
-def busy_measured(point: Mapping[str, Any]) -> bool | None:
+def busy_measured(point: TunePoint) -> bool | None:
     """Whether the point's ``busy_s`` is the time a request holds a child (the accept queue held a
     connection in at least :data:`QUEUED_BUSY` of the samples: every child was busy) or only an
     upper bound (False); None when the queue was not sampled (results of earlier versions)."""
-    queued = point.get("queued")
-    return None if queued is None else float(queued) >= QUEUED_BUSY
+    return None if point.queued is None else point.queued >= QUEUED_BUSY
 
 
 @public

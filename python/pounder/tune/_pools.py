@@ -40,7 +40,7 @@ from typing import Any
 from pounder._figures import WIDE
 from pounder._records import Record
 from pounder._stats import MIN_SAMPLES
-from pounder._tune_point import TunePoint, Versus, present, tune_points
+from pounder._tune_point import Points, TunePoint, Versus, present, tune_points
 from pounder._tune_run import OfferedLoad, Target
 from pounder._units import children_text, count_text
 from pounder.compare import paired_ratio_interval, ratio_interval
@@ -65,8 +65,6 @@ CPU_BOUND = 0.5
 """A child spending at least this share of the time it holds a request on the CPU is CPU-bound."""
 
 Summary = Mapping[str, Any]
-Points = Sequence[Summary | TunePoint]
-"""Points as the session holds them (documents) or as records: read as records at this module's boundary."""
 
 
 def offered_load(target: Target, memory: MemoryBound, max_children: int) -> OfferedLoad:
@@ -235,12 +233,12 @@ def cpu_floor(points: Points, cores: float) -> CpuFloor | None:
     point tells, or the children are not CPU-bound."""
     best: tuple[float, TunePoint, float] | None = None
     for point in tune_points(points, "points"):
-        cpu_us, measured = point.server_cpu_us, busy_measured(point.stored)
+        cpu_us, measured = point.server_cpu_us, busy_measured(point)
         if cpu_us is None or not point.rps or measured is False or (point.counted is not None and point.counted < 1):
             continue
         if measured is None and (point.rate is not None or point.connections <= point.children):
             continue
-        busy = busy_seconds(point.stored)
+        busy = busy_seconds(point)
         share = cpu_us / 1e6 / busy if busy > 0 else 0.0
         if best is None or share > best[0]:
             best = (share, point, busy)
