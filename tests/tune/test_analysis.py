@@ -16,7 +16,7 @@ import pytest
 
 from pounder import BenchResult, BenchSpec
 from pounder._figures import WIDE, queued_text
-from pounder._tune_point import TunePoint
+from pounder._tune_point import TunePoint, Versus, present
 from pounder.pool import child_sizes
 from pounder.procs import PAGE_SIZE, snapshot
 from pounder.tune._advice import (
@@ -852,22 +852,22 @@ def model_ratio(k: float, value: int) -> float:
 
 
 def test_mrpc_losses_fill_vs_unlimited() -> None:
-    points = mrpc_losses([unlimited(), mrpc_point(100, 0.9)])
+    points = [p.to_dict() for p in mrpc_losses([unlimited(), mrpc_point(100, 0.9)])]
     assert points[0]["vs_unlimited"] is None
     vs = points[1]["vs_unlimited"]
     assert vs["ratio"] == pytest.approx(0.9) and vs["low"] <= 0.9 <= vs["high"] and vs["verdict"] == "slower"
     # a single trial: the medians' ratio, no interval
-    single = mrpc_losses([load_summary(4, 1000), load_summary(4, 800, max_requests=10)])
+    single = [p.to_dict() for p in mrpc_losses([load_summary(4, 1000), load_summary(4, 800, max_requests=10)])]
     assert single[1]["vs_unlimited"] == {"ratio": 0.8, "low": None, "high": None, "verdict": "unknown"}
     # no unlimited point: nothing to compare with
-    assert mrpc_losses([mrpc_point(100, 0.9)])[0]["vs_unlimited"] is None
+    assert mrpc_losses([mrpc_point(100, 0.9)])[0].vs_unlimited is None
 
 
 def test_mrpc_losses_skip_trials_that_did_not_count() -> None:
     base = unlimited()
     other = mrpc_point(100, 0.9)
     other["trials"].append({"rps": 1.0, "counted": False})
-    assert mrpc_losses([base, other])[1]["vs_unlimited"]["ratio"] == pytest.approx(0.9)
+    assert present(mrpc_losses([base, other])[1].vs_unlimited).ratio == pytest.approx(0.9)
 
 
 STARMAN = [unlimited(), mrpc_point(10, 0.62), mrpc_point(100, 0.952),
@@ -879,7 +879,7 @@ def test_issue_starman_no_leak_is_unlimited_with_the_largest_value_reported() ->
     # no leak: as large as possible (issue 24: not the smallest value that costs at most 2 %)
     got = choose_max_requests(STARMAN, measure_summary(), BOUND, 4, max_loss=0.02, kind="starman")
     assert (got.value, got.decided_by, got.leak, got.loss) == (0, "unlimited", False, 0.0)
-    table = mrpc_losses(STARMAN)
+    table = [p.to_dict() for p in mrpc_losses(STARMAN)]
     vs = next(p for p in table if p["max_requests"] == 10000)["vs_unlimited"]
     largest = next(r for r in got.reasons if r.startswith("10,000 requests, the largest value measured:"))
     assert f"{change_text(vs['ratio'])} vs unlimited" in largest and "costs at most as much" in largest
@@ -898,18 +898,18 @@ def test_affordable_needs_every_larger_value_affordable() -> None:
 
 def test_affordable_rule() -> None:
     """What a leak's value may cost (:func:`_affordable`, also the leak's room to grow)."""
-    def vs(ratios: Any) -> dict[str, Any]:
-        return dict(mrpc_losses([unlimited(), mrpc_point(1000, ratios)])[1]["vs_unlimited"])
+    def vs(ratios: Any) -> Versus:
+        return present(mrpc_losses([unlimited(), mrpc_point(1000, ratios)])[1].vs_unlimited)
 
     # median within the loss, interval low within too: affordable
     assert _affordable(vs(0.99), 0.02)
     # median within, clearly slower and its interval reaches past the loss: not affordable
     spread = vs([0.97, 0.985, 0.982, 0.985, 0.99])
-    assert spread["verdict"] == "slower" and spread["low"] < 0.98 <= spread["ratio"]
+    assert spread.verdict == "slower" and present(spread.low) < 0.98 <= present(spread.ratio)
     assert not _affordable(spread, 0.02)
     # within min_effect of 1 the comparison tells no difference, whatever the interval: affordable
     close = vs([0.975, 0.99, 0.985, 0.99, 0.995])
-    assert close["verdict"] == "no clear difference" and _affordable(close, 0.02)
+    assert close.verdict == "no clear difference" and _affordable(close, 0.02)
     # median past the loss: not affordable whatever the interval
     assert not _affordable(vs(0.97), 0.02)
 
@@ -919,18 +919,18 @@ def test_noise_never_makes_a_value_affordable() -> None:
     value whose interval reaches past WIDE is too noisy to decide on, and the reasons say so."""
     noisy = [0.7, 1.4, 0.95, 1.1, 1.2]
     table = mrpc_losses([unlimited(), mrpc_point(100, noisy)])
-    vs = table[1]["vs_unlimited"]
-    assert vs["verdict"] == "no clear difference" and vs["low"] < 1 - WIDE and vs["ratio"] >= 0.98
+    vs = present(table[1].vs_unlimited)
+    assert vs.verdict == "no clear difference" and present(vs.low) < 1 - WIDE and present(vs.ratio) >= 0.98
     assert not _affordable(vs, 0.02)
     got = choose_max_requests([unlimited(), mrpc_point(100, noisy)], measure_summary(), BOUND, 4, max_loss=0.02)
     assert (got.value, got.decided_by) == (0, "unlimited")
-    assert any(r.startswith(f"100 requests, the largest value measured: {change_text(vs['ratio'])} vs unlimited")
+    assert any(r.startswith(f"100 requests, the largest value measured: {change_text(present(vs.ratio))} vs unlimited")
                and "its interval is wider than ±10%: too noisy to tell whether it costs more than 2.0%" in r
                for r in got.reasons), got.reasons
     # no clear difference with an interval inside WIDE: affordable, and the words say only the median is within
     modest = [0.95, 1.04, 0.99, 1.01, 0.97]
-    vs = mrpc_losses([unlimited(), mrpc_point(1000, modest)])[1]["vs_unlimited"]
-    assert vs["verdict"] == "no clear difference" and 1 - WIDE <= vs["low"] < 0.98 <= vs["ratio"]
+    vs = present(mrpc_losses([unlimited(), mrpc_point(1000, modest)])[1].vs_unlimited)
+    assert vs.verdict == "no clear difference" and 1 - WIDE <= present(vs.low) < 0.98 <= present(vs.ratio)
     assert _affordable(vs, 0.02)
     got = choose_max_requests([unlimited(), mrpc_point(1000, modest)], measure_summary(), BOUND, 4, max_loss=0.02)
     assert got.value == 0

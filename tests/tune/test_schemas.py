@@ -261,9 +261,8 @@ def check_documents(root: Path) -> None:
             assert result["why"][0] == f"{result['names']['max_clients']} {pools['why']}"
 
     mrpc = trials_by(by_step.get("max-requests", []), "max_requests")
-    expected = [_recorded(p, again) for p, again in
-                zip(result["mrpc"], mrpc_losses([_aggregated(list(mrpc[p["max_requests"]]), rounds)
-                                                 for p in result["mrpc"]]), strict=True)]
+    again_mrpc = mrpc_losses([_aggregated(list(mrpc[p["max_requests"]]), rounds) for p in result["mrpc"]])
+    expected = [_recorded(p, again.to_dict()) for p, again in zip(result["mrpc"], again_mrpc, strict=True)]
     paired = any("pairs" in (p["vs_unlimited"] or {}) for p in result["mrpc"])
     if result["mrpc"] and not paired:  # stored before the comparisons were paired: the points as aggregated
         expected = [{**p, "vs_unlimited": stored["vs_unlimited"]} for p, stored in zip(expected, result["mrpc"],
@@ -281,7 +280,7 @@ def check_documents(root: Path) -> None:
     assert [p["name"] for p in result["spare"]] == [n for n in ("before", "after") if n in named]
     for point in result["spare"]:
         trials = sorted(named[point["name"]], key=lambda t: int(t["trial"]))
-        assert point == {**aggregate_spare(point["name"], trials, reference),
+        assert point == {**aggregate_spare(point["name"], trials, reference).to_dict(),
                          "chosen": point["name"] == result["spare_choice"]["name"]}
     assert (result["spare_choice"] is None) == (not spare)
     if spare:

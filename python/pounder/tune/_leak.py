@@ -14,9 +14,10 @@ frequent respawns.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
+from pounder._tune_point import Points, tune_points
 from pounder._units import mib_unit
 from pounder.pool import ChildLimit
 from pounder.tune._analysis import ChildrenChoice
@@ -24,10 +25,13 @@ from pounder.tune._memory import MemoryBound, growth
 from pounder.tune._mrpc import (
     MaxRequestsChoice,
     _affordable,
+    _measured,
+    _value,
+    _vs,
 )
 
 
-def room_for_growth(choice: ChildrenChoice, mrpc_points: Sequence[Mapping[str, Any]], measure: Mapping[str, Any],
+def room_for_growth(choice: ChildrenChoice, mrpc_points: Points, measure: Mapping[str, Any],
                     memory: MemoryBound, *, max_loss: float, counts: str = "requests",
                     target: bool = False) -> ChildrenChoice:
     """``choice`` with the pool lowered to leave a leaking child room to grow (module documentation);
@@ -37,9 +41,8 @@ def room_for_growth(choice: ChildrenChoice, mrpc_points: Sequence[Mapping[str, A
     if not grown.leak or choice.decided_by not in ("memory", "max-children", "offered-load") or (
             target and choice.decided_by == "offered-load"):
         return choice
-    affordable = sorted(int(p["max_requests"]) for p in mrpc_points
-                        if int(p["max_requests"]) > 0 and p.get("vs_unlimited")
-                        and p["vs_unlimited"].get("ratio") is not None and _affordable(p["vs_unlimited"], max_loss))
+    affordable = sorted(_value(p) for p in tune_points(mrpc_points, "mrpc")
+                        if _value(p) > 0 and _vs(p) is not None and _affordable(_measured(p), max_loss))
     if not affordable:
         return choice
     value = affordable[0]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pounder._errors import public
 from pounder._figures import WIDE
 from pounder._records import Record
+from pounder._tune_point import Points, TunePoint, Versus, present, tune_point, tune_points
 from pounder._units import children_text
 from pounder.compare import paired_ratio_interval, ratio_interval
 from pounder.pool import ADAPTERS, Adapter
@@ -42,94 +43,105 @@ def _round_down(value: int) -> int:
     return value // scale * scale
 
 
-def _trial_rates(point: Summary) -> list[float]:
-    return trial_values(point, "rps")
+def _trial_rates(point: TunePoint) -> list[float]:
+    return trial_values(point.stored, "rps")
+
+
+def _value(point: TunePoint) -> int:
+    """The point's MaxRequestsPerChild (0: unlimited), which every point of this step holds."""
+    return present(point.max_requests)
 
 
 @public
-def mrpc_losses(points: Sequence[Summary]) -> list[dict[str, Any]]:
-    """Copies of the MaxRequestsPerChild points, each finite one with ``vs_unlimited`` =
+def mrpc_losses(points: Points) -> list[TunePoint]:
+    """The MaxRequestsPerChild points as records, each finite one with ``vs_unlimited`` =
     ``{"ratio", "low", "high", "verdict", "pairs"}``: :func:`pounder.compare.paired_ratio_interval` of its
     counted trials' rps against the unlimited point's (``max_requests`` 0) round by round (``pairs``
     rounds both counted; at least 2), else :func:`pounder.compare.ratio_interval` of the two sets of
     trials (no ``pairs``), higher is better. With fewer
     than 2 trials on either side: the ratio of the medians, no interval, verdict "unknown". The
     unlimited point, and every point when none is unlimited, get ``vs_unlimited`` None."""
-    base = next((p for p in points if int(p["max_requests"]) == 0), None)
-    out = []
-    for point in points:
-        copy = dict(point)
-        copy["vs_unlimited"] = None
-        if base is not None and point is not base:
-            ours, theirs = _trial_rates(point), _trial_rates(base)
-            mine, paired = paired_values(point, base, "rps")  # the unlimited baseline ran in every round
-            if len(mine) >= 2 and min(paired) > 0:
-                estimate = paired_ratio_interval(mine, paired, higher_is_better=True)
-                copy["vs_unlimited"] = {"ratio": estimate.ratio, "low": estimate.low, "high": estimate.high,
-                                        "verdict": estimate.verdict, "pairs": len(mine)}
-            elif len(ours) >= 2 and len(theirs) >= 2:
-                estimate = ratio_interval(ours, theirs, higher_is_better=True)
-                copy["vs_unlimited"] = {"ratio": estimate.ratio, "low": estimate.low, "high": estimate.high,
-                                        "verdict": estimate.verdict}
-            elif float(base["rps"]) > 0:
-                copy["vs_unlimited"] = {"ratio": float(point["rps"]) / float(base["rps"]), "low": None,
-                                        "high": None, "verdict": "unknown"}
-        out.append(copy)
-    return out
+    records = tune_points(points, "mrpc")
+    base = next((p for p in records if _value(p) == 0), None)
+    return [_with_vs(point, None if base is None or point is base else _versus(point, base)) for point in records]
 
 
-def _vs(point: Summary) -> Mapping[str, Any] | None:
-    vs = point.get("vs_unlimited")
-    return vs if vs and vs.get("ratio") is not None else None
+def _versus(point: TunePoint, base: TunePoint) -> Versus | None:
+    """``point``'s throughput against the unlimited ``base`` (:func:`mrpc_losses`)."""
+    ours, theirs = _trial_rates(point), _trial_rates(base)
+    mine, paired = paired_values(point.stored, base.stored, "rps")  # the unlimited baseline ran in every round
+    found: dict[str, Any]
+    if len(mine) >= 2 and min(paired) > 0:
+        estimate = paired_ratio_interval(mine, paired, higher_is_better=True)
+        found = {"ratio": estimate.ratio, "low": estimate.low, "high": estimate.high, "verdict": estimate.verdict,
+                 "pairs": len(mine)}
+    elif len(ours) >= 2 and len(theirs) >= 2:
+        estimate = ratio_interval(ours, theirs, higher_is_better=True)
+        found = {"ratio": estimate.ratio, "low": estimate.low, "high": estimate.high, "verdict": estimate.verdict}
+    elif base.rps > 0:
+        found = {"ratio": point.rps / base.rps, "low": None, "high": None, "verdict": "unknown"}
+    else:
+        return None
+    return Versus(**{"pairs": None, **found}, worse=None, stored=found)
 
 
-def _change_with_interval(vs: Mapping[str, Any]) -> str:
-    text = f"{change_text(float(vs['ratio']))} vs unlimited"
-    if vs.get("low") is not None and vs.get("high") is not None:
-        text += f" ({change_text(float(vs['low']))} to {change_text(float(vs['high']))})"
+def _with_vs(point: TunePoint, vs: Versus | None) -> TunePoint:
+    """``point`` with ``vs_unlimited`` ``vs``, its document holding it (None too, as a point stores it)."""
+    return replace(point, vs_unlimited=vs, stored={**point.stored, "vs_unlimited": None if vs is None else vs.stored})
+
+
+def _vs(point: TunePoint) -> Versus | None:
+    vs = point.vs_unlimited
+    return vs if vs is not None and vs.ratio is not None else None
+
+
+def _measured(point: TunePoint) -> Versus:
+    """The ``vs_unlimited`` of a point that has one with a ratio (:func:`_respawned`)."""
+    return present(_vs(point))
+
+
+def _change_with_interval(vs: Versus) -> str:
+    text = f"{change_text(present(vs.ratio))} vs unlimited"
+    if vs.low is not None and vs.high is not None:
+        text += f" ({change_text(vs.low)} to {change_text(vs.high)})"
     return text
 
 
-def _affordable(vs: Mapping[str, Any], max_loss: float) -> bool:
+def _affordable(vs: Versus, max_loss: float) -> bool:
     """A value is affordable when it is shown to cost at most ``max_loss``: its median within it,
     and the interval's low end within it too; or, when the comparison cannot tell it from
     unlimited ("no clear difference"), an interval no wider than a sweep point may be before it is
     flagged (its low end within :data:`WIDE`). A wider one is too noisy to decide on (:func:`_noisy`)
     and is not affordable. Without an interval (one trial), the median alone."""
-    ratio = float(vs["ratio"])
-    if ratio < 1 - max_loss:
+    if present(vs.ratio) < 1 - max_loss:
         return False
-    low = vs.get("low")
-    if low is None or float(low) >= 1 - max_loss:
+    if vs.low is None or vs.low >= 1 - max_loss:
         return True
-    return vs.get("verdict") == "no clear difference" and float(low) >= 1 - WIDE
+    return vs.verdict == "no clear difference" and vs.low >= 1 - WIDE
 
 
-def _noisy(vs: Mapping[str, Any], max_loss: float) -> bool:
+def _noisy(vs: Versus, max_loss: float) -> bool:
     """Not affordable only because its interval is too wide to decide: the median within
     ``max_loss``, no clear difference from unlimited, the interval's low end past :data:`WIDE`."""
-    low = vs.get("low")
-    return (float(vs["ratio"]) >= 1 - max_loss and low is not None and float(low) < 1 - WIDE
-            and vs.get("verdict") == "no clear difference")
+    return (present(vs.ratio) >= 1 - max_loss and vs.low is not None and vs.low < 1 - WIDE
+            and vs.verdict == "no clear difference")
 
 
-def _cost_text(vs: Mapping[str, Any], max_loss: float) -> str:
+def _cost_text(vs: Versus, max_loss: float) -> str:
     """What a value's measured cost says, against ``max_loss``, in the words its interval allows."""
     if not _affordable(vs, max_loss):
         if _noisy(vs, max_loss):
             return (f"its interval is wider than ±{WIDE:.0%}: too noisy to tell whether it costs more than "
                     f"{share_text(max_loss)}")
         return f"not shown to cost at most {share_text(max_loss)}"
-    low = vs.get("low")
-    if low is None or float(low) >= 1 - max_loss:
+    if vs.low is None or vs.low >= 1 - max_loss:
         return f"within {share_text(max_loss)}"
     return f"no clear difference from unlimited, its median within {share_text(max_loss)}"
 
 
-def _too_costly(vs: Mapping[str, Any], max_loss: float) -> bool:
+def _too_costly(vs: Versus, max_loss: float) -> bool:
     """The whole interval (the median without one) costs more than ``max_loss``."""
-    high = vs.get("high")
-    return float(high if high is not None else vs["ratio"]) < 1 - max_loss
+    return (vs.high if vs.high is not None else present(vs.ratio)) < 1 - max_loss
 
 
 @public
@@ -154,32 +166,32 @@ class RespawnModel(Record):
         return 1.0 if value <= 0 else 1 / (1 + self.k / value)
 
 
-def _respawned(points: Sequence[Summary]) -> list[Summary]:
-    return [p for p in points if int(p["max_requests"]) > 0 and int(p["respawns"]) > 0 and _vs(p) is not None]
+def _respawned(points: Sequence[TunePoint]) -> list[TunePoint]:
+    return [p for p in points if _value(p) > 0 and present(p.respawns) > 0 and _vs(p) is not None]
 
 
 @public
-def respawn_model(points: Sequence[Summary]) -> RespawnModel:
+def respawn_model(points: Points) -> RespawnModel:
     """The k / v model fitted on the points with ``vs_unlimited`` (:func:`mrpc_losses`) and checked
     against every one that respawned (the prediction within its interval; within ``LOSS_NOISE`` of
     its median when it has none)."""
-    respawned = _respawned(points)
-    slower = [p for p in respawned if (_vs(p) or {}).get("verdict") == "slower"
-              or ((_vs(p) or {}).get("low") is None and float((_vs(p) or {})["ratio"]) <= 1 - LOSS_NOISE)]
+    respawned = _respawned(tune_points(points, "mrpc"))
+    slower = [p for p in respawned if _measured(p).verdict == "slower"
+              or (_measured(p).low is None and present(_measured(p).ratio) <= 1 - LOSS_NOISE)]
     if not slower:
         return RespawnModel(k=0.0, fitted_on=None, agrees=[], disagrees=[])
-    fit = max(slower, key=lambda p: int(p["max_requests"]))
-    v = int(fit["max_requests"])
-    k = max(0.0, (1 / float((_vs(fit) or {})["ratio"]) - 1) * v)
+    fit = max(slower, key=_value)
+    v = _value(fit)
+    k = max(0.0, (1 / present(_measured(fit).ratio) - 1) * v)
     model = RespawnModel(k=k, fitted_on=v, agrees=[], disagrees=[])
-    for point in sorted(respawned, key=lambda p: int(p["max_requests"])):
-        vs = _vs(point) or {}
-        predicted = model.ratio(int(point["max_requests"]))
-        if vs.get("low") is not None and vs.get("high") is not None:
-            ok = float(vs["low"]) <= predicted <= float(vs["high"])
+    for point in sorted(respawned, key=_value):
+        vs = _measured(point)
+        predicted = model.ratio(_value(point))
+        if vs.low is not None and vs.high is not None:
+            ok = vs.low <= predicted <= vs.high
         else:
-            ok = abs(predicted - float(vs["ratio"])) <= LOSS_NOISE
-        (model.agrees if ok else model.disagrees).append(int(point["max_requests"]))
+            ok = abs(predicted - present(vs.ratio)) <= LOSS_NOISE
+        (model.agrees if ok else model.disagrees).append(_value(point))
     return model
 
 
@@ -217,7 +229,7 @@ def _model_text(model: RespawnModel) -> str:
             f"fitted on {model.fitted_on:,}) agrees with every value measured ({_counts(model.agrees)})")
 
 
-def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: MemoryBound, children: int, *,
+def choose_max_requests(points: Points, measure: Summary, memory: MemoryBound, children: int, *,
                         max_loss: float, counts: str = "requests", kind: str = "command") -> MaxRequestsChoice:
     """MaxRequestsPerChild from the measured points and their intervals (:func:`_affordable`).
 
@@ -229,15 +241,15 @@ def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: Mem
     measured point and the value is at most a decade beyond the largest measured. The model never
     overrides a measured point."""
     grown = growth(measure)
-    if any("vs_unlimited" not in p for p in points):
-        points = mrpc_losses(points)
-    model = respawn_model(points)
+    records = tune_points(points, "mrpc")
+    if any(p.vs_unlimited is None and "vs_unlimited" not in p.stored for p in records):
+        records = mrpc_losses(records)
+    model = respawn_model(records)
     start = int(measure["warm"]["max_uss"])
     limit = memory.child_limit(children)
     unit = "requests" if counts == "requests" else "connections (= requests with keep-alive off)"
-    respawned = sorted(_respawned(points), key=lambda p: int(p["max_requests"]), reverse=True)
-    quiet = sorted(int(p["max_requests"]) for p in points
-                   if int(p["max_requests"]) > 0 and int(p["respawns"]) == 0)
+    respawned = sorted(_respawned(records), key=_value, reverse=True)
+    quiet = sorted(_value(p) for p in records if _value(p) > 0 and present(p.respawns) == 0)
     reasons = list(grown.reasons)
     memory_limit: int | None = None
     forced = False
@@ -253,25 +265,25 @@ def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: Mem
         reasons.append(f"a child starts at {_mib(start)} and may reach {_mib(limit)} ({children_text(children)} in the "
                        f"budget): at {_bytes(grown.second)} bytes per request, at most {memory_limit:,} {unit}, "
                        f"rounded to {value:,}")
-        cheaper = [p for p in respawned if int(p["max_requests"]) <= value and _affordable(_vs(p) or {}, max_loss)]
-        costlier = [p for p in respawned if int(p["max_requests"]) >= value and _too_costly(_vs(p) or {}, max_loss)]
+        cheaper = [p for p in respawned if _value(p) <= value and _affordable(_measured(p), max_loss)]
+        costlier = [p for p in respawned if _value(p) >= value and _too_costly(_measured(p), max_loss)]
         if cheaper:
-            ref = max(cheaper, key=lambda p: int(p["max_requests"]))
-            vs = _vs(ref) or {}
-            loss = max(0.0, 1 - float(vs["ratio"]))
-            measured = int(ref["max_requests"])
+            ref = max(cheaper, key=_value)
+            vs = _measured(ref)
+            loss = max(0.0, 1 - present(vs.ratio))
+            measured = _value(ref)
             reasons.append(f"respawning every {value:,} {unit} was measured: {_change_with_interval(vs)}"
                            if measured == value else
                            f"respawning every {value:,} {unit} costs at most what {measured:,} cost when measured "
                            f"({_change_with_interval(vs)}): a larger value respawns less often")
         elif costlier:
-            ref = min(costlier, key=lambda p: int(p["max_requests"]))
-            vs = _vs(ref) or {}
-            loss, forced = 1 - float(vs["ratio"]), True
+            ref = min(costlier, key=_value)
+            vs = _measured(ref)
+            loss, forced = 1 - present(vs.ratio), True
             reasons.append(f"memory forces it: respawning every {value:,} {unit} costs at least what "
-                           f"{int(ref['max_requests']):,} measured, {_change_with_interval(vs)}, more than "
+                           f"{_value(ref):,} measured, {_change_with_interval(vs)}, more than "
                            f"{share_text(max_loss)}; fewer children would leave room for a larger limit")
-        elif model.usable and value <= MAX_DECADES * max(int(p["max_requests"]) for p in respawned):
+        elif model.usable and value <= MAX_DECADES * max(_value(p) for p in respawned):
             loss = 1 - model.ratio(value)
             forced = loss > max_loss
             reasons.append(f"{_model_text(model)}: respawning every {value:,} {unit} costs about {share_text(loss)} "
@@ -286,8 +298,8 @@ def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: Mem
                        "only costs a fork and a warm-up")
         if respawned:
             largest = respawned[0]
-            top_vs = _vs(largest) or {}
-            reasons.append(f"{int(largest['max_requests']):,} {unit}, the largest value measured: "
+            top_vs = _measured(largest)
+            reasons.append(f"{_value(largest):,} {unit}, the largest value measured: "
                            f"{_change_with_interval(top_vs)}: {_cost_text(top_vs, max_loss)}; a larger value "
                            "respawns less often and costs at most as much, if a limit is wanted against slow "
                            "growth a short run cannot see")
@@ -300,23 +312,23 @@ def choose_max_requests(points: Sequence[Summary], measure: Summary, memory: Mem
 
 
 @public
-def respawn_cost(points: Sequence[Summary]) -> float:
+def respawn_cost(points: Points) -> float:
     """``k`` for single-trial points: the throughput one respawn costs, in requests' worth, fitted
     as rps(0) / rps(v) - 1 = k / v on the largest ``v`` whose loss stands out of the noise
     (``LOSS_NOISE``), else the smallest ``v`` that respawned. 0 when nothing respawned or the
     difference is negative (noise)."""
-    base = next((p for p in points if int(p["max_requests"]) == 0), None)
+    records = tune_points(points, "mrpc")
+    base = next((p for p in records if _value(p) == 0), None)
     if base is None:
-        base = max(points, key=lambda p: int(p["max_requests"]))
-    base_rps = float(base["rps"])
-    respawned = [p for p in points if int(p["max_requests"]) > 0 and int(p["respawns"]) > 0 and float(p["rps"]) > 0]
+        base = max(records, key=_value)
+    base_rps = base.rps
+    respawned = [p for p in records if _value(p) > 0 and present(p.respawns) > 0 and p.rps > 0]
     if not respawned or base_rps <= 0:
         return 0.0
-    visible = [p for p in respawned if 1 - float(p["rps"]) / base_rps >= LOSS_NOISE]
-    chosen = (max(visible, key=lambda p: int(p["max_requests"])) if visible
-              else min(respawned, key=lambda p: int(p["max_requests"])))
-    overhead = base_rps / float(chosen["rps"]) - 1
-    return max(0.0, overhead * int(chosen["max_requests"]))
+    visible = [p for p in respawned if 1 - p.rps / base_rps >= LOSS_NOISE]
+    chosen = max(visible, key=_value) if visible else min(respawned, key=_value)
+    overhead = base_rps / chosen.rps - 1
+    return max(0.0, overhead * _value(chosen))
 
 
 @public
@@ -329,11 +341,11 @@ def predicted_loss(max_requests: int, cost: float) -> float:
 
 
 @public
-def measured_loss(point: Summary, points: Sequence[Summary]) -> float | None:
-    base = next((p for p in points if int(p["max_requests"]) == 0), None)
-    if base is None or float(base["rps"]) <= 0:
+def measured_loss(point: Summary | TunePoint, points: Points) -> float | None:
+    base = next((p for p in tune_points(points, "mrpc") if _value(p) == 0), None)
+    if base is None or base.rps <= 0:
         return None
-    return 1 - float(point["rps"]) / float(base["rps"])
+    return 1 - tune_point(point).rps / base.rps
 
 
 def unlimited_only(choice: MaxRequestsChoice, who: str) -> tuple[MaxRequestsChoice, int]:

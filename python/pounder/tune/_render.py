@@ -170,11 +170,11 @@ def _mrpc_section(result: TuneResult) -> list[str]:
     out: list[str] = []
     names = result.adapter.names
     if result.mrpc_points:
-        mrpc_children = children_text(int(result.mrpc_points[0]["children"]))
+        mrpc_children = children_text(result.mrpc_points[0].children)
         at = "" if result.offered is None else f" at {result.offered.text()}"
         out.append(f"5. {names['max_requests']} (MRPC) with {mrpc_children}{at}, the unlimited baseline interleaved "
                    "with each value")
-        out += mrpc_table().text(tune_points(result.mrpc_points, "mrpc"))
+        out += mrpc_table().text(result.mrpc_points)
     else:
         out.append(f"5. {names['max_requests']}: not swept (--mrpc 0: unlimited only, nothing to compare it with)")
     out.append("")

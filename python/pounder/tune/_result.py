@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pounder._errors import public
+from pounder._tune_point import TunePoint
 from pounder._tune_run import OfferedLoad, Target
 from pounder._version import __version__
 from pounder.pool import Adapter, PoolParams
@@ -34,7 +35,7 @@ class TuneResult:
     other_memory: MemoryBound | None
     sweep: Sequence[Mapping[str, Any]]
     children: ChildrenChoice
-    mrpc_points: list[dict[str, Any]]
+    mrpc_points: Sequence[TunePoint]
     max_requests: MaxRequestsChoice
     spare: list[dict[str, Any]]
     advice: list[str]
@@ -66,7 +67,7 @@ class TuneResult:
             "other_memory": None if self.other_memory is None else self.other_memory.to_dict(),
             "sweep": [dict(p) for p in self.sweep],
             "children": self.children.to_dict(),
-            "mrpc": [dict(p) for p in self.mrpc_points],
+            "mrpc": [p.to_dict() for p in self.mrpc_points],
             "max_requests": self.max_requests.to_dict(),
             "spare": [dict(p) for p in self.spare],
             "advice": list(self.advice),

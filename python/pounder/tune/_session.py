@@ -29,6 +29,7 @@ from typing import Any
 from pounder import _interrupt
 from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
+from pounder._tune_point import TunePoint
 from pounder._tune_run import OfferedLoad, Target
 from pounder._units import MIB, available_cpus, children_text, count_text
 from pounder.load import ENGINE, ProgressCallback, Sender
@@ -381,7 +382,7 @@ class TuneSession:
         return choose_pool(points, offered, target, tolerance=options.tolerance, cores=self.cores, sweep=sweep)
 
     def _mrpc_step(self, choice: ChildrenChoice, measure: Mapping[str, Any], memory: MemoryBound,
-                   offered: OfferedLoad) -> tuple[list[dict[str, Any]], MaxRequestsChoice, ChildrenChoice]:
+                   offered: OfferedLoad) -> tuple[list[TunePoint], MaxRequestsChoice, ChildrenChoice]:
         """MaxRequestsPerChild measured on the chosen pool at the offered load, the unlimited
         baseline interleaved; the pool lowered when a leaking child needs room to grow."""
         options, adapter = self.options, self.adapter

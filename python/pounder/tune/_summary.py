@@ -91,6 +91,6 @@ def summarize(options: TuneOptions, points: Sequence[Mapping[str, Any]],
         "memory": None if memory is None else memory.to_dict(),
         "sweep": sweep,
         "pools": pools,
-        "mrpc": mrpc_losses(mrpc) if mrpc else [],
+        "mrpc": [p.to_dict() for p in mrpc_losses(mrpc)],
         "spare_trials": sum(1 for p in points if p.get("step") == "spare" and "-t" in str(p.get("key"))),
     }
