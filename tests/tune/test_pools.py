@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from pounder._figures import sweep_load_text
+from pounder._tune_point import present
+from pounder._tune_run import SpareChoice
 from pounder.tune import Target
 from pounder.tune._analysis import (
     size_pool,
@@ -140,20 +142,20 @@ def test_spare_never_recommends_a_setting_measured_worse_than_the_defaults() -> 
     ref = reference_us(before + after)
     points = [aggregate_spare("before", before, ref), aggregate_spare("after", after, ref)]
     decided = choose_spare(points, 0.25)
-    assert decided["name"] == "before"
-    assert "the defaults are kept" in decided["reasons"][0] and "serving after 0.25 s" in decided["reasons"][0]
+    assert decided.name == "before"
+    assert "the defaults are kept" in decided.reasons[0] and "serving after 0.25 s" in decided.reasons[0]
     # the other way round: the raised setting measured better, and is chosen
     points = [aggregate_spare("before", after, ref), aggregate_spare("after", before, ref)]
-    assert choose_spare(points, None)["name"] == "after"
+    assert choose_spare(points, None).name == "after"
     # one setting only (a pool no larger than the defaults): the defaults
-    assert choose_spare([aggregate_spare("before", before, ref)], None)["name"] == "before"
+    assert choose_spare([aggregate_spare("before", before, ref)], None).name == "before"
 
 
 def test_spare_point_has_medians_and_intervals_of_its_trials() -> None:
     trials_ = [spare_trial(5, [200_000, 100_000, 100_000], rps, steady_ms=100, idle=5) for rps in (800, 900, 850)]
     got = aggregate_spare("before", trials_, 100_000)
-    assert got["rps"] == 850 and got["counted"] == 3 and got["rps_low"] <= 850 <= got["rps_high"]
-    assert got["burst_s"] == 1 and [t["burst_s"] for t in got["trials"]] == [1, 1, 1]
+    assert got.rps == 850 and got.counted == 3 and present(got.rps_low) <= 850 <= present(got.rps_high)
+    assert got.burst_s == 1 and [t["burst_s"] for t in got.trials] == [1, 1, 1]
 
 
 def test_deciding_facts_are_one_line_per_parameter() -> None:
@@ -170,7 +172,8 @@ def test_deciding_facts_are_one_line_per_parameter() -> None:
                              forced_by_memory=False, decided_by="unlimited",
                              model=RespawnModel(k=0.0, fitted_on=None, agrees=[], disagrees=[]))
     names = {"max_clients": "MaxRequestWorkers", "max_requests": "MaxConnectionsPerChild"}
-    facts = deciding_facts(names, choice, pools, memory, mrpc, {"why": "spare servers the defaults"}, 64)
+    spare = SpareChoice.read({"name": "before", "why": "spare servers the defaults", "reasons": []})
+    facts = deciding_facts(names, choice, pools, memory, mrpc, spare, 64)
     assert len(facts) == 4
     assert facts[0].startswith("MaxRequestWorkers 2: the smallest pool as good as the best")
     assert facts[2].startswith("MaxConnectionsPerChild 0 (unlimited): no leak measured")

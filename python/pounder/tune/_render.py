@@ -185,11 +185,11 @@ def _spare_section(result: TuneResult) -> list[str]:
     """6. The spare servers."""
     out: list[str] = []
     if result.spare:
-        reference = float(result.spare[0].get("reference_p99_ms") or 0.0)
+        reference = float(result.spare[0].reference_p99_ms or 0.0)
         out.append("6. Spare servers: a step from idle to full load; medians of interleaved trials, p99 with its "
                    f"95% interval; slow s: leading seconds whose p99 was above {BURST_FACTOR:g} x {reference:,.1f} ms, "
                    "the lowest steady p99 of any trial")
-        out += spare_table().text(tune_points(result.spare, "spare"))
+        out += spare_table().text(result.spare)
         out.append("")
     else:
         out.append(f"6. Spare servers: {result.adapter.kind} starts all its workers at once (a fixed pool); "
@@ -218,7 +218,7 @@ def _recommendation_section(result: TuneResult) -> list[str]:
     out.append("")
     out.append("Details")
     out += _bullets([*result.children.reasons, *result.max_requests.reasons,
-                     *(result.spare_choice or {}).get("reasons", [])])
+                     *(() if result.spare_choice is None else result.spare_choice.reasons)])
     return out
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from pounder._errors import public
 from pounder._tune_point import TunePoint
-from pounder._tune_run import OfferedLoad, Target
+from pounder._tune_run import OfferedLoad, SpareChoice, Target
 from pounder._version import __version__
 from pounder.pool import Adapter, PoolParams
 from pounder.tune._analysis import ChildrenChoice
@@ -37,7 +37,7 @@ class TuneResult:
     children: ChildrenChoice
     mrpc_points: Sequence[TunePoint]
     max_requests: MaxRequestsChoice
-    spare: list[dict[str, Any]]
+    spare: Sequence[TunePoint]
     advice: list[str]
     cores: float  # the server's cores for the decisions: the CPUs it ran on, or the pod's quota (--cpus)
     results_dir: str
@@ -47,7 +47,7 @@ class TuneResult:
     cpus: str
     offered: OfferedLoad | None = None
     pools: PoolChoice | None = None
-    spare_choice: Mapping[str, Any] | None = None
+    spare_choice: SpareChoice | None = None
     why: Sequence[str] = ()
     profile_lines: tuple[str, ...] = ()  # tune --profile: its summary (the profile: profile.json, _profile_step)
     fleet: Fleet | None = None  # the servers a peak needs, a container's resources (_fleet)
@@ -69,7 +69,7 @@ class TuneResult:
             "children": self.children.to_dict(),
             "mrpc": [p.to_dict() for p in self.mrpc_points],
             "max_requests": self.max_requests.to_dict(),
-            "spare": [dict(p) for p in self.spare],
+            "spare": [p.to_dict() for p in self.spare],
             "advice": list(self.advice),
             "target": self.target.to_dict(),
             "confirmation": None if self.confirmation is None else dict(self.confirmation),
@@ -77,7 +77,7 @@ class TuneResult:
             "cpus": self.cpus,
             "offered": None if self.offered is None else self.offered.to_dict(),
             "pools": None if self.pools is None else self.pools.to_dict(),
-            "spare_choice": None if self.spare_choice is None else dict(self.spare_choice),
+            "spare_choice": None if self.spare_choice is None else self.spare_choice.to_dict(),
             "why": list(self.why),
             "fleet": None if self.fleet is None else self.fleet.to_dict(),
         }

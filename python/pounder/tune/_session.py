@@ -29,8 +29,8 @@ from typing import Any
 from pounder import _interrupt
 from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
-from pounder._tune_point import TunePoint
-from pounder._tune_run import OfferedLoad, Target
+from pounder._tune_point import TunePoint, present
+from pounder._tune_run import OfferedLoad, SpareChoice, Target
 from pounder._units import MIB, available_cpus, children_text, count_text
 from pounder.load import ENGINE, ProgressCallback, Sender
 from pounder.pool import (
@@ -269,7 +269,7 @@ class TuneSession:
 
     def _spare_step(self, choice: ChildrenChoice, target: Target, memory: MemoryBound, max_requests: int,
                     offered: OfferedLoad, child_start_s: float | None) -> tuple[
-                        list[dict[str, Any]], dict[str, Any] | None, tuple[int | None, int | None, int | None]]:
+                        list[TunePoint], SpareChoice | None, tuple[int | None, int | None, int | None]]:
         """The spare settings measured in interleaved bursts (:mod:`pounder.tune._spare`): the
         aggregated points, the choice and the settings recommended."""
         if not self.adapter.on_demand:
@@ -293,9 +293,8 @@ class TuneSession:
         reference = reference_us([t for group in trials.values() for t in group])
         points = [aggregate_spare(name, group, reference) for name, group in trials.items()]
         decided = choose_spare(points, child_start_s, tolerance=options.tolerance)
-        for point in points:
-            point["chosen"] = point["name"] == decided["name"]
-        return points, decided, tuple(settings[decided["name"]])  # type: ignore[return-value]
+        points = [replace(point, chosen=point.name == decided.name) for point in points]
+        return points, decided, tuple(settings[present(decided.name)])  # type: ignore[return-value]
 
     def _confirm(self, params: PoolParams, memory: MemoryBound, target: Target, offered: OfferedLoad,
                  best: Mapping[str, Any] | None, key: str = "confirm") -> dict[str, Any]:

@@ -21,8 +21,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pounder._figures import BURST_FACTOR
+from pounder._tune_point import TunePoint, present, tune_points
+from pounder._tune_run import SpareChoice
 from pounder.compare import clean_trial, median_interval
-from pounder.tune._pools import P99_EFFECT, _versus, p99_with_interval
+from pounder.tune._pools import P99_EFFECT, _mark, p99_with_interval
 from pounder.tune._spare_rules import burst_seconds
 from pounder.tune._text import (
     ms_text,
@@ -36,14 +38,14 @@ _FIXED = ("children", "start_servers", "min_spare", "max_spare", "connections")
 
 
 def _median(values: Sequence[Any]) -> float | None:
-    present = [float(v) for v in values if v is not None]
-    return statistics.median(present) if present else None
+    given = [float(v) for v in values if v is not None]
+    return statistics.median(given) if given else None
 
 
-def aggregate_spare(name: str, trials: Sequence[Mapping[str, Any]], reference_us: float) -> dict[str, Any]:
-    """The point of one setting from its trials; ``reference_us``: the steady p99 with every child
-    ready (the lowest steady p99 of every trial of both settings), which a burst second's p99 is
-    held against."""
+def aggregate_spare(name: str, trials: Sequence[Mapping[str, Any]], reference_us: float) -> TunePoint:
+    """The point of one setting from its trials, as a record (its document kept: written as
+    aggregated); ``reference_us``: the steady p99 with every child ready (the lowest steady p99 of
+    every trial of both settings), which a burst second's p99 is held against."""
     if not trials:
         raise ValueError("aggregate_spare: no trials")
     first = trials[0]
@@ -66,7 +68,7 @@ def aggregate_spare(name: str, trials: Sequence[Mapping[str, Any]], reference_us
         estimate = median_interval(values) if values else None
         point[low] = None if estimate is None else estimate.low
         point[high] = None if estimate is None else estimate.high
-    return point
+    return TunePoint.from_dict(point, f"spare[{name}]")
 
 
 def reference_us(trials: Sequence[Mapping[str, Any]]) -> float:
@@ -75,36 +77,41 @@ def reference_us(trials: Sequence[Mapping[str, Any]]) -> float:
     return min(steady) * 1000 if steady else 0.0
 
 
-def _settings(point: Mapping[str, Any]) -> str:
-    return (f"StartServers {point['start_servers']}, MinSpareServers {point['min_spare']}, MaxSpareServers "
-            f"{point['max_spare']}")
+def _settings(point: TunePoint) -> str:
+    return (f"StartServers {point.start_servers}, MinSpareServers {point.min_spare}, MaxSpareServers "
+            f"{point.max_spare}")
 
 
-def _figures(point: Mapping[str, Any]) -> str:
-    return (f"{p99_with_interval(point)}, {rps_text(float(point['rps']))} req/s, latency high for "
-            f"{point['burst_s']} s, {point['idle_children']} idle children at the start")
+def _figures(point: TunePoint) -> str:
+    return (f"{p99_with_interval(point)}, {rps_text(point.rps)} req/s, latency high for "
+            f"{point.burst_s} s, {point.idle_children} idle children at the start")
 
 
-def choose_spare(points: Sequence[Mapping[str, Any]], child_start_s: float | None, *,
-                 tolerance: float = 0.05) -> dict[str, Any]:
-    """Which setting to recommend (module documentation): ``{"name", "why", "reasons"}``."""
-    before = next(p for p in points if p["name"] == "before")
-    after = next((p for p in points if p["name"] == "after"), None)
+def _choice(name: str, why: str, reasons: list[str]) -> SpareChoice:
+    """The record of the choice, its document ``{"name", "why", "reasons"}`` as stored."""
+    return SpareChoice.read({"name": name, "why": why, "reasons": reasons})
+
+
+def choose_spare(points: Sequence[Mapping[str, Any] | TunePoint], child_start_s: float | None, *,
+                 tolerance: float = 0.05) -> SpareChoice:
+    """Which setting to recommend (module documentation): its name, the deciding fact and the reasons."""
+    records = tune_points(points, "spare")
+    before = next(p for p in records if p.name == "before")
+    after = next((p for p in records if p.name == "after"), None)
     started = ("" if child_start_s is None
                else f"; a lost child was replaced and serving after {child_start_s:,.2f} s (step 1)")
-    head = (f"from idle to {before['connections']} clients at once, {len(before.get('trials') or [])} interleaved "
+    head = (f"from idle to {before.connections} clients at once, {len(before.trials)} interleaved "
             f"trials per setting (latency high: a second's p99 above {BURST_FACTOR:g} x "
-            f"{ms_text(float(before['reference_p99_ms']))} ms, the steady p99 with every child ready){started}")
+            f"{ms_text(present(before.reference_p99_ms))} ms, the steady p99 with every child ready){started}")
     if after is None:
-        return {"name": "before", "why": f"spare servers: the defaults ({_settings(before)}) already start the whole "
-                                          "pool",
-                "reasons": [f"spare servers: the pool is no larger than the defaults start: {_settings(before)}: "
-                            f"{_figures(before)}; {head}"]}
-    # the two settings' trials ran round by round: compared in pairs (pounder.tune._pools._versus)
-    p99 = _versus(after, before, "p99_ms", higher_is_better=False, effect=P99_EFFECT)
-    rps = _versus(after, before, "rps", higher_is_better=True, effect=tolerance)
+        return _choice("before", f"spare servers: the defaults ({_settings(before)}) already start the whole pool",
+                       [f"spare servers: the pool is no larger than the defaults start: {_settings(before)}: "
+                        f"{_figures(before)}; {head}"])
+    # the two settings' trials ran round by round: compared in pairs (pounder.tune._pools._mark)
+    p99 = _mark(after, before, "p99_ms", higher_is_better=False, effect=P99_EFFECT)
+    rps = _mark(after, before, "rps", higher_is_better=True, effect=tolerance)
     # a tie keeps the defaults: more idle children cost memory for nothing measured
-    better = float(after["p99_ms"]) < float(before["p99_ms"]) and not p99["worse"] and not rps["worse"]
+    better = present(after.p99_ms) < present(before.p99_ms) and not p99.worse and not rps.worse
     chosen = after if better else before
     verdict = ("measured no worse than the defaults, and its median p99 lower" if better else
                "not measured better than the defaults (a median p99 no lower, or a p99 distinguishably above or a "
@@ -113,6 +120,6 @@ def choose_spare(points: Sequence[Mapping[str, Any]], child_start_s: float | Non
                f"{_settings(after)}: {_figures(after)}: {verdict}"]
     name = "the defaults" if chosen is before else "raised"
     why = f"spare servers {name}, {_settings(chosen)}: burst {p99_with_interval(chosen)} against " + (
-        f"the defaults' {ms_text(float(before['p99_ms']))} ms" if chosen is after else
-        f"{ms_text(float(after['p99_ms']))} ms with {_settings(after)}")
-    return {"name": chosen["name"], "why": why, "reasons": reasons}
+        f"the defaults' {ms_text(present(before.p99_ms))} ms" if chosen is after else
+        f"{ms_text(present(after.p99_ms))} ms with {_settings(after)}")
+    return _choice(present(chosen.name), why, reasons)

@@ -5,8 +5,8 @@ choice's ``reasons``, printed under "Details"."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from pounder._tune_run import SpareChoice
 from pounder._units import children_text, mib_unit
 from pounder.pool import own_name
 from pounder.tune._analysis import ChildrenChoice
@@ -59,7 +59,7 @@ def _mrpc_line(name: str, mrpc: MaxRequestsChoice) -> str:
 
 
 def deciding_facts(names: Mapping[str, str], choice: ChildrenChoice, pools: PoolChoice | None, memory: MemoryBound,
-                   mrpc: MaxRequestsChoice, spare: Mapping[str, Any] | None, max_children: int) -> list[str]:
+                   mrpc: MaxRequestsChoice, spare: SpareChoice | None, max_children: int) -> list[str]:
     """One line per parameter: the pool, the memory bound that caps it, MaxRequestsPerChild, spare servers."""
     facts = [_pool_line(names["max_clients"], choice, pools, memory)]
     cap = min(memory.max_clients, max_children)
@@ -68,5 +68,5 @@ def deciding_facts(names: Mapping[str, str], choice: ChildrenChoice, pools: Pool
                  + ("" if cap == memory.max_clients else f"; --max-children {max_children}"))
     facts.append(_mrpc_line(own_name(names, "max_requests"), mrpc))
     if spare is not None:
-        facts.append(str(spare["why"]))
+        facts.append(str(spare.why))
     return facts
