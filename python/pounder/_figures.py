@@ -4,8 +4,7 @@ concurrency the children sweep ran at. The tables of the steps are :mod:`pounder
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from pounder._table import share
 from pounder._tune_point import TunePoint
@@ -22,11 +21,11 @@ def queued_text(point: TunePoint) -> str:
     """The point's accept-queue share as the tables print it ("97%"), "-" when not sampled."""
     return share(point.queued)
 
-def sweep_load_text(sweep: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+def sweep_load_text(sweep: Sequence[TunePoint]) -> tuple[str, str]:
     """``(label, words)`` for the concurrency the children sweep ran at, as the pools tables name
     its columns: ``2xMC`` (twice as many clients as children), ``1xMC`` (as many: kept-alive
     connections) or ``NC=32`` (the clients given, at every count)."""
-    pairs = {(int(p["children"]), int(p["connections"])) for p in sweep}
+    pairs = {(p.children, p.connections) for p in sweep}
     if pairs and all(c == max(2, 2 * n) for n, c in pairs):
         return "2xMC", "twice as many clients as children"
     if pairs and all(c == max(1, n) for n, c in pairs):

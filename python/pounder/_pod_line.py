@@ -7,25 +7,26 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pounder._tune_point import TunePoint
 from pounder._units import MIB, plain
 
 
-def throttled_text(point: Mapping[str, Any]) -> str:
+def throttled_text(point: TunePoint) -> str:
     """The share of CFS periods in which the quota ran out during the point's loads ("35%"), "-"
     without a pod."""
-    share = point.get("throttled_share")
-    return "-" if share is None else f"{float(share) * 100:.0f}%"
+    share = point.throttled_share
+    return "-" if share is None else f"{share * 100:.0f}%"
 
 
-def _cgroup(points: Sequence[Mapping[str, Any]]) -> str | None:
+def _cgroup(points: Sequence[TunePoint]) -> str | None:
     for point in points:
-        for trial in [point, *(point.get("trials") or [])]:
+        for trial in [point.stored, *point.trials]:
             if trial.get("pod_cgroup"):
                 return str(trial["pod_cgroup"])
     return None
 
 
-def pod_line(options: Mapping[str, Any], sweep: Sequence[Mapping[str, Any]]) -> str | None:
+def pod_line(options: Mapping[str, Any], sweep: Sequence[TunePoint]) -> str | None:
     """``pod: quota of 1 CPU (cgroup v1 cfs 100000/100000; --cpus 1), memory limit 512 MiB; throttled
     in 2% of the CFS periods at 1 child, 35% at 4 children`` from the run's options and its
     children sweep (aggregated points); None when the run emulated no pod."""
@@ -37,8 +38,8 @@ def pod_line(options: Mapping[str, Any], sweep: Sequence[Mapping[str, Any]]) -> 
     text = f"pod: quota of {plain(cpus)} CPU{'' if cpus == 1 else 's'}" + (f" ({'; '.join(how)})" if how else "")
     ram = options.get("ram")
     text += ", no memory limit (no --ram)" if ram is None else f", memory limit {int(ram) / MIB:,.0f} MiB"
-    shares = [(int(p["children"]), p.get("throttled_share")) for p in sorted(sweep, key=lambda p: int(p["children"]))]
-    measured = [(n, float(share)) for n, share in shares if share is not None]
+    shares = [(p.children, p.throttled_share) for p in sorted(sweep, key=lambda p: p.children)]
+    measured = [(n, share) for n, share in shares if share is not None]
     if measured:
         parts = [f"{share * 100:.0f}% at {n} child{'' if n == 1 else 'ren'}" for n, share in measured]
         parts[0] = parts[0].replace("%", "% of the CFS periods", 1)

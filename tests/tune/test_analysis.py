@@ -352,8 +352,8 @@ def test_sweep_counts(cap: int, expected: list[int]) -> None:
     assert sweep_counts(cap) == expected
 
 
-def _rps(*values: float) -> list[dict[str, Any]]:
-    return [load_summary(2 ** i, v) for i, v in enumerate(values)]
+def _rps(*values: float) -> list[float]:
+    return list(values)
 
 
 def test_sweep_done_needs_three_points() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pounder._figures import sweep_load_text
-from pounder._tune_point import present
+from pounder._tune_point import TunePoint, present, tune_points
 from pounder._tune_run import SpareChoice
 from pounder.tune import Target
 from pounder.tune._analysis import (
@@ -117,7 +117,7 @@ def test_size_pool_without_deciding_keeps_only_the_knee_and_the_needs() -> None:
 
 
 def test_confirmation_checks_the_throughput_against_the_best_at_that_load() -> None:
-    best = ISSUE[0]
+    best = TunePoint.from_dict(ISSUE[0])
     summary = {"complete": 4000, "failed": 0, "rps": 842.0, "p99_ms": 600.0, "footprint": 100, "pool_children": 64}
     checks = {c["name"]: c for c in confirmation_checks(summary, bound(), Target(), None, best=best, tolerance=0.05)}
     assert not checks["throughput"]["ok"] and checks["throughput"]["limit"] == pytest.approx(0.90 * 1454)
@@ -249,11 +249,11 @@ def test_a_sweep_at_the_offered_load_is_compared_not_measured_again() -> None:
 
 def test_the_sweep_columns_are_named_by_the_load_they_ran_at() -> None:
     doubled = [trials(n, [10.0] * 3, [5.0] * 3, connections=2 * n) for n in (1, 2, 4)]
-    assert sweep_load_text(doubled) == ("2xMC", "twice as many clients as children")
+    assert sweep_load_text(tune_points(doubled, "sweep")) == ("2xMC", "twice as many clients as children")
     held = [trials(n, [10.0] * 3, [5.0] * 3, connections=n) for n in (1, 2, 4)]
-    assert sweep_load_text(held)[0] == "1xMC"
+    assert sweep_load_text(tune_points(held, "sweep"))[0] == "1xMC"
     fixed = [trials(n, [10.0] * 3, [5.0] * 3, connections=32) for n in (1, 2, 4)]
-    assert sweep_load_text(fixed) == ("NC=32", "32 clients at every count")
+    assert sweep_load_text(tune_points(fixed, "sweep")) == ("NC=32", "32 clients at every count")
 
 
 def _failing(children: int, rates: list[float], failed: list[int]) -> dict[str, Any]:

@@ -294,7 +294,7 @@ def _top(run: TuneResults) -> Section:
         section.add(bullets(traffic))
     if result.cpus:
         section.add(paragraph(f"CPUs: {result.cpus}"))
-    pod = pod_line(run.options, run.sweep)
+    pod = pod_line(run.options, run.sweep_points)
     if pod is not None:
         section.add(paragraph(pod))
     fixed_pool = not run.spare

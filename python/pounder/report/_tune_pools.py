@@ -76,7 +76,7 @@ def pools_section(run: TuneResults, prefix: str) -> Section:
     p99_s = None if run.target is None else run.target.p99_s
     _pools_chart(section, f"{prefix}-pools", caption, points, chosen, best,
                  None if p99_s is None else float(p99_s) * 1000)
-    label, words = figures.sweep_load_text(run.sweep)
+    label, words = figures.sweep_load_text(run.sweep_points)
     section.add(scroll(pools_table(label).html(pool_rows(points, run.sweep_points, chosen, best))))
     lowest = run.pools.lowest_p99
     section.add(paragraph(

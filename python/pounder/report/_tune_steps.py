@@ -270,10 +270,9 @@ def children_section(run: TuneResults, prefix: str) -> Section:
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(loc="best", fontsize=8)
     if run.old:
-        rows = [[p["children"], p["connections"], f"{int(p['complete']) + int(p['failed']):,}",
-                 f"{float(p['rps']):,.0f}", ms(p["p50_ms"]), ms(p["p95_ms"]), ms(p["p99_ms"]),
-                 whole(point.server_cpu_us), f"{float(p['server_cores']):.2f}", mib(point.max_child_uss), p["failed"]]
-                for p, point in zip(run.sweep, run.sweep_points, strict=True)]
+        rows = [[p.children, p.connections, f"{present(p.complete) + present(p.failed):,}", f"{p.rps:,.0f}",
+                 ms(p.p50_ms), ms(p.p95_ms), ms(p.p99_ms), whole(p.server_cpu_us), f"{present(p.server_cores):.2f}",
+                 mib(p.max_child_uss), present(p.failed)] for p in run.sweep_points]
         section.add(table(["MC", "NC", "NR", "RPS", "p50", "p95", "p99", "srv CPU us/req", "srv cores",
                            "max USS MiB", "failed"], rows))
         section.add(paragraph("MC = children, NC = concurrent clients, NR = requests; latency in ms."))

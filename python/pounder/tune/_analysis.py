@@ -71,14 +71,14 @@ def sweep_counts(cap: int) -> list[int]:
     return [*counts, cap] if cap >= 1 else []
 
 
-def sweep_done(points: Points, tolerance: float) -> bool:
+def sweep_done(rates: Sequence[float], tolerance: float) -> bool:
     """Stop early when the last two counts both failed to beat the best before them by more than
-    ``tolerance`` (the classic finding: past the cores, more children add nothing)."""
-    records = tune_points(points, "sweep")
-    if len(records) < 3:
+    ``tolerance`` (the classic finding: past the cores, more children add nothing); ``rates``: the
+    requests/s of each count swept, in the sweep's order."""
+    if len(rates) < 3:
         return False
-    best_before = max(p.rps for p in records[:-2])
-    return all(p.rps <= best_before * (1 + tolerance) for p in records[-2:])
+    best_before = max(rates[:-2])
+    return all(rps <= best_before * (1 + tolerance) for rps in rates[-2:])
 
 
 def sweep_connections(children: int, clients: int | None, *, keepalive: bool = False) -> int:

@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from pounder._figures import WIDE
+from pounder._tune_point import TunePoint
 from pounder._tune_run import Target
 from pounder._units import children_text, mib, mib_unit
 from pounder.compare import MAX_FAILED, clean_trial
@@ -36,27 +37,27 @@ def _check(name: str, ok: bool, measured: float | None, limit: float | None, tex
     return {"name": name, "ok": ok, "measured": measured, "limit": limit, "text": text}
 
 
-def _trial_rates(point: Mapping[str, Any]) -> list[float]:
-    return [float(t["rps"]) for t in point.get("trials") or []
+def _trial_rates(point: TunePoint) -> list[float]:
+    return [float(t["rps"]) for t in point.trials
             if t.get("rps") is not None and clean_trial(int(t["complete"]), int(t["failed"]))]
 
 
-def throughput_check(summary: Mapping[str, Any], best: Mapping[str, Any], tolerance: float) -> dict[str, Any]:
+def throughput_check(summary: Mapping[str, Any], best: TunePoint, tolerance: float) -> dict[str, Any]:
     """The confirmation's requests/s against the best pool measured at the same offered load: not
     met when it is below every counted trial of the best by more than ``tolerance`` or ``WIDE``,
     whichever is larger (one run against a point's spread, not against the median's narrower
     interval: a single run scatters as far as a trial may before its point is called wide)."""
-    rates = _trial_rates(best) or [float(best["rps"])]
+    rates = _trial_rates(best) or [best.rps]
     floor = (1 - max(tolerance, WIDE)) * min(rates)
     rps = float(summary["rps"])
-    best_text = f"{children_text(int(best['children']))}'s {float(best['rps']):,.0f} req/s"
+    best_text = f"{children_text(best.children)}'s {best.rps:,.0f} req/s"
     return _check("throughput", rps >= floor, rps, floor,
                   f"{rps:,.0f} req/s against the best measured at this load, {best_text} (its slowest trial "
                   f"{min(rates):,.0f}; at least {floor:,.0f} needed)")
 
 
 def confirmation_checks(summary: Mapping[str, Any], memory: MemoryBound, target: Target,
-                        p99_s: float | None, *, best: Mapping[str, Any] | None = None,
+                        p99_s: float | None, *, best: TunePoint | None = None,
                         tolerance: float = 0.05) -> list[dict[str, Any]]:
     """Every check of the confirmation run, each with its figures and one sentence; ``best``: the
     best pool measured at the confirmation's load (its throughput is checked against it)."""

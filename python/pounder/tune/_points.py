@@ -166,11 +166,11 @@ def trials_by(points: Sequence[Mapping[str, Any]], key: str) -> dict[int, list[M
     return grouped
 
 
-def still_growing(points: Sequence[Mapping[str, Any]], tolerance: float) -> bool:
+def still_growing(points: Sequence[TunePoint], tolerance: float) -> bool:
     """Whether the largest count swept is the best and beats every smaller count's median by more
     than ``tolerance``: throughput still grows there, and the next count is worth measuring."""
-    ordered = sorted(points, key=lambda p: int(p["children"]))
+    ordered = sorted(points, key=lambda p: p.children)
     if len(ordered) < 2:
         return True
-    best_before = max(float(p["rps"]) for p in ordered[:-1])
-    return float(ordered[-1]["rps"]) > best_before * (1 + tolerance)
+    best_before = max(p.rps for p in ordered[:-1])
+    return ordered[-1].rps > best_before * (1 + tolerance)

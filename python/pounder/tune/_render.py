@@ -13,7 +13,7 @@ from pounder._figures import BURST_FACTOR, sweep_load_text
 from pounder._platform import HEADERS, platform_heading, platform_notes, platform_table
 from pounder._pod_line import pod_line
 from pounder._table import text_table
-from pounder._tune_point import tune_points
+from pounder._tune_point import TunePoint
 from pounder._tune_run import Confirmation, target_text
 from pounder._tune_tables import children_table, mrpc_table, pool_rows, pools_table, spare_table
 from pounder._units import children_text, count_text, mib
@@ -54,17 +54,19 @@ def _pools_table(result: TuneResult) -> list[str]:
     label, words = sweep_load_text(result.sweep)
     out = [f"4. Pools at the offered load, {result.offered.text()}: children x concurrency, medians of interleaved "
            f"trials (RPS and p99 with their 95% intervals; at {label}: the children sweep, {words})"]
-    rows = pool_rows(list(pools.points), tune_points(result.sweep, "sweep"), pools.chosen, pools.best)
+    rows = pool_rows(list(pools.points), list(result.sweep), pools.chosen, pools.best)
     out += pools_table(label).text(rows)
-    out += _status_lines(result, [p.to_dict() for p in pools.points])
+    out += _status_lines(result, pools.points)
     out.append("")
     return out
 
 
-def _status_lines(result: TuneResult, points: Sequence[Mapping[str, Any]]) -> list[str]:
-    """What the server's own status page said of these loads (its adapter's status reader)."""
+def _status_lines(result: TuneResult, points: Sequence[TunePoint]) -> list[str]:
+    """What the server's own status page said of these loads (its adapter's status reader, which
+    reads the points as stored)."""
     reader = result.adapter.status_reader
-    note = reader.note(points, result.adapter.who or result.adapter.kind, result.adapter.names["max_clients"])
+    note = reader.note([p.to_dict() for p in points], result.adapter.who or result.adapter.kind,
+                       result.adapter.names["max_clients"])
     return textwrap.wrap(note, WIDTH, initial_indent="  ", subsequent_indent="    ") if note else []
 
 
@@ -153,11 +155,11 @@ def _children_section(result: TuneResult) -> list[str]:
     """3. The children sweep."""
     out: list[str] = []
     names = result.adapter.names
-    queued = any(p.get("queued") is not None for p in result.sweep)  # results of earlier versions lack it
+    queued = any(p.queued is not None for p in result.sweep)  # results of earlier versions lack it
     out.append(f"3. Children ({names['max_clients']}); {result.workload}; medians of interleaved trials, "
                "RPS with its 95% interval, latency in ms"
                + (", queued: how often a connection waited for a free child" if queued else ""))
-    out += children_table(queued=queued).text(tune_points(result.sweep, "sweep"))
+    out += children_table(queued=queued).text(result.sweep)
     out.append(f"  CPUs: {result.cpus}; other cores: processes that are neither the server nor pounder"
                + _front_note(result.sweep))
     out += _status_lines(result, result.sweep)
@@ -257,10 +259,10 @@ def _profile_section(result: TuneResult) -> list[str]:
     return ["", *result.profile_lines] if result.profile_lines else []
 
 
-def _front_note(points: Sequence[Mapping[str, Any]]) -> str:
+def _front_note(points: Sequence[TunePoint]) -> str:
     """What the front that passes the load to the server used (php-fpm's nginx), counted apart
     from "srv cores" and "other cores" ("" without a front)."""
-    fronts = [(int(p["children"]), float(p["front_cores"])) for p in points if p.get("front_cores") is not None]
+    fronts = [(p.children, p.front_cores) for p in points if p.front_cores is not None]
     if not fronts:
         return ""
     children, cores = fronts[-1]

@@ -33,7 +33,7 @@ class TuneResult:
     other_measure: Mapping[str, Any] | None
     memory: MemoryBound
     other_memory: MemoryBound | None
-    sweep: Sequence[Mapping[str, Any]]
+    sweep: Sequence[TunePoint]
     children: ChildrenChoice
     mrpc_points: Sequence[TunePoint]
     max_requests: MaxRequestsChoice
@@ -65,7 +65,7 @@ class TuneResult:
             "other_measure": None if self.other_measure is None else dict(self.other_measure),
             "memory": self.memory.to_dict(),
             "other_memory": None if self.other_memory is None else self.other_memory.to_dict(),
-            "sweep": [dict(p) for p in self.sweep],
+            "sweep": [p.to_dict() for p in self.sweep],
             "children": self.children.to_dict(),
             "mrpc": [p.to_dict() for p in self.mrpc_points],
             "max_requests": self.max_requests.to_dict(),

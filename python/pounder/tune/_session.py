@@ -29,7 +29,7 @@ from typing import Any
 from pounder import _interrupt
 from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
-from pounder._tune_point import TunePoint, present
+from pounder._tune_point import TunePoint, present, tune_points
 from pounder._tune_run import OfferedLoad, SpareChoice, Target
 from pounder._units import MIB, available_cpus, children_text, count_text
 from pounder.load import ENGINE, ProgressCallback, Sender
@@ -207,13 +207,14 @@ class TuneSession:
                            f"{label}, trial {trial}{again_text}", measure, logged=label + again_text)
 
     def _sweep(self, step: str, plan: Plan, rounds: int, *, warm_rounds: bool = True,
-               rate: float | None = None) -> list[dict[str, Any]]:
-        """Rounds of interleaved trials over ``plan`` (:func:`pounder.tune._sweep.interleaved`)."""
+               rate: float | None = None) -> list[TunePoint]:
+        """Rounds of interleaved trials over ``plan`` (:func:`pounder.tune._sweep.interleaved`), the
+        points read as records."""
         self.progress.expect(step, len(plan) * rounds)
-        return interleaved(plan, rounds, lambda key, params, connections, number, label, again: self._trial(
-            key, step, params, connections, number, label, warm_rounds=warm_rounds, rate=rate, again=again))
+        return tune_points(interleaved(plan, rounds, lambda key, params, connections, number, label, again: self._trial(
+            key, step, params, connections, number, label, warm_rounds=warm_rounds, rate=rate, again=again)), step)
 
-    def _children_sweep(self, memory: MemoryBound) -> list[dict[str, Any]]:
+    def _children_sweep(self, memory: MemoryBound) -> list[TunePoint]:
         """1, 2, 4, ... children up to the memory bound: a first round stops where two counts in a
         row add nothing, the other rounds measure the same counts again (interleaved); when the
         medians say throughput still grows at the largest count, the next count is added."""
@@ -233,10 +234,10 @@ class TuneSession:
             plan.append(entry(count))
             key, params, connections, label = plan[-1]
             first.append(self._trial(key, "children", params, connections, 1, label))
-            if sweep_done(first, options.tolerance):
+            if sweep_done([float(t["rps"]) for t in first], options.tolerance):
                 break
         points = self._sweep("children", plan, options.trials)
-        while len(plan) < len(counts) and not sweep_done(points, options.tolerance) and still_growing(
+        while len(plan) < len(counts) and not sweep_done([p.rps for p in points], options.tolerance) and still_growing(
                 points, options.tolerance):
             plan.append(entry(counts[len(plan)]))
             points = self._sweep("children", plan, options.trials)
@@ -297,7 +298,7 @@ class TuneSession:
         return points, decided, tuple(settings[present(decided.name)])  # type: ignore[return-value]
 
     def _confirm(self, params: PoolParams, memory: MemoryBound, target: Target, offered: OfferedLoad,
-                 best: Mapping[str, Any] | None, key: str = "confirm") -> dict[str, Any]:
+                 best: TunePoint | None, key: str = "confirm") -> dict[str, Any]:
         """The recommended configuration started, every child warmed, held at the offered load for
         one point; each figure checked against its limit (throughput against ``best``, the best
         pool measured at that load)."""
@@ -360,7 +361,7 @@ class TuneSession:
         return measure, other, memory, other_memory
 
     def _pools_step(self, choice: ChildrenChoice, memory: MemoryBound, target: Target, offered: OfferedLoad,
-                    sweep: Sequence[Mapping[str, Any]]) -> PoolChoice | None:
+                    sweep: Sequence[TunePoint]) -> PoolChoice | None:
         """Candidate pools measured at the offered load in interleaved trials (:mod:`pounder.tune._pools`);
         None when every connection holds a child (the pool covers them: nothing to compare)."""
         if offered.held:
@@ -421,7 +422,7 @@ class TuneSession:
         # a server without a request limit runs unlimited; its users' worker killer gets the limit (advice)
         params = PoolParams(choice.chosen, max_requests=mrpc.value if adapter.request_limit else 0,
                             start_servers=spares[0], min_spare=spares[1], max_spare=spares[2], preload=adapter.preload)
-        best = None if pools is None else pools.point(pools.best).to_dict()
+        best = None if pools is None else pools.point(pools.best)
         confirmation = self._confirm(params, memory, target, offered, best) if options.confirm else None
         fewer = lowered_pool(confirmation, memory)
         if confirmation is not None and fewer is not None:
