@@ -47,7 +47,8 @@ def test_a_neighbour_that_slowed_one_round_does_not_hide_the_smaller_pools_loss(
     vs = got.point(1).vs_best
     assert vs is not None and vs.pairs == 3 and vs.worse and vs.high is not None and vs.high < 0.95, vs
     assert got.chosen == 2
-    assert paired_values(one, two, "rps") == ([330.0, 210.0, 335.0], [520.0, 300.0, 530.0])
+    assert paired_values(TunePoint.from_dict(one), TunePoint.from_dict(two), "rps") == (
+        [330.0, 210.0, 335.0], [520.0, 300.0, 530.0])
 
 
 def test_a_cpu_bound_pool_is_raised_to_the_children_that_use_the_cores() -> None:
@@ -138,7 +139,8 @@ def test_a_trial_with_a_busy_neighbour_is_measured_again_in_its_round() -> None:
     assert two["neighbours"] == [2] and two["counted"] == 3 and len(two["trials"]) == 4
     assert two["rps"] == 502.0  # the disturbed 200 req/s is not in the median
     assert "neighbours" not in four
-    assert paired_values(two, four, "rps") == ([501.0, 502.0, 503.0], [501.0, 502.0, 503.0])
+    assert paired_values(TunePoint.from_dict(two), TunePoint.from_dict(four), "rps") == (
+        [501.0, 502.0, 503.0], [501.0, 502.0, 503.0])
     said = _others_busy(TunePoint.from_dict(two), 2)
     assert said == ("other processes on this machine (neither the server nor pounder) took 0.9 of 2 cores during "
                     "trial 2, that trial measured again and left out of the figures (at 2 children): a neighbour's "

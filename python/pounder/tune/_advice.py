@@ -9,10 +9,11 @@ from pounder._tune_point import Points, TunePoint, present, tune_points
 from pounder._units import MIB, children_text, plain
 from pounder.pool import ADAPTERS, Adapter
 from pounder.procs import max_clients_from
-from pounder.tune._analysis import ChildrenChoice, Summary, busy_basis, busy_seconds
+from pounder.tune._analysis import ChildrenChoice, busy_basis, busy_seconds
 from pounder.tune._memory import MemoryBound
 from pounder.tune._points import NEIGHBOUR, busy_measured
 from pounder.tune._text import (
+    Summary,
     _mib,
     _serve,
     cores_text,

@@ -24,9 +24,8 @@ the numbers) and :mod:`pounder.tune._text` (how figures are written).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from pounder._errors import PounderError, public
 from pounder._figures import WIDE, queued_text
@@ -38,6 +37,7 @@ from pounder.compare import MAX_FAILED
 from pounder.tune._memory import MemoryBound
 from pounder.tune._points import QUEUED_BUSY, busy_measured
 from pounder.tune._text import (
+    Summary,
     _counts,
     _serve,
     ms_text,
@@ -54,7 +54,6 @@ of ``a`` fluctuates with a standard deviation of about sqrt(a); ``a + 2 sqrt(a)`
 chance that a request finds none free near 3 % (Halfin-Whitt), where a fixed +25 % would leave
 small pools short (a = 2: 3 children) and over-provision large ones."""
 
-Summary = Mapping[str, Any]
 
 
 # ---------------------------------------------------------------------------------------------

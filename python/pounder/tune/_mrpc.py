@@ -13,10 +13,11 @@ from pounder._tune_point import Points, TunePoint, Versus, present, tune_point, 
 from pounder._units import children_text
 from pounder.compare import paired_ratio_interval, ratio_interval
 from pounder.pool import ADAPTERS, Adapter
-from pounder.tune._analysis import LOSS_NOISE, Summary
+from pounder.tune._analysis import LOSS_NOISE
 from pounder.tune._memory import MemoryBound, growth
 from pounder.tune._points import paired_values, trial_values
 from pounder.tune._text import (
+    Summary,
     _bytes,
     _counts,
     _mib,
@@ -44,7 +45,7 @@ def _round_down(value: int) -> int:
 
 
 def _trial_rates(point: TunePoint) -> list[float]:
-    return trial_values(point.stored, "rps")
+    return trial_values(point, "rps")
 
 
 def _value(point: TunePoint) -> int:
@@ -69,7 +70,7 @@ def mrpc_losses(points: Points) -> list[TunePoint]:
 def _versus(point: TunePoint, base: TunePoint) -> Versus | None:
     """``point``'s throughput against the unlimited ``base`` (:func:`mrpc_losses`)."""
     ours, theirs = _trial_rates(point), _trial_rates(base)
-    mine, paired = paired_values(point.stored, base.stored, "rps")  # the unlimited baseline ran in every round
+    mine, paired = paired_values(point, base, "rps")  # the unlimited baseline ran in every round
     found: dict[str, Any]
     if len(mine) >= 2 and min(paired) > 0:
         estimate = paired_ratio_interval(mine, paired, higher_is_better=True)

@@ -125,23 +125,23 @@ def aggregate_trials(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return point
 
 
-def trial_values(point: Mapping[str, Any], key: str) -> list[float]:
+def trial_values(point: TunePoint, key: str) -> list[float]:
     """``key`` of each of the point's counted trials (:func:`counts`), in their order."""
-    trials = point.get("trials") or []
+    trials = point.trials
     skipped = replaced(trials)
     return [float(t[key]) for t in trials if t.get(key) is not None and counts(t, skipped)]
 
 
-def round_values(point: Mapping[str, Any], key: str) -> dict[int, float]:
+def round_values(point: TunePoint, key: str) -> dict[int, float]:
     """``key`` of each of the point's counted trials (:func:`counts`) by its round (``trial``;
     trials without one are left out)."""
-    trials = point.get("trials") or []
+    trials = point.trials
     skipped = replaced(trials)
     return {int(t["trial"]): float(t[key]) for t in trials
             if t.get("trial") is not None and t.get(key) is not None and counts(t, skipped)}
 
 
-def paired_values(point: Mapping[str, Any], other: Mapping[str, Any], key: str) -> tuple[list[float], list[float]]:
+def paired_values(point: TunePoint, other: TunePoint, key: str) -> tuple[list[float], list[float]]:
     """``key`` of the rounds both points counted, in round order (the round r of each ran back to
     back in an interleaved sweep); rounds only one of them counted are dropped."""
     ours, theirs = round_values(point, key), round_values(other, key)

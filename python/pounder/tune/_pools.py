@@ -33,7 +33,7 @@ is made.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -64,7 +64,6 @@ OPEN_LOOP_CONNECTIONS = 16
 CPU_BOUND = 0.5
 """A child spending at least this share of the time it holds a request on the CPU is CPU-bound."""
 
-Summary = Mapping[str, Any]
 
 
 def offered_load(target: Target, memory: MemoryBound, max_children: int) -> OfferedLoad:
@@ -116,16 +115,18 @@ def swept_at_offered(candidates: Sequence[int], sweep: Points, offered: OfferedL
     return [at[n] for n in sorted(at) if low <= n <= high]
 
 
-def _versus(ours_point: Summary, theirs_point: Summary, key: str, *, higher_is_better: bool,
-            effect: float) -> dict[str, Any]:
+def _mark(ours_point: TunePoint, theirs_point: TunePoint, key: str, *, higher_is_better: bool,
+          effect: float) -> Versus:
     """A point's ``key`` against another's: the ratio, its interval and whether ours is
     distinguishably worse. Paired round by round when both counted at least 2 of the same rounds
     (:func:`pounder.compare.paired_ratio_interval`: the trials of a round ran back to back), else the
     ratio of the medians (:func:`pounder.compare.ratio_interval`); ``pairs`` says how many rounds were
-    paired (None: unpaired). Without an interval, worse when the ratio is beyond ``effect``."""
+    paired (None: unpaired). Without an interval, worse when the ratio is beyond ``effect``. The
+    record of the comparison keeps its document, written as it is."""
     ours, theirs = trial_values(ours_point, key), trial_values(theirs_point, key)
     if not ours or not theirs:  # a pool with no counted trial: no figure to compare
-        return {"ratio": None, "low": None, "high": None, "verdict": "unknown", "worse": not ours, "pairs": None}
+        return _versus({"ratio": None, "low": None, "high": None, "verdict": "unknown", "worse": not ours,
+                        "pairs": None})
     mine, base = paired_values(ours_point, theirs_point, key)
     pairs: int | None = len(mine) if len(mine) >= MIN_SAMPLES and min(base) > 0 else None
     if pairs is not None:
@@ -140,13 +141,12 @@ def _versus(ours_point: Summary, theirs_point: Summary, key: str, *, higher_is_b
         worse = ratio is not None and (ratio < 1 - effect if higher_is_better else ratio > 1 + effect)
     else:
         worse = estimate.verdict == "slower"
-    return {"ratio": ratio, "low": estimate.low, "high": estimate.high, "verdict": estimate.verdict, "worse": worse,
-            "pairs": pairs}
+    return _versus({"ratio": ratio, "low": estimate.low, "high": estimate.high, "verdict": estimate.verdict,
+                    "worse": worse, "pairs": pairs})
 
 
-def _mark(ours: TunePoint, theirs: TunePoint, key: str, *, higher_is_better: bool, effect: float) -> Versus:
-    """:func:`_versus` of two records, as the record of the comparison (its document kept: written as it was)."""
-    found = _versus(ours.stored, theirs.stored, key, higher_is_better=higher_is_better, effect=effect)
+def _versus(found: dict[str, Any]) -> Versus:
+    """The record of a comparison whose document is ``found``."""
     return Versus(**found, stored=found)
 
 
@@ -193,16 +193,13 @@ class PoolChoice:
         return next(p for p in self.points if p.children == children)
 
 
-def p99_with_interval(point: Summary | TunePoint) -> str:
+def p99_with_interval(point: TunePoint) -> str:
     """``p99 12.5 ms (11.0-14.1)``: a point's median p99 and its 95 % interval, as the tables print it."""
-    if isinstance(point, TunePoint):
-        p99, low, high = point.p99_ms, point.p99_low, point.p99_high
-    else:
-        p99, low, high = point.get("p99_ms"), point.get("p99_low"), point.get("p99_high")
+    p99, low, high = point.p99_ms, point.p99_low, point.p99_high
     if p99 is None:
         return "no request answered cleanly"
-    text = f"p99 {ms_text(float(p99))} ms"
-    return text if low is None or high is None else f"{text} ({ms_text(float(low))}-{ms_text(float(high))})"
+    text = f"p99 {ms_text(p99)} ms"
+    return text if low is None or high is None else f"{text} ({ms_text(low)}-{ms_text(high)})"
 
 
 def _against(vs: Versus | None) -> str:

@@ -39,28 +39,11 @@ def _mib(value: float) -> str:
     return f"{mib(value)} MiB"
 
 
-def _figure(point: Summary, key: str) -> float | None:
-    """A point's figure ``key``, None when it has none."""
-    value = point.get(key)
-    return None if value is None else float(value)
-
-
-def _low(point: Summary) -> float | None:
-    return _figure(point, "rps_low")
-
-
-def _high(point: Summary) -> float | None:
-    return _figure(point, "rps_high")
-
-
 @public
-def rate_with_interval(point: Summary | TunePoint) -> str:
+def rate_with_interval(point: TunePoint) -> str:
     """``1,089 req/s (1,010-1,150)``: a point's median throughput and its 95 % interval (the
     median alone when there is no interval)."""
-    if isinstance(point, TunePoint):
-        rps, low, high = point.rps, point.rps_low, point.rps_high
-    else:
-        rps, low, high = float(point["rps"]), _low(point), _high(point)
+    rps, low, high = point.rps, point.rps_low, point.rps_high
     text = f"{rps_text(rps)} req/s"
     return text if low is None or high is None else f"{text} ({rps_text(low)}-{rps_text(high)})"
 
