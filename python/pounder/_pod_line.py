@@ -11,13 +11,6 @@ from pounder._tune_point import TunePoint
 from pounder._units import MIB, plain
 
 
-def throttled_text(point: TunePoint) -> str:
-    """The share of CFS periods in which the quota ran out during the point's loads ("35%"), "-"
-    without a pod."""
-    share = point.throttled_share
-    return "-" if share is None else f"{share * 100:.0f}%"
-
-
 def _cgroup(points: Sequence[TunePoint]) -> str | None:
     for point in points:
         for trial in [point.stored, *point.trials]:

@@ -159,7 +159,8 @@ def tune_points(points: Points, key: str) -> list[TunePoint]:
 
 
 Points = Sequence[Mapping[str, Any] | TunePoint]
-"""Points as a step holds them (documents, as stored) or as records: read as records at a decision's boundary."""
+"""Points as records (what a tuning run holds) or as documents (as stored, as a test writes them): a
+decision's boundary reads them as records with :func:`tune_points`."""
 
 
 def tune_point(point: Mapping[str, Any] | TunePoint, key: str = "point") -> TunePoint:

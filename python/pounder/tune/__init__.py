@@ -24,7 +24,8 @@ import os
 from collections.abc import Iterator
 
 from pounder._errors import UsageError, check_callable, check_instance, check_path, public
-from pounder._tune_run import Target
+from pounder._tune_point import TunePoint
+from pounder._tune_run import SpareChoice, Target
 from pounder.load import ENGINE, ProgressCallback, Sender
 from pounder.pool import (
     RESULT_SCHEMA,
@@ -167,9 +168,11 @@ __all__ = [
     "MemoryFloorError",
     "PoolParams",
     "ResultsDir",
+    "SpareChoice",
     "StarmanAdapter",
     "Target",
     "TuneOptions",
+    "TunePoint",
     "TuneResult",
     "adapter_from_dict",
     "demo_adapter",

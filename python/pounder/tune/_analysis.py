@@ -1,9 +1,10 @@
 """The decisions of a tuning run, from measured numbers only (pure functions, no I/O).
 
-Each step's measurements come in as the ``summary`` dicts stored in the results directory (a load
-point aggregated over interleaved trials: medians, a 95 % bootstrap interval of the throughput's
-median in ``rps_low`` / ``rps_high``, ``wide`` when that interval stayed wider than ±10 %), so a
-resumed run makes exactly the decisions the first one would have made. Every reason quotes the
+Each step's measurements come in as :class:`~pounder._tune_point.TunePoint` records of the points
+stored in the results directory (a load point aggregated over interleaved trials: medians, a 95 %
+bootstrap interval of the throughput's median in ``rps_low`` / ``rps_high``, ``wide`` when that
+interval stayed wider than ±10 %), so a resumed run makes exactly the decisions the first one would
+have made. Every reason quotes the
 figures the tables print, formatted as they print them (:mod:`pounder.tune._text`).
 
 * :func:`knee`: the smallest count "as good as the best" throughput, decided on intervals.

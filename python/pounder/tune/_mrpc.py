@@ -55,8 +55,9 @@ def _value(point: TunePoint) -> int:
 
 @public
 def mrpc_losses(points: Points) -> list[TunePoint]:
-    """The MaxRequestsPerChild points as records, each finite one with ``vs_unlimited`` =
-    ``{"ratio", "low", "high", "verdict", "pairs"}``: :func:`pounder.compare.paired_ratio_interval` of its
+    """The MaxRequestsPerChild points as records, each finite one with ``vs_unlimited``, a
+    :class:`~pounder._tune_point.Versus` (``ratio``, ``low``, ``high``, ``verdict``, ``pairs``;
+    stored as those keys): :func:`pounder.compare.paired_ratio_interval` of its
     counted trials' rps against the unlimited point's (``max_requests`` 0) round by round (``pairs``
     rounds both counted; at least 2), else :func:`pounder.compare.ratio_interval` of the two sets of
     trials (no ``pairs``), higher is better. With fewer

@@ -24,6 +24,7 @@ from pounder._figures import BURST_FACTOR
 from pounder._tune_point import TunePoint, present, tune_points
 from pounder._tune_run import SpareChoice
 from pounder.compare import clean_trial, median_interval
+from pounder.tune._points import _median
 from pounder.tune._pools import P99_EFFECT, _mark, p99_with_interval
 from pounder.tune._spare_rules import burst_seconds
 from pounder.tune._text import (
@@ -35,11 +36,6 @@ _MEDIANS = ("rps", "p50_ms", "p95_ms", "p99_ms", "steady_p99_ms", "first_p99_ms"
             "other_cores", "front_cores", "server_cpu_us", "elapsed_s")
 _SUMS = ("complete", "failed", "non_2xx")
 _FIXED = ("children", "start_servers", "min_spare", "max_spare", "connections")
-
-
-def _median(values: Sequence[Any]) -> float | None:
-    given = [float(v) for v in values if v is not None]
-    return statistics.median(given) if given else None
 
 
 def aggregate_spare(name: str, trials: Sequence[Mapping[str, Any]], reference_us: float) -> TunePoint:

@@ -10,6 +10,7 @@ from pounder._tune_point import TunePoint
 from pounder._units import children_text, mib
 
 Summary = Mapping[str, Any]
+"""A document as stored: the sizes measurement, a trial's summary, a confirmation as it is built."""
 
 
 def _written(spec: str) -> Callable[[float], str]:
