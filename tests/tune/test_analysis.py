@@ -27,7 +27,6 @@ from pounder.tune._advice import (
     preload_gain,
 )
 from pounder.tune._analysis import (
-    LOSS_NOISE,
     ChildrenChoice,
     Target,
     busy_seconds,
@@ -50,10 +49,7 @@ from pounder.tune._memory import (
 from pounder.tune._mrpc import (
     _affordable,
     choose_max_requests,
-    measured_loss,
     mrpc_losses,
-    predicted_loss,
-    respawn_cost,
     respawn_mechanism,
 )
 from pounder.tune._spare_rules import (
@@ -737,90 +733,6 @@ the largest value whose loss stands out: 1000 / 800 - 1 = 0.25 -> k = 2.5 reques
 
 def test_mrpc_fixture_respawns() -> None:
     assert [p["respawns"] for p in MRPC] == [0, 0, 5, 57, 480]
-
-
-def test_respawn_cost_on_the_largest_value_out_of_the_noise() -> None:
-    assert LOSS_NOISE == 0.05
-    assert respawn_cost(MRPC) == pytest.approx(2.5)
-    # 10 loses 50 % and 100 loses 10 %: both stand out; the fit is on 100, (1000 / 900 - 1) * 100 = 11.1
-    # (on 10 it would be (1000 / 500 - 1) * 10 = 10)
-    points = [load_summary(4, 1000), load_summary(4, 500, max_requests=10), load_summary(4, 900, max_requests=100),
-              load_summary(4, 990, max_requests=1000)]
-    assert respawn_cost(points) == pytest.approx(100 / 9)
-
-
-def test_respawn_cost_noise_boundary() -> None:
-    # 100 loses 5.1 %: out of the noise, fitted on it; at 4.9 % only 10 (50 %) stands out: (2 - 1) * 10
-    out = [load_summary(4, 1000), load_summary(4, 500, max_requests=10), load_summary(4, 949, max_requests=100)]
-    assert respawn_cost(out) == pytest.approx((1000 / 949 - 1) * 100)
-    within = [load_summary(4, 1000), load_summary(4, 500, max_requests=10), load_summary(4, 951, max_requests=100)]
-    assert respawn_cost(within) == pytest.approx(10.0)
-
-
-def test_respawn_cost_nothing_out_of_the_noise() -> None:
-    # without v = 10 no loss stands out: the smallest value that respawned, 100: (1000 / 960 - 1) * 100 = 4.1667
-    assert respawn_cost([p for p in MRPC if p["max_requests"] != 10]) == pytest.approx(100 / 24)
-
-
-def test_respawn_cost_ignores_values_that_did_not_respawn() -> None:
-    points = [load_summary(4, 1000, max_requests=0), load_summary(4, 500, max_requests=10, respawns=0),
-              load_summary(4, 900, max_requests=100, respawns=5)]
-    assert respawn_cost(points) == pytest.approx((1000 / 900 - 1) * 100)
-
-
-def test_respawn_cost_noise_is_zero() -> None:
-    # the smallest value served faster than unlimited: negative overhead -> 0
-    points = [load_summary(4, 1000, max_requests=0), load_summary(4, 1010, max_requests=10)]
-    assert respawn_cost(points) == 0.0
-
-
-def test_respawn_cost_nothing_respawned() -> None:
-    points = [load_summary(4, 1000, max_requests=0), load_summary(4, 900, max_requests=100000)]
-    assert points[1]["respawns"] == 0
-    assert respawn_cost(points) == 0.0
-    assert respawn_cost([load_summary(4, 1000, max_requests=0)]) == 0.0
-
-
-def test_respawn_cost_without_an_unlimited_point() -> None:
-    # base: the largest value (10,000, 1000 req/s)
-    assert respawn_cost(MRPC[1:]) == pytest.approx(2.5)
-    # a single finite point is its own base
-    assert respawn_cost([load_summary(4, 800, max_requests=10)]) == 0.0
-
-
-def test_respawn_cost_zero_throughput() -> None:
-    assert respawn_cost([load_summary(4, 0, max_requests=0), load_summary(4, 800, max_requests=10)]) == 0.0
-    # a point that served nothing is not fitted on
-    points = [load_summary(4, 1000, max_requests=0), load_summary(4, 0, max_requests=10, respawns=3),
-              load_summary(4, 800, max_requests=100)]
-    assert respawn_cost(points) == pytest.approx(25.0)
-
-
-@pytest.mark.parametrize(("value", "cost", "expected"), [
-    (10, 2.5, 0.2),  # extra 0.25 -> 0.25 / 1.25
-    (100, 2.5, 0.025 / 1.025),
-    (1000, 2.5, 0.0025 / 1.0025),
-    (200, 10.0, 0.05 / 1.05),
-    (0, 2.5, 0.0),
-    (-1, 2.5, 0.0),
-    (10, 0.0, 0.0),
-])
-def test_predicted_loss(value: int, cost: float, expected: float) -> None:
-    assert predicted_loss(value, cost) == pytest.approx(expected)
-
-
-def test_predicted_loss_matches_the_fit() -> None:
-    # the fitted point itself is predicted exactly: 1 - 800 / 1000
-    assert predicted_loss(10, respawn_cost(MRPC)) == pytest.approx(0.2)
-
-
-def test_measured_loss() -> None:
-    assert measured_loss(MRPC[4], MRPC) == pytest.approx(0.2)
-    assert measured_loss(MRPC[0], MRPC) == 0.0
-    assert measured_loss(MRPC[4], MRPC[1:]) is None  # no unlimited point
-    assert measured_loss(MRPC[4], [load_summary(4, 0, max_requests=0)]) is None
-
-
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any
 from pounder._errors import public
 from pounder._figures import WIDE
 from pounder._records import Record
-from pounder._tune_point import Points, TunePoint, Versus, present, tune_point, tune_points
+from pounder._tune_point import Points, TunePoint, Versus, present, tune_points
 from pounder._units import children_text
 from pounder.compare import paired_ratio_interval, ratio_interval
 from pounder.pool import ADAPTERS, Adapter
@@ -311,43 +311,6 @@ def choose_max_requests(points: Points, measure: Summary, memory: MemoryBound, c
                              child_start_bytes=start, child_limit_bytes=limit, memory_limit=memory_limit,
                              respawn_cost_requests=model.k if model.usable else 0.0, loss=loss,
                              forced_by_memory=forced, decided_by=decided_by, model=model, reasons=reasons)
-
-
-@public
-def respawn_cost(points: Points) -> float:
-    """``k`` for single-trial points: the throughput one respawn costs, in requests' worth, fitted
-    as rps(0) / rps(v) - 1 = k / v on the largest ``v`` whose loss stands out of the noise
-    (``LOSS_NOISE``), else the smallest ``v`` that respawned. 0 when nothing respawned or the
-    difference is negative (noise)."""
-    records = tune_points(points, "mrpc")
-    base = next((p for p in records if _value(p) == 0), None)
-    if base is None:
-        base = max(records, key=_value)
-    base_rps = base.rps
-    respawned = [p for p in records if _value(p) > 0 and present(p.respawns) > 0 and p.rps > 0]
-    if not respawned or base_rps <= 0:
-        return 0.0
-    visible = [p for p in respawned if 1 - p.rps / base_rps >= LOSS_NOISE]
-    chosen = max(visible, key=_value) if visible else min(respawned, key=_value)
-    overhead = base_rps / chosen.rps - 1
-    return max(0.0, overhead * _value(chosen))
-
-
-@public
-def predicted_loss(max_requests: int, cost: float) -> float:
-    """The fraction of throughput lost to respawning every ``max_requests`` requests (0: never)."""
-    if max_requests <= 0:
-        return 0.0
-    extra = cost / max_requests
-    return extra / (1 + extra)
-
-
-@public
-def measured_loss(point: Summary | TunePoint, points: Points) -> float | None:
-    base = next((p for p in tune_points(points, "mrpc") if _value(p) == 0), None)
-    if base is None or base.rps <= 0:
-        return None
-    return 1 - tune_point(point).rps / base.rps
 
 
 def unlimited_only(choice: MaxRequestsChoice, who: str) -> tuple[MaxRequestsChoice, int]:

@@ -125,7 +125,7 @@ def _mark(ours_point: TunePoint, theirs_point: TunePoint, key: str, *, higher_is
     record of the comparison keeps its document, written as it is."""
     ours, theirs = trial_values(ours_point, key), trial_values(theirs_point, key)
     if not ours or not theirs:  # a pool with no counted trial: no figure to compare
-        return _versus({"ratio": None, "low": None, "high": None, "verdict": "unknown", "worse": not ours,
+        return _comparison({"ratio": None, "low": None, "high": None, "verdict": "unknown", "worse": not ours,
                         "pairs": None})
     mine, base = paired_values(ours_point, theirs_point, key)
     pairs: int | None = len(mine) if len(mine) >= MIN_SAMPLES and min(base) > 0 else None
@@ -141,11 +141,11 @@ def _mark(ours_point: TunePoint, theirs_point: TunePoint, key: str, *, higher_is
         worse = ratio is not None and (ratio < 1 - effect if higher_is_better else ratio > 1 + effect)
     else:
         worse = estimate.verdict == "slower"
-    return _versus({"ratio": ratio, "low": estimate.low, "high": estimate.high, "verdict": estimate.verdict,
+    return _comparison({"ratio": ratio, "low": estimate.low, "high": estimate.high, "verdict": estimate.verdict,
                     "worse": worse, "pairs": pairs})
 
 
-def _versus(found: dict[str, Any]) -> Versus:
+def _comparison(found: dict[str, Any]) -> Versus:
     """The record of a comparison whose document is ``found``."""
     return Versus(**found, stored=found)
 
