@@ -126,7 +126,7 @@ def _mark(ours_point: TunePoint, theirs_point: TunePoint, key: str, *, higher_is
     ours, theirs = trial_values(ours_point, key), trial_values(theirs_point, key)
     if not ours or not theirs:  # a pool with no counted trial: no figure to compare
         return _comparison({"ratio": None, "low": None, "high": None, "verdict": "unknown", "worse": not ours,
-                        "pairs": None})
+                            "pairs": None})
     mine, base = paired_values(ours_point, theirs_point, key)
     pairs: int | None = len(mine) if len(mine) >= MIN_SAMPLES and min(base) > 0 else None
     if pairs is not None:
@@ -142,7 +142,7 @@ def _mark(ours_point: TunePoint, theirs_point: TunePoint, key: str, *, higher_is
     else:
         worse = estimate.verdict == "slower"
     return _comparison({"ratio": ratio, "low": estimate.low, "high": estimate.high, "verdict": estimate.verdict,
-                    "worse": worse, "pairs": pairs})
+                        "worse": worse, "pairs": pairs})
 
 
 def _comparison(found: dict[str, Any]) -> Versus:
