@@ -93,7 +93,9 @@ def test_a_quota_holds_a_busy_process_to_it() -> None:
         assert 0.3 < cores <= 0.5 * 1.02, cores
         assert abs((after.usage_s - before.usage_s) - (ns_after - ns_before) / 1e9) < 0.01
         periods, throttled = after.periods - before.periods, after.throttled - before.throttled
-        assert periods >= 10 and throttled >= 0.8 * periods, (periods, throttled)
+        # most periods: the busy pair wants 2 CPUs against a quota of 0.5; on a machine busy with
+        # other tests they get less than their quota in some periods (11 of 15 throttled was seen)
+        assert periods >= 10 and throttled > 0.5 * periods, (periods, throttled)
         # the time they waited, in seconds, as the cgroup's own file counts it (how long depends on
         # the CPU they got: on a quiet machine about 3/4 of each period, on a busy one less)
         for low, usage, high in ((low_before, before, high_before), (low_after, after, high_after)):
