@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from pounder import UsageError
@@ -33,6 +34,7 @@ from pounder.servers import gunicorn_missing, puma_missing, uwsgi_missing
 from pounder.servers._gunicorn import _has_control_socket
 from pounder.servers._uwsgi import find_uwsgi
 from support.leftovers import processes_mentioning
+from support.schemas import schema
 from support.threads import free_port, in_flight, serving
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
@@ -69,6 +71,15 @@ def test_pool_params_store_threads_only_when_given() -> None:
     threaded = PoolParams(3, max_requests=500, threads=4)
     assert threaded.to_dict() == {**plain, "threads": 4}
     assert PoolParams.from_dict(json.loads(json.dumps(threaded.to_dict()))) == threaded
+
+
+def test_the_stored_params_follow_the_schema_with_and_without_threads() -> None:
+    contents = schema("tune")
+    params = jsonschema.validators.validator_for(contents)({**contents["$defs"]["params"], "$defs": contents["$defs"]})
+    params.validate(PoolParams(3).to_dict())
+    params.validate(PoolParams(3, threads=4).to_dict())
+    with pytest.raises(jsonschema.ValidationError):
+        params.validate({**PoolParams(3).to_dict(), "threads": 0})
 
 
 def test_the_threaded_servers_are_declared_once() -> None:
@@ -205,3 +216,18 @@ def test_the_configuration_printed_for_threads_runs_them(kind: str, tmp_path: Pa
     with serving(argv, tmp_path, port) as url:
         pids, most = in_flight(url)
     assert len(pids) == 1 and most == 4
+
+
+@pytest.mark.parametrize(("threads", "most"), [(None, 4), (2, 2)])
+def test_uwsgi_threads_replace_those_of_the_users_ini(threads: int | None, most: int, tmp_path: Path) -> None:
+    """The user's ini keeps its own ``threads`` unless the pool sets them (``--threads`` after ``--ini``)."""
+    if uwsgi_missing() is not None:
+        pytest.skip(str(uwsgi_missing()))
+    ini = tmp_path / "site.ini"
+    ini.write_text(f"[uwsgi]\npythonpath = {APPS}\nmodule = wsgi_app:app\nthreads = 4\n")
+    server = UwsgiAdapter(str(ini)).server(PoolParams(1, threads=threads), tmp_path / "server")
+    try:
+        server.start(timeout_s=START_S)
+        assert in_flight(server.url) == ({server.children()[0]}, most)
+    finally:
+        server.stop()
