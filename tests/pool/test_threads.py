@@ -30,12 +30,13 @@ from pounder.pool import (
     UwsgiAdapter,
     make_adapter,
 )
-from pounder.servers import gunicorn_missing, puma_missing, uwsgi_missing
+from pounder.servers import free_port, gunicorn_missing, puma_missing, uwsgi_missing
 from pounder.servers._gunicorn import _has_control_socket
 from pounder.servers._uwsgi import find_uwsgi
 from support.leftovers import processes_mentioning
+from support.printed import serving
 from support.schemas import schema
-from support.threads import free_port, in_flight, serving
+from support.threads import in_flight
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
 RACK_APP = APPS / "rack_app.ru"
@@ -103,19 +104,6 @@ def test_puma_renders_threads_n_n(tmp_path: Path) -> None:
     assert own.server(PoolParams(2), tmp_path).settings.threads == (2, 8)  # type: ignore[attr-defined]
 
 
-def test_gunicorn_renders_gthread_workers() -> None:
-    adapter = GunicornAdapter("wsgi_app:app", pythonpath=str(APPS))
-    today = adapter.render(PoolParams(4, max_requests=1000))
-    assert adapter.render(PoolParams(4, max_requests=1000, threads=None)) == today
-    assert "thread" not in today
-    four = adapter.render(PoolParams(4, max_requests=1000, threads=4))
-    jitter = "# restarts spread over 900..1000\n"
-    assert four == today.replace(jitter, jitter + 'worker_class = "gthread"\nthreads = 4\n').replace(
-        "--max-requests-jitter 100 ", "--max-requests-jitter 100 --worker-class gthread --threads 4 ")
-    one = adapter.render(PoolParams(4, threads=1))
-    assert "threads = 1" in one.splitlines() and "gthread" not in one and "--threads 1 " in one
-
-
 def test_gunicorn_starts_gthread_workers_for_threads(tmp_path: Path) -> None:
     adapter = GunicornAdapter("wsgi_app:app", pythonpath=str(APPS))
     argv = adapter.server(PoolParams(2, threads=4), tmp_path)._prepare(1)  # type: ignore[attr-defined]
@@ -125,15 +113,27 @@ def test_gunicorn_starts_gthread_workers_for_threads(tmp_path: Path) -> None:
     assert dict(zip(today, today[1:], strict=False))["--worker-class"] == "sync" and "--threads" not in today
 
 
-def test_uwsgi_renders_threads_and_enable_threads(tmp_path: Path) -> None:
-    adapter = UwsgiAdapter("wsgi_app:app", pythonpath=str(APPS))
-    today = adapter.render(PoolParams(6, max_requests=2000))
-    assert adapter.render(PoolParams(6, max_requests=2000, threads=None)) == today
-    assert "thread" not in today
-    four = adapter.render(PoolParams(6, max_requests=2000, threads=4))
-    lazy = "lazy-apps = false\n"
-    assert four == today.replace(lazy, lazy + "threads = 4\nenable-threads = true\n").replace(
-        "--max-requests 2000 ", "--max-requests 2000 --threads 4 --enable-threads ")
+@pytest.mark.parametrize(("kind", "after", "lines", "flags"), [
+    ("gunicorn", "# restarts spread over 900..1000\n", 'worker_class = "gthread"\nthreads = 4\n',
+     "--worker-class gthread --threads 4 "),
+    ("uwsgi", "lazy-apps = false\n", "threads = 4\nenable-threads = true\n", "--threads 4 --enable-threads "),
+])
+def test_python_servers_render_threads(kind: str, after: str, lines: str, flags: str) -> None:
+    """Their lines after ``after`` and their flags after the request limit's; nothing without threads."""
+    adapter = THREADED[kind][1]()
+    today = adapter.render(PoolParams(4, max_requests=1000))
+    assert adapter.render(PoolParams(4, max_requests=1000, threads=None)) == today and "thread" not in today
+    limit = "--max-requests-jitter 100 " if kind == "gunicorn" else "--max-requests 1000 "
+    assert adapter.render(PoolParams(4, max_requests=1000, threads=4)) == today.replace(
+        after, after + lines).replace(limit, limit + flags)
+
+
+def test_gunicorn_renders_one_thread_as_sync_workers() -> None:
+    one = THREADED["gunicorn"][1]().render(PoolParams(4, threads=1))
+    assert "threads = 1" in one.splitlines() and "gthread" not in one and "--threads 1 " in one
+
+
+def test_uwsgi_threads_replace_those_of_the_users_ini_in_print(tmp_path: Path) -> None:
     ini = tmp_path / "site.ini"
     ini.write_text("[uwsgi]\nmodule = wsgi_app:app\nthreads = 8\n")
     lines = UwsgiAdapter(str(ini)).render(PoolParams(3, threads=2)).splitlines()
