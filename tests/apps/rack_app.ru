@@ -8,13 +8,17 @@
 #
 # Paths: / trivial answer; /pid the worker's pid; /cpu?ms=N burns about N ms of CPU (default 20);
 # /sleep?ms=N waits N ms without CPU (default 30); /leak keeps ~100 KB per request for the life
-# of the worker; /data the data size and the pid that built it. Answers to all but / start with
-# "pid N".
+# of the worker; /data the data size and the pid that built it; /hold?ms=N (default 500) holds the
+# request N ms without CPU, counting the requests in flight in this process, and answers
+# "pid P in_flight_max M": the most in flight in this process at once since it started (a Puma
+# worker's threads). Answers to all but / start with "pid N".
 
 DATA_MB = Integer(ENV.fetch("APP_DATA_MB", "0"))
 DATA = ("\x00".b + (1..255).map(&:chr).join.b) * (DATA_MB * 4096)
 BUILT_IN = Process.pid
 LEAK = []
+IN_FLIGHT = [0, 0] # /hold: the requests in flight in this process now, the most at once
+IN_FLIGHT_LOCK = Mutex.new
 
 def burn(ms)
   finish = Process.clock_gettime(Process::CLOCK_THREAD_CPUTIME_ID) + ms / 1000.0
@@ -23,6 +27,19 @@ def burn(ms)
     200.times { |i| acc = (acc * 31 + i) & 0xFFFFFFFF }
   end
   acc
+end
+
+def hold(ms)
+  IN_FLIGHT_LOCK.synchronize do
+    IN_FLIGHT[0] += 1
+    IN_FLIGHT[1] = IN_FLIGHT.max
+  end
+  begin
+    sleep(ms / 1000.0)
+  ensure
+    IN_FLIGHT_LOCK.synchronize { IN_FLIGHT[0] -= 1 }
+  end
+  IN_FLIGHT[1]
 end
 
 def query_ms(env, default)
@@ -47,6 +64,7 @@ app = lambda do |env|
            ms = query_ms(env, 30.0)
            sleep(ms / 1000.0)
            "pid #{pid} slept_ms #{format_ms(ms)}\n"
+         when "/hold" then "pid #{pid} in_flight_max #{hold(query_ms(env, 500.0))}\n"
          when "/leak"
            LEAK << ("x" * 102_400)
            "pid #{pid} leaked #{LEAK.size} x 100 KB\n"

@@ -17,7 +17,10 @@ pieces; ``/lazy`` grows the worker by ``LAZY_MB``
 loads lazily, as Django or Dancer2 do); ``/data`` the data size and the pid that built it;
 ``/exit?after=N&code=C`` (defaults 5 and 1): the worker exits with status C without answering its
 (N+1)-th request (its client sees the connection closed: a failed request), as a worker that
-crashes every few requests (status 3 makes gunicorn's arbiter halt: a worker boot error).
+crashes every few requests (status 3 makes gunicorn's arbiter halt: a worker boot error);
+``/hold?ms=N`` (default 500) holds the request N ms without CPU, counting the requests in flight in
+this process, and answers ``pid P in_flight_max M``: the most that were in flight in this process
+at once since it started (a worker's threads: gunicorn's gthread workers, uWSGI's threads).
 
 - ``APP_HELD_DIR`` (default none): every worker appends to ``DIR/PID`` a line per request: when it
   ended (Unix time, s) and how long it held the worker (ms), from the call of the app until the
@@ -30,6 +33,7 @@ from __future__ import annotations
 import gc
 import mmap
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from urllib.parse import parse_qs
@@ -51,11 +55,28 @@ AGED: list[bytearray] = []
 HELD_DIR = os.environ.get("APP_HELD_DIR")
 SERVED = [0]  # requests this worker took (/exit)
 STARTED = [time.monotonic()]  # when this process started: reset in every forked worker
+IN_FLIGHT = [0, 0]  # /hold: the requests in flight in this process now, the most at once
+IN_FLIGHT_LOCK = [threading.Lock()]
 
 
 def _forked() -> None:
     STARTED[0] = time.monotonic()
     SERVED[0] = 0
+    IN_FLIGHT[:] = [0, 0]
+    IN_FLIGHT_LOCK[0] = threading.Lock()
+
+
+def hold(ms: float) -> int:
+    """Holds the request ``ms`` ms, counted in flight meanwhile; returns the most in flight at once."""
+    with IN_FLIGHT_LOCK[0]:
+        IN_FLIGHT[0] += 1
+        IN_FLIGHT[1] = max(IN_FLIGHT)
+    try:
+        time.sleep(ms / 1000.0)
+    finally:
+        with IN_FLIGHT_LOCK[0]:
+            IN_FLIGHT[0] -= 1
+    return IN_FLIGHT[1]
 
 
 os.register_at_fork(after_in_child=_forked)
@@ -113,6 +134,9 @@ def _answer(environ: dict[str, object], start_response: StartResponse) -> Iterab
         ms = float(query.get("ms", ["30"])[0])
         time.sleep(ms / 1000.0)
         body = f"pid {pid} slept_ms {ms:g}\n"
+    elif path == "/hold":
+        most = hold(float(query.get("ms", ["500"])[0]))
+        body = f"pid {pid} in_flight_max {most}\n"
     elif path == "/lazy":
         if len(LAZY) < LAZY_REQUESTS:  # written, so resident and private to this worker
             LAZY.append(bytearray(b"z" * (LAZY_MB * 1024 * 1024 // LAZY_REQUESTS)))

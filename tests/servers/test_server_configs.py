@@ -100,6 +100,17 @@ def test_gunicorn_command() -> None:
         gunicorn_command(GunicornSettings(workers=0), app="m:a", port=1, pidfile=W, error_log=W)
 
 
+@pytest.mark.parametrize(("threads", "worker_class", "given"), [(None, "sync", []), (1, "sync", ["--threads", "1"]),
+                                                               (4, "gthread", ["--threads", "4"])])
+def test_gunicorn_command_threads(threads: int | None, worker_class: str, given: list[str]) -> None:
+    """More than one thread: gthread workers, written out (gunicorn would switch to them by itself)."""
+    argv = gunicorn_command(GunicornSettings(threads=threads), app="m:a", port=1, pidfile=W, error_log=W)
+    assert argv[argv.index("--worker-class") + 1] == worker_class
+    assert argv[argv.index("--threads"):argv.index("--threads") + 2] == given if given else "--threads" not in argv
+    with pytest.raises(UsageError, match="gunicorn: threads must be at least 1, not 0"):
+        gunicorn_command(GunicornSettings(threads=0), app="m:a", port=1, pidfile=W, error_log=W)
+
+
 def test_starman_command() -> None:
     argv = starman_command(StarmanSettings(workers=4, max_requests=10, preload_app=True, keepalive=False),
                            psgi=W / "app.psgi", port=8123, pidfile=W / "run/s.pid", error_log=W / "logs/e.log",

@@ -394,6 +394,14 @@ def test_uwsgi_command() -> None:
                         ini=Path("/w/app.ini"), ini_dir=Path("/srv"), plugin=None)
     assert ini[:5] == ["/usr/bin/uwsgi", "--chdir", "/srv", "--ini", "/w/app.ini"]  # the ini's own chdir wins
     assert "--lazy-apps" not in ini and "--module" not in ini
+    threaded = uwsgi_command(UwsgiSettings(threads=4), port=1, pidfile=Path("p"), stats=Path("s"),
+                             master_fifo=Path("f"), ini=Path("/w/app.ini"))
+    assert threaded[threaded.index("--threads"):][:3] == ["--threads", "4", "--enable-threads"]
+    assert threaded.index("--threads") > threaded.index("--ini")  # after the ini: it replaces the ini's own
+    assert "--threads" not in ini and "--enable-threads" not in ini
+    with pytest.raises(UsageError, match="uwsgi: threads must be at least 1, not 0"):
+        uwsgi_command(UwsgiSettings(threads=0), port=1, pidfile=Path("p"), stats=Path("s"), master_fifo=Path("f"),
+                      app="a:b")
     with pytest.raises(UsageError, match="processes must be at least 1"):
         uwsgi_command(UwsgiSettings(processes=0), port=1, pidfile=Path("p"), stats=Path("s"), master_fifo=Path("f"),
                       app="a:b")

@@ -4,13 +4,10 @@ workers read by pounder and again from /proc, and a server whose starting proces
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
 import signal
-import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -18,6 +15,7 @@ from pounder.procs import snapshot
 from pounder.servers import ManagedServer
 from support.cliutil import run_pounder
 from support.leftovers import processes_mentioning
+from support.printed import serving
 from support.srvutil import MB, fields, smaps_kb, start_then_sigkill, wait_not_running, warm_every_child
 
 RACK_APP = Path(__file__).resolve().parents[1] / "apps" / "rack_app.ru"
@@ -91,7 +89,6 @@ def tune_then_run_printed(kind: str, tmp_path: Path, file_name: str, listen: lis
     a free port, ``{port}`` in it), and must answer; stopped with ``stop``, nothing of either may
     be left. Returns what tune printed."""
     from pounder.servers import free_port
-    from pounder.servers._net import answers_http
 
     results = tmp_path / "results"
     done = run_pounder("tune", kind, RACK_APP, *TUNE_ARGS, "--results", results, timeout=300)
@@ -104,21 +101,7 @@ def tune_then_run_printed(kind: str, tmp_path: Path, file_name: str, listen: lis
     (user / file_name).write_text(config)
     port = free_port()
     argv = [*shlex.split(command), *(arg.format(port=port) for arg in listen)]
-    proc = subprocess.Popen(argv, cwd=user, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not answers_http(port):
-            assert proc.poll() is None, proc.communicate()[0]
-            assert time.monotonic() < deadline, "the printed configuration did not answer"
-            time.sleep(0.1)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as answer:
-            assert answer.read() == b"hello\n"
-        proc.send_signal(stop)
-        proc.communicate(timeout=30)
-        assert wait_not_running([p.pid for p in processes_mentioning(str(user))], 10) == []
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+    with serving(argv, user, port, stop, timeout_s=START_TIMEOUT_S) as url, \
+            urllib.request.urlopen(url + "/", timeout=10) as answer:
+        assert answer.read() == b"hello\n"
     return done.stdout

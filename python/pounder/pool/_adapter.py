@@ -62,6 +62,10 @@ SERVER_OPTIONS: Mapping[str, ServerOption] = {option.name: option for option in 
 """The options only some servers take, by name."""
 
 
+MAX_THREADS = 1024
+"""The most threads per child pounder starts (Puma's ``threads``, gunicorn's and uWSGI's ``--threads``)."""
+
+
 CLASSIC_NAMES: Mapping[str, str] = {
     "max_clients": "MaxClients", "max_requests": "MaxRequestsPerChild", "start_servers": "StartServers",
     "min_spare": "MinSpareServers", "max_spare": "MaxSpareServers", "preload": "preload"}
@@ -199,6 +203,9 @@ class PoolParams:
     * ``start_servers``, ``min_spare``, ``max_spare``: only for servers that spawn children with
       the load (Apache); None means "keep exactly ``max_clients`` children" (a fixed pool).
     * ``preload``: load the application in the parent before forking (None: the adapter's own).
+    * ``threads``: the threads of each child, for the servers that have them
+      (:attr:`Adapter.threaded`: Puma, gunicorn, uWSGI); None: the adapter's own setting. Stored
+      only when given.
     """
 
     max_clients: int
@@ -207,6 +214,7 @@ class PoolParams:
     min_spare: int | None = None
     max_spare: int | None = None
     preload: bool | None = None
+    threads: int | None = None
 
     def fixed(self) -> tuple[int, int, int]:
         """(StartServers, MinSpareServers, MaxSpareServers), with a fixed pool for None."""
@@ -223,12 +231,15 @@ class PoolParams:
             "min_spare": self.min_spare,
             "max_spare": self.max_spare,
             "preload": self.preload,
+            **({} if self.threads is None else {"threads": self.threads}),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PoolParams:
+        threads = data.get("threads")
         return cls(**{key: data.get(key) for key in ("start_servers", "min_spare", "max_spare", "preload")},
-                   max_clients=int(data["max_clients"]), max_requests=int(data["max_requests"]))
+                   max_clients=int(data["max_clients"]), max_requests=int(data["max_requests"]),
+                   threads=None if threads is None else int(threads))
 
 
 class Adapter(abc.ABC):
@@ -239,6 +250,9 @@ class Adapter(abc.ABC):
     """The server spawns children as the load grows (StartServers / Min/MaxSpareServers apply)."""
     preload_toggle: ClassVar[bool] = False
     """The adapter can start the server with and without preloading, to compare."""
+    threaded: ClassVar[bool] = False
+    """The server runs threads in each child (Puma, gunicorn's gthread workers, uWSGI): it takes
+    :attr:`PoolParams.threads` (:meth:`threads_of`); the others refuse more than one."""
     max_requests_counts: ClassVar[str] = "requests"
     """What the server's MaxRequestsPerChild counts: "requests" or "connections"."""
     request_limit: ClassVar[bool] = True
@@ -357,6 +371,23 @@ class Adapter(abc.ABC):
         what tune measures, stores and prints (Apache's rule, :meth:`PoolParams.fixed`, unless
         the server has its own: php-fpm caps them by the children)."""
         return params.fixed()
+
+    def threads_of(self, params: PoolParams) -> int | None:
+        """The threads of each child ``params`` asks for (None: the adapter's own setting), checked:
+        :class:`~pounder.UsageError` in one line unless from 1 to :data:`MAX_THREADS`, and for a
+        server without threads (:attr:`threaded` False) unless 1. Every adapter's ``server()`` and
+        ``render()`` ask it."""
+        threads = params.threads
+        if threads is None:
+            return None
+        if not isinstance(threads, int) or isinstance(threads, bool) or not 1 <= threads <= MAX_THREADS:
+            raise UsageError(f"{self.who}: threads must be from 1 to {MAX_THREADS}, not {threads!r}")
+        if threads > 1 and not self.threaded:
+            from pounder.pool._adapters import REGISTRY  # noqa: PLC0415 (it imports this module)
+
+            takers = _names([adapter.who for adapter in REGISTRY if adapter.threaded])
+            raise UsageError(f"threads {threads} is for {takers} only, not {self.who}")
+        return threads
 
     def with_preload(self, params: PoolParams) -> bool:
         return self.preload if params.preload is None else params.preload

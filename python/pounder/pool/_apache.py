@@ -89,6 +89,7 @@ class ApacheAdapter(Adapter):
 
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
                keepalive: bool = False, host: str = HOST) -> ManagedServer:
+        self.threads_of(params)  # it has no threads: more than one is refused
         start, low, high = params.fixed()
         extra: dict[str, Any] = {}
         if self.conf is not None:
@@ -102,6 +103,7 @@ class ApacheAdapter(Adapter):
             profile_dir=self.profile_dir, **extra)
 
     def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
+        self.threads_of(params)  # it has no threads: more than one is refused
         start, low, high = params.fixed()
         rows = [("StartServers", start), ("MinSpareServers", low), ("MaxSpareServers", high),
                 ("ServerLimit", params.max_clients), ("MaxRequestWorkers", params.max_clients),

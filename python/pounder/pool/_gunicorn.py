@@ -24,18 +24,21 @@ from pounder.servers import (
     gunicorn_app_file,
     gunicorn_app_missing,
     gunicorn_missing,
+    gunicorn_worker_class,
 )
 
 
 @public
 class GunicornAdapter(Adapter):
-    """gunicorn with sync workers serving ``app`` ("module:callable")."""
+    """gunicorn with sync workers serving ``app`` ("module:callable"); gthread workers for a
+    start with :attr:`PoolParams.threads` above 1."""
 
     kind = "gunicorn"
     who = "gunicorn"
     target_form = "MODULE:APP"
     target_field = "app"
     options = frozenset({"pythonpath", "preload", "env"})
+    threaded = True
     preload_toggle = True
     language = "python"
     preload_remedy = "start gunicorn with --preload (or preload_app = True)"
@@ -62,7 +65,8 @@ class GunicornAdapter(Adapter):
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
                keepalive: bool = False, host: str = HOST) -> ManagedServer:
         return GunicornServer(workdir, self.app, pythonpath=self.pythonpath, workers=params.max_clients,
-                              max_requests=params.max_requests, preload=self.with_preload(params), env=self.env,
+                              max_requests=params.max_requests, preload=self.with_preload(params),
+                              threads=self.threads_of(params), env=self.env,
                               extra_args=self.extra_args, cpus=cpus, host=host)
 
     def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
@@ -78,6 +82,11 @@ class GunicornAdapter(Adapter):
         if self.with_preload(params):
             flags.append("--preload")
             lines.append("preload_app = True")
+        threads = self.threads_of(params)
+        if threads is not None:
+            worker_class = gunicorn_worker_class(threads)
+            flags += [f"--worker-class {worker_class}"] * (worker_class != "sync") + [f"--threads {threads}"]
+            lines += [f'worker_class = "{worker_class}"'] * (worker_class != "sync") + [f"threads = {threads}"]
         # everything else the server needs to start as it was measured
         if self.pythonpath:
             flags.append(f"--pythonpath {shlex.quote(self.pythonpath)}")

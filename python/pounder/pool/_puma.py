@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 from pounder._errors import UsageError, public
 from pounder._units import MIB, mib_unit
-from pounder.pool._adapter import AdapterOptions, ChildLimit, PoolParams, _env_prefix, server_names
+from pounder.pool._adapter import MAX_THREADS, AdapterOptions, ChildLimit, PoolParams, _env_prefix, server_names
 from pounder.pool._rack import RackAdapter
 from pounder.servers import (
     HOST,
@@ -23,7 +23,6 @@ from pounder.servers import (
     render_puma_config,
 )
 
-MAX_THREADS = 1024
 _THREADS = re.compile(r"^\s*(\d{1,4})\s*(?:[,:]\s*(\d{1,4})\s*)?$")
 
 
@@ -71,6 +70,7 @@ class PumaAdapter(RackAdapter):
                "(unless preload_app!) and the new worker's warm-up")
     names: ClassVar[Mapping[str, str]] = server_names(max_clients="workers", preload="preload_app!")
     options = frozenset({"preload", "env", "threads"})
+    threaded = True
     preload_off = ("preload_app! false",)
 
     @classmethod
@@ -89,14 +89,14 @@ class PumaAdapter(RackAdapter):
                keepalive: bool = False, host: str = HOST) -> ManagedServer:
         """Puma keeps connections alive on its own (``keepalive`` is not a setting of it)."""
         self.refuse_request_limit(params)
-        return PumaServer(workdir, self.rackup, workers=params.max_clients, threads=self.threads,
+        return PumaServer(workdir, self.rackup, workers=params.max_clients, threads=self.threads_in(params),
                           preload_app=self.with_preload(params), env=self.env, extra_args=self.extra_args, cpus=cpus,
                           host=host)
 
     def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
-        settings = PumaSettings(workers=params.max_clients, threads=self.threads,
+        settings = PumaSettings(workers=params.max_clients, threads=self.threads_in(params),
                                 preload_app=self.with_preload(params))
-        low, high = self.threads
+        low, high = settings.threads
         lines = ["# puma.rb", render_puma_config(settings, port=None).rstrip("\n"),
                  f"# threads {low}, {high}: as measured, "
                  + ("one request per worker at a time (pounder tune --threads N measures N)" if high == 1 else
@@ -108,6 +108,12 @@ class PumaAdapter(RackAdapter):
         lines += ["", "# run with",
                   f"{_env_prefix(self.env)}puma -C puma.rb {self.command_tail()}"]
         return "\n".join(lines)
+
+    def threads_in(self, params: PoolParams) -> tuple[int, int]:
+        """Puma's ``threads MIN, MAX`` of a start with ``params``: N, N for ``params.threads`` N
+        (it overrides ``--threads``), else the adapter's own."""
+        threads = self.threads_of(params)
+        return self.threads if threads is None else (threads, threads)
 
     def size_limit(self, limit: ChildLimit) -> str:
         """puma_worker_killer (Debian ruby-puma-worker-killer): it sums the RSS of the master and

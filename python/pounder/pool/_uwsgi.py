@@ -84,6 +84,7 @@ class UwsgiAdapter(Adapter):
         """An ini file: a name ending in ``.ini`` or a path (``module:callable`` is neither)."""
         return target.lower().endswith(".ini") or os.sep in target
     options = frozenset({"pythonpath", "preload", "env"})
+    threaded = True
     preload_toggle = True
     language = "python"
     preload_remedy = "drop lazy-apps (uWSGI then loads the application once in the master, before forking)"
@@ -125,7 +126,8 @@ class UwsgiAdapter(Adapter):
         initial, cheaper, step = uwsgi_cheaper(params) or (None, 0, 1)
         return UwsgiServer(workdir, self.app, pythonpath=self.pythonpath, processes=params.max_clients,
                            max_requests=params.max_requests, lazy_apps=not self.with_preload(params),
-                           cheaper=cheaper, cheaper_initial=initial, cheaper_step=step, env=self.env,
+                           cheaper=cheaper, cheaper_initial=initial, cheaper_step=step,
+                           threads=self.threads_of(params), env=self.env,
                            extra_args=self.extra_args, cpus=cpus, host=host)
 
     def spares(self, params: PoolParams) -> tuple[int, int, int]:
@@ -138,6 +140,9 @@ class UwsgiAdapter(Adapter):
         preload = self.with_preload(params)
         pool = ["master = true", f"processes = {params.max_clients}", f"max-requests = {params.max_requests}"]
         pool.append("lazy-apps = false" if preload else "lazy-apps = true")
+        threads = self.threads_of(params)
+        if threads is not None:
+            pool += [f"threads = {threads}", "enable-threads = true"]
         cheaper = uwsgi_cheaper(params)
         if cheaper is not None:
             initial, fewest, step = cheaper
@@ -166,6 +171,7 @@ class UwsgiAdapter(Adapter):
         lines.append("# run with: uwsgi --ini uwsgi.ini")
         flags = ["--plugin python3", "--master", f"--http-socket {EXAMPLE_SOCKET}", f"--processes {params.max_clients}",
                  f"--max-requests {params.max_requests}"] + ([] if preload else ["--lazy-apps"])
+        flags += [] if threads is None else [f"--threads {threads}", "--enable-threads"]
         if cheaper is not None:
             flags += [f"--cheaper-algo {CHEAPER_ALGO}", f"--cheaper {cheaper[1]}", f"--cheaper-initial {cheaper[0]}",
                       f"--cheaper-step {cheaper[2]}", f"--cheaper-overload {CHEAPER_OVERLOAD}"]

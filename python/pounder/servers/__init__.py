@@ -41,7 +41,13 @@ from pounder.servers._cgroup import CgroupMemory, MemoryCgroup, make_cgroup
 from pounder.servers._command import CommandServer, command_missing, render_command
 from pounder.servers._failure import ServerExitedError, ServerFailure, ServerStartError, die_with_parent_hook
 from pounder.servers._guard import guard_group, release_group
-from pounder.servers._gunicorn import GunicornServer, gunicorn_app_file, gunicorn_app_missing, gunicorn_missing
+from pounder.servers._gunicorn import (
+    GunicornServer,
+    gunicorn_app_file,
+    gunicorn_app_missing,
+    gunicorn_missing,
+    gunicorn_worker_class,
+)
 from pounder.servers._listen import AcceptQueue, owns_listener
 from pounder.servers._net import free_port, listen_address
 from pounder.servers._nginx import NginxFront
@@ -138,6 +144,7 @@ __all__ = [
     "gunicorn_app_file",
     "gunicorn_app_missing",
     "gunicorn_missing",
+    "gunicorn_worker_class",
     "ini_lazy_apps",
     "listen_address",
     "make_cgroup",

@@ -1,4 +1,4 @@
-"""gunicorn with sync workers, run by this interpreter (``sys.executable -m gunicorn``)."""
+"""gunicorn with sync workers (gthread with threads), run by this interpreter (``sys.executable -m gunicorn``)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,13 @@ from pounder.servers._pymodule import find_module_spec
 
 
 @public
+def gunicorn_worker_class(threads: int | None) -> str:
+    """gunicorn's ``--worker-class`` for ``threads`` per worker: ``gthread`` above 1, else ``sync``
+    (gunicorn itself turns sync workers given ``--threads`` above 1 into gthread ones: written out)."""
+    return "gthread" if (threads or 1) > 1 else "sync"
+
+
+@public
 @dataclass(frozen=True)
 class GunicornSettings:
     """What can be tuned or chosen in a gunicorn instance (its own option names in comments)."""
@@ -29,7 +36,12 @@ class GunicornSettings:
     preload: bool = False               # --preload (import the app in the arbiter before forking)
     timeout_s: int = 30                 # --timeout (a worker silent this long is killed)
     graceful_timeout_s: int = 5         # --graceful-timeout (on stop)
+    threads: int | None = None          # --threads (above 1: gthread workers; None: not given, sync workers)
     extra_args: tuple[str, ...] = ()    # appended before the app
+
+    @property
+    def worker_class(self) -> str:
+        return gunicorn_worker_class(self.threads)
 
     def validate(self) -> None:
         if self.workers < 1:
@@ -37,6 +49,8 @@ class GunicornSettings:
         for name in ("max_requests", "max_requests_jitter", "timeout_s", "graceful_timeout_s"):
             if getattr(self, name) < 0:
                 raise UsageError(f"gunicorn: {name} must not be negative, not {getattr(self, name)}")
+        if self.threads is not None and self.threads < 1:
+            raise UsageError(f"gunicorn: threads must be at least 1, not {self.threads}")
 
 
 @public
@@ -50,9 +64,11 @@ def gunicorn_command(settings: GunicornSettings, *, app: str, port: int, pidfile
     if ":" not in app:
         raise UsageError(f"gunicorn: the app must be given as module:callable, not {app!r}")
     argv = [python, "-m", "gunicorn", "--bind", f"{host}:{port}", "--workers", str(settings.workers),
-            "--worker-class", "sync", "--pid", str(pidfile), "--error-logfile", str(error_log),
+            "--worker-class", settings.worker_class, "--pid", str(pidfile), "--error-logfile", str(error_log),
             "--log-level", "info", "--timeout", str(settings.timeout_s),
             "--graceful-timeout", str(settings.graceful_timeout_s), "--max-requests", str(settings.max_requests)]
+    if settings.threads is not None:
+        argv += ["--threads", str(settings.threads)]
     if settings.max_requests_jitter:
         argv += ["--max-requests-jitter", str(settings.max_requests_jitter)]
     if settings.preload:
@@ -131,13 +147,14 @@ def gunicorn_app_file(app: str, *, pythonpath: str | None = None, env: Mapping[s
 
 @public
 class GunicornServer(ManagedServer):
-    """gunicorn serving the WSGI ``app`` ("module:callable") with sync workers. ``pythonpath``:
+    """gunicorn serving the WSGI ``app`` ("module:callable") with sync workers (gthread workers
+    with ``threads`` above 1: :attr:`GunicornSettings.worker_class`). ``pythonpath``:
     where to import it from; ``env``: added to our environment."""
 
     kind = "gunicorn"
 
     def __init__(self, workdir: str | os.PathLike[str] | None, app: str, *, pythonpath: str | None = None,
-                 workers: int = 2, max_requests: int = 0, preload: bool = False,
+                 workers: int = 2, max_requests: int = 0, preload: bool = False, threads: int | None = None,
                  env: Mapping[str, str] | None = None, extra_args: Sequence[str] = (),
                  python: str = sys.executable, ready_path: str = "/", stop_timeout_s: float = 10.0,
                  die_with_parent: bool = True,
@@ -148,7 +165,7 @@ class GunicornServer(ManagedServer):
         # absolute: gunicorn runs in the workdir
         self.pythonpath = ",".join(str(Path(p).resolve()) for p in pythonpath.split(",")) if pythonpath else None
         self.python = python
-        self.settings = GunicornSettings(workers=workers, max_requests=max_requests, preload=preload,
+        self.settings = GunicornSettings(workers=workers, max_requests=max_requests, preload=preload, threads=threads,
                                          extra_args=tuple(extra_args))
         self.settings.validate()
 

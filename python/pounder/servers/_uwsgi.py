@@ -97,6 +97,7 @@ class UwsgiSettings:
     cheaper_initial: int | None = None  # cheaper-initial (workers started; None: cheaper)
     cheaper_step: int = 1               # cheaper-step (workers started at once when every one is busy)
     cheaper_overload: int = CHEAPER_OVERLOAD  # cheaper-overload (checks, see CHEAPER_OVERLOAD)
+    threads: int | None = None          # threads, with enable-threads (None: not given, the ini's own or 1)
     extra_args: tuple[str, ...] = ()    # appended last
 
     def validate(self) -> None:
@@ -104,6 +105,8 @@ class UwsgiSettings:
             raise UsageError(f"uwsgi: processes must be at least 1, not {self.processes}")
         if self.max_requests < 0:
             raise UsageError(f"uwsgi: max_requests must not be negative, not {self.max_requests}")
+        if self.threads is not None and self.threads < 1:
+            raise UsageError(f"uwsgi: threads must be at least 1, not {self.threads}")
         if not self.cheaper:
             return
         if not 1 <= self.cheaper < self.processes:
@@ -157,6 +160,8 @@ def uwsgi_command(settings: UwsgiSettings, *, port: int, pidfile: Path, stats: P
              "--master-fifo", str(master_fifo)]
     if settings.lazy_apps:
         argv.append("--lazy-apps")
+    if settings.threads is not None:
+        argv += ["--threads", str(settings.threads), "--enable-threads"]
     if settings.cheaper:
         argv += ["--cheaper-algo", CHEAPER_ALGO, "--cheaper", str(settings.cheaper), "--cheaper-initial",
                  str(settings.initial), "--cheaper-step", str(settings.cheaper_step), "--cheaper-overload",
@@ -311,8 +316,9 @@ def uwsgi_stats(path: str | os.PathLike[str], timeout_s: float = 5.0) -> dict[st
 class UwsgiServer(ManagedServer):
     """uWSGI with its master serving ``target``: a WSGI app as "module:callable" (``pythonpath``:
     where to import it from, comma-separated) or the user's ini file (see the module docstring).
-    ``lazy_apps``: load the app in each worker instead of once in the master. ``env``: added to
-    our environment."""
+    ``lazy_apps``: load the app in each worker instead of once in the master. ``threads``: the
+    threads of each worker (``--threads`` with ``--enable-threads``; None: not given). ``env``:
+    added to our environment."""
 
     kind = "uwsgi"
     stop_signal = signal.SIGINT
@@ -322,7 +328,8 @@ class UwsgiServer(ManagedServer):
     def __init__(self, workdir: str | os.PathLike[str] | None, target: str | os.PathLike[str], *,
                  pythonpath: str | None = None, processes: int = 2, max_requests: int = 0, lazy_apps: bool = False,
                  cheaper: int = 0, cheaper_initial: int | None = None, cheaper_step: int = 1,
-                 cheaper_overload: int = CHEAPER_OVERLOAD, env: Mapping[str, str] | None = None,
+                 cheaper_overload: int = CHEAPER_OVERLOAD, threads: int | None = None,
+                 env: Mapping[str, str] | None = None,
                  extra_args: Sequence[str] = (), binary: str | None = None,
                  ready_path: str = "/", stop_timeout_s: float = 10.0, die_with_parent: bool = True,
                  cpus: Collection[int] | None = None, host: str = HOST) -> None:
@@ -334,7 +341,7 @@ class UwsgiServer(ManagedServer):
             raise UsageError(f"uwsgi: the app must be given as module:callable or an .ini file, not {target!r}")
         self.settings = UwsgiSettings(processes=processes, max_requests=max_requests, lazy_apps=lazy_apps,
                                       cheaper=cheaper, cheaper_initial=cheaper_initial, cheaper_step=cheaper_step,
-                                      cheaper_overload=cheaper_overload, extra_args=tuple(extra_args))
+                                      cheaper_overload=cheaper_overload, threads=threads, extra_args=tuple(extra_args))
         self.settings.validate()
         super().__init__(workdir, ready_path=ready_path, stop_timeout_s=stop_timeout_s,
                          die_with_parent=die_with_parent, cpus=cpus, host=host, env=env)
