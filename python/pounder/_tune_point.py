@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
-from pounder._errors import UsageError
+from pounder._errors import UsageError, public
 from pounder._records import Convert, Reader
 
 
@@ -74,6 +74,7 @@ class Versus(Stored):
     pairs: int | None
 
 
+@public
 @dataclass(frozen=True)
 class TunePoint(Stored, key="point"):
     """One point of a tuning run: medians over its counted trials (``counted`` of ``len(trials)``),

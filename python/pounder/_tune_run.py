@@ -252,6 +252,7 @@ class StoredPools(Stored):
                    value.get("reasons"), stored=value)
 
 
+@public
 @dataclass(frozen=True)
 class SpareChoice(Stored):
     """The spare setting recommended: its ``name`` (``before``, ``after``), the deciding fact
