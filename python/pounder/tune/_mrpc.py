@@ -84,7 +84,7 @@ def _versus(point: TunePoint, base: TunePoint) -> Versus | None:
         found = {"ratio": point.rps / base.rps, "low": None, "high": None, "verdict": "unknown"}
     else:
         return None
-    return Versus(**{"pairs": None, **found}, worse=None, stored=found)
+    return Versus.from_dict(found, "vs_unlimited")
 
 
 def _with_vs(point: TunePoint, vs: Versus | None) -> TunePoint:

@@ -125,8 +125,8 @@ def _mark(ours_point: TunePoint, theirs_point: TunePoint, key: str, *, higher_is
     record of the comparison keeps its document, written as it is."""
     ours, theirs = trial_values(ours_point, key), trial_values(theirs_point, key)
     if not ours or not theirs:  # a pool with no counted trial: no figure to compare
-        return _comparison({"ratio": None, "low": None, "high": None, "verdict": "unknown", "worse": not ours,
-                            "pairs": None})
+        return Versus.from_dict({"ratio": None, "low": None, "high": None, "verdict": "unknown", "worse": not ours,
+                                 "pairs": None})
     mine, base = paired_values(ours_point, theirs_point, key)
     pairs: int | None = len(mine) if len(mine) >= MIN_SAMPLES and min(base) > 0 else None
     if pairs is not None:
@@ -141,13 +141,8 @@ def _mark(ours_point: TunePoint, theirs_point: TunePoint, key: str, *, higher_is
         worse = ratio is not None and (ratio < 1 - effect if higher_is_better else ratio > 1 + effect)
     else:
         worse = estimate.verdict == "slower"
-    return _comparison({"ratio": ratio, "low": estimate.low, "high": estimate.high, "verdict": estimate.verdict,
-                        "worse": worse, "pairs": pairs})
-
-
-def _comparison(found: dict[str, Any]) -> Versus:
-    """The record of a comparison whose document is ``found``."""
-    return Versus(**found, stored=found)
+    return Versus.from_dict({"ratio": ratio, "low": estimate.low, "high": estimate.high, "verdict": estimate.verdict,
+                             "worse": worse, "pairs": pairs})
 
 
 @dataclass(frozen=True)
