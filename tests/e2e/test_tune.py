@@ -236,7 +236,7 @@ def test_command_adapter_tunes_any_server(tmp_path: Path) -> None:
     results = tmp_path / "command"
     command = (f"{sys.executable} -m gunicorn --bind {{host}}:{{port}} --workers {{workers}} "
                f"--max-requests {{max_requests}} --chdir {APPS_DIR} wsgi_app:app")
-    done = _tune("command", command, "--path", "/cpu?ms=5", "--quick", "--point-duration", "1s", "--mrpc", "0",
+    done = _tune("command", command, "--path", "/sleep?ms=10", "--quick", "--point-duration", "1s", "--mrpc", "0",
                  "--max-children", "2", "--clients", "2", "--no-confirm", "--results", str(results))
     assert done.returncode == 0, done.stderr
     data = _recommendation(results, done)

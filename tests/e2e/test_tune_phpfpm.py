@@ -111,7 +111,7 @@ def test_tune_php_fpm_quick(tmp_path: Path) -> None:
     results = tmp_path / "results"
     done = run_pounder(
         "tune", "php-fpm", str(POOL_CONF), "--root", str(PHP_APP),
-         "--path", "/index.php", "--quick", "--point-duration", "1s", "--mrpc", "0", "--max-children", "1",
+         "--path", "/sleep.php?ms=10", "--quick", "--point-duration", "1s", "--mrpc", "0", "--max-children", "1",
          "--clients", "2", "--measure-children", "1", "--requests-per-child", "50", "--no-confirm", "--results",
          str(results),
         timeout=TUNE_LIMIT_S)

@@ -66,10 +66,12 @@ def kill_starter_and_check(cls: type[ManagedServer], workdir: Path, timeout_s: f
     assert left == [], f"still running after the starting process was killed: {left}"
 
 
-TUNE_ARGS = ("--quick", "--point-duration", "1s", "--mrpc", "0", "--max-children", "1", "--clients", "2",
-             "--measure-children", "1", "--no-confirm")
+TUNE_ARGS = ("--path", "/sleep?ms=10", "--quick", "--point-duration", "1s", "--mrpc", "0", "--max-children", "1",
+             "--clients", "2", "--measure-children", "1", "--no-confirm")
 """The shortest ``pounder tune`` of a Ruby server (under 60 s on a shared 2-core machine): one child,
-its sweep at the 2 clients offered, so that its points are the pool compared (none measured again)."""
+its sweep at the 2 clients offered, so that its points are the pool compared (none measured again);
+requests that wait 10 ms without CPU (``/sleep``), so that its loads leave the machine's CPUs to the
+tests beside it."""
 
 
 def printed_configuration(stdout: str, kind: str) -> tuple[str, str]:
