@@ -126,6 +126,23 @@ def test_confirmation_checks_the_throughput_against_the_best_at_that_load() -> N
     assert checks["throughput"]["ok"]
 
 
+def test_the_confirmations_throughput_floor_leaves_out_a_trial_measured_again() -> None:
+    """A first trial measured while a neighbour was busy, then again: the point's median leaves it
+    out (:func:`pounder.tune._points.trial_values`), and so does the floor the confirmation must
+    reach; it would lower the floor to 0.9 x 700 otherwise."""
+    rounds = [load_summary(2, rps, p99_ms=120.0) for rps in (700.0, 1616.0, 1454.0, 1730.0)]
+    for number, trial in zip((1, 1, 2, 3), rounds, strict=True):
+        trial.update(trial=number)
+    rounds[0].update(neighbour=True)
+    rounds[1].update(again=True)
+    best = TunePoint.from_dict(aggregate_trials(rounds))
+    summary = {"complete": 4000, "failed": 0, "rps": 1000.0, "p99_ms": 120.0, "footprint": 100, "pool_children": 2}
+    check = next(c for c in confirmation_checks(summary, bound(), Target(), None, best=best, tolerance=0.05)
+                 if c["name"] == "throughput")
+    assert check["limit"] == pytest.approx(0.90 * 1454) and not check["ok"], check
+    assert "its slowest trial 1,454" in check["text"]
+
+
 def spare_trial(start: int, p99s: list[int], rps: float, *, steady_ms: float, idle: int) -> dict[str, Any]:
     trial = load_summary(64, rps, p99_ms=max(p99s) / 1000)
     trial.update(start_servers=start, min_spare=min(start, 5), max_spare=max(start, 10), connections=64,

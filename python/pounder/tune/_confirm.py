@@ -2,8 +2,9 @@
 target load for one point, must meet each limit (pure, no I/O).
 
 * failures: at most 1 % of the requests attempted (:func:`pounder.compare.clean_trial`);
-* throughput: not below every trial of the best pool measured at the same offered load by more
-  than the tolerance or 10 % (:func:`throughput_check`);
+* throughput: not below every counted trial of the best pool measured at the same offered load
+  (:func:`pounder.tune._points.trial_values`: not a failed trial, nor one measured again because a
+  neighbour was busy) by more than the tolerance or 10 % (:func:`throughput_check`);
 * the rate (open loop, a ``--peak-rate`` or the access log's peak): at least 97 % of the requests
   the schedule sent in the load's duration answered;
 * p99 (when ``--p99`` is given): at or below it (the corrected p99: from when each request was
@@ -29,6 +30,7 @@ from pounder._units import children_text, mib, mib_unit
 from pounder.compare import MAX_FAILED, clean_trial
 from pounder.tune._analysis import ChildrenChoice
 from pounder.tune._memory import MemoryBound
+from pounder.tune._points import trial_values
 
 RATE_MET = 0.97
 
@@ -37,17 +39,12 @@ def _check(name: str, ok: bool, measured: float | None, limit: float | None, tex
     return {"name": name, "ok": ok, "measured": measured, "limit": limit, "text": text}
 
 
-def _trial_rates(point: TunePoint) -> list[float]:
-    return [float(t["rps"]) for t in point.trials
-            if t.get("rps") is not None and clean_trial(int(t["complete"]), int(t["failed"]))]
-
-
 def throughput_check(summary: Mapping[str, Any], best: TunePoint, tolerance: float) -> dict[str, Any]:
     """The confirmation's requests/s against the best pool measured at the same offered load: not
     met when it is below every counted trial of the best by more than ``tolerance`` or ``WIDE``,
     whichever is larger (one run against a point's spread, not against the median's narrower
     interval: a single run scatters as far as a trial may before its point is called wide)."""
-    rates = _trial_rates(best) or [best.rps]
+    rates = trial_values(best, "rps") or [best.rps]
     floor = (1 - max(tolerance, WIDE)) * min(rates)
     rps = float(summary["rps"])
     best_text = f"{children_text(best.children)}'s {best.rps:,.0f} req/s"
