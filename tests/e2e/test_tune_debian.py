@@ -138,12 +138,14 @@ def debian_copy(public_dir: Path) -> Path:
 def test_tune_on_a_copy_of_debians_layout_with_a2enmod_perl(debian_copy: Path, public_dir: Path) -> None:
     """The recommendation is printed as the lines of Debian's mods-available/mpm_prefork.conf
     (the copy's mpm_event switched off with a2dismod); every request of every point was answered
-    by the site's mod_perl handler (its answer's length, a 200 for /hello)."""
+    by the site's mod_perl handler (its answer's length, a 200 for /hello). Each request waits 10 ms
+    without CPU (``?ms=10``), so that the run leaves the CPUs to the tests beside it."""
     results = public_dir / "results"
     copy = debian_copy.parent
-    done, seen = _tune_watched(["apache", str(debian_copy), "--path", "/hello", "--quick", "--point-duration", "1s",
-                                "--max-children", "1", "--clients", "2", "--measure-children", "1",
-                                "--requests-per-child", "10", "--mrpc", "0", "--no-confirm"], results, [ETC, copy])
+    done, seen = _tune_watched(["apache", str(debian_copy), "--path", "/hello?ms=10", "--quick",
+                                "--point-duration", "1s", "--max-children", "1", "--clients", "2",
+                                "--measure-children", "1", "--requests-per-child", "10", "--mrpc", "0",
+                                "--no-confirm"], results, [ETC, copy])
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert not seen, f"a server listened on the system's port(s) {sorted(seen)}"
