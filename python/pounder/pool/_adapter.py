@@ -323,19 +323,32 @@ class Adapter(abc.ABC):
         clone.profile_dir = Path(directory)
         return clone
 
-    @abc.abstractmethod
     def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
                keepalive: bool = False, host: str = HOST) -> ManagedServer:
         """A server (not started) with these settings, writing its files under ``workdir``, run on
         ``cpus`` (None: anywhere; see :class:`~pounder.servers.ManagedServer`), listening on
         ``host`` (see :func:`~pounder.servers.listen_address`), keeping connections
         alive between requests when ``keepalive`` and the server can (Apache's KeepAlive,
-        Starman's default; gunicorn's sync workers and a command's server decide for themselves)."""
+        Starman's default; gunicorn's sync workers and a command's server decide for themselves).
+        ``params`` are checked first (:meth:`threads_of`); the server's own part is :meth:`_server`."""
+        self.threads_of(params)
+        return self._server(params, workdir, cpus=cpus, keepalive=keepalive, host=host)
 
-    @abc.abstractmethod
     def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         """``params`` as a snippet of the server's own configuration or command line (``keepalive``:
-        measured with connections kept alive)."""
+        measured with connections kept alive), checked first as for :meth:`server`; the server's
+        own part is :meth:`_render`."""
+        self.threads_of(params)
+        return self._render(params, keepalive=keepalive)
+
+    @abc.abstractmethod
+    def _server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None,
+                keepalive: bool, host: str) -> ManagedServer:
+        """:meth:`server` for ``params`` already checked."""
+
+    @abc.abstractmethod
+    def _render(self, params: PoolParams, *, keepalive: bool) -> str:
+        """:meth:`render` for ``params`` already checked."""
 
     @abc.abstractmethod
     def to_dict(self) -> dict[str, Any]:
@@ -375,8 +388,8 @@ class Adapter(abc.ABC):
     def threads_of(self, params: PoolParams) -> int | None:
         """The threads of each child ``params`` asks for (None: the adapter's own setting), checked:
         :class:`~pounder.UsageError` in one line unless from 1 to :data:`MAX_THREADS`, and for a
-        server without threads (:attr:`threaded` False) unless 1. Every adapter's ``server()`` and
-        ``render()`` ask it."""
+        server without threads (:attr:`threaded` False) unless 1. :meth:`server` and :meth:`render`
+        ask it before the server's own part, which reads ``params.threads`` as checked."""
         threads = params.threads
         if threads is None:
             return None

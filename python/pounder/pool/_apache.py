@@ -87,9 +87,8 @@ class ApacheAdapter(Adapter):
         self.debian, self.other_mpm = debian_layout(self.conf) if self.conf is not None else (False, None)
         self.notes = apache_notes(self.conf) if self.conf is not None else ()
 
-    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
-               keepalive: bool = False, host: str = HOST) -> ManagedServer:
-        self.threads_of(params)  # it has no threads: more than one is refused
+    def _server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+                keepalive: bool = False, host: str = HOST) -> ManagedServer:
         start, low, high = params.fixed()
         extra: dict[str, Any] = {}
         if self.conf is not None:
@@ -102,8 +101,7 @@ class ApacheAdapter(Adapter):
             max_connections_per_child=params.max_requests, keepalive=keepalive, cpus=cpus, host=host,
             profile_dir=self.profile_dir, **extra)
 
-    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
-        self.threads_of(params)  # it has no threads: more than one is refused
+    def _render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         start, low, high = params.fixed()
         rows = [("StartServers", start), ("MinSpareServers", low), ("MaxSpareServers", high),
                 ("ServerLimit", params.max_clients), ("MaxRequestWorkers", params.max_clients),

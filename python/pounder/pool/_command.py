@@ -53,16 +53,14 @@ class CommandAdapter(Adapter):
         self.command = command
         self.env = check_str_mapping(env, "command: env")
 
-    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
-               keepalive: bool = False, host: str = HOST) -> ManagedServer:
-        self.threads_of(params)  # it has no threads: more than one is refused
+    def _server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+                keepalive: bool = False, host: str = HOST) -> ManagedServer:
         from pounder.servers import CommandServer
 
         return CommandServer(workdir, self.command, workers=params.max_clients, max_requests=params.max_requests,
                              env=self.env, stop_signal=self.stop_signal, cpus=cpus, host=host)
 
-    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
-        self.threads_of(params)  # it has no threads: more than one is refused
+    def _render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         values = {"workers": params.max_clients, "max_requests": params.max_requests}
 
         def fill(match: re.Match[str]) -> str:

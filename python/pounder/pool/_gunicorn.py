@@ -62,14 +62,14 @@ class GunicornAdapter(Adapter):
         self.env = check_str_mapping(env, "gunicorn: env")
         self.extra_args = check_strings(extra_args, "gunicorn: extra_args")
 
-    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
-               keepalive: bool = False, host: str = HOST) -> ManagedServer:
+    def _server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+                keepalive: bool = False, host: str = HOST) -> ManagedServer:
         return GunicornServer(workdir, self.app, pythonpath=self.pythonpath, workers=params.max_clients,
                               max_requests=params.max_requests, preload=self.with_preload(params),
-                              threads=self.threads_of(params), env=self.env,
+                              threads=params.threads, env=self.env,
                               extra_args=self.extra_args, cpus=cpus, host=host)
 
-    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
+    def _render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         # gunicorn replaces a worker after max_requests + randint(0, jitter) requests: keep the sum
         # within the recommended limit (for a leak, the most a child may serve)
         jitter = params.max_requests // 10
@@ -82,7 +82,7 @@ class GunicornAdapter(Adapter):
         if self.with_preload(params):
             flags.append("--preload")
             lines.append("preload_app = True")
-        threads = self.threads_of(params)
+        threads = params.threads
         if threads is not None:
             worker_class = gunicorn_worker_class(threads)
             flags += [f"--worker-class {worker_class}"] * (worker_class != "sync") + [f"--threads {threads}"]

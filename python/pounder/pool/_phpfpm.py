@@ -96,9 +96,8 @@ class PhpFpmAdapter(Adapter):
         pool = parse_pool_conf(read_pool_conf(self.conf), source=str(self.conf))  # bad input, before anything
         self.pool = pool.name
 
-    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
-               keepalive: bool = False, host: str = HOST) -> ManagedServer:
-        self.threads_of(params)  # it has no threads: more than one is refused
+    def _server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+                keepalive: bool = False, host: str = HOST) -> ManagedServer:
         start, low, high = measured_as(params)
         return PhpFpmServer(workdir, self.conf, root=self.root, max_children=params.max_clients,
                             start_servers=start, min_spare=low, max_spare=high, max_requests=params.max_requests,
@@ -107,8 +106,7 @@ class PhpFpmAdapter(Adapter):
     def spares(self, params: PoolParams) -> tuple[int, int, int]:
         return fpm_spares(params) or params.fixed()
 
-    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
-        self.threads_of(params)  # it has no threads: more than one is refused
+    def _render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         spares = fpm_spares(params)
         rows = [("pm", "static" if spares is None else "dynamic"), ("pm.max_children", str(params.max_clients))]
         if spares is not None:

@@ -85,15 +85,15 @@ class PumaAdapter(RackAdapter):
         super().__init__(rackup, preload=preload, env=env, extra_args=extra_args)
         self.threads = puma_threads(threads)
 
-    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
-               keepalive: bool = False, host: str = HOST) -> ManagedServer:
+    def _server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+                keepalive: bool = False, host: str = HOST) -> ManagedServer:
         """Puma keeps connections alive on its own (``keepalive`` is not a setting of it)."""
         self.refuse_request_limit(params)
         return PumaServer(workdir, self.rackup, workers=params.max_clients, threads=self.threads_in(params),
                           preload_app=self.with_preload(params), env=self.env, extra_args=self.extra_args, cpus=cpus,
                           host=host)
 
-    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
+    def _render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         settings = PumaSettings(workers=params.max_clients, threads=self.threads_in(params),
                                 preload_app=self.with_preload(params))
         low, high = settings.threads
@@ -112,7 +112,7 @@ class PumaAdapter(RackAdapter):
     def threads_in(self, params: PoolParams) -> tuple[int, int]:
         """Puma's ``threads MIN, MAX`` of a start with ``params``: N, N for ``params.threads`` N
         (it overrides ``--threads``), else the adapter's own."""
-        threads = self.threads_of(params)
+        threads = params.threads
         return self.threads if threads is None else (threads, threads)
 
     def size_limit(self, limit: ChildLimit) -> str:

@@ -58,15 +58,13 @@ class StarmanAdapter(Adapter):
         self.env = check_str_mapping(env, "starman: env")
         self.extra_args = check_strings(extra_args, "starman: extra_args")
 
-    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
-               keepalive: bool = False, host: str = HOST) -> ManagedServer:
-        self.threads_of(params)  # it has no threads: more than one is refused
+    def _server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+                keepalive: bool = False, host: str = HOST) -> ManagedServer:
         return StarmanServer(workdir, self.psgi, workers=params.max_clients, max_requests=params.max_requests,
                              preload_app=self.with_preload(params), keepalive=keepalive, env=self.env,
                              extra_args=self.extra_args, cpus=cpus, host=host, profile_dir=self.profile_dir)
 
-    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
-        self.threads_of(params)  # it has no threads: more than one is refused
+    def _render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         limit = params.max_requests or 1_000_000_000
         note = "  # Starman reads 0 as its default, 1000" if not params.max_requests else ""
         flags = f"--workers {params.max_clients} --max-requests {limit}"

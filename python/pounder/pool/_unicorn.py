@@ -41,16 +41,14 @@ class UnicornAdapter(RackAdapter):
                "application (unless preload_app true) and the new worker's warm-up")
     names: ClassVar[Mapping[str, str]] = server_names(max_clients="worker_processes", preload="preload_app true")
 
-    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
-               keepalive: bool = False, host: str = HOST) -> ManagedServer:
+    def _server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+                keepalive: bool = False, host: str = HOST) -> ManagedServer:
         """Unicorn closes every connection after its answer (``keepalive`` is not a setting of it)."""
-        self.threads_of(params)  # it has no threads: more than one is refused
         self.refuse_request_limit(params)
         return UnicornServer(workdir, self.rackup, workers=params.max_clients, preload_app=self.with_preload(params),
                              env=self.env, extra_args=self.extra_args, cpus=cpus, host=host)
 
-    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
-        self.threads_of(params)  # it has no threads: more than one is refused
+    def _render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         settings = UnicornSettings(workers=params.max_clients, preload_app=self.with_preload(params))
         lines = ["# unicorn.conf.rb", render_unicorn_config(settings, port=None).rstrip("\n"),
                  f"# listen: yours (Unicorn's default is 0.0.0.0:8080); pounder measured with a backlog of "

@@ -121,13 +121,13 @@ class UwsgiAdapter(Adapter):
         lazy = ini_lazy_apps(read_uwsgi_ini(self.ini)) if self.ini is not None else False
         self.preload = (not lazy) if preload is None else check_flag(preload, "uwsgi: preload")
 
-    def server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
-               keepalive: bool = False, host: str = HOST) -> ManagedServer:
+    def _server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
+                keepalive: bool = False, host: str = HOST) -> ManagedServer:
         initial, cheaper, step = uwsgi_cheaper(params) or (None, 0, 1)
         return UwsgiServer(workdir, self.app, pythonpath=self.pythonpath, processes=params.max_clients,
                            max_requests=params.max_requests, lazy_apps=not self.with_preload(params),
                            cheaper=cheaper, cheaper_initial=initial, cheaper_step=step,
-                           threads=self.threads_of(params), env=self.env,
+                           threads=params.threads, env=self.env,
                            extra_args=self.extra_args, cpus=cpus, host=host)
 
     def spares(self, params: PoolParams) -> tuple[int, int, int]:
@@ -136,11 +136,11 @@ class UwsgiAdapter(Adapter):
         processes, 0)."""
         return uwsgi_cheaper(params) or (params.max_clients, params.max_clients, 0)
 
-    def render(self, params: PoolParams, *, keepalive: bool = False) -> str:
+    def _render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         preload = self.with_preload(params)
         pool = ["master = true", f"processes = {params.max_clients}", f"max-requests = {params.max_requests}"]
         pool.append("lazy-apps = false" if preload else "lazy-apps = true")
-        threads = self.threads_of(params)
+        threads = params.threads
         if threads is not None:
             pool += [f"threads = {threads}", "enable-threads = true"]
         cheaper = uwsgi_cheaper(params)
