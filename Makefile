@@ -9,8 +9,8 @@ CARGO := env -u MAKEFLAGS -u MFLAGS cargo
 export PIP_ROOT_USER_ACTION := ignore
 # Python caches what it compiles (__pycache__, ignored by git), whatever the environment says: with
 # PYTHONDONTWRITEBYTECODE set (as in container images), every `python -m pounder` the tests start
-# compiles pounder from source again (0.5 s of CPU each, hundreds of them), and every pytest worker
-# rewrites every test module again.
+# compiles pounder from source again (0.5 s of CPU each, about 200 in the shared tests), and every
+# pytest worker rewrites every test module again.
 unexport PYTHONDONTWRITEBYTECODE
 # Debian packages the tests use: Apache prefork + mod_perl, Starman (PSGI) and strace (server-side
 # tests), nginx and wrk and ab (apache2-utils) for benchmarks/peers.py.
