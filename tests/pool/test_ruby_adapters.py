@@ -48,10 +48,20 @@ def test_preload_defaults_to_the_servers_own_and_round_trips(kind: str) -> None:
     adapter = make_adapter(kind, RACK_APP, preload=True, env={"APP_DATA_MB": "40"}, extra_args=("-q",))
     plain = adapter.to_dict()
     assert plain == {"kind": kind, "rackup": str(RACK_APP), "preload": True, "env": {"APP_DATA_MB": "40"},
-                     "extra_args": ["-q"], **({"threads": [1, 1]} if kind == "puma" else {})}
+                     "extra_args": ["-q"]}  # Puma's threads stored only when given: tune compares them otherwise
     again = adapter_from_dict(json.loads(json.dumps(plain)), check=True)
     assert type(again) is type(adapter) and again.to_dict() == plain and again.describe() == adapter.describe()
+    assert not again.threads_fixed
     assert adapter.input_files() == [("rackup file", str(RACK_APP))]
+
+
+def test_pumas_threads_given_are_stored_and_kept_by_tune() -> None:
+    given = make_adapter("puma", RACK_APP, threads="4")
+    assert given.to_dict()["threads"] == [4, 4] and given.threads_fixed
+    again = adapter_from_dict(json.loads(json.dumps(given.to_dict())), check=True)
+    assert again.threads_fixed and again.to_dict() == given.to_dict()
+    # a run stored before tune compared threads wrote Puma's 1,1 every time: read as given (kept)
+    assert adapter_from_dict({**make_adapter("puma", RACK_APP).to_dict(), "threads": [1, 1]}).threads_fixed
 
 
 @pytest.mark.parametrize(("given", "threads"), [
@@ -59,16 +69,16 @@ def test_preload_defaults_to_the_servers_own_and_round_trips(kind: str) -> None:
     ((1, 2), (1, 2)), ([2, 6], (2, 6)),
 ])
 def test_puma_threads_round_trip_and_are_rendered(given: Any, threads: tuple[int, int]) -> None:
-    """--threads N is Puma's -t N (threads N, N); MIN,MAX as its own; stored as [MIN, MAX], and
-    a run stored before --threads existed (no key) is threads 1, 1."""
+    """--threads N is Puma's -t N (threads N, N); MIN,MAX as its own; stored as [MIN, MAX] when
+    given, and none given (no key) is threads 1, 1."""
     adapter = make_adapter("puma", RACK_APP, threads=given)
     assert isinstance(adapter, PumaAdapter) and adapter.threads == threads
     plain = adapter.to_dict()
-    assert plain["threads"] == list(threads)
+    assert plain.get("threads") == (None if given is None else list(threads))  # stored when given
     again = adapter_from_dict(json.loads(json.dumps(plain)), check=True)
     assert isinstance(again, PumaAdapter) and again.threads == threads and again.to_dict() == plain
     old = {key: value for key, value in plain.items() if key != "threads"}
-    assert adapter_from_dict(old).to_dict()["threads"] == [1, 1]
+    assert adapter_from_dict(old).threads == (1, 1) and not adapter_from_dict(old).threads_fixed
     text = adapter.render(PoolParams(3))
     assert f"threads {threads[0]}, {threads[1]}" in text.splitlines()
     assert f"threads {threads[0]},{threads[1]}" in adapter.describe()

@@ -114,8 +114,9 @@ def test_gunicorn_starts_gthread_workers_for_threads(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("kind", "after", "lines", "flags"), [
-    ("gunicorn", "# restarts spread over 900..1000\n", 'worker_class = "gthread"\nthreads = 4\n',
-     "--worker-class gthread --threads 4 "),
+    ("gunicorn", "# restarts spread over 900..1000\n", 'worker_class = "gthread"\nthreads = 4\n'
+     "worker_connections = 4  # gunicorn's 1000 lets one worker take the clients while the others idle\n",
+     "--worker-class gthread --threads 4 --worker-connections 4 "),
     ("uwsgi", "lazy-apps = false\n", "threads = 4\nenable-threads = true\n", "--threads 4 --enable-threads "),
 ])
 def test_python_servers_render_threads(kind: str, after: str, lines: str, flags: str) -> None:

@@ -253,6 +253,9 @@ class Adapter(abc.ABC):
     threaded: ClassVar[bool] = False
     """The server runs threads in each child (Puma, gunicorn's gthread workers, uWSGI): it takes
     :attr:`PoolParams.threads` (:meth:`threads_of`); the others refuse more than one."""
+    runtime_lock: ClassVar[str] = ""
+    """What lets one thread of a child run the application's code at a time, in the words of its
+    runtime ("Ruby's GVL", "Python's GIL"): the reason threads do not use more cores."""
     max_requests_counts: ClassVar[str] = "requests"
     """What the server's MaxRequestsPerChild counts: "requests" or "connections"."""
     request_limit: ClassVar[bool] = True
@@ -384,6 +387,12 @@ class Adapter(abc.ABC):
         what tune measures, stores and prints (Apache's rule, :meth:`PoolParams.fixed`, unless
         the server has its own: php-fpm caps them by the children)."""
         return params.fixed()
+
+    @property
+    def threads_fixed(self) -> bool:
+        """Whether the user gave the threads of each child (Puma's ``--threads``): tune keeps them
+        instead of comparing workers x threads."""
+        return False
 
     def threads_of(self, params: PoolParams) -> int | None:
         """The threads of each child ``params`` asks for (None: the adapter's own setting), checked:

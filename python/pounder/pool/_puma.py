@@ -71,6 +71,7 @@ class PumaAdapter(RackAdapter):
     names: ClassVar[Mapping[str, str]] = server_names(max_clients="workers", preload="preload_app!")
     options = frozenset({"preload", "env", "threads"})
     threaded = True
+    runtime_lock = "Ruby's GVL"
     preload_off = ("preload_app! false",)
 
     @classmethod
@@ -81,9 +82,10 @@ class PumaAdapter(RackAdapter):
 
     def __init__(self, rackup: str | os.PathLike[str], *, preload: bool = False,
                  env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),
-                 threads: Any = (1, 1)) -> None:
+                 threads: Any = None) -> None:
         super().__init__(rackup, preload=preload, env=env, extra_args=extra_args)
-        self.threads = puma_threads(threads)
+        self._threads_given = threads is not None
+        self.threads = puma_threads((1, 1) if threads is None else threads)
 
     def _server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
                 keepalive: bool = False, host: str = HOST) -> ManagedServer:
@@ -133,8 +135,12 @@ class PumaAdapter(RackAdapter):
             f"    PumaWorkerKiller.config {{ |c| c.ram = {total // MIB}; c.frequency = 5; c.percent_usage = 1.0 }}",
             "    PumaWorkerKiller.start", "  end"])
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "threads": list(self.threads)}
+    @property
+    def threads_fixed(self) -> bool:
+        return self._threads_given
+
+    def to_dict(self) -> dict[str, Any]:  # threads only when given: tune compares workers x threads otherwise
+        return {**super().to_dict(), **({"threads": list(self.threads)} if self._threads_given else {})}
 
     def describe(self) -> str:
         low, high = self.threads

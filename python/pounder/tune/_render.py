@@ -15,7 +15,15 @@ from pounder._pod_line import pod_line
 from pounder._table import text_table
 from pounder._tune_point import TunePoint
 from pounder._tune_run import Confirmation, target_text
-from pounder._tune_tables import children_table, mrpc_table, pool_rows, pools_table, spare_table
+from pounder._tune_tables import (
+    children_table,
+    mrpc_table,
+    pool_rows,
+    pools_table,
+    shape_rows,
+    shapes_table,
+    spare_table,
+)
 from pounder._units import children_text, count_text, mib
 from pounder.pool import WARM_FAILING_ROUNDS, own_name
 from pounder.tune._result import TuneResult
@@ -61,6 +69,22 @@ def _pools_table(result: TuneResult) -> list[str]:
     return out
 
 
+def _shapes_section(result: TuneResult) -> list[str]:
+    """Section 4b: workers x threads at the offered load, for the servers whose workers run
+    threads (:mod:`pounder.tune._shapes`)."""
+    shaped = result.shapes
+    if shaped is None:  # not compared: said when the threads were given (else --no-thread-sweep, or none)
+        given = result.adapter.threaded and result.options.sweep_threads and result.adapter.threads_fixed
+        return ["4b. Workers x threads: not compared (the threads of each worker were given: --threads)", ""] \
+            if given else []
+    out = [f"4b. Workers x threads at the offered load, {shaped.offered.text()}: each shape serving "
+           f"{shaped.slots:,} requests at once, medians of interleaved trials (RPS and p99 with their 95% intervals; "
+           "memory after the load)"]
+    out += shapes_table().text(shape_rows(list(shaped.points), (shaped.workers, shaped.threads), shaped.best))
+    out.append("")
+    return out
+
+
 def _status_lines(result: TuneResult, points: Sequence[TunePoint]) -> list[str]:
     """What the server's own status page said of these loads (its adapter's status reader, which
     reads the points as stored)."""
@@ -80,7 +104,7 @@ def render_tune(result: TuneResult) -> str:
     pod = pod_line(result.options.to_dict(), result.sweep)
     out += [] if pod is None else textwrap.wrap(pod, WIDTH, subsequent_indent="  ")
     out.append("")
-    for section in (_sizes_section, _memory_section, _children_section, _pools_table, _mrpc_section,
+    for section in (_sizes_section, _memory_section, _children_section, _pools_table, _shapes_section, _mrpc_section,
                     _spare_section, _recommendation_section, _confirmation_section, _fleet_section,
                     _profile_section):
         out += section(result)
