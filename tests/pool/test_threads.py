@@ -94,8 +94,7 @@ def test_puma_renders_threads_n_n(tmp_path: Path) -> None:
     assert adapter.render(PoolParams(2, threads=None)) == today
     four = adapter.render(PoolParams(2, threads=4))
     assert four == today.replace("threads 1, 1", "threads 4, 4").replace(
-        "one request per worker at a time (pounder tune --threads N measures N)",
-        "up to 4 requests per worker at a time (pounder's default: 1, 1, as a pre-fork server)")
+        "one request per worker at a time", "up to 4 requests per worker at a time")
     # params.threads overrides the adapter's --threads for that start; None keeps it
     own = PumaAdapter(RACK_APP, threads="2,8")
     assert "threads 2, 8" in own.render(PoolParams(2)).splitlines()

@@ -171,9 +171,10 @@ def _plan(server: str | None, target: str | None, flags: TuneFlags,
             raise UsageError("--demo takes no server option (--pythonpath, --preload, --env, --stop-signal, --root, "
                              "--threads)")
         adapter: Adapter = demo_adapter()
-        # short enough for a first look (under 3 minutes on 2 cores), every decision still from trials
+        # short enough for a first look (under 3 minutes on 2 cores), every decision still from trials; its
+        # sync workers only (the demo's requests use the CPU: threads are compared on a run of your app)
         flags = replace(flags, ram=flags.ram or "512M", quick=True, point_duration=flags.point_duration or "2s",
-                        mrpc=flags.mrpc or "0,1000,100")
+                        mrpc=flags.mrpc or "0,1000,100", no_thread_sweep=True)
     else:
         adapter = _adapter(server, target, flags.server_values())
     options = make_options(**flags.tune_values())

@@ -101,8 +101,7 @@ class PumaAdapter(RackAdapter):
         low, high = settings.threads
         lines = ["# puma.rb", render_puma_config(settings, port=None).rstrip("\n"),
                  f"# threads {low}, {high}: as measured, "
-                 + ("one request per worker at a time (pounder tune --threads N measures N)" if high == 1 else
-                    f"up to {high} requests per worker at a time (pounder's default: 1, 1, as a pre-fork server)"),
+                 + ("one request per worker at a time" if high == 1 else f"up to {high} requests per worker at a time"),
                  f"# bind: yours (Puma's default is tcp://0.0.0.0:9292); pounder measured with a backlog of "
                  f"{settings.backlog}, Puma's default"]
         if params.max_requests:

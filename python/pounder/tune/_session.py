@@ -403,9 +403,12 @@ class TuneSession:
         options = self.options
         hard = max(1, min(memory.max_clients, options.max_children))
         slots = shape_slots(choice.chosen, needs(choice), hard)
+        compared = shapes(choice.chosen, slots)
+        if len(compared) < 2:  # one worker serving one request at a time: no shape with fewer workers
+            return None
         plan = []
         first: list[dict[str, Any]] = []
-        for workers, threads in shapes(choice.chosen, slots):
+        for workers, threads in compared:
             self._check_fits(workers, memory)
             key, params = f"threads-{workers}x{threads}", PoolParams(workers, threads=threads)
             label = f"{shape_text(workers, threads)} at {offered.short()}"
