@@ -113,8 +113,7 @@ def test_puma_render_is_a_config_file_and_its_command_line() -> None:
     text = adapter.render(PoolParams(3, preload=True))
     lines = text.splitlines()
     assert lines[:7] == ["# puma.rb", "workers 3", "threads 1, 1", "preload_app! true", 'environment "production"',
-                         "# threads 1, 1: as measured, one request per worker at a time (pounder tune --threads N "
-                         "measures N)", lines[6]]
+                         "# threads 1, 1: as measured, one request per worker at a time", lines[6]]
     assert lines[6].startswith("# bind: yours")
     assert lines[-1] == f"env APP_DATA_MB=40 puma -C puma.rb {RACK_APP}"
     assert "preload_app! false" in adapter.render(PoolParams(3))  # the adapter's own: off
