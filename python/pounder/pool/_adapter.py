@@ -54,7 +54,7 @@ SERVER_OPTIONS: Mapping[str, ServerOption] = {option.name: option for option in 
         None),
     ServerOption("threads", "--threads", "N|MIN,MAX", (
         "Puma: the threads of each worker (threads MIN, MAX; N is N,N). Default 1,1: one request per worker, as the "
-        "other pre-fork servers; a run with 4 measures the pools with threads 4,4, to compare with a run with 1."),
+        "other pre-fork servers; tune without it compares workers x threads itself, and keeps them when given."),
         None),
     ServerOption("stop_signal", "--stop-signal", "SIG",
                  "command: the signal that stops the server gracefully (default TERM).", "TERM"),

@@ -402,7 +402,9 @@ class TuneSession:
             return None
         options = self.options
         hard = max(1, min(memory.max_clients, options.max_children))
-        slots = shape_slots(choice.chosen, needs(choice), hard)
+        # what the target needs at once: the clients of a closed loop, else Little's law for the rate
+        need = offered.connections if offered.rate is None else max(needs(choice), default=0)
+        slots = shape_slots(choice.chosen, need, hard)
         compared = shapes(choice.chosen, slots)
         if len(compared) < 2:  # one worker serving one request at a time: no shape with fewer workers
             return None

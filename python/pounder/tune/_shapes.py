@@ -52,22 +52,24 @@ def shape_text(workers: int, threads: int) -> str:
     return f"{workers:,} worker{'s' * (workers != 1)} x {threads:,} thread{'s' * (threads != 1)}"
 
 
-def shape_slots(chosen: int, needs: Sequence[int], hard: int) -> int:
+def shape_slots(chosen: int, need: int, hard: int) -> int:
     """The requests each shape serves at once: the pool chosen with one thread per worker, or what
-    the target needs when the largest pool allowed (``hard``: the memory bound or
-    ``--max-children``) held the pool under it."""
-    need = max(needs, default=0)
+    the target needs at once (``need``) when the largest pool allowed (``hard``: the memory bound
+    or ``--max-children``) held the pool under it."""
     return need if chosen >= hard and need > chosen else chosen
 
 
 def shapes(chosen: int, slots: int) -> list[tuple[int, int]]:
     """The (workers, threads) compared: ``chosen`` workers of one thread first, then threads 2, 4,
-    8, ... with ``ceil(slots / threads)`` workers (never ``chosen`` or more), to one worker."""
+    8, ... with ``ceil(slots / threads)`` workers (never more than ``chosen``: the most allowed when
+    the slots are what the target needs beyond it), to one worker; a shape is kept when it has
+    fewer workers or serves more at once than the one before."""
     found = [(chosen, 1)]
     threads = 2
     while threads <= MAX_THREADS:
-        workers = math.ceil(slots / threads)
-        if workers < found[-1][0]:
+        workers = min(math.ceil(slots / threads), chosen)
+        last_workers, last_threads = found[-1]
+        if workers < last_workers or last_workers * last_threads < min(workers * threads, slots):
             found.append((workers, threads))
         if workers <= 1:
             break
@@ -193,15 +195,20 @@ def choose_shape(points: Points, offered: OfferedLoad, target: Target, *, tolera
 
 
 def _why(chosen: TunePoint, reference: TunePoint, best: TunePoint, offered: OfferedLoad) -> str:
-    head = f"{shape_text(*_shape(chosen))}: the smallest footprint as good as the best at {offered.short()}"
-    text = f"{head}: {rate_with_interval(chosen)}, {p99_with_interval(chosen)}"
-    if chosen.footprint is not None:
-        text += f", footprint {mib_unit(chosen.footprint)}"
-    if _shape(chosen) != _shape(reference) and chosen.footprint is not None and reference.footprint:
-        text += (f" against {mib_unit(reference.footprint)} for {shape_text(*_shape(reference))} "
+    """The deciding fact: the shape, its figures, and its footprint against the one-thread pool's
+    when that pool was as fast (else what the one-thread pool served)."""
+    figures = f"{rate_with_interval(chosen)}, {p99_with_interval(chosen)}" + (
+        "" if chosen.footprint is None else f", footprint {mib_unit(chosen.footprint)}")
+    text = f"{shape_text(*_shape(chosen))}: the smallest footprint as good as the best at {offered.short()}: {figures}"
+    if _shape(chosen) == _shape(reference):
+        return text if _shape(chosen) == _shape(best) else text + (
+            f" (the best: {shape_text(*_shape(best))}, {rate_with_interval(best)})")
+    if _worse(reference, "rps"):
+        return (f"{text}; {shape_text(*_shape(reference))} served {rate_with_interval(reference)}, "
+                f"{change_text(present(reference.vs_best).ratio or 0.0)} against the best: distinguishably less")
+    if chosen.footprint is not None and reference.footprint:
+        text += (f", against {mib_unit(reference.footprint)} for {shape_text(*_shape(reference))} "
                  f"({chosen.footprint / reference.footprint:.0%} of it)")
-    elif _shape(chosen) != _shape(best):
-        text += f" (the best: {shape_text(*_shape(best))}, {rate_with_interval(best)})"
     return text
 
 
