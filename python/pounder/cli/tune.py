@@ -58,8 +58,8 @@ TUNE_HELP = "\n\n".join([
     "Steps: child sizes after warm-up and after K requests each; the memory bound (RAM - shared) / child USS; "
     "a sweep of the number of children; workers x threads at the offered load (" + ", ".join(
         cls.who for cls in ADAPTERS.values() if cls.threaded) + "); a MaxRequestsPerChild sweep; a step from idle "
-    "to full load for the spare servers (" + ", ".join(cls.who for cls in ADAPTERS.values() if cls.on_demand) + "). Every point is written "
-    "to the results directory as it is measured: after Ctrl-C, "
+    "to full load for the spare servers (" + ", ".join(cls.who for cls in ADAPTERS.values() if cls.on_demand)
+    + "). Every point is written to the results directory as it is measured: after Ctrl-C, "
     "'pounder tune --resume DIR' continues.",
     "Before it is printed, the recommendation is started, warmed and held at the target load (confirmation): the "
     "pool's footprint against the RAM budget, p99 against --p99, failures.",
