@@ -283,9 +283,9 @@ def test_workers_that_crash_every_few_requests_end_the_run_with_one_line(tmp_pat
     """Issue 25 item 13: every trial failed more than 1 % of its requests (each worker exits on its
     sixth); the knee was a point with no counted trial and the advice raised a TypeError."""
     results = tmp_path / "crash"
-    done = _tune("gunicorn", "wsgi_app:app", "--no-thread-sweep", "--pythonpath", str(APPS_DIR), "--path", "/exit?after=5", "--quick",
+    done = _tune("gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--path", "/exit?after=5", "--quick",
                  "--point-duration", "1s", "--mrpc", "0", "--max-children", "1", "--measure-children", "1",
-                 "--requests-per-child", "10", "--no-confirm", "--results", str(results))
+                 "--no-thread-sweep", "--requests-per-child", "10", "--no-confirm", "--results", str(results))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     last = done.stderr.strip().splitlines()[-1]
@@ -305,7 +305,7 @@ def test_a_server_that_halts_while_measured_is_a_failure_with_its_log(tmp_path: 
     size measurement; that was exit 2 "process N has exited (zombie)", as if the input were bad,
     with neither the server's words nor the way to resume."""
     results = tmp_path / "halt"
-    done = _tune("gunicorn", "wsgi_app:app", "--no-thread-sweep", "--pythonpath", str(APPS_DIR), "--path", "/exit?after=3&code=3",
+    done = _tune("gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--path", "/exit?after=3&code=3",
                  "--quick", "--point-duration", "1s", "--mrpc", "0", "--max-children", "1", "--measure-children", "1",
                  "--requests-per-child", "10", "--no-confirm", "--results", str(results), timeout_s=120)
     assert done.returncode == 1, done.stdout + done.stderr
@@ -335,8 +335,8 @@ def test_a_server_that_fails_with_a_huge_log_says_why_in_20_lines(tmp_path: Path
     among them), the whole logs kept in the results directory."""
     (tmp_path / "noisy_app.py").write_text(NOISY_APP)
     results = tmp_path / "noisy"
-    done = _tune("gunicorn", "noisy_app:app", "--no-thread-sweep", "--pythonpath", str(tmp_path), "--quick", "--mrpc", "0",
-                 "--max-children", "2", "--no-confirm", "--results", str(results), timeout_s=120)
+    done = _tune("gunicorn", "noisy_app:app", "--pythonpath", str(tmp_path), "--quick", "--mrpc", "0",
+                 "--no-thread-sweep", "--max-children", "2", "--no-confirm", "--results", str(results), timeout_s=120)
     assert done.returncode == 1, done.stderr[-3000:]
     lines = done.stderr.splitlines()
     lines = lines[next(i for i, line in enumerate(lines) if line.startswith("pounder: error: ")):]

@@ -154,8 +154,8 @@ def test_tune_and_run_refuse_a_missing_py_spy_before_starting_anything(tmp_path:
     python = alone / "python"
     python.symlink_to(sys.executable)
     results = tmp_path / "results"
-    tuned = run_pounder("tune", "gunicorn", "profile_app:app", "--no-thread-sweep", "--pythonpath", APPS_DIR, "--quick", "--profile",
-                        "--results", results, python=python, timeout=120, env=env)
+    tuned = run_pounder("tune", "gunicorn", "profile_app:app", "--pythonpath", APPS_DIR, "--quick", "--profile",
+                        "--no-thread-sweep", "--results", results, python=python, timeout=120, env=env)
     assert tuned.returncode == 2, tuned.stderr
     assert "py-spy is not on PATH" in tuned.stderr and "Traceback" not in tuned.stderr
     experiment = tmp_path / "e.toml"
