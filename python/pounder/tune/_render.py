@@ -72,11 +72,14 @@ def _pools_table(result: TuneResult) -> list[str]:
 def _shapes_section(result: TuneResult) -> list[str]:
     """Section 4b: workers x threads at the offered load, for the servers whose workers run
     threads (:mod:`pounder.tune._shapes`)."""
-    shaped = result.shapes
-    if shaped is None:  # not compared: said when the threads were given (else --no-thread-sweep, or none)
-        given = result.adapter.threaded and result.options.sweep_threads and result.adapter.threads_fixed
-        return ["4b. Workers x threads: not compared (the threads of each worker were given: --threads)", ""] \
-            if given else []
+    shaped, adapter = result.shapes, result.adapter
+    if shaped is None:  # said in a run that would have compared them (not with --no-thread-sweep, nor stored before)
+        if not result.options.sweep_threads:
+            return []
+        why = ("the threads of each worker were given (--threads)" if adapter.threaded and adapter.threads_fixed else
+               "one worker of one thread was all the target needed" if adapter.threaded else
+               f"{adapter.who} runs one request per child, no threads: the children sweep above is the whole answer")
+        return [f"4b. Workers x threads: not compared ({why})", ""]
     out = [f"4b. Workers x threads at the offered load, {shaped.offered.text()}: each shape serving "
            f"{shaped.slots:,} requests at once, medians of interleaved trials (RPS and p99 with their 95% intervals; "
            "memory after the load)"]
