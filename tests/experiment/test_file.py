@@ -10,6 +10,7 @@ import pytest
 from pounder import UsageError
 from pounder.agents import Cluster
 from pounder.experiment import ExperimentError, LoadSpec, load_experiment, run_experiment
+from pounder.experiment._file import server_adapter
 from pounder.experiment._profiles import params_of
 from pounder.pool import PoolParams
 from support.cliutil import run_pounder
@@ -295,6 +296,29 @@ def test_puma_variants_compare_threads_each_on_its_own_server(tmp_path: Path) ->
     assert experiment.to_dict()["variants"][1]["threads"] == "4,4"
     path.write_text(GOOD.replace('label = "b"', 'label = "b"\nthreads = 4', 1))
     with pytest.raises(ExperimentError, match=r"e.toml:\d+: variant\[1\].threads: threads is for puma only"):
+        load_experiment(path)
+
+
+def test_puma_fork_worker_from_the_file_each_variant_on_its_own_server(tmp_path: Path) -> None:
+    """fork_worker in [server] and in a [[variant]] (a server of its own), handed to Puma's adapter;
+    refused for another server and out of range, with the file's line."""
+    path = tmp_path / "e.toml"
+    text = GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"',
+                        f'adapter = "puma"\nrackup = "{APPS / "rack_app.ru"}"\nfork_worker = 0')
+    path.write_text(text.replace('label = "b"', 'label = "b"\nfork_worker = 300', 1))
+    experiment = load_experiment(path)
+    assert experiment.server.fork_worker == 0
+    first, second = experiment.variants
+    assert (first.fork_worker, second.fork_worker) == (None, 300) and first.server_key() != second.server_key()
+    assert experiment.to_dict()["server"]["fork_worker"] == 0
+    assert experiment.to_dict()["variants"][1]["fork_worker"] == 300
+    adapters = [server_adapter(experiment, variant) for variant in experiment.variants]
+    assert [adapter.fork_worker for adapter in adapters] == [0, 300]  # type: ignore[attr-defined]
+    path.write_text(GOOD.replace('label = "b"', 'label = "b"\nfork_worker = 300', 1))
+    with pytest.raises(ExperimentError, match=r"e.toml:\d+: variant\[1\].fork_worker: fork_worker is for puma only"):
+        load_experiment(path)
+    path.write_text(text.replace("fork_worker = 0", "fork_worker = -1"))
+    with pytest.raises(ExperimentError, match=r"e.toml:6: server.fork_worker: must be between 0 and 1000000000"):
         load_experiment(path)
 
 

@@ -176,3 +176,36 @@ def test_unicorn_worker_killer_limits_rss_at_the_budget_share_and_requests_at_th
     assert "use Unicorn::WorkerKiller::MaxRequests, 3600, 4000" in text
     no_leak = UnicornAdapter(RACK_APP).size_limit(ChildLimit(3, 30 * 2**20, 60 * 2**20, 20 * 2**20, 0))
     assert "MaxRequests" not in no_leak and "Oom" in no_leak
+
+
+@pytest.mark.parametrize("given", [None, 0, 300])
+def test_puma_fork_worker_round_trips_and_is_rendered(given: int | None) -> None:
+    """fork_worker N is Puma's own line in puma.rb and in the server pounder starts; stored only
+    when given (a run stored without it, or before it existed, is off)."""
+    adapter = make_adapter("puma", RACK_APP, fork_worker=given)
+    assert isinstance(adapter, PumaAdapter) and adapter.fork_worker == given
+    plain = adapter.to_dict()
+    assert plain.get("fork_worker") == given and ("fork_worker" in plain) == (given is not None)
+    again = adapter_from_dict(json.loads(json.dumps(plain)), check=True)
+    assert isinstance(again, PumaAdapter) and again.fork_worker == given and again.to_dict() == plain
+    lines = adapter.render(PoolParams(3)).splitlines()
+    assert [line for line in lines if line.startswith("fork_worker")] == ([] if given is None else
+                                                                          [f"fork_worker {given}"])
+    assert (f"fork_worker {given}" in adapter.describe()) == (given is not None)
+    server = adapter.server(PoolParams(2), Path("/nonexistent"))
+    assert server.settings.fork_worker == given  # type: ignore[attr-defined]
+    assert server.nested_workers == (given is not None)
+
+
+@pytest.mark.parametrize("bad", [-1, True, 2.5, "300", 10**9 + 1])
+def test_bad_puma_fork_worker_is_one_line(bad: Any) -> None:
+    with pytest.raises(UsageError) as caught:
+        make_adapter("puma", RACK_APP, fork_worker=bad)
+    assert str(caught.value).startswith("puma: fork_worker must be a number of requests from 0 (never refork) to ")
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("kind", [kind for kind in ADAPTERS if kind != "puma"])
+def test_fork_worker_is_puma_only(kind: str) -> None:
+    assert refused_option(kind, "fork_worker", called="fork_worker") == "fork_worker is for puma only"
+    assert refused_option("puma", "fork_worker") is None

@@ -130,7 +130,8 @@ def puma_missing() -> str | None:
 @dataclass(frozen=True)
 class PumaWorkerStats:
     """One worker in the control app's ``/stats`` (``last_status``: what the worker last reported
-    at its check-in, every few seconds)."""
+    at its check-in, every few seconds). ``pid`` 0: not known yet (with ``fork_worker``, worker 0
+    forks it and the master learns its pid when it reports)."""
 
     index: int
     pid: int
@@ -146,7 +147,7 @@ class PumaWorkerStats:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PumaWorkerStats:
         status = data.get("last_status") or {}
-        return cls(index=int(data["index"]), pid=int(data["pid"]), phase=int(data.get("phase", 0)),
+        return cls(index=int(data["index"]), pid=int(data["pid"] or 0), phase=int(data.get("phase", 0)),
                    booted=bool(data.get("booted")), last_checkin=str(data.get("last_checkin", "")),
                    backlog=int(status.get("backlog", 0)), running=int(status.get("running", 0)),
                    pool_capacity=int(status.get("pool_capacity", 0)),
@@ -301,7 +302,7 @@ class PumaServer(ManagedServer):
                 "pool_capacity": sum(w.pool_capacity for w in workers),
                 "max_threads": sum(w.max_threads for w in workers),
                 "requests_count": sum(w.requests_count for w in workers),
-                **{f"checkin:{w.pid}": _epoch(w.last_checkin) for w in workers}}
+                **{f"checkin:{w.pid}": _epoch(w.last_checkin) for w in workers if w.pid}}
 
     def _log_files(self) -> list[Path]:
         return [self.console_log]
