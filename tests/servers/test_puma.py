@@ -16,7 +16,15 @@ import pytest
 
 from pounder import PounderError, UsageError
 from pounder.pool import QueueWatch
-from pounder.servers import PUMA_STATUS, PumaServer, PumaSettings, puma_missing, puma_stats, render_puma_config
+from pounder.servers import (
+    PUMA_STATUS,
+    PumaServer,
+    PumaSettings,
+    PumaStats,
+    puma_missing,
+    puma_stats,
+    render_puma_config,
+)
 from pounder.servers._puma import puma_command
 from support.leftovers import processes_mentioning
 from support.rack import RACK_APP
@@ -186,3 +194,14 @@ def test_fork_worker_forks_the_workers_from_worker_0_and_reforks_them(puma_serve
     assert int(get(srv.url + "/pid")) in reforked  # answers after the refork
     srv.stop()
     assert srv.children() == []
+
+
+def test_stats_of_a_worker_being_forked_by_worker_0() -> None:
+    """With fork_worker the master learns a reforked worker's pid when it reports: until then
+    /stats has ``"pid": null`` for it (Puma 5.6), read as 0."""
+    stats = PumaStats.from_dict({"workers": 2, "phase": 1, "booted_workers": 1, "old_workers": 0, "worker_status": [
+        {"index": 0, "pid": 10, "phase": 1, "booted": True, "last_checkin": "2026-11-29T05:00:00Z",
+         "last_status": {"backlog": 0, "running": 1, "pool_capacity": 1, "max_threads": 1, "requests_count": 31}},
+        {"index": 1, "pid": None, "phase": 1, "booted": False, "last_checkin": "2026-11-29T05:00:01Z",
+         "last_status": {}}]})
+    assert [(w.index, w.pid, w.booted) for w in stats.worker_status] == [(0, 10, True), (1, 0, False)]
