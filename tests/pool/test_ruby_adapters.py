@@ -34,7 +34,7 @@ def test_registered_by_kind_with_the_rackup_as_target() -> None:
     for cls in RUBY:
         assert cls.request_limit is False and cls.preload_toggle is True
         assert set(cls.names) == {"max_clients", "max_requests", "start_servers", "min_spare", "max_spare", "preload"}
-    assert PumaAdapter.options == frozenset({"preload", "env", "threads"})
+    assert PumaAdapter.options == frozenset({"preload", "env", "threads", "fork_worker"})
     assert UnicornAdapter.options == frozenset({"preload", "env"})
     assert PumaAdapter.names["max_clients"] == "workers" and PumaAdapter.names["preload"] == "preload_app!"
     assert UnicornAdapter.names["max_clients"] == "worker_processes"
