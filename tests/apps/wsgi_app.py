@@ -22,21 +22,20 @@ crashes every few requests (status 3 makes gunicorn's arbiter halt: a worker boo
 this process, and answers ``pid P in_flight_max M``: the most that were in flight in this process
 at once since it started (a worker's threads: gunicorn's gthread workers, uWSGI's threads).
 
-- ``APP_OBJECTS`` (default 0): that many small records built at import (each a dict holding a list:
-  two objects the cycle collector tracks), for the memory a worker stops sharing over its life.
-  ``/objects/build?n=N`` (default 2000) builds N such records for the request and drops them: enough
-  to start collections on its own, and now and then a full one, whose writes to every tracked
-  object's GC header copy the pages of the preloaded records into the worker; it answers
-  ``pid P full_collections C`` (the full collections this process ran since it was forked).
-  ``/objects/touch`` reads every preloaded record: its reference-count writes copy those pages
-  whatever the collector does (``gc.freeze()`` cannot help there); it answers ``pid P touched N``.
-- ``APP_GC_FREEZE`` (default 1): ``gc.freeze()`` at the end of the import (under ``gunicorn
-  --preload``, before the fork: Instagram's remedy), moving every object built so far out of the
-  collector's reach; ``0`` leaves them to it.
 - ``APP_HELD_DIR`` (default none): every worker appends to ``DIR/PID`` a line per request: when it
   ended (Unix time, s) and how long it held the worker (ms), from the call of the app until the
   server closed the answer's iterable (after it wrote the last byte: with a slow client and nothing
   buffering in between, the transfer too).
+- ``APP_GC_OBJECTS`` (default 0): that many small records built at import (each a dict holding a
+  list: two objects the cycle collector tracks). ``/gc/build?n=N`` (default 2000) builds N such
+  records for the request and drops them: enough to start collections on its own, now and then a
+  full one, which writes to the GC header of every object it tracks, the preloaded records too,
+  copying their pages into the worker; it answers ``pid P full_collections C`` (the full
+  collections this process ran since it was forked).
+- ``APP_GC_FREEZE`` (default 1): ``gc.freeze()`` at the end of the import (under ``gunicorn
+  --preload``, before the fork: Instagram's remedy), which moves every object built so far out of
+  the collector's reach; ``0`` leaves them to it. Reference counts are still written: it keeps
+  the pages a request reads shared no better.
 """
 
 from __future__ import annotations
@@ -66,8 +65,6 @@ AGED: list[bytearray] = []
 HELD_DIR = os.environ.get("APP_HELD_DIR")
 SERVED = [0]  # requests this worker took (/exit)
 STARTED = [time.monotonic()]  # when this process started: reset in every forked worker
-OBJECTS = [{"id": i, "tags": [i]} for i in range(int(os.environ.get("APP_OBJECTS", "0")))]
-FULL_COLLECTIONS = [gc.get_stats()[2]["collections"]]  # the full collections before this process forked
 IN_FLIGHT = [0, 0]  # /hold: the requests in flight in this process now, the most at once
 IN_FLIGHT_LOCK = [threading.Lock()]
 
@@ -77,7 +74,6 @@ def _forked() -> None:
     SERVED[0] = 0
     IN_FLIGHT[:] = [0, 0]
     IN_FLIGHT_LOCK[0] = threading.Lock()
-    FULL_COLLECTIONS[0] = gc.get_stats()[2]["collections"]
 
 
 def hold(ms: float) -> int:
@@ -97,6 +93,9 @@ os.register_at_fork(after_in_child=_forked)
 
 StartResponse = Callable[[str, list[tuple[str, str]]], object]
 
+GC_RECORDS = [{"id": i, "tags": [i]} for i in range(int(os.environ.get("APP_GC_OBJECTS", "0")))]
+FULL_COLLECTIONS = [gc.get_stats()[2]["collections"]]  # before the fork: reset in every forked worker
+os.register_at_fork(after_in_child=lambda: FULL_COLLECTIONS.__setitem__(0, gc.get_stats()[2]["collections"]))
 if os.environ.get("APP_GC_FREEZE", "1") != "0":
     gc.freeze()
 
@@ -162,18 +161,15 @@ def _answer(environ: dict[str, object], start_response: StartResponse) -> Iterab
         if not AGED and time.monotonic() - STARTED[0] >= after_s:
             AGED.append(bytearray(b"a" * (int(query.get("mib", ["32"])[0]) * 1024 * 1024)))
         body = f"pid {pid} aged {len(AGED)}\n"
-    elif path == "/objects/build":
-        rows = [{"id": i, "tags": [i]} for i in range(int(query.get("n", ["2000"])[0]))]
-        del rows
-        body = f"pid {pid} full_collections {gc.get_stats()[2]['collections'] - FULL_COLLECTIONS[0]}\n"
-    elif path == "/objects/touch":
-        touched = sum(1 for record in OBJECTS if record["id"] >= 0)
-        body = f"pid {pid} touched {touched}\n"
     elif path == "/leak":
         LEAK.append(b"x" * 102400)
         body = f"pid {pid} leaked {len(LEAK)} x 100 KB\n"
     elif path == "/data":
         body = f"pid {pid} bytes {len(DATA)} built_in {BUILT_IN}\n"
+    elif path == "/gc/build":
+        rows = [{"id": i, "tags": [i]} for i in range(int(query.get("n", ["2000"])[0]))]
+        del rows
+        body = f"pid {pid} full_collections {gc.get_stats()[2]['collections'] - FULL_COLLECTIONS[0]}\n"
     elif path == "/exit":
         SERVED[0] += 1
         if SERVED[0] > int(query.get("after", ["5"])[0]):
