@@ -9,7 +9,7 @@ import pytest
 
 from pounder import UsageError
 from pounder.agents import Cluster
-from pounder.experiment import ExperimentError, LoadSpec, load_experiment, run_experiment
+from pounder.experiment import ExperimentError, ExperimentResult, LoadSpec, load_experiment, run_experiment
 from pounder.experiment._file import server_adapter
 from pounder.experiment._profiles import params_of
 from pounder.pool import PoolParams
@@ -366,3 +366,24 @@ def test_spare_settings_for_servers_that_start_children_on_demand(tmp_path: Path
     path.write_text(text.replace("max_spare = 3", "min_spare = 5\nmax_spare = 3"))
     with pytest.raises(ExperimentError, match=r"e.toml:\d+: variant\[1\].max_spare: must be at least min_spare"):
         load_experiment(path)
+
+
+def test_the_memory_table_says_the_requests_sent(tmp_path: Path) -> None:
+    """``pounder run``'s children's memory: the requests sent to each variant's server after the
+    warm-up and after the loads beside the figures; "-" for a run written before they were."""
+    path = tmp_path / "e.toml"
+    path.write_text(GOOD)
+    mib = 1 << 20
+
+    def sizes(uss: int, requests: int | None) -> dict[str, int]:
+        figures = {"children": 2, "max_child_uss": uss * mib, "median_child_shared": 40 * mib,
+                   "max_child_rss": (uss + 40) * mib, "footprint": 100 * mib, "parent_rss": 30 * mib}
+        return figures if requests is None else {**figures, "requests": requests}
+
+    memory = {"a": {"warm": sizes(5, 1828), "after": sizes(20, 9828)},
+              "b": {"warm": sizes(5, None), "after": sizes(6, None)}}
+    text = ExperimentResult(load_experiment(path), [], memory, tmp_path).render()
+    rows = {line.split()[0]: line.split()[1:] for line in text.splitlines() if line.startswith(("  a ", "  b "))}
+    assert rows["a"] == ["2", "1,828", "->", "9,828", "5.0", "->", "20.0", "40.0", "->", "40.0", "100.0", "->",
+                         "100.0"]
+    assert rows["b"] == ["2", "-", "5.0", "->", "6.0", "40.0", "->", "40.0", "100.0", "->", "100.0"]
