@@ -14,6 +14,8 @@ compare them under.
     max_requests = 0            # MaxRequestsPerChild of every variant (0 = unlimited)
     # start_servers = 5, min_spare = 5, max_spare = 10: children started on demand (apache,
     # php-fpm's pm = dynamic, uwsgi's cheaper); none given: every child started and kept
+    # preload, env, threads (Puma), fork_worker (Puma's fork_worker N): for the servers that take
+    # them (pounder.pool.SERVER_OPTIONS), here or in a [[variant]]
 
     [[load]]                    # one or more: every variant runs under each
     connections = 10
