@@ -4,7 +4,8 @@ points/<key>.json (``pounder/tune-point/2``) and recommendation.json (``pounder/
 No server is started. The directory checked is a real run's, kept in tests/data/tune-demo
 (``pounder tune --demo``: gunicorn, quick, a 512M budget, 3 interleaved trials per point, the
 pools at the offered load, the confirmation; only the server sampler's per-child list of each
-bench is cut to its first entry, to keep it small). ``validate_results_dir``
+bench is cut to its first entry, to keep it small); a run with the threads step is tests/data/tune-gthread
+(gunicorn's gthread workers: workers x threads compared at the offered load). ``validate_results_dir``
 (tests/support/schemas.py) checks every file; the end-to-end tests call it on fresh runs (every
 adapter, spare servers too). The aggregated points of recommendation.json (sweep, pools, mrpc,
 spare) are checked against the trial files with the package's own functions. Documents of earlier
@@ -26,18 +27,19 @@ import jsonschema
 import pytest
 
 from pounder._figures import WIDE
-from pounder.compare import clean_trial
 from pounder.pool import POINT_SCHEMA, SUMMARY_SCHEMA
 from pounder.tune import RESULT_SCHEMA, TUNE_SCHEMA, MemoryBound, Target, TuneOptions
 from pounder.tune._mrpc import mrpc_losses
-from pounder.tune._points import aggregate_trials, trials_by
+from pounder.tune._points import aggregate_trials, counts, replaced, trials_by
 from pounder.tune._pools import OfferedLoad, choose_pool, offered_load
+from pounder.tune._shapes import choose_shape
 from pounder.tune._spare import aggregate_spare, reference_us
 from support.recorded import write_summary
 from support.schemas import schema, validate, validate_results_dir
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DEMO = DATA / "tune-demo"
+GTHREAD = DATA / "tune-gthread"
 TUNE_SCHEMAS = ("tune", "tune-point", "tune-result")
 
 
@@ -188,7 +190,7 @@ def _recorded(stored: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
 def _aggregated(trials: list[dict[str, Any]], rounds: int) -> dict[str, Any]:
     """A sweep-like point as the session stores it: aggregated, ``remeasured`` after more rounds."""
     point = aggregate_trials(trials)
-    if len(trials) > rounds:
+    if any(int(t["trial"]) > rounds for t in trials):  # not a round measured again for a busy neighbour
         point["remeasured"] = True
     return point
 
@@ -204,18 +206,26 @@ def check_documents(root: Path) -> None:
         assert document["key"] == key
         assert document["started_at"] <= document["finished_at"]
         summary = document["summary"]
-        if document["step"] in ("children", "pools", "max-requests"):
-            assert key.endswith(f"-t{summary['trial']}")
+        base = key.removesuffix("-again") if summary.get("again") else key  # a round measured once more
+        if document["step"] in ("children", "pools", "threads", "max-requests"):
+            assert base.endswith(f"-t{summary['trial']}")
             assert summary["children"] == document["params"]["max_clients"]
             assert summary["max_requests"] == document["params"]["max_requests"]
             assert summary["connections"] == document["bench"]["options"]["load"]["connections"]
             assert "other_cores" in summary and "rate" in summary
         if document["step"] == "pools":
-            assert key == f"pool-{summary['children']}-t{summary['trial']}"
+            assert base == f"pool-{summary['children']}-t{summary['trial']}"
             assert (summary["connections"], summary["rate"]) == (offered["connections"], offered["rate"])
+        if document["step"] == "threads":
+            assert base == f"threads-{summary['children']}x{summary['threads']}-t{summary['trial']}"
+            assert summary["threads"] == document["params"]["threads"]
+            assert (summary["connections"], summary["rate"]) == (offered["connections"], offered["rate"])
+        if "threads" in summary:  # measured with the threads of each worker: the memory after the load too
+            assert {"footprint", "child_uss", "child_shared"} <= set(summary)
         if document["step"] == "max-requests":
-            assert key == f"mrpc-{summary['children']}-{summary['max_requests']}-at-{summary['connections']}-" \
-                          f"t{summary['trial']}"
+            shape = f"x{summary['threads']}" if "threads" in summary else ""
+            assert base == f"mrpc-{summary['children']}{shape}-{summary['max_requests']}-at-" \
+                          f"{summary['connections']}-t{summary['trial']}"
             assert (summary["connections"], summary["rate"]) == (offered["connections"], offered["rate"])
         if document["step"] == "spare":
             assert re.fullmatch(rf"spare-(before|after)-t{summary['trial']}", key)
@@ -223,7 +233,7 @@ def check_documents(root: Path) -> None:
     assert result["measure"] == sizes["summary"]
     assert sizes["summary"]["requests_first"] == sum(sizes["bench"][0]["requests"][k] for k in ("complete", "failed"))
     by_step: dict[str, list[dict[str, Any]]] = {}
-    for document in points.values():
+    for document in sorted(points.values(), key=lambda d: bool(d["summary"].get("again"))):  # each after its first
         by_step.setdefault(document["step"], []).append(document["summary"])
     rounds = int(options["trials"])
 
@@ -244,9 +254,15 @@ def check_documents(root: Path) -> None:
     if offered["held"]:
         assert pools is None and "pools" not in by_step
     else:
-        candidates = trials_by(by_step["pools"], "children")
-        aggregated = [_recorded(stored, _aggregated(list(candidates[n]), rounds))
-                      for stored, n in zip(pools["points"], sorted(candidates), strict=True)]
+        if "pools" in by_step:
+            candidates = trials_by(by_step["pools"], "children")
+            aggregated = [_recorded(stored, _aggregated(list(candidates[n]), rounds))
+                          for stored, n in zip(pools["points"], sorted(candidates), strict=True)]
+        else:  # the children sweep ran at the offered load: its points are the candidates, as its reasons say
+            assert pools["reasons"][0].startswith("the children sweep measured these pools at the offered load")
+            swept = {p["children"]: p for p in result["sweep"]}
+            aggregated = [swept[p["children"]] for p in pools["points"]]
+            candidates = {p["children"]: p["trials"] for p in aggregated}
         again = choose_pool(aggregated, OfferedLoad(**offered), target, tolerance=float(options["tolerance"]),
                             cores=float(result["cores"]), sweep=result["sweep"])
         # the decisions as stored (the wording of the reasons may have changed since the run); a run
@@ -258,7 +274,9 @@ def check_documents(root: Path) -> None:
         assert pools["offered"] == offered
         if result["children"]["decided_by"] not in ("memory", "confirmation"):
             assert result["children"]["decided_by"] == "offered-load"
-            assert pools["chosen"] == result["children"]["chosen"]
+            # the shapes start from the pool chosen with one thread per worker, and choose its workers
+            assert pools["chosen"] == (result["shapes"]["points"][0]["children"] if "shapes" in result
+                                       else result["children"]["chosen"])
             assert result["why"][0] == f"{result['names']['max_clients']} {pools['why']}"
 
     mrpc = trials_by(by_step.get("max-requests", []), "max_requests")
@@ -300,18 +318,58 @@ def check_documents(root: Path) -> None:
     if pools is not None:
         best = next(p for p in pools["points"] if p["children"] == pools["best"])
         check = confirm["checks"][names.index("throughput")]
-        slowest = min(t["rps"] for t in best["trials"] if clean_trial(t["complete"], t["failed"]))
+        skipped = replaced(best["trials"])  # the trials that count: a round measured again counts its second
+        slowest = min(t["rps"] for t in best["trials"] if counts(t, skipped))
         assert check["limit"] == pytest.approx((1 - max(float(options["tolerance"]), WIDE)) * slowest)
         assert check["measured"] == confirm["rps"] and check["ok"] == (check["measured"] >= check["limit"])
     assert confirm["children"] == result["params"]["max_clients"] == result["children"]["chosen"]
     assert result["params"]["max_requests"] == result["max_requests"]["value"]
-    assert len(result["why"]) == 3 + bool(spare) and all(isinstance(line, str) for line in result["why"])
+    assert len(result["why"]) == 3 + bool(spare) + ("shapes" in result)
+    assert all(isinstance(line, str) for line in result["why"])
+
+    # the shapes: each aggregated from its trials (the first round's first, in the order measured),
+    # the choice as choose_shape makes it from them; the recommendation takes its workers and threads
+    shapes = result.get("shapes")
+    assert (shapes is None) == ("threads" not in by_step) == ("threads" not in result["params"])
+    if shapes is not None:
+        by_shape: dict[tuple[int, int], list[dict[str, Any]]] = {}
+        for trial in sorted(by_step["threads"], key=lambda t: (int(t["trial"]), bool(t.get("again")))):
+            by_shape.setdefault((trial["children"], trial["threads"]), []).append(trial)
+        stored = [(p["children"], p["threads"]) for p in shapes["points"]]
+        assert sorted(stored) == sorted(by_shape)
+        aggregated = [_recorded(p, _aggregated(by_shape[shape], rounds)) for p, shape in zip(shapes["points"], stored,
+                                                                                              strict=True)]
+        assert [{k: v for k, v in p.items() if k not in ("vs_best", "p99_vs_lowest")} for p in shapes["points"]] \
+            == aggregated
+        again = choose_shape(aggregated, OfferedLoad(**offered), target, tolerance=float(options["tolerance"]),
+                             slots=shapes["slots"], lock="the lock").to_dict()
+        assert {k: v for k, v in shapes.items() if k not in ("why", "reasons")} == {
+            k: v for k, v in again.items() if k not in ("why", "reasons")}
+        assert shapes["offered"] == offered and stored[0] == (stored[0][0], 1)
+        assert (result["params"]["max_clients"], result["params"]["threads"]) == (shapes["workers"],
+                                                                                 shapes["threads"])
+        assert f"threads {shapes['threads']}: {shapes['why']}" in result["why"]
+        assert all(p["threads"] == shapes["threads"] for p in result["mrpc"])  # measured on the shape chosen
 
 
 def test_the_documents_hold_what_the_schemas_describe() -> None:
     """The aggregated points are the trial files' aggregate; the rest as the documentation says."""
     check_documents(DEMO)
     assert (DEMO / "recommendation.txt").read_text().startswith("pounder tune: gunicorn")
+
+
+def test_a_run_with_a_threads_step_follows_the_schemas() -> None:
+    """A real run that compared workers x threads (gunicorn's gthread workers): its threads-WxT-tK
+    points, their memory after the load, the shapes and the threads chosen in recommendation.json
+    and its manifest's sweep_threads follow the schemas and say what the documentation says."""
+    files = validate_results_dir(GTHREAD, finished=True)
+    keys = {path.stem for path in files if path.parent.name == "points"}
+    shapes = {key.split("-")[1] for key in keys if key.startswith("threads-")}
+    assert len(shapes) >= 2 and f"{load(GTHREAD / 'recommendation.json')['shapes']['points'][0]['children']}x1" \
+        in shapes, keys
+    assert load(GTHREAD / "tune.json")["options"]["sweep_threads"] is True
+    check_documents(GTHREAD)
+    assert "\n4b. Workers x threads at the offered load" in (GTHREAD / "recommendation.txt").read_text()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -359,7 +417,56 @@ POINT_BREAKS: list[tuple[str, str, Callable[[dict[str, Any]], None]]] = [
     ("pool-*-t1", "pools key without its trial", lambda d: d.update(key="pool-2")),
     ("pool-*-t1", "pools key of the children step", lambda d: d.update(key="children-2-t1")),
     ("mrpc-*-t1", "mrpc key with a load that is not a number", lambda d: d.update(key="mrpc-2-0-at-x-t1")),
+    ("mrpc-*-t1", "mrpc key of a shape without its threads", lambda d: d.update(key="mrpc-2x2-0-at-4-t1")),
+    ("mrpc-*-t1", "mrpc trial with threads under a key without", lambda d: d["summary"].update(
+        threads=2, footprint=1, child_uss=1, child_shared=1)),
+    ("children-1-t1", "children trial with threads", lambda d: d["summary"].update(
+        threads=1, footprint=1, child_uss=1, child_shared=1)),
+    ("children-1-t1", "children trial with a footprint alone", lambda d: d["summary"].update(footprint=1)),
+    ("pool-*-t1", "pools trial with threads", lambda d: d["summary"].update(
+        threads=1, footprint=1, child_uss=1, child_shared=1)),
+    ("children-1-t1", "threads step under a children key", lambda d: d.update(step="threads")),
 ]
+
+_MEMORY = {"threads": 2, "footprint": 1, "child_uss": 1, "child_shared": None}
+
+
+def test_a_max_requests_point_of_a_shape_is_valid() -> None:
+    """Once the threads step chose T threads per worker, the max-requests points are of that shape:
+    key mrpc-NxT-..., params.threads and the trials' memory after the load."""
+    document = load(min((DEMO / "points").glob("mrpc-*-t1.json")))
+    summary = document["summary"]
+    document["key"] = f"mrpc-{summary['children']}x2-{summary['max_requests']}-at-{summary['connections']}-t1"
+    document["params"]["threads"] = 2
+    summary.update(_MEMORY)
+    validate(document, "tune-point")
+    with pytest.raises(jsonschema.ValidationError):  # the old key without -at-: never with a shape
+        validate({**document, "key": f"mrpc-{summary['children']}x2-{summary['max_requests']}-t1"}, "tune-point")
+
+
+THREADS_BREAKS: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
+    ("without its threads", lambda d: d["summary"].pop("threads")),
+    ("without its footprint", lambda d: d["summary"].pop("footprint")),
+    ("without a worker's USS", lambda d: d["summary"].pop("child_uss")),
+    ("footprint as text", lambda d: d["summary"].update(footprint="60 MiB")),
+    ("negative child_shared", lambda d: d["summary"].update(child_shared=-1)),
+    ("no thread", lambda d: d["summary"].update(threads=0)),
+    ("params without threads", lambda d: d["params"].pop("threads")),
+    ("key without the threads", lambda d: d.update(key="threads-8-t1")),
+    ("key without its trial", lambda d: d.update(key="threads-8x2")),
+    ("key of the pools step", lambda d: d.update(key="pool-8-t1")),
+    ("without its rate", lambda d: d["summary"].pop("rate")),
+    ("an unknown memory figure", lambda d: d["summary"].update(child_pss=1)),
+]
+
+
+@pytest.mark.parametrize(("what", "mutate"), THREADS_BREAKS, ids=[what for what, _ in THREADS_BREAKS])
+def test_threads_point_schema_rejects(what: str, mutate: Callable[[dict[str, Any]], None]) -> None:
+    document = load(min((GTHREAD / "points").glob("threads-*-t1.json")))
+    validate(document, "tune-point")
+    mutate(document)
+    with pytest.raises(jsonschema.ValidationError):
+        validate(document, "tune-point")
 
 
 @pytest.mark.parametrize(("key", "what", "mutate"), POINT_BREAKS, ids=[what for _, what, _ in POINT_BREAKS])
@@ -384,6 +491,7 @@ MANIFEST_BREAKS: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
     ("adapter field of another kind", lambda d: d["adapter"].update(psgi="/x.psgi")),
     ("adapter missing a field", lambda d: d["adapter"].pop("app")),
     ("unknown adapter kind", lambda d: d["adapter"].update(kind="nginx")),
+    ("sweep_threads as text", lambda d: d["options"].update(sweep_threads="yes")),
 ]
 
 
@@ -445,6 +553,38 @@ RESULT_BREAKS: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
 @pytest.mark.parametrize(("what", "mutate"), RESULT_BREAKS, ids=[what for what, _ in RESULT_BREAKS])
 def test_result_schema_rejects(what: str, mutate: Callable[[dict[str, Any]], None]) -> None:
     document = load(DEMO / "recommendation.json")
+    validate(document, "tune-result")
+    mutate(document)
+    with pytest.raises(jsonschema.ValidationError):
+        validate(document, "tune-result")
+
+
+SHAPES_BREAKS: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
+    ("shapes null", lambda d: d.update(shapes=None)),
+    ("shapes without why", lambda d: d["shapes"].pop("why")),
+    ("shapes without per_thread", lambda d: d["shapes"].pop("per_thread")),
+    ("shapes with an unknown field", lambda d: d["shapes"].update(lowest_p99=[1, 1])),
+    ("best of one number", lambda d: d["shapes"].update(best=[8])),
+    ("best of three numbers", lambda d: d["shapes"].update(best=[8, 2, 1])),
+    ("no thread chosen", lambda d: d["shapes"].update(threads=0)),
+    ("per_thread as text", lambda d: d["shapes"].update(per_thread="1 MiB")),
+    ("offered without held", lambda d: d["shapes"]["offered"].pop("held")),
+    ("no shape", lambda d: d["shapes"].update(points=[])),
+    ("a shape without its threads", lambda d: d["shapes"]["points"][0].pop("threads")),
+    ("a shape without its footprint", lambda d: d["shapes"]["points"][0].pop("footprint")),
+    ("a shape without vs_best", lambda d: d["shapes"]["points"][0].pop("vs_best")),
+    ("a shape with vs_unlimited", lambda d: d["shapes"]["points"][0].update(vs_unlimited=None)),
+    ("a sweep point with threads", lambda d: d["sweep"][0].update(_MEMORY)),
+    ("a pools point with threads", lambda d: d["pools"]["points"][0].update(_MEMORY)),
+    ("an mrpc point with a footprint alone", lambda d: d["mrpc"][0].update(footprint=1) if d["mrpc"] else
+     d["sweep"][0].update(footprint=1)),
+    ("params with no thread", lambda d: d["params"].update(threads=0)),
+]
+
+
+@pytest.mark.parametrize(("what", "mutate"), SHAPES_BREAKS, ids=[what for what, _ in SHAPES_BREAKS])
+def test_result_schema_rejects_shapes_never_written(what: str, mutate: Callable[[dict[str, Any]], None]) -> None:
+    document = load(GTHREAD / "recommendation.json")
     validate(document, "tune-result")
     mutate(document)
     with pytest.raises(jsonschema.ValidationError):
