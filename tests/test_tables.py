@@ -19,8 +19,9 @@ RESULTS = sorted(DATA.glob("tune-*/recommendation.json")) + sorted(DATA.glob("tu
 
 
 def _points(document: dict[str, Any]) -> list[dict[str, Any]]:
-    pools = document.get("pools") or {}
-    return [*(document.get("sweep") or []), *(document.get("mrpc") or []), *pools.get("points", [])]
+    pools, shapes = document.get("pools") or {}, document.get("shapes") or {}
+    return [*(document.get("sweep") or []), *(document.get("mrpc") or []), *pools.get("points", []),
+            *shapes.get("points", [])]
 
 
 @pytest.mark.parametrize("path", RESULTS, ids=lambda p: f"{p.parent.name}/{p.name}")

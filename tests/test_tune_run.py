@@ -93,10 +93,10 @@ fields' defaults); TuneRun.to_dict writes them back: the only difference from th
 
 def _earlier(document: dict[str, Any]) -> dict[str, Any]:
     """``document`` as an earlier pounder wrote it: none of the members added since (offered, pools,
-    spare_choice, why, fleet, the points' p99 interval and other cores), a target without its
+    spare_choice, why, fleet, shapes, the points' p99 interval and other cores), a target without its
     defaults, a burst per spare setting."""
     older = copy.deepcopy(document)
-    for key in ("offered", "pools", "spare_choice", "why", "fleet"):
+    for key in ("offered", "pools", "spare_choice", "why", "fleet", "shapes"):
         older.pop(key, None)
     for point in [*older["sweep"], *older["mrpc"]]:
         for key in ("p99_low", "p99_high", "other_cores"):
@@ -122,6 +122,14 @@ def test_every_stored_recommendation_reads_as_a_record_and_back(path: Path) -> N
     if run.pools is not None:
         assert [p.to_dict() for p in run.pools.points] == document["pools"]["points"]
         assert (run.pools.chosen, run.pools.best) == (document["pools"]["chosen"], document["pools"]["best"])
+    assert (run.shapes is None) == ("shapes" not in document)
+    if run.shapes is not None:  # workers x threads compared: the shapes, the one chosen, its threads recommended
+        shapes = document["shapes"]
+        assert [p.to_dict() for p in run.shapes.points] == shapes["points"]
+        assert (run.shapes.workers, run.shapes.threads, list(run.shapes.best)) == (
+            shapes["workers"], shapes["threads"], shapes["best"])
+        assert run.shapes.offered.to_dict() == shapes["offered"] and run.shapes.reasons == tuple(shapes["reasons"])
+        assert run.params.threads == shapes["threads"] and run.shapes.point(*shapes["best"]) is not None
     pod = (document.get("fleet") or {}).get("pod")
     assert (run.fleet.pod is None) == (not pod)
     if pod:
@@ -134,8 +142,8 @@ def test_a_recommendation_of_an_earlier_pounder_reads_and_back_with_the_targets_
     as it was but for the target's documented defaults (TARGET_DEFAULTS), which it then holds."""
     older = _earlier(json.loads(path.read_text()))
     run = TuneRun.from_dict(older)
-    assert (run.offered, run.pools, run.spare_choice, run.why, run.fleet.size, run.fleet.pod) == (
-        None, None, None, None, None, None)
+    assert (run.offered, run.pools, run.spare_choice, run.why, run.fleet.size, run.fleet.pod, run.shapes) == (
+        None, None, None, None, None, None, None)
     assert len(run.spare) == 2 and run.spare_points == ()
     assert run.to_dict() == {**older, "target": {**older["target"], **TARGET_DEFAULTS}}
 
@@ -150,6 +158,25 @@ def test_a_recommendation_missing_what_every_version_holds_names_it() -> None:
     broken = {**document, "sweep": [{**document["sweep"][0], "rps": "fast"}]}
     with pytest.raises(MalformedTuneError, match=r"sweep\[0\]\.rps"):
         TuneRun.from_dict(broken)
+
+
+def test_the_shapes_stored_are_read_whole_or_named() -> None:
+    """recommendation.json's shapes (workers x threads compared) hold every member or none: one
+    missing, or of another type, is the MalformedTuneError naming its key."""
+    document = json.loads((DATA / "tune-gthread" / "recommendation.json").read_text())
+    shapes = document["shapes"]
+    for key in shapes:
+        with pytest.raises(MalformedTuneError, match=rf"missing 'shapes\.{key}'"):
+            TuneRun.from_dict({**document, "shapes": {k: v for k, v in shapes.items() if k != key}})
+    big = [{**shapes["points"][0], "footprint": "big"}]
+    for key, value, named in (("best", [1], r"shapes\.best"), ("best", [1, "x"], r"shapes\.best\[1\]"),
+                              ("workers", "8", r"shapes\.workers"), ("per_thread", 1.5, r"shapes\.per_thread"),
+                              ("points", big, r"shapes\.points\[0\]\.footprint"),
+                              ("offered", {}, r"shapes\.offered"), ("reasons", [1], r"shapes\.reasons\[0\]")):
+        with pytest.raises(MalformedTuneError, match=named):
+            TuneRun.from_dict({**document, "shapes": {**shapes, key: value}})
+    negative = TuneRun.from_dict({**document, "shapes": {**shapes, "per_thread": -4096}})  # a worker's USS may shrink
+    assert negative.shapes is not None and negative.shapes.per_thread == -4096
 
 
 @pytest.mark.parametrize("path", sorted(DATA.glob("tune-*/summary.json")), ids=lambda p: p.parent.name)

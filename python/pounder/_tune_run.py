@@ -8,11 +8,12 @@ the stored document with :class:`pounder._records.Reader` (``from_dict``, ``to_d
 * :class:`Confirmation`: the recommended configuration held at the target load, its checks and,
   when the first pool was over the RAM budget, the pool it was lowered from;
 * :class:`TuneRun`: a finished run's ``recommendation.json`` as a whole, read once for the page
-  (its points as :class:`~pounder._tune_point.TunePoint`, the pools compared, the spare setting
-  chosen, the fleet, the records above), leniently as the page read it before the record: a
-  member an earlier pounder did not write reads as None; :class:`TuneSummary`: an unfinished
-  run's ``summary.json`` the same way. They are the reading side of what ``pounder.tune`` writes
-  (its ``TuneResult``, ``PoolChoice``, ``Fleet``): named ``Stored*`` where both exist.
+  (its points as :class:`~pounder._tune_point.TunePoint`, the pools compared, the workers x threads
+  shapes compared, the spare setting chosen, the fleet, the records above), leniently as the page
+  read it before the record: a member an earlier pounder did not write reads as None;
+  :class:`TuneSummary`: an unfinished run's ``summary.json`` the same way. They are the reading
+  side of what ``pounder.tune`` writes (its ``TuneResult``, ``PoolChoice``, ``ShapeChoice``,
+  ``Fleet``): named ``Stored*`` where both exist.
 
 The document as stored is kept (``stored``): :meth:`Confirmation.to_dict` gives it back, with the
 record's figures; the figures the record does not name (CPU, memory) stay in it."""
@@ -25,7 +26,15 @@ from typing import Any
 
 from pounder._errors import public
 from pounder._records import Convert, Record
-from pounder._tune_point import READ, Stored, TunePoint, may_be_missing, tune_points
+from pounder._tune_point import (
+    READ,
+    MalformedTuneError,
+    Stored,
+    TunePoint,
+    may_be_missing,
+    stored_dict,
+    tune_points,
+)
 from pounder._units import children_text, count_text, mib
 
 
@@ -207,13 +216,15 @@ def target_text(target: Target, offered: OfferedLoad | None, *, compared: bool, 
 # recommendation.json as a whole
 
 
-_PARAMS = ("max_clients", "max_requests", "start_servers", "min_spare", "max_spare", "preload")
+_PARAMS = ("max_clients", "max_requests", "start_servers", "min_spare", "max_spare", "preload", "threads")
 
 
 @dataclass(frozen=True)
 class StoredParams(Stored):
     """The recommendation, as a point's ``params``: the children, MaxRequestsPerChild (0:
-    unlimited), the spare settings (None: a fixed pool) and the preload setting (None: not stored)."""
+    unlimited), the spare settings (None: a fixed pool), the preload setting (None: not stored) and
+    the threads of each child (None: not stored, the server's own; stored when workers x threads
+    were compared)."""
 
     max_clients: int | None
     max_requests: int | None
@@ -221,6 +232,7 @@ class StoredParams(Stored):
     min_spare: int | None
     max_spare: int | None
     preload: bool | None
+    threads: int | None = None
 
     @classmethod
     def read(cls, value: Mapping[str, Any]) -> StoredParams:
@@ -250,6 +262,64 @@ class StoredPools(Stored):
         points = tuple(tune_points(value["points"], f"{key}.points"))
         return cls(points, value.get("chosen"), value.get("best"), value.get("lowest_p99"), value.get("why"),
                    value.get("reasons"), stored=value)
+
+
+def _shape(value: object, key: str) -> tuple[int, int]:
+    """``[workers, threads]``: two whole numbers, at least 1 each."""
+    items = READ.as_list(value, key)
+    if len(items) != 2:
+        raise MalformedTuneError(f"'{key}' must be [workers, threads], got {len(items)} values")
+    workers, threads = (READ.as_int(item, f"{key}[{i}]") for i, item in enumerate(items))
+    return workers, threads
+
+
+_CONVERTED = ("offered", "best", "points", "per_thread", "reasons")
+"""The members of ``shapes`` read by a converter (:meth:`StoredShapes.converters`), required as the others."""
+
+
+@dataclass(frozen=True)
+class StoredShapes(Stored, key="shapes"):
+    """The workers x threads shapes compared at the offered load (``offered``) and the choice among
+    them, as the run stored it (pounder.tune's ``ShapeChoice``): ``points`` in the order measured
+    (each with its ``threads`` and the memory after the load), the shape chosen (``workers`` x
+    ``threads``), the one that served the most (``best``: workers, threads), the requests every shape
+    serves at once (``slots``), what a thread adds to a worker's private memory (``per_thread``,
+    bytes, may be negative; None when not measured), ``why`` and ``reasons``. Every member is
+    required: a run stores them all or no ``shapes``."""
+
+    offered: OfferedLoad
+    workers: int
+    threads: int
+    best: tuple[int, int]
+    slots: int
+    points: tuple[TunePoint, ...]
+    per_thread: int | None
+    why: str
+    reasons: tuple[str, ...]
+
+    @classmethod
+    def converters(cls) -> dict[str, Convert]:
+        return {"offered": OfferedLoad.from_dict, "best": _shape,
+                "points": lambda value, key: tuple(tune_points(READ.as_list(value, key), key)),
+                "per_thread": READ.nullable(READ.as_signed_int), "reasons": READ.list_of(READ.as_str)}
+
+    @classmethod
+    def read(cls, value: object, key: str = "shapes") -> StoredShapes:
+        """The shapes as stored; :class:`MalformedTuneError` naming the key of a member missing or of
+        another type."""
+        data = READ.as_dict(value, key)
+        missing = next((name for name in _CONVERTED if name not in data), None)  # the others: by their type
+        if missing is not None:
+            raise MalformedTuneError(f"missing '{key}.{missing}'")
+        return cls.from_dict(data, key)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The shapes as stored (the offered load written back by its own record)."""
+        return {**stored_dict(self), "offered": self.offered.to_dict()}
+
+    def point(self, workers: int, threads: int) -> TunePoint | None:
+        """The shape of ``workers`` x ``threads`` (None when it was not measured)."""
+        return next((p for p in self.points if (p.children, p.threads or 1) == (workers, threads)), None)
 
 
 @public
@@ -310,7 +380,8 @@ class TuneRun(Stored, key="recommendation"):
     older pounder), read once for every page and table: the recommendation (``params``, ``config``,
     ``described`` in the server's ``names``), the steps' figures (``measure``, ``memory``, ``sweep``,
     ``children``, ``mrpc``, ``max_requests``, ``spare``, ``pools``), the target, the offered load, the
-    confirmation, the deciding facts (``why``, None in results of earlier versions) and ``fleet``.
+    confirmation, the deciding facts (``why``, None in results of earlier versions), ``fleet`` and the
+    workers x threads shapes compared (``shapes``, None when they were not).
 
     Read as the page read the document before the record: the members every version holds
     (``measure``, ``memory``, ``sweep``, ``children``, ``mrpc``, ``max_requests``, ``params``,
@@ -348,6 +419,7 @@ class TuneRun(Stored, key="recommendation"):
     cpus: str | None
     advice: tuple[str, ...]
     fleet: StoredFleet
+    shapes: StoredShapes | None = None
 
     @classmethod
     def from_dict(cls, value: object, key: str | None = None) -> TuneRun:
@@ -367,6 +439,7 @@ class TuneRun(Stored, key="recommendation"):
         sweep_points = tuple(tune_points(sweep, "sweep"))
         mrpc_points = tuple(tune_points(mrpc, "mrpc"))
         pool_choice = None if pools is None else StoredPools.read(pools)
+        shapes = None if data.get("shapes") is None else StoredShapes.read(data["shapes"])
         trials = bool(spare) and "trials" in spare[0]  # earlier: a burst each, drawn apart
         spare_points = tuple(tune_points(spare, "spare")) if trials else ()
         return cls(
@@ -376,7 +449,7 @@ class TuneRun(Stored, key="recommendation"):
             pool_choice, why, target, offered, confirmation, StoredParams.read(data["params"]), str(data["config"]),
             data.get("cores"), data.get("workload"), data.get("cpus"),
             tuple(str(a) for a in data["advice"]) if data.get("advice") else (), StoredFleet.read(data.get("fleet")),
-            stored=data,
+            shapes, stored=data,
         )  # fmt: skip
 
     @property
@@ -388,7 +461,7 @@ class TuneRun(Stored, key="recommendation"):
         """The document as it was read, each member that is a record written back by its own
         ``to_dict`` (the target with its defaults: ``source``, ``keepalive``, ``proxy``)."""
         out = dict(self.stored)
-        for name in ("target", "offered", "confirmation", "pools", "spare_choice", "fleet", "params"):
+        for name in ("target", "offered", "confirmation", "pools", "spare_choice", "fleet", "params", "shapes"):
             record = getattr(self, name)
             if record is not None and name in out:
                 out[name] = record.to_dict()

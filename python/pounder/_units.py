@@ -211,6 +211,11 @@ def children_text(count: int) -> str:
     return count_text(count, "child", "children")
 
 
+def shape_text(workers: int, threads: int) -> str:
+    """A shape of workers x threads: "4 workers x 8 threads", "1 worker x 1 thread"."""
+    return f"{workers:,} worker{'s' * (workers != 1)} x {threads:,} thread{'s' * (threads != 1)}"
+
+
 def size_text(size: int) -> str:
     """A size in the largest binary unit it fills: "512 bytes", "4 KiB", "1.5 MiB", "64 MiB"."""
     for unit, scale in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):

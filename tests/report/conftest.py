@@ -27,3 +27,10 @@ def apache_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     step ran (``--ram 256M --clients 4 --quick --point-duration 1s --mrpc 0,1000 --max-children
     4``), kept in tests/data/tune-apache."""
     return recorded_copy("tune-apache", tmp_path_factory.mktemp("tune-report"))
+
+
+@pytest.fixture(scope="session")
+def gthread_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real run on gunicorn answering /sleep?ms=40 at 16 clients that compared workers x threads
+    at the offered load (gthread workers), kept in tests/data/tune-gthread (tests/data/record.py)."""
+    return recorded_copy("tune-gthread", tmp_path_factory.mktemp("tune-report"))

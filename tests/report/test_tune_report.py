@@ -467,3 +467,60 @@ def test_php_fpms_status_page_is_said_under_its_tables(tmp_path: Path) -> None:
     assert "pm.max_children smaller than the clients there, as the queued column says" in text
     stored = " ".join((run / "recommendation.txt").read_text().split())
     assert "php-fpm's status page, read before and after each load: its listen queue held connections in " in stored
+
+
+def test_workers_x_threads_drawn_as_the_text_prints_them(gthread_run: Path) -> None:
+    """A run that compared workers x threads (tune-gthread): its page has section 4b with the table
+    the text prints (every shape's row, the same cells: the shape, its trials, requests/s and p99 with
+    their intervals, its memory after the load), the chosen and the best marked as stored, the
+    deciding fact and the reasons; the recommendation's threads beside the workers; the spare servers
+    keep their number (6; MaxRequestsPerChild, 5, was not swept: --mrpc 0)."""
+    data = _recommendation(gthread_run)
+    shapes = data["shapes"]
+    text = _render(gthread_run)
+    section = text[text.index("<h2>4b. Workers x threads at the offered load</h2>"):text.index("<h2>6. ")]
+    assert "<table>" in section and "<th>footprint MiB</th><th>worker USS MiB</th>" in section
+    printed = _text_table((gthread_run / "recommendation.txt").read_text(), r"4b\. Workers x threads")
+    assert len(printed) == len(shapes["points"]) >= 2
+    rows = [row for row in _html_rows(section) if row]
+    assert len(rows) == len(printed)
+    for html_row, text_row in zip(rows, printed, strict=True):  # the page puts the mark after the first cell
+        assert sorted(html_row) == sorted(text_row), (html_row, text_row)
+    marks = {(int(row[0]), int(row[2] if row[1] in ("chosen", "best") else row[1])): row[1] for row in rows}
+    assert marks[(shapes["workers"], shapes["threads"])] == "chosen"
+    if tuple(shapes["best"]) != (shapes["workers"], shapes["threads"]):
+        assert marks[tuple(shapes["best"])] == "best"
+    assert sum(mark in ("chosen", "best") for mark in marks.values()) == 1 + (
+        tuple(shapes["best"]) != (shapes["workers"], shapes["threads"]))
+    for point in shapes["points"]:
+        row = next(r for r in rows if r[0] == str(point["children"]) and str(point["threads"]) in r[1:3])
+        assert f"{point['footprint'] / 2**20:,.1f}" in row and f"{point['rps']:,.0f}" in row, (point, row)
+    words = _page_text(section)
+    assert shapes["why"] in words
+    for reason in shapes["reasons"]:
+        assert f"<li>{html.escape(reason)}</li>" in section, reason
+    assert f"each shape serving {shapes['slots']} requests at once".lower() in words.lower()
+    top = text[:text.index("<h2>1. ")]
+    assert ["threads", "of", "each", "child", "threads", str(shapes["threads"])] in _html_rows(top)
+    assert "<h2>6. Spare servers</h2>" in text
+    _self_contained(text)
+
+
+def test_a_run_without_shapes_has_no_threads_section(demo_run: Path, gthread_run: Path, tmp_path: Path) -> None:
+    """The demo (gunicorn, stored before shapes were compared): no section 4b, no threads row. A run
+    whose threads were given (Puma's --threads, sweep_threads on): 4b says they were not compared."""
+    text = _render(demo_run)
+    assert "4b. " not in text and "threads of each child" not in text
+    copy = Path(shutil.copytree(gthread_run, tmp_path / "given"))
+    data = _recommendation(copy)
+    del data["shapes"]
+    (copy / "recommendation.json").write_text(json.dumps(data))
+    assert "4b. " not in _render(copy)  # gunicorn: the threads are never given (no --threads)
+    manifest = json.loads((copy / "tune.json").read_text())
+    puma = {"kind": "puma", "rackup": str(PERL.parent / "rack_app.ru"), "preload": False, "env": {}, "extra_args": [],
+            "threads": [4, 4]}
+    (copy / "tune.json").write_text(json.dumps({**manifest, "adapter": puma}))
+    (copy / "recommendation.json").write_text(json.dumps({**data, "server": puma}))
+    section = _render(copy)
+    assert "<h2>4b. Workers x threads</h2>\n<p>Not compared: the threads of each worker were given (--threads).</p>" \
+        in section

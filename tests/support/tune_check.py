@@ -61,8 +61,9 @@ def check_consistent(stdout: str, data: dict[str, Any]) -> None:
     # is one of the MaxRequestsPerChild table's, and that table's are the measured ratios
     table = head.split("\n5. ")[1].split("\n\n")[0] if "\n5. " in head else ""
     pools_table = head.split("\n4. ")[1].split("\n\n")[0] if "\n4. " in head else ""
+    shapes_table = head.split("\n4b. ")[1].split("\n\n")[0] if "\n4b. " in head else ""  # workers x threads
     printed = set(re.findall(r"[+-]\d+\.\d", table))
-    printed_pools = set(re.findall(r"[+-]\d+\.\d", pools_table))
+    printed_pools = set(re.findall(r"[+-]\d+\.\d", pools_table + shapes_table))
     for point in data["mrpc"]:
         vs = point.get("vs_unlimited") or {}
         for key in ("ratio", "low", "high"):
@@ -70,8 +71,8 @@ def check_consistent(stdout: str, data: dict[str, Any]) -> None:
                 assert f"{(float(vs[key]) - 1) * 100:+.1f}" in printed, (key, vs, table)
     for signed in (value for found in _SIGNED.findall(narrative) for value in found if value):
         assert signed in printed | printed_pools, (
-            f"{signed}% quoted in the reasons is not in the MaxRequestsPerChild or the pools table:\n{table}")
-    # the pools' ratios to the best quoted with "against the best" are the pools table's
+            f"{signed}% quoted in the reasons is in no table of MaxRequestsPerChild, pools or shapes:\n{table}")
+    # the pools' (and the shapes') ratios to the best quoted with "against the best" are their table's
     for signed in re.findall(r"([+-]\d+\.\d)% (?:\([+-]\d+\.\d% to [+-]\d+\.\d%\) )?against the best", narrative):
         assert signed in printed_pools, f"{signed}% against the best is not in the pools table:\n{pools_table}"
     # "within N%" of a value whose interval is quoted: the whole interval is (the median alone is

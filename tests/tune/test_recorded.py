@@ -306,3 +306,43 @@ def test_a_pool_that_outgrows_its_budget_is_caught_by_the_confirmation_and_lower
     assert "the measurement beats the sizes' prediction" in data["children"]["reasons"][-1]
     again = json.loads((points / "confirm-lowered.json").read_text())["summary"]
     assert again["children"] == confirmation["children"] and again["footprint"] == confirmation["footprint"]
+
+
+def test_an_io_bound_app_on_gthread_workers_gets_threads_for_workers(tmp_path: Path) -> None:
+    """tune-gthread: gunicorn, 40 ms waits at 16 clients, workers x threads compared at the offered
+    load (tests/data/record.py). Resumed without a server, the recording's decisions again; every
+    shape serves the pool's 16 requests at once; the shape chosen is as fast as the best and has the
+    smallest footprint (within 5 %) of those as fast, fewer workers than the one-thread pool; the
+    recommendation and its configuration are that shape; the confirmation, another server start of
+    it, measured the same footprint after its load as the threads step did."""
+    data, text = decided_again("tune-gthread", tmp_path)
+    validate_results_dir(tmp_path / "tune-gthread", finished=True)
+    recorded = json.loads((recorded_copy("tune-gthread", tmp_path / "again") / "recommendation.json").read_text())
+    where = ("tool_version", "server", "config")  # the pounder and the checkout it was recorded with
+    assert {k: v for k, v in data.items() if k not in where} == {k: v for k, v in recorded.items() if k not in where}
+    shapes = data["shapes"]
+    points = shapes["points"]
+    assert (points[0]["children"], points[0]["threads"]) == (data["pools"]["chosen"], 1) == (16, 1)
+    for point in points:  # workers rounded up: never fewer requests at once, never a worker too many
+        workers, threads = point["children"], point["threads"]
+        assert workers * threads >= shapes["slots"] > (workers - 1) * threads, point
+        assert {"footprint", "child_uss", "child_shared"} <= set(point) and point["footprint"] > 0
+    chosen = next(p for p in points if (p["children"], p["threads"]) == (shapes["workers"], shapes["threads"]))
+    fast = [p for p in points if not p["vs_best"]["worse"]]
+    assert chosen in fast and chosen["footprint"] <= 1.05 * min(p["footprint"] for p in fast)
+    assert shapes["threads"] > 1 and chosen["footprint"] < points[0]["footprint"], shapes["why"]
+    assert (data["params"]["max_clients"], data["params"]["threads"]) == (shapes["workers"], shapes["threads"])
+    assert 'worker_class = "gthread"' in data["config"] and f"threads = {shapes['threads']}" in data["config"]
+    assert f"--workers {shapes['workers']} " in data["config"] and f"--threads {shapes['threads']} " in data["config"]
+    confirmation = data["confirmation"]
+    assert confirmation["ok"] and confirmation["children"] == shapes["workers"]
+    assert abs(confirmation["footprint"] - chosen["footprint"]) <= 0.1 * chosen["footprint"], (confirmation, chosen)
+    assert "\n4b. Workers x threads at the offered load, 16 clients (--clients)" in text
+
+
+@pytest.mark.xfail(strict=True, reason="the shapes' reasons (pounder.tune._shapes._lock_reasons) quote the busy time "
+                   "(42.7 ms) and the CPU per request in ms (0.5 ms), figures no table prints (the shapes table has "
+                   "no busy time and the CPU in us): reported to the lead, not changed here")
+def test_the_gthread_runs_reasons_quote_only_figures_of_its_tables(tmp_path: Path) -> None:
+    data, text = decided_again("tune-gthread", tmp_path)
+    check_consistent(text, data)

@@ -12,7 +12,9 @@ report prints (:mod:`pounder.tune._render`; the steps' parts are in :mod:`._tune
 * ``tune-memory``: the MaxClients formula, shared + n x child USS against the RAM budget, next to
   the sweep's requests/s (where throughput stops growing);
 * ``tune-pools``: requests/s and p99 (medians and intervals) of each candidate pool at the same
-  offered load, the chosen one marked, as the run chose it;
+  offered load, the chosen one marked, as the run chose it; then, for the servers whose workers run
+  threads, the workers x threads shapes compared at that load (the table the text prints, with
+  each shape's memory after the load, the chosen and the best marked, and why);
 * ``tune-max-requests``: requests/s per MaxRequestsPerChild value (median and interval), with
   its change against unlimited;
 * ``tune-spare``: (servers that spawn children with the load) per-second p99 after a step from
@@ -46,6 +48,7 @@ from pounder._tune_run import (
     PointLine,
     StoredPod,
     StoredPools,
+    StoredShapes,
     Target,
     TuneRun,
     TuneSummary,
@@ -64,13 +67,14 @@ from pounder.pool import (
 from pounder.profile import load_profile
 from pounder.report._html import ReportError, Section, bullets, check_numbers, details, esc, paragraph, pre, table
 from pounder.report._profile import profile_sections
-from pounder.report._tune_pools import mrpc_section, pools_section, spare_section
+from pounder.report._tune_pools import mrpc_section, pools_section, shapes_section, spare_section
 from pounder.report._tune_steps import children_section, memory_section, sizes_section
 
 PARAMS = ("max_clients", "max_requests", "start_servers", "min_spare", "max_spare")
 _GENERIC = {"max_clients": "children (MaxClients)", "max_requests": "requests per child (MaxRequestsPerChild)",
             "start_servers": "children at start (StartServers)", "min_spare": "idle children, at least (MinSpare)",
-            "max_spare": "idle children, at most (MaxSpare)", "preload": "preload the application in the parent"}
+            "max_spare": "idle children, at most (MaxSpare)", "preload": "preload the application in the parent",
+            "threads": "threads of each child"}
 _NAMES = {kind: cls.names for kind, cls in ADAPTERS.items()}
 _OLD_RESULTS = ("pounder/tune-result/1",)
 _REQUIRED = ("tool_version", "started_at", "adapter", "options")
@@ -170,6 +174,7 @@ class TuneResults:
     def _from_result(self, result: TuneRun) -> None:
         self._steps(result)
         self.children, self.max_requests = result.children, result.max_requests
+        self.shapes: StoredShapes | None = result.shapes
         self.spare: list[dict[str, Any]] = [self._with_series(dict(p)) for p in result.spare]
         self.spare_points, self.spare_trials = list(result.spare_points), 0
         self.why: tuple[str, ...] | None = result.why
@@ -193,6 +198,7 @@ class TuneResults:
                               f"{error}") from None
         self._steps(stored)
         self.children, self.max_requests = None, None
+        self.shapes = None  # compared and chosen with the recommendation
         self.spare = []  # each setting's figures come with the recommendation
         self.spare_points, self.spare_trials = [], stored.spare_trials
         self.why, self.confirmation, self.target, self.offered = None, None, None, None
@@ -212,6 +218,14 @@ class TuneResults:
     def unreferenced(self) -> bool:
         """Spare bursts of results that predate the stored reference latency (drawn without it)."""
         return bool(self.spare) and not all("reference_p99_ms" in p for p in self.spare)
+
+    @property
+    def threads_given(self) -> bool:
+        """Whether the run kept the threads of each worker as given (Puma's --threads, stored in its
+        adapter) instead of comparing workers x threads shapes (options.sweep_threads)."""
+        server = (None if self.result is None else self.result.server) or self.manifest.get("adapter") or {}
+        kind = ADAPTERS.get(self.kind)
+        return bool(kind is not None and kind.threaded and self.options.get("sweep_threads") and "threads" in server)
 
     @property
     def finished(self) -> bool:
@@ -244,6 +258,9 @@ def _sections(run: TuneResults, prefix: str) -> list[Section]:
         sections.append(children_section(run, prefix))
     if run.at_offered_load and (run.pools is not None or run.finished):
         sections.append(pools_section(run, prefix))
+    shapes = shapes_section(run) if run.finished else None
+    if shapes is not None:
+        sections.append(shapes)
     if run.mrpc:
         sections.append(mrpc_section(run, prefix))
     sections.append(spare_section(run, prefix))
@@ -309,6 +326,8 @@ def _top(run: TuneResults) -> Section:
         else:
             shown = str(value)
         rows.append([_GENERIC[key], name, shown])
+    if params.threads is not None:  # workers x threads compared: the threads chosen (each server calls it threads)
+        rows.append([_GENERIC["threads"], "threads", str(params.threads)])
     if params.preload is not None:
         rows.append([_GENERIC["preload"], run.names.get("preload", "-"), "yes" if params.preload else "no"])
     section.add('<div class="callout">' + table(["parameter", f"{run.kind} name", "recommended"], rows) + "</div>")

@@ -1,7 +1,7 @@
 """Parts of a tuning run's page for its steps at the offered load, put together by
-:mod:`pounder.report._tune`: the pools compared there, MaxRequestsPerChild and the spare servers.
-The pools' figures, their comparisons with the best and the marks are the run's own (nothing is
-chosen again here)."""
+:mod:`pounder.report._tune`: the pools compared there, the workers x threads shapes,
+MaxRequestsPerChild and the spare servers. The pools' and the shapes' figures, their comparisons
+with the best and the marks are the run's own (nothing is chosen again here)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,18 @@ from typing import TYPE_CHECKING
 from pounder import _figures as figures
 from pounder._tune_point import TunePoint, present
 from pounder._tune_run import OfferedLoad
-from pounder._tune_tables import mrpc_table, pool_rows, pools_table, spare_table, versus_text
-from pounder._units import children_text, count_text, mib
+from pounder._tune_tables import (
+    mrpc_table,
+    pool_rows,
+    pools_table,
+    shape_rows,
+    shapes_table,
+    spare_table,
+    versus_text,
+)
+from pounder._units import children_text, count_text, mib, shape_text
 from pounder.pool import ADAPTERS, own_name, status_reader
-from pounder.report._html import Section, chart, label_axes, paragraph, scroll, table
+from pounder.report._html import Section, bullets, chart, label_axes, paragraph, scroll, table
 from pounder.report._tune_steps import (
     BLUE,
     GREEN,
@@ -129,6 +137,49 @@ def _pools_chart(section: Section, chart_id: str, caption: str, points: Sequence
         bottom.set_ylim(top=max(slowest, limit_ms or 0.0) * 1.15 or 1)
         label_axes(top, "", "requests/s", "Throughput at the offered load")
         label_axes(bottom, "children", "ms", "Latency at the offered load")
+
+
+# ---------------------------------------------------------------------------------------------
+# step 4b: workers x threads at the offered load
+
+
+def shapes_section(run: TuneResults) -> Section | None:
+    """The workers x threads shapes measured at the offered load, as the run stored them (the chosen
+    and the best marked as it chose them), the table the text prints, then why; that they were not
+    compared when the threads of each worker were given; None when the run compared none (a server
+    without threads, --no-thread-sweep, an earlier pounder)."""
+    shapes = run.shapes
+    if shapes is None:
+        if not run.threads_given:
+            return None
+        section = Section("4b. Workers x threads")
+        section.add(paragraph("Not compared: the threads of each worker were given (--threads)."))
+        return section
+    section = Section("4b. Workers x threads at the offered load")
+    chosen = shapes.point(shapes.workers, shapes.threads)
+    caption = (f"Each shape serving {shapes.slots:,} requests at once at {shapes.offered.text()}: medians of "
+               f"interleaved trials (RPS and p99 with their 95% intervals; memory after the load); chosen: "
+               f"{shape_text(shapes.workers, shapes.threads)}")
+    best = shapes.best
+    caption += "." if best == (shapes.workers, shapes.threads) else f"; the most requests/s: {shape_text(*best)}."
+    section.add(paragraph(caption))
+    section.add(scroll(shapes_table().html(shape_rows(list(shapes.points), (shapes.workers, shapes.threads),
+                                                      best))))
+    per_thread = "" if shapes.per_thread is None else (
+        f"; a thread added about {mib(max(shapes.per_thread, 0))} MiB to a worker's private memory")
+    section.add(paragraph(
+        "workers x threads = the shape; NC = the offered load's connections, trials = counted/run, NR = requests "
+        "(every trial); RPS and p99: medians with their 95% intervals, latency in ms; RPS vs best: the median "
+        "requests/s against the best shape's, with the 95% interval of that ratio; footprint: the server's memory "
+        "right after the load (PSS summed over its processes: shared pages counted once); worker USS and worker "
+        "shared: a worker's median private and shared memory then; chosen: the smallest footprint as good as the "
+        "best, best: the most requests/s (when not the chosen)" + per_thread + f"; {OTHER_CORES}."))
+    if chosen is None:  # not a document pounder wrote: the chosen shape is one of those measured
+        section.add(paragraph(f"The shape chosen, {shape_text(shapes.workers, shapes.threads)}, is not among "
+                              "those stored."))
+    section.add(paragraph(f"Chosen: {shapes.why}"))
+    section.add(bullets(shapes.reasons))
+    return section
 
 
 # ---------------------------------------------------------------------------------------------
