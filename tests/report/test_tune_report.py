@@ -524,3 +524,25 @@ def test_a_run_without_shapes_has_no_threads_section(demo_run: Path, gthread_run
     section = _render(copy)
     assert "<h2>4b. Workers x threads</h2>\n<p>Not compared: the threads of each worker were given (--threads).</p>" \
         in section
+
+
+def test_an_interrupted_run_counts_the_threads_trials_measured(gthread_run: Path, tmp_path: Path) -> None:
+    """A run stopped during the threads step: 4b counts the trials stored (each in the list of points
+    above), nothing chosen yet; before the step, no 4b."""
+    copy = Path(shutil.copytree(gthread_run, tmp_path / "interrupted-threads"))
+    (copy / "recommendation.json").unlink()
+    for point in (copy / "points").glob("*.json"):
+        if point.stem.startswith("confirm") or point.stem.startswith("threads-") and "-t3" in point.stem:
+            point.unlink()
+    write_summary(copy)
+    trials = len(list((copy / "points").glob("threads-*.json")))
+    assert trials >= 4
+    text = _render(copy)
+    said = f"{trials} trials of the workers x threads step were measured (listed above); the shapes' figures are " \
+        "shown when the run finishes."
+    assert f"<h2>4b. Workers x threads</h2>\n<p>{html.escape(said)}</p>" in text
+    assert "<h2>6. Spare servers</h2>" in text  # numbered as the finished run's (4b at the offered load)
+    for point in (copy / "points").glob("threads-*.json"):
+        point.unlink()
+    write_summary(copy)
+    assert "4b. " not in _render(copy)

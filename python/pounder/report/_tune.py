@@ -235,7 +235,8 @@ class TuneResults:
     def at_offered_load(self) -> bool:
         """Whether the run compares pools at the offered load (the sections are numbered as its
         text: 4 the pools, 5 MaxRequestsPerChild, 6 spare servers)."""
-        return self.why is not None or self.pools is not None or self.spare_trials > 0
+        return (self.why is not None or self.pools is not None or self.spare_trials > 0
+                or any(line.step == "threads" for line in self.point_lines))  # shapes: compared there too
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,7 +259,7 @@ def _sections(run: TuneResults, prefix: str) -> list[Section]:
         sections.append(children_section(run, prefix))
     if run.at_offered_load and (run.pools is not None or run.finished):
         sections.append(pools_section(run, prefix))
-    shapes = shapes_section(run) if run.finished else None
+    shapes = shapes_section(run)
     if shapes is not None:
         sections.append(shapes)
     if run.mrpc:

@@ -146,9 +146,19 @@ def _pools_chart(section: Section, chart_id: str, caption: str, points: Sequence
 def shapes_section(run: TuneResults) -> Section | None:
     """The workers x threads shapes measured at the offered load, as the run stored them (the chosen
     and the best marked as it chose them), the table the text prints, then why; that they were not
-    compared when the threads of each worker were given; None when the run compared none (a server
-    without threads, --no-thread-sweep, an earlier pounder)."""
+    compared when the threads of each worker were given; an unfinished run's trials of the step
+    counted; None when the run compared none (a server without threads, --no-thread-sweep, an
+    earlier pounder)."""
     shapes = run.shapes
+    if shapes is None and not run.finished:  # the shapes' figures come with the recommendation
+        trials = sum(1 for line in run.point_lines if line.step == "threads")
+        if not trials:
+            return None
+        section = Section("4b. Workers x threads")
+        were = "was" if trials == 1 else "were"
+        section.add(paragraph(f"{count_text(trials, 'trial')} of the workers x threads step {were} measured (listed "
+                              "above); the shapes' figures are shown when the run finishes."))
+        return section
     if shapes is None:
         if not run.threads_given:
             return None
