@@ -124,6 +124,7 @@ THREADS: Point = Column("threads", lambda p: p.threads or 1)
 FOOTPRINT: Point = Column("footprint MiB", lambda p: mib(p.footprint))
 WORKER_USS: Point = Column("worker USS MiB", lambda p: mib(p.child_uss))
 WORKER_SHARED: Point = Column("worker shared MiB", lambda p: mib(p.child_shared))
+BUSY: Point = Column("busy ms", lambda p: ms(None if p.busy_s is None else p.busy_s * 1000))
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ def shapes_table() -> Table[ShapeRow]:
     columns: list[Point] = [
         Column("workers", lambda p: p.children), THREADS, NC, TRIALS, NR, RPS, RPS_CI,
         Column("RPS vs best (95% CI)", lambda p: versus_text(p.vs_best)), P99, P99_CI,
-        FOOTPRINT, WORKER_USS, WORKER_SHARED, SERVER_CPU, SERVER_CORES, OTHER_CORES, FAILED, FLAGS,
+        FOOTPRINT, WORKER_USS, WORKER_SHARED, SERVER_CPU, BUSY, SERVER_CORES, OTHER_CORES, FAILED, FLAGS,
     ]
     return Table([*(c.of(_shape_point) for c in columns), Column("", lambda r: r.mark, mark=True)])
 

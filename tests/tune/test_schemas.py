@@ -342,7 +342,7 @@ def check_documents(root: Path) -> None:
         assert [{k: v for k, v in p.items() if k not in ("vs_best", "p99_vs_lowest")} for p in shapes["points"]] \
             == aggregated
         again = choose_shape(aggregated, OfferedLoad(**offered), target, tolerance=float(options["tolerance"]),
-                             slots=shapes["slots"], lock="the lock").to_dict()
+                             slots=shapes["slots"], lock="the lock", cores=float(result["cores"])).to_dict()
         assert {k: v for k, v in shapes.items() if k not in ("why", "reasons")} == {
             k: v for k, v in again.items() if k not in ("why", "reasons")}
         assert shapes["offered"] == offered and stored[0] == (stored[0][0], 1)

@@ -62,7 +62,7 @@ def test_waiting_requests_choose_the_smallest_footprint_as_fast() -> None:
         shape(2, 8, [377, 379, 380], footprint_mib=27, uss_mib=7.1),
         shape(1, 16, [300, 310, 305], p99_ms=90.0, footprint_mib=21, uss_mib=9.3),
     ]
-    choice = choose_shape(points, CLIENTS, Target(clients=16), tolerance=0.05, slots=16, lock="Python's GIL")
+    choice = choose_shape(points, CLIENTS, Target(clients=16), tolerance=0.05, slots=16, lock="Python's GIL", cores=2.0)
     assert (choice.workers, choice.threads) == (2, 8)
     marked = _points(choice)
     assert not present(marked[(2, 8)].vs_best).worse and present(marked[(1, 16)].vs_best).worse
@@ -86,13 +86,13 @@ def test_cpu_bound_workers_keep_one_thread_and_the_lock_is_named() -> None:
         shape(1, 8, [96, 95, 97], p99_ms=120, cpu_us=busy_cpu, footprint_mib=70),
     ]
     choice = choose_shape(points, OfferedLoad(connections=8, rate=None, source="--clients", held=False),
-                          Target(clients=8), tolerance=0.05, slots=8, lock="Ruby's GVL")
+                          Target(clients=8), tolerance=0.05, slots=8, lock="Ruby's GVL", cores=2.0)
     # 2 workers keep the 2 cores busy: as fast, less memory (measured, not refused by a rule)
     assert (choice.workers, choice.threads) == (2, 4)
     only_slower = [shape(2, 1, [190, 188, 192], p99_ms=40, cpu_us=10_000.0, footprint_mib=80),
                    shape(1, 2, [100, 98, 99], p99_ms=80, cpu_us=10_000.0, footprint_mib=50)]
     kept = choose_shape(only_slower, OfferedLoad(connections=2, rate=None, source="--clients", held=False),
-                        Target(clients=2), tolerance=0.05, slots=2, lock="Ruby's GVL")
+                        Target(clients=2), tolerance=0.05, slots=2, lock="Ruby's GVL", cores=2.0)
     assert (kept.workers, kept.threads) == (2, 1)
     lock = [r for r in kept.reasons if r.startswith("threads added nothing")]
     assert lock and "CPU-bound" in lock[0] and "Ruby's GVL" in lock[0] and lock[0].endswith("1 thread per worker")
@@ -108,15 +108,15 @@ def test_p99_target_and_equal_footprints() -> None:
     ]
     offered = OfferedLoad(connections=4, rate=None, source="--clients", held=False)
     # without a target, a p99 a third above the lowest is distinguishably higher: only 4 x 1 is as good
-    lowest = choose_shape(points, offered, Target(clients=4), tolerance=0.05, slots=4, lock="Python's GIL")
+    lowest = choose_shape(points, offered, Target(clients=4), tolerance=0.05, slots=4, lock="Python's GIL", cores=2.0)
     assert (lowest.workers, lowest.threads) == (4, 1)
     # the same memory (61 and 59 MiB): the fewer threads
     equal = [shape(4, 1, [200, 199, 201], footprint_mib=100), shape(2, 2, [199, 200, 200], footprint_mib=61),
              shape(1, 4, [200, 201, 199], footprint_mib=59)]
-    same = choose_shape(equal, offered, Target(clients=4), tolerance=0.05, slots=4, lock="Python's GIL")
+    same = choose_shape(equal, offered, Target(clients=4), tolerance=0.05, slots=4, lock="Python's GIL", cores=2.0)
     assert (same.workers, same.threads) == (2, 2)
     limited = choose_shape(points, offered, Target(clients=4, p99_s=0.05), tolerance=0.05, slots=4,
-                           lock="Python's GIL")
+                           lock="Python's GIL", cores=2.0)
     assert (limited.workers, limited.threads) == (2, 2)
     assert "its p99 meets --p99 50.0 ms" in limited.reasons[0]
 
@@ -128,3 +128,22 @@ def test_points_read_as_records() -> None:
     assert point.busy_s == pytest.approx(16 / point.rps)
     failed = tune_points([shape(8, 2, [0, 0, 0], footprint_mib=60)], "p")[0]
     assert failed.counted == 0 and failed.footprint is None  # no counted trial: no memory figure either
+
+
+def test_noise_does_not_trade_a_cpu_bound_worker_for_a_thread() -> None:
+    """Puma at 8 clients, 2 workers burning 10 ms of CPU per request, on a busy machine: the
+    intervals cannot tell 1 worker x 2 threads from the best, but the kernel's CPU accounting says
+    each worker used 0.95 of a core while it held a request, so 2 cores need 2 workers; one worker's
+    threads share one core under the GVL: the 2 workers stay, and the reasons say why."""
+    offered = OfferedLoad(connections=8, rate=None, source="--clients", held=False)
+    noisy = [shape(2, 1, [130, 60, 180, 110], p99_ms=100, cpu_us=10_100.0, footprint_mib=160),
+             shape(1, 2, [70, 64, 62, 73], p99_ms=104, cpu_us=10_700.0, footprint_mib=90)]
+    choice = choose_shape(noisy, offered, Target(clients=8), tolerance=0.05, slots=2, lock="Ruby's GVL", cores=2.0)
+    marked = _points(choice)
+    assert not present(marked[(1, 2)].vs_best).worse  # the wall clock alone could not tell them apart
+    assert (choice.workers, choice.threads) == (2, 1)
+    floor = [r for r in choice.reasons if r.startswith("the workers are CPU-bound")]
+    assert floor and "2 cores need 2 workers" in floor[0] and "1 worker x 2 threads" in floor[0]
+    # in a pod of half a core, 1 worker is all the quota needs: the smaller footprint is chosen
+    one = choose_shape(noisy, offered, Target(clients=8), tolerance=0.05, slots=2, lock="Ruby's GVL", cores=0.5)
+    assert (one.workers, one.threads) == (1, 2)

@@ -32,7 +32,7 @@ from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
 from pounder._tune_point import TunePoint, present, tune_points
 from pounder._tune_run import OfferedLoad, SpareChoice, Target
-from pounder._units import MIB, available_cpus, children_text, count_text
+from pounder._units import MIB, available_cpus, children_text, count_text, shape_text
 from pounder.load import ENGINE, ProgressCallback, Sender
 from pounder.pool import (
     Adapter,
@@ -77,7 +77,7 @@ from pounder.tune._pools import (
 )
 from pounder.tune._progress import StepProgress
 from pounder.tune._result import TuneResult
-from pounder.tune._shapes import ShapeChoice, apply_shape, choose_shape, shape_slots, shape_text, shapes, shapes_done
+from pounder.tune._shapes import ShapeChoice, apply_shape, choose_shape, shape_slots, shapes, shapes_done
 from pounder.tune._sizes import measure_sizes
 from pounder.tune._spare import aggregate_spare, choose_spare, reference_us
 from pounder.tune._spare_rules import burst_clients, default_spares, spare_settings, steady_p99_us
@@ -424,7 +424,7 @@ class TuneSession:
                 break
         points = self._sweep("threads", plan, options.trials, rate=offered.rate)
         return choose_shape(points, offered, target, tolerance=options.tolerance, slots=slots,
-                            lock=self.adapter.runtime_lock)
+                            lock=self.adapter.runtime_lock, cores=self.cores)
 
     def _mrpc_step(self, choice: ChildrenChoice, measure: Mapping[str, Any], memory: MemoryBound,
                    offered: OfferedLoad) -> tuple[list[TunePoint], MaxRequestsChoice, ChildrenChoice]:

@@ -35,21 +35,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pounder._table import ms, whole
 from pounder._tune_point import Points, TunePoint, present, tune_points
 from pounder._tune_run import OfferedLoad, Target
-from pounder._units import mib_unit
+from pounder._units import mib_unit, shape_text
 from pounder.pool import MAX_THREADS
 from pounder.tune._analysis import ChildrenChoice, busy_seconds
-from pounder.tune._pools import CPU_BOUND, P99_EFFECT, p99_with_interval, versus
+from pounder.tune._pools import CPU_BOUND, P99_EFFECT, CpuFloor, cpu_floor, p99_with_interval, versus
 from pounder.tune._text import change_text, ms_text, rate_with_interval
 
 SAME_MEMORY = 0.05
 """Footprints within this fraction of the smallest measured are the same memory."""
-
-
-def shape_text(workers: int, threads: int) -> str:
-    """``4 workers x 8 threads``."""
-    return f"{workers:,} worker{'s' * (workers != 1)} x {threads:,} thread{'s' * (threads != 1)}"
 
 
 def shape_slots(chosen: int, need: int, hard: int) -> int:
@@ -71,7 +67,7 @@ def shapes(chosen: int, slots: int) -> list[tuple[int, int]]:
         last_workers, last_threads = found[-1]
         if workers < last_workers or last_workers * last_threads < min(workers * threads, slots):
             found.append((workers, threads))
-        if workers <= 1:
+        if workers <= 1 and workers * threads >= slots:
             break
         threads *= 2
     return found
@@ -143,9 +139,10 @@ def per_thread(points: Sequence[TunePoint]) -> tuple[int, TunePoint, TunePoint] 
 
 
 def choose_shape(points: Points, offered: OfferedLoad, target: Target, *, tolerance: float, slots: int,
-                 lock: str) -> ShapeChoice:
+                 lock: str, cores: float) -> ShapeChoice:
     """The shape with the smallest footprint as good as the best at the offered load (module
-    documentation); ``lock``: what lets one thread of a worker run at a time (Ruby's GVL)."""
+    documentation); ``lock``: what lets one thread of a worker run at a time (Ruby's GVL);
+    ``cores``: the server's (its CPUs, or its quota), for the CPU floor."""
     ordered = tune_points(points, "shapes")
     answered = [p for p in ordered if (p.counted or 0) > 0 and p.p99_ms is not None] or ordered[:1]
     best = max(answered, key=lambda p: p.rps)
@@ -165,12 +162,16 @@ def choose_shape(points: Points, offered: OfferedLoad, target: Target, *, tolera
     else:
         good = [p for p in fast if not _worse(p, "p99")] or fast
         latency = "its p99 is not distinguishably above the lowest of the shapes as fast"
+    reference = marked[0]
+    floor = cpu_floor([reference], cores)
+    needed = 0 if floor is None else min(floor.children, reference.children)
+    held_back = [p for p in good if p.children < needed] if any(p.children >= needed for p in good) else []
+    good = [p for p in good if p not in held_back]
     sized = [p for p in good if p.footprint is not None] or good
     smallest = min((p.footprint for p in sized if p.footprint is not None), default=None)
     same = [p for p in sized if smallest is None or present(p.footprint) <= smallest * (1 + SAME_MEMORY)]
     chosen = min(same, key=lambda p: (p.threads or 1, p.footprint or 0))
     workers, threads = _shape(chosen)
-    reference = marked[0]
     thread_cost = per_thread(marked)
     why = _why(chosen, reference, best, offered)
     reasons = [f"workers x threads compared at the same offered load, {offered.text()}, in interleaved trials, each "
@@ -183,7 +184,9 @@ def choose_shape(points: Points, offered: OfferedLoad, target: Target, *, tolera
         reasons.append("the other shapes: " + "; ".join(
             f"{_text(p)} ({'distinguishably slower' if _worse(p, 'rps') else 'not distinguishably slower'}"
             f"{', p99 distinguishably higher' if _worse(p, 'p99') else ''})" for p in others))
-    reasons += _lock_reasons(marked, chosen, reference, lock)
+    if floor is not None and held_back:
+        reasons.append(_floor_reason(floor, needed, held_back, lock))
+    reasons += _lock_reasons(marked, chosen, reference, lock, held_back)
     if thread_cost is not None:
         cost, most, single = thread_cost
         reasons.append(f"a thread costs a worker about {mib_unit(max(cost, 0))} of private memory: a worker's USS "
@@ -212,17 +215,36 @@ def _why(chosen: TunePoint, reference: TunePoint, best: TunePoint, offered: Offe
     return text
 
 
-def _lock_reasons(marked: Sequence[TunePoint], chosen: TunePoint, reference: TunePoint, lock: str) -> list[str]:
+def _cpu_text(point: TunePoint) -> str:
+    """What a request used of the time it held its worker, in the table's figures: ``used 525 us
+    of the server's CPU (srv CPU us/req) of the 42.7 ms it held its worker (busy ms): 0.01 of a
+    core``."""
+    share = present(cpu_share(point))
+    return (f"used {whole(point.server_cpu_us)} us of the server's CPU (srv CPU us/req) of the "
+            f"{ms(busy_seconds(point) * 1000)} ms it held its worker (busy ms): {share:.2f} of a core")
+
+
+def _floor_reason(floor: CpuFloor, needed: int, held_back: Sequence[TunePoint], lock: str) -> str:
+    """Why shapes with fewer workers than the CPU floor were not chosen although the intervals could
+    not tell them from the best (the kernel's CPU accounting says what the noise hides)."""
+    names = " and ".join(shape_text(*_shape(p)) for p in held_back)
+    cores = float(floor.cores)
+    return (f"the workers are CPU-bound: {floor.share:.2f} of a core each at one thread per worker, so "
+            f"{cores:g} core{'s' * (cores != 1)} need {needed} workers ({cores:g} / {floor.share:.2f}, at "
+            f"most the pool's); {lock} lets one thread of a worker run at a time, so {names}, with fewer workers, "
+            "cannot keep the cores busy, though the intervals alone could not tell "
+            f"{'it' if len(held_back) == 1 else 'them'} from the best: not chosen")
+
+
+def _lock_reasons(marked: Sequence[TunePoint], chosen: TunePoint, reference: TunePoint, lock: str,
+                  held_back: Sequence[TunePoint] = ()) -> list[str]:
     """Why threads replaced workers, or did not: the CPU a request used of the time it held its
-    worker, at one thread per worker."""
+    worker, at one thread per worker (``held_back``: the shapes the CPU floor left out)."""
     threaded = [p for p in marked if (p.threads or 1) > 1]
     share = cpu_share(reference)
     if not threaded:
         return []
-    used = ("" if share is None else
-            f"at one thread per worker a request held its worker {ms_text(busy_seconds(reference) * 1000)} ms "
-            f"and used {ms_text(present(reference.server_cpu_us) / 1000)} ms of the server's CPU ({share:.2f} of "
-            "that time)")
+    used = "" if share is None else f"at one thread per worker a request {_cpu_text(reference)}"
     if (chosen.threads or 1) > 1:
         waits = "" if share is None else f": {used}, and while a request waits, the worker's other threads run"
         return [f"threads replaced workers{waits}; {lock} lets one thread of a worker run at a time, which costs "
@@ -234,6 +256,13 @@ def _lock_reasons(marked: Sequence[TunePoint], chosen: TunePoint, reference: Tun
                     "a worker's threads share one core: only workers use more cores. 1 thread per worker"]
         return ["threads added nothing: every shape with more threads per worker served distinguishably less"
                 + ("" if share is None else f" ({used})") + ". 1 thread per worker"]
+    if held_back:  # the CPU floor's reason says why
+        return []
+    slower_p99 = [p for p in threaded if not _worse(p, "rps") and _worse(p, "p99")]
+    if slower_p99:
+        names = " and ".join(shape_text(*_shape(p)) for p in slower_p99)
+        return [f"threads kept the throughput but not the latency: {names} served as many requests with a p99 "
+                "distinguishably higher. 1 thread per worker"]
     return [f"threads saved no memory worth having at this load: {shape_text(*_shape(chosen))} had the smallest "
             "footprint of the shapes as fast, or one within "
             f"{SAME_MEMORY:.0%} of it with fewer threads"]
