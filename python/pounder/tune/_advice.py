@@ -259,15 +259,21 @@ def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBou
     language = _parent_language(kind)
     first = _first_growth(measure)
     if first >= FIRST_REQUEST_GROWTH:
-        if measure.get("preload"):
-            remedy = ("even with preloading, something is loaded on first use: imports inside functions, caches "
-                      "or connections built lazily; do that at load time, in the parent")
+        unshared = int(measure["cold"]["median_shared"]) - int(measure["warm"]["median_shared"])
+        if measure.get("preload") and unshared >= first / 2:  # pages copied, not code loaded
+            said.append(f"each child grows {_mib(first)} on its first requests while its shared memory falls "
+                        f"{_mib(unshared)}: most of the growth is copy-on-write, pages inherited from the parent "
+                        "written on first use and copied, not code loaded (what writes them: below)")
         else:
-            own = _adapter(kind).preload_remedy  # each server's own way
-            remedy = f"load the code and data in the parent: {own}" if own else \
-                "load the code and data in the parent before it forks"
-        said.append(f"each child grows {_mib(first)} on its first requests: code or data is loaded on first use, "
-                    f"in every child, instead of once in the parent. Remedy: {remedy}.")
+            if measure.get("preload"):
+                remedy = ("even with preloading, something is loaded on first use: imports inside functions, "
+                          "caches or connections built lazily; do that at load time, in the parent")
+            else:
+                own = _adapter(kind).preload_remedy  # each server's own way
+                remedy = f"load the code and data in the parent: {own}" if own else \
+                    "load the code and data in the parent before it forks"
+            said.append(f"each child grows {_mib(first)} on its first requests: code or data is loaded on first "
+                        f"use, in every child, instead of once in the parent. Remedy: {remedy}.")
     sharing = measure.get("sharing")
     if measure.get("preload") and sharing is not None and float(sharing) < COW_BROKEN:
         parent_rss = int(measure["parent"]["rss"])
@@ -339,8 +345,9 @@ def unsharing_remedy(adapter: Adapter, life: Life | None, mrpc: MaxRequestsChoic
         return []
     loaded = life.loaded
     fell = (f"the children unshare: a child's shared memory fell from {_mib(loaded[0].shared)} to "
-            f"{_mib(loaded[-1].shared)} over {life.reached:,.0f} requests ({life.shared.text()}), its private memory "
-            f"grew {life.private.text()}")
+            f"{_mib(loaded[-1].shared)} ({life.fall:.0%}) over {life.reached:,.0f} requests, and its private "
+            f"memory grew from {_mib(loaded[0].private)} to {_mib(loaded[-1].private)}: pages inherited from the "
+            "parent written and copied (copy-on-write)")
     remedy = _UNSHARING_REMEDY.get(adapter.kind) or (
         "load what the children share in the parent before the fork and keep it read-only per request")
     said = [f"{fell}. Remedy: {remedy}."]

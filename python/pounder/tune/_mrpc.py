@@ -208,10 +208,11 @@ def respawn_mechanism(kind: str) -> str:
 @dataclass(frozen=True)
 class MaxRequestsChoice(Record):
     """MaxRequestsPerChild, and why (``value`` 0 = unlimited). ``decided_by``: "measured" (a
-    measured value), "model" (beyond the largest measured value), "unlimited", or "memory" (a
-    leak), or "unsharing" (the children's shared memory falling over their life, :mod:`pounder.tune._life`;
-    ``unsharing`` holds the judgement whenever the life was measured). ``loss``: the chosen value's cost as a fraction of the throughput (measured median,
-    or the model's; None when neither says). ``respawn_cost_requests``: the model's ``k`` (0
+    measured value), "model" (beyond the largest measured value), "unlimited", "memory" (a
+    leak), or "unsharing" (the children's shared memory falling over their life,
+    :mod:`pounder.tune._life`; ``unsharing`` holds the judgement whenever the life was measured).
+    ``loss``: the chosen value's cost as a fraction of the throughput (measured median, or the
+    model's; None when neither says). ``respawn_cost_requests``: the model's ``k`` (0
     without a usable fit)."""
 
     value: int
@@ -248,8 +249,9 @@ def choose_max_requests(points: Points, measure: Summary, memory: MemoryBound, c
     overrides a measured point. With the children's ``life`` measured and their shared memory
     falling by more than a tenth within the horizon (the leak's value, else the life measured;
     :func:`pounder.tune._life.unsharing`): the requests at which the fitted private memory reaches
-    the child's share of the budget, as a leak's limit (the smaller of the two with a leak), costed
-    the same way."""
+    the child's share of the budget, as a leak's limit, costed the same way (with a leak too: the
+    life measured the same private memory further, from the child's start; a leak's value stays
+    when the fit never reaches the share)."""
     grown = growth(measure)
     records = tune_points(points, "mrpc")
     if any(p.vs_unlimited is None and "vs_unlimited" not in p.stored for p in records):
@@ -281,14 +283,16 @@ def choose_max_requests(points: Points, measure: Summary, memory: MemoryBound, c
         judged = unsharing(life, value if value else max(1, int(life.reached)), limit,
                            "requests" if counts == "requests" else "connections")
         reasons.append(judged.reason)
-        if judged.decides and judged.requests is not None and (
-                not value or _round_down(min(judged.requests, MAX_MODELLED)) < value):
+        if judged.decides and judged.requests is not None:
+            leak_value = value
             memory_limit = judged.requests
             value = _round_down(min(judged.requests, MAX_MODELLED))
             reasons.append(f"MaxRequestsPerChild from the unsharing, as from a leak: a child's private memory reaches "
                            f"its share of the budget ({_mib(limit)}, {children_text(children)}) at "
                            f"{judged.requests:,} {unit}, rounded to {value:,}"
-                           + (" (fewer than the leak's own limit)" if decided_by == "memory" else ""))
+                           + (f", instead of the {leak_value:,} of the size measurement's rate: the life followed "
+                              "the same private memory from the child's start, further, and fitted its curve"
+                              if decided_by == "memory" else ""))
             decided_by = "unsharing"
     if value:
         loss, forced = _costed(value, respawned, model, max_loss, unit, reasons)

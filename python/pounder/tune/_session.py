@@ -117,8 +117,9 @@ class TuneSession:
         self.machine_cores: float = machine if measured_on is None else measured_on[0]
         if measured_on is not None and measured_on[0] != self._cores_here and not options.cpus:
             self.cpus_note = measured_on[1]
-        steps = ["sizes", *(["life"] if options.life else []), "children", "pools", "max-requests", *(["spare"] if adapter.on_demand else []),
+        steps = ["sizes", "children", "pools", "max-requests", *(["spare"] if adapter.on_demand else []),
                  *(["confirm"] if options.confirm else [])]
+        steps[1:1] = ["life"] if options.life else []  # the children of the sizes followed over their life
         between = between_for(options.quick) + 2
         values = len(options.mrpc_values) if any(options.mrpc_values) else 0
         self.progress = StepProgress(steps, {
