@@ -8,12 +8,10 @@ import math
 from typing import Any
 
 import pytest
-from tune.test_analysis import bound, leaking, measure_summary, mrpc_point, sizes, unlimited
 
 from pounder._units import KIB, MIB
 from pounder.tune._life import (
     NOISE_FLOOR,
-    fit_series,
     life_curve,
     life_lines,
     life_snapshot,
@@ -23,6 +21,7 @@ from pounder.tune._life import (
     unsharing,
 )
 from pounder.tune._mrpc import choose_max_requests
+from tune.test_analysis import bound, leaking, measure_summary, mrpc_point, sizes, unlimited
 
 REQUESTS = [0, 10, 20, 50, 100, 200, 500, 1000, 2000]
 
