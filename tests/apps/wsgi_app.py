@@ -30,7 +30,9 @@ at once since it started (a worker's threads: gunicorn's gthread workers, uWSGI'
   Reading one writes its reference count, so under ``--preload`` each page the worker reads is
   copied on its first read: the worker's shared memory falls, and its private memory grows, about
   logarithmically with the requests it served (``gc.freeze()`` does not help: it keeps the
-  collector off the objects, not the reference counts).
+  collector off the objects, not the reference counts). ``APP_TOUCHED_DIR`` (default none): after
+  each ``/touch`` the worker writes to ``DIR/PID`` the number of distinct memory pages holding the
+  objects it has read (by their addresses): the pages it copied, counted by the app itself.
 - ``APP_HELD_DIR`` (default none): every worker appends to ``DIR/PID`` a line per request: when it
   ended (Unix time, s) and how long it held the worker (ms), from the call of the app until the
   server closed the answer's iterable (after it wrote the last byte: with a slow client and nothing
@@ -65,6 +67,8 @@ AGED: list[bytearray] = []
 HELD_DIR = os.environ.get("APP_HELD_DIR")
 OBJECTS = [f"{index:010d}" * 10 for index in range(int(os.environ.get("APP_OBJECTS", "0")))]
 TOUCH = int(os.environ.get("APP_TOUCH", "80"))
+TOUCHED_DIR = os.environ.get("APP_TOUCHED_DIR")
+TOUCHED: set[int] = set()  # /touch: the pages (address // page size) of the objects this worker read
 SERVED = [0]  # requests this worker took (/exit)
 STARTED = [time.monotonic()]  # when this process started: reset in every forked worker
 IN_FLIGHT = [0, 0]  # /hold: the requests in flight in this process now, the most at once
@@ -74,6 +78,7 @@ IN_FLIGHT_LOCK = [threading.Lock()]
 def _forked() -> None:
     STARTED[0] = time.monotonic()
     SERVED[0] = 0
+    TOUCHED.clear()
     IN_FLIGHT[:] = [0, 0]
     IN_FLIGHT_LOCK[0] = threading.Lock()
 
@@ -164,6 +169,11 @@ def _answer(environ: dict[str, object], start_response: StartResponse) -> Iterab
         for _ in range(TOUCH if OBJECTS else 0):
             index = int(random.expovariate(8 / len(OBJECTS))) % len(OBJECTS)
             read += len(OBJECTS[index])  # the object's reference count written: its page copied
+            if TOUCHED_DIR:
+                TOUCHED.add(id(OBJECTS[index]) // mmap.PAGESIZE)
+        if TOUCHED_DIR:
+            with open(os.path.join(TOUCHED_DIR, str(pid)), "w") as touched:
+                touched.write(f"{len(TOUCHED)}\n")
         body = f"pid {pid} read {read} bytes of {len(OBJECTS)} objects\n"
     elif path == "/leak":
         LEAK.append(b"x" * 102400)
