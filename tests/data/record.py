@@ -142,11 +142,11 @@ RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = 
                   "printed beside it must not contradict it"),
     "tune-unsharing": (_gunicorn_objects, lambda: make_options(path="/touch", ram="124M", mrpc="0,10000,1000",
                                                                max_children=2, measure_children=2, life=5000,
-                                                               **QUICK),
+                                                               confirm=False, **QUICK),
                        "gunicorn --preload with 200,000 small objects built at import, 80 of them read per request "
                        "(/touch): reference counts copy their pages, the children's shared memory falls about "
                        "logarithmically over their life (--life 5000), and in a budget of 124 MiB "
-                       "MaxRequestsPerChild follows from it"),
+                       "MaxRequestsPerChild follows from it (no confirmation: not what this run is for)"),
     "tune-busy-quiet": (_gunicorn, _busy_options,
                         "5 ms of CPU per request on a quiet machine: the answer the busy runs must give"),
     **{name: (_gunicorn, _busy_options, f"the same app while a neighbour burns 0.5-1 core in bursts (seed {seed})")

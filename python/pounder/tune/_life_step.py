@@ -28,8 +28,7 @@ def measure_life(runner: Runner, adapter: Adapter, params: PoolParams, targets: 
     served = failed = 0
     stopped: str | None = None
     with runner.started(params) as server:
-        if not server.wait_for_children(params.max_clients, 5.0):
-            server.wait_for_children(1, 2.0)
+        server.wait_for_children(params.max_clients, 5.0)  # all forked (fewer on timeout: those there are followed)
         first = runner.snapshot(server)
         count = len(first.children)
         if count < 1:
