@@ -28,8 +28,8 @@ def life_section(life: Mapping[str, Any], unsharing: Mapping[str, Any] | None, p
     loaded = [s for s in snapshots if float(s["requests"]) > 0]
     xs = [float(s["requests"]) for s in loaded]
     caption = (f"The median child's shared and private memory (USS) against the requests it served, "
-               f"{int(life['children'])} children followed from their start to {float(life['reached']):,.0f} "
-               f"requests each (log scale); lines: the fits stated. Shared: {life['summary'].split('shared ')[-1]}")
+               f"{int(life['children'])} children followed from their start (log scale); lines: the fits stated. "
+               f"{str(life['summary'])[0].upper()}{str(life['summary'])[1:]}.")
     with chart(f"{prefix}-life", caption, section.body) as ax:
         ax.set_xscale("log")
         for key, colour, name in (("shared", BLUE, "shared"), ("private", ORANGE, "private (USS)")):
