@@ -171,3 +171,57 @@ def test_the_text_shows_the_snapshots_and_the_fits() -> None:
     assert lines[2].split() == ["0", "6.0", "46.0", "6.0"]
     assert lines[-3].startswith("shared: -8.00 MiB per tenfold requests (log fit")
     assert lines[-1].startswith("unsharing: the children's shared memory fell 40.0%")
+
+
+def _adapter(kind: str, **options: Any) -> Any:
+    from pounder.pool import ADAPTERS
+
+    class Stub(ADAPTERS[kind]):
+        def __init__(self) -> None:  # no server to point at: only its kind and threads are read
+            self.threads = options.get("threads")
+
+    return Stub()
+
+
+@pytest.mark.parametrize(("kind", "words"), [
+    ("puma", "fork_worker"), ("gunicorn", "gc.freeze()"), ("uwsgi", "gc.freeze()"), ("unicorn", "GC.compact"),
+    ("apache", "startup.pl"), ("starman", "--preload-app"), ("php-fpm", "load what the children share in the parent"),
+])
+def test_the_remedy_is_named_in_the_runtimes_terms_when_the_unsharing_decided(kind: str, words: str) -> None:
+    from pounder.tune._advice import unsharing_remedy
+
+    memory = bound(100 * MIB + 2 * 30 * MIB, shared=100 * MIB, child_uss=20 * MIB)
+    life = life_curve(UNSHARING)
+    decided = choose_max_requests(POINTS, measure_summary(warm=sizes(max_uss=20 * MIB)), memory, 2, max_loss=0.02,
+                                  life=life)
+    said = unsharing_remedy(_adapter(kind, threads=(5, 5) if kind == "puma" else None), life, decided)
+    assert said[0].startswith("the children unshare: a child's shared memory fell from 46.0 MiB to 27.6 MiB (40%) "
+                              "over 2,000 requests, and its private memory grew from 6.0 MiB to 24.4 MiB")
+    assert words in said[0]
+    ruby = kind in ("puma", "unicorn")
+    assert (len(said) == 2) == ruby
+    if kind == "puma":
+        assert said[1].startswith("threaded Ruby workers (this one runs up to 5 threads) grow one malloc arena")
+        assert "MALLOC_ARENA_MAX=2" in said[1]
+    # nothing when the unsharing did not decide, or was not measured
+    stable = life_curve(life_summary(lambda r: 10 * MIB, lambda r: 40 * MIB))
+    quiet = choose_max_requests(POINTS, measure_summary(warm=sizes(max_uss=20 * MIB)), memory, 2, max_loss=0.02,
+                                life=stable)
+    assert unsharing_remedy(_adapter(kind), stable, quiet) == []
+    assert unsharing_remedy(_adapter(kind), None, decided) == []
+
+
+def test_a_preloaded_childs_first_growth_that_is_copy_on_write_is_named_so() -> None:
+    from pounder.tune._advice import advice
+
+    memory = bound(1024 * MIB, shared=30 * MIB, child_uss=25 * MIB)
+    cow = measure_summary(preload=True, cold=sizes(max_uss=3 * MIB, median_shared=48 * MIB),
+                          warm=sizes(max_uss=25 * MIB, median_shared=26 * MIB), sharing=0.9)
+    said = advice("gunicorn", cow, None, memory, None, [], None, 2.0)
+    assert said[0] == ("each child grows 22.0 MiB on its first requests while its shared memory falls 22.0 MiB: most "
+                       "of the growth is copy-on-write, pages inherited from the parent written on first use and "
+                       "copied, not code loaded (what writes them: below)")
+    loaded = measure_summary(preload=True, cold=sizes(max_uss=3 * MIB, median_shared=48 * MIB),
+                             warm=sizes(max_uss=25 * MIB, median_shared=47 * MIB), sharing=0.9)
+    said = advice("gunicorn", loaded, None, memory, None, [], None, 2.0)
+    assert said[0].startswith("each child grows 22.0 MiB on its first requests: code or data is loaded on first use")
