@@ -137,6 +137,10 @@ class TunePoint(Stored, key="point"):
     oom_kills: int | None = None
     reference_p99_ms: float | None = None
     series: tuple[Mapping[str, Any], ...] = ()
+    threads: int | None = None
+    footprint: int | None = None
+    child_uss: int | None = None
+    child_shared: int | None = None
 
     @property
     def attempted(self) -> int:

@@ -118,3 +118,41 @@ def pool_rows(points: Sequence[TunePoint], sweep: Sequence[TunePoint], chosen: i
     at_sweep = {p.children: p for p in sweep}
     return [PoolRow(p, at_sweep.get(p.children), "chosen" if p.children == chosen else
                     "best" if p.children == best else "") for p in points]
+
+
+THREADS: Point = Column("threads", lambda p: p.threads or 1)
+FOOTPRINT: Point = Column("footprint MiB", lambda p: mib(p.footprint))
+WORKER_USS: Point = Column("worker USS MiB", lambda p: mib(p.child_uss))
+WORKER_SHARED: Point = Column("worker shared MiB", lambda p: mib(p.child_shared))
+
+
+@dataclass(frozen=True)
+class ShapeRow:
+    """A shape (workers x threads) at the offered load: its ``point`` and its ``mark``."""
+
+    point: TunePoint
+    mark: str
+
+
+def shapes_table() -> Table[ShapeRow]:
+    """The workers x threads table: a row per shape at the offered load, with its memory after the
+    load (the footprint, sum of PSS; a worker's median private and shared memory)."""
+    columns: list[Point] = [
+        Column("workers", lambda p: p.children), THREADS, NC, TRIALS, NR, RPS, RPS_CI,
+        Column("RPS vs best (95% CI)", lambda p: versus_text(p.vs_best)), P99, P99_CI,
+        FOOTPRINT, WORKER_USS, WORKER_SHARED, SERVER_CPU, SERVER_CORES, OTHER_CORES, FAILED, FLAGS,
+    ]
+    return Table([*(c.of(_shape_point) for c in columns), Column("", lambda r: r.mark, mark=True)])
+
+
+def _shape_point(row: ShapeRow) -> TunePoint:
+    return row.point
+
+
+def shape_rows(points: Sequence[TunePoint], chosen: tuple[int, int] | None,
+               best: tuple[int, int] | None) -> list[ShapeRow]:
+    """The rows of ``points``, each with its mark (chosen, best)."""
+    def shape(point: TunePoint) -> tuple[int, int]:
+        return point.children, point.threads or 1
+
+    return [ShapeRow(p, "chosen" if shape(p) == chosen else "best" if shape(p) == best else "") for p in points]

@@ -8,7 +8,12 @@
 #
 # Paths: / trivial answer; /pid the worker's pid; /cpu?ms=N burns about N ms of CPU (default 20);
 # /sleep?ms=N waits N ms without CPU (default 30); /leak keeps ~100 KB per request for the life
-# of the worker; /data the data size and the pid that built it; /hold?ms=N (default 500) holds the
+# of the worker; /lazy grows the worker by LAZY_MB (16) MiB of strings over its first LAZY_REQUESTS
+# (20) requests, then stays (an application that builds caches and loads code lazily after boot:
+# what preload_app! cannot share, and Puma's fork_worker refork can: workers reforked from a worker
+# 0 that has served them share its copy); /garbage?kb=N builds N KiB (default 1024) of 4 KiB strings
+# and drops them (their bytes malloc'd in the arena of the thread that serves: with threads, each
+# of a worker's threads may hold an arena of its own, see MALLOC_ARENA_MAX); /data the data size and the pid that built it; /hold?ms=N (default 500) holds the
 # request N ms without CPU, counting the requests in flight in this process, and answers
 # "pid P in_flight_max M": the most in flight in this process at once since it started (a Puma
 # worker's threads). Answers to all but / start with "pid N".
@@ -17,6 +22,10 @@ DATA_MB = Integer(ENV.fetch("APP_DATA_MB", "0"))
 DATA = ("\x00".b + (1..255).map(&:chr).join.b) * (DATA_MB * 4096)
 BUILT_IN = Process.pid
 LEAK = []
+LAZY = []
+LAZY_MB = 16
+LAZY_REQUESTS = 20
+LAZY_STRINGS = LAZY_MB * 256 / LAZY_REQUESTS # 4 KiB strings per request
 IN_FLIGHT = [0, 0] # /hold: the requests in flight in this process now, the most at once
 IN_FLIGHT_LOCK = Mutex.new
 
@@ -68,6 +77,13 @@ app = lambda do |env|
          when "/leak"
            LEAK << ("x" * 102_400)
            "pid #{pid} leaked #{LEAK.size} x 100 KB\n"
+         when "/lazy"
+           LAZY << Array.new(LAZY_STRINGS) { |i| (i % 256).chr * 4096 } if LAZY.size < LAZY_REQUESTS
+           "pid #{pid} lazy #{LAZY.size}/#{LAZY_REQUESTS}\n"
+         when "/garbage"
+           kb = Integer(env["QUERY_STRING"].to_s[/(?:\A|&)kb=([0-9]+)/, 1] || 1024)
+           built = Array.new(kb / 4) { |i| (i % 256).chr * 4096 }
+           "pid #{pid} garbage #{built.size} x 4 KiB\n"
          when "/data" then "pid #{pid} bytes #{DATA.bytesize} built_in #{BUILT_IN}\n"
          else
            status = 404

@@ -37,6 +37,16 @@ at once since it started (a worker's threads: gunicorn's gthread workers, uWSGI'
   ended (Unix time, s) and how long it held the worker (ms), from the call of the app until the
   server closed the answer's iterable (after it wrote the last byte: with a slow client and nothing
   buffering in between, the transfer too).
+- ``APP_GC_OBJECTS`` (default 0): that many small records built at import (each a dict holding a
+  list: two objects the cycle collector tracks). ``/gc/build?n=N`` (default 2000) builds N such
+  records for the request and drops them: enough to start collections on its own, now and then a
+  full one, which writes to the GC header of every object it tracks, the preloaded records too,
+  copying their pages into the worker; it answers ``pid P full_collections C`` (the full
+  collections this process ran since it was forked).
+- ``APP_GC_FREEZE`` (default 1): ``gc.freeze()`` at the end of the import (under ``gunicorn
+  --preload``, before the fork: Instagram's remedy), which moves every object built so far out of
+  the collector's reach; ``0`` leaves them to it. Reference counts are still written: it keeps
+  the pages a request reads shared no better.
 """
 
 from __future__ import annotations
@@ -100,7 +110,11 @@ os.register_at_fork(after_in_child=_forked)
 
 StartResponse = Callable[[str, list[tuple[str, str]]], object]
 
-gc.freeze()
+GC_RECORDS = [{"id": i, "tags": [i]} for i in range(int(os.environ.get("APP_GC_OBJECTS", "0")))]
+FULL_COLLECTIONS = [gc.get_stats()[2]["collections"]]  # before the fork: reset in every forked worker
+os.register_at_fork(after_in_child=lambda: FULL_COLLECTIONS.__setitem__(0, gc.get_stats()[2]["collections"]))
+if os.environ.get("APP_GC_FREEZE", "1") != "0":
+    gc.freeze()
 
 
 def burn(ms: float) -> int:
@@ -180,6 +194,10 @@ def _answer(environ: dict[str, object], start_response: StartResponse) -> Iterab
         body = f"pid {pid} leaked {len(LEAK)} x 100 KB\n"
     elif path == "/data":
         body = f"pid {pid} bytes {len(DATA)} built_in {BUILT_IN}\n"
+    elif path == "/gc/build":
+        rows = [{"id": i, "tags": [i]} for i in range(int(query.get("n", ["2000"])[0]))]
+        del rows
+        body = f"pid {pid} full_collections {gc.get_stats()[2]['collections'] - FULL_COLLECTIONS[0]}\n"
     elif path == "/exit":
         SERVED[0] += 1
         if SERVED[0] > int(query.get("after", ["5"])[0]):

@@ -67,6 +67,8 @@ def _apache_cpu() -> Adapter:
 
 
 QUICK = {"quick": True, "point_duration": "1s"}
+ONE_THREAD = {"sweep_threads": False}
+"""The runs recorded before tune compared workers x threads, about something else: recorded again as they were."""
 ACCESS_LOG = Path(tempfile.gettempdir()) / "pounder-record-access.log"
 
 
@@ -85,7 +87,7 @@ def access_log() -> Path:
     return ACCESS_LOG
 
 def _busy_options() -> TuneOptions:
-    return make_options(path="/cpu?ms=5", ram="2G", mrpc="0", max_children=8, **QUICK)
+    return make_options(path="/cpu?ms=5", ram="2G", mrpc="0", max_children=8, **QUICK, **ONE_THREAD)
 
 
 BUSY_SEEDS = {"tune-busy-1": 1, "tune-busy-2": 2, "tune-busy-3": 3, "tune-busy-floor": 7}
@@ -102,30 +104,33 @@ RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = 
                                                           clients=4, measure_children=2, confirm=False, **QUICK),
                         "Apache + mod_perl burning 4 ms of CPU per request at 4 clients, no confirmation: the pool "
                         "tests/e2e/test_tune_offered_load.py checks with `pounder run` against another size"),
-    "tune-noleak": (_gunicorn, lambda: make_options(path="/", ram="1G", mrpc="0,1000,100", max_children=2, **QUICK),
+    "tune-noleak": (_gunicorn, lambda: make_options(path="/", ram="1G", mrpc="0,1000,100", max_children=2, **QUICK,
+                                                    **ONE_THREAD),
                     "an app that keeps nothing per request: MaxRequestsPerChild unlimited"),
-    "tune-cpu": (_gunicorn, lambda: make_options(path="/cpu?ms=10", mrpc="0", max_children=16, **QUICK),
+    "tune-cpu": (_gunicorn, lambda: make_options(path="/cpu?ms=10", mrpc="0", max_children=16, **QUICK,
+                                                 **ONE_THREAD),
                  "10 ms of CPU per request: the knee near the cores, a smaller pool than the bound"),
     "tune-accesslog": (_gunicorn, lambda: make_options(access_log=access_log(), ram="2G", max_children=16, mrpc="0",
-                                                       **QUICK),
+                                                       **QUICK, **ONE_THREAD),
                        "an access log as the target: its busiest second (200 requests) and its mix (7 : 3)"),
-    "tune-twice": (_gunicorn, lambda: make_options(path="/cpu?ms=4", ram="1G", max_children=3, mrpc="0", **QUICK),
+    "tune-twice": (_gunicorn, lambda: make_options(path="/cpu?ms=4", ram="1G", max_children=3, mrpc="0", **QUICK,
+                                                   **ONE_THREAD),
                    "the run tests/e2e/test_tune_method.py makes again and compares with this one"),
     "tune-outputs": (_gunicorn_env, lambda: make_options(path="/", mrpc="0", max_children=2, measure_children=1,
                                                          requests_per_child=20, confirm=False, quick=True,
-                                                         point_duration="500ms"),
+                                                         point_duration="500ms", **ONE_THREAD),
                      "what a finished run leaves (the recommended command line and gunicorn.conf.py, resume): "
                      "tests/e2e/test_tune_outputs.py"),
     "tune-io": (_gunicorn, lambda: make_options(path="/sleep?ms=30", clients=32, ram="4G", mrpc="0", max_children=48,
-                                                **QUICK),
+                                                **QUICK, **ONE_THREAD),
                 "an I/O-bound app (30 ms waits) at 32 clients: a child per client, the concurrency arithmetic"),
     "tune-fleet": (_gunicorn, lambda: make_options(path="/sleep?ms=30", peak_rate="150/s", ram="256M", mrpc="0",
-                                                   max_children=2, measure_children=2, **QUICK),
+                                                   max_children=2, measure_children=2, **QUICK, **ONE_THREAD),
                    "a peak (150 req/s) beyond what one server of 2 workers serves (at most 67 req/s): the fleet's "
                    "arithmetic and the container's resources from the confirmation's cgroup peak"),
     "tune-outgrow": (_gunicorn, lambda: make_options(path="/age?after_s=6&mib=48", ram="160M", mrpc="0",
                                                      max_children=4, measure_children=2, clients=4, keepalive=True,
-                                                     proxy=False, **QUICK),
+                                                     proxy=False, **QUICK, **ONE_THREAD),
                      "children that grow 48 MiB once 6 s old: the confirmation catches the pool over budget"),
     "tune-phpfpm-leak": (_phpfpm, lambda: make_options(path="/leak.php", ram="1G", mrpc="0,1000,200", max_children=4,
                                                        measure_children=2, **QUICK),
@@ -136,7 +141,7 @@ RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = 
                  "the demo in a pod of 1 CPU and 512 MiB (--cpus 1): every load in a cgroup with that quota, the "
                  "decisions sized for 1 CPU, the pod line, tests/report's pods compared"),
     "tune-puma": (_puma, lambda: make_options(path="/", ram="1G", mrpc="0", max_children=2, measure_children=2,
-                                              **QUICK),
+                                              **QUICK, **ONE_THREAD),
                   "Puma without preload_app! (its default), 64 MB built at load in every worker, --quick (no run "
                   "with preloading): the advice estimates what preload_app! would allow, and the configuration "
                   "printed beside it must not contradict it"),
@@ -151,8 +156,22 @@ RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = 
                         "5 ms of CPU per request on a quiet machine: the answer the busy runs must give"),
     **{name: (_gunicorn, _busy_options, f"the same app while a neighbour burns 0.5-1 core in bursts (seed {seed})")
        for name, seed in BUSY_SEEDS.items() if name != "tune-busy-floor"},
+    "tune-gthread": (_gunicorn, lambda: make_options(path="/sleep?ms=40", clients=16, ram="2G", mrpc="0",
+                                                     max_children=16, measure_children=2, **QUICK),
+                     "gunicorn, requests that wait 40 ms at 16 clients: workers x threads compared, gthread workers "
+                     "with fewer of them serve as fast with less memory"),
+    "tune-gunicorn-cpu": (_gunicorn, lambda: make_options(path="/cpu?ms=10", clients=8, ram="2G", mrpc="0",
+                                                          max_children=8, measure_children=2, confirm=False, **QUICK),
+                          "gunicorn, 10 ms of CPU per request at 8 clients: threads add nothing (the GIL)"),
+    "tune-puma-io": (_puma, lambda: make_options(path="/sleep?ms=40", clients=16, ram="4G", mrpc="0", max_children=16,
+                                                 measure_children=2, **QUICK),
+                     "Puma, 64 MB built in every worker (no preload_app!), requests that wait 40 ms at 16 clients: "
+                     "fewer workers with threads serve as fast in a fraction of the memory"),
+    "tune-puma-cpu": (_puma, lambda: make_options(path="/cpu?ms=10", clients=8, ram="4G", mrpc="0", max_children=8,
+                                                  measure_children=2, confirm=False, **QUICK),
+                      "Puma, 10 ms of CPU per request at 8 clients: threads add nothing (the GVL)"),
     "tune-busy-floor": (_gunicorn, lambda: make_options(path="/cpu?ms=5", ram="2G", mrpc="0", clients=2, max_children=2,
-                                                        measure_children=2, confirm=False, **QUICK),
+                                                        measure_children=2, confirm=False, **QUICK, **ONE_THREAD),
                         "tests/e2e/test_tune_busy.py's run (seed 7): 2 clients, the sweep's points are the pools, "
                         "1 child not distinguishably slower, the CPU floor raises it to 2 (its own wording)"),
 }

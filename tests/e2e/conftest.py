@@ -183,6 +183,7 @@ SHARES_THE_MACHINE = frozenset({
     "test_tune_outputs.py",
     "test_tune_phpfpm.py",
     "test_tune_puma.py",
+    "test_tune_threads.py",
     "test_tune_unicorn.py",
     "test_tune_uwsgi.py",
     "test_url_file_methods.py",

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pounder.servers import apache_missing, gunicorn_missing, phpfpm_missing
+from pounder.servers import apache_missing, gunicorn_missing, phpfpm_missing, puma_missing
 from support.cliutil import run_pounder
 from support.leftovers import processes_mentioning
 from support.schemas import validate
@@ -294,4 +294,62 @@ url = "http://127.0.0.1:1/b"
     assert summaries["good"]["complete"] == 150 and summaries["refused"]["complete"] == 0
     refused = [t for t in load["trials"] if t["label"] == "refused" and t["round"] > 0]
     assert sum(t["failed"] for t in refused) == 150 and not any(t["counted"] for t in refused)
+    assert not processes_mentioning(str(results))
+
+
+def _example(public_dir: Path, name: str, *changes: tuple[str, str]) -> Path:
+    """The shipped experiment ``name`` in ``public_dir``, its app's directory absolute and each
+    ``(old, new)`` of ``changes`` made (shorter loads)."""
+    text = (EXAMPLES / name).read_text().replace('"../../tests/apps', f'"{APPS_DIR}')
+    for old, new in changes:
+        assert old in text
+        text = text.replace(old, new)
+    path = public_dir / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
+def test_gc_freeze_experiment_keeps_the_preloaded_objects_shared(public_dir: Path) -> None:
+    """examples/experiments/gc-freeze.toml, quick, 100 requests a trial: the full collections the
+    requests start write to every preloaded object's GC header and copy its pages into each
+    worker, unless gc.freeze() moved the objects out of the collector's reach before the fork."""
+    results = public_dir / "results"
+    done = _run(str(_example(public_dir, "gc-freeze.toml", ("requests = 2000", "requests = 100"))), "--quick",
+                "--results", str(results))
+    assert done.returncode == 0, done.stderr
+    memory = json.loads((results / "memory.json").read_text())["variants"]
+    collector, frozen = memory["collector"]["after"], memory["gc.freeze()"]["after"]
+    assert collector["children"] == frozen["children"] == 4
+    trials = json.loads((results / "load-1.json").read_text())["trials"]
+    for label in ("collector", "gc.freeze()"):  # the warm-up's, then the load's 4 trials (one not counted)
+        sent = [t["complete"] + t["failed"] for t in trials if t["label"] == label]
+        assert len(sent) == 4 and memory[label]["after"]["requests"] == memory[label]["warm"]["requests"] + sum(sent)
+    assert frozen["median_child_shared"] - collector["median_child_shared"] > 10 * MIB
+    assert collector["max_child_uss"] - frozen["max_child_uss"] > 10 * MIB
+    assert collector["footprint"] - frozen["footprint"] > 4 * 10 * MIB
+    validate(json.loads((results / "memory.json").read_text()), "experiment")
+    assert f"{frozen['requests']:>8,}" in done.stdout
+    assert not processes_mentioning(str(results))
+
+
+@pytest.mark.skipif(puma_missing() is not None, reason=str(puma_missing()))
+def test_puma_fork_worker_experiment_shares_what_worker_0_built(public_dir: Path) -> None:
+    """examples/experiments/puma-fork-worker.toml without fork_worker 0, quick, 100 requests a
+    trial and a refork after 50 (in the warm-up): each worker builds 16 MiB of caches over its first
+    requests; with preload_app! each keeps its own, reforked from worker 0 they share its copy. The
+    workers worker 0 forked count as workers (4 children)."""
+    results = public_dir / "results"
+    path = _example(public_dir, "puma-fork-worker.toml", ("requests = 1000", "requests = 100"),
+                    ('[[variant]]\nlabel = "fork_worker 0"\npath = "/lazy"\nfork_worker = 0\n\n', ""),
+                    ('label = "fork_worker 300"', 'label = "fork_worker 50"'),
+                    ("fork_worker = 300", "fork_worker = 50"))
+    done = _run(str(path), "--quick", "--results", str(results))
+    assert done.returncode == 0, done.stderr
+    memory = json.loads((results / "memory.json").read_text())["variants"]
+    preloaded, reforked = memory["preload_app!"]["after"], memory["fork_worker 50"]["after"]
+    assert preloaded["children"] == reforked["children"] == 4
+    assert reforked["median_child_shared"] - preloaded["median_child_shared"] > 10 * MIB
+    assert preloaded["max_child_uss"] - reforked["max_child_uss"] > 10 * MIB
+    assert preloaded["footprint"] - reforked["footprint"] > 3 * 10 * MIB
     assert not processes_mentioning(str(results))

@@ -296,7 +296,7 @@ def test_tune_says_how_to_resume_and_writes_its_report(public_dir: Path, signum:
     pytest.importorskip("matplotlib")
     results, page = public_dir / "results", public_dir / "t.html"
     proc = start("tune", "gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--path", "/sleep?ms=10",
-                 "--quick", "--mrpc", "0,100",
+                 "--no-thread-sweep", "--quick", "--mrpc", "0,100",
                  "--point-duration", "1s", "--max-children", "4", "--results", str(results), "--report", str(page))
     code, out, err = signal_when(proc, lambda: (results / "points" / "children-1-t1.json").is_file(), signum)
 

@@ -169,7 +169,7 @@ def test_sigint_leaves_no_server_and_resume_finishes(tmp_path: Path) -> None:
     its time in hot_loop."""
     results = tmp_path / "interrupted"
     args = ("gunicorn", "profile_app:app", "--pythonpath", str(APPS_DIR), "--quick", "--point-duration", "1s",
-            "--mrpc", "0", "--max-children", "1", "--clients", "2", "--no-confirm", "--profile")
+            "--mrpc", "0", "--max-children", "1", "--clients", "2", "--no-confirm", "--profile", "--no-thread-sweep")
     # in the middle of the point after the first sweep point
     err = _stopped(results, args, results / "points" / "children-1-t1.json", after_s=1.0)
     assert "--resume" in err and "Traceback" not in err
@@ -285,7 +285,7 @@ def test_workers_that_crash_every_few_requests_end_the_run_with_one_line(tmp_pat
     results = tmp_path / "crash"
     done = _tune("gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--path", "/exit?after=5", "--quick",
                  "--point-duration", "1s", "--mrpc", "0", "--max-children", "1", "--measure-children", "1",
-                 "--requests-per-child", "10", "--no-confirm", "--results", str(results))
+                 "--no-thread-sweep", "--requests-per-child", "10", "--no-confirm", "--results", str(results))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     last = done.stderr.strip().splitlines()[-1]
@@ -336,7 +336,7 @@ def test_a_server_that_fails_with_a_huge_log_says_why_in_20_lines(tmp_path: Path
     (tmp_path / "noisy_app.py").write_text(NOISY_APP)
     results = tmp_path / "noisy"
     done = _tune("gunicorn", "noisy_app:app", "--pythonpath", str(tmp_path), "--quick", "--mrpc", "0",
-                 "--max-children", "2", "--no-confirm", "--results", str(results), timeout_s=120)
+                 "--no-thread-sweep", "--max-children", "2", "--no-confirm", "--results", str(results), timeout_s=120)
     assert done.returncode == 1, done.stderr[-3000:]
     lines = done.stderr.splitlines()
     lines = lines[next(i for i, line in enumerate(lines) if line.startswith("pounder: error: ")):]

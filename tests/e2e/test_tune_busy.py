@@ -38,7 +38,7 @@ def test_a_busy_machine_gives_the_quiet_machines_answer(tmp_path: Path) -> None:
     results = tmp_path / "busy"
     with burning(seed=7) as burner:
         started, burned = time.monotonic(), cpu_seconds(burner.pid)
-        done = run_pounder("tune", "gunicorn", "wsgi_app:app", "--pythonpath",
+        done = run_pounder("tune", "gunicorn", "wsgi_app:app", "--no-thread-sweep", "--pythonpath",
                                str(APPS_DIR), "--path", "/cpu?ms=5", "--quick", "--point-duration", "1s", "--ram", "2G",
                                "--mrpc", "0", "--max-children", "2", "--clients", "2", "--measure-children", "2",
                                "--no-confirm",

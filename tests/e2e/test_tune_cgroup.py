@@ -106,7 +106,8 @@ def _sizes_only(results: Path, args: list[str], inside: MemoryCgroup) -> tuple[_
 
 def _refused(cwd: Path, ram: str) -> str:
     """``pounder tune gunicorn ... --ram RAM`` refused before anything starts: its one line."""
-    done = run_pounder("tune", "gunicorn", "wsgi_app:app", "--pythonpath", APPS_DIR, "--ram", ram, cwd=cwd, timeout=60)
+    done = run_pounder("tune", "gunicorn", "wsgi_app:app", "--no-thread-sweep", "--pythonpath", APPS_DIR, "--ram", ram,
+                       cwd=cwd, timeout=60)
     lines = done.stderr.splitlines()
     assert (done.returncode, done.stdout, len(lines)) == (2, "", 1), done.stderr
     assert list(cwd.iterdir()) == [], "a results directory was created"

@@ -37,7 +37,7 @@ pytestmark = pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunic
 
 def _tune(results: Path, path: str, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     done = run_pounder("tune", "gunicorn", "wsgi_app:app", "--pythonpath", APPS_DIR, "--path", path, *SHORT,
-                       "--results", results, *args, timeout=TUNE_LIMIT_S)
+                       "--no-thread-sweep", "--results", results, *args, timeout=TUNE_LIMIT_S)
     assert not processes_mentioning(str(results))
     assert (results / "recommendation.json").is_file(), done.stderr
     validate_results_dir(results)

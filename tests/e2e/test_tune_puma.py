@@ -19,4 +19,7 @@ def test_tune_recommends_a_puma_configuration_that_runs(tmp_path: Path) -> None:
     # the settings as measured; when the advice says to preload, a comment above the preload line
     # points at it (tests/tune/test_config_agrees.py checks that it does exactly then)
     settings = "\n".join(line for line in printed.split("\n") if not line.lstrip().startswith("#"))
-    assert "  workers 1\n  threads 1, 1\n  preload_app! false\n" in settings
+    # requests that wait (/sleep) for 2 clients: one worker of 2 threads serves them as two workers would, with
+    # less memory (workers x threads compared at the offered load)
+    assert "  workers 1\n  threads 2, 2\n  preload_app! false\n" in settings
+    assert "4b. Workers x threads at the offered load" in printed and "threads 2: 1 worker x 2 threads" in printed

@@ -71,7 +71,7 @@ def test_tune_uwsgi_recommends_in_its_syntax_and_the_printed_ini_runs(tmp_path: 
     results = tmp_path / "results"
     done = run_pounder(
         "tune", "uwsgi", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--path", "/sleep?ms=10", "--quick",
-         "--no-preload", "--env", "APP_DATA_MB=40",
+         "--no-thread-sweep", "--no-preload", "--env", "APP_DATA_MB=40",
          "--point-duration", "1s", "--mrpc", "0", "--max-children", "1", "--clients", "2", "--measure-children", "1",
          "--requests-per-child", "20", "--no-confirm", "--results", str(results),
         timeout=TUNE_LIMIT_S)

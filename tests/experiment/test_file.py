@@ -9,7 +9,8 @@ import pytest
 
 from pounder import UsageError
 from pounder.agents import Cluster
-from pounder.experiment import ExperimentError, LoadSpec, load_experiment, run_experiment
+from pounder.experiment import ExperimentError, ExperimentResult, LoadSpec, load_experiment, run_experiment
+from pounder.experiment._file import server_adapter
 from pounder.experiment._profiles import params_of
 from pounder.pool import PoolParams
 from support.cliutil import run_pounder
@@ -298,6 +299,29 @@ def test_puma_variants_compare_threads_each_on_its_own_server(tmp_path: Path) ->
         load_experiment(path)
 
 
+def test_puma_fork_worker_from_the_file_each_variant_on_its_own_server(tmp_path: Path) -> None:
+    """fork_worker in [server] and in a [[variant]] (a server of its own), handed to Puma's adapter;
+    refused for another server and out of range, with the file's line."""
+    path = tmp_path / "e.toml"
+    text = GOOD.replace('adapter = "gunicorn"\napp = "wsgi_app:app"',
+                        f'adapter = "puma"\nrackup = "{APPS / "rack_app.ru"}"\nfork_worker = 0')
+    path.write_text(text.replace('label = "b"', 'label = "b"\nfork_worker = 300', 1))
+    experiment = load_experiment(path)
+    assert experiment.server.fork_worker == 0
+    first, second = experiment.variants
+    assert (first.fork_worker, second.fork_worker) == (None, 300) and first.server_key() != second.server_key()
+    assert experiment.to_dict()["server"]["fork_worker"] == 0
+    assert experiment.to_dict()["variants"][1]["fork_worker"] == 300
+    adapters = [server_adapter(experiment, variant) for variant in experiment.variants]
+    assert [adapter.fork_worker for adapter in adapters] == [0, 300]  # type: ignore[attr-defined]
+    path.write_text(GOOD.replace('label = "b"', 'label = "b"\nfork_worker = 300', 1))
+    with pytest.raises(ExperimentError, match=r"e.toml:\d+: variant\[1\].fork_worker: fork_worker is for puma only"):
+        load_experiment(path)
+    path.write_text(text.replace("fork_worker = 0", "fork_worker = -1"))
+    with pytest.raises(ExperimentError, match=r"e.toml:6: server.fork_worker: must be between 0 and 1000000000"):
+        load_experiment(path)
+
+
 @pytest.mark.parametrize("given", ['"4,1"', "0", "true", "[1, 4]"])
 def test_bad_puma_threads_in_the_file_are_named(tmp_path: Path, given: str) -> None:
     path = tmp_path / "e.toml"
@@ -342,3 +366,24 @@ def test_spare_settings_for_servers_that_start_children_on_demand(tmp_path: Path
     path.write_text(text.replace("max_spare = 3", "min_spare = 5\nmax_spare = 3"))
     with pytest.raises(ExperimentError, match=r"e.toml:\d+: variant\[1\].max_spare: must be at least min_spare"):
         load_experiment(path)
+
+
+def test_the_memory_table_says_the_requests_sent(tmp_path: Path) -> None:
+    """``pounder run``'s children's memory: the requests sent to each variant's server after the
+    warm-up and after the loads beside the figures; "-" for a run written before they were."""
+    path = tmp_path / "e.toml"
+    path.write_text(GOOD)
+    mib = 1 << 20
+
+    def sizes(uss: int, requests: int | None) -> dict[str, int]:
+        figures = {"children": 2, "max_child_uss": uss * mib, "median_child_shared": 40 * mib,
+                   "max_child_rss": (uss + 40) * mib, "footprint": 100 * mib, "parent_rss": 30 * mib}
+        return figures if requests is None else {**figures, "requests": requests}
+
+    memory = {"a": {"warm": sizes(5, 1828), "after": sizes(20, 9828)},
+              "b": {"warm": sizes(5, None), "after": sizes(6, None)}}
+    text = ExperimentResult(load_experiment(path), [], memory, tmp_path).render()
+    rows = {line.split()[0]: line.split()[1:] for line in text.splitlines() if line.startswith(("  a ", "  b "))}
+    assert rows["a"] == ["2", "1,828", "->", "9,828", "5.0", "->", "20.0", "40.0", "->", "40.0", "100.0", "->",
+                         "100.0"]
+    assert rows["b"] == ["2", "-", "5.0", "->", "6.0", "40.0", "->", "40.0", "100.0", "->", "100.0"]

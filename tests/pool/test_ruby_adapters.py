@@ -34,7 +34,7 @@ def test_registered_by_kind_with_the_rackup_as_target() -> None:
     for cls in RUBY:
         assert cls.request_limit is False and cls.preload_toggle is True
         assert set(cls.names) == {"max_clients", "max_requests", "start_servers", "min_spare", "max_spare", "preload"}
-    assert PumaAdapter.options == frozenset({"preload", "env", "threads"})
+    assert PumaAdapter.options == frozenset({"preload", "env", "threads", "fork_worker"})
     assert UnicornAdapter.options == frozenset({"preload", "env"})
     assert PumaAdapter.names["max_clients"] == "workers" and PumaAdapter.names["preload"] == "preload_app!"
     assert UnicornAdapter.names["max_clients"] == "worker_processes"
@@ -48,10 +48,20 @@ def test_preload_defaults_to_the_servers_own_and_round_trips(kind: str) -> None:
     adapter = make_adapter(kind, RACK_APP, preload=True, env={"APP_DATA_MB": "40"}, extra_args=("-q",))
     plain = adapter.to_dict()
     assert plain == {"kind": kind, "rackup": str(RACK_APP), "preload": True, "env": {"APP_DATA_MB": "40"},
-                     "extra_args": ["-q"], **({"threads": [1, 1]} if kind == "puma" else {})}
+                     "extra_args": ["-q"]}  # Puma's threads stored only when given: tune compares them otherwise
     again = adapter_from_dict(json.loads(json.dumps(plain)), check=True)
     assert type(again) is type(adapter) and again.to_dict() == plain and again.describe() == adapter.describe()
+    assert not again.threads_fixed
     assert adapter.input_files() == [("rackup file", str(RACK_APP))]
+
+
+def test_pumas_threads_given_are_stored_and_kept_by_tune() -> None:
+    given = make_adapter("puma", RACK_APP, threads="4")
+    assert given.to_dict()["threads"] == [4, 4] and given.threads_fixed
+    again = adapter_from_dict(json.loads(json.dumps(given.to_dict())), check=True)
+    assert again.threads_fixed and again.to_dict() == given.to_dict()
+    # a run stored before tune compared threads wrote Puma's 1,1 every time: read as given (kept)
+    assert adapter_from_dict({**make_adapter("puma", RACK_APP).to_dict(), "threads": [1, 1]}).threads_fixed
 
 
 @pytest.mark.parametrize(("given", "threads"), [
@@ -59,16 +69,16 @@ def test_preload_defaults_to_the_servers_own_and_round_trips(kind: str) -> None:
     ((1, 2), (1, 2)), ([2, 6], (2, 6)),
 ])
 def test_puma_threads_round_trip_and_are_rendered(given: Any, threads: tuple[int, int]) -> None:
-    """--threads N is Puma's -t N (threads N, N); MIN,MAX as its own; stored as [MIN, MAX], and
-    a run stored before --threads existed (no key) is threads 1, 1."""
+    """--threads N is Puma's -t N (threads N, N); MIN,MAX as its own; stored as [MIN, MAX] when
+    given, and none given (no key) is threads 1, 1."""
     adapter = make_adapter("puma", RACK_APP, threads=given)
     assert isinstance(adapter, PumaAdapter) and adapter.threads == threads
     plain = adapter.to_dict()
-    assert plain["threads"] == list(threads)
+    assert plain.get("threads") == (None if given is None else list(threads))  # stored when given
     again = adapter_from_dict(json.loads(json.dumps(plain)), check=True)
     assert isinstance(again, PumaAdapter) and again.threads == threads and again.to_dict() == plain
     old = {key: value for key, value in plain.items() if key != "threads"}
-    assert adapter_from_dict(old).to_dict()["threads"] == [1, 1]
+    assert adapter_from_dict(old).threads == (1, 1) and not adapter_from_dict(old).threads_fixed
     text = adapter.render(PoolParams(3))
     assert f"threads {threads[0]}, {threads[1]}" in text.splitlines()
     assert f"threads {threads[0]},{threads[1]}" in adapter.describe()
@@ -103,8 +113,7 @@ def test_puma_render_is_a_config_file_and_its_command_line() -> None:
     text = adapter.render(PoolParams(3, preload=True))
     lines = text.splitlines()
     assert lines[:7] == ["# puma.rb", "workers 3", "threads 1, 1", "preload_app! true", 'environment "production"',
-                         "# threads 1, 1: as measured, one request per worker at a time (pounder tune --threads N "
-                         "measures N)", lines[6]]
+                         "# threads 1, 1: as measured, one request per worker at a time", lines[6]]
     assert lines[6].startswith("# bind: yours")
     assert lines[-1] == f"env APP_DATA_MB=40 puma -C puma.rb {RACK_APP}"
     assert "preload_app! false" in adapter.render(PoolParams(3))  # the adapter's own: off
@@ -167,3 +176,36 @@ def test_unicorn_worker_killer_limits_rss_at_the_budget_share_and_requests_at_th
     assert "use Unicorn::WorkerKiller::MaxRequests, 3600, 4000" in text
     no_leak = UnicornAdapter(RACK_APP).size_limit(ChildLimit(3, 30 * 2**20, 60 * 2**20, 20 * 2**20, 0))
     assert "MaxRequests" not in no_leak and "Oom" in no_leak
+
+
+@pytest.mark.parametrize("given", [None, 0, 300])
+def test_puma_fork_worker_round_trips_and_is_rendered(given: int | None) -> None:
+    """fork_worker N is Puma's own line in puma.rb and in the server pounder starts; stored only
+    when given (a run stored without it, or before it existed, is off)."""
+    adapter = make_adapter("puma", RACK_APP, fork_worker=given)
+    assert isinstance(adapter, PumaAdapter) and adapter.fork_worker == given
+    plain = adapter.to_dict()
+    assert plain.get("fork_worker") == given and ("fork_worker" in plain) == (given is not None)
+    again = adapter_from_dict(json.loads(json.dumps(plain)), check=True)
+    assert isinstance(again, PumaAdapter) and again.fork_worker == given and again.to_dict() == plain
+    lines = adapter.render(PoolParams(3)).splitlines()
+    assert [line for line in lines if line.startswith("fork_worker")] == ([] if given is None else
+                                                                          [f"fork_worker {given}"])
+    assert (f"fork_worker {given}" in adapter.describe()) == (given is not None)
+    server = adapter.server(PoolParams(2), Path("/nonexistent"))
+    assert server.settings.fork_worker == given  # type: ignore[attr-defined]
+    assert server.nested_workers == (given is not None)
+
+
+@pytest.mark.parametrize("bad", [-1, True, 2.5, "300", 10**9 + 1])
+def test_bad_puma_fork_worker_is_one_line(bad: Any) -> None:
+    with pytest.raises(UsageError) as caught:
+        make_adapter("puma", RACK_APP, fork_worker=bad)
+    assert str(caught.value).startswith("puma: fork_worker must be a number of requests from 0 (never refork) to ")
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("kind", [kind for kind in ADAPTERS if kind != "puma"])
+def test_fork_worker_is_puma_only(kind: str) -> None:
+    assert refused_option(kind, "fork_worker", called="fork_worker") == "fork_worker is for puma only"
+    assert refused_option("puma", "fork_worker") is None

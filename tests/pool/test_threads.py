@@ -94,8 +94,7 @@ def test_puma_renders_threads_n_n(tmp_path: Path) -> None:
     assert adapter.render(PoolParams(2, threads=None)) == today
     four = adapter.render(PoolParams(2, threads=4))
     assert four == today.replace("threads 1, 1", "threads 4, 4").replace(
-        "one request per worker at a time (pounder tune --threads N measures N)",
-        "up to 4 requests per worker at a time (pounder's default: 1, 1, as a pre-fork server)")
+        "one request per worker at a time", "up to 4 requests per worker at a time")
     # params.threads overrides the adapter's --threads for that start; None keeps it
     own = PumaAdapter(RACK_APP, threads="2,8")
     assert "threads 2, 8" in own.render(PoolParams(2)).splitlines()
@@ -114,8 +113,9 @@ def test_gunicorn_starts_gthread_workers_for_threads(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("kind", "after", "lines", "flags"), [
-    ("gunicorn", "# restarts spread over 900..1000\n", 'worker_class = "gthread"\nthreads = 4\n',
-     "--worker-class gthread --threads 4 "),
+    ("gunicorn", "# restarts spread over 900..1000\n", 'worker_class = "gthread"\nthreads = 4\n'
+     "worker_connections = 4  # gunicorn's 1000 lets one worker take the clients while the others idle\n",
+     "--worker-class gthread --threads 4 --worker-connections 4 "),
     ("uwsgi", "lazy-apps = false\n", "threads = 4\nenable-threads = true\n", "--threads 4 --enable-threads "),
 ])
 def test_python_servers_render_threads(kind: str, after: str, lines: str, flags: str) -> None:

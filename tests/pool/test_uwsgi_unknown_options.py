@@ -60,7 +60,8 @@ def test_tune_warns_and_goes_on(tmp_path: Path) -> None:
     (tmp_path / "wsgi_app.py").write_text((APPS / "wsgi_app.py").read_text())
     ini = tmp_path / "site.ini"
     ini.write_text("[uwsgi]\npythonpath = %d\nmodule = wsgi_app:app\nproccesses = 4\n")
-    process = start_pounder("tune", "uwsgi", ini, "--quick", "--ram", "1G", "--results", tmp_path / "run",
+    process = start_pounder("tune", "uwsgi", ini, "--no-thread-sweep", "--quick", "--ram", "1G", "--results",
+                            tmp_path / "run",
                             stdout=subprocess.DEVNULL, cwd=tmp_path,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines = []

@@ -220,3 +220,22 @@ def test_a_truncated_self_set_name_shows_the_program() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_nested_workers_count_as_children() -> None:
+    """Puma's fork_worker: worker 0 (a child) forks the others, which count as workers once the
+    snapshot is told so; a child of those (a process a worker started) stays a grandchild."""
+    from pounder.procs import ProcMem  # noqa: PLC0415
+
+    def proc(pid: int, ppid: int, role: str, private_mib: int) -> ProcMem:
+        return ProcMem(pid, ppid, role, "puma", 300 * MIB, 30 * MIB, 20 * MIB, private_mib * MIB,  # type: ignore[arg-type]
+                       25 * MIB, 0, 1.0, 0.5, 0.0, 5.0)
+
+    taken = PoolSnapshot(1, time.time(), (proc(1, 0, "parent", 5), proc(2, 1, "child", 7),
+                                          proc(3, 2, "grandchild", 9), proc(4, 2, "grandchild", 3),
+                                          proc(5, 4, "grandchild", 11)))
+    assert (taken.totals.children, taken.totals.max_child_uss) == (1, 7 * MIB)
+    nested = taken.with_nested_workers()
+    assert [p.pid for p in nested.children] == [2, 3, 4]
+    assert (nested.totals.children, nested.totals.grandchildren, nested.totals.max_child_uss) == (3, 1, 9 * MIB)
+    assert nested.totals.footprint == taken.totals.footprint == 5 * 25 * MIB

@@ -155,7 +155,7 @@ def test_tune_and_run_refuse_a_missing_py_spy_before_starting_anything(tmp_path:
     python.symlink_to(sys.executable)
     results = tmp_path / "results"
     tuned = run_pounder("tune", "gunicorn", "profile_app:app", "--pythonpath", APPS_DIR, "--quick", "--profile",
-                        "--results", results, python=python, timeout=120, env=env)
+                        "--no-thread-sweep", "--results", results, python=python, timeout=120, env=env)
     assert tuned.returncode == 2, tuned.stderr
     assert "py-spy is not on PATH" in tuned.stderr and "Traceback" not in tuned.stderr
     experiment = tmp_path / "e.toml"

@@ -11,11 +11,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from pounder import PounderError, UsageError
 from pounder.pool import QueueWatch
-from pounder.servers import PUMA_STATUS, PumaServer, PumaSettings, puma_missing, puma_stats, render_puma_config
+from pounder.servers import (
+    PUMA_STATUS,
+    PumaServer,
+    PumaSettings,
+    PumaStats,
+    puma_missing,
+    puma_stats,
+    render_puma_config,
+)
 from pounder.servers._puma import puma_command
 from support.leftovers import processes_mentioning
 from support.rack import RACK_APP
@@ -36,13 +45,17 @@ def test_config_and_command_are_pure() -> None:
     assert "worker_check_interval" not in text  # the user's: Puma's default
     assert "worker_check_interval 1" in render_puma_config(settings, port=1, check_interval_s=1).splitlines()
     assert "threads 0, 4" in render_puma_config(PumaSettings(threads=(0, 4)), port=None).splitlines()
+    assert "fork_worker" not in text
+    assert render_puma_config(PumaSettings(fork_worker=0), port=None).splitlines()[2:4] == [
+        "preload_app! false", "fork_worker 0"]
     assert "silence_single_worker_warning" in render_puma_config(PumaSettings(workers=1), port=None)
     assert 'pidfile "/a\\#{x}\\"b"' in render_puma_config(settings, port=1, pidfile='/a#{x}"b')  # no interpolation
     assert puma_command(settings, config=Path("/w/puma.rb"), rackup=Path("/app/config.ru")) == [
         "puma", "-C", "/w/puma.rb", "--tag", "x", "/app/config.ru"]
 
 
-@pytest.mark.parametrize("bad", [{"workers": 0}, {"threads": (2, 1)}, {"threads": (0, 0)}, {"backlog": 0}])
+@pytest.mark.parametrize("bad", [{"workers": 0}, {"threads": (2, 1)}, {"threads": (0, 0)}, {"backlog": 0},
+                                 {"fork_worker": -1}, {"fork_worker": True}])
 def test_bad_settings_are_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(UsageError, match="^puma: "):
         PumaSettings(**bad).validate()
@@ -143,3 +156,52 @@ def test_control_app_stats_name_every_worker(tmp_path: Path) -> None:
     assert processes_mentioning(str(workdir)) == []
     with pytest.raises(PounderError, match="cannot read the control app's /stats"):
         puma_stats(srv.control_socket)
+
+
+REFORK_AFTER = 30
+"""fork_worker's requests of worker 0 before its refork: a few seconds of single requests."""
+
+
+def test_fork_worker_forks_the_workers_from_worker_0_and_reforks_them(puma_server: MakePuma) -> None:
+    """fork_worker N: the master forks worker 0 only, worker 0 forks the others (their parent pid,
+    as /proc and Puma's /stats say); once worker 0 has served N requests (seen at a check-in) the
+    others are replaced by fresh forks of it (the cluster's phase goes up), and the server answers
+    throughout. children() lists every worker, as the snapshots pounder takes count them."""
+    srv = puma_server(workers=3, fork_worker=REFORK_AFTER)
+    assert "fork_worker 30" in srv.config_file.read_text().splitlines()
+    workers = srv.children()
+    direct = [pid for pid in workers if psutil.Process(pid).ppid() == srv.pid]
+    assert len(workers) == 3 and len(direct) == 1
+    zero = direct[0]
+    assert sorted(psutil.Process(pid).ppid() for pid in workers if pid != zero) == [zero, zero]
+    deadline = time.monotonic() + 20  # each worker reports itself at its first check-in
+    stats = srv.stats()
+    while sorted(w.pid for w in stats.worker_status) != workers or stats.phase != 0:
+        assert time.monotonic() < deadline, stats
+        time.sleep(0.2)
+        stats = srv.stats()
+    assert [w.pid for w in stats.worker_status if w.index == 0] == [zero]
+    first = set(workers) - {zero}
+    deadline = time.monotonic() + 20
+    while (stats := srv.stats()).phase < 1 or len(stats.worker_status) != 3 or not all(
+            w.booted and w.phase == stats.phase for w in stats.worker_status):
+        assert time.monotonic() < deadline, stats
+        get(srv.url + "/")  # worker 0 takes its share; no answer fails during the refork
+    reforked = srv.children()
+    assert zero in reforked and len(reforked) == 3 and not first & set(reforked)
+    assert all(psutil.Process(pid).ppid() == zero for pid in reforked if pid != zero)
+    assert sorted(w.pid for w in stats.worker_status) == reforked
+    assert int(get(srv.url + "/pid")) in reforked  # answers after the refork
+    srv.stop()
+    assert srv.children() == []
+
+
+def test_stats_of_a_worker_being_forked_by_worker_0() -> None:
+    """With fork_worker the master learns a reforked worker's pid when it reports: until then
+    /stats has ``"pid": null`` for it (Puma 5.6), read as 0."""
+    stats = PumaStats.from_dict({"workers": 2, "phase": 1, "booted_workers": 1, "old_workers": 0, "worker_status": [
+        {"index": 0, "pid": 10, "phase": 1, "booted": True, "last_checkin": "2026-11-29T05:00:00Z",
+         "last_status": {"backlog": 0, "running": 1, "pool_capacity": 1, "max_threads": 1, "requests_count": 31}},
+        {"index": 1, "pid": None, "phase": 1, "booted": False, "last_checkin": "2026-11-29T05:00:01Z",
+         "last_status": {}}]})
+    assert [(w.index, w.pid, w.booted) for w in stats.worker_status] == [(0, 10, True), (1, 0, False)]

@@ -179,11 +179,16 @@ def test_to_dict_from_dict_round_trip() -> None:
         "path", "ram", "ram_source", "clients", "p99_s", "quick", "point_s", "requests_per_child", "measure_children",
         "max_children", "mrpc_values", "max_loss", "tolerance", "safety_margin", "memory_floor", "compare_preload",
         "timeout_s", "trials", "targets", "traffic", "keepalive", "throttle", "proxy", "peak_rate", "peak_source",
-        "server_cpus", "load_cpus", "confirm", "listen", "allow_remote", "profile", "cpus", "cpus_source", "life"}
+        "server_cpus", "load_cpus", "confirm", "listen", "allow_remote", "profile", "cpus", "cpus_source",
+        "sweep_threads", "life"}
     again = TuneOptions.from_dict(json.loads(json.dumps(plain)))
     assert again == options
     assert isinstance(again.mrpc_values, tuple)
     assert TuneOptions.from_dict(TuneOptions().to_dict()) == TuneOptions()
+    assert options.sweep_threads and not make_options(sweep_threads=False).sweep_threads
+    # a run stored before tune compared workers x threads: measured with one thread per worker
+    plain.pop("sweep_threads")
+    assert TuneOptions.from_dict(plain).sweep_threads is False
 
 
 @pytest.mark.usefixtures("machine")
@@ -251,8 +256,8 @@ def test_bad_traffic_options(kwargs: dict[str, Any], message: str) -> None:
 
 def test_from_dict_ignores_unknown_keys_and_fills_defaults() -> None:
     got = TuneOptions.from_dict({"clients": 8, "from_a_newer_version": True})
-    assert got == TuneOptions(clients=8)
-    assert TuneOptions.from_dict({}) == TuneOptions()
+    assert got == TuneOptions(clients=8, sweep_threads=False)  # stored before shapes: none were compared
+    assert TuneOptions.from_dict({}) == TuneOptions(sweep_threads=False)
 
 
 def test_from_dict_validates() -> None:

@@ -167,6 +167,11 @@ class TuneFlags:
     no_confirm: bool = field(default=False, metadata=flag("--no-confirm", panel=RUN, help=(
         "Skip the confirmation run (the recommended configuration started, warmed and held at the target "
         "load).")) | _to("confirm", _negated))
+    no_thread_sweep: bool = field(default=False, metadata=flag("--no-thread-sweep", panel=RUN, help=(
+        "Puma, gunicorn, uWSGI: one thread per worker, as the other pre-fork servers (or Puma's --threads), "
+        "instead of comparing workers x threads at the offered load (default: the pool chosen with one thread per "
+        "worker against fewer workers with 2, 4, 8, ... threads, and the smallest footprint as fast "
+        "chosen).")) | _to("sweep_threads", _negated))
     profile: bool = field(default=False, metadata=flag("--profile", panel=RUN, help=(
         "After the confirmation, profile the recommended configuration at its load (py-spy, Devel::NYTProf or "
         "perf, as pounder profile; 2 rounds with --quick, else 5): profile.json and flame.svg in the results "

@@ -53,12 +53,13 @@ TUNE_HELP = "\n\n".join([
     "SERVER TARGET is one of: " + ", ".join(f"{kind} {cls.target_form}" for kind, cls in ADAPTERS.items()) + ". "
     "Apache's configuration and php-fpm's pool file are yours: pounder runs a copy with what it sets replaced "
     "(Listen, PidFile, the five directives and their kin; listen and pm.*), php-fpm behind an nginx front it starts "
-    "too (--root DOCROOT); gunicorn runs sync workers, Puma threads 1,1 (--threads for more); command runs any "
-    "server, with {port}, {workers} and {max_requests} in the command.",
+    "too (--root DOCROOT); gunicorn runs sync workers (gthread ones with threads), Puma threads 1,1 unless "
+    "--threads; command runs any server, with {port}, {workers} and {max_requests} in the command.",
     "Steps: child sizes after warm-up and after K requests each; the memory bound (RAM - shared) / child USS; "
-    "a sweep of the number of children; a MaxRequestsPerChild sweep; a step from idle to full load for the spare "
-    "servers (" + ", ".join(cls.who for cls in ADAPTERS.values() if cls.on_demand) + "). Every point is written "
-    "to the results directory as it is measured: after Ctrl-C, "
+    "a sweep of the number of children; workers x threads at the offered load (" + ", ".join(
+        cls.who for cls in ADAPTERS.values() if cls.threaded) + "); a MaxRequestsPerChild sweep; a step from idle "
+    "to full load for the spare servers (" + ", ".join(cls.who for cls in ADAPTERS.values() if cls.on_demand)
+    + "). Every point is written to the results directory as it is measured: after Ctrl-C, "
     "'pounder tune --resume DIR' continues.",
     "Before it is printed, the recommendation is started, warmed and held at the target load (confirmation): the "
     "pool's footprint against the RAM budget, p99 against --p99, failures.",
@@ -171,9 +172,10 @@ def _plan(server: str | None, target: str | None, flags: TuneFlags,
             raise UsageError("--demo takes no server option (--pythonpath, --preload, --env, --stop-signal, --root, "
                              "--threads)")
         adapter: Adapter = demo_adapter()
-        # short enough for a first look (under 3 minutes on 2 cores), every decision still from trials
+        # short enough for a first look (under 3 minutes on 2 cores), every decision still from trials; its
+        # sync workers only (the demo's requests use the CPU: threads are compared on a run of your app)
         flags = replace(flags, ram=flags.ram or "512M", quick=True, point_duration=flags.point_duration or "2s",
-                        mrpc=flags.mrpc or "0,1000,100")
+                        mrpc=flags.mrpc or "0,1000,100", no_thread_sweep=True)
     else:
         adapter = _adapter(server, target, flags.server_values())
     options = make_options(**flags.tune_values())

@@ -14,6 +14,8 @@ compare them under.
     max_requests = 0            # MaxRequestsPerChild of every variant (0 = unlimited)
     # start_servers = 5, min_spare = 5, max_spare = 10: children started on demand (apache,
     # php-fpm's pm = dynamic, uwsgi's cheaper); none given: every child started and kept
+    # preload, env, threads (Puma), fork_worker (Puma's fork_worker N): for the servers that take
+    # them (pounder.pool.SERVER_OPTIONS), here or in a [[variant]]
 
     [[load]]                    # one or more: every variant runs under each
     connections = 10
@@ -60,6 +62,7 @@ from pounder.experiment._tls import TlsSpec, in_file_words, read_tls
 from pounder.load import BenchSpec, LoadOptions
 from pounder.pool import ADAPTERS as POOL_ADAPTERS
 from pounder.pool import KINDS, TARGET_FIELDS, Adapter, AdapterOptions, build_adapter, puma_threads, refused_option
+from pounder.servers import FORK_WORKER_MAX
 from pounder.traffic import NotLoopbackError, parse_url, resolve
 
 ADAPTERS = (*KINDS, "url")
@@ -84,6 +87,8 @@ class ServerSpec:
     root: Path | None = None
     threads: str | None = None
     """Puma's threads ("N" or "MIN,MAX"; None: 1,1)."""
+    fork_worker: int | None = None
+    """Puma's ``fork_worker N`` (None: off)."""
     preload: bool | None = None
     """None: the server's own default (uWSGI preloads, gunicorn does not)."""
     workers: int = 4
@@ -140,6 +145,8 @@ class VariantSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     threads: str | None = None
     """Puma's threads ("MIN,MAX"; None: the server's)."""
+    fork_worker: int | None = None
+    """Puma's ``fork_worker N`` (None: the server's)."""
     start_servers: int | None = None
     """This variant's spare settings (servers that start children on demand); None: the server's."""
     min_spare: int | None = None
@@ -148,7 +155,7 @@ class VariantSpec:
     def server_key(self) -> tuple[Any, ...]:
         """Variants with equal keys share one server."""
         return (self.config, self.workers, self.max_requests, self.preload, tuple(sorted(self.env.items())),
-                self.threads, self.start_servers, self.min_spare, self.max_spare)
+                self.threads, self.start_servers, self.min_spare, self.max_spare, self.fork_worker)
 
 
 @public
@@ -215,7 +222,7 @@ def _check_load(r: Reader, key: str, load: LoadSpec) -> None:
         raise r.fail(key, str(error)) from None
 
 
-_SERVER_KEYS = {"pythonpath", "preload", "env", "root", "threads"}
+_SERVER_KEYS = {"pythonpath", "preload", "env", "root", "threads", "fork_worker"}
 """The server options an experiment file's [server] may give (of those some servers take)."""
 
 
@@ -297,7 +304,8 @@ def _tls(r: Reader, data: dict[str, Any], variants: list[VariantSpec]) -> TlsSpe
     return tls
 
 
-_FILE_KEYS = {"pythonpath": "pythonpath", "root": "root", "env": "env", "threads": "threads", "preload": "preload"}
+_FILE_KEYS = {"pythonpath": "pythonpath", "root": "root", "env": "env", "threads": "threads", "preload": "preload",
+              "fork_worker": "fork_worker"}
 """How a hint names the server options an experiment gives: by their [server] key (pounder._given)."""
 
 
@@ -314,7 +322,8 @@ def server_adapter(exp: Experiment, variant: VariantSpec) -> Adapter:
             options = AdapterOptions(
                 pythonpath=server.pythonpath, preload=server.preload if variant.preload is None else variant.preload,
                 env={**server.env, **variant.env}, extra_conf=variant.config, root=server.root,
-                threads=server.threads if variant.threads is None else variant.threads)
+                threads=server.threads if variant.threads is None else variant.threads,
+                fork_worker=server.fork_worker if variant.fork_worker is None else variant.fork_worker)
             return build_adapter(server.adapter, getattr(server, target), options)
     except UsageError as error:
         if exp.reader is None:
@@ -388,6 +397,7 @@ def _server(r: Reader, data: dict[str, Any]) -> ServerSpec:
         pythonpath=pythonpath or None,
         root=root,
         threads=threads,
+        fork_worker=_fork_worker(r, server_data, "server"),
         preload=r.get(server_data, "server", "preload", bool),
         workers=r.count(server_data, "server", "workers", 1, 1024, default=4) or 4,
         max_requests=r.count(server_data, "server", "max_requests", 0, 10**9, default=0) or 0,
@@ -432,11 +442,17 @@ def _threads(r: Reader, data: Mapping[str, Any], table: str) -> str | None:
         raise r.fail(f"{table}.threads", str(error)) from None
 
 
+def _fork_worker(r: Reader, data: Mapping[str, Any], table: str) -> int | None:
+    """Puma's ``fork_worker`` of ``table``: the requests worker 0 serves before the refork (0:
+    never), None when not given."""
+    return r.count(data, table, "fork_worker", 0, FORK_WORKER_MAX)
+
+
 def _variants(r: Reader, data: dict[str, Any], adapter: str) -> list[VariantSpec]:
     """The [[variant]] tables (two at least), each checked against the server's ``adapter``."""
     variants: list[VariantSpec] = []
     allowed = {"label", "path", "url", "config", "workers", "max_requests", "preload", "env", "threads",
-               *_SPARE_KEYS}
+               "fork_worker", *_SPARE_KEYS}
     for key, item in r.tables(data, "variant", allowed):
         spares = _spares(r, item, key, adapter)
         variant = VariantSpec(
@@ -449,6 +465,7 @@ def _variants(r: Reader, data: dict[str, Any], adapter: str) -> list[VariantSpec
             preload=r.get(item, key, "preload", bool),
             env=r.env(item, key),
             threads=_threads(r, item, key),
+            fork_worker=_fork_worker(r, item, key),
             start_servers=spares.start_servers, min_spare=spares.min_spare, max_spare=spares.max_spare,
         )
         _check_variant(r, key, variant, adapter)
@@ -483,6 +500,6 @@ def _check_variant(r: Reader, key: str, variant: VariantSpec, adapter: str) -> N
         raise r.fail(f"{key}.config", "config lines are for the apache adapter")
     if adapter in TARGET_FIELDS:  # the options its adapter declares (see _server)
         for name, given in (("preload", variant.preload is not None), ("env", bool(variant.env)),
-                            ("threads", variant.threads is not None)):
+                            ("threads", variant.threads is not None), ("fork_worker", variant.fork_worker is not None)):
             if given:
                 _refuse(r, key, adapter, name)

@@ -6,7 +6,8 @@ The results directory is written as it goes::
 
     DIR/experiment.json     the experiment as read (pounder/experiment/1)
     DIR/load-<N>.json       the comparison under load N (pounder/compare/1), after each trial
-    DIR/memory.json         each server's children after warm-up and after the loads
+    DIR/memory.json         each server's children after warm-up and after the loads, with the
+                            requests sent to it by then
     DIR/syscalls-<N>.json   variant N's system calls per request (pounder/syscalls/1), when recorded
     DIR/profile-<N>.json    variant N's profile (pounder/profile/1) and DIR/flame-<N>.svg, when recorded
     DIR/summary.txt         the text ``pounder run`` printed
@@ -108,16 +109,20 @@ class ExperimentResult:
             out += ["", f"Load {index}: {load.label}, keep-alive {'on' if load.keepalive else 'off'}",
                     render_compare(result).rstrip("\n")]
         if "memory" in exp.record and self.memory:
-            out += ["", "Children's memory (MiB; after warm-up -> after the loads)"]
+            out += ["", "Children's memory (MiB; after warm-up -> after the loads; requests: sent to the variant's "
+                        "server by then)"]
             width = max(len(label) for label in self.memory)
-            out.append(f"  {'':<{width}}  {'children':>8}  {'max USS':>16}  {'shared (median)':>16}  {'footprint':>16}")
+            out.append(f"  {'':<{width}}  {'children':>8}  {'requests':>19}  {'max USS':>16}  {'shared (median)':>16}  "
+                       f"{'footprint':>16}")
             for label, sizes in self.memory.items():
                 before, after = sizes["warm"], sizes.get("after", sizes["warm"])  # no "after": stopped before a load
 
                 def pair(key: str, before: dict[str, Any] = before, after: dict[str, Any] = after) -> str:
                     return f"{(before[key] or 0) / MIB:7.1f} ->{(after[key] or 0) / MIB:7.1f}"
 
-                out.append(f"  {label:<{width}}  {after['children']:>8}  {pair('max_child_uss'):>16}  "
+                sent = ("-" if "requests" not in after else  # a run before the requests were recorded
+                        f"{before.get('requests', 0):>8,} ->{after['requests']:>8,}")
+                out.append(f"  {label:<{width}}  {after['children']:>8}  {sent:>19}  {pair('max_child_uss'):>16}  "
                            f"{pair('median_child_shared'):>16}  {pair('footprint'):>16}")
         if self.syscalls:
             out += ["", f"System calls per request (strace on the children, {SYSCALL_REQUESTS} requests per variant)"]
@@ -195,7 +200,8 @@ def run_experiment(exp: Experiment, results: str | Path, *, quick: bool = False,
                         break
             finally:  # the children after the loads, also when a signal cut them short
                 for members, runner, server in runners:
-                    sizes = pool_memory(runner.snapshot(server))
+                    sizes = {**pool_memory(runner.snapshot(server)),
+                             "requests": _sent(members, memory, comparisons)}
                     for variant in members:
                         memory[variant.label]["after"] = sizes
             if "syscalls" in exp.record and not interrupted:
@@ -295,13 +301,23 @@ def _start_servers(exp: Experiment, planned: list[tuple[list[VariantSpec], Adapt
         for variant in members:
             urls[variant.label] = (server.url + str(variant.path), pid)
     for members, runner, server in runners:
+        sent = 0
         for variant in members:
             runner.path = str(variant.path)
-            runner.warm(server)
-        sizes = pool_memory(runner.snapshot(server))
+            sent += runner.warm(server).requests
+        sizes = {**pool_memory(runner.snapshot(server)), "requests": sent}
         for variant in members:
             memory[variant.label] = {"warm": sizes}
     return runners
+
+
+def _sent(members: Sequence[VariantSpec], memory: dict[str, dict[str, Any]],
+          comparisons: Sequence[tuple[LoadSpec, CompareResult]]) -> int:
+    """The requests sent to the server of ``members`` so far: its warm-up's, then every trial of
+    theirs (the comparisons' warm-up trials too), complete or failed."""
+    labels = {variant.label for variant in members}
+    return int(memory[members[0].label]["warm"]["requests"]) + sum(
+        trial.complete + trial.failed for _, result in comparisons for trial in result.trials if trial.label in labels)
 
 
 def _compare(variants: Sequence[Variant], baseline: str, load: LoadSpec, quick: bool,

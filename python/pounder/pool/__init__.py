@@ -30,6 +30,7 @@
 """
 
 from pounder.pool._adapter import (
+    MAX_THREADS,
     SERVER_OPTIONS,
     Adapter,
     AdapterOptions,
@@ -80,6 +81,7 @@ __all__ = [
     "ADAPTERS",
     "KINDS",
     "REGISTRY",
+    "MAX_THREADS",
     "SERVER_OPTIONS",
     "OLD_TUNE_SCHEMAS",
     "POINT_SCHEMA",

@@ -54,8 +54,12 @@ SERVER_OPTIONS: Mapping[str, ServerOption] = {option.name: option for option in 
         None),
     ServerOption("threads", "--threads", "N|MIN,MAX", (
         "Puma: the threads of each worker (threads MIN, MAX; N is N,N). Default 1,1: one request per worker, as the "
-        "other pre-fork servers; a run with 4 measures the pools with threads 4,4, to compare with a run with 1."),
+        "other pre-fork servers; tune without it compares workers x threads itself, and keeps them when given."),
         None),
+    ServerOption("fork_worker", "--fork-worker", "N", (
+        "Puma: fork_worker N: worker 0 forks the other workers (instead of the master), and once it has served N "
+        "requests they are reforked from it, sharing what it built while serving (Puma's refork; 0: never "
+        "refork). Default: off."), None),
     ServerOption("stop_signal", "--stop-signal", "SIG",
                  "command: the signal that stops the server gracefully (default TERM).", "TERM"),
 )}
@@ -117,9 +121,9 @@ class AdapterOptions:
     :data:`SERVER_OPTIONS`, the arguments added to the server's command line (``extra_args``), an
     experiment variant's configuration lines (``extra_conf``) and Apache's handlers given from
     Python; each adapter reads the ones it takes and ignores the others. ``preload`` and
-    ``threads`` None: the server's own default. Each field is declared once, here: its keyword
-    (``make_adapter``), its key in an adapter's ``to_dict`` and how a stored one reads back
-    (its ``stored`` metadata; as stored without)."""
+    ``threads`` None: the server's own default; ``fork_worker`` None: off. Each field is
+    declared once, here: its keyword (``make_adapter``), its key in an adapter's ``to_dict`` and
+    how a stored one reads back (its ``stored`` metadata; as stored without)."""
 
     pythonpath: str | None = None
     preload: bool | None = field(default=None, metadata=_stored(bool))
@@ -128,6 +132,7 @@ class AdapterOptions:
         default=None, metadata=_stored(lambda env: {str(k): str(v) for k, v in (env or {}).items()}))
     extra_args: tuple[str, ...] = field(default=(), metadata=_stored(lambda args: tuple(args or ())))
     threads: Any = None
+    fork_worker: int | None = field(default=None, metadata=_stored(lambda n: None if n is None else int(n)))
     stop_signal: str = field(default="TERM", metadata=_stored(lambda name: str(name or "TERM")))
     extra_conf: str = field(default="", metadata=_stored(lambda text: str(text or "")))
     perl_handlers: Mapping[str, str] | None = field(default=None, metadata=_stored(lambda handlers: handlers or {}))
@@ -253,6 +258,9 @@ class Adapter(abc.ABC):
     threaded: ClassVar[bool] = False
     """The server runs threads in each child (Puma, gunicorn's gthread workers, uWSGI): it takes
     :attr:`PoolParams.threads` (:meth:`threads_of`); the others refuse more than one."""
+    runtime_lock: ClassVar[str] = ""
+    """What lets one thread of a child run the application's code at a time, in the words of its
+    runtime ("Ruby's GVL", "Python's GIL"): the reason threads do not use more cores."""
     max_requests_counts: ClassVar[str] = "requests"
     """What the server's MaxRequestsPerChild counts: "requests" or "connections"."""
     request_limit: ClassVar[bool] = True
@@ -384,6 +392,12 @@ class Adapter(abc.ABC):
         what tune measures, stores and prints (Apache's rule, :meth:`PoolParams.fixed`, unless
         the server has its own: php-fpm caps them by the children)."""
         return params.fixed()
+
+    @property
+    def threads_fixed(self) -> bool:
+        """Whether the user gave the threads of each child (Puma's ``--threads``): tune keeps them
+        instead of comparing workers x threads."""
+        return False
 
     def threads_of(self, params: PoolParams) -> int | None:
         """The threads of each child ``params`` asks for (None: the adapter's own setting), checked:

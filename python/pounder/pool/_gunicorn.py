@@ -39,6 +39,7 @@ class GunicornAdapter(Adapter):
     target_field = "app"
     options = frozenset({"pythonpath", "preload", "env"})
     threaded = True
+    runtime_lock = "Python's GIL"
     preload_toggle = True
     language = "python"
     preload_remedy = "start gunicorn with --preload (or preload_app = True)"
@@ -87,6 +88,10 @@ class GunicornAdapter(Adapter):
             worker_class = gunicorn_worker_class(threads)
             flags += [f"--worker-class {worker_class}"] * (worker_class != "sync") + [f"--threads {threads}"]
             lines += [f'worker_class = "{worker_class}"'] * (worker_class != "sync") + [f"threads = {threads}"]
+            if worker_class == "gthread":  # as measured: a worker accepts only what its threads serve
+                flags.append(f"--worker-connections {threads}")
+                lines.append(f"worker_connections = {threads}  # gunicorn's 1000 lets one worker take the clients "
+                             "while the others idle")
         # everything else the server needs to start as it was measured
         if self.pythonpath:
             flags.append(f"--pythonpath {shlex.quote(self.pythonpath)}")

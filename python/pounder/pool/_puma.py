@@ -19,6 +19,7 @@ from pounder.servers import (
     ManagedServer,
     PumaServer,
     PumaSettings,
+    check_fork_worker,
     puma_missing,
     render_puma_config,
 )
@@ -59,6 +60,10 @@ class PumaAdapter(RackAdapter):
     preloading on only when the environment's WEB_CONCURRENCY is above 1 (not for ``workers`` in
     the file nor ``-w``); pounder writes ``preload_app!`` out either way.
 
+    ``fork_worker``: Puma's ``fork_worker N`` (None: off; see
+    :class:`~pounder.servers.PumaServer`): worker 0 forks the others, which are reforked from it
+    once it has served N requests (0: never).
+
     Puma has no limit on the requests a worker serves: ``server()`` refuses ``max_requests`` > 0."""
 
     kind = "puma"
@@ -69,38 +74,40 @@ class PumaAdapter(RackAdapter):
     respawn = ("Puma's master forks a replacement when it sees a worker exit: a fork plus loading the application "
                "(unless preload_app!) and the new worker's warm-up")
     names: ClassVar[Mapping[str, str]] = server_names(max_clients="workers", preload="preload_app!")
-    options = frozenset({"preload", "env", "threads"})
+    options = frozenset({"preload", "env", "threads", "fork_worker"})
     threaded = True
+    runtime_lock = "Ruby's GVL"
     preload_off = ("preload_app! false",)
 
     @classmethod
     def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> PumaAdapter:
         threads = {} if options.threads is None else {"threads": options.threads}
         return cls(cls.given_target(target), env=options.env, extra_args=options.extra_args, **options.preloading,
-                   **threads)
+                   fork_worker=options.fork_worker, **threads)
 
     def __init__(self, rackup: str | os.PathLike[str], *, preload: bool = False,
                  env: Mapping[str, str] | None = None, extra_args: tuple[str, ...] = (),
-                 threads: Any = (1, 1)) -> None:
+                 threads: Any = None, fork_worker: int | None = None) -> None:
         super().__init__(rackup, preload=preload, env=env, extra_args=extra_args)
-        self.threads = puma_threads(threads)
+        self._threads_given = threads is not None
+        self.threads = puma_threads((1, 1) if threads is None else threads)
+        self.fork_worker = check_fork_worker(fork_worker)
 
     def _server(self, params: PoolParams, workdir: Path, *, cpus: Collection[int] | None = None,
                 keepalive: bool = False, host: str = HOST) -> ManagedServer:
         """Puma keeps connections alive on its own (``keepalive`` is not a setting of it)."""
         self.refuse_request_limit(params)
         return PumaServer(workdir, self.rackup, workers=params.max_clients, threads=self.threads_in(params),
-                          preload_app=self.with_preload(params), env=self.env, extra_args=self.extra_args, cpus=cpus,
-                          host=host)
+                          preload_app=self.with_preload(params), fork_worker=self.fork_worker, env=self.env,
+                          extra_args=self.extra_args, cpus=cpus, host=host)
 
     def _render(self, params: PoolParams, *, keepalive: bool = False) -> str:
         settings = PumaSettings(workers=params.max_clients, threads=self.threads_in(params),
-                                preload_app=self.with_preload(params))
+                                preload_app=self.with_preload(params), fork_worker=self.fork_worker)
         low, high = settings.threads
         lines = ["# puma.rb", render_puma_config(settings, port=None).rstrip("\n"),
                  f"# threads {low}, {high}: as measured, "
-                 + ("one request per worker at a time (pounder tune --threads N measures N)" if high == 1 else
-                    f"up to {high} requests per worker at a time (pounder's default: 1, 1, as a pre-fork server)"),
+                 + ("one request per worker at a time" if high == 1 else f"up to {high} requests per worker at a time"),
                  f"# bind: yours (Puma's default is tcp://0.0.0.0:9292); pounder measured with a backlog of "
                  f"{settings.backlog}, Puma's default"]
         if params.max_requests:
@@ -133,10 +140,16 @@ class PumaAdapter(RackAdapter):
             f"    PumaWorkerKiller.config {{ |c| c.ram = {total // MIB}; c.frequency = 5; c.percent_usage = 1.0 }}",
             "    PumaWorkerKiller.start", "  end"])
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "threads": list(self.threads)}
+    @property
+    def threads_fixed(self) -> bool:
+        return self._threads_given
+
+    def to_dict(self) -> dict[str, Any]:  # threads only when given: tune compares workers x threads otherwise
+        return {**super().to_dict(), **({"threads": list(self.threads)} if self._threads_given else {}),
+                **({} if self.fork_worker is None else {"fork_worker": self.fork_worker})}
 
     def describe(self) -> str:
         low, high = self.threads
         preloading = " with preload_app!" if self.preload else ""
-        return f"Puma (cluster, threads {low},{high}) serving {self.rackup}{preloading}"
+        forking = "" if self.fork_worker is None else f", fork_worker {self.fork_worker}"
+        return f"Puma (cluster, threads {low},{high}{forking}) serving {self.rackup}{preloading}"

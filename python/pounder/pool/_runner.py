@@ -432,7 +432,10 @@ class Runner:
         return None
 
     def snapshot(self, server: ManagedServer) -> PoolSnapshot:
-        return snapshot(self.tree(server))
+        """The server's processes now, its workers as children (the nested ones too: see
+        :attr:`~pounder.servers.ManagedServer.nested_workers`)."""
+        taken = snapshot(self.tree(server))
+        return taken.with_nested_workers() if server.nested_workers else taken
 
     @staticmethod
     def tree(server: ManagedServer) -> ServerTarget:

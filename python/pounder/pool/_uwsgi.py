@@ -85,6 +85,7 @@ class UwsgiAdapter(Adapter):
         return target.lower().endswith(".ini") or os.sep in target
     options = frozenset({"pythonpath", "preload", "env"})
     threaded = True
+    runtime_lock = "Python's GIL"
     preload_toggle = True
     language = "python"
     preload_remedy = "drop lazy-apps (uWSGI then loads the application once in the master, before forking)"

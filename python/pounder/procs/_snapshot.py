@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +79,17 @@ class PoolSnapshot:
     def children(self) -> tuple[ProcMem, ...]:
         """The root's direct children (the workers)."""
         return tuple(proc for proc in self.processes if proc.role == "child")
+
+    def with_nested_workers(self) -> PoolSnapshot:
+        """This snapshot with the children of the root's children counted as workers (role
+        "child"): Puma's ``fork_worker``, where worker 0 forks the others. Their shared memory is
+        still what they share with anyone (the master, worker 0, each other), and their sharing
+        with the parent (:attr:`sharing_with_parent`) is measured against the root's RSS, as for
+        every worker."""
+        workers = {proc.pid for proc in self.processes if proc.role == "child"}
+        return replace(self, processes=tuple(
+            replace(proc, role="child") if proc.role == "grandchild" and proc.ppid in workers else proc
+            for proc in self.processes))
 
     @property
     def sharing_with_parent(self) -> dict[int, float]:

@@ -177,34 +177,7 @@ def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Se
     if memory_path.is_file():
         memory_doc = decode_json(memory_path.read_text())
         check_numbers(memory_doc, "experiment", memory_path)
-        memory = memory_doc.get("variants") or {}
-        section = Section("Children's memory")
-        early = [label for label, sizes in memory.items() if "after" not in sizes]
-        if early:
-            section.add(paragraph(f"Stopped before a load ran: {', '.join(early)} (figures after warm-up only)."))
-        memory = {label: {**sizes, "after": sizes.get("after", sizes["warm"])} for label, sizes in memory.items()}
-        labels = list(memory)
-        out: list[str] = []
-        with chart(f"{chart_prefix}-memory", "Per child after the loads: private (USS, the cost of one more child) and "
-                   "shared with the parent (MiB)", out) as ax:
-            uss = [(memory[label]["after"].get("max_child_uss") or 0) / MIB for label in labels]
-            shared = [(memory[label]["after"].get("median_child_shared") or 0) / MIB for label in labels]
-            positions = list(range(len(labels)))
-            ax.bar([p - 0.2 for p in positions], uss, width=0.4, label="max child USS", color="#e45756")
-            ax.bar([p + 0.2 for p in positions], shared, width=0.4, label="median child shared", color="#4c78a8")
-            ax.set_xticks(positions, labels)
-            ax.set_ylim(0, max([*uss, *shared]) * 1.3 or 1)  # room for the legend above the bars
-            ax.legend(loc="upper right", ncol=2)
-            label_axes(ax, "", "MiB")
-        section.body += out
-        rows = [[label, sizes["after"]["children"], number((sizes["warm"]["max_child_uss"] or 0) / MIB, 1),
-                 number((sizes["after"]["max_child_uss"] or 0) / MIB, 1),
-                 number((sizes["after"]["median_child_shared"] or 0) / MIB, 1),
-                 number(sizes["after"]["footprint"] / MIB, 1)]
-                for label, sizes in memory.items()]
-        section.add(table(["variant", "children", "max USS warm MiB", "max USS after MiB", "shared MiB",
-                           "footprint MiB"], rows))
-        sections.append(section)
+        sections.append(_memory_section(memory_doc.get("variants") or {}, chart_prefix))
     traces = sorted(path.glob("syscalls-*.json"), key=lambda p: int(p.stem.split("-")[1]))
     if traces:
         section = Section("System calls per request")
@@ -233,6 +206,39 @@ def experiment_sections(path: Path, chart_prefix: str = "experiment") -> list[Se
     if summary.is_file():
         sections.append(Section("As printed").add(pre(summary.read_text())))
     return sections
+
+def _memory_section(memory: dict[str, Any], chart_prefix: str) -> Section:
+    """The children's memory of each variant (``memory.json``'s variants): a chart and a table."""
+    section = Section("Children's memory")
+    early = [label for label, sizes in memory.items() if "after" not in sizes]
+    if early:
+        section.add(paragraph(f"Stopped before a load ran: {', '.join(early)} (figures after warm-up only)."))
+    memory = {label: {**sizes, "after": sizes.get("after", sizes["warm"])} for label, sizes in memory.items()}
+    labels = list(memory)
+    out: list[str] = []
+    with chart(f"{chart_prefix}-memory", "Per child after the loads: private (USS, the cost of one more child) and "
+               "shared with the parent (MiB)", out) as ax:
+        uss = [(memory[label]["after"].get("max_child_uss") or 0) / MIB for label in labels]
+        shared = [(memory[label]["after"].get("median_child_shared") or 0) / MIB for label in labels]
+        positions = list(range(len(labels)))
+        ax.bar([p - 0.2 for p in positions], uss, width=0.4, label="max child USS", color="#e45756")
+        ax.bar([p + 0.2 for p in positions], shared, width=0.4, label="median child shared", color="#4c78a8")
+        ax.set_xticks(positions, labels)
+        ax.set_ylim(0, max([*uss, *shared]) * 1.3 or 1)  # room for the legend above the bars
+        ax.legend(loc="upper right", ncol=2)
+        label_axes(ax, "", "MiB")
+    section.body += out
+    rows = [[label, sizes["after"]["children"],
+             "-" if "requests" not in sizes["after"] else number(sizes["after"]["requests"]),
+             number((sizes["warm"]["max_child_uss"] or 0) / MIB, 1),
+             number((sizes["after"]["max_child_uss"] or 0) / MIB, 1),
+             number((sizes["after"]["median_child_shared"] or 0) / MIB, 1),
+             number(sizes["after"]["footprint"] / MIB, 1)]
+            for label, sizes in memory.items()]
+    section.add(table(["variant", "children", "requests sent", "max USS warm MiB", "max USS after MiB",
+                       "shared MiB", "footprint MiB"], rows))
+    return section
+
 
 
 def _profiles(path: Path, variants: Sequence[Mapping[str, Any]], baseline: str) -> list[Section]:

@@ -64,10 +64,12 @@ from pounder.servers._phpfpm_pool import PoolFile, parse_pool_conf, read_pool_co
 from pounder.servers._phpfpm_status import PHP_FPM_STATUS
 from pounder.servers._pod import CpuCgroup, CpuUsage, Pod, cpu_quota, pod_cpus_check, pod_unavailable
 from pounder.servers._puma import (
+    FORK_WORKER_MAX,
     PumaServer,
     PumaSettings,
     PumaStats,
     PumaWorkerStats,
+    check_fork_worker,
     puma_missing,
     puma_stats,
     render_puma_config,
@@ -93,6 +95,7 @@ from pounder.servers._uwsgi_options import uwsgi_unknown_options
 from pounder.servers._uwsgi_status import UWSGI_STATUS
 
 __all__ = [
+    "FORK_WORKER_MAX",
     "HOST",
     "NO_STATUS",
     "PHP_FPM_STATUS",
@@ -125,6 +128,7 @@ __all__ = [
     "UwsgiServer",
     "UnicornServer",
     "UnicornSettings",
+    "check_fork_worker",
     "check_pool_conf",
     "parse_pool_conf",
     "phpfpm_missing",

@@ -226,11 +226,23 @@ class ManagedServer(abc.ABC):
         """True while the parent process runs."""
         return self._proc is not None and not self._parent_exited()
 
+    @property
+    def nested_workers(self) -> bool:
+        """Some workers are children of a worker, not of the parent (Puma's ``fork_worker``: worker
+        0 forks the others): :meth:`children` lists them too, and pounder's snapshots count them
+        as workers (:meth:`pounder.procs.PoolSnapshot.with_nested_workers`)."""
+        return False
+
     def children(self) -> list[int]:
-        """Pids of the parent's live child processes (the workers), ascending."""
+        """Pids of the workers, ascending: the parent's live child processes, and their own
+        children when :attr:`nested_workers`."""
         if not self.running:
             return []
-        stats = children_of(self.pid)
+        every = all_stats()
+        stats = children_of(self.pid, every)
+        if self.nested_workers:
+            stats = sorted([*stats, *(s for child in stats for s in children_of(child.pid, every))],
+                           key=lambda s: s.pid)
         self._known.update((s.pid, s) for s in stats)
         return [s.pid for s in stats]
 

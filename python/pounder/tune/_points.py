@@ -35,6 +35,8 @@ _SUMS = ("complete", "failed", "non_2xx", "respawns")
 _POD_MEDIANS = ("pod_cores", "pod_quota", "throttled_share", "throttled_s")
 _POD_SUMS = ("oom_kills",)
 """A pod's figures (``--cpus``), in points whose trials ran in one."""
+_MEMORY_MEDIANS = ("footprint", "child_uss", "child_shared")
+"""The memory after the load (bytes), in points whose trials measured it (the shapes)."""
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -92,7 +94,8 @@ def aggregate_trials(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     first = trials[0]
     skipped = replaced(trials)
     counted = [t for t in trials if counts(t, skipped)]
-    point: dict[str, Any] = {key: first[key] for key in ("children", "max_requests", "connections") if key in first}
+    point: dict[str, Any] = {key: first[key] for key in ("children", "threads", "max_requests", "connections")
+                             if key in first}
     point["trials"] = [dict(t) for t in trials]
     point["counted"] = len(counted)
     if skipped:
@@ -108,6 +111,10 @@ def aggregate_trials(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     latencies = [float(t["p99_ms"]) for t in counted if t.get("p99_ms") is not None]
     p99 = median_interval(latencies) if latencies else None
     point.update(p99_low=None if p99 is None else p99.low, p99_high=None if p99 is None else p99.high)
+    for key in _MEMORY_MEDIANS:
+        if any(key in t for t in trials):
+            middle = _median([t.get(key) for t in counted])
+            point[key] = None if middle is None else round(middle)
     for key in _SUMS + (_POD_SUMS if pod else ()):
         point[key] = sum(int(t.get(key) or 0) for t in trials)
     sizes = [int(t["max_child_uss"]) for t in trials if t.get("max_child_uss") is not None]
@@ -115,9 +122,11 @@ def aggregate_trials(trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     point["warmed"] = min((int(t.get("warmed") or 0) for t in trials), default=0)
     if any("server_status" in t for t in trials):  # the server's own counters (absent in earlier results)
         point["server_status"] = status_summary(trials)
-    children, connections = int(point.get("children") or 0), int(point.get("connections") or 0)
-    held = min(children, connections) if children and connections else children or connections
-    # closed loop: at most min(children, connections) requests are held by children at any time,
+    # a child of T threads holds T requests at once (a shape's point): T x children slots
+    slots = int(point.get("children") or 0) * int(point.get("threads") or 1)
+    connections = int(point.get("connections") or 0)
+    held = min(slots, connections) if slots and connections else slots or connections
+    # closed loop: at most min(slots, connections) requests are held by children at any time,
     # exactly that many while a connection waits for a free child (``queued``), so each request
     # holds a child for at most held / throughput seconds (Little's law)
     point["busy_s"] = held / point["rps"] if point["rps"] > 0 and held else None

@@ -115,7 +115,7 @@ def swept_at_offered(candidates: Sequence[int], sweep: Points, offered: OfferedL
     return [at[n] for n in sorted(at) if low <= n <= high]
 
 
-def _mark(ours_point: TunePoint, theirs_point: TunePoint, key: str, *, higher_is_better: bool,
+def versus(ours_point: TunePoint, theirs_point: TunePoint, key: str, *, higher_is_better: bool,
           effect: float) -> Versus:
     """A point's ``key`` against another's: the ratio, its interval and whether ours is
     distinguishably worse. Paired round by round when both counted at least 2 of the same rounds
@@ -289,13 +289,13 @@ def choose_pool(points: Points, offered: OfferedLoad, target: Target, *, toleran
     best = max(answered, key=lambda p: p.rps)  # the first (smallest) of equal ones
     marked: list[TunePoint] = []
     for point in ordered:
-        vs = _mark(point, best, "rps", higher_is_better=True, effect=tolerance)
+        vs = versus(point, best, "rps", higher_is_better=True, effect=tolerance)
         marked.append(replace(point, vs_best=replace(vs, worse=vs.worse or point not in answered)))
     fast = [p for p in marked if not _worse(p.vs_best)] or [marked[ordered.index(best)]]
     # the p99 is held against the lowest of the pools as fast as the best: a slow pool's low p99
     # says nothing about the others
     lowest = min(fast, key=lambda p: p.p99_ms if p.p99_ms is not None else math.inf)
-    marked = [replace(p, p99_vs_lowest=_mark(p, lowest, "p99_ms", higher_is_better=False, effect=P99_EFFECT))
+    marked = [replace(p, p99_vs_lowest=versus(p, lowest, "p99_ms", higher_is_better=False, effect=P99_EFFECT))
               for p in marked]
     fast = [p for p in marked if any(p.children == f.children for f in fast)]
     lowest = next(p for p in marked if p.children == lowest.children)

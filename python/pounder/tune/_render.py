@@ -15,7 +15,15 @@ from pounder._pod_line import pod_line
 from pounder._table import text_table
 from pounder._tune_point import TunePoint
 from pounder._tune_run import Confirmation, target_text
-from pounder._tune_tables import children_table, mrpc_table, pool_rows, pools_table, spare_table
+from pounder._tune_tables import (
+    children_table,
+    mrpc_table,
+    pool_rows,
+    pools_table,
+    shape_rows,
+    shapes_table,
+    spare_table,
+)
 from pounder._units import children_text, count_text, mib
 from pounder.pool import WARM_FAILING_ROUNDS, own_name
 from pounder.tune._life import life_lines
@@ -62,6 +70,25 @@ def _pools_table(result: TuneResult) -> list[str]:
     return out
 
 
+def _shapes_section(result: TuneResult) -> list[str]:
+    """Section 4b: workers x threads at the offered load, for the servers whose workers run
+    threads (:mod:`pounder.tune._shapes`)."""
+    shaped, adapter = result.shapes, result.adapter
+    if shaped is None:  # said in a run that would have compared them (not with --no-thread-sweep, nor stored before)
+        if not result.options.sweep_threads:
+            return []
+        why = ("the threads of each worker were given (--threads)" if adapter.threaded and adapter.threads_fixed else
+               "one worker of one thread was all the target needed" if adapter.threaded else
+               f"{adapter.who} runs one request per child, no threads: the children sweep above is the whole answer")
+        return [f"4b. Workers x threads: not compared ({why})", ""]
+    out = [f"4b. Workers x threads at the offered load, {shaped.offered.text()}: each shape serving "
+           f"{shaped.slots:,} requests at once, medians of interleaved trials (RPS and p99 with their 95% intervals; "
+           "memory after the load)"]
+    out += shapes_table().text(shape_rows(list(shaped.points), (shaped.workers, shaped.threads), shaped.best))
+    out.append("")
+    return out
+
+
 def _status_lines(result: TuneResult, points: Sequence[TunePoint]) -> list[str]:
     """What the server's own status page said of these loads (its adapter's status reader, which
     reads the points as stored)."""
@@ -81,9 +108,9 @@ def render_tune(result: TuneResult) -> str:
     pod = pod_line(result.options.to_dict(), result.sweep)
     out += [] if pod is None else textwrap.wrap(pod, WIDTH, subsequent_indent="  ")
     out.append("")
-    for section in (_sizes_section, _life_section, _memory_section, _children_section, _pools_table, _mrpc_section,
-                    _spare_section, _recommendation_section, _confirmation_section, _fleet_section,
-                    _profile_section):
+    for section in (_sizes_section, _life_section, _memory_section, _children_section, _pools_table,
+                    _shapes_section, _mrpc_section, _spare_section, _recommendation_section, _confirmation_section,
+                    _fleet_section, _profile_section):
         out += section(result)
     if result.advice:
         out.append("")
@@ -218,6 +245,7 @@ def _recommendation_section(result: TuneResult) -> list[str]:
     out.append("Recommendation")
     start, low, high = result.adapter.spares(params)  # as the server runs them
     items: list[tuple[str, object]] = [(names["max_clients"], params.max_clients),
+                                       *([("threads", params.threads)] if result.shapes is not None else []),
                                        (own_name(names, "max_requests"), params.max_requests or "0 (unlimited)")]
     if result.spare and not high:  # uWSGI without cheaper (cheaper-step 0): every child started and kept
         items.append((names["min_spare"], "none: every child started and kept"))

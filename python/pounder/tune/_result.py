@@ -19,6 +19,7 @@ from pounder.tune._memory import MemoryBound
 from pounder.tune._mrpc import MaxRequestsChoice
 from pounder.tune._options import TuneOptions
 from pounder.tune._pools import PoolChoice
+from pounder.tune._shapes import ShapeChoice
 
 
 @public
@@ -52,6 +53,7 @@ class TuneResult:
     why: Sequence[str] = ()
     profile_lines: tuple[str, ...] = ()  # tune --profile: its summary (the profile: profile.json, _profile_step)
     fleet: Fleet | None = None  # the servers a peak needs, a container's resources (_fleet)
+    shapes: ShapeChoice | None = None  # workers x threads compared at the offered load (_shapes)
     life: Life | None = None  # shared and private memory over a child's life (--life; _life)
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,5 +84,6 @@ class TuneResult:
             "spare_choice": None if self.spare_choice is None else self.spare_choice.to_dict(),
             "why": list(self.why),
             "fleet": None if self.fleet is None else self.fleet.to_dict(),
+            **({} if self.shapes is None else {"shapes": self.shapes.to_dict()}),
             "life": None if self.life is None else self.life.to_dict(),
         }

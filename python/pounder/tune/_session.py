@@ -21,6 +21,7 @@ is read instead of measured, so an interrupted run resumes where it stopped, dec
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -78,6 +79,7 @@ from pounder.tune._pools import (
 )
 from pounder.tune._progress import StepProgress
 from pounder.tune._result import TuneResult
+from pounder.tune._shapes import ShapeChoice, apply_shape, choose_shape, shape_slots, shape_text, shapes, shapes_done
 from pounder.tune._sizes import measure_sizes
 from pounder.tune._spare import aggregate_spare, choose_spare, reference_us
 from pounder.tune._spare_rules import burst_clients, default_spares, spare_settings, steady_p99_us
@@ -117,7 +119,9 @@ class TuneSession:
         self.machine_cores: float = machine if measured_on is None else measured_on[0]
         if measured_on is not None and measured_on[0] != self._cores_here and not options.cpus:
             self.cpus_note = measured_on[1]
-        steps = ["sizes", "children", "pools", "max-requests", *(["spare"] if adapter.on_demand else []),
+        self.sweeps_threads = options.sweep_threads and adapter.threaded and not adapter.threads_fixed
+        steps = ["sizes", "children", "pools", *(["threads"] if self.sweeps_threads else []), "max-requests",
+                 *(["spare"] if adapter.on_demand else []),
                  *(["confirm"] if options.confirm else [])]
         steps[1:1] = ["life"] if options.life else []  # the children of the sizes followed over their life
         between = between_for(options.quick) + 2
@@ -125,12 +129,13 @@ class TuneSession:
         self.progress = StepProgress(steps, {
             "sizes": 2 if adapter.preload_toggle and options.compare_preload else 1, "life": 1,
             "children": len(sweep_counts(options.max_children)) * options.trials,
-            "pools": between * options.trials, "max-requests": values * options.trials,
+            "pools": between * options.trials, "threads": 4 * options.trials, "max-requests": values * options.trials,
             "spare": 2 * options.trials, "confirm": 1})
         self._stored: dict[str, Mapping[str, Any]] | None = None
         """The stored points as the summary needs them (read once, then kept as they are saved)."""
         self._memory: MemoryBound | None = None
         self._killer_requests = 0  # without a request limit: what a leaking child may serve (0: no leak)
+        self._threads: int | None = None  # the threads of each child chosen by the shapes (None: not compared)
 
     # -- points -----------------------------------------------------------------------------
 
@@ -200,7 +205,8 @@ class TuneSession:
                warm_rounds: bool = True, rate: float | None = None, again: bool = False) -> dict[str, Any]:
         """One stored trial of a sweep point (point file ``KEY-tN``, ``KEY-tN-again`` when measured
         once more for a busy neighbour): the server started, warmed, loaded for ``point_s`` (open
-        loop at ``rate`` when given), stopped."""
+        loop at ``rate`` when given), stopped; with ``params.threads`` (a shape), its memory
+        measured after the load too."""
         runner = self.runner
 
         def measure() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -208,10 +214,15 @@ class TuneSession:
                 warmed = runner.warm(server, rounds=None if warm_rounds else 1)
                 queue = runner.queue_watch(server)
                 result = runner.bench(server, connections, duration=self.options.point_s, queue=queue, rate=rate)
+                after = None if params.threads is None else runner.snapshot(server)
+            memory = {} if after is None else {
+                "threads": params.threads, "footprint": after.totals.footprint,
+                "child_uss": _median_of([c.private for c in after.children]),
+                "child_shared": _median_of([c.shared for c in after.children])}
             summary = {"children": params.max_clients, "max_requests": params.max_requests, "trial": trial,
                        "connections": connections, "rate": rate, "warmed": warmed.warmed, "settled": warmed.settled,
                        **load_summary(result, runner.pod_reading), "queued": queue.share,
-                       "server_status": queue.server_status}
+                       "server_status": queue.server_status, **memory}
             done = summary["complete"] + summary["failed"]
             summary["respawns"] = done // params.max_requests if params.max_requests else 0
             summary.update(neighbour=neighbour_busy(summary, self.machine_cores), **({"again": True} if again else {}))
@@ -304,7 +315,7 @@ class TuneSession:
         for number in range(1, options.trials + 1):
             for name, (start, low, high) in settings.items():
                 params = PoolParams(choice.chosen, max_requests=max_requests, start_servers=start, min_spare=low,
-                                    max_spare=high)
+                                    max_spare=high, threads=self._threads)
                 trials[name].append(self._spare_trial(name, params, burst, number))
         reference = reference_us([t for group in trials.values() for t in group])
         points = [aggregate_spare(name, group, reference) for name, group in trials.items()]
@@ -396,6 +407,40 @@ class TuneSession:
         points = self._sweep("pools", plan, options.trials, rate=offered.rate)
         return choose_pool(points, offered, target, tolerance=options.tolerance, cores=self.cores, sweep=sweep)
 
+    def _threads_step(self, choice: ChildrenChoice, memory: MemoryBound, target: Target,
+                      offered: OfferedLoad) -> ShapeChoice | None:
+        """Workers x threads measured at the offered load in interleaved trials, the one-thread pool
+        chosen first (:mod:`pounder.tune._shapes`): a first round stops after the first shape
+        distinguishably slower, the other rounds measure the same shapes again. None when the server
+        runs no threads, its threads were given, or ``--no-thread-sweep``."""
+        if not self.sweeps_threads:
+            return None
+        options = self.options
+        hard = max(1, min(memory.max_clients, options.max_children))
+        # what the target needs at once: the clients of a closed loop, else Little's law for the rate
+        need = offered.connections if offered.rate is None else max(needs(choice), default=0)
+        slots = shape_slots(choice.chosen, need, hard)
+        compared = shapes(choice.chosen, slots)
+        if len(compared) < 2:  # one worker serving one request at a time: no shape with fewer workers
+            return None
+        plan = []
+        first: list[dict[str, Any]] = []
+        for workers, threads in compared:
+            self._check_fits(workers, memory)
+            key, params = f"threads-{workers}x{threads}", PoolParams(workers, threads=threads)
+            label = f"{shape_text(workers, threads)} at {offered.short()}"
+            plan.append((key, params, offered.connections, label))
+            trial = self._trial(key, "threads", params, offered.connections, 1, label, rate=offered.rate)
+            if trial.get("neighbour"):  # the round's trial that counts, as the rounds below measure it
+                trial = self._trial(key, "threads", params, offered.connections, 1, label, rate=offered.rate,
+                                    again=True)
+            first.append(trial)
+            if shapes_done(first, options.tolerance):
+                break
+        points = self._sweep("threads", plan, options.trials, rate=offered.rate)
+        return choose_shape(points, offered, target, tolerance=options.tolerance, slots=slots,
+                            lock=self.adapter.runtime_lock)
+
     def _mrpc_step(self, choice: ChildrenChoice, measure: Mapping[str, Any], memory: MemoryBound,
                    offered: OfferedLoad, life: Life | None = None) -> tuple[
                        list[TunePoint], MaxRequestsChoice, ChildrenChoice]:
@@ -407,7 +452,9 @@ class TuneSession:
         # no leak: unlimited whatever the values cost, so only the largest is measured (its cost reported)
         # (nor without unsharing that may decide it: a limit from the unsharing is costed as a leak's)
         values = options.mrpc_values if growth(measure).leak or may_decide(life) else (0, max(options.mrpc_values))
-        plan = [(f"mrpc-{n}-{value}-at-{offered.connections}", PoolParams(n, max_requests=value),
+        shape = "" if self._threads is None else f"x{self._threads}"
+        plan = [(f"mrpc-{n}{shape}-{value}-at-{offered.connections}",
+                 PoolParams(n, max_requests=value, threads=self._threads),
                  offered.connections, f"MaxRequestsPerChild {value or 'unlimited'} ({children_text(n)}, "
                  f"{offered.short()})") for value in values]
         if not any(options.mrpc_values) or not adapter.request_limit:  # unlimited alone: nothing to compare
@@ -434,12 +481,17 @@ class TuneSession:
         pools = self._pools_step(choice, memory, target, offered, sweep)
         if pools is not None:
             choice = apply_pool(choice, pools)
+        shaped = self._threads_step(choice, memory, target, offered)
+        if shaped is not None:
+            choice = apply_shape(choice, shaped)
+            self._threads = shaped.threads
         mrpc_points, mrpc, choice = self._mrpc_step(choice, measure, memory, offered, life)
         spare, spare_choice, spares = self._spare_step(choice, target, memory, mrpc.value, offered,
                                                        measure.get("child_start_s"))
         # a server without a request limit runs unlimited; its users' worker killer gets the limit (advice)
         params = PoolParams(choice.chosen, max_requests=mrpc.value if adapter.request_limit else 0,
-                            start_servers=spares[0], min_spare=spares[1], max_spare=spares[2], preload=adapter.preload)
+                            start_servers=spares[0], min_spare=spares[1], max_spare=spares[2], preload=adapter.preload,
+                            threads=self._threads)
         best = None if pools is None else pools.point(pools.best)
         confirmation = self._confirm(params, memory, target, offered, best) if options.confirm else None
         fewer = lowered_pool(confirmation, memory)
@@ -460,7 +512,7 @@ class TuneSession:
         said += unsharing_remedy(adapter, life, mrpc)
         said += filter(None, [adapter.size_limit(child_limit(measure, memory, mrpc, params.max_clients,
                                                              self._killer_requests))])
-        why = deciding_facts(adapter.names, choice, pools, memory, mrpc, spare_choice, options.max_children)
+        why = deciding_facts(adapter.names, choice, pools, memory, mrpc, spare_choice, options.max_children, shaped)
         return TuneResult(adapter=adapter, options=options, params=params,
                           config=adapter.render_advised(params, keepalive=options.keepalive, preload_advised=(
                               advises_preload(adapter.kind, measure, other, memory, other_memory))),
@@ -469,6 +521,7 @@ class TuneSession:
                           cores=self.cores, results_dir=str(self.results.path), target=target,
                           confirmation=confirmation, workload=self.runner.workload.describe(),
                           cpus=self.cpus_note, offered=offered, pools=pools, spare_choice=spare_choice, why=why,
+                          shapes=shaped,
                           fleet=plan_fleet(options, confirmation, measure, memory, params.max_clients,
                                            params.max_requests, self._killer_requests, self.cores,
                                            adapter.names["max_requests"]), life=life)
@@ -479,3 +532,8 @@ class TuneSession:
         if predicted > memory.ram:
             raise PounderError(f"{children_text(children)} would need {predicted / MIB:,.0f} MiB, more than the budget "
                                f"of {memory.ram / MIB:,.0f} MiB")
+
+
+def _median_of(values: Sequence[int]) -> int | None:
+    """The median of ``values`` in whole bytes (None when there are none)."""
+    return round(statistics.median(values)) if values else None

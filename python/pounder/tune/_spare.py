@@ -25,7 +25,7 @@ from pounder._tune_point import TunePoint, present, tune_points
 from pounder._tune_run import SpareChoice
 from pounder.compare import clean_trial, median_interval
 from pounder.tune._points import _median
-from pounder.tune._pools import P99_EFFECT, _mark, p99_with_interval
+from pounder.tune._pools import P99_EFFECT, p99_with_interval, versus
 from pounder.tune._spare_rules import burst_seconds
 from pounder.tune._text import (
     ms_text,
@@ -103,9 +103,9 @@ def choose_spare(points: Sequence[Mapping[str, Any] | TunePoint], child_start_s:
         return _choice("before", f"spare servers: the defaults ({_settings(before)}) already start the whole pool",
                        [f"spare servers: the pool is no larger than the defaults start: {_settings(before)}: "
                         f"{_figures(before)}; {head}"])
-    # the two settings' trials ran round by round: compared in pairs (pounder.tune._pools._mark)
-    p99 = _mark(after, before, "p99_ms", higher_is_better=False, effect=P99_EFFECT)
-    rps = _mark(after, before, "rps", higher_is_better=True, effect=tolerance)
+    # the two settings' trials ran round by round: compared in pairs (pounder.tune._pools.versus)
+    p99 = versus(after, before, "p99_ms", higher_is_better=False, effect=P99_EFFECT)
+    rps = versus(after, before, "rps", higher_is_better=True, effect=tolerance)
     # a tie keeps the defaults: more idle children cost memory for nothing measured
     better = present(after.p99_ms) < present(before.p99_ms) and not p99.worse and not rps.worse
     chosen = after if better else before

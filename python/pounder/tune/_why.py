@@ -15,6 +15,7 @@ from pounder.tune._mrpc import (
     MaxRequestsChoice,
 )
 from pounder.tune._pools import PoolChoice
+from pounder.tune._shapes import ShapeChoice
 from pounder.tune._text import (
     share_text,
 )
@@ -63,9 +64,13 @@ def _mrpc_line(name: str, mrpc: MaxRequestsChoice) -> str:
 
 
 def deciding_facts(names: Mapping[str, str], choice: ChildrenChoice, pools: PoolChoice | None, memory: MemoryBound,
-                   mrpc: MaxRequestsChoice, spare: SpareChoice | None, max_children: int) -> list[str]:
-    """One line per parameter: the pool, the memory bound that caps it, MaxRequestsPerChild, spare servers."""
+                   mrpc: MaxRequestsChoice, spare: SpareChoice | None, max_children: int,
+                   shapes: ShapeChoice | None = None) -> list[str]:
+    """One line per parameter: the pool, the threads of each child (when workers x threads were
+    compared), the memory bound that caps it, MaxRequestsPerChild, spare servers."""
     facts = [_pool_line(names["max_clients"], choice, pools, memory)]
+    if shapes is not None:
+        facts.append(f"threads {shapes.threads}: {shapes.why}")
     cap = min(memory.max_clients, max_children)
     facts.append(f"the memory bound: at most {children_text(memory.max_clients)} in {mib_unit(memory.ram)} "
                  f"(shared {mib_unit(memory.shared)} once, {mib_unit(memory.child_uss)} per child)"
