@@ -11,7 +11,8 @@
 
 Paths: ``/`` trivial answer; ``/pid`` the worker's pid; ``/cpu?ms=N`` burns about N ms of CPU
 (default 20); ``/sleep?ms=N`` waits N ms without CPU (default 30: an I/O-bound request); ``/leak``
-keeps ~100 KB per request for the life of the worker; ``/big?kb=N`` answers N KiB (default 1024) in 64 KiB
+keeps ~100 KB per request for the life of the worker; ``/touch`` reads preloaded objects
+(``APP_OBJECTS``); ``/big?kb=N`` answers N KiB (default 1024) in 64 KiB
 pieces; ``/lazy`` grows the worker by ``LAZY_MB``
 (4) MiB spread over its first ``LAZY_REQUESTS`` (20) requests, then stays (an application that
 loads lazily, as Django or Dancer2 do); ``/data`` the data size and the pid that built it;
@@ -22,6 +23,16 @@ crashes every few requests (status 3 makes gunicorn's arbiter halt: a worker boo
 this process, and answers ``pid P in_flight_max M``: the most that were in flight in this process
 at once since it started (a worker's threads: gunicorn's gthread workers, uWSGI's threads).
 
+- ``APP_OBJECTS`` (default 0): that many small objects (strings of about 100 bytes) built at
+  import, the way an application's preloaded tables and caches are many small objects; ``/touch``
+  reads ``APP_TOUCH`` (default 80) of them per request, chosen at random with an exponential
+  distribution (mean ``APP_OBJECTS`` / 8, so a few are read by every request and most rarely).
+  Reading one writes its reference count, so under ``--preload`` each page the worker reads is
+  copied on its first read: the worker's shared memory falls, and its private memory grows, about
+  logarithmically with the requests it served (``gc.freeze()`` does not help: it keeps the
+  collector off the objects, not the reference counts). ``APP_TOUCHED_DIR`` (default none): after
+  each ``/touch`` the worker writes to ``DIR/PID`` the number of distinct memory pages holding the
+  objects it has read (by their addresses): the pages it copied, counted by the app itself.
 - ``APP_HELD_DIR`` (default none): every worker appends to ``DIR/PID`` a line per request: when it
   ended (Unix time, s) and how long it held the worker (ms), from the call of the app until the
   server closed the answer's iterable (after it wrote the last byte: with a slow client and nothing
@@ -43,6 +54,7 @@ from __future__ import annotations
 import gc
 import mmap
 import os
+import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -63,6 +75,10 @@ LAZY_MB = 4
 LAZY_REQUESTS = 20
 AGED: list[bytearray] = []
 HELD_DIR = os.environ.get("APP_HELD_DIR")
+OBJECTS = [f"{index:010d}" * 10 for index in range(int(os.environ.get("APP_OBJECTS", "0")))]
+TOUCH = int(os.environ.get("APP_TOUCH", "80"))
+TOUCHED_DIR = os.environ.get("APP_TOUCHED_DIR")
+TOUCHED: set[int] = set()  # /touch: the pages (address // page size) of the objects this worker read
 SERVED = [0]  # requests this worker took (/exit)
 STARTED = [time.monotonic()]  # when this process started: reset in every forked worker
 IN_FLIGHT = [0, 0]  # /hold: the requests in flight in this process now, the most at once
@@ -72,6 +88,7 @@ IN_FLIGHT_LOCK = [threading.Lock()]
 def _forked() -> None:
     STARTED[0] = time.monotonic()
     SERVED[0] = 0
+    TOUCHED.clear()
     IN_FLIGHT[:] = [0, 0]
     IN_FLIGHT_LOCK[0] = threading.Lock()
 
@@ -161,6 +178,17 @@ def _answer(environ: dict[str, object], start_response: StartResponse) -> Iterab
         if not AGED and time.monotonic() - STARTED[0] >= after_s:
             AGED.append(bytearray(b"a" * (int(query.get("mib", ["32"])[0]) * 1024 * 1024)))
         body = f"pid {pid} aged {len(AGED)}\n"
+    elif path == "/touch":
+        read = 0
+        for _ in range(TOUCH if OBJECTS else 0):
+            index = int(random.expovariate(8 / len(OBJECTS))) % len(OBJECTS)
+            read += len(OBJECTS[index])  # the object's reference count written: its page copied
+            if TOUCHED_DIR:
+                TOUCHED.add(id(OBJECTS[index]) // mmap.PAGESIZE)
+        if TOUCHED_DIR:
+            with open(os.path.join(TOUCHED_DIR, str(pid)), "w") as touched:
+                touched.write(f"{len(TOUCHED)}\n")
+        body = f"pid {pid} read {read} bytes of {len(OBJECTS)} objects\n"
     elif path == "/leak":
         LEAK.append(b"x" * 102400)
         body = f"pid {pid} leaked {len(LEAK)} x 100 KB\n"

@@ -44,6 +44,10 @@ def _gunicorn_env() -> Adapter:
     return GunicornAdapter("wsgi_app:app", pythonpath=str(APPS), env={"APP_DATA_MB": "1"})
 
 
+def _gunicorn_objects() -> Adapter:
+    return GunicornAdapter("wsgi_app:app", pythonpath=str(APPS), preload=True, env={"APP_OBJECTS": "200000"})
+
+
 def _phpfpm() -> Adapter:
     return PhpFpmAdapter(APPS / "php" / "pool.conf", root=APPS / "php")
 
@@ -141,6 +145,13 @@ RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = 
                   "Puma without preload_app! (its default), 64 MB built at load in every worker, --quick (no run "
                   "with preloading): the advice estimates what preload_app! would allow, and the configuration "
                   "printed beside it must not contradict it"),
+    "tune-unsharing": (_gunicorn_objects, lambda: make_options(path="/touch", ram="124M", mrpc="0,10000,1000",
+                                                               max_children=2, measure_children=2, life=5000,
+                                                               confirm=False, **QUICK),
+                       "gunicorn --preload with 200,000 small objects built at import, 80 of them read per request "
+                       "(/touch): reference counts copy their pages, the children's shared memory falls about "
+                       "logarithmically over their life (--life 5000), and in a budget of 124 MiB "
+                       "MaxRequestsPerChild follows from it (no confirmation: not what this run is for)"),
     "tune-busy-quiet": (_gunicorn, _busy_options,
                         "5 ms of CPU per request on a quiet machine: the answer the busy runs must give"),
     **{name: (_gunicorn, _busy_options, f"the same app while a neighbour burns 0.5-1 core in bursts (seed {seed})")

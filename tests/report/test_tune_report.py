@@ -546,3 +546,41 @@ def test_an_interrupted_run_counts_the_threads_trials_measured(gthread_run: Path
         point.unlink()
     write_summary(copy)
     assert "4b. " not in _render(copy)
+
+
+# ---------------------------------------------------------------------------------------------
+# a child's life (--life)
+
+
+def test_the_life_is_drawn_with_its_table_and_verdict(tmp_path: Path) -> None:
+    """tests/data/tune-unsharing (gunicorn --preload, its preloaded objects read by every request):
+    the chart of shared and private memory against requests served, after the sizes; its table the
+    snapshots as stored (the text report's 1b); the unsharing's verdict. Runs without --life have no
+    such chart (the demo's page above)."""
+    from support.recorded import recorded_copy
+
+    path = recorded_copy("tune-unsharing", tmp_path)
+    text = _render(path)
+    data = _recommendation(path)
+    ids = _chart_ids(text)
+    assert "tune-life" in ids and ids.index("tune-life") == ids.index("tune-leak") + 1
+    rows = _html_rows(text)
+    for snapshot in data["life"]["snapshots"]:
+        row = [f"{snapshot['requests']:,.0f}", *(f"{snapshot[k] / 2**20:,.1f}" for k in
+                                                 ("private", "shared", "pss", "max_private")),
+               str(snapshot["children"])]
+        assert row in rows, row
+    # the same figures as the text report's table
+    printed = [line.split() for line in (path / "recommendation.txt").read_text().splitlines()]
+    for snapshot in data["life"]["snapshots"]:
+        assert [f"{snapshot['requests']:,.0f}", *(f"{snapshot[k] / 2**20:.1f}" for k in ("private", "shared", "pss"))] \
+            in printed, snapshot
+    assert html.escape(data["max_requests"]["unsharing"]["reason"]) in text
+    figure = text[text.index('id="tune-life"'):]
+    caption = html.unescape(figure[figure.index("<figcaption>"):figure.index("</figcaption>")])
+    assert data["life"]["shared"]["fit"] + " fit" in caption and "per tenfold requests" in caption
+    _self_contained(text)
+
+
+def test_a_run_without_the_life_has_no_life_chart(demo_run: Path) -> None:
+    assert "tune-life" not in _chart_ids(_render(demo_run))

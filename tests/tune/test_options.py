@@ -33,7 +33,21 @@ def test_defaults() -> None:
     assert options == TuneOptions(
         path="/", ram=None, clients=None, p99_s=None, quick=False, point_s=6.0, requests_per_child=200,
         measure_children=4, max_children=64, mrpc_values=(0, 10000, 1000, 100, 10), max_loss=0.02, tolerance=0.05,
-        safety_margin=64 * GIB // 20, memory_floor=64 * GIB // 50, compare_preload=True, timeout_s=30.0)
+        safety_margin=64 * GIB // 20, memory_floor=64 * GIB // 50, compare_preload=True, timeout_s=30.0, life=2000)
+
+
+@pytest.mark.usefixtures("machine")
+def test_the_life_is_ten_times_the_requests_per_child_off_with_quick_and_off_in_a_stored_run() -> None:
+    assert make_options(requests_per_child=50).life == 500
+    assert make_options(quick=True).life == 0
+    assert make_options(quick=True, life=300).life == 300
+    assert make_options(life=0).life == 0
+    stored = make_options().to_dict()
+    del stored["life"]  # a run stored by an earlier pounder
+    assert TuneOptions.from_dict(stored).life == 0
+    with pytest.raises(UsageError, match=r"^--life must be 0 \(off\) or between 10 and 1000000 requests per child, "
+                                         r"got 5$"):
+        make_options(life=5)
 
 
 @pytest.mark.usefixtures("machine")
@@ -46,6 +60,7 @@ def test_quick_defaults() -> None:
     assert options.compare_preload is False
     # what quick does not change
     assert (options.measure_children, options.max_children, options.max_loss, options.tolerance) == (4, 64, 0.02, 0.05)
+    assert options.life == 0  # the life measurement is off: quick is short
 
 
 @pytest.mark.usefixtures("machine")
@@ -165,7 +180,7 @@ def test_to_dict_from_dict_round_trip() -> None:
         "max_children", "mrpc_values", "max_loss", "tolerance", "safety_margin", "memory_floor", "compare_preload",
         "timeout_s", "trials", "targets", "traffic", "keepalive", "throttle", "proxy", "peak_rate", "peak_source",
         "server_cpus", "load_cpus", "confirm", "listen", "allow_remote", "profile", "cpus", "cpus_source",
-        "sweep_threads"}
+        "sweep_threads", "life"}
     again = TuneOptions.from_dict(json.loads(json.dumps(plain)))
     assert again == options
     assert isinstance(again.mrpc_values, tuple)

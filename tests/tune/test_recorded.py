@@ -25,7 +25,7 @@ from support.tune_check import check_consistent
 
 BUSY = ["tune-busy-1", "tune-busy-2", "tune-busy-3"]
 RUNS = ["tune-demo", "tune-noleak", "tune-cpu", "tune-twice", "tune-apache", "tune-accesslog", "tune-io",
-        "tune-outgrow", "tune-phpfpm-leak", "tune-busy-quiet", *BUSY]
+        "tune-outgrow", "tune-phpfpm-leak", "tune-busy-quiet", "tune-unsharing", *BUSY]
 
 
 def _decided(name: str, tmp_path: Path) -> dict[str, Any]:
@@ -67,6 +67,43 @@ def test_an_app_that_keeps_nothing_gets_unlimited_with_the_reason(tmp_path: Path
     assert any(r.startswith("no leak measured: MaxRequestsPerChild as large as possible") for r in choice["reasons"])
     # only unlimited and the largest value are measured (the cost reported, not deciding)
     assert sorted({p["max_requests"] for p in data["mrpc"]}) == [0, 1000]
+
+
+def test_children_that_unshare_get_max_requests_from_the_curve_with_its_figure(tmp_path: Path) -> None:
+    """gunicorn --preload whose 200,000 preloaded objects are read 80 a request (APP_OBJECTS): the
+    children's shared memory falls logarithmically over their life, and in a budget of 124 MiB
+    MaxRequestsPerChild is where their fitted private memory reaches their share of it."""
+    data, text = _decided_with_text("tune-unsharing", tmp_path)
+    life, choice = data["life"], data["max_requests"]
+    snapshots = life["snapshots"]
+    assert [round(s["requests"]) for s in snapshots] == [0, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000]
+    assert life["shared"]["fit"] == life["private"]["fit"] == "log"
+    assert life["shared"]["log_r2"] > 0.95 > life["shared"]["linear_r2"]
+    assert life["fall"] > 0.3 and not life["shared"]["stable"]
+    # the figures stated are the snapshots' own: the measured change, and the fit through them
+    loaded = snapshots[1:]
+    assert life["shared"]["change"] == loaded[-1]["shared"] - loaded[0]["shared"]
+    assert life["fall"] == pytest.approx((loaded[0]["shared"] - loaded[-1]["shared"]) / loaded[0]["shared"])
+    tenfold = (loaded[-1]["shared"] - loaded[0]["shared"]) / math.log10(loaded[-1]["requests"] / loaded[0]["requests"])
+    assert life["shared"]["log_slope"] * math.log(10) == pytest.approx(tenfold, rel=0.1)
+    # MaxRequestsPerChild from the unsharing: where the log fit of private memory reaches the child's share
+    assert not choice["leak"] and choice["decided_by"] == "unsharing"
+    judged = choice["unsharing"]
+    assert judged["decides"] and judged["limit"] == choice["child_limit_bytes"]
+    fit = life["private"]
+    reaches = math.exp((judged["limit"] - fit["log_intercept"]) / fit["log_slope"])
+    assert judged["requests"] == int(reaches) == choice["memory_limit"]
+    assert data["params"]["max_requests"] == int(str(judged["requests"])[:2]) * 10 ** (len(str(judged["requests"])) - 2)
+    assert snapshots[-1]["requests"] < data["params"]["max_requests"]  # an extrapolation, and it says so
+    assert f"reaches it at {judged['requests']:,} requests (extrapolated)" in judged["reason"]
+    # every value was measured (as with a leak), and the trials' costs were read
+    assert sorted({p["max_requests"] for p in data["mrpc"]}) == [0, 1000, 10000]
+    # the text shows the curve, the figure and the remedy in Python's terms
+    assert "1b. A child's life (2 children followed to 5,000 requests each" in text
+    assert f"--max-requests          {data['params']['max_requests']}" in text
+    assert "the children unshare" in text and "gc.freeze()" in text
+    assert any(line.startswith(f"--max-requests {data['params']['max_requests']:,}: the children unshare")
+               for line in data["why"]), data["why"]
 
 
 def test_the_leaking_demo_gets_a_finite_value_with_the_leak_named(tmp_path: Path) -> None:

@@ -103,6 +103,11 @@ class TuneFlags:
         "--requests-per-child", metavar="N", panel=RUN, help=(
             "Requests each child serves in the size measurement (default 200; 100 with "
             "--quick).")) | _to("requests_per_child", _count))
+    life: str | None = field(default=None, metadata=flag("--life", metavar="N", panel=RUN, help=(
+        "After the size measurement, follow its children to N requests each, snapshotting their shared and "
+        "private memory on a log scale (default 10 x --requests-per-child; off with --quick; 0: off): the "
+        "unsharing fitted, and MaxRequestsPerChild chosen from it when sharing falls by more than a "
+        "tenth.")) | _to("life", _count))
     measure_children: str | None = field(default=None, metadata=flag(
         "--measure-children", metavar="N", panel=RUN, help=(
             "Children started for the size measurement (default 4).")) | _to("measure_children", _count))

@@ -9,6 +9,8 @@ report prints (:mod:`pounder.tune._render`; the steps' parts are in :mod:`._tune
   against the number of children (the sweep), the recommended count marked;
 * ``tune-leak``: a child's private memory (USS) against the requests it served, with the fitted
   growth line;
+* ``tune-life``: (``--life``) the median child's shared and private memory against the requests it
+  served, from its start, with the fits the run stated;
 * ``tune-memory``: the MaxClients formula, shared + n x child USS against the RAM budget, next to
   the sweep's requests/s (where throughput stops growing);
 * ``tune-pools``: requests/s and p99 (medians and intervals) of each candidate pool at the same
@@ -67,6 +69,7 @@ from pounder.pool import (
 from pounder.profile import load_profile
 from pounder.report._html import ReportError, Section, bullets, check_numbers, details, esc, paragraph, pre, table
 from pounder.report._profile import profile_sections
+from pounder.report._tune_life import life_section
 from pounder.report._tune_pools import mrpc_section, pools_section, shapes_section, spare_section
 from pounder.report._tune_steps import children_section, memory_section, sizes_section
 
@@ -253,6 +256,9 @@ def _sections(run: TuneResults, prefix: str) -> list[Section]:
     sections = [_top(run)]
     if run.measure is not None:
         sections.append(sizes_section(run, prefix))
+    life = None if run.result is None else run.result.stored.get("life")
+    if life:  # --life: shared and private memory over a child's life
+        sections.append(life_section(life, (run.max_requests or {}).get("unsharing"), prefix))
     if run.memory is not None:
         sections.append(memory_section(run, prefix))
     if run.sweep:

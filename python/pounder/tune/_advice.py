@@ -10,7 +10,9 @@ from pounder._units import MIB, children_text, plain
 from pounder.pool import ADAPTERS, Adapter
 from pounder.procs import max_clients_from
 from pounder.tune._analysis import ChildrenChoice, busy_basis, busy_seconds
+from pounder.tune._life import Life
 from pounder.tune._memory import MemoryBound
+from pounder.tune._mrpc import MaxRequestsChoice
 from pounder.tune._points import NEIGHBOUR, busy_measured
 from pounder.tune._text import (
     Summary,
@@ -257,15 +259,21 @@ def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBou
     language = _parent_language(kind)
     first = _first_growth(measure)
     if first >= FIRST_REQUEST_GROWTH:
-        if measure.get("preload"):
-            remedy = ("even with preloading, something is loaded on first use: imports inside functions, caches "
-                      "or connections built lazily; do that at load time, in the parent")
+        unshared = int(measure["cold"]["median_shared"]) - int(measure["warm"]["median_shared"])
+        if measure.get("preload") and unshared >= first / 2:  # pages copied, not code loaded
+            said.append(f"each child grows {_mib(first)} on its first requests while its shared memory falls "
+                        f"{_mib(unshared)}: most of the growth is copy-on-write, pages inherited from the parent "
+                        "written on first use and copied, not code loaded (what writes them: below)")
         else:
-            own = _adapter(kind).preload_remedy  # each server's own way
-            remedy = f"load the code and data in the parent: {own}" if own else \
-                "load the code and data in the parent before it forks"
-        said.append(f"each child grows {_mib(first)} on its first requests: code or data is loaded on first use, "
-                    f"in every child, instead of once in the parent. Remedy: {remedy}.")
+            if measure.get("preload"):
+                remedy = ("even with preloading, something is loaded on first use: imports inside functions, "
+                          "caches or connections built lazily; do that at load time, in the parent")
+            else:
+                own = _adapter(kind).preload_remedy  # each server's own way
+                remedy = f"load the code and data in the parent: {own}" if own else \
+                    "load the code and data in the parent before it forks"
+            said.append(f"each child grows {_mib(first)} on its first requests: code or data is loaded on first "
+                        f"use, in every child, instead of once in the parent. Remedy: {remedy}.")
     sharing = measure.get("sharing")
     if measure.get("preload") and sharing is not None and float(sharing) < COW_BROKEN:
         parent_rss = int(measure["parent"]["rss"])
@@ -302,4 +310,51 @@ def advice(kind: str, measure: Summary, other: Summary | None, memory: MemoryBou
         said.append("summing RSS (as ps and top suggest) would allow only "
                     f"{children_text(memory.max_clients_no_sharing)} instead of {memory.max_clients}: "
                     f"{_mib(memory.shared)} per child is shared with the parent")
+    return said
+
+
+_UNSHARING_REMEDY = {
+    "puma": "refork from a warm worker: fork_worker in puma.rb (workers are then forked from worker 0 after its "
+            "first 1,000 requests; fork_worker N to choose when) and pumactl refork, or Puma's own refork after N "
+            "requests; compact the heap before the fork (GC.compact in before_fork, or nakayoshi_fork) so what is "
+            "shared sits on few pages",
+    "unicorn": "compact the heap before the fork: preload_app true with before_fork { GC.compact } in unicorn.rb "
+               "(Process.warmup on Ruby 3.3+), so the objects the children inherit sit on few pages",
+    "gunicorn": "with --preload, call gc.freeze() in the parent just before it forks (at the end of the preloaded "
+                "module, or gc.freeze() in pre_fork in gunicorn.conf.py, with gc.disable() early in the import): "
+                "the collector then leaves the inherited objects' pages alone (reference counts still write to "
+                "those a request touches: keep large data in few objects such as bytes or arrays)",
+    "uwsgi": "without lazy-apps (the app loaded in the master), call gc.freeze() at the end of the app's import, "
+             "before the workers are forked: the collector then leaves the inherited objects' pages alone "
+             "(reference counts still write to those a request touches)",
+    "apache": "preload in startup.pl (PerlPostConfigRequire): use every module with () and build read-only data "
+              "there, once, in the parent; keep it read-only in the handlers (a string used as a number, a hash "
+              "iterated, writes to its page)",
+    "starman": "preload (--preload-app) and load every module and read-only data in the app's file, before the "
+               "fork; keep it read-only per request (a string used as a number, a hash iterated, writes to its page)",
+}
+
+
+@public
+def unsharing_remedy(adapter: Adapter, life: Life | None, mrpc: MaxRequestsChoice) -> list[str]:
+    """The remedy for children that unshare over their life, in the runtime's own terms, when the
+    unsharing was measured to decide MaxRequestsPerChild (:func:`pounder.tune._life.unsharing`);
+    nothing otherwise."""
+    judged = mrpc.unsharing
+    if life is None or judged is None or not judged.decides:
+        return []
+    loaded = life.loaded
+    fell = (f"the children unshare: a child's shared memory fell from {_mib(loaded[0].shared)} to "
+            f"{_mib(loaded[-1].shared)} ({life.fall:.0%}) over {life.reached:,.0f} requests, and its private "
+            f"memory grew from {_mib(loaded[0].private)} to {_mib(loaded[-1].private)}: pages inherited from the "
+            "parent written and copied (copy-on-write)")
+    remedy = _UNSHARING_REMEDY.get(adapter.kind) or (
+        "load what the children share in the parent before the fork and keep it read-only per request")
+    said = [f"{fell}. Remedy: {remedy}."]
+    threads = getattr(adapter, "threads", None)
+    if _parent_language(adapter.kind) == "ruby":
+        most = int(threads[1]) if isinstance(threads, tuple) and len(threads) == 2 else 1
+        said.append("threaded Ruby workers (" + (f"this one runs up to {most} threads" if most > 1 else
+                    "when a worker runs more than one thread") + ") grow one malloc arena per thread: "
+                    "MALLOC_ARENA_MAX=2 in the workers' environment keeps them to two")
     return said

@@ -14,6 +14,7 @@ from pounder._units import children_text
 from pounder.compare import paired_ratio_interval, ratio_interval
 from pounder.pool import ADAPTERS, Adapter
 from pounder.tune._analysis import LOSS_NOISE
+from pounder.tune._life import Life, Unsharing, unsharing
 from pounder.tune._memory import MemoryBound, growth
 from pounder.tune._points import paired_values, trial_values
 from pounder.tune._text import (
@@ -207,9 +208,11 @@ def respawn_mechanism(kind: str) -> str:
 @dataclass(frozen=True)
 class MaxRequestsChoice(Record):
     """MaxRequestsPerChild, and why (``value`` 0 = unlimited). ``decided_by``: "measured" (a
-    measured value), "model" (beyond the largest measured value), "unlimited", or "memory" (a
-    leak). ``loss``: the chosen value's cost as a fraction of the throughput (measured median,
-    or the model's; None when neither says). ``respawn_cost_requests``: the model's ``k`` (0
+    measured value), "model" (beyond the largest measured value), "unlimited", "memory" (a
+    leak), or "unsharing" (the children's shared memory falling over their life,
+    :mod:`pounder.tune._life`; ``unsharing`` holds the judgement whenever the life was measured).
+    ``loss``: the chosen value's cost as a fraction of the throughput (measured median, or the
+    model's; None when neither says). ``respawn_cost_requests``: the model's ``k`` (0
     without a usable fit)."""
 
     value: int
@@ -224,6 +227,7 @@ class MaxRequestsChoice(Record):
     decided_by: str
     model: RespawnModel
     reasons: list[str] = field(default_factory=list)
+    unsharing: Unsharing | None = None
 
 
 def _model_text(model: RespawnModel) -> str:
@@ -232,7 +236,8 @@ def _model_text(model: RespawnModel) -> str:
 
 
 def choose_max_requests(points: Points, measure: Summary, memory: MemoryBound, children: int, *,
-                        max_loss: float, counts: str = "requests", kind: str = "command") -> MaxRequestsChoice:
+                        max_loss: float, counts: str = "requests", kind: str = "command",
+                        life: Life | None = None) -> MaxRequestsChoice:
     """MaxRequestsPerChild from the measured points and their intervals (:func:`_affordable`).
 
     With no leak: as large as possible, unlimited (the largest value measured and its cost are
@@ -241,7 +246,12 @@ def choose_max_requests(points: Points, measure: Summary, memory: MemoryBound, c
     for ``children`` children (``forced_by_memory`` when it costs more than ``max_loss``); its cost
     from the measured points, or from :func:`respawn_model` when the model agrees with every
     measured point and the value is at most a decade beyond the largest measured. The model never
-    overrides a measured point."""
+    overrides a measured point. With the children's ``life`` measured and their shared memory
+    falling by more than a tenth within the horizon (the leak's value, else the life measured;
+    :func:`pounder.tune._life.unsharing`): the requests at which the fitted private memory reaches
+    the child's share of the budget, as a leak's limit, costed the same way (with a leak too: the
+    life measured the same private memory further, from the child's start; a leak's value stays
+    when the fit never reaches the share)."""
     grown = growth(measure)
     records = tune_points(points, "mrpc")
     if any(p.vs_unlimited is None and "vs_unlimited" not in p.stored for p in records):
@@ -259,6 +269,7 @@ def choose_max_requests(points: Points, measure: Summary, memory: MemoryBound, c
     if quiet:
         reasons.append(f"{_counts(quiet)} {unit}: no child was replaced during the measurement, so it says nothing "
                        "about the cost of respawning")
+    value, decided_by = 0, "unlimited"
     if grown.leak:
         headroom = limit - start
         memory_limit = max(1, int(headroom // grown.second)) if headroom > 0 else 1
@@ -267,35 +278,27 @@ def choose_max_requests(points: Points, measure: Summary, memory: MemoryBound, c
         reasons.append(f"a child starts at {_mib(start)} and may reach {_mib(limit)} ({children_text(children)} in the "
                        f"budget): at {_bytes(grown.second)} bytes per request, at most {memory_limit:,} {unit}, "
                        f"rounded to {value:,}")
-        cheaper = [p for p in respawned if _value(p) <= value and _affordable(_measured(p), max_loss)]
-        costlier = [p for p in respawned if _value(p) >= value and _too_costly(_measured(p), max_loss)]
-        if cheaper:
-            ref = max(cheaper, key=_value)
-            vs = _measured(ref)
-            loss = max(0.0, 1 - present(vs.ratio))
-            measured = _value(ref)
-            reasons.append(f"respawning every {value:,} {unit} was measured: {_change_with_interval(vs)}"
-                           if measured == value else
-                           f"respawning every {value:,} {unit} costs at most what {measured:,} cost when measured "
-                           f"({_change_with_interval(vs)}): a larger value respawns less often")
-        elif costlier:
-            ref = min(costlier, key=_value)
-            vs = _measured(ref)
-            loss, forced = 1 - present(vs.ratio), True
-            reasons.append(f"memory forces it: respawning every {value:,} {unit} costs at least what "
-                           f"{_value(ref):,} measured, {_change_with_interval(vs)}, more than "
-                           f"{share_text(max_loss)}; fewer children would leave room for a larger limit")
-        elif model.usable and value <= MAX_DECADES * max(_value(p) for p in respawned):
-            loss = 1 - model.ratio(value)
-            forced = loss > max_loss
-            reasons.append(f"{_model_text(model)}: respawning every {value:,} {unit} costs about {share_text(loss)} "
-                           "(modelled)" + (f", more than {share_text(max_loss)}: memory forces it" if forced else ""))
-        else:
-            loss = None
-            reasons.append(f"what respawning every {value:,} {unit} costs was not measured")
+    judged = None
+    if life is not None:
+        judged = unsharing(life, value if value else max(1, int(life.reached)), limit,
+                           "requests" if counts == "requests" else "connections")
+        reasons.append(judged.reason)
+        if judged.decides and judged.requests is not None:
+            leak_value = value
+            memory_limit = judged.requests
+            value = _round_down(min(judged.requests, MAX_MODELLED))
+            reasons.append(f"MaxRequestsPerChild from the unsharing, as from a leak: a child's private memory reaches "
+                           f"its share of the budget ({_mib(limit)}, {children_text(children)}) at "
+                           f"{judged.requests:,} {unit}, rounded to {value:,}"
+                           + (f", instead of the {leak_value:,} of the size measurement's rate: the life followed "
+                              "the same private memory from the child's start, further, and fitted its curve"
+                              if decided_by == "memory" else ""))
+            decided_by = "unsharing"
+    if value:
+        loss, forced = _costed(value, respawned, model, max_loss, unit, reasons)
     else:
         # no leak (growth that unshares pages shows as USS growth too): as large as possible
-        value, loss, decided_by = 0, 0.0, "unlimited"
+        loss = 0.0
         reasons.append("no leak measured: MaxRequestsPerChild as large as possible, unlimited (0); a child replaced "
                        "only costs a fork and a warm-up")
         if respawned:
@@ -310,7 +313,41 @@ def choose_max_requests(points: Points, measure: Summary, memory: MemoryBound, c
     return MaxRequestsChoice(value=value, leak=grown.leak, growth_bytes_per_request=grown.second,
                              child_start_bytes=start, child_limit_bytes=limit, memory_limit=memory_limit,
                              respawn_cost_requests=model.k if model.usable else 0.0, loss=loss,
-                             forced_by_memory=forced, decided_by=decided_by, model=model, reasons=reasons)
+                             forced_by_memory=forced, decided_by=decided_by, model=model, reasons=reasons,
+                             unsharing=judged)
+
+
+def _costed(value: int, respawned: Sequence[TunePoint], model: RespawnModel, max_loss: float, unit: str,
+            reasons: list[str]) -> tuple[float | None, bool]:
+    """What respawning every ``value`` requests (a limit memory sets: a leak's or the unsharing's)
+    costs, from the measured points first, then the model (:func:`choose_max_requests`); its reason
+    appended to ``reasons``. (loss, forced by memory)."""
+    cheaper = [p for p in respawned if _value(p) <= value and _affordable(_measured(p), max_loss)]
+    costlier = [p for p in respawned if _value(p) >= value and _too_costly(_measured(p), max_loss)]
+    if cheaper:
+        ref = max(cheaper, key=_value)
+        vs = _measured(ref)
+        measured = _value(ref)
+        reasons.append(f"respawning every {value:,} {unit} was measured: {_change_with_interval(vs)}"
+                       if measured == value else
+                       f"respawning every {value:,} {unit} costs at most what {measured:,} cost when measured "
+                       f"({_change_with_interval(vs)}): a larger value respawns less often")
+        return max(0.0, 1 - present(vs.ratio)), False
+    if costlier:
+        ref = min(costlier, key=_value)
+        vs = _measured(ref)
+        reasons.append(f"memory forces it: respawning every {value:,} {unit} costs at least what "
+                       f"{_value(ref):,} measured, {_change_with_interval(vs)}, more than "
+                       f"{share_text(max_loss)}; fewer children would leave room for a larger limit")
+        return 1 - present(vs.ratio), True
+    if model.usable and value <= MAX_DECADES * max(_value(p) for p in respawned):
+        loss = 1 - model.ratio(value)
+        forced = loss > max_loss
+        reasons.append(f"{_model_text(model)}: respawning every {value:,} {unit} costs about {share_text(loss)} "
+                       "(modelled)" + (f", more than {share_text(max_loss)}: memory forces it" if forced else ""))
+        return loss, forced
+    reasons.append(f"what respawning every {value:,} {unit} costs was not measured")
+    return None, False
 
 
 def unlimited_only(choice: MaxRequestsChoice, who: str) -> tuple[MaxRequestsChoice, int]:

@@ -84,6 +84,10 @@ class TuneOptions:
       the quota as the cores the server has; None: not emulated (the CPUs it runs on).
       ``cpus_source``: how it was given (``--cpus 1.5``, or the cgroup it was read from with
       ``--cpus cgroup[:PATH]``).
+    * ``life``: after the size measurement, follow its children to this many requests each,
+      snapshotting their private and shared memory on a log scale (:mod:`pounder.tune._life`);
+      0: off (a stored run without it, and ``quick``). :func:`make_options` gives 10 x
+      ``requests_per_child`` unless told.
     * ``profile``: after the confirmation, profile the recommended configuration at its load
       (``profile.json`` and ``flame.svg`` in the results directory; :mod:`pounder.tune._profile_step`).
     * ``sweep_threads``: for the servers whose children run threads (Puma, gunicorn, uWSGI) and
@@ -124,6 +128,7 @@ class TuneOptions:
     cpus: float | None = None
     cpus_source: str | None = None
     sweep_threads: bool = True
+    life: int = 0
 
     @property
     def keepalive(self) -> bool:
@@ -200,6 +205,9 @@ class TuneOptions:
             raise UsageError(f"--point-duration must be between 500ms and 10m, got {plain(self.point_s)}s")
         if not 10 <= self.requests_per_child <= 100000:
             raise UsageError(f"--requests-per-child must be between 10 and 100000, got {self.requests_per_child}")
+        if self.life != 0 and not 10 <= self.life <= 1_000_000:
+            raise UsageError(f"--life must be 0 (off) or between 10 and 1000000 requests per child, "
+                             f"got {self.life}")
         if not 1 <= self.measure_children <= 64:
             raise UsageError(f"--measure-children must be between 1 and 64, got {self.measure_children}")
         if not 1 <= self.max_children <= 4096:
@@ -260,6 +268,7 @@ _FIELD_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
     "confirm": (bool, "True or False"), "listen": (str, "an IPv4 address"), "allow_remote": (bool, "True or False"),
     "profile": (bool, "True or False"), "cpus": _NUMBER, "cpus_source": (str, "a string"),
     "sweep_threads": (bool, "True or False"),
+    "life": _WHOLE,
 }
 _OPTIONAL = frozenset({"ram", "ram_source", "clients", "p99_s", "throttle", "peak_rate", "peak_source", "cpus",
                        "cpus_source"})
@@ -312,7 +321,8 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
                  proxy: bool = True, peak_rate: str | float | None = None,
                  server_cpus: str | Sequence[int] | None = None, load_cpus: str | Sequence[int] | None = None,
                  confirm: bool = True, listen: str | None = None, allow_remote: bool = False,
-                 profile: bool = False, cpus: str | float | None = None, sweep_threads: bool = True) -> TuneOptions:
+                 profile: bool = False, cpus: str | float | None = None, sweep_threads: bool = True,
+                 life: int | None = None) -> TuneOptions:
     """:class:`TuneOptions` from values as a user types them (``ram="4G"``, ``p99="300ms"``,
     ``mrpc="0,10k,1000"``, ``peak_rate="200/s"``, ``server_cpus="1-3"``); ``quick`` shortens every
     step. ``urls``: a bench URL file (weights, GET/HEAD per line; only each URL's path and query
@@ -320,7 +330,8 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
     log whose GET and HEAD requests are replayed in their measured proportions, and whose busiest
     second is the target rate unless ``clients`` or ``peak_rate`` is given. ``listen``: the
     server's address (default 127.0.0.1; another needs ``allow_remote``). ``cpus``: the pod's CPU
-    quota (``1.5``, ``"cgroup"``, ``"cgroup:PATH"``; see :func:`_cpus`). Raises
+    quota (``1.5``, ``"cgroup"``, ``"cgroup:PATH"``; see :func:`_cpus`). ``life``: requests per child
+    the children are followed to (default 10 x ``requests_per_child``, 0 with ``quick``; 0: off). Raises
     :class:`~pounder.UsageError`."""
     total = mem_total()
     values: dict[str, Any] = {
@@ -344,6 +355,7 @@ def make_options(*, path: str = "/", ram: str | int | None = None, clients: int 
                        ("max_children", max_children), ("compare_preload", compare_preload)):
         if value is not None:
             values[key] = value
+    values["life"] = (0 if quick else 10 * values["requests_per_child"]) if life is None else life
     if mrpc is not None:
         if not isinstance(mrpc, (str, Sequence)):
             raise wrong_type("mrpc", "text such as '0,10k,1000' or a list of whole numbers", mrpc)

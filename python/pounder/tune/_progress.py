@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 STEP_NAMES = {
     "sizes": "child sizes",
+    "life": "a child's life",
     "children": "children sweep",
     "pools": "pools at the offered load",
     "max-requests": "MaxRequestsPerChild",

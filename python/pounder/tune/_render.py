@@ -26,6 +26,7 @@ from pounder._tune_tables import (
 )
 from pounder._units import children_text, count_text, mib
 from pounder.pool import WARM_FAILING_ROUNDS, own_name
+from pounder.tune._life import life_lines
 from pounder.tune._result import TuneResult
 
 WIDTH = 100
@@ -107,9 +108,9 @@ def render_tune(result: TuneResult) -> str:
     pod = pod_line(result.options.to_dict(), result.sweep)
     out += [] if pod is None else textwrap.wrap(pod, WIDTH, subsequent_indent="  ")
     out.append("")
-    for section in (_sizes_section, _memory_section, _children_section, _pools_table, _shapes_section, _mrpc_section,
-                    _spare_section, _recommendation_section, _confirmation_section, _fleet_section,
-                    _profile_section):
+    for section in (_sizes_section, _life_section, _memory_section, _children_section, _pools_table,
+                    _shapes_section, _mrpc_section, _spare_section, _recommendation_section, _confirmation_section,
+                    _fleet_section, _profile_section):
         out += section(result)
     if result.advice:
         out.append("")
@@ -152,6 +153,15 @@ def _sizes_section(result: TuneResult) -> list[str]:
                    f"{mib(other['end']['max_uss'])} MiB, shared {mib(other['end']['median_shared'])} MiB")
     out.append("")
     return out
+
+
+def _life_section(result: TuneResult) -> list[str]:
+    """1b. Shared and private memory over a child's life (--life; nothing without it)."""
+    if result.life is None:
+        return []
+    lines = life_lines(result.life, result.max_requests.unsharing)
+    return [lines[0], *(wrapped for line in lines[1:]
+                        for wrapped in textwrap.wrap(line, WIDTH, initial_indent="  ", subsequent_indent="    ")), ""]
 
 
 def _platform_lines(measure: Mapping[str, Any], kind: str) -> list[str]:

@@ -14,6 +14,7 @@ from pounder._version import __version__
 from pounder.pool import Adapter, PoolParams
 from pounder.tune._analysis import ChildrenChoice
 from pounder.tune._fleet import Fleet
+from pounder.tune._life import Life
 from pounder.tune._memory import MemoryBound
 from pounder.tune._mrpc import MaxRequestsChoice
 from pounder.tune._options import TuneOptions
@@ -53,6 +54,7 @@ class TuneResult:
     profile_lines: tuple[str, ...] = ()  # tune --profile: its summary (the profile: profile.json, _profile_step)
     fleet: Fleet | None = None  # the servers a peak needs, a container's resources (_fleet)
     shapes: ShapeChoice | None = None  # workers x threads compared at the offered load (_shapes)
+    life: Life | None = None  # shared and private memory over a child's life (--life; _life)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,4 +85,5 @@ class TuneResult:
             "why": list(self.why),
             "fleet": None if self.fleet is None else self.fleet.to_dict(),
             **({} if self.shapes is None else {"shapes": self.shapes.to_dict()}),
+            "life": None if self.life is None else self.life.to_dict(),
         }

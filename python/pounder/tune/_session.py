@@ -42,7 +42,7 @@ from pounder.pool import (
     Workload,
 )
 from pounder.servers import Pod
-from pounder.tune._advice import advice, advises_preload
+from pounder.tune._advice import advice, advises_preload, unsharing_remedy
 from pounder.tune._analysis import (
     ChildrenChoice,
     size_pool,
@@ -53,6 +53,8 @@ from pounder.tune._analysis import (
 from pounder.tune._confirm import confirmation_checks, lower_pool, lowered_pool
 from pounder.tune._fleet import plan_fleet
 from pounder.tune._leak import child_limit, room_for_growth
+from pounder.tune._life import Life, life_curve, life_targets, may_decide
+from pounder.tune._life_step import measure_life
 from pounder.tune._load import load_summary
 from pounder.tune._machine import cpus_for
 from pounder.tune._memory import MemoryBound, growth, memory_bound
@@ -121,10 +123,11 @@ class TuneSession:
         steps = ["sizes", "children", "pools", *(["threads"] if self.sweeps_threads else []), "max-requests",
                  *(["spare"] if adapter.on_demand else []),
                  *(["confirm"] if options.confirm else [])]
+        steps[1:1] = ["life"] if options.life else []  # the children of the sizes followed over their life
         between = between_for(options.quick) + 2
         values = len(options.mrpc_values) if any(options.mrpc_values) else 0
         self.progress = StepProgress(steps, {
-            "sizes": 2 if adapter.preload_toggle and options.compare_preload else 1,
+            "sizes": 2 if adapter.preload_toggle and options.compare_preload else 1, "life": 1,
             "children": len(sweep_counts(options.max_children)) * options.trials,
             "pools": between * options.trials, "threads": 4 * options.trials, "max-requests": values * options.trials,
             "spare": 2 * options.trials, "confirm": 1})
@@ -185,6 +188,18 @@ class TuneSession:
         half = max(1, self.options.requests_per_child // 2)
         label = f"sizes ({children_text(params.max_clients)}{', preload' if self.adapter.with_preload(params) else ''})"
         return self._point(key, "sizes", params, label, lambda: measure_sizes(self.runner, self.adapter, params, half))
+
+    def _life_step(self) -> Life | None:
+        """The children of the size measurement followed over their life (point ``life``,
+        :mod:`pounder.tune._life_step`); None with ``--life 0``."""
+        targets = life_targets(self.options.requests_per_child, self.options.life)
+        if not targets:
+            return None
+        params = PoolParams(min(self.options.measure_children, self.options.max_children))
+        label = f"life ({children_text(params.max_clients)} to {targets[-1]:,} requests each)"
+        summary = self._point("life", "life", params, label,
+                              lambda: measure_life(self.runner, self.adapter, params, targets))
+        return life_curve(summary)
 
     def _trial(self, key: str, step: str, params: PoolParams, connections: int, trial: int, label: str, *,
                warm_rounds: bool = True, rate: float | None = None, again: bool = False) -> dict[str, Any]:
@@ -427,14 +442,16 @@ class TuneSession:
                             lock=self.adapter.runtime_lock, cores=self.cores)
 
     def _mrpc_step(self, choice: ChildrenChoice, measure: Mapping[str, Any], memory: MemoryBound,
-                   offered: OfferedLoad) -> tuple[list[TunePoint], MaxRequestsChoice, ChildrenChoice]:
+                   offered: OfferedLoad, life: Life | None = None) -> tuple[
+                       list[TunePoint], MaxRequestsChoice, ChildrenChoice]:
         """MaxRequestsPerChild measured on the chosen pool at the offered load, the unlimited
         baseline interleaved; the pool lowered when a leaking child needs room to grow."""
         options, adapter = self.options, self.adapter
         n = choice.chosen
         self._check_fits(n, memory)
         # no leak: unlimited whatever the values cost, so only the largest is measured (its cost reported)
-        values = options.mrpc_values if growth(measure).leak else (0, max(options.mrpc_values))
+        # (nor without unsharing that may decide it: a limit from the unsharing is costed as a leak's)
+        values = options.mrpc_values if growth(measure).leak or may_decide(life) else (0, max(options.mrpc_values))
         shape = "" if self._threads is None else f"x{self._threads}"
         plan = [(f"mrpc-{n}{shape}-{value}-at-{offered.connections}",
                  PoolParams(n, max_requests=value, threads=self._threads),
@@ -446,7 +463,7 @@ class TuneSession:
         choice = room_for_growth(choice, points, measure, memory, max_loss=options.max_loss,
                                  counts=adapter.max_requests_counts, target=self.target().load)
         mrpc = choose_max_requests(points, measure, memory, choice.chosen, max_loss=options.max_loss,
-                                   counts=adapter.max_requests_counts, kind=adapter.kind)
+                                   counts=adapter.max_requests_counts, kind=adapter.kind, life=life)
         if not adapter.request_limit:  # what a leak would need goes to the worker killer (advice)
             mrpc, self._killer_requests = unlimited_only(mrpc, adapter.who)
         return points, mrpc, choice
@@ -455,6 +472,7 @@ class TuneSession:
         options, adapter = self.options, self.adapter
         measure, other, memory, other_memory = self._sizes_step()
         self._memory = memory
+        life = self._life_step()
         target = self.target()
         sweep = self._children_sweep(memory)
         offered = offered_load(target, memory, options.max_children)
@@ -467,7 +485,7 @@ class TuneSession:
         if shaped is not None:
             choice = apply_shape(choice, shaped)
             self._threads = shaped.threads
-        mrpc_points, mrpc, choice = self._mrpc_step(choice, measure, memory, offered)
+        mrpc_points, mrpc, choice = self._mrpc_step(choice, measure, memory, offered, life)
         spare, spare_choice, spares = self._spare_step(choice, target, memory, mrpc.value, offered,
                                                        measure.get("child_start_s"))
         # a server without a request limit runs unlimited; its users' worker killer gets the limit (advice)
@@ -491,6 +509,7 @@ class TuneSession:
         if growth(measure).leak and mrpc.forced_by_memory:
             said.append("the leak forces frequent respawns at this many children: fix the leak, or give each child "
                         "more room (fewer children, more RAM)")
+        said += unsharing_remedy(adapter, life, mrpc)
         said += filter(None, [adapter.size_limit(child_limit(measure, memory, mrpc, params.max_clients,
                                                              self._killer_requests))])
         why = deciding_facts(adapter.names, choice, pools, memory, mrpc, spare_choice, options.max_children, shaped)
@@ -505,7 +524,7 @@ class TuneSession:
                           shapes=shaped,
                           fleet=plan_fleet(options, confirmation, measure, memory, params.max_clients,
                                            params.max_requests, self._killer_requests, self.cores,
-                                           adapter.names["max_requests"]))
+                                           adapter.names["max_requests"]), life=life)
 
     def _check_fits(self, children: int, memory: MemoryBound) -> None:
         """Never start a configuration whose predicted memory exceeds the budget."""

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pounder._units import children_text, mib_unit
+from pounder.tune._life import life_line
 from pounder.tune._memory import MemoryBound, growth, memory_bound
 from pounder.tune._mrpc import mrpc_losses
 from pounder.tune._options import TuneOptions
@@ -26,6 +27,8 @@ def describe_point(step: str, summary: Mapping[str, Any]) -> str:
                 f"growth {summary['growth_second']:,.0f} B/request" + ("" if not charged else
                 f"; sum of PSS {mib_unit(end['footprint'])}, its cgroup's current {mib_unit(charged['current'])}, "
                 f"anon {mib_unit(charged['anon'])}"))
+    if step == "life":
+        return life_line(summary)
     text = f"{summary['rps']:,.0f} req/s, p99 {summary['p99_ms']:,.1f} ms"
     if summary.get("trial") is not None:
         text = f"trial {summary['trial']}: {text}"

@@ -50,6 +50,10 @@ def _mrpc_line(name: str, mrpc: MaxRequestsChoice) -> str:
         return (f"{name} {value}: a leak of {mrpc.growth_bytes_per_request:,.0f} bytes per request, and the server "
                 f"cannot replace a child after a number of requests: a worker killer must, before a child reaches "
                 f"its share of the budget ({mib_unit(mrpc.child_limit_bytes)}; see the advice)")
+    if mrpc.decided_by == "unsharing" and mrpc.unsharing is not None:
+        return (f"{name} {value}: the children unshare ({mrpc.unsharing.fall:.0%} of their shared memory lost within "
+                f"{mrpc.unsharing.horizon:,} requests); replaced at this count a child's private memory stays within "
+                f"its share of the budget ({mib_unit(mrpc.child_limit_bytes)}){cost}")
     if mrpc.leak:
         return (f"{name} {value}: a leak of {mrpc.growth_bytes_per_request:,.0f} bytes per request; replaced at this "
                 f"count a child stays within its share of the budget ({mib_unit(mrpc.child_limit_bytes)}){cost}")
