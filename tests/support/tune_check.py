@@ -252,7 +252,11 @@ def _check_pools(head: str, narrative: str, data: dict[str, Any]) -> None:
         assert "the smallest pool as " in narrative, narrative
     else:
         assert "the only candidate" in narrative, narrative
-    if data["params"]["max_clients"] != pools["chosen"]:
+    shapes = data.get("shapes")
+    if shapes is not None and data["params"]["max_clients"] == shapes["workers"]:
+        # the workers of the shape chosen at the offered load (workers x threads), its threads recommended too
+        assert data["params"]["threads"] == shapes["threads"] and f"threads {shapes['threads']}: " in said, narrative
+    elif data["params"]["max_clients"] != pools["chosen"]:
         assert data["children"]["decided_by"] in ("memory", "confirmation"), data["children"]["decided_by"]
 
 

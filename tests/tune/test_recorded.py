@@ -377,9 +377,27 @@ def test_an_io_bound_app_on_gthread_workers_gets_threads_for_workers(tmp_path: P
     assert "\n4b. Workers x threads at the offered load, 16 clients (--clients)" in text
 
 
-@pytest.mark.xfail(strict=True, reason="the shapes' reasons (pounder.tune._shapes._lock_reasons) quote the busy time "
-                   "(42.7 ms) and the CPU per request in ms (0.5 ms), figures no table prints (the shapes table has "
-                   "no busy time and the CPU in us): reported to the lead, not changed here")
 def test_the_gthread_runs_reasons_quote_only_figures_of_its_tables(tmp_path: Path) -> None:
     data, text = decided_again("tune-gthread", tmp_path)
     check_consistent(text, data)
+
+
+@pytest.mark.parametrize(("name", "lock"), [("tune-gunicorn-cpu", "Python's GIL"), ("tune-puma-cpu", "Ruby's GVL")])
+def test_cpu_bound_workers_keep_one_thread_with_the_lock_named(tmp_path: Path, name: str, lock: str) -> None:
+    """tune-gunicorn-cpu, tune-puma-cpu: 10 ms of CPU per request at 8 clients on 2 cores (tests/data/record.py).
+    Threads add nothing in the table: the one-thread pool is the best or as good, every shape with
+    fewer workers is distinguishably slower or held back by the CPU floor; the recommendation is 1
+    thread, and the reasons name the runtime's lock and the CPU a request used, as the table prints it."""
+    data, text = decided_again(name, tmp_path)
+    check_consistent(text, data)
+    shapes = data["shapes"]
+    points = {(p["children"], p["threads"]): p for p in shapes["points"]}
+    reference = shapes["points"][0]
+    assert reference["threads"] == 1 and (shapes["workers"], shapes["threads"]) == (reference["children"], 1)
+    assert data["params"]["threads"] == 1 and not reference["vs_best"]["worse"]
+    said = " ".join(" ".join(shapes["reasons"]).split())
+    assert lock in said and "CPU-bound" in said, said
+    assert f"used {reference['server_cpu_us']:,.0f} us of the server's CPU (srv CPU us/req)" in said, said
+    for (workers, threads), point in points.items():
+        if threads > 1:
+            assert point["vs_best"]["worse"] or f"{workers} worker" in said, point
