@@ -166,7 +166,7 @@ RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = 
     "tune-puma-io": (_puma, lambda: make_options(path="/sleep?ms=40", clients=32, ram="4G", mrpc="0", max_children=32,
                                                  measure_children=2, **QUICK),
                      "Puma, 64 MB built in every worker (no preload_app!), requests that wait 40 ms at 32 clients "
-                     "(issue 41's I/O-bound app): fewer workers with threads serve as fast in a fraction of the memory"),
+                     "(issue 41: an I/O-bound app): fewer workers with threads serve as fast with less memory"),
     "tune-puma-cpu": (_puma, lambda: make_options(path="/cpu?ms=10", clients=8, ram="4G", mrpc="0", max_children=8,
                                                   measure_children=2, confirm=False, **QUICK),
                       "Puma, 10 ms of CPU per request at 8 clients: threads add nothing (the GVL)"),
