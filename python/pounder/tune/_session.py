@@ -408,11 +408,11 @@ class TuneSession:
         return choose_pool(points, offered, target, tolerance=options.tolerance, cores=self.cores, sweep=sweep)
 
     def _threads_step(self, choice: ChildrenChoice, memory: MemoryBound, target: Target,
-                      offered: OfferedLoad) -> ShapeChoice | None:
+                      offered: OfferedLoad, pools: PoolChoice | None) -> ShapeChoice | None:
         """Workers x threads measured at the offered load in interleaved trials, the one-thread pool
-        chosen first (:mod:`pounder.tune._shapes`): a first round stops after the first shape
-        distinguishably slower, the other rounds measure the same shapes again. None when the server
-        runs no threads, its threads were given, or ``--no-thread-sweep``."""
+        chosen first (:mod:`pounder.tune._shapes`): a first round stops after the first shape more than
+        the tolerance slower than the best before it, the other rounds measure the same shapes again.
+        None when the server runs no threads, its threads were given, or ``--no-thread-sweep``."""
         if not self.sweeps_threads:
             return None
         options = self.options
@@ -439,7 +439,8 @@ class TuneSession:
                 break
         points = self._sweep("threads", plan, options.trials, rate=offered.rate)
         return choose_shape(points, offered, target, tolerance=options.tolerance, slots=slots,
-                            lock=self.adapter.runtime_lock, cores=self.cores)
+                            lock=self.adapter.runtime_lock, cores=self.cores, ram=memory.ram,
+                            floor=None if pools is None else pools.cpu_floor)
 
     def _mrpc_step(self, choice: ChildrenChoice, measure: Mapping[str, Any], memory: MemoryBound,
                    offered: OfferedLoad, life: Life | None = None) -> tuple[
@@ -481,7 +482,7 @@ class TuneSession:
         pools = self._pools_step(choice, memory, target, offered, sweep)
         if pools is not None:
             choice = apply_pool(choice, pools)
-        shaped = self._threads_step(choice, memory, target, offered)
+        shaped = self._threads_step(choice, memory, target, offered, pools)
         if shaped is not None:
             choice = apply_shape(choice, shaped)
             self._threads = shaped.threads
@@ -492,7 +493,10 @@ class TuneSession:
         params = PoolParams(choice.chosen, max_requests=mrpc.value if adapter.request_limit else 0,
                             start_servers=spares[0], min_spare=spares[1], max_spare=spares[2], preload=adapter.preload,
                             threads=self._threads)
+        # the confirmation is held against the best measured at the offered load: the best shape when shapes were
         best = None if pools is None else pools.point(pools.best)
+        if shaped is not None:
+            best = shaped.point(shaped.best)
         confirmation = self._confirm(params, memory, target, offered, best) if options.confirm else None
         fewer = lowered_pool(confirmation, memory)
         if confirmation is not None and fewer is not None:

@@ -6,7 +6,8 @@ the same offered load and in interleaved trials, with *shapes* that serve as man
 with fewer workers (:func:`shapes`): ``N/2`` workers of 2 threads, ``N/4`` of 4, ... to one worker
 (workers rounded up, so workers x threads is never fewer). When the memory bound (or
 ``--max-children``) held the pool under what the target needs (``--clients``, Little's law for a
-rate), the shapes serve what the target needs: threads are how it fits. Each trial measures,
+rate), threads are added to those workers up to what the target needs at once, then the workers
+halved as above: threads are how it fits. Each trial measures,
 after its load, the server's footprint (sum of PSS: shared pages counted once) and a worker's
 private and shared memory.
 
@@ -41,6 +42,7 @@ from pounder._tune_run import OfferedLoad, Target
 from pounder._units import mib_unit, shape_text
 from pounder.pool import MAX_THREADS
 from pounder.tune._analysis import ChildrenChoice, busy_seconds
+from pounder.tune._points import busy_measured
 from pounder.tune._pools import CPU_BOUND, P99_EFFECT, CpuFloor, cpu_floor, p99_with_interval, versus
 from pounder.tune._text import change_text, ms_text, rate_with_interval
 
@@ -97,6 +99,10 @@ class ShapeChoice:
     why: str
     reasons: list[str] = field(default_factory=list)
 
+    def point(self, shape: tuple[int, int]) -> TunePoint:
+        """The point of ``shape`` (workers, threads): ``best`` or the chosen, one of the points."""
+        return next(p for p in self.points if _shape(p) == tuple(shape))
+
     def to_dict(self) -> dict[str, Any]:
         return {"offered": self.offered.to_dict(), "workers": self.workers, "threads": self.threads,
                 "best": list(self.best), "slots": self.slots, "points": [p.to_dict() for p in self.points],
@@ -139,10 +145,12 @@ def per_thread(points: Sequence[TunePoint]) -> tuple[int, TunePoint, TunePoint] 
 
 
 def choose_shape(points: Points, offered: OfferedLoad, target: Target, *, tolerance: float, slots: int,
-                 lock: str, cores: float) -> ShapeChoice:
+                 lock: str, cores: float, ram: int | None = None, floor: CpuFloor | None = None) -> ShapeChoice:
     """The shape with the smallest footprint as good as the best at the offered load (module
     documentation); ``lock``: what lets one thread of a worker run at a time (Ruby's GVL);
-    ``cores``: the server's (its CPUs, or its quota), for the CPU floor."""
+    ``cores``: the server's (its CPUs, or its quota), for the CPU floor (``floor``: the pools
+    step's, from the least disturbed of its points; else the one-thread pool's own); ``ram``: the
+    budget a shape's measured footprint must fit."""
     ordered = tune_points(points, "shapes")
     answered = [p for p in ordered if (p.counted or 0) > 0 and p.p99_ms is not None] or ordered[:1]
     best = max(answered, key=lambda p: p.rps)
@@ -163,7 +171,9 @@ def choose_shape(points: Points, offered: OfferedLoad, target: Target, *, tolera
         good = [p for p in fast if not _worse(p, "p99")] or fast
         latency = "its p99 is not distinguishably above the lowest of the shapes as fast"
     reference = marked[0]
-    floor = cpu_floor([reference], cores)
+    over = [p for p in good if ram is not None and p.footprint is not None and p.footprint > ram]
+    good = [p for p in good if p not in over] or good
+    floor = floor or cpu_floor([reference], cores)
     needed = 0 if floor is None else min(floor.children, reference.children)
     held_back = [p for p in good if p.children < needed] if any(p.children >= needed for p in good) else []
     good = [p for p in good if p not in held_back]
@@ -172,13 +182,22 @@ def choose_shape(points: Points, offered: OfferedLoad, target: Target, *, tolera
     same = [p for p in sized if smallest is None or present(p.footprint) <= smallest * (1 + SAME_MEMORY)]
     chosen = min(same, key=lambda p: (p.threads or 1, p.footprint or 0))
     workers, threads = _shape(chosen)
+    rule = ("the smallest footprint as good as the best" if smallest is None or chosen.footprint == smallest else
+            f"within {SAME_MEMORY:.0%} of the smallest footprint as good as the best, with fewer threads")
+    if held_back:
+        rule += ", with the workers the cores need"
     thread_cost = per_thread(marked)
-    why = _why(chosen, reference, best, offered)
-    reasons = [f"workers x threads compared at the same offered load, {offered.text()}, in interleaved trials, each "
-               f"shape serving {slots:,} requests at once: {_text(chosen)}; {latency}"
+    why = _why(chosen, reference, best, offered, rule)
+    reasons = [f"workers x threads compared at the same offered load, {offered.text()}, in interleaved trials, up to "
+               f"{slots:,} requests at once: {_text(chosen)}; {latency}"
                + ("" if _shape(chosen) == _shape(best) else
                   f"; {change_text(present(chosen.vs_best).ratio or 1.0)} against the best, {_text(best)}: "
                   "not distinguishably slower")]
+    if limit_ms is not None and not meeting:
+        reasons.append(f"--p99 {ms_text(limit_ms)} ms is met by no shape as fast as the best at this load")
+    if over and ram is not None:
+        reasons.append(f"{' and '.join(_text(p) for p in over)}: over the RAM budget of {mib_unit(ram)} as "
+                       "measured, not chosen")
     others = [p for p in marked if _shape(p) != _shape(chosen)]
     if others:
         reasons.append("the other shapes: " + "; ".join(
@@ -189,20 +208,22 @@ def choose_shape(points: Points, offered: OfferedLoad, target: Target, *, tolera
     reasons += _lock_reasons(marked, chosen, reference, lock, held_back)
     if thread_cost is not None:
         cost, most, single = thread_cost
-        reasons.append(f"a thread costs a worker about {mib_unit(max(cost, 0))} of private memory: a worker's USS "
-                       f"was {mib_unit(present(most.child_uss))} at {most.threads} threads and "
-                       f"{mib_unit(present(single.child_uss))} at 1, after the same load")
+        held, one = mib_unit(present(most.child_uss)), mib_unit(present(single.child_uss))
+        reasons.append(f"after the same load a worker of {most.threads} threads held {held} of private memory (USS) "
+                       f"and one of 1 thread {one}: "
+                       + (f"{mib_unit(cost)} per added thread, its stack and what serving {most.threads} requests at "
+                          "once keeps" if cost > 0 else "no measurable cost per thread"))
     return ShapeChoice(offered=offered, workers=workers, threads=threads, best=_shape(best), slots=slots,
-                       points=tuple(marked), per_thread=None if thread_cost is None else thread_cost[0], why=why,
-                       reasons=reasons)
+                       points=tuple(marked), per_thread=None if thread_cost is None else max(thread_cost[0], 0),
+                       why=why, reasons=reasons)
 
 
-def _why(chosen: TunePoint, reference: TunePoint, best: TunePoint, offered: OfferedLoad) -> str:
-    """The deciding fact: the shape, its figures, and its footprint against the one-thread pool's
-    when that pool was as fast (else what the one-thread pool served)."""
+def _why(chosen: TunePoint, reference: TunePoint, best: TunePoint, offered: OfferedLoad, rule: str) -> str:
+    """The deciding fact: the shape, the rule that chose it, its figures, and its footprint against
+    the one-thread pool's when that pool was as fast (else what the one-thread pool served)."""
     figures = f"{rate_with_interval(chosen)}, {p99_with_interval(chosen)}" + (
         "" if chosen.footprint is None else f", footprint {mib_unit(chosen.footprint)}")
-    text = f"{shape_text(*_shape(chosen))}: the smallest footprint as good as the best at {offered.short()}: {figures}"
+    text = f"{shape_text(*_shape(chosen))}: {rule} at {offered.short()}: {figures}"
     if _shape(chosen) == _shape(reference):
         return text if _shape(chosen) == _shape(best) else text + (
             f" (the best: {shape_text(*_shape(best))}, {rate_with_interval(best)})")
@@ -220,8 +241,10 @@ def _cpu_text(point: TunePoint) -> str:
     of the server's CPU (srv CPU us/req) of the 42.7 ms it held its worker (busy ms): 0.01 of a
     core``."""
     share = present(cpu_share(point))
+    exact = busy_measured(point) is not False and point.rate is None
     return (f"used {whole(point.server_cpu_us)} us of the server's CPU (srv CPU us/req) of the "
-            f"{ms(busy_seconds(point) * 1000)} ms it held its worker (busy ms): {share:.2f} of a core")
+            f"{'' if exact else 'at most '}{ms(busy_seconds(point) * 1000)} ms it held its worker (busy ms): "
+            f"{'' if exact else 'at least '}{share:.2f} of a core")
 
 
 def _floor_reason(floor: CpuFloor, needed: int, held_back: Sequence[TunePoint], lock: str) -> str:
@@ -247,8 +270,10 @@ def _lock_reasons(marked: Sequence[TunePoint], chosen: TunePoint, reference: Tun
     used = "" if share is None else f"at one thread per worker a request {_cpu_text(reference)}"
     if (chosen.threads or 1) > 1:
         waits = "" if share is None else f": {used}, and while a request waits, the worker's other threads run"
-        return [f"threads replaced workers{waits}; {lock} lets one thread of a worker run at a time, which costs "
-                "little when requests mostly wait"]
+        what = ("threads replaced workers" if chosen.children < reference.children else
+                "threads served more at once than the workers allowed")
+        return [f"{what}{waits}; {lock} lets one thread of a worker run at a time, which costs little when requests "
+                "mostly wait"]
     if all(_worse(p, "rps") for p in threaded):
         if share is not None and share >= CPU_BOUND:
             return [f"threads added nothing: every shape with more threads per worker served distinguishably less; "

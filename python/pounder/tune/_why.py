@@ -5,6 +5,7 @@ choice's ``reasons``, printed under "Details"."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from pounder._tune_run import SpareChoice
 from pounder._units import children_text, mib_unit
@@ -68,9 +69,13 @@ def deciding_facts(names: Mapping[str, str], choice: ChildrenChoice, pools: Pool
                    shapes: ShapeChoice | None = None) -> list[str]:
     """One line per parameter: the pool, the threads of each child (when workers x threads were
     compared), the memory bound that caps it, MaxRequestsPerChild, spare servers."""
-    facts = [_pool_line(names["max_clients"], choice, pools, memory)]
-    if shapes is not None:
-        facts.append(f"threads {shapes.threads}: {shapes.why}")
+    name = names["max_clients"]
+    if shapes is None:
+        facts = [_pool_line(name, choice, pools, memory)]
+    else:  # the shape chosen, then the one-thread pool it was compared from
+        one_thread = replace(choice, chosen=shapes.points[0].children)
+        facts = [f"{name} {choice.chosen}, threads {shapes.threads}: {shapes.why}",
+                 f"with one thread per worker, {_pool_line(name, one_thread, pools, memory)}"]
     cap = min(memory.max_clients, max_children)
     facts.append(f"the memory bound: at most {children_text(memory.max_clients)} in {mib_unit(memory.ram)} "
                  f"(shared {mib_unit(memory.shared)} once, {mib_unit(memory.child_uss)} per child)"
