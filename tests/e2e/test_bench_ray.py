@@ -1,7 +1,9 @@
 """Load from many machines: ``bench --ray`` on a real Ray cluster of three nodes, all on loopback
 (:mod:`support.raycluster`), against the counting test server: what is timed over agents (their
-start together, their clocks, a rate, a latency, a loss at a moment, their CPU), and ``--ray
-local``, which looks at every Ray process on the machine; these run alone on the machine. What
+start together, their clocks, a rate, a latency, a loss at a moment, their CPU), a tuning run
+from agents (its load is CPU-bound and tune measures a trial again on a busy machine: 14 s alone,
+72 s beside the shared tests), and ``--ray local``, which looks at every Ray process on the
+machine; these run alone on the machine. What
 each test checks comes from outside the merge: the server's own count, the agents' own
 per-request TSV files, a run without Ray at the same rate, the processes left. The ``--ray``
 tests that check only what was sent, counted, written or refused share the machine:
@@ -14,6 +16,7 @@ import ipaddress
 import json
 import math
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -36,6 +39,7 @@ from pounder import BenchResult, IoInfo, bench  # noqa: E402
 from pounder.__main__ import main as pounder_main  # noqa: E402
 from pounder.agents import Cluster, agent_pool, run_bench_ray  # noqa: E402
 from pounder.load import BenchSpec, run_bench, server_sampler  # noqa: E402
+from support.cliutil import run_pounder, with_pythonpath  # noqa: E402
 from support.hdr import decode_hdr, hdr_log_intervals  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore")  # Ray's own deprecation warnings
@@ -213,6 +217,46 @@ def test_one_pool_runs_one_bench_after_another(cluster: str, testserver: Any) ->
     # threads use some more)
     for agent in first.agents.members:
         assert 0 < agent.client_cpu_s <= used[agent.pid] + 0.02, (agent.client_cpu_s, used[agent.pid])
+    assert _agents_gone()
+
+
+def test_tune_sends_every_measured_load_from_the_agents(cluster: str, tmp_path: Path) -> None:
+    """``tune --ray --listen``: the server listens on the address given, every measured load is
+    sent by the agents (as many as it has connections, at most 3) to that address, and each
+    merged count is the agents' sum; the size measurement's loads are exactly the requests asked.
+    The smallest tuning run that has both: one child at most (measured for its size from one
+    connection, one agent), 4 clients (the sweep runs at 4 connections, from 3 agents; the pools
+    are compared on its own point, not measured again), points of 500 ms (the shortest), no
+    MaxRequestsPerChild values, no confirmation."""
+    results = tmp_path / "tune"
+    proc = run_pounder("tune", "--demo", "--ray", cluster, "--listen", "127.0.0.2", "--point-duration", "500ms",
+                       "--mrpc", "0", "--max-children", "1", "--clients", "4", "--measure-children", "2",
+                       "--requests-per-child", "20", "--no-confirm", "--results", str(results), timeout=300,
+                       env=with_pythonpath(), stdin=subprocess.DEVNULL)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert ("CPUs: measured loads sent by 3 Ray agents on this machine, sharing its CPUs with the server; the "
+            "server is not pinned") in proc.stdout
+    manifest = json.loads((results / "tune.json").read_text())
+    assert manifest["load"] == {"ray": cluster, "agents": 3, "per_node": 1}
+    assert manifest["options"]["listen"] == "127.0.0.2"
+    benches = []
+    for path in sorted((results / "points").glob("*.json")):
+        bench_data = json.loads(path.read_text())["bench"]
+        benches += [(path.name, b) for b in (bench_data if isinstance(bench_data, list) else [bench_data])]
+    assert len(benches) >= 2 + 3  # sizes (2 halves), 1 sweep point of 3 trials
+    for name, bench_data in benches:
+        agents = bench_data["agents"]
+        connections = bench_data["options"]["load"]["connections"]
+        assert agents is not None and not any(a["lost"] for a in agents["members"]), name
+        assert len(agents["members"]) == min(3, connections), name
+        assert {target["url"].split("/")[2].split(":")[0] for target in bench_data["options"]["targets"]} == {
+            "127.0.0.2"}, name  # fmt: skip
+        assert bench_data["requests"]["complete"] == sum(a["complete"] for a in agents["members"]) > 0, name
+        assert os.getpid() not in {a["pid"] for a in agents["members"]}
+    # both sides of "at most 3": the sizes' one connection from one agent, the sweep's 4 from 3
+    assert {(b["options"]["load"]["connections"], len(b["agents"]["members"])) for _, b in benches} == {(1, 1), (4, 3)}
+    sizes = [b for name, b in benches if name == "sizes.json"]
+    assert [b["requests"]["complete"] for b in sizes] == [10, 10]  # 10 requests for the one child, twice
     assert _agents_gone()
 
 

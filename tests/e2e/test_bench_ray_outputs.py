@@ -1,11 +1,11 @@
 """``--ray`` on a real Ray cluster of three nodes, all on loopback (:mod:`support.raycluster`), checked
 by what was sent, counted, written or refused, none of it timed: the server's own count, the
-agents' own per-request TSV files, the files and lines of the commands (compare, run, tune), the
+agents' own per-request TSV files, the files and lines of the commands (compare, run), the
 processes left. These share the machine (tests/e2e/conftest.py); the cluster is this test
 process's own (a pytest worker's: another worker may run one too), and the agents looked at are
 its own (:func:`support.raycluster.agents` within this process). What measures time, rates or CPU
-over agents, and ``--ray local``, which looks at every Ray process on the machine, are in
-test_bench_ray.py, alone on the machine."""
+over agents, a tuning run from agents (tune measures again on a busy machine) and ``--ray local``
+(it looks at every Ray process on the machine) are in test_bench_ray.py, alone on the machine."""
 
 from __future__ import annotations
 
@@ -222,45 +222,6 @@ def test_compare_and_run_send_every_trial_from_the_agents(cluster: str, testserv
     assert load["options"]["agents"] == 3
     assert _agents_gone()
     assert fast.stats()["requests"] - 300 == slow.stats()["requests"] - 300 >= 300  # warm-up trials too
-
-
-def test_tune_sends_every_measured_load_from_the_agents(cluster: str, tmp_path: Path) -> None:
-    """``tune --ray --listen``: the server listens on the address given, every measured load is
-    sent by the agents (as many as it has connections, at most 3) to that address, and each
-    merged count is the agents' sum; the size measurement's loads are exactly the requests asked.
-    The smallest tuning run that has both: one child at most (measured for its size from one
-    connection, one agent), 4 clients (the sweep runs at 4 connections, from 3 agents; the pools
-    are compared on its own point, not measured again), points of 500 ms (the shortest), no
-    MaxRequestsPerChild values, no confirmation."""
-    results = tmp_path / "tune"
-    proc = _pounder("tune", "--demo", "--ray", cluster, "--listen", "127.0.0.2", "--point-duration", "500ms",
-                    "--mrpc", "0", "--max-children", "1", "--clients", "4", "--measure-children", "2",
-                    "--requests-per-child", "20", "--no-confirm", "--results", str(results), timeout_s=300)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert ("CPUs: measured loads sent by 3 Ray agents on this machine, sharing its CPUs with the server; the "
-            "server is not pinned") in proc.stdout
-    manifest = json.loads((results / "tune.json").read_text())
-    assert manifest["load"] == {"ray": cluster, "agents": 3, "per_node": 1}
-    assert manifest["options"]["listen"] == "127.0.0.2"
-    benches = []
-    for path in sorted((results / "points").glob("*.json")):
-        bench_data = json.loads(path.read_text())["bench"]
-        benches += [(path.name, b) for b in (bench_data if isinstance(bench_data, list) else [bench_data])]
-    assert len(benches) >= 2 + 3  # sizes (2 halves), 1 sweep point of 3 trials
-    for name, bench_data in benches:
-        agents = bench_data["agents"]
-        connections = bench_data["options"]["load"]["connections"]
-        assert agents is not None and not any(a["lost"] for a in agents["members"]), name
-        assert len(agents["members"]) == min(3, connections), name
-        assert {target["url"].split("/")[2].split(":")[0] for target in bench_data["options"]["targets"]} == {
-            "127.0.0.2"}, name  # fmt: skip
-        assert bench_data["requests"]["complete"] == sum(a["complete"] for a in agents["members"]) > 0, name
-        assert os.getpid() not in {a["pid"] for a in agents["members"]}
-    # both sides of "at most 3": the sizes' one connection from one agent, the sweep's 4 from 3
-    assert {(b["options"]["load"]["connections"], len(b["agents"]["members"])) for _, b in benches} == {(1, 1), (4, 3)}
-    sizes = [b for name, b in benches if name == "sizes.json"]
-    assert [b["requests"]["complete"] for b in sizes] == [10, 10]  # 10 requests for the one child, twice
-    assert _agents_gone()
 
 
 def test_a_scenario_gives_each_agent_its_share_of_the_users(cluster: str, testserver: Any, tmp_path: Path) -> None:
