@@ -157,13 +157,16 @@ def module_testserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
 # workers of the rest of the suite (`pytest -n 3 --dist worksteal -m "not alone" tests`). Every
 # other file here is marked ``alone`` and runs one test at a time, alone on the machine (`pytest -m alone tests/e2e`):
 # it measures time, rates or CPU, holds a fixed address (the resolver of test_name_resolution.py)
-# or a Ray cluster. A timed test in a listed file says so itself (``@pytest.mark.alone``). A new
-# file is ``alone`` until listed here.
+# or looks at every Ray process on the machine (test_bench_ray.py: --ray local).
+# A Ray cluster of its own that looks only at its own processes may share it
+# (test_bench_ray_outputs.py). A timed test in a listed file says so itself
+# (``@pytest.mark.alone``). A new file is ``alone`` until listed here.
 SHARES_THE_MACHINE = frozenset({
     "test_bench_access_log.py",
     "test_bench_https.py",
     "test_bench_misbehaviour.py",
     "test_bench_outputs.py",
+    "test_bench_ray_outputs.py",
     "test_bench_requests.py",
     "test_bench_scenario.py",
     "test_bench_shares.py",

@@ -1,7 +1,13 @@
 """Load from many machines: ``bench --ray`` on a real Ray cluster of three nodes, all on loopback
-(``ray.cluster_utils.Cluster``, every node ``node_ip_address="127.0.0.1"``), against the counting
-test server. What each test checks comes from outside the merge: the server's own count, the
-agents' own per-request TSV files, a run without Ray at the same rate, the processes left."""
+(:mod:`support.raycluster`), against the counting test server: what is timed over agents (their
+start together, their clocks, a rate, a latency, a loss at a moment, their CPU), a tuning run
+from agents (its load is CPU-bound and tune measures a trial again on a busy machine: 14 s alone,
+72 s beside the shared tests), and ``--ray local``, which looks at every Ray process on the
+machine; these run alone on the machine. What
+each test checks comes from outside the merge: the server's own count, the agents' own
+per-request TSV files, a run without Ray at the same rate, the processes left. The ``--ray``
+tests that check only what was sent, counted, written or refused share the machine:
+test_bench_ray_outputs.py."""
 
 from __future__ import annotations
 
@@ -10,8 +16,6 @@ import ipaddress
 import json
 import math
 import os
-import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -24,60 +28,28 @@ from typing import Any
 import psutil
 import pytest
 
-# Before Ray is imported: keep a cluster on 127.0.0.1 on loopback (Ray would otherwise dial the
-# machine's outward address, ray-project/ray#59110), and send no usage statistics.
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-ray = pytest.importorskip("ray")
-from ray.cluster_utils import Cluster as RayCluster  # noqa: E402
+from support.raycluster import agents as _agents
+from support.raycluster import agents_gone as _agents_gone
+from support.raycluster import ray_processes as _ray_processes
+from support.raycluster import three_nodes
 
-from pounder import BenchResult, IoInfo, PounderError, UsageError, bench  # noqa: E402
+pytest.importorskip("ray")
+
+from pounder import BenchResult, IoInfo, bench  # noqa: E402
 from pounder.__main__ import main as pounder_main  # noqa: E402
 from pounder.agents import Cluster, agent_pool, run_bench_ray  # noqa: E402
-from pounder.compare import Variant, compare  # noqa: E402
 from pounder.load import BenchSpec, run_bench, server_sampler  # noqa: E402
-from support.cliutil import run_pounder, start_pounder, with_pythonpath  # noqa: E402
+from support.cliutil import run_pounder, with_pythonpath  # noqa: E402
 from support.hdr import decode_hdr, hdr_log_intervals  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore")  # Ray's own deprecation warnings
-NODE = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "dashboard_host": "127.0.0.1"}
-PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
-RAY_NAMES = ("raylet", "gcs_server", "ray::", "plasma_store", "dashboard", "runtime_env", "log_monitor", "monitor.py")
-
-
-def _ray_processes() -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["name", "cmdline"]):
-        text = proc.info["name"] + " " + " ".join(proc.info["cmdline"] or [])
-        if any(name in text for name in RAY_NAMES) and proc.pid != os.getpid():
-            found.append(proc)
-    return found
-
-
-def _agents() -> list[psutil.Process]:
-    return [proc for proc in psutil.process_iter(["name", "cmdline"])
-            if "ray::Agent" in (proc.info["name"] or "") + " ".join(proc.info["cmdline"] or [])]  # fmt: skip
-
-
-def _agents_gone(timeout_s: float = 10.0) -> bool:
-    """Whether every agent process has exited (Ray reaps a killed actor's process within moments)."""
-    deadline = time.monotonic() + timeout_s
-    while _agents() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not _agents()
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """Three Ray nodes of one CPU each on 127.0.0.1; its address. Shut down after the module."""
-    nodes = RayCluster(initialize_head=True, head_node_args={**NODE, "include_dashboard": False})
-    try:
-        for _ in range(2):
-            nodes.add_node(**NODE)
-        nodes.wait_for_nodes()
-        yield nodes.address
-    finally:
-        nodes.shutdown()
+    with three_nodes() as address:
+        yield address
 
 
 def _tsv(path: Path) -> list[dict[str, str]]:
@@ -183,28 +155,6 @@ def test_open_loop_sends_the_one_schedule(cluster: str, testserver: Any, tmp_pat
     assert abs(p90 - alone_p90) <= 0.15 * alone_p90, (p90, alone_p90)
 
 
-def test_a_replay_is_dealt_out_request_by_request(cluster: str, testserver: Any, tmp_path: Path) -> None:
-    """--replay over three agents: agent k sends the log's requests k, k+3, ... at their own
-    (scaled) times; together every request once, at its time, and the merge counts them all."""
-    start = 1_700_000_000.0
-    times = [start + i * 0.01 + (0.5 if i >= 300 else 0) for i in range(600)]  # 600 over 6.5 s, a pause
-    log = tmp_path / "access.log"
-    stamp = "%d/%b/%Y:%H:%M:%S"
-    log.write_text("".join(
-        f'127.0.0.1 - - [{time.strftime(stamp, time.gmtime(t))}.{round(t * 1000) % 1000:03d} +0000] '
-        f'"GET /r{i % 5} HTTP/1.1" 200 2\n' for i, t in enumerate(times)))  # fmt: skip
-    srv = testserver(mode="ok")
-    tsv = tmp_path / "replay.tsv"
-    result = bench(srv.url, replay=str(log), speed="8x", ray=cluster, agents=3, tsv_path=str(tsv))
-    assert srv.count() == 600 == result.requests.complete
-    assert result.agents is not None and [a.complete for a in result.agents.members] == [200, 200, 200]
-    intended = sorted(int(row["intended_offset_us"]) for index in range(3)
-                      for row in _tsv(tmp_path / f"replay.agent-{index}.tsv"))  # fmt: skip
-    assert intended == [round((round(t * 1000) - round(times[0] * 1000)) * 1000 / 8) for t in times]
-    assert sum(sample.complete for sample in result.series) == 600
-    assert result.options.replay is not None and result.options.replay.requests == 600
-
-
 def test_a_lost_agent_leaves_a_partial_result(cluster: str, testserver: Any) -> None:
     """An agent killed 2.3 s into a 3 s run: the others finish, the result is partial, and the
     lost agent keeps what it measured in the whole seconds it reported (counts and percentiles),
@@ -241,124 +191,6 @@ def test_a_lost_agent_leaves_a_partial_result(cluster: str, testserver: Any) -> 
     assert _agents_gone()
 
 
-def test_compare_stops_at_a_trial_with_a_lost_agent(cluster: str, testserver: Any, tmp_path: Path) -> None:
-    """A trial that lost an agent lacks a share of its load: it is not counted, the comparison
-    stops (a one-line error) and the trials before it are kept."""
-    a, b = testserver(mode="ok", delay_ms=5), testserver(mode="ok", delay_ms=5)
-    out = tmp_path / "c.json"
-    trials: list[Any] = []
-    killed: list[int] = []
-    earlier = {proc.pid for proc in _agents()}  # agents of earlier tests still exiting are not this pool's
-
-    def kill_in_the_second_trial(progress: Any) -> None:
-        if len(trials) == 1 and progress.phase == "measure" and progress.elapsed_s > 0.2 and not killed:
-            victim = next(proc for proc in _agents() if proc.pid not in earlier)
-            killed.append(victim.pid)
-            victim.kill()
-
-    variants = [Variant("a", a.url + "/"), Variant("b", b.url + "/")]
-    with pytest.raises(PounderError) as stopped:
-        compare(variants, trials=3, warmup=False, duration="1s", connections=3, results=out,
-                sender=Cluster(cluster), on_trial=lambda trial, planned: trials.append(trial),
-                on_progress=kill_in_the_second_trial)  # fmt: skip
-    assert killed
-    # The loss is seen in trial 2 ("trial 2 (b) is partial and not counted: agent N (host) was
-    # lost ..."), or, if the agent dies between two runs, at the next start ("an agent failed to
-    # start: The actor died ..."). Either way the comparison stops with one line and keeps only
-    # trials that every agent finished. (This test runs before the one that starts a --ray local
-    # cluster in this process: after it, agents on this module's cluster were seen to die by
-    # themselves; see the issue note.)
-    message = str(stopped.value)
-    assert "\n" not in message
-    assert message.startswith("trial 2 (b) is partial and not counted: agent") or message.startswith(
-        "an agent failed to start"), message
-    document = json.loads(out.read_text())
-    assert [trial["label"] for trial in document["trials"]] in (["a"], ["a", "b"])
-    assert _agents_gone()
-
-
-def test_a_signal_stops_every_agent_and_keeps_the_result(cluster: str, testserver: Any, tmp_path: Path) -> None:
-    """SIGTERM (the one whose handler ``ray.init`` would replace:
-    pounder.agents._ray_init.kept_signal_handlers), then Ctrl-C (a second signal stops the waiting,
-    not the keeping): every agent stops, what they measured is written, the exit says the first
-    (143). One run checks both: the three signals share one handler (pounder._interrupt), and which
-    one is said and its exit status are tested per signal in tests/cli/test_interrupt.py and
-    tests/e2e/test_signals.py (SIGHUP too)."""
-    srv = testserver(mode="ok", delay_ms=5)
-    out = tmp_path / "r.json"
-    proc = start_pounder("bench", srv.url + "/", "-c", "3", "-d", "30s", "--ray", cluster, "--json", out,
-                         env=with_pythonpath())
-    try:
-        deadline = time.monotonic() + 60
-        while srv.stats()["requests"] < 100 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            proc.send_signal(signum)
-            time.sleep(0.05)
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == 143, stderr
-    assert "Traceback" not in stdout + stderr
-    result = BenchResult.from_json(out.read_text())
-    assert result.interrupted and result.agents is not None and len(result.agents.members) == 3
-    assert 0 < result.requests.complete <= srv.stats()["requests"]
-    assert _agents_gone()
-
-
-def test_errors_are_one_line(cluster: str, free_port: int, cli: Any) -> None:
-    dead = cli(f"http://127.0.0.1:{free_port}/", "-n", "10", "--ray", f"127.0.0.1:{free_port}", timeout_s=30)
-    assert dead.returncode == 1 and dead.stderr.startswith(f"pounder: error: no Ray cluster at 127.0.0.1:{free_port}")
-    assert dead.stderr.count("\n") == 1
-    unreachable = cli(f"http://127.0.0.1:{free_port}/", "-n", "10", "--ray", cluster, timeout_s=180)
-    assert unreachable.returncode == 1, unreachable.stderr
-    assert "cannot connect to 127.0.0.1:" in unreachable.stderr and unreachable.stderr.count("\n") == 1
-    # more agents than nodes: a usage error (the CLI's exit 2 for any), said before any agent starts
-    with pytest.raises(UsageError, match="need 4 nodes; the cluster has 3"):
-        bench(f"http://127.0.0.1:{free_port}/", requests=10, ray=cluster, agents=4)
-
-
-@pytest.mark.parametrize("mode", ["http", "silent"])
-def test_a_port_that_is_not_ray_is_said_at_once(testserver: Any, cli: Any, mode: str) -> None:
-    """Issue 25 item 10: --ray at an HTTP server's port hung for minutes in ray.init (SIGINT took
-    30 s). The head's GCS speaks gRPC: anything else answering there, or nothing answering, is said
-    in seconds."""
-    srv = testserver(mode="ok")
-    with socket.socket() as silent:  # accepts (the kernel does) and never answers
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(4)
-        at = srv.url.split("//")[1].rstrip("/") if mode == "http" else f"127.0.0.1:{silent.getsockname()[1]}"
-        started = time.monotonic()
-        done = cli(srv.url + "/", "-n", "10", "--ray", at, timeout_s=30)
-    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
-    assert done.stderr.startswith(f"pounder: error: no Ray cluster at {at}: "), done.stderr
-    said = "an HTTP/1 server answers there" if mode == "http" else "did not answer as Ray's GCS (gRPC) within 3 s"
-    assert said in done.stderr, done.stderr
-    assert time.monotonic() - started < 15
-    assert srv.stats()["requests"] <= (1 if mode == "http" else 0)  # the probe at most, nothing of the load
-
-
-def test_without_ray_the_error_names_the_extra(free_port: int) -> None:
-    code = ("import sys; sys.modules['ray'] = None; sys.argv = ['pounder', 'bench', 'http://127.0.0.1:1/', "
-            "'--ray', 'local']; from pounder.__main__ import main; main()")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(PYTHON_DIR)}, check=False)  # fmt: skip
-    assert proc.returncode == 2
-    assert proc.stderr == "pounder: error: --ray needs Ray, which is not installed: pip install 'pounder[ray]'\n"
-
-
-def test_refused_combinations() -> None:
-    with pytest.raises(UsageError, match="--warmup takes a time"):
-        run_bench_ray(BenchSpec.from_options("http://127.0.0.1:1/", warmup="100"), Cluster("local"))
-    with pytest.raises(UsageError, match="need --ray"):
-        bench("http://127.0.0.1:1/", agents=2)
-    with pytest.raises(UsageError, match="HOST:PORT"):
-        Cluster("somewhere")
-    with pytest.raises(UsageError, match="3 agents need at least 3 connections"):
-        run_bench_ray(BenchSpec.from_options("http://127.0.0.1:1/", connections=2), Cluster("local", agents=3))
-    assert PounderError
-
-
 def test_one_pool_runs_one_bench_after_another(cluster: str, testserver: Any) -> None:
     """The agents of a compare or a tune are placed once and given run after run; the server on
     this machine is sampled meanwhile."""
@@ -388,32 +220,6 @@ def test_one_pool_runs_one_bench_after_another(cluster: str, testserver: Any) ->
     assert _agents_gone()
 
 
-def _pounder(*args: str, timeout_s: float = 180) -> subprocess.CompletedProcess[str]:
-    return run_pounder(*args, timeout=timeout_s, env=with_pythonpath(), stdin=subprocess.DEVNULL)
-
-
-def test_compare_and_run_send_every_trial_from_the_agents(cluster: str, testserver: Any, tmp_path: Path) -> None:
-    fast, slow = testserver(mode="ok"), testserver(mode="ok", delay_ms=10)
-    out = tmp_path / "c.json"
-    proc = _pounder("compare", fast.url + "/", slow.url + "/", "--trials", "3", "--no-warmup", "-n", "100",
-                    "-c", "3", "--ray", cluster, "--json", str(out))  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert f"Sent by:         3 agents of Ray cluster {cluster}" in proc.stdout
-    document = json.loads(out.read_text())
-    assert (document["options"]["ray"], document["options"]["agents"]) == (cluster, 3)
-    assert fast.stats()["requests"] == slow.stats()["requests"] == 300  # 3 trials of exactly 100
-    experiment = tmp_path / "e.toml"
-    experiment.write_text(f'title = "t"\n[server]\nadapter = "url"\n[[load]]\nrequests = 100\nconnections = 3\n'
-                          f'trials = 3\n[[variant]]\nlabel = "fast"\nurl = "{fast.url}/"\n'
-                          f'[[variant]]\nlabel = "slow"\nurl = "{slow.url}/"\n')  # fmt: skip
-    proc = _pounder("run", str(experiment), "--results", str(tmp_path / "run"), "--ray", cluster, "--agents", "3")
-    assert proc.returncode == 0, proc.stderr
-    load = json.loads((tmp_path / "run" / "load-1.json").read_text())
-    assert load["options"]["agents"] == 3
-    assert _agents_gone()
-    assert fast.stats()["requests"] - 300 == slow.stats()["requests"] - 300 >= 300  # warm-up trials too
-
-
 def test_tune_sends_every_measured_load_from_the_agents(cluster: str, tmp_path: Path) -> None:
     """``tune --ray --listen``: the server listens on the address given, every measured load is
     sent by the agents (as many as it has connections, at most 3) to that address, and each
@@ -423,9 +229,10 @@ def test_tune_sends_every_measured_load_from_the_agents(cluster: str, tmp_path: 
     are compared on its own point, not measured again), points of 500 ms (the shortest), no
     MaxRequestsPerChild values, no confirmation."""
     results = tmp_path / "tune"
-    proc = _pounder("tune", "--demo", "--ray", cluster, "--listen", "127.0.0.2", "--point-duration", "500ms",
-                    "--mrpc", "0", "--max-children", "1", "--clients", "4", "--measure-children", "2",
-                    "--requests-per-child", "20", "--no-confirm", "--results", str(results), timeout_s=300)  # fmt: skip
+    proc = run_pounder("tune", "--demo", "--ray", cluster, "--listen", "127.0.0.2", "--point-duration", "500ms",
+                       "--mrpc", "0", "--max-children", "1", "--clients", "4", "--measure-children", "2",
+                       "--requests-per-child", "20", "--no-confirm", "--results", str(results), timeout=300,
+                       env=with_pythonpath(), stdin=subprocess.DEVNULL)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert ("CPUs: measured loads sent by 3 Ray agents on this machine, sharing its CPUs with the server; the "
             "server is not pinned") in proc.stdout
@@ -522,23 +329,3 @@ def test_a_local_cluster_runs_listens_on_loopback_only_stops_and_another_cluster
     assert os.environ.get("RAY_AUTH_MODE") is None  # as it was before the local cluster
 
 
-def test_a_scenario_gives_each_agent_its_share_of_the_users(cluster: str, testserver: Any, tmp_path: Path) -> None:
-    """--scenario over three agents: 6 virtual users, 2 per agent, each logs in once (its token
-    captured from the login answer) and then sends it in a header on every loop request, which the
-    echo server's answer must show (else the capture misses and the user starts over). The merged
-    steps add up to the server's own count and to the agents' requests."""
-    scenario = tmp_path / "users.toml"
-    scenario.write_text("\n".join([
-        "[[login]]", 'name = "log in"', 'path = "/login?token=t42"',
-        "capture = [{ var = \"token\", body = 'token=(\\w+)' }]",
-        "[[loop]]", 'name = "private"', 'path = "/private"', 'headers = { X-Token = "{{token}}" }',
-        "capture = [{ var = \"seen\", body = '\"X-Token\", \"(t42)\"' }]", "",
-    ]))  # fmt: skip
-    srv = testserver(mode="echo")
-    result = bench(srv.url, scenario=str(scenario), connections=6, requests=300, ray=cluster, agents=3)
-    assert srv.count() == 300 == result.requests.complete
-    assert result.agents is not None and [a.connections for a in result.agents.members] == [2, 2, 2]
-    assert sum(a.complete for a in result.agents.members) == 300
-    login, private = result.steps
-    assert (login.name, login.complete, private.complete) == ("log in", 6, 294)
-    assert all(step.failed == step.unexpected_status == step.capture_missed == 0 for step in result.steps)
