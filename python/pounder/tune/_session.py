@@ -410,8 +410,8 @@ class TuneSession:
     def _threads_step(self, choice: ChildrenChoice, memory: MemoryBound, target: Target,
                       offered: OfferedLoad, pools: PoolChoice | None) -> ShapeChoice | None:
         """Workers x threads measured at the offered load in interleaved trials, the one-thread pool
-        chosen first (:mod:`pounder.tune._shapes`): a first round stops after the first shape more than
-        the tolerance slower than the best before it, the other rounds measure the same shapes again.
+        chosen first (:mod:`pounder.tune._shapes`): a first round stops after two shapes in a row more
+        than the tolerance slower than the best before them, the other rounds measure the same shapes again.
         None when the server runs no threads, its threads were given, or ``--no-thread-sweep``."""
         if not self.sweeps_threads:
             return None

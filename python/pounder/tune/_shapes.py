@@ -11,9 +11,9 @@ halved as above: threads are how it fits. Each trial measures,
 after its load, the server's footprint (sum of PSS: shared pages counted once) and a worker's
 private and shared memory.
 
-* the first round measures the shapes from one thread up and stops after the first that served
-  more than the tolerance less than the best before it (:func:`shapes_done`: more threads per
-  worker at the same concurrency gives the runtime's lock more to serialise, never less); the
+* the first round measures the shapes from one thread up and stops after two in a row that each
+  served more than the tolerance less than the best before it (:func:`shapes_done`: more threads
+  per worker at the same concurrency gives the runtime's lock more to serialise, never less); the
   other rounds measure what the first kept, interleaved;
 * the choice (:func:`choose_shape`): the shape with the smallest footprint measured among those
   whose throughput is not distinguishably below the best's and whose p99 meets ``--p99`` (without
@@ -76,10 +76,13 @@ def shapes(chosen: int, slots: int) -> list[tuple[int, int]]:
 
 
 def shapes_done(first: Sequence[Mapping[str, Any]], tolerance: float) -> bool:
-    """Whether the first round stops (module documentation): the last shape measured served more
-    than ``tolerance`` less than the best before it."""
+    """Whether the first round stops (module documentation): the last two shapes measured each served
+    more than ``tolerance`` less than the best before it (one slow trial on a busy machine does not
+    hide the shapes after it)."""
     rates = [float(t.get("rps") or 0.0) for t in first]
-    return len(rates) >= 2 and rates[-1] < max(rates[:-1]) * (1 - tolerance)
+    if len(rates) < 3:
+        return False
+    return all(rates[i] < max(rates[:i]) * (1 - tolerance) for i in (-2, -1))
 
 
 @dataclass(frozen=True)
