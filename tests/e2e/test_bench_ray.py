@@ -11,7 +11,6 @@ test_bench_ray_outputs.py."""
 
 from __future__ import annotations
 
-import csv
 import ipaddress
 import json
 import math
@@ -31,7 +30,7 @@ import pytest
 from support.raycluster import agents as _agents
 from support.raycluster import agents_gone as _agents_gone
 from support.raycluster import ray_processes as _ray_processes
-from support.raycluster import three_nodes
+from support.raycluster import three_nodes, tsv_rows
 
 pytest.importorskip("ray")
 
@@ -45,16 +44,13 @@ from support.hdr import decode_hdr, hdr_log_intervals  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore")  # Ray's own deprecation warnings
 
 
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """Three Ray nodes of one CPU each on 127.0.0.1; its address. Shut down after the module."""
     with three_nodes() as address:
         yield address
-
-
-def _tsv(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as file:
-        return list(csv.DictReader(file, delimiter="\t"))
 
 
 def test_no_ray_process_listens_off_loopback(cluster: str) -> None:
@@ -106,7 +102,7 @@ def test_merged_histogram_is_the_agents_requests(cluster: str, testserver: Any, 
             rebuilt.update(interval.buckets)
     assert dict(rebuilt) == decode_hdr(result.histogram).buckets
     assert rebuilt.total() == 450
-    rows = [row for index in range(3) for row in _tsv(tmp_path / f"requests.agent-{index}.tsv")]
+    rows = [row for index in range(3) for row in tsv_rows(tmp_path / f"requests.agent-{index}.tsv")]
     assert len(rows) == 450 == result.requests.complete == srv.stats()["requests"]
     latencies = sorted(int(row["latency_us"]) for row in rows)
     for percent in ("50", "90", "99"):
@@ -120,7 +116,7 @@ def test_merged_histogram_is_the_agents_requests(cluster: str, testserver: Any, 
     assert result.agents is not None
     firsts = {}
     for agent in result.agents.members:
-        own = _tsv(tmp_path / f"requests.agent-{agent.index}.tsv")
+        own = tsv_rows(tmp_path / f"requests.agent-{agent.index}.tsv")
         assert agent.complete == len(own) == 150
         mine = sorted(int(row["latency_us"]) for row in own)
         for percent, value in (("50", agent.p50_us), ("90", agent.p90_us), ("99", agent.p99_us)):
@@ -143,7 +139,7 @@ def test_open_loop_sends_the_one_schedule(cluster: str, testserver: Any, tmp_pat
     result = bench(srv.url + "/", rate="600", duration="2s", ray=cluster, agents=3, tsv_path=str(tsv))
     arrivals = result.requests.complete + result.requests.failed + result.requests.unsent
     assert abs(arrivals - 1200) <= 12
-    rows = [row for index in range(3) for row in _tsv(tmp_path / f"open.agent-{index}.tsv")]
+    rows = [row for index in range(3) for row in tsv_rows(tmp_path / f"open.agent-{index}.tsv")]
     offsets = sorted(int(row["intended_offset_us"]) for row in rows)
     gaps = [b - a for a, b in zip(offsets, offsets[1:], strict=False)]
     assert min(gaps) >= 1500, min(gaps)  # 1,667 us apart, never together

@@ -9,7 +9,6 @@ over agents, a tuning run from agents (tune measures again on a busy machine) an
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -23,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from support.raycluster import agents, agents_gone, three_nodes
+from support.raycluster import agents, agents_gone, three_nodes, tsv_rows
 
 pytest.importorskip("ray")
 
@@ -37,6 +36,13 @@ pytestmark = pytest.mark.filterwarnings("ignore")  # Ray's own deprecation warni
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
 
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """Three Ray nodes of one CPU each on 127.0.0.1; its address. Shut down after the module."""
+    with three_nodes() as address:
+        yield address
+
+
 def _agents() -> list[Any]:
     """The agents of this process's cluster (another pytest worker's are not these tests')."""
     return agents(within=os.getpid())
@@ -46,16 +52,6 @@ def _agents_gone() -> bool:
     return agents_gone(within=os.getpid())
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[str]:
-    """Three Ray nodes of one CPU each on 127.0.0.1; its address. Shut down after the module."""
-    with three_nodes() as address:
-        yield address
-
-
-def _tsv(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as file:
-        return list(csv.DictReader(file, delimiter="\t"))
 
 
 def test_a_replay_is_dealt_out_request_by_request(cluster: str, testserver: Any, tmp_path: Path) -> None:
@@ -74,7 +70,7 @@ def test_a_replay_is_dealt_out_request_by_request(cluster: str, testserver: Any,
     assert srv.count() == 600 == result.requests.complete
     assert result.agents is not None and [a.complete for a in result.agents.members] == [200, 200, 200]
     intended = sorted(int(row["intended_offset_us"]) for index in range(3)
-                      for row in _tsv(tmp_path / f"replay.agent-{index}.tsv"))  # fmt: skip
+                      for row in tsv_rows(tmp_path / f"replay.agent-{index}.tsv"))  # fmt: skip
     assert intended == [round((round(t * 1000) - round(times[0] * 1000)) * 1000 / 8) for t in times]
     assert sum(sample.complete for sample in result.series) == 600
     assert result.options.replay is not None and result.options.replay.requests == 600

@@ -14,10 +14,12 @@ dial the machine's outward address, ray-project/ray#59110) and sends no usage st
 
 from __future__ import annotations
 
+import csv
 import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import psutil
 
@@ -26,6 +28,12 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 NODE = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "dashboard_host": "127.0.0.1"}
 RAY_NAMES = ("raylet", "gcs_server", "ray::", "plasma_store", "dashboard", "runtime_env", "log_monitor", "monitor.py")
+
+
+def tsv_rows(path: Path) -> list[dict[str, str]]:
+    """The rows of a ``--stream`` TSV file, by column name."""
+    with path.open(newline="") as file:
+        return list(csv.DictReader(file, delimiter="\t"))
 
 
 @contextmanager

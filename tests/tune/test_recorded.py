@@ -401,3 +401,22 @@ def test_cpu_bound_workers_keep_one_thread_with_the_lock_named(tmp_path: Path, n
     for (workers, threads), point in points.items():
         if threads > 1:
             assert point["vs_best"]["worse"] or f"{workers} worker" in said, point
+
+
+def test_puma_waiting_on_io_serves_the_clients_with_a_third_of_the_memory(tmp_path: Path) -> None:
+    """tune-puma-io: issue 41's I/O-bound app on Puma (64 MB built in every worker, requests that
+    wait 40 ms) at 32 clients (tests/data/record.py). The shape recommended is not distinguishably
+    slower than the best measured, and its footprint, measured, is at most a third of the
+    one-thread pool's that serves the same load; the reasons say threads replaced workers, under
+    Ruby's GVL."""
+    data, text = decided_again("tune-puma-io", tmp_path)
+    check_consistent(text, data)
+    shapes = data["shapes"]
+    points = {(p["children"], p["threads"]): p for p in shapes["points"]}
+    reference, chosen = shapes["points"][0], points[(shapes["workers"], shapes["threads"])]
+    assert (reference["children"], reference["threads"]) == (32, 1) and shapes["threads"] > 1
+    assert not chosen["vs_best"]["worse"]
+    assert chosen["footprint"] * 3 <= reference["footprint"], (chosen["footprint"], reference["footprint"])
+    said = " ".join(" ".join(shapes["reasons"]).split())
+    assert "threads replaced workers" in said and "Ruby's GVL" in said
+    assert f"threads {shapes['threads']}, {shapes['threads']}" in data["config"]
