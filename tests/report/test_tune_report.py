@@ -499,7 +499,7 @@ def test_workers_x_threads_drawn_as_the_text_prints_them(gthread_run: Path) -> N
     assert shapes["why"] in words
     for reason in shapes["reasons"]:
         assert f"<li>{html.escape(reason)}</li>" in section, reason
-    assert f"each shape serving {shapes['slots']} requests at once".lower() in words.lower()
+    assert f"shapes serving up to {shapes['slots']} requests at once".lower() in words.lower()
     top = text[:text.index("<h2>1. ")]
     assert ["threads", "of", "each", "child", "threads", str(shapes["threads"])] in _html_rows(top)
     assert "<h2>6. Spare servers</h2>" in text

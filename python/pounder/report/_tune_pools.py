@@ -167,7 +167,8 @@ def shapes_section(run: TuneResults) -> Section | None:
         return section
     section = Section("4b. Workers x threads at the offered load")
     chosen = shapes.point(shapes.workers, shapes.threads)
-    caption = (f"Each shape serving {shapes.slots:,} requests at once at {shapes.offered.text()}: medians of "
+    caption = (f"Shapes serving up to {shapes.slots:,} requests at once (workers x threads) at "
+               f"{shapes.offered.text()}: medians of "
                f"interleaved trials (RPS and p99 with their 95% intervals; memory after the load); chosen: "
                f"{shape_text(shapes.workers, shapes.threads)}")
     best = shapes.best

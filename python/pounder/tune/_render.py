@@ -81,9 +81,9 @@ def _shapes_section(result: TuneResult) -> list[str]:
                "one worker of one thread was all the target needed" if adapter.threaded else
                f"{adapter.who} runs one request per child, no threads: the children sweep above is the whole answer")
         return [f"4b. Workers x threads: not compared ({why})", ""]
-    out = [f"4b. Workers x threads at the offered load, {shaped.offered.text()}: each shape serving "
-           f"{shaped.slots:,} requests at once, medians of interleaved trials (RPS and p99 with their 95% intervals; "
-           "memory after the load)"]
+    out = [f"4b. Workers x threads at the offered load, {shaped.offered.text()}: shapes serving up to "
+           f"{shaped.slots:,} requests at once (workers x threads), medians of interleaved trials (RPS and p99 with "
+           "their 95% intervals; memory after the load)"]
     out += shapes_table().text(shape_rows(list(shaped.points), (shaped.workers, shaped.threads), shaped.best))
     out.append("")
     return out
