@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from pounder._tune_point import MalformedTuneError
-from pounder._tune_run import Confirmation, OfferedLoad, PointLine, Target, TuneRun, TuneSummary, target_text
+from pounder._tune_run import Confirmation, OfferedLoad, Target, TuneRun, target_text
+from pounder._tune_summary import PointLine, TuneSummary
 
 DATA = Path(__file__).resolve().parent / "data"
 RESULTS = sorted(DATA.glob("tune-*/recommendation.json"))

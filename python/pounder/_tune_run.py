@@ -10,8 +10,8 @@ the stored document with :class:`pounder._records.Reader` (``from_dict``, ``to_d
 * :class:`TuneRun`: a finished run's ``recommendation.json`` as a whole, read once for the page
   (its points as :class:`~pounder._tune_point.TunePoint`, the pools compared, the workers x threads
   shapes compared, the spare setting chosen, the fleet, the records above), leniently as the page
-  read it before the record: a member an earlier pounder did not write reads as None;
-  :class:`TuneSummary`: an unfinished run's ``summary.json`` the same way. They are the reading
+  read it before the record: a member an earlier pounder did not write reads as None (an
+  unfinished run's ``summary.json``: :mod:`pounder._tune_summary`). They are the reading
   side of what ``pounder.tune`` writes (its ``TuneResult``, ``PoolChoice``, ``ShapeChoice``,
   ``Fleet``): named ``Stored*`` where both exist.
 
@@ -469,72 +469,4 @@ class TuneRun(Stored, key="recommendation"):
             out[name] = [point.to_dict() for point in getattr(self, name)]
         if self.spare_points:
             out["spare"] = [point.to_dict() for point in self.spare_points]
-        return out
-
-
-@dataclass(frozen=True)
-class PointLine(Stored):
-    """A point an unfinished run measured so far, as its summary lists it: its ``key``, ``step``,
-    when it finished (``finished_at``) and its result in words (``described``), each None when
-    not stored; :attr:`row` as the page's table shows it."""
-
-    key: str | None
-    step: str | None
-    finished_at: str | None
-    described: str | None
-
-    @classmethod
-    def read(cls, value: Mapping[str, Any]) -> PointLine:
-        return cls(value.get("key"), value.get("step"), value.get("finished_at"), value.get("described"),
-                   stored=value)
-
-    @property
-    def row(self) -> list[Any]:
-        """Key, step, finished, result: ``?``, ``?``, ``-`` and nothing where not stored (a stored
-        null key or step shown as it is)."""
-        stored = self.stored
-        return [stored.get("key", "?"), stored.get("step", "?"), self.finished_at or "-", stored.get("described", "")]
-
-
-@dataclass(frozen=True)
-class TuneSummary(Stored, key="summary"):
-    """The ``summary.json`` of a run that has not finished (``pounder/tune-summary/1``), rewritten
-    after every point: the figures the run derived from its points so far (the sizes, the memory
-    bound, the children sweep's and MaxRequestsPerChild's points, the pools compared, whether a
-    leak was called), the spare-server trials measured and a line per point (:class:`PointLine`).
-    A member not stored (a run stopped early, an empty document) reads as None or empty."""
-
-    schema: str | None
-    measure: Mapping[str, Any] | None
-    other_measure: Mapping[str, Any] | None
-    memory: Mapping[str, Any] | None
-    sweep: tuple[TunePoint, ...]
-    pools: StoredPools | None
-    mrpc: tuple[TunePoint, ...]
-    leak: bool | None
-    spare_trials: int
-    points: tuple[PointLine, ...]
-
-    @classmethod
-    def from_dict(cls, value: object, key: str | None = None) -> TuneSummary:
-        """The summary in ``value``; :class:`MalformedTuneError` naming the key of a point that lacks
-        a figure or holds one of another type."""
-        data: Mapping[str, Any] = value if isinstance(value, Mapping) else {}
-        measure, other_measure, memory = data.get("measure"), data.get("other_measure"), data.get("memory")
-        sweep, pools, mrpc = list(data.get("sweep") or []), data.get("pools"), list(data.get("mrpc") or [])
-        leak, spare_trials, lines = data.get("leak"), int(data.get("spare_trials") or 0), data.get("points") or []
-        sweep_points = tuple(tune_points(sweep, "sweep"))
-        mrpc_points = tuple(tune_points(mrpc, "mrpc"))
-        pool_choice = None if pools is None else StoredPools.read(pools)
-        return cls(data.get("schema"), measure, other_measure, memory, sweep_points, pool_choice, mrpc_points, leak,
-                   spare_trials, tuple(PointLine.read(line) for line in lines), stored=data)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The document as it was read, its points' figures those of their records."""
-        out = dict(self.stored)
-        for name in ("sweep", "mrpc"):
-            if name in out:
-                out[name] = [point.to_dict() for point in getattr(self, name)]
-        if self.pools is not None:
-            out["pools"] = self.pools.to_dict()
         return out

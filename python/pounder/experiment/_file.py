@@ -58,11 +58,11 @@ from pounder._given import from_file
 from pounder._units import plain
 from pounder.compare import MAX_TRIALS, MAX_VARIANTS, MIN_TRIALS, check_label, parse_compare_gates
 from pounder.experiment._reader import ExperimentError, Reader
+from pounder.experiment._server_options import SPARE_KEYS, fork_worker_option, refuse, spare_settings, threads_option
 from pounder.experiment._tls import TlsSpec, in_file_words, read_tls
 from pounder.load import BenchSpec, LoadOptions
 from pounder.pool import ADAPTERS as POOL_ADAPTERS
-from pounder.pool import KINDS, TARGET_FIELDS, Adapter, AdapterOptions, build_adapter, puma_threads, refused_option
-from pounder.servers import FORK_WORKER_MAX
+from pounder.pool import KINDS, TARGET_FIELDS, Adapter, AdapterOptions, build_adapter
 from pounder.traffic import NotLoopbackError, parse_url, resolve
 
 ADAPTERS = (*KINDS, "url")
@@ -226,42 +226,6 @@ _SERVER_KEYS = {"pythonpath", "preload", "env", "root", "threads", "fork_worker"
 """The server options an experiment file's [server] may give (of those some servers take)."""
 
 
-_SPARE_KEYS = ("start_servers", "min_spare", "max_spare")
-
-
-@dataclass(frozen=True)
-class _Spares:
-    start_servers: int | None
-    min_spare: int | None
-    max_spare: int | None
-
-"""The spare settings of servers that start children on demand (StartServers, MinSpareServers,
-MaxSpareServers in each server's own names)."""
-
-
-def _spares(r: Reader, data: Mapping[str, Any], table: str, adapter: str) -> _Spares:
-    """``start_servers``, ``min_spare``, ``max_spare`` of ``table`` (1 to 1024 each, None when not
-    given), refused for a server that does not start children on demand."""
-    spares = {name: r.count(data, table, name, 1, 1024) for name in _SPARE_KEYS}
-    given = [name for name in _SPARE_KEYS if spares[name] is not None]
-    cls = POOL_ADAPTERS.get(adapter)
-    if given and (cls is None or not cls.on_demand):
-        on_demand = ", ".join(kind for kind, c in POOL_ADAPTERS.items() if c.on_demand)
-        raise r.fail(f"{table}.{given[0]}", f"{adapter} starts every child at once: spare settings are for the "
-                                            f"servers that start them on demand ({on_demand})")
-    low, high = spares["min_spare"], spares["max_spare"]
-    if low is not None and high is not None and low > high:
-        raise r.fail(f"{table}.max_spare", f"must be at least min_spare ({low}), got {high}")
-    return _Spares(spares["start_servers"], low, high)
-
-
-def _refuse(r: Reader, table: str, adapter: str, name: str) -> None:
-    """The server option ``name`` given in ``table``, refused when ``adapter`` does not take it."""
-    refused = refused_option(adapter, name, called=name)
-    if refused:
-        raise r.fail(f"{table}.{name}", refused)
-
-
 @public
 def load_experiment(path: str | Path) -> Experiment:
     """Read and check an experiment file; :class:`ExperimentError` (a UsageError) names the
@@ -371,8 +335,8 @@ def _server(r: Reader, data: dict[str, Any]) -> ServerSpec:
                                                "would change nothing (give the variants' URLs only)")
     else:  # a server pounder starts: the options its adapter declares
         for name in sorted(set(server_data) & _SERVER_KEYS):
-            _refuse(r, "server", adapter, name)
-    r.table(server_data, "server", {"adapter", "workers", "max_requests", *_SERVER_KEYS, *_SPARE_KEYS,
+            refuse(r, "server", adapter, name)
+    r.table(server_data, "server", {"adapter", "workers", "max_requests", *_SERVER_KEYS, *SPARE_KEYS,
                                     *([TARGET_FIELDS[adapter]] if adapter in TARGET_FIELDS else [])})
 
     pythonpath = r.get(server_data, "server", "pythonpath", str)
@@ -380,8 +344,8 @@ def _server(r: Reader, data: dict[str, Any]) -> ServerSpec:
         pythonpath = ",".join(str(r.resolve("server.pythonpath", entry, "dir")) for entry in pythonpath.split(",")
                               if entry)
     root = r.path_of(server_data, "server", "root", "dir")
-    threads = _threads(r, server_data, "server")
-    spares = _spares(r, server_data, "server", adapter)
+    threads = threads_option(r, server_data, "server")
+    spares = spare_settings(r, server_data, "server", adapter)
     what: dict[str, Any] = {}
     target = TARGET_FIELDS.get(adapter)  # none for "url"
     if target is not None:
@@ -397,7 +361,7 @@ def _server(r: Reader, data: dict[str, Any]) -> ServerSpec:
         pythonpath=pythonpath or None,
         root=root,
         threads=threads,
-        fork_worker=_fork_worker(r, server_data, "server"),
+        fork_worker=fork_worker_option(r, server_data, "server"),
         preload=r.get(server_data, "server", "preload", bool),
         workers=r.count(server_data, "server", "workers", 1, 1024, default=4) or 4,
         max_requests=r.count(server_data, "server", "max_requests", 0, 10**9, default=0) or 0,
@@ -431,30 +395,13 @@ def _loads(r: Reader, data: dict[str, Any]) -> list[LoadSpec]:
     return loads
 
 
-def _threads(r: Reader, data: Mapping[str, Any], table: str) -> str | None:
-    """Puma's ``threads`` of ``table`` as "MIN,MAX" (N or "MIN,MAX" in the file), None when not given."""
-    threads = r.get(data, table, "threads", (str, int))
-    if threads is None:
-        return None
-    try:
-        return "{},{}".format(*puma_threads(threads))
-    except UsageError as error:
-        raise r.fail(f"{table}.threads", str(error)) from None
-
-
-def _fork_worker(r: Reader, data: Mapping[str, Any], table: str) -> int | None:
-    """Puma's ``fork_worker`` of ``table``: the requests worker 0 serves before the refork (0:
-    never), None when not given."""
-    return r.count(data, table, "fork_worker", 0, FORK_WORKER_MAX)
-
-
 def _variants(r: Reader, data: dict[str, Any], adapter: str) -> list[VariantSpec]:
     """The [[variant]] tables (two at least), each checked against the server's ``adapter``."""
     variants: list[VariantSpec] = []
     allowed = {"label", "path", "url", "config", "workers", "max_requests", "preload", "env", "threads",
-               "fork_worker", *_SPARE_KEYS}
+               "fork_worker", *SPARE_KEYS}
     for key, item in r.tables(data, "variant", allowed):
-        spares = _spares(r, item, key, adapter)
+        spares = spare_settings(r, item, key, adapter)
         variant = VariantSpec(
             label=r.get(item, key, "label", str, required=True),
             path=r.get(item, key, "path", str),
@@ -464,8 +411,8 @@ def _variants(r: Reader, data: dict[str, Any], adapter: str) -> list[VariantSpec
             max_requests=r.count(item, key, "max_requests", 0, 10**9),
             preload=r.get(item, key, "preload", bool),
             env=r.env(item, key),
-            threads=_threads(r, item, key),
-            fork_worker=_fork_worker(r, item, key),
+            threads=threads_option(r, item, key),
+            fork_worker=fork_worker_option(r, item, key),
             start_servers=spares.start_servers, min_spare=spares.min_spare, max_spare=spares.max_spare,
         )
         _check_variant(r, key, variant, adapter)
@@ -502,4 +449,4 @@ def _check_variant(r: Reader, key: str, variant: VariantSpec, adapter: str) -> N
         for name, given in (("preload", variant.preload is not None), ("env", bool(variant.env)),
                             ("threads", variant.threads is not None), ("fork_worker", variant.fork_worker is not None)):
             if given:
-                _refuse(r, key, adapter, name)
+                refuse(r, key, adapter, name)

@@ -47,15 +47,14 @@ from pounder._records import decode_json
 from pounder._tune_point import MalformedTuneError
 from pounder._tune_run import (
     Confirmation,
-    PointLine,
     StoredPod,
     StoredPools,
     StoredShapes,
     Target,
     TuneRun,
-    TuneSummary,
     target_text,
 )
+from pounder._tune_summary import PointLine, TuneSummary
 from pounder._units import mib
 from pounder.pool import (
     ADAPTERS,

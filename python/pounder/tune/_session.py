@@ -22,7 +22,6 @@ is read instead of measured, so an interrupted run resumes where it stopped, dec
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -30,9 +29,9 @@ from typing import Any
 from pounder import _interrupt
 from pounder._errors import PounderError, public
 from pounder._files import utc_timestamp
-from pounder._tune_point import TunePoint, present, tune_points
-from pounder._tune_run import OfferedLoad, SpareChoice, Target
-from pounder._units import MIB, available_cpus, children_text, count_text, shape_text
+from pounder._tune_point import TunePoint, tune_points
+from pounder._tune_run import OfferedLoad, Target
+from pounder._units import MIB, available_cpus, children_text, count_text
 from pounder.load import ENGINE, ProgressCallback, Sender
 from pounder.pool import (
     Adapter,
@@ -79,12 +78,12 @@ from pounder.tune._pools import (
 )
 from pounder.tune._progress import StepProgress
 from pounder.tune._result import TuneResult
-from pounder.tune._shapes import ShapeChoice, apply_shape, choose_shape, shape_slots, shapes, shapes_done
+from pounder.tune._shapes import apply_shape
 from pounder.tune._sizes import measure_sizes
-from pounder.tune._spare import aggregate_spare, choose_spare, reference_us
-from pounder.tune._spare_rules import burst_clients, default_spares, spare_settings, steady_p99_us
+from pounder.tune._spare_step import measure_spares
 from pounder.tune._summary import describe_point, summarize
 from pounder.tune._sweep import Plan, interleaved
+from pounder.tune._threads_step import measure_shapes
 from pounder.tune._why import deciding_facts
 
 Log = Callable[[str], None]
@@ -269,60 +268,6 @@ class TuneSession:
             points = self._sweep("children", plan, options.trials)
         return points
 
-    def _spare_trial(self, name: str, params: PoolParams, burst: int, trial: int) -> dict[str, Any]:
-        """One trial of a spare setting (point ``spare-NAME-tN``): started, idle for a second, then
-        ``burst`` clients at once."""
-        runner = self.runner
-        start, low, high = self.adapter.spares(params)  # as the server runs them
-
-        def measure() -> tuple[dict[str, Any], dict[str, Any]]:
-            with runner.started(params) as server:
-                time.sleep(1.0)  # idle: the parent settles its spare children
-                idle = len(server.children())
-                result = runner.bench(server, burst, duration=max(4.0, self.options.point_s))
-            series = [{"second": s.second, "complete": s.complete, "p99_us": s.p99_us} for s in result.series]
-            steady = steady_p99_us(series)
-            summary = {"children": params.max_clients, "start_servers": start, "min_spare": low, "max_spare": high,
-                       "connections": burst, "idle_children": idle, "series": series, "trial": trial,
-                       "steady_p99_ms": None if steady is None else steady / 1000,
-                       "first_p99_ms": series[0]["p99_us"] / 1000 if series and series[0]["complete"] else None,
-                       **load_summary(result, runner.pod_reading)}
-            return summary, {"bench": result.to_dict()}
-
-        label = (f"spare servers {name}: StartServers {start}, MinSpare {low}, MaxSpare {high}, burst of {burst} "
-                 "clients")
-        return self._point(f"spare-{name}-t{trial}", "spare", params, f"{label}, trial {trial}", measure,
-                           logged=label)
-
-    def _spare_step(self, choice: ChildrenChoice, target: Target, memory: MemoryBound, max_requests: int,
-                    offered: OfferedLoad, child_start_s: float | None) -> tuple[
-                        list[TunePoint], SpareChoice | None, tuple[int | None, int | None, int | None]]:
-        """The spare settings measured in interleaved bursts (:mod:`pounder.tune._spare`): the
-        aggregated points, the choice and the settings recommended."""
-        if not self.adapter.on_demand:
-            return [], None, (None, None, None)
-        options = self.options
-        self._check_fits(choice.chosen, memory)
-        # the offered load at once (clients beyond the pool queue alike under every setting)
-        burst = max(1, offered.connections if offered.rate is None else burst_clients(choice, target))
-        spares = self.adapter.spares  # as the server runs them (php-fpm caps them by the children)
-        before, after = (spares(PoolParams(choice.chosen, start_servers=start, min_spare=low, max_spare=high))
-                         for start, low, high in (default_spares(choice.chosen),
-                                                  spare_settings(choice.chosen, burst, self.adapter.kind, None)))
-        settings = {"before": before, **({"after": after} if tuple(after) != tuple(before) else {})}
-        self.progress.expect("spare", len(settings) * options.trials)
-        trials: dict[str, list[dict[str, Any]]] = {name: [] for name in settings}
-        for number in range(1, options.trials + 1):
-            for name, (start, low, high) in settings.items():
-                params = PoolParams(choice.chosen, max_requests=max_requests, start_servers=start, min_spare=low,
-                                    max_spare=high, threads=self._threads)
-                trials[name].append(self._spare_trial(name, params, burst, number))
-        reference = reference_us([t for group in trials.values() for t in group])
-        points = [aggregate_spare(name, group, reference) for name, group in trials.items()]
-        decided = choose_spare(points, child_start_s, tolerance=options.tolerance)
-        points = [replace(point, chosen=point.name == decided.name) for point in points]
-        return points, decided, tuple(settings[present(decided.name)])  # type: ignore[return-value]
-
     def _confirm(self, params: PoolParams, memory: MemoryBound, target: Target, offered: OfferedLoad,
                  best: TunePoint | None, key: str = "confirm") -> dict[str, Any]:
         """The recommended configuration started, every child warmed, held at the offered load for
@@ -407,41 +352,6 @@ class TuneSession:
         points = self._sweep("pools", plan, options.trials, rate=offered.rate)
         return choose_pool(points, offered, target, tolerance=options.tolerance, cores=self.cores, sweep=sweep)
 
-    def _threads_step(self, choice: ChildrenChoice, memory: MemoryBound, target: Target,
-                      offered: OfferedLoad, pools: PoolChoice | None) -> ShapeChoice | None:
-        """Workers x threads measured at the offered load in interleaved trials, the one-thread pool
-        chosen first (:mod:`pounder.tune._shapes`): a first round stops after two shapes in a row more
-        than the tolerance slower than the best before them, the other rounds measure the same shapes again.
-        None when the server runs no threads, its threads were given, or ``--no-thread-sweep``."""
-        if not self.sweeps_threads:
-            return None
-        options = self.options
-        hard = max(1, min(memory.max_clients, options.max_children))
-        # what the target needs at once: the clients of a closed loop, else Little's law for the rate
-        need = offered.connections if offered.rate is None else max(needs(choice), default=0)
-        slots = shape_slots(choice.chosen, need, hard)
-        compared = shapes(choice.chosen, slots)
-        if len(compared) < 2:  # one worker serving one request at a time: no shape with fewer workers
-            return None
-        plan = []
-        first: list[dict[str, Any]] = []
-        for workers, threads in compared:
-            self._check_fits(workers, memory)
-            key, params = f"threads-{workers}x{threads}", PoolParams(workers, threads=threads)
-            label = f"{shape_text(workers, threads)} at {offered.short()}"
-            plan.append((key, params, offered.connections, label))
-            trial = self._trial(key, "threads", params, offered.connections, 1, label, rate=offered.rate)
-            if trial.get("neighbour"):  # the round's trial that counts, as the rounds below measure it
-                trial = self._trial(key, "threads", params, offered.connections, 1, label, rate=offered.rate,
-                                    again=True)
-            first.append(trial)
-            if shapes_done(first, options.tolerance):
-                break
-        points = self._sweep("threads", plan, options.trials, rate=offered.rate)
-        return choose_shape(points, offered, target, tolerance=options.tolerance, slots=slots,
-                            lock=self.adapter.runtime_lock, cores=self.cores, ram=memory.ram,
-                            floor=None if pools is None else pools.cpu_floor)
-
     def _mrpc_step(self, choice: ChildrenChoice, measure: Mapping[str, Any], memory: MemoryBound,
                    offered: OfferedLoad, life: Life | None = None) -> tuple[
                        list[TunePoint], MaxRequestsChoice, ChildrenChoice]:
@@ -482,13 +392,13 @@ class TuneSession:
         pools = self._pools_step(choice, memory, target, offered, sweep)
         if pools is not None:
             choice = apply_pool(choice, pools)
-        shaped = self._threads_step(choice, memory, target, offered, pools)
+        shaped = measure_shapes(self, choice, memory, target, offered, pools) if self.sweeps_threads else None
         if shaped is not None:
             choice = apply_shape(choice, shaped)
             self._threads = shaped.threads
         mrpc_points, mrpc, choice = self._mrpc_step(choice, measure, memory, offered, life)
-        spare, spare_choice, spares = self._spare_step(choice, target, memory, mrpc.value, offered,
-                                                       measure.get("child_start_s"))
+        spare, spare_choice, spares = measure_spares(self, choice, target, memory, mrpc.value, offered,
+                                                     measure.get("child_start_s"), self._threads)
         # a server without a request limit runs unlimited; its users' worker killer gets the limit (advice)
         params = PoolParams(choice.chosen, max_requests=mrpc.value if adapter.request_limit else 0,
                             start_servers=spares[0], min_spare=spares[1], max_spare=spares[2], preload=adapter.preload,
