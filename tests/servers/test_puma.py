@@ -4,6 +4,7 @@ tests/servers/test_contract.py."""
 
 from __future__ import annotations
 
+import http.client
 import os
 import threading
 import time
@@ -166,7 +167,8 @@ def test_fork_worker_forks_the_workers_from_worker_0_and_reforks_them(puma_serve
     """fork_worker N: the master forks worker 0 only, worker 0 forks the others (their parent pid,
     as /proc and Puma's /stats say); once worker 0 has served N requests (seen at a check-in) the
     others are replaced by fresh forks of it (the cluster's phase goes up), and the server answers
-    throughout. children() lists every worker, as the snapshots pounder takes count them."""
+    throughout but for a connection a stopping worker had accepted (Puma's own restart tests retry
+    those: puma/puma#3557). children() lists every worker, as the snapshots pounder takes count them."""
     srv = puma_server(workers=3, fork_worker=REFORK_AFTER)
     assert "fork_worker 30" in srv.config_file.read_text().splitlines()
     workers = srv.children()
@@ -182,11 +184,15 @@ def test_fork_worker_forks_the_workers_from_worker_0_and_reforks_them(puma_serve
         stats = srv.stats()
     assert [w.pid for w in stats.worker_status if w.index == 0] == [zero]
     first = set(workers) - {zero}
-    deadline = time.monotonic() + 20
+    deadline, dropped = time.monotonic() + 20, 0
     while (stats := srv.stats()).phase < 1 or len(stats.worker_status) != 3 or not all(
             w.booted and w.phase == stats.phase for w in stats.worker_status):
         assert time.monotonic() < deadline, stats
-        get(srv.url + "/")  # worker 0 takes its share; no answer fails during the refork
+        try:
+            get(srv.url + "/")  # worker 0 takes its share
+        except (ConnectionError, http.client.HTTPException):
+            dropped += 1  # a worker stopped for the refork may close a connection it had accepted
+    assert dropped <= 2, f"{dropped} requests dropped during one refork"
     reforked = srv.children()
     assert zero in reforked and len(reforked) == 3 and not first & set(reforked)
     assert all(psutil.Process(pid).ppid() == zero for pid in reforked if pid != zero)
