@@ -28,15 +28,17 @@ from pounder.tune._mrpc import (
     _measured,
     _value,
     _vs,
+    child_start,
 )
 
 
 def room_for_growth(choice: ChildrenChoice, mrpc_points: Points, measure: Mapping[str, Any],
                     memory: MemoryBound, *, max_loss: float, counts: str = "requests",
-                    target: bool = False) -> ChildrenChoice:
+                    target: bool = False, threaded: tuple[int, int] | None = None) -> ChildrenChoice:
     """``choice`` with the pool lowered to leave a leaking child room to grow (module documentation);
     unchanged without a leak, for a pool sized by a target (``target``: a target load was given),
-    or when no value measured is affordable."""
+    or when no value measured is affordable. ``threaded``: the chosen shape's threads and what
+    they add to a worker's start (:func:`pounder.tune._mrpc.child_start`)."""
     grown = growth(measure)
     if not grown.leak or choice.decided_by not in ("memory", "max-children", "offered-load") or (
             target and choice.decided_by == "offered-load"):
@@ -46,13 +48,13 @@ def room_for_growth(choice: ChildrenChoice, mrpc_points: Points, measure: Mappin
     if not affordable:
         return choice
     value = affordable[0]
-    start = int(measure["warm"]["max_uss"])
+    start, start_text = child_start(measure, threaded)
     grown_to = start + grown.second * value
     fit = max(1, int((memory.ram - memory.parent_uss - memory.shared) // grown_to))
     if fit >= choice.chosen:
         return choice
     unit = "requests" if counts == "requests" else "connections"
-    reason = (f"the leak needs room: a child starts at {mib_unit(start)} and grows {grown.second:,.0f} bytes per "
+    reason = (f"the leak needs room: a child starts at {start_text} and grows {grown.second:,.0f} bytes per "
               f"request; replaced every {value:,} {unit} (the smallest value measured that costs at most "
               f"{max_loss:.0%}), it reaches {mib_unit(grown_to)}, and {fit} such children fit the budget "
               f"(({mib_unit(memory.ram)} - {mib_unit(memory.parent_uss)} parent - {mib_unit(memory.shared)} shared) / "

@@ -235,9 +235,20 @@ def _model_text(model: RespawnModel) -> str:
             f"fitted on {model.fitted_on:,}) agrees with every value measured ({_counts(model.agrees)})")
 
 
+def child_start(measure: Summary, threaded: tuple[int, int] | None = None) -> tuple[int, str]:
+    """A child's private memory at its start, and how it is said: the warmed size of the sizes step
+    (children with one thread), plus what ``threaded`` (threads, bytes; :meth:`ShapeChoice.thread_memory`)
+    says the chosen shape's threads add."""
+    start = int(measure["warm"]["max_uss"])
+    if threaded is None or threaded[1] <= 0:
+        return start, _mib(start)
+    return start + threaded[1], (f"{_mib(start + threaded[1])} ({_mib(start)} warmed with one thread, "
+                                 f"+{_mib(threaded[1])} with {threaded[0]} threads as the shapes measured)")
+
+
 def choose_max_requests(points: Points, measure: Summary, memory: MemoryBound, children: int, *,
                         max_loss: float, counts: str = "requests", kind: str = "command",
-                        life: Life | None = None) -> MaxRequestsChoice:
+                        life: Life | None = None, threaded: tuple[int, int] | None = None) -> MaxRequestsChoice:
     """MaxRequestsPerChild from the measured points and their intervals (:func:`_affordable`).
 
     With no leak: as large as possible, unlimited (the largest value measured and its cost are
@@ -251,13 +262,14 @@ def choose_max_requests(points: Points, measure: Summary, memory: MemoryBound, c
     :func:`pounder.tune._life.unsharing`): the requests at which the fitted private memory reaches
     the child's share of the budget, as a leak's limit, costed the same way (with a leak too: the
     life measured the same private memory further, from the child's start; a leak's value stays
-    when the fit never reaches the share)."""
+    when the fit never reaches the share). ``threaded``: the chosen shape's threads and what they
+    add to a worker's start (:func:`child_start`)."""
     grown = growth(measure)
     records = tune_points(points, "mrpc")
     if any(p.vs_unlimited is None and "vs_unlimited" not in p.stored for p in records):
         records = mrpc_losses(records)
     model = respawn_model(records)
-    start = int(measure["warm"]["max_uss"])
+    start, start_text = child_start(measure, threaded)
     limit = memory.child_limit(children)
     unit = "requests" if counts == "requests" else "connections (= requests with keep-alive off)"
     respawned = sorted(_respawned(records), key=_value, reverse=True)
@@ -275,7 +287,7 @@ def choose_max_requests(points: Points, measure: Summary, memory: MemoryBound, c
         memory_limit = max(1, int(headroom // grown.second)) if headroom > 0 else 1
         value = _round_down(min(memory_limit, MAX_MODELLED))
         decided_by = "memory"
-        reasons.append(f"a child starts at {_mib(start)} and may reach {_mib(limit)} ({children_text(children)} in the "
+        reasons.append(f"a child starts at {start_text} and may reach {_mib(limit)} ({children_text(children)} in the "
                        f"budget): at {_bytes(grown.second)} bytes per request, at most {memory_limit:,} {unit}, "
                        f"rounded to {value:,}")
     judged = None

@@ -353,10 +353,11 @@ class TuneSession:
         return choose_pool(points, offered, target, tolerance=options.tolerance, cores=self.cores, sweep=sweep)
 
     def _mrpc_step(self, choice: ChildrenChoice, measure: Mapping[str, Any], memory: MemoryBound,
-                   offered: OfferedLoad, life: Life | None = None) -> tuple[
-                       list[TunePoint], MaxRequestsChoice, ChildrenChoice]:
+                   offered: OfferedLoad, life: Life | None = None, threaded: tuple[int, int] | None = None
+                   ) -> tuple[list[TunePoint], MaxRequestsChoice, ChildrenChoice]:
         """MaxRequestsPerChild measured on the chosen pool at the offered load, the unlimited
-        baseline interleaved; the pool lowered when a leaking child needs room to grow."""
+        baseline interleaved; the pool lowered when a leaking child needs room to grow (a child
+        starting larger by what the chosen shape's ``threaded`` add)."""
         options, adapter = self.options, self.adapter
         n = choice.chosen
         self._check_fits(n, memory)
@@ -372,9 +373,10 @@ class TuneSession:
             plan = []
         points = mrpc_losses(self._sweep("max-requests", plan, options.trials, warm_rounds=False, rate=offered.rate))
         choice = room_for_growth(choice, points, measure, memory, max_loss=options.max_loss,
-                                 counts=adapter.max_requests_counts, target=self.target().load)
+                                 counts=adapter.max_requests_counts, target=self.target().load, threaded=threaded)
         mrpc = choose_max_requests(points, measure, memory, choice.chosen, max_loss=options.max_loss,
-                                   counts=adapter.max_requests_counts, kind=adapter.kind, life=life)
+                                   counts=adapter.max_requests_counts, kind=adapter.kind, life=life,
+                                   threaded=threaded)
         if not adapter.request_limit:  # what a leak would need goes to the worker killer (advice)
             mrpc, self._killer_requests = unlimited_only(mrpc, adapter.who)
         return points, mrpc, choice
@@ -396,7 +398,8 @@ class TuneSession:
         if shaped is not None:
             choice = apply_shape(choice, shaped)
             self._threads = shaped.threads
-        mrpc_points, mrpc, choice = self._mrpc_step(choice, measure, memory, offered, life)
+        mrpc_points, mrpc, choice = self._mrpc_step(choice, measure, memory, offered, life,
+                                                    None if shaped is None else shaped.thread_memory())
         spare, spare_choice, spares = measure_spares(self, choice, target, memory, mrpc.value, offered,
                                                      measure.get("child_start_s"), self._threads)
         # a server without a request limit runs unlimited; its users' worker killer gets the limit (advice)

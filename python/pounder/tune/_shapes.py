@@ -106,6 +106,16 @@ class ShapeChoice:
         """The point of ``shape`` (workers, threads): ``best`` or the chosen, one of the points."""
         return next(p for p in self.points if _shape(p) == tuple(shape))
 
+    def thread_memory(self) -> tuple[int, int] | None:
+        """(threads, bytes): what the chosen shape's threads add to a worker's private memory, its
+        workers' median USS against the one-thread workers' after the same load (at least 0); None
+        for one thread, or when either was not measured."""
+        single = next((p for p in self.points if (p.threads or 1) == 1 and p.child_uss is not None), None)
+        chosen = self.point((self.workers, self.threads))
+        if self.threads <= 1 or single is None or chosen.child_uss is None:
+            return None
+        return self.threads, max(0, chosen.child_uss - present(single.child_uss))
+
     def to_dict(self) -> dict[str, Any]:
         return {"offered": self.offered.to_dict(), "workers": self.workers, "threads": self.threads,
                 "best": list(self.best), "slots": self.slots, "points": [p.to_dict() for p in self.points],
