@@ -1136,6 +1136,15 @@ def test_spare_settings_reasons_cite_the_start_time() -> None:
     assert spare_settings(8, 8).reasons[1] == "MinSpareServers 2: a quarter of them kept spare"
 
 
+def test_a_burst_needs_only_the_workers_its_threads_do_not_serve() -> None:
+    """uWSGI's cheaper workers with 8 threads each: a burst of 20 clients needs 3 of 6 workers."""
+    got = spare_settings(6, 20, "uwsgi", threads=8)
+    assert (got.start_servers, got.min_spare, got.max_spare) == (3, 1, 3)
+    assert got.reasons[0].startswith("StartServers 3 and MaxSpareServers 3: the burst steps from idle to 20 clients "
+                                     "served by 3 children of 8 threads, ")
+    assert spare_settings(2, 20, "uwsgi", threads=8).start_servers == 2  # never more than the workers
+
+
 def test_burst_clients_is_the_targets_concurrency() -> None:
     # no target: the chosen pool (the memory bound), not twice the knee
     assert burst_clients(pool(PLATEAU, 40)) == 40

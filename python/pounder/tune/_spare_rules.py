@@ -98,18 +98,20 @@ class SpareSettings(tuple[int, int, int]):
 
 @public
 def spare_settings(children: int, burst: int, kind: str = "command",
-                   child_start_s: float | None = None) -> SpareSettings:
-    """The spare-server settings for a burst of ``burst`` clients from idle: start them all
-    (StartServers = the burst, capped by ``children``), keep them when the load drops (MaxSpare =
-    the burst). MinSpare: for servers whose children are slow to start (``SLOW_START``, mod_perl),
-    close to MaxSpare (three quarters of it), so a burst finds children ready; otherwise a quarter.
-    MaxSpare is always above MinSpare."""
-    ready = max(1, min(burst, children))
+                   child_start_s: float | None = None, threads: int = 1) -> SpareSettings:
+    """The spare-server settings for a burst of ``burst`` clients from idle: start as many children
+    as it needs (StartServers = the burst over each child's ``threads``, capped by ``children``),
+    keep them when the load drops (MaxSpare the same). MinSpare: for servers whose children are
+    slow to start (``SLOW_START``, mod_perl), close to MaxSpare (three quarters of it), so a burst
+    finds children ready; otherwise a quarter. MaxSpare is always above MinSpare."""
+    ready = max(1, min(math.ceil(burst / max(1, threads)), children))
+    served = "" if threads <= 1 else f" served by {ready} children of {threads} threads"
     slow = kind in SLOW_START
     share = 0.75 if slow else 0.25
     low = max(1, min(ready - 1, math.ceil(ready * share))) if ready > 1 else 1
     high = max(ready, low + 1)
-    reasons = [f"StartServers {ready} and MaxSpareServers {high}: the burst steps from idle to {ready} clients, "
+    reasons = [f"StartServers {ready} and MaxSpareServers {high}: the burst steps from idle to "
+               f"{min(burst, ready * max(1, threads))} clients{served}, "
                "and all of them are started at once and kept when the load drops"]
     started = ("" if child_start_s is None
                else f" (a child took {ms_text(child_start_s * 1000)} ms to start here)")

@@ -60,7 +60,8 @@ def measure_spares(session: TuneSession, choice: ChildrenChoice, target: Target,
     spares = session.adapter.spares  # as the server runs them (php-fpm caps them by the children)
     before, after = (spares(PoolParams(choice.chosen, start_servers=start, min_spare=low, max_spare=high))
                      for start, low, high in (default_spares(choice.chosen),
-                                              spare_settings(choice.chosen, burst, session.adapter.kind, None)))
+                                              spare_settings(choice.chosen, burst, session.adapter.kind, None,
+                                                             threads or 1)))
     settings = {"before": before, **({"after": after} if tuple(after) != tuple(before) else {})}
     session.progress.expect("spare", len(settings) * options.trials)
     trials: dict[str, list[dict[str, Any]]] = {name: [] for name in settings}
