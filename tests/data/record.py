@@ -48,6 +48,13 @@ def _gunicorn_objects() -> Adapter:
     return GunicornAdapter("wsgi_app:app", pythonpath=str(APPS), preload=True, env={"APP_OBJECTS": "200000"})
 
 
+def _gunicorn_gc(freeze: str) -> Callable[[], Adapter]:
+    """gunicorn --preload with 100,000 records the cycle collector tracks (tests/apps/wsgi_app.py),
+    ``gc.freeze()`` at the end of the import or not (``APP_GC_FREEZE``)."""
+    env = {"APP_GC_OBJECTS": "100000", "APP_GC_FREEZE": freeze}
+    return lambda: GunicornAdapter("wsgi_app:app", pythonpath=str(APPS), preload=True, env=env)
+
+
 def _phpfpm() -> Adapter:
     return PhpFpmAdapter(APPS / "php" / "pool.conf", root=APPS / "php")
 
@@ -152,6 +159,16 @@ RUNS: dict[str, tuple[Callable[[], Adapter], Callable[[], TuneOptions], str]] = 
                        "(/touch): reference counts copy their pages, the children's shared memory falls about "
                        "logarithmically over their life (--life 5000), and in a budget of 124 MiB "
                        "MaxRequestsPerChild follows from it (no confirmation: not what this run is for)"),
+    **{name: (_gunicorn_gc(freeze), lambda: make_options(path="/gc/build", ram="2G", mrpc="0,2000,500", max_children=2,
+                                                         measure_children=2, life=4000, confirm=False, **QUICK,
+                                                         **ONE_THREAD), why)
+       for name, freeze, why in (
+           ("tune-gc-collector", "0", "gunicorn --preload, 100,000 records the collector tracks, requests that build "
+            "and "
+            "drop 2,000 more (/gc/build): the full collections write to every preloaded record, the children's "
+            "shared memory falls over their life (--life 4000) and MaxRequestsPerChild follows from it"),
+           ("tune-gc-freeze", "1", "the same app with gc.freeze() at the end of the import: the same requests leave "
+            "the shared memory where it was"))},
     "tune-busy-quiet": (_gunicorn, _busy_options,
                         "5 ms of CPU per request on a quiet machine: the answer the busy runs must give"),
     **{name: (_gunicorn, _busy_options, f"the same app while a neighbour burns 0.5-1 core in bursts (seed {seed})")

@@ -122,6 +122,39 @@ def test_the_requests_to_the_share_come_from_the_fit() -> None:
 
 POINTS = [unlimited(), mrpc_point(10000, 0.999), mrpc_point(1000, 0.99)]
 
+CLIFF = life_summary(lambda r: 5 * MIB if r <= 10 else 21 * MIB, lambda r: 45 * MIB if r <= 10 else 29 * MIB,
+                     requests=[0, 10, 20, 50, 100, 200, 500, 1000, 2000, 4000])
+"""The collector's first full collection between a child's 10th and 20th request copies 16 MiB
+it shared, then nothing more (tests/data/tune-gc-collector, rounded)."""
+
+
+def test_a_fall_that_stopped_early_sets_no_limit_even_where_the_fit_reaches_the_share() -> None:
+    life = life_curve(CLIFF)
+    assert life is not None and life.fall > 0.3 and may_decide(life)
+    assert life.settled is not None and life.settled.requests == 200  # the geometric middle of 10..4,000
+    assert life.private.reaches(25 * MIB) is not None  # the log fit would: the step read as a slope
+    judged = unsharing(life, 4000, 25 * MIB)
+    assert judged.decides and judged.requests is None
+    assert judged.reason.endswith("it then held from 200 to 4,000 requests (within 0.5 MiB): a new child falls the "
+                                  "same way, so replacing children does not help and the unsharing sets no limit "
+                                  "(the sizes' private memory after K requests counts it)")
+    memory = bound(100 * MIB + 2 * 25 * MIB, shared=100 * MIB, child_uss=21 * MIB)
+    got = choose_max_requests(POINTS, measure_summary(warm=sizes(max_uss=21 * MIB)), memory, 2, max_loss=0.02,
+                              life=life)
+    assert got.value == 0 and got.decided_by == "unlimited" and got.unsharing == judged
+    assert life_curve(UNSHARING).settled is None  # the logarithmic fall goes on to the end
+
+
+def test_a_threaded_child_starts_at_what_its_threads_add() -> None:
+    memory = bound(100 * MIB + 30 * MIB, shared=100 * MIB, child_uss=20 * MIB)  # 30 MiB for 1 child
+    measure = leaking(10 * KIB, start=20 * MIB)
+    one = choose_max_requests(POINTS, measure, memory, 1, max_loss=0.02)
+    threaded = choose_max_requests(POINTS, measure, memory, 1, max_loss=0.02, threaded=(8, 4 * MIB))
+    assert one.child_start_bytes == 20 * MIB and threaded.child_start_bytes == 24 * MIB
+    assert one.memory_limit == 1024 and threaded.memory_limit == 614  # (30 - 20) / 10 KiB; (30 - 24) / 10 KiB
+    assert any(r.startswith("a child starts at 24.0 MiB (20.0 MiB warmed with one thread, +4.0 MiB with 8 threads "
+                            "as the shapes measured) and may reach 30.0 MiB") for r in threaded.reasons)
+
 
 def test_unsharing_chooses_max_requests_as_a_leak_would() -> None:
     memory = bound(100 * MIB + 2 * 30 * MIB, shared=100 * MIB, child_uss=20 * MIB)  # 30 MiB per child of 2

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pounder import PounderError
+from pounder._units import MIB
 from pounder.servers import apache_missing, phpfpm_missing
 from pounder.tune import resume
 from support.recorded import decided_again, recorded_copy
@@ -104,6 +105,31 @@ def test_children_that_unshare_get_max_requests_from_the_curve_with_its_figure(t
     assert "the children unshare" in text and "gc.freeze()" in text
     assert any(line.startswith(f"--max-requests {data['params']['max_requests']:,}: the children unshare")
                for line in data["why"]), data["why"]
+
+
+def test_the_collectors_copies_stop_early_and_gc_freeze_keeps_the_pages_shared(tmp_path: Path) -> None:
+    """tune-gc-collector and tune-gc-freeze: the same preloaded app (100,000 records the collector
+    tracks; requests that build and drop 2,000 more) without and with gc.freeze() before the fork,
+    followed to 4,000 requests per child. Without: the first full collection copies the pages, then
+    the shared memory holds, so no MaxRequestsPerChild follows from it and the remedy is named; with:
+    the shared memory holds from the start, higher after the same requests, and the memory bound
+    fits more children."""
+    collector, text = _decided_with_text("tune-gc-collector", tmp_path)
+    frozen = _decided("tune-gc-freeze", tmp_path)
+    dropped, held = collector["life"], frozen["life"]
+    assert dropped["target"] == held["target"] == 4000
+    assert dropped["fall"] > 0.25 and not dropped["shared"]["stable"]
+    assert held["shared"]["stable"] and abs(held["fall"]) < 0.02
+    # after the same requests, a frozen child shares more and keeps less to itself
+    assert held["snapshots"][-1]["shared"] > dropped["snapshots"][-1]["shared"] + 10 * MIB
+    assert held["snapshots"][-1]["private"] * 3 < dropped["snapshots"][-1]["private"]
+    # the fall happened in the children's first requests and stopped: no limit from it
+    judged = collector["max_requests"]["unsharing"]
+    assert judged["decides"] and judged["requests"] is None and "replacing children does not help" in judged["reason"]
+    assert collector["params"]["max_requests"] == frozen["params"]["max_requests"] == 0
+    assert "gc.freeze() in the parent just" in " ".join(text.split())
+    assert not frozen["max_requests"]["unsharing"]["decides"]
+    assert frozen["memory"]["max_clients"] > 2 * collector["memory"]["max_clients"]
 
 
 def test_the_leaking_demo_gets_a_finite_value_with_the_leak_named(tmp_path: Path) -> None:
@@ -420,3 +446,7 @@ def test_puma_waiting_on_io_serves_the_clients_with_a_third_of_the_memory(tmp_pa
     said = " ".join(" ".join(shapes["reasons"]).split())
     assert "threads replaced workers" in said and "Ruby's GVL" in said
     assert f"threads {shapes['threads']}, {shapes['threads']}" in data["config"]
+    # the leak's limit counts what the threads add to a worker: the chosen shape's USS against one thread's
+    single = next(p for p in shapes["points"] if p["threads"] == 1)
+    added = chosen["child_uss"] - single["child_uss"]
+    assert added > 0 and data["max_requests"]["child_start_bytes"] == data["measure"]["warm"]["max_uss"] + added

@@ -19,7 +19,10 @@ for unsharing.
   extrapolated); more than :data:`UNSHARING_FALL` of it makes MaxRequestsPerChild follow from the
   unsharing as from a leak: the requests at which the fitted private memory reaches the child's
   share of the budget. Unsharing alone cannot make a child grow by more than it shared: when the
-  share is above the first snapshot's private + shared, the child never reaches it.
+  share is above the first snapshot's private + shared, the child never reaches it. Nor when the
+  fall stopped (:attr:`Life.settled`: the shared memory held over the later half of the life
+  measured): a fall in a child's first requests, such as the collector's first full collection
+  copying every page it touches, happens again in every new child.
 """
 
 from __future__ import annotations
@@ -213,6 +216,20 @@ class Life(Record):
         """The snapshots the fits use: those after the children served requests."""
         return [s for s in self.snapshots if s.requests > 0]
 
+    @property
+    def settled(self) -> LifeSnapshot | None:
+        """The first snapshot of the life's later half (from the geometric middle of the requests
+        measured, at least two snapshots) when the median child's shared memory held within the
+        noise from it to the last: the unsharing happened early and stopped; None when it still
+        moves."""
+        loaded = self.loaded
+        middle = math.sqrt(max(1.0, loaded[0].requests) * max(1.0, loaded[-1].requests))
+        late = [s for s in loaded[1:] if s.requests >= middle]
+        if len(late) < 2:
+            return None
+        values = [s.shared for s in late]
+        return late[0] if max(values) - min(values) < self.shared.noise else None
+
     def shared_at(self, requests: float) -> float:
         """The median child's measured shared memory at ``requests`` per child, interpolated
         linearly between the snapshots either side (the last one's beyond it: never extrapolated)."""
@@ -324,7 +341,12 @@ def unsharing(life: Life, horizon: int, limit: int, unit: str = "requests") -> U
                                 "decide MaxRequestsPerChild")
     ceiling = loaded[0].private + base  # every shared page copied: the most unsharing can add
     requests: int | None = None
-    if limit >= ceiling:
+    settled = life.settled
+    if settled is not None:
+        tail = (f"it then held from {settled.requests:,.0f} to {life.reached:,.0f} {unit} (within "
+                f"{mib_unit(life.shared.noise)}): a new child falls the same way, so replacing children does not "
+                "help and the unsharing sets no limit (the sizes' private memory after K requests counts it)")
+    elif limit >= ceiling:
         tail = f"even with every shared page copied a child ({mib_unit(ceiling)}) stays under it"
     else:
         found = life.private.reaches(limit)
