@@ -15,7 +15,7 @@ from pounder.compare import paired_ratio_interval, ratio_interval
 from pounder.pool import ADAPTERS, Adapter
 from pounder.tune._analysis import LOSS_NOISE
 from pounder.tune._life import Life, Unsharing, unsharing
-from pounder.tune._memory import MemoryBound, growth
+from pounder.tune._memory import Growth, MemoryBound, growth
 from pounder.tune._points import paired_values, trial_values
 from pounder.tune._text import (
     Summary,
@@ -275,21 +275,12 @@ def choose_max_requests(points: Points, measure: Summary, memory: MemoryBound, c
     respawned = sorted(_respawned(records), key=_value, reverse=True)
     quiet = sorted(_value(p) for p in records if _value(p) > 0 and present(p.respawns) == 0)
     reasons = list(grown.reasons)
-    memory_limit: int | None = None
     forced = False
     loss: float | None
     if quiet:
         reasons.append(f"{_counts(quiet)} {unit}: no child was replaced during the measurement, so it says nothing "
                        "about the cost of respawning")
-    value, decided_by = 0, "unlimited"
-    if grown.leak:
-        headroom = limit - start
-        memory_limit = max(1, int(headroom // grown.second)) if headroom > 0 else 1
-        value = _round_down(min(memory_limit, MAX_MODELLED))
-        decided_by = "memory"
-        reasons.append(f"a child starts at {start_text} and may reach {_mib(limit)} ({children_text(children)} in the "
-                       f"budget): at {_bytes(grown.second)} bytes per request, at most {memory_limit:,} {unit}, "
-                       f"rounded to {value:,}")
+    memory_limit, value, decided_by = _leak_limit(grown, start, start_text, limit, children, unit, reasons)
     judged = None
     if life is not None:
         judged = unsharing(life, value if value else max(1, int(life.reached)), limit,
@@ -327,6 +318,22 @@ def choose_max_requests(points: Points, measure: Summary, memory: MemoryBound, c
                              respawn_cost_requests=model.k if model.usable else 0.0, loss=loss,
                              forced_by_memory=forced, decided_by=decided_by, model=model, reasons=reasons,
                              unsharing=judged)
+
+
+def _leak_limit(grown: Growth, start: int, start_text: str, limit: int, children: int, unit: str,
+                reasons: list[str]) -> tuple[int | None, int, str]:
+    """(memory_limit, value, decided_by) for a leak: the requests that keep a child starting at
+    ``start`` within ``limit``, rounded down; its reason appended to ``reasons``. (None, 0,
+    "unlimited") without a leak."""
+    if not grown.leak:
+        return None, 0, "unlimited"
+    headroom = limit - start
+    memory_limit = max(1, int(headroom // grown.second)) if headroom > 0 else 1
+    value = _round_down(min(memory_limit, MAX_MODELLED))
+    reasons.append(f"a child starts at {start_text} and may reach {_mib(limit)} ({children_text(children)} in the "
+                   f"budget): at {_bytes(grown.second)} bytes per request, at most {memory_limit:,} {unit}, "
+                   f"rounded to {value:,}")
+    return memory_limit, value, "memory"
 
 
 def _costed(value: int, respawned: Sequence[TunePoint], model: RespawnModel, max_loss: float, unit: str,
