@@ -501,7 +501,7 @@ def test_workers_x_threads_drawn_as_the_text_prints_them(gthread_run: Path) -> N
         assert f"<li>{html.escape(reason)}</li>" in section, reason
     assert f"shapes serving up to {shapes['slots']} requests at once".lower() in words.lower()
     top = text[:text.index("<h2>1. ")]
-    assert ["threads", "of", "each", "child", "threads", str(shapes["threads"])] in _html_rows(top)
+    assert ["threads", "of", "each", "child", "--threads", str(shapes["threads"])] in _html_rows(top)  # gunicorn's name
     assert "<h2>6. Spare servers</h2>" in text
     _self_contained(text)
 

@@ -353,8 +353,8 @@ def check_documents(root: Path) -> None:
         assert shapes["offered"] == offered and stored[0] == (stored[0][0], 1)
         assert (result["params"]["max_clients"], result["params"]["threads"]) == (shapes["workers"],
                                                                                  shapes["threads"])
-        assert result["why"][0] == (f"{result['names']['max_clients']} {shapes['workers']}, threads "
-                                    f"{shapes['threads']}: {shapes['why']}")
+        assert result["why"][0] == (f"{result['names']['max_clients']} {shapes['workers']}, "
+                                    f"{result['names']['threads']} {shapes['threads']}: {shapes['why']}")
         assert all(p["threads"] == shapes["threads"] for p in result["mrpc"])  # measured on the shape chosen
 
 

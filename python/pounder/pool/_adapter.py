@@ -72,8 +72,9 @@ MAX_THREADS = 1024
 
 CLASSIC_NAMES: Mapping[str, str] = {
     "max_clients": "MaxClients", "max_requests": "MaxRequestsPerChild", "start_servers": "StartServers",
-    "min_spare": "MinSpareServers", "max_spare": "MaxSpareServers", "preload": "preload"}
-"""The five parameters (and preloading) in the classic Apache 1.3 / mod_perl guide names."""
+    "min_spare": "MinSpareServers", "max_spare": "MaxSpareServers", "preload": "preload", "threads": "threads"}
+"""The five parameters (and preloading, and a worker's threads) in the classic Apache 1.3 / mod_perl guide
+names (threads in none: a server's own, where it has them)."""
 
 
 def server_names(**names: str) -> Mapping[str, str]:

@@ -46,7 +46,7 @@ class GunicornAdapter(Adapter):
     respawn = ("gunicorn's arbiter replaces an exited worker in its loop: a fork plus loading the application "
                "(unless --preload) and the new worker's warm-up")
     names: ClassVar[Mapping[str, str]] = server_names(
-        max_clients="--workers", max_requests="--max-requests", preload="--preload")
+        max_clients="--workers", max_requests="--max-requests", preload="--preload", threads="--threads")
 
     @classmethod
     def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> GunicornAdapter:

@@ -73,7 +73,7 @@ class PumaAdapter(RackAdapter):
     preload_remedy = "add preload_app! to puma.rb"
     respawn = ("Puma's master forks a replacement when it sees a worker exit: a fork plus loading the application "
                "(unless preload_app!) and the new worker's warm-up")
-    names: ClassVar[Mapping[str, str]] = server_names(max_clients="workers", preload="preload_app!")
+    names: ClassVar[Mapping[str, str]] = server_names(max_clients="workers", preload="preload_app!", threads="threads")
     options = frozenset({"preload", "env", "threads", "fork_worker"})
     threaded = True
     runtime_lock = "Ruby's GVL"

@@ -96,7 +96,7 @@ class UwsgiAdapter(Adapter):
                "second make the master sleep 2 s (its fork-bomb protection, forkbomb-delay), the pool a worker short")
     names: ClassVar[Mapping[str, str]] = server_names(
         max_clients="processes", max_requests="max-requests", start_servers="cheaper-initial", min_spare="cheaper",
-        max_spare="cheaper-step", preload="lazy-apps = false")
+        max_spare="cheaper-step", preload="lazy-apps = false", threads="threads")
 
     @classmethod
     def from_options(cls, target: str | os.PathLike[str] | None, options: AdapterOptions) -> UwsgiAdapter:

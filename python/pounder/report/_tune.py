@@ -64,6 +64,7 @@ from pounder.pool import (
     TUNE_SCHEMA,
     ResultsDir,
     adapter_from_dict,
+    own_name,
 )
 from pounder.profile import load_profile
 from pounder.report._html import ReportError, Section, bullets, check_numbers, details, esc, paragraph, pre, table
@@ -333,7 +334,7 @@ def _top(run: TuneResults) -> Section:
             shown = str(value)
         rows.append([_GENERIC[key], name, shown])
     if params.threads is not None:  # workers x threads compared: the threads chosen (each server calls it threads)
-        rows.append([_GENERIC["threads"], "threads", str(params.threads)])
+        rows.append([_GENERIC["threads"], own_name(run.names, "threads"), str(params.threads)])
     if params.preload is not None:
         rows.append([_GENERIC["preload"], run.names.get("preload", "-"), "yes" if params.preload else "no"])
     section.add('<div class="callout">' + table(["parameter", f"{run.kind} name", "recommended"], rows) + "</div>")

@@ -244,8 +244,8 @@ def _recommendation_section(result: TuneResult) -> list[str]:
     params = result.params
     out.append("Recommendation")
     start, low, high = result.adapter.spares(params)  # as the server runs them
-    items: list[tuple[str, object]] = [(names["max_clients"], params.max_clients),
-                                       *([("threads", params.threads)] if result.shapes is not None else []),
+    threads = [(own_name(names, "threads"), params.threads)] if result.shapes is not None else []
+    items: list[tuple[str, object]] = [(names["max_clients"], params.max_clients), *threads,
                                        (own_name(names, "max_requests"), params.max_requests or "0 (unlimited)")]
     if result.spare and not high:  # uWSGI without cheaper (cheaper-step 0): every child started and kept
         items.append((names["min_spare"], "none: every child started and kept"))

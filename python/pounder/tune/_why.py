@@ -74,7 +74,7 @@ def deciding_facts(names: Mapping[str, str], choice: ChildrenChoice, pools: Pool
         facts = [_pool_line(name, choice, pools, memory)]
     else:  # the shape chosen, then the one-thread pool it was compared from
         one_thread = replace(choice, chosen=shapes.points[0].children)
-        facts = [f"{name} {choice.chosen}, threads {shapes.threads}: {shapes.why}",
+        facts = [f"{name} {choice.chosen}, {own_name(names, 'threads')} {shapes.threads}: {shapes.why}",
                  f"with one thread per worker, {_pool_line(name, one_thread, pools, memory)}"]
     cap = min(memory.max_clients, max_children)
     facts.append(f"the memory bound: at most {children_text(memory.max_clients)} in {mib_unit(memory.ram)} "
