@@ -41,9 +41,10 @@ class PointLine(Stored):
 class TuneSummary(Stored, key="summary"):
     """The ``summary.json`` of a run that has not finished (``pounder/tune-summary/1``), rewritten
     after every point: the figures the run derived from its points so far (the sizes, the memory
-    bound, the children sweep's and MaxRequestsPerChild's points, the pools compared, whether a
-    leak was called), the spare-server trials measured and a line per point (:class:`PointLine`).
-    A member not stored (a run stopped early, an empty document) reads as None or empty."""
+    bound, the children sweep's and MaxRequestsPerChild's points, the pools compared, the workers x
+    threads shapes measured (``shapes``, empty before that step), whether a leak was called), the
+    spare-server trials measured and a line per point (:class:`PointLine`). A member not stored (a
+    run stopped early, an empty document) reads as None or empty."""
 
     schema: str | None
     measure: Mapping[str, Any] | None
@@ -51,6 +52,7 @@ class TuneSummary(Stored, key="summary"):
     memory: Mapping[str, Any] | None
     sweep: tuple[TunePoint, ...]
     pools: StoredPools | None
+    shapes: tuple[TunePoint, ...]
     mrpc: tuple[TunePoint, ...]
     leak: bool | None
     spare_trials: int
@@ -67,8 +69,10 @@ class TuneSummary(Stored, key="summary"):
         sweep_points = tuple(tune_points(sweep, "sweep"))
         mrpc_points = tuple(tune_points(mrpc, "mrpc"))
         pool_choice = None if pools is None else StoredPools.read(pools)
-        return cls(data.get("schema"), measure, other_measure, memory, sweep_points, pool_choice, mrpc_points, leak,
-                   spare_trials, tuple(PointLine.read(line) for line in lines), stored=data)
+        shapes = data.get("shapes")
+        shape_points = tuple(tune_points(list((shapes or {}).get("points") or []), "shapes"))
+        return cls(data.get("schema"), measure, other_measure, memory, sweep_points, pool_choice, shape_points,
+                   mrpc_points, leak, spare_trials, tuple(PointLine.read(line) for line in lines), stored=data)
 
     def to_dict(self) -> dict[str, Any]:
         """The document as it was read, its points' figures those of their records."""
@@ -78,4 +82,6 @@ class TuneSummary(Stored, key="summary"):
                 out[name] = [point.to_dict() for point in getattr(self, name)]
         if self.pools is not None:
             out["pools"] = self.pools.to_dict()
+        if out.get("shapes") is not None:
+            out["shapes"] = {**out["shapes"], "points": [point.to_dict() for point in self.shapes]}
         return out

@@ -538,9 +538,23 @@ def test_an_interrupted_run_counts_the_threads_trials_measured(gthread_run: Path
     trials = len(list((copy / "points").glob("threads-*.json")))
     assert trials >= 4
     text = _render(copy)
-    said = f"{trials} trials of the workers x threads step were measured (listed above); the shapes' figures are " \
-        "shown when the run finishes."
+    said = f"{trials} trials of the workers x threads step were measured (listed above); nothing was chosen: the " \
+        "run did not finish. The shapes measured so far, medians of their trials (RPS and p99 with their 95% " \
+        "intervals; memory after the load):"
     assert f"<h2>4b. Workers x threads</h2>\n<p>{html.escape(said)}</p>" in text
+    # a row per shape measured, its requests those of its trials' files, nothing marked
+    start = text.index("<h2>4b. ")
+    section = text[start:text.index("<h2>", start + 1)]
+    rows = _html_rows(section)
+    stored: dict[tuple[int, int], int] = {}
+    for point in (copy / "points").glob("threads-*.json"):
+        summary = json.loads(point.read_text())["summary"]
+        shape = (summary["children"], summary["threads"])
+        stored[shape] = stored.get(shape, 0) + summary["complete"] + summary["failed"]
+    assert len(rows) - 1 == len(stored)
+    for (workers, threads), requests in stored.items():
+        row = next(r for r in rows if r[:2] == [str(workers), str(threads)])
+        assert f"{requests:,}" in row and "chosen" not in row and "best" not in row, (row, requests)
     assert "<h2>6. Spare servers</h2>" in text  # numbered as the finished run's (4b at the offered load)
     for point in (copy / "points").glob("threads-*.json"):
         point.unlink()

@@ -44,7 +44,7 @@ from pounder._errors import PounderError
 from pounder._figures import BURST_FACTOR
 from pounder._pod_line import pod_line
 from pounder._records import decode_json
-from pounder._tune_point import MalformedTuneError
+from pounder._tune_point import MalformedTuneError, TunePoint
 from pounder._tune_run import (
     Confirmation,
     StoredPod,
@@ -178,6 +178,7 @@ class TuneResults:
         self._steps(result)
         self.children, self.max_requests = result.children, result.max_requests
         self.shapes: StoredShapes | None = result.shapes
+        self.shape_points: list[TunePoint] = []
         self.spare: list[dict[str, Any]] = [self._with_series(dict(p)) for p in result.spare]
         self.spare_points, self.spare_trials = list(result.spare_points), 0
         self.why: tuple[str, ...] | None = result.why
@@ -202,6 +203,7 @@ class TuneResults:
         self._steps(stored)
         self.children, self.max_requests = None, None
         self.shapes = None  # compared and chosen with the recommendation
+        self.shape_points = list(stored.shapes)  # measured so far
         self.spare = []  # each setting's figures come with the recommendation
         self.spare_points, self.spare_trials = [], stored.spare_trials
         self.why, self.confirmation, self.target, self.offered = None, None, None, None

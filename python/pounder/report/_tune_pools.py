@@ -150,14 +150,18 @@ def shapes_section(run: TuneResults) -> Section | None:
     counted; None when the run compared none (a server without threads, --no-thread-sweep, an
     earlier pounder)."""
     shapes = run.shapes
-    if shapes is None and not run.finished:  # the shapes' figures come with the recommendation
+    if shapes is None and not run.finished:  # the choice comes with the recommendation
         trials = sum(1 for line in run.point_lines if line.step == "threads")
         if not trials:
             return None
         section = Section("4b. Workers x threads")
         were = "was" if trials == 1 else "were"
         section.add(paragraph(f"{count_text(trials, 'trial')} of the workers x threads step {were} measured (listed "
-                              "above); the shapes' figures are shown when the run finishes."))
+                              "above); nothing was chosen: the run did not finish"
+                              + (". The shapes measured so far, medians of their trials (RPS and p99 with their 95% "
+                                 "intervals; memory after the load):" if run.shape_points else ".")))
+        if run.shape_points:
+            section.add(scroll(shapes_table().html(shape_rows(run.shape_points, None, None))))
         return section
     if shapes is None:
         if not run.threads_given:

@@ -52,10 +52,18 @@ def describe_point(step: str, summary: Mapping[str, Any]) -> str:
 
 
 def _aggregated(trials: Sequence[Mapping[str, Any]], key: str, rounds: int) -> list[dict[str, Any]]:
-    """The points of a sweep's ``trials`` grouped by ``key``, as the run aggregates them (a point
-    with more trials than the run's rounds was measured again for being wide)."""
+    """The points of a sweep's ``trials`` grouped by ``key`` (``shape``: workers and threads), as the
+    run aggregates them (a point with more trials than the run's rounds was measured again for
+    being wide)."""
     points = []
-    for trials_of_one in trials_by(trials, key).values():
+    if key == "shape":
+        grouped: dict[tuple[int, int], list[Mapping[str, Any]]] = {}
+        for trial in sorted(trials, key=lambda t: int(t.get("trial") or 1)):
+            grouped.setdefault((int(trial["children"]), int(trial.get("threads") or 1)), []).append(trial)
+        groups = list(grouped.values())
+    else:
+        groups = list(trials_by(trials, key).values())
+    for trials_of_one in groups:
         point = aggregate_trials(trials_of_one)
         if rounds and len(trials_of_one) > rounds:
             point["remeasured"] = True
@@ -82,6 +90,9 @@ def summarize(options: TuneOptions, points: Sequence[Mapping[str, Any]],
     if by_step.get("pools"):  # the candidates' trials, aggregated; nothing chosen yet
         pools = {"points": sorted(_aggregated(by_step["pools"], "children", options.trials),
                                   key=lambda p: int(p["children"]))}
+    shapes = None
+    if by_step.get("threads"):  # the shapes' trials, aggregated in the order measured; nothing chosen yet
+        shapes = {"points": _aggregated(by_step["threads"], "shape", options.trials)}
     order = list(options.mrpc_values)
     mrpc = _aggregated(by_step.get("max-requests", []), "max_requests", options.trials)
     mrpc.sort(key=lambda p: order.index(int(p["max_requests"])) if int(p["max_requests"]) in order else 1 << 40)
@@ -94,6 +105,7 @@ def summarize(options: TuneOptions, points: Sequence[Mapping[str, Any]],
         "memory": None if memory is None else memory.to_dict(),
         "sweep": sweep,
         "pools": pools,
+        "shapes": shapes,
         "mrpc": [p.to_dict() for p in mrpc_losses(mrpc)],
         "spare_trials": sum(1 for p in points if p.get("step") == "spare" and "-t" in str(p.get("key"))),
     }
