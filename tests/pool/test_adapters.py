@@ -367,7 +367,9 @@ def test_names() -> None:
     assert ApacheAdapter.on_demand and not GunicornAdapter.on_demand and not StarmanAdapter.on_demand
     for cls in (ApacheAdapter, GunicornAdapter, StarmanAdapter, CommandAdapter):
         assert set(cls.names) == {"max_clients", "max_requests", "start_servers", "min_spare", "max_spare",
-                                  "preload"}
+                                  "preload", "threads"}
+    # a worker's threads by each server's own name, where it has them
+    assert (GunicornAdapter.names["threads"], ApacheAdapter.names["threads"]) == ("--threads", "-")
 
 
 @pytest.mark.parametrize("kind", [[], {}, None, 3, "nginx"])

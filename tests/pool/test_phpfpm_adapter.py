@@ -42,7 +42,8 @@ def test_declared_once() -> None:
     assert PhpFpmAdapter.max_requests_counts == "requests" and PhpFpmAdapter.request_limit
     assert dict(PhpFpmAdapter.names) == {
         "max_clients": "pm.max_children", "max_requests": "pm.max_requests", "start_servers": "pm.start_servers",
-        "min_spare": "pm.min_spare_servers", "max_spare": "pm.max_spare_servers", "preload": "opcache.preload"}
+        "min_spare": "pm.min_spare_servers", "max_spare": "pm.max_spare_servers", "preload": "opcache.preload",
+        "threads": "-"}
     assert refused_option("php-fpm", "root") is None and refused_option("php-fpm", "env") is None
     refused = refused_option("php-fpm", "preload")
     assert refused is not None and "opcache.preload" in refused

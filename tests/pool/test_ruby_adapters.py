@@ -33,11 +33,13 @@ def test_registered_by_kind_with_the_rackup_as_target() -> None:
     assert TARGET_FIELDS["puma"] == TARGET_FIELDS["unicorn"] == "rackup"
     for cls in RUBY:
         assert cls.request_limit is False and cls.preload_toggle is True
-        assert set(cls.names) == {"max_clients", "max_requests", "start_servers", "min_spare", "max_spare", "preload"}
+        assert set(cls.names) == {"max_clients", "max_requests", "start_servers", "min_spare", "max_spare", "preload",
+                                  "threads"}
     assert PumaAdapter.options == frozenset({"preload", "env", "threads", "fork_worker"})
     assert UnicornAdapter.options == frozenset({"preload", "env"})
     assert PumaAdapter.names["max_clients"] == "workers" and PumaAdapter.names["preload"] == "preload_app!"
     assert UnicornAdapter.names["max_clients"] == "worker_processes"
+    assert (PumaAdapter.names["threads"], UnicornAdapter.names["threads"]) == ("threads", "-")
     assert refused_option("puma", "pythonpath").startswith("--pythonpath is for gunicorn")
     assert refused_option("unicorn", "preload") is None and refused_option("unicorn", "env") is None
 

@@ -40,7 +40,7 @@ def test_registered() -> None:
     assert UwsgiAdapter.options == {"pythonpath", "preload", "env"} and UwsgiAdapter.preload_toggle
     assert UwsgiAdapter.names == {"max_clients": "processes", "max_requests": "max-requests",
                                   "start_servers": "cheaper-initial", "min_spare": "cheaper",
-                                  "max_spare": "cheaper-step", "preload": "lazy-apps = false"}
+                                  "max_spare": "cheaper-step", "preload": "lazy-apps = false", "threads": "threads"}
     assert UwsgiAdapter.on_demand and UwsgiAdapter.request_limit
 
 
