@@ -108,3 +108,11 @@ clean:
 .PHONY: families
 families: build
 	$(PYTHON) tests/families/run.py
+
+# The man page docs/man/pounder.1 and docs/reference/cli.md, made again from every command's --help
+# (tests/test_docs_man.py and tests/test_docs_cli.py fail when they differ from it), from this
+# checkout's python/.
+.PHONY: man
+man:
+	PYTHONPATH=python $(PYTHON) tests/tools/man_page.py
+	PYTHONPATH=python $(PYTHON) tests/tools/cli_reference.py

@@ -34,7 +34,8 @@ def test_the_cli_reference_is_the_help() -> None:
 def test_every_command_has_its_section() -> None:
     tool = _tool()
     names = tool.commands()
-    assert {"bench", "mem", "tune", "compare", "run", "syscalls", "profile", "top", "report"} <= set(names)
+    assert {"bench", "mem", "tune", "compare", "run", "syscalls", "profile", "top", "report",
+            "completion"} <= set(names)
     page = (ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
     for name in names:
         assert f"## pounder {name}\n" in page

@@ -14,7 +14,7 @@ import pytest
 
 from support.cliutil import run_pounder
 
-COMMANDS = ["bench", "compare", "mem", "syscalls", "profile", "top", "tune", "run", "report"]
+COMMANDS = ["bench", "compare", "mem", "syscalls", "profile", "top", "tune", "run", "report", "completion"]
 
 
 def _closed_stdout(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

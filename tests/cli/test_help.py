@@ -16,7 +16,7 @@ from pounder.cli import app
 from support import cliutil
 from support.cliutil import assert_usage_error
 
-COMMANDS = ["bench", "compare", "mem", "tune", "run", "syscalls", "report"]
+COMMANDS = ["bench", "compare", "mem", "tune", "run", "syscalls", "report", "completion"]
 USAGE = {
     "bench": "pounder bench [OPTIONS] [URL]",
     "compare": "pounder compare [OPTIONS] URL...",
@@ -25,6 +25,7 @@ USAGE = {
     "run": "pounder run [OPTIONS] EXPERIMENT.toml",
     "syscalls": "pounder syscalls [OPTIONS] URL",
     "report": "pounder report [OPTIONS] RESULT...",
+    "completion": "pounder completion [OPTIONS] SHELL",
 }
 PLACEHOLDER = re.compile(r"<(bool|str|int|list\[[a-z]+\])>")
 

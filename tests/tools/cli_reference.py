@@ -31,6 +31,11 @@ INTRO = """\
 Every command's `--help`, as `pounder` prints it (at 100 columns). Generated from the commands
 themselves by `python3 tests/tools/cli_reference.py`; `tests/test_docs_cli.py` fails when this page
 and the help differ. What each command is for, with examples and real output: [the guide](../../README.md#index).
+
+The same help is the man page [docs/man/pounder.1](../man/pounder.1) (`man -l docs/man/pounder.1`, or installed:
+`install -Dm644 docs/man/pounder.1 ~/.local/share/man/man1/pounder.1`, then `man pounder`), made by
+`tests/tools/man_page.py` (`make man` makes both). Tab completion for bash, zsh and fish:
+[`pounder completion`](#pounder-completion).
 """
 
 

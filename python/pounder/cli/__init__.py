@@ -34,6 +34,8 @@ from pounder.cli._common import (
 )
 from pounder.cli.bench import BENCH_HELP, bench_command
 from pounder.cli.compare import COMPARE_HELP, compare_command
+from pounder.cli.completion import COMPLETE_VAR, COMPLETION_HELP, completion_command
+from pounder.cli.completion import enable as enable_completion
 from pounder.cli.mem import MEM_HELP, mem_command
 from pounder.cli.profile import PROFILE_HELP, profile_command
 from pounder.cli.report import REPORT_HELP, report_command
@@ -157,6 +159,8 @@ class PounderGroup(PlainHelpGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        if os.environ.get(complete_var or COMPLETE_VAR):  # a shell asks what completes its command line
+            enable_completion()
         code = _run(self, args, prog_name, complete_var=complete_var, **extra)
         if standalone_mode:
             sys.exit(code)
@@ -168,14 +172,14 @@ app = typer.Typer(
     name="pounder",
     help="Benchmark pre-forking web servers.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=False,  # no --install-completion (it edits ~/.bashrc): `pounder completion SHELL` instead
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["--help"]},
 )
 
 
-def _show_version(value: bool) -> None:
-    if value:
+def _show_version(ctx: typer.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:  # not while completing a command line
         sys.stdout.write(f"pounder {__version__}\n")
         raise typer.Exit(0)
 
@@ -199,6 +203,7 @@ for _name, _help, _command in (
     ("tune", TUNE_HELP, tune_command),
     ("run", RUN_HELP, run_command),
     ("report", REPORT_HELP, report_command),
+    ("completion", COMPLETION_HELP, completion_command),
 ):
     app.command(_name, help=_help, cls=PounderCommand)(_command)
 
