@@ -19,7 +19,7 @@ APT_PACKAGES := apache2 libapache2-mod-perl2 starman libplack-perl strace chromi
 APT_BENCH_PACKAGES := nginx wrk apache2-utils util-linux cmake
 OHA_VERSION := 1.16.0
 
-.PHONY: test demo build deps deps-system deps-python lint lint-python lint-rust cargo-test pytest pytest-shared pytest-alone bench-peers bench-precision bench-vs-rules bench-tools clean
+.PHONY: test demo build dist deps deps-system deps-python lint lint-python lint-rust cargo-test pytest pytest-shared pytest-alone bench-peers bench-precision bench-vs-rules bench-tools clean
 
 # Side by side where nothing waits: the release build (it ends on one core: the engine and the
 # link-time optimisation, codegen-units = 1) with the engine's debug tests (cargo locks
@@ -49,6 +49,13 @@ deps-python:
 # Builds the Rust extension (release) and installs the package in editable mode.
 build:
 	$(PIP) install -q --disable-pip-version-check --no-build-isolation -e .
+
+# The wheel and the sdist users install (`pip install dist/pounder-*.whl`, `pipx install ...`), in dist/:
+# one abi3 wheel for every CPython >= 3.10, release, tagged with the lowest manylinux its symbols
+# allow, checked by maturin's own auditwheel; built by python/pounder/_dist.py (its documentation
+# says how) with the interpreter and the target/ of `make build`: cargo reuses that build.
+dist:
+	PYTHONPATH=python $(PYTHON) -m pounder._dist --sdist dist
 
 lint: lint-python lint-rust
 
