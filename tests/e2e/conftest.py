@@ -190,6 +190,7 @@ SHARES_THE_MACHINE = frozenset({
     "test_tune_unicorn.py",
     "test_tune_uwsgi.py",
     "test_url_file_methods.py",
+    "test_wheel.py",
 })
 
 
