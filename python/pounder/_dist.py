@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 """The checkout this module runs from (its pyproject.toml, Cargo.toml, python/ and crates/), when it
 is one (:func:`source_root`)."""
 
-_SOURCES = ("python/pounder", "crates", "Cargo.toml", "Cargo.lock", "pyproject.toml", "README.md")
+_SOURCES = ("python/pounder", "crates", "Cargo.toml", "Cargo.lock", "pyproject.toml", "README.md", "packaging",
+            "docs/man/pounder.1")
 """What a wheel is built from: one older than any of these files, or than a folder among them (a
 file removed), is stale."""
 

@@ -32,6 +32,8 @@ from support.schemas import validate_results_dir
 
 RUST_TOOLS = ("cargo", "rustc", "maturin")
 PIP_LIMIT_S = 300  # from the pip cache in seconds; from PyPI, a minute or two
+MAN_PAGE = f"pounder-{__version__}.data/data/share/man/man1/pounder.1"
+"""docs/man/pounder.1 in the wheel: installed as share/man/man1/pounder.1 beside bin/."""
 WHEEL_NAME = re.compile(r"pounder-(?P<version>[^-]+)-(?P<python>cp3\d+)-(?P<abi>abi3)-"
                         r"manylinux_(?P<major>\d+)_(?P<minor>\d+)_(?P<arch>\w+)\.whl")
 
@@ -91,7 +93,7 @@ def test_the_wheel_is_abi3_manylinux_and_holds_the_whole_package(wheel: Path) ->
     """One wheel for CPython >= 3.10 with a manylinux tag this machine's glibc takes, holding every
     file of python/pounder (the package data pounder opens by path among them: schemas, the Perl
     module, the NYTProf reader, py.typed and the .pyi) and the engine, and nothing else but its
-    dist-info; the demo extra declared."""
+    dist-info and the man page; the demo extra declared."""
     name = WHEEL_NAME.fullmatch(wheel.name)
     assert name is not None, wheel.name
     assert name["version"] == __version__ and name["python"] == "cp310"
@@ -116,13 +118,17 @@ def test_the_wheel_is_abi3_manylinux_and_holds_the_whole_package(wheel: Path) ->
                    "pounder/servers/perl/Pounder/ProfileWindow.pm", "pounder/schemas/tune.schema.json",
                    "pounder/demo/app.py"):
         assert needed in package, needed
-    assert {n for n in names if not n.startswith(f"pounder-{__version__}.dist-info/")} == package | {
-        "pounder/_engine.abi3.so"}
+    assert {n for n in names if not n.startswith((f"pounder-{__version__}.dist-info/", f"pounder-{__version__}.data/"))
+            } == package | {"pounder/_engine.abi3.so"}
+    assert {n for n in names if n.startswith(f"pounder-{__version__}.data/")} == {MAN_PAGE}
+    with zipfile.ZipFile(wheel) as archive:
+        assert archive.read(MAN_PAGE) == (ROOT / "docs/man/pounder.1").read_bytes()
 
 
 def test_pip_installs_the_wheel_and_it_runs_without_rust(wheel: Path, place: Path, testserver) -> None:
     """``pip install 'pounder-....whl[demo]'`` in a fresh venv, no Rust on PATH: ``pounder --version``
-    is this version; the package data it opens by path is the venv's own; a bench of 200 requests
+    is this version; the package data it opens by path is the venv's own, and the man page is in
+    the venv's share/man (where man looks for a bin/ on PATH); a bench of 200 requests
     reaches the test server 200 times; ``tune --demo`` as short as its options make it (one child,
     500 ms points, no MaxRequestsPerChild sweep, no confirmation) recommends, its results valid;
     nothing left running."""
@@ -141,6 +147,7 @@ def test_pip_installs_the_wheel_and_it_runs_without_rust(wheel: Path, place: Pat
         p.name for p in (ROOT / "python/pounder/schemas").glob("*.schema.json"))
     assert reader.is_file() and (perl / "Pounder" / "ProfileWindow.pm").is_file()
     assert (init.parent / "py.typed").is_file() and (init.parent / "_engine.pyi").is_file()
+    assert (venv / "share/man/man1/pounder.1").read_bytes() == (ROOT / "docs/man/pounder.1").read_bytes()
 
     srv = testserver(mode="ok")
     bench = _run(["pounder", "bench", f"{srv.url}/", "-n", "200", "-c", "4"], env, place, 60)
@@ -160,7 +167,8 @@ def test_pip_installs_the_wheel_and_it_runs_without_rust(wheel: Path, place: Pat
 
 def test_pipx_installs_the_wheel(wheel: Path, place: Path) -> None:
     """``pipx install pounder-....whl`` (pipx from PATH, else installed in a venv of its own for the
-    test), pipx's home and bin folder in the test's folder: the ``pounder`` it puts on PATH runs."""
+    test), pipx's home, bin and man folders in the test's folder: the ``pounder`` it puts on PATH runs,
+    and the man page is linked into the man folder."""
     env = _without_rust()
     pipx = shutil.which("pipx", path=env["PATH"])
     if pipx is None:
@@ -171,4 +179,5 @@ def test_pipx_installs_the_wheel(wheel: Path, place: Path) -> None:
     env.update(PIPX_HOME=str(place / "pipx"), PIPX_BIN_DIR=str(place / "bin"), PIPX_MAN_DIR=str(place / "man"))
     _run([pipx, "install", wheel], env, place, PIP_LIMIT_S)
     assert _run([place / "bin" / "pounder", "--version"], env, place, 60).stdout == f"pounder {__version__}\n"
+    assert (place / "man/man1/pounder.1").read_bytes() == (ROOT / "docs/man/pounder.1").read_bytes()
     assert processes_mentioning(str(place)) == []
