@@ -19,7 +19,7 @@ APT_PACKAGES := apache2 libapache2-mod-perl2 starman libplack-perl strace chromi
 APT_BENCH_PACKAGES := nginx wrk apache2-utils util-linux cmake
 OHA_VERSION := 1.16.0
 
-.PHONY: test demo build dist deps deps-system deps-python lint lint-python lint-rust cargo-test pytest pytest-shared pytest-alone bench-peers bench-precision bench-vs-rules bench-tools clean
+.PHONY: test demo build dist container-check deps deps-system deps-python lint lint-python lint-rust cargo-test pytest pytest-shared pytest-alone bench-peers bench-precision bench-vs-rules bench-tools clean
 
 # Side by side where nothing waits: the release build (it ends on one core: the engine and the
 # link-time optimisation, codegen-units = 1) with the engine's debug tests (cargo locks
@@ -56,6 +56,13 @@ build:
 # says how) with the interpreter and the target/ of `make build`: cargo reuses that build.
 dist:
 	PYTHONPATH=python $(PYTHON) -m pounder._dist --sdist dist
+
+# The container image's recipe (container/install.sh, which container/Containerfile runs) tested
+# without a container tool: container/rootfs.sh builds the image's Debian root with mmdebstrap,
+# installs the wheel in it with chroot and runs pounder there, Ray agent included (root; about 1 min).
+container-check: dist
+	@command -v mmdebstrap >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null; }
+	bash container/rootfs.sh $$(ls dist/pounder-*.whl | head -1)
 
 lint: lint-python lint-rust
 
