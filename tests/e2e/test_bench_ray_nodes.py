@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from support.raycluster import agents, agents_gone, head_node, ray_only_env, ray_only_python, worker_node
@@ -34,7 +35,7 @@ def ray_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ray_only_python(tmp_path_factory.mktemp("ray-only") / "env")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def cluster(ray_only: Path) -> Iterator[Any]:
     """A head in this Python and two nodes started by :func:`ray_only`'s, one CPU each."""
     with head_node() as head, worker_node(ray_only, head), worker_node(ray_only, head):
@@ -86,16 +87,18 @@ def test_nodes_with_only_ray_run_the_pounder_it_sends(cluster: Any, ray_only: Pa
     assert agents_gone(within=os.getpid())
 
 
-def test_a_node_with_another_pounder_is_refused(cluster: Any, testserver: Any, tmp_path: Path) -> None:
-    """A fourth node whose Python has a pounder of another version: ``--agents 4`` (one on each
-    node) stops before any load is sent, in one line naming both versions."""
+def test_a_node_with_another_pounder_is_refused(testserver: Any, tmp_path: Path) -> None:
+    """A node whose Python has a pounder of another version (and the head, in this Python):
+    ``--agents 2`` (one on each node) stops before any load is sent, in one line naming both
+    versions; every process of the node is gone after it."""
     other = tmp_path / "pounder"
     shutil.copytree(PYTHON_DIR / "pounder", other, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
     (other / "_version.py").write_text('__version__ = "0.0.1-other"\n')
     python = ray_only_python(tmp_path / "env", packages=(other,))
     srv = testserver(mode="ok")
-    with worker_node(python, cluster):
-        proc = run_pounder("bench", srv.url + "/", "--ray", cluster.address, "--agents", "4", "-n", "100",
+    with head_node() as head, worker_node(python, head) as node:
+        tree = psutil.Process(node.pid).children(recursive=True)
+        proc = run_pounder("bench", srv.url + "/", "--ray", head.address, "--agents", "2", "-n", "100",
                            timeout=120, env=with_pythonpath(), stdin=subprocess.DEVNULL)  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout == ""
@@ -103,4 +106,5 @@ def test_a_node_with_another_pounder_is_refused(cluster: Any, testserver: Any, t
     assert line.startswith("pounder: error: agent ") and "its Python has pounder 0.0.1-other" in line, line
     assert f"this is pounder {__version__}" in line, line
     assert srv.stats()["requests"] == 0
+    assert tree and not [each for each in tree if each.is_running()]
     assert agents_gone(within=os.getpid())
