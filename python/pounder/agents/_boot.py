@@ -3,13 +3,13 @@ travels by value (``ray.cloudpickle``: :func:`by_value`), so a node needs only R
 pounder the agent runs and checks it against the driver's, then hands every call to the agent
 (:class:`pounder.agents._agent.Agent`).
 
-Which pounder: the driver's own files, sent with the actor (Ray's ``py_modules``, a directory
-``pounder-BUILD/pounder/`` that ``_ship`` stages; not importable by itself: the node's Python is
-looked at first). A node whose Python already has a pounder of another version is refused, naming
-both; with the driver's version, or none, the driver's files are imported. The agent then checks
-what it imported: the driver's version and the same files (:func:`build_id`, a hash of them, the
-engine's binary among them), else it refuses too. Nothing here imports pounder at module level:
-the standard library only.
+Which pounder: the driver's own files, a zip of them (``_ship``) that the driver puts in Ray's
+object store once per command; the agent unpacks it into ``pounder-BUILD/pounder/`` in its node's
+cache directory (:func:`cache_dir`) unless an earlier run did, and imports it from there. A node
+whose Python already has a pounder of another version is refused, naming both. The agent then
+checks what it imported: the driver's version and the same files (:func:`build_id`, a hash of them,
+the engine's binary among them), else it refuses too. Nothing here imports pounder at module level:
+the standard library only (and Ray, in a function).
 """
 
 from __future__ import annotations
@@ -18,12 +18,36 @@ import ast
 import hashlib
 import importlib
 import importlib.machinery
+import io
+import os
+import shutil
 import socket
 import sys
+import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
 SKIPPED = ("__pycache__",)
+KEPT_BUILDS = 4
+"""Builds kept in a cache directory (the most recently used): a developer's rebuilds do not pile up."""
+
+
+def cache_dir() -> Path:
+    """Where builds of pounder are kept, on the driver's machine (zips) and on a node (unpacked)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pounder" / "agents"
+
+
+def prune(cache: Path, suffix: str = "") -> None:
+    """Keep the :data:`KEPT_BUILDS` builds used last in ``cache``: zips (``suffix`` ".zip", the
+    driver's) or unpacked directories (no suffix, a node's)."""
+    builds = sorted((path for path in cache.glob(f"pounder-*{suffix}") if path.is_dir() != bool(suffix)),
+                    key=lambda path: path.stat().st_mtime, reverse=True)  # fmt: skip
+    for old in builds[KEPT_BUILDS:]:
+        if old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
 
 
 def package_files(package: Path) -> list[Path]:
@@ -63,21 +87,38 @@ def node_pounder() -> Path | None:
     return Path(locations[0]) if locations else None
 
 
-def shipped(build: str) -> Path | None:
-    """Where Ray unpacked the driver's files (``pounder-BUILD`` under an entry of the path), if it did."""
-    for entry in sys.path:
-        place = Path(entry or ".") / f"pounder-{build}"
-        if (place / "pounder" / "__init__.py").is_file():
-            return place
-    return None
+def unpacked(build: str, package: list[Any], cache: Path | None = None) -> Path:
+    """``pounder-BUILD`` in ``cache`` (default :func:`cache_dir`), holding ``pounder/``: unpacked from
+    the zip ``package[0]`` refers to (in Ray's object store: fetched only when needed) unless it is
+    there already."""
+    cache = cache or cache_dir()
+    place = cache / f"pounder-{build}"
+    if not (place / "pounder" / "__init__.py").is_file():
+        import ray
+
+        cache.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".unpacking-", dir=cache))
+        try:
+            with zipfile.ZipFile(io.BytesIO(ray.get(package[0]))) as archive:
+                archive.extractall(staging)
+            staging.rename(place)
+        except OSError:
+            if not (place / "pounder" / "__init__.py").is_file():  # else another agent unpacked it meanwhile
+                raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    place.touch()
+    prune(cache)
+    return place
 
 
 class Agent:
     """An agent as Ray starts it (named as the agent is: ``ray::Agent`` in ps): ``version`` and
-    ``build`` are the driver's; ``build`` None when nothing was sent (a local cluster's nodes run
-    the driver's Python)."""
+    ``build`` are the driver's, ``package`` a list of the one reference to the zip of its files
+    (a list: Ray would fetch a reference given alone, also where the files are there already);
+    ``build`` None when nothing was sent (a local cluster's nodes run the driver's Python)."""
 
-    def __init__(self, version: str, build: str | None) -> None:
+    def __init__(self, version: str, build: str | None, package: list[Any] | None = None) -> None:
         self.refusal: str | None = None
         self.agent: Any = None
         own = node_pounder()
@@ -85,12 +126,12 @@ class Agent:
             self.refusal = (f"its Python has pounder {theirs} ({own}), this is pounder {version}: install {version} "
                             "there, or remove it (a node without pounder runs the one pounder sends)")
             return
-        place = shipped(build) if build is not None else None
-        if place is not None:
-            sys.path.insert(0, str(place))
-        elif build is not None and own is None:
-            self.refusal = "Ray did not unpack the pounder sent to it (runtime_env py_modules), and its Python has none"
-            return
+        if build is not None and package:
+            try:
+                sys.path.insert(0, str(unpacked(build, package)))
+            except OSError as error:
+                self.refusal = f"cannot unpack the pounder sent to it in {cache_dir()}: {error.strerror or error}"
+                return
         pounder = importlib.import_module("pounder")
         imported = Path(pounder.__file__ or "").parent
         mine = build_id(imported)

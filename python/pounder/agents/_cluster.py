@@ -74,9 +74,8 @@ class Cluster(Sender):
         agents, :class:`~pounder.PounderError` when it cannot be reached or cannot run them."""
         address = resolve_address(self.address)
         sent = None if self.local else _shipment()  # a local cluster runs this Python: nothing to send
-        runtime_env, build = (None, None) if sent is None else (sent.runtime_env(), sent.build)
-        with _interrupt.watched() as watch, connect(address, watch, runtime_env) as ray:
-            pool = AgentPool(ray, address, per_node=self.per_node, local=self.local, build=build)
+        with _interrupt.watched() as watch, connect(address, watch) as ray:
+            pool = AgentPool(ray, address, per_node=self.per_node, local=self.local, sent=sent)
             try:
                 pool.place(self.agents)
                 watch.settle()  # a signal from now on stops a run, which keeps what the agents measured

@@ -71,20 +71,17 @@ def _import_ray(loopback: bool) -> ModuleType:
 
 
 @contextmanager
-def connect(address: str, watch: _interrupt.Watch | None = None,
-            runtime_env: dict[str, Any] | None = None) -> Iterator[ModuleType]:
+def connect(address: str, watch: _interrupt.Watch | None = None) -> Iterator[ModuleType]:
     """Ray, connected to the cluster at ``address`` (what :func:`resolve_address` found; "local": one
     started on loopback, its processes in a group of their own), then disconnected (a local cluster
-    stopped; killed at once after a signal, also by ``watch``'s watcher); the job's ``runtime_env``
-    (what its actors get: the pounder sent to the nodes). :class:`~pounder.UsageError` without Ray;
-    :class:`~pounder.PounderError` when no GCS answers there (:func:`probe_gcs`) or the join fails."""
+    stopped; killed at once after a signal, also by ``watch``'s watcher). :class:`~pounder.UsageError`
+    without Ray; :class:`~pounder.PounderError` when no GCS answers there (:func:`probe_gcs`)."""
     local = address == LOCAL
     host, port = ("127.0.0.1", 0) if local else host_port(address)
     ray = _import_ray(_loopback(host))
     if not local:
         probe_gcs(host, port, address, CONNECT_TIMEOUT_S)
-    options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR, "namespace": "pounder",
-                               "runtime_env": runtime_env}
+    options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR, "namespace": "pounder"}
     node = LocalNode() if local else None
     if node is not None:
         options |= {"address": "local", "_node_ip_address": "127.0.0.1", "include_dashboard": False,
@@ -98,7 +95,7 @@ def connect(address: str, watch: _interrupt.Watch | None = None,
         with kept_signal_handlers(), node.starting() if node is not None else nullcontext():
             try:
                 ray.init(**options)
-            except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as error:
+            except (ConnectionError, RuntimeError, ValueError) as error:
                 raise PounderError(f"cannot join the Ray cluster at {address}: {str(error).splitlines()[0]}") from None
         yield ray
         at_once = _interrupt.received()

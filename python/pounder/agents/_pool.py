@@ -31,6 +31,7 @@ from pounder._version import __version__
 from pounder.agents._agent import machine_id, target_hosts
 from pounder.agents._boot import Agent, by_value
 from pounder.agents._report import agent_report, merged_io
+from pounder.agents._ship import Shipment
 from pounder.load import POLL_INTERVAL_S, BenchSpec, Progress, ProgressCallback, Sender, load_engine, serves_all
 from pounder.procs import ServerLoadReport, ServerSampler
 from pounder.results import Agents, BenchResult, MalformedResultError
@@ -134,11 +135,11 @@ class AgentPool(Sender):
     distributed = True
 
     def __init__(self, ray: ModuleType, address: str, *, per_node: int | None = None, local: bool = False,
-                 build: str | None = None) -> None:
+                 sent: Shipment | None = None) -> None:
         self.ray = ray
-        self.build = build
-        """The :func:`~pounder.agents._ship.shipment` sent with the job (its build), None when none was
-        (a local cluster runs this process's Python)."""
+        self.sent = sent
+        """This pounder, zipped to send to the agents (:func:`~pounder.agents._ship.shipment`); None
+        when nothing is sent (a local cluster runs this process's Python)."""
         self.address: str = address
         """The cluster's address ("local", or HOST:PORT: for "auto", the one found)."""
         self.asked_per_node, self.local = per_node, local
@@ -166,8 +167,8 @@ class AgentPool(Sender):
 
     def place(self, count: int | None) -> None:
         """Reserve the nodes (a placement group) and start ``count`` agents (default: one per node
-        times ``per_node``); each runs this pounder (the files sent with the job, :attr:`build`) or
-        says why it refuses to (:mod:`._boot`)."""
+        times ``per_node``); each runs this pounder (the files in :attr:`sent`, unpacked on its node
+        unless they are there) or says why it refuses to (:mod:`._boot`)."""
         ray = self.ray
         nodes = [node for node in ray.nodes() if node.get("Alive") and node.get("Resources", {}).get("CPU", 0) >= 1]
         self.per_node = per_node = self.asked_per_node or ((count or 1) if self.local else 1)
@@ -185,10 +186,12 @@ class AgentPool(Sender):
             raise PounderError(f"the cluster did not give {groups} nodes a free CPU each within "
                                f"{PLACEMENT_TIMEOUT_S:g} s: are other jobs holding them?")
         by_value()  # the agent's first code travels with it: a node needs only Ray
+        build, package = (None, None) if self.sent is None else (self.sent.build,
+                                                                 [ray.put(self.sent.archive.read_bytes())])
         remote = ray.remote(num_cpus=1 / per_node, max_restarts=0, max_task_retries=0)(Agent)
         self.members = [
             _Member(index, remote.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
-                self.group, index // per_node)).remote(__version__, self.build))
+                self.group, index // per_node)).remote(__version__, build, package))
             for index in range(count)
         ]  # fmt: skip
         hellos = _get(ray, [m.actor.hello.remote() for m in self.members], HELLO_TIMEOUT_S, "start")
