@@ -77,13 +77,14 @@ def test_nodes_with_only_ray_run_the_pounder_it_sends(cluster: Any, ray_only: Pa
     assert result.requests.complete == 30_000 and result.requests.failed == 0
     assert result.agents is not None and not result.agents.partial and result.agents.nodes == 3
     assert sorted(a.complete for a in result.agents.members) == [10_000] * 3
-    # every agent, the head's too, ran the files sent: the build of this checkout's pounder
+    # every agent, the head's too, ran the files sent (the build of this checkout's pounder), each
+    # node's unpacked in its own cache
     sent = f"pounder-{build_id(PYTHON_DIR / 'pounder')}"
     engines = {pid: paths for pid, paths in seen.items() if paths}
     assert {a.pid for a in result.agents.members} <= set(engines), (engines, result.agents.members)
-    for agent in result.agents.members:
-        (engine,) = engines[agent.pid]
-        assert Path(engine).parts[-3:-1] == (sent, "pounder"), engine
+    loaded = [engine for agent in result.agents.members for engine in engines[agent.pid]]
+    assert len(loaded) == len(set(loaded)) == 3, loaded
+    assert all(Path(engine).parts[-3:-1] == (sent, "pounder") for engine in loaded), loaded
     assert agents_gone(within=os.getpid())
 
 
