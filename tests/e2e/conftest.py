@@ -166,6 +166,7 @@ SHARES_THE_MACHINE = frozenset({
     "test_bench_https.py",
     "test_bench_misbehaviour.py",
     "test_bench_outputs.py",
+    "test_bench_ray_nodes.py",
     "test_bench_ray_outputs.py",
     "test_bench_requests.py",
     "test_bench_scenario.py",

@@ -2,7 +2,8 @@
 together and merged exactly. A :class:`Cluster` is a :class:`~pounder.load.Sender` (where the
 agents run: ``_cluster``, with :func:`make_sender`, the one place that chooses between this
 machine's engine and agents); opened, it is an :class:`AgentPool` (the driver: ``_pool``, each
-agent's line of the result made in ``_report``) of agents (the actor: ``_agent``). Joining the
+agent's line of the result made in ``_report``) of agents (the actor: ``_boot``, sent by value, which
+imports the pounder sent with the job by ``_ship`` and checks it, then runs ``_agent``). Joining the
 cluster (``_connect``) probes the head first (``_gcs``) and keeps what ``ray.init`` does to this
 process in bounds (``_ray_init``: a local cluster's processes in one guarded process group).
 Ray is imported only here, and only when asked for."""

@@ -1,7 +1,7 @@
-"""A load agent: the code that runs on a Ray node, as an actor (``_pool`` wraps this class with
-``ray.remote`` when it starts agents). It runs only pounder's engine, on the spec the driver
-gives it, and answers in plain values: nothing here imports Ray at module level, so the class
-is importable (and testable) without it.
+"""A load agent: the code that runs on a Ray node, in an actor (``_boot``'s, which ``_pool`` starts
+with ``ray.remote``: it imports this module once it has chosen the pounder to run). It runs only
+pounder's engine, on the spec the driver gives it, and answers in plain values: nothing here
+imports Ray at module level, so the class is importable (and testable) without it.
 
 Every method returns at once (the engine runs in its own threads), so one thread per actor is
 enough: ``poll`` and ``cancel`` never queue behind a long call.

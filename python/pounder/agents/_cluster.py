@@ -12,6 +12,7 @@ from pounder import _interrupt
 from pounder._errors import PounderError, UsageError, check_type, public
 from pounder.agents._connect import AUTO, LOCAL, connect, host_port, resolve_address
 from pounder.agents._pool import AgentPool, check_distributable
+from pounder.agents._ship import Shipment, shipment
 from pounder.load import ENGINE, BenchSpec, ProgressCallback, Sender
 from pounder.load import bench as _bench
 from pounder.procs import ServerSampler
@@ -72,8 +73,9 @@ class Cluster(Sender):
         :class:`~pounder.UsageError` without Ray or when the cluster has too few nodes for the
         agents, :class:`~pounder.PounderError` when it cannot be reached or cannot run them."""
         address = resolve_address(self.address)
+        sent = None if self.local else _shipment()  # a local cluster runs this Python: nothing to send
         with _interrupt.watched() as watch, connect(address, watch) as ray:
-            pool = AgentPool(ray, address, per_node=self.per_node, local=self.local)
+            pool = AgentPool(ray, address, per_node=self.per_node, local=self.local, sent=sent)
             try:
                 pool.place(self.agents)
                 watch.settle()  # a signal from now on stops a run, which keeps what the agents measured
@@ -87,6 +89,13 @@ class Cluster(Sender):
         self.check(spec)
         with self.open() as pool:
             return pool.run(spec, on_progress, sampler, agents=agents)
+
+
+def _shipment() -> Shipment:
+    try:
+        return shipment()
+    except OSError as error:
+        raise PounderError(f"cannot make this pounder ready to send to the agents: {error}") from None
 
 
 @public

@@ -2,12 +2,12 @@
 ``per_node`` packs them), then given one load after another, each agent running the engine on its
 share of one spec, started together and merged exactly.
 
-Placing checks versions; every run checks that every agent may and can reach the targets,
-estimates each agent's clock offset from the fastest of several round trips, and gives every agent
-its share with one start time in that agent's own clock. While they run it polls them
-(``on_progress`` sees the sums); an agent that dies or falls silent is lost: the others finish, and
-the result says it is partial. The merge adds the agents' histograms (``pounder._engine.merge``):
-the figures are those of one run, not averages.
+Placing checks that every agent runs this pounder (:mod:`._boot`); every run checks that every
+agent may and can reach the targets, estimates each agent's clock offset from the fastest of
+several round trips, and gives every agent its share with one start time in that agent's own clock.
+While they run it polls them (``on_progress`` sees the sums); an agent that dies or falls silent is
+lost: the others finish, and the result says it is partial. The merge adds the agents' histograms
+(``pounder._engine.merge``): the figures are those of one run, not averages.
 
 What travels: the spec to the agents; progress counters and, at the end, each agent's encoded
 histograms back. Never a per-request record.
@@ -28,8 +28,10 @@ from pounder._errors import PounderError, UsageError, check_type, public
 from pounder._files import utc_timestamp
 from pounder._units import count_text
 from pounder._version import __version__
-from pounder.agents._agent import Agent, machine_id, target_hosts
+from pounder.agents._agent import machine_id, target_hosts
+from pounder.agents._boot import Agent, by_value
 from pounder.agents._report import agent_report, merged_io
+from pounder.agents._ship import Shipment
 from pounder.load import POLL_INTERVAL_S, BenchSpec, Progress, ProgressCallback, Sender, load_engine, serves_all
 from pounder.procs import ServerLoadReport, ServerSampler
 from pounder.results import Agents, BenchResult, MalformedResultError
@@ -132,8 +134,12 @@ class AgentPool(Sender):
 
     distributed = True
 
-    def __init__(self, ray: ModuleType, address: str, *, per_node: int | None = None, local: bool = False) -> None:
+    def __init__(self, ray: ModuleType, address: str, *, per_node: int | None = None, local: bool = False,
+                 sent: Shipment | None = None) -> None:
         self.ray = ray
+        self.sent = sent
+        """This pounder, zipped to send to the agents (:func:`~pounder.agents._ship.shipment`); None
+        when nothing is sent (a local cluster runs this process's Python)."""
         self.address: str = address
         """The cluster's address ("local", or HOST:PORT: for "auto", the one found)."""
         self.asked_per_node, self.local = per_node, local
@@ -161,7 +167,8 @@ class AgentPool(Sender):
 
     def place(self, count: int | None) -> None:
         """Reserve the nodes (a placement group) and start ``count`` agents (default: one per node
-        times ``per_node``); each says which pounder it runs, which must be this one."""
+        times ``per_node``); each runs this pounder (the files in :attr:`sent`, unpacked on its node
+        unless they are there) or says why it refuses to (:mod:`._boot`)."""
         ray = self.ray
         nodes = [node for node in ray.nodes() if node.get("Alive") and node.get("Resources", {}).get("CPU", 0) >= 1]
         self.per_node = per_node = self.asked_per_node or ((count or 1) if self.local else 1)
@@ -178,20 +185,20 @@ class AgentPool(Sender):
         if not ready:
             raise PounderError(f"the cluster did not give {groups} nodes a free CPU each within "
                                f"{PLACEMENT_TIMEOUT_S:g} s: are other jobs holding them?")
+        by_value()  # the agent's first code travels with it: a node needs only Ray
+        build, package = (None, None) if self.sent is None else (self.sent.build,
+                                                                 [ray.put(self.sent.archive.read_bytes())])
         remote = ray.remote(num_cpus=1 / per_node, max_restarts=0, max_task_retries=0)(Agent)
         self.members = [
             _Member(index, remote.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
-                self.group, index // per_node)).remote())
+                self.group, index // per_node)).remote(__version__, build, package))
             for index in range(count)
         ]  # fmt: skip
-        from pounder import _engine
-
         hellos = _get(ray, [m.actor.hello.remote() for m in self.members], HELLO_TIMEOUT_S, "start")
         for member, hello in zip(self.members, hellos, strict=True):
             member.hello = hello
-            if (hello["pounder"], hello["engine"]) != (__version__, _engine.__version__):
-                raise PounderError(f"agent {member.index} on {hello['host']} runs pounder {hello['pounder']} "
-                                   f"(engine {hello['engine']}), this is {__version__} (engine {_engine.__version__})")
+            if hello.get("refused"):
+                raise PounderError(f"agent {member.index} on {hello['host']}: {hello['refused']}")
 
     def close(self) -> None:
         for member in self.members:

@@ -111,8 +111,9 @@ class AgentFlags:
         "--ray", metavar="local|auto|HOST:PORT", panel=AGENTS_PANEL, help=(
         "Send the load from agents on a Ray cluster: 'local' (one on this machine, on loopback), 'auto' (the "
         "cluster in RAY_ADDRESS or the one this machine started) or the head's HOST:PORT. Every agent runs its "
-        "share of the same load from one start time; the results are merged exactly. pounder must be installed on "
-        "every node (pip install 'pounder\\[ray]').")))
+        "share of the same load from one start time; the results are merged exactly. The nodes need only Ray: "
+        "pounder sends its own files with the agents (a node whose Python has another pounder version is "
+        "refused).")))
     agents: int | None = field(default=None, metadata=flag("--agents", metavar="N", kind=int, panel=AGENTS_PANEL,
                                                            help=(
         "With --ray: how many agents; default one per node (times --agents-per-node).")))
