@@ -120,6 +120,19 @@ fn a_whole_schedule_has_no_arrival_on_its_end(io: Io) {
     let measured = offsets(&dir.join("w.tsv"));
     assert_eq!(measured.iter().min(), Some(&100_000), "the first measured arrival");
     assert!(measured.iter().all(|&us| us < 270_000));
+    // a warm-up of 10 requests at 600/s lasts 10/600 s to the nanosecond (16,666,667 ns, which
+    // hold 10.0000002 arrivals): 10 of them, and the 11th is the first measured
+    let before = seen.load(Ordering::SeqCst);
+    let mut s = spec(&addr, io);
+    s.stages = constant(Duration::from_millis(170), 600.0);
+    s.warmup = Warmup::Requests(10);
+    s.tsv_path = Some(dir.join("n.tsv"));
+    let r = result(s);
+    let warm = r["warmup"]["complete"].as_u64().unwrap() + r["warmup"]["failed"].as_u64().unwrap();
+    assert_eq!(warm, 10, "{}", r["warmup"]);
+    assert_eq!(count(&r, "complete") + count(&r, "failed") + count(&r, "unsent"), 102, "{}", r["requests"]);
+    assert_eq!(seen.load(Ordering::SeqCst) - before, warm + count(&r, "complete"));
+    assert_eq!(offsets(&dir.join("n.tsv")).iter().min(), Some(&16_666), "the first measured arrival");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
