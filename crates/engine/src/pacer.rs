@@ -39,10 +39,12 @@ struct StageIndex {
 impl Schedule {
     pub fn new(stages: &[Stage]) -> Schedule {
         let mut index = Vec::with_capacity(stages.len());
-        let (mut start_s, mut first_slot) = (0.0, 0.0);
+        let (mut start_s, mut first_slot, mut slack) = (0.0, 0.0, 0.0);
         for s in stages {
             let duration_s = s.duration.as_secs_f64();
             let slots = (s.start_rate + s.end_rate) / 2.0 * duration_s;
+            // a length is whole nanoseconds: its count is known to what a nanosecond holds
+            slack += s.start_rate.max(s.end_rate) * 1e-9;
             index.push(StageIndex {
                 start_s,
                 duration_s,
@@ -52,7 +54,7 @@ impl Schedule {
                 slots,
             });
             start_s += duration_s;
-            first_slot += slots;
+            first_slot = settle(first_slot + slots, slack);
         }
         // Slot i is sent when the count reaches i, so slots 0..=floor(total) fit, less one when
         // the total is a whole number (that slot would fall exactly on the end).
@@ -102,6 +104,23 @@ impl Schedule {
             (-st.start_rate + disc.max(0.0).sqrt()) / (2.0 * a)
         };
         Some(Duration::from_secs_f64(st.start_s + t.clamp(0.0, st.duration_s)))
+    }
+}
+
+/// A count of slots that is a whole number but for rounding, made whole: else the slot that
+/// falls on the count's end (a stage's, the schedule's) would be one of the schedule's, an
+/// arrival due the instant the run ends that the schedule does not have. Rounding is floating
+/// point's (a relative 1e-12: a few of f64's 2.2e-16 per stage; 100/s for 1.1 s is
+/// 110.00000000000001) and the lengths' to the nanosecond (`slack`: what a nanosecond of each
+/// stage holds at its highest rate; a warm-up of 10 requests at 600/s lasts 16,666,667 ns, which
+/// hold 10.0000002). No rate and length a user writes is that close to a whole count without
+/// being one: lengths are whole nanoseconds.
+fn settle(count: f64, slack: f64) -> f64 {
+    let whole = count.round();
+    if (count - whole).abs() <= 1e-12 * whole.abs().max(1.0) + slack {
+        whole
+    } else {
+        count
     }
 }
 
@@ -208,6 +227,37 @@ mod tests {
         // Slot 10 starts the third stage: the pause is skipped over in time, not in count.
         assert_eq!(s.time_of(10), Some(Duration::from_secs(2)));
         assert_eq!(s.time_of(11), Some(Duration::from_millis(2050)));
+    }
+
+    #[test]
+    fn a_whole_count_in_floating_point_has_no_slot_on_the_end() {
+        // 100/s for 1.1 s: 110.00000000000001 in f64; 300/s for 140 ms: 42.00000000000001
+        for (secs, rate, whole) in [(1.1, 100.0, 110), (0.14, 300.0, 42), (2.3, 100.0, 230), (0.7, 700.0, 490)] {
+            let s = Schedule::new(&[stage(secs, rate, rate)]);
+            assert_eq!(s.total(), whole, "{rate}/s for {secs} s");
+            assert!(s.time_of(whole - 1).unwrap() < s.length());
+            assert_eq!(s.time_of(whole), None);
+        }
+        // a warm-up of 0.1 s at 600/s before 2 s: 60 + 1,200 slots, the 60th due as the
+        // measured phase starts, the last before the end
+        let warm = stage(0.1, 600.0, 600.0);
+        let s = Schedule::new(&[warm, stage(2.0, 600.0, 600.0)]);
+        assert_eq!(Schedule::new(&[warm]).total(), 60);
+        assert_eq!(s.total(), 1260);
+        assert_eq!(s.time_of(60), Some(Duration::from_millis(100)));
+        assert!(s.time_of(1259).unwrap() < s.length());
+        // what is not whole stays so
+        assert_eq!(Schedule::new(&[stage(1.5, 3.0, 3.0)]).total(), 5);
+        assert_eq!(settle(4.5, 0.0), 4.5);
+        assert_eq!(settle(1e9 + 0.001, 0.0), 1e9 + 0.001);
+        // a warm-up of 10 requests at 600/s: 10/600 s to the nanosecond holds 10.0000002
+        let warm = Duration::from_secs_f64(10.0 / 600.0);
+        let warm = Stage { duration: warm, start_rate: 600.0, end_rate: 600.0 };
+        assert_eq!(Schedule::new(&[warm]).total(), 10);
+        let s = Schedule::new(&[warm, stage(2.0, 600.0, 600.0)]);
+        assert_eq!(s.total(), 1210);
+        assert_eq!(s.time_of(10), Some(warm.duration));
+        assert!(s.time_of(1209).unwrap() < s.length());
     }
 
     #[test]
