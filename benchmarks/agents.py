@@ -9,17 +9,21 @@ A gunicorn (4 sync workers, the bundled test app) serves ``/`` while the same cl
   greet the agents, synchronise the clocks, run, merge, stop the agents.
 
 For each run: the start-up (wall time of the call minus the measured phase and its drain) and the
-CPU per completed request of everything on the machine but the server (the machine's busy time
-from /proc/stat, less the server's processes' own clocks): the engine, the driver, the agents and
-Ray's daemons. The table shows medians and ranges; the ratio is of the medians.
+CPU per completed request of every process this script started but the server: this process (the
+driver, and a local run's engine), the Ray cluster's daemons and workers, the agents (each
+process's clock read every 0.2 s and its last reading kept once it ended). Not the rest of the
+machine: another user's processes would count otherwise (the machine's busy time from /proc/stat,
+counted until 2026-11-29, gave a local run 326 µs per request one day and 99 the next). Ray's
+idle daemons count in both ways. The table shows medians and ranges; the ratio is of the medians.
 
 This is a benchmark, not a test: it prints a table and asserts nothing. On the 2-core development
-machine (2026-11-23, 5 rounds of 20,000 requests, about 4 s each): local 0.00 s start-up and
-119 us per request (108-137); ray 1.86 s start-up (1.66-2.64) and 246 us per request (210-282),
-2.06x. The extra is mostly per run (two agent processes that start and import Ray and pounder, the
-clock rounds, the merge), so it shrinks per request as runs get longer. This benchmark found the
-driver polling its agents without pause (11.7 s of driver CPU in a 20 s run, the server down to
-a fifth of its rate); the driver now polls once per 0.25 s.
+machine (2026-11-29, 5 rounds): 20,000 requests (about 4 s) local 83.5 us per request, ray 146.5
+(1.75x, 1.52 s start-up); 100,000 requests local 86.7, ray 107.4 (1.24x). The extra is mostly per
+run (two agent processes that start and import Ray, the driver joining the cluster, the clock
+rounds, the merge), so it shrinks per request as runs get longer; docs/reference/ray.md (Cost)
+says what it is made of. This benchmark found the driver polling its agents without pause (11.7 s
+of driver CPU in a 20 s run, the server down to a fifth of its rate; it polls once per 0.25 s now)
+and the agents importing the driver's modules (0.2 s of CPU each per run).
 
     python benchmarks/agents.py [--repeat 5] [--requests 20000]
 """
@@ -30,6 +34,7 @@ import argparse
 import os
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -45,29 +50,58 @@ APPS = Path(__file__).resolve().parents[1] / "tests" / "apps"
 NODE = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "dashboard_host": "127.0.0.1"}
 
 
-def _busy_s() -> float:
-    """CPU time the whole machine spent busy (all CPUs), seconds."""
-    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    idle = fields[3] + fields[4]
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+class _Tree:
+    """The CPU time (user and system) of this process and every process started under it but the
+    server's: the driver (and a local run's engine), the Ray cluster's daemons and workers, the
+    agents. Each process's clock is read every :data:`EVERY_S` and its last reading kept, also
+    once it ended (an agent Ray stopped is not reaped into its parent's children times): a process
+    loses at most its last interval's CPU, and one living less than it is missed."""
+
+    EVERY_S = 0.2
+
+    def __init__(self, server_pid: int) -> None:
+        self.server_pid, self.lock = server_pid, threading.Lock()
+        self.seen: dict[tuple[int, float], float] = {}
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _read(self) -> None:
+        server = {self.server_pid, *(c.pid for c in psutil.Process(self.server_pid).children(recursive=True))}
+        root = psutil.Process()
+        readings: dict[tuple[int, float], float] = {}
+        for process in [root, *root.children(recursive=True)]:
+            if process.pid in server:
+                continue
+            try:
+                times = process.cpu_times()
+                readings[(process.pid, process.create_time())] = times.user + times.system
+            except psutil.Error:  # ended meanwhile: its last reading stands
+                continue
+        with self.lock:
+            self.seen.update(readings)
+
+    def _watch(self) -> None:
+        while not self.stopped.wait(self.EVERY_S):
+            self._read()
+
+    def cpu_s(self) -> float:
+        """The total so far, read now."""
+        self._read()
+        with self.lock:
+            return sum(self.seen.values())
 
 
-def _server_s(pid: int) -> float:
-    root = psutil.Process(pid)
-    return sum(sum(p.cpu_times()[:2]) for p in [root, *root.children(recursive=True)])
-
-
-def _round(way: str, url: str, requests: int, address: str, server_pid: int) -> tuple[float, float]:
+def _round(way: str, url: str, requests: int, address: str, tree: _Tree) -> tuple[float, float]:
     """(start-up s, CPU µs per request of everything but the server) for one run."""
     spec = pounder.BenchSpec.from_options(url, requests=requests, connections=4)
-    busy, server, began = _busy_s(), _server_s(server_pid), time.monotonic()
+    others, began = tree.cpu_s(), time.monotonic()
     if way == "local":
         result = pounder.run_bench(spec)
     else:
         result = pounder.run_bench_ray(spec, pounder.Cluster(address, agents=2))
     wall = time.monotonic() - began
-    others = (_busy_s() - busy) - (_server_s(server_pid) - server)
-    return wall - result.elapsed_s, others / max(result.requests.complete, 1) * 1e6
+    cpu_s = tree.cpu_s() - others
+    return wall - result.elapsed_s, cpu_s / max(result.requests.complete, 1) * 1e6
 
 
 def main() -> int:
@@ -92,9 +126,13 @@ def main() -> int:
         url = server.url + "/"
         pounder.bench(url, requests=2000, connections=4)  # warm every worker
         runs: dict[str, list[tuple[float, float]]] = {"local": [], "ray": []}
+        tree = _Tree(server.pid)
+        tree.thread.start()
         for _ in range(args.repeat):
             for way in runs:
-                runs[way].append(_round(way, url, args.requests, nodes.address, server.pid))
+                runs[way].append(_round(way, url, args.requests, nodes.address, tree))
+        tree.stopped.set()
+        tree.thread.join()
     finally:
         server.stop()
         nodes.shutdown()

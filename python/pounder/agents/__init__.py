@@ -8,9 +8,39 @@ cluster (``_connect``) probes the head first (``_gcs``) and keeps what ``ray.ini
 process in bounds (``_ray_init``: a local cluster's processes in one guarded process group).
 Ray is imported only here, and only when asked for."""
 
-from pounder.agents._cluster import Cluster, agent_pool, bench, make_sender, run_bench_ray
-from pounder.agents._connect import RAY_EXTRA
-from pounder.agents._pool import AgentPool, agent_file, check_distributable
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pounder.agents._cluster import Cluster, agent_pool, bench, make_sender, run_bench_ray
+    from pounder.agents._connect import RAY_EXTRA
+    from pounder.agents._pool import AgentPool, agent_file, check_distributable
+
+_LAZY = {
+    "RAY_EXTRA": "pounder.agents._connect",
+    "AgentPool": "pounder.agents._pool",
+    "Cluster": "pounder.agents._cluster",
+    "agent_file": "pounder.agents._pool",
+    "agent_pool": "pounder.agents._cluster",
+    "bench": "pounder.agents._cluster",
+    "check_distributable": "pounder.agents._pool",
+    "make_sender": "pounder.agents._cluster",
+    "run_bench_ray": "pounder.agents._cluster",
+}
+"""Each name's module, imported on first use: an agent imports ``pounder.agents._agent`` (so this
+package) on its node, and needs none of the driver's modules (the load, the results, the servers)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pounder.agents' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "RAY_EXTRA",

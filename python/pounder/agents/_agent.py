@@ -17,9 +17,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from pounder._ip import is_loopback
 from pounder._units import available_cpus
 from pounder._version import __version__
-from pounder.traffic import is_loopback
 
 if TYPE_CHECKING:
     from pounder._engine import EngineSpec, Run

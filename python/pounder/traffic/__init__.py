@@ -7,13 +7,14 @@ access log or a HAR as a mix (``_access_log``, its lines read in ``_log_lines``,
 ``_templates``). Between :mod:`pounder.results` (the records it fills, such as a replay's
 :class:`~pounder.results.ReplayInfo`) and :mod:`pounder.load`, whose spec puts it together."""
 
+from pounder._ip import is_loopback
 from pounder.traffic._access_log import AccessLog, base_of, read_access_log, write_url_file
 from pounder.traffic._parse import UrlLine, read_url_file, read_url_targets
 from pounder.traffic._replay import ReplayPlan, plan_replay, recorded_request
 from pounder.traffic._request import RequestTemplate, build_request_template, recorded_headers
 from pounder.traffic._scenario import Scenario, read_scenario
 from pounder.traffic._scenario_options import check_scenario_options
-from pounder.traffic._url import NotLoopbackError, check_unix_socket, is_loopback, parse_url, resolve, server_name
+from pounder.traffic._url import NotLoopbackError, check_unix_socket, parse_url, resolve, server_name
 
 __all__ = [
     "AccessLog",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
 from pounder._errors import UsageError, check_text, public
+from pounder._ip import is_loopback
 
 _URL_SAFE = "!#$%&'()*+,/:;=?@[]~"
 
@@ -169,16 +170,6 @@ def hosts_file_addresses(name: str, path: str = HOSTS_FILE) -> list[str]:
                 continue
             found.append(words[0])
     return found
-
-
-@public
-def is_loopback(ip: str) -> bool:
-    """Whether an IP address (``%zone`` and IPv4-mapped IPv6 allowed) is this machine's loopback;
-    ValueError when ``ip`` is no IP address."""
-    address = ipaddress.ip_address(ip.split("%")[0])
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_loopback
 
 
 SUN_PATH_MAX = 107
