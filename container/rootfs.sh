@@ -66,14 +66,17 @@ echo "rootfs.sh: $version"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 in_root python3 -m http.server "$port" --bind 127.0.0.1 --directory /tmp >/dev/null 2>&1 &
 for _ in $(seq 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null && break; sleep 0.1; done
-in_root pounder bench "http://127.0.0.1:$port/install.sh" -n 300 -c 4 --json /tmp/bench.json >/dev/null
-python3 - "$root/tmp/bench.json" <<'EOF'
+# the requests a bench's JSON says complete, which must be all 300 it was asked for
+all_complete() {
+    python3 - "$1" "$2" <<'EOF'
 import json, sys
-result = json.load(open(sys.argv[1]))
-complete = result["requests"]["complete"] if "requests" in result else result["complete"]
+complete = json.load(open(sys.argv[1]))["requests"]["complete"]
 assert complete == 300, complete
-print(f"rootfs.sh: bench in the root: {complete} of 300 requests complete")
+print(f"rootfs.sh: {sys.argv[2]}: {complete} of 300 requests complete")
 EOF
+}
+in_root pounder bench "http://127.0.0.1:$port/install.sh" -n 300 -c 4 --json /tmp/bench.json >/dev/null
+all_complete "$root/tmp/bench.json" "bench in the root"
 # 3. the same load from an agent on a one-node Ray cluster started in the root
 ray_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 in_root ray start --head --node-ip-address 127.0.0.1 --port "$ray_port" --num-cpus 1 --include-dashboard false \
@@ -81,11 +84,5 @@ in_root ray start --head --node-ip-address 127.0.0.1 --port "$ray_port" --num-cp
 in_root pounder bench "http://127.0.0.1:$port/install.sh" -n 300 -c 4 --ray "127.0.0.1:$ray_port" --agents 1 \
     --json /tmp/bench-ray.json >/dev/null
 in_root ray stop --force >/dev/null 2>&1 || true
-python3 - "$root/tmp/bench-ray.json" <<'EOF'
-import json, sys
-result = json.load(open(sys.argv[1]))
-complete = result["requests"]["complete"] if "requests" in result else result["complete"]
-assert complete == 300, complete
-print(f"rootfs.sh: bench from a Ray agent in the root: {complete} of 300 requests complete")
-EOF
+all_complete "$root/tmp/bench-ray.json" "bench from a Ray agent in the root"
 echo "rootfs.sh: the recipe works ($((SECONDS - started)) s)"

@@ -4,53 +4,28 @@
 //! (shares of one schedule take each of its arrivals once). Exact counts, on both I/O paths.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pounder_engine::{Addr, Io, Replay, Run, Spec, Stage, Target, Warmup};
 use serde_json::Value;
 
 mod common;
-use common::{result, temp_dir, wait_result};
+use common::{recording_server, result, temp_dir, wait_result};
 
-/// Serves keep-alive requests, each answered `delay` after it was read; counts the requests read.
-fn server(delay: Duration) -> (String, Arc<AtomicU64>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let count = Arc::new(AtomicU64::new(0));
-    let seen = Arc::clone(&count);
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let seen = Arc::clone(&seen);
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream);
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    loop {
-                        let mut h = String::new();
-                        if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        if h == "\r\n" {
-                            break;
-                        }
-                    }
-                    seen.fetch_add(1, Ordering::SeqCst);
-                    std::thread::sleep(delay);
-                    if reader.get_mut().write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (addr, count)
+/// Serves keep-alive requests, each answered `delay` after it was read; how many it read.
+fn server(delay: Duration) -> (String, Seen) {
+    let (addr, lines) = recording_server(delay);
+    (addr, Seen(lines))
+}
+
+/// The requests a [`server`] read.
+struct Seen(Arc<Mutex<Vec<String>>>);
+
+impl Seen {
+    fn count(&self) -> u64 {
+        self.0.lock().unwrap().len() as u64
+    }
 }
 
 fn spec(addr: &str, io: Io) -> Spec {
@@ -102,12 +77,12 @@ fn a_whole_schedule_has_no_arrival_on_its_end(io: Io) {
     s.tsv_path = Some(dir.join("r.tsv"));
     let r = result(s);
     assert_eq!(count(&r, "complete") + count(&r, "failed") + count(&r, "unsent"), 42, "{}", r["requests"]);
-    assert_eq!(seen.load(Ordering::SeqCst), count(&r, "complete"));
+    assert_eq!(seen.count(), count(&r, "complete"));
     let sent = offsets(&dir.join("r.tsv"));
     assert!(sent.iter().all(|&us| us < 140_000), "an arrival at {} µs", sent.iter().max().unwrap());
     // a warm-up of 100 ms at 600/s is 60 arrivals (60.00000000000001), then 170 ms are 102
     // (102.00000000000001): the first measured arrival is due as the measured phase starts
-    let before = seen.load(Ordering::SeqCst);
+    let before = seen.count();
     let mut s = spec(&addr, io);
     s.stages = constant(Duration::from_millis(170), 600.0);
     s.warmup = Warmup::Time(Duration::from_millis(100));
@@ -116,13 +91,13 @@ fn a_whole_schedule_has_no_arrival_on_its_end(io: Io) {
     let warm = r["warmup"]["complete"].as_u64().unwrap() + r["warmup"]["failed"].as_u64().unwrap();
     assert_eq!(warm, 60, "{}", r["warmup"]);
     assert_eq!(count(&r, "complete") + count(&r, "failed") + count(&r, "unsent"), 102, "{}", r["requests"]);
-    assert_eq!(seen.load(Ordering::SeqCst) - before, warm + count(&r, "complete"));
+    assert_eq!(seen.count() - before, warm + count(&r, "complete"));
     let measured = offsets(&dir.join("w.tsv"));
     assert_eq!(measured.iter().min(), Some(&100_000), "the first measured arrival");
     assert!(measured.iter().all(|&us| us < 270_000));
     // a warm-up of 10 requests at 600/s lasts 10/600 s to the nanosecond (16,666,667 ns, which
     // hold 10.0000002 arrivals): 10 of them, and the 11th is the first measured
-    let before = seen.load(Ordering::SeqCst);
+    let before = seen.count();
     let mut s = spec(&addr, io);
     s.stages = constant(Duration::from_millis(170), 600.0);
     s.warmup = Warmup::Requests(10);
@@ -131,7 +106,7 @@ fn a_whole_schedule_has_no_arrival_on_its_end(io: Io) {
     let warm = r["warmup"]["complete"].as_u64().unwrap() + r["warmup"]["failed"].as_u64().unwrap();
     assert_eq!(warm, 10, "{}", r["warmup"]);
     assert_eq!(count(&r, "complete") + count(&r, "failed") + count(&r, "unsent"), 102, "{}", r["requests"]);
-    assert_eq!(seen.load(Ordering::SeqCst) - before, warm + count(&r, "complete"));
+    assert_eq!(seen.count() - before, warm + count(&r, "complete"));
     assert_eq!(offsets(&dir.join("n.tsv")).iter().min(), Some(&16_666), "the first measured arrival");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -142,14 +117,14 @@ fn an_arrival_due_as_the_run_ends_is_sent_or_counted_unsent(io: Io) {
     let (addr, seen) = server(Duration::ZERO);
     let dir = temp_dir("end", io);
     for round in 0..8 {
-        let before = seen.load(Ordering::SeqCst);
+        let before = seen.count();
         let mut s = spec(&addr, io);
         s.replay = Some(Replay { times_us: vec![0, 5_000, 10_000, 15_000, 20_000].into(), targets: vec![0; 5].into() });
         s.tsv_path = Some(dir.join(format!("{round}.tsv")));
         let r = result(s);
         let (complete, failed, unsent) = (count(&r, "complete"), count(&r, "failed"), count(&r, "unsent"));
         assert_eq!(complete + failed + unsent, 5, "round {round}: {}", r["requests"]);
-        assert_eq!(seen.load(Ordering::SeqCst) - before, complete, "round {round}");
+        assert_eq!(seen.count() - before, complete, "round {round}");
         let rows = offsets(&dir.join(format!("{round}.tsv")));
         assert_eq!(rows.len() as u64, complete + failed, "round {round}");
         assert_eq!(rows.iter().copied().collect::<BTreeSet<_>>().len(), rows.len(), "round {round}: {rows:?}");
@@ -163,10 +138,10 @@ fn an_arrival_due_as_the_run_ends_is_sent_or_counted_unsent(io: Io) {
         let n = times.len();
         s.replay = Some(Replay { times_us: times.into(), targets: vec![0; n].into() });
         s.duration = cut;
-        let before = seen.load(Ordering::SeqCst);
+        let before = seen.count();
         let r = result(s);
         assert_eq!((count(&r, "complete"), count(&r, "failed"), count(&r, "unsent")), (1, 0, 1), "cut {cut:?}: {}", r["requests"]);
-        assert_eq!(seen.load(Ordering::SeqCst) - before, 1);
+        assert_eq!(seen.count() - before, 1);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -205,7 +180,7 @@ fn shares_take_each_arrival_of_the_one_schedule_once(io: Io) {
             sent += complete;
             unsent += count(&r, "unsent");
         }
-        assert_eq!(seen.load(Ordering::SeqCst), sent);
+        assert_eq!(seen.count(), sent);
         assert_eq!(all.len() as u64 + unsent, 42);
         if connections == 4 {
             assert_eq!(all, (0..42).collect::<BTreeSet<u64>>(), "the one schedule");

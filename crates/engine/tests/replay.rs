@@ -1,7 +1,5 @@
 //! A timed replay (explicit send times) against a real (tiny, in-process) HTTP server on loopback.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -9,48 +7,11 @@ use pounder_engine::{Addr, Io, Order, Replay, Run, Spec, Stage, Target, Warmup};
 use serde_json::Value;
 
 mod common;
-use common::{result, temp_dir, wait_result};
+use common::{recording_server, result, temp_dir, wait_result};
 
 /// Serves keep-alive requests with a 2-byte body; records each request line it read.
 fn server() -> (String, Arc<Mutex<Vec<String>>>) {
-    slow_server(Duration::ZERO)
-}
-
-/// `server`, answering each request `delay` after it read it.
-fn slow_server(delay: Duration) -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let all = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let all = Arc::clone(&all);
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream);
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    loop {
-                        let mut h = String::new();
-                        if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        if h == "\r\n" {
-                            break;
-                        }
-                    }
-                    all.lock().unwrap().push(line.trim_end().to_string());
-                    std::thread::sleep(delay);
-                    if reader.get_mut().write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (addr, seen)
+    recording_server(Duration::ZERO)
 }
 
 fn replay_spec(addr: &str, times_us: Vec<u64>, targets: Vec<u32>, io: Io) -> Spec {
@@ -155,7 +116,7 @@ fn an_overloaded_replay_counts_each_arrival_once_and_ends_on_time(io: Io) {
     // 40 arrivals 10 ms apart, 2 connections, answers after 100 ms: most arrivals find both busy.
     // They wait (late); those still waiting at the end (the last arrival's time, or -d) are
     // unsent; the run ends then plus the drain, not when the backlog would have been served.
-    let (addr, seen) = slow_server(Duration::from_millis(100));
+    let (addr, seen) = recording_server(Duration::from_millis(100));
     let times: Vec<u64> = (0..40).map(|i| i * 10_000).collect();
     for (cut, arrivals) in [(None, 40u64), (Some(Duration::from_millis(200)), 20)] {
         let before = seen.lock().unwrap().len() as u64;

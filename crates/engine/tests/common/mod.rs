@@ -7,7 +7,8 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use pounder_engine::{Io, Run, Spec};
 use serde_json::Value;
@@ -124,4 +125,42 @@ pub fn tcp_server() -> (String, Arc<AtomicU64>) {
         }
     });
     (addr, count)
+}
+
+/// Serves keep-alive requests with a 2-byte body, each answered `delay` after it was read;
+/// records each request line it read (how many: their count).
+pub fn recording_server(delay: Duration) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let all = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let all = Arc::clone(&all);
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    loop {
+                        let mut h = String::new();
+                        if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if h == "\r\n" {
+                            break;
+                        }
+                    }
+                    all.lock().unwrap().push(line.trim_end().to_string());
+                    std::thread::sleep(delay);
+                    if reader.get_mut().write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (addr, seen)
 }
