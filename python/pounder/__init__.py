@@ -15,10 +15,10 @@ the Rust engine (``pounder._engine``) is loaded by :func:`bench`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pounder._errors import PounderError, UsageError
+from pounder._lazy import lazy_getattr
 from pounder._version import __version__
 
 if TYPE_CHECKING:
@@ -121,14 +121,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """``pounder.bench`` and the rest, imported from their package on first use."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pounder' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr("pounder", _LAZY, globals())
 
 
 __all__ = [

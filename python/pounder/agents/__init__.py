@@ -10,8 +10,9 @@ Ray is imported only here, and only when asked for."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pounder._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from pounder.agents._cluster import Cluster, agent_pool, bench, make_sender, run_bench_ray
@@ -33,13 +34,7 @@ _LAZY = {
 package) on its node, and needs none of the driver's modules (the load, the results, the servers)."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pounder.agents' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr("pounder.agents", _LAZY, globals())
 
 
 __all__ = [
