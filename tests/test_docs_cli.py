@@ -6,19 +6,16 @@ version draws other boxes and wraps elsewhere, with the same words)."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
+from typing import Any
+
+from support.cliutil import doc_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("cli_reference", ROOT / "tests" / "tools" / "cli_reference.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _tool() -> Any:
+    return doc_tool("cli_reference")
 
 
 def test_the_cli_reference_is_the_help() -> None:

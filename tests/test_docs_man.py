@@ -5,26 +5,23 @@ first line (the comment naming them) otherwise. With man-db here, it renders wit
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
 from pathlib import Path
-from types import ModuleType
+from typing import Any
 
 import pytest
+
+from support.cliutil import doc_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "man" / "pounder.1"
 FIX = "run make man (python3 tests/tools/man_page.py)"
 
 
-def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("man_page", ROOT / "tests" / "tools" / "man_page.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _tool() -> Any:
+    return doc_tool("man_page")
 
 
 def test_the_man_page_is_the_help() -> None:

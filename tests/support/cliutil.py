@@ -5,6 +5,7 @@ one line ``pounder: error: ...`` on stderr, no traceback, nothing on stdout."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 from pounder.cli import app
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
+TOOLS_DIR = Path(__file__).resolve().parents[1] / "tools"
 """This checkout's python/ (where ``import pounder`` must come from in a child process)."""
 
 
@@ -84,3 +86,10 @@ def assert_usage_error(code: int, stdout: str, stderr: str, *fragments: str) -> 
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
     return lines[0]
+
+
+def doc_tool(name: str) -> Any:
+    """A generator of tests/tools (``cli_reference``, ``man_page``: scripts, no package) imported."""
+    if str(TOOLS_DIR) not in sys.path:
+        sys.path.insert(0, str(TOOLS_DIR))
+    return importlib.import_module(name)

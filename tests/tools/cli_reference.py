@@ -84,19 +84,26 @@ def reference() -> str:
     return "\n".join(parts)
 
 
-def main(argv: list[str]) -> int:
-    text = reference()
+def write_or_check(path: Path, text: str, argv: list[str], tool: str, usage: str | None) -> int:
+    """A generated page's command line: ``--check`` says whether ``path`` holds ``text`` (0) or not
+    (1, and which tool makes it again), no argument writes it, anything else prints ``usage`` (2)."""
+    where = path.relative_to(REPO)
     if argv == ["--check"]:
-        same = REFERENCE.exists() and REFERENCE.read_text(encoding="utf-8") == text
+        same = path.exists() and path.read_text(encoding="utf-8") == text
         if not same:
-            print(f"{REFERENCE.relative_to(REPO)} differs from the help: run python3 tests/tools/cli_reference.py")
+            print(f"{where} differs from the help: run python3 tests/tools/{tool}")
         return 0 if same else 1
     if argv:
-        print(__doc__)
+        print(usage)
         return 2
-    REFERENCE.write_text(text, encoding="utf-8")
-    print(f"wrote {REFERENCE.relative_to(REPO)} ({text.count(chr(10))} lines)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {where} ({text.count(chr(10))} lines)")
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return write_or_check(REFERENCE, reference(), argv, "cli_reference.py", __doc__)
 
 
 if __name__ == "__main__":

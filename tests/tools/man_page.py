@@ -13,10 +13,8 @@ command after changing an option or a help text. Read it with ``man -l docs/man/
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import typer
@@ -24,17 +22,10 @@ import typer
 from pounder._version import __version__
 from pounder.cli import app
 
+if str(Path(__file__).parent) not in sys.path:  # tests/tools is no package: cli_reference.py is beside this file
+    sys.path.insert(0, str(Path(__file__).parent))
+import cli_reference as reference  # noqa: E402
 
-def _cli_reference() -> ModuleType:
-    """tests/tools/cli_reference.py (beside this file; tests/tools is no package)."""
-    spec = importlib.util.spec_from_file_location("cli_reference", Path(__file__).with_name("cli_reference.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-reference = _cli_reference()
 REPO: Path = reference.REPO
 PAGE = REPO / "docs" / "man" / "pounder.1"
 ARGUMENTS, OPTIONS = "Arguments", "Options"  # typer's default panels, shown first
@@ -149,20 +140,7 @@ def page() -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = page()
-    where = PAGE.relative_to(REPO)
-    if argv == ["--check"]:
-        same = PAGE.exists() and PAGE.read_text(encoding="utf-8") == text
-        if not same:
-            print(f"{where} differs from the help: run python3 tests/tools/man_page.py")
-        return 0 if same else 1
-    if argv:
-        print(__doc__)
-        return 2
-    PAGE.parent.mkdir(parents=True, exist_ok=True)
-    PAGE.write_text(text, encoding="utf-8")
-    print(f"wrote {where} ({text.count(chr(10))} lines)")
-    return 0
+    return reference.write_or_check(PAGE, page(), argv, "man_page.py", __doc__)
 
 
 if __name__ == "__main__":
