@@ -1,7 +1,8 @@
 """``pounder top --prometheus``: the live view served as a Prometheus scrape endpoint, against a real
 Apache prefork + mod_perl with its status page. The scraped figures (parsed by prometheus_client's own
 parser) are checked against what the test reads itself: the children per psutil, their memory per
-/proc/PID/smaps_rollup, their age per their start time, the requests each served per Apache's own
+/proc/PID/smaps_rollup, their CPU time per /proc/PID/stat and the CPU each burned by its own word,
+their age per their start time, the requests each served per Apache's own
 status table; a real Prometheus (Debian's) scrapes it and its query returns the children; bad input
 is refused in one line before anything is served."""
 
@@ -27,6 +28,7 @@ import psutil
 import pytest
 
 from pounder.servers import free_port
+from support.burner import cpu_seconds
 from support.cliutil import assert_usage_error, run_cli, start_pounder
 from support.leftovers import processes_mentioning
 
@@ -36,6 +38,8 @@ MIB = 1 << 20
 APACHE_STATES = {"status", "idle", "starting", "reading", "writing", "keepalive", "dns", "closing", "logging",
                  "finishing", "cleanup"}
 SENT = 40
+BURNS = (150, 150, 150, 150)
+"""Requests to /cpu?ms=N: the child answering burns N ms of its CPU time (it says which child it is)."""
 
 
 def _children(parent: int) -> set[int]:
@@ -123,16 +127,22 @@ def _first_view(top: subprocess.Popen[str], port: int, children: int) -> Samples
         time.sleep(0.2)
 
 
-def _loaded_apache(apache_server: Any) -> Any:
+def _loaded_apache(apache_server: Any, burns: tuple[int, ...] = ()) -> tuple[Any, dict[int, float]]:
+    """Apache after SENT requests (``burns`` of them burning CPU); the CPU seconds each child burned, as it said."""
     srv = apache_server(start_servers=2, min_spare=1, max_spare=3, keepalive=False)
-    for _ in range(SENT):
+    burned: dict[int, float] = {}
+    for ms in burns:
+        with urllib.request.urlopen(f"{srv.url}/cpu?ms={ms}", timeout=10) as reply:
+            pid = int(reply.read().split()[1])
+        burned[pid] = burned.get(pid, 0.0) + ms / 1000
+    for _ in range(SENT - len(burns)):
         with urllib.request.urlopen(f"{srv.url}/hello", timeout=10) as reply:
             reply.read()
-    return srv
+    return srv, burned
 
 
 def test_scraped_figures_are_the_childrens_own(apache_server) -> None:
-    srv = _loaded_apache(apache_server)
+    srv, burned = _loaded_apache(apache_server, BURNS)
     children = _children(srv.pid)
     port = free_port()
     with socket.socket() as taken:  # a port in use: refused in one line, nothing served
@@ -143,6 +153,7 @@ def test_scraped_figures_are_the_childrens_own(apache_server) -> None:
                            "cannot listen there")
     with _top_serving(srv, port) as top:
         samples = _first_view(top, port, len(children))
+        stat_cpu = {pid: cpu_seconds(pid) for pid in children}  # ticks: not top's CPU clock
         apache = _apache_requests(srv.url)
         now = time.time()
         starts = {pid: psutil.Process(pid).create_time() for pid in children}
@@ -176,6 +187,11 @@ def test_scraped_figures_are_the_childrens_own(apache_server) -> None:
     assert now - 5 < taken_at <= now
     for pid, age in _by_pid(samples, "pounder_top_child_age_seconds").items():
         assert abs(age - (taken_at - starts[pid])) <= 0.2, (pid, age, taken_at, starts[pid])
+    cpu_s = _by_pid(samples, "pounder_top_child_cpu_seconds_total")
+    assert set(cpu_s) == children
+    for pid in children:  # ticks of 10 ms round down; the children idle since top's read
+        assert abs(cpu_s[pid] - stat_cpu[pid]) <= 0.05, (pid, cpu_s[pid], stat_cpu[pid])
+        assert cpu_s[pid] >= burned.get(pid, 0.0), (pid, cpu_s[pid], burned)
     for pid, ratio in _by_pid(samples, "pounder_top_child_cpu_ratio").items():
         assert 0 <= ratio <= psutil.cpu_count(), (pid, ratio)  # idle children: the figure is checked in tests/top
 
@@ -192,12 +208,12 @@ def test_scraped_figures_are_the_childrens_own(apache_server) -> None:
 
 @contextlib.contextmanager
 def _prometheus(tmp_path: Path, target: str) -> Iterator[str]:
-    """Debian's Prometheus scraping ``target`` every second (own config, storage under tmp_path, a
+    """Debian's Prometheus scraping ``target`` twice a second (own config, storage under tmp_path, a
     loopback port); its base URL."""
     port = free_port()
     config = tmp_path / "prometheus.yml"
     config.write_text(json.dumps({  # JSON is YAML
-        "global": {"scrape_interval": "1s", "scrape_timeout": "900ms"},
+        "global": {"scrape_interval": "500ms", "scrape_timeout": "400ms"},
         "scrape_configs": [{"job_name": "pounder_top", "static_configs": [{"targets": [target]}]}],
     }))
     server = subprocess.Popen(
@@ -236,7 +252,7 @@ def _query(base: str, query: str) -> list[dict[str, Any]]:
 
 @pytest.mark.skipif(shutil.which("prometheus") is None, reason="Prometheus (Debian's prometheus) is not installed")
 def test_prometheus_scrapes_the_children(apache_server, tmp_path: Path) -> None:
-    srv = _loaded_apache(apache_server)
+    srv, _ = _loaded_apache(apache_server)
     children = _children(srv.pid)
     port = free_port()
     with _top_serving(srv, port) as top, _prometheus(tmp_path, f"127.0.0.1:{port}") as base:
@@ -277,7 +293,7 @@ def test_the_library_endpoint_serves_the_last_view_until_closed() -> None:
     from pounder.top import ChildRow, TopExporter, TopTotals, TopView
 
     row = ChildRow(pid=4242, state="accept", state_from="proc", detail="accept4", busy=None, requests=None,
-                   cpu_percent=None, uss=3 * MIB, shared=5 * MIB, pss=4 * MIB, age_s=12.5, new=False)
+                   cpu_percent=None, uss=3 * MIB, shared=5 * MIB, pss=4 * MIB, age_s=12.5, new=False, cpu_s=1.5)
     totals = TopTotals(children=1, by_state={"accept": 1}, footprint=9 * MIB, children_uss=3 * MIB,
                        median_child_shared=5 * MIB, parent_rss=7 * MIB, requests_per_s=None, accept_queue=None)
     view = TopView(1_700_000_000.25, 4241, "srv", "pid 4241", None, None, (row,), (), totals)
@@ -291,6 +307,7 @@ def test_the_library_endpoint_serves_the_last_view_until_closed() -> None:
         pass
     assert samples == {
         "pounder_top_child_state": [({"server": "srv", "pid": "4242", "state": "accept", "source": "proc"}, 1)],
+        "pounder_top_child_cpu_seconds_total": [({"server": "srv", "pid": "4242"}, 1.5)],
         "pounder_top_child_uss_bytes": [({"server": "srv", "pid": "4242"}, 3 * MIB)],
         "pounder_top_child_shared_bytes": [({"server": "srv", "pid": "4242"}, 5 * MIB)],
         "pounder_top_child_pss_bytes": [({"server": "srv", "pid": "4242"}, 4 * MIB)],
@@ -302,3 +319,24 @@ def test_the_library_endpoint_serves_the_last_view_until_closed() -> None:
         "pounder_top_view_timestamp_seconds": [({"server": "srv"}, 1_700_000_000.25)],
         "pounder_top_server_info": [({"server": "srv", "pid": "4241", "states_from": "proc"}, 1)],
     }
+
+
+def test_a_view_keeps_the_cpu_clock_and_older_views_still_read() -> None:
+    """``cpu_s`` (what the counter serves) goes through --json and back; a view written before it was
+    kept lacks it, still follows the schema and reads as None (no counter served)."""
+    from pounder.top import ChildRow, TopTotals, TopView, top_from_dict, view_families
+    from support.schemas import validate
+
+    row = ChildRow(pid=4242, state="accept", state_from="proc", detail="accept4", busy=None, requests=None,
+                   cpu_percent=1.5, uss=MIB, shared=MIB, pss=MIB, age_s=2.0, new=False, cpu_s=0.123456)
+    totals = TopTotals(children=1, by_state={"accept": 1}, footprint=MIB, children_uss=MIB,
+                       median_child_shared=MIB, parent_rss=MIB, requests_per_s=None, accept_queue=0)
+    doc = TopView(1_700_000_000.0, 4241, "srv", "pid 4241", None, 1.0, (row,), (), totals).to_dict()
+    validate(doc, "top")
+    assert top_from_dict(doc).children[0].cpu_s == 0.123456
+    del doc["children"][0]["cpu_s"]
+    validate(doc, "top")
+    older = top_from_dict(doc)
+    assert older.children[0].cpu_s is None
+    names = {family.name for family in view_families(older) if family.samples}
+    assert "pounder_top_child_cpu_ratio" in names and "pounder_top_child_cpu_seconds" not in names

@@ -89,7 +89,8 @@ class TopFlags:
                                                                help=(
         "Serve each view's figures at http://ADDRESS/metrics for Prometheus to scrape while top runs (live or "
         "printing view after view; not with --once): HOST:PORT, [::1]:PORT, or :PORT for 127.0.0.1. Metrics "
-        "pounder_top_child_state{state,source}, pounder_top_child_requests_total, pounder_top_child_cpu_ratio, "
+        "pounder_top_child_state{state,source}, pounder_top_child_requests_total, "
+        "pounder_top_child_cpu_seconds_total, pounder_top_child_cpu_ratio, "
         "pounder_top_child_uss_bytes, _shared_bytes, _pss_bytes, _age_seconds (labels server, pid) and the "
         "pool's pounder_top_children, _footprint_bytes, _children_uss_bytes, _parent_rss_bytes, "
         "_requests_per_second, _accept_queue_connections, _view_timestamp_seconds (label server); a figure top "

@@ -12,7 +12,9 @@ process name (``server``) and, for a child, its ``pid``:
   (``source="status"``) or /proc's (``source="proc"``);
 * ``pounder_top_child_requests_total``: requests served by the child (only when the status page
   tells it);
-* ``pounder_top_child_cpu_ratio``: its CPU time over the wall time since the view before (1 is
+* ``pounder_top_child_cpu_seconds_total``: its CPU time so far (all threads, the kernel's
+  per-process clock), for ``rate()`` over any window whatever top's interval;
+  ``pounder_top_child_cpu_ratio``: its CPU time over the wall time since the view before (1 is
   one CPU; top's CPU % / 100);
 * ``pounder_top_child_uss_bytes``, ``pounder_top_child_shared_bytes``,
   ``pounder_top_child_pss_bytes`` (smaps_rollup), ``pounder_top_child_age_seconds``;
@@ -95,6 +97,8 @@ def view_families(view: TopView) -> list[Any]:
                   "/proc's (source=proc: running, accept, sleeping).", ["server", "pid", "state", "source"])
     requests = core.CounterMetricFamily(PREFIX + "child_requests", "Requests served by the child, as the "
                                         "server's status page tells it.", labels=child_labels)  # fmt: skip
+    cpu_s = core.CounterMetricFamily(PREFIX + "child_cpu_seconds", "The child's CPU time so far (all threads, "
+                                     "the kernel's per-process clock).", labels=child_labels)  # fmt: skip
     cpu = gauge("child_cpu_ratio", "The child's CPU time (all threads) over the wall time since the view before: "
                 "1 is one CPU.")
     uss = gauge("child_uss_bytes", "The child's unique set size: Private_Clean + Private_Dirty of smaps_rollup.")
@@ -107,6 +111,8 @@ def view_families(view: TopView) -> list[Any]:
         state.add_metric([server, pid, child.state, child.state_from], 1)
         if child.requests is not None:
             requests.add_metric([server, pid], child.requests)
+        if child.cpu_s is not None:
+            cpu_s.add_metric([server, pid], child.cpu_s)
         if child.cpu_percent is not None:
             cpu.add_metric([server, pid], child.cpu_percent / 100)
         uss.add_metric([server, pid], child.uss)
@@ -135,7 +141,7 @@ def view_families(view: TopView) -> list[Any]:
                                  "children's states (a status page's kind, or proc).",
                                  labels=["server"])  # fmt: skip
     info.add_metric([server], {"pid": str(view.root_pid), "states_from": view.status or "proc"})
-    return [state, requests, cpu, uss, shared, pss, age, *pool, info]
+    return [state, requests, cpu_s, cpu, uss, shared, pss, age, *pool, info]
 
 
 @public
