@@ -10,6 +10,7 @@ One live run of 5 s against the test server."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -243,6 +244,9 @@ def test_another_spec_or_a_bad_file_is_refused_before_anything_is_sent(testserve
     huge = tmp_path / "huge.json"
     with huge.open("wb") as out:
         out.truncate(257 * 1024 * 1024)  # sparse: larger than a result may be, nothing written
+    other_body = json.loads(base.read_text())
+    other_body["options"]["http"].update(method="POST", body_bytes=3, body_sha256=hashlib.sha256(b"abd").hexdigest())
+    (tmp_path / "other-body.json").write_text(json.dumps(other_body))
     interrupted = json.loads(base.read_text())
     interrupted["interrupted"] = True
     (tmp_path / "interrupted.json").write_text(json.dumps(interrupted))
@@ -257,6 +261,8 @@ def test_another_spec_or_a_bad_file_is_refused_before_anything_is_sent(testserve
         ([*same, "-m", "POST", "--baseline", str(base)], "the request's method is 'POST' here and 'GET'"),
         ([*same, "-H", "X-Flavour: new", "--baseline", str(base)], "the request's headers is (('X-Flavour', 'new'),)"),
         ([f"{server.url}/other", *same[1:], "--baseline", str(base)], "the URL set (URL, weight, own method) is"),
+        ([*same, "-m", "POST", "-b", "abc", "--baseline", str(tmp_path / "other-body.json")],
+         f"the request's body_sha256 is '{hashlib.sha256(b'abc').hexdigest()}' here"),
         ([*same, "--baseline", str(corrupt)], f"--baseline: {corrupt} is not a pounder bench result: not valid JSON"),
         ([*same, "--baseline", str(DATA / "compare-fast-slow.json")],
          "is not a pounder bench result: 'schema' is 'pounder/compare/1'"),
