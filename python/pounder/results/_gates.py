@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pounder._errors import UsageError, public
 from pounder._records import Reader
+from pounder._table import times
 from pounder._units import parse_count, parse_duration, parse_rate, plain
 from pounder.results._measured import MalformedResultError
 
@@ -458,11 +459,6 @@ def slowdown_verdict(gate: Gate, ratio: float | None, low: float | None, high: f
     return verdict_of(gate, least, "", subject, shown)
 
 
-def _ratio_text(value: float) -> str:
-    """A ratio as ``0.512x``, ``1.013x`` (compare's format)."""
-    return f"{value:,.0f}x" if value >= 100 else f"{value:.1f}x" if value >= 10 else f"{value:.3f}x"
-
-
 def _baseline_gate(gate: Gate, result: BenchResult) -> GateResult:
     """``slower`` or ``p99-slower`` on the result's ``baseline`` section (unmeasurable without one)."""
     baseline = result.baseline
@@ -475,5 +471,5 @@ def _baseline_gate(gate: Gate, result: BenchResult) -> GateResult:
            f"the interval needs {MIN_SECONDS} on each side" if min(figure.new_samples, figure.old_samples) < MIN_SECONDS
            else f"no interval: a baseline sample of 0 {figure.label}")  # fmt: skip
     return slowdown_verdict(gate, figure.ratio, figure.low, figure.high, latency=not figure.higher_is_better,
-                            figure=figure.label, subject=f"new vs {baseline.file}", shown_ratio=_ratio_text,
+                            figure=figure.label, subject=f"new vs {baseline.file}", shown_ratio=times,
                             why_none=why)  # fmt: skip
