@@ -12,7 +12,9 @@ false alarm. The gates: ``slower>5%`` (requests/s in closed loop), ``p99-slower>
 Two steps, so that the verdicts can be worked out again from the same runs:
 
     flock /tmp/team/live.lock python benchmarks/baseline_false_alarms.py record DIR [--pairs 20] [--seconds 5]
-    python benchmarks/baseline_false_alarms.py evaluate DIR [--write benchmarks/results/baseline_false_alarms.json]
+    flock /tmp/team/live.lock python benchmarks/baseline_false_alarms.py interleaved DIR2 [--rounds 20]
+    python benchmarks/baseline_false_alarms.py evaluate DIR --interleaved DIR2 \
+        [--write benchmarks/results/baseline_false_alarms.json]
 
 ``record`` writes ``DIR/pair-NN-old.json`` and ``DIR/pair-NN-new.json`` (bench results);
 ``evaluate`` compares each new run with its old one (:func:`pounder.results.compare_with_baseline`
@@ -20,6 +22,12 @@ and the gates on it, as ``pounder bench --baseline`` does) and prints how many p
 ``--write`` it writes the figures that README and the baseline comparison's text quote
 (tests/results/test_baseline.py checks that they are the file's). This is a benchmark, not a
 test: it asserts nothing.
+
+For contrast, ``interleaved`` asks the question the way ``pounder compare`` does: ``--rounds`` times
+a fresh gunicorn and ``pounder compare`` of its URL against itself, 5 interleaved trials of 1 s a
+side after a warm-up trial each (about as long as a pair of baseline runs), ``slower>5%`` evaluated;
+``evaluate --interleaved DIR2`` counts how often it fired and how often the verdict was not "no
+clear difference".
 """
 
 from __future__ import annotations
@@ -134,7 +142,19 @@ def record(folder: Path, pairs: int, seconds: int) -> None:
     }, indent=2) + "\n", encoding="utf-8")  # fmt: skip
 
 
-def evaluate(folder: Path, write: Path | None) -> None:
+def _interleaved_figures(folder: Path) -> dict[str, int]:
+    """From ``interleaved``'s comparisons: the rounds, those whose slower>5% did not pass, those
+    whose verdict was faster or slower."""
+    documents = [json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("compare-*.json"))]
+    rounds = [document for document in documents if "gates" in document]  # finished (pounder/compare/1)
+    fired = different = 0
+    for document in rounds:
+        fired += any(gate["verdict"] != "pass" for gate in document["gates"])
+        different += document["comparisons"][0]["verdict"] != "no clear difference"
+    return {"rounds": len(rounds), "fired": fired, "different": different}
+
+
+def evaluate(folder: Path, write: Path | None, interleaved_folder: Path | None = None) -> None:
     recorded = json.loads((folder / "recorded.json").read_text(encoding="utf-8"))
     pairs = recorded["pairs"]
     gates = parse_gates(GATES, metrics=BASELINE_METRICS)
@@ -161,17 +181,27 @@ def evaluate(folder: Path, write: Path | None) -> None:
     for name, values in ratios.items():
         if values:
             print(f"  new/old {name}: from {min(values):.3f} to {max(values):.3f}")
+    contrast = None if interleaved_folder is None else _interleaved_figures(interleaved_folder)
+    if contrast is not None:
+        print(f"pounder compare of the same server against itself (5 interleaved trials of 1 s a side), "
+              f"{contrast['rounds']} rounds: slower>5% fired in {contrast['fired']}, the verdict said faster or "
+              f"slower in {contrast['different']}")  # fmt: skip
     if write is not None:
         write.parent.mkdir(parents=True, exist_ok=True)
         write.write_text(json.dumps({
             **recorded,
             "command": ("flock /tmp/team/live.lock python benchmarks/baseline_false_alarms.py record DIR "
-                        f"--pairs {pairs} --seconds {recorded['seconds']}; python benchmarks/baseline_false_alarms.py "
-                        "evaluate DIR --write benchmarks/results/baseline_false_alarms.json"),
+                        f"--pairs {pairs} --seconds {recorded['seconds']}; "
+                        + ("" if contrast is None else "flock /tmp/team/live.lock python "
+                           f"benchmarks/baseline_false_alarms.py interleaved DIR2 --rounds {contrast['rounds']}; ")
+                        + "python benchmarks/baseline_false_alarms.py evaluate DIR "
+                        + ("" if contrast is None else "--interleaved DIR2 ")
+                        + "--write benchmarks/results/baseline_false_alarms.json"),
             "fired": fired,
             "different": different,
             "low": round(min(ratios["requests/s"]), 4),
             "high": round(max(ratios["requests/s"]), 4),
+            **({} if contrast is None else {"interleaved": contrast}),
             "ratios": {name: [round(value, 4) for value in values] for name, values in ratios.items()},
         }, indent=2) + "\n", encoding="utf-8")  # fmt: skip
         print(f"written: {write}", file=sys.stderr)
@@ -187,6 +217,7 @@ def main() -> int:
     ev = sub.add_parser("evaluate", help="the gates' verdicts on recorded pairs")
     ev.add_argument("folder", type=Path)
     ev.add_argument("--write", type=Path, default=None)
+    ev.add_argument("--interleaved", type=Path, default=None, help="the folder of the interleaved step")
     inter = sub.add_parser("interleaved", help="pounder compare of the same server against itself (take the lock)")
     inter.add_argument("folder", type=Path)
     inter.add_argument("--rounds", type=int, default=20)
@@ -196,7 +227,7 @@ def main() -> int:
     elif args.step == "record":
         record(args.folder, args.pairs, args.seconds)
     else:
-        evaluate(args.folder, args.write)
+        evaluate(args.folder, args.write, args.interleaved)
     return 0
 
 

@@ -204,6 +204,9 @@ def test_the_false_alarm_rates_are_the_measured_ones() -> None:
         (measured["date"], measured["pairs"], measured["fired"], measured["different"])  # fmt: skip
     assert (FALSE_ALARMS.low, FALSE_ALARMS.high, FALSE_ALARMS.command) == \
         (measured["low"], measured["high"], measured["command"])  # fmt: skip
+    interleaved = measured["interleaved"]
+    assert (FALSE_ALARMS.compare_rounds, FALSE_ALARMS.compare_fired, FALSE_ALARMS.compare_different) == \
+        (interleaved["rounds"], interleaved["fired"], interleaved["different"])  # fmt: skip
     readme = " ".join((ROOT / "README.md").read_text().split())
     for gate, count in FALSE_ALARMS.fired.items():
         assert f"`{gate}` fired in {count} of {FALSE_ALARMS.pairs}" in readme

@@ -63,7 +63,10 @@ class FalseAlarms:
     every firing is a false alarm), measured on ``date`` by ``command``
     (benchmarks/baseline_false_alarms.py): ``fired`` maps a gate to the pairs it failed, of
     ``pairs``; ``different`` the pairs whose headline verdict was "faster" or "slower";
-    ``low`` and ``high`` the lowest and highest new/old requests/s over the pairs."""
+    ``low`` and ``high`` the lowest and highest new/old requests/s over the pairs. For contrast,
+    ``pounder compare`` of the same server against itself (5 interleaved trials of 1 s a side, as
+    long as a pair), ``compare_rounds`` times: ``compare_fired`` the rounds its ``slower>5%``
+    failed, ``compare_different`` those whose verdict was "faster" or "slower"."""
 
     date: str
     pairs: int
@@ -72,6 +75,9 @@ class FalseAlarms:
     low: float
     high: float
     command: str
+    compare_rounds: int
+    compare_fired: int
+    compare_different: int
 
     def sentence(self) -> str:
         """The caveat every comparison prints, with the measured rates."""
@@ -80,7 +86,10 @@ class FalseAlarms:
                 f"different moments of the machine, which no interval over one run's seconds sees. Measured "
                 f"{self.date}, the same server run twice, {self.pairs} pairs (benchmarks/baseline_false_alarms.py): "
                 f"new/old requests/s from {self.low:.2f} to {self.high:.2f}; the verdict said faster or slower in "
-                f"{self.different} of {self.pairs}; the gates fired in (of {self.pairs}): {rates}.")  # fmt: skip
+                f"{self.different} of {self.pairs}; the gates fired in (of {self.pairs}): {rates}. pounder compare "
+                f"of the same server against itself (5 interleaved trials of 1 s a side), {self.compare_rounds} "
+                f"rounds: slower>5% fired in {self.compare_fired}, the verdict said faster or slower in "
+                f"{self.compare_different}.")  # fmt: skip
 
 
 FALSE_ALARMS = FalseAlarms(
@@ -91,8 +100,12 @@ FALSE_ALARMS = FalseAlarms(
     low=0.4394,
     high=2.746,
     command="flock /tmp/team/live.lock python benchmarks/baseline_false_alarms.py record DIR --pairs 20 --seconds 5; "
-            "python benchmarks/baseline_false_alarms.py evaluate DIR --write "
+            "flock /tmp/team/live.lock python benchmarks/baseline_false_alarms.py interleaved DIR2 --rounds 20; "
+            "python benchmarks/baseline_false_alarms.py evaluate DIR --interleaved DIR2 --write "
             "benchmarks/results/baseline_false_alarms.json",
+    compare_rounds=20,
+    compare_fired=0,
+    compare_different=0,
 )
 """The measured false-alarm rates: benchmarks/results/baseline_false_alarms.json, which
 tests/results/test_baseline.py holds this to (on the shared 2-core development machine, other
@@ -202,6 +215,8 @@ def _false_alarms(value: object, key: str) -> FalseAlarms:
         fired={READ.as_str(gate, f"{key}.fired"): READ.as_int(count, f"{key}.fired.{gate}")
                for gate, count in fired.items()},  # fmt: skip
         command=READ.as_str(READ.get(data, "command"), f"{key}.command"),
+        **{name: READ.as_int(READ.get(data, name), f"{key}.{name}")
+           for name in ("compare_rounds", "compare_fired", "compare_different")},
     )
 
 
