@@ -257,6 +257,8 @@ def test_another_spec_or_a_bad_file_is_refused_before_anything_is_sent(testserve
         ([*same, "--baseline", str(OLD)], "the target (where the requests go) is ['127.0.0.1:"),
         ([url, "-c", "8", "-t", "2", "-d", "5s", "--warmup", "1s", "--baseline", str(base)],
          "load.connections is 8 here and 4 in the baseline"),
+        ([url, "-c", "4", "-t", "1", "-d", "5s", "--warmup", "1s", "--baseline", str(base)],
+         "load.threads is 1 here and 2 in the baseline; give -t 2 to run as it did"),
         ([url, "--rate", "100", "-c", "4", "-t", "2", "-d", "5s", "--warmup", "1s", "--baseline", str(base)],
          "load.kind is 'open' here and 'closed' in the baseline"),
         ([url, "-c", "4", "-t", "2", "-n", "4000", "--warmup", "1s", "--baseline", str(base)],

@@ -225,10 +225,12 @@ def _false_alarms(value: object, key: str) -> FalseAlarms:
 
 
 def _differs(field: str, here: object, there: object, file: str) -> UsageError:
+    # the engine's threads default to the CPUs available: another machine's baseline needs them given
+    hint = f"; give -t {there} to run as it did" if field == "load.threads" else ""
     return UsageError(
         f"--baseline {file} is a run of another spec: {field} is {clip(repr(here), 120)} here and "
-        f"{clip(repr(there), 120)} in the baseline (a baseline is compared only with a run of the same target, "
-        "load model and request; pounder compare measures two different ones side by side)"
+        f"{clip(repr(there), 120)} in the baseline{hint} (a baseline is compared only with a run of the same "
+        "target, load model and request; pounder compare measures two different ones side by side)"
     )
 
 
@@ -390,7 +392,8 @@ BASELINE_TABLE: Table[BaselineFigure] = Table([
 def baseline_title(baseline: Baseline) -> str:
     """``Baseline: old.json (started ..., pounder 0.1.0): faster (requests/s, closed loop)``."""
     loop = "open loop" if baseline.by == "p99_us" else "closed loop"
-    return (f"Baseline: {baseline.file} (started {baseline.started_at}, pounder {baseline.tool_version}): "
+    return (f"Baseline: {clip(baseline.file, 200)} (started {clip(baseline.started_at, 40)}, pounder "
+            f"{clip(baseline.tool_version, 40)}): "
             f"{baseline.verdict} ({FIGURE_NAMES[baseline.by]}, {loop})")  # fmt: skip
 
 
