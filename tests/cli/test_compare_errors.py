@@ -77,7 +77,7 @@ def test_server_pid_that_does_not_exist() -> None:
 def test_missing_matplotlib_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     code, stdout, stderr = run_cli("--chart", str(tmp_path / "c.png"), A, B)
-    assert_error(code, stdout, stderr, "--chart needs matplotlib, which is not installed", expected_code=1)
+    assert_error(code, stdout, stderr, "--chart needs matplotlib, which is not installed", expected_code=2)
     assert list(tmp_path.iterdir()) == []
 
 

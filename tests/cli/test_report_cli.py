@@ -114,11 +114,11 @@ def test_missing_matplotlib_is_known_before_the_run(monkeypatch: pytest.MonkeyPa
     srv = testserver()
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     code, stdout, stderr = run_cli("bench", srv.url + "/", "-n", "10", "--report", str(tmp_path / "x.html"))
-    assert (code, stdout) == (1, "")
-    assert stderr == "pounder: error: --report needs matplotlib, which is not installed: pip install matplotlib\n"
+    assert (code, stdout) == (2, "")
+    assert stderr == "pounder: error: --report needs matplotlib, which is not installed: pip install 'pounder[report]'\n"
     assert srv.count(settle_s=0.3) == 0
     code, stdout, stderr = run_cli("report", str(bench_json), "-o", str(tmp_path / "y.html"))
-    assert (code, stdout) == (1, "")
+    assert (code, stdout) == (2, "")
     assert stderr.startswith("pounder: error: an HTML report needs matplotlib") and len(stderr.splitlines()) == 1
     assert list(tmp_path.glob("*.html")) == []
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from support.burner import cpu_seconds
 from support.cliutil import assert_usage_error, pounder_command, run_cli, run_pounder, start_pounder
 from support.leftovers import processes_mentioning
 from support.schemas import validate
@@ -168,6 +169,7 @@ def test_once_json_follows_its_schema_and_proc(apache_server) -> None:
         assert child["state_from"] == "proc" and child["state"] in PROC_STATES
         assert child["state"] == "accept", child  # an idle prefork child waits in accept4
         assert child["cpu_percent"] is not None and child["requests"] is None
+        assert abs(child["cpu_s"] - cpu_seconds(child["pid"])) <= 0.05, child  # /proc/PID/stat's ticks of 10 ms
         mine = _rollup(child["pid"])
         uss = mine["Private_Clean"] + mine["Private_Dirty"]
         assert abs(child["uss"] - uss) <= MIB, (child, mine)

@@ -108,7 +108,6 @@ fn a_whole_schedule_has_no_arrival_on_its_end(io: Io) {
     assert_eq!(count(&r, "complete") + count(&r, "failed") + count(&r, "unsent"), 102, "{}", r["requests"]);
     assert_eq!(seen.count() - before, warm + count(&r, "complete"));
     assert_eq!(offsets(&dir.join("n.tsv")).iter().min(), Some(&16_666), "the first measured arrival");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn an_arrival_due_as_the_run_ends_is_sent_or_counted_unsent(io: Io) {
@@ -143,7 +142,6 @@ fn an_arrival_due_as_the_run_ends_is_sent_or_counted_unsent(io: Io) {
         assert_eq!((count(&r, "complete"), count(&r, "failed"), count(&r, "unsent")), (1, 0, 1), "cut {cut:?}: {}", r["requests"]);
         assert_eq!(seen.count() - before, 1);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn shares_take_each_arrival_of_the_one_schedule_once(io: Io) {
@@ -187,7 +185,6 @@ fn shares_take_each_arrival_of_the_one_schedule_once(io: Io) {
         } else {
             assert!(unsent > 0, "the slow server left nothing waiting");
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 }

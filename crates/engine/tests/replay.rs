@@ -66,7 +66,6 @@ fn a_replay_sends_each_request_at_its_time_to_its_target(io: Io) {
     let mut expected: Vec<(u64, u32)> = times.into_iter().zip(targets).collect();
     expected.sort_unstable();
     assert_eq!(rows, expected);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn a_run_whose_requests_run_out_ends_with_its_last_answer(io: Io) {
@@ -96,7 +95,6 @@ fn a_run_whose_requests_run_out_ends_with_its_last_answer(io: Io) {
     let (r, rows) = with_tsv(s, "closed.tsv");
     assert_eq!((r["requests"]["complete"].as_u64(), rows.len()), (Some(20), 20));
     assert_ends_with_last_answer(&r, &rows);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn requests_and_duration_cut_a_replay_short(io: Io) {

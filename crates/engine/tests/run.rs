@@ -201,7 +201,6 @@ fn unix_socket_target(io: Io) {
     let r = result(s);
     assert_eq!(r["requests"]["complete"], 100);
     assert_eq!(count.load(Ordering::SeqCst), 100);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn cancel_stops_a_long_run_and_keeps_the_result(io: Io) {
@@ -239,7 +238,6 @@ fn duration_run_ends_on_time_and_writes_tsv_and_hdr_log(io: Io) {
     let log = std::fs::read_to_string(dir.join("r.hlog")).unwrap();
     let intervals = log.lines().filter(|l| !l.starts_with('#') && !l.starts_with("\"")).count();
     assert_eq!(intervals, r["series"].as_array().unwrap().len());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn shares_of_a_closed_loop_run_send_exactly_its_requests(io: Io) {
@@ -291,7 +289,6 @@ fn shares_of_an_open_loop_schedule_take_every_nth_arrival(io: Io) {
         let gap = pair[1] - pair[0];
         assert!((3_000..=3_700).contains(&gap), "arrivals {} and {} us", pair[0], pair[1]);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn a_start_time_starts_the_run_then(io: Io) {

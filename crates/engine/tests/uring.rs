@@ -439,7 +439,6 @@ fn no_keepalive_over_a_unix_socket(io: Io) {
     assert_eq!(count(&r, &["phases", "connect", "count"]), 50);
     assert_eq!((seen.requests(), seen.accepted()), (50, 50));
     assert!(seen.all_closed());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn each_new_connection_falls_back_from_a_refused_address(io: Io) {

@@ -230,7 +230,7 @@ class AgentPool(Sender):
         self.interrupted, self.give_up_at = False, None
         for member in self.running:
             member.reset(spec.share_spec(member.index, len(self.running)))
-            if spec.auto_threads:  # its share of its own node's CPUs, not this machine's
+            if spec.auto_threads:  # its share of its own machine's CPUs, not the driver's
                 cpus = int(member.hello["cpus"]) // self._sharing(member)
                 member.share["threads"] = max(1, min(member.share["connections"], cpus))
         self._check_targets(spec.allow_remote)
@@ -246,8 +246,9 @@ class AgentPool(Sender):
         return self._result(spec, started_at, server)
 
     def _sharing(self, member: _Member) -> int:
-        """How many agents run on ``member``'s node (they share its CPUs)."""
-        return sum(other.hello["node_id"] == member.hello["node_id"] for other in self.running)
+        """How many agents run on ``member``'s machine (they share its CPUs: several Ray nodes on
+        one machine, as a loopback cluster has, are one machine's CPUs, not one each)."""
+        return sum(other.hello["machine"] == member.hello["machine"] for other in self.running)
 
     def _check_targets(self, allow_remote: bool) -> None:
         hosts = target_hosts(self.running[0].share)

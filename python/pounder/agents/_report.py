@@ -19,7 +19,7 @@ def agent_report(
     """One agent's record from what it said (``hello``: its CPUs among them), its share of the
     spec, its clock (offset, error in ms), its engine result (None when lost: then what was
     ``kept`` of its seconds, a ``sum_seconds`` document, or else its ``last`` progress) and how
-    many agents shared its node (they share its CPUs)."""
+    many agents shared its machine (they share its CPUs)."""
     threads = int(share["threads"])
     cpu_s = busy = seconds = None
     latency: Mapping[str, Any] = {}

@@ -20,8 +20,17 @@ on the accept mutex) or ``sleeping`` with the kernel function it waits in.
     with Top(server, status="http://127.0.0.1/server-status") as top:
         time.sleep(1)
         print(render_top(top.view()))
+
+:class:`TopExporter` serves the views it is given as a Prometheus scrape endpoint (``pounder top
+--prometheus``; needs ``prometheus_client``, ``pip install 'pounder[metrics]'``)::
+
+    with Top(server) as top, TopExporter("127.0.0.1:9464") as exporter:
+        while True:
+            exporter.publish(top.view())
+            time.sleep(1)
 """
 
+from pounder.top._prometheus import TopExporter, check_scrape_address, view_families
 from pounder.top._read import MAX_CHILDREN, MalformedTopError, top_from_dict
 from pounder.top._render import compact_line, render_top, totals_line
 from pounder.top._status import ChildStatus, StatusRead, check_status_url, parse_status_page, read_status
@@ -38,8 +47,10 @@ __all__ = [
     "MalformedTopError",
     "StatusRead",
     "Top",
+    "TopExporter",
     "TopTotals",
     "TopView",
+    "check_scrape_address",
     "check_status_url",
     "compact_line",
     "parse_status_page",
@@ -48,4 +59,5 @@ __all__ = [
     "top_from_dict",
     "top_view",
     "totals_line",
+    "view_families",
 ]

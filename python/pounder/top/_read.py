@@ -30,8 +30,10 @@ def _rows(value: object, key: str) -> list[Any]:
 
 
 def _child(value: object, key: str) -> ChildRow:
-    child: ChildRow = _READ.record(ChildRow, value, key, state_from=_READ.choice(*STATES_FROM), busy=_READ.nullable(
-        _READ.as_bool), requests=_READ.nullable(_READ.as_int), cpu_percent=_READ.nullable(_READ.as_float), strict=True)
+    data = {"cpu_s": None, **_READ.as_dict(value, key)}  # (cpu_s is absent from views written before it was kept)
+    child: ChildRow = _READ.record(ChildRow, data, key, state_from=_READ.choice(*STATES_FROM), busy=_READ.nullable(
+        _READ.as_bool), requests=_READ.nullable(_READ.as_int), cpu_percent=_READ.nullable(_READ.as_float),
+        cpu_s=_READ.nullable(_READ.as_float), strict=True)
     if child.pid < 1:
         raise MalformedTopError(f"'{key}.pid' must be a process id (1 or more), got {child.pid}")
     return child

@@ -132,7 +132,8 @@ class Top:
         new_for = (0 if self._first else self.marks) if seen is None else max(0, seen.new_for - 1)
         self._seen[pid] = _Seen(cpu, now, started, requests, proc.age_s, new_for)
         return ChildRow(pid, state, source, detail, busy, requests, percent,  # type: ignore[arg-type]
-                        proc.uss, proc.shared, proc.pss, round(proc.age_s, 1), new_for > 0)
+                        proc.uss, proc.shared, proc.pss, round(proc.age_s, 1), new_for > 0,
+                        None if cpu is None else round(cpu, 6))
 
     def _age_marks(self, current: set[int]) -> None:
         """Children gone since the view before become exited; exited ones age and are dropped."""

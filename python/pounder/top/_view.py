@@ -24,7 +24,9 @@ class ChildRow:
     ``requests``: served by this child, when the status page tells it; ``cpu_percent``: its CPU
     time (all threads, the kernel's per-process clock) over the wall time since the view before
     (since it started when it is newer; None on the first view); ``uss``, ``shared``, ``pss``:
-    bytes from smaps_rollup; ``new``: started since one of the last few views."""
+    bytes from smaps_rollup; ``new``: started since one of the last few views; ``cpu_s``: its CPU
+    time so far in seconds (the same clock; None when it could not be read, or in a view written
+    before pounder kept it)."""
 
     pid: int
     state: str
@@ -38,6 +40,7 @@ class ChildRow:
     pss: int
     age_s: float
     new: bool
+    cpu_s: float | None = None
 
 
 @public

@@ -67,7 +67,7 @@ pub fn wait_result(run: &Run, io: Io) -> Value {
 }
 
 /// A fresh directory of this process's for a test on path `io` (tests on both paths run at once).
-pub fn temp_dir(name: &str, io: Io) -> std::path::PathBuf {
+pub fn temp_dir(name: &str, io: Io) -> TempDir {
     let dir = std::env::temp_dir().join(format!(
         "pounder-engine-{name}-{}-{}",
         std::process::id(),
@@ -75,7 +75,23 @@ pub fn temp_dir(name: &str, io: Io) -> std::path::PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TempDir(dir)
+}
+
+/// A test's directory, removed when dropped: also when an assertion fails first.
+pub struct TempDir(std::path::PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Serves keep-alive requests with a 5-byte body (404 for `/missing`, else 200); counts the
