@@ -115,6 +115,15 @@ def ratio(value: float | None, low: float | None, high: float | None) -> str:
     return f"{percent(float(value) - 1)} ({(float(low) - 1) * 100:+.1f}..{(float(high) - 1) * 100:+.1f})"
 
 
+def times(value: float | None) -> str:
+    """A ratio as ``0.512x``, ``1.013x``, ``17.6x``, ``150x``; "-" without one."""
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:,.0f}x"
+    return f"{value:.1f}x" if value >= 10 else f"{value:.3f}x"
+
+
 def flags(wide: object, remeasured: object) -> str:
     """A point's flags: ``wide`` (its interval), ``re-measured``."""
     if wide:

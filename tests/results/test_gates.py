@@ -99,7 +99,7 @@ def test_parse(text: str, metric: str, operator: str, threshold: float, unit: st
         ("rps<fast", "'fast' is not a rate"),
         ("errors>101%", "a share, from 0% to 100%, so errors>101% can never fail"),
         ("errors>1.5", "neither a count"),
-        ("slower>5%", "a ratio gate of pounder compare and pounder run"),
+        ("slower>5%", "a ratio gate of pounder compare, pounder run and pounder bench --baseline"),
         ("p99>1 ms", "is not a duration"),
     ],
 )

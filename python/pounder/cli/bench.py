@@ -101,6 +101,12 @@ class BenchFlags:
     hdr_log: str | None = field(default=None, metadata=flag("--hdr-log", metavar="PATH", panel=_OUT, help=(
         "Write an HdrHistogram interval log (1 s intervals, corrected latency, microseconds; with --ray, one per "
         "agent like --tsv).")))
+    baseline: str | None = field(default=None, metadata=flag("--baseline", metavar="FILE", panel=_OUT, help=(
+        "Compare this run with a saved one (its --json) of the same spec: another target, load model or request "
+        "is refused before anything is sent. Requests/s and p99 against it, medians over each run's full seconds "
+        "with a 95 % bootstrap interval over the seconds; gates slower>N% and p99-slower>N% (see --fail-if). "
+        "Weaker evidence than pounder compare's interleaved trials: the report says how much (a measured "
+        "false-alarm rate).")))
     server_status: str | None = field(default=None, metadata=flag("--server-status", metavar="URL", panel=_SERVER,
                                                                   help=(
         "Also read Apache's mod_status page (?auto) at each sample: busy and idle children.")))
@@ -146,13 +152,16 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
                    paced=("stages", "max_in_flight", "replay", "speed"),
                    request=("calls_per_conn", "throttle", "method", "body", "content_type", "header", "cookie",
                             "auth")),
-    *fields_of(BenchFlags, "warmup", "unix_socket", "json_path", "csv_path", "tsv_path", "hdr_log"),
+    *fields_of(BenchFlags, "warmup", "unix_socket", "json_path", "csv_path", "tsv_path", "hdr_log", "baseline"),
     *sampled_server(_SERVER, (
         "Sample this server's processes (the parent and all its children) while the load runs: server CPU per "
         "completed request, children spawned and exited, memory per child and its growth.")),
     *fields_of(BenchFlags, "server_status", "sample_interval"),
     AgentFlags,
-    *measured_outputs(_OUT, "result", BENCH_GATES, "Evaluated on the final result (merged, with --ray)."),
+    *measured_outputs(_OUT, "result", BENCH_GATES, "Evaluated on the final result (merged, with --ray). With "
+                      "--baseline also slower>N% (requests/s in closed loop, p99 in open loop, as in pounder compare) "
+                      "and p99-slower>N%: they fail only when the WHOLE 95 % interval of new/baseline is more than "
+                      "N % slower."),
 )  # fmt: skip
 def bench_command(ctx: typer.Context, url: Annotated[Text, URL_ARG] = None) -> None:
     """Load an HTTP server and report throughput, latency and errors (help: BENCH_HELP)."""
@@ -163,7 +172,8 @@ def bench_command(ctx: typer.Context, url: Annotated[Text, URL_ARG] = None) -> N
     check_report_path(out.report)
     check_distinct([("--json", json_out), ("--csv", csv_out), ("--tsv", own.tsv_path), ("--hdr-log", own.hdr_log),
                     ("--report", out.report)], [("-f/--url-file", own.url_file), ("--access-log", access_log),
-                                                ("--server-pidfile", shared.server_pidfile), *load.input_files()])
+                                                ("--server-pidfile", shared.server_pidfile),
+                                                ("--baseline", own.baseline), *load.input_files()])
     log = None
     if access_log is not None:  # read here, so that the report can say what it held
         log = read_access_log(access_log, methods=log_methods or ("GET", "HEAD"), exclude_static=exclude_static)
@@ -179,7 +189,7 @@ def bench_command(ctx: typer.Context, url: Annotated[Text, URL_ARG] = None) -> N
                 unix_socket=own.unix_socket, tsv_path=own.tsv_path, hdr_log_path=own.hdr_log, options=load,
                 **shared.server(), server_status=own.server_status, sample_interval=own.sample_interval,
                 sender=given(ctx, AgentFlags).sender(),
-                on_progress=threads_warning(load, on_progress), gates=out.gates(),
+                on_progress=threads_warning(load, on_progress), gates=out.gates(), baseline=own.baseline,
             )  # fmt: skip
         except OutputWriteError as error:  # the figures are whole: shown, then the one line
             result, unwritten = error.result, error

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from pounder._errors import UsageError, check_instance, public
 from pounder.compare._report import format_rate, format_ratio
 from pounder.compare._result import CompareResult, Comparison
-from pounder.results import BENCH_METRICS, Gate, GateReport, GateResult, parse_gate, verdict_of
+from pounder.results import BENCH_METRICS, Gate, GateReport, GateResult, parse_gate, slowdown_verdict, verdict_of
 
 COMPARE_METRICS: Mapping[str, str] = {
     "slower": "slowdown", "p50": "latency", "p99": "latency", "rps": "rate", "errors": "share", "non2xx": "share",
@@ -77,7 +77,8 @@ def check_slower_trials(gates: Iterable[Gate], trials: int, what: str = "--fail-
 
 
 def _slower(gate: Gate, comparison: Comparison, result: CompareResult) -> GateResult:
-    """``slower>N%`` on one variant against the baseline: the smallest slowdown the interval allows."""
+    """``slower>N%`` on one variant against the baseline: the smallest slowdown the interval allows
+    (:func:`pounder.results.slowdown_verdict`, the rule a saved baseline's gates share)."""
     by_latency = comparison.by == "p99_us"
     estimate = comparison.p99_us if by_latency else comparison.requests_per_s
     figure = "p99" if by_latency else "requests/s"
@@ -87,19 +88,9 @@ def _slower(gate: Gate, comparison: Comparison, result: CompareResult) -> GateRe
         shown = f"{figure} ratio unknown" if estimate.ratio is None else f"{figure} {format_ratio(estimate.ratio)}"
         why = f"{counted[0]} and {counted[1]} counted trials: slower needs {SLOWER_MIN_TRIALS} on each side"
         return verdict_of(gate, None, why, subject, shown)
-    if estimate.ratio is None or estimate.low is None or estimate.high is None:
-        return verdict_of(
-            gate, None, "no interval: fewer than 2 counted trials on a side", subject, f"{figure} ratio unknown"
-        )
-    # latency higher by more than N %, or requests/s lower by more than N %, over the whole interval
-    least = (estimate.low - 1) * 100 if by_latency else (1 - estimate.high) * 100
-    shown = (f"{figure} {format_ratio(estimate.ratio)} ({format_ratio(estimate.low)}-"
-             f"{format_ratio(estimate.high)})")  # fmt: skip
-    if gate.fails(least):
-        why = f"the whole 95 % interval is {'at least' if gate.operator == '>=' else 'more than'} " \
-              f"{gate.shown_threshold()} slower"  # fmt: skip
-        return verdict_of(gate, least, why, subject, shown)
-    return verdict_of(gate, least, "", subject, shown)
+    return slowdown_verdict(gate, estimate.ratio, estimate.low, estimate.high, latency=by_latency, figure=figure,
+                            subject=subject, shown_ratio=format_ratio,
+                            why_none="no interval: fewer than 2 counted trials on a side")
 
 
 def _absolute(gate: Gate, result: CompareResult, label: str) -> GateResult:

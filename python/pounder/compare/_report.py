@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from pounder._errors import check_instance, public
 from pounder._stats import MIN_SAMPLES, Estimate, RatioEstimate
+from pounder._table import times
 from pounder._units import count_text, plain
 from pounder.compare._result import CompareOptions, CompareResult, Comparison, Trial
 from pounder.results import ERROR_CATEGORIES, MAX_FAILED, describe_load, format_ms, statuses_text
@@ -41,14 +42,9 @@ def format_rate(value: float) -> str:
 
 @public
 def format_ratio(value: float | None) -> str:
-    """A ratio as ``0.512x``, ``1.013x``, ``17.6x``; ``-`` when unknown."""
-    if value is None:
-        return "-"
-    if value >= 100:
-        return f"{value:,.0f}x"
-    if value >= 10:
-        return f"{value:.1f}x"
-    return f"{value:.3f}x"
+    """A ratio as ``0.512x``, ``1.013x``, ``17.6x``; ``-`` when unknown (:func:`pounder._table.times`,
+    which a saved baseline's gates show too)."""
+    return times(value)
 
 
 def _interval(estimate: Estimate | None, *, ms: bool = False) -> str:

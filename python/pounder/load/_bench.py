@@ -29,13 +29,18 @@ from pounder.load._spec import BenchSpec
 from pounder.load._tls import check_handshakes
 from pounder.procs import SERVER_OPTIONS, ServerSampler, ServerTarget, check_server, find_server, serves
 from pounder.results import (
+    BASELINE_METRICS,
+    BENCH_METRICS,
     BenchResult,
     Gate,
     IoInfo,
     LoadModel,
     MalformedResultError,
+    check_baseline,
     check_gates,
+    compare_with_baseline,
     evaluate_gates,
+    load_result,
     parse_gates,
 )
 from pounder.traffic import parse_url, resolve
@@ -388,6 +393,7 @@ def bench(
     on_progress: ProgressCallback | None = None,
     sender: Sender | None = None,
     gates: Sequence[str | Gate] | str | None = None,
+    baseline: str | Path | None = None,
     **spec_options: Any,
 ) -> BenchResult:
     """Benchmark an HTTP server; the keyword arguments mirror ``pounder bench``'s options.
@@ -416,34 +422,59 @@ def bench(
     an open-loop load) and evaluated on the final result (merged, with agents):
     ``result.gates`` holds the verdicts, which the JSON and the report show.
 
+    ``baseline``: a saved bench result (``--json`` of an earlier run) of the same spec, read with
+    :func:`~pounder.load_result` and checked before anything is sent
+    (:func:`~pounder.results.check_baseline`: another target, load model or request is refused
+    in one line naming the field); the run is compared with it
+    (:func:`~pounder.results.compare_with_baseline`) into ``result.baseline``, and the gates may
+    then be ``slower>N%`` and ``p99-slower>N%`` (:data:`~pounder.results.BASELINE_METRICS`).
+
     Raises :class:`~pounder.UsageError` on bad input (before anything is sent) and
     :class:`~pounder.PounderError` if the engine cannot run. On Ctrl-C the partial result is
     returned with ``interrupted=True``.
     """
     check_callable(on_progress, "on_progress")
     check_instance(sender, Sender, "bench: sender", optional=True)
-    checked = _gates(gates)
+    checked = _gates(gates, BENCH_METRICS if baseline is None else BASELINE_METRICS)
     spec = BenchSpec.from_options(url, **spec_options)
     check_gates(checked, spec.load)
+    old = None if baseline is None else _baseline(baseline, spec)
     sampler = server_sampler(
         pid=server_pid, pidfile=server_pidfile, name=server_name, status_url=server_status,
         interval=sample_interval, allow_remote=spec.allow_remote,
     )  # fmt: skip
     check_io(spec)
     check_tls(spec)
-    if gates is None:
+    if gates is None and old is None:
         return run_bench(spec, on_progress, sampler, sender)
+
+    def judged(result: BenchResult) -> BenchResult:
+        if old is not None:
+            result = replace(result, baseline=compare_with_baseline(result, old, str(baseline)))
+        return result if gates is None else replace(result, gates=evaluate_gates(checked, result))
+
     try:
         result = run_bench(spec, on_progress, sampler, sender)
-    except OutputWriteError as error:  # the figures are whole: their gates too
-        raise OutputWriteError(str(error), replace(error.result, gates=evaluate_gates(checked, error.result))) from None
-    return replace(result, gates=evaluate_gates(checked, result))
+    except OutputWriteError as error:  # the figures are whole: their comparison and gates too
+        raise OutputWriteError(str(error), judged(error.result)) from None
+    return judged(result)
 
 
-def _gates(gates: Sequence[str | Gate] | str | None) -> tuple[Gate, ...]:
-    """``bench``'s gates: expressions parsed, :class:`Gate` objects as they are."""
+def _baseline(path: str | Path, spec: BenchSpec) -> BenchResult:
+    """The saved result ``path``, read and checked against ``spec`` (one line when it cannot be)."""
+    check_text(str(path) if isinstance(path, Path) else path, "baseline")
+    try:
+        old = load_result(path)
+    except UsageError as error:
+        raise UsageError(f"--baseline: {error}") from None
+    check_baseline(spec.run_options(), old, str(path))
+    return old
+
+
+def _gates(gates: Sequence[str | Gate] | str | None, metrics: Any = BENCH_METRICS) -> tuple[Gate, ...]:
+    """``bench``'s gates (of ``metrics``): expressions parsed, :class:`Gate` objects as they are."""
     if gates is None or isinstance(gates, str):
-        return parse_gates(gates)
+        return parse_gates(gates, metrics=metrics)
     if not isinstance(gates, Sequence):
         raise UsageError(f"gates must be a list of --fail-if expressions such as 'p99>300ms', not {gates!r}")
-    return tuple(gate if isinstance(gate, Gate) else parse_gates(gate)[0] for gate in gates)
+    return tuple(gate if isinstance(gate, Gate) else parse_gates(gate, metrics=metrics)[0] for gate in gates)

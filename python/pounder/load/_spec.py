@@ -3,6 +3,7 @@ model (``_model``), the request and the targets (:mod:`pounder.traffic`) put tog
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -185,6 +186,7 @@ def _http(given: LoadOptions) -> tuple[RequestTemplate, HttpOptions]:
         throttle_bps=_throttle(given.throttle),
         body_bytes=len(template.body),
         headers=recorded_headers(template),
+        body_sha256=hashlib.sha256(template.body).hexdigest(),
     )
 
 

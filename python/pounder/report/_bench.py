@@ -21,7 +21,19 @@ from pounder.procs import ServerLoadReport
 from pounder.report._gates import gates_section
 from pounder.report._html import Section, bullets, chart, label_axes, paragraph, table
 from pounder.report._series import Shown, downsample, duration_text, peaks
-from pounder.results import ERROR_CATEGORIES, Agents, BenchResult, Histogram, describe_load, parse_gate
+from pounder.results import (
+    BASELINE_METRICS,
+    BASELINE_NOTE,
+    BASELINE_TABLE,
+    ERROR_CATEGORIES,
+    Agents,
+    Baseline,
+    BenchResult,
+    Histogram,
+    baseline_title,
+    describe_load,
+    parse_gate,
+)
 
 NINES = {"50": 2.0, "90": 10.0, "99": 100.0, "99.9": 1000.0, "100": 10000.0}
 """Where the labelled percentiles sit on the x axis: 1 / (1 - p); 100 % (the max) one decade on."""
@@ -60,9 +72,23 @@ def bench_sections(results: Results) -> list[Section]:
             sections.append(_agents_section(label, result.agents))
         if result.steps is not None:
             sections.append(_steps_section(label, result))
+        if result.baseline is not None:
+            sections.append(_baseline_section(label, result.baseline))
         if result.gates is not None and result.gates.results:
-            sections.append(gates_section(f"Gates (--fail-if): {label}", result.gates, parse_gate))
+            parse = parse_gate if result.baseline is None else \
+                (lambda text: parse_gate(text, metrics=BASELINE_METRICS))  # fmt: skip
+            sections.append(gates_section(f"Gates (--fail-if): {label}", result.gates, parse))
     return sections
+
+
+def _baseline_section(label: str, baseline: Baseline) -> Section:
+    """The run against its saved baseline (``--baseline``): the text report's table, what its
+    columns are and how much weaker than interleaved trials the evidence is (the rates measured)."""
+    section = Section(f"{baseline_title(baseline)}{f' ({label})' if label else ''}")
+    section.add(BASELINE_TABLE.html(baseline.figures))
+    section.add(paragraph(BASELINE_NOTE))
+    section.add(paragraph(baseline.false_alarms.sentence()))
+    return section
 
 
 def _steps_section(label: str, result: BenchResult) -> Section:

@@ -2,13 +2,25 @@
 with :func:`load_result`), the engine's measurements in it (``_measured``), the options it ran with
 (``_run_options``), a scenario's per-step figures (``_steps``) and the agents who sent it
 (``_distributed``); whether a load failed and why (``_outcome``); its text and CSV forms
-(``_report``, ``_csv``); pass/fail gates on it (``_gates``). Below :mod:`pounder.traffic` and
-:mod:`pounder.load`, which make what it records; the public names are re-exported by
-:mod:`pounder`."""
+(``_report``, ``_csv``); pass/fail gates on it (``_gates``); a saved result as a baseline
+(``_baseline``). Below :mod:`pounder.traffic` and :mod:`pounder.load`, which make what it records;
+the public names are re-exported by :mod:`pounder`."""
 
+from pounder.results._baseline import (
+    BASELINE_NOTE,
+    BASELINE_TABLE,
+    FALSE_ALARMS,
+    Baseline,
+    BaselineFigure,
+    FalseAlarms,
+    baseline_title,
+    check_baseline,
+    compare_with_baseline,
+)
 from pounder.results._csv import render_csv
 from pounder.results._distributed import AgentReport, Agents
 from pounder.results._gates import (
+    BASELINE_METRICS,
     BENCH_METRICS,
     Gate,
     GateReport,
@@ -17,6 +29,7 @@ from pounder.results._gates import (
     evaluate_gates,
     parse_gate,
     parse_gates,
+    slowdown_verdict,
     verdict_of,
 )
 from pounder.results._measured import (
@@ -52,7 +65,18 @@ from pounder.results._run_options import (
 from pounder.results._steps import StepStats
 
 __all__ = [
+    "BASELINE_METRICS",
+    "BASELINE_NOTE",
+    "BASELINE_TABLE",
+    "baseline_title",
     "BENCH_METRICS",
+    "FALSE_ALARMS",
+    "Baseline",
+    "BaselineFigure",
+    "FalseAlarms",
+    "check_baseline",
+    "compare_with_baseline",
+    "slowdown_verdict",
     "ERROR_CATEGORIES",
     "MAX_FAILED",
     "READ_SCHEMAS",

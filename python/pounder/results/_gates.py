@@ -29,18 +29,22 @@ silently, and ``non2xx>0`` does not pass a run that got no answer at all.
 
 :func:`evaluate_gates` works on any :class:`~pounder.BenchResult`, a fresh one or one read back
 with :func:`~pounder.load_result`. ``pounder.compare`` adds the ratio gate ``slower`` (the kind
-``slowdown`` here) and evaluates gates on a comparison.
+``slowdown`` here) and evaluates gates on a comparison. A bench with a saved baseline
+(``--baseline``, :mod:`pounder.results._baseline`) takes :data:`BASELINE_METRICS`: the bench's and
+the ratio gates ``slower`` (on the figure the verdict is about, as in compare) and ``p99-slower``,
+evaluated on the result's ``baseline`` section with compare's rule (:func:`slowdown_verdict`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pounder._errors import UsageError, public
 from pounder._records import Reader
+from pounder._table import times
 from pounder._units import parse_count, parse_duration, parse_rate, plain
 from pounder.results._measured import MalformedResultError
 
@@ -60,8 +64,12 @@ BENCH_METRICS: Mapping[str, Kind] = {
     "errors": "share", "non2xx": "share", "rps": "rate", "late": "share",
 }  # fmt: skip
 """The metrics a bench result can be gated on, and what kind of value each takes."""
+BASELINE_METRICS: Mapping[str, Kind] = {**BENCH_METRICS, "slower": "slowdown", "p99-slower": "slowdown"}
+"""A bench compared with a saved baseline (``--baseline``): the bench's metrics and the ratio gates
+``slower`` (requests/s in closed loop, p99 in open loop) and ``p99-slower``."""
 EXAMPLES = "p99>300ms, errors>1%, non2xx>0 or rps<500"
-_EXPRESSION = re.compile(r"\s*(?P<metric>[A-Za-z][A-Za-z0-9.]*)\s*(?P<op>>=|<=|>|<|==|=|!=)\s*(?P<value>.*?)\s*")
+_EXPRESSION = re.compile(r"\s*(?P<metric>[A-Za-z][A-Za-z0-9.]*(?:-[A-Za-z]+)?)\s*(?P<op>>=|<=|>|<|==|=|!=)"
+                         r"\s*(?P<value>.*?)\s*")
 _PERCENT = re.compile(r"(?P<num>\d+(?:\.\d*)?|\.\d+)\s*%")
 _READ = Reader(MalformedResultError)
 
@@ -314,7 +322,8 @@ def parse_gate(text: str, what: str = "--fail-if", metrics: Mapping[str, Kind] =
         )
     metric, op, value = match["metric"].lower(), match["op"], match["value"]
     if metric not in metrics:
-        ratio = " (a ratio gate of pounder compare and pounder run)" if metric == "slower" else ""
+        ratio = (" (a ratio gate of pounder compare, pounder run and pounder bench --baseline)"
+                 if metric in ("slower", "p99-slower") else "")
         raise _usage(text, what, f"unknown metric {match['metric']!r}{ratio} (one of: {names})")
     if op not in OPERATORS:
         raise _usage(text, what, f"unknown operator {op!r} (one of: > >= < <=; the expression says when to fail)")
@@ -425,4 +434,42 @@ def evaluate_gates(gates: Iterable[Gate], result: BenchResult) -> GateReport:
     checked = tuple(gates)
     if not all(isinstance(gate, Gate) for gate in checked):
         raise UsageError("evaluate_gates: gates must be Gate objects (see parse_gates)")
-    return GateReport(tuple(verdict_of(gate, *_measure(gate, result)) for gate in checked))
+    return GateReport(tuple(_baseline_gate(gate, result) if BASELINE_METRICS.get(gate.metric) == "slowdown"
+                            else verdict_of(gate, *_measure(gate, result)) for gate in checked))
+
+
+@public
+def slowdown_verdict(gate: Gate, ratio: float | None, low: float | None, high: float | None, *, latency: bool,
+                     figure: str, subject: str | None, shown_ratio: Callable[[float], str],
+                     why_none: str) -> GateResult:  # fmt: skip
+    """A ratio gate (``slower>N%``) on new/old ``ratio`` and its 95 % interval ``low``-``high``
+    (of a latency when ``latency``: higher is slower; else of a rate: lower is slower): it fails
+    only when the WHOLE interval is more than N % slower, i.e. on the smallest slowdown the
+    interval allows, ``(low - 1) * 100`` for a latency, ``(1 - high) * 100`` for a rate (the rule
+    of ``pounder compare`` and of a baseline); with no interval it is ``unmeasurable`` for the
+    reason ``why_none``. ``figure`` names what the ratio is of ("p99", "requests/s")."""
+    if ratio is None or low is None or high is None:
+        return verdict_of(gate, None, why_none, subject, f"{figure} ratio unknown")
+    least = (low - 1) * 100 if latency else (1 - high) * 100
+    shown = f"{figure} {shown_ratio(ratio)} ({shown_ratio(low)}-{shown_ratio(high)})"
+    if gate.fails(least):
+        why = f"the whole 95 % interval is {'at least' if gate.operator == '>=' else 'more than'} " \
+              f"{gate.shown_threshold()} slower"  # fmt: skip
+        return verdict_of(gate, least, why, subject, shown)
+    return verdict_of(gate, least, "", subject, shown)
+
+
+def _baseline_gate(gate: Gate, result: BenchResult) -> GateResult:
+    """``slower`` or ``p99-slower`` on the result's ``baseline`` section (unmeasurable without one)."""
+    baseline = result.baseline
+    if baseline is None:
+        return verdict_of(gate, None, "no baseline: give --baseline OLD.json")
+    from pounder.results._baseline import MIN_SECONDS
+
+    figure = baseline.figure("p99_us" if gate.metric == "p99-slower" else baseline.by)
+    why = (f"{figure.new_samples} and {figure.old_samples} samples (full seconds) with a {figure.label}: "
+           f"the interval needs {MIN_SECONDS} on each side" if min(figure.new_samples, figure.old_samples) < MIN_SECONDS
+           else f"no interval: a baseline sample of 0 {figure.label}")  # fmt: skip
+    return slowdown_verdict(gate, figure.ratio, figure.low, figure.high, latency=not figure.higher_is_better,
+                            figure=figure.label, subject=f"new vs {baseline.file}", shown_ratio=times,
+                            why_none=why)  # fmt: skip

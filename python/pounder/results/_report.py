@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from pounder._errors import check_instance, public
 from pounder._units import count_text, mib, plain
+from pounder.results._baseline import baseline_lines
 from pounder.results._measured import ERROR_CATEGORIES, PERCENTILES, Histogram
 from pounder.results._result import BenchResult, ReplyRate
 from pounder.results._run_options import LoadModel, ReplayInfo, TlsInfo
@@ -397,6 +398,7 @@ def render_report(result: BenchResult) -> str:
         _client(result),
         _server(result),
         _agents(result),
+        [] if result.baseline is None else baseline_lines(result.baseline),
         [] if result.gates is None else result.gates.render(),
     ]
     sections = [section for section in sections if section]

@@ -23,6 +23,7 @@ from pounder._files import RESULT_LIMIT, check_input_file
 from pounder._records import decode_json
 from pounder.procs import MalformedReportError, ServerLoadReport, per_request
 from pounder.results import _measured as measured
+from pounder.results._baseline import Baseline
 from pounder.results._distributed import Agents, read_agents
 from pounder.results._gates import GateReport
 from pounder.results._measured import READ, MalformedResultError, measurements
@@ -149,6 +150,8 @@ class BenchResult:
     """The engine's I/O path (io_uring or epoll) and why; None in results from before the io_uring path."""
     gates: GateReport | None = None
     """The ``--fail-if`` gates evaluated on this result (:func:`~pounder.results.evaluate_gates`), else None."""
+    baseline: Baseline | None = None
+    """This run against a saved one (``--baseline``, :func:`~pounder.results.compare_with_baseline`), else None."""
 
     @property
     def completed_requests(self) -> int:
@@ -250,6 +253,7 @@ class BenchResult:
             server=_server(data.get("server")),
             agents=read_agents(data.get("agents"), "agents"),
             gates=None if data.get("gates") is None else GateReport.from_list(data["gates"]),
+            baseline=None if data.get("baseline") is None else Baseline.from_dict(data["baseline"]),
             steps=read_steps(data.get("steps"), "steps"),
             **measurements(data),
         )
@@ -265,6 +269,9 @@ class BenchResult:
         plain.pop("gates")
         if self.gates is not None:  # only when gates were given
             plain["gates"] = self.gates.to_list()
+        plain.pop("baseline")
+        if self.baseline is not None:  # only with --baseline
+            plain["baseline"] = self.baseline.to_dict()
         plain["options"]["load"] = self.options.load.to_dict()
         if plain["options"]["scenario"] is None:  # a scenario's file and its steps only when one ran
             del plain["options"]["scenario"]

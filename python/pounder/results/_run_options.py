@@ -76,6 +76,8 @@ class HttpOptions:
     throttle_bps: int | None
     body_bytes: int
     headers: tuple[tuple[str, str], ...]
+    body_sha256: str | None = None
+    """The SHA-256 of the body (hex): what ``--baseline`` compares it by; None in results from before it."""
 
 
 @public
@@ -186,7 +188,8 @@ def _load_model(value: object, key: str) -> LoadModel:
 
 def _http_options(value: object, key: str) -> HttpOptions:
     options: HttpOptions = READ.record(
-        HttpOptions, value, key, throttle_bps=READ.nullable(READ.as_int), headers=READ.list_of(_header)
+        HttpOptions, value, key, throttle_bps=READ.nullable(READ.as_int), headers=READ.list_of(_header),
+        body_sha256=READ.nullable(READ.as_str),
     )
     return options
 
