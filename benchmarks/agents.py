@@ -17,13 +17,14 @@ counted until 2026-11-29, gave a local run 326 µs per request one day and 99 th
 idle daemons count in both ways. The table shows medians and ranges; the ratio is of the medians.
 
 This is a benchmark, not a test: it prints a table and asserts nothing. On the 2-core development
-machine (2026-11-29, 5 rounds): 20,000 requests (about 4 s) local 83.5 us per request, ray 146.5
-(1.75x, 1.52 s start-up); 100,000 requests local 86.7, ray 107.4 (1.24x). The extra is mostly per
-run (two agent processes that start and import Ray, the driver joining the cluster, the clock
-rounds, the merge), so it shrinks per request as runs get longer; docs/reference/ray.md (Cost)
-says what it is made of. This benchmark found the driver polling its agents without pause (11.7 s
-of driver CPU in a 20 s run, the server down to a fifth of its rate; it polls once per 0.25 s now)
-and the agents importing the driver's modules (0.2 s of CPU each per run).
+machine (2026-11-29, 5 rounds, other users' tests beside it): 20,000 requests (about 4 s) local 94.0
+us per request, ray 160.0 (1.70x, 1.69 s start-up); 100,000 requests local 90.3, ray 101.6 (1.13x).
+The extra is mostly per run (two agent processes that start and import Ray, 0.45 s of CPU each,
+the driver following them, the merge), so it shrinks per request as runs get longer;
+docs/reference/ray.md (Cost) says what it is made of. This benchmark found the driver polling its
+agents without pause (11.7 s of driver CPU in a 20 s run, the server down to a fifth of its rate;
+it polls once per 0.25 s now), the agents importing the driver's modules (0.2 s of CPU each per
+run) and two agents on one machine each running its CPU count of engine threads.
 
     python benchmarks/agents.py [--repeat 5] [--requests 20000]
 """
