@@ -74,21 +74,12 @@ def _wait_answering(port: int, process: subprocess.Popen[bytes], timeout_s: floa
 
 def _run(port: int, seconds: int, path: Path) -> None:
     """One run: a fresh gunicorn, 1 s of warm-up, ``seconds`` measured, the server stopped."""
-    env = {**os.environ, "DEMO_PRELOAD_MB": "1", "DEMO_CPU_MS": "2"}
-    command = [sys.executable, "-m", "gunicorn", "-w", str(WORKERS), "-b", f"127.0.0.1:{port}",
-               "--log-level", "warning", "pounder.demo.app:app"]  # fmt: skip
-    process = subprocess.Popen(command, env=env, start_new_session=True)
+    process = _serving(port)
     try:
-        _wait_answering(port, process)
         result = pounder.bench(f"http://127.0.0.1:{port}/", connections=4, duration=f"{seconds}s", warmup="1s")
         path.write_text(result.to_json(), encoding="utf-8")
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        _stop(process)
 
 
 def _serving(port: int) -> subprocess.Popen[bytes]:

@@ -118,6 +118,11 @@ def smaps_kb(pid: int) -> dict[str, int]:
     return out
 
 
+def smaps_bytes(pid: int) -> dict[str, int]:
+    """``/proc/PID/smaps_rollup`` in bytes."""
+    return {name: kb * 1024 for name, kb in smaps_kb(pid).items()}
+
+
 def shared_mb(pid: int) -> float:
     m = smaps_kb(pid)
     return (m["Shared_Clean"] + m["Shared_Dirty"]) / 1024

@@ -31,6 +31,7 @@ from pounder.servers import free_port
 from support.burner import cpu_seconds
 from support.cliutil import assert_usage_error, run_cli, start_pounder
 from support.leftovers import processes_mentioning
+from support.srvutil import smaps_bytes
 
 parser = pytest.importorskip("prometheus_client.parser")
 
@@ -49,17 +50,6 @@ def _children(parent: int) -> set[int]:
             if child.status() != psutil.STATUS_ZOMBIE:
                 alive.add(child.pid)
     return alive
-
-
-def _rollup(pid: int) -> dict[str, int]:
-    fields = {}
-    with open(f"/proc/{pid}/smaps_rollup") as file:
-        for line in file:
-            name, _, rest = line.partition(":")
-            parts = rest.split()
-            if parts and parts[-1] == "kB":
-                fields[name] = int(parts[0]) * 1024
-    return fields
 
 
 def _apache_requests(url: str) -> dict[int, int]:
@@ -157,7 +147,7 @@ def test_scraped_figures_are_the_childrens_own(apache_server) -> None:
         apache = _apache_requests(srv.url)
         now = time.time()
         starts = {pid: psutil.Process(pid).create_time() for pid in children}
-        rollups = {pid: _rollup(pid) for pid in (srv.pid, *children)}
+        rollups = {pid: smaps_bytes(pid) for pid in (srv.pid, *children)}
         assert _children(srv.pid) == children
 
     states = samples["pounder_top_child_state"]

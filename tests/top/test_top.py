@@ -24,6 +24,7 @@ from support.burner import cpu_seconds
 from support.cliutil import assert_usage_error, pounder_command, run_cli, run_pounder, start_pounder
 from support.leftovers import processes_mentioning
 from support.schemas import validate
+from support.srvutil import smaps_bytes
 
 PYTHON_DIR = str(Path(__file__).resolve().parents[2] / "python")
 ENV = {**os.environ, "PYTHONPATH": PYTHON_DIR}
@@ -142,17 +143,6 @@ def test_live_view_in_tmux_follows_recycled_children(apache_server, tmp_path: Pa
     assert processes_mentioning(str(srv.workdir)) == []
 
 
-def _rollup(pid: int) -> dict[str, int]:
-    fields = {}
-    with open(f"/proc/{pid}/smaps_rollup") as file:
-        for line in file:
-            name, _, rest = line.partition(":")
-            parts = rest.split()
-            if parts and parts[-1] == "kB":
-                fields[name] = int(parts[0]) * 1024
-    return fields
-
-
 def test_once_json_follows_its_schema_and_proc(apache_server) -> None:
     srv = apache_server(start_servers=3, min_spare=2, max_spare=4, preload=True)
     result = run_pounder("top", "--pidfile", srv.pidfile, "--once", "--interval", "0.3s", "--json", "-", env=ENV,
@@ -170,13 +160,13 @@ def test_once_json_follows_its_schema_and_proc(apache_server) -> None:
         assert child["state"] == "accept", child  # an idle prefork child waits in accept4
         assert child["cpu_percent"] is not None and child["requests"] is None
         assert abs(child["cpu_s"] - cpu_seconds(child["pid"])) <= 0.05, child  # /proc/PID/stat's ticks of 10 ms
-        mine = _rollup(child["pid"])
+        mine = smaps_bytes(child["pid"])
         uss = mine["Private_Clean"] + mine["Private_Dirty"]
         assert abs(child["uss"] - uss) <= MIB, (child, mine)
         assert abs(child["pss"] - mine["Pss"]) <= MIB, (child, mine)
         assert abs(child["shared"] - (mine["Shared_Clean"] + mine["Shared_Dirty"])) <= MIB
         assert child["shared"] >= 35 * MIB  # startup_preload.pl's 40 MB, built in the parent
-    footprint = sum(_rollup(pid)["Pss"] for pid in (srv.pid, *children))
+    footprint = sum(smaps_bytes(pid)["Pss"] for pid in (srv.pid, *children))
     assert abs(view["totals"]["footprint"] - footprint) <= 2 * MIB
 
 
