@@ -22,11 +22,13 @@ from pounder._files import check_distinct
 from pounder.agents import make_sender
 from pounder.cli._bridge import given, takes
 from pounder.cli._common import (
+    check_junit_path,
     check_report_path,
     measured_run,
     print_error,
     print_warning,
     write_html_report,
+    write_junit_file,
 )
 from pounder.cli._progress import live_status
 from pounder.cli._tune_options import TuneFlags
@@ -42,7 +44,16 @@ from pounder.pool import (
     demo_adapter,
     refused_option,
 )
-from pounder.tune import TuneResult, make_options, open_run, render_tune, resume, tune
+from pounder.tune import (
+    TuneResult,
+    interrupted_tune_junit,
+    make_options,
+    open_run,
+    render_tune,
+    resume,
+    tune,
+    tune_junit,
+)
 
 _SERVER_OPTIONS = ("stop_signal", "pythonpath", "preload", "env", "root", "threads")
 """The server options (:meth:`TuneFlags.server_values`), in the order a server's refusals of them are checked."""
@@ -113,11 +124,15 @@ def _display(enabled: bool) -> Iterator[tuple[Callable[[str], None], Callable[[s
 def tune_command(ctx: typer.Context, server: Annotated[str | None, SERVER_ARG] = None,
                  target: Annotated[str | None, TARGET_ARG] = None) -> int:
     flags = given(ctx, TuneFlags)
-    ray, agents, agents_per_node, report = flags.ray, flags.agents, flags.agents_per_node, flags.report
+    ray, agents, agents_per_node, report, junit = flags.ray, flags.agents, flags.agents_per_node, flags.report, \
+        flags.junit
     sender = make_sender(ray, agents, agents_per_node)
     where, go, inputs = _plan(server, target, flags, sender=sender)
     check_report_path(report)
-    outputs = [("--report", report)] if flags.resume_dir is not None else [("--results", where), ("--report", report)]
+    check_junit_path(junit)
+    outputs = [("--report", report), ("--junit", junit)]
+    if flags.resume_dir is None:
+        outputs.insert(0, ("--results", where))
     check_distinct(outputs, inputs)
     cluster_flags = (("--ray", ray), ("--agents", agents), ("--agents-per-node", agents_per_node))
     again = "".join(f" {flag} {value}" for flag, value in cluster_flags if value is not None)
@@ -127,19 +142,23 @@ def tune_command(ctx: typer.Context, server: Annotated[str | None, SERVER_ARG] =
         if report is not None and Path(where, "tune.json").is_file():
             write_html_report([where], report)
 
-    with _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step, keep):
+    def stopped() -> None:  # what was measured: the JUnit file says the run was stopped, and where it is
+        try:
+            write_junit_file(interrupted_tune_junit(next_step), junit)
+        finally:
+            keep()
+
+    with _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step, stopped):
         result = go(log, status, progress)
-    sys.stdout.write(render_tune(result))
-    keep()
-    if result.confirmation is not None and not result.confirmation["ok"]:
-        # a peak one server cannot carry is what the fleet is for: its servers carry it (see Fleet)
-        fleet = result.fleet.size if result.fleet is not None else None
-        carried = fleet is not None and fleet.servers is not None
-        failed = [check["text"] for check in result.confirmation["checks"]
-                  if not check["ok"] and not (carried and check["name"] == "rate")]
-        if failed:
-            print_error(f"the recommended configuration did not pass its confirmation run: {'; '.join(failed)}")
-            return 1
+    try:
+        write_junit_file(tune_junit(result), junit)
+    finally:  # a file that cannot be written after all is said once the recommendation is out
+        sys.stdout.write(render_tune(result))
+        keep()
+    failed = result.unmet_checks()  # a peak one server cannot carry is what the fleet is for
+    if failed:
+        print_error(f"the recommended configuration did not pass its confirmation run: {'; '.join(failed)}")
+        return 1
     return 0
 
 

@@ -19,7 +19,8 @@ than 2 counted trials has no ratio and the verdict "unknown" (:attr:`CompareResu
 :func:`failure_message`). See
 :mod:`pounder.compare._trials` for the run, :mod:`pounder.compare._result` for the result and
 :mod:`pounder._stats` for the statistics (shared: the profiler's cost uses them too);
-:mod:`pounder.compare._gates` for the ``--fail-if`` gates of a comparison (``slower>5%``).
+:mod:`pounder.compare._gates` for the ``--fail-if`` gates of a comparison (``slower>5%``);
+:mod:`pounder.compare._junit` for it as JUnit XML (``--junit``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from pounder.compare._gates import (
     evaluate_compare_gates,
     parse_compare_gates,
 )
+from pounder.compare._junit import compare_cases, compare_junit, compare_properties
 from pounder.compare._report import describe_errors, failure_message, format_rate, format_ratio, render_compare
 from pounder.compare._result import (
     SCHEMA,
@@ -69,6 +71,9 @@ __all__ = [
     "COMPARE_METRICS",
     "SLOWER_MIN_TRIALS",
     "check_slower_trials",
+    "compare_cases",
+    "compare_junit",
+    "compare_properties",
     "evaluate_compare_gates",
     "parse_compare_gates",
     "DEFAULT_TRIALS",

@@ -2,9 +2,9 @@
 with :func:`load_result`), the engine's measurements in it (``_measured``), the options it ran with
 (``_run_options``), a scenario's per-step figures (``_steps``) and the agents who sent it
 (``_distributed``); whether a load failed and why (``_outcome``); its text and CSV forms
-(``_report``, ``_csv``); pass/fail gates on it (``_gates``). Below :mod:`pounder.traffic` and
-:mod:`pounder.load`, which make what it records; the public names are re-exported by
-:mod:`pounder`."""
+(``_report``, ``_csv``); pass/fail gates on it (``_gates``); it and its gates as JUnit XML
+(``_junit``). Below :mod:`pounder.traffic` and :mod:`pounder.load`, which make what it records;
+the public names are re-exported by :mod:`pounder`."""
 
 from pounder.results._csv import render_csv
 from pounder.results._distributed import AgentReport, Agents
@@ -19,6 +19,7 @@ from pounder.results._gates import (
     parse_gates,
     verdict_of,
 )
+from pounder.results._junit import bench_junit, gate_cases, interrupted_text
 from pounder.results._measured import (
     ERROR_CATEGORIES,
     MAX_FAILED,
@@ -91,7 +92,10 @@ __all__ = [
     "describe_load",
     "describe_replay",
     "evaluate_gates",
+    "bench_junit",
     "format_ms",
+    "gate_cases",
+    "interrupted_text",
     "load_failure",
     "load_result",
     "other_hosts",

@@ -128,6 +128,16 @@ class GateResult:
     def passed(self) -> bool:
         return self.verdict == "pass"
 
+    @property
+    def named(self) -> str:
+        """The gate and what it was evaluated on: ``slower>5% for B vs A``, ``p99>300ms``."""
+        return self.gate.text + (f" for {self.subject}" if self.subject else "")
+
+    def line(self) -> str:
+        """The gate, the measured figure and why in one phrase, as the line of failed gates says it:
+        ``p99>300ms: 412.5 ms, above 300 ms``."""
+        return f"{self.named}: {self.measured_text}{', ' + self.why if self.why else ''}"
+
     def to_dict(self) -> dict[str, Any]:
         return {**self.gate.to_dict(), "subject": self.subject, "measured": self.measured,
                 "measured_text": self.measured_text, "verdict": self.verdict, "why": self.why}  # fmt: skip
@@ -211,13 +221,7 @@ class GateReport:
         failed = self.failed
         if not failed:
             return None
-        parts = [
-            f"{result.gate.text}"
-            + (f" for {result.subject}" if result.subject else "")
-            + f": {result.measured_text}{', ' + result.why if result.why else ''}"
-            for result in failed
-        ]
-        return f"{len(failed)} of {len(self.results)} gates failed: " + "; ".join(parts)
+        return f"{len(failed)} of {len(self.results)} gates failed: " + "; ".join(result.line() for result in failed)
 
 
 # ---------------------------------------------------------------------------------------------
