@@ -21,27 +21,25 @@ import pytest
 import xmlschema
 
 from pounder import BenchResult, BenchSpec
-from pounder._junit import Case, Suite
+from pounder._junit import Case, Suite, stopped_suite
 from pounder.compare import (
     CompareOptions,
     CompareResult,
     Trial,
     Variant,
-    compare_junit,
     evaluate_compare_gates,
     parse_compare_gates,
 )
 from pounder.results import (
     HttpOptions,
     LoadModel,
-    bench_junit,
     evaluate_gates,
     load_failure,
     parse_gates,
     render_report,
 )
 from pounder.servers import apache_missing
-from pounder.tune import resume, tune_junit
+from pounder.tune import resume
 from support import cliutil
 from support.recorded import recorded_copy
 
@@ -114,7 +112,7 @@ def compare_result(fast: list[float], slow: list[float], labels: tuple[str, str]
 def test_bench_gates_are_cases_named_with_figure_and_limit() -> None:
     result = bench_result()
     gated = replace(result, gates=evaluate_gates(parse_gates(["p99>6ms", "rps<100", "errors>0"]), result))
-    root = validated(bench_junit(gated).render())
+    root = validated(gated.to_junit())
     assert root.tag == "testsuite" and root.get("name") == "pounder bench http://127.0.0.1:8080/"
     assert counts(root) == (4, 2, 0, 0)
     assert cases(root) == {
@@ -142,16 +140,16 @@ def test_bench_gates_are_cases_named_with_figure_and_limit() -> None:
 
 def test_a_run_without_gates_counts_one_test_and_fails_as_its_exit_status() -> None:
     """No gate: one case, the run; it is an error when bench exits 1 (nowhere) or was stopped."""
-    root = validated(bench_junit(bench_result()).render())
+    root = validated(bench_result().to_junit())
     assert counts(root) == (1, 0, 0, 0) and cases(root) == {"run completed": ("passed", "", "")}
-    stopped = validated(bench_junit(bench_result(interrupted=True)).render())
+    stopped = validated(bench_result(interrupted=True).to_junit())
     (outcome, message, kind), = cases(stopped).values()
     assert (outcome, kind) == ("error", "interrupted") and message.startswith("interrupted by Ctrl-C: the figures "
                                                                               "are of the 10.0 s measured")
     nothing = {**RECORDED, "requests": {**RECORDED["requests"], "complete": 0}, "status": {}}
     nowhere = bench_result(nothing)
     gated = replace(nowhere, gates=evaluate_gates(parse_gates(["non2xx>0"]), nowhere))
-    root = validated(bench_junit(gated).render())
+    root = validated(gated.to_junit())
     assert counts(root) == (2, 1, 1, 0)
     assert cases(root)["run completed"] == ("error", load_failure(nowhere), "failed")
     assert cases(root)["non2xx>0"] == ("failure", "non2xx>0: -, no response", "unmeasurable")
@@ -164,7 +162,7 @@ def test_a_run_without_gates_counts_one_test_and_fails_as_its_exit_status() -> N
 def test_compare_gates_per_variant_with_the_interval() -> None:
     result = compare_result([1000, 1010, 990, 1005, 995], [800, 810, 790, 805, 795])
     gated = replace(result, gates=evaluate_compare_gates(parse_compare_gates(["slower>5%", "rps<900"]), result))
-    root = validated(compare_junit(gated).render())
+    root = validated(gated.to_junit())
     assert counts(root) == (4, 2, 0, 0)
     found = cases(root)
     assert found["slower>5% for slow vs fast"][0] == "failure"
@@ -188,11 +186,14 @@ def test_labels_and_messages_of_any_text_stay_valid_xml() -> None:
     """A label is the user's text: markup and control characters are escaped or replaced."""
     result = compare_result([1000] * 3, [800] * 3, labels=("<a & \"b\">", "c\x01\x1bd"))
     gated = replace(result, gates=evaluate_compare_gates(parse_compare_gates(["p99>1ms"]), result))
-    root = validated(compare_junit(gated).render())
+    root = validated(gated.to_junit())
     assert "p99>1ms for <a & \"b\">" in cases(root) and "p99>1ms for c??d" in cases(root)
     suite = Suite("s", (Case("n", "c", float("nan"), "skipped", "\x00"),), (("k", "v\x7f"),), float("inf"))
     root = validated(suite.render())
     assert root.get("time") == "0.000" and counts(root) == (1, 0, 0, 1)
+    root = validated(stopped_suite("pounder tune", "pounder.tune", "interrupted by SIGHUP before ...").render())
+    assert counts(root) == (1, 0, 1, 0) and cases(root) == {
+        "run completed": ("error", "interrupted by SIGHUP before ...", "interrupted")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,7 +209,7 @@ def _tune_again(name: str, tmp_path: Path) -> Any:
 
 def test_tune_confirmation_checks_are_cases(tmp_path: Path) -> None:
     fleet = _tune_again("tune-fleet", tmp_path)  # one server cannot carry the peak rate; the fleet does
-    root = validated(tune_junit(fleet).render())
+    root = validated(fleet.to_junit())
     assert counts(root) == (5, 0, 0, 1) and fleet.unmet_checks() == []  # pounder tune exits 0
     found = cases(root)
     assert [name for name in found] == ["run completed", "confirmation: failures", "confirmation: throughput",
@@ -224,7 +225,7 @@ def test_tune_confirmation_checks_are_cases(tmp_path: Path) -> None:
     assert props["confirmation.complete"] == str(fleet.confirmation["complete"])
     assert float(props["confirmation.p99_ms"]) == fleet.confirmation["p99_ms"]
     unconfirmed = _tune_again("tune-outputs", tmp_path)  # --no-confirm
-    root = validated(tune_junit(unconfirmed).render())
+    root = validated(unconfirmed.to_junit())
     assert cases(root)["confirmation"] == ("skipped", "the confirmation did not run (--no-confirm)", "")
 
 

@@ -10,19 +10,17 @@ when the command exits 1 or was interrupted), so that a run without gates still 
 not 0; then one case per gate, or per confirmation check of a tuning run, each a ``<failure>``
 with the words the text report prints. This module only writes: what each command's cases and
 figures are is said by the package that measured them (``pounder.results``, ``pounder.compare``,
-``pounder.experiment``, ``pounder.tune``)."""
+``pounder.experiment``, ``pounder.tune``: each result's ``to_junit``); the command writes the
+file with the other outputs (:func:`pounder._files.write_atomic`)."""
 
 from __future__ import annotations
 
 import math
-import os
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
-
-from pounder._files import write_atomic
 
 Outcome = Literal["passed", "failure", "error", "skipped"]
 RUN_CASE = "run completed"
@@ -108,6 +106,20 @@ def run_case(classname: str, time_s: float, problems: Iterable[str] = (), interr
     return Case(name, classname, time_s, "error", said, "failed") if said else Case(name, classname, time_s)
 
 
+def interrupted_text(elapsed_s: float) -> str:
+    """What an interrupted run's case says: what stopped it (:func:`pounder._interrupt.cause`), and
+    that its figures are a part."""
+    from pounder import _interrupt
+
+    return f"interrupted by {_interrupt.cause()}: the figures are of the {elapsed_s:.1f} s measured until then"
+
+
+def stopped_suite(name: str, classname: str, message: str) -> Suite:
+    """A run a signal stopped before it had a result: its one case, an error saying ``message``
+    (what stopped it, where what was measured is, how to go on)."""
+    return Suite(name, (run_case(classname, 0.0, interrupted=message),))
+
+
 def figure(value: float | int | None, digits: int = 3) -> str:
     """A property's value: an integer as it is, a float with ``digits`` decimals at most (trailing
     zeros dropped), ``-`` for none."""
@@ -117,8 +129,3 @@ def figure(value: float | int | None, digits: int = 3) -> str:
         return str(int(value))
     return f"{value:.{digits}f}".rstrip("0").rstrip(".")
 
-
-def write_junit(suite: Suite, path: str | os.PathLike[str], what: str = "--junit") -> None:
-    """``suite`` written atomically to ``path`` (:func:`pounder._files.write_atomic`; errors are
-    one line naming ``what``)."""
-    write_atomic(path, suite.render(), what)

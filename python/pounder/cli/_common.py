@@ -271,12 +271,13 @@ def check_junit_path(path: str | None) -> None:
     check_output_path(path, "--junit", "JUnit XML")
 
 
-def write_junit_file(suite: Any, path: str | None) -> None:
-    """``--junit FILE`` once measured (``suite``: a :class:`pounder._junit.Suite`; None path: not asked)."""
-    from pounder._junit import write_junit
+def write_junit_file(xml: Callable[[], str], path: str | None) -> None:
+    """``--junit FILE`` once measured: ``xml`` (a result's ``to_junit``) written atomically (None
+    path: not asked)."""
+    from pounder._files import write_atomic
 
     if path is not None:
-        write_junit(suite, path)
+        write_atomic(path, xml(), "--junit")
 
 
 @dataclass(frozen=True)

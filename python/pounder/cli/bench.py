@@ -43,7 +43,7 @@ from pounder.cli._load_options import (
 from pounder.cli._progress import live_progress
 from pounder.cli.top import server_line
 from pounder.load import LoadOptions, OutputWriteError, bench
-from pounder.results import BenchResult, bench_junit, load_failure, render_csv, render_report
+from pounder.results import BenchResult, load_failure, render_csv, render_report
 from pounder.traffic import AccessLog, read_access_log
 
 _LOAD = "Load"
@@ -118,16 +118,12 @@ def _outputs(json_path: str | None, csv_path: str | None) -> tuple[str | None, s
     return json_out, csv_out
 
 
-def _junit_xml(result: BenchResult) -> str:
-    return bench_junit(result).render()
-
-
 def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet: bool,
           log: AccessLog | None = None, junit: str | None = None) -> None:
     """Write the files first (so a broken pipe cannot lose them), then the report; a file that
     cannot be written after all is reported once the report is out, so the numbers still show."""
     outputs = ((json_out, "--json", result.to_json), (csv_out, "--csv", partial(render_csv, result)),
-               (junit, "--junit", partial(_junit_xml, result)))
+               (junit, "--junit", result.to_junit))
     failures: list[PounderError] = []
     for path, what, render in outputs:
         if path is not None:

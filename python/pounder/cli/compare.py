@@ -45,7 +45,6 @@ from pounder.compare import (
     chart_format,
     check_trials,
     compare,
-    compare_junit,
     default_labels,
     failure_message,
     format_rate,
@@ -184,7 +183,7 @@ def _emit(result: CompareResult, json_out: str | None, chart_out: str | None, qu
     cannot be written is reported once the report is out, so the numbers still show."""
     failure: PounderError | None = None
     for path, write in ((chart_out, render_chart), (junit, lambda result, path: write_junit_file(
-            compare_junit(result), path))):  # fmt: skip
+            result.to_junit, path))):  # fmt: skip
         if path is not None:
             try:
                 write(result, path)

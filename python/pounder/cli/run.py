@@ -31,7 +31,7 @@ from pounder.cli._common import (
 )
 from pounder.cli._load_options import AgentFlags, takes_load_options, tls_parameters
 from pounder.compare import parse_compare_gates
-from pounder.experiment import experiment_junit, load_experiment, run_experiment
+from pounder.experiment import load_experiment, run_experiment
 from pounder.load import LoadOptions
 from pounder.pool import ResultsDir
 
@@ -103,7 +103,7 @@ def run_command(
                                  gates=[gate.text for gate in gates] if fail_if else None)
     with _interrupt.deferred():  # a signal now waits until the summary and the page are out
         try:
-            write_junit_file(experiment_junit(outcome), junit)
+            write_junit_file(outcome.to_junit, junit)
         finally:  # a file that cannot be written after all is said once the summary is out
             sys.stdout.write(outcome.render())
             keep()

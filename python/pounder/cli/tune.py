@@ -17,8 +17,10 @@ from typing import Annotated, Any
 
 import typer
 
+from pounder import _interrupt
 from pounder._errors import UsageError
 from pounder._files import check_distinct
+from pounder._junit import stopped_suite
 from pounder.agents import make_sender
 from pounder.cli._bridge import given, takes
 from pounder.cli._common import (
@@ -44,16 +46,7 @@ from pounder.pool import (
     demo_adapter,
     refused_option,
 )
-from pounder.tune import (
-    TuneResult,
-    interrupted_tune_junit,
-    make_options,
-    open_run,
-    render_tune,
-    resume,
-    tune,
-    tune_junit,
-)
+from pounder.tune import TuneResult, make_options, open_run, render_tune, resume, tune
 
 _SERVER_OPTIONS = ("stop_signal", "pythonpath", "preload", "env", "root", "threads")
 """The server options (:meth:`TuneFlags.server_values`), in the order a server's refusals of them are checked."""
@@ -144,14 +137,15 @@ def tune_command(ctx: typer.Context, server: Annotated[str | None, SERVER_ARG] =
 
     def stopped() -> None:  # what was measured: the JUnit file says the run was stopped, and where it is
         try:
-            write_junit_file(interrupted_tune_junit(next_step), junit)
+            write_junit_file(lambda: stopped_suite("pounder tune", "pounder.tune", (
+                f"interrupted by {_interrupt.cause()} before the recommendation; {next_step}")).render(), junit)
         finally:
             keep()
 
     with _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step, stopped):
         result = go(log, status, progress)
     try:
-        write_junit_file(tune_junit(result), junit)
+        write_junit_file(result.to_junit, junit)
     finally:  # a file that cannot be written after all is said once the recommendation is out
         sys.stdout.write(render_tune(result))
         keep()

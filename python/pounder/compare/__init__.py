@@ -43,7 +43,6 @@ from pounder.compare._gates import (
     evaluate_compare_gates,
     parse_compare_gates,
 )
-from pounder.compare._junit import compare_cases, compare_junit, compare_properties
 from pounder.compare._report import describe_errors, failure_message, format_rate, format_ratio, render_compare
 from pounder.compare._result import (
     SCHEMA,
@@ -71,9 +70,6 @@ __all__ = [
     "COMPARE_METRICS",
     "SLOWER_MIN_TRIALS",
     "check_slower_trials",
-    "compare_cases",
-    "compare_junit",
-    "compare_properties",
     "evaluate_compare_gates",
     "parse_compare_gates",
     "DEFAULT_TRIALS",

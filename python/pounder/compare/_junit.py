@@ -1,15 +1,17 @@
 """A comparison as JUnit XML (``pounder compare --junit FILE``, :mod:`pounder._junit`): the run's
 case (an error when it was interrupted or a URL was left with fewer than 2 counted trials: the
 lines compare exits 130 or 1 with), a case per gate and variant (``p99>300ms for B``, ``slower>5%
-for B vs A``), and each variant's medians and each ratio with its interval as properties."""
+for B vs A``), and each variant's medians and each ratio with its interval as properties;
+:meth:`CompareResult.to_junit`, and its cases and properties among a run's
+(:meth:`CompareResult.junit_cases`, :meth:`CompareResult.junit_properties`)."""
 
 from __future__ import annotations
 
-from pounder._junit import RUN_CASE, Case, Suite, figure, run_case
+from pounder._junit import RUN_CASE, Case, Suite, figure, interrupted_text, run_case
 from pounder._stats import Estimate, RatioEstimate
 from pounder.compare._report import failure_message
 from pounder.compare._result import CompareResult
-from pounder.results import describe_load, gate_cases, interrupted_text
+from pounder.results import describe_load
 
 
 def _estimate(name: str, estimate: Estimate | None, scale: float = 1.0) -> list[tuple[str, str]]:
@@ -52,7 +54,7 @@ def compare_cases(result: CompareResult, classname: str, prefix: str = "") -> li
     failure = failure_message(result)
     run = run_case(classname, elapsed, [failure] if failure else [],
                    interrupted_text(elapsed) if result.interrupted else None, name=prefix + RUN_CASE)  # fmt: skip
-    return [run, *gate_cases(result.gates, classname, prefix)]
+    return [run, *([] if result.gates is None else result.gates.junit_cases(classname, prefix))]
 
 
 def compare_junit(result: CompareResult) -> Suite:

@@ -10,7 +10,6 @@ from pounder.experiment._file import (
     VariantSpec,
     load_experiment,
 )
-from pounder.experiment._junit import experiment_junit
 from pounder.experiment._reader import ExperimentError
 from pounder.experiment._run import EXPERIMENT_SCHEMA, ExperimentResult, run_experiment
 from pounder.experiment._tls import TlsSpec
@@ -24,7 +23,6 @@ __all__ = [
     "ServerSpec",
     "TlsSpec",
     "VariantSpec",
-    "experiment_junit",
     "load_experiment",
     "run_experiment",
 ]

@@ -2,13 +2,12 @@
 the experiment (an error when it was interrupted), then each load's comparison as ``pounder compare
 --junit`` writes it (its run, its gates: the file's ``fail_if`` and ``--fail-if``), each case named
 after its load as the failure lines name it (``load 1 (LABEL): slower>5% for b vs a``), and each
-load's figures as properties (``load 1.a.requests_per_s``)."""
+load's figures as properties (``load 1.a.requests_per_s``); :meth:`ExperimentResult.to_junit`."""
 
 from __future__ import annotations
 
 from pounder import _interrupt
 from pounder._junit import Case, Suite, run_case
-from pounder.compare import compare_cases, compare_properties
 from pounder.experiment._run import ExperimentResult
 
 CLASSNAME = "pounder.run"
@@ -25,7 +24,7 @@ def experiment_junit(outcome: ExperimentResult) -> Suite:
     props = [("experiment", exp.title), ("file", str(exp.path)), ("results", str(outcome.results_dir)),
              ("loads", str(len(exp.loads)))]  # fmt: skip
     for index, (load, result) in enumerate(outcome.comparisons, start=1):
-        cases += compare_cases(result, CLASSNAME, f"load {index} ({load.label}): ")
-        props += compare_properties(result, f"load {index}.")
+        cases += result.junit_cases(CLASSNAME, f"load {index} ({load.label}): ")
+        props += result.junit_properties(f"load {index}.")
     started = outcome.comparisons[0][1].started_at if outcome.comparisons else None
     return Suite(f"pounder run {exp.title}", tuple(cases), tuple(props), elapsed, started)

@@ -104,6 +104,12 @@ class ExperimentResult:
         return (f"interrupted after {len(self.comparisons)} of {len(self.experiment.loads)} loads "
                 f"(the last one partly): partial result")
 
+    def to_junit(self) -> str:
+        """The run as JUnit XML (``pounder run --junit``: :mod:`pounder.experiment._junit`)."""
+        from pounder.experiment._junit import experiment_junit
+
+        return experiment_junit(self).render()
+
     def render(self) -> str:
         exp = self.experiment
         out = [exp.title, "=" * len(exp.title)]

@@ -19,7 +19,6 @@ from pounder.results._gates import (
     parse_gates,
     verdict_of,
 )
-from pounder.results._junit import bench_junit, gate_cases, interrupted_text
 from pounder.results._measured import (
     ERROR_CATEGORIES,
     MAX_FAILED,
@@ -92,10 +91,7 @@ __all__ = [
     "describe_load",
     "describe_replay",
     "evaluate_gates",
-    "bench_junit",
     "format_ms",
-    "gate_cases",
-    "interrupted_text",
     "load_failure",
     "load_result",
     "other_hosts",

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pounder._errors import UsageError, public
+from pounder._junit import Case
 from pounder._records import Reader
 from pounder._units import parse_count, parse_duration, parse_rate, plain
 from pounder.results._measured import MalformedResultError
@@ -194,6 +195,16 @@ class GateReport:
         """Read :meth:`to_list`'s output; :class:`~pounder.results.MalformedResultError` names the key."""
         items = _READ.as_list(value, key)
         return cls(tuple(GateResult.from_dict(item, f"{key}[{index}]") for index, item in enumerate(items)))
+
+    def junit_cases(self, classname: str, prefix: str = "") -> list[Case]:
+        """One JUnit case per gate (:mod:`pounder._junit`), named as the line of failed gates names
+        it (``p99>300ms``, ``slower>5% for B vs A``; after ``prefix``): a gate that did not pass is a
+        ``<failure>`` whose message is that line's phrase (gate, measured figure, limit:
+        :meth:`GateResult.line`), of ``type`` its verdict (``fail`` or ``unmeasurable``); a passed
+        one says its figure in ``<system-out>``."""
+        return [Case(prefix + result.named, classname, output=result.line()) if result.passed else
+                Case(prefix + result.named, classname, 0.0, "failure", result.line(), result.verdict)
+                for result in self.results]  # fmt: skip
 
     def render(self) -> list[str]:
         """The table printed after a report: gate, measured, verdict (with the subject first when

@@ -1,37 +1,17 @@
 """A bench result as JUnit XML (``pounder bench --junit FILE``, :mod:`pounder._junit`): the run's
 case (an error when it was interrupted, lost an agent or got nowhere: the lines bench exits 1 or
-130 with), a case per ``--fail-if`` gate (:func:`gate_cases`, shared with the comparison's), and
-the result's headline figures as properties."""
+130 with), a case per ``--fail-if`` gate (:meth:`GateReport.junit_cases`, shared with the
+comparison's), and the result's headline figures as properties; :meth:`BenchResult.to_junit`."""
 
 from __future__ import annotations
 
-from pounder import _interrupt
-from pounder._junit import Case, Suite, figure, run_case
-from pounder.results._gates import GateReport
+from pounder._junit import Suite, figure, interrupted_text, run_case
 from pounder.results._outcome import load_failure
 from pounder.results._report import describe_load
 from pounder.results._result import BenchResult
 
 LATENCIES = ("50", "90", "99", "99.9")
 """The corrected latency's percentiles among a bench's properties (with its mean and max)."""
-
-
-def gate_cases(gates: GateReport | None, classname: str, prefix: str = "") -> list[Case]:
-    """One case per evaluated gate, named as the line of failed gates names it (``p99>300ms``,
-    ``slower>5% for B vs A``; after ``prefix``): a gate that did not pass is a ``<failure>`` whose
-    message is that line's phrase (gate, measured figure, limit: :meth:`GateResult.line`), of
-    ``type`` its verdict (``fail`` or ``unmeasurable``); a passed one says its figure in
-    ``<system-out>``."""
-    if gates is None:
-        return []
-    return [Case(prefix + result.named, classname, output=result.line()) if result.passed else
-            Case(prefix + result.named, classname, 0.0, "failure", result.line(), result.verdict)
-            for result in gates.results]  # fmt: skip
-
-
-def interrupted_text(elapsed_s: float) -> str:
-    """What an interrupted run's case says: what stopped it, and that its figures are a part."""
-    return f"interrupted by {_interrupt.cause()}: the figures are of the {elapsed_s:.1f} s measured until then"
 
 
 def bench_properties(result: BenchResult) -> list[tuple[str, str]]:
@@ -63,5 +43,5 @@ def bench_junit(result: BenchResult) -> Suite:
                    interrupted_text(result.elapsed_s) if result.interrupted else None)  # fmt: skip
     targets = result.options.targets
     name = f"pounder bench {targets[0].url}" + (f" (+{len(targets) - 1} more)" if len(targets) > 1 else "")
-    return Suite(name, (run, *gate_cases(result.gates, classname)), tuple(bench_properties(result)),
-                 result.elapsed_s, result.started_at)  # fmt: skip
+    gates = [] if result.gates is None else result.gates.junit_cases(classname)
+    return Suite(name, (run, *gates), tuple(bench_properties(result)), result.elapsed_s, result.started_at)

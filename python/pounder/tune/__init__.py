@@ -42,7 +42,6 @@ from pounder.pool import (
     demo_adapter,
 )
 from pounder.tune._analysis import ChildrenChoice
-from pounder.tune._junit import interrupted_tune_junit, tune_junit
 from pounder.tune._machine import manifest, measured_cpus
 from pounder.tune._memory import MemoryBound
 from pounder.tune._mrpc import MaxRequestsChoice
@@ -177,11 +176,9 @@ __all__ = [
     "TuneResult",
     "adapter_from_dict",
     "demo_adapter",
-    "interrupted_tune_junit",
     "make_options",
     "open_run",
     "render_tune",
     "resume",
     "tune",
-    "tune_junit",
 ]

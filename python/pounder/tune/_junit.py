@@ -4,7 +4,7 @@ check not met is a ``<failure>`` with its words as the text prints them (the fig
 against its limit), a rate one server cannot carry but the fleet does is ``<skipped>`` (it fails
 nothing, as the exit status says), and a run without confirmation (``--no-confirm``) has a skipped
 ``confirmation`` case; the recommendation's settings and the confirmation's figures are the
-properties."""
+properties; :meth:`TuneResult.to_junit`."""
 
 from __future__ import annotations
 
@@ -54,11 +54,3 @@ def tune_junit(result: TuneResult) -> Suite:
                 cases.append(Case(name, CLASSNAME, 0.0, "failure", check.text, "not met"))
     return Suite(f"pounder tune {result.adapter.describe()}", tuple(cases), tuple(_properties(result, confirmation)))
 
-
-def interrupted_tune_junit(next_step: str) -> Suite:
-    """A tuning run a signal stopped before its recommendation: its one case, an error saying what
-    stopped it and ``next_step`` (where what was measured is, how to resume)."""
-    from pounder import _interrupt
-
-    stopped = f"interrupted by {_interrupt.cause()} before the recommendation; {next_step}"
-    return Suite("pounder tune", (run_case(CLASSNAME, 0.0, interrupted=stopped),))

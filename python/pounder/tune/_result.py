@@ -88,6 +88,12 @@ class TuneResult:
             "life": None if self.life is None else self.life.to_dict(),
         }
 
+    def to_junit(self) -> str:
+        """The run as JUnit XML (``pounder tune --junit``: :mod:`pounder.tune._junit`)."""
+        from pounder.tune._junit import tune_junit
+
+        return tune_junit(self).render()
+
     def carried_by_fleet(self, check: str) -> bool:
         """Whether the confirmation's check ``check``, not met, is carried by the fleet: a peak one
         server cannot answer (``rate``) is what the fleet's servers are for (:mod:`pounder.tune._fleet`)."""
