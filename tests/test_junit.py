@@ -194,6 +194,9 @@ def test_labels_and_messages_of_any_text_stay_valid_xml() -> None:
     root = validated(stopped_suite("pounder tune", "pounder.tune", "interrupted by SIGHUP before ...").render())
     assert counts(root) == (1, 0, 1, 0) and cases(root) == {
         "run completed": ("error", "interrupted by SIGHUP before ...", "interrupted")}
+    root = validated(stopped_suite("pounder run t", "pounder.run", "the server did not start: ...", failed=True)
+                     .render())
+    assert cases(root) == {"run completed": ("error", "the server did not start: ...", "failed")}
 
 
 # ---------------------------------------------------------------------------------------------

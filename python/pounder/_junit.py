@@ -114,10 +114,12 @@ def interrupted_text(elapsed_s: float) -> str:
     return f"interrupted by {_interrupt.cause()}: the figures are of the {elapsed_s:.1f} s measured until then"
 
 
-def stopped_suite(name: str, classname: str, message: str) -> Suite:
-    """A run a signal stopped before it had a result: its one case, an error saying ``message``
-    (what stopped it, where what was measured is, how to go on)."""
-    return Suite(name, (run_case(classname, 0.0, interrupted=message),))
+def stopped_suite(name: str, classname: str, message: str, *, failed: bool = False) -> Suite:
+    """A run a signal stopped before it had a result (or that ``failed``: a server that did not
+    start, a measurement that failed): its one case, an error saying ``message`` (what stopped it,
+    where what was measured is, how to go on; or the error line)."""
+    return Suite(name, (run_case(classname, 0.0, [message]) if failed else
+                        run_case(classname, 0.0, interrupted=message),))  # fmt: skip
 
 
 def figure(value: float | int | None, digits: int = 3) -> str:

@@ -108,21 +108,36 @@ def kept_outputs(paths: list[str | None], quiet: bool) -> str:
     return "the partial result is " + " and ".join(where) if where else "nothing was asked to be kept (-q)"
 
 
+def _said(failed: Callable[[str], None] | None, message: str) -> None:
+    """``failed(message)`` (an output saying the run failed), a signal waiting until it is written."""
+    if failed is None:
+        return
+    with _interrupt.deferred():
+        try:
+            failed(message)
+        except PounderError as error:
+            print_error(str(error))
+
+
 @contextmanager
-def measured_run(next_step: str, keep: Callable[[], None] | None = None) -> Iterator[None]:
+def measured_run(next_step: str, keep: Callable[[], None] | None = None,
+                 failed: Callable[[str], None] | None = None) -> Iterator[None]:
     """Around a long run that starts servers and writes its results as it goes: a server that
     does not start is reported with its own log lines (exit 1); Ctrl-C, SIGTERM or SIGHUP stop it
     (every server is stopped by then) with exit 130 or 143; any other failure keeps its message.
     ``next_step`` says where the results are and what to do with them (e.g. how to resume); it ends
     the message. ``keep``: what to write when interrupted (e.g. the ``--report`` page of what was
-    measured), before the message; a second signal waits until it is written."""
+    measured), before the message; a second signal waits until it is written. ``failed``: what to
+    write when the run fails (exit 1; the ``--junit`` file), given the error line, before it."""
     from pounder.servers import ServerFailure, ServerStartError
 
     try:
         yield
     except ServerFailure as error:
         started = isinstance(error, ServerStartError)
-        print_error(f"the server did not start: {error.reason}" if started else f"{error.reason} ({next_step})")
+        message = f"the server did not start: {error.reason}" if started else f"{error.reason} ({next_step})"
+        _said(failed, message)
+        print_error(message)
         if error.log_tail:
             sys.stderr.write(error.log_tail.rstrip("\n") + "\n")
         if error.logs:
@@ -140,6 +155,7 @@ def measured_run(next_step: str, keep: Callable[[], None] | None = None) -> Iter
     except UsageError:
         raise
     except PounderError as error:
+        _said(failed, f"{error} ({next_step})")
         raise PounderError(f"{error} ({next_step})") from None
 
 

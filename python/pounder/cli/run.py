@@ -13,6 +13,7 @@ import typer
 from pounder import _interrupt
 from pounder._errors import PounderError
 from pounder._files import check_distinct
+from pounder._junit import stopped_suite
 from pounder.cli._bridge import Use, given, takes
 from pounder.cli._common import (
     COMPARE_GATES,
@@ -97,8 +98,12 @@ def run_command(
         if report is not None and Path(where, "experiment.json").is_file():
             write_html_report([where], report)
 
+    def failed(message: str) -> None:  # exit 1: the JUnit file says why
+        write_junit_file(lambda: stopped_suite(f"pounder run {exp.title}", "pounder.run", message,
+                                               failed=True).render(), junit)  # fmt: skip
+
     measured = f"what was measured is in {where}"
-    with measured_run(measured, keep):
+    with measured_run(measured, keep, failed):
         outcome = run_experiment(exp, where, quick=quick, log=log, sender=sender,
                                  gates=[gate.text for gate in gates] if fail_if else None)
     with _interrupt.deferred():  # a signal now waits until the summary and the page are out

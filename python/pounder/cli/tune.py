@@ -142,7 +142,10 @@ def tune_command(ctx: typer.Context, server: Annotated[str | None, SERVER_ARG] =
         finally:
             keep()
 
-    with _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step, stopped):
+    def broke(message: str) -> None:  # exit 1: the JUnit file says why
+        write_junit_file(lambda: stopped_suite("pounder tune", "pounder.tune", message, failed=True).render(), junit)
+
+    with _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step, stopped, broke):
         result = go(log, status, progress)
     try:
         write_junit_file(result.to_junit, junit)
