@@ -45,7 +45,7 @@ deps-system:
 	else echo "note: missing Debian packages:$$missing (tests that need them are skipped)"; fi
 
 deps-python:
-	$(PIP) install -q --disable-pip-version-check "maturin>=1.7,<2" "pytest>=8" "pytest-xdist>=3.5" "jsonschema>=4.18" "gunicorn>=22" \
+	$(PIP) install -q --disable-pip-version-check "maturin>=1.7,<2" "pytest>=8" "pytest-xdist>=3.5" "jsonschema>=4.18" "xmlschema>=3" "gunicorn>=22" \
 		"ruff>=0.5" "mypy>=1.10" typer rich psutil types-psutil types-jsonschema "jinja2>=3.1" "matplotlib>=3.8" "ray>=2.60,<3" "py-spy>=0.4" "django>=4.2" \
 		"prometheus-client>=0.20" "pyyaml>=6"
 

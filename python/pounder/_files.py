@@ -100,6 +100,7 @@ OUTPUT_KINDS: dict[str, tuple[str, ...]] = {
     "SVG": (".svg",),
     "PNG": (".png",),
     "text": (".txt", ".log"),
+    "JUnit XML": (".xml",),
 }
 """What each output pounder writes is, and the suffixes its file's name may end in."""
 FORMAT_SUFFIXES = frozenset(

@@ -44,6 +44,8 @@ def _python_pounder(*args: str) -> tuple[int, str, str]:
     (["bench", "--json", "{x}", "--report", "{x}", URL], "--report {x} would overwrite the --json output"),
     (["bench", "--csv", "{x}", "--tsv", "{x}", URL], "--tsv {x} would overwrite the --csv output"),
     (["bench", "--tsv", "{x}", "--hdr-log", "{x}", URL], "--hdr-log {x} would overwrite the --tsv output"),
+    (["bench", "--csv", "{x}", "--junit", "{x}", URL], "--junit {x} would overwrite the --csv output"),
+    (["compare", "--server-pidfile", "{x}", "--junit", "{x}", A, B], "--junit {x} would overwrite the --server-pid"),
     (["bench", "-b", "@{x}", "--json", "{x}", URL], "--json {x} would overwrite the --body input"),
     (["bench", "-f", "{x}", "--csv", "{x}"], "--csv {x} would overwrite the -f/--url-file input"),
     (["compare", "--json", "{x}.svg", "--chart", "{x}.svg", A, B], "--json {x}.svg: the file is JSON, not .svg"),
@@ -103,6 +105,10 @@ def test_run_report_is_not_the_results_directory(tmp_path: Path) -> None:
     same = tmp_path / "same.html"
     assert_usage_error(*cliutil.run_cli("run", str(experiment), "--results", str(same), "--report", str(same)),
                        f"--report {same} would overwrite the --results output")
+    assert not same.exists()
+    same = tmp_path / "same.xml"
+    assert_usage_error(*cliutil.run_cli("run", str(experiment), "--results", str(same), "--junit", str(same)),
+                       f"--junit {same} would overwrite the --results output")
     assert not same.exists()
 
 

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -294,10 +295,10 @@ def test_run_writes_what_was_measured_and_stops_its_servers(public_dir: Path, si
 @pytest.mark.parametrize("signum", [signal.SIGHUP])
 def test_tune_says_how_to_resume_and_writes_its_report(public_dir: Path, signum: signal.Signals) -> None:
     pytest.importorskip("matplotlib")
-    results, page = public_dir / "results", public_dir / "t.html"
+    results, page, junit = public_dir / "results", public_dir / "t.html", public_dir / "t.xml"
     proc = start("tune", "gunicorn", "wsgi_app:app", "--pythonpath", str(APPS_DIR), "--path", "/sleep?ms=10",
-                 "--no-thread-sweep", "--quick", "--mrpc", "0,100",
-                 "--point-duration", "1s", "--max-children", "4", "--results", str(results), "--report", str(page))
+                 "--no-thread-sweep", "--quick", "--mrpc", "0,100", "--point-duration", "1s", "--max-children", "4",
+                 "--results", str(results), "--report", str(page), "--junit", str(junit))
     code, out, err = signal_when(proc, lambda: (results / "points" / "children-1-t1.json").is_file(), signum)
 
     assert code == EXIT[signum], err
@@ -306,6 +307,10 @@ def test_tune_says_how_to_resume_and_writes_its_report(public_dir: Path, signum:
                               f"measured is in {results}; continue with: pounder tune --resume {results}")
     assert f"pounder: report: {page}" in err
     assert "children-1" in page.read_text() or "1 child" in page.read_text()
+    (case,) = ElementTree.fromstring(junit.read_text()).iter("testcase")  # the run, stopped: where it is, how to go on
+    assert case.find("error").get("message") == (  # type: ignore[union-attr]
+        f"interrupted by {CAUSE[signum]} before the recommendation; what was measured is in {results}; continue "
+        f"with: pounder tune --resume {results}")
     assert not (results / "recommendation.json").exists()
     assert not processes_mentioning(str(results)), "a server outlived pounder tune"
 

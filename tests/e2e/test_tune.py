@@ -16,6 +16,7 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -335,11 +336,17 @@ def test_a_server_that_fails_with_a_huge_log_says_why_in_20_lines(tmp_path: Path
     among them), the whole logs kept in the results directory."""
     (tmp_path / "noisy_app.py").write_text(NOISY_APP)
     results = tmp_path / "noisy"
+    junit = tmp_path / "tune.xml"
     done = _tune("gunicorn", "noisy_app:app", "--pythonpath", str(tmp_path), "--quick", "--mrpc", "0",
-                 "--no-thread-sweep", "--max-children", "2", "--no-confirm", "--results", str(results), timeout_s=120)
+                 "--no-thread-sweep", "--max-children", "2", "--no-confirm", "--results", str(results), "--junit",
+                 str(junit), timeout_s=120)  # fmt: skip
     assert done.returncode == 1, done.stderr[-3000:]
     lines = done.stderr.splitlines()
     lines = lines[next(i for i, line in enumerate(lines) if line.startswith("pounder: error: ")):]
+    (case,) = ElementTree.fromstring(junit.read_text()).iter("testcase")  # the JUnit file says why, as the line
+    error = case.find("error")
+    assert error is not None and error.get("type") == "failed"
+    assert "pounder: error: " + " ".join(error.get("message", "").split()) == lines[0]
     assert len(lines) <= 20, done.stderr[-3000:]
     assert lines[0].startswith("pounder: error: the server did not start: gunicorn exited with status "), lines[0]
     assert any("RuntimeError: DATABASE_URL is not set: the cause" in line for line in lines), done.stderr

@@ -13,6 +13,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -503,10 +504,12 @@ def test_nothing_answered_fails_the_count_gates_and_exits_1(testserver: Any) -> 
 @pytest.mark.parametrize(("command", "signum", "code"), [("bench", signal.SIGTERM, 143),
                                                           ("compare", signal.SIGINT, 130)])  # fmt: skip
 def test_an_interrupted_run_whose_gates_failed_exits_as_interrupted(slow_server: Any, command: str, signum: int,
-                                                                     code: int) -> None:  # fmt: skip
-    """The signal's status (130, 143) comes before the gates' 3: the run was stopped, its gates are on a part."""
+                                                                     code: int, tmp_path: Path) -> None:  # fmt: skip
+    """The signal's status (130, 143) comes before the gates' 3: the run was stopped, its gates are on a part,
+    and the JUnit file says both (the run an error, the gates failures)."""
     urls = [f"{slow_server.url}/"] if command == "bench" else [f"{slow_server.url}/a", f"{slow_server.url}/b"]
-    proc = start_pounder(command, *urls, "-d", "20s", "-c", "1", "--fail-if", "p99>1ms")
+    junit = tmp_path / "junit.xml"
+    proc = start_pounder(command, *urls, "-d", "20s", "-c", "1", "--fail-if", "p99>1ms", "--junit", junit)
     try:
         deadline = time.monotonic() + 60
         while slow_server.count(settle_s=0) < 3:
@@ -521,17 +524,33 @@ def test_an_interrupted_run_whose_gates_failed_exits_as_interrupted(slow_server:
     assert proc.returncode == code, (stdout, stderr)
     assert "Gates (--fail-if): 1 of 1 failed" in stdout or "Gates (--fail-if): 2 of 2 failed" in stdout, stdout
     assert stderr.splitlines()[-1].startswith("pounder: error: interrupted by "), stderr
+    assert str(junit) in stderr.splitlines()[-1]  # among the outputs kept
+    suite = ElementTree.fromstring(junit.read_text())
+    verdicts = [(case.get("name"), [(child.tag, child.get("type")) for child in case if child.tag != "system-out"])
+                for case in suite.iter("testcase")]  # fmt: skip
+    cause = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
+    assert verdicts[0] == ("run completed", [("error", "interrupted")])
+    assert suite.find("testcase/error").get("message", "").startswith(f"interrupted by {cause}: ")  # type: ignore[union-attr]
+    gates = {kind for _, outcome in verdicts[1:] for kind in outcome}
+    assert gates and gates <= {("failure", "fail"), ("failure", "unmeasurable")}
 
 
 def test_an_interrupted_experiment_whose_gates_failed_exits_130(slow_server: Any, tmp_path: Path) -> None:
     experiment = tmp_path / "e.toml"
     experiment.write_text(EXPERIMENT.format(url=slow_server.url, duration="2s", trials=5, fail_if='"p99>1ms"'))
     results = tmp_path / "results"
-    argv = pounder_argv("run", experiment, "--results", results)
+    junit = tmp_path / "junit.xml"
+    argv = pounder_argv("run", experiment, "--results", results, "--junit", junit)
     _, stderr = interrupted(argv, results, lambda: slow_server.count(settle_s=0) >= 3, limit_s=60)
     assert "interrupted by Ctrl-C" in stderr
     gates = json.loads((results / "load-1.json").read_text())["gates"]
     assert {gate["verdict"] for gate in gates} <= {"fail", "unmeasurable"} and len(gates) == 2
+    suite = ElementTree.fromstring(junit.read_text())
+    errors = {case.get("name"): case.find("error") for case in suite.iter("testcase") if case.find("error") is not None}
+    assert set(errors) == {"run completed", "load 1 (NC 1, 2s): run completed"}
+    assert errors["run completed"].get("message", "").startswith(  # type: ignore[union-attr]
+        "interrupted after 1 of 1 loads (the last one partly): partial result (by Ctrl-C); what was measured is in ")
+    assert suite.get("failures") == "2"
 
 
 def test_the_html_page_shows_the_gates(tmp_path: Path) -> None:

@@ -108,21 +108,36 @@ def kept_outputs(paths: list[str | None], quiet: bool) -> str:
     return "the partial result is " + " and ".join(where) if where else "nothing was asked to be kept (-q)"
 
 
+def _said(failed: Callable[[str], None] | None, message: str) -> None:
+    """``failed(message)`` (an output saying the run failed), a signal waiting until it is written."""
+    if failed is None:
+        return
+    with _interrupt.deferred():
+        try:
+            failed(message)
+        except PounderError as error:
+            print_error(str(error))
+
+
 @contextmanager
-def measured_run(next_step: str, keep: Callable[[], None] | None = None) -> Iterator[None]:
+def measured_run(next_step: str, keep: Callable[[], None] | None = None,
+                 failed: Callable[[str], None] | None = None) -> Iterator[None]:
     """Around a long run that starts servers and writes its results as it goes: a server that
     does not start is reported with its own log lines (exit 1); Ctrl-C, SIGTERM or SIGHUP stop it
     (every server is stopped by then) with exit 130 or 143; any other failure keeps its message.
     ``next_step`` says where the results are and what to do with them (e.g. how to resume); it ends
     the message. ``keep``: what to write when interrupted (e.g. the ``--report`` page of what was
-    measured), before the message; a second signal waits until it is written."""
+    measured), before the message; a second signal waits until it is written. ``failed``: what to
+    write when the run fails (exit 1; the ``--junit`` file), given the error line, before it."""
     from pounder.servers import ServerFailure, ServerStartError
 
     try:
         yield
     except ServerFailure as error:
         started = isinstance(error, ServerStartError)
-        print_error(f"the server did not start: {error.reason}" if started else f"{error.reason} ({next_step})")
+        message = f"the server did not start: {error.reason}" if started else f"{error.reason} ({next_step})"
+        _said(failed, message)
+        print_error(message)
         if error.log_tail:
             sys.stderr.write(error.log_tail.rstrip("\n") + "\n")
         if error.logs:
@@ -140,6 +155,7 @@ def measured_run(next_step: str, keep: Callable[[], None] | None = None) -> Iter
     except UsageError:
         raise
     except PounderError as error:
+        _said(failed, f"{error} ({next_step})")
         raise PounderError(f"{error} ({next_step})") from None
 
 
@@ -250,24 +266,57 @@ def write_html_report(results: list[Any], path: str) -> None:
     sys.stderr.write(f"pounder: report: {Path(written).resolve()}\n")
 
 
+JUNIT_GATES = "one per --fail-if gate"
+
+
+def junit_option(panel: str, cases: str = JUNIT_GATES) -> Any:
+    """``--junit FILE`` of the commands that measure (bench, compare, run, tune): ``cases`` says
+    which test cases follow the run's own."""
+    return option("--junit", panel=panel, metavar="FILE", help=(
+        "Also write the verdicts as JUnit XML for CI (Jenkins, GitLab, GitHub Actions): a test case for the run "
+        f"itself (an error when the run exits 1 or is interrupted), then {cases}, a failure naming the figure "
+        "measured and its limit; the run's figures as properties. Written also when the run is interrupted."))
+
+
+def check_junit_path(path: str | None) -> None:
+    """``--junit FILE``: a writable file whose name says no other format, checked before the run."""
+    from pounder._files import check_output_path
+
+    if path == "-":
+        raise UsageError("--junit: give a file name (CI reads the JUnit XML from a file)")
+    check_output_path(path, "--junit", "JUnit XML")
+
+
+def write_junit_file(xml: Callable[[], str], path: str | None) -> None:
+    """``--junit FILE`` once measured: ``xml`` (a result's ``to_junit``) written atomically (None
+    path: not asked)."""
+    from pounder._files import write_atomic
+
+    if path is not None:
+        write_atomic(path, xml(), "--junit")
+
+
 @dataclass(frozen=True)
 class Measured:
-    """``-q``, ``--report`` and ``--fail-if`` of a command that measures and reports (bench, compare):
-    offered with :func:`measured_outputs` (each command's own text on the report and its gates), read
-    with ``given(ctx, Measured)``."""
+    """``-q``, ``--report``, ``--fail-if`` and ``--junit`` of a command that measures and reports (bench,
+    compare): offered with :func:`measured_outputs` (each command's own text on the report and its
+    gates), read with ``given(ctx, Measured)``; ``run`` and ``tune`` offer ``--junit`` from here too."""
 
     quiet: bool = field(default=False, metadata=flag_of(quiet_option("Output")))
     report: str | None = field(default=None, metadata=flag_of(report_option("Output", "result")))
     fail_if: tuple[str, ...] = field(default=(), metadata=flag_of(fail_if_option("Output", BENCH_GATES),
                                                                    repeatable=True))
+    junit: str | None = field(default=None, metadata=flag_of(junit_option("Output")))
 
     def gates(self) -> list[str] | None:
         """The ``--fail-if`` expressions as the library takes them (None: none given)."""
         return list(self.fail_if) or None
 
 
-def measured_outputs(panel: str, what: str, metrics: str, more: str = "") -> list[Use]:
-    """``-q``, ``--report`` (writing the ``what``) and ``--fail-if`` (its ``metrics`` and ``more``, as
-    :func:`fail_if_option`), shown in ``panel``: see :class:`Measured`."""
+def measured_outputs(panel: str, what: str, metrics: str, more: str = "", cases: str = JUNIT_GATES) -> list[Use]:
+    """``-q``, ``--report`` (writing the ``what``), ``--fail-if`` (its ``metrics`` and ``more``, as
+    :func:`fail_if_option`) and ``--junit`` (its ``cases``, as :func:`junit_option`), shown in
+    ``panel``: see :class:`Measured`."""
     return [Use(Measured, "quiet", panel), Use(Measured, "report", panel, help=report_option(panel, what).help),
-            Use(Measured, "fail_if", panel, help=fail_if_option(panel, metrics, more).help)]  # fmt: skip
+            Use(Measured, "fail_if", panel, help=fail_if_option(panel, metrics, more).help),
+            Use(Measured, "junit", panel, help=junit_option(panel, cases).help)]  # fmt: skip

@@ -16,7 +16,7 @@ from pounder._errors import UsageError
 from pounder._flags import Feed, Flag, fed, feeds, flag, like
 from pounder._units import parse_count
 from pounder.cli._bridge import flag_of
-from pounder.cli._common import ram_option, report_option
+from pounder.cli._common import Measured, junit_option, ram_option, report_option
 from pounder.cli._load_options import AGENTS_PANEL as AGENTS
 from pounder.cli._load_options import AgentFlags, SharedOptions
 from pounder.load import LoadOptions
@@ -28,7 +28,7 @@ RUN = "Run"
 GOALS = "Goals"
 TRAFFIC = "Traffic"
 
-_AFTER_RESUME = frozenset({"resume_dir", "report", "ray", "agents", "agents_per_node"})
+_AFTER_RESUME = frozenset({"resume_dir", "report", "junit", "ray", "agents", "agents_per_node"})
 """What --resume DIR takes besides it (the rest is stored in DIR)."""
 
 
@@ -177,6 +177,9 @@ class TuneFlags:
         "perf, as pounder profile; 2 rounds with --quick, else 5): profile.json and flame.svg in the results "
         "directory, the top functions and the profiler's cost in the text.")) | _to("profile"))
     report: str | None = field(default=None, metadata=flag_of(report_option(RUN, "results")))
+    junit: str | None = field(default=None, metadata=like(Measured, "junit", panel=RUN, help=junit_option(RUN, (
+        "one per check of the confirmation run (memory, failures, throughput, p99, rate: not met is a failure; a "
+        "rate the fleet carries is skipped; none with --no-confirm)")).help))
     listen: str | None = field(default=None, metadata=flag("--listen", metavar="ADDRESS", panel=SERVER, help=(
         "The IPv4 address of this machine the server listens on (default 127.0.0.1): the one Ray agents on other "
         "machines reach it at. One outside 127.0.0.0/8 needs --allow-remote.")) | _to("listen"))

@@ -23,6 +23,7 @@ from pounder.cli._bridge import fields_of, flag_of, given, takes
 from pounder.cli._common import (
     BENCH_GATES,
     Measured,
+    check_junit_path,
     check_report_path,
     gates_exit,
     interrupted,
@@ -124,10 +125,11 @@ def _outputs(json_path: str | None, csv_path: str | None) -> tuple[str | None, s
 
 
 def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet: bool,
-          log: AccessLog | None = None) -> None:
+          log: AccessLog | None = None, junit: str | None = None) -> None:
     """Write the files first (so a broken pipe cannot lose them), then the report; a file that
     cannot be written after all is reported once the report is out, so the numbers still show."""
-    outputs = ((json_out, "--json", result.to_json), (csv_out, "--csv", partial(render_csv, result)))
+    outputs = ((json_out, "--json", result.to_json), (csv_out, "--csv", partial(render_csv, result)),
+               (junit, "--junit", result.to_junit))
     failures: list[PounderError] = []
     for path, what, render in outputs:
         if path is not None:
@@ -170,10 +172,11 @@ def bench_command(ctx: typer.Context, url: Annotated[Text, URL_ARG] = None) -> N
     access_log, exclude_static, log_methods = shared.access_log, shared.exclude_static, shared.log_methods
     json_out, csv_out = _outputs(own.json_path, own.csv_path)
     check_report_path(out.report)
+    check_junit_path(out.junit)
     check_distinct([("--json", json_out), ("--csv", csv_out), ("--tsv", own.tsv_path), ("--hdr-log", own.hdr_log),
-                    ("--report", out.report)], [("-f/--url-file", own.url_file), ("--access-log", access_log),
-                                                ("--server-pidfile", shared.server_pidfile),
-                                                ("--baseline", own.baseline), *load.input_files()])
+                    ("--report", out.report), ("--junit", out.junit)],
+                   [("-f/--url-file", own.url_file), ("--access-log", access_log),
+                    ("--server-pidfile", shared.server_pidfile), ("--baseline", own.baseline), *load.input_files()])
     log = None
     if access_log is not None:  # read here, so that the report can say what it held
         log = read_access_log(access_log, methods=log_methods or ("GET", "HEAD"), exclude_static=exclude_static)
@@ -194,7 +197,7 @@ def bench_command(ctx: typer.Context, url: Annotated[Text, URL_ARG] = None) -> N
         except OutputWriteError as error:  # the figures are whole: shown, then the one line
             result, unwritten = error.result, error
     with _interrupt.deferred():  # a signal now waits until every output is whole
-        _emit(result, json_out, csv_out, out.quiet, log)
+        _emit(result, json_out, csv_out, out.quiet, log, out.junit)
         if out.report is not None:
             write_html_report([result], out.report)
     if unwritten is not None:
@@ -203,11 +206,10 @@ def bench_command(ctx: typer.Context, url: Annotated[Text, URL_ARG] = None) -> N
         logs = [own.tsv_path, own.hdr_log]
         if result.agents is not None:  # each agent's own, on its machine
             logs = [None if path is None else f"{agent_file(path, 'N')} (on each agent's machine)" for path in logs]
-        raise interrupted(kept_outputs([json_out, csv_out, *logs, out.report], out.quiet))
-    if result.agents is not None and result.agents.partial:
-        lost = [agent for agent in result.agents.members if agent.lost is not None]
-        raise PounderError(f"the run is partial: {len(lost)} of {len(result.agents.members)} agents were lost "
-                           f"({'; '.join(f'agent {agent.index}: {agent.lost}' for agent in lost)})")
+        raise interrupted(kept_outputs([json_out, csv_out, *logs, out.report, out.junit], out.quiet))
+    partial = None if result.agents is None else result.agents.partial_line()
+    if partial is not None:
+        raise PounderError(partial)
     nowhere = load_failure(result)  # the outputs are written; the run still got nowhere
     if nowhere is not None:
         raise PounderError(nowhere)

@@ -24,12 +24,14 @@ from pounder.cli._bridge import fields_of, given, takes
 from pounder.cli._common import (
     COMPARE_GATES,
     Measured,
+    check_junit_path,
     check_report_path,
     gates_exit,
     interrupted,
     kept_outputs,
     measured_outputs,
     write_html_report,
+    write_junit_file,
 )
 from pounder.cli._load_options import AgentFlags, SharedOptions, measured_load, sampled_server, threads_warning
 from pounder.cli._progress import live_status
@@ -175,15 +177,18 @@ def _progress(
         yield on_trial, progress
 
 
-def _emit(result: CompareResult, json_out: str | None, chart_out: str | None, quiet: bool) -> None:
-    """The chart first, then the report (or the JSON on stdout); a chart that cannot be drawn is
-    reported once the report is out, so the numbers still show."""
+def _emit(result: CompareResult, json_out: str | None, chart_out: str | None, quiet: bool,
+          junit: str | None = None) -> None:
+    """The chart and the JUnit file first, then the report (or the JSON on stdout); a file that
+    cannot be written is reported once the report is out, so the numbers still show."""
     failure: PounderError | None = None
-    if chart_out is not None:
-        try:
-            render_chart(result, chart_out)
-        except PounderError as error:
-            failure = error
+    for path, write in ((chart_out, render_chart), (junit, lambda result, path: write_junit_file(
+            result.to_junit, path))):  # fmt: skip
+        if path is not None:
+            try:
+                write(result, path)
+            except PounderError as error:
+                failure = failure or error
     if json_out == "-":
         write_output("-", result.to_json())
     elif not quiet:
@@ -212,7 +217,8 @@ def _check_chart(path: str | None) -> str | None:
         "The server behind every URL (its parent process): sampled during each trial for its CPU per request.")),
     AgentFlags,
     *fields_of(CompareFlags, "json_path", "chart_path"),
-    *measured_outputs(_OUT, "comparison", COMPARE_GATES),
+    *measured_outputs(_OUT, "comparison", COMPARE_GATES, cases="one per --fail-if gate and URL (slower>N%: per URL "
+                      "against the baseline)"),
 )  # fmt: skip
 def compare_command(ctx: typer.Context, urls: Annotated[list[str], URLS]) -> None:
     """Compare URLs in interleaved trials (help: COMPARE_HELP)."""
@@ -224,7 +230,8 @@ def compare_command(ctx: typer.Context, urls: Annotated[list[str], URLS]) -> Non
     json_out = check_output_path(own.json_path, "--json", "JSON")
     chart_out = _check_chart(own.chart_path)
     check_report_path(out.report)
-    check_distinct([("--json", json_out), ("--chart", chart_out), ("--report", out.report)],
+    check_junit_path(out.junit)
+    check_distinct([("--json", json_out), ("--chart", chart_out), ("--report", out.report), ("--junit", out.junit)],
                    [("--server-pidfile", shared.server_pidfile), *load.input_files()])
     target = shared.target()
     pid = None if target is None else target.pid
@@ -239,11 +246,11 @@ def compare_command(ctx: typer.Context, urls: Annotated[list[str], URLS]) -> Non
             options=load, sender=given(ctx, AgentFlags).sender(), gates=out.gates(),
         )  # fmt: skip
     with _interrupt.deferred():  # a signal now waits until every output is whole
-        _emit(result, json_out, chart_out, out.quiet)
+        _emit(result, json_out, chart_out, out.quiet, out.junit)
         if out.report is not None:
             write_html_report([result.to_dict()], out.report)
     if result.interrupted:
-        raise interrupted(kept_outputs([json_out, chart_out, out.report], out.quiet))
+        raise interrupted(kept_outputs([json_out, chart_out, out.report, out.junit], out.quiet))
     failure = failure_message(result)
     if failure is not None:  # written and reported; still no comparison
         raise PounderError(failure)

@@ -13,17 +13,22 @@ import typer
 from pounder import _interrupt
 from pounder._errors import PounderError
 from pounder._files import check_distinct
-from pounder.cli._bridge import given, takes
+from pounder._junit import stopped_suite
+from pounder.cli._bridge import Use, given, takes
 from pounder.cli._common import (
     COMPARE_GATES,
+    Measured,
+    check_junit_path,
     check_report_path,
     fail_if_option,
     gates_exit,
     interrupted,
+    junit_option,
     measured_run,
     option,
     report_option,
     write_html_report,
+    write_junit_file,
 )
 from pounder.cli._load_options import AgentFlags, takes_load_options, tls_parameters
 from pounder.compare import parse_compare_gates
@@ -59,6 +64,11 @@ FAIL_IF = fail_if_option("Output", COMPARE_GATES, (
     "Evaluated on every load's comparison, after the experiment file's own fail_if = [\"slower>5%\", ...]."))
 
 
+JUNIT = junit_option("Output", "for each load its own and one per gate of its comparison (the file's fail_if, then "
+                     "--fail-if) and URL, named after the load")
+
+
+@takes(Use(Measured, "junit", "Output", help=JUNIT.help))
 @takes_load_options(*tls_parameters())
 @takes(AgentFlags, before="fail_if")
 def run_command(
@@ -69,7 +79,8 @@ def run_command(
     report: Annotated[str | None, REPORT] = None,
     fail_if: Annotated[list[str] | None, FAIL_IF] = None,
 ) -> None:
-    load = given(ctx, LoadOptions)
+    load, junit = given(ctx, LoadOptions), given(ctx, Measured).junit
+    check_junit_path(junit)
     gates = parse_compare_gates(fail_if)  # before anything is started
     sender = given(ctx, AgentFlags).sender()
     exp = load_experiment(experiment)
@@ -77,7 +88,7 @@ def run_command(
     where = results if results is not None else f"pounder-run-{exp.path.stem}-{datetime.now():%Y%m%d-%H%M%S}"
     ResultsDir.check_new(where, resumable=False)
     check_report_path(report)
-    check_distinct([("--results", where), ("--report", report)], [("experiment", experiment)])
+    check_distinct([("--results", where), ("--report", report), ("--junit", junit)], [("experiment", experiment)])
 
     def log(line: str) -> None:
         sys.stderr.write(f"pounder: {line}\n")
@@ -87,13 +98,20 @@ def run_command(
         if report is not None and Path(where, "experiment.json").is_file():
             write_html_report([where], report)
 
+    def failed(message: str) -> None:  # exit 1: the JUnit file says why
+        write_junit_file(lambda: stopped_suite(f"pounder run {exp.title}", "pounder.run", message,
+                                               failed=True).render(), junit)  # fmt: skip
+
     measured = f"what was measured is in {where}"
-    with measured_run(measured, keep):
+    with measured_run(measured, keep, failed):
         outcome = run_experiment(exp, where, quick=quick, log=log, sender=sender,
                                  gates=[gate.text for gate in gates] if fail_if else None)
     with _interrupt.deferred():  # a signal now waits until the summary and the page are out
-        sys.stdout.write(outcome.render())
-        keep()
+        try:
+            write_junit_file(outcome.to_junit, junit)
+        finally:  # a file that cannot be written after all is said once the summary is out
+            sys.stdout.write(outcome.render())
+            keep()
     if outcome.interrupted:
         raise interrupted(f"every server was stopped; {measured}")
     failures = outcome.failures()

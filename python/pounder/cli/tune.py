@@ -17,16 +17,20 @@ from typing import Annotated, Any
 
 import typer
 
+from pounder import _interrupt
 from pounder._errors import UsageError
 from pounder._files import check_distinct
+from pounder._junit import stopped_suite
 from pounder.agents import make_sender
 from pounder.cli._bridge import given, takes
 from pounder.cli._common import (
+    check_junit_path,
     check_report_path,
     measured_run,
     print_error,
     print_warning,
     write_html_report,
+    write_junit_file,
 )
 from pounder.cli._progress import live_status
 from pounder.cli._tune_options import TuneFlags
@@ -113,11 +117,15 @@ def _display(enabled: bool) -> Iterator[tuple[Callable[[str], None], Callable[[s
 def tune_command(ctx: typer.Context, server: Annotated[str | None, SERVER_ARG] = None,
                  target: Annotated[str | None, TARGET_ARG] = None) -> int:
     flags = given(ctx, TuneFlags)
-    ray, agents, agents_per_node, report = flags.ray, flags.agents, flags.agents_per_node, flags.report
+    ray, agents, agents_per_node, report, junit = flags.ray, flags.agents, flags.agents_per_node, flags.report, \
+        flags.junit
     sender = make_sender(ray, agents, agents_per_node)
     where, go, inputs = _plan(server, target, flags, sender=sender)
     check_report_path(report)
-    outputs = [("--report", report)] if flags.resume_dir is not None else [("--results", where), ("--report", report)]
+    check_junit_path(junit)
+    outputs = [("--report", report), ("--junit", junit)]
+    if flags.resume_dir is None:
+        outputs.insert(0, ("--results", where))
     check_distinct(outputs, inputs)
     cluster_flags = (("--ray", ray), ("--agents", agents), ("--agents-per-node", agents_per_node))
     again = "".join(f" {flag} {value}" for flag, value in cluster_flags if value is not None)
@@ -127,19 +135,27 @@ def tune_command(ctx: typer.Context, server: Annotated[str | None, SERVER_ARG] =
         if report is not None and Path(where, "tune.json").is_file():
             write_html_report([where], report)
 
-    with _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step, keep):
+    def stopped() -> None:  # what was measured: the JUnit file says the run was stopped, and where it is
+        try:
+            write_junit_file(lambda: stopped_suite("pounder tune", "pounder.tune", (
+                f"interrupted by {_interrupt.cause()} before the recommendation; {next_step}")).render(), junit)
+        finally:
+            keep()
+
+    def broke(message: str) -> None:  # exit 1: the JUnit file says why
+        write_junit_file(lambda: stopped_suite("pounder tune", "pounder.tune", message, failed=True).render(), junit)
+
+    with _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step, stopped, broke):
         result = go(log, status, progress)
-    sys.stdout.write(render_tune(result))
-    keep()
-    if result.confirmation is not None and not result.confirmation["ok"]:
-        # a peak one server cannot carry is what the fleet is for: its servers carry it (see Fleet)
-        fleet = result.fleet.size if result.fleet is not None else None
-        carried = fleet is not None and fleet.servers is not None
-        failed = [check["text"] for check in result.confirmation["checks"]
-                  if not check["ok"] and not (carried and check["name"] == "rate")]
-        if failed:
-            print_error(f"the recommended configuration did not pass its confirmation run: {'; '.join(failed)}")
-            return 1
+    try:
+        write_junit_file(result.to_junit, junit)
+    finally:  # a file that cannot be written after all is said once the recommendation is out
+        sys.stdout.write(render_tune(result))
+        keep()
+    failed = result.unmet_checks()  # a peak one server cannot carry is what the fleet is for
+    if failed:
+        print_error(f"the recommended configuration did not pass its confirmation run: {'; '.join(failed)}")
+        return 1
     return 0
 
 

@@ -19,7 +19,8 @@ than 2 counted trials has no ratio and the verdict "unknown" (:attr:`CompareResu
 :func:`failure_message`). See
 :mod:`pounder.compare._trials` for the run, :mod:`pounder.compare._result` for the result and
 :mod:`pounder._stats` for the statistics (shared: the profiler's cost uses them too);
-:mod:`pounder.compare._gates` for the ``--fail-if`` gates of a comparison (``slower>5%``).
+:mod:`pounder.compare._gates` for the ``--fail-if`` gates of a comparison (``slower>5%``);
+:mod:`pounder.compare._junit` for it as JUnit XML (``--junit``).
 """
 
 from __future__ import annotations

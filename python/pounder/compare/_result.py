@@ -10,6 +10,7 @@ from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from pounder._errors import public
+from pounder._junit import Case
 from pounder._records import Record
 from pounder._stats import (
     CONFIDENCE,
@@ -344,6 +345,24 @@ class CompareResult:
             "trials": [trial.to_dict() for trial in self.trials],
             **({} if self.gates is None else {"gates": self.gates.to_list()}),  # only when gates were given
         }
+
+    def to_junit(self) -> str:
+        """The comparison as JUnit XML (``pounder compare --junit``: :mod:`pounder.compare._junit`)."""
+        from pounder.compare._junit import compare_junit
+
+        return compare_junit(self).render()
+
+    def junit_cases(self, classname: str, prefix: str = "") -> list[Case]:
+        """Its JUnit cases among a run's: its own and each gate's, named after ``prefix``."""
+        from pounder.compare._junit import compare_cases
+
+        return compare_cases(self, classname, prefix)
+
+    def junit_properties(self, prefix: str = "") -> list[tuple[str, str]]:
+        """Its figures as JUnit properties among a run's, named after ``prefix``."""
+        from pounder.compare._junit import compare_properties
+
+        return compare_properties(self, prefix)
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False) + "\n"

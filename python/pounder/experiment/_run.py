@@ -94,17 +94,31 @@ class ExperimentResult:
                 for index, (load, result) in enumerate(self.comparisons, start=1)
                 if result.gates is not None and (line := result.gates.failure_line()) is not None]
 
+    def stopped_line(self) -> str | None:
+        """When a signal stopped the run, where: ``interrupted after 1 of 2 loads (the last one
+        partly): partial result``; None when it was not."""
+        if not self.interrupted:
+            return None
+        if len(self.comparisons) == len(self.experiment.loads) and not self.comparisons[-1][1].interrupted:
+            return "interrupted after the loads, while recording (system calls, profiles): partial result"
+        return (f"interrupted after {len(self.comparisons)} of {len(self.experiment.loads)} loads "
+                f"(the last one partly): partial result")
+
+    def to_junit(self) -> str:
+        """The run as JUnit XML (``pounder run --junit``: :mod:`pounder.experiment._junit`)."""
+        from pounder.experiment._junit import experiment_junit
+
+        return experiment_junit(self).render()
+
     def render(self) -> str:
         exp = self.experiment
         out = [exp.title, "=" * len(exp.title)]
         if exp.description:
             out.append(exp.description)
         out.append(f"results in {self.results_dir}")
-        if self.interrupted and len(self.comparisons) == len(exp.loads) and not self.comparisons[-1][1].interrupted:
-            out.append("interrupted after the loads, while recording (system calls, profiles): partial result")
-        elif self.interrupted:
-            out.append(f"interrupted after {len(self.comparisons)} of {len(exp.loads)} loads "
-                       f"(the last one partly): partial result")
+        stopped = self.stopped_line()
+        if stopped is not None:
+            out.append(stopped)
         for index, (load, result) in enumerate(self.comparisons, start=1):
             out += ["", f"Load {index}: {load.label}, keep-alive {'on' if load.keepalive else 'off'}",
                     render_compare(result).rstrip("\n")]

@@ -2,8 +2,9 @@
 with :func:`load_result`), the engine's measurements in it (``_measured``), the options it ran with
 (``_run_options``), a scenario's per-step figures (``_steps``) and the agents who sent it
 (``_distributed``); whether a load failed and why (``_outcome``); its text and CSV forms
-(``_report``, ``_csv``); pass/fail gates on it (``_gates``); a saved result as a baseline
-(``_baseline``). Below :mod:`pounder.traffic` and :mod:`pounder.load`, which make what it records;
+(``_report``, ``_csv``); pass/fail gates on it (``_gates``); it and its gates as JUnit XML
+(``_junit``); a saved result as a baseline (``_baseline``). Below :mod:`pounder.traffic` and
+:mod:`pounder.load`, which make what it records;
 the public names are re-exported by :mod:`pounder`."""
 
 from pounder.results._baseline import (

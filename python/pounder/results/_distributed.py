@@ -82,6 +82,14 @@ class Agents:
     def clock_error_ms(self) -> float:
         return max((agent.clock_error_ms for agent in self.members), default=0.0)
 
+    def partial_line(self) -> str | None:
+        """The one line a run whose agents were lost fails with (None when none was)."""
+        lost = [agent for agent in self.members if agent.lost is not None]
+        if not lost:
+            return None
+        return (f"the run is partial: {len(lost)} of {len(self.members)} agents were lost "
+                f"({'; '.join(f'agent {agent.index}: {agent.lost}' for agent in lost)})")
+
     def lost_notes(self) -> list[str]:
         """One line per lost agent: why, and what it had measured (not in the figures)."""
         return [f"agent {agent.index} ({agent.host}) was lost: {agent.lost}; its share is not in the figures "

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pounder._errors import UsageError, public
+from pounder._junit import Case
 from pounder._records import Reader
 from pounder._table import times
 from pounder._units import parse_count, parse_duration, parse_rate, plain
@@ -136,6 +137,16 @@ class GateResult:
     def passed(self) -> bool:
         return self.verdict == "pass"
 
+    @property
+    def named(self) -> str:
+        """The gate and what it was evaluated on: ``slower>5% for B vs A``, ``p99>300ms``."""
+        return self.gate.text + (f" for {self.subject}" if self.subject else "")
+
+    def line(self) -> str:
+        """The gate, the measured figure and why in one phrase, as the line of failed gates says it:
+        ``p99>300ms: 412.5 ms, above 300 ms``."""
+        return f"{self.named}: {self.measured_text}{', ' + self.why if self.why else ''}"
+
     def to_dict(self) -> dict[str, Any]:
         return {**self.gate.to_dict(), "subject": self.subject, "measured": self.measured,
                 "measured_text": self.measured_text, "verdict": self.verdict, "why": self.why}  # fmt: skip
@@ -193,6 +204,16 @@ class GateReport:
         items = _READ.as_list(value, key)
         return cls(tuple(GateResult.from_dict(item, f"{key}[{index}]") for index, item in enumerate(items)))
 
+    def junit_cases(self, classname: str, prefix: str = "") -> list[Case]:
+        """One JUnit case per gate (:mod:`pounder._junit`), named as the line of failed gates names
+        it (``p99>300ms``, ``slower>5% for B vs A``; after ``prefix``): a gate that did not pass is a
+        ``<failure>`` whose message is that line's phrase (gate, measured figure, limit:
+        :meth:`GateResult.line`), of ``type`` its verdict (``fail`` or ``unmeasurable``); a passed
+        one says its figure in ``<system-out>``."""
+        return [Case(prefix + result.named, classname, output=result.line()) if result.passed else
+                Case(prefix + result.named, classname, 0.0, "failure", result.line(), result.verdict)
+                for result in self.results]  # fmt: skip
+
     def render(self) -> list[str]:
         """The table printed after a report: gate, measured, verdict (with the subject first when
         there is one); no line without a gate."""
@@ -219,13 +240,7 @@ class GateReport:
         failed = self.failed
         if not failed:
             return None
-        parts = [
-            f"{result.gate.text}"
-            + (f" for {result.subject}" if result.subject else "")
-            + f": {result.measured_text}{', ' + result.why if result.why else ''}"
-            for result in failed
-        ]
-        return f"{len(failed)} of {len(self.results)} gates failed: " + "; ".join(parts)
+        return f"{len(failed)} of {len(self.results)} gates failed: " + "; ".join(result.line() for result in failed)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -300,6 +300,12 @@ class BenchResult:
             "derived": asdict(self.derived),
         }
 
+    def to_junit(self) -> str:
+        """The result as JUnit XML (``pounder bench --junit``: :mod:`pounder.results._junit`)."""
+        from pounder.results._junit import bench_junit
+
+        return bench_junit(self).render()
+
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False) + "\n"
 

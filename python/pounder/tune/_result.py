@@ -87,3 +87,23 @@ class TuneResult:
             **({} if self.shapes is None else {"shapes": self.shapes.to_dict()}),
             "life": None if self.life is None else self.life.to_dict(),
         }
+
+    def to_junit(self) -> str:
+        """The run as JUnit XML (``pounder tune --junit``: :mod:`pounder.tune._junit`)."""
+        from pounder.tune._junit import tune_junit
+
+        return tune_junit(self).render()
+
+    def carried_by_fleet(self, check: str) -> bool:
+        """Whether the confirmation's check ``check``, not met, is carried by the fleet: a peak one
+        server cannot answer (``rate``) is what the fleet's servers are for (:mod:`pounder.tune._fleet`)."""
+        size = None if self.fleet is None else self.fleet.size
+        return check == "rate" and size is not None and size.servers is not None
+
+    def unmet_checks(self) -> list[str]:
+        """The confirmation's checks not met that fail the run, in words (none when it was not run:
+        ``--no-confirm``); a rate the fleet carries does not (:meth:`carried_by_fleet`)."""
+        if self.confirmation is None or self.confirmation["ok"]:
+            return []
+        return [check["text"] for check in self.confirmation["checks"]
+                if not check["ok"] and not self.carried_by_fleet(check["name"])]
