@@ -389,6 +389,7 @@ BASELINE_TABLE: Table[BaselineFigure] = Table([
 """The comparison's figures, a row each: the text report and ``pounder report``'s page draw it."""
 
 
+@public
 def baseline_title(baseline: Baseline) -> str:
     """``Baseline: old.json (started ..., pounder 0.1.0): faster (requests/s, closed loop)``."""
     loop = "open loop" if baseline.by == "p99_us" else "closed loop"
