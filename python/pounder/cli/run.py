@@ -26,6 +26,7 @@ from pounder.cli._common import (
     write_html_report,
 )
 from pounder.cli._load_options import AgentFlags, takes_load_options, tls_parameters
+from pounder.cli._metrics_out import metrics_option, metrics_out
 from pounder.compare import parse_compare_gates
 from pounder.experiment import load_experiment, run_experiment
 from pounder.load import LoadOptions
@@ -60,7 +61,7 @@ FAIL_IF = fail_if_option("Output", COMPARE_GATES, (
 
 
 @takes_load_options(*tls_parameters())
-@takes(AgentFlags, before="fail_if")
+@takes(AgentFlags, metrics_option("Output"), before="fail_if")
 def run_command(
     ctx: typer.Context,
     experiment: Annotated[str, EXPERIMENT],
@@ -88,7 +89,7 @@ def run_command(
             write_html_report([where], report)
 
     measured = f"what was measured is in {where}"
-    with measured_run(measured, keep):
+    with metrics_out(ctx, "run", allow_remote=load.allow_remote), measured_run(measured, keep):
         outcome = run_experiment(exp, where, quick=quick, log=log, sender=sender,
                                  gates=[gate.text for gate in gates] if fail_if else None)
     with _interrupt.deferred():  # a signal now waits until the summary and the page are out

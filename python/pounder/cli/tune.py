@@ -28,8 +28,9 @@ from pounder.cli._common import (
     print_warning,
     write_html_report,
 )
+from pounder.cli._metrics_out import metrics_option, metrics_out
 from pounder.cli._progress import live_status
-from pounder.cli._tune_options import TuneFlags
+from pounder.cli._tune_options import RUN, TuneFlags
 from pounder.load import Progress, Sender
 from pounder.pool import (
     ADAPTERS,
@@ -109,7 +110,7 @@ def _display(enabled: bool) -> Iterator[tuple[Callable[[str], None], Callable[[s
         yield log, status, progress
 
 
-@takes(TuneFlags)
+@takes(TuneFlags, metrics_option(RUN))
 def tune_command(ctx: typer.Context, server: Annotated[str | None, SERVER_ARG] = None,
                  target: Annotated[str | None, TARGET_ARG] = None) -> int:
     flags = given(ctx, TuneFlags)
@@ -127,7 +128,8 @@ def tune_command(ctx: typer.Context, server: Annotated[str | None, SERVER_ARG] =
         if report is not None and Path(where, "tune.json").is_file():
             write_html_report([where], report)
 
-    with _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step, keep):
+    with metrics_out(ctx, "tune", allow_remote=flags.allow_remote), \
+            _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step, keep):
         result = go(log, status, progress)
     sys.stdout.write(render_tune(result))
     keep()
