@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from support.cliutil import run_pounder, start_pounder
-from support.prometheus import Prometheus
+from support.prometheus import Prometheus, dashboard_queries
 
 DURATION = "3s"
 
@@ -42,7 +42,9 @@ def test_a_bench_written_to_prometheus_reads_back_as_its_figures(testserver, pro
     line = done.stderr.strip().splitlines()[-1]
     assert re.fullmatch(rf"pounder: metrics: \d+ samples sent to http://127\.0\.0\.1:{prometheus.port}/api/v1/write",
                         line), done.stderr
-    labels, totals = _one(prometheus.samples("pounder_requests_total"))
+    found = prometheus.samples("pounder_requests_total")
+    labels, totals = _one(found)
+    totals_at = [t for t, _ in next(iter(found.values()))]
     assert labels["command"] == "bench" and labels["target"] == server.url + "/"
     assert re.fullmatch(r"bench-\d{8}T\d{6}Z-\d+", labels["run"])
     seconds = result["series"]
@@ -59,6 +61,11 @@ def test_a_bench_written_to_prometheus_reads_back_as_its_figures(testserver, pro
     errors = prometheus.samples("pounder_errors_total")
     assert {dict(k)["category"] for k in errors} == set(result["errors"])
     assert all(samples[-1][1] == result["errors"][dict(k)["category"]] for k, samples in errors.items())
+    # the Grafana dashboard's queries run on what was written
+    for query in dashboard_queries():
+        answer = prometheus.query(query.replace("$__rate_interval", "5s").replace("$run", labels["run"]),
+                                  at=totals_at[-1])
+        assert answer["status"] == "success", (query, answer)
 
 
 def test_prometheus_stopped_mid_run_leaves_the_run_whole_and_counts_the_drops(testserver, prometheus: Prometheus,

@@ -16,6 +16,15 @@ from typing import Any
 from support.nginx import free_port
 
 READY_TIMEOUT_S = 30.0
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def dashboard_queries() -> list[str]:
+    """Every PromQL expression of docs/grafana/pounder.json (its panels' and its variables')."""
+    dashboard = json.loads((DOCS / "grafana" / "pounder.json").read_text())
+    queries = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    variables = dashboard["templating"]["list"]
+    return queries + [variable["definition"] for variable in variables if "definition" in variable]
 
 
 def prometheus_binary() -> str | None:
@@ -68,6 +77,15 @@ class Prometheus:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+    def query(self, promql: str, at: float) -> dict[str, Any]:
+        """Prometheus's answer to an instant query (``label_values(...)``, Grafana's, as the series it reads)."""
+        if promql.startswith("label_values("):
+            promql = promql[len("label_values("):].rsplit(",", 1)[0]
+        query = urllib.parse.urlencode({"query": promql, "time": f"{at:.3f}"})
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v1/query?{query}", timeout=10) as answer:
+            document: dict[str, Any] = json.load(answer)
+        return document
 
     def samples(self, selector: str) -> dict[tuple[tuple[str, str], ...], list[tuple[float, float]]]:
         """Every sample written of the series ``selector`` selects (the last hour), by their labels

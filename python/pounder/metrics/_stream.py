@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import re
 import threading
 import time
 from collections import Counter
@@ -80,18 +81,27 @@ class MetricsSummary:
         return f"metrics: {self.dropped} of {self.samples} samples dropped ({why})"
 
 
-class _LastWords(logging.Handler):
-    """The exporters say why a request failed in their log: the last thing said is the reason."""
+class _FirstWords(logging.Handler):
+    """The exporters say why a request failed in their log: the first thing said of a request is
+    the reason (OTLP's retries end on a sentence that no longer says why)."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
-        self.last: str | None = None
+        self.first: str | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self.last = " ".join(record.getMessage().split())[:200]
-        except Exception:  # noqa: BLE001  # a record that cannot be formatted says nothing
-            self.last = None
+        if self.first is None:
+            try:
+                self.first = _reason(record.getMessage())
+            except Exception:  # noqa: BLE001  # a record that cannot be formatted says nothing
+                pass
+
+
+def _reason(message: str) -> str:
+    """What went wrong, in a few words: the system's (``Connection refused``) when the exporter's
+    message holds it deep in its chain of causes, else the message's first 200 characters."""
+    errno = re.search(r"\[Errno -?\d+\] ([^\"'()\[\]]+)", message)
+    return errno[1].strip() if errno else " ".join(message.split())[:200]
 
 
 def _exporter(endpoint: MetricsEndpoint) -> Any:
@@ -173,7 +183,7 @@ class MetricsStream:
         self._closing = threading.Event()
         self._abandoned = False
         self._start_ns = time.time_ns()
-        self._words = _LastWords()
+        self._words = _FirstWords()
         self._thread = threading.Thread(target=self._send_loop, name="pounder-metrics-out", daemon=True)
         self.summary: MetricsSummary | None = None
         """What was done, once closed."""
@@ -262,7 +272,7 @@ class MetricsStream:
 
     def _send(self, points: list[_Point]) -> str | None:
         """Why the endpoint did not take ``points`` (None: it did)."""
-        self._words.last = None
+        self._words.first = None
         try:
             from opentelemetry.sdk.metrics.export import MetricExportResult
 
@@ -272,7 +282,7 @@ class MetricsStream:
             return f"{type(error).__name__}: {error}"[:200]
         if result == MetricExportResult.SUCCESS:
             return None
-        return self._words.last or f"{self.endpoint.url} did not accept them"
+        return self._words.first or f"{self.endpoint.url} did not accept them"
 
     def close(self, wait_s: float = FLUSH_S) -> MetricsSummary:
         """Send what is queued (waiting at most ``wait_s``), stop, and say what was done."""
@@ -291,8 +301,9 @@ class MetricsStream:
                 self._dropped[f"not sent within {wait_s:g} s of the end"] += left
             summary = MetricsSummary(url=self.endpoint.url, samples=self._samples, dropped=sum(self._dropped.values()),
                                      reasons=tuple(self._dropped.most_common()))  # fmt: skip
-        for name in _LOGGERS:
-            logger = logging.getLogger(name)
-            logger.removeHandler(self._words)
-            logger.propagate = True
+        if not self._thread.is_alive():  # else a request still waiting would print its failure at exit
+            for name in _LOGGERS:
+                logger = logging.getLogger(name)
+                logger.removeHandler(self._words)
+                logger.propagate = True
         return summary

@@ -1,0 +1,39 @@
+"""``--metrics-out otlp+http://...``: a bench's seconds sent through OpenTelemetry's OTLP/HTTP
+exporter to a minimal receiver (no collector is packaged in Debian; the receiver decodes with the
+official protobufs, opentelemetry-proto) equal the run's own figures."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from support.cliutil import run_pounder
+
+
+def test_a_bench_sent_over_otlp_arrives_as_its_figures(testserver, otlp_receiver, tmp_path: Path) -> None:
+    server = testserver(delay_ms=2)
+    out = tmp_path / "bench.json"
+    done = run_pounder("bench", server.url + "/", "-d", "2s", "-c", "2", "-q", "--json", out,
+                       "--metrics-out", otlp_receiver.url, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    seconds = result["series"]
+    totals = otlp_receiver.points("pounder_requests_total")
+    assert [value for _, _, value, _ in totals] == [float(sum(s["complete"] for s in seconds[:i + 1]))
+                                                     for i in range(len(seconds))]  # fmt: skip
+    assert totals[-1][2] == result["requests"]["complete"] == server.count()
+    attributes, _, _, unit = totals[-1]
+    assert attributes["command"] == "bench" and attributes["target"] == server.url + "/" and attributes["run"]
+    assert unit == "{request}"
+    times = [t for _, t, _, _ in totals]
+    assert times == sorted(times)  # each whole second at its end, 1 s after the one before
+    assert all(abs(b - a - 1e9) < 1e6 for a, b in itertools.pairwise(times[:-1]))
+    p99 = otlp_receiver.points("pounder_latency_p99_seconds")
+    assert [value for _, _, value, _ in p99] == pytest.approx(
+        [s["p99_us"] / 1e6 for s in seconds if s["complete"] > 0], rel=0.01)
+    assert {unit for _, _, _, unit in p99} == {"s"}
+    assert done.stderr.strip().splitlines()[-1].startswith("pounder: metrics: ")
+    assert "samples sent to http://127.0.0.1:" in done.stderr
