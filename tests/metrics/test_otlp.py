@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pounder import _live
+from pounder.metrics import stream_metrics
 from support.cliutil import run_pounder
 
 
@@ -37,3 +39,19 @@ def test_a_bench_sent_over_otlp_arrives_as_its_figures(testserver, otlp_receiver
     assert {unit for _, _, _, unit in p99} == {"s"}
     assert done.stderr.strip().splitlines()[-1].startswith("pounder: metrics: ")
     assert "samples sent to http://127.0.0.1:" in done.stderr
+
+
+def test_a_sample_of_the_children_arrives_as_the_children_series(otlp_receiver) -> None:
+    with stream_metrics(otlp_receiver.url, command="tune", run="tune-1") as stream:
+        for at, cores in ((1000.0, None), (1000.5, 1.25)):
+            _live.tell_children(_live.ChildrenSample(at_unix=at, children=3, uss_bytes=30 << 20,
+                                                     pss_bytes=45 << 20, cpu_cores=cores))  # fmt: skip
+    assert stream is not None and stream.summary is not None
+    assert (stream.summary.samples, stream.summary.dropped) == (7, 0)
+    labels = {"run": "tune-1", "command": "tune"}
+    for name, values in (("pounder_children", [3.0, 3.0]), ("pounder_children_uss_bytes", [30 << 20] * 2),
+                         ("pounder_children_pss_bytes", [45 << 20] * 2), ("pounder_children_cpu_cores", [1.25])):
+        points = otlp_receiver.points(name)
+        assert [value for _, _, value, _ in points] == values, name
+        assert all(attributes == labels for attributes, _, _, _ in points)
+    assert [t for _, t, _, _ in otlp_receiver.points("pounder_children")] == [1000 * 10**9, 1000_500_000_000]
