@@ -41,7 +41,9 @@ def test_a_bench_sent_over_otlp_arrives_as_its_figures(testserver, otlp_receiver
     assert "samples sent to http://127.0.0.1:" in done.stderr
 
 
-def test_a_sample_of_the_children_arrives_as_the_children_series(otlp_receiver) -> None:
+def test_a_sample_of_the_children_arrives_as_the_children_series(otlp_receiver, monkeypatch) -> None:
+    for name in ("HTTP_PROXY", "http_proxy"):  # the endpoint named, never a proxy of the environment
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
     with stream_metrics(otlp_receiver.url, command="tune", run="tune-1") as stream:
         for at, cores in ((1000.0, None), (1000.5, 1.25)):
             _live.tell_children(_live.ChildrenSample(at_unix=at, children=3, uss_bytes=30 << 20,

@@ -6,6 +6,7 @@ are counted in one line."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -34,7 +35,8 @@ def test_a_bench_written_to_prometheus_reads_back_as_its_figures(testserver, pro
                                                                  tmp_path: Path) -> None:  # fmt: skip
     server = testserver(delay_ms=2)
     out = tmp_path / "bench.json"
-    done = run_pounder(*_bench_args(server.url + "/", out, prometheus.write_url), timeout=60)
+    proxied = {**os.environ, "HTTP_PROXY": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9"}  # not used
+    done = run_pounder(*_bench_args(server.url + "/", out, prometheus.write_url), timeout=60, env=proxied)
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
     complete = result["requests"]["complete"]

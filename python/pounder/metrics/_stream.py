@@ -107,15 +107,19 @@ def _reason(message: str) -> str:
 def _exporter(endpoint: MetricsEndpoint) -> Any:
     """The library's exporter for ``endpoint`` (:class:`~pounder.UsageError` naming the extra when
     it is not installed)."""
-    try:
+    try:  # straight to the endpoint named, never through a proxy of the environment (HTTP_PROXY)
         if endpoint.protocol == "prometheus":
             from opentelemetry.exporter.prometheus_remote_write import PrometheusRemoteWriteMetricsExporter
 
             return PrometheusRemoteWriteMetricsExporter(endpoint=endpoint.url, timeout=TIMEOUT_S,
-                                                        resources_as_labels=False)  # fmt: skip
+                                                        resources_as_labels=False,
+                                                        proxies={"http": None, "https": None})  # fmt: skip
+        import requests
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 
-        return OTLPMetricExporter(endpoint=endpoint.url, timeout=TIMEOUT_S)
+        session = requests.Session()
+        session.trust_env = False
+        return OTLPMetricExporter(endpoint=endpoint.url, timeout=TIMEOUT_S, session=session)
     except ImportError as error:
         raise UsageError(f"--metrics-out needs the OpenTelemetry exporters, not installed here ({error.name}): "
                          f"{EXTRA}") from None
