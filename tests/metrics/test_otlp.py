@@ -57,3 +57,20 @@ def test_a_sample_of_the_children_arrives_as_the_children_series(otlp_receiver, 
         assert [value for _, _, value, _ in points] == values, name
         assert all(attributes == labels for attributes, _, _, _ in points)
     assert [t for _, t, _, _ in otlp_receiver.points("pounder_children")] == [1000 * 10**9, 1000_500_000_000]
+
+
+def test_a_compare_streams_each_variant_under_its_own_target(testserver, otlp_receiver, tmp_path: Path) -> None:
+    server = testserver()
+    out = tmp_path / "compare.json"
+    urls = [f"{server.url}/a", f"{server.url}/b"]
+    done = run_pounder("compare", *urls, "--trials", "3", "-n", "200", "-c", "2", "-q", "--json", out,
+                       "--metrics-out", otlp_receiver.url, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    trials = json.loads(out.read_text())["trials"]
+    last: dict[str, float] = {}
+    for attributes, _, value, _ in otlp_receiver.points("pounder_requests_total"):
+        assert attributes["command"] == "compare"
+        last[attributes["target"]] = value
+    # every load counted, its warm-up trial too: the server's own count
+    assert last == {url: float(sum(t["complete"] for t in trials if url.endswith(t["label"]))) for url in urls}
+    assert sum(last.values()) == server.count()
