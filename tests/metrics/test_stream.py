@@ -36,12 +36,6 @@ def test_an_endpoint_off_the_loopback_needs_allow_remote(command: tuple[str, ...
                        "--allow-remote")
 
 
-def test_a_ray_run_is_refused_rather_than_streaming_nothing() -> None:
-    done = run_forked("bench", "http://127.0.0.1:1/", "--ray", "local", "--metrics-out",
-                      "prometheus+http://127.0.0.1:9/api/v1/write", timeout=60)  # fmt: skip
-    assert_usage_error(done.returncode, done.stdout, done.stderr, "--metrics-out", "--ray")
-
-
 def test_the_endpoint_is_checked_as_a_url() -> None:
     assert parse_metrics_out("prometheus+http://localhost:9090").url == "http://localhost:9090/api/v1/write"
     assert parse_metrics_out("OTLP+https://127.0.0.1/v1/metrics").url == "https://127.0.0.1/v1/metrics"

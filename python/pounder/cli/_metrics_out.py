@@ -10,7 +10,6 @@ from contextlib import contextmanager
 
 import typer
 
-from pounder._errors import UsageError
 from pounder.cli._bridge import Use, given
 from pounder.metrics import MetricsOptions, MetricsStream, stream_metrics
 
@@ -21,14 +20,10 @@ def metrics_option(panel: str) -> Use:
 
 
 @contextmanager
-def metrics_out(ctx: typer.Context, command: str, *, allow_remote: bool, ray: str | None) -> Iterator[None]:
+def metrics_out(ctx: typer.Context, command: str, *, allow_remote: bool) -> Iterator[None]:
     """The command's loads inside the block streamed to ``--metrics-out`` (checked on entering:
     one line, exit 2, before anything is sent); at the end, however the block ends, one line
-    saying how many samples were sent or dropped (nothing when none was made). Not with ``--ray``
-    (``ray``): its agents' seconds are not streamed yet, which is said rather than streaming nothing."""
-    if ray is not None and given(ctx, MetricsOptions).metrics_out is not None:
-        raise UsageError("--metrics-out does not stream the seconds of a --ray run yet (its agents' seconds reach "
-                         "pounder only at the end): run without --ray, or leave --metrics-out out")
+    saying how many samples were sent or dropped (nothing when none was made)."""
     stream: MetricsStream | None = None
     try:
         with stream_metrics(given(ctx, MetricsOptions).metrics_out, command=command,

@@ -171,7 +171,7 @@ def bench_command(ctx: typer.Context, url: Annotated[Text, URL_ARG] = None) -> N
         log = read_access_log(access_log, methods=log_methods or ("GET", "HEAD"), exclude_static=exclude_static)
     from_log: dict[str, Any] = (  # without a log the library says what the log options need
         {"access_log": log} if log is not None else {"exclude_static": exclude_static, "log_methods": log_methods})
-    with metrics_out(ctx, "bench", allow_remote=load.allow_remote, ray=given(ctx, AgentFlags).ray):
+    with metrics_out(ctx, "bench", allow_remote=load.allow_remote):
         _bench(ctx, url, own, out, load, shared, log, from_log, json_out, csv_out)
 
 

@@ -231,7 +231,7 @@ def compare_command(ctx: typer.Context, urls: Annotated[list[str], URLS]) -> Non
     target = shared.target()
     pid = None if target is None else target.pid
     variants = [Variant(name, url, pid) for name, url in zip(labels, urls, strict=True)]
-    with metrics_out(ctx, "compare", allow_remote=load.allow_remote, ray=given(ctx, AgentFlags).ray):
+    with metrics_out(ctx, "compare", allow_remote=load.allow_remote):
         plan = trial_plan(labels, count, not own.no_warmup)
         with _progress(not out.quiet and sys.stderr.isatty(), plan) as (on_trial, on_progress):
             result = compare(

@@ -89,7 +89,7 @@ def run_command(
             write_html_report([where], report)
 
     measured = f"what was measured is in {where}"
-    with metrics_out(ctx, "run", allow_remote=load.allow_remote, ray=given(ctx, AgentFlags).ray), \
+    with metrics_out(ctx, "run", allow_remote=load.allow_remote), \
             measured_run(measured, keep):
         outcome = run_experiment(exp, where, quick=quick, log=log, sender=sender,
                                  gates=[gate.text for gate in gates] if fail_if else None)

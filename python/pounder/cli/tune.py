@@ -128,7 +128,7 @@ def tune_command(ctx: typer.Context, server: Annotated[str | None, SERVER_ARG] =
         if report is not None and Path(where, "tune.json").is_file():
             write_html_report([where], report)
 
-    with metrics_out(ctx, "tune", allow_remote=flags.allow_remote, ray=ray), \
+    with metrics_out(ctx, "tune", allow_remote=flags.allow_remote), \
             _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step, keep):
         result = go(log, status, progress)
     sys.stdout.write(render_tune(result))

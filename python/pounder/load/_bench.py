@@ -105,15 +105,6 @@ class _Told:
         _live.tell_seconds(self._target, self._start_unix, entries)
 
 
-def _target_label(spec: BenchSpec) -> str:
-    """What a load is on, in one label: its URL, or its first URL's origin when it has several."""
-    urls = list(dict.fromkeys(target.url for target in spec.targets))
-    if len(urls) == 1:
-        return urls[0]
-    url = parse_url(urls[0])
-    return f"{'https' if url.tls else 'http'}://{url.host_header}"
-
-
 def _poll(run: Run, load: LoadModel, on_progress: ProgressCallback | None, interrupted: bool,
           told: _Told | None) -> None:  # fmt: skip
     interval = DRAIN_POLL_S if interrupted else POLL_INTERVAL_S  # a drain lasts 0.2 s: follow it closely
@@ -256,7 +247,7 @@ def _run_here(spec: BenchSpec, on_progress: ProgressCallback | None, sampler: Se
                 if str(error).startswith("io_uring: "):  # --io uring where it cannot be (check_io not called)
                     raise _io_error(str(error), spec) from None
                 raise _start_error(str(error), staged) from None
-            told = _Told(run, _target_label(spec)) if _live.anyone() else None
+            told = _Told(run, spec.target_label()) if _live.anyone() else None
             interrupted = _follow(run, spec.load, on_progress, told)
         finally:
             server = sampler.stop() if sampler is not None else None
@@ -281,7 +272,7 @@ def _run_here(spec: BenchSpec, on_progress: ProgressCallback | None, sampler: Se
     except MalformedResultError as error:
         raise PounderError(f"the engine returned a malformed result: {error}") from None
     if told is not None:
-        _live.tell_errors(_target_label(spec), time.time(), asdict(result.errors))
+        _live.tell_errors(spec.target_label(), time.time(), asdict(result.errors))
     if unwritten:
         raise OutputWriteError("; ".join(unwritten), result)
     return result
