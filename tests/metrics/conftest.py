@@ -18,6 +18,7 @@ from support.prometheus import Prometheus, prometheus_binary
 def prometheus(tmp_path: Path) -> Iterator[Prometheus]:
     if prometheus_binary() is None:
         pytest.skip("prometheus is not installed (apt-get install prometheus)")
+    pytest.importorskip("opentelemetry.exporter.prometheus_remote_write", reason="pip install 'pounder[metrics]'")
     server = Prometheus(tmp_path / "prometheus").start()
     try:
         yield server
@@ -82,7 +83,8 @@ class OtlpReceiver:
 
 @pytest.fixture
 def otlp_receiver() -> Iterator[OtlpReceiver]:
-    pytest.importorskip("opentelemetry.proto.collector.metrics.v1.metrics_service_pb2")
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http.metric_exporter",
+                        reason="pip install 'pounder[metrics]'")
     receiver = OtlpReceiver()
     try:
         yield receiver

@@ -64,6 +64,7 @@ def silent_port() -> Iterator[int]:
 
 
 def test_an_endpoint_that_never_answers_costs_the_run_nothing_and_its_samples_are_counted(silent_port: int) -> None:
+    pytest.importorskip("opentelemetry.exporter.prometheus_remote_write", reason="pip install 'pounder[metrics]'")
     stream = MetricsStream(parse_metrics_out(f"prometheus+http://127.0.0.1:{silent_port}/api/v1/write"),
                            command="bench", queue_batches=2)  # fmt: skip
     stream.start()
@@ -83,6 +84,8 @@ def test_an_endpoint_that_never_answers_costs_the_run_nothing_and_its_samples_ar
 
 
 def test_a_refused_connection_is_a_drop_with_its_reason() -> None:
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http.metric_exporter",
+                        reason="pip install 'pounder[metrics]'")
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]  # closed again: nobody listens there
