@@ -13,11 +13,10 @@ export PIP_ROOT_USER_ACTION := ignore
 # pytest worker rewrites every test module again.
 unexport PYTHONDONTWRITEBYTECODE
 # Debian packages the tests use: Apache prefork + mod_perl, Starman (PSGI) and strace (server-side
-# tests), Prometheus (scrapes pounder top --prometheus), nginx and wrk and ab (apache2-utils) for
-# benchmarks/peers.py.
+# tests), nginx and wrk and ab (apache2-utils) for benchmarks/peers.py, Prometheus (a fixture of its own
+# receives --metrics-out and scrapes pounder top --prometheus; the Debian service is never started).
 APT_PACKAGES := apache2 libapache2-mod-perl2 starman libplack-perl strace chromium \
-	php-fpm nginx uwsgi uwsgi-plugin-python3 puma unicorn libdevel-nytprof-perl linux-perf tmux openssl \
-	prometheus
+	php-fpm nginx uwsgi uwsgi-plugin-python3 puma unicorn libdevel-nytprof-perl linux-perf tmux openssl prometheus
 APT_BENCH_PACKAGES := nginx wrk apache2-utils util-linux cmake
 OHA_VERSION := 1.16.0
 
@@ -47,7 +46,8 @@ deps-system:
 deps-python:
 	$(PIP) install -q --disable-pip-version-check "maturin>=1.7,<2" "pytest>=8" "pytest-xdist>=3.5" "jsonschema>=4.18" "xmlschema>=3" "gunicorn>=22" \
 		"ruff>=0.5" "mypy>=1.10" typer rich psutil types-psutil types-jsonschema "jinja2>=3.1" "matplotlib>=3.8" "ray>=2.60,<3" "py-spy>=0.4" "django>=4.2" \
-		"prometheus-client>=0.20" "pyyaml>=6"
+		"prometheus-client>=0.20" "pyyaml>=6" \
+		"opentelemetry-sdk>=1.39" "opentelemetry-exporter-otlp-proto-http>=1.39" "opentelemetry-exporter-prometheus-remote-write>=0.60b0"
 
 # Builds the Rust extension (release) and installs the package in editable mode.
 build:

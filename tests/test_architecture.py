@@ -21,6 +21,7 @@ LAYERS: dict[str, int] = {
     "traffic": 3,
     "load": 4,
     "agents": 5,
+    "metrics": 5,
     "pool": 6,
     "compare": 7,
     "syscalls": 7,

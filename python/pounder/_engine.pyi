@@ -138,7 +138,7 @@ class Run:
     def result(self) -> str | None: ...  # None until wait() has returned True
     def seconds(self, start: int) -> list[str]:
         """The finished seconds of the series from the ``start``-th on, each a JSON entry of the
-        result's ``series`` with its histogram (only with ``export_histograms``)."""
+        result's ``series`` (with its histogram only with ``export_histograms``)."""
 
 def start(spec_dict: EngineSpec) -> Run:
     """Validates the spec (ValueError when it is bad) and starts the run in background threads."""

@@ -21,6 +21,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from support.raycluster import three_nodes, tsv_rows
 
 pytest.importorskip("ray")
 
-from pounder import BenchResult, IoInfo, bench  # noqa: E402
+from pounder import BenchResult, IoInfo, _live, bench  # noqa: E402
 from pounder.__main__ import main as pounder_main  # noqa: E402
 from pounder.agents import Cluster, agent_pool, run_bench_ray  # noqa: E402
 from pounder.load import BenchSpec, run_bench, server_sampler  # noqa: E402
@@ -86,6 +87,43 @@ def test_counts_are_exact_over_three_agents(cluster: str, testserver: Any, monke
     # written and read back as any result is
     back = BenchResult.from_json(result.to_json())
     assert back.agents == agents and back.io == result.io
+
+
+class _Told:
+    """A listener of pounder._live (what --metrics-out streams) that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, dict[str, Any]]] = []
+        self.batches = 0
+        self.told_errors: list[tuple[str, dict[str, int]]] = []
+
+    def seconds(self, target: str, start_unix: float, entries: list[dict[str, Any]]) -> None:
+        self.entries += [(target, entry) for entry in entries]
+        self.batches += 1
+
+    def errors(self, target: str, end_unix: float, counts: dict[str, int]) -> None:
+        self.told_errors.append((target, dict(counts)))
+
+    def children(self, sample: object) -> None:
+        pass
+
+
+def test_the_agents_seconds_are_told_as_they_finish_added_up(cluster: str, testserver: Any) -> None:
+    """What --metrics-out streams of a --ray run: each second once every agent has finished it, their
+    entries added up (histograms merged): the same seconds as the merged result's series."""
+    srv = testserver(mode="ok", delay_ms=5)
+    listener = _Told()
+    with _live.listening(listener):
+        result = bench(srv.url + "/", connections=6, duration="3s", ray=cluster, agents=3)
+    entries = [entry for _, entry in listener.entries]
+    assert listener.batches > 1  # told while it ran, not all at the end
+    assert sum(entry["complete"] for entry in entries) == result.requests.complete == srv.stats()["requests"]
+    assert [entry["second"] for entry in entries] == [sample.second for sample in result.series]
+    for entry, sample in zip(entries, result.series, strict=True):
+        assert (entry["complete"], entry["failed"], entry["p50_us"], entry["p99_us"], entry["max_us"]) == (
+            sample.complete, sample.failed, sample.p50_us, sample.p99_us, sample.max_us)
+    assert {target for target, _ in listener.entries} == {srv.url + "/"}
+    assert listener.told_errors == [(srv.url + "/", asdict(result.errors))]
 
 
 def test_merged_histogram_is_the_agents_requests(cluster: str, testserver: Any, tmp_path: Path) -> None:

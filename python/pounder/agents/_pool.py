@@ -19,11 +19,12 @@ import json
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from pounder import _live
 from pounder._errors import PounderError, UsageError, check_type, public
 from pounder._files import utc_timestamp
 from pounder._units import count_text
@@ -123,6 +124,45 @@ def agent_file(path: str | None, index: int | str) -> str | None:
         return None
     file = Path(path).absolute()  # the command's directory, not the agent process's
     return str(file.with_name(f"{file.stem}.agent-{index}{file.suffix}"))
+
+
+class _Told:
+    """The agents' finished seconds told to whoever listens (:mod:`pounder._live`, ``--metrics-out``)
+    as they come: a second once every agent still running has gone past it (or at the end), the
+    agents' entries of it added up (their histograms merged: the percentiles are those of all their
+    requests of that second)."""
+
+    def __init__(self, members: list[_Member], target: str) -> None:
+        self._members, self._target = members, target
+        self._start_unix: float | None = None
+        self._read = [0] * len(members)
+        self._entries: list[dict[int, str]] = [{} for _ in members]
+        self._next = 0
+
+    def poll(self, final: bool) -> None:
+        if self._start_unix is None:
+            measuring = [float(m.last.get("elapsed_s", 0.0)) for m in self._members
+                         if m.last and m.last.get("phase") in ("measure", "drain", "done")]  # fmt: skip
+            if not measuring:
+                return
+            self._start_unix = time.time() - max(measuring)
+        for index, member in enumerate(self._members):
+            for text in member.seconds[self._read[index]:]:
+                self._entries[index][int(json.loads(text)["second"])] = text
+            self._read[index] = len(member.seconds)
+        last = max((max(entries, default=-1) for entries in self._entries), default=-1)
+        # an agent's entries are its finished seconds (a second with no request has none): a second is
+        # whole once every agent still running has finished it
+        upto = last + 1 if final else min(
+            (max(entries, default=-1) + 1 for member, entries in zip(self._members, self._entries, strict=True)
+             if member.active), default=last + 1)  # fmt: skip
+        batch = []
+        for second in range(self._next, upto):
+            texts = [entries[second] for entries in self._entries if second in entries]
+            if texts:
+                batch.append({**json.loads(load_engine().sum_seconds(texts)), "second": second})
+        self._next = max(self._next, upto)
+        _live.tell_seconds(self._target, self._start_unix, batch)
 
 
 @public
@@ -236,14 +276,20 @@ class AgentPool(Sender):
         self._check_targets(spec.allow_remote)
         started_at = utc_timestamp()
         served = None if sampler is None else serves_all(sampler.target, spec, sampler.front)
+        told = _Told(self.running, spec.target_label()) if _live.anyone() else None
         try:
             self._launch(spec, sampler)
-            self._follow(spec, on_progress)
+            self._follow(spec, on_progress, told)
+            if told is not None:
+                told.poll(final=True)
         finally:
             server = sampler.stop() if sampler is not None and sampler.started else None
         if server is not None:
             server = replace(server, serves_url=served)
-        return self._result(spec, started_at, server)
+        result = self._result(spec, started_at, server)
+        if told is not None:
+            _live.tell_errors(spec.target_label(), time.time(), asdict(result.errors))
+        return result
 
     def _sharing(self, member: _Member) -> int:
         """How many agents run on ``member``'s machine (they share its CPUs: several Ray nodes on
@@ -332,11 +378,13 @@ class AgentPool(Sender):
             planned_s=load.duration_s, planned_requests=load.requests, interrupted=self.interrupted,
         )  # fmt: skip
 
-    def _follow(self, spec: BenchSpec, on_progress: ProgressCallback | None) -> None:
+    def _follow(self, spec: BenchSpec, on_progress: ProgressCallback | None, told: _Told | None = None) -> None:
         while any(m.active for m in self.running):
             began = time.monotonic()
             try:
                 self._poll()
+                if told is not None:
+                    told.poll(final=not any(m.active for m in self.running))
                 if on_progress is not None:
                     on_progress(self._progress(spec))
                 if any(m.active for m in self.running):  # one round per interval, however fast they answer

@@ -40,6 +40,7 @@ from pounder.cli._load_options import (
     sampled_server,
     threads_warning,
 )
+from pounder.cli._metrics_out import metrics_option, metrics_out
 from pounder.cli._progress import live_progress
 from pounder.cli.top import server_line
 from pounder.load import LoadOptions, OutputWriteError, bench
@@ -164,6 +165,7 @@ def _emit(result: BenchResult, json_out: str | None, csv_out: str | None, quiet:
                       "--baseline also slower>N% (requests/s in closed loop, p99 in open loop, as in pounder compare) "
                       "and p99-slower>N%: they fail only when the WHOLE 95 % interval of new/baseline is more than "
                       "N % slower."),
+    metrics_option(_OUT),
 )  # fmt: skip
 def bench_command(ctx: typer.Context, url: Annotated[Text, URL_ARG] = None) -> None:
     """Load an HTTP server and report throughput, latency and errors (help: BENCH_HELP)."""
@@ -182,6 +184,14 @@ def bench_command(ctx: typer.Context, url: Annotated[Text, URL_ARG] = None) -> N
         log = read_access_log(access_log, methods=log_methods or ("GET", "HEAD"), exclude_static=exclude_static)
     from_log: dict[str, Any] = (  # without a log the library says what the log options need
         {"access_log": log} if log is not None else {"exclude_static": exclude_static, "log_methods": log_methods})
+    with metrics_out(ctx, "bench", allow_remote=load.allow_remote):
+        _bench(ctx, url, own, out, load, shared, log, from_log, json_out, csv_out)
+
+
+def _bench(ctx: typer.Context, url: str | None, own: BenchFlags, out: Measured, load: LoadOptions,
+           shared: SharedOptions, log: AccessLog | None, from_log: dict[str, Any], json_out: str | None,
+           csv_out: str | None) -> None:  # fmt: skip
+    """The run and its outputs (inside ``--metrics-out``'s block)."""
     unwritten: OutputWriteError | None = None
     live = not out.quiet and sys.stderr.isatty()
     with (server_line(shared) if live else nullcontext()) as line, \

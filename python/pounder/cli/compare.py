@@ -34,6 +34,7 @@ from pounder.cli._common import (
     write_junit_file,
 )
 from pounder.cli._load_options import AgentFlags, SharedOptions, measured_load, sampled_server, threads_warning
+from pounder.cli._metrics_out import metrics_option, metrics_out
 from pounder.cli._progress import live_status
 from pounder.compare import (
     DEFAULT_TRIALS,
@@ -219,6 +220,7 @@ def _check_chart(path: str | None) -> str | None:
     *fields_of(CompareFlags, "json_path", "chart_path"),
     *measured_outputs(_OUT, "comparison", COMPARE_GATES, cases="one per --fail-if gate and URL (slower>N%: per URL "
                       "against the baseline)"),
+    metrics_option(_OUT),
 )  # fmt: skip
 def compare_command(ctx: typer.Context, urls: Annotated[list[str], URLS]) -> None:
     """Compare URLs in interleaved trials (help: COMPARE_HELP)."""
@@ -236,22 +238,23 @@ def compare_command(ctx: typer.Context, urls: Annotated[list[str], URLS]) -> Non
     target = shared.target()
     pid = None if target is None else target.pid
     variants = [Variant(name, url, pid) for name, url in zip(labels, urls, strict=True)]
-    plan = trial_plan(labels, count, not own.no_warmup)
-    with _progress(not out.quiet and sys.stderr.isatty(), plan) as (on_trial, on_progress):
-        result = compare(
-            variants,
-            trials=count, warmup=not own.no_warmup, baseline=own.baseline, min_effect=effect,
-            results=None if json_out in (None, "-") else json_out, on_trial=on_trial,
-            on_progress=threads_warning(load, on_progress),
-            options=load, sender=given(ctx, AgentFlags).sender(), gates=out.gates(),
-        )  # fmt: skip
-    with _interrupt.deferred():  # a signal now waits until every output is whole
-        _emit(result, json_out, chart_out, out.quiet, out.junit)
-        if out.report is not None:
-            write_html_report([result.to_dict()], out.report)
-    if result.interrupted:
-        raise interrupted(kept_outputs([json_out, chart_out, out.report, out.junit], out.quiet))
-    failure = failure_message(result)
-    if failure is not None:  # written and reported; still no comparison
-        raise PounderError(failure)
-    gates_exit(None if result.gates is None else result.gates.failure_line())
+    with metrics_out(ctx, "compare", allow_remote=load.allow_remote):
+        plan = trial_plan(labels, count, not own.no_warmup)
+        with _progress(not out.quiet and sys.stderr.isatty(), plan) as (on_trial, on_progress):
+            result = compare(
+                variants,
+                trials=count, warmup=not own.no_warmup, baseline=own.baseline, min_effect=effect,
+                results=None if json_out in (None, "-") else json_out, on_trial=on_trial,
+                on_progress=threads_warning(load, on_progress),
+                options=load, sender=given(ctx, AgentFlags).sender(), gates=out.gates(),
+            )  # fmt: skip
+        with _interrupt.deferred():  # a signal now waits until every output is whole
+            _emit(result, json_out, chart_out, out.quiet, out.junit)
+            if out.report is not None:
+                write_html_report([result.to_dict()], out.report)
+        if result.interrupted:
+            raise interrupted(kept_outputs([json_out, chart_out, out.report, out.junit], out.quiet))
+        failure = failure_message(result)
+        if failure is not None:  # written and reported; still no comparison
+            raise PounderError(failure)
+        gates_exit(None if result.gates is None else result.gates.failure_line())

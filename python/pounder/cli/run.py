@@ -31,6 +31,7 @@ from pounder.cli._common import (
     write_junit_file,
 )
 from pounder.cli._load_options import AgentFlags, takes_load_options, tls_parameters
+from pounder.cli._metrics_out import metrics_option, metrics_out
 from pounder.compare import parse_compare_gates
 from pounder.experiment import load_experiment, run_experiment
 from pounder.load import LoadOptions
@@ -70,7 +71,7 @@ JUNIT = junit_option("Output", "for each load its own and one per gate of its co
 
 @takes(Use(Measured, "junit", "Output", help=JUNIT.help))
 @takes_load_options(*tls_parameters())
-@takes(AgentFlags, before="fail_if")
+@takes(AgentFlags, metrics_option("Output"), before="fail_if")
 def run_command(
     ctx: typer.Context,
     experiment: Annotated[str, EXPERIMENT],
@@ -103,7 +104,8 @@ def run_command(
                                                failed=True).render(), junit)  # fmt: skip
 
     measured = f"what was measured is in {where}"
-    with measured_run(measured, keep, failed):
+    with metrics_out(ctx, "run", allow_remote=load.allow_remote), \
+            measured_run(measured, keep, failed):
         outcome = run_experiment(exp, where, quick=quick, log=log, sender=sender,
                                  gates=[gate.text for gate in gates] if fail_if else None)
     with _interrupt.deferred():  # a signal now waits until the summary and the page are out

@@ -32,8 +32,9 @@ from pounder.cli._common import (
     write_html_report,
     write_junit_file,
 )
+from pounder.cli._metrics_out import metrics_option, metrics_out
 from pounder.cli._progress import live_status
-from pounder.cli._tune_options import TuneFlags
+from pounder.cli._tune_options import RUN, TuneFlags
 from pounder.load import Progress, Sender
 from pounder.pool import (
     ADAPTERS,
@@ -113,7 +114,7 @@ def _display(enabled: bool) -> Iterator[tuple[Callable[[str], None], Callable[[s
         yield log, status, progress
 
 
-@takes(TuneFlags)
+@takes(TuneFlags, metrics_option(RUN))
 def tune_command(ctx: typer.Context, server: Annotated[str | None, SERVER_ARG] = None,
                  target: Annotated[str | None, TARGET_ARG] = None) -> int:
     flags = given(ctx, TuneFlags)
@@ -145,7 +146,8 @@ def tune_command(ctx: typer.Context, server: Annotated[str | None, SERVER_ARG] =
     def broke(message: str) -> None:  # exit 1: the JUnit file says why
         write_junit_file(lambda: stopped_suite("pounder tune", "pounder.tune", message, failed=True).render(), junit)
 
-    with _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step, stopped, broke):
+    with metrics_out(ctx, "tune", allow_remote=flags.allow_remote), \
+            _display(sys.stderr.isatty()) as (log, status, progress), measured_run(next_step, stopped, broke):
         result = go(log, status, progress)
     try:
         write_junit_file(result.to_junit, junit)

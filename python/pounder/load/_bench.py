@@ -12,11 +12,13 @@ from __future__ import annotations
 import os
 import re
 import resource
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pounder import _live
 from pounder._errors import PounderError, UsageError, check_callable, check_instance, check_text, public
 from pounder._files import StagedOutput, utc_timestamp
 from pounder._native import load_engine
@@ -90,24 +92,47 @@ def _snapshot(info: ProgressInfo, load: LoadModel, interrupted: bool) -> Progres
     )
 
 
-def _poll(run: Run, load: LoadModel, on_progress: ProgressCallback | None, interrupted: bool) -> None:
+class _Told:
+    """The finished seconds of a run told to whoever listens (:mod:`pounder._live`), as they come."""
+
+    def __init__(self, run: Run, target: str) -> None:
+        self._run, self._target = run, target
+        self._start_unix: float | None = None
+        self._told = 0
+
+    def poll(self, info: ProgressInfo) -> None:
+        if self._start_unix is None:
+            if info["phase"] not in ("measure", "drain", "done"):
+                return
+            self._start_unix = time.time() - info["elapsed_s"]
+        entries = [decode_json(entry) for entry in self._run.seconds(self._told)]
+        self._told += len(entries)
+        _live.tell_seconds(self._target, self._start_unix, entries)
+
+
+def _poll(run: Run, load: LoadModel, on_progress: ProgressCallback | None, interrupted: bool,
+          told: _Told | None) -> None:  # fmt: skip
     interval = DRAIN_POLL_S if interrupted else POLL_INTERVAL_S  # a drain lasts 0.2 s: follow it closely
     while True:
         done = run.wait(interval)
-        if on_progress is not None:
-            on_progress(_snapshot(run.progress(), load, interrupted))
+        if on_progress is not None or told is not None:
+            info = run.progress()
+            if told is not None:
+                told.poll(info)
+            if on_progress is not None:
+                on_progress(_snapshot(info, load, interrupted))
         if done:
             return
 
 
-def _follow(run: Run, load: LoadModel, on_progress: ProgressCallback | None) -> bool:
+def _follow(run: Run, load: LoadModel, on_progress: ProgressCallback | None, told: _Told | None = None) -> bool:
     """Wait for the run to finish; returns True when it was interrupted by Ctrl-C."""
     try:
-        _poll(run, load, on_progress, interrupted=False)
+        _poll(run, load, on_progress, interrupted=False, told=told)
         return False
     except KeyboardInterrupt:
         run.cancel()
-        _poll(run, load, on_progress, interrupted=True)
+        _poll(run, load, on_progress, interrupted=True, told=told)
         return True
     except BaseException:  # the progress callback stopped the run (e.g. memory ran low)
         run.cancel()
@@ -227,7 +252,8 @@ def _run_here(spec: BenchSpec, on_progress: ProgressCallback | None, sampler: Se
                 if str(error).startswith("io_uring: "):  # --io uring where it cannot be (check_io not called)
                     raise _io_error(str(error), spec) from None
                 raise _start_error(str(error), staged) from None
-            interrupted = _follow(run, spec.load, on_progress)
+            told = _Told(run, spec.target_label()) if _live.anyone() else None
+            interrupted = _follow(run, spec.load, on_progress, told)
         finally:
             server = sampler.stop() if sampler is not None else None
     except BaseException:
@@ -250,6 +276,8 @@ def _run_here(spec: BenchSpec, on_progress: ProgressCallback | None, sampler: Se
         )
     except MalformedResultError as error:
         raise PounderError(f"the engine returned a malformed result: {error}") from None
+    if told is not None:
+        _live.tell_errors(spec.target_label(), time.time(), asdict(result.errors))
     if unwritten:
         raise OutputWriteError("; ".join(unwritten), result)
     return result

@@ -320,6 +320,15 @@ class BenchSpec(LoadPlan[Target]):
             expect_status=parse_statuses(given.expect_status),
         )
 
+    def target_label(self) -> str:
+        """What the load is on, in one label (``--metrics-out``'s ``target``): its URL, or its first
+        URL's origin when it has several."""
+        urls = list(dict.fromkeys(target.url for target in self.targets))
+        if len(urls) == 1:
+            return urls[0]
+        url = parse_url(urls[0])
+        return f"{'https' if url.tls else 'http'}://{url.host_header}"
+
     def run_options(self) -> RunOptions:
         """The options as recorded in the result."""
         return RunOptions(

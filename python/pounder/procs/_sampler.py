@@ -44,6 +44,7 @@ from typing import Any
 
 import psutil
 
+from pounder import _live
 from pounder._errors import PounderError, UsageError, public
 from pounder._files import utc_timestamp
 from pounder.procs._find import ServerGone, ServerTarget, discover, find_server
@@ -153,6 +154,7 @@ class ServerSampler:
         self._started_at = ""
         self._report: ServerLoadReport | None = None
         self._own: OwnPages | None = None
+        self._told: tuple[float, dict[int, float]] | None = None  # the children's CPU at the last sample told
 
     @property
     def target(self) -> ServerTarget:
@@ -243,6 +245,7 @@ class ServerSampler:
         state = self._state
         index = state.samples
         points: list[MemPoint] = []
+        child_cpu: dict[int, float] = {}  # each child's own CPU (s), for whoever listens (pounder._live)
         skipped = 0
         if first:
             # pounder's own process is taken out of the memory figures (root): what each process
@@ -275,6 +278,8 @@ class ServerSampler:
                     first,
                 )
                 track.zombie = False
+                if member.role == "child":
+                    child_cpu[mem.pid] = track.last.own
                 if track.first_uss is None:
                     track.first_uss, track.first_uss_sample = mem.private, index
                 track.last_uss, track.last_uss_sample = mem.private, index
@@ -289,8 +294,23 @@ class ServerSampler:
             if first:
                 state.machine_first = machine
             state.machine_last = machine
+        if _live.anyone():
+            self._tell(t, [point for point in points if point.pid in child_cpu], child_cpu)
         if self._status_url is not None:
             self._read_status(t)
+
+    def _tell(self, t: float, points: list[MemPoint], cpu: dict[int, float]) -> None:
+        """This sample of the children to whoever listens: their count, USS and PSS summed, and the
+        CPU those seen at the previous sample too used per second since then."""
+        cores = None
+        if self._told is not None and t > self._told[0]:
+            before = self._told[1]
+            cores = sum(max(0.0, own - before[pid]) for pid, own in cpu.items() if pid in before) / (t - self._told[0])
+        self._told = (t, cpu)
+        at_unix = time.time() - (time.monotonic() - self._t0 - t)
+        _live.tell_children(_live.ChildrenSample(at_unix=at_unix, children=len(points),
+                                                 uss_bytes=sum(point.uss for point in points),
+                                                 pss_bytes=sum(point.pss for point in points), cpu_cores=cores))
 
     def _root_gone(self, error: ServerGone) -> str:
         """The root exited: no sample can list the tree any more, so each process seen is checked

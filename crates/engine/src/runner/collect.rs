@@ -142,10 +142,9 @@ fn collect(sh: &Shared, rx: mpsc::Receiver<Msg>, threads: usize, hdr_log: Option
                 log = None; // the file stops at its last whole interval
             }
         }
-        if sh.spec.export_histograms {
-            if let Ok(text) = serde_json::to_string(&s) {
-                sh.finished.lock().unwrap_or_else(|e| e.into_inner()).push(text);
-            }
+        // every run keeps its finished seconds for `Run::seconds` (an agent's driver, --metrics-out)
+        if let Ok(text) = serde_json::to_string(&s) {
+            sh.finished.lock().unwrap_or_else(|e| e.into_inner()).push(text);
         }
         series.push(s);
     };

@@ -174,8 +174,8 @@ impl Run {
     }
 
     /// The seconds of the series finished so far, from the `from`-th on, as JSON entries of the
-    /// result's `series`, each with its histogram; empty without `export_histograms`. What a
-    /// caller keeps of a run that never returns its result (its machine died).
+    /// result's `series` (each with its histogram with `export_histograms`). What a caller keeps
+    /// of a run that never returns its result (its machine died), or streams as it goes.
     pub fn seconds(&self, from: usize) -> Vec<String> {
         let finished = self.shared.finished.lock().unwrap_or_else(|e| e.into_inner());
         finished.get(from..).map(<[String]>::to_vec).unwrap_or_default()
