@@ -1,6 +1,7 @@
-"""A real Prometheus (Debian's ``prometheus``) for the tests of ``--metrics-out``: started on a free
-loopback port with its remote-write receiver on and its data in a directory of the test's, asked
-back through its HTTP API, stopped (also when a test fails). Never the distribution's service."""
+"""A real Prometheus (Debian's ``prometheus``) for the tests of ``--metrics-out`` and ``pounder top
+--prometheus``: started on a free loopback port with its remote-write receiver on (and scraping a
+target when given one) and its data in a directory of the test's, asked back through its HTTP API,
+stopped (also when a test fails). Never the distribution's service."""
 
 from __future__ import annotations
 
@@ -32,10 +33,11 @@ def prometheus_binary() -> str | None:
 
 
 class Prometheus:
-    """``prometheus --web.enable-remote-write-receiver`` on 127.0.0.1 (see the module)."""
+    """``prometheus --web.enable-remote-write-receiver`` on 127.0.0.1 (see the module); with
+    ``scrape``, a ``HOST:PORT`` it scrapes twice a second (job ``pounder_top``)."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, root: Path, scrape: str | None = None) -> None:
+        self.root, self.scrape = root, scrape
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -49,7 +51,13 @@ class Prometheus:
         assert binary is not None, "prometheus is not installed"
         self.root.mkdir(parents=True, exist_ok=True)
         config = self.root / "prometheus.yml"
-        config.write_text("global:\n  scrape_interval: 1m\n")  # nothing scraped: only what is written to it
+        if self.scrape is None:
+            config.write_text("global:\n  scrape_interval: 1m\n")  # nothing scraped: only what is written to it
+        else:
+            config.write_text(json.dumps({  # JSON is YAML
+                "global": {"scrape_interval": "500ms", "scrape_timeout": "400ms"},
+                "scrape_configs": [{"job_name": "pounder_top", "static_configs": [{"targets": [self.scrape]}]}],
+            }))
         with open(self.root / "prometheus.log", "wb") as log:
             self.proc = subprocess.Popen(
                 [binary, f"--config.file={config}", f"--storage.tsdb.path={self.root / 'data'}",

@@ -9,9 +9,7 @@ is refused in one line before anything is served."""
 from __future__ import annotations
 
 import contextlib
-import json
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -31,6 +29,7 @@ from pounder.servers import free_port
 from support.burner import cpu_seconds
 from support.cliutil import assert_usage_error, run_cli, start_pounder
 from support.leftovers import processes_mentioning
+from support.prometheus import Prometheus, prometheus_binary
 from support.srvutil import smaps_bytes
 
 parser = pytest.importorskip("prometheus_client.parser")
@@ -196,62 +195,30 @@ def test_scraped_figures_are_the_childrens_own(apache_server) -> None:
     assert processes_mentioning(str(srv.workdir)) == []
 
 
-@contextlib.contextmanager
-def _prometheus(tmp_path: Path, target: str) -> Iterator[str]:
-    """Debian's Prometheus scraping ``target`` twice a second (own config, storage under tmp_path, a
-    loopback port); its base URL."""
-    port = free_port()
-    config = tmp_path / "prometheus.yml"
-    config.write_text(json.dumps({  # JSON is YAML
-        "global": {"scrape_interval": "500ms", "scrape_timeout": "400ms"},
-        "scrape_configs": [{"job_name": "pounder_top", "static_configs": [{"targets": [target]}]}],
-    }))
-    server = subprocess.Popen(
-        ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert server.poll() is None, server.stderr.read() if server.stderr else ""
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(f"{base}/-/ready", timeout=2) as reply:
-                    if reply.status == 200:
-                        break
-            assert time.monotonic() < deadline, "Prometheus did not get ready"
-            time.sleep(0.2)
-        yield base
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-
-
-def _query(base: str, query: str) -> list[dict[str, Any]]:
-    url = f"{base}/api/v1/query?" + urllib.parse.urlencode({"query": query})
-    with urllib.request.urlopen(url, timeout=10) as reply:
-        answer = json.loads(reply.read())
+def _query(prometheus: Prometheus, query: str) -> list[dict[str, Any]]:
+    answer = prometheus.query(query, time.time())
     assert answer["status"] == "success", answer
     result: list[dict[str, Any]] = answer["data"]["result"]
     return result
 
 
-@pytest.mark.skipif(shutil.which("prometheus") is None, reason="Prometheus (Debian's prometheus) is not installed")
+@pytest.mark.skipif(prometheus_binary() is None, reason="Prometheus (Debian's prometheus) is not installed")
 def test_prometheus_scrapes_the_children(apache_server, tmp_path: Path) -> None:
     srv, _ = _loaded_apache(apache_server)
     children = _children(srv.pid)
     port = free_port()
-    with _top_serving(srv, port) as top, _prometheus(tmp_path, f"127.0.0.1:{port}") as base:
-        _first_view(top, port, len(children))
-        deadline = time.monotonic() + 20
-        while not (found := _query(base, "pounder_top_child_pss_bytes")):
-            assert time.monotonic() < deadline, "Prometheus stored no pounder_top_child_pss_bytes"
-            time.sleep(0.3)
-        served = _query(base, "sum(pounder_top_child_requests_total)")
+    prometheus = Prometheus(tmp_path / "prometheus", scrape=f"127.0.0.1:{port}")
+    with _top_serving(srv, port) as top:
+        try:
+            prometheus.start()
+            _first_view(top, port, len(children))
+            deadline = time.monotonic() + 20
+            while not (found := _query(prometheus, "pounder_top_child_pss_bytes")):
+                assert time.monotonic() < deadline, "Prometheus stored no pounder_top_child_pss_bytes"
+                time.sleep(0.3)
+            served = _query(prometheus, "sum(pounder_top_child_requests_total)")
+        finally:
+            prometheus.stop()
     assert {int(series["metric"]["pid"]) for series in found} == children
     assert {series["metric"]["job"] for series in found} == {"pounder_top"}
     assert SENT <= float(served[0]["value"][1]) <= SENT + 20
