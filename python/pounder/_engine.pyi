@@ -127,6 +127,7 @@ class ProgressInfo(TypedDict):
     complete: int
     failed: int
     rate: float
+    in_flight: int  # requests started and not yet answered, failed or aborted, now (warm-up's too)
 
 @final
 class Run:

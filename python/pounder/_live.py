@@ -1,6 +1,7 @@
 """What a load tells while it runs, to whoever listens (``--metrics-out``, :mod:`pounder.metrics`):
-each finished second of a load's series as the engine hands it over, the errors of a finished load
-by category, and each sample the server sampler takes of the children. Here, at the top level, so
+each finished second of a load's series as the engine hands it over, the requests in flight as the
+run is polled, the errors of a finished load by category, and each sample the server sampler takes
+of the children. Here, at the top level, so
 that the engine's runner (:mod:`pounder.load`) and the sampler (:mod:`pounder.procs`) tell it
 without knowing who listens, and whoever runs loads (bench, compare, run, tune) needs no change.
 
@@ -41,6 +42,10 @@ class Listener(Protocol):
 
     def children(self, sample: ChildrenSample) -> None:
         """A sample of the sampled server's children."""
+
+    def in_flight(self, target: str, at_unix: float, requests: int) -> None:
+        """During the measured phase of the load on ``target``, at ``at_unix``: ``requests`` sent
+        (or connecting) and not yet answered, failed or aborted."""
 
 
 _LOCK = threading.Lock()
@@ -88,3 +93,7 @@ def tell_errors(target: str, end_unix: float, counts: Mapping[str, int]) -> None
 
 def tell_children(sample: ChildrenSample) -> None:
     _tell("children", sample)
+
+
+def tell_in_flight(target: str, at_unix: float, requests: int) -> None:
+    _tell("in_flight", target, at_unix, requests)

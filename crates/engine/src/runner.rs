@@ -62,6 +62,8 @@ const UNKNOWN: u64 = u64::MAX;
 struct Counters {
     complete: AtomicU64,
     failed: AtomicU64,
+    /// Requests started and not yet counted (warm-up included): `Run::progress`'s `in_flight`.
+    in_flight: AtomicU64,
 }
 
 /// State shared by all threads of a run.

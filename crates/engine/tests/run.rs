@@ -10,7 +10,7 @@ use pounder_engine::{merge, run, sum_seconds, Addr, Io, Order, Run, Spec, Stage,
 use serde_json::Value;
 
 mod common;
-use common::{checked, result, serve, tcp_server, temp_dir, wait_result};
+use common::{checked, recording_server, result, serve, tcp_server, temp_dir, wait_result};
 
 fn target(addr: Addr) -> Target {
     Target { addr, request: b"GET / HTTP/1.1\r\nHost: test\r\n\r\n".to_vec(), head: false, weight: 1, tls_name: None }
@@ -364,6 +364,42 @@ fn a_run_cancelled_while_waiting_never_began(io: Io) {
     assert!(r["began_unix_us"].is_null());
     assert_eq!(r["requests"]["complete"], 0);
     assert_eq!(count.load(Ordering::SeqCst), 0);
+}
+
+fn in_flight_is_each_connections_request_then_none(io: Io) {
+    // closed loop, 4 connections, a server that answers 100 ms after it read a request: each
+    // connection has its request out but for the moment between an answer and the next request
+    let (addr, seen) = recording_server(Duration::from_millis(100));
+    let mut s = spec(&addr, io);
+    s.duration = Some(Duration::from_millis(1200));
+    let run = Run::start(s).unwrap();
+    let mut measured = Vec::new();
+    while !run.wait(Duration::from_millis(20)) {
+        let p = run.progress();
+        assert!(p.in_flight <= 4, "{} in flight on 4 connections", p.in_flight);
+        if p.phase == "measure" {
+            measured.push(p.in_flight);
+        }
+    }
+    let r: Value = checked(&run.result().unwrap(), io);
+    assert_eq!(run.progress().in_flight, 0);
+    assert!(measured.len() >= 30, "{} samples", measured.len());
+    let four = measured.iter().filter(|&&n| n == 4).count();
+    assert!(four * 10 >= measured.len() * 9 && measured.iter().all(|&n| n >= 3), "{measured:?}");
+    // every request the server read was answered, failed or aborted: none is left in flight
+    let counted = r["requests"]["complete"].as_u64().unwrap() + r["requests"]["failed"].as_u64().unwrap()
+        + r["warmup"]["complete"].as_u64().unwrap_or(0);
+    assert!(counted >= seen.lock().unwrap().len() as u64 - 4, "{counted}");
+    // a request the end cuts off (answered after the drain) is aborted: not in flight either
+    let (slow, _) = recording_server(Duration::from_secs(3));
+    let mut s = spec(&slow, io);
+    s.duration = Some(Duration::from_millis(300));
+    let run = Run::start(s).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(run.progress().in_flight, 4);
+    let r = wait_result(&run, io);
+    assert_eq!(r["errors"]["aborted"], 4, "{}", r["errors"]);
+    assert_eq!(run.progress().in_flight, 0);
 }
 
 fn finished_seconds_are_readable_while_the_run_goes_on(io: Io) {

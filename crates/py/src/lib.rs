@@ -72,7 +72,7 @@ struct PyRun {
 
 #[pymethods]
 impl PyRun {
-    /// Live counters: phase, elapsed_s, complete, failed, rate.
+    /// Live counters: phase, elapsed_s, complete, failed, rate, in_flight.
     fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let p = self.inner.progress();
         let d = PyDict::new(py);
@@ -81,6 +81,7 @@ impl PyRun {
         d.set_item("complete", p.complete)?;
         d.set_item("failed", p.failed)?;
         d.set_item("rate", p.rate)?;
+        d.set_item("in_flight", p.in_flight)?;
         Ok(d)
     }
 

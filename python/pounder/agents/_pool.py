@@ -163,6 +163,9 @@ class _Told:
                 batch.append({**json.loads(load_engine().sum_seconds(texts)), "second": second})
         self._next = max(self._next, upto)
         _live.tell_seconds(self._target, self._start_unix, batch)
+        active = [m.last for m in self._members if m.active and m.last]
+        if not final and any(last.get("phase") == "measure" for last in active):
+            _live.tell_in_flight(self._target, time.time(), sum(int(last.get("in_flight", 0)) for last in active))
 
 
 @public
@@ -376,6 +379,7 @@ class AgentPool(Sender):
             failed=sum(int(last.get("failed", 0)) for last in lasts),
             rate=sum(float(last.get("rate", 0.0)) for last in lasts),
             planned_s=load.duration_s, planned_requests=load.requests, interrupted=self.interrupted,
+            in_flight=sum(int(last.get("in_flight", 0)) for last in lasts),
         )  # fmt: skip
 
     def _follow(self, spec: BenchSpec, on_progress: ProgressCallback | None, told: _Told | None = None) -> None:

@@ -63,7 +63,8 @@ class Progress:
     ``phase`` is "waiting" (for a start time), "warmup", "measure", "drain" or "done";
     ``elapsed_s`` is the time since the measured phase began (0 during warm-up); ``complete`` and
     ``failed`` count measured requests only; ``rate`` the completions in the last full second; ``planned_s`` and
-    ``planned_requests`` what the run is set to measure (``None`` when not bounded by it).
+    ``planned_requests`` what the run is set to measure (``None`` when not bounded by it); ``in_flight`` the
+    requests sent (or connecting) and not yet answered, failed or aborted, now.
     """
 
     phase: str
@@ -74,6 +75,7 @@ class Progress:
     planned_s: float | None
     planned_requests: int | None
     interrupted: bool
+    in_flight: int
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -89,6 +91,7 @@ def _snapshot(info: ProgressInfo, load: LoadModel, interrupted: bool) -> Progres
         planned_s=load.duration_s,
         planned_requests=load.requests,
         interrupted=interrupted,
+        in_flight=info["in_flight"],
     )
 
 
@@ -108,6 +111,8 @@ class _Told:
         entries = [decode_json(entry) for entry in self._run.seconds(self._told)]
         self._told += len(entries)
         _live.tell_seconds(self._target, self._start_unix, entries)
+        if info["phase"] == "measure":
+            _live.tell_in_flight(self._target, time.time(), info["in_flight"])
 
 
 def _poll(run: Run, load: LoadModel, on_progress: ProgressCallback | None, interrupted: bool,

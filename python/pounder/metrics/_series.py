@@ -39,6 +39,9 @@ P50 = Series("pounder_latency_p50_seconds", "gauge", "s", "The second's median l
 P99 = Series("pounder_latency_p99_seconds", "gauge", "s", "The second's 99th percentile latency (corrected).")
 MAX = Series("pounder_latency_max_seconds", "gauge", "s", "The second's longest latency (corrected).")
 MEAN = Series("pounder_latency_mean_seconds", "gauge", "s", "The second's mean latency (corrected).")
+IN_FLIGHT = Series("pounder_in_flight_requests", "gauge", "{request}",
+                   "Requests sent (or connecting) and not yet answered, failed or aborted, as the run is polled "
+                   "(about 4 times a second) during each load's measured phase.")
 CHILDREN = Series("pounder_children", "gauge", "{process}", "The sampled server's children (tune; bench with "
                   "--server-pid).")
 CHILDREN_USS = Series("pounder_children_uss_bytes", "gauge", "By", "Their unique memory (USS), summed.")
@@ -46,6 +49,6 @@ CHILDREN_PSS = Series("pounder_children_pss_bytes", "gauge", "By", "Their propor
 CHILDREN_CPU = Series("pounder_children_cpu_cores", "gauge", "1",
                       "The CPU they used per second since the previous sample (1 = one core busy).")
 
-SERIES = (REQUESTS, NON_2XX, FAILED, BYTES, ERRORS, P50, P99, MAX, MEAN, CHILDREN, CHILDREN_USS, CHILDREN_PSS,
-          CHILDREN_CPU)
+SERIES = (REQUESTS, NON_2XX, FAILED, BYTES, ERRORS, P50, P99, MAX, MEAN, IN_FLIGHT, CHILDREN, CHILDREN_USS,
+          CHILDREN_PSS, CHILDREN_CPU)
 """Every series pounder exports."""

@@ -33,6 +33,7 @@ from pounder.metrics._series import (
     CHILDREN_USS,
     ERRORS,
     FAILED,
+    IN_FLIGHT,
     MAX,
     MEAN,
     NON_2XX,
@@ -220,6 +221,9 @@ class MetricsStream:
         if sample.cpu_cores is not None:
             points.append(_Point(CHILDREN_CPU, self._base, sample.cpu_cores, t_ns))
         self._put(points)
+
+    def in_flight(self, target: str, at_unix: float, requests: int) -> None:
+        self._put([_Point(IN_FLIGHT, (*self._base, ("target", target)), float(requests), int(at_unix * 1e9))])
 
     def _total(self, series: Series, labels: Labels, value: float, t_ns: int) -> _Point:
         key = (series, labels)

@@ -198,8 +198,7 @@ impl Worker {
         let index = self.picker.borrow_mut().pick(job.slot);
         let target = &self.sh.spec.targets[index];
         written.set(false);
-        let in_flight =
-            InFlight { worker: self, measured: job.measured, armed: true, written, request_len: target.request.len(), step: None };
+        let in_flight = InFlight::new(self, job.measured, written, target.request.len(), None);
         // Closed loop: the request is meant to go now, so its claim time is its start.
         let start = if self.sh.schedule.is_some() { Instant::now() } else { job.intended };
         timeout.as_mut().reset(start + self.sh.spec.timeout);

@@ -17,6 +17,7 @@ use crate::stats::{is_2xx, ErrorKind, Interval, Timing};
 impl Worker {
     /// Counts a request: `index` is its target (a scenario's: its step), `sent` its length.
     pub(super) fn record(&self, job: Job, index: usize, sent: usize, start: Instant, end: Instant, result: &Result<Response, Failure>) {
+        self.ended();
         let counters = &self.sh.counters[self.id];
         if !job.measured {
             let mut s = self.stats.borrow_mut();
@@ -72,6 +73,16 @@ impl Worker {
             let error = result.as_ref().err().map_or("", |f| f.kind.name());
             self.write_tsv(job, index, start, status, bytes, timing, corrected, total, error);
         }
+    }
+
+    /// A request starts: in flight until it is counted (`record`) or aborted.
+    pub(super) fn began(&self) {
+        self.sh.counters[self.id].in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request started with `began` is counted or aborted.
+    pub(super) fn ended(&self) {
+        self.sh.counters[self.id].in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Moves the open interval forward to the second `at` falls in, handing over finished ones.
@@ -175,7 +186,13 @@ pub(super) struct InFlight<'a> {
     pub(super) step: Option<usize>,
 }
 
-impl InFlight<'_> {
+impl<'a> InFlight<'a> {
+    /// A request of `worker` starts (`Worker::began`): aborted when dropped armed.
+    pub(super) fn new(worker: &'a Worker, measured: bool, written: &'a Cell<bool>, request_len: usize, step: Option<usize>) -> Self {
+        worker.began();
+        InFlight { worker, measured, armed: true, written, request_len, step }
+    }
+
     pub(super) fn disarm(mut self) {
         self.armed = false;
     }
@@ -187,6 +204,7 @@ impl Drop for InFlight<'_> {
             return;
         }
         let w = self.worker;
+        w.ended();
         let mut s = w.stats.borrow_mut();
         if self.measured {
             s.record_error(ErrorKind::Aborted, None);

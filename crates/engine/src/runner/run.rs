@@ -22,6 +22,8 @@ pub struct Progress {
     pub complete: u64,
     pub failed: u64,
     pub rate: f64,
+    /// Requests started and not yet answered, failed or aborted, now (warm-up's too).
+    pub in_flight: u64,
 }
 
 /// A run in flight. Dropping it cancels the run without waiting: its threads drain (at most
@@ -146,6 +148,7 @@ impl Run {
         } else {
             "warmup"
         };
+        let in_flight = sh.counters.iter().map(|k| k.in_flight.load(Ordering::Relaxed)).sum();
         let elapsed = sh.measure_start().map_or(0.0, |m| now.saturating_duration_since(m).as_secs_f64());
         Progress {
             phase,
@@ -153,6 +156,7 @@ impl Run {
             complete,
             failed,
             rate: f64::from_bits(sh.last_rate.load(Ordering::Relaxed)),
+            in_flight,
         }
     }
 

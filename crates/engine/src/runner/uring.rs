@@ -385,6 +385,7 @@ impl<'w> Ring<'w> {
     /// Starts `job` on slot i (free): on its open connection to the target's address, or a new one.
     fn start(&mut self, i: usize, job: Job) {
         let w = self.w;
+        w.began();
         let index = w.picker.borrow_mut().pick(job.slot);
         let addr_id = w.sh.addr_ids[index];
         // closed loop: the request is meant to go now, so its claim time is its start
@@ -448,6 +449,7 @@ impl<'w> Ring<'w> {
     /// A request still in flight when the drain ended: aborted (as the epoll path's `InFlight`).
     fn abort(&mut self, i: usize) {
         let w = self.w;
+        w.ended();
         let c = &self.conns[i];
         let mut s = w.stats.borrow_mut();
         if !c.job.measured {

@@ -61,8 +61,7 @@ impl Worker {
         let target = &self.sh.spec.targets[step.target];
         let request_len = vu.render(target.tls_name.is_some()).len();
         written.set(false);
-        let in_flight =
-            InFlight { worker: self, measured: job.measured, armed: true, written, request_len, step: Some(index) };
+        let in_flight = InFlight::new(self, job.measured, written, request_len, Some(index));
         // Closed loop: the request is meant to go now, so its claim time is its start.
         let start = if self.sh.schedule.is_some() { Instant::now() } else { job.intended };
         timeout.as_mut().reset(start + self.sh.spec.timeout);
