@@ -1,7 +1,7 @@
 """What a load tells while it runs, to whoever listens (``--metrics-out``, :mod:`pounder.metrics`):
-each finished second of a load's series as the engine hands it over, the requests in flight as the
-run is polled, the errors of a finished load by category, and each sample the server sampler takes
-of the children. Here, at the top level, so
+each finished second of a load's series as the engine hands it over (its failures by category
+among its figures), the requests in flight as the run is polled, and each sample the server sampler
+takes of the children. Here, at the top level, so
 that the engine's runner (:mod:`pounder.load`) and the sampler (:mod:`pounder.procs`) tell it
 without knowing who listens, and whoever runs loads (bench, compare, run, tune) needs no change.
 
@@ -36,9 +36,6 @@ class Listener(Protocol):
     def seconds(self, target: str, start_unix: float, entries: Sequence[Mapping[str, Any]]) -> None:
         """Finished seconds of the load on ``target`` (its first URL) whose measured phase began at
         ``start_unix``: entries of the result's ``series`` (``second`` counts from 0)."""
-
-    def errors(self, target: str, end_unix: float, counts: Mapping[str, int]) -> None:
-        """A load on ``target`` ended at ``end_unix`` with these failed requests by category."""
 
     def children(self, sample: ChildrenSample) -> None:
         """A sample of the sampled server's children."""
@@ -85,10 +82,6 @@ def _tell(call: str, *args: Any) -> None:
 def tell_seconds(target: str, start_unix: float, entries: Sequence[Mapping[str, Any]]) -> None:
     if entries:
         _tell("seconds", target, start_unix, entries)
-
-
-def tell_errors(target: str, end_unix: float, counts: Mapping[str, int]) -> None:
-    _tell("errors", target, end_unix, counts)
 
 
 def tell_children(sample: ChildrenSample) -> None:

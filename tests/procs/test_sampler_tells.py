@@ -23,11 +23,11 @@ class Recorder:
     def seconds(self, *args: object) -> None:
         pass
 
-    def errors(self, *args: object) -> None:
-        pass
-
     def children(self, sample: _live.ChildrenSample) -> None:
         self.samples.append(sample)
+
+    def in_flight(self, *args: object) -> None:
+        pass
 
 
 def test_each_sample_of_the_children_is_told(trees: TreeFactory) -> None:

@@ -61,6 +61,7 @@ pub fn sum_seconds(entries: &[&str]) -> Result<String, String> {
         "complete": total.complete,
         "non_2xx": total.non_2xx,
         "failed": total.failed,
+        "errors": total.errors_by_name(),
         "bytes": total.bytes,
         "mean_us": h.mean(),
         "p50_us": h.percentile(50.0),

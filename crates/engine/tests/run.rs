@@ -24,6 +24,11 @@ fn spec(addr: &str, io: Io) -> Spec {
     s
 }
 
+/// The failures of kind `name` in a result's series, added up.
+fn series_errors(r: &Value, name: &str) -> u64 {
+    r["series"].as_array().unwrap().iter().map(|s| s["errors"][name].as_u64().unwrap_or(0)).sum()
+}
+
 fn now_unix_us() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as u64
 }
@@ -81,6 +86,10 @@ fn a_host_whose_addresses_all_refuse_reports_the_refusal(io: Io) {
     s.requests = Some(10);
     let r = result(s);
     assert_eq!(r["errors"]["refused"], 10);
+    // each second says its failures by kind: here all refused, 10 in all
+    let refused: u64 = series_errors(&r, "refused");
+    assert_eq!(refused, 10);
+    assert!(r["series"].as_array().unwrap().iter().all(|s| s["errors"].as_object().unwrap().len() == 1));
 }
 
 fn requests_sent_and_aborted_at_the_end_count_their_bytes_sent(io: Io) {
@@ -399,6 +408,7 @@ fn in_flight_is_each_connections_request_then_none(io: Io) {
     assert_eq!(run.progress().in_flight, 4);
     let r = wait_result(&run, io);
     assert_eq!(r["errors"]["aborted"], 4, "{}", r["errors"]);
+    assert_eq!(series_errors(&r, "aborted"), 4);
     assert_eq!(run.progress().in_flight, 0);
 }
 

@@ -19,7 +19,7 @@ import json
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -289,10 +289,7 @@ class AgentPool(Sender):
             server = sampler.stop() if sampler is not None and sampler.started else None
         if server is not None:
             server = replace(server, serves_url=served)
-        result = self._result(spec, started_at, server)
-        if told is not None:
-            _live.tell_errors(spec.target_label(), time.time(), asdict(result.errors))
-        return result
+        return self._result(spec, started_at, server)
 
     def _sharing(self, member: _Member) -> int:
         """How many agents run on ``member``'s machine (they share its CPUs: several Ray nodes on

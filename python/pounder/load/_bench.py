@@ -14,7 +14,7 @@ import re
 import resource
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -281,8 +281,6 @@ def _run_here(spec: BenchSpec, on_progress: ProgressCallback | None, sampler: Se
         )
     except MalformedResultError as error:
         raise PounderError(f"the engine returned a malformed result: {error}") from None
-    if told is not None:
-        _live.tell_errors(spec.target_label(), time.time(), asdict(result.errors))
     if unwritten:
         raise OutputWriteError("; ".join(unwritten), result)
     return result

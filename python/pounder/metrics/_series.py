@@ -3,8 +3,10 @@ docs' table, docs/metrics.md, and the Grafana dashboard are checked against this
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
+
+from pounder.results import ErrorCounts
 
 LABELS = ("run", "command", "target")
 """The labels of every series: the run's id (one per command: ``bench-20261129T101500Z-4242``),
@@ -32,9 +34,11 @@ NON_2XX = Series("pounder_non_2xx_total", "counter", "{request}",
 FAILED = Series("pounder_failed_total", "counter", "{request}",
                 "Requests that failed (no complete response: refused, reset, timed out, ...).")
 BYTES = Series("pounder_received_bytes_total", "counter", "By", "Bytes received.")
+CATEGORIES = tuple(category.name for category in fields(ErrorCounts))
+"""The categories of a failed request, as a result counts them."""
 ERRORS = Series("pounder_errors_total", "counter", "{request}",
-                "Failed requests by category (label category: refused, reset, timeout, bad_response, other, aborted, "
-                "tls_certificate, tls_handshake), at the end of each load.")
+                f"Failed requests by category (label category: {', '.join(CATEGORIES)}), second by second: at the "
+                "end, the run's errors.")
 P50 = Series("pounder_latency_p50_seconds", "gauge", "s", "The second's median latency (corrected).")
 P99 = Series("pounder_latency_p99_seconds", "gauge", "s", "The second's 99th percentile latency (corrected).")
 MAX = Series("pounder_latency_max_seconds", "gauge", "s", "The second's longest latency (corrected).")

@@ -27,6 +27,7 @@ from pounder._live import ChildrenSample
 from pounder.metrics._endpoint import MetricsEndpoint
 from pounder.metrics._series import (
     BYTES,
+    CATEGORIES,
     CHILDREN,
     CHILDREN_CPU,
     CHILDREN_PSS,
@@ -203,15 +204,13 @@ class MetricsStream:
             points = [self._total(series, labels, float(entry[key]), t_ns)
                       for series, key in ((REQUESTS, "complete"), (NON_2XX, "non_2xx"), (FAILED, "failed"),
                                           (BYTES, "bytes"))]  # fmt: skip
+            errors = entry.get("errors") or {}  # every category each second: a counter from 0
+            points += [self._total(ERRORS, (*labels, ("category", category)), float(errors.get(category, 0)), t_ns)
+                       for category in CATEGORIES]
             if int(entry["complete"]) > 0:
                 points += [_Point(series, labels, float(entry[key]) / 1e6, t_ns)
                            for series, key in ((P50, "p50_us"), (P99, "p99_us"), (MAX, "max_us"), (MEAN, "mean_us"))]
             self._put(points)
-
-    def errors(self, target: str, end_unix: float, counts: Mapping[str, int]) -> None:
-        t_ns = int(end_unix * 1e9)
-        self._put([self._total(ERRORS, (*self._base, ("target", target), ("category", category)), float(count), t_ns)
-                   for category, count in sorted(counts.items())])  # fmt: skip
 
     def children(self, sample: ChildrenSample) -> None:
         t_ns = int(sample.at_unix * 1e9)

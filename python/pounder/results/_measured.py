@@ -5,7 +5,7 @@ per-second series, the client's CPU), read from the engine's JSON (or a saved re
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from pounder._errors import PounderError, public
@@ -187,6 +187,15 @@ class SecondSample:
     p50_us: int
     p99_us: int
     max_us: int
+    errors: Mapping[str, int] = field(default_factory=dict)
+    """Of ``failed``, by category (only those that happened; a result from before them: none)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """As the engine writes it: ``errors`` only when a request of the second failed."""
+        data = asdict(self)
+        if not self.errors:
+            del data["errors"]
+        return data
 
 
 @public
@@ -221,6 +230,17 @@ def _status(value: object, key: str) -> dict[str, int]:
     return {code: READ.as_int(count, f"{key}.{code}") for code, count in sorted(READ.as_dict(value, key).items())}
 
 
+def _categories(value: object, key: str) -> dict[str, int]:
+    """A second's failures by category (none when missing: a result from before them)."""
+    if value is None:
+        return {}
+    counts = _status(value, key)
+    unknown = sorted(set(counts) - {f.name for f in fields(ErrorCounts)})
+    if unknown:
+        raise READ.error(f"'{key}' has no category {unknown[0]!r}")
+    return counts
+
+
 def _opened(value: object, key: str) -> int:
     return READ.as_int(READ.get(READ.as_dict(value, key), "opened"), f"{key}.opened")
 
@@ -237,7 +257,7 @@ _MEASUREMENTS: dict[str, tuple[str, Callable[[object, str], Any]]] = {
                                                          tls_handshake=_count_or_zero)),
     "latency": ("latency", _histograms(Latency)),
     "phases": ("phases", _histograms(Phases, optional=("tls",))),
-    "series": ("series", READ.list_of(_record_of(SecondSample))),
+    "series": ("series", READ.list_of(lambda value, key: READ.record(SecondSample, value, key, errors=_categories))),
     "client_cpu": ("client_cpu", _record_of(ClientCpu)),
     "histogram": ("histogram", READ.as_str),
 }

@@ -296,7 +296,7 @@ class BenchResult:
             "schema": SCHEMA,
             **plain,
             "connections": {"opened": connections_opened},
-            "series": [asdict(sample) for sample in self.series],
+            "series": [sample.to_dict() for sample in self.series],
             "derived": asdict(self.derived),
         }
 

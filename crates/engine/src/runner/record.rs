@@ -62,7 +62,7 @@ impl Worker {
                 if f.sent {
                     stats.bytes_sent += sent as u64;
                 }
-                iv.failed += 1;
+                iv.fail(f.kind);
                 iv.bytes += f.bytes_in;
                 counters.failed.fetch_add(1, Ordering::Relaxed);
                 (0, f.bytes_in, None)
@@ -217,7 +217,7 @@ impl Drop for InFlight<'_> {
             w.sh.counters[w.id].failed.fetch_add(1, Ordering::Relaxed);
             let mut iv = w.interval.borrow_mut();
             w.advance_interval(&mut iv, Instant::now());
-            iv.failed += 1;
+            iv.fail(ErrorKind::Aborted);
         } else {
             s.warmup_failed += 1;
         }

@@ -463,7 +463,7 @@ impl<'w> Ring<'w> {
         w.sh.counters[w.id].failed.fetch_add(1, Ordering::Relaxed);
         let mut iv = w.interval.borrow_mut();
         w.advance_interval(&mut iv, self.now);
-        iv.failed += 1;
+        iv.fail(ErrorKind::Aborted);
     }
 }
 
