@@ -72,10 +72,21 @@ def flag_of(info: Any, panel: str | None = None, *, repeatable: bool = False) ->
                 repeatable=repeatable)  # fmt: skip
 
 
+def as_written(text: str) -> str:
+    """Help as written: brackets are text, never rich markup (``pounder[metrics]``, ``[tls]``)."""
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _help(declared_flag: Flag) -> str:
+    return as_written(declared_flag.help)
+
+
 def typer_option(declared_flag: Flag) -> Any:
     """The flag as typer's option (no default shown: defaults are stated in the help text)."""
     return typer.Option(*declared_flag.names, metavar=declared_flag.metavar, rich_help_panel=declared_flag.panel,
-                        help=declared_flag.help, show_default=False)  # fmt: skip
+                        help=_help(declared_flag), show_default=False)  # fmt: skip
 
 
 def _kind(declared_flag: Flag, default: Any) -> Any:
@@ -90,7 +101,7 @@ def _click_param(use: Use) -> Any:
     """``use`` as the click parameter typer would make of ``name: Annotated[kind, Option(...)] = default``."""
     declared_flag, default = use.flag(), use.default()
     info = typer.Option(default, *declared_flag.names, metavar=declared_flag.metavar,
-                        rich_help_panel=declared_flag.panel, help=declared_flag.help, show_default=False)  # fmt: skip
+                        rich_help_panel=declared_flag.panel, help=_help(declared_flag), show_default=False)  # fmt: skip
     meta = ParamMeta(name=use.name, default=info, annotation=_kind(declared_flag, default))
     make = getattr(typer.main, "_get_param", None)
     if make is not None:

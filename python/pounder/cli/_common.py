@@ -13,7 +13,7 @@ from typer.core import TyperArgument, TyperGroup, TyperOption
 
 from pounder import _interrupt
 from pounder._errors import PounderError, UsageError, public
-from pounder.cli._bridge import DeclaredOptions, Use, flag_of
+from pounder.cli._bridge import DeclaredOptions, Use, as_written, flag_of
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -96,7 +96,7 @@ class PlainHelpGroup(_PlainHelp, TyperGroup):
 
 def option(*names: str, panel: str, metavar: str | None = None, help: str) -> Any:  # noqa: A002
     """A value option without a shown default (defaults are stated in the help text)."""
-    return typer.Option(*names, metavar=metavar, rich_help_panel=panel, help=help, show_default=False)
+    return typer.Option(*names, metavar=metavar, rich_help_panel=panel, help=as_written(help), show_default=False)
 
 
 def kept_outputs(paths: list[str | None], quiet: bool) -> str:

@@ -45,7 +45,7 @@ RUN_HELP = "\n\n".join([
     "The classic experiments ship in examples/experiments/. Everything is written to the results directory as it "
     "is measured; every refusal (a bad file, a certificate the engine would refuse) comes before anything is "
     "printed or written.",
-    "https:// variant URLs (adapter url) are trusted as the file's [tls] table says (cacert, insecure, cert, key, "
+    "https:// variant URLs (adapter url) are trusted as the file's \\[tls] table says (cacert, insecure, cert, key, "
     "resume: pounder bench's --cacert, --insecure, --cert, --key, --no-tls-resume), each flag given here over its "
     "key.",
     "Exit status: 0 done, 1 a server or a measurement failed (also when a server's warm-up got nowhere) or a "
