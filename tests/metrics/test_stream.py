@@ -96,3 +96,13 @@ def test_a_refused_connection_is_a_drop_with_its_reason() -> None:
     summary = stream.close()
     assert (summary.samples, summary.dropped) == (PER_SECOND, PER_SECOND)
     assert "refused" in summary.reasons[0][0].lower(), summary.reasons
+
+
+def test_a_password_in_the_endpoint_is_never_printed() -> None:
+    """The summary line and a refusal go to CI logs: a password in the URL shows as ***."""
+    endpoint = parse_metrics_out("prometheus+http://user:secret@127.0.0.1:9/api/v1/write")
+    assert endpoint.url == "http://user:secret@127.0.0.1:9/api/v1/write"  # sent as given
+    assert endpoint.shown == "http://user:***@127.0.0.1:9/api/v1/write"
+    with pytest.raises(UsageError) as refused:
+        parse_metrics_out("prometheus+http://user:secret@192.0.2.1:9/api/v1/write")
+    assert "secret" not in str(refused.value) and "user:***@192.0.2.1" in str(refused.value)

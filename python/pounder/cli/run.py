@@ -30,7 +30,7 @@ from pounder.cli._common import (
     write_html_report,
     write_junit_file,
 )
-from pounder.cli._load_options import AgentFlags, takes_load_options, tls_parameters
+from pounder.cli._load_options import AgentFlags, load_parameter, takes_load_options, tls_parameters
 from pounder.cli._metrics_out import metrics_option, metrics_out
 from pounder.compare import parse_compare_gates
 from pounder.experiment import load_experiment, run_experiment
@@ -70,7 +70,8 @@ JUNIT = junit_option("Output", "for each load its own and one per gate of its co
 
 
 @takes(Use(Measured, "junit", "Output", help=JUNIT.help))
-@takes_load_options(*tls_parameters())
+@takes_load_options(*tls_parameters(), load_parameter("allow_remote", "Output", help=(
+    "Let --metrics-out send to another machine (the experiment's servers and loads stay on this machine's loopback).")))
 @takes(AgentFlags, metrics_option("Output"), before="fail_if")
 def run_command(
     ctx: typer.Context,

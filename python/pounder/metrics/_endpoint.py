@@ -25,6 +25,20 @@ class MetricsEndpoint:
     protocol: Protocol
     url: str
 
+    @property
+    def shown(self) -> str:
+        """The URL as printed: a password in it (``user:pw@``) shown as ``***``."""
+        return shown_url(self.url)
+
+
+def shown_url(url: str) -> str:
+    """``url`` with the password of its user part, if any, shown as ``***`` (it goes to logs)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:***@{parts.netloc.rpartition('@')[2]}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
 
 @public
 def parse_metrics_out(text: str, *, allow_remote: bool = False, flag: str = "--metrics-out") -> MetricsEndpoint:
@@ -34,6 +48,7 @@ def parse_metrics_out(text: str, *, allow_remote: bool = False, flag: str = "--m
     if not isinstance(text, str) or not text.strip():
         raise UsageError(f"{flag}: give a URL such as prometheus+http://127.0.0.1:9090/api/v1/write")
     parts = urlsplit(text.strip())
+    text = shown_url(text.strip())  # what a refusal quotes
     if parts.scheme.lower() not in SCHEMES:
         raise UsageError(f"{flag} {text}: unknown scheme {parts.scheme or '(none)'!r}; use {', '.join(SCHEMES)} "
                          "(prometheus+http://HOST:PORT/api/v1/write, otlp+http://HOST:PORT/v1/metrics)")

@@ -289,7 +289,7 @@ class MetricsStream:
             return f"{type(error).__name__}: {error}"[:200]
         if result == MetricExportResult.SUCCESS:
             return None
-        return self._words.first or f"{self.endpoint.url} did not accept them"
+        return self._words.first or f"{self.endpoint.shown} did not accept them"
 
     def close(self, wait_s: float = FLUSH_S) -> MetricsSummary:
         """Send what is queued (waiting at most ``wait_s``), stop, and say what was done."""
@@ -306,7 +306,8 @@ class MetricsStream:
                     break
             if left:
                 self._dropped[f"not sent within {wait_s:g} s of the end"] += left
-            summary = MetricsSummary(url=self.endpoint.url, samples=self._samples, dropped=sum(self._dropped.values()),
+            summary = MetricsSummary(url=self.endpoint.shown, samples=self._samples,
+                                     dropped=sum(self._dropped.values()),
                                      reasons=tuple(self._dropped.most_common()))  # fmt: skip
         if not self._thread.is_alive():  # else a request still waiting would print its failure at exit
             for name in _LOGGERS:
