@@ -252,7 +252,13 @@ def check_baseline(options: RunOptions, old: BenchResult, file: str) -> None:
     """Refuse, in one line naming the first field that differs (with both values), a baseline
     ``old`` (a :class:`~pounder.BenchResult`) whose spec is not ``options``'s, or that cannot
     be compared (interrupted, or fewer than :data:`MIN_SECONDS` full seconds measured); ``file``
-    names it. Called before anything is sent."""
+    names it. Called before anything is sent. A closed loop bounded by a count (``-n``) is refused:
+    its seconds, the samples, are as many as the server takes, so a faster server would have too
+    few for an interval."""
+    if options.load.kind == "closed" and options.load.requests is not None:
+        raise UsageError(f"--baseline {file}: a baseline compares the runs second by second; bound the load by time "
+                         f"(-d {MIN_SECONDS * 6}s), not by a count (-n {options.load.requests}): a run of a count lasts as "
+                         "long as the server takes, and a faster one would leave too few seconds to compare")
     if old.interrupted:
         raise UsageError(f"--baseline {file} was interrupted: a partial run is no baseline")
     if old.agents is not None and old.agents.partial:
@@ -272,6 +278,7 @@ def check_baseline(options: RunOptions, old: BenchResult, file: str) -> None:
         ("the scenario", lambda o: o.scenario),
         ("the replay (file, format, requests, speed, length)", _replay),
         ("the TLS settings", lambda o: None if o.tls is None else asdict(o.tls)),
+        ("the statuses that count as answers (--expect-status)", lambda o: o.expect_status),
     ]
     for field, read in checks:
         here, there = read(options), read(theirs)
