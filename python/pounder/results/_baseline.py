@@ -256,9 +256,9 @@ def check_baseline(options: RunOptions, old: BenchResult, file: str) -> None:
     its seconds, the samples, are as many as the server takes, so a faster server would have too
     few for an interval."""
     if options.load.kind == "closed" and options.load.requests is not None:
-        raise UsageError(f"--baseline {file}: a baseline compares the runs second by second; bound the load by time "
-                         f"(-d {MIN_SECONDS * 6}s), not by a count (-n {options.load.requests}): a run of a count lasts as "
-                         "long as the server takes, and a faster one would leave too few seconds to compare")
+        raise UsageError(f"--baseline {file}: a baseline compares the runs second by second; bound the load by "
+                         f"time (-d {MIN_SECONDS * 6}s), not by a count (-n {options.load.requests}): a run of a count "
+                         "lasts as long as the server takes, and a faster one would leave too few seconds to compare")
     if old.interrupted:
         raise UsageError(f"--baseline {file} was interrupted: a partial run is no baseline")
     if old.agents is not None and old.agents.partial:
