@@ -79,7 +79,8 @@ def test_a_compare_streams_each_variant_under_its_own_target(testserver, otlp_re
 def test_the_requests_in_flight_are_the_connections_waiting_on_a_slow_server(testserver, otlp_receiver) -> None:
     """Closed loop, 4 connections, a server that answers each request 100 ms after it read it: each
     connection has its request out but for the moment between an answer and the next request, so
-    every poll of the measured phase finds 4 in flight (3 at such a moment)."""
+    nearly every poll of the measured phase finds 4 in flight (fewer at such a moment: 3, or 2 when
+    the ring's completions of two connections were counted before either sent its next request)."""
     server = testserver(delay_ms=100)
     done = run_pounder("bench", server.url + "/", "-d", "2s", "-c", "4", "-q",
                        "--metrics-out", otlp_receiver.url, timeout=60)  # fmt: skip
@@ -87,6 +88,6 @@ def test_the_requests_in_flight_are_the_connections_waiting_on_a_slow_server(tes
     points = otlp_receiver.points("pounder_in_flight_requests")
     counts = [value for _, _, value, _ in points]
     assert len(counts) >= 5, counts  # about 4 a second for 2 s
-    assert set(counts) <= {3.0, 4.0} and counts.count(4.0) * 10 >= len(counts) * 9, counts
+    assert set(counts) <= {2.0, 3.0, 4.0} and counts.count(4.0) * 10 >= len(counts) * 8, counts
     assert {attributes["target"] for attributes, _, _, _ in points} == {server.url + "/"}
     assert all(unit == "{request}" for _, _, _, unit in points)

@@ -10,6 +10,7 @@ the function reads their values back as one record each with :func:`given`."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -72,11 +73,14 @@ def flag_of(info: Any, panel: str | None = None, *, repeatable: bool = False) ->
                 repeatable=repeatable)  # fmt: skip
 
 
-def as_written(text: str) -> str:
-    """Help as written: brackets are text, never rich markup (``pounder[metrics]``, ``[tls]``)."""
-    from rich.markup import escape
+_TAG = re.compile(r"(?<!\\)\[(?=[a-zA-Z#/@])")
 
-    return escape(text)
+
+def as_written(text: str) -> str:
+    """Help as written: brackets are text, never rich markup (``pounder[metrics]``, ``[tls]``,
+    ``[[login]]``): each ``[`` that rich would read as a tag's escaped, once (a help made of another
+    option's, already escaped, stays as it is)."""
+    return _TAG.sub(r"\\[", text)
 
 
 def _help(declared_flag: Flag) -> str:

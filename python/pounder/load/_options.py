@@ -100,8 +100,8 @@ class LoadOptions:
     """https://: resume TLS sessions (False: every handshake is a full one)."""
     scenario: str | Path | None = field(default=None, metadata=flag("--scenario", metavar="FILE", help=(
         "Virtual users with sessions, from a TOML scenario file (docs/scenarios.md): each connection is a user "
-        "that runs the \\[\\[login]] steps once (capturing CSRF tokens, cookies in its own jar), then the "
-        "\\[\\[loop]] steps round and round; every step is a request (-n counts them) with its own percentiles. "
+        "that runs the [[login]] steps once (capturing CSRF tokens, cookies in its own jar), then the "
+        "[[loop]] steps round and round; every step is a request (-n counts them) with its own percentiles. "
         "The URL is then the server's base, http://HOST:PORT or https://HOST:PORT. In open loop think times are "
         "not slept.")))
     """A scenario file (docs/scenarios.md): virtual users with sessions instead of one request."""
