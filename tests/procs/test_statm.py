@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -22,10 +23,16 @@ def test_statm_is_vmsize_rss_and_resident_file_pages() -> None:
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
-        statm = read_statm(proc.pid)
-        assert statm.size == _status(proc.pid, "VmSize")
-        assert statm.resident == _status(proc.pid, "VmRSS")
-        assert statm.shared == _status(proc.pid, "RssFile", "RssShmem")
+        # the kernel's RSS counters settle a moment after the last page fault: compare once a read
+        # of statm before and one after /proc/PID/status agree
+        for _ in range(50):
+            statm = read_statm(proc.pid)
+            size, rss, shared = (_status(proc.pid, "VmSize"), _status(proc.pid, "VmRSS"),
+                                 _status(proc.pid, "RssFile", "RssShmem"))  # fmt: skip
+            if read_statm(proc.pid) == statm:
+                break
+            time.sleep(0.02)
+        assert (statm.size, statm.resident, statm.shared) == (size, rss, shared)
     finally:
         proc.communicate(b"")
     with pytest.raises(ProcessGone):
