@@ -1,4 +1,4 @@
-"""Running a bench: start the engine, follow its progress, collect the result.
+"""Running a bench: start the engine, follow it to its end (:mod:`._follow`), collect the result.
 
 Ctrl-C (``KeyboardInterrupt``) during a run cancels it: the engine stops issuing requests, drains
 for at most 0.2 s (a second at the normal end of a run), and the partial result is returned with
@@ -12,9 +12,8 @@ from __future__ import annotations
 import os
 import re
 import resource
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,7 @@ from pounder._native import load_engine
 from pounder._records import decode_json
 from pounder._units import parse_duration, plain
 from pounder._version import __version__
+from pounder.load._follow import ProgressCallback, Told, follow
 from pounder.load._model import Number
 from pounder.load._sender import Sender
 from pounder.load._spec import BenchSpec
@@ -36,7 +36,6 @@ from pounder.results import (
     BenchResult,
     Gate,
     IoInfo,
-    LoadModel,
     MalformedResultError,
     check_baseline,
     check_gates,
@@ -48,102 +47,7 @@ from pounder.results import (
 from pounder.traffic import parse_url, resolve
 
 if TYPE_CHECKING:
-    from pounder._engine import ProgressInfo, Run
-
-POLL_INTERVAL_S = 0.25
-DRAIN_POLL_S = 0.05
-CANCEL_WAIT_S = 5.0
-
-
-@public
-@dataclass(frozen=True)
-class Progress:
-    """A snapshot of a running bench, given to the ``on_progress`` callback about every 0.25 s.
-
-    ``phase`` is "waiting" (for a start time), "warmup", "measure", "drain" or "done";
-    ``elapsed_s`` is the time since the measured phase began (0 during warm-up); ``complete`` and
-    ``failed`` count measured requests only; ``rate`` the completions in the last full second; ``planned_s`` and
-    ``planned_requests`` what the run is set to measure (``None`` when not bounded by it); ``in_flight`` the
-    requests sent (or connecting) and not yet answered, failed or aborted, now.
-    """
-
-    phase: str
-    elapsed_s: float
-    complete: int
-    failed: int
-    rate: float
-    planned_s: float | None
-    planned_requests: int | None
-    interrupted: bool
-    in_flight: int
-
-
-ProgressCallback = Callable[[Progress], None]
-
-
-def _snapshot(info: ProgressInfo, load: LoadModel, interrupted: bool) -> Progress:
-    return Progress(
-        phase=info["phase"],
-        elapsed_s=info["elapsed_s"],
-        complete=info["complete"],
-        failed=info["failed"],
-        rate=info["rate"],
-        planned_s=load.duration_s,
-        planned_requests=load.requests,
-        interrupted=interrupted,
-        in_flight=info["in_flight"],
-    )
-
-
-class _Told:
-    """The finished seconds of a run told to whoever listens (:mod:`pounder._live`), as they come."""
-
-    def __init__(self, run: Run, target: str) -> None:
-        self._run, self._target = run, target
-        self._start_unix: float | None = None
-        self._told = 0
-
-    def poll(self, info: ProgressInfo) -> None:
-        if self._start_unix is None:
-            if info["phase"] not in ("measure", "drain", "done"):
-                return
-            self._start_unix = time.time() - info["elapsed_s"]
-        entries = [decode_json(entry) for entry in self._run.seconds(self._told)]
-        self._told += len(entries)
-        _live.tell_seconds(self._target, self._start_unix, entries)
-        if info["phase"] == "measure":
-            _live.tell_in_flight(self._target, time.time(), info["in_flight"])
-
-
-def _poll(run: Run, load: LoadModel, on_progress: ProgressCallback | None, interrupted: bool,
-          told: _Told | None) -> None:  # fmt: skip
-    interval = DRAIN_POLL_S if interrupted else POLL_INTERVAL_S  # a drain lasts 0.2 s: follow it closely
-    while True:
-        done = run.wait(interval)
-        if on_progress is not None or told is not None:
-            info = run.progress()
-            if told is not None:
-                told.poll(info)
-            if on_progress is not None:
-                on_progress(_snapshot(info, load, interrupted))
-        if done:
-            return
-
-
-def _follow(run: Run, load: LoadModel, on_progress: ProgressCallback | None, told: _Told | None = None) -> bool:
-    """Wait for the run to finish; returns True when it was interrupted by Ctrl-C."""
-    try:
-        _poll(run, load, on_progress, interrupted=False, told=told)
-        return False
-    except KeyboardInterrupt:
-        run.cancel()
-        _poll(run, load, on_progress, interrupted=True, told=told)
-        return True
-    except BaseException:  # the progress callback stopped the run (e.g. memory ran low)
-        run.cancel()
-        run.wait(CANCEL_WAIT_S)
-        raise
-
+    from pounder._engine import Run
 
 @public
 def serves_all(target: ServerTarget, spec: BenchSpec, front: int | None = None) -> bool | None:
@@ -257,8 +161,8 @@ def _run_here(spec: BenchSpec, on_progress: ProgressCallback | None, sampler: Se
                 if str(error).startswith("io_uring: "):  # --io uring where it cannot be (check_io not called)
                     raise _io_error(str(error), spec) from None
                 raise _start_error(str(error), staged) from None
-            told = _Told(run, spec.target_label()) if _live.anyone() else None
-            interrupted = _follow(run, spec.load, on_progress, told)
+            told = Told(run, spec.target_label()) if _live.anyone() else None
+            interrupted = follow(run, spec.load, on_progress, told)
         finally:
             server = sampler.stop() if sampler is not None else None
     except BaseException:

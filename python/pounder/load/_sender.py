@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pounder._errors import public
 
 if TYPE_CHECKING:
-    from pounder.load._bench import ProgressCallback
+    from pounder.load._follow import ProgressCallback
     from pounder.load._spec import BenchSpec
     from pounder.procs import ServerSampler
     from pounder.results import BenchResult
