@@ -75,14 +75,17 @@ impl Worker {
         }
     }
 
-    /// A request starts: in flight until it is counted (`record`) or aborted.
+    /// A request starts: in flight until it is counted (`record`) or aborted. Only this thread
+    /// writes its counter (others read it): a plain load and store, no locked read-modify-write.
     pub(super) fn began(&self) {
-        self.sh.counters[self.id].in_flight.fetch_add(1, Ordering::Relaxed);
+        let n = &self.sh.counters[self.id].in_flight;
+        n.store(n.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
     /// A request started with `began` is counted or aborted.
     pub(super) fn ended(&self) {
-        self.sh.counters[self.id].in_flight.fetch_sub(1, Ordering::Relaxed);
+        let n = &self.sh.counters[self.id].in_flight;
+        n.store(n.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
     }
 
     /// Moves the open interval forward to the second `at` falls in, handing over finished ones.
